@@ -1,0 +1,240 @@
+"""
+The whole network of the xVal paper (App. B): a GPT-2 style pre-LayerNorm transformer without
+biases, the xVal number embedding (a [NUM] token scaled by its value, or the multi-scale sum of
+eq. 1 for k > 0), a token head and, for xVal, a number head; the loss (cross-entropy plus λ·MSE on
+masked numbers), the optimizer groups and a FLOPs estimate for MFU.
+
+The model reads ids and values only; it knows nothing of files or text.
+"""
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+IGNORE = -100  # target id of positions that are not predicted
+
+
+@dataclass
+class GPTConfig:
+    vocab_size: int
+    num_id: int = -1  # id of [NUM] for xVal; -1 for text encodings
+    block_size: int = 1024  # longest sample (tokens) the position embedding covers
+    n_layer: int = 6
+    n_head: int = 6
+    n_embd: int = 768
+    dropout: float = 0.0
+    encoding: str = "xval"  # xval | p10 | p1000 | b1999 | fp15
+    k: int = 0  # multi-scale xVal: 2k+1 number embeddings at scales 10^-k..10^k (paper eq. 1)
+    causal: bool = False  # False: bidirectional (MLM), True: autoregressive
+    nmse_eps: float = 1e-3  # ε of the NMSE loss used for k > 0
+
+    def __post_init__(self):
+        if self.n_embd % self.n_head:
+            raise ValueError(f"n_embd ({self.n_embd}) must be divisible by n_head ({self.n_head})")
+        if self.encoding == "xval" and self.num_id < 0:
+            raise ValueError("an xval model needs num_id, the id of the [NUM] token")
+        if self.k < 0:
+            raise ValueError(f"k must be >= 0, got {self.k}")
+
+
+class SelfAttention(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.n_head, self.dropout = cfg.n_head, cfg.dropout
+        self.qkv = nn.Linear(cfg.n_embd, 3 * cfg.n_embd, bias=False)
+        self.proj = nn.Linear(cfg.n_embd, cfg.n_embd, bias=False)
+
+    def forward(self, x, mask, causal):
+        B, T, C = x.shape
+        q, k, v = self.qkv(x).split(C, dim=2)
+        q, k, v = (t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for t in (q, k, v))  # (B, nh, T, hs)
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal and mask is None,
+                                           dropout_p=self.dropout if self.training else 0.0)
+        y = y.transpose(1, 2).contiguous().view(B, T, C)  # (B, T, C)
+        return self.proj(y)
+
+
+class Block(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(cfg.n_embd, bias=False)
+        self.attn = SelfAttention(cfg)
+        self.ln_2 = nn.LayerNorm(cfg.n_embd, bias=False)
+        self.mlp = nn.Sequential(
+            nn.Linear(cfg.n_embd, 4 * cfg.n_embd, bias=False), nn.GELU(),
+            nn.Linear(4 * cfg.n_embd, cfg.n_embd, bias=False))
+        self.drop = nn.Dropout(cfg.dropout)
+
+    def forward(self, x, mask, causal):
+        x = x + self.drop(self.attn(self.ln_1(x), mask, causal))
+        return x + self.drop(self.mlp(self.ln_2(x)))
+
+
+def mlp_head(n_embd, n_out, bias):
+    """The xVal heads: an MLP with one hidden layer of width n_embd."""
+    return nn.Sequential(nn.Linear(n_embd, n_embd, bias=bias), nn.GELU(), nn.Linear(n_embd, n_out, bias=bias))
+
+
+class GPT(nn.Module):
+    def __init__(self, cfg: GPTConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.xval = cfg.encoding == "xval"
+        self.wte = nn.Embedding(cfg.vocab_size, cfg.n_embd)
+        self.wpe = nn.Embedding(cfg.block_size, cfg.n_embd)
+        if self.xval and cfg.k > 0:  # paper eq. 1: sum_i tanh(x·10^i)·[NUM_i], i = -k..k
+            self.num_embed = nn.Parameter(torch.empty(2 * cfg.k + 1, cfg.n_embd))
+            self.register_buffer("num_scales", 10.0 ** torch.arange(-cfg.k, cfg.k + 1), persistent=False)
+        self.drop = nn.Dropout(cfg.dropout)
+        self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layer))
+        self.ln_f = nn.LayerNorm(cfg.n_embd, bias=False)
+        if self.xval:  # two MLP heads; only the number head has biases (paper App. B)
+            self.token_head = mlp_head(cfg.n_embd, cfg.vocab_size, bias=False)
+            self.num_head = mlp_head(cfg.n_embd, 1, bias=True)
+        else:  # one linear token head tied to the input embedding, as in GPT-2
+            self.token_head = nn.Linear(cfg.n_embd, cfg.vocab_size, bias=False)
+            self.token_head.weight = self.wte.weight
+        self._init_weights()
+
+    def _init_weights(self):
+        # paper App. B: every weight ~ N(0, σ²), σ = (2·fan_in·n_layer)^-1/2, against the growth
+        # of the residual stream; embeddings N(0, 0.02²) as in GPT-2; biases zero
+        for name, module in self.named_modules():
+            if isinstance(module, nn.Linear) and module.weight is not self.wte.weight:
+                std = (2 * module.in_features * self.cfg.n_layer) ** -0.5
+                nn.init.normal_(module.weight, mean=0.0, std=std)
+                if module.bias is not None:
+                    nn.init.zeros_(module.bias)
+        nn.init.normal_(self.wte.weight, mean=0.0, std=0.02)
+        nn.init.normal_(self.wpe.weight, mean=0.0, std=0.02)
+        if hasattr(self, "num_embed"):
+            nn.init.normal_(self.num_embed, mean=0.0, std=0.02)
+
+    def num_params(self, trunk_only=False):
+        """Parameters, counted once (tied weights); trunk_only: the blocks and final norm."""
+        params = {id(p): p for p in self.parameters()}
+        if trunk_only:
+            params = {id(p): p for p in [*self.blocks.parameters(), *self.ln_f.parameters()]}
+        return sum(p.numel() for p in params.values())
+
+    # -------------------------------------------------------------------------
+
+    def embed(self, ids, values):
+        """Token embedding with the numbers' values applied. ids, values: (B, T)."""
+        x = self.wte(ids)  # (B, T, C)
+        if not self.xval:
+            return x
+        if self.cfg.k == 0:
+            # values are 1.0 except at [NUM] tokens, so this scales exactly the number embeddings
+            return x * values.unsqueeze(-1).to(x.dtype)
+        multi = torch.tanh(values.unsqueeze(-1) * self.num_scales) @ self.num_embed  # (B, T, 2k+1) @ (2k+1, C)
+        return torch.where((ids == self.cfg.num_id).unsqueeze(-1), multi.to(x.dtype), x)
+
+    def trunk(self, ids, values=None, pos=None, doc=None):
+        """
+        The hidden states after the final LayerNorm, (B, T, C).
+        pos: (B, T) positions (default 0..T-1); doc: (B, T) sample index of each token, so that
+        tokens attend only within their own sample (padding gets its own index, -1). With doc=None
+        every row is one sample with no padding.
+        """
+        B, T = ids.shape
+        if T > self.cfg.block_size:
+            raise ValueError(f"sequence of {T} tokens is longer than block_size {self.cfg.block_size}")
+        if values is None:
+            values = torch.ones(ids.shape, device=ids.device)
+        if pos is None:
+            pos = torch.arange(T, device=ids.device).expand(B, T)
+        x = self.drop(self.embed(ids, values) + self.wpe(pos))  # positions added after the number scaling
+        mask = None
+        if doc is not None:
+            mask = (doc.unsqueeze(2) == doc.unsqueeze(1)).unsqueeze(1)  # (B, 1, T, T): same sample
+            if self.cfg.causal:
+                mask = mask & torch.ones(T, T, dtype=torch.bool, device=ids.device).tril()
+        for block in self.blocks:
+            x = block(x, mask, self.cfg.causal)
+        return self.ln_f(x)
+
+    def heads(self, h):
+        """Token logits (..., V) and, for xVal, the number prediction (...) of hidden states h."""
+        logits = self.token_head(h)
+        num = self.num_head(h).squeeze(-1) if self.xval else None
+        return logits, num
+
+    def forward(self, ids, values=None, targets=None, target_values=None, pos=None, doc=None):
+        """
+        Without targets: (logits (B, T, V), num (B, T) or None).
+        With targets (B, T), IGNORE where nothing is predicted, and target_values (B, T): a dict of
+        loss sums and counts (so a caller can normalise over a whole distributed batch) and
+        'loss', the mean over this batch: CE + λ·(N)MSE is formed by the caller via loss_from.
+        The heads run only where there is a target (20% of tokens under MLM).
+        """
+        h = self.trunk(ids, values, pos, doc)
+        if targets is None:
+            return self.heads(h)
+        sel = targets != IGNORE
+        logits, num = self.heads(h[sel])  # (N, V), (N,)
+        t = targets[sel]
+        sums = {"ce_sum": F.cross_entropy(logits.float(), t, reduction="sum"),
+                "n_tokens": sel.sum()}
+        if self.xval:
+            # MSE at predicted positions whose true token is [NUM]; NMSE for multi-scale (k > 0)
+            is_num = t == self.cfg.num_id
+            y = target_values[sel][is_num].float()
+            err = (num[is_num].float() - y) ** 2
+            if self.cfg.k > 0:
+                err = err / (y ** 2 + self.cfg.nmse_eps)
+            sums.update(num_sum=err.sum(), n_numbers=is_num.sum())
+        else:
+            zero = sums["ce_sum"].new_zeros(())
+            sums.update(num_sum=zero, n_numbers=zero.long())
+        return sums
+
+
+def loss_from(sums, num_loss_weight, n_tokens=None, n_numbers=None):
+    """
+    CE over predicted tokens + λ·(N)MSE over predicted numbers, each a mean over n_tokens and
+    n_numbers (default: this batch's counts). A batch with no masked number adds 0, not NaN.
+    """
+    n_tokens = sums["n_tokens"] if n_tokens is None else n_tokens
+    n_numbers = sums["n_numbers"] if n_numbers is None else n_numbers
+    ce = sums["ce_sum"] / max(int(n_tokens), 1)
+    num = sums["num_sum"] / max(int(n_numbers), 1)
+    return ce + num_loss_weight * num, ce, num
+
+
+def configure_optimizer(model, weight_decay, learning_rate, betas, device_type):
+    """AdamW with weight decay on matrices and embeddings (dim >= 2) only; fused on CUDA."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    decay = [p for p in params if p.dim() >= 2]
+    no_decay = [p for p in params if p.dim() < 2]
+    groups = [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, lr=learning_rate, betas=betas, fused=device_type == "cuda")
+
+
+def flops_per_token(model, attended_tokens, predicted_fraction):
+    """
+    Training FLOPs (forward + backward) per token: 6 per trunk weight, 6 per head weight at the
+    predicted fraction of positions (the heads run only there), and 12·n_layer·n_embd per
+    attended token for the attention scores and their weighted sum.
+    """
+    cfg = model.cfg
+    trunk = model.num_params(trunk_only=True)
+    head = sum(p.numel() for p in model.token_head.parameters())
+    if model.xval:
+        head += sum(p.numel() for p in model.num_head.parameters())
+    return 6 * trunk + 6 * head * predicted_fraction + 12 * cfg.n_layer * cfg.n_embd * attended_tokens
+
+
+# peak dense bf16 FLOP/s by GPU name, for MFU
+PEAK_FLOPS = {"H100": 989e12, "H200": 989e12, "GH200": 989e12, "A100": 312e12, "L40S": 362e12,
+              "A10G": 70e12, "RTX 4090": 165e12, "RTX 3090": 71e12, "V100": 125e12}
+
+
+def peak_flops(device_name):
+    """The bf16 dense peak of a GPU from its name (torch.cuda.get_device_name), else None."""
+    for key, value in PEAK_FLOPS.items():
+        if key in device_name:
+            return value
+    return None

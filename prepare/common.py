@@ -1,0 +1,140 @@
+"""
+What every prepare script shares: the command-line flags, the split sizes, per-sample seeding that
+makes the output independent of the worker count, compact JSON-like records, and atomic writes.
+
+A prepare script defines `make_sample(rng, split) -> str` (one line of text) and calls
+`write_dataset(...)`. Sample i of split s is drawn from its own generator seeded by
+(seed, s, i), so the files are byte-identical whatever --workers is.
+"""
+import argparse
+import json
+import math
+import os
+import sys
+import time
+from multiprocessing import Pool
+
+import numpy as np
+
+# samples per split: (train, val, test); every extra test set (OoD) has the size of test
+SIZES = {
+    "tiny": (400, 50, 50),
+    "small": (40_000, 5_000, 5_000),
+    "paper": (1_000_000, 125_000, 125_000),
+}
+
+
+def base_parser(description, default_out):
+    """The flags every prepare script has: --out, --size, --seed, --workers, --force."""
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--out", default=default_out, help=f"output directory (default {default_out})")
+    p.add_argument("--size", default="small", choices=list(SIZES),
+                   help="tiny: seconds, for tests; small: minutes on a laptop; paper: 1M/125k/125k")
+    p.add_argument("--seed", type=int, default=1337, help="fixes every sample (default 1337)")
+    p.add_argument("--workers", type=int, default=os.cpu_count() or 1,
+                   help="processes to use (default: all cores); does not change the output")
+    p.add_argument("--force", action="store_true", help="overwrite an existing dataset in --out")
+    return p
+
+
+def sample_rng(seed, split_code, index):
+    """The generator of one sample: a pure function of (seed, split, index)."""
+    return np.random.default_rng(np.random.SeedSequence([seed, split_code, index]))
+
+
+def fmt_number(x, digits):
+    """A float as a short literal with `digits` significant digits (no trailing zeros)."""
+    if not math.isfinite(x):
+        raise ValueError(f"refusing to write the non-finite number {x!r} into a sample")
+    s = f"{x:.{digits}g}"
+    return "0" if s in ("0", "-0") else s
+
+
+def dumps(obj, digits=4):
+    """Compact JSON (no spaces) with floats written to `digits` significant digits."""
+    if isinstance(obj, dict):
+        return "{" + ",".join(f'"{k}":{dumps(v, digits)}' for k, v in obj.items()) + "}"
+    if isinstance(obj, (list, tuple)):
+        return "[" + ",".join(dumps(v, digits) for v in obj) + "]"
+    if isinstance(obj, (bool, np.bool_)):
+        return "true" if obj else "false"
+    if isinstance(obj, (int, np.integer)):
+        return str(int(obj))
+    if isinstance(obj, (float, np.floating)):
+        return fmt_number(float(obj), digits)
+    if isinstance(obj, str):
+        return json.dumps(obj)
+    raise TypeError(f"cannot write {type(obj).__name__} into a record")
+
+
+def prepare_out_dir(out, force):
+    """Refuse to overwrite an existing dataset unless --force; fail early if unwritable."""
+    if os.path.exists(out) and not os.path.isdir(out):
+        sys.exit(f"error: --out {out} exists and is not a directory")
+    if os.path.isdir(out) and os.listdir(out) and not force:
+        sys.exit(f"error: {out} already holds files (a dataset?); pass --force to overwrite it")
+    try:
+        os.makedirs(out, exist_ok=True)
+        probe = os.path.join(out, ".write_test.tmp")
+        with open(probe, "w") as f:
+            f.write("")
+        os.remove(probe)
+    except OSError as e:
+        sys.exit(f"error: cannot write to output directory {out}: {e.strerror}")
+
+
+def atomic_write_text(path, text):
+    """Write to a temporary name, then rename: a crash never leaves a half file."""
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def _make_one(args):
+    make_sample, seed, code, index, split = args
+    return make_sample(sample_rng(seed, code, index), split)
+
+
+def generate_split(make_sample, split, code, n, seed, workers, chunksize=64):
+    """Return the n lines of one split, in index order, using `workers` processes."""
+    try:
+        from tqdm import tqdm
+    except ImportError:  # tqdm is optional: fall back to no progress bar
+        def tqdm(it, **_):
+            return it
+    jobs = ((make_sample, seed, code, i, split) for i in range(n))
+    bar = dict(total=n, desc=f"{split:>16}", unit="sample", file=sys.stderr, mininterval=0.5)
+    if workers <= 1:
+        return [line for line in tqdm(map(_make_one, jobs), **bar)]
+    with Pool(workers) as pool:
+        return [line for line in tqdm(pool.imap(_make_one, jobs, chunksize=chunksize), **bar)]
+
+
+def write_dataset(args, make_sample, extra_splits=(), meta=None, sizes=None):
+    """
+    Generate train/val/test (+ extra test splits such as OoD sets) and write them atomically as
+    <out>/<split>.txt, one sample per line, then <out>/meta.json last (its presence marks a
+    complete dataset). make_sample(rng, split) returns one line without a newline.
+    """
+    sizes = sizes or SIZES
+    n_train, n_val, n_test = sizes[args.size]
+    counts = {"train": n_train, "val": n_val, "test": n_test}
+    counts.update({name: n_test for name in extra_splits})
+    prepare_out_dir(args.out, args.force)
+    t0 = time.time()
+    for code, (split, n) in enumerate(counts.items()):  # code: train 0, val 1, test 2, extras 3..
+        lines = generate_split(make_sample, split, code, n, args.seed, args.workers)
+        for i, line in enumerate(lines):
+            if "\n" in line:
+                raise ValueError(f"sample {i} of {split} spans several lines")
+        atomic_write_text(os.path.join(args.out, f"{split}.txt"), "\n".join(lines) + "\n")
+    meta = dict(meta or {})
+    meta.update(seed=args.seed, size=args.size, splits=counts, command=" ".join(["python"] + sys.argv))
+    atomic_write_text(os.path.join(args.out, "meta.json"), json.dumps(meta, indent=2) + "\n")
+    seconds = time.time() - t0
+    total = sum(counts.values())
+    print(f"wrote {total} samples to {args.out} in {seconds:.1f} s ({total / seconds:.0f} samples/s)")
+    return meta

@@ -1,0 +1,188 @@
+"""
+Load a checkpoint and predict numbers.
+
+Fill-in (MLM models, paper §2.2): write [?] where a number should be predicted; every [?] of a
+line is masked at once (all of its tokens, for text encodings) and predicted in one forward pass.
+
+    echo '((1.32*32.1)+(1.42-8.20))=[?]' | python sample.py --ckpt=out/quickstart/ckpt_best.pt
+    python sample.py --ckpt=out/quickstart/ckpt_best.pt --input=data/arithmetic_ops2/test.txt --mask_last
+
+--mask_last masks the last number of each line instead (the answer of an arithmetic or look-up
+sample), keeps the true value, and reports MSE and R² over the file.
+
+Generation (causal models): each line is a prompt; tokens are generated greedily (or sampled with
+--temperature) until [EOS]; a generated [NUM] takes the number head's value and is fed back.
+"""
+import math
+import sys
+
+import numpy as np
+import torch
+
+from batching import collate, fill_in_example, to_device
+from configurator import configure
+from model import GPT, GPTConfig
+from tokenize_numbers import (ASK, EOS_ID, TOKENS_PER_NUMBER, TextError, Vocab, encode, encode_pieces,
+                              format_number, number_spans, split_text)
+
+# -- config: python sample.py --help
+ckpt = "out/quickstart/ckpt_best.pt"  # checkpoint written by train.py
+input = "-"  # a text file with one sample per line, or - for standard input
+mask_last = False  # predict the last number of every line and report errors against it
+show = 10  # lines to print (all predictions still count towards the metrics)
+max_lines = 0  # read at most this many lines; 0 = all
+batch_size = 64
+max_new_tokens = 2000  # generation (causal models) stops here if no [EOS] came
+temperature = 0.0  # generation: 0 = greedy
+seed = 1337
+device = "auto"
+# -- end config
+
+
+def load_model(path, device="cpu"):
+    """The model (eval mode) and vocabulary of a train.py checkpoint."""
+    checkpoint = torch.load(path, map_location=device, weights_only=False)
+    model = GPT(GPTConfig(**checkpoint["model_args"]))
+    model.load_state_dict(checkpoint["model"])
+    model.to(device).eval()
+    vocab = Vocab(checkpoint["text_tokens"], checkpoint["model_args"]["encoding"])
+    return model, vocab, checkpoint["config"]
+
+
+@torch.no_grad()
+def fill_in(model, vocab, samples, device="cpu", batch_size=64):
+    """
+    Predict the numbers marked in each sample. samples: (ids, values, ask) triples from encode().
+    Returns one list of predicted values per sample (in order of the marked numbers) and counts:
+    'numbers', 'invalid' (text encodings: token runs that are not a number, predicted as NaN) and
+    'not_num' (xVal: the token head's argmax is not [NUM]; the number head's value is kept).
+    """
+    predictions, counts = [], {"numbers": 0, "invalid": 0, "not_num": 0}
+    width = TOKENS_PER_NUMBER[vocab.encoding]
+    for start in range(0, len(samples), batch_size):
+        chunk = samples[start:start + batch_size]
+        batch = to_device(collate([fill_in_example(*s) for s in chunk]), device)
+        logits, num = model(batch["ids"], batch["values"], pos=batch["pos"], doc=batch["doc"])
+        tokens = logits.argmax(-1).cpu().numpy()  # (B, T)
+        num = num.float().cpu().numpy() if num is not None else None
+        for b, (ids, _, ask) in enumerate(chunk):
+            starts = [s for s, _ in number_spans(ids, vocab) if ask[s]]
+            values = []
+            for s in starts:
+                if num is not None:
+                    values.append(float(num[b, s]))
+                    counts["not_num"] += int(tokens[b, s] != vocab.num_id)
+                else:
+                    values.append(vocab.decode_number(tokens[b, s:s + width]))
+                    counts["invalid"] += int(math.isnan(values[-1]))
+            counts["numbers"] += len(starts)
+            predictions.append(values)
+    return predictions, counts
+
+
+@torch.no_grad()
+def generate(model, vocab, ids, values, max_new_tokens, temperature=0.0, generator=None):
+    """Autoregressive generation: append tokens until [EOS]; [NUM] takes the number head's value."""
+    ids, values = list(ids), list(values)
+    device = next(model.parameters()).device
+    for _ in range(max_new_tokens):
+        window = slice(-model.cfg.block_size, None)
+        x = torch.tensor([ids[window]], device=device)
+        v = torch.tensor([values[window]], dtype=torch.float32, device=device)
+        logits, num = model(x, v)
+        logits = logits[0, -1].float()
+        if temperature > 0:
+            token = int(torch.multinomial(torch.softmax(logits / temperature, -1), 1, generator=generator))
+        else:
+            token = int(logits.argmax())
+        if token == EOS_ID:
+            break
+        ids.append(token)
+        values.append(float(num[0, -1]) if (num is not None and token == vocab.num_id) else 1.0)
+    return ids, values
+
+
+def detokenize(ids, values, vocab):
+    """Token ids back to text (whitespace is not kept); numbers as 6 significant digits."""
+    out, i, width = [], 0, TOKENS_PER_NUMBER[vocab.encoding]
+    starts = set(s for s, _ in number_spans(ids, vocab))
+    while i < len(ids):
+        if i in starts:
+            value = values[i] if vocab.encoding == "xval" else vocab.decode_number(ids[i:i + width])
+            out.append(format_number(value))
+            i += width
+            continue
+        token = vocab.itos[ids[i]]
+        out.append(token if not vocab.is_number([ids[i]])[0] else f"<{token}>")  # a stray number token
+        i += 1
+    return "".join(out)
+
+
+def r_squared(y, yhat):
+    """R² = 1 − Σ(y−ŷ)² / Σ(y−ȳ)²."""
+    y, yhat = np.asarray(y, float), np.asarray(yhat, float)
+    return 1.0 - np.sum((y - yhat) ** 2) / np.sum((y - y.mean()) ** 2)
+
+
+def mask_last_number(line, where):
+    """The line's pieces with its last number replaced by [?], the true value, and the text with [?]."""
+    spans = []
+    pieces = split_text(line, where, spans=spans)
+    nums = [j for j, (kind, _) in enumerate(pieces) if kind == "num"]
+    if not nums:
+        raise TextError(f"{where}: --mask_last but the line has no number")
+    j = nums[-1]
+    truth = pieces[j][1]
+    pieces[j] = ("ask", None)
+    a, b = spans[j]
+    return pieces, truth, line[:a] + ASK + line[b:]
+
+
+def main():
+    configure(globals(), __file__)
+    dev = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
+    torch.manual_seed(seed)
+    model, vocab, cfg = load_model(ckpt, dev)
+    lines = open(input).read().splitlines() if input != "-" else sys.stdin.read().splitlines()
+    lines = [l for l in lines if l.strip()][: max_lines or None]
+    name = "stdin" if input == "-" else input
+    try:
+        if model.cfg.causal and not mask_last:
+            generator = torch.Generator(device=dev).manual_seed(seed)
+            for i, line in enumerate(lines[:show]):
+                ids, values, _ = encode(line, vocab, f"{name}:{i + 1}")
+                ids, values = generate(model, vocab, ids, values, max_new_tokens, temperature, generator)
+                print(detokenize(ids, values, vocab))
+            return
+        truths, texts, samples = [], [], []
+        for i, line in enumerate(lines):
+            where = f"{name}:{i + 1}"
+            if mask_last:
+                pieces, truth, text = mask_last_number(line, where)
+                truths.append(truth)
+                samples.append(encode_pieces(pieces, vocab, where))
+            else:
+                text = line
+                samples.append(encode(line, vocab, where, allow_ask=True))
+            texts.append(text)
+    except TextError as e:
+        raise SystemExit(f"error: {e}")
+    predictions, counts = fill_in(model, vocab, samples, dev, batch_size)
+    for text, values in list(zip(texts, predictions))[:show]:
+        for v in values:
+            text = text.replace(ASK, format_number(v), 1)
+        print(text)
+    print(f"{counts['numbers']} numbers predicted"
+          + (f", {counts['invalid']} invalid ({counts['invalid'] / max(1, counts['numbers']):.2%})"
+             if vocab.encoding != "xval" else
+             f", token head not [NUM] at {counts['not_num']} ({counts['not_num'] / max(1, counts['numbers']):.2%})"))
+    if mask_last:
+        y = np.array(truths)
+        yhat = np.array([p[0] for p in predictions])
+        ok = ~np.isnan(yhat)
+        print(f"held-out ({ok.sum()} valid of {len(y)}): MSE {np.mean((y[ok] - yhat[ok]) ** 2):.4g}, "
+              f"R² {r_squared(y[ok], yhat[ok]):.5f}")
+
+
+if __name__ == "__main__":
+    main()

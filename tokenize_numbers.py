@@ -1,0 +1,474 @@
+"""
+Everything between text and arrays: number extraction, the five number encodings of the paper
+(P10, P1000, B1999, FP15 and xVal), the text vocabulary, and the command that turns a prepared
+dataset into memory-mapped arrays.
+
+    python tokenize_numbers.py data/arithmetic_ops2 --encoding xval   # one encoding
+    python tokenize_numbers.py data/arithmetic_ops2 --encoding all    # all five
+    python tokenize_numbers.py data/planets --stats                   # token statistics table
+
+A sample is one line of text. It is split into pieces: numbers (a float each) and text tokens
+(punctuation, quoted keys, words). Whitespace is not significant and is dropped. Each number then
+becomes tokens of the chosen encoding; for -60.2:
+
+    p10    -  6  0  2  E-1        5 tokens per number, 28 number tokens
+    p1000  -  602  E-1            3 tokens per number, 918 (+1 for 000)
+    b1999  -602  E-1              2 tokens per number, 1816 (+1 for +000)
+    fp15   -602E-1                1 token per number, 28800 (+1 for +000E0)
+    xval   [NUM]                  1 token per number, its value goes in a parallel float array
+
+The text encodings keep 3 significant digits: value = ±m·10^E with m in 100..999 and E in -10..5.
+"""
+import argparse
+import json
+import math
+import os
+import re
+import sys
+import time
+from multiprocessing import Pool
+
+import numpy as np
+
+ENCODINGS = ("xval", "p10", "p1000", "b1999", "fp15")
+TOKENS_PER_NUMBER = {"xval": 1, "p10": 5, "p1000": 3, "b1999": 2, "fp15": 1}
+SPECIALS = ("[PAD]", "[MASK]", "[EOS]")  # ids 0, 1, 2 in every vocabulary
+PAD_ID, MASK_ID, EOS_ID = 0, 1, 2
+NUM = "[NUM]"
+ASK = "[?]"  # marks a number to predict in sample.py's input
+
+# 3 significant digits: the exponent E applies to the integer mantissa m in 100..999
+MIN_EXP, MAX_EXP = -10, 5
+EXPONENTS = [f"E{e}" for e in range(MIN_EXP, MAX_EXP + 1)]  # E-10 ... E0 ... E5 (16 tokens)
+LARGEST = 999 * 10.0**MAX_EXP  # 9.99e7
+SMALLEST = 100 * 10.0**MIN_EXP  # 1.00e-8
+
+# -----------------------------------------------------------------------------
+# number extraction
+
+# A number literal: digits with an optional decimal point, or .digits; optional exponent.
+_NUMBER = re.compile(r"(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_WORD = re.compile(r"\w+")  # letters, digits, underscore (so planet0, t2m, x1 are words)
+_QUOTED_KEY = re.compile(r"""(["'])[^\W\d]\w*\1""")  # "description", 'planet0'
+# after these a sign is unary (part of the number); after anything else it is an operator
+_UNARY_AFTER = set("([{,:=+-*/^<>")
+
+
+class TextError(ValueError):
+    """Bad input text; the message names the sample and what was expected."""
+
+
+def split_text(text, where="text", allow_ask=False, spans=None):
+    """
+    Split one sample into pieces: ("num", float) for numbers, ("text", str) for everything else,
+    and ("ask", None) for the marker [?] when allow_ask. `where` names the sample in errors.
+    If `spans` is a list, the (start, end) character range of each piece is appended to it.
+
+    >>> split_text("(1.42-8.20)")
+    [('text', '('), ('num', 1.42), ('text', '-'), ('num', 8.2), ('text', ')')]
+    """
+    pieces = []
+    i, n = 0, len(text)
+    prev = None  # previous non-space piece, to tell a unary sign from a binary operator
+    while i < n:
+        c = text[i]
+        if c.isspace():
+            i += 1
+            continue
+        if allow_ask and text.startswith(ASK, i):
+            pieces.append(("ask", None))
+            if spans is not None:
+                spans.append((i, i + len(ASK)))
+            prev, i = ("num", None), i + len(ASK)
+            continue
+        # a sign belongs to the number only where it cannot be an operator
+        unary = prev is None or (prev[0] == "text" and prev[1] in _UNARY_AFTER)
+        start = i + 1 if c in "+-" and unary else i
+        m = _NUMBER.match(text, start) if start < n and (text[start].isdigit() or text[start] == ".") else None
+        if m and not (m.end() < n and (text[m.end()].isalnum() or text[m.end()] == "_")):
+            literal = text[i:m.end()]
+            value = float(literal)
+            if not math.isfinite(value):
+                raise TextError(f"{where}: number literal {literal!r} overflows float64")
+            pieces.append(("num", value))
+            if spans is not None:
+                spans.append((i, m.end()))
+            prev, i = pieces[-1], m.end()
+            continue
+        if m and text[start:m.end()].replace(".", "").isdigit() and "." in text[start:m.end()]:
+            # "1.5x": a decimal number running into a word is neither a number nor a word
+            raise TextError(f"{where}: number {text[start:m.end()]!r} runs into the word "
+                            f"starting at column {m.end()}; separate them")
+        q = _QUOTED_KEY.match(text, i)
+        w = q or _WORD.match(text, i)
+        token = w.group() if w else c
+        if not q and token.lower() in ("nan", "inf", "infinity"):
+            raise TextError(f"{where}: {token!r} is not a finite number; nan and inf are not allowed")
+        pieces.append(("text", token))
+        if spans is not None:
+            spans.append((i, i + len(token)))
+        prev, i = pieces[-1], i + len(token)
+    return pieces
+
+
+def extract_numbers(text):
+    """All the numbers of a text, in order: extract_numbers('e=-1.33,x1:.25') == [-1.33, 0.25]."""
+    return [v for kind, v in split_text(text) if kind == "num"]
+
+
+# -----------------------------------------------------------------------------
+# the five encodings
+
+
+def number_vocab(encoding):
+    """The number tokens of an encoding, in id order (zero's extra token last)."""
+    signs = ["+", "-"]
+    mantissas = [str(m) for m in range(100, 1000)]
+    if encoding == "xval":
+        return [NUM]
+    if encoding == "p10":
+        return signs + [str(d) for d in range(10)] + EXPONENTS
+    if encoding == "p1000":
+        return signs + mantissas + EXPONENTS + ["000"]
+    if encoding == "b1999":
+        return [s + m for s in signs for m in mantissas] + EXPONENTS + ["+000"]
+    if encoding == "fp15":
+        return [s + m + e for s in signs for m in mantissas for e in EXPONENTS] + ["+000E0"]
+    raise ValueError(f"unknown encoding {encoding!r}; expected one of {', '.join(ENCODINGS)}")
+
+
+def round_number(x):
+    """
+    (sign, mantissa, exponent, status) with x ≈ sign·mantissa·10^exponent, 3 significant digits,
+    rounded like Python's '%.2e'. status is 'ok', 'zero' (|x| < 1e-8 flushed to zero) or
+    'clipped' (|x| > 9.99e7 clipped to ±9.99e7).
+    """
+    if not math.isfinite(x):
+        raise ValueError(f"cannot encode the non-finite number {x!r}")
+    sign = "-" if x < 0 else "+"
+    digits, exp10 = f"{abs(x):.2e}".split("e")  # '6.02', '+01'
+    mantissa, exponent = int(digits.replace(".", "")), int(exp10) - 2
+    if x == 0 or exponent < MIN_EXP:
+        return "+", 0, 0, ("ok" if x == 0 else "zero")
+    if exponent > MAX_EXP:
+        return sign, 999, MAX_EXP, "clipped"
+    return sign, mantissa, exponent, "ok"
+
+
+def number_to_tokens(x, encoding):
+    """
+    The tokens of one number: number_to_tokens(-60.2, "p10") == ["-", "6", "0", "2", "E-1"].
+    Out-of-range values are flushed to zero or clipped (see round_number, which reports it).
+    """
+    if encoding == "xval":
+        return [NUM]
+    sign, m, e, _ = round_number(x)
+    mant = f"{m:03d}"
+    if encoding == "p10":
+        return [sign, *mant, f"E{e}"]
+    if encoding == "p1000":
+        return [sign, mant, f"E{e}"]
+    if encoding == "b1999":
+        return [sign + mant, f"E{e}"]
+    if encoding == "fp15":
+        return [f"{sign}{mant}E{e}"]
+    raise ValueError(f"unknown encoding {encoding!r}; expected one of {', '.join(ENCODINGS)}")
+
+
+_EXP_RE = r"E(-?[0-9]+)"
+_STRICT = {  # the exact token pattern of each text encoding, joined by spaces
+    "p10": re.compile(r"([+-]) ([0-9]) ([0-9]) ([0-9]) " + _EXP_RE),
+    "p1000": re.compile(r"([+-]) ([0-9]{3}) " + _EXP_RE),
+    "b1999": re.compile(r"([+-])([0-9]{3}) " + _EXP_RE),
+    "fp15": re.compile(r"([+-])([0-9]{3})" + _EXP_RE),
+}
+
+
+def tokens_to_number(tokens, encoding):
+    """
+    The value of one number's tokens, or NaN if they are not exactly a valid number of that
+    encoding: tokens_to_number(["-602E-1"], "fp15") == -60.2. xVal's value is not in its tokens
+    (it comes from the number head), so "xval" is an error here.
+    """
+    if encoding == "xval":
+        raise ValueError("xval numbers carry their value in the values array, not in tokens")
+    if encoding not in _STRICT:
+        raise ValueError(f"unknown encoding {encoding!r}; expected one of {', '.join(ENCODINGS)}")
+    if len(tokens) != TOKENS_PER_NUMBER[encoding] or not all(isinstance(t, str) for t in tokens):
+        return float("nan")
+    m = _STRICT[encoding].fullmatch(" ".join(tokens))
+    if m is None:
+        return float("nan")
+    sign, *mant, exp = m.groups()
+    mant, exp = "".join(mant), int(exp)
+    if mant == "000":  # zero has exactly one spelling
+        return 0.0 if (sign, exp) == ("+", 0) else float("nan")
+    if mant[0] == "0" or not MIN_EXP <= exp <= MAX_EXP or f"E{exp}" not in EXPONENTS:
+        return float("nan")
+    return float(f"{sign}{mant}e{exp}")
+
+
+# -----------------------------------------------------------------------------
+# vocabulary: specials, then the encoding's number tokens, then the dataset's text tokens
+
+
+class Vocab:
+    """Token strings <-> ids for one encoding. Number tokens and text tokens never share an id,
+    so the operator '-' and the sign '-' are different tokens."""
+
+    def __init__(self, text_tokens, encoding):
+        self.encoding = encoding
+        self.text_tokens = list(text_tokens)
+        self.number_tokens = number_vocab(encoding)
+        self.itos = list(SPECIALS) + self.number_tokens + self.text_tokens
+        self.first_number_id = len(SPECIALS)
+        self.first_text_id = len(SPECIALS) + len(self.number_tokens)
+        self.num_id = self.first_number_id if encoding == "xval" else None
+        self._number_ids = {t: i + self.first_number_id for i, t in enumerate(self.number_tokens)}
+        self._text_ids = {t: i + self.first_text_id for i, t in enumerate(self.text_tokens)}
+        # a number's first token carries its sign; that is how spans are found again in arrays
+        firsts = [t for t in self.number_tokens if t[0] in "+-" or t == NUM]
+        self.number_start_ids = np.array(sorted(self._number_ids[t] for t in firsts))
+
+    def __len__(self):
+        return len(self.itos)
+
+    def text_id(self, token, where="text"):
+        if token not in self._text_ids:
+            raise TextError(f"{where}: {token!r} is not in the vocabulary built from the training "
+                            f"split ({len(self.text_tokens)} text tokens)")
+        return self._text_ids[token]
+
+    def number_ids(self, tokens):
+        return [self._number_ids[t] for t in tokens]
+
+    def is_number(self, ids):
+        ids = np.asarray(ids)
+        return (ids >= self.first_number_id) & (ids < self.first_text_id)
+
+    def decode_number(self, ids):
+        """Strict decoding of a text-encoded number from ids (NaN unless a valid pattern)."""
+        ids = [int(i) for i in ids]
+        if not all(self.first_number_id <= i < self.first_text_id for i in ids):
+            return float("nan")
+        return tokens_to_number([self.itos[i] for i in ids], self.encoding)
+
+
+def build_text_vocab(lines, where="train"):
+    """The sorted set of text tokens of a split (numbers excluded)."""
+    tokens = set()
+    for i, line in enumerate(lines):
+        tokens.update(v for kind, v in split_text(line, f"{where}:{i + 1}") if kind == "text")
+    return sorted(tokens)
+
+
+def encode(text, vocab, where="text", allow_ask=False, counts=None):
+    """
+    One sample -> (ids, values, ask): int64 token ids, float32 values (the number at every token
+    of a number, 1.0 elsewhere) and a bool array marking the tokens of [?] numbers to predict.
+    counts (a dict) accumulates how many numbers were clipped or flushed to zero.
+    """
+    return encode_pieces(split_text(text, where, allow_ask), vocab, where, counts)
+
+
+def encode_pieces(pieces, vocab, where="text", counts=None):
+    """encode() for text already split by split_text."""
+    ids, values, ask = [], [], []
+    enc = vocab.encoding
+    for kind, v in pieces:
+        if kind == "text":
+            ids.append(vocab.text_id(v, where))
+            values.append(1.0)
+            ask.append(False)
+            continue
+        value = 1.0 if kind == "ask" else v
+        if enc != "xval" and kind == "num":
+            status = round_number(v)[3]
+            if counts is not None and status != "ok":
+                counts[status] = counts.get(status, 0) + 1
+        toks = number_to_tokens(value, enc)
+        ids += vocab.number_ids(toks)
+        values += [value] * len(toks)
+        ask += [kind == "ask"] * len(toks)
+    return np.array(ids, np.int64), np.array(values, np.float32), np.array(ask, bool)
+
+
+def number_spans(ids, vocab):
+    """(start, end) token ranges of the numbers in one sample's ids."""
+    ids = np.asarray(ids)
+    starts = np.flatnonzero(np.isin(ids, vocab.number_start_ids))
+    width = TOKENS_PER_NUMBER[vocab.encoding]
+    return [(int(s), int(s) + width) for s in starts]
+
+
+def format_number(x):
+    """A predicted value as text: 6 significant digits, NaN as 'nan'."""
+    return "nan" if math.isnan(x) else f"{x:.6g}"
+
+
+# -----------------------------------------------------------------------------
+# datasets on disk: <dir>/<split>.txt -> <dir>/vocab.json and <dir>/<encoding>/<split>.*.npy
+
+
+def read_lines(path):
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    for i, line in enumerate(lines):
+        if not line.strip():
+            raise TextError(f"{path}:{i + 1}: empty line; expected one sample per line")
+    return lines
+
+
+def dataset_splits(data_dir):
+    """The split names of a prepared dataset: from meta.json if present, else every *.txt."""
+    meta = os.path.join(data_dir, "meta.json")
+    if os.path.exists(meta):
+        with open(meta) as f:
+            return list(json.load(f)["splits"])
+    names = sorted(f[:-4] for f in os.listdir(data_dir) if f.endswith(".txt") and "." not in f[:-4])
+    if "train" not in names:
+        raise FileNotFoundError(f"{data_dir}: no train.txt (run a prepare/ script first)")
+    return names
+
+
+def load_text_vocab(data_dir):
+    path = os.path.join(data_dir, "vocab.json")
+    with open(path) as f:
+        return json.load(f)["text_tokens"]
+
+
+def _atomic_save(path, array):
+    tmp = path + ".tmp.npy"
+    np.save(tmp, array)
+    os.replace(tmp, path)
+
+
+def _encode_chunk(job):
+    """Encode a block of lines; returns compact arrays so little crosses process boundaries."""
+    lines, first_line, path, text_tokens, encoding = job
+    vocab = Vocab(text_tokens, encoding)
+    counts = {"clipped": 0, "zero": 0}
+    ids, values, lengths, n_numbers = [], [], [], []
+    for j, line in enumerate(lines):
+        i, v, _ = encode(line, vocab, f"{path}:{first_line + j + 1}", counts=counts)
+        ids.append(i)
+        values.append(v)
+        lengths.append(len(i))
+        n_numbers.append(len(number_spans(i, vocab)))
+    dtype = np.uint16 if len(vocab) < 2**16 else np.int32
+    return (np.concatenate(ids).astype(dtype), np.concatenate(values), np.array(lengths),
+            np.array(n_numbers), counts)
+
+
+def encode_split(data_dir, split, encoding, workers=1, chunk=2000):
+    """Encode <split>.txt into <encoding>/<split>.{ids,values,offsets}.npy and a JSON summary."""
+    path = os.path.join(data_dir, f"{split}.txt")
+    lines = read_lines(path)
+    text_tokens = load_text_vocab(data_dir)
+    vocab = Vocab(text_tokens, encoding)
+    jobs = [(lines[i:i + chunk], i, path, text_tokens, encoding) for i in range(0, len(lines), chunk)]
+    if workers > 1 and len(jobs) > 1:
+        with Pool(workers) as pool:
+            results = pool.map(_encode_chunk, jobs)
+    else:
+        results = [_encode_chunk(j) for j in jobs]
+    ids = np.concatenate([r[0] for r in results])
+    values = np.concatenate([r[1] for r in results])
+    lengths = np.concatenate([r[2] for r in results])
+    n_numbers = np.concatenate([r[3] for r in results])
+    counts = {k: sum(r[4][k] for r in results) for k in ("clipped", "zero")}
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)  # sample i: [o[i], o[i+1])
+    out_dir = os.path.join(data_dir, encoding)
+    os.makedirs(out_dir, exist_ok=True)
+    for name, arr in (("ids", ids), ("values", values), ("offsets", offsets)):
+        _atomic_save(os.path.join(out_dir, f"{split}.{name}.npy"), arr)
+    summary = dict(
+        split=split, encoding=encoding, samples=len(lengths), tokens=int(lengths.sum()),
+        tokens_per_sample_mean=round(float(lengths.mean()), 2), tokens_per_sample_max=int(lengths.max()),
+        numbers_per_sample_mean=round(float(n_numbers.mean()), 2), numbers_per_sample_max=int(n_numbers.max()),
+        clipped=counts["clipped"], flushed_to_zero=counts["zero"], vocab_size=len(vocab),
+    )
+    tmp = os.path.join(out_dir, f"{split}.json.tmp")
+    with open(tmp, "w") as f:
+        json.dump(summary, f, indent=2)
+    os.replace(tmp, os.path.join(out_dir, f"{split}.json"))
+    if counts["clipped"]:
+        print(f"warning: {split}: {counts['clipped']} numbers beyond ±9.99e7 were clipped ({encoding})")
+    if counts["zero"]:
+        print(f"note: {split}: {counts['zero']} numbers below 1e-8 in magnitude became 0 ({encoding})")
+    return summary
+
+
+def build_vocab_file(data_dir, force=False):
+    """Build vocab.json from the training split (once; it is shared by all encodings)."""
+    path = os.path.join(data_dir, "vocab.json")
+    if os.path.exists(path) and not force:
+        return load_text_vocab(data_dir)
+    train = os.path.join(data_dir, "train.txt")
+    tokens = build_text_vocab(read_lines(train), train)
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump({"built_from": "train.txt", "text_tokens": tokens}, f, indent=1)
+    os.replace(tmp, path)
+    return tokens
+
+
+class Split:
+    """A tokenized split, memory-mapped: sample i is ids[offsets[i]:offsets[i+1]] (and values)."""
+
+    def __init__(self, data_dir, split, encoding):
+        base = os.path.join(data_dir, encoding, split)
+        if not os.path.exists(base + ".ids.npy"):
+            raise FileNotFoundError(f"{base}.ids.npy not found; run: python tokenize_numbers.py "
+                                    f"{data_dir} --encoding {encoding}")
+        self.ids = np.load(base + ".ids.npy", mmap_mode="r")
+        self.values = np.load(base + ".values.npy", mmap_mode="r")
+        self.offsets = np.load(base + ".offsets.npy")
+        self.lengths = np.diff(self.offsets)
+
+    def __len__(self):
+        return len(self.offsets) - 1
+
+    def __getitem__(self, i):
+        a, b = self.offsets[i], self.offsets[i + 1]
+        return np.asarray(self.ids[a:b], np.int64), np.asarray(self.values[a:b], np.float32)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description="Tokenize a prepared dataset into arrays, or print its token statistics.")
+    p.add_argument("data_dir", help="a folder written by a prepare/ script (train.txt, val.txt, ...)")
+    p.add_argument("--encoding", default="xval", help=f"one of {', '.join(ENCODINGS)}, or 'all'")
+    p.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    p.add_argument("--stats", action="store_true", help="print tokens/sample per encoding (tokenizes every encoding)")
+    p.add_argument("--rebuild-vocab", action="store_true", help="rebuild vocab.json from train.txt")
+    args = p.parse_args(argv)
+    encodings = ENCODINGS if args.encoding == "all" or args.stats else [args.encoding]
+    for e in encodings:
+        if e not in ENCODINGS:
+            p.error(f"unknown encoding {e!r}; expected one of {', '.join(ENCODINGS)} or 'all'")
+    t0 = time.time()
+    try:
+        text_tokens = build_vocab_file(args.data_dir, args.rebuild_vocab)
+        print(f"{args.data_dir}: {len(text_tokens)} text tokens in vocab.json")
+        table = []
+        for enc in encodings:
+            for split in dataset_splits(args.data_dir):
+                s = encode_split(args.data_dir, split, enc, args.workers)
+                table.append(s)
+                print(f"{enc:>6} {split:>18}: {s['samples']} samples, tokens/sample mean "
+                      f"{s['tokens_per_sample_mean']} max {s['tokens_per_sample_max']}, numbers/sample "
+                      f"{s['numbers_per_sample_mean']}, vocab {s['vocab_size']}")
+    except (TextError, FileNotFoundError) as e:
+        sys.exit(f"error: {e}")
+    if args.stats:
+        print("\n| encoding | tokens/sample mean | max | numbers/sample mean | max |")
+        print("|---|---|---|---|---|")
+        for s in table:
+            if s["split"] == "train":
+                print(f"| {s['encoding']} | {s['tokens_per_sample_mean']} | {s['tokens_per_sample_max']} | "
+                      f"{s['numbers_per_sample_mean']} | {s['numbers_per_sample_max']} |")
+    print(f"done in {time.time() - t0:.1f} s")
+
+
+if __name__ == "__main__":
+    main()

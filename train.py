@@ -1,0 +1,285 @@
+"""
+Train an xVal (or text-encoding) transformer on a tokenized dataset.
+
+    python train.py config/quickstart.py                              # one process (CPU or GPU)
+    torchrun --nproc_per_node=4 train.py config/era5_xval.py          # DDP on 4 GPUs
+    python train.py config/quickstart.py --max_iters=2000 --resume    # continue a run exactly
+    python train.py --help                                            # every setting
+
+Reads top to bottom: config, distributed setup, data, model, compile, loop (with eval and
+checkpoints). Batches and masks are a function of (seed, step), so one process and N processes
+with the same global batch see the same samples with the same masks and give the same losses.
+"""
+import json
+import math
+import os
+import time
+from contextlib import nullcontext
+from dataclasses import asdict
+
+import numpy as np
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+from batching import VAL_STEP, collate, step_samples, to_device, training_examples
+from configurator import configure
+from model import GPT, GPTConfig, configure_optimizer, flops_per_token, loss_from, peak_flops
+from tokenize_numbers import ENCODINGS, Split, Vocab, load_text_vocab
+
+# -- config: defaults, overridden by config files and --key=value (python train.py --help)
+out_dir = "out"  # checkpoints (ckpt_latest.pt, ckpt_best.pt) and log.jsonl
+data_dir = "data/arithmetic_ops2"  # a dataset tokenized by tokenize_numbers.py
+encoding = "xval"  # xval | p10 | p1000 | b1999 | fp15
+k = 0  # multi-scale xVal: 2k+1 number embeddings (paper eq. 1); 0 = plain xVal
+# model
+n_layer = 6
+n_head = 6
+n_embd = 768
+block_size = 1024  # max context in tokens; a longer sample is an error
+dropout = 0.0
+causal = False  # False: masked language modelling (the paper's choice); True: autoregressive
+# objective
+mlm_probability = 0.2  # chance that each token is masked (0.3 for look-up)
+num_loss_weight = 1.0  # λ in CE + λ·MSE
+nmse_eps = 1e-3  # ε in the NMSE loss of multi-scale xVal (k > 0)
+# optimisation
+batch_size = 64  # samples per optimizer step, over all processes and accumulation steps
+micro_batch_size = 64  # samples per forward pass per process
+max_iters = 500_000
+learning_rate = 2e-4
+min_lr = 2e-5  # reached at max_iters by the cosine schedule
+warmup_iters = 2000
+weight_decay = 0.1
+beta1 = 0.9
+beta2 = 0.95
+grad_clip = 1.0  # clip the global gradient norm; 0 disables
+# evaluation, logging, checkpoints
+eval_interval = 1000  # steps between validations (and checkpoints)
+eval_batches = 20  # validation micro-batches per evaluation
+log_interval = 10
+resume = False  # continue from out_dir/ckpt_latest.pt
+seed = 1337  # fixes the initialisation, sample order and masks
+# system
+device = "auto"  # auto | cpu | cuda | cuda:1 | mps
+dtype = "auto"  # auto (bf16 on CUDA, else fp32) | bfloat16 | float32
+compile = True  # torch.compile; switched off where it cannot work (CPU, MPS, Windows)
+# -- end config
+config = configure(globals(), __file__)
+
+# -----------------------------------------------------------------------------
+# distributed setup
+ddp = int(os.environ.get("RANK", -1)) != -1
+if ddp:
+    rank, local_rank, world_size = (int(os.environ[v]) for v in ("RANK", "LOCAL_RANK", "WORLD_SIZE"))
+else:
+    rank, local_rank, world_size = 0, 0, 1
+if device == "auto":
+    device = "cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu"
+if ddp and device.startswith("cuda"):
+    device = f"cuda:{local_rank}"
+    torch.cuda.set_device(device)
+if ddp:
+    dist.init_process_group(backend="nccl" if device.startswith("cuda") else "gloo")
+master = rank == 0
+device_type = "cuda" if device.startswith("cuda") else device
+if dtype == "auto":
+    dtype = "bfloat16" if device_type == "cuda" and torch.cuda.is_bf16_supported() else "float32"
+autocast = (torch.autocast(device_type=device_type, dtype=torch.bfloat16)
+            if dtype == "bfloat16" else nullcontext())
+if compile and (device_type != "cuda" or os.name == "nt"):
+    if master:
+        print(f"note: torch.compile is off on {device_type}{' (Windows)' if os.name == 'nt' else ''}")
+    compile = False
+if encoding not in ENCODINGS:
+    raise SystemExit(f"error: encoding {encoding!r} is not one of {', '.join(ENCODINGS)}")
+accum, rem = divmod(batch_size, micro_batch_size * world_size)
+if rem or accum == 0:
+    raise SystemExit(f"error: batch_size {batch_size} must be a multiple of micro_batch_size "
+                     f"{micro_batch_size} × {world_size} processes")
+torch.manual_seed(seed)  # the same initialisation on every rank
+torch.backends.cuda.matmul.allow_tf32 = True
+torch.backends.cudnn.allow_tf32 = True
+
+# -----------------------------------------------------------------------------
+# data
+vocab = Vocab(load_text_vocab(data_dir), encoding)
+train_data, val_data = Split(data_dir, "train", encoding), Split(data_dir, "val", encoding)
+for name, split in (("train", train_data), ("val", val_data)):
+    longest = int(split.lengths.max()) + causal  # AR adds [EOS]
+    if longest > block_size:
+        raise SystemExit(f"error: {data_dir}/{encoding}/{name} has a sample of {longest} tokens "
+                         f"(index {int(split.lengths.argmax())}) but block_size is {block_size}")
+tokens_per_step = batch_size * float(train_data.lengths.mean())
+
+# -----------------------------------------------------------------------------
+# model and optimizer
+model_args = dict(vocab_size=len(vocab), num_id=vocab.num_id if vocab.num_id is not None else -1,
+                  block_size=block_size, n_layer=n_layer, n_head=n_head, n_embd=n_embd, dropout=dropout,
+                  encoding=encoding, k=k, causal=causal, nmse_eps=nmse_eps)
+ckpt_path = os.path.join(out_dir, "ckpt_latest.pt")
+iter_num, best_val_loss = 0, float("inf")
+if resume:
+    if not os.path.exists(ckpt_path):
+        raise SystemExit(f"error: --resume but no checkpoint at {ckpt_path}")
+    checkpoint = torch.load(ckpt_path, map_location=device, weights_only=False)
+    for key in ("vocab_size", "n_layer", "n_head", "n_embd", "encoding", "k", "causal"):
+        if checkpoint["model_args"][key] != model_args[key]:
+            raise SystemExit(f"error: {ckpt_path} has {key}={checkpoint['model_args'][key]!r}, "
+                             f"the config asks for {model_args[key]!r}")
+    model_args = checkpoint["model_args"]
+model = GPT(GPTConfig(**model_args)).to(device)
+optimizer = configure_optimizer(model, weight_decay, learning_rate, (beta1, beta2), device_type)
+if resume:
+    model.load_state_dict(checkpoint["model"])
+    optimizer.load_state_dict(checkpoint["optimizer"])
+    iter_num, best_val_loss = checkpoint["iter_num"], checkpoint["best_val_loss"]
+    torch.set_rng_state(checkpoint["rng"]["torch"])
+    if device_type == "cuda" and checkpoint["rng"]["cuda"] is not None:
+        torch.cuda.set_rng_state(checkpoint["rng"]["cuda"].cpu())
+    del checkpoint
+raw_model = model
+if compile:
+    model = torch.compile(model)
+if ddp:
+    model = DDP(model, device_ids=[local_rank] if device_type == "cuda" else None)
+flops_tok = flops_per_token(raw_model, float(train_data.lengths.mean()), mlm_probability if not causal else 1.0)
+peak = peak_flops(torch.cuda.get_device_name(device)) if device_type == "cuda" else None
+
+if master:
+    os.makedirs(out_dir, exist_ok=True)
+    print(f"data: {data_dir} ({encoding}): {len(train_data):,} train / {len(val_data):,} val samples, "
+          f"{train_data.lengths.mean():.0f} tokens/sample (max {train_data.lengths.max()}), vocab {len(vocab)}")
+    print(f"model: {raw_model.num_params() / 1e6:.2f}M parameters, {n_layer} layers × {n_head} heads × "
+          f"{n_embd // n_head}, {'causal' if causal else 'bidirectional (MLM p=%g)' % mlm_probability}, k={k}")
+    print(f"batch: {batch_size} samples/step = {micro_batch_size} × {world_size} processes × {accum} "
+          f"accumulation steps, ~{tokens_per_step:,.0f} tokens/step")
+    print(f"system: {device} ({torch.cuda.get_device_name(device) if device_type == 'cuda' else device_type}), "
+          f"{dtype}, compile={compile}, world size {world_size}, "
+          f"{'resuming at step %d' % iter_num if resume else 'from scratch'}")
+
+
+def get_lr(it):
+    """Linear warm-up, then cosine decay to min_lr at max_iters."""
+    if it < warmup_iters:
+        return learning_rate * (it + 1) / warmup_iters
+    progress = min(1.0, (it - warmup_iters) / max(1, max_iters - warmup_iters))
+    return min_lr + 0.5 * (1.0 + math.cos(math.pi * progress)) * (learning_rate - min_lr)
+
+
+def micro_batches(step):
+    """This process's micro-batches of one optimizer step, and the step's global target counts."""
+    positions, indices = step_samples(len(train_data), batch_size, step, seed)
+    per_rank = batch_size // world_size
+    mine = slice(rank * per_rank, (rank + 1) * per_rank)
+    examples = training_examples(train_data, indices[mine], positions[mine], step, seed, causal, mlm_probability)
+    batches = [collate(examples[i:i + micro_batch_size]) for i in range(0, per_rank, micro_batch_size)]
+    counts = torch.tensor([sum(int((b["targets"] != -100).sum()) for b in batches),
+                           sum(int((b["targets"] == vocab.num_id).sum()) for b in batches)
+                           if vocab.num_id is not None else 0], dtype=torch.float64)
+    if ddp:  # the loss is a mean over the whole global batch, not a mean of per-process means
+        dist.all_reduce(counts)
+    return batches, counts
+
+
+@torch.no_grad()
+def evaluate():
+    """Token CE and number MSE over masked positions of the first val samples (fixed masks)."""
+    model.eval()
+    totals = torch.zeros(4, dtype=torch.float64, device=device)  # ce_sum, n_tokens, num_sum, n_numbers
+    n = min(len(val_data), eval_batches * micro_batch_size)
+    for start in range(rank * micro_batch_size, n, micro_batch_size * world_size):
+        idx = np.arange(start, min(start + micro_batch_size, n))
+        batch = to_device(collate(training_examples(val_data, idx, idx, VAL_STEP, seed, causal, mlm_probability)), device)
+        with autocast:
+            sums = raw_model(batch["ids"], batch["values"], batch["targets"], batch["target_values"],
+                             batch["pos"], batch["doc"])
+        totals += torch.stack([sums[k].double() for k in ("ce_sum", "n_tokens", "num_sum", "n_numbers")])
+    if ddp:
+        dist.all_reduce(totals)
+    model.train()
+    ce, mse = (totals[0] / totals[1].clamp(min=1)).item(), (totals[2] / totals[3].clamp(min=1)).item()
+    return {"val_loss": ce + num_loss_weight * mse, "val_ce": ce, "val_mse": mse}
+
+
+def save_checkpoint(path):
+    """Write to a temporary name, then rename: a crash never leaves a half checkpoint."""
+    checkpoint = {
+        "model": raw_model.state_dict(), "optimizer": optimizer.state_dict(), "model_args": model_args,
+        "config": config, "iter_num": iter_num, "best_val_loss": best_val_loss,
+        "text_tokens": vocab.text_tokens, "data_dir": data_dir,
+        "rng": {"torch": torch.get_rng_state(),
+                "cuda": torch.cuda.get_rng_state(device) if device_type == "cuda" else None},
+    }
+    torch.save(checkpoint, path + ".tmp")
+    os.replace(path + ".tmp", path)
+
+
+def log(record):
+    if master:
+        with open(os.path.join(out_dir, "log.jsonl"), "a") as f:
+            f.write(json.dumps(record) + "\n")
+
+
+# -----------------------------------------------------------------------------
+# training loop
+model.train()
+t_last, tokens_since, steps_since = time.time(), 0, 0
+while True:
+    if iter_num % eval_interval == 0 or iter_num == max_iters:
+        metrics = evaluate()
+        if master:
+            print(f"step {iter_num}: val loss {metrics['val_loss']:.4f} (CE {metrics['val_ce']:.4f}, "
+                  f"number MSE {metrics['val_mse']:.4g})")
+            log({"iter": iter_num, **metrics})
+            if metrics["val_loss"] < best_val_loss:
+                best_val_loss = metrics["val_loss"]
+                if iter_num > 0:
+                    save_checkpoint(os.path.join(out_dir, "ckpt_best.pt"))
+            if iter_num > 0:
+                save_checkpoint(ckpt_path)
+        t_last = time.time()  # validation time is not training throughput
+    if iter_num >= max_iters:
+        break
+
+    lr = get_lr(iter_num)
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+    batches, (n_tokens, n_numbers) = micro_batches(iter_num)
+    loss_sum = torch.zeros(3, device=device)
+    for i, cpu_batch in enumerate(batches):
+        batch = to_device(cpu_batch, device)
+        sync = nullcontext() if (not ddp or i == len(batches) - 1) else model.no_sync()
+        with sync, autocast:
+            sums = model(batch["ids"], batch["values"], batch["targets"], batch["target_values"],
+                         batch["pos"], batch["doc"])
+            loss, ce, mse = loss_from(sums, num_loss_weight, n_tokens, n_numbers)
+        # DDP averages gradients over processes; each process's share of the global mean is
+        # scaled back up by world_size so the average is the gradient of the global mean
+        (loss * world_size).backward()
+        loss_sum += torch.stack([loss, ce, mse]).detach()
+        tokens_since += cpu_batch["n_real"]
+    if grad_clip > 0:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    iter_num += 1
+    steps_since += 1
+
+    if iter_num % log_interval == 0 or iter_num == max_iters:
+        if ddp:
+            dist.all_reduce(loss_sum)
+        loss_val, ce_val, mse_val = loss_sum.tolist()
+        dt = time.time() - t_last
+        tokens_per_s = tokens_since * world_size / dt
+        mfu = flops_tok * tokens_per_s / (peak * world_size) if peak else None
+        if master:
+            print(f"iter {iter_num}: loss {loss_val:.4f} (CE {ce_val:.4f}, MSE {mse_val:.4g}), lr {lr:.2e}, "
+                  f"{dt / steps_since * 1000:.0f} ms/step, {tokens_per_s:,.0f} tokens/s"
+                  + (f", MFU {mfu * 100:.1f}%" if mfu is not None else ""))
+        log({"iter": iter_num, "loss": loss_val, "ce": ce_val, "mse": mse_val, "lr": lr,
+             "tokens_per_s": tokens_per_s, "mfu": mfu})
+        t_last, tokens_since, steps_since = time.time(), 0, 0
+
+if ddp:
+    dist.destroy_process_group()
