@@ -8,7 +8,8 @@ dataset into memory-mapped arrays.
     python tokenize_numbers.py data/planets --stats                   # token statistics table
 
 A sample is one line of text. It is split into pieces: numbers (a float each) and text tokens
-(punctuation, quoted keys, words). Whitespace is not significant and is dropped. Each number then
+(runs of punctuation such as '],[', quoted keys, words). Whitespace is not significant and is
+dropped. Each number then
 becomes tokens of the chosen encoding; for -60.2:
 
     p10    -  6  0  2  E-1        5 tokens per number, 28 number tokens
@@ -82,7 +83,7 @@ def split_text(text, where="text", allow_ask=False, spans=None):
             prev, i = ("num", None), i + len(ASK)
             continue
         # a sign belongs to the number only where it cannot be an operator
-        unary = prev is None or (prev[0] == "text" and prev[1] in _UNARY_AFTER)
+        unary = prev is None or (prev[0] == "text" and prev[1][-1] in _UNARY_AFTER)
         start = i + 1 if c in "+-" and unary else i
         m = _NUMBER.match(text, start) if start < n and (text[start].isdigit() or text[start] == ".") else None
         if m and not (m.end() < n and (text[m.end()].isalnum() or text[m.end()] == "_")):
@@ -101,7 +102,7 @@ def split_text(text, where="text", allow_ask=False, spans=None):
                             f"starting at column {m.end()}; separate them")
         q = _QUOTED_KEY.match(text, i)
         w = q or _WORD.match(text, i)
-        token = w.group() if w else c
+        token = w.group() if w else _punctuation_run(text, i, allow_ask)
         if not q and token.lower() in ("nan", "inf", "infinity"):
             raise TextError(f"{where}: {token!r} is not a finite number; nan and inf are not allowed")
         pieces.append(("text", token))
@@ -109,6 +110,29 @@ def split_text(text, where="text", allow_ask=False, spans=None):
             spans.append((i, i + len(token)))
         prev, i = pieces[-1], i + len(token)
     return pieces
+
+
+def _punctuation_run(text, i, allow_ask):
+    """
+    The run of punctuation starting at i, as one token ('],[' or ')+(' rather than three): JSON
+    and expressions repeat a few such runs, and one token each halves the length of a sample.
+    A run stops at a quote, a space, a letter or digit, the start of a number (a '.' before a
+    digit, a unary sign) and the [?] marker.
+    """
+    j, n = i + 1, len(text)
+    if text[i] in "\"'":
+        return text[i]
+    while j < n:
+        c = text[j]
+        if c.isalnum() or c == "_" or c.isspace() or c in "\"'" or (allow_ask and text.startswith(ASK, j)):
+            break
+        follows = text[j + 1] if j + 1 < n else ""
+        if c == "." and follows.isdigit():
+            break
+        if c in "+-" and text[j - 1] in _UNARY_AFTER and (follows.isdigit() or follows == "."):
+            break
+        j += 1
+    return text[i:j]
 
 
 def extract_numbers(text):

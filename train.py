@@ -13,6 +13,7 @@ with the same global batch see the same samples with the same masks and give the
 import json
 import math
 import os
+import sys
 import time
 from contextlib import nullcontext
 from dataclasses import asdict
@@ -66,6 +67,7 @@ dtype = "auto"  # auto (bf16 on CUDA, else fp32) | bfloat16 | float32
 compile = True  # torch.compile; switched off where it cannot work (CPU, MPS, Windows)
 # -- end config
 config = configure(globals(), __file__)
+sys.stdout.reconfigure(line_buffering=True)  # log lines appear at once, also when piped to a file
 
 # -----------------------------------------------------------------------------
 # distributed setup

@@ -6,7 +6,9 @@ Arithmetic datasets of the paper (App. A), one sample per line, right-hand side 
   integer problem and the equation stays exact:  0.123*0.456=0.056088   (123·456 = 56088)
 
   fully parenthesised random binary trees of 2, 3 or 4 operands with + − ×, operands 10^U(0,2)
-  rounded to 3 significant digits:             ((1.32*32.1)+(1.42-8.20))=35.592
+  rounded to 3 significant digits and written in units of 100, so that every operand and every
+  result lies within |x| < 5 (the paper's ((1.32*32.1)+(1.42-8.20))=35.592 is written
+  ((0.0132*0.321)+(0.0142-0.0820))=-0.06356628, the exact value of the written expression)
 
     python prepare/arithmetic.py --variant ops2 --size small      # -> data/arithmetic_ops2
     python prepare/arithmetic.py --variant mult5 --size paper
@@ -30,10 +32,14 @@ def plain(d):
     return "0" if s in ("0", "-0") else s
 
 
+OPERAND_UNIT = Decimal(100)  # operands are written in units of 100: 10^U(0,2) -> [0.01, 1)
+
+
 def operand(rng):
-    """10^U(0,2) with 3 significant digits, trailing zeros kept as in the paper (8.20)."""
+    """10^U(0,2) with 3 significant digits in units of 100, trailing zeros kept (0.0820)."""
     x = Decimal(repr(float(10 ** rng.uniform(0, 2))))
-    return +x.quantize(Decimal(1).scaleb(x.adjusted() - 2))  # 3 significant digits, half-even
+    x = x.quantize(Decimal(1).scaleb(x.adjusted() - 2))  # 3 significant digits, half-even
+    return x / OPERAND_UNIT  # exact: only the decimal point moves
 
 
 def expression(rng, n_operands):
@@ -76,8 +82,8 @@ if __name__ == "__main__":
     args.out = args.out.replace("<variant>", args.variant)
     n = VARIANTS[args.variant]
     scales = ({"operands": f"1e-{n}", "result": f"1e-{2 * n}"} if args.variant.startswith("mult")
-              else {"operands": "1", "result": "1"})
+              else {"operands": "1e-2", "result": "value of the written (scaled) expression"})
     write_dataset(args, Sample(args.variant), meta={
         "dataset": "arithmetic", "variant": args.variant,
-        "scales": scales,  # value in text = value of the integer problem × scale
+        "scales": scales,  # number in the text = number of the original problem × scale
     })

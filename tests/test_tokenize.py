@@ -1,0 +1,180 @@
+"""Number extraction, the five encodings, the vocabulary and the arrays on disk."""
+import json
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from conftest import ROOT
+
+from tokenize_numbers import (ENCODINGS, TOKENS_PER_NUMBER, Split, TextError, Vocab, build_text_vocab,
+                              encode, extract_numbers, number_spans, number_to_tokens, number_vocab,
+                              round_number, split_text, tokens_to_number)
+
+TEXT_ENCODINGS = [e for e in ENCODINGS if e != "xval"]
+
+
+def test_paper_table_1_example():
+    assert number_to_tokens(-60.2, "p10") == ["-", "6", "0", "2", "E-1"]
+    assert number_to_tokens(-60.2, "p1000") == ["-", "602", "E-1"]
+    assert number_to_tokens(-60.2, "b1999") == ["-602", "E-1"]
+    assert number_to_tokens(-60.2, "fp15") == ["-602E-1"]
+    assert number_to_tokens(-60.2, "xval") == ["[NUM]"]
+
+
+def test_zero_has_as_many_tokens_as_any_number():
+    assert number_to_tokens(0.0, "p10") == ["+", "0", "0", "0", "E0"]
+    assert number_to_tokens(0.0, "p1000") == ["+", "000", "E0"]
+    assert number_to_tokens(0.0, "b1999") == ["+000", "E0"]
+    assert number_to_tokens(0.0, "fp15") == ["+000E0"]
+    for enc in ENCODINGS:
+        assert len(number_to_tokens(0.0, enc)) == len(number_to_tokens(-3.7e-4, enc)) == TOKENS_PER_NUMBER[enc]
+
+
+def test_number_vocabulary_sizes_match_the_paper_plus_one_zero_token():
+    assert len(number_vocab("p10")) == 28  # zero reuses the digit 0
+    assert len(number_vocab("p1000")) == 918 + 1
+    assert len(number_vocab("b1999")) == 1816 + 1
+    assert len(number_vocab("fp15")) == 28800 + 1
+    assert len(number_vocab("xval")) == 1
+
+
+@pytest.mark.parametrize("encoding", TEXT_ENCODINGS)
+@pytest.mark.parametrize("x", [-60.2, 60.2, 1.0, -1.0, 0.0, 1e-8, -9.99e7, 0.000123, 5.5, 123456.0, 0.0232])
+def test_round_trip_at_three_significant_digits(encoding, x):
+    assert tokens_to_number(number_to_tokens(x, encoding), encoding) == float(f"{x:.2e}")
+
+
+@pytest.mark.parametrize("encoding", TEXT_ENCODINGS)
+def test_every_number_token_sequence_decodes_to_its_value(encoding):
+    rng = np.random.default_rng(0)
+    signs = rng.choice([-1.0, 1.0], 300)
+    for x in signs * rng.uniform(1.0, 9.99, 300) * 10.0 ** rng.integers(-8, 8, 300):  # the whole range
+        assert math.isclose(tokens_to_number(number_to_tokens(x, encoding), encoding), float(f"{x:.2e}"))
+
+
+def test_rounding_is_python_percent_2e():
+    assert round_number(9.995e7)[3] == "clipped"  # %.2e rounds it up to 1.00e8, beyond the range
+    assert number_to_tokens(9.995e7, "fp15") == ["+999E5"]
+    assert number_to_tokens(1.2e9, "p1000") == ["+", "999", "E5"]
+    assert round_number(1.2e9)[3] == "clipped"
+    assert number_to_tokens(1e-9, "p10") == ["+", "0", "0", "0", "E0"]
+    assert round_number(1e-9)[3] == "zero"
+    assert number_to_tokens(2.675, "fp15") == ["+267E-2"]  # 2.675 is 2.67499999... in binary
+    assert number_to_tokens(0.125, "fp15") == ["+125E-3"]
+    assert number_to_tokens(1.005e3, "b1999") == ["+100", "E1"]  # exactly half: to even
+
+
+def test_clipped_and_flushed_numbers_are_counted():
+    vocab = Vocab(["[", "]", ","], "p10")
+    counts = {}
+    encode("[1.2e9,1e-9,-5e8,3.0]", vocab, counts=counts)
+    assert counts == {"clipped": 2, "zero": 1}
+
+
+@pytest.mark.parametrize("encoding,tokens", [
+    ("p10", ["+", "6", "0", "2"]),  # too short
+    ("p10", ["6", "+", "0", "2", "E-1"]),  # sign in the wrong place
+    ("p10", ["+", "0", "6", "2", "E-1"]),  # leading zero
+    ("p10", ["-", "0", "0", "0", "E0"]),  # zero has one spelling
+    ("p10", ["+", "0", "0", "0", "E-3"]),
+    ("p10", ["+", "6", "0", "2", "E9"]),  # exponent out of range
+    ("p1000", ["+", "E-1", "602"]),
+    ("p1000", ["+", "62", "E-1"]),
+    ("b1999", ["602", "E-1"]),
+    ("b1999", ["-602", "-602"]),
+    ("fp15", ["-602E-11"]),
+    ("fp15", ["-602", "E-1"]),
+    ("fp15", ["+06E2"]),
+])
+def test_strict_decoding_rejects_malformed_token_runs(encoding, tokens):
+    assert math.isnan(tokens_to_number(tokens, encoding))
+
+
+def test_extraction_of_numbers_from_text():
+    assert extract_numbers("planet0 t2m x1 'key9'") == []
+    assert split_text("(1.42-8.20)") == [("text", "("), ("num", 1.42), ("text", "-"), ("num", 8.2), ("text", ")")]
+    assert extract_numbers("[-2.6,-2.6]") == [-2.6, -2.6]
+    assert extract_numbers("{d:1.53,e:-1.33,a:2.53,i:0.0232}e=-1.33") == [1.53, -1.33, 2.53, 0.0232, -1.33]
+    assert extract_numbers(".25 12. 1.25 1e-5 2E+08,-3") == [0.25, 12.0, 1.25, 1e-5, 2e8, -3]
+    assert extract_numbers('{"planet0":{"m":2.38,"a":1e-05}}') == [2.38, 1e-5]
+    assert [p for p in split_text('"planet0":1') if p[0] == "text"] == [("text", '"planet0"'), ("text", ":")]
+
+
+def test_a_sign_after_a_number_or_bracket_is_an_operator():
+    assert split_text("(2)-3") == [("text", "("), ("num", 2.0), ("text", ")-"), ("num", 3.0)]
+    assert split_text("2*-3") == [("num", 2.0), ("text", "*"), ("num", -3.0)]
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("x=nan", "nan"), ("[inf,1]", "inf"), ("-Infinity", "Infinity"), ("1e999", "1e999"), ("1.5x", "1.5"),
+])
+def test_non_finite_and_malformed_literals_are_clear_errors(text, expected):
+    with pytest.raises(TextError, match=expected) as e:
+        split_text(text, "train.txt:7")
+    assert "train.txt:7" in str(e.value)
+
+
+def test_unknown_text_is_an_error_naming_the_sample():
+    vocab = Vocab(build_text_vocab(["{a:1}"]), "xval")
+    with pytest.raises(TextError, match=r"val.txt:3.*'b'"):
+        encode("{b:1}", vocab, "val.txt:3")
+
+
+def test_punctuation_runs_are_one_token_but_never_swallow_a_sign_or_a_quote():
+    text = '{"data":[[[2.60,-0.75],[0.81,.42]]]}'
+    assert [v for kind, v in split_text(text) if kind == "text"] == ["{", '"data"', ":[[[", ",", "],[", ",", "]]]}"]
+    assert extract_numbers(text) == [2.6, -0.75, 0.81, 0.42]
+    assert split_text("((1*2)+(3-4))=5")[4:7] == [("text", ")+("), ("num", 3.0), ("text", "-")]
+
+
+def test_operator_minus_and_sign_minus_are_different_tokens():
+    vocab = Vocab(build_text_vocab(["(1-2)"]), "p10")
+    ids, values, _ = encode("(1-2)", vocab)
+    minus_operator = ids[6]  # ( + 1 0 0 E-2 - ...
+    assert vocab.itos[minus_operator] == "-" and not vocab.is_number([minus_operator])[0]
+    negative, _, _ = encode("(-1-2)", vocab)
+    assert vocab.itos[negative[1]] == "-" and vocab.is_number([negative[1]])[0]
+
+
+def test_xval_values_sit_at_number_tokens_and_are_one_elsewhere():
+    vocab = Vocab(build_text_vocab(["{a:1,b:2}"]), "xval")
+    ids, values, _ = encode("{a:-1.5,b:0.123456789}", vocab)
+    is_num = ids == vocab.num_id
+    assert is_num.sum() == 2
+    assert values[is_num].tolist() == [np.float32(-1.5), np.float32(0.123456789)]  # full float32, not 3 digits
+    assert np.all(values[~is_num] == 1.0)
+
+
+@pytest.mark.parametrize("encoding", ENCODINGS)
+def test_number_spans_are_found_again_from_ids(encoding):
+    vocab = Vocab(build_text_vocab(["[1,2]"]), encoding)
+    ids, _, _ = encode("[0,-4.5,1e-3]", vocab)
+    spans = number_spans(ids, vocab)
+    assert len(spans) == 3 and all(b - a == TOKENS_PER_NUMBER[encoding] for a, b in spans)
+    if encoding != "xval":
+        assert [vocab.decode_number(ids[a:b]) for a, b in spans] == [0.0, -4.5, 1e-3]
+
+
+def test_tokenize_command_writes_memory_mapped_arrays(tmp_path):
+    (tmp_path / "train.txt").write_text("{a:1.5,b:-2}\n{a:3,b:4e-2}\n")
+    (tmp_path / "val.txt").write_text("{b:0.5}\n")
+    for enc in ("xval", "p1000"):
+        subprocess.run([sys.executable, "tokenize_numbers.py", str(tmp_path), "--encoding", enc, "--workers", "1"],
+                       check=True, capture_output=True, cwd=ROOT)
+    assert json.loads((tmp_path / "vocab.json").read_text())["text_tokens"] == [",", ":", "a", "b", "{", "}"]
+    split = Split(str(tmp_path), "train", "xval")
+    ids, values = split[1]
+    assert len(split) == 2 and values.tolist() == [1, 1, 1, 3, 1, 1, 1, np.float32(4e-2), 1]
+    summary = json.loads((tmp_path / "p1000" / "val.json").read_text())
+    assert summary["samples"] == 1 and summary["tokens_per_sample_max"] == 4 + 3  # { b : + 500 E-3 }
+    assert Split(str(tmp_path), "val", "p1000").lengths.tolist() == [7]
+
+
+def test_tokenize_command_reports_unknown_text_with_file_and_line(tmp_path):
+    (tmp_path / "train.txt").write_text("{a:1}\n")
+    (tmp_path / "val.txt").write_text("{a:1}\n{a:2}\n{c:3}\n")
+    r = subprocess.run([sys.executable, "tokenize_numbers.py", str(tmp_path), "--workers", "1"],
+                       capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode != 0 and "val.txt:3" in r.stderr and "'c'" in r.stderr

@@ -1,0 +1,123 @@
+"""train.py and sample.py end to end on a tiny arithmetic set: the recipe as a user runs it."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from conftest import ROOT
+
+TINY = ["--n_layer=2", "--n_head=2", "--n_embd=32", "--block_size=32", "--device=cpu", "--compile=False",
+        "--warmup_iters=0", "--log_interval=1"]
+
+
+def run(*args, check=True, **kw):
+    r = subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True, **kw)
+    if check and r.returncode != 0:
+        raise AssertionError(f"{' '.join(args)} failed:\n{r.stdout}\n{r.stderr}")
+    return r
+
+
+def losses(out_dir):
+    with open(os.path.join(out_dir, "log.jsonl")) as f:
+        return {r["iter"]: r["loss"] for r in map(json.loads, f) if "loss" in r}
+
+
+@pytest.fixture(scope="session")
+def data(tmp_path_factory):
+    d = str(tmp_path_factory.mktemp("data") / "ops2")
+    run("prepare/arithmetic.py", "--variant=ops2", "--size=tiny", "--out", d, "--workers=1")
+    for enc in ("xval", "p10"):
+        run("tokenize_numbers.py", d, "--encoding", enc, "--workers=1")
+    return d
+
+
+@pytest.mark.parametrize("encoding", ["xval", "p10"])
+def test_a_tiny_model_learns(data, tmp_path, encoding):
+    out = str(tmp_path / "out")
+    run("train.py", *TINY, f"--data_dir={data}", f"--out_dir={out}", f"--encoding={encoding}",
+        "--max_iters=60", "--eval_interval=60", "--batch_size=32", "--micro_batch_size=32",
+        "--learning_rate=3e-3", "--min_lr=3e-4")
+    loss = losses(out)
+    first, last = sum(loss[i] for i in (1, 2, 3)) / 3, sum(loss[i] for i in (58, 59, 60)) / 3
+    assert last < 0.6 * first
+    assert os.path.exists(os.path.join(out, "ckpt_best.pt")) and os.path.exists(os.path.join(out, "ckpt_latest.pt"))
+
+
+def test_resume_continues_exactly(data, tmp_path):
+    common = [*TINY, f"--data_dir={data}", "--batch_size=8", "--micro_batch_size=4", "--eval_interval=3",
+              "--learning_rate=1e-3", "--min_lr=1e-3", "--dropout=0.1"]  # dropout: the RNG state must resume too
+    straight, resumed = str(tmp_path / "straight"), str(tmp_path / "resumed")
+    run("train.py", *common, f"--out_dir={straight}", "--max_iters=6")
+    run("train.py", *common, f"--out_dir={resumed}", "--max_iters=3")
+    r = run("train.py", *common, f"--out_dir={resumed}", "--max_iters=6", "--resume")
+    assert "resuming at step 3" in r.stdout
+    a, b = losses(straight), losses(resumed)
+    for i in (4, 5, 6):
+        assert b[i] == pytest.approx(a[i], rel=1e-6, abs=1e-7)
+
+
+def test_two_processes_give_the_loss_of_one_with_the_same_global_batch(data, tmp_path):
+    common = [*TINY, f"--data_dir={data}", "--batch_size=8", "--max_iters=3", "--eval_interval=100",
+              "--learning_rate=1e-3"]
+    one, two = str(tmp_path / "one"), str(tmp_path / "two")
+    run("train.py", *common, f"--out_dir={one}", "--micro_batch_size=8")
+    run("-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "train.py", *common,
+        f"--out_dir={two}", "--micro_batch_size=2", env={**os.environ, "OMP_NUM_THREADS": "1"})
+    a, b = losses(one), losses(two)
+    assert sorted(a) == sorted(b) == [1, 2, 3]
+    for i in a:
+        assert b[i] == pytest.approx(a[i], rel=1e-5)
+
+
+def test_sample_fills_in_marked_numbers_and_reports_r2(data, tmp_path):
+    out = str(tmp_path / "out")
+    run("train.py", *TINY, f"--data_dir={data}", f"--out_dir={out}", "--max_iters=5", "--eval_interval=5",
+        "--batch_size=8", "--micro_batch_size=8")
+    ckpt = os.path.join(out, "ckpt_best.pt")
+    r = run("sample.py", f"--ckpt={ckpt}", input="(0.5+0.25)=[?]\n[?]*0.1=0.05\n")
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("(0.5+0.25)=") and "[?]" not in lines[0]
+    assert lines[1].endswith("*0.1=0.05") and "[?]" not in lines[1]
+    assert "2 numbers predicted" in r.stdout
+    r = run("sample.py", f"--ckpt={ckpt}", f"--input={data}/test.txt", "--mask_last", "--show=2")
+    assert "held-out (50 valid of 50)" in r.stdout and "R²" in r.stdout
+    r = run("sample.py", f"--ckpt={ckpt}", input="{a:1}=[?]\n", check=False)
+    assert r.returncode != 0 and "stdin:1" in r.stderr and "'a'" in r.stderr
+
+
+def test_generation_from_a_causal_model(data, tmp_path):
+    out = str(tmp_path / "out")
+    run("train.py", *TINY, f"--data_dir={data}", f"--out_dir={out}", "--max_iters=3", "--eval_interval=3",
+        "--batch_size=8", "--micro_batch_size=8", "--causal=True")
+    r = run("sample.py", f"--ckpt={out}/ckpt_best.pt", "--max_new_tokens=5", input="(0.5+0.25)=\n")
+    assert r.stdout.startswith("(0.5+0.25)=")
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--learning_rat=1e-3"], "unknown flag --learning_rat"),
+    (["--max_iters=ten"], "max_iters expects int"),
+    (["--compile=1"], "compile expects bool"),
+    (["--n_layer"], "--n_layer needs a value"),
+    (["missing_config.py"], "config file missing_config.py not found"),
+])
+def test_bad_settings_are_clear_errors(args, message):
+    r = run("train.py", *args, check=False)
+    assert r.returncode != 0 and message in r.stderr
+
+
+def test_an_unknown_key_in_a_config_file_names_the_file(tmp_path):
+    cfg = tmp_path / "bad.py"
+    cfg.write_text("n_layer = 2\nlearnin_rate = 1e-3\n")
+    r = run("train.py", str(cfg), check=False)
+    assert r.returncode != 0 and "bad.py" in r.stderr and "'learnin_rate'" in r.stderr
+
+
+def test_help_lists_every_setting_with_its_default():
+    r = run("train.py", "--help")
+    assert "--learning_rate" in r.stdout and "0.0002" in r.stdout and "--mlm_probability" in r.stdout
+
+
+def test_a_sample_longer_than_block_size_is_an_error(data, tmp_path):
+    r = run("train.py", *TINY, f"--data_dir={data}", "--block_size=4", f"--out_dir={tmp_path}", check=False)
+    assert r.returncode != 0 and "block_size is 4" in r.stderr
