@@ -150,6 +150,8 @@ peak = peak_flops(torch.cuda.get_device_name(device)) if device_type == "cuda" e
 
 if master:
     os.makedirs(out_dir, exist_ok=True)
+    if not resume and os.path.exists(os.path.join(out_dir, "log.jsonl")):
+        os.remove(os.path.join(out_dir, "log.jsonl"))  # a fresh run starts a fresh log
     print(f"data: {data_dir} ({encoding}): {len(train_data):,} train / {len(val_data):,} val samples, "
           f"{train_data.lengths.mean():.0f} tokens/sample (max {train_data.lengths.max()}), vocab {len(vocab)}")
     print(f"model: {raw_model.num_params() / 1e6:.2f}M parameters, {n_layer} layers × {n_head} heads × "
@@ -226,7 +228,7 @@ def log(record):
 # -----------------------------------------------------------------------------
 # training loop
 model.train()
-t_last, tokens_since, steps_since = time.time(), 0, 0
+t_last, tokens_since, positions_since, steps_since = time.time(), 0, 0, 0
 while True:
     if iter_num % eval_interval == 0 or iter_num == max_iters:
         metrics = evaluate()
@@ -240,7 +242,7 @@ while True:
                     save_checkpoint(os.path.join(out_dir, "ckpt_best.pt"))
             if iter_num > 0:
                 save_checkpoint(ckpt_path)
-        t_last = time.time()  # validation time is not training throughput
+        t_last, tokens_since, positions_since, steps_since = time.time(), 0, 0, 0  # validation is not training time
     if iter_num >= max_iters:
         break
 
@@ -261,6 +263,7 @@ while True:
         (loss * world_size).backward()
         loss_sum += torch.stack([loss, ce, mse]).detach()
         tokens_since += cpu_batch["n_real"]
+        positions_since += cpu_batch["ids"].numel()
     if grad_clip > 0:
         torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
     optimizer.step()
@@ -273,15 +276,17 @@ while True:
             dist.all_reduce(loss_sum)
         loss_val, ce_val, mse_val = loss_sum.tolist()
         dt = time.time() - t_last
-        tokens_per_s = tokens_since * world_size / dt
+        tokens_per_s = tokens_since * world_size / dt  # real tokens only: padding does not count
         mfu = flops_tok * tokens_per_s / (peak * world_size) if peak else None
+        memory = torch.cuda.max_memory_allocated(device) / 2**30 if device_type == "cuda" else None
         if master:
             print(f"iter {iter_num}: loss {loss_val:.4f} (CE {ce_val:.4f}, MSE {mse_val:.4g}), lr {lr:.2e}, "
                   f"{dt / steps_since * 1000:.0f} ms/step, {tokens_per_s:,.0f} tokens/s"
                   + (f", MFU {mfu * 100:.1f}%" if mfu is not None else ""))
         log({"iter": iter_num, "loss": loss_val, "ce": ce_val, "mse": mse_val, "lr": lr,
-             "tokens_per_s": tokens_per_s, "mfu": mfu})
-        t_last, tokens_since, steps_since = time.time(), 0, 0
+             "ms_per_step": dt / steps_since * 1000, "tokens_per_s": tokens_per_s, "mfu": mfu,
+             "padding": 1 - tokens_since / positions_since, "peak_memory_gib": memory})
+        t_last, tokens_since, positions_since, steps_since = time.time(), 0, 0, 0
 
 if ddp:
     dist.destroy_process_group()
