@@ -73,6 +73,8 @@ def prepare_out_dir(out, force):
         sys.exit(f"error: --out {out} exists and is not a directory")
     if os.path.isdir(out) and os.listdir(out) and not force:
         sys.exit(f"error: {out} already holds files (a dataset?); pass --force to overwrite it")
+    if force and os.path.isfile(os.path.join(out, "meta.json")):
+        os.remove(os.path.join(out, "meta.json"))  # a half-rewritten dataset must not look complete
     try:
         os.makedirs(out, exist_ok=True)
         probe = os.path.join(out, ".write_test.tmp")
