@@ -2,20 +2,21 @@
 #   python prepare/arithmetic.py --variant ops2 --size small
 #   python tokenize_numbers.py data/arithmetic_ops2 --encoding xval
 #   python train.py config/quickstart.py
+#   python sample.py --ckpt=out/quickstart/ckpt_best.pt --input=data/arithmetic_ops2/test.txt --mask_last
 out_dir = "out/quickstart"
 data_dir = "data/arithmetic_ops2"
 encoding = "xval"
 n_layer = 4
 n_head = 4
 n_embd = 128
-block_size = 16  # ((a op b))=c is 7 tokens in xVal
+block_size = 16  # (a op b)=c is 6 tokens in xVal
 mlm_probability = 0.2
-batch_size = 64
-micro_batch_size = 64
-max_iters = 1500
-learning_rate = 1e-3  # a small model on a short run takes a larger step than the paper's 2e-4
+batch_size = 128  # samples are 6 tokens long: a larger batch costs little and steadies the MSE
+micro_batch_size = 128
+max_iters = 5000
+learning_rate = 2e-3  # a small model on a short run takes a larger step than the paper's 2e-4
 min_lr = 1e-4
-warmup_iters = 100
-eval_interval = 250
+warmup_iters = 200
+eval_interval = 1000
 eval_batches = 20
-log_interval = 50
+log_interval = 250
