@@ -109,7 +109,7 @@ def detokenize(ids, values, vocab):
     while i < len(ids):
         if i in starts:
             value = values[i] if vocab.encoding == "xval" else vocab.decode_number(ids[i:i + width])
-            out.append(format_number(value))
+            out.append(("," if i - width in starts else "") + format_number(value))  # the implied comma
             i += width
             continue
         token = vocab.itos[ids[i]]

@@ -9,7 +9,7 @@ dataset into memory-mapped arrays.
 
 A sample is one line of text. It is split into pieces: numbers (a float each) and text tokens
 (runs of punctuation such as '],[', quoted keys, words). Whitespace is not significant and is
-dropped. Each number then
+dropped, and so is a comma between two numbers (their adjacency already separates them). Each number then
 becomes tokens of the chosen encoding; for -60.2:
 
     p10    -  6  0  2  E-1        5 tokens per number, 28 number tokens
@@ -109,7 +109,15 @@ def split_text(text, where="text", allow_ask=False, spans=None):
         if spans is not None:
             spans.append((i, i + len(token)))
         prev, i = pieces[-1], i + len(token)
-    return pieces
+    # A comma between two numbers costs no token: every number has a fixed number of tokens, so
+    # adjacency already separates them ([[1,2,3],[4,5,6]] -> [[ N N N ],[ N N N ]]). This is
+    # what the paper's context lengths imply (temperature: 1606 numbers + 192 text tokens).
+    keep = [not (piece == ("text", ",") and 0 < j < len(pieces) - 1
+                 and pieces[j - 1][0] != "text" and pieces[j + 1][0] != "text")
+            for j, piece in enumerate(pieces)]
+    if spans is not None:
+        spans[:] = [span for span, k in zip(spans, keep) if k]
+    return [piece for piece, k in zip(pieces, keep) if k]
 
 
 def _punctuation_run(text, i, allow_ask):

@@ -124,9 +124,17 @@ def test_unknown_text_is_an_error_naming_the_sample():
 
 def test_punctuation_runs_are_one_token_but_never_swallow_a_sign_or_a_quote():
     text = '{"data":[[[2.60,-0.75],[0.81,.42]]]}'
-    assert [v for kind, v in split_text(text) if kind == "text"] == ["{", '"data"', ":[[[", ",", "],[", ",", "]]]}"]
+    assert [v for kind, v in split_text(text) if kind == "text"] == ["{", '"data"', ":[[[", "],[", "]]]}"]
     assert extract_numbers(text) == [2.6, -0.75, 0.81, 0.42]
     assert split_text("((1*2)+(3-4))=5")[4:7] == [("text", ")+("), ("num", 3.0), ("text", "-")]
+
+
+def test_a_comma_between_two_numbers_costs_no_token():
+    assert split_text("[1,-2]") == [("text", "["), ("num", 1.0), ("num", -2.0), ("text", "]")]
+    assert split_text("{a:1,b:2}")[3:5] == [("num", 1.0), ("text", ",")]  # a comma before a key stays
+    vocab = Vocab(build_text_vocab(["[1,2]"]), "p1000")
+    ids, _, _ = encode("[1,-2,0]", vocab)
+    assert len(ids) == 2 + 3 * 3 and len(number_spans(ids, vocab)) == 3
 
 
 def test_operator_minus_and_sign_minus_are_different_tokens():

@@ -40,7 +40,7 @@ def test_a_tiny_model_learns(data, tmp_path, encoding):
         "--learning_rate=3e-3", "--min_lr=3e-4")
     loss = losses(out)
     first, last = sum(loss[i] for i in (1, 2, 3)) / 3, sum(loss[i] for i in (58, 59, 60)) / 3
-    assert last < 0.6 * first
+    assert last < 0.75 * first
     assert os.path.exists(os.path.join(out, "ckpt_best.pt")) and os.path.exists(os.path.join(out, "ckpt_latest.pt"))
 
 
@@ -75,15 +75,15 @@ def test_sample_fills_in_marked_numbers_and_reports_r2(data, tmp_path):
     run("train.py", *TINY, f"--data_dir={data}", f"--out_dir={out}", "--max_iters=5", "--eval_interval=5",
         "--batch_size=8", "--micro_batch_size=8")
     ckpt = os.path.join(out, "ckpt_best.pt")
-    r = run("sample.py", f"--ckpt={ckpt}", input="(0.5+0.25)=[?]\n[?]*0.1=0.05\n")
+    r = run("sample.py", f"--ckpt={ckpt}", input="(0.5+0.25)=[?]\n([?]*0.1)=0.05\n")
     lines = r.stdout.splitlines()
     assert lines[0].startswith("(0.5+0.25)=") and "[?]" not in lines[0]
-    assert lines[1].endswith("*0.1=0.05") and "[?]" not in lines[1]
+    assert lines[1].endswith("*0.1)=0.05") and "[?]" not in lines[1]
     assert "2 numbers predicted" in r.stdout
     r = run("sample.py", f"--ckpt={ckpt}", f"--input={data}/test.txt", "--mask_last", "--show=2")
     assert "held-out (50 valid of 50)" in r.stdout and "R²" in r.stdout
-    r = run("sample.py", f"--ckpt={ckpt}", input="{a:1}=[?]\n", check=False)
-    assert r.returncode != 0 and "stdin:1" in r.stderr and "'a'" in r.stderr
+    r = run("sample.py", f"--ckpt={ckpt}", input="(0.5+0.25)=[?]\n(a+0.25)=[?]\n", check=False)
+    assert r.returncode != 0 and "stdin:2" in r.stderr and "'a'" in r.stderr
 
 
 def test_generation_from_a_causal_model(data, tmp_path):
