@@ -27,6 +27,21 @@ def _settings(source_file):
     return out
 
 
+def defaults(source_file):
+    """The default value of every setting of a script, read from its source without running it."""
+    values = {}
+    with open(source_file) as f:
+        inside = False
+        for line in f:
+            if line.startswith("# -- config"):
+                inside = True
+            elif line.startswith("# -- end config"):
+                break
+            elif inside and (m := _SETTING.match(line)):
+                values[m.group(1)] = ast.literal_eval(m.group(2))
+    return values
+
+
 def _check_type(key, value, default, where):
     """A value must have its default's type (an int is accepted where a float is expected)."""
     if default is None or value is None:

@@ -1,0 +1,21 @@
+# A small arithmetic model for a CPU, minutes; any encoding: --encoding=p10 (block_size fits P10).
+#   python prepare/arithmetic.py --variant ops2 --size small
+#   python tokenize_numbers.py data/arithmetic_ops2 --encoding xval
+#   python train.py config/arithmetic_small.py
+out_dir = "out/arithmetic_small"
+data_dir = "data/arithmetic_ops2"
+encoding = "xval"
+n_layer = 4
+n_head = 4
+n_embd = 128
+block_size = 32
+mlm_probability = 0.2
+batch_size = 128  # as config/quickstart.py, for any variant and encoding
+micro_batch_size = 128
+max_iters = 5000
+learning_rate = 0.002
+min_lr = 0.0002
+warmup_iters = 250
+eval_interval = 1000
+eval_batches = 10
+log_interval = 100

@@ -1,0 +1,57 @@
+"""Every config file is valid, and each dataset's small config trains from a freshly prepared set."""
+import glob
+import os
+
+import numpy as np
+import pytest
+from conftest import ROOT
+from test_train import losses, run
+
+from configurator import configure, defaults
+
+CONFIGS = sorted(glob.glob(os.path.join(ROOT, "config", "*.py")))
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=os.path.basename)
+def test_every_config_sets_only_known_keys_of_the_right_type(path):
+    scope = defaults(os.path.join(ROOT, "train.py"))
+    config = configure(scope, os.path.join(ROOT, "train.py"), [path])
+    assert config["batch_size"] % config["micro_batch_size"] == 0
+    assert config["min_lr"] <= config["learning_rate"]
+
+
+def test_paper_configs_follow_spec_section_8():
+    def load(name):
+        return configure(defaults(os.path.join(ROOT, "train.py")), os.path.join(ROOT, "train.py"),
+                         [os.path.join(ROOT, "config", name)])
+    assert load("era5_p10.py")["learning_rate"] == 2.5e-5 and load("era5_xval.py")["learning_rate"] == 2e-4
+    assert load("planets_xval.py")["learning_rate"] == 2.5e-5 and load("planets_fp15.py")["learning_rate"] == 1e-4
+    assert load("era5_b1999.py")["block_size"] == 3404 and load("era5_p10.py")["block_size"] == 8222
+    assert load("lookup_xval.py")["mlm_probability"] == 0.3
+    for name in ("era5_xval.py", "planets_p1000.py"):
+        c = load(name)
+        assert (c["n_layer"], c["n_head"], c["n_embd"], c["batch_size"], c["max_iters"]) == (6, 6, 768, 64, 500_000)
+        assert c["min_lr"] == pytest.approx(0.1 * c["learning_rate"]) and c["warmup_iters"] == 2000
+
+
+def synthetic_era5(path):
+    from test_prepare_era5 import truth_field, write_old_layout
+    write_old_layout(path, truth_field(n_steps=200, n_lat=10, n_lon=20),
+                     lat=np.linspace(80, -80, 10), lon=np.linspace(0, 342, 20))
+
+
+@pytest.mark.parametrize("dataset,encoding", [("arithmetic", "fp15"), ("lookup", "b1999"), ("planets", "p10"),
+                                              ("era5", "xval")])
+def test_each_small_config_trains_from_a_prepared_tiny_set(tmp_path, dataset, encoding):
+    data = str(tmp_path / dataset)
+    if dataset == "era5":
+        synthetic_era5(str(tmp_path / "t2m.nc"))
+        run("prepare/era5.py", str(tmp_path / "t2m.nc"), "--size=tiny", "--out", data, "--workers=1")
+    else:
+        run(f"prepare/{dataset}.py", "--size=tiny", "--out", data, "--workers=1")
+    run("tokenize_numbers.py", data, f"--encoding={encoding}", "--workers=1")
+    out = str(tmp_path / "out")
+    run("train.py", f"config/{dataset}_small.py", f"--data_dir={data}", f"--encoding={encoding}",
+        f"--out_dir={out}", "--max_iters=2", "--log_interval=1", "--eval_interval=2", "--eval_batches=1",
+        "--batch_size=4", "--micro_batch_size=4")
+    assert sorted(losses(out)) == [1, 2] and all(np.isfinite(list(losses(out).values())))
