@@ -21,6 +21,7 @@ becomes tokens of the chosen encoding; for -60.2:
 The text encodings keep 3 significant digits: value = ±m·10^E with m in 100..999 and E in -10..5.
 """
 import argparse
+import hashlib
 import json
 import math
 import os
@@ -187,14 +188,16 @@ def round_number(x):
     return sign, mantissa, exponent, "ok"
 
 
-def number_to_tokens(x, encoding):
+def number_to_tokens(x, encoding, counts=None):
     """
     The tokens of one number: number_to_tokens(-60.2, "p10") == ["-", "6", "0", "2", "E-1"].
-    Out-of-range values are flushed to zero or clipped (see round_number, which reports it).
+    Out-of-range values are flushed to zero or clipped, and counted in the dict `counts` if given.
     """
     if encoding == "xval":
         return [NUM]
-    sign, m, e, _ = round_number(x)
+    sign, m, e, status = round_number(x)
+    if counts is not None and status != "ok":
+        counts[status] = counts.get(status, 0) + 1
     mant = f"{m:03d}"
     if encoding == "p10":
         return [sign, *mant, f"E{e}"]
@@ -314,11 +317,7 @@ def encode_pieces(pieces, vocab, where="text", counts=None):
             ask.append(False)
             continue
         value = 1.0 if kind == "ask" else v
-        if enc != "xval" and kind == "num":
-            status = round_number(v)[3]
-            if counts is not None and status != "ok":
-                counts[status] = counts.get(status, 0) + 1
-        toks = number_to_tokens(value, enc)
+        toks = number_to_tokens(value, enc, counts if kind == "num" else None)
         ids += vocab.number_ids(toks)
         values += [value] * len(toks)
         ask += [kind == "ask"] * len(toks)
@@ -365,8 +364,15 @@ def dataset_splits(data_dir):
 
 def load_text_vocab(data_dir):
     path = os.path.join(data_dir, "vocab.json")
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{path} not found; run: python tokenize_numbers.py {data_dir}")
     with open(path) as f:
         return json.load(f)["text_tokens"]
+
+
+def vocab_digest(text_tokens):
+    """A short fingerprint of a text vocabulary, to catch arrays tokenized with another one."""
+    return hashlib.sha1(json.dumps(text_tokens).encode()).hexdigest()[:12]
 
 
 def _atomic_save(path, array):
@@ -376,59 +382,67 @@ def _atomic_save(path, array):
 
 
 def _encode_chunk(job):
-    """Encode a block of lines; returns compact arrays so little crosses process boundaries."""
-    lines, first_line, path, text_tokens, encoding = job
-    vocab = Vocab(text_tokens, encoding)
-    counts = {"clipped": 0, "zero": 0}
-    ids, values, lengths, n_numbers = [], [], [], []
+    """Encode a block of lines in every encoding asked for, splitting each line once; returns
+    compact arrays per encoding so little crosses process boundaries."""
+    lines, first_line, path, text_tokens, encodings = job
+    vocabs = {enc: Vocab(text_tokens, enc) for enc in encodings}
+    out = {enc: {"ids": [], "values": [], "lengths": [], "numbers": [], "counts": {"clipped": 0, "zero": 0}}
+           for enc in encodings}
     for j, line in enumerate(lines):
-        i, v, _ = encode(line, vocab, f"{path}:{first_line + j + 1}", counts=counts)
-        ids.append(i)
-        values.append(v)
-        lengths.append(len(i))
-        n_numbers.append(len(number_spans(i, vocab)))
-    dtype = np.uint16 if len(vocab) < 2**16 else np.int32
-    return (np.concatenate(ids).astype(dtype), np.concatenate(values), np.array(lengths),
-            np.array(n_numbers), counts)
+        where = f"{path}:{first_line + j + 1}"
+        pieces = split_text(line, where)
+        n_numbers = sum(kind == "num" for kind, _ in pieces)
+        for enc, o in out.items():
+            ids, values, _ = encode_pieces(pieces, vocabs[enc], where, o["counts"])
+            o["ids"].append(ids.astype(np.uint16 if len(vocabs[enc]) < 2**16 else np.int32))
+            o["values"].append(values)
+            o["lengths"].append(len(ids))
+            o["numbers"].append(n_numbers)
+    return {enc: (np.concatenate(o["ids"]), np.concatenate(o["values"]), np.array(o["lengths"]),
+                  np.array(o["numbers"]), o["counts"]) for enc, o in out.items()}
 
 
-def encode_split(data_dir, split, encoding, workers=1, chunk=2000):
-    """Encode <split>.txt into <encoding>/<split>.{ids,values,offsets}.npy and a JSON summary."""
+def encode_split(data_dir, split, encodings, workers=1, chunk=1000):
+    """
+    Encode <split>.txt into <encoding>/<split>.{ids,values,offsets}.npy and a JSON summary for
+    each of `encodings`; returns the summaries.
+    """
     path = os.path.join(data_dir, f"{split}.txt")
     lines = read_lines(path)
     text_tokens = load_text_vocab(data_dir)
-    vocab = Vocab(text_tokens, encoding)
-    jobs = [(lines[i:i + chunk], i, path, text_tokens, encoding) for i in range(0, len(lines), chunk)]
+    jobs = [(lines[i:i + chunk], i, path, text_tokens, encodings) for i in range(0, len(lines), chunk)]
     if workers > 1 and len(jobs) > 1:
         with Pool(workers) as pool:
             results = pool.map(_encode_chunk, jobs)
     else:
         results = [_encode_chunk(j) for j in jobs]
-    ids = np.concatenate([r[0] for r in results])
-    values = np.concatenate([r[1] for r in results])
-    lengths = np.concatenate([r[2] for r in results])
-    n_numbers = np.concatenate([r[3] for r in results])
-    counts = {k: sum(r[4][k] for r in results) for k in ("clipped", "zero")}
-    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)  # sample i: [o[i], o[i+1])
-    out_dir = os.path.join(data_dir, encoding)
-    os.makedirs(out_dir, exist_ok=True)
-    for name, arr in (("ids", ids), ("values", values), ("offsets", offsets)):
-        _atomic_save(os.path.join(out_dir, f"{split}.{name}.npy"), arr)
-    summary = dict(
-        split=split, encoding=encoding, samples=len(lengths), tokens=int(lengths.sum()),
-        tokens_per_sample_mean=round(float(lengths.mean()), 2), tokens_per_sample_max=int(lengths.max()),
-        numbers_per_sample_mean=round(float(n_numbers.mean()), 2), numbers_per_sample_max=int(n_numbers.max()),
-        clipped=counts["clipped"], flushed_to_zero=counts["zero"], vocab_size=len(vocab),
-    )
-    tmp = os.path.join(out_dir, f"{split}.json.tmp")
-    with open(tmp, "w") as f:
-        json.dump(summary, f, indent=2)
-    os.replace(tmp, os.path.join(out_dir, f"{split}.json"))
-    if counts["clipped"]:
-        print(f"warning: {split}: {counts['clipped']} numbers beyond ±9.99e7 were clipped ({encoding})")
-    if counts["zero"]:
-        print(f"note: {split}: {counts['zero']} numbers below 1e-8 in magnitude became 0 ({encoding})")
-    return summary
+    summaries = []
+    for enc in encodings:
+        parts = [r[enc] for r in results]
+        ids, values, lengths, n_numbers = (np.concatenate([p[k] for p in parts]) for k in range(4))
+        counts = {k: sum(p[4][k] for p in parts) for k in ("clipped", "zero")}
+        offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)  # sample i: [o[i], o[i+1])
+        out_dir = os.path.join(data_dir, enc)
+        os.makedirs(out_dir, exist_ok=True)
+        for name, arr in (("ids", ids), ("values", values), ("offsets", offsets)):
+            _atomic_save(os.path.join(out_dir, f"{split}.{name}.npy"), arr)
+        summary = dict(
+            split=split, encoding=enc, samples=len(lengths), tokens=int(lengths.sum()),
+            tokens_per_sample_mean=round(float(lengths.mean()), 2), tokens_per_sample_max=int(lengths.max()),
+            numbers_per_sample_mean=round(float(n_numbers.mean()), 2), numbers_per_sample_max=int(n_numbers.max()),
+            clipped=counts["clipped"], flushed_to_zero=counts["zero"], vocab_size=len(Vocab(text_tokens, enc)),
+            vocab_digest=vocab_digest(text_tokens),
+        )
+        tmp = os.path.join(out_dir, f"{split}.json.tmp")
+        with open(tmp, "w") as f:
+            json.dump(summary, f, indent=2)
+        os.replace(tmp, os.path.join(out_dir, f"{split}.json"))
+        if counts["clipped"]:
+            print(f"warning: {split}: {counts['clipped']} numbers beyond ±9.99e7 were clipped ({enc})")
+        if counts["zero"]:
+            print(f"note: {split}: {counts['zero']} numbers below 1e-8 in magnitude became 0 ({enc})")
+        summaries.append(summary)
+    return summaries
 
 
 def build_vocab_file(data_dir, force=False):
@@ -453,6 +467,11 @@ class Split:
         if not os.path.exists(base + ".ids.npy"):
             raise FileNotFoundError(f"{base}.ids.npy not found; run: python tokenize_numbers.py "
                                     f"{data_dir} --encoding {encoding}")
+        with open(base + ".json") as f:
+            digest = json.load(f)["vocab_digest"]
+        if digest != vocab_digest(load_text_vocab(data_dir)):
+            raise ValueError(f"{base}.ids.npy was tokenized with another vocab.json; run again: "
+                             f"python tokenize_numbers.py {data_dir} --encoding {encoding}")
         self.ids = np.load(base + ".ids.npy", mmap_mode="r")
         self.values = np.load(base + ".values.npy", mmap_mode="r")
         self.offsets = np.load(base + ".offsets.npy")
@@ -483,10 +502,10 @@ def main(argv=None):
         text_tokens = build_vocab_file(args.data_dir, args.rebuild_vocab)
         print(f"{args.data_dir}: {len(text_tokens)} text tokens in vocab.json")
         table = []
-        for enc in encodings:
-            for split in dataset_splits(args.data_dir):
-                s = encode_split(args.data_dir, split, enc, args.workers)
+        for split in dataset_splits(args.data_dir):
+            for s in encode_split(args.data_dir, split, list(encodings), args.workers):
                 table.append(s)
+                enc = s["encoding"]
                 print(f"{enc:>6} {split:>18}: {s['samples']} samples, tokens/sample mean "
                       f"{s['tokens_per_sample_mean']} max {s['tokens_per_sample_max']}, numbers/sample "
                       f"{s['numbers_per_sample_mean']}, vocab {s['vocab_size']}")

@@ -105,8 +105,11 @@ torch.backends.cudnn.allow_tf32 = True
 
 # -----------------------------------------------------------------------------
 # data
-vocab = Vocab(load_text_vocab(data_dir), encoding)
-train_data, val_data = Split(data_dir, "train", encoding), Split(data_dir, "val", encoding)
+try:
+    vocab = Vocab(load_text_vocab(data_dir), encoding)
+    train_data, val_data = Split(data_dir, "train", encoding), Split(data_dir, "val", encoding)
+except (FileNotFoundError, ValueError) as e:
+    raise SystemExit(f"error: {e}")
 for name, split in (("train", train_data), ("val", val_data)):
     longest = int(split.lengths.max()) + causal  # AR adds [EOS]
     if longest > block_size:
@@ -125,6 +128,8 @@ if resume:
     if not os.path.exists(ckpt_path):
         raise SystemExit(f"error: --resume but no checkpoint at {ckpt_path}")
     checkpoint = torch.load(ckpt_path, map_location=device, weights_only=False)
+    if checkpoint["text_tokens"] != vocab.text_tokens:
+        raise SystemExit(f"error: {ckpt_path} was trained with another vocabulary than {data_dir}/vocab.json")
     for key in ("vocab_size", "n_layer", "n_head", "n_embd", "encoding", "k", "causal"):
         if checkpoint["model_args"][key] != model_args[key]:
             raise SystemExit(f"error: {ckpt_path} has {key}={checkpoint['model_args'][key]!r}, "

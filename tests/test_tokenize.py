@@ -186,3 +186,15 @@ def test_tokenize_command_reports_unknown_text_with_file_and_line(tmp_path):
     r = subprocess.run([sys.executable, "tokenize_numbers.py", str(tmp_path), "--workers", "1"],
                        capture_output=True, text=True, cwd=ROOT)
     assert r.returncode != 0 and "val.txt:3" in r.stderr and "'c'" in r.stderr
+
+
+def test_arrays_tokenized_with_another_vocabulary_are_refused(tmp_path):
+    (tmp_path / "train.txt").write_text("{a:1.5}\n")
+    subprocess.run([sys.executable, "tokenize_numbers.py", str(tmp_path), "--workers", "1"], check=True,
+                   capture_output=True, cwd=ROOT)
+    (tmp_path / "train.txt").write_text("{a:1.5}\n[b:2]\n")
+    subprocess.run([sys.executable, "tokenize_numbers.py", str(tmp_path), "--rebuild-vocab", "--encoding", "p10",
+                    "--workers", "1"], check=True, capture_output=True, cwd=ROOT)
+    with pytest.raises(ValueError, match="another vocab.json"):
+        Split(str(tmp_path), "train", "xval")
+    assert len(Split(str(tmp_path), "train", "p10")) == 2
