@@ -14,7 +14,7 @@ _SETTING = re.compile(r"^(\w+)\s*=\s*(.+?)\s*(?:#\s*(.*))?$")
 
 
 def _settings(source_file):
-    """key -> comment for the settings block between the '# -- config' and '# -- end config' lines."""
+    """key -> (value as written, comment) for the settings between '# -- config' and '# -- end config'."""
     out, inside = {}, False
     with open(source_file) as f:
         for line in f:
@@ -23,23 +23,13 @@ def _settings(source_file):
             elif line.startswith("# -- end config"):
                 break
             elif inside and (m := _SETTING.match(line)):
-                out[m.group(1)] = m.group(3) or ""
+                out[m.group(1)] = (m.group(2), m.group(3) or "")
     return out
 
 
 def defaults(source_file):
     """The default value of every setting of a script, read from its source without running it."""
-    values = {}
-    with open(source_file) as f:
-        inside = False
-        for line in f:
-            if line.startswith("# -- config"):
-                inside = True
-            elif line.startswith("# -- end config"):
-                break
-            elif inside and (m := _SETTING.match(line)):
-                values[m.group(1)] = ast.literal_eval(m.group(2))
-    return values
+    return {key: ast.literal_eval(value) for key, (value, _) in _settings(source_file).items()}
 
 
 def _check_type(key, value, default, where):
@@ -61,15 +51,15 @@ def _check_type(key, value, default, where):
 def configure(scope, source_file, argv=None):
     """Apply config files and --key=value flags to the settings in `scope` (a globals() dict)."""
     argv = sys.argv[1:] if argv is None else argv
-    comments = _settings(source_file)
-    defaults = {k: scope[k] for k in comments}
+    comments = {key: comment for key, (_, comment) in _settings(source_file).items()}
+    known = {k: scope[k] for k in comments}
     if "-h" in argv or "--help" in argv:
         print(f"usage: python {source_file.split('/')[-1]} [config.py ...] [--key=value ...]\n")
-        width = max(len(k) for k in defaults)
-        for key, default in defaults.items():
+        width = max(len(k) for k in known)
+        for key, default in known.items():
             print(f"  --{key:<{width}} = {default!r:<24} {comments[key]}")
         raise SystemExit(0)
-    config = dict(defaults)
+    config = dict(known)
     for arg in argv:
         if not arg.startswith("--"):  # a config file
             namespace = {}
@@ -81,23 +71,23 @@ def configure(scope, source_file, argv=None):
             for key, value in namespace.items():
                 if key.startswith("_") or key == "__builtins__" or callable(value) or type(value).__name__ == "module":
                     continue
-                if key not in defaults:
+                if key not in known:
                     raise SystemExit(f"error: {arg}: unknown config key {key!r}; see --help for the keys")
-                config[key] = _check_type(key, value, defaults[key], arg)
+                config[key] = _check_type(key, value, known[key], arg)
         else:
             key, sep, text = arg[2:].partition("=")
-            if key not in defaults:
+            if key not in known:
                 raise SystemExit(f"error: unknown flag --{key}; see --help for the keys")
             if not sep:  # a bare --flag means True for a boolean setting
-                if not isinstance(defaults[key], bool):
+                if not isinstance(known[key], bool):
                     raise SystemExit(f"error: --{key} needs a value: --{key}=...")
                 text = "True"
             try:
                 value = ast.literal_eval(text)
             except (ValueError, SyntaxError):
                 value = text  # a bare string such as --encoding=p10
-            if isinstance(defaults[key], str) and not isinstance(value, str):
+            if isinstance(known[key], str) and not isinstance(value, str):
                 value = text
-            config[key] = _check_type(key, value, defaults[key], f"--{key}")
+            config[key] = _check_type(key, value, known[key], f"--{key}")
     scope.update(config)
     return config
