@@ -468,7 +468,7 @@ class Split:
             raise FileNotFoundError(f"{base}.ids.npy not found; run: python tokenize_numbers.py "
                                     f"{data_dir} --encoding {encoding}")
         with open(base + ".json") as f:
-            digest = json.load(f)["vocab_digest"]
+            digest = json.load(f).get("vocab_digest")  # absent in arrays of older versions
         if digest != vocab_digest(load_text_vocab(data_dir)):
             raise ValueError(f"{base}.ids.npy was tokenized with another vocab.json; run again: "
                              f"python tokenize_numbers.py {data_dir} --encoding {encoding}")
