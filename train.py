@@ -182,6 +182,9 @@ def micro_batches(step):
     per_rank = batch_size // world_size
     mine = slice(rank * per_rank, (rank + 1) * per_rank)
     examples = training_examples(train_data, indices[mine], positions[mine], step, seed, causal, mlm_probability)
+    # samples of similar length share a micro-batch, so less is padded; the loss is a mean over the
+    # whole step's batch, so the grouping does not change the gradient
+    examples.sort(key=lambda e: len(e[0]))
     batches = [collate(examples[i:i + micro_batch_size]) for i in range(0, per_rank, micro_batch_size)]
     counts = torch.tensor([sum(int((b["targets"] != -100).sum()) for b in batches),
                            sum(int((b["targets"] == vocab.num_id).sum()) for b in batches)
