@@ -166,8 +166,8 @@ class GPT(nn.Module):
         """
         Without targets: (logits (B, T, V), num (B, T) or None).
         With targets (B, T), IGNORE where nothing is predicted, and target_values (B, T): a dict of
-        loss sums and counts (so a caller can normalise over a whole distributed batch) and
-        'loss', the mean over this batch: CE + λ·(N)MSE is formed by the caller via loss_from.
+        loss sums and counts (ce_sum, n_tokens, num_sum, n_numbers), so that a caller can take
+        means over a whole distributed batch; loss_from() turns them into CE + λ·(N)MSE.
         The heads run only where there is a target (20% of tokens under MLM).
         """
         h = self.trunk(ids, values, pos, doc)
@@ -229,7 +229,7 @@ def flops_per_token(model, attended_tokens, predicted_fraction):
 
 # peak dense bf16 FLOP/s by GPU name, for MFU
 PEAK_FLOPS = {"H100": 989e12, "H200": 989e12, "GH200": 989e12, "A100": 312e12, "L40S": 362e12,
-              "A10G": 70e12, "RTX 4090": 165e12, "RTX 3090": 71e12, "V100": 125e12}
+              "A10G": 70e12, "RTX 4090": 165e12, "RTX 3090": 71e12}
 
 
 def peak_flops(device_name):

@@ -14,6 +14,7 @@ Generation (causal models): each line is a prompt; tokens are generated greedily
 --temperature) until [EOS]; a generated [NUM] takes the number head's value and is fed back.
 """
 import math
+import os
 import sys
 
 import numpy as np
@@ -142,6 +143,9 @@ def main():
     configure(globals(), __file__)
     dev = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
     torch.manual_seed(seed)
+    for path in (ckpt, input):
+        if path != "-" and not os.path.exists(path):
+            raise SystemExit(f"error: {path} not found")
     model, vocab, cfg = load_model(ckpt, dev)
     lines = open(input).read().splitlines() if input != "-" else sys.stdin.read().splitlines()
     lines = [l for l in lines if l.strip()][: max_lines or None]
