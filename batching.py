@@ -1,6 +1,7 @@
 """
 From tokenized samples to model inputs: which samples form each batch, MLM masking (paper §2,
-SPEC §4), autoregressive targets, and padding into (B, T) arrays.
+SPEC §4), autoregressive targets, and padding (one sample per row) or packing (several samples
+per row, attention kept within each) into (B, T) arrays.
 
 Everything random here is a pure function of (seed, step, sample position), so a batch does not
 depend on the number of processes, on gradient accumulation, or on a resume: sample g of the
@@ -61,23 +62,55 @@ def fill_in_example(ids, values, ask):
 
 def collate(examples):
     """
-    Pad (inputs, values, targets, target values) examples into a dict of (B, T) tensors.
-    'doc' marks each token's sample (0) and padding (-1) for the attention mask; it is None when
-    no row is padded, which lets attention take its unmasked fast path.
+    Pad (inputs, values, targets, target values) examples into a dict of (B, T) tensors, one
+    sample per row. 'doc' is None when no row is padded, so attention takes its unmasked path.
     """
-    lengths = [len(e[0]) for e in examples]
-    B, T = len(examples), max(lengths)
+    return _rows([[e] for e in examples])
+
+
+def pack(examples, row_length=None):
+    """
+    Pack examples into as few rows as fit (first fit, longest first), several samples per row,
+    instead of padding each: rows of row_length tokens (default: the longest example, so no row
+    is longer than an unpacked batch's). 'doc' numbers the samples of a row so attention stays
+    within each sample, and positions restart at every sample.
+    """
+    row_length = row_length or max(len(e[0]) for e in examples)
+    rows, free = [], []
+    for e in sorted(examples, key=lambda e: -len(e[0])):
+        n = len(e[0])
+        if n > row_length:
+            raise ValueError(f"a sample of {n} tokens does not fit a row of {row_length}")
+        r = next((r for r, f in enumerate(free) if f >= n), None)
+        if r is None:
+            rows.append([])
+            free.append(row_length)
+            r = len(rows) - 1
+        rows[r].append(e)
+        free[r] -= n
+    return _rows(rows)
+
+
+def _rows(rows):
+    """Lay out rows of examples as (B, T) tensors: ids, values, targets, target_values, pos, doc."""
+    lengths = [sum(len(e[0]) for e in row) for row in rows]
+    B, T = len(rows), max(lengths)
     ids = np.full((B, T), PAD_ID, np.int64)
     values = np.ones((B, T), np.float32)
     targets = np.full((B, T), IGNORE, np.int64)
     target_values = np.ones((B, T), np.float32)
-    doc = np.full((B, T), -1, np.int64)
-    for b, (i, v, t, tv) in enumerate(examples):
-        n = len(i)
-        ids[b, :n], values[b, :n], targets[b, :n], target_values[b, :n], doc[b, :n] = i, v, t, tv, 0
+    pos = np.zeros((B, T), np.int64)
+    doc = np.full((B, T), -1, np.int64)  # -1: padding
+    for b, row in enumerate(rows):
+        start = 0
+        for d, (i, v, t, tv) in enumerate(row):
+            span = slice(start, start + len(i))
+            ids[b, span], values[b, span], targets[b, span], target_values[b, span] = i, v, t, tv
+            pos[b, span], doc[b, span] = np.arange(len(i)), d
+            start += len(i)
+    simple = all(len(row) == 1 for row in rows) and min(lengths) == T  # one sample per row, no padding
     batch = {"ids": ids, "values": values, "targets": targets, "target_values": target_values,
-             "pos": np.broadcast_to(np.arange(T), (B, T)).copy(),
-             "doc": doc if min(lengths) < T else None}
+             "pos": pos, "doc": None if simple else doc}
     batch = {k: (torch.from_numpy(v) if v is not None else None) for k, v in batch.items()}
     batch["n_real"] = sum(lengths)  # tokens that are not padding
     return batch

@@ -23,7 +23,7 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from batching import VAL_STEP, collate, step_samples, to_device, training_examples
+from batching import VAL_STEP, collate, pack, step_samples, to_device, training_examples
 from configurator import configure
 from model import GPT, GPTConfig, configure_optimizer, flops_per_token, loss_from, peak_flops
 from tokenize_numbers import ENCODINGS, Split, Vocab, load_text_vocab
@@ -47,6 +47,8 @@ nmse_eps = 1e-3  # ε in the NMSE loss of multi-scale xVal (k > 0)
 # optimisation
 batch_size = 64  # samples per optimizer step, over all processes and accumulation steps
 micro_batch_size = 64  # samples per forward pass per process
+packing = False  # pack a micro-batch's samples several to a row (attention stays within each) instead of padding
+pack_length = 0  # tokens per packed row; 0 = the micro-batch's longest sample
 max_iters = 500_000
 learning_rate = 2e-4
 min_lr = 2e-5  # reached at max_iters by the cosine schedule
@@ -112,9 +114,10 @@ except (FileNotFoundError, ValueError) as e:
     raise SystemExit(f"error: {e}")
 for name, split in (("train", train_data), ("val", val_data)):
     longest = int(split.lengths.max()) + causal  # AR adds [EOS]
-    if longest > block_size:
+    if longest > block_size or (packing and longest > (pack_length or longest)):
         raise SystemExit(f"error: {data_dir}/{encoding}/{name} has a sample of {longest} tokens "
-                         f"(index {int(split.lengths.argmax())}) but block_size is {block_size}")
+                         f"(index {int(split.lengths.argmax())}) but block_size is {block_size}"
+                         + (f" and pack_length {pack_length}" if packing and pack_length else ""))
 tokens_per_step = batch_size * float(train_data.lengths.mean())
 
 # -----------------------------------------------------------------------------
@@ -185,7 +188,8 @@ def micro_batches(step):
     # samples of similar length share a micro-batch, so less is padded; the loss is a mean over the
     # whole step's batch, so the grouping does not change the gradient
     examples.sort(key=lambda e: len(e[0]))
-    batches = [collate(examples[i:i + micro_batch_size]) for i in range(0, per_rank, micro_batch_size)]
+    chunks = [examples[i:i + micro_batch_size] for i in range(0, per_rank, micro_batch_size)]
+    batches = [pack(c, pack_length or None) if packing else collate(c) for c in chunks]
     counts = torch.tensor([sum(int((b["targets"] != -100).sum()) for b in batches),
                            sum(int((b["targets"] == vocab.num_id).sum()) for b in batches)
                            if vocab.num_id is not None else 0], dtype=torch.float64)

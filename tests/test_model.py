@@ -168,3 +168,51 @@ def test_flops_estimate_matches_6n_plus_attention_for_the_paper_model():
     assert model.num_params(trunk_only=True) == trunk
     f = flops_per_token(model, 1250, 0.2)
     assert f == pytest.approx(6 * trunk + 6 * 0.2 * (2 * 768 * 768 + 768 * 41 + 768 + 1) + 12 * 6 * 768 * 1250)
+
+
+def packed_and_padded(examples, causal=False, encoding="xval"):
+    from batching import pack
+    model = tiny(encoding, causal=causal)
+    padded, packed = collate(examples), pack(examples)
+    assert packed["ids"].shape[0] < len(examples)  # several samples share a row
+    return model, padded, packed
+
+
+def test_packed_rows_give_each_sample_the_outputs_and_loss_it_has_alone():
+    rng = np.random.default_rng(0)
+    examples = []
+    for n in (9, 5, 3, 4, 12, 2):
+        ids, values = sample(n, seed=n)
+        examples.append(mlm_mask(ids.numpy(), values.numpy(), 0.4, rng))
+    for causal in (False, True):
+        model, padded, packed = packed_and_padded(examples, causal)
+        for batch in (padded, packed):
+            batch["sums"] = model(batch["ids"], batch["values"], batch["targets"], batch["target_values"],
+                                  batch["pos"], batch["doc"])
+        for key in ("ce_sum", "num_sum", "n_tokens", "n_numbers"):
+            torch.testing.assert_close(packed["sums"][key], padded["sums"][key], atol=1e-4, rtol=1e-5)
+        # each sample's outputs, found by its ids in its packed row
+        logits, num = model(packed["ids"], packed["values"], pos=packed["pos"], doc=packed["doc"])
+        for (ids, values, _, _) in examples:
+            alone_logits, alone_num = model(torch.from_numpy(ids)[None], torch.from_numpy(values)[None])
+            n = len(ids)
+            where = [(b, s) for b in range(packed["ids"].shape[0]) for s in range(packed["ids"].shape[1] - n + 1)
+                     if torch.equal(packed["ids"][b, s:s + n], torch.from_numpy(ids)) and packed["pos"][b, s] == 0]
+            b, s = where[0]
+            torch.testing.assert_close(logits[b, s:s + n], alone_logits[0], atol=1e-5, rtol=1e-5)
+            torch.testing.assert_close(num[b, s:s + n], alone_num[0], atol=1e-5, rtol=1e-5)
+
+
+def test_no_attention_crosses_a_sample_boundary_in_a_packed_row():
+    from batching import pack
+    model = tiny()
+    a, b = sample(6, 1), sample(5, 2)
+    batch = pack([(a[0].numpy(), a[1].numpy(), a[0].numpy(), a[1].numpy()),
+                  (b[0].numpy(), b[1].numpy(), b[0].numpy(), b[1].numpy())], row_length=11)
+    assert batch["ids"].shape == (1, 11) and batch["pos"][0].tolist() == [0, 1, 2, 3, 4, 5, 0, 1, 2, 3, 4]
+    _, num = model(batch["ids"], batch["values"], pos=batch["pos"], doc=batch["doc"])
+    values = batch["values"].clone()
+    values[0, 6:] = values[0, 6:] * 3.0  # change every number of the second sample
+    _, num2 = model(batch["ids"], values, pos=batch["pos"], doc=batch["doc"])
+    torch.testing.assert_close(num[0, :6], num2[0, :6])  # the first sample does not see it
+    assert not torch.allclose(num[0, 6:], num2[0, 6:])

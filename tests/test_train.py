@@ -70,6 +70,25 @@ def test_two_processes_give_the_loss_of_one_with_the_same_global_batch(data, tmp
         assert b[i] == pytest.approx(a[i], rel=1e-5)
 
 
+def test_packing_gives_the_losses_of_padding(tmp_path):
+    data = str(tmp_path / "lookup")  # 2-6 entries: samples of different lengths
+    run("prepare/lookup.py", "--size=tiny", "--out", data, "--workers=1")
+    run("tokenize_numbers.py", data, "--encoding=p10", "--workers=1")
+    common = [*TINY, "--block_size=64", f"--data_dir={data}", "--batch_size=16", "--micro_batch_size=16",
+              "--max_iters=3", "--eval_interval=100", "--learning_rate=1e-3", "--encoding=p10"]
+    padded, packed = str(tmp_path / "padded"), str(tmp_path / "packed")
+    run("train.py", *common, f"--out_dir={padded}")
+    run("train.py", *common, f"--out_dir={packed}", "--packing=True")
+    padding = {}
+    for name, out in (("padded", padded), ("packed", packed)):
+        with open(os.path.join(out, "log.jsonl")) as f:
+            padding[name] = [r["padding"] for r in map(json.loads, f) if "padding" in r]
+    assert all(p < 0.6 * q for p, q in zip(padding["packed"], padding["padded"])), padding
+    a, b = losses(padded), losses(packed)
+    for i in (1, 2, 3):
+        assert b[i] == pytest.approx(a[i], rel=1e-5)
+
+
 def test_sample_fills_in_marked_numbers_and_reports_r2(data, tmp_path):
     out = str(tmp_path / "out")
     run("train.py", *TINY, f"--data_dir={data}", f"--out_dir={out}", "--max_iters=5", "--eval_interval=5",
