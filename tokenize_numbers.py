@@ -341,6 +341,27 @@ def format_number(x):
 # datasets on disk: <dir>/<split>.txt -> <dir>/vocab.json and <dir>/<encoding>/<split>.*.npy
 
 
+def _line_chunks(path, chunk, per_wave):
+    """Waves of per_wave (first line index, lines) chunks of a text file, read lazily."""
+    wave, lines, first = [], [], 0
+    with open(path, encoding="utf-8") as f:
+        for i, line in enumerate(f):
+            line = line.rstrip("\n")
+            if not line.strip():
+                raise TextError(f"{path}:{i + 1}: empty line; expected one sample per line")
+            lines.append(line)
+            if len(lines) == chunk:
+                wave.append((first, lines))
+                lines, first = [], i + 1
+                if len(wave) == per_wave:
+                    yield wave
+                    wave = []
+    if lines:
+        wave.append((first, lines))
+    if wave:
+        yield wave
+
+
 def read_lines(path):
     with open(path, encoding="utf-8") as f:
         lines = f.read().splitlines()
@@ -402,30 +423,80 @@ def _encode_chunk(job):
                   np.array(o["numbers"]), o["counts"]) for enc, o in out.items()}
 
 
+class _ArrayWriter:
+    """Appends one encoding's chunks to raw temporary files, so a split of any size is written
+    with bounded memory, then turns them into .npy files under their final names."""
+
+    def __init__(self, out_dir, split):
+        os.makedirs(out_dir, exist_ok=True)
+        self.base = os.path.join(out_dir, split)
+        self.raw = {name: open(f"{self.base}.{name}.raw.tmp", "wb") for name in ("ids", "values")}
+        self.dtype, self.lengths, self.numbers = None, [], []
+        self.counts = {"clipped": 0, "zero": 0}
+
+    def add(self, ids, values, lengths, numbers, counts):
+        self.dtype = ids.dtype
+        self.raw["ids"].write(ids.tobytes())
+        self.raw["values"].write(values.tobytes())
+        self.lengths.append(lengths)
+        self.numbers.append(numbers)
+        for k in self.counts:
+            self.counts[k] += counts[k]
+
+    def discard(self):
+        for name, f in self.raw.items():
+            f.close()
+            os.remove(f"{self.base}.{name}.raw.tmp")
+
+    def finish(self, block=1 << 24):
+        lengths, numbers = np.concatenate(self.lengths), np.concatenate(self.numbers)
+        total = int(lengths.sum())
+        for name, dtype in (("ids", self.dtype), ("values", np.float32)):
+            self.raw[name].close()
+            raw = f"{self.base}.{name}.raw.tmp"
+            tmp = f"{self.base}.{name}.tmp.npy"
+            out = np.lib.format.open_memmap(tmp, mode="w+", dtype=dtype, shape=(total,))
+            for start in range(0, total, block):  # copy in blocks: memory stays bounded
+                n = min(block, total - start)
+                out[start:start + n] = np.fromfile(raw, dtype, count=n, offset=start * np.dtype(dtype).itemsize)
+            out.flush()
+            del out
+            os.replace(tmp, f"{self.base}.{name}.npy")
+            os.remove(raw)
+        offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)  # sample i: [o[i], o[i+1])
+        _atomic_save(f"{self.base}.offsets.npy", offsets)
+        return lengths, numbers
+
+
 def encode_split(data_dir, split, encodings, workers=1, chunk=1000):
     """
     Encode <split>.txt into <encoding>/<split>.{ids,values,offsets}.npy and a JSON summary for
-    each of `encodings`; returns the summaries.
+    each of `encodings`, a chunk of lines at a time; returns the summaries.
     """
     path = os.path.join(data_dir, f"{split}.txt")
-    lines = read_lines(path)
     text_tokens = load_text_vocab(data_dir)
-    jobs = [(lines[i:i + chunk], i, path, text_tokens, encodings) for i in range(0, len(lines), chunk)]
-    if workers > 1 and len(jobs) > 1:
-        with Pool(workers) as pool:
-            results = pool.map(_encode_chunk, jobs)
-    else:
-        results = [_encode_chunk(j) for j in jobs]
+    writers = {enc: _ArrayWriter(os.path.join(data_dir, enc), split) for enc in encodings}
+    pool = Pool(workers) if workers > 1 else None
+    try:
+        # waves of `workers` chunks: the text is read as it is encoded, never all at once
+        for wave in _line_chunks(path, chunk, workers):
+            jobs = [(lines, first, path, text_tokens, encodings) for first, lines in wave]
+            for result in (pool.map(_encode_chunk, jobs) if pool else map(_encode_chunk, jobs)):
+                for enc, writer in writers.items():
+                    writer.add(*result[enc])
+        if not writers[encodings[0]].lengths:
+            raise TextError(f"{path} holds no samples")
+    except BaseException:
+        for writer in writers.values():
+            writer.discard()
+        raise
+    finally:
+        if pool:
+            pool.terminate()
     summaries = []
-    for enc in encodings:
-        parts = [r[enc] for r in results]
-        ids, values, lengths, n_numbers = (np.concatenate([p[k] for p in parts]) for k in range(4))
-        counts = {k: sum(p[4][k] for p in parts) for k in ("clipped", "zero")}
-        offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)  # sample i: [o[i], o[i+1])
-        out_dir = os.path.join(data_dir, enc)
-        os.makedirs(out_dir, exist_ok=True)
-        for name, arr in (("ids", ids), ("values", values), ("offsets", offsets)):
-            _atomic_save(os.path.join(out_dir, f"{split}.{name}.npy"), arr)
+    for enc, writer in writers.items():
+        lengths, n_numbers = writer.finish()
+        counts = writer.counts
         summary = dict(
             split=split, encoding=enc, samples=len(lengths), tokens=int(lengths.sum()),
             tokens_per_sample_mean=round(float(lengths.mean()), 2), tokens_per_sample_max=int(lengths.max()),
@@ -433,10 +504,10 @@ def encode_split(data_dir, split, encodings, workers=1, chunk=1000):
             clipped=counts["clipped"], flushed_to_zero=counts["zero"], vocab_size=len(Vocab(text_tokens, enc)),
             vocab_digest=vocab_digest(text_tokens),
         )
-        tmp = os.path.join(out_dir, f"{split}.json.tmp")
+        tmp = os.path.join(data_dir, enc, f"{split}.json.tmp")
         with open(tmp, "w") as f:
             json.dump(summary, f, indent=2)
-        os.replace(tmp, os.path.join(out_dir, f"{split}.json"))
+        os.replace(tmp, os.path.join(data_dir, enc, f"{split}.json"))
         if counts["clipped"]:
             print(f"warning: {split}: {counts['clipped']} numbers beyond ±9.99e7 were clipped ({enc})")
         if counts["zero"]:
