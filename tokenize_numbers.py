@@ -26,6 +26,7 @@ import json
 import math
 import os
 import re
+import shutil
 import sys
 import time
 from multiprocessing import Pool
@@ -448,19 +449,16 @@ class _ArrayWriter:
             f.close()
             os.remove(f"{self.base}.{name}.raw.tmp")
 
-    def finish(self, block=1 << 24):
+    def finish(self):
         lengths, numbers = np.concatenate(self.lengths), np.concatenate(self.numbers)
         total = int(lengths.sum())
-        for name, dtype in (("ids", self.dtype), ("values", np.float32)):
+        for name, dtype in (("ids", self.dtype), ("values", np.dtype(np.float32))):
             self.raw[name].close()
-            raw = f"{self.base}.{name}.raw.tmp"
-            tmp = f"{self.base}.{name}.tmp.npy"
-            out = np.lib.format.open_memmap(tmp, mode="w+", dtype=dtype, shape=(total,))
-            for start in range(0, total, block):  # copy in blocks: memory stays bounded
-                n = min(block, total - start)
-                out[start:start + n] = np.fromfile(raw, dtype, count=n, offset=start * np.dtype(dtype).itemsize)
-            out.flush()
-            del out
+            raw, tmp = f"{self.base}.{name}.raw.tmp", f"{self.base}.{name}.tmp.npy"
+            with open(tmp, "wb") as out, open(raw, "rb") as data:  # an .npy header, then the bytes
+                header = {"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False, "shape": (total,)}
+                np.lib.format.write_array_header_1_0(out, header)
+                shutil.copyfileobj(data, out, 1 << 24)
             os.replace(tmp, f"{self.base}.{name}.npy")
             os.remove(raw)
         offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)  # sample i: [o[i], o[i+1])
