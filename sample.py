@@ -146,21 +146,21 @@ def main():
     for path in (ckpt, input):
         if path != "-" and not os.path.exists(path):
             raise SystemExit(f"error: {path} not found")
-    model, vocab, cfg = load_model(ckpt, dev)
-    lines = open(input).read().splitlines() if input != "-" else sys.stdin.read().splitlines()
-    lines = [l for l in lines if l.strip()][: max_lines or None]
+    model, vocab, _ = load_model(ckpt, dev)
+    text = open(input).read() if input != "-" else sys.stdin.read()
+    lines = [(i + 1, l) for i, l in enumerate(text.splitlines()) if l.strip()][: max_lines or None]
     name = "stdin" if input == "-" else input
     try:
         if model.cfg.causal and not mask_last:
             generator = torch.Generator(device=dev).manual_seed(seed)
-            for i, line in enumerate(lines[:show]):
-                ids, values, _ = encode(line, vocab, f"{name}:{i + 1}")
+            for number, line in lines[:show]:
+                ids, values, _ = encode(line, vocab, f"{name}:{number}")
                 ids, values = generate(model, vocab, ids, values, max_new_tokens, temperature, generator)
                 print(detokenize(ids, values, vocab))
             return
         truths, texts, samples = [], [], []
-        for i, line in enumerate(lines):
-            where = f"{name}:{i + 1}"
+        for number, line in lines:
+            where = f"{name}:{number}"
             if mask_last:
                 pieces, truth, text = mask_last_number(line, where)
                 truths.append(truth)

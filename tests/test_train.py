@@ -101,8 +101,8 @@ def test_sample_fills_in_marked_numbers_and_reports_r2(data, tmp_path):
     assert "2 numbers predicted" in r.stdout
     r = run("sample.py", f"--ckpt={ckpt}", f"--input={data}/test.txt", "--mask_last", "--show=2")
     assert "held-out (50 valid of 50)" in r.stdout and "R²" in r.stdout
-    r = run("sample.py", f"--ckpt={ckpt}", input="(0.5+0.25)=[?]\n(a+0.25)=[?]\n", check=False)
-    assert r.returncode != 0 and "stdin:2" in r.stderr and "'a'" in r.stderr
+    r = run("sample.py", f"--ckpt={ckpt}", input="(0.5+0.25)=[?]\n\n(a+0.25)=[?]\n", check=False)
+    assert r.returncode != 0 and "stdin:3" in r.stderr and "'a'" in r.stderr  # blank lines still count
 
 
 def test_generation_from_a_causal_model(data, tmp_path):
