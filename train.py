@@ -119,6 +119,7 @@ for name, split in (("train", train_data), ("val", val_data)):
                          f"(index {int(split.lengths.argmax())}) but block_size is {block_size}"
                          + (f" and pack_length {pack_length}" if packing and pack_length else ""))
 tokens_per_step = batch_size * float(train_data.lengths.mean())
+num_loss_name = "NMSE" if k > 0 else "MSE"  # the number loss of multi-scale xVal is normalised
 
 # -----------------------------------------------------------------------------
 # model and optimizer
@@ -246,7 +247,7 @@ while True:
         metrics = evaluate()
         if master:
             print(f"step {iter_num}: val loss {metrics['val_loss']:.4f} (CE {metrics['val_ce']:.4f}, "
-                  f"number MSE {metrics['val_mse']:.4g})")
+                  f"number {num_loss_name} {metrics['val_mse']:.4g})")
             log({"iter": iter_num, **metrics})
             if metrics["val_loss"] < best_val_loss:
                 best_val_loss = metrics["val_loss"]
@@ -292,7 +293,7 @@ while True:
         mfu = flops_tok * tokens_per_s / (peak * world_size) if peak else None
         memory = torch.cuda.max_memory_allocated(device) / 2**30 if device_type == "cuda" else None
         if master:
-            print(f"iter {iter_num}: loss {loss_val:.4f} (CE {ce_val:.4f}, MSE {mse_val:.4g}), lr {lr:.2e}, "
+            print(f"iter {iter_num}: loss {loss_val:.4f} (CE {ce_val:.4f}, {num_loss_name} {mse_val:.4g}), lr {lr:.2e}, "
                   f"{dt / steps_since * 1000:.0f} ms/step, {tokens_per_s:,.0f} tokens/s"
                   + (f", MFU {mfu * 100:.1f}%" if mfu is not None else ""))
         log({"iter": iter_num, "loss": loss_val, "ce": ce_val, "mse": mse_val, "lr": lr,
