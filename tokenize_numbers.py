@@ -290,11 +290,11 @@ class Vocab:
         return tokens_to_number([self.itos[i] for i in ids], self.encoding)
 
 
-def build_text_vocab(lines, where="train"):
-    """The sorted set of text tokens of a split (numbers excluded)."""
+def build_text_vocab(lines, where="train", first_line=0):
+    """The sorted set of text tokens of some lines (numbers excluded); first_line numbers errors."""
     tokens = set()
     for i, line in enumerate(lines):
-        tokens.update(v for kind, v in split_text(line, f"{where}:{i + 1}") if kind == "text")
+        tokens.update(v for kind, v in split_text(line, f"{where}:{first_line + i + 1}") if kind == "text")
     return sorted(tokens)
 
 
@@ -363,15 +363,6 @@ def _line_chunks(path, chunk, per_wave):
         yield wave
 
 
-def read_lines(path):
-    with open(path, encoding="utf-8") as f:
-        lines = f.read().splitlines()
-    for i, line in enumerate(lines):
-        if not line.strip():
-            raise TextError(f"{path}:{i + 1}: empty line; expected one sample per line")
-    return lines
-
-
 def dataset_splits(data_dir):
     """The split names of a prepared dataset: from meta.json if present, else every *.txt."""
     meta = os.path.join(data_dir, "meta.json")
@@ -395,6 +386,12 @@ def load_text_vocab(data_dir):
 def vocab_digest(text_tokens):
     """A short fingerprint of a text vocabulary, to catch arrays tokenized with another one."""
     return hashlib.sha1(json.dumps(text_tokens).encode()).hexdigest()[:12]
+
+
+def _atomic_write_json(path, obj):
+    with open(path + ".tmp", "w") as f:
+        json.dump(obj, f, indent=1)
+    os.replace(path + ".tmp", path)
 
 
 def _atomic_save(path, array):
@@ -502,10 +499,7 @@ def encode_split(data_dir, split, encodings, workers=1, chunk=1000):
             clipped=counts["clipped"], flushed_to_zero=counts["zero"], vocab_size=len(Vocab(text_tokens, enc)),
             vocab_digest=vocab_digest(text_tokens),
         )
-        tmp = os.path.join(data_dir, enc, f"{split}.json.tmp")
-        with open(tmp, "w") as f:
-            json.dump(summary, f, indent=2)
-        os.replace(tmp, os.path.join(data_dir, enc, f"{split}.json"))
+        _atomic_write_json(os.path.join(data_dir, enc, f"{split}.json"), summary)
         if counts["clipped"]:
             print(f"warning: {split}: {counts['clipped']} numbers beyond ±9.99e7 were clipped ({enc})")
         if counts["zero"]:
@@ -519,12 +513,12 @@ def build_vocab_file(data_dir, force=False):
     path = os.path.join(data_dir, "vocab.json")
     if os.path.exists(path) and not force:
         return load_text_vocab(data_dir)
-    train = os.path.join(data_dir, "train.txt")
-    tokens = build_text_vocab(read_lines(train), train)
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump({"built_from": "train.txt", "text_tokens": tokens}, f, indent=1)
-    os.replace(tmp, path)
+    train, tokens = os.path.join(data_dir, "train.txt"), set()
+    for wave in _line_chunks(train, 10_000, 1):  # a chunk at a time: the split may not fit in memory
+        for first, lines in wave:
+            tokens.update(build_text_vocab(lines, train, first))
+    tokens = sorted(tokens)
+    _atomic_write_json(path, {"built_from": "train.txt", "text_tokens": tokens})
     return tokens
 
 
