@@ -28,7 +28,10 @@ def main(argv):
     for arg in argv:
         key, _, value = arg[2:].partition("=")
         if arg.startswith("--") and key in own:
-            own[key] = type(own[key])(value)
+            try:
+                own[key] = type(own[key])(value)
+            except ValueError:
+                raise SystemExit(f"error: --{key} expects {type(own[key]).__name__}, got {value!r}")
         elif arg in ("-h", "--help"):
             print(__doc__)
             return
