@@ -302,4 +302,7 @@ while True:
         t_last, tokens_since, positions_since, steps_since = time.time(), 0, 0, 0
 
 if ddp:
+    # wait for rank 0 to finish its last checkpoint: a process that tears gloo down while
+    # another still uses it can abort ("terminate called without an active exception")
+    dist.barrier()
     dist.destroy_process_group()
