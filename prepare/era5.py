@@ -5,7 +5,8 @@ Store (CDS).
 
 A sample is one line: 60-89 distinct random grid points ("stations", uniform over grid points as in
 the paper, so a regular lat/lon grid gives the poles more of them) and 8-15 time steps, `--stride`
-file steps apart (8 = 8 h for hourly ERA5), from a random start:
+file steps apart (8 = 8 h for hourly ERA5), from a random start (--stations and --steps change the
+ranges for reduced-scale runs, e.g. --stations 10,19 on a CPU):
 
   {"description":{"coords":[[sin lat,sin lon,cos lon],...],"start":[sin ToD,cos ToD,sin ToY,cos ToY]},
    "data":[[T at each step] per station]}
@@ -44,6 +45,9 @@ Download (needs a CDS account, the dataset licence accepted, and `pip install cd
 Usage:
   python prepare/era5.py era5_t2m_2020.nc --size small --out data/temperature
   python prepare/era5.py era5_t2m_*.nc --land-sea-mask era5_lsm.nc --size paper --workers 16
+  python prepare/era5_synthetic.py --out data/era5_synthetic   # no CDS account: a synthetic field
+  python prepare/era5.py data/era5_synthetic/t2m.nc --land-sea-mask data/era5_synthetic/lsm.nc \
+      --stations 10,19 --out data/temperature_synthetic
 
 Two passes. Pass 1 draws every sample's window (sizes, start, stations: a pure function of seed,
 split and index), then reads the files block by block of --block-steps time steps, each step once
@@ -53,6 +57,7 @@ training split's mean and std and writes the text. Memory stays bounded: a worke
 (block_steps × lat × lon × 4 bytes, 133 MB for 32 steps of the 0.25° grid) plus ~16 MB that netCDF4
 unpacks at a time; never the whole variable.
 """
+import argparse
 import json
 import math
 import os
@@ -67,8 +72,8 @@ import numpy as np
 
 from common import SIZES, atomic_write_text, base_parser, dumps, prepare_out_dir, sample_rng
 
-STATIONS = (60, 89)      # grid points per sample, inclusive (SPEC §6)
-STEPS = (8, 15)          # time steps per sample, inclusive
+STATIONS = (60, 89)      # grid points per sample, inclusive (SPEC §6); default of --stations
+STEPS = (8, 15)          # time steps per sample, inclusive; default of --steps
 MAX_ATTEMPTS = 100       # redraws of one sample whose windows keep hitting missing values
 SPLITS = ("train", "val", "test")  # split code = position, as in common.write_dataset
 RAW_FILE = ".raw.npy.tmp"  # pass 1 → pass 2: raw windows, float32, on disk in --out (removed at the end)
@@ -272,14 +277,14 @@ def read_land_sea_mask(path, field):
     return x
 
 
-def window_starts(seconds, stride):
+def window_starts(seconds, stride, steps):
     """For each step count n: the starts whose n steps, stride apart, are evenly spaced (span no gap)."""
     diffs = np.diff(seconds)
     values, counts = np.unique(diffs, return_counts=True)
     step = values[np.argmax(counts)] if len(diffs) else 0  # the files' time step: the most common one
     gaps_before = np.concatenate([[0], np.cumsum(diffs != step)])  # uneven steps before step i
     starts = {}
-    for n in range(STEPS[0], STEPS[1] + 1):
+    for n in range(steps[0], steps[1] + 1):
         span = (n - 1) * stride
         s = np.arange(max(len(seconds) - span, 0), dtype=np.int32)
         starts[n] = s[gaps_before[s + span] == gaps_before[s]]
@@ -300,8 +305,8 @@ def draw_window(code, index, attempt):
     Sizes are drawn once; a window holding missing values is replaced by the next (start, stations)
     draw of the same generator, so attempt k is reproducible without storing anything."""
     rng = sample_rng(CTX.seed, code, index)
-    n_stations = int(rng.integers(STATIONS[0], STATIONS[1] + 1))
-    n_steps = int(rng.integers(STEPS[0], STEPS[1] + 1))
+    n_stations = int(rng.integers(CTX.stations[0], CTX.stations[1] + 1))
+    n_steps = int(rng.integers(CTX.steps[0], CTX.steps[1] + 1))
     starts = CTX.starts[n_steps]
     for _ in range(attempt + 1):
         start = int(starts[rng.integers(len(starts))])
@@ -450,6 +455,17 @@ def write_split(pmap, code, split, first, n, out, windows, mean, std, bar):
     return labels
 
 
+def count_range(text):
+    """argparse type of --stations/--steps: 'MIN,MAX' → (MIN, MAX), 1 <= MIN <= MAX."""
+    try:
+        low, high = (int(x) for x in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected MIN,MAX (two integers, e.g. 10,19); found '{text}'")
+    if not 1 <= low <= high:
+        raise argparse.ArgumentTypeError(f"expected 1 <= MIN <= MAX; found {low},{high}")
+    return low, high
+
+
 def main(argv=None):
     p = base_parser("Prepare the xVal temperature-forecasting dataset (SPEC §6) from ERA5 2 m temperature "
                     "netCDF files; see the module docstring and notes/era5.md", default_out="data/temperature")
@@ -459,6 +475,10 @@ def main(argv=None):
     p.add_argument("--block-steps", type=int, default=32,
                    help="time steps a worker holds at once: block_steps × lat × lon × 4 bytes (default 32)")
     p.add_argument("--land-sea-mask", metavar="FILE", help="ERA5 lsm file: also write <split>.ocean.txt labels")
+    p.add_argument("--stations", type=count_range, default=STATIONS, metavar="MIN,MAX",
+                   help=f"distinct grid points per sample, inclusive (default {STATIONS[0]},{STATIONS[1]} as in the paper)")
+    p.add_argument("--steps", type=count_range, default=STEPS, metavar="MIN,MAX",
+                   help=f"time steps per sample, inclusive (default {STEPS[0]},{STEPS[1]} as in the paper)")
     args = p.parse_args(argv)
     if args.stride < 1 or args.block_steps < 1:
         fail("--stride and --block-steps must be at least 1")
@@ -466,14 +486,16 @@ def main(argv=None):
 
     field = open_field(args.files, args.variable)
     land_sea_mask = read_land_sea_mask(args.land_sea_mask, field) if args.land_sea_mask else None
-    starts, step_seconds, gaps = window_starts(field.seconds, args.stride)
+    starts, step_seconds, gaps = window_starts(field.seconds, args.stride, args.steps)
     n_points, T = len(field.lat) * len(field.lon), len(field.seconds)
-    if STATIONS[1] > n_points:
-        fail(f"samples need up to {STATIONS[1]} distinct grid points but the grid "
-             f"{describe_grid(field.lat, field.lon)} of {args.files[0]} has {n_points}")
-    if len(starts[STEPS[1]]) == 0:
-        fail(f"a window of {STEPS[1]} steps at --stride {args.stride} needs {(STEPS[1] - 1) * args.stride + 1} "
-             f"evenly spaced time steps, but {', '.join(args.files)} hold {T} steps with {gaps} gap(s)")
+    if args.stations[1] > n_points:
+        fail(f"samples need up to {args.stations[1]} distinct grid points (--stations {args.stations[0]},"
+             f"{args.stations[1]}) but the grid {describe_grid(field.lat, field.lon)} of {args.files[0]} has "
+             f"{n_points}; lower --stations")
+    if len(starts[args.steps[1]]) == 0:
+        fail(f"a window of {args.steps[1]} steps (--steps {args.steps[0]},{args.steps[1]}) at --stride "
+             f"{args.stride} needs {(args.steps[1] - 1) * args.stride + 1} evenly spaced time steps, but "
+             f"{', '.join(args.files)} hold {T} steps with {gaps} gap(s); lower --steps or --stride")
     prepare_out_dir(args.out, args.force)
     for split in SPLITS:  # a stale label file from an earlier run must not sit beside new samples
         if os.path.exists(os.path.join(args.out, f"{split}.ocean.txt")):
@@ -487,7 +509,7 @@ def main(argv=None):
 
     counts = dict(zip(SPLITS, SIZES[args.size]))
     ctx = SimpleNamespace(field=field, seed=args.seed, stride=args.stride, starts=starts, n_points=n_points,
-                          land_sea_mask=land_sea_mask)
+                          stations=args.stations, steps=args.steps, land_sea_mask=land_sea_mask)
     try:
         from tqdm import tqdm
         bar = lambda it, **kw: tqdm(it, file=sys.stderr, unit="job", mininterval=0.5, leave=False, **kw)
@@ -526,7 +548,7 @@ def main(argv=None):
         "files": [{"path": s.path, "first": s.first, "last": s.last, "steps": s.steps} for s in field.sources],
         "grid": [len(field.lat), len(field.lon)], "time_gaps": gaps,
         "windows_skipped": windows.skipped,
-        "stations": list(STATIONS), "steps": list(STEPS), "split": "random windows of the same files",
+        "stations": list(args.stations), "steps": list(args.steps), "split": "random windows of the same files",
         "phases": "ToD = UTC hour of day / 24; ToY = (day of year - 1 + hour / 24) / 365.25; of the first step",
         "digits": "data: 4 significant digits; coords and start: 4 decimals",
         "land_sea_mask": args.land_sea_mask, "ocean_fraction": ocean if args.land_sea_mask else None,

@@ -1,0 +1,186 @@
+"""eval.py: the metrics against hand-computed values, what each task masks, the combination of seeds,
+and tiny trained checkpoints evaluated end to end on every task (with its OoD splits)."""
+import json
+import math
+import os
+
+import numpy as np
+import pytest
+from test_train import run
+
+import eval as ev
+
+TINY = ["--n_layer=1", "--n_head=2", "--n_embd=16", "--device=cpu", "--compile=False", "--warmup_iters=0",
+        "--log_interval=1", "--max_iters=3", "--eval_interval=3", "--batch_size=4", "--micro_batch_size=4"]
+
+
+# ---------------------------------------------------------------- metrics
+
+def test_mse_leaves_invalid_predictions_out():
+    assert ev.mse([1, 2, 3], [1, 4, math.nan]) == pytest.approx(2.0)  # (0 + 4) / 2
+    assert math.isnan(ev.mse([1, 2], [math.nan, math.nan]))
+
+
+def test_r_squared_and_adjusted_r_squared_by_hand():
+    # SS_res = 1, SS_tot = 2 (mean 2): R² = 0.5; adjusted with n = 3, p = 1: 1 − 0.5·2/1 = 0
+    assert ev.r_squared([1, 2, 3], [1, 2, 4]) == pytest.approx(0.5)
+    assert ev.adjusted_r_squared(0.5, 3) == pytest.approx(0.0)
+    # n = 5: 1 − (1 − 0.9)·4/3
+    assert ev.adjusted_r_squared(0.9, 5) == pytest.approx(1 - 0.1 * 4 / 3)
+    assert math.isnan(ev.adjusted_r_squared(0.9, 2))  # n − p − 1 = 0
+    assert ev.r_squared([1, 2, 3, 10], [1, 2, 4, math.nan]) == pytest.approx(0.5)  # NaN left out
+
+
+def test_accuracy_at_significant_figures():
+    y = [1.234, 0.5, -2.0, 1234.0]
+    p = [1.2341, 0.5049, math.nan, 1236.0]
+    # 3 s.f.: 1.23e+00 = 1.23e+00; 5.00e-01 ≠ 5.05e-01; NaN wrong; 1.23e+03 ≠ 1.24e+03
+    assert ev.accuracy(y, p, 3) == pytest.approx(1 / 4)
+    # 2 s.f.: 1.2e+00 =; 5.0e-01 = 5.0e-01; NaN wrong; 1.2e+03 = 1.2e+03
+    assert ev.accuracy(y, p, 2) == pytest.approx(3 / 4)
+    assert ev.accuracy([-0.31], [0.31], 2) == 0.0  # the sign counts
+
+
+def test_seeds_combine_into_mean_std_and_the_median_prediction():
+    truth = np.array([1.0, 2.0, 3.0])
+    counts = lambda invalid: {"numbers": 3, "invalid": invalid, "not_num": 0}
+    runs = [(truth, np.array([1.0, 2.0, math.nan]), counts(1)),
+            (truth, np.array([3.0, math.nan, math.nan]), counts(2)),
+            (truth, np.array([2.0, 4.0, math.nan]), counts(1))]
+    r = ev.combine("arithmetic", runs, meta={})
+    # per seed MSE: 0; 4; (1 + 4)/2 = 2.5 → mean 13/6, sample std
+    assert r["mean"]["mse"] == pytest.approx(13 / 6)
+    assert r["std"]["mse"] == pytest.approx(np.std([0, 4, 2.5], ddof=1))
+    assert r["mean"]["invalid_rate"] == pytest.approx(4 / 9)
+    # medians of the valid predictions per point: 2, 3 (of 2 and 4), none
+    assert r["median"] == [2.0, 3.0, None]
+    assert r["median_prediction"]["mse"] == pytest.approx((1 + 1) / 2)
+    assert r["median_prediction"]["valid"] == 2
+
+
+# ---------------------------------------------------------------- what is masked
+
+def test_planets_mask_dt_planet0_and_the_last_ten_steps():
+    data = [[[s + 0.1 * p, -s - 0.1 * p] for p in range(2)] for s in range(12)]
+    record = {"description": {"planet0": {"m": 2.5, "a": 1.2, "e": 0.4}, "planet1": {"m": 1.5, "a": 2, "e": 1},
+                              "stepsize": 0.3}, "data": data}
+    pieces, groups = ev.masked_groups("planets", json.dumps(record, separators=(",", ":")), "x:1")
+    numbers = [v for kind, v in pieces if kind == "num"]
+    assert [numbers[i] for i in groups["dt"]] == [0.3]
+    assert [numbers[i] for i in groups["a0"] + groups["e0"] + groups["m0"]] == [1.2, 0.4, 2.5]
+    expected = [v for step in data[2:] for planet in step for v in planet]  # steps 2..11, both planets, x and y
+    assert [numbers[i] for i in groups["steps"]] == pytest.approx(expected)
+
+
+def test_temperature_masks_every_stations_last_step():
+    record = {"description": {"coords": [[0.1, 0.2, 0.3], [-0.4, 0.5, 0.6]], "start": [0, 1, 0.5, -0.5]},
+              "data": [[1.5, -0.25, 0.75], [2.0, 1.0, -1.125]]}
+    pieces, groups = ev.masked_groups("era5", json.dumps(record), "x:1")
+    numbers = [v for kind, v in pieces if kind == "num"]
+    assert [numbers[i] for i in groups["t+1"]] == [0.75, -1.125]
+
+
+def test_a_sample_that_is_not_the_tasks_json_is_refused_with_its_line():
+    with pytest.raises(ev.TextError, match="test.txt:7"):
+        ev.masked_groups("planets", "{not json 1 2}", "test.txt:7")
+
+
+# ---------------------------------------------------------------- end to end
+
+def prepared(tmp_path_factory, name, script, *args, encodings=("xval",)):
+    d = str(tmp_path_factory.mktemp(name) / "data")
+    run(script, "--size=tiny", "--out", d, "--workers=1", *args)
+    for enc in encodings:
+        run("tokenize_numbers.py", d, "--encoding", enc, "--workers=1")
+    return d
+
+
+def trained(data, out, encoding="xval", block_size=64, seed=1):
+    run("train.py", *TINY, f"--data_dir={data}", f"--out_dir={out}", f"--encoding={encoding}",
+        f"--block_size={block_size}", f"--seed={seed}")
+    return os.path.join(out, "ckpt_best.pt")
+
+
+def evaluated(*ckpts, extra=()):
+    prefix = os.path.join(os.path.dirname(ckpts[0]), "report")
+    r = run("eval.py", f"--ckpt={' '.join(ckpts)}", f"--out={prefix}", *extra)
+    with open(prefix + ".json") as f:
+        return json.load(f), r.stdout, prefix
+
+
+def lines(data, split):
+    return sum(1 for _ in open(os.path.join(data, f"{split}.txt")))
+
+
+def test_arithmetic_end_to_end_text_encoding(tmp_path_factory, tmp_path):
+    data = prepared(tmp_path_factory, "mult3", "prepare/arithmetic.py", "--variant=mult3", encodings=("p10",))
+    report, stdout, _ = evaluated(trained(data, str(tmp_path / "p10"), "p10", block_size=32))
+    assert report["task"] == "arithmetic" and report["encoding"] == "p10" and list(report["splits"]) == ["test"]
+    r = report["splits"]["test"]["answer"]
+    assert r["n"] == lines(data, "test")
+    m = r["per_seed"][0]
+    assert 0 <= r["mean"]["invalid_rate"] <= 1 and m["valid"] == round(r["n"] * (1 - r["mean"]["invalid_rate"]))
+    if m["valid"] > 2:
+        assert math.isfinite(m["r2"]) and m["adj_r2"] <= m["r2"]
+    assert report["config"]["encoding"] == "p10" and "| test | answer |" in stdout
+
+
+def test_lookup_end_to_end_with_two_seeds_and_plots(tmp_path_factory, tmp_path):
+    data = prepared(tmp_path_factory, "lookup", "prepare/lookup.py")
+    ckpts = [trained(data, str(tmp_path / f"s{s}"), seed=s) for s in (1, 2)]
+    report, _, prefix = evaluated(*ckpts, extra=["--plots"])
+    assert list(report["splits"]) == ["test", "test_ood"]
+    for split in ("test", "test_ood"):
+        r = report["splits"][split]["answer"]
+        assert r["n"] == lines(data, split) and len(r["per_seed"]) == 2
+        assert set(r["mean"]) >= {"mse", "acc3", "acc2", "not_num_rate"}
+        assert r["mean"]["acc3"] <= r["mean"]["acc2"] + 1e-12  # 3 figures right implies 2 right
+        assert r["std"]["mse"] == pytest.approx(abs(r["per_seed"][0]["mse"] - r["per_seed"][1]["mse"]) / math.sqrt(2))
+        assert os.path.getsize(f"{prefix}_{split}.png") > 1000
+    truths = [float(l.rsplit("=", 1)[1]) for l in open(os.path.join(data, "test_ood.txt"))]
+    assert all(0.3 < t < 0.5 for t in report["splits"]["test_ood"]["answer"]["truth"]) and len(truths) > 0
+
+
+def test_planets_end_to_end_on_both_ood_sets(tmp_path_factory, tmp_path):
+    data = prepared(tmp_path_factory, "planets", "prepare/planets.py")
+    report, _, _ = evaluated(trained(data, str(tmp_path / "xval"), block_size=1024))
+    assert list(report["splits"]) == ["test", "test_ood_a0", "test_ood_stepsize"]
+    n = lines(data, "test")
+    test = report["splits"]["test"]
+    assert [test[q]["n"] for q in ("dt", "a0", "e0", "m0")] == [n] * 4
+    planets = [sum(1 for k in json.loads(l)["description"] if k.startswith("planet"))
+               for l in open(os.path.join(data, "test.txt"))]
+    assert test["steps"]["n"] == 10 * 2 * sum(planets)  # 10 steps × (x, y) × every planet
+    assert set(report["splits"]["test_ood_stepsize"]["dt"]["truth"]).isdisjoint({0.2, 0.3, 0.5, 0.8})
+    assert all(1.0 < a < 1.16 for a in report["splits"]["test_ood_a0"]["a0"]["truth"])
+
+
+def test_temperature_end_to_end_in_kelvin(tmp_path_factory, tmp_path):
+    from test_prepare_era5 import truth_field, write_old_layout
+    tmp = tmp_path_factory.mktemp("era5")
+    nc = write_old_layout(tmp / "t2m.nc", truth_field())
+    data = str(tmp / "data")
+    run("prepare/era5.py", str(nc), "--size=tiny", "--out", data, "--workers=1")
+    run("tokenize_numbers.py", data, "--encoding", "xval", "--workers=1")
+    report, _, _ = evaluated(trained(data, str(tmp_path / "xval"), block_size=2048), extra=["--max_samples=20"])
+    r = report["splits"]["test"]["t+1"]
+    stations = [len(json.loads(l)["data"]) for l in list(open(os.path.join(data, "test.txt")))[:20]]
+    assert r["n"] == sum(stations)
+    std = json.load(open(os.path.join(data, "meta.json")))["normalisation"]["std"]
+    assert r["mean"]["mse_kelvin2"] == pytest.approx(r["mean"]["mse"] * std ** 2)
+
+
+def test_summary_puts_encodings_side_by_side(tmp_path_factory, tmp_path):
+    data = prepared(tmp_path_factory, "ops2", "prepare/arithmetic.py", "--variant=ops2", encodings=("xval", "fp15"))
+    for enc in ("fp15", "xval"):
+        ckpt = trained(data, str(tmp_path / "runs" / enc), enc, block_size=32)
+        run("eval.py", f"--ckpt={ckpt}", f"--out={tmp_path / 'runs' / enc / 'eval'}")
+    out = run("eval.py", f"--summarize={tmp_path / 'runs'}").stdout
+    assert "## arithmetic:ops2" in out and "| xval | fp15 |" in out
+    assert "tokens/sample mean (max) | 6 (6) | 6 (6) |" in out
+    assert os.path.exists(tmp_path / "runs" / "summary.md")
+
+
+def test_a_missing_checkpoint_is_a_clear_error(tmp_path):
+    r = run("eval.py", f"--ckpt={tmp_path / 'nope.pt'}", check=False)
+    assert r.returncode != 0 and "nope.pt not found" in r.stderr
