@@ -43,6 +43,7 @@ max_samples = 0  # evaluate at most this many samples per split; 0 = all
 batch_size = 64
 out = ""  # output path without extension; default: <first checkpoint's folder>/eval
 plots = False  # also write PNG figures (needs matplotlib)
+save_predictions = False  # keep every truth and (median) prediction in the JSON report
 summarize = ""  # a folder of <setting>/eval.json reports: print one table per task and write it
 device = "auto"
 # -- end config
@@ -401,7 +402,10 @@ def main():
     report, meta = evaluate(checkpoints, data, [s for s in splits.split(",") if s], dev)
     prefix = out or os.path.join(os.path.dirname(checkpoints[0]) or ".", "eval")
     os.makedirs(os.path.dirname(prefix) or ".", exist_ok=True)
-    atomic_write(prefix + ".json", json.dumps(report) + "\n")
+    saved = report if save_predictions else {**report, "splits": {
+        split: {q: {k: v for k, v in r.items() if k not in ("truth", "median")} for q, r in quantities.items()}
+        for split, quantities in report["splits"].items()}}
+    atomic_write(prefix + ".json", json.dumps(saved, indent=1) + "\n")
     text = markdown(report)
     atomic_write(prefix + ".md", text)
     print(text)

@@ -44,29 +44,30 @@ if has data; then
     done
 fi
 
-# one line per model: name, config, data folder, steps, seed
-jobs() {
-    for enc in $ENCODINGS; do
-        for variant in mult3 ops3; do
-            echo "arithmetic_${variant}_$enc config/arithmetic_small.py arithmetic_$variant 1000 1 $enc"
-        done
+# one line per model: name, config, data folder, steps, seed, encoding, other settings
+SMALL="--n_layer=2 --n_head=2 --n_embd=64 --batch_size=8 --micro_batch_size=8 --warmup_iters=40"
+jobs() {  # the first seed of every setting first, so that a partial run already covers every table
+    for enc in $ENCODINGS; do echo "arithmetic_mult3_$enc config/arithmetic_small.py arithmetic_mult3 600 1 $enc"; done
+    for enc in $ENCODINGS; do echo "lookup_${enc}_s1 config/lookup_small.py lookup 600 1 $enc"; done
+    # long samples (P10: ~1,700 tokens): a 2-layer, 64-wide model keeps a step near a second
+    for enc in $ENCODINGS; do echo "planets_$enc config/planets_small.py planets 400 1 $enc $SMALL"; done
+    for enc in $ENCODINGS; do echo "era5_$enc config/era5_small.py era5 400 1 $enc $SMALL"; done
+    for seed in $SEEDS; do
+        [ "$seed" = 1 ] && continue
+        for enc in $ENCODINGS; do echo "lookup_${enc}_s$seed config/lookup_small.py lookup 600 $seed $enc"; done
     done
-    for enc in $ENCODINGS; do
-        for seed in $SEEDS; do
-            echo "lookup_${enc}_s$seed config/lookup_small.py lookup 1500 $seed $enc"
-        done
-    done
-    for enc in $ENCODINGS; do echo "planets_$enc config/planets_small.py planets 300 1 $enc"; done
-    for enc in $ENCODINGS; do echo "era5_$enc config/era5_small.py era5 300 1 $enc"; done
+    for enc in $ENCODINGS; do echo "arithmetic_ops3_$enc config/arithmetic_small.py arithmetic_ops3 600 1 $enc"; done
 }
 
-train_one() {  # name config data steps seed encoding
+train_one() {  # name config data steps seed encoding [settings...]
     local dir="$OUT/$1"
     [ -f "$dir/done" ] && return 0
     mkdir -p "$dir"
+    exec 9> "$dir/lock"
+    flock -n 9 || return 0  # another reproduce.sh is training this one
     local t0=$SECONDS
     python train.py "$2" --data_dir="$DATA/$3" --out_dir="$dir" --max_iters="$4" --seed="$5" --encoding="$6" \
-        --eval_interval="$4" --device=cpu > "$dir/train.txt" 2>&1 || { echo "FAILED: $1 (see $dir/train.txt)"; return 1; }
+        --eval_interval="$4" --device=cpu "${@:7}" > "$dir/train.txt" 2>&1 || { echo "FAILED: $1 (see $dir/train.txt)"; return 1; }
     echo $((SECONDS - t0)) > "$dir/wall_s"
     touch "$dir/done"
     echo "trained $1 in $((SECONDS - t0)) s"
@@ -79,5 +80,21 @@ if has train; then
 fi
 
 if has eval; then
-    python eval.py --reproduce --data_root="$DATA" --runs="$OUT" --results="$RESULTS"
+    # long samples: the first 1,000 test samples of each split (state it); short ones: all 5,000
+    evaluate() {  # setting, extra settings, checkpoints...
+        local name=$1 extra=$2; shift 2
+        [ -f "$RESULTS/$name/eval.json" ] && return 0
+        mkdir -p "$RESULTS/$name"
+        local t0=$SECONDS
+        python eval.py --ckpt="$*" --out="$RESULTS/$name/eval" --plots=True --device=cpu $extra > "$RESULTS/$name/eval.txt"
+        echo "evaluated $name in $((SECONDS - t0)) s"
+    }
+    for enc in $ENCODINGS; do
+        for variant in mult3 ops3; do evaluate "arithmetic_${variant}_$enc" "" "$OUT/arithmetic_${variant}_$enc/ckpt_best.pt"; done
+        evaluate "lookup_$enc" "" $(for s in $SEEDS; do echo "$OUT/lookup_${enc}_s$s/ckpt_best.pt"; done)
+        evaluate "planets_$enc" "--max_samples=1000" "$OUT/planets_$enc/ckpt_best.pt"
+        evaluate "era5_$enc" "--max_samples=1000" "$OUT/era5_$enc/ckpt_best.pt"
+    done
+    python eval.py --summarize="$RESULTS" > /dev/null
+    echo "tables: $RESULTS/summary.md"
 fi

@@ -103,7 +103,7 @@ def trained(data, out, encoding="xval", block_size=64, seed=1):
 
 def evaluated(*ckpts, extra=()):
     prefix = os.path.join(os.path.dirname(ckpts[0]), "report")
-    r = run("eval.py", f"--ckpt={' '.join(ckpts)}", f"--out={prefix}", *extra)
+    r = run("eval.py", f"--ckpt={' '.join(ckpts)}", f"--out={prefix}", "--save_predictions=True", *extra)
     with open(prefix + ".json") as f:
         return json.load(f), r.stdout, prefix
 
