@@ -129,8 +129,30 @@ def training_examples(split, indices, positions, step, seed, causal, mlm_probabi
     return examples
 
 
+def step_batches(split, step, seed, batch_size, micro_batch_size, rank=0, world_size=1, causal=False,
+                 mlm_probability=0.2, packing=False, pack_length=0, pin=False):
+    """
+    One process's micro-batches of one optimizer step (what train.py feeds the model): its share
+    of the step's samples, masked (MLM) or shifted (AR), sorted by length, cut into micro-batches
+    of micro_batch_size samples, then padded one sample per row or packed. pin: in page-locked
+    memory, for asynchronous copies to a GPU. CPU work only, so it can run in a background thread.
+    """
+    positions, indices = step_samples(len(split), batch_size, step, seed)
+    per_rank = batch_size // world_size
+    mine = slice(rank * per_rank, (rank + 1) * per_rank)
+    examples = training_examples(split, indices[mine], positions[mine], step, seed, causal, mlm_probability)
+    # samples of similar length share a micro-batch, so less is padded; the loss is a mean over the
+    # whole step's batch, so the grouping does not change the gradient
+    examples.sort(key=lambda e: len(e[0]))
+    chunks = [examples[i:i + micro_batch_size] for i in range(0, per_rank, micro_batch_size)]
+    batches = [pack(c, pack_length or None) if packing else collate(c) for c in chunks]
+    if pin:
+        batches = [{k: v.pin_memory() if isinstance(v, torch.Tensor) else v for k, v in b.items()} for b in batches]
+    return batches
+
+
 def to_device(batch, device):
-    """Move a batch to the device; pinned, non-blocking copies on CUDA."""
+    """Move a batch to the device; pinned (if it is not yet), non-blocking copies on CUDA."""
     out, cuda = {}, torch.device(device).type == "cuda"
     for k, v in batch.items():
         if isinstance(v, torch.Tensor):

@@ -15,6 +15,7 @@ import math
 import os
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from dataclasses import asdict
 
@@ -23,7 +24,7 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from batching import VAL_STEP, collate, pack, step_samples, to_device, training_examples
+from batching import VAL_STEP, collate, step_batches, to_device, training_examples
 from configurator import configure
 from model import GPT, GPTConfig, configure_optimizer, flops_per_token, loss_from, peak_flops
 from tokenize_numbers import ENCODINGS, Split, Vocab, load_text_vocab
@@ -181,22 +182,19 @@ def get_lr(it):
 
 
 def micro_batches(step):
-    """This process's micro-batches of one optimizer step, and the step's global target counts."""
-    positions, indices = step_samples(len(train_data), batch_size, step, seed)
-    per_rank = batch_size // world_size
-    mine = slice(rank * per_rank, (rank + 1) * per_rank)
-    examples = training_examples(train_data, indices[mine], positions[mine], step, seed, causal, mlm_probability)
-    # samples of similar length share a micro-batch, so less is padded; the loss is a mean over the
-    # whole step's batch, so the grouping does not change the gradient
-    examples.sort(key=lambda e: len(e[0]))
-    chunks = [examples[i:i + micro_batch_size] for i in range(0, per_rank, micro_batch_size)]
-    batches = [pack(c, pack_length or None) if packing else collate(c) for c in chunks]
+    """This process's micro-batches of one optimizer step: CPU work only (runs in the loader thread)."""
+    return step_batches(train_data, step, seed, batch_size, micro_batch_size, rank, world_size, causal,
+                        mlm_probability, packing, pack_length, pin=device_type == "cuda")
+
+
+def target_counts(batches):
+    """The step's numbers of predicted tokens and numbers, over all processes."""
     counts = torch.tensor([sum(int((b["targets"] != -100).sum()) for b in batches),
                            sum(int((b["targets"] == vocab.num_id).sum()) for b in batches)
                            if vocab.num_id is not None else 0], dtype=torch.float64)
     if ddp:  # the loss is a mean over the whole global batch, not a mean of per-process means
         dist.all_reduce(counts)
-    return batches, counts
+    return counts
 
 
 @torch.no_grad()
@@ -240,6 +238,13 @@ def log(record):
 
 # -----------------------------------------------------------------------------
 # training loop
+# One background thread builds the next step's micro-batches (reading the memory-mapped arrays,
+# masking, padding or packing, pinning) while this step computes, so the accelerator does not wait
+# for the CPU. The batches are a pure function of (seed, step), so no loss changes and a resume
+# starts at the right step. The thread does CPU work only: collectives (the all_reduce of the
+# target counts) stay on the main thread, in the same order on every rank.
+loader = ThreadPoolExecutor(max_workers=1)
+upcoming = None  # the next step's batches, a Future
 model.train()
 t_last, tokens_since, positions_since, steps_since = time.time(), 0, 0, 0
 while True:
@@ -262,7 +267,9 @@ while True:
     lr = get_lr(iter_num)
     for group in optimizer.param_groups:
         group["lr"] = lr
-    batches, (n_tokens, n_numbers) = micro_batches(iter_num)
+    batches = (upcoming or loader.submit(micro_batches, iter_num)).result()
+    upcoming = loader.submit(micro_batches, iter_num + 1) if iter_num + 1 < max_iters else None
+    n_tokens, n_numbers = target_counts(batches)
     loss_sum = torch.zeros(3, device=device)
     for i, cpu_batch in enumerate(batches):
         batch = to_device(cpu_batch, device)
@@ -301,6 +308,7 @@ while True:
              "padding": 1 - tokens_since / positions_since, "peak_memory_gib": memory})
         t_last, tokens_since, positions_since, steps_since = time.time(), 0, 0, 0
 
+loader.shutdown()  # nothing is left to build: no step beyond max_iters is ever submitted
 if ddp:
     # wait for rank 0 to finish its last checkpoint: a process that tears gloo down while
     # another still uses it can abort ("terminate called without an active exception")

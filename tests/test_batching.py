@@ -1,18 +1,29 @@
 """Which samples each step sees, and how they are laid out in rows."""
 import numpy as np
+import pytest
+import torch
 
-from batching import pack, step_samples
+from batching import pack, step_batches, step_samples
 
 
-def test_every_sample_is_seen_exactly_once_per_epoch_across_ranks():
-    n, batch_size, world = 48, 8, 2
+def samples_in(batch):
+    """(sample index, tokens) of every sample in a batch whose values are each its sample's index."""
+    doc = batch["doc"] if batch["doc"] is not None else torch.zeros_like(batch["ids"])
+    return [(int(batch["target_values"][b][doc[b] == d][0]), int((doc[b] == d).sum()))
+            for b in range(doc.shape[0]) for d in doc[b].unique().tolist() if d >= 0]
+
+
+@pytest.mark.parametrize("packing,pack_length", [(False, 0), (True, 0), (True, 24)])
+def test_over_an_epoch_the_ranks_load_every_sample_exactly_once(packing, pack_length):
+    lengths = [3 + i % 7 for i in range(48)]
+    split = [(np.full(n, 9), np.full(n, float(i), np.float32)) for i, n in enumerate(lengths)]
     seen = []
-    for step in range(n // batch_size):  # one epoch
-        positions, indices = step_samples(n, batch_size, step, seed=3)
-        per_rank = batch_size // world
-        for rank in range(world):
-            seen += indices[rank * per_rank:(rank + 1) * per_rank].tolist()
-    assert sorted(seen) == list(range(n))
+    for step in range(48 // 8):  # one epoch of steps of 8 samples, 4 per rank in micro-batches of 2
+        for rank in range(2):
+            for batch in step_batches(split, step, seed=3, batch_size=8, micro_batch_size=2, rank=rank,
+                                      world_size=2, packing=packing, pack_length=pack_length):
+                seen += samples_in(batch)
+    assert sorted(seen) == list(enumerate(lengths))  # each sample once, and whole
 
 
 def test_the_samples_of_a_step_depend_only_on_seed_and_step():
