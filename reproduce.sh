@@ -48,13 +48,13 @@ fi
 SMALL="--n_layer=2 --n_head=2 --n_embd=64 --batch_size=8 --micro_batch_size=8 --warmup_iters=40"
 jobs() {  # the first seed of every setting first, so that a partial run already covers every table
     for enc in $ENCODINGS; do echo "arithmetic_mult3_$enc config/arithmetic_small.py arithmetic_mult3 600 1 $enc"; done
-    for enc in $ENCODINGS; do echo "lookup_${enc}_s1 config/lookup_small.py lookup 600 1 $enc"; done
+    for enc in $ENCODINGS; do echo "lookup_${enc}_s1 config/lookup_small.py lookup 400 1 $enc"; done
     # long samples (P10: ~1,700 tokens): a 2-layer, 64-wide model keeps a step near a second
-    for enc in $ENCODINGS; do echo "planets_$enc config/planets_small.py planets 400 1 $enc $SMALL"; done
-    for enc in $ENCODINGS; do echo "era5_$enc config/era5_small.py era5 400 1 $enc $SMALL"; done
+    for enc in $ENCODINGS; do echo "planets_$enc config/planets_small.py planets 300 1 $enc $SMALL"; done
+    for enc in $ENCODINGS; do echo "era5_$enc config/era5_small.py era5 300 1 $enc $SMALL"; done
     for seed in $SEEDS; do
         [ "$seed" = 1 ] && continue
-        for enc in $ENCODINGS; do echo "lookup_${enc}_s$seed config/lookup_small.py lookup 600 $seed $enc"; done
+        for enc in $ENCODINGS; do echo "lookup_${enc}_s$seed config/lookup_small.py lookup 400 $seed $enc"; done
     done
     for enc in $ENCODINGS; do echo "arithmetic_ops3_$enc config/arithmetic_small.py arithmetic_ops3 600 1 $enc"; done
 }
@@ -80,20 +80,23 @@ if has train; then
 fi
 
 if has eval; then
-    # long samples: the first 1,000 test samples of each split (state it); short ones: all 5,000
+    # long samples: the first 300 (planets: 5 passes × 3 splits) or 1,000 (temperature) samples of
+    # each split, 8 to a batch; short ones: all 5,000
     evaluate() {  # setting, extra settings, checkpoints...
-        local name=$1 extra=$2; shift 2
+        local name=$1 extra=$2 ckpts=() c; shift 2
         [ -f "$RESULTS/$name/eval.json" ] && return 0
+        for c in "$@"; do [ -f "$c" ] && ckpts+=("$c"); done
+        [ ${#ckpts[@]} -gt 0 ] || { echo "skipped $name: not trained"; return 0; }
         mkdir -p "$RESULTS/$name"
         local t0=$SECONDS
-        python eval.py --ckpt="$*" --out="$RESULTS/$name/eval" --plots=True --device=cpu $extra > "$RESULTS/$name/eval.txt"
-        echo "evaluated $name in $((SECONDS - t0)) s"
+        python eval.py --ckpt="${ckpts[*]}" --out="$RESULTS/$name/eval" --plots=True --device=cpu $extra > "$RESULTS/$name/eval.txt"
+        echo "evaluated $name (${#ckpts[@]} checkpoint(s)) in $((SECONDS - t0)) s"
     }
     for enc in $ENCODINGS; do
         for variant in mult3 ops3; do evaluate "arithmetic_${variant}_$enc" "" "$OUT/arithmetic_${variant}_$enc/ckpt_best.pt"; done
         evaluate "lookup_$enc" "" $(for s in $SEEDS; do echo "$OUT/lookup_${enc}_s$s/ckpt_best.pt"; done)
-        evaluate "planets_$enc" "--max_samples=1000" "$OUT/planets_$enc/ckpt_best.pt"
-        evaluate "era5_$enc" "--max_samples=1000" "$OUT/era5_$enc/ckpt_best.pt"
+        evaluate "planets_$enc" "--max_samples=300 --batch_size=8" "$OUT/planets_$enc/ckpt_best.pt"
+        evaluate "era5_$enc" "--max_samples=1000 --batch_size=8" "$OUT/era5_$enc/ckpt_best.pt"
     done
     python eval.py --summarize="$RESULTS" > /dev/null
     echo "tables: $RESULTS/summary.md"
