@@ -153,7 +153,7 @@ def predict(model, vocab, task, lines, where, dev):
     Fill in every masked group of every line. Returns {quantity: (truths, predictions, counts)}
     with counts of numbers, invalid predictions and non-[NUM] token predictions.
     """
-    jobs = {}  # quantity -> list of (pieces with [?], truths)
+    jobs = {}  # quantity -> list of (where, pieces with [?], truths)
     for number, line in enumerate(lines, 1):
         pieces, groups = masked_groups(task, line, f"{where}:{number}")
         numbers = [j for j, (kind, _) in enumerate(pieces) if kind == "num"]
@@ -161,16 +161,16 @@ def predict(model, vocab, task, lines, where, dev):
             asked = list(pieces)
             for i in indices:
                 asked[numbers[i]] = ("ask", None)
-            jobs.setdefault(quantity, []).append((asked, [pieces[numbers[i]][1] for i in indices]))
+            jobs.setdefault(quantity, []).append((f"{where}:{number}", asked, [pieces[numbers[i]][1] for i in indices]))
     results = {}
     for quantity, items in jobs.items():
-        samples = [encode_pieces(asked, vocab, where) for asked, _ in items]
+        samples = [encode_pieces(asked, vocab, line) for line, asked, _ in items]
         order = np.argsort([len(s[0]) for s in samples], kind="stable")  # similar lengths share a batch
         predicted, counts = fill_in(model, vocab, [samples[i] for i in order], dev, batch_size)
         unsorted = [None] * len(samples)
         for k, i in enumerate(order):
             unsorted[i] = predicted[k]
-        truths = np.array([t for _, ts in items for t in ts], float)
+        truths = np.array([t for _, _, ts in items for t in ts], float)
         preds = np.array([p for ps in unsorted for p in ps], float)
         results[quantity] = (truths, preds, counts)
     return results

@@ -124,6 +124,16 @@ def test_arithmetic_end_to_end_text_encoding(tmp_path_factory, tmp_path):
         assert math.isfinite(m["r2"]) and m["adj_r2"] <= m["r2"]
     assert report["config"]["encoding"] == "p10" and "| test | answer |" in stdout
 
+    import shutil  # a test line with text the vocabulary never saw: an error naming the line
+    bad = str(tmp_path / "bad")
+    shutil.copytree(data, bad)
+    rows = open(os.path.join(bad, "test.txt")).read().splitlines()
+    rows[2] = "zz" + rows[2]
+    open(os.path.join(bad, "test.txt"), "w").write("\n".join(rows) + "\n")
+    r = run("eval.py", f"--ckpt={tmp_path / 'p10' / 'ckpt_best.pt'}", f"--data_dir={bad}", f"--out={tmp_path / 'x'}",
+            check=False)
+    assert r.returncode != 0 and "test.txt:3" in r.stderr
+
 
 def test_lookup_end_to_end_with_two_seeds_and_plots(tmp_path_factory, tmp_path):
     data = prepared(tmp_path_factory, "lookup", "prepare/lookup.py")
