@@ -57,6 +57,8 @@ jobs() {  # the first seed of every setting first, so that a partial run already
         for enc in $ENCODINGS; do echo "lookup_${enc}_s$seed config/lookup_small.py lookup 400 $seed $enc"; done
     done
     for enc in $ENCODINGS; do echo "arithmetic_ops3_$enc config/arithmetic_small.py arithmetic_ops3 600 1 $enc"; done
+    # the paper's planets table has P1000 and xVal: those two again, five times longer
+    for enc in xval p1000; do echo "planets_long_$enc config/planets_small.py planets 1500 1 $enc $SMALL"; done
 }
 
 train_one() {  # name config data steps seed encoding [settings...]
@@ -97,6 +99,9 @@ if has eval; then
         evaluate "lookup_$enc" "" $(for s in $SEEDS; do echo "$OUT/lookup_${enc}_s$s/ckpt_best.pt"; done)
         evaluate "planets_$enc" "--max_samples=300 --batch_size=8" "$OUT/planets_$enc/ckpt_best.pt"
         evaluate "era5_$enc" "--max_samples=1000 --batch_size=8" "$OUT/era5_$enc/ckpt_best.pt"
+    done
+    for enc in xval p1000; do
+        evaluate "planets_long_$enc" "--max_samples=300 --batch_size=8" "$OUT/planets_long_$enc/ckpt_best.pt"
     done
     python eval.py --summarize="$RESULTS" > /dev/null
     echo "tables: $RESULTS/summary.md"
