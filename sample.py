@@ -63,18 +63,25 @@ def fill_in(model, vocab, samples, device="cpu", batch_size=64):
     for start in range(0, len(samples), batch_size):
         chunk = samples[start:start + batch_size]
         batch = to_device(collate([fill_in_example(*s) for s in chunk]), device)
-        logits, num = model(batch["ids"], batch["values"], pos=batch["pos"], doc=batch["doc"])
-        tokens = logits.argmax(-1).cpu().numpy()  # (B, T)
-        num = num.float().cpu().numpy() if num is not None else None
+        h = model.trunk(batch["ids"], batch["values"], pos=batch["pos"], doc=batch["doc"])
+        asked = torch.zeros(batch["ids"].shape, dtype=torch.bool)
+        for b, (_, _, ask) in enumerate(chunk):
+            asked[b, :len(ask)] = torch.from_numpy(np.asarray(ask, bool))
+        logits, num = model.heads(h[asked.to(h.device)])  # the heads only where something is asked
+        tokens = torch.full(asked.shape, -1, dtype=torch.long)
+        tokens[asked] = logits.argmax(-1).cpu()
+        values_out = torch.zeros(asked.shape)
+        if num is not None:
+            values_out[asked] = num.float().cpu()
         for b, (ids, _, ask) in enumerate(chunk):
             starts = [s for s, _ in number_spans(ids, vocab) if ask[s]]
             values = []
             for s in starts:
                 if num is not None:
-                    values.append(float(num[b, s]))
+                    values.append(float(values_out[b, s]))
                     counts["not_num"] += int(tokens[b, s] != vocab.num_id)
                 else:
-                    values.append(vocab.decode_number(tokens[b, s:s + width]))
+                    values.append(vocab.decode_number(tokens[b, s:s + width].numpy()))
                     counts["invalid"] += int(math.isnan(values[-1]))
             counts["numbers"] += len(starts)
             predictions.append(values)
