@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from torch.nn.attention.flex_attention import BlockMask, create_block_mask, flex_attention
 
 IGNORE = -100  # target id of positions that are not predicted
 
@@ -50,8 +51,11 @@ class SelfAttention(nn.Module):
         B, T, C = x.shape
         q, k, v = self.qkv(x).split(C, dim=2)
         q, k, v = (t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for t in (q, k, v))  # (B, nh, T, hs)
-        y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal and mask is None,
-                                           dropout_p=self.dropout if self.training else 0.0)
+        if isinstance(mask, BlockMask):  # FlexAttention: blocks with no allowed pair are skipped
+            y = flex_attention(q, k, v, block_mask=mask)
+        else:
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal and mask is None,
+                                               dropout_p=self.dropout if self.training else 0.0)
         y = y.transpose(1, 2).contiguous().view(B, T, C)  # (B, T, C)
         return self.proj(y)
 
@@ -72,6 +76,20 @@ class Block(nn.Module):
         return x + self.drop(self.mlp(self.ln_2(x)))
 
 
+@torch.compiler.disable  # built eagerly (its own compiled kernel on CUDA), outside the model's graph
+def sample_block_mask(doc, causal):
+    """
+    FlexAttention's block-sparse form of the per-sample mask: a token attends to the tokens of its
+    own sample (doc id) and, if causal, only to earlier ones. 128×128 blocks with no allowed pair
+    (other packed samples, padding) cost nothing.
+    """
+    def allowed(b, h, q, k):
+        same = doc[b, q] == doc[b, k]
+        return same & (q >= k) if causal else same
+    B, T = doc.shape
+    return create_block_mask(allowed, B, None, T, T, device=doc.device, _compile=doc.is_cuda)
+
+
 def mlp_head(n_embd, n_out, bias):
     """The xVal heads: an MLP with one hidden layer of width n_embd."""
     return nn.Sequential(nn.Linear(n_embd, n_embd, bias=bias), nn.GELU(), nn.Linear(n_embd, n_out, bias=bias))
@@ -82,6 +100,9 @@ class GPT(nn.Module):
         super().__init__()
         self.cfg = cfg
         self.xval = cfg.encoding == "xval"
+        # attention over packed or padded rows: False = SDPA with a dense (B, 1, T, T) mask (any
+        # device); True = FlexAttention's block-sparse kernel (train.py sets it on CUDA with compile)
+        self.flex_attention = False
         self.wte = nn.Embedding(cfg.vocab_size, cfg.n_embd)
         self.wpe = nn.Embedding(cfg.block_size, cfg.n_embd)
         if self.xval and cfg.k > 0:  # paper eq. 1: sum_i tanh(x·10^i)·[NUM_i], i = -k..k
@@ -148,7 +169,9 @@ class GPT(nn.Module):
             pos = torch.arange(T, device=ids.device).expand(B, T)
         x = self.drop(self.embed(ids, values) + self.wpe(pos))  # positions added after the number scaling
         mask = None
-        if doc is not None:
+        if doc is not None and self.flex_attention:
+            mask = sample_block_mask(doc, self.cfg.causal)
+        elif doc is not None:
             mask = (doc.unsqueeze(2) == doc.unsqueeze(1)).unsqueeze(1)  # (B, 1, T, T): same sample
             if self.cfg.causal:
                 mask = mask & torch.ones(T, T, dtype=torch.bool, device=ids.device).tril()

@@ -68,6 +68,7 @@ seed = 1337  # fixes the initialisation, sample order and masks
 device = "auto"  # auto | cpu | cuda | cuda:1 | mps
 dtype = "auto"  # auto (bf16 on CUDA, else fp32) | bfloat16 | float32
 compile = True  # torch.compile; switched off where it cannot work (CPU, MPS, Windows)
+flex_attention = True  # with compile on CUDA: padded/packed rows attend block-sparsely (FlexAttention), not via a dense mask
 # -- end config
 config = configure(globals(), __file__)
 sys.stdout.reconfigure(line_buffering=True)  # log lines appear at once, also when piped to a file
@@ -151,6 +152,8 @@ if resume:
         torch.cuda.set_rng_state(checkpoint["rng"]["cuda"].cpu())
     del checkpoint
 raw_model = model
+# FlexAttention is fast only when compiled and has no dropout; elsewhere SDPA takes a dense mask
+model.flex_attention = flex_attention and compile and device_type == "cuda" and dropout == 0
 if compile:
     model = torch.compile(model)
 if ddp:
@@ -169,7 +172,7 @@ if master:
     print(f"batch: {batch_size} samples/step = {micro_batch_size} × {world_size} processes × {accum} "
           f"accumulation steps, ~{tokens_per_step:,.0f} tokens/step")
     print(f"system: {device} ({torch.cuda.get_device_name(device) if device_type == 'cuda' else device_type}), "
-          f"{dtype}, compile={compile}, world size {world_size}, "
+          f"{dtype}, compile={compile}, attention {'flex' if raw_model.flex_attention else 'sdpa'}, world size {world_size}, "
           f"{'resuming at step %d' % iter_num if resume else 'from scratch'}")
 
 

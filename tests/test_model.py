@@ -216,3 +216,28 @@ def test_no_attention_crosses_a_sample_boundary_in_a_packed_row():
     _, num2 = model(batch["ids"], values, pos=batch["pos"], doc=batch["doc"])
     torch.testing.assert_close(num[0, :6], num2[0, :6])  # the first sample does not see it
     assert not torch.allclose(num[0, 6:], num2[0, 6:])
+
+
+@pytest.mark.filterwarnings("ignore:.*flex_attention called without torch.compile")
+@torch.no_grad()  # FlexAttention has no backward on CPU: gradients are checked on a GPU only
+def test_flex_attention_path_equals_the_dense_mask_path():
+    # the CUDA path (FlexAttention's block-sparse kernel) run here unfused: the same losses and
+    # outputs as SDPA with a dense mask, for packed and padded rows, bidirectional and causal
+    rng = np.random.default_rng(1)
+    examples = []
+    for n in (9, 5, 3, 4, 12, 2):
+        ids, values = sample(n, seed=n)
+        examples.append(mlm_mask(ids.numpy(), values.numpy(), 0.4, rng))
+    for causal in (False, True):
+        model, padded, packed = packed_and_padded(examples, causal)
+        for batch in (padded, packed):
+            args = (batch["ids"], batch["values"], batch["targets"], batch["target_values"], batch["pos"], batch["doc"])
+            model.flex_attention = False
+            dense, dense_out = model(*args), model(*args[:2], pos=batch["pos"], doc=batch["doc"])
+            model.flex_attention = True
+            flex, flex_out = model(*args), model(*args[:2], pos=batch["pos"], doc=batch["doc"])
+            for key in ("ce_sum", "num_sum"):
+                torch.testing.assert_close(flex[key], dense[key], atol=1e-4, rtol=1e-5)
+            real = batch["doc"] >= 0  # padding positions attend only to padding: not compared
+            for a, b in zip(flex_out, dense_out):
+                torch.testing.assert_close(a[real], b[real], atol=1e-5, rtol=1e-5)
