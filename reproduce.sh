@@ -25,9 +25,7 @@ export OMP_NUM_THREADS=1         # each training gets one core; LANES of them ru
 has() { [[ " $STAGES " == *" $1 "* ]]; }
 
 if has data; then
-    for variant in mult3 ops3; do
-        [ -f "$DATA/arithmetic_$variant/meta.json" ] || python prepare/arithmetic.py --variant $variant --size small --out "$DATA/arithmetic_$variant"
-    done
+    [ -f "$DATA/arithmetic_mult3/meta.json" ] || python prepare/arithmetic.py --variant mult3 --size small --out "$DATA/arithmetic_mult3"
     [ -f "$DATA/lookup/meta.json" ] || python prepare/lookup.py --size small --out "$DATA/lookup"
     [ -f "$DATA/planets/meta.json" ] || python prepare/planets.py --size small --out "$DATA/planets"
     if [ ! -f "$DATA/era5/meta.json" ]; then
@@ -39,7 +37,7 @@ if has data; then
                 --stations 10,19 --size small --out "$DATA/era5"
         fi
     fi
-    for d in arithmetic_mult3 arithmetic_ops3 lookup planets era5; do
+    for d in arithmetic_mult3 lookup planets era5; do
         python tokenize_numbers.py "$DATA/$d" --encoding all
     done
 fi
@@ -56,8 +54,10 @@ jobs() {  # the first seed of every setting first, so that a partial run already
         [ "$seed" = 1 ] && continue
         for enc in $ENCODINGS; do echo "lookup_${enc}_s$seed config/lookup_small.py lookup 400 $seed $enc"; done
     done
-    for enc in $ENCODINGS; do echo "arithmetic_ops3_$enc config/arithmetic_small.py arithmetic_ops3 600 1 $enc"; done
-    # the paper's planets table has P1000 and xVal: those two again, five times longer
+    # some settings again, 4-10 times longer (the CPU time allowed no more): 300-400 steps teach
+    # no encoding the look-up or temperature, and teach the text encodings no planets number
+    echo "era5_long_xval config/era5_small.py era5 3000 1 xval $SMALL"
+    for enc in xval p10; do echo "lookup_long_$enc config/lookup_small.py lookup 1500 1 $enc"; done
     for enc in xval p1000; do echo "planets_long_$enc config/planets_small.py planets 1500 1 $enc $SMALL"; done
 }
 
@@ -95,11 +95,13 @@ if has eval; then
         echo "evaluated $name (${#ckpts[@]} checkpoint(s)) in $((SECONDS - t0)) s"
     }
     for enc in $ENCODINGS; do
-        for variant in mult3 ops3; do evaluate "arithmetic_${variant}_$enc" "" "$OUT/arithmetic_${variant}_$enc/ckpt_best.pt"; done
+        evaluate "arithmetic_mult3_$enc" "" "$OUT/arithmetic_mult3_$enc/ckpt_best.pt"
         evaluate "lookup_$enc" "" $(for s in $SEEDS; do echo "$OUT/lookup_${enc}_s$s/ckpt_best.pt"; done)
         evaluate "planets_$enc" "--max_samples=300 --batch_size=8" "$OUT/planets_$enc/ckpt_best.pt"
         evaluate "era5_$enc" "--max_samples=1000 --batch_size=8" "$OUT/era5_$enc/ckpt_best.pt"
     done
+    evaluate "era5_long_xval" "--max_samples=1000 --batch_size=8" "$OUT/era5_long_xval/ckpt_best.pt"
+    for enc in xval p10; do evaluate "lookup_long_$enc" "" "$OUT/lookup_long_$enc/ckpt_best.pt"; done
     for enc in xval p1000; do
         evaluate "planets_long_$enc" "--max_samples=300 --batch_size=8" "$OUT/planets_long_$enc/ckpt_best.pt"
     done
