@@ -341,12 +341,18 @@ def cost(report):
 
 
 def summary(folder):
-    """One markdown table per task from every <folder>/*/eval.json, next to the paper's figures."""
+    """
+    One markdown table per setting from every <folder>/<setting>_<encoding>/eval.json (encodings
+    side by side), next to the paper's figures.
+    """
     reports = []
     for path in sorted(glob.glob(os.path.join(folder, "*", "eval.json"))):
         r = json.load(open(path))
         meta = json.load(open(os.path.join(r["data_dir"], "meta.json")))
-        r["name"] = r["task"] + (f":{meta['variant']}" if "variant" in meta else "")
+        r["paper"] = r["task"] + (f":{meta['variant']}" if "variant" in meta else "")
+        setting = os.path.basename(os.path.dirname(path))  # e.g. planets_long_xval
+        suffix = "_" + r["encoding"]
+        r["name"] = setting[:-len(suffix)] if setting.endswith(suffix) else setting
         reports.append(r)
     if not reports:
         raise SystemExit(f"error: no {folder}/*/eval.json found")
@@ -369,7 +375,7 @@ def summary(folder):
             for quantity in quantities:
                 for k in SUMMARY_METRICS[group[0]["task"]]:
                     def value(r, v, k=k):
-                        paper = PAPER.get((name, split, quantity, k), {}).get(r["encoding"])
+                        paper = PAPER.get((r["paper"], split, quantity, k), {}).get(r["encoding"])
                         return (fmt(v["mean"][k]) + (f" ± {fmt(v['std'][k])}" if len(r["checkpoints"]) > 1 else "")
                                 + (f" (paper {fmt(paper)})" if paper is not None else ""))
                     row(split, quantity, COLUMNS[k], value)
