@@ -178,12 +178,14 @@ def packed_and_padded(examples, causal=False, encoding="xval"):
     return model, padded, packed
 
 
+def masked_examples(seed):
+    """Six MLM-masked samples of different lengths."""
+    rng = np.random.default_rng(seed)
+    return [mlm_mask(*(t.numpy() for t in sample(n, seed=n)), 0.4, rng) for n in (9, 5, 3, 4, 12, 2)]
+
+
 def test_packed_rows_give_each_sample_the_outputs_and_loss_it_has_alone():
-    rng = np.random.default_rng(0)
-    examples = []
-    for n in (9, 5, 3, 4, 12, 2):
-        ids, values = sample(n, seed=n)
-        examples.append(mlm_mask(ids.numpy(), values.numpy(), 0.4, rng))
+    examples = masked_examples(seed=0)
     for causal in (False, True):
         model, padded, packed = packed_and_padded(examples, causal)
         for batch in (padded, packed):
@@ -223,11 +225,7 @@ def test_no_attention_crosses_a_sample_boundary_in_a_packed_row():
 def test_flex_attention_path_equals_the_dense_mask_path():
     # the CUDA path (FlexAttention's block-sparse kernel) run here unfused: the same losses and
     # outputs as SDPA with a dense mask, for packed and padded rows, bidirectional and causal
-    rng = np.random.default_rng(1)
-    examples = []
-    for n in (9, 5, 3, 4, 12, 2):
-        ids, values = sample(n, seed=n)
-        examples.append(mlm_mask(ids.numpy(), values.numpy(), 0.4, rng))
+    examples = masked_examples(seed=1)
     for causal in (False, True):
         model, padded, packed = packed_and_padded(examples, causal)
         for batch in (padded, packed):
