@@ -37,6 +37,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from configurator import configure
+from prepare.common import atomic_write_text
 
 # -- config: python baselines.py --help
 data_dir = "data/era5"  # a temperature dataset from prepare/era5.py (train/val/test.txt, meta.json)
@@ -202,10 +203,8 @@ def main():
     os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
     result = {"config": config, "normalisation": norm, "results": rows, "seconds": round(time.time() - t0, 1),
               "samples": {s: {"used": len(splits[s]["temps"]), "excluded": splits[s]["excluded"]} for s in splits}}
-    with open(out + ".json", "w") as f:
-        json.dump(result, f, indent=1)
-    with open(out + ".md", "w") as f:
-        f.write("\n".join(lines) + "\n")
+    atomic_write_text(out + ".json", json.dumps(result, indent=1) + "\n")
+    atomic_write_text(out + ".md", "\n".join(lines) + "\n")
     print(f"wrote {out}.json and {out}.md in {result['seconds']} s")
 
 

@@ -32,7 +32,8 @@ import numpy as np
 import torch
 
 from configurator import configure
-from sample import fill_in, load_model
+from prepare.common import atomic_write_text
+from sample import fill_in, load_model, r_squared
 from tokenize_numbers import TextError, encode_pieces, split_text
 
 # -- config: python eval.py --help
@@ -58,14 +59,6 @@ def mse(y, yhat):
     y, yhat = np.asarray(y, float), np.asarray(yhat, float)
     ok = ~np.isnan(yhat)
     return float(np.mean((y[ok] - yhat[ok]) ** 2)) if ok.any() else math.nan
-
-
-def r_squared(y, yhat):
-    """R² = 1 − Σ(y−ŷ)² / Σ(y−ȳ)², over the valid predictions."""
-    y, yhat = np.asarray(y, float), np.asarray(yhat, float)
-    ok = ~np.isnan(yhat)
-    y, yhat = y[ok], yhat[ok]
-    return float(1 - np.sum((y - yhat) ** 2) / np.sum((y - y.mean()) ** 2)) if len(y) > 1 else math.nan
 
 
 def adjusted_r_squared(r2, n, p=1):
@@ -148,12 +141,12 @@ def task_of(meta, path):
 
 # ---------------------------------------------------------------- running the model
 
-def predict(model, vocab, task, lines, where, dev):
+def masked_samples(task, lines, vocab, where):
     """
-    Fill in every masked group of every line. Returns {quantity: (truths, predictions, counts)}
-    with counts of numbers, invalid predictions and non-[NUM] token predictions.
+    Every masked group of every line, encoded: {quantity: (samples, truths)}, samples being the
+    (ids, values, ask) triples of fill_in in line order and truths the masked numbers in order.
     """
-    jobs = {}  # quantity -> list of (where, pieces with [?], truths)
+    jobs = {}  # quantity -> (samples, truths)
     for number, line in enumerate(lines, 1):
         pieces, groups = masked_groups(task, line, f"{where}:{number}")
         numbers = [j for j, (kind, _) in enumerate(pieces) if kind == "num"]
@@ -161,18 +154,26 @@ def predict(model, vocab, task, lines, where, dev):
             asked = list(pieces)
             for i in indices:
                 asked[numbers[i]] = ("ask", None)
-            jobs.setdefault(quantity, []).append((f"{where}:{number}", asked, [pieces[numbers[i]][1] for i in indices]))
+            samples, truths = jobs.setdefault(quantity, ([], []))
+            samples.append(encode_pieces(asked, vocab, f"{where}:{number}"))
+            truths.extend(pieces[numbers[i]][1] for i in indices)
+    return jobs
+
+
+def predict(model, vocab, jobs, dev):
+    """
+    Fill in the masked samples of every quantity. Returns {quantity: (truths, predictions, counts)}
+    with counts of numbers, invalid predictions and non-[NUM] token predictions.
+    """
     results = {}
-    for quantity, items in jobs.items():
-        samples = [encode_pieces(asked, vocab, line) for line, asked, _ in items]
+    for quantity, (samples, truths) in jobs.items():
         order = np.argsort([len(s[0]) for s in samples], kind="stable")  # similar lengths share a batch
         predicted, counts = fill_in(model, vocab, [samples[i] for i in order], dev, batch_size)
         unsorted = [None] * len(samples)
         for k, i in enumerate(order):
             unsorted[i] = predicted[k]
-        truths = np.array([t for _, _, ts in items for t in ts], float)
         preds = np.array([p for ps in unsorted for p in ps], float)
-        results[quantity] = (truths, preds, counts)
+        results[quantity] = (np.array(truths, float), preds, counts)
     return results
 
 
@@ -213,23 +214,29 @@ def evaluate(checkpoints, data, split_names, dev):
     if not split_names:
         split_names = ["test"] + sorted(os.path.basename(p)[:-4] for p in glob.glob(os.path.join(data, "test_ood*.txt")))
     report = {"task": task, "data_dir": data, "checkpoints": checkpoints, "splits": {}}
+    jobs = {}  # split -> masked samples, read and encoded once: every seed has the same vocabulary
+    first = None  # the first checkpoint's vocabulary
     per_seed = []  # [seed][split] -> {quantity: (truths, predictions, counts)}
     for path in checkpoints:
         t0 = time.time()
         model, vocab, config = load_model(path, dev)
+        first = vocab if first is None else first
         report.setdefault("encoding", vocab.encoding)
         report.setdefault("config", config)
-        if vocab.encoding != report["encoding"]:
-            raise SystemExit(f"error: {path} uses {vocab.encoding}, the first checkpoint {report['encoding']}")
+        if (vocab.encoding, vocab.itos) != (first.encoding, first.itos):
+            raise SystemExit(f"error: {path} has another encoding or vocabulary than {checkpoints[0]}: "
+                             "the checkpoints of one setting must share both")
         seed_results = {}
         for split in split_names:
             text_path = os.path.join(data, f"{split}.txt")
-            if not os.path.exists(text_path):
-                raise SystemExit(f"error: {text_path} not found")
-            with open(text_path) as f:
-                lines = [l.rstrip("\n") for l in f if l.strip()][: max_samples or None]
             try:
-                seed_results[split] = predict(model, vocab, task, lines, text_path, dev)
+                if split not in jobs:
+                    if not os.path.exists(text_path):
+                        raise SystemExit(f"error: {text_path} not found")
+                    with open(text_path) as f:
+                        lines = [l.rstrip("\n") for l in f if l.strip()][: max_samples or None]
+                    jobs[split] = masked_samples(task, lines, vocab, text_path)
+                seed_results[split] = predict(model, vocab, jobs[split], dev)
             except (TextError, ValueError) as e:
                 raise SystemExit(f"error: {e}")
         per_seed.append(seed_results)
@@ -270,13 +277,6 @@ def markdown(report):
     lines += ["", "config: `" + json.dumps({k: report["config"].get(k) for k in (
         "encoding", "n_layer", "n_head", "n_embd", "max_iters", "batch_size", "learning_rate", "seed")}) + "`", ""]
     return "\n".join(lines)
-
-
-def atomic_write(path, text):
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
 
 
 def write_plots(report, meta, prefix):
@@ -329,9 +329,17 @@ SUMMARY_METRICS = {"era5": ["mse", "mse_kelvin2"], "planets": ["mse"], "arithmet
                    "lookup": ["mse", "acc3", "acc2"]}
 
 
+def needed(path, report):
+    """A file a report refers to; a clear error if it is gone (the summary reads the datasets)."""
+    if not os.path.exists(path):
+        raise SystemExit(f"error: {report['report']} refers to {path}, which is not there: the summary "
+                         "needs the dataset each report was evaluated on")
+    return path
+
+
 def cost(report):
     """Tokens per training sample (mean, max) and the median ms per training step of a setting."""
-    tokens = json.load(open(os.path.join(report["data_dir"], report["encoding"], "train.json")))
+    tokens = json.load(open(needed(os.path.join(report["data_dir"], report["encoding"], "train.json"), report)))
     steps = []
     for c in report["checkpoints"]:
         log_path = os.path.join(os.path.dirname(c), "log.jsonl")
@@ -348,7 +356,8 @@ def summary(folder):
     reports = []
     for path in sorted(glob.glob(os.path.join(folder, "*", "eval.json"))):
         r = json.load(open(path))
-        meta = json.load(open(os.path.join(r["data_dir"], "meta.json")))
+        r["report"] = path
+        meta = json.load(open(needed(os.path.join(r["data_dir"], "meta.json"), r)))
         r["paper"] = r["task"] + (f":{meta['variant']}" if "variant" in meta else "")
         setting = os.path.basename(os.path.dirname(path))  # e.g. planets_long_xval
         suffix = "_" + r["encoding"]
@@ -394,7 +403,7 @@ def main():
     configure(globals(), __file__)
     if summarize:
         text = summary(summarize)
-        atomic_write(os.path.join(summarize, "summary.md"), text + "\n")
+        atomic_write_text(os.path.join(summarize, "summary.md"), text + "\n")
         print(text)
         return
     checkpoints = ckpt.replace(",", " ").split()
@@ -411,9 +420,9 @@ def main():
     saved = report if save_predictions else {**report, "splits": {
         split: {q: {k: v for k, v in r.items() if k not in ("truth", "median")} for q, r in quantities.items()}
         for split, quantities in report["splits"].items()}}
-    atomic_write(prefix + ".json", json.dumps(saved, indent=1) + "\n")
+    atomic_write_text(prefix + ".json", json.dumps(saved, indent=1) + "\n")
     text = markdown(report)
-    atomic_write(prefix + ".md", text)
+    atomic_write_text(prefix + ".md", text)
     print(text)
     if plots:
         write_plots(report, meta, prefix)

@@ -25,6 +25,7 @@ import torch
 
 from batching import collate, fill_in_example, to_device
 from configurator import configure
+from prepare.common import atomic_write_text
 from sample import load_model
 from tokenize_numbers import TextError, encode
 
@@ -187,10 +188,8 @@ def main():
              f"| {ckpt} | {vocab.encoding} | {len(train)} | {len(test)} | {l2:g} | {auc:.4f} |")
     print(table)
     os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
-    with open(out + ".json", "w") as f:
-        json.dump(result, f, indent=1)
-    with open(out + ".md", "w") as f:
-        f.write(table + "\n")
+    atomic_write_text(out + ".json", json.dumps(result, indent=1) + "\n")
+    atomic_write_text(out + ".md", table + "\n")
     print(f"wrote {out}.json and {out}.md in {result['seconds']} s")
 
 

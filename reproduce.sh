@@ -22,6 +22,9 @@ ENCODINGS="xval fp15 b1999 p1000 p10"
 STAGES=${*:-data train eval}
 export OMP_NUM_THREADS=1         # each training gets one core; LANES of them run side by side
 
+for stage in $STAGES; do
+    case $stage in data|train|eval) ;; *) echo "error: unknown stage '$stage'; expected data, train or eval" >&2; exit 2 ;; esac
+done
 has() { [[ " $STAGES " == *" $1 "* ]]; }
 
 if has data; then

@@ -127,9 +127,11 @@ def detokenize(ids, values, vocab):
 
 
 def r_squared(y, yhat):
-    """R² = 1 − Σ(y−ŷ)² / Σ(y−ȳ)²."""
+    """R² = 1 − Σ(y−ŷ)² / Σ(y−ȳ)², over the valid (non-NaN) predictions; NaN with fewer than 2."""
     y, yhat = np.asarray(y, float), np.asarray(yhat, float)
-    return 1.0 - np.sum((y - yhat) ** 2) / np.sum((y - y.mean()) ** 2)
+    ok = ~np.isnan(yhat)
+    y, yhat = y[ok], yhat[ok]
+    return float(1 - np.sum((y - yhat) ** 2) / np.sum((y - y.mean()) ** 2)) if len(y) > 1 else math.nan
 
 
 def mask_last_number(line, where):

@@ -189,6 +189,9 @@ def test_summary_puts_encodings_side_by_side(tmp_path_factory, tmp_path):
     assert out.count("## ") == 1 and "## ops2" in out and "| xval | fp15 |" in out
     assert "tokens/sample mean (max) | 6 (6) | 6 (6) |" in out
     assert os.path.exists(tmp_path / "runs" / "summary.md")
+    mixed = " ".join(str(tmp_path / "runs" / f"ops2_{enc}" / "ckpt_best.pt") for enc in ("fp15", "xval"))
+    r = run("eval.py", f"--ckpt={mixed}", f"--out={tmp_path / 'mixed'}", check=False)
+    assert r.returncode != 0 and "another encoding or vocabulary" in r.stderr  # seeds of one setting only
 
 
 def test_a_missing_checkpoint_is_a_clear_error(tmp_path):
