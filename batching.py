@@ -129,6 +129,15 @@ def training_examples(split, indices, positions, step, seed, causal, mlm_probabi
     return examples
 
 
+def accumulation_steps(batch_size, micro_batch_size, world_size):
+    """Micro-batches per process per step; an error unless they divide the global batch exactly."""
+    accum, rem = divmod(batch_size, micro_batch_size * world_size)
+    if rem or accum == 0:
+        raise SystemExit(f"error: batch_size {batch_size} must be a multiple of micro_batch_size "
+                         f"{micro_batch_size} × {world_size} processes")
+    return accum
+
+
 def step_batches(split, step, seed, batch_size, micro_batch_size, rank=0, world_size=1, causal=False,
                  mlm_probability=0.2, packing=False, pack_length=0, pin=False):
     """

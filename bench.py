@@ -25,7 +25,7 @@ import time
 
 import torch
 
-from batching import step_batches
+from batching import accumulation_steps, step_batches
 from configurator import configure, defaults
 from tokenize_numbers import Split
 
@@ -96,9 +96,7 @@ def bench_loader(train_args, cfg, own):
     """Time batching.step_batches alone on one CPU thread: process 0's batches of each step."""
     torch.set_num_threads(1)
     world = own["nproc"]
-    if cfg["batch_size"] % (cfg["micro_batch_size"] * world):
-        raise SystemExit(f"error: batch_size {cfg['batch_size']} must be a multiple of micro_batch_size "
-                         f"{cfg['micro_batch_size']} × {world} processes")
+    accumulation_steps(cfg["batch_size"], cfg["micro_batch_size"], world)  # train.py's own check
     try:
         split = Split(cfg["data_dir"], "train", cfg["encoding"])
     except (FileNotFoundError, ValueError) as e:

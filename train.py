@@ -24,7 +24,7 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from batching import VAL_STEP, collate, step_batches, to_device, training_examples
+from batching import VAL_STEP, accumulation_steps, collate, step_batches, to_device, training_examples
 from configurator import configure
 from model import GPT, GPTConfig, configure_optimizer, flops_per_token, loss_from, peak_flops
 from tokenize_numbers import ENCODINGS, Split, Vocab, load_text_vocab
@@ -99,10 +99,7 @@ if compile and (device_type != "cuda" or os.name == "nt"):
     compile = False
 if encoding not in ENCODINGS:
     raise SystemExit(f"error: encoding {encoding!r} is not one of {', '.join(ENCODINGS)}")
-accum, rem = divmod(batch_size, micro_batch_size * world_size)
-if rem or accum == 0:
-    raise SystemExit(f"error: batch_size {batch_size} must be a multiple of micro_batch_size "
-                     f"{micro_batch_size} × {world_size} processes")
+accum = accumulation_steps(batch_size, micro_batch_size, world_size)
 torch.manual_seed(seed)  # the same initialisation on every rank
 torch.backends.cuda.matmul.allow_tf32 = True
 torch.backends.cudnn.allow_tf32 = True
