@@ -90,6 +90,15 @@ def sample_block_mask(doc, causal):
     return create_block_mask(allowed, B, None, T, T, device=doc.device, _compile=doc.is_cuda)
 
 
+def float32(t):
+    """
+    Autocast switched off on t's device: the number path (multi-scale embedding, number head and
+    its loss) runs in float32 under bf16 training, so predicted and embedded values keep float32
+    precision. It is cheap: the heads run only at predicted positions.
+    """
+    return torch.autocast(t.device.type, enabled=False)
+
+
 def mlp_head(n_embd, n_out, bias):
     """The xVal heads: an MLP with one hidden layer of width n_embd."""
     return nn.Sequential(nn.Linear(n_embd, n_embd, bias=bias), nn.GELU(), nn.Linear(n_embd, n_out, bias=bias))
@@ -147,11 +156,13 @@ class GPT(nn.Module):
         x = self.wte(ids)  # (B, T, C)
         if not self.xval:
             return x
+        values = values.float()
         if self.cfg.k == 0:
             # values are 1.0 except at [NUM] tokens, so this scales exactly the number embeddings
-            return x * values.unsqueeze(-1).to(x.dtype)
-        multi = torch.tanh(values.unsqueeze(-1) * self.num_scales) @ self.num_embed  # (B, T, 2k+1) @ (2k+1, C)
-        return torch.where((ids == self.cfg.num_id).unsqueeze(-1), multi.to(x.dtype), x)
+            return x * values.unsqueeze(-1)
+        with float32(ids):  # a bf16 matmul here would keep only 2-3 digits of each input value
+            multi = torch.tanh(values.unsqueeze(-1) * self.num_scales) @ self.num_embed.float()  # (B, T, 2k+1) @ (2k+1, C)
+        return torch.where((ids == self.cfg.num_id).unsqueeze(-1), multi, x)
 
     def trunk(self, ids, values=None, pos=None, doc=None):
         """
@@ -182,7 +193,10 @@ class GPT(nn.Module):
     def heads(self, h):
         """Token logits (..., V) and, for xVal, the number prediction (...) of hidden states h."""
         logits = self.token_head(h)
-        num = self.num_head(h).squeeze(-1) if self.xval else None
+        if not self.xval:
+            return logits, None
+        with float32(h):  # under bf16 autocast the number head would round 1.557 to 1.5547
+            num = self.num_head(h.float()).squeeze(-1)
         return logits, num
 
     def forward(self, ids, values=None, targets=None, target_values=None, pos=None, doc=None):

@@ -239,3 +239,18 @@ def test_flex_attention_path_equals_the_dense_mask_path():
             real = batch["doc"] >= 0  # padding positions attend only to padding: not compared
             for a, b in zip(flex_out, dense_out):
                 torch.testing.assert_close(a[real], b[real], atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("k", [0, 2])
+def test_the_number_path_stays_float32_under_bf16_autocast(k):
+    # bf16 would round a prediction of 1.557 to 1.5547 and a multi-scale input value to 2-3 digits
+    model = tiny(k=k)
+    ids, values = sample(9)
+    values = values * 1.2345678
+    h = model.trunk(ids[None], values[None])
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        _, num = model.heads(h)
+        embedded = model.embed(ids[None], values[None])
+    assert num.dtype == torch.float32 and embedded.dtype == torch.float32
+    torch.testing.assert_close(num, model.heads(h)[1], rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(embedded, model.embed(ids[None], values[None]), rtol=1e-6, atol=1e-6)
