@@ -36,6 +36,8 @@ def _check_type(key, value, default, where):
     """A value must have its default's type (an int is accepted where a float is expected)."""
     if default is None or value is None:
         return value
+    if default == "auto" and isinstance(value, bool):  # an automatic setting may also be forced on or off
+        return value
     if isinstance(default, bool) or isinstance(value, bool):
         if not (isinstance(default, bool) and isinstance(value, bool)):
             raise SystemExit(f"error: {where}: {key} expects {type(default).__name__}, got {value!r}")
@@ -86,7 +88,7 @@ def configure(scope, source_file, argv=None):
                 value = ast.literal_eval(text)
             except (ValueError, SyntaxError):
                 value = text  # a bare string such as --encoding=p10
-            if isinstance(known[key], str) and not isinstance(value, str):
+            if isinstance(known[key], str) and not isinstance(value, str) and not (known[key] == "auto" and isinstance(value, bool)):
                 value = text
             config[key] = _check_type(key, value, known[key], f"--{key}")
     scope.update(config)

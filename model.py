@@ -199,30 +199,33 @@ class GPT(nn.Module):
             num = self.num_head(h.float()).squeeze(-1)
         return logits, num
 
-    def forward(self, ids, values=None, targets=None, target_values=None, pos=None, doc=None):
+    def forward(self, ids, values=None, targets=None, target_values=None, pos=None, doc=None, pred=None):
         """
         Without targets: (logits (B, T, V), num (B, T) or None).
         With targets (B, T), IGNORE where nothing is predicted, and target_values (B, T): a dict of
         loss sums and counts (ce_sum, n_tokens, num_sum, n_numbers), so that a caller can take
         means over a whole distributed batch; loss_from() turns them into CE + λ·(N)MSE.
-        The heads run only where there is a target (20% of tokens under MLM).
+        The heads run only where there is a target (20% of tokens under MLM). pred: (N,) flat
+        indices into the B·T positions of those targets; the data loader passes them, so that a
+        compiled model has no shape that depends on tensor values (default: found here).
         """
         h = self.trunk(ids, values, pos, doc)
         if targets is None:
             return self.heads(h)
-        sel = targets != IGNORE
-        logits, num = self.heads(h[sel])  # (N, V), (N,)
-        t = targets[sel]
+        if pred is None:
+            pred = (targets.flatten() != IGNORE).nonzero().squeeze(1)
+        logits, num = self.heads(h.flatten(0, 1)[pred])  # (N, V), (N,)
+        t = targets.flatten()[pred]  # (N,)
         sums = {"ce_sum": F.cross_entropy(logits.float(), t, reduction="sum"),
-                "n_tokens": sel.sum()}
+                "n_tokens": torch.ones_like(t).sum()}  # N, as a tensor
         if self.xval:
             # MSE at predicted positions whose true token is [NUM]; NMSE for multi-scale (k > 0)
             is_num = t == self.cfg.num_id
-            y = target_values[sel][is_num].float()
-            err = (num[is_num].float() - y) ** 2
+            y = target_values.flatten()[pred].float()
+            err = (num - y) ** 2
             if self.cfg.k > 0:
                 err = err / (y ** 2 + self.cfg.nmse_eps)
-            sums.update(num_sum=err.sum(), n_numbers=is_num.sum())
+            sums.update(num_sum=torch.where(is_num, err, 0.0).sum(), n_numbers=is_num.sum())
         else:
             zero = sums["ce_sum"].new_zeros(())
             sums.update(num_sum=zero, n_numbers=zero.long())
@@ -264,14 +267,12 @@ def flops_per_token(model, attended_tokens, predicted_fraction):
     return 6 * trunk + 6 * head * predicted_fraction + 12 * cfg.n_layer * cfg.n_embd * attended_tokens
 
 
-# peak dense bf16 FLOP/s by GPU name, for MFU
-PEAK_FLOPS = {"H100": 989e12, "H200": 989e12, "GH200": 989e12, "A100": 312e12, "L40S": 362e12,
-              "A10G": 70e12, "RTX 4090": 165e12, "RTX 3090": 71e12}
+# peak dense bf16 FLOP/s by GPU name, for MFU; the first name found in the device's name counts,
+# so the PCIe and NVL boards of a chip come before its SXM board
+PEAK_FLOPS = {"H100 PCIe": 756e12, "H100 NVL": 835e12, "H100": 989e12, "H200": 989e12, "GH200": 989e12,
+              "A100": 312e12, "L40S": 362e12, "A10G": 70e12, "RTX 4090": 165e12, "RTX 3090": 71e12}
 
 
 def peak_flops(device_name):
     """The bf16 dense peak of a GPU from its name (torch.cuda.get_device_name), else None."""
-    for key, value in PEAK_FLOPS.items():
-        if key in device_name:
-            return value
-    return None
+    return next((value for key, value in PEAK_FLOPS.items() if key in device_name), None)

@@ -67,7 +67,7 @@ seed = 1337  # fixes the initialisation, sample order and masks
 # system
 device = "auto"  # auto | cpu | cuda | cuda:1 | mps
 dtype = "auto"  # auto (bf16 on CUDA, else fp32) | bfloat16 | float32
-compile = True  # torch.compile; switched off where it cannot work (CPU, MPS, Windows)
+compile = "auto"  # torch.compile: auto (on for CUDA, off elsewhere) | True (also on CPU, with a C++ compiler) | False
 flex_attention = True  # with compile on CUDA: padded/packed rows attend block-sparsely (FlexAttention), not via a dense mask
 # -- end config
 config = configure(globals(), __file__)
@@ -93,10 +93,18 @@ if dtype == "auto":
     dtype = "bfloat16" if device_type == "cuda" and torch.cuda.is_bf16_supported() else "float32"
 autocast = (torch.autocast(device_type=device_type, dtype=torch.bfloat16)
             if dtype == "bfloat16" else nullcontext())
-if compile and (device_type != "cuda" or os.name == "nt"):
-    if master:
-        print(f"note: torch.compile is off on {device_type}{' (Windows)' if os.name == 'nt' else ''}")
-    compile = False
+if compile not in ("auto", True, False):
+    raise SystemExit(f"error: compile expects 'auto', True or False, got {compile!r}")
+if compile == "auto":  # off where it cannot work or rarely pays: CPU, MPS, Windows
+    compile = device_type == "cuda" and os.name != "nt"
+    if not compile and master:
+        print(f"note: torch.compile is off on {device_type}{' (Windows)' if os.name == 'nt' else ''}; --compile=True forces it")
+elif compile and device_type == "cpu":  # inductor's CPU code needs a C++ compiler
+    from torch._inductor.cpp_builder import get_cpp_compiler
+    try:
+        get_cpp_compiler()
+    except Exception as e:
+        raise SystemExit(f"error: --compile=True on the CPU needs a C++ compiler (g++, or set CXX): {e}")
 if encoding not in ENCODINGS:
     raise SystemExit(f"error: encoding {encoding!r} is not one of {', '.join(ENCODINGS)}")
 accum = accumulation_steps(batch_size, micro_batch_size, world_size)
@@ -111,8 +119,10 @@ try:
     train_data, val_data = Split(data_dir, "train", encoding), Split(data_dir, "val", encoding)
 except (FileNotFoundError, ValueError) as e:
     raise SystemExit(f"error: {e}")
+if packing and pack_length > block_size:
+    raise SystemExit(f"error: pack_length {pack_length} is longer than block_size {block_size}")
 for name, split in (("train", train_data), ("val", val_data)):
-    longest = int(split.lengths.max()) + causal  # AR adds [EOS]
+    longest = int(split.lengths.max())  # AR appends [EOS] and shifts by one: as many inputs as tokens
     if longest > block_size or (packing and longest > (pack_length or longest)):
         raise SystemExit(f"error: {data_dir}/{encoding}/{name} has a sample of {longest} tokens "
                          f"(index {int(split.lengths.argmax())}) but block_size is {block_size}"
@@ -130,13 +140,18 @@ iter_num, best_val_loss = 0, float("inf")
 if resume:
     if not os.path.exists(ckpt_path):
         raise SystemExit(f"error: --resume but no checkpoint at {ckpt_path}")
-    checkpoint = torch.load(ckpt_path, map_location=device, weights_only=False)
+    # onto the CPU: the RNG state must stay a CPU tensor; load_state_dict moves the rest
+    checkpoint = torch.load(ckpt_path, map_location="cpu", weights_only=False)
     if checkpoint["text_tokens"] != vocab.text_tokens:
         raise SystemExit(f"error: {ckpt_path} was trained with another vocabulary than {data_dir}/vocab.json")
     for key in ("vocab_size", "n_layer", "n_head", "n_embd", "encoding", "k", "causal"):
         if checkpoint["model_args"][key] != model_args[key]:
             raise SystemExit(f"error: {ckpt_path} has {key}={checkpoint['model_args'][key]!r}, "
                              f"the config asks for {model_args[key]!r}")
+    for key in ("data_dir", "batch_size", "seed", "mlm_probability", "causal"):  # they fix the data position restored
+        if checkpoint["config"][key] != config[key]:
+            raise SystemExit(f"error: {ckpt_path} was trained with {key}={checkpoint['config'][key]!r}, the config "
+                             f"asks for {config[key]!r}; resuming would not continue the same sample stream")
     model_args = checkpoint["model_args"]
 model = GPT(GPTConfig(**model_args)).to(device)
 optimizer = configure_optimizer(model, weight_decay, learning_rate, (beta1, beta2), device_type)
@@ -144,17 +159,15 @@ if resume:
     model.load_state_dict(checkpoint["model"])
     optimizer.load_state_dict(checkpoint["optimizer"])
     iter_num, best_val_loss = checkpoint["iter_num"], checkpoint["best_val_loss"]
-    torch.set_rng_state(checkpoint["rng"]["torch"])
+    torch.set_rng_state(checkpoint["rng"]["torch"].cpu())
     if device_type == "cuda" and checkpoint["rng"]["cuda"] is not None:
         torch.cuda.set_rng_state(checkpoint["rng"]["cuda"].cpu())
     del checkpoint
 raw_model = model
 # FlexAttention is fast only when compiled and has no dropout; elsewhere SDPA takes a dense mask
 model.flex_attention = flex_attention and compile and device_type == "cuda" and dropout == 0
-if compile:
-    model = torch.compile(model)
-if ddp:
-    model = DDP(model, device_ids=[local_rank] if device_type == "cuda" else None)
+compiled = torch.compile(model) if compile else model  # validation uses it too (never FlexAttention's slow eager path)
+model = DDP(compiled, device_ids=[local_rank] if device_type == "cuda" else None) if ddp else compiled
 flops_tok = flops_per_token(raw_model, float(train_data.lengths.mean()), mlm_probability if not causal else 1.0)
 peak = peak_flops(torch.cuda.get_device_name(device)) if device_type == "cuda" else None
 
@@ -189,7 +202,7 @@ def micro_batches(step):
 
 def target_counts(batches):
     """The step's numbers of predicted tokens and numbers, over all processes."""
-    counts = torch.tensor([sum(int((b["targets"] != -100).sum()) for b in batches),
+    counts = torch.tensor([sum(len(b["pred"]) for b in batches),
                            sum(int((b["targets"] == vocab.num_id).sum()) for b in batches)
                            if vocab.num_id is not None else 0], dtype=torch.float64)
     if ddp:  # the loss is a mean over the whole global batch, not a mean of per-process means
@@ -201,20 +214,21 @@ def target_counts(batches):
 def evaluate():
     """Token CE and number MSE over masked positions of the first val samples (fixed masks)."""
     model.eval()
-    totals = torch.zeros(4, dtype=torch.float64, device=device)  # ce_sum, n_tokens, num_sum, n_numbers
+    keys = ("ce_sum", "n_tokens", "num_sum", "n_numbers")
+    totals = torch.zeros(len(keys), dtype=torch.float64, device=device)
     n = min(len(val_data), eval_batches * micro_batch_size)
     for start in range(rank * micro_batch_size, n, micro_batch_size * world_size):
         idx = np.arange(start, min(start + micro_batch_size, n))
         batch = to_device(collate(training_examples(val_data, idx, idx, VAL_STEP, seed, causal, mlm_probability)), device)
         with autocast:
-            sums = raw_model(batch["ids"], batch["values"], batch["targets"], batch["target_values"],
-                             batch["pos"], batch["doc"])
-        totals += torch.stack([sums[k].double() for k in ("ce_sum", "n_tokens", "num_sum", "n_numbers")])
+            sums = compiled(batch["ids"], batch["values"], batch["targets"], batch["target_values"],
+                            batch["pos"], batch["doc"], batch["pred"])
+        totals += torch.stack([sums[k].double() for k in keys])
     if ddp:
         dist.all_reduce(totals)
     model.train()
-    ce, mse = (totals[0] / totals[1].clamp(min=1)).item(), (totals[2] / totals[3].clamp(min=1)).item()
-    return {"val_loss": ce + num_loss_weight * mse, "val_ce": ce, "val_mse": mse}
+    loss, ce, mse = loss_from(dict(zip(keys, totals)), num_loss_weight)
+    return {"val_loss": loss.item(), "val_ce": ce.item(), "val_mse": mse.item()}
 
 
 def save_checkpoint(path):
@@ -276,7 +290,7 @@ while True:
         sync = nullcontext() if (not ddp or i == len(batches) - 1) else model.no_sync()
         with sync, autocast:
             sums = model(batch["ids"], batch["values"], batch["targets"], batch["target_values"],
-                         batch["pos"], batch["doc"])
+                         batch["pos"], batch["doc"], batch["pred"])
             loss, ce, mse = loss_from(sums, num_loss_weight, n_tokens, n_numbers)
         # DDP averages gradients over processes; each process's share of the global mean is
         # scaled back up by world_size so the average is the gradient of the global mean

@@ -40,3 +40,12 @@ def test_packing_fills_rows_no_longer_than_the_longest_sample():
     assert batch["ids"].shape[1] == 10 and batch["n_real"] == 40
     assert batch["ids"].shape[0] == 4  # 40 tokens in rows of 10: 10 | 8+2 | 7+3 | 6+4
     assert ((batch["doc"] >= 0).sum(1) == 10).all()  # no padding left
+
+
+def test_a_cached_epoch_order_is_the_one_drawn_afresh_and_cannot_be_changed():
+    from batching import epoch_order
+    order = epoch_order(1000, 5, 2)
+    assert np.array_equal(order, np.random.default_rng([5, 2]).permutation(1000))
+    assert epoch_order(1000, 5, 2) is order  # drawn once, not every step
+    with pytest.raises(ValueError):
+        order[0] = 1

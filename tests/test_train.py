@@ -6,6 +6,7 @@ import sys
 
 import pytest
 from conftest import ROOT
+from tokenize_numbers import Split
 
 TINY = ["--n_layer=2", "--n_head=2", "--n_embd=32", "--block_size=32", "--device=cpu", "--compile=False",
         "--warmup_iters=0", "--log_interval=1"]
@@ -116,7 +117,8 @@ def test_generation_from_a_causal_model(data, tmp_path):
 @pytest.mark.parametrize("args,message", [
     (["--learning_rat=1e-3"], "unknown flag --learning_rat"),
     (["--max_iters=ten"], "max_iters expects int"),
-    (["--compile=1"], "compile expects bool"),
+    (["--compile=1"], "compile expects 'auto', True or False"),
+    (["--packing=1"], "packing expects bool"),
     (["--n_layer"], "--n_layer needs a value"),
     (["missing_config.py"], "config file missing_config.py not found"),
 ])
@@ -140,3 +142,37 @@ def test_help_lists_every_setting_with_its_default():
 def test_a_sample_longer_than_block_size_is_an_error(data, tmp_path):
     r = run("train.py", *TINY, f"--data_dir={data}", "--block_size=4", f"--out_dir={tmp_path}", check=False)
     assert r.returncode != 0 and "block_size is 4" in r.stderr
+
+
+def test_compile_is_honoured_on_the_cpu_and_gives_the_eager_losses(data, tmp_path):
+    common = [*TINY, "--n_layer=1", f"--data_dir={data}", "--batch_size=8", "--micro_batch_size=8",
+              "--max_iters=2", "--eval_interval=2", "--eval_batches=1"]
+    eager, compiled = str(tmp_path / "eager"), str(tmp_path / "compiled")
+    run("train.py", *common, f"--out_dir={eager}")
+    r = run("train.py", *common, f"--out_dir={compiled}", "--compile=True")
+    assert "compile=True" in r.stdout
+    a, b = losses(eager), losses(compiled)
+    for i in (1, 2):
+        assert b[i] == pytest.approx(a[i], rel=1e-4)
+
+
+def test_resume_refuses_settings_that_change_the_sample_stream(data, tmp_path):
+    common = [*TINY, f"--data_dir={data}", "--batch_size=8", "--micro_batch_size=4", f"--out_dir={tmp_path}"]
+    run("train.py", *common, "--max_iters=2", "--eval_interval=2")
+    for flag in ("--batch_size=4", "--seed=7", "--mlm_probability=0.3"):
+        args = [a for a in common if not a.startswith(flag.split("=")[0] + "=")]
+        r = run("train.py", *args, flag, "--max_iters=4", "--resume", check=False)
+        assert r.returncode != 0 and flag.split("=")[0][2:] + "=" in r.stderr, r.stderr
+
+
+def test_a_causal_sample_of_block_size_tokens_fits(data, tmp_path):
+    # AR appends [EOS] and shifts by one: a sample of n tokens is n inputs
+    n = max(int(Split(data, split, "xval").lengths.max()) for split in ("train", "val"))
+    run("train.py", *TINY, f"--data_dir={data}", f"--block_size={n}", "--causal=True", "--max_iters=1",
+        "--eval_interval=1", "--eval_batches=1", "--batch_size=8", "--micro_batch_size=8", f"--out_dir={tmp_path}")
+
+
+def test_pack_length_longer_than_block_size_is_an_error(data, tmp_path):
+    r = run("train.py", *TINY, f"--data_dir={data}", "--packing=True", "--pack_length=64", f"--out_dir={tmp_path}",
+            check=False)
+    assert r.returncode != 0 and "pack_length 64 is longer than block_size 32" in r.stderr
