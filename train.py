@@ -201,13 +201,13 @@ def micro_batches(step):
 
 
 def target_counts(batches):
-    """The step's numbers of predicted tokens and numbers, over all processes."""
+    """The step's numbers of predicted tokens and numbers, over all processes (python floats)."""
     counts = torch.tensor([sum(len(b["pred"]) for b in batches),
                            sum(int((b["targets"] == vocab.num_id).sum()) for b in batches)
-                           if vocab.num_id is not None else 0], dtype=torch.float64)
+                           if vocab.num_id is not None else 0], dtype=torch.float64, device=device)
     if ddp:  # the loss is a mean over the whole global batch, not a mean of per-process means
-        dist.all_reduce(counts)
-    return counts
+        dist.all_reduce(counts)  # on the device: NCCL reduces CUDA tensors only
+    return counts.tolist()
 
 
 @torch.no_grad()

@@ -1,0 +1,85 @@
+"""
+What only a GPU can show: FlexAttention's compiled kernel (forward and backward) against SDPA with a
+dense mask, bf16 autocast against fp32, the number path in float32 under CUDA autocast, and a
+resumed training on CUDA. Each test skips where there is no CUDA device; the CPU versions of the
+same logic are in test_model.py, test_compile.py and test_train.py.
+"""
+
+import numpy as np
+import pytest
+import torch
+
+from batching import collate, mlm_mask, pack, ar_example
+from model import GPT, GPTConfig, loss_from
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+V, NUM = 40, 3
+
+
+def model(causal=False, k=0):
+    torch.manual_seed(0)
+    cfg = GPTConfig(vocab_size=V, num_id=NUM, block_size=512, n_layer=2, n_head=4, n_embd=128, causal=causal, k=k)
+    return GPT(cfg).cuda()
+
+
+def batch(seed, packed, causal, n=6):
+    rng = np.random.default_rng(seed)
+    examples = []
+    for length in rng.integers(20, 300, n):
+        ids = rng.integers(4, V, int(length))
+        ids[::3] = NUM
+        values = np.where(ids == NUM, rng.standard_normal(len(ids)), 1.0).astype(np.float32)
+        examples.append(ar_example(ids, values) if causal else mlm_mask(ids, values, 0.2, rng))
+    b = pack(examples, 512) if packed else collate(examples)
+    return {k: v.cuda() if isinstance(v, torch.Tensor) else v for k, v in b.items()}
+
+
+def loss_and_grads(net, b):
+    sums = net(b["ids"], b["values"], b["targets"], b["target_values"], b["pos"], b["doc"], b["pred"])
+    loss = loss_from(sums, 1.0)[0]
+    params = [p for p in net.parameters()]
+    return loss.detach(), torch.autograd.grad(loss, params)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("packed", [False, True])
+def test_compiled_flex_attention_equals_sdpa_forward_and_backward(causal, packed):
+    net = model(causal)
+    b = batch(1, packed, causal)
+    net.flex_attention = False
+    loss, grads = loss_and_grads(net, b)
+    net.flex_attention = True
+    flex_loss, flex_grads = loss_and_grads(torch.compile(net), b)
+    torch.testing.assert_close(flex_loss, loss, rtol=1e-4, atol=1e-5)
+    for g, f in zip(grads, flex_grads):
+        torch.testing.assert_close(f, g, rtol=1e-3, atol=1e-4)
+
+
+@pytest.mark.parametrize("k", [0, 2])
+def test_bf16_autocast_loss_is_near_the_fp32_loss_and_the_number_path_stays_fp32(k):
+    net = model(k=k)
+    b = batch(2, False, False)
+    fp32 = loss_from(net(b["ids"], b["values"], b["targets"], b["target_values"], b["pos"], b["doc"]), 1.0)[0]
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        bf16 = loss_from(net(b["ids"], b["values"], b["targets"], b["target_values"], b["pos"], b["doc"]), 1.0)[0]
+        h = net.trunk(b["ids"], b["values"], b["pos"], b["doc"])
+        logits, num = net.heads(h)
+    assert logits.dtype == torch.bfloat16 and num.dtype == torch.float32
+    assert abs(bf16.item() - fp32.item()) < 0.02 * fp32.item()
+
+
+def test_resume_on_cuda_gives_the_same_next_losses(tmp_path):
+    from test_train import TINY, losses, run
+    data = str(tmp_path / "ops2")
+    run("prepare/arithmetic.py", "--variant=ops2", "--size=tiny", "--out", data, "--workers=1")
+    run("tokenize_numbers.py", data, "--encoding=xval", "--workers=1")
+    common = [*[a for a in TINY if a != "--device=cpu"], "--device=cuda", f"--data_dir={data}", "--batch_size=8",
+              "--micro_batch_size=4", "--eval_interval=3", "--learning_rate=1e-3", "--min_lr=1e-3", "--dropout=0.1"]
+    straight, resumed = str(tmp_path / "straight"), str(tmp_path / "resumed")
+    run("train.py", *common, f"--out_dir={straight}", "--max_iters=6")
+    run("train.py", *common, f"--out_dir={resumed}", "--max_iters=3")
+    r = run("train.py", *common, f"--out_dir={resumed}", "--max_iters=6", "--resume")
+    assert "resuming at step 3" in r.stdout
+    a, b = losses(straight), losses(resumed)
+    for i in (4, 5, 6):
+        assert b[i] == pytest.approx(a[i], rel=1e-4, abs=1e-6)
