@@ -21,6 +21,7 @@ becomes tokens of the chosen encoding; for -60.2:
 The text encodings keep 3 significant digits: value = ±m·10^E with m in 100..999 and E in -10..5.
 """
 import argparse
+import functools
 import hashlib
 import json
 import math
@@ -29,6 +30,7 @@ import re
 import shutil
 import sys
 import time
+from itertools import repeat
 from multiprocessing import Pool
 
 import numpy as np
@@ -45,6 +47,7 @@ MIN_EXP, MAX_EXP = -10, 5
 EXPONENTS = [f"E{e}" for e in range(MIN_EXP, MAX_EXP + 1)]  # E-10 ... E0 ... E5 (16 tokens)
 LARGEST = 999 * 10.0**MAX_EXP  # 9.99e7
 SMALLEST = 100 * 10.0**MIN_EXP  # 1.00e-8
+FLOAT32_OVERFLOW = 2.0**128 - 2.0**103  # the smallest magnitude float32 rounds to inf (xVal's values are float32)
 
 # -----------------------------------------------------------------------------
 # number extraction
@@ -199,15 +202,20 @@ def number_to_tokens(x, encoding, counts=None):
     sign, m, e, status = round_number(x)
     if counts is not None and status != "ok":
         counts[status] = counts.get(status, 0) + 1
-    mant = f"{m:03d}"
+    return _spell(sign, m, e, encoding)
+
+
+def _spell(sign, mantissa, exponent, encoding):
+    """The tokens of ±mantissa·10^exponent in a text encoding: _spell("-", 602, -1, "b1999") == ["-602", "E-1"]."""
+    mant = f"{mantissa:03d}"
     if encoding == "p10":
-        return [sign, *mant, f"E{e}"]
+        return [sign, *mant, f"E{exponent}"]
     if encoding == "p1000":
-        return [sign, mant, f"E{e}"]
+        return [sign, mant, f"E{exponent}"]
     if encoding == "b1999":
-        return [sign + mant, f"E{e}"]
+        return [sign + mant, f"E{exponent}"]
     if encoding == "fp15":
-        return [f"{sign}{mant}E{e}"]
+        return [f"{sign}{mant}E{exponent}"]
     raise ValueError(f"unknown encoding {encoding!r}; expected one of {', '.join(ENCODINGS)}")
 
 
@@ -290,12 +298,6 @@ class Vocab:
         return tokens_to_number([self.itos[i] for i in ids], self.encoding)
 
 
-def build_text_vocab(lines, where="train", first_line=0):
-    """The sorted set of text tokens of some lines (numbers excluded); first_line numbers errors."""
-    tokens = set()
-    for i, line in enumerate(lines):
-        tokens.update(v for kind, v in split_text(line, f"{where}:{first_line + i + 1}") if kind == "text")
-    return sorted(tokens)
 
 
 def encode(text, vocab, where="text", allow_ask=False, counts=None):
@@ -318,6 +320,9 @@ def encode_pieces(pieces, vocab, where="text", counts=None):
             ask.append(False)
             continue
         value = 1.0 if kind == "ask" else v
+        if enc == "xval" and abs(value) >= FLOAT32_OVERFLOW:
+            raise TextError(f"{where}: the number {value!r} overflows float32, the dtype of xVal's values "
+                            f"(at most {np.finfo(np.float32).max:.7g} in magnitude)")
         toks = number_to_tokens(value, enc, counts if kind == "num" else None)
         ids += vocab.number_ids(toks)
         values += [value] * len(toks)
@@ -336,6 +341,273 @@ def number_spans(ids, vocab):
 def format_number(x):
     """A predicted value as text: 6 significant digits, NaN as 'nan'."""
     return "nan" if math.isnan(x) else f"{x:.6g}"
+
+
+# -----------------------------------------------------------------------------
+# the fast path: many lines split at once and encoded in every encoding
+#
+# split_text is the definition of the split, one character at a time as the rules read; it stays the
+# tokenizer of single lines (sample.py and eval.py need [?] and character spans) and the reference the
+# fast path is tested against byte for byte (tests/test_tokenize_fast.py). Datasets go through
+# encode_lines: one compiled regular expression per line finds the numbers, a run of comma-separated
+# numbers per match (a comma between two numbers costs no token); the text between two numbers is split
+# by split_text once per distinct string; numbers are converted, rounded and looked up with numpy, once
+# for all encodings. A line the fast path cannot vouch for (a number running into a word, non-ASCII
+# text, whitespace other than single spaces, a non-finite number, an unknown text token, an xVal value
+# beyond float32) goes through split_text and encode_pieces instead, which encode it or raise the error
+# naming its file and line.
+
+_UNSIGNED = r"(?:[0-9]+\.?[0-9]*|\.[0-9]+)"  # _NUMBER without its exponent
+_EXPONENT = r"(?:[eE][+-]?[0-9]+)?"
+_U = re.escape("".join(sorted(_UNARY_AFTER)))
+# Where split_text reads a number: at a digit that is not inside a word (no letter, digit, _ or '.'
+# before it), at a '.' followed by a digit, or at a sign it calls unary: one of _UNARY_AFTER before it,
+# perhaps with one space between, or the start of the line. The first character is consumed before the
+# look-behinds test it, so that the regex engine can skip to candidates.
+_FIRST = (rf"[0-9.+-](?:(?<=[0-9])(?<![\w.][0-9])[0-9]*\.?[0-9]*|(?<=\.)[0-9]+"
+          rf"|(?:(?<=[{_U}][+-])|(?<=[{_U}] [+-])|(?<=^[+-])|(?<=^ [+-])){_UNSIGNED}){_EXPONENT}")
+# group 1: numbers joined by single commas; group 2: word characters right after them (empty unless a
+# number runs into a word, which split_text then judges)
+_NUMBER_RUN = re.compile(rf"({_FIRST}(?:,[+-]?{_UNSIGNED}{_EXPONENT})*)(\w*)")
+_ODD_SPACE = re.compile(r"[^\S ]|  ")  # whitespace the look-behinds above cannot see through
+
+
+class _Segments(dict):
+    """The distinct texts between numbers -> their id, each split once by split_text."""
+
+    def __init__(self):
+        super().__init__()
+        self.tokens, self.token_ids = [], {}  # the distinct text tokens
+        self.pieces = []  # per segment: the ids of its tokens
+        self.unsure = []  # per segment: its lines must go through split_text
+
+    def __missing__(self, segment):
+        try:
+            pieces = split_text(segment)
+            unsure = any(kind != "text" for kind, _ in pieces)
+        except TextError:  # nan or inf: split_text raises it again with the line
+            pieces, unsure = [], True
+        ids = []
+        for _, token in pieces:
+            if token not in self.token_ids:
+                self.token_ids[token] = len(self.tokens)
+                self.tokens.append(token)
+            ids.append(self.token_ids[token])
+        self.pieces.append(ids)
+        self.unsure.append(unsure or not segment.isascii() or _ODD_SPACE.search(segment) is not None)
+        self[segment] = len(self.pieces) - 1
+        return self[segment]
+
+
+class _SplitLines:
+    """
+    The pieces of many lines, as split_text gives them, in flat arrays: is_num (P,) marks the
+    number pieces, text (T,) holds the text pieces' indices in `tokens`, values (N,) the numbers,
+    text_per_line and numbers_per_line (L,) count them; `unsure` (L,) marks the lines whose
+    pieces must come from split_text instead.
+    """
+
+    def __init__(self, lines):
+        segments, runs, tails, runs_per_line = [], [], [], []
+        for line in lines:
+            parts = _NUMBER_RUN.split(line)  # text, run, tail, text, run, tail, ..., text
+            segments += parts[0::3]
+            runs += parts[1::3]
+            tails += parts[2::3]
+            runs_per_line.append(len(parts) // 3)
+        n_lines, n_runs, n_segments = len(lines), len(runs), len(segments)
+        runs_per_line = np.array(runs_per_line, np.int64)
+        run_line = np.repeat(np.arange(n_lines), runs_per_line)
+        segment_line = np.repeat(np.arange(n_lines), runs_per_line + 1)
+        self.unsure = np.zeros(n_lines, bool)
+        if "".join(tails):
+            self.unsure[run_line[[i for i, tail in enumerate(tails) if tail]]] = True
+
+        # the numbers, run after run
+        per_run = np.fromiter(map(str.count, runs, repeat(",")), np.int64, n_runs) + 1
+        literals = ",".join(runs).split(",") if runs else []
+        self.values = np.fromiter(map(float, literals), np.float64, len(literals))
+        self.number_line = np.repeat(run_line, per_run)
+        self.unsure[self.number_line[~np.isfinite(self.values)]] = True
+
+        # the text between numbers, split once per distinct string
+        table = _Segments()
+        segment = np.fromiter(map(table.__getitem__, segments), np.int64, n_segments)
+        self.tokens = table.tokens
+        self.unsure[segment_line[np.array(table.unsure)[segment]]] = True
+        lengths = np.array([len(p) for p in table.pieces], np.int64)
+        comma = [table.token_ids.get(",")]
+        is_comma = np.array([p == comma for p in table.pieces])
+        first = np.cumsum(runs_per_line + 1) - (runs_per_line + 1)  # each line's first segment
+        inside = np.ones(n_segments, bool)
+        inside[first] = inside[first + runs_per_line] = False  # neither first nor last of its line
+        n_text = lengths[segment]
+        n_text[inside & is_comma[segment]] = 0  # a comma between two numbers costs no token
+
+        # in line l, segment g (counted over all lines) is item 2g - l and run h is item 2h + l + 1
+        run_item = 2 * np.arange(n_runs) + run_line + 1
+        size = np.empty(n_segments + n_runs, np.int64)
+        size[2 * np.arange(n_segments) - segment_line] = n_text
+        size[run_item] = per_run
+        start = np.cumsum(size) - size  # first piece of each item
+        self.is_num = np.zeros(int(size.sum()), bool)
+        self.is_num[np.repeat(start[run_item] - (np.cumsum(per_run) - per_run), per_run)
+                    + np.arange(len(self.values))] = True
+        flat = np.array([t for p in table.pieces for t in p], np.int64)
+        within = np.arange(int(n_text.sum())) - np.repeat(np.cumsum(n_text) - n_text, n_text)
+        self.text = flat[np.repeat(np.cumsum(lengths)[segment] - lengths[segment], n_text) + within]
+        self.text_per_line = np.bincount(segment_line, n_text, n_lines).astype(np.int64)
+        self.numbers_per_line = np.bincount(run_line, per_run, n_lines).astype(np.int64)
+
+
+_POW10 = np.array([float(f"1e{k}") for k in range(-16, 13)])  # 10^k exactly rounded, k = -16..12
+
+
+def round_numbers(x):
+    """
+    round_number for an array, with numpy: (negative, mantissa, exponent, status) arrays, status 0
+    for 'ok', 1 for 'zero' and 2 for 'clipped'. Exactly Python's '%.2e': the scaled value is off by
+    less than 1e-12, so its rounding is certain unless it lies within 1e-9 of a tie or of a decade;
+    those few go through Python's formatting.
+    """
+    x = np.asarray(x, np.float64)
+    if not np.isfinite(x).all():
+        raise ValueError(f"cannot encode the non-finite number {x[~np.isfinite(x)][0]!r}")
+    a = np.clip(np.abs(x), 1e-12, 1e10)  # beyond these, zero or clipped whatever the rounding
+    exponent = np.floor(np.log10(a)).astype(np.int64) - 2  # of a 3-digit mantissa
+    scaled = a / _POW10[exponent + 16]
+    exponent += (scaled >= 1000).astype(np.int64) - (scaled < 100)  # log10 can miss a decade
+    scaled = a / _POW10[exponent + 16]
+    mantissa = np.rint(scaled).astype(np.int64)
+    up = mantissa == 1000  # 999.5 and above round to 1.00 of the next decade
+    mantissa[up], exponent[up] = 100, exponent[up] + 1
+    unsure = (np.abs(scaled - np.floor(scaled) - 0.5) < 1e-9) | (scaled < 100 + 1e-9) | (scaled > 1000 - 1e-9)
+    for i in np.flatnonzero(unsure):
+        digits, exp10 = f"{a[i]:.2e}".split("e")
+        mantissa[i], exponent[i] = int(digits.replace(".", "")), int(exp10) - 2
+    status = np.where(exponent < MIN_EXP, 1, np.where(exponent > MAX_EXP, 2, 0))
+    status[x == 0] = 0
+    negative = (x < 0) & (status != 1)
+    mantissa[status == 2], exponent[status == 2] = 999, MAX_EXP
+    mantissa[(status == 1) | (x == 0)], exponent[(status == 1) | (x == 0)] = 0, 0
+    return negative, mantissa, exponent, status
+
+
+@functools.lru_cache(maxsize=None)
+def _number_id_table(encoding):
+    """The ids of every number of a text encoding: table[negative, mantissa, exponent - MIN_EXP] (k,)."""
+    vocab = Vocab([], encoding)  # number ids do not depend on the text tokens
+    table = np.zeros((2, 1000, MAX_EXP - MIN_EXP + 1, TOKENS_PER_NUMBER[encoding]), np.int64)
+    for negative, sign in enumerate("+-"):
+        for m in range(100, 1000):
+            for e in range(MIN_EXP, MAX_EXP + 1):
+                table[negative, m, e - MIN_EXP] = vocab.number_ids(_spell(sign, m, e, encoding))
+    table[0, 0, -MIN_EXP] = vocab.number_ids(_spell("+", 0, 0, encoding))
+    return table
+
+
+def _encode_split_lines(split, text_index, vocabs):
+    """encode_lines' result for lines split by _SplitLines, none of them unsure; text_index (T,):
+    the vocabulary index of each text piece."""
+    is_num, n = split.is_num, len(split.values)
+    with np.errstate(over="ignore"):  # text encodings keep today's inf beyond float32 (xVal refuses it)
+        values32 = split.values.astype(np.float32)
+    if any(enc != "xval" for enc in vocabs):
+        negative, mantissa, exponent, status = round_numbers(split.values)
+    out = {}
+    for enc, vocab in vocabs.items():
+        k = TOKENS_PER_NUMBER[enc]
+        counts = {"clipped": 0, "zero": 0}
+        if enc == "xval":
+            number_ids = np.full((n, 1), vocab.num_id)
+        else:
+            number_ids = _number_id_table(enc)[negative.astype(np.int64), mantissa, exponent - MIN_EXP]  # (N, k)
+            counts = {"clipped": int((status == 2).sum()), "zero": int((status == 1).sum())}
+        ids = np.zeros((len(is_num), k), np.int64)  # (P, k): a text piece fills column 0, a number all k
+        ids[~is_num, 0] = vocab.first_text_id + text_index
+        ids[is_num] = number_ids
+        values = np.ones((len(is_num), k), np.float32)
+        values[is_num] = values32[:, None]
+        keep = np.zeros((len(is_num), k), bool)
+        keep[:, 0] = keep[is_num] = True
+        dtype = np.uint16 if len(vocab) < 2**16 else np.int32
+        out[enc] = (ids[keep].astype(dtype), values[keep], split.text_per_line + k * split.numbers_per_line,
+                    split.numbers_per_line.copy(), counts)
+    return out
+
+
+def encode_lines(lines, text_tokens, encodings, path="text", first_line=0):
+    """
+    Encode lines in each of `encodings`, splitting every line once: {encoding: (ids, values,
+    lengths, numbers, counts)}, with the ids (uint16 where the vocabulary allows, else int32) and
+    float32 values of all lines end to end, tokens and numbers per line, and how many numbers were
+    clipped or flushed to zero. Errors name path:line, counting from first_line + 1. The arrays are
+    encode_lines_reference's, byte for byte.
+    """
+    vocabs = {enc: Vocab(text_tokens, enc) for enc in encodings}
+    position = {token: i for i, token in enumerate(text_tokens)}
+    split = _SplitLines(lines)
+    text_index = np.array([position.get(t, -1) for t in split.tokens], np.int64)[split.text]
+    slow = split.unsure.copy()
+    slow[np.repeat(np.arange(len(lines)), split.text_per_line)[text_index < 0]] = True  # unknown text
+    if "xval" in vocabs:
+        slow[split.number_line[np.abs(split.values) >= FLOAT32_OVERFLOW]] = True
+    if not slow.any():
+        return _encode_split_lines(split, text_index, vocabs)
+    # the lines that need split_text, one at a time and in order (the first error is raised), the rest at once
+    slow_rows = np.flatnonzero(slow)
+    reference = [encode_lines_reference([lines[j]], text_tokens, encodings, path, first_line + j) for j in slow_rows]
+    rest = [line for line, s in zip(lines, slow) if not s]
+    if rest:
+        split = _SplitLines(rest)
+        fast = _encode_split_lines(split, np.array([position[t] for t in split.tokens], np.int64)[split.text], vocabs)
+    out = {}
+    for enc in encodings:
+        per_line = [None] * len(lines)  # (ids, values, length, numbers) of each line
+        for j, r in zip(slow_rows, reference):
+            per_line[j] = (r[enc][0], r[enc][1], r[enc][2], r[enc][3])
+        counts = {k: sum(r[enc][4][k] for r in reference) for k in ("clipped", "zero")}
+        if rest:
+            ids, values, lengths, numbers, fast_counts = fast[enc]
+            cuts = np.cumsum(lengths)[:-1]
+            rows = np.flatnonzero(~slow)
+            for j, i, v, length, number in zip(rows, np.split(ids, cuts), np.split(values, cuts),
+                                                lengths[:, None], numbers[:, None]):
+                per_line[j] = (i, v, length, number)
+            counts = {k: counts[k] + fast_counts[k] for k in counts}
+        out[enc] = tuple(np.concatenate([p[field] for p in per_line]) for field in range(4)) + (counts,)
+    return out
+
+
+def build_text_vocab(lines, where="train", first_line=0):
+    """The sorted set of text tokens of some lines (numbers excluded), as split_text splits them;
+    first_line numbers errors."""
+    split = _SplitLines(lines)
+    tokens = set()
+    for j in np.flatnonzero(split.unsure):  # in order, so that the first error is raised
+        tokens.update(v for kind, v in split_text(lines[j], f"{where}:{first_line + j + 1}") if kind == "text")
+    sure = ~split.unsure[np.repeat(np.arange(len(lines)), split.text_per_line)]
+    tokens.update(split.tokens[i] for i in np.unique(split.text[sure]))
+    return sorted(tokens)
+
+
+def encode_lines_reference(lines, text_tokens, encodings, path="text", first_line=0):
+    """encode_lines one line at a time through split_text and encode_pieces: the reference."""
+    vocabs = {enc: Vocab(text_tokens, enc) for enc in encodings}
+    out = {enc: {"ids": [], "values": [], "lengths": [], "numbers": [], "counts": {"clipped": 0, "zero": 0}}
+           for enc in encodings}
+    for j, line in enumerate(lines):
+        where = f"{path}:{first_line + j + 1}"
+        pieces = split_text(line, where)
+        n_numbers = sum(kind == "num" for kind, _ in pieces)
+        for enc, o in out.items():
+            ids, values, _ = encode_pieces(pieces, vocabs[enc], where, o["counts"])
+            o["ids"].append(ids.astype(np.uint16 if len(vocabs[enc]) < 2**16 else np.int32))
+            o["values"].append(values)
+            o["lengths"].append(len(ids))
+            o["numbers"].append(n_numbers)
+    return {enc: (np.concatenate(o["ids"]), np.concatenate(o["values"]), np.array(o["lengths"]),
+                  np.array(o["numbers"]), o["counts"]) for enc, o in out.items()}
 
 
 # -----------------------------------------------------------------------------
@@ -401,24 +673,9 @@ def _atomic_save(path, array):
 
 
 def _encode_chunk(job):
-    """Encode a block of lines in every encoding asked for, splitting each line once; returns
-    compact arrays per encoding so little crosses process boundaries."""
+    """encode_lines for a worker process: job = (lines, first line index, path, text tokens, encodings)."""
     lines, first_line, path, text_tokens, encodings = job
-    vocabs = {enc: Vocab(text_tokens, enc) for enc in encodings}
-    out = {enc: {"ids": [], "values": [], "lengths": [], "numbers": [], "counts": {"clipped": 0, "zero": 0}}
-           for enc in encodings}
-    for j, line in enumerate(lines):
-        where = f"{path}:{first_line + j + 1}"
-        pieces = split_text(line, where)
-        n_numbers = sum(kind == "num" for kind, _ in pieces)
-        for enc, o in out.items():
-            ids, values, _ = encode_pieces(pieces, vocabs[enc], where, o["counts"])
-            o["ids"].append(ids.astype(np.uint16 if len(vocabs[enc]) < 2**16 else np.int32))
-            o["values"].append(values)
-            o["lengths"].append(len(ids))
-            o["numbers"].append(n_numbers)
-    return {enc: (np.concatenate(o["ids"]), np.concatenate(o["values"]), np.array(o["lengths"]),
-                  np.array(o["numbers"]), o["counts"]) for enc, o in out.items()}
+    return encode_lines(lines, text_tokens, encodings, path, first_line)
 
 
 class _ArrayWriter:
