@@ -327,7 +327,9 @@ def encode_pieces(pieces, vocab, where="text", counts=None):
         ids += vocab.number_ids(toks)
         values += [value] * len(toks)
         ask += [kind == "ask"] * len(toks)
-    return np.array(ids, np.int64), np.array(values, np.float32), np.array(ask, bool)
+    with np.errstate(over="ignore"):  # a text encoding's value beyond float32 becomes inf (unused; xVal refuses it)
+        values = np.array(values, np.float32)
+    return np.array(ids, np.int64), values, np.array(ask, bool)
 
 
 def number_spans(ids, vocab):
@@ -357,18 +359,17 @@ def format_number(x):
 # beyond float32) goes through split_text and encode_pieces instead, which encode it or raise the error
 # naming its file and line.
 
-_UNSIGNED = r"(?:[0-9]+\.?[0-9]*|\.[0-9]+)"  # _NUMBER without its exponent
-_EXPONENT = r"(?:[eE][+-]?[0-9]+)?"
+_UNSIGNED = r"(?:[0-9]++(?:\.[0-9]*+)?+|\.[0-9]++)"  # _NUMBER without its exponent
+_EXPONENT = r"(?:[eE][+-]?+[0-9]++)?+"
 _U = re.escape("".join(sorted(_UNARY_AFTER)))
 # Where split_text reads a number: at a digit that is not inside a word (no letter, digit, _ or '.'
 # before it), at a '.' followed by a digit, or at a sign it calls unary: one of _UNARY_AFTER before it,
 # perhaps with one space between, or the start of the line. The first character is consumed before the
-# look-behinds test it, so that the regex engine can skip to candidates.
-_FIRST = (rf"[0-9.+-](?:(?<=[0-9])(?<![\w.][0-9])[0-9]*\.?[0-9]*|(?<=\.)[0-9]+"
+# look-behinds test it, so that the regex engine can skip to candidates; possessive quantifiers (++, *+)
+# take what _NUMBER's greedy match takes, without keeping backtracking state.
+_FIRST = (rf"[0-9.+-](?:(?<=[0-9])(?<![\w.][0-9])[0-9]*+(?:\.[0-9]*+)?+|(?<=\.)[0-9]++"
           rf"|(?:(?<=[{_U}][+-])|(?<=[{_U}] [+-])|(?<=^[+-])|(?<=^ [+-])){_UNSIGNED}){_EXPONENT}")
-# group 1: numbers joined by single commas; group 2: word characters right after them (empty unless a
-# number runs into a word, which split_text then judges)
-_NUMBER_RUN = re.compile(rf"({_FIRST}(?:,[+-]?{_UNSIGNED}{_EXPONENT})*)(\w*)")
+_NUMBER_RUN = re.compile(rf"({_FIRST}(?:,[+-]?+{_UNSIGNED}{_EXPONENT})*+)")  # numbers joined by single commas
 _ODD_SPACE = re.compile(r"[^\S ]|  ")  # whitespace the look-behinds above cannot see through
 
 
@@ -380,6 +381,7 @@ class _Segments(dict):
         self.tokens, self.token_ids = [], {}  # the distinct text tokens
         self.pieces = []  # per segment: the ids of its tokens
         self.unsure = []  # per segment: its lines must go through split_text
+        self.word_first = []  # per segment: it starts with a word character (after a number: they touch)
 
     def __missing__(self, segment):
         try:
@@ -395,6 +397,7 @@ class _Segments(dict):
             ids.append(self.token_ids[token])
         self.pieces.append(ids)
         self.unsure.append(unsure or not segment.isascii() or _ODD_SPACE.search(segment) is not None)
+        self.word_first.append(_WORD.match(segment) is not None)
         self[segment] = len(self.pieces) - 1
         return self[segment]
 
@@ -408,20 +411,17 @@ class _SplitLines:
     """
 
     def __init__(self, lines):
-        segments, runs, tails, runs_per_line = [], [], [], []
+        segments, runs, runs_per_line = [], [], []
         for line in lines:
-            parts = _NUMBER_RUN.split(line)  # text, run, tail, text, run, tail, ..., text
-            segments += parts[0::3]
-            runs += parts[1::3]
-            tails += parts[2::3]
-            runs_per_line.append(len(parts) // 3)
+            parts = _NUMBER_RUN.split(line)  # text, run, text, run, ..., text
+            segments += parts[0::2]
+            runs += parts[1::2]
+            runs_per_line.append(len(parts) // 2)
         n_lines, n_runs, n_segments = len(lines), len(runs), len(segments)
         runs_per_line = np.array(runs_per_line, np.int64)
         run_line = np.repeat(np.arange(n_lines), runs_per_line)
         segment_line = np.repeat(np.arange(n_lines), runs_per_line + 1)
         self.unsure = np.zeros(n_lines, bool)
-        if "".join(tails):
-            self.unsure[run_line[[i for i, tail in enumerate(tails) if tail]]] = True
 
         # the numbers, run after run
         per_run = np.fromiter(map(str.count, runs, repeat(",")), np.int64, n_runs) + 1
@@ -434,13 +434,16 @@ class _SplitLines:
         table = _Segments()
         segment = np.fromiter(map(table.__getitem__, segments), np.int64, n_segments)
         self.tokens = table.tokens
-        self.unsure[segment_line[np.array(table.unsure)[segment]]] = True
+        first = np.cumsum(runs_per_line + 1) - (runs_per_line + 1)  # each line's first segment
+        after_number = np.ones(n_segments, bool)
+        after_number[first] = False
+        # a number running into a word ('1.5x', '2e'): an error or a word, split_text decides
+        self.unsure[segment_line[np.array(table.unsure)[segment] | (after_number & np.array(table.word_first)[segment])]] = True
         lengths = np.array([len(p) for p in table.pieces], np.int64)
         comma = [table.token_ids.get(",")]
         is_comma = np.array([p == comma for p in table.pieces])
-        first = np.cumsum(runs_per_line + 1) - (runs_per_line + 1)  # each line's first segment
-        inside = np.ones(n_segments, bool)
-        inside[first] = inside[first + runs_per_line] = False  # neither first nor last of its line
+        inside = after_number.copy()
+        inside[first + runs_per_line] = False  # neither first nor last of its line
         n_text = lengths[segment]
         n_text[inside & is_comma[segment]] = 0  # a comma between two numbers costs no token
 
@@ -510,7 +513,7 @@ def _encode_split_lines(split, text_index, vocabs):
     """encode_lines' result for lines split by _SplitLines, none of them unsure; text_index (T,):
     the vocabulary index of each text piece."""
     is_num, n = split.is_num, len(split.values)
-    with np.errstate(over="ignore"):  # text encodings keep today's inf beyond float32 (xVal refuses it)
+    with np.errstate(over="ignore"):  # as encode_pieces: inf beyond float32 in a text encoding's values
         values32 = split.values.astype(np.float32)
     if any(enc != "xval" for enc in vocabs):
         negative, mantissa, exponent, status = round_numbers(split.values)
@@ -536,6 +539,17 @@ def _encode_split_lines(split, text_index, vocabs):
     return out
 
 
+@functools.lru_cache(maxsize=16)
+def _cached_vocab(text_tokens, encoding):
+    """Vocab(text_tokens, encoding), built once per process (FP15's takes milliseconds)."""
+    return Vocab(text_tokens, encoding)
+
+
+def _text_index(split, position):
+    """The index in the vocabulary of each text piece, -1 where unknown; position: token -> index."""
+    return np.array([position.get(t, -1) for t in split.tokens], np.int64)[split.text]
+
+
 def encode_lines(lines, text_tokens, encodings, path="text", first_line=0):
     """
     Encode lines in each of `encodings`, splitting every line once: {encoding: (ids, values,
@@ -544,10 +558,10 @@ def encode_lines(lines, text_tokens, encodings, path="text", first_line=0):
     clipped or flushed to zero. Errors name path:line, counting from first_line + 1. The arrays are
     encode_lines_reference's, byte for byte.
     """
-    vocabs = {enc: Vocab(text_tokens, enc) for enc in encodings}
+    vocabs = {enc: _cached_vocab(tuple(text_tokens), enc) for enc in encodings}
     position = {token: i for i, token in enumerate(text_tokens)}
     split = _SplitLines(lines)
-    text_index = np.array([position.get(t, -1) for t in split.tokens], np.int64)[split.text]
+    text_index = _text_index(split, position)
     slow = split.unsure.copy()
     slow[np.repeat(np.arange(len(lines)), split.text_per_line)[text_index < 0]] = True  # unknown text
     if "xval" in vocabs:
@@ -556,13 +570,13 @@ def encode_lines(lines, text_tokens, encodings, path="text", first_line=0):
         return _encode_split_lines(split, text_index, vocabs)
     # the lines that need split_text, one at a time and in order (the first error is raised), the rest at once
     slow_rows = np.flatnonzero(slow)
-    reference = [encode_lines_reference([lines[j]], text_tokens, encodings, path, first_line + j) for j in slow_rows]
+    reference = [_encode_lines_reference([lines[j]], vocabs, path, first_line + j) for j in slow_rows]
     rest = [line for line, s in zip(lines, slow) if not s]
     if rest:
         split = _SplitLines(rest)
-        fast = _encode_split_lines(split, np.array([position[t] for t in split.tokens], np.int64)[split.text], vocabs)
+        fast = _encode_split_lines(split, _text_index(split, position), vocabs)
     out = {}
-    for enc in encodings:
+    for enc in vocabs:
         per_line = [None] * len(lines)  # (ids, values, length, numbers) of each line
         for j, r in zip(slow_rows, reference):
             per_line[j] = (r[enc][0], r[enc][1], r[enc][2], r[enc][3])
@@ -593,9 +607,12 @@ def build_text_vocab(lines, where="train", first_line=0):
 
 def encode_lines_reference(lines, text_tokens, encodings, path="text", first_line=0):
     """encode_lines one line at a time through split_text and encode_pieces: the reference."""
-    vocabs = {enc: Vocab(text_tokens, enc) for enc in encodings}
+    return _encode_lines_reference(lines, {enc: Vocab(text_tokens, enc) for enc in encodings}, path, first_line)
+
+
+def _encode_lines_reference(lines, vocabs, path, first_line):
     out = {enc: {"ids": [], "values": [], "lengths": [], "numbers": [], "counts": {"clipped": 0, "zero": 0}}
-           for enc in encodings}
+           for enc in vocabs}
     for j, line in enumerate(lines):
         where = f"{path}:{first_line + j + 1}"
         pieces = split_text(line, where)
