@@ -369,34 +369,43 @@ _U = re.escape("".join(sorted(_UNARY_AFTER)))
 # take what _NUMBER's greedy match takes, without keeping backtracking state.
 _FIRST = (rf"[0-9.+-](?:(?<=[0-9])(?<![\w.][0-9])[0-9]*+(?:\.[0-9]*+)?+|(?<=\.)[0-9]++"
           rf"|(?:(?<=[{_U}][+-])|(?<=[{_U}] [+-])|(?<=^[+-])|(?<=^ [+-])){_UNSIGNED}){_EXPONENT}")
-_NUMBER_RUN = re.compile(rf"({_FIRST}(?:,[+-]?+{_UNSIGNED}{_EXPONENT})*+)")  # numbers joined by single commas
+_NUMBER_RUN = re.compile(rf"({_FIRST}(?:,[+-]?+{_UNSIGNED}{_EXPONENT})*+)", re.M)  # numbers joined by single commas
 _ODD_SPACE = re.compile(r"[^\S ]|  ")  # whitespace the look-behinds above cannot see through
 
 
 class _Segments(dict):
-    """The distinct texts between numbers -> their id, each split once by split_text."""
+    """
+    The distinct texts between numbers -> their id, each split once by split_text. A text may span
+    line ends ('\n'); it is split line by line. Per text: its token ids (in `tokens`), where each line
+    end falls among them, and whether its lines must go through split_text instead (`unsure`).
+    """
 
     def __init__(self):
         super().__init__()
         self.tokens, self.token_ids = [], {}  # the distinct text tokens
-        self.pieces = []  # per segment: the ids of its tokens
-        self.unsure = []  # per segment: its lines must go through split_text
-        self.word_first = []  # per segment: it starts with a word character (after a number: they touch)
+        self.pieces = []  # per text: the ids of its tokens, all its lines end to end
+        self.line_ends = []  # per text: how many of its tokens come before each of its line ends
+        self.unsure = []  # per text: a line it touches must go through split_text
+        self.word_first = []  # per text: it starts with a word character (after a number: they touch)
 
     def __missing__(self, segment):
-        try:
-            pieces = split_text(segment)
-            unsure = any(kind != "text" for kind, _ in pieces)
-        except TextError:  # nan or inf: split_text raises it again with the line
-            pieces, unsure = [], True
-        ids = []
-        for _, token in pieces:
-            if token not in self.token_ids:
-                self.token_ids[token] = len(self.tokens)
-                self.tokens.append(token)
-            ids.append(self.token_ids[token])
+        ids, ends, unsure = [], [], False
+        for part in segment.split("\n"):
+            try:
+                pieces = split_text(part)
+                unsure = unsure or any(kind != "text" for kind, _ in pieces)
+            except TextError:  # nan or inf: split_text raises it again with the line
+                pieces, unsure = [], True
+            unsure = unsure or not part.isascii() or _ODD_SPACE.search(part) is not None
+            for _, token in pieces:
+                if token not in self.token_ids:
+                    self.token_ids[token] = len(self.tokens)
+                    self.tokens.append(token)
+                ids.append(self.token_ids[token])
+            ends.append(len(ids))
         self.pieces.append(ids)
-        self.unsure.append(unsure or not segment.isascii() or _ODD_SPACE.search(segment) is not None)
+        self.line_ends.append(ends[:-1])
+        self.unsure.append(unsure)
         self.word_first.append(_WORD.match(segment) is not None)
         self[segment] = len(self.pieces) - 1
         return self[segment]
@@ -404,63 +413,76 @@ class _Segments(dict):
 
 class _SplitLines:
     """
-    The pieces of many lines, as split_text gives them, in flat arrays: is_num (P,) marks the
-    number pieces, text (T,) holds the text pieces' indices in `tokens`, values (N,) the numbers,
-    text_per_line and numbers_per_line (L,) count them; `unsure` (L,) marks the lines whose
+    The pieces of many lines, as split_text gives them, in flat arrays: is_num (P,) marks the number
+    pieces, text (T,) holds the text pieces' indices in `tokens`, values (N,) the numbers in order,
+    text_per_line and numbers_per_line (L,) count them, and `unsure` (L,) marks the lines whose
     pieces must come from split_text instead.
     """
 
     def __init__(self, lines):
-        segments, runs, runs_per_line = [], [], []
-        for line in lines:
-            parts = _NUMBER_RUN.split(line)  # text, run, text, run, ..., text
-            segments += parts[0::2]
-            runs += parts[1::2]
-            runs_per_line.append(len(parts) // 2)
-        n_lines, n_runs, n_segments = len(lines), len(runs), len(segments)
-        runs_per_line = np.array(runs_per_line, np.int64)
-        run_line = np.repeat(np.arange(n_lines), runs_per_line)
-        segment_line = np.repeat(np.arange(n_lines), runs_per_line + 1)
+        n_lines = len(lines)
         self.unsure = np.zeros(n_lines, bool)
+        chunk = "\n".join(lines)
+        if chunk.count("\n") != n_lines - 1:  # a line holding a line end: split_text judges it
+            self.unsure[[i for i, line in enumerate(lines) if "\n" in line]] = True
+            chunk = "\n".join("" if "\n" in line else line for line in lines)
+        parts = _NUMBER_RUN.split(chunk)  # text, run, text, run, ..., text; a run never spans lines
+        segments, runs = parts[0::2], parts[1::2]
+        n_runs = len(runs)
 
-        # the numbers, run after run
-        per_run = np.fromiter(map(str.count, runs, repeat(",")), np.int64, n_runs) + 1
-        literals = ",".join(runs).split(",") if runs else []
-        self.values = np.fromiter(map(float, literals), np.float64, len(literals))
-        self.number_line = np.repeat(run_line, per_run)
-        self.unsure[self.number_line[~np.isfinite(self.values)]] = True
+        # the numbers: how many each run holds, and their values, all runs end to end
+        per_run, self.values = np.zeros(0, np.int64), np.zeros(0)
+        if runs:
+            joined = ";".join(runs)
+            chars = np.frombuffer(joined.encode("ascii"), np.uint8)
+            commas = np.flatnonzero(chars == ord(","))
+            per_run = np.diff(np.searchsorted(commas, np.flatnonzero(chars == ord(";"))), prepend=0,
+                              append=len(commas)) + 1
+            # float() of every literal without a string each: numpy parses with float()'s own routine
+            # (PyOS_string_to_double), so the values are float()'s to the bit
+            self.values = np.fromstring(joined.replace(";", ","), sep=",")
+            if len(self.values) != per_run.sum():  # cannot happen for what _NUMBER_RUN matches
+                raise AssertionError("numpy read another count of numbers than _NUMBER_RUN matched")
 
-        # the text between numbers, split once per distinct string
+        # the texts between numbers, split once per distinct string
         table = _Segments()
-        segment = np.fromiter(map(table.__getitem__, segments), np.int64, n_segments)
+        segment = np.fromiter(map(table.__getitem__, segments), np.int64, len(segments))
         self.tokens = table.tokens
-        first = np.cumsum(runs_per_line + 1) - (runs_per_line + 1)  # each line's first segment
-        after_number = np.ones(n_segments, bool)
-        after_number[first] = False
-        # a number running into a word ('1.5x', '2e'): an error or a word, split_text decides
-        self.unsure[segment_line[np.array(table.unsure)[segment] | (after_number & np.array(table.word_first)[segment])]] = True
+        line_ends = np.array([len(e) for e in table.line_ends], np.int64)[segment]
+        first_line = np.cumsum(line_ends) - line_ends  # the line each text starts on
+        run_line = first_line[1:]  # run h follows text h, on the line text h ends on
+        suspects = np.array(table.unsure)[segment]
+        suspects[1:] |= np.array(table.word_first)[segment[1:]]  # a number running into a word ('1.5x', '2e')
+        for g in np.flatnonzero(suspects):
+            self.unsure[first_line[g]:first_line[g] + line_ends[g] + 1] = True
+        finite = np.isfinite(self.values)
+        if not finite.all():
+            self.unsure[np.repeat(run_line, per_run)[~finite]] = True
+
+        # pieces: text g then run g, for every g; a comma alone between two numbers costs no token
         lengths = np.array([len(p) for p in table.pieces], np.int64)
         comma = [table.token_ids.get(",")]
-        is_comma = np.array([p == comma for p in table.pieces])
-        inside = after_number.copy()
-        inside[first + runs_per_line] = False  # neither first nor last of its line
-        n_text = lengths[segment]
-        n_text[inside & is_comma[segment]] = 0  # a comma between two numbers costs no token
-
-        # in line l, segment g (counted over all lines) is item 2g - l and run h is item 2h + l + 1
-        run_item = 2 * np.arange(n_runs) + run_line + 1
-        size = np.empty(n_segments + n_runs, np.int64)
-        size[2 * np.arange(n_segments) - segment_line] = n_text
-        size[run_item] = per_run
-        start = np.cumsum(size) - size  # first piece of each item
-        self.is_num = np.zeros(int(size.sum()), bool)
-        self.is_num[np.repeat(start[run_item] - (np.cumsum(per_run) - per_run), per_run)
-                    + np.arange(len(self.values))] = True
+        lone_comma = np.array([p == comma for p in table.pieces])[segment] & (line_ends == 0)
+        lone_comma[[0, -1]] = False  # the chunk's first and last texts are a line's first and last
+        n_text = np.where(lone_comma, 0, lengths[segment])
+        size = np.empty(len(segments) + n_runs, np.int64)
+        size[0::2], size[1::2] = n_text, per_run
+        start = np.cumsum(size) - size
+        self.is_num = np.repeat(np.arange(len(size)) % 2 == 1, size)
+        offsets = np.cumsum(lengths) - lengths
         flat = np.array([t for p in table.pieces for t in p], np.int64)
-        within = np.arange(int(n_text.sum())) - np.repeat(np.cumsum(n_text) - n_text, n_text)
-        self.text = flat[np.repeat(np.cumsum(lengths)[segment] - lengths[segment], n_text) + within]
-        self.text_per_line = np.bincount(segment_line, n_text, n_lines).astype(np.int64)
-        self.numbers_per_line = np.bincount(run_line, per_run, n_lines).astype(np.int64)
+        self.text = flat[np.repeat(offsets[segment] - (np.cumsum(n_text) - n_text), n_text) + np.arange(int(n_text.sum()))]
+        # the first piece of every line after the first: inside a text, after its tokens before the line end
+        crossing = np.flatnonzero(line_ends)
+        ends_flat = np.array([e for ends in table.line_ends for e in ends], np.int64)
+        ends_offsets = np.cumsum([len(e) for e in table.line_ends]) - [len(e) for e in table.line_ends]
+        k = np.repeat(crossing, line_ends[crossing])
+        within = np.arange(len(k)) - np.repeat(np.cumsum(line_ends[crossing]) - line_ends[crossing], line_ends[crossing])
+        line_start = np.concatenate([[0], start[2 * k] + ends_flat[ends_offsets[segment[k]] + within], [len(self.is_num)]])
+        numbers_before = np.concatenate([[0], np.cumsum(self.is_num)])[line_start]
+        pieces_per_line = np.diff(line_start)
+        self.numbers_per_line = np.diff(numbers_before)
+        self.text_per_line = pieces_per_line - self.numbers_per_line
 
 
 _POW10 = np.array([float(f"1e{k}") for k in range(-16, 13)])  # 10^k exactly rounded, k = -16..12
@@ -526,15 +548,22 @@ def _encode_split_lines(split, text_index, vocabs):
         else:
             number_ids = _number_id_table(enc)[negative.astype(np.int64), mantissa, exponent - MIN_EXP]  # (N, k)
             counts = {"clipped": int((status == 2).sum()), "zero": int((status == 1).sum())}
-        ids = np.zeros((len(is_num), k), np.int64)  # (P, k): a text piece fills column 0, a number all k
-        ids[~is_num, 0] = vocab.first_text_id + text_index
-        ids[is_num] = number_ids
-        values = np.ones((len(is_num), k), np.float32)
-        values[is_num] = values32[:, None]
-        keep = np.zeros((len(is_num), k), bool)
-        keep[:, 0] = keep[is_num] = True
+        if k == 1:  # one token per piece
+            ids = np.empty(len(is_num), np.int64)
+            ids[~is_num], ids[is_num] = vocab.first_text_id + text_index, number_ids[:, 0]
+            values = np.ones(len(is_num), np.float32)
+            values[is_num] = values32
+        else:  # (P, k): a text piece fills column 0, a number all k
+            ids = np.zeros((len(is_num), k), np.int64)
+            ids[~is_num, 0] = vocab.first_text_id + text_index
+            ids[is_num] = number_ids
+            values = np.ones((len(is_num), k), np.float32)
+            values[is_num] = values32[:, None]
+            keep = np.zeros((len(is_num), k), bool)
+            keep[:, 0] = keep[is_num] = True
+            ids, values = ids[keep], values[keep]
         dtype = np.uint16 if len(vocab) < 2**16 else np.int32
-        out[enc] = (ids[keep].astype(dtype), values[keep], split.text_per_line + k * split.numbers_per_line,
+        out[enc] = (ids.astype(dtype), values, split.text_per_line + k * split.numbers_per_line,
                     split.numbers_per_line.copy(), counts)
     return out
 
@@ -563,9 +592,12 @@ def encode_lines(lines, text_tokens, encodings, path="text", first_line=0):
     split = _SplitLines(lines)
     text_index = _text_index(split, position)
     slow = split.unsure.copy()
-    slow[np.repeat(np.arange(len(lines)), split.text_per_line)[text_index < 0]] = True  # unknown text
-    if "xval" in vocabs:
-        slow[split.number_line[np.abs(split.values) >= FLOAT32_OVERFLOW]] = True
+    unknown = text_index < 0
+    if unknown.any():
+        slow[np.repeat(np.arange(len(lines)), split.text_per_line)[unknown]] = True
+    beyond = np.abs(split.values) >= FLOAT32_OVERFLOW
+    if "xval" in vocabs and beyond.any():  # xVal's values are float32
+        slow[np.repeat(np.arange(len(lines)), split.numbers_per_line)[beyond]] = True
     if not slow.any():
         return _encode_split_lines(split, text_index, vocabs)
     # the lines that need split_text, one at a time and in order (the first error is raised), the rest at once

@@ -88,7 +88,10 @@ DECIMALS = [".5", "5.", "5..5", "1.2.3", "..5", "-.5", "+.5", "(.5)", "(-.5)", "
 WORDS = ["planet0", "t2m", "x1:2", "'key9':1", '{"planet0":{"m":2.38,"a":1e-05}}', "2m", "1_000", "_5", "a_1 2",
          "'a'", '"b":1', "'9x'", '"a"b"', "'a b'", "abc", "{}", "[?]", "nanx:1", "'nan':1", '"inf"', "x=infinity2",
          "],[", ")+(", "((1*2)+(3-4))=5", "{a:-1.5,b:0.123456789}", "{d:1.53,e:-1.33,a:2.53,i:0.0232}e=-1.33"]
-SPACES = ["1 2", "a b", "[1 ,2]", "[1,\t-2]", "(\t-4)", "(  -4)", "  -4", "\t-4", "1  2", "x\x0b-1", "( 1 )"]
+SPACES = ["1 2", "a b", "[1 ,2]", "[1,\t-2]", "(\t-4)", "(  -4)", "  -4", "\t-4", "1  2", "x\x0b-1", "( 1 )",
+          "a\n-5", "(\n-5", "1\n2"]
+EDGES = [",", "1,2", ",", ",", "5", "1,", ",1", "x", "", "y", ",", "-1,-2", "[1,2]", "", ""]  # lines without numbers
+
 UNICODE = ["λ:1.5", "é 2", "x²:2", ".²", "٣:4", "1.5 µ", "²3"]
 TIES = ["1.235", "9.995", "999.5e-10", "0.125", "2.675", "1.005e3", "9.995e7", "9.9949e7", "9.995e-9", "9.994e-9",
         "0.0", "-0.0", "-0", "+0", "0e5", "-0.0e-3", "1e-8", "9.99e7", "1e-9", "1.2e9", "-5e8", "99950000",
@@ -97,8 +100,9 @@ NEAR_LIMITS = [repr(float(np.nextafter(x, toward))) for x in (1e-8, 9.99e7, 9.99
                for toward in (0.0, np.inf)]
 
 
-@pytest.mark.parametrize("lines", [SIGNS, EXPONENTS, DECIMALS, WORDS, SPACES, UNICODE, TIES, NEAR_LIMITS],
-                         ids=["signs", "exponents", "decimals", "words", "spaces", "unicode", "ties", "near_limits"])
+@pytest.mark.parametrize("lines", [SIGNS, EXPONENTS, DECIMALS, WORDS, SPACES, EDGES, UNICODE, TIES, NEAR_LIMITS],
+                         ids=["signs", "exponents", "decimals", "words", "spaces", "edges", "unicode", "ties",
+                              "near_limits"])
 def test_adversarial_lines_give_the_reference_bytes(lines):
     text_tokens = build_text_vocab(lines)
     assert text_tokens == reference_vocab(lines)
