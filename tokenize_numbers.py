@@ -28,6 +28,7 @@ import math
 import os
 import re
 import shutil
+import statistics
 import sys
 import time
 from itertools import repeat
@@ -727,6 +728,12 @@ def _encode_chunk(job):
     return encode_lines(lines, text_tokens, encodings, path, first_line)
 
 
+def _encode_chunk_reference(job):
+    """_encode_chunk through encode_lines_reference (for the benchmark)."""
+    lines, first_line, path, text_tokens, encodings = job
+    return encode_lines_reference(lines, text_tokens, encodings, path, first_line)
+
+
 class _ArrayWriter:
     """Appends one encoding's chunks to raw temporary files, so a split of any size is written
     with bounded memory, then turns them into .npy files under their final names."""
@@ -854,6 +861,50 @@ class Split:
         return np.asarray(self.ids[a:b], np.int64), np.asarray(self.values[a:b], np.float32)
 
 
+def bench(data_dir, n_lines=1000, workers=1, repeats=3):
+    """
+    Time the tokenizer on the first n_lines of <data_dir>/train.txt, writing nothing: the reference
+    (split_text and encode_pieces, a line at a time) and the fast path (encode_lines), one after the
+    other in each repeat so that both meet the same machine, for each encoding and for all five in one
+    pass. One core: CPU seconds of this process; all cores: wall seconds of `workers` processes, each
+    encoding a share of the lines. Prints medians over the repeats.
+    """
+    path = os.path.join(data_dir, "train.txt")
+    lines = next(_line_chunks(path, n_lines, 1))[0][1]
+    text_tokens = build_text_vocab(lines, path)
+    numbers = int(encode_lines(lines, text_tokens, ENCODINGS, path)["xval"][3].sum())  # also warms the caches
+    print(f"{path}: {len(lines)} lines, {numbers / len(lines):.1f} numbers per line; medians of {repeats} "
+          f"repeats, reference and fast path in turn")
+    print("\n| encodings | reference lines/s | fast lines/s | speed-up | fast numbers/s |\n|---|---|---|---|---|")
+    for encodings in [[enc] for enc in ENCODINGS] + [list(ENCODINGS)]:
+        seconds = {encode_lines_reference: [], encode_lines: []}
+        for _ in range(repeats):
+            for encoder, times in seconds.items():
+                t0 = time.process_time()
+                encoder(lines, text_tokens, encodings, path)
+                times.append(time.process_time() - t0)
+        reference, fast = (statistics.median(times) for times in seconds.values())
+        name = "all five, one pass" if len(encodings) > 1 else encodings[0]
+        print(f"| {name} | {len(lines) / reference:,.0f} | {len(lines) / fast:,.0f} | {reference / fast:.1f}× | "
+              f"{numbers / fast:,.0f} |")
+    print("(one core: lines per CPU second of this process)")
+    if workers > 1:
+        share = -(-len(lines) // workers)
+        jobs = [(lines[i:i + share], i, path, text_tokens, list(ENCODINGS)) for i in range(0, len(lines), share)]
+        seconds = {_encode_chunk_reference: [], _encode_chunk: []}
+        with Pool(workers) as pool:
+            pool.map(_encode_chunk, jobs)  # warm each worker's caches
+            for _ in range(repeats):
+                for encoder, times in seconds.items():
+                    t0 = time.perf_counter()
+                    pool.map(encoder, jobs)
+                    times.append(time.perf_counter() - t0)
+        reference, fast = (statistics.median(times) for times in seconds.values())
+        print(f"all five in one pass on {workers} processes (wall time): reference {len(lines) / reference:,.0f} "
+              f"lines/s, fast {len(lines) / fast:,.0f} lines/s ({reference / fast:.1f}×), "
+              f"{numbers / fast:,.0f} numbers/s")
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description="Tokenize a prepared dataset into arrays, or print its token statistics.")
     p.add_argument("data_dir", help="a folder written by a prepare/ script (train.txt, val.txt, ...)")
@@ -861,7 +912,15 @@ def main(argv=None):
     p.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     p.add_argument("--stats", action="store_true", help="print tokens/sample per encoding (tokenizes every encoding)")
     p.add_argument("--rebuild-vocab", action="store_true", help="rebuild vocab.json from train.txt")
+    p.add_argument("--bench", action="store_true", help="time the tokenizer (reference and fast path, each "
+                   "encoding and all five) on the first --bench-lines lines of train.txt; writes nothing")
+    p.add_argument("--bench-lines", type=int, default=1000, help="lines --bench times (default 1000)")
     args = p.parse_args(argv)
+    if args.bench:
+        try:
+            return bench(args.data_dir, args.bench_lines, args.workers)
+        except (TextError, FileNotFoundError) as e:
+            sys.exit(f"error: {e}")
     encodings = ENCODINGS if args.encoding == "all" or args.stats else [args.encoding]
     for e in encodings:
         if e not in ENCODINGS:
