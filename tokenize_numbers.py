@@ -370,7 +370,8 @@ _U = re.escape("".join(sorted(_UNARY_AFTER)))
 # take what _NUMBER's greedy match takes, without keeping backtracking state.
 _FIRST = (rf"[0-9.+-](?:(?<=[0-9])(?<![\w.][0-9])[0-9]*+(?:\.[0-9]*+)?+|(?<=\.)[0-9]++"
           rf"|(?:(?<=[{_U}][+-])|(?<=[{_U}] [+-])|(?<=^[+-])|(?<=^ [+-])){_UNSIGNED}){_EXPONENT}")
-_NUMBER_RUN = re.compile(rf"({_FIRST}(?:,[+-]?+{_UNSIGNED}{_EXPONENT})*+)", re.M)  # numbers joined by single commas
+# numbers joined by a comma, alone or in a JSON bracket token ('],[', ']],[['): few and long matches
+_NUMBER_RUN = re.compile(rf"({_FIRST}(?:(?:,|\]++,\[++)[+-]?+{_UNSIGNED}{_EXPONENT})*+)", re.M)
 _ODD_SPACE = re.compile(r"[^\S ]|  ")  # whitespace the look-behinds above cannot see through
 
 
@@ -398,11 +399,7 @@ class _Segments(dict):
             except TextError:  # nan or inf: split_text raises it again with the line
                 pieces, unsure = [], True
             unsure = unsure or not part.isascii() or _ODD_SPACE.search(part) is not None
-            for _, token in pieces:
-                if token not in self.token_ids:
-                    self.token_ids[token] = len(self.tokens)
-                    self.tokens.append(token)
-                ids.append(self.token_ids[token])
+            ids += [self.token_id(token) for _, token in pieces]
             ends.append(len(ids))
         self.pieces.append(ids)
         self.line_ends.append(ends[:-1])
@@ -410,6 +407,12 @@ class _Segments(dict):
         self.word_first.append(_WORD.match(segment) is not None)
         self[segment] = len(self.pieces) - 1
         return self[segment]
+
+    def token_id(self, token):
+        if token not in self.token_ids:
+            self.token_ids[token] = len(self.tokens)
+            self.tokens.append(token)
+        return self.token_ids[token]
 
 
 class _SplitLines:
@@ -429,24 +432,32 @@ class _SplitLines:
             chunk = "\n".join("" if "\n" in line else line for line in lines)
         parts = _NUMBER_RUN.split(chunk)  # text, run, text, run, ..., text; a run never spans lines
         segments, runs = parts[0::2], parts[1::2]
-        n_runs = len(runs)
+        table = _Segments()
 
-        # the numbers: how many each run holds, and their values, all runs end to end
+        # the numbers of all runs end to end; inside a run, one comma between two numbers, alone or
+        # within a bracket token such as '],[' (after number after[i], token bracket[i])
         per_run, self.values = np.zeros(0, np.int64), np.zeros(0)
+        brackets_per_run, after, bracket = np.zeros(len(runs), np.int64), np.zeros(0, np.int64), []
         if runs:
             joined = ";".join(runs)
             chars = np.frombuffer(joined.encode("ascii"), np.uint8)
-            commas = np.flatnonzero(chars == ord(","))
-            per_run = np.diff(np.searchsorted(commas, np.flatnonzero(chars == ord(";"))), prepend=0,
-                              append=len(commas)) + 1
+            commas, semicolons = np.flatnonzero(chars == ord(",")), np.flatnonzero(chars == ord(";"))
+            per_run = np.diff(np.searchsorted(commas, semicolons), prepend=0, append=len(commas)) + 1
             # float() of every literal without a string each: numpy parses with float()'s own routine
             # (PyOS_string_to_double), so the values are float()'s to the bit
-            self.values = np.fromstring(joined.replace(";", ","), sep=",")
+            self.values = np.fromstring(joined.translate(_LITERALS_ONLY), sep=",")
             if len(self.values) != per_run.sum():  # cannot happen for what _NUMBER_RUN matches
                 raise AssertionError("numpy read another count of numbers than _NUMBER_RUN matched")
+            at = commas[chars[commas - 1] == ord("]")]
+            if len(at):
+                run = np.searchsorted(semicolons, at)
+                brackets_per_run = np.bincount(run, minlength=len(runs))
+                after = np.searchsorted(commas, at) + run  # numbers before the comma, less one
+                shape = _bracket_run(chars, at, -1, ord("]")) * 1000 + _bracket_run(chars, at, 1, ord("["))
+                shapes, which = np.unique(shape, return_inverse=True)
+                bracket = np.array([table.token_id("]" * (s // 1000) + "," + "[" * (s % 1000)) for s in shapes])[which]
 
-        # the texts between numbers, split once per distinct string
-        table = _Segments()
+        # the texts between runs, split once per distinct string
         segment = np.fromiter(map(table.__getitem__, segments), np.int64, len(segments))
         self.tokens = table.tokens
         line_ends = np.array([len(e) for e in table.line_ends], np.int64)[segment]
@@ -460,19 +471,32 @@ class _SplitLines:
         if not finite.all():
             self.unsure[np.repeat(run_line, per_run)[~finite]] = True
 
-        # pieces: text g then run g, for every g; a comma alone between two numbers costs no token
+        # the pieces: text g, then run g (numbers and bracket tokens), for every g; a comma alone
+        # between two numbers costs no token
         lengths = np.array([len(p) for p in table.pieces], np.int64)
         comma = [table.token_ids.get(",")]
         lone_comma = np.array([p == comma for p in table.pieces])[segment] & (line_ends == 0)
         lone_comma[[0, -1]] = False  # the chunk's first and last texts are a line's first and last
         n_text = np.where(lone_comma, 0, lengths[segment])
-        size = np.empty(len(segments) + n_runs, np.int64)
-        size[0::2], size[1::2] = n_text, per_run
+        size = np.empty(len(segments) + len(runs), np.int64)
+        size[0::2], size[1::2] = n_text, per_run + brackets_per_run
         start = np.cumsum(size) - size
-        self.is_num = np.repeat(np.arange(len(size)) % 2 == 1, size)
-        offsets = np.cumsum(lengths) - lengths
+        n_numbers = len(self.values)
+        brackets_before = np.zeros(n_numbers + 1, np.int64)  # bracket tokens before each number
+        np.add.at(brackets_before, after + 1, 1)
+        brackets_before = np.cumsum(brackets_before)[:-1]
+        first_number = np.cumsum(per_run) - per_run
+        number_piece = (np.repeat(start[1::2] - first_number - brackets_before[first_number], per_run)
+                        + np.arange(n_numbers) + brackets_before)
+        self.is_num = np.zeros(int(size.sum()), bool)
+        self.is_num[number_piece] = True
+        text = np.empty(len(self.is_num), np.int64)
+        within = np.arange(int(n_text.sum())) - np.repeat(np.cumsum(n_text) - n_text, n_text)
         flat = np.array([t for p in table.pieces for t in p], np.int64)
-        self.text = flat[np.repeat(offsets[segment] - (np.cumsum(n_text) - n_text), n_text) + np.arange(int(n_text.sum()))]
+        text[np.repeat(start[0::2], n_text) + within] = flat[np.repeat((np.cumsum(lengths) - lengths)[segment], n_text) + within]
+        text[number_piece[after] + 1] = bracket
+        self.text = text[~self.is_num]
+
         # the first piece of every line after the first: inside a text, after its tokens before the line end
         crossing = np.flatnonzero(line_ends)
         ends_flat = np.array([e for ends in table.line_ends for e in ends], np.int64)
@@ -480,10 +504,22 @@ class _SplitLines:
         k = np.repeat(crossing, line_ends[crossing])
         within = np.arange(len(k)) - np.repeat(np.cumsum(line_ends[crossing]) - line_ends[crossing], line_ends[crossing])
         line_start = np.concatenate([[0], start[2 * k] + ends_flat[ends_offsets[segment[k]] + within], [len(self.is_num)]])
-        numbers_before = np.concatenate([[0], np.cumsum(self.is_num)])[line_start]
-        pieces_per_line = np.diff(line_start)
-        self.numbers_per_line = np.diff(numbers_before)
-        self.text_per_line = pieces_per_line - self.numbers_per_line
+        self.numbers_per_line = np.diff(np.concatenate([[0], np.cumsum(self.is_num)])[line_start])
+        self.text_per_line = np.diff(line_start) - self.numbers_per_line
+
+
+_LITERALS_ONLY = str.maketrans({"[": None, "]": None, ";": ","})  # numbers joined by single commas
+
+
+def _bracket_run(chars, at, step, bracket):
+    """How many `bracket` characters follow (step 1) or precede (step -1) each position `at`."""
+    count, going, k = np.zeros(len(at), np.int64), np.ones(len(at), bool), 1
+    while going.any():
+        near = np.clip(at + step * k, 0, len(chars) - 1)
+        going &= (chars[near] == bracket) & (near == at + step * k)
+        count += going
+        k += 1
+    return count
 
 
 _POW10 = np.array([float(f"1e{k}") for k in range(-16, 13)])  # 10^k exactly rounded, k = -16..12

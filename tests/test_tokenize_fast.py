@@ -90,6 +90,9 @@ WORDS = ["planet0", "t2m", "x1:2", "'key9':1", '{"planet0":{"m":2.38,"a":1e-05}}
          "],[", ")+(", "((1*2)+(3-4))=5", "{a:-1.5,b:0.123456789}", "{d:1.53,e:-1.33,a:2.53,i:0.0232}e=-1.33"]
 SPACES = ["1 2", "a b", "[1 ,2]", "[1,\t-2]", "(\t-4)", "(  -4)", "  -4", "\t-4", "1  2", "x\x0b-1", "( 1 )",
           "a\n-5", "(\n-5", "1\n2"]
+BRACKETS = ["[[1,2],[3,4]]", "[[1,2]],[[-3]]", "[1],[x]", "[1],[-.5]", "[1]],[[2,3]]]", "[1],[ 2]", "1],[", "],[5",
+            "[1] ,[2]", "[1],[2e5],[.5]", "[1],[-2],[+3]", "[1],[[-x]]", "[1],,[2]", "[1],[2]x", "[1]],[[[2]]],[3",
+            '{"data":[[[1.896,-0.5563],[1.296,-0.7366]],[[1.974,0.01111],[1.485,-0.1105]]]}', "[1],[2],[3]"]
 EDGES = [",", "1,2", ",", ",", "5", "1,", ",1", "x", "", "y", ",", "-1,-2", "[1,2]", "", ""]  # lines without numbers
 
 UNICODE = ["λ:1.5", "é 2", "x²:2", ".²", "٣:4", "1.5 µ", "²3"]
@@ -100,9 +103,10 @@ NEAR_LIMITS = [repr(float(np.nextafter(x, toward))) for x in (1e-8, 9.99e7, 9.99
                for toward in (0.0, np.inf)]
 
 
-@pytest.mark.parametrize("lines", [SIGNS, EXPONENTS, DECIMALS, WORDS, SPACES, EDGES, UNICODE, TIES, NEAR_LIMITS],
-                         ids=["signs", "exponents", "decimals", "words", "spaces", "edges", "unicode", "ties",
-                              "near_limits"])
+@pytest.mark.parametrize("lines", [SIGNS, EXPONENTS, DECIMALS, WORDS, BRACKETS, SPACES, EDGES, UNICODE, TIES,
+                                   NEAR_LIMITS],
+                         ids=["signs", "exponents", "decimals", "words", "brackets", "spaces", "edges", "unicode",
+                              "ties", "near_limits"])
 def test_adversarial_lines_give_the_reference_bytes(lines):
     text_tokens = build_text_vocab(lines)
     assert text_tokens == reference_vocab(lines)
