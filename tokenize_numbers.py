@@ -6,6 +6,7 @@ dataset into memory-mapped arrays.
     python tokenize_numbers.py data/arithmetic_ops2 --encoding xval   # one encoding
     python tokenize_numbers.py data/arithmetic_ops2 --encoding all    # all five
     python tokenize_numbers.py data/planets --stats                   # token statistics table
+    python tokenize_numbers.py data/planets --bench                   # tokenizer speed (writes nothing)
 
 A sample is one line of text. It is split into pieces: numbers (a float each) and text tokens
 (runs of punctuation such as '],[', quoted keys, words). Whitespace is not significant and is
@@ -31,7 +32,6 @@ import shutil
 import statistics
 import sys
 import time
-from itertools import repeat
 from multiprocessing import Pool
 
 import numpy as np
@@ -299,8 +299,6 @@ class Vocab:
         return tokens_to_number([self.itos[i] for i in ids], self.encoding)
 
 
-
-
 def encode(text, vocab, where="text", allow_ask=False, counts=None):
     """
     One sample -> (ids, values, ask): int64 token ids, float32 values (the number at every token
@@ -349,16 +347,16 @@ def format_number(x):
 # -----------------------------------------------------------------------------
 # the fast path: many lines split at once and encoded in every encoding
 #
-# split_text is the definition of the split, one character at a time as the rules read; it stays the
+# split_text is the definition of the split, one character at a time as the rules read. It stays the
 # tokenizer of single lines (sample.py and eval.py need [?] and character spans) and the reference the
-# fast path is tested against byte for byte (tests/test_tokenize_fast.py). Datasets go through
-# encode_lines: one compiled regular expression per line finds the numbers, a run of comma-separated
-# numbers per match (a comma between two numbers costs no token); the text between two numbers is split
-# by split_text once per distinct string; numbers are converted, rounded and looked up with numpy, once
-# for all encodings. A line the fast path cannot vouch for (a number running into a word, non-ASCII
-# text, whitespace other than single spaces, a non-finite number, an unknown text token, an xVal value
-# beyond float32) goes through split_text and encode_pieces instead, which encode it or raise the error
-# naming its file and line.
+# fast path is tested against, byte for byte (tests/test_tokenize_fast.py). Datasets go through
+# encode_lines: one compiled regular expression over a whole chunk of lines finds the numbers, a run of
+# them per match (joined by commas, which cost no token between two numbers, or by JSON's '],['); the
+# text between two runs is split by split_text once per distinct string; numbers are read, rounded and
+# looked up with numpy, once for all encodings. A line the fast path cannot vouch for (a number running
+# into a word, non-ASCII text, whitespace other than single spaces, a non-finite number, an unknown text
+# token, an xVal value beyond float32) goes through split_text and encode_pieces instead, which encode
+# it or raise the error naming its file and line.
 
 _UNSIGNED = r"(?:[0-9]++(?:\.[0-9]*+)?+|\.[0-9]++)"  # _NUMBER without its exponent
 _EXPONENT = r"(?:[eE][+-]?+[0-9]++)?+"
@@ -453,20 +451,21 @@ class _SplitLines:
                 run = np.searchsorted(semicolons, at)
                 brackets_per_run = np.bincount(run, minlength=len(runs))
                 after = np.searchsorted(commas, at) + run  # numbers before the comma, less one
-                shape = _bracket_run(chars, at, -1, ord("]")) * 1000 + _bracket_run(chars, at, 1, ord("["))
-                shapes, which = np.unique(shape, return_inverse=True)
-                bracket = np.array([table.token_id("]" * (s // 1000) + "," + "[" * (s % 1000)) for s in shapes])[which]
+                closing, opening = _bracket_run(chars, at, -1, ord("]")), _bracket_run(chars, at, 1, ord("["))
+                base = int(opening.max()) + 1
+                shapes, which = np.unique(closing * base + opening, return_inverse=True)
+                bracket = np.array([table.token_id("]" * (s // base) + "," + "[" * (s % base)) for s in shapes])[which]
 
         # the texts between runs, split once per distinct string
         segment = np.fromiter(map(table.__getitem__, segments), np.int64, len(segments))
         self.tokens = table.tokens
         line_ends = np.array([len(e) for e in table.line_ends], np.int64)[segment]
-        first_line = np.cumsum(line_ends) - line_ends  # the line each text starts on
-        run_line = first_line[1:]  # run h follows text h, on the line text h ends on
+        text_line = np.cumsum(line_ends) - line_ends  # the line each text starts on
+        run_line = text_line[1:]  # run h follows text h, on the line text h ends on
         suspects = np.array(table.unsure)[segment]
         suspects[1:] |= np.array(table.word_first)[segment[1:]]  # a number running into a word ('1.5x', '2e')
         for g in np.flatnonzero(suspects):
-            self.unsure[first_line[g]:first_line[g] + line_ends[g] + 1] = True
+            self.unsure[text_line[g]:text_line[g] + line_ends[g] + 1] = True
         finite = np.isfinite(self.values)
         if not finite.all():
             self.unsure[np.repeat(run_line, per_run)[~finite]] = True
@@ -482,9 +481,9 @@ class _SplitLines:
         size[0::2], size[1::2] = n_text, per_run + brackets_per_run
         start = np.cumsum(size) - size
         n_numbers = len(self.values)
-        brackets_before = np.zeros(n_numbers + 1, np.int64)  # bracket tokens before each number
-        np.add.at(brackets_before, after + 1, 1)
-        brackets_before = np.cumsum(brackets_before)[:-1]
+        brackets_before = np.zeros(n_numbers, np.int64)  # bracket tokens before each number
+        brackets_before[after + 1] = 1  # at most one after each number
+        brackets_before = np.cumsum(brackets_before)
         first_number = np.cumsum(per_run) - per_run
         number_piece = (np.repeat(start[1::2] - first_number - brackets_before[first_number], per_run)
                         + np.arange(n_numbers) + brackets_before)
@@ -665,6 +664,8 @@ def encode_lines(lines, text_tokens, encodings, path="text", first_line=0):
 def build_text_vocab(lines, where="train", first_line=0):
     """The sorted set of text tokens of some lines (numbers excluded), as split_text splits them;
     first_line numbers errors."""
+    if not lines:
+        return []
     split = _SplitLines(lines)
     tokens = set()
     for j in np.flatnonzero(split.unsure):  # in order, so that the first error is raised
@@ -825,7 +826,7 @@ def encode_split(data_dir, split, encodings, workers=1, chunk=1000):
         # waves of `workers` chunks: the text is read as it is encoded, never all at once
         for wave in _line_chunks(path, chunk, workers):
             jobs = [(lines, first, path, text_tokens, encodings) for first, lines in wave]
-            for result in (pool.map(_encode_chunk, jobs) if pool else map(_encode_chunk, jobs)):
+            for result in (pool.imap(_encode_chunk, jobs) if pool else map(_encode_chunk, jobs)):  # in order: the first error
                 for enc, writer in writers.items():
                     writer.add(*result[enc])
         if not writers[encodings[0]].lengths:

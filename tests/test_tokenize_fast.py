@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 from conftest import ROOT
 
-from tokenize_numbers import (ENCODINGS, FLOAT32_OVERFLOW, TextError, Vocab, build_text_vocab, encode,
-                              encode_lines, encode_lines_reference, round_number, round_numbers, split_text)
+from tokenize_numbers import (ENCODINGS, FLOAT32_OVERFLOW, TextError, Vocab, build_text_vocab, build_vocab_file,
+                              encode, encode_lines, encode_lines_reference, encode_split, round_number, round_numbers,
+                              split_text)
 
 sys.path.insert(0, os.path.join(ROOT, "prepare"))
 import arithmetic  # noqa: E402
@@ -74,6 +75,21 @@ def test_temperature_arrays_are_the_reference_bytes(tmp_path):
         with open(tmp_path / "out" / f"{split}.txt") as f:
             splits[split] = [next(f).rstrip("\n") for _ in range(6)]
     assert_dataset_same_as_reference(splits)
+
+
+def test_tokenizing_a_split_with_two_workers_writes_the_reference_arrays(tmp_path):
+    lines = generated(arithmetic.Sample("ops3"), ("train",), 300)["train"]
+    (tmp_path / "train.txt").write_text("\n".join(lines) + "\n")
+    text_tokens = build_vocab_file(str(tmp_path))
+    summaries = encode_split(str(tmp_path), "train", list(ENCODINGS), workers=2, chunk=40)  # 8 chunks
+    reference = encode_lines_reference(lines, text_tokens, ENCODINGS, "train.txt")
+    for enc, summary in zip(ENCODINGS, summaries):
+        ids, values, lengths, numbers, counts = reference[enc]
+        for name, want in (("ids", ids), ("values", values), ("offsets", np.concatenate([[0], np.cumsum(lengths)]))):
+            got = np.load(tmp_path / enc / f"train.{name}.npy")
+            assert got.dtype == want.dtype or name == "offsets"
+            assert np.array_equal(got, want) and got.tobytes() == want.astype(got.dtype).tobytes(), (enc, name)
+        assert summary["clipped"] == counts["clipped"] and summary["numbers_per_sample_max"] == numbers.max()
 
 
 UNARY_AFTER = "([{,:=+-*/^<>"
