@@ -6,6 +6,7 @@ dataset into memory-mapped arrays.
     python tokenize_numbers.py data/arithmetic_ops2 --encoding xval   # one encoding
     python tokenize_numbers.py data/arithmetic_ops2 --encoding all    # all five
     python tokenize_numbers.py data/planets --stats                   # token statistics table
+    python tokenize_numbers.py data/planets --bench                   # tokenizer speed (writes nothing)
 
 A sample is one line of text. It is split into pieces: numbers (a float each) and text tokens
 (runs of punctuation such as '],[', quoted keys, words). Whitespace is not significant and is
@@ -21,12 +22,14 @@ becomes tokens of the chosen encoding; for -60.2:
 The text encodings keep 3 significant digits: value = ±m·10^E with m in 100..999 and E in -10..5.
 """
 import argparse
+import functools
 import hashlib
 import json
 import math
 import os
 import re
 import shutil
+import statistics
 import sys
 import time
 from multiprocessing import Pool
@@ -45,6 +48,7 @@ MIN_EXP, MAX_EXP = -10, 5
 EXPONENTS = [f"E{e}" for e in range(MIN_EXP, MAX_EXP + 1)]  # E-10 ... E0 ... E5 (16 tokens)
 LARGEST = 999 * 10.0**MAX_EXP  # 9.99e7
 SMALLEST = 100 * 10.0**MIN_EXP  # 1.00e-8
+FLOAT32_OVERFLOW = 2.0**128 - 2.0**103  # the smallest magnitude float32 rounds to inf (xVal's values are float32)
 
 # -----------------------------------------------------------------------------
 # number extraction
@@ -199,15 +203,20 @@ def number_to_tokens(x, encoding, counts=None):
     sign, m, e, status = round_number(x)
     if counts is not None and status != "ok":
         counts[status] = counts.get(status, 0) + 1
-    mant = f"{m:03d}"
+    return _spell(sign, m, e, encoding)
+
+
+def _spell(sign, mantissa, exponent, encoding):
+    """The tokens of ±mantissa·10^exponent in a text encoding: _spell("-", 602, -1, "b1999") == ["-602", "E-1"]."""
+    mant = f"{mantissa:03d}"
     if encoding == "p10":
-        return [sign, *mant, f"E{e}"]
+        return [sign, *mant, f"E{exponent}"]
     if encoding == "p1000":
-        return [sign, mant, f"E{e}"]
+        return [sign, mant, f"E{exponent}"]
     if encoding == "b1999":
-        return [sign + mant, f"E{e}"]
+        return [sign + mant, f"E{exponent}"]
     if encoding == "fp15":
-        return [f"{sign}{mant}E{e}"]
+        return [f"{sign}{mant}E{exponent}"]
     raise ValueError(f"unknown encoding {encoding!r}; expected one of {', '.join(ENCODINGS)}")
 
 
@@ -290,14 +299,6 @@ class Vocab:
         return tokens_to_number([self.itos[i] for i in ids], self.encoding)
 
 
-def build_text_vocab(lines, where="train", first_line=0):
-    """The sorted set of text tokens of some lines (numbers excluded); first_line numbers errors."""
-    tokens = set()
-    for i, line in enumerate(lines):
-        tokens.update(v for kind, v in split_text(line, f"{where}:{first_line + i + 1}") if kind == "text")
-    return sorted(tokens)
-
-
 def encode(text, vocab, where="text", allow_ask=False, counts=None):
     """
     One sample -> (ids, values, ask): int64 token ids, float32 values (the number at every token
@@ -318,11 +319,16 @@ def encode_pieces(pieces, vocab, where="text", counts=None):
             ask.append(False)
             continue
         value = 1.0 if kind == "ask" else v
+        if enc == "xval" and abs(value) >= FLOAT32_OVERFLOW:
+            raise TextError(f"{where}: the number {value!r} overflows float32, the dtype of xVal's values "
+                            f"(at most {np.finfo(np.float32).max:.7g} in magnitude)")
         toks = number_to_tokens(value, enc, counts if kind == "num" else None)
         ids += vocab.number_ids(toks)
         values += [value] * len(toks)
         ask += [kind == "ask"] * len(toks)
-    return np.array(ids, np.int64), np.array(values, np.float32), np.array(ask, bool)
+    with np.errstate(over="ignore"):  # a text encoding's value beyond float32 becomes inf (unused; xVal refuses it)
+        values = np.array(values, np.float32)
+    return np.array(ids, np.int64), values, np.array(ask, bool)
 
 
 def number_spans(ids, vocab):
@@ -336,6 +342,359 @@ def number_spans(ids, vocab):
 def format_number(x):
     """A predicted value as text: 6 significant digits, NaN as 'nan'."""
     return "nan" if math.isnan(x) else f"{x:.6g}"
+
+
+# -----------------------------------------------------------------------------
+# the fast path: many lines split at once and encoded in every encoding
+#
+# split_text is the definition of the split, one character at a time as the rules read. It stays the
+# tokenizer of single lines (sample.py and eval.py need [?] and character spans) and the reference the
+# fast path is tested against, byte for byte (tests/test_tokenize_fast.py). Datasets go through
+# encode_lines: one compiled regular expression over a whole chunk of lines finds the numbers, a run of
+# them per match (joined by commas, which cost no token between two numbers, or by JSON's '],['); the
+# text between two runs is split by split_text once per distinct string; numbers are read, rounded and
+# looked up with numpy, once for all encodings. A line the fast path cannot vouch for (a number running
+# into a word, non-ASCII text, whitespace other than single spaces, a non-finite number, an unknown text
+# token, an xVal value beyond float32) goes through split_text and encode_pieces instead, which encode
+# it or raise the error naming its file and line.
+
+_UNSIGNED = r"(?:[0-9]++(?:\.[0-9]*+)?+|\.[0-9]++)"  # _NUMBER without its exponent
+_EXPONENT = r"(?:[eE][+-]?+[0-9]++)?+"
+_U = re.escape("".join(sorted(_UNARY_AFTER)))
+# Where split_text reads a number: at a digit that is not inside a word (no letter, digit, _ or '.'
+# before it), at a '.' followed by a digit, or at a sign it calls unary: one of _UNARY_AFTER before it,
+# perhaps with one space between, or the start of the line. The first character is consumed before the
+# look-behinds test it, so that the regex engine can skip to candidates; possessive quantifiers (++, *+)
+# take what _NUMBER's greedy match takes, without keeping backtracking state.
+_FIRST = (rf"[0-9.+-](?:(?<=[0-9])(?<![\w.][0-9])[0-9]*+(?:\.[0-9]*+)?+|(?<=\.)[0-9]++"
+          rf"|(?:(?<=[{_U}][+-])|(?<=[{_U}] [+-])|(?<=^[+-])|(?<=^ [+-])){_UNSIGNED}){_EXPONENT}")
+# numbers joined by a comma, alone or in a JSON bracket token ('],[', ']],[['): few and long matches
+_NUMBER_RUN = re.compile(rf"({_FIRST}(?:(?:,|\]++,\[++)[+-]?+{_UNSIGNED}{_EXPONENT})*+)", re.M)
+_ODD_SPACE = re.compile(r"[^\S ]|  ")  # whitespace the look-behinds above cannot see through
+
+
+class _Segments(dict):
+    """
+    The distinct texts between numbers -> their id, each split once by split_text. A text may span
+    line ends ('\n'); it is split line by line. Per text: its token ids (in `tokens`), where each line
+    end falls among them, and whether its lines must go through split_text instead (`unsure`).
+    """
+
+    def __init__(self):
+        super().__init__()
+        self.tokens, self.token_ids = [], {}  # the distinct text tokens
+        self.pieces = []  # per text: the ids of its tokens, all its lines end to end
+        self.line_ends = []  # per text: how many of its tokens come before each of its line ends
+        self.unsure = []  # per text: a line it touches must go through split_text
+        self.word_first = []  # per text: it starts with a word character (after a number: they touch)
+
+    def __missing__(self, segment):
+        ids, ends, unsure = [], [], False
+        for part in segment.split("\n"):
+            try:
+                pieces = split_text(part)
+                unsure = unsure or any(kind != "text" for kind, _ in pieces)
+            except TextError:  # nan or inf: split_text raises it again with the line
+                pieces, unsure = [], True
+            unsure = unsure or not part.isascii() or _ODD_SPACE.search(part) is not None
+            ids += [self.token_id(token) for _, token in pieces]
+            ends.append(len(ids))
+        self.pieces.append(ids)
+        self.line_ends.append(ends[:-1])
+        self.unsure.append(unsure)
+        self.word_first.append(_WORD.match(segment) is not None)
+        self[segment] = len(self.pieces) - 1
+        return self[segment]
+
+    def token_id(self, token):
+        if token not in self.token_ids:
+            self.token_ids[token] = len(self.tokens)
+            self.tokens.append(token)
+        return self.token_ids[token]
+
+
+class _SplitLines:
+    """
+    The pieces of many lines, as split_text gives them, in flat arrays: is_num (P,) marks the number
+    pieces, text (T,) holds the text pieces' indices in `tokens`, values (N,) the numbers in order,
+    text_per_line and numbers_per_line (L,) count them, and `unsure` (L,) marks the lines whose
+    pieces must come from split_text instead.
+    """
+
+    def __init__(self, lines):
+        n_lines = len(lines)
+        self.unsure = np.zeros(n_lines, bool)
+        chunk = "\n".join(lines)
+        if chunk.count("\n") != n_lines - 1:  # a line holding a line end: split_text judges it
+            self.unsure[[i for i, line in enumerate(lines) if "\n" in line]] = True
+            chunk = "\n".join("" if "\n" in line else line for line in lines)
+        parts = _NUMBER_RUN.split(chunk)  # text, run, text, run, ..., text; a run never spans lines
+        segments, runs = parts[0::2], parts[1::2]
+        table = _Segments()
+
+        # the numbers of all runs end to end; inside a run, one comma between two numbers, alone or
+        # within a bracket token such as '],[' (after number after[i], token bracket[i])
+        per_run, self.values = np.zeros(0, np.int64), np.zeros(0)
+        brackets_per_run, after, bracket = np.zeros(len(runs), np.int64), np.zeros(0, np.int64), []
+        if runs:
+            joined = ";".join(runs)
+            chars = np.frombuffer(joined.encode("ascii"), np.uint8)
+            commas, semicolons = np.flatnonzero(chars == ord(",")), np.flatnonzero(chars == ord(";"))
+            per_run = np.diff(np.searchsorted(commas, semicolons), prepend=0, append=len(commas)) + 1
+            # float() of every literal without a string each: numpy parses with float()'s own routine
+            # (PyOS_string_to_double), so the values are float()'s to the bit
+            self.values = np.fromstring(joined.translate(_LITERALS_ONLY), sep=",")
+            if len(self.values) != per_run.sum():  # cannot happen for what _NUMBER_RUN matches
+                raise AssertionError("numpy read another count of numbers than _NUMBER_RUN matched")
+            at = commas[chars[commas - 1] == ord("]")]
+            if len(at):
+                run = np.searchsorted(semicolons, at)
+                brackets_per_run = np.bincount(run, minlength=len(runs))
+                after = np.searchsorted(commas, at) + run  # numbers before the comma, less one
+                closing, opening = _bracket_run(chars, at, -1, ord("]")), _bracket_run(chars, at, 1, ord("["))
+                base = int(opening.max()) + 1
+                shapes, which = np.unique(closing * base + opening, return_inverse=True)
+                bracket = np.array([table.token_id("]" * (s // base) + "," + "[" * (s % base)) for s in shapes])[which]
+
+        # the texts between runs, split once per distinct string
+        segment = np.fromiter(map(table.__getitem__, segments), np.int64, len(segments))
+        self.tokens = table.tokens
+        line_ends = np.array([len(e) for e in table.line_ends], np.int64)[segment]
+        text_line = np.cumsum(line_ends) - line_ends  # the line each text starts on
+        run_line = text_line[1:]  # run h follows text h, on the line text h ends on
+        suspects = np.array(table.unsure)[segment]
+        suspects[1:] |= np.array(table.word_first)[segment[1:]]  # a number running into a word ('1.5x', '2e')
+        for g in np.flatnonzero(suspects):
+            self.unsure[text_line[g]:text_line[g] + line_ends[g] + 1] = True
+        finite = np.isfinite(self.values)
+        if not finite.all():
+            self.unsure[np.repeat(run_line, per_run)[~finite]] = True
+
+        # the pieces: text g, then run g (numbers and bracket tokens), for every g; a comma alone
+        # between two numbers costs no token
+        lengths = np.array([len(p) for p in table.pieces], np.int64)
+        comma = [table.token_ids.get(",")]
+        lone_comma = np.array([p == comma for p in table.pieces])[segment] & (line_ends == 0)
+        lone_comma[[0, -1]] = False  # the chunk's first and last texts are a line's first and last
+        n_text = np.where(lone_comma, 0, lengths[segment])
+        size = np.empty(len(segments) + len(runs), np.int64)
+        size[0::2], size[1::2] = n_text, per_run + brackets_per_run
+        start = np.cumsum(size) - size
+        n_numbers = len(self.values)
+        brackets_before = np.zeros(n_numbers, np.int64)  # bracket tokens before each number
+        brackets_before[after + 1] = 1  # at most one after each number
+        brackets_before = np.cumsum(brackets_before)
+        first_number = np.cumsum(per_run) - per_run
+        number_piece = (np.repeat(start[1::2] - first_number - brackets_before[first_number], per_run)
+                        + np.arange(n_numbers) + brackets_before)
+        self.is_num = np.zeros(int(size.sum()), bool)
+        self.is_num[number_piece] = True
+        text = np.empty(len(self.is_num), np.int64)
+        within = np.arange(int(n_text.sum())) - np.repeat(np.cumsum(n_text) - n_text, n_text)
+        flat = np.array([t for p in table.pieces for t in p], np.int64)
+        text[np.repeat(start[0::2], n_text) + within] = flat[np.repeat((np.cumsum(lengths) - lengths)[segment], n_text) + within]
+        text[number_piece[after] + 1] = bracket
+        self.text = text[~self.is_num]
+
+        # the first piece of every line after the first: inside a text, after its tokens before the line end
+        crossing = np.flatnonzero(line_ends)
+        ends_flat = np.array([e for ends in table.line_ends for e in ends], np.int64)
+        ends_offsets = np.cumsum([len(e) for e in table.line_ends]) - [len(e) for e in table.line_ends]
+        k = np.repeat(crossing, line_ends[crossing])
+        within = np.arange(len(k)) - np.repeat(np.cumsum(line_ends[crossing]) - line_ends[crossing], line_ends[crossing])
+        line_start = np.concatenate([[0], start[2 * k] + ends_flat[ends_offsets[segment[k]] + within], [len(self.is_num)]])
+        self.numbers_per_line = np.diff(np.concatenate([[0], np.cumsum(self.is_num)])[line_start])
+        self.text_per_line = np.diff(line_start) - self.numbers_per_line
+
+
+_LITERALS_ONLY = str.maketrans({"[": None, "]": None, ";": ","})  # numbers joined by single commas
+
+
+def _bracket_run(chars, at, step, bracket):
+    """How many `bracket` characters follow (step 1) or precede (step -1) each position `at`."""
+    count, going, k = np.zeros(len(at), np.int64), np.ones(len(at), bool), 1
+    while going.any():
+        near = np.clip(at + step * k, 0, len(chars) - 1)
+        going &= (chars[near] == bracket) & (near == at + step * k)
+        count += going
+        k += 1
+    return count
+
+
+_POW10 = np.array([float(f"1e{k}") for k in range(-16, 13)])  # 10^k exactly rounded, k = -16..12
+
+
+def round_numbers(x):
+    """
+    round_number for an array, with numpy: (negative, mantissa, exponent, status) arrays, status 0
+    for 'ok', 1 for 'zero' and 2 for 'clipped'. Exactly Python's '%.2e': the scaled value is off by
+    less than 1e-12, so its rounding is certain unless it lies within 1e-9 of a tie or of a decade;
+    those few go through Python's formatting.
+    """
+    x = np.asarray(x, np.float64)
+    if not np.isfinite(x).all():
+        raise ValueError(f"cannot encode the non-finite number {x[~np.isfinite(x)][0]!r}")
+    a = np.clip(np.abs(x), 1e-12, 1e10)  # beyond these, zero or clipped whatever the rounding
+    exponent = np.floor(np.log10(a)).astype(np.int64) - 2  # of a 3-digit mantissa
+    scaled = a / _POW10[exponent + 16]
+    exponent += (scaled >= 1000).astype(np.int64) - (scaled < 100)  # log10 can miss a decade
+    scaled = a / _POW10[exponent + 16]
+    mantissa = np.rint(scaled).astype(np.int64)
+    up = mantissa == 1000  # 999.5 and above round to 1.00 of the next decade
+    mantissa[up], exponent[up] = 100, exponent[up] + 1
+    unsure = (np.abs(scaled - np.floor(scaled) - 0.5) < 1e-9) | (scaled < 100 + 1e-9) | (scaled > 1000 - 1e-9)
+    for i in np.flatnonzero(unsure):
+        digits, exp10 = f"{a[i]:.2e}".split("e")
+        mantissa[i], exponent[i] = int(digits.replace(".", "")), int(exp10) - 2
+    status = np.where(exponent < MIN_EXP, 1, np.where(exponent > MAX_EXP, 2, 0))
+    status[x == 0] = 0
+    negative = (x < 0) & (status != 1)
+    mantissa[status == 2], exponent[status == 2] = 999, MAX_EXP
+    mantissa[(status == 1) | (x == 0)], exponent[(status == 1) | (x == 0)] = 0, 0
+    return negative, mantissa, exponent, status
+
+
+@functools.lru_cache(maxsize=None)
+def _number_id_table(encoding):
+    """The ids of every number of a text encoding: table[negative, mantissa, exponent - MIN_EXP] (k,)."""
+    vocab = Vocab([], encoding)  # number ids do not depend on the text tokens
+    table = np.zeros((2, 1000, MAX_EXP - MIN_EXP + 1, TOKENS_PER_NUMBER[encoding]), np.int64)
+    for negative, sign in enumerate("+-"):
+        for m in range(100, 1000):
+            for e in range(MIN_EXP, MAX_EXP + 1):
+                table[negative, m, e - MIN_EXP] = vocab.number_ids(_spell(sign, m, e, encoding))
+    table[0, 0, -MIN_EXP] = vocab.number_ids(_spell("+", 0, 0, encoding))
+    return table
+
+
+def _encode_split_lines(split, text_index, vocabs):
+    """encode_lines' result for lines split by _SplitLines, none of them unsure; text_index (T,):
+    the vocabulary index of each text piece."""
+    is_num, n = split.is_num, len(split.values)
+    with np.errstate(over="ignore"):  # as encode_pieces: inf beyond float32 in a text encoding's values
+        values32 = split.values.astype(np.float32)
+    if any(enc != "xval" for enc in vocabs):
+        negative, mantissa, exponent, status = round_numbers(split.values)
+    out = {}
+    for enc, vocab in vocabs.items():
+        k = TOKENS_PER_NUMBER[enc]
+        counts = {"clipped": 0, "zero": 0}
+        if enc == "xval":
+            number_ids = np.full((n, 1), vocab.num_id)
+        else:
+            number_ids = _number_id_table(enc)[negative.astype(np.int64), mantissa, exponent - MIN_EXP]  # (N, k)
+            counts = {"clipped": int((status == 2).sum()), "zero": int((status == 1).sum())}
+        if k == 1:  # one token per piece
+            ids = np.empty(len(is_num), np.int64)
+            ids[~is_num], ids[is_num] = vocab.first_text_id + text_index, number_ids[:, 0]
+            values = np.ones(len(is_num), np.float32)
+            values[is_num] = values32
+        else:  # (P, k): a text piece fills column 0, a number all k
+            ids = np.zeros((len(is_num), k), np.int64)
+            ids[~is_num, 0] = vocab.first_text_id + text_index
+            ids[is_num] = number_ids
+            values = np.ones((len(is_num), k), np.float32)
+            values[is_num] = values32[:, None]
+            keep = np.zeros((len(is_num), k), bool)
+            keep[:, 0] = keep[is_num] = True
+            ids, values = ids[keep], values[keep]
+        dtype = np.uint16 if len(vocab) < 2**16 else np.int32
+        out[enc] = (ids.astype(dtype), values, split.text_per_line + k * split.numbers_per_line,
+                    split.numbers_per_line.copy(), counts)
+    return out
+
+
+@functools.lru_cache(maxsize=16)
+def _cached_vocab(text_tokens, encoding):
+    """Vocab(text_tokens, encoding), built once per process (FP15's takes milliseconds)."""
+    return Vocab(text_tokens, encoding)
+
+
+def _text_index(split, position):
+    """The index in the vocabulary of each text piece, -1 where unknown; position: token -> index."""
+    return np.array([position.get(t, -1) for t in split.tokens], np.int64)[split.text]
+
+
+def encode_lines(lines, text_tokens, encodings, path="text", first_line=0):
+    """
+    Encode lines in each of `encodings`, splitting every line once: {encoding: (ids, values,
+    lengths, numbers, counts)}, with the ids (uint16 where the vocabulary allows, else int32) and
+    float32 values of all lines end to end, tokens and numbers per line, and how many numbers were
+    clipped or flushed to zero. Errors name path:line, counting from first_line + 1. The arrays are
+    encode_lines_reference's, byte for byte.
+    """
+    vocabs = {enc: _cached_vocab(tuple(text_tokens), enc) for enc in encodings}
+    position = {token: i for i, token in enumerate(text_tokens)}
+    split = _SplitLines(lines)
+    text_index = _text_index(split, position)
+    slow = split.unsure.copy()
+    unknown = text_index < 0
+    if unknown.any():
+        slow[np.repeat(np.arange(len(lines)), split.text_per_line)[unknown]] = True
+    beyond = np.abs(split.values) >= FLOAT32_OVERFLOW
+    if "xval" in vocabs and beyond.any():  # xVal's values are float32
+        slow[np.repeat(np.arange(len(lines)), split.numbers_per_line)[beyond]] = True
+    if not slow.any():
+        return _encode_split_lines(split, text_index, vocabs)
+    # the lines that need split_text, one at a time and in order (the first error is raised), the rest at once
+    slow_rows = np.flatnonzero(slow)
+    reference = [_encode_lines_reference([lines[j]], vocabs, path, first_line + j) for j in slow_rows]
+    rest = [line for line, s in zip(lines, slow) if not s]
+    if rest:
+        split = _SplitLines(rest)
+        fast = _encode_split_lines(split, _text_index(split, position), vocabs)
+    out = {}
+    for enc in vocabs:
+        per_line = [None] * len(lines)  # (ids, values, length, numbers) of each line
+        for j, r in zip(slow_rows, reference):
+            per_line[j] = (r[enc][0], r[enc][1], r[enc][2], r[enc][3])
+        counts = {k: sum(r[enc][4][k] for r in reference) for k in ("clipped", "zero")}
+        if rest:
+            ids, values, lengths, numbers, fast_counts = fast[enc]
+            cuts = np.cumsum(lengths)[:-1]
+            rows = np.flatnonzero(~slow)
+            for j, i, v, length, number in zip(rows, np.split(ids, cuts), np.split(values, cuts),
+                                                lengths[:, None], numbers[:, None]):
+                per_line[j] = (i, v, length, number)
+            counts = {k: counts[k] + fast_counts[k] for k in counts}
+        out[enc] = tuple(np.concatenate([p[field] for p in per_line]) for field in range(4)) + (counts,)
+    return out
+
+
+def build_text_vocab(lines, where="train", first_line=0):
+    """The sorted set of text tokens of some lines (numbers excluded), as split_text splits them;
+    first_line numbers errors."""
+    if not lines:
+        return []
+    split = _SplitLines(lines)
+    tokens = set()
+    for j in np.flatnonzero(split.unsure):  # in order, so that the first error is raised
+        tokens.update(v for kind, v in split_text(lines[j], f"{where}:{first_line + j + 1}") if kind == "text")
+    sure = ~split.unsure[np.repeat(np.arange(len(lines)), split.text_per_line)]
+    tokens.update(split.tokens[i] for i in np.unique(split.text[sure]))
+    return sorted(tokens)
+
+
+def encode_lines_reference(lines, text_tokens, encodings, path="text", first_line=0):
+    """encode_lines one line at a time through split_text and encode_pieces: the reference."""
+    return _encode_lines_reference(lines, {enc: Vocab(text_tokens, enc) for enc in encodings}, path, first_line)
+
+
+def _encode_lines_reference(lines, vocabs, path, first_line):
+    out = {enc: {"ids": [], "values": [], "lengths": [], "numbers": [], "counts": {"clipped": 0, "zero": 0}}
+           for enc in vocabs}
+    for j, line in enumerate(lines):
+        where = f"{path}:{first_line + j + 1}"
+        pieces = split_text(line, where)
+        n_numbers = sum(kind == "num" for kind, _ in pieces)
+        for enc, o in out.items():
+            ids, values, _ = encode_pieces(pieces, vocabs[enc], where, o["counts"])
+            o["ids"].append(ids.astype(np.uint16 if len(vocabs[enc]) < 2**16 else np.int32))
+            o["values"].append(values)
+            o["lengths"].append(len(ids))
+            o["numbers"].append(n_numbers)
+    return {enc: (np.concatenate(o["ids"]), np.concatenate(o["values"]), np.array(o["lengths"]),
+                  np.array(o["numbers"]), o["counts"]) for enc, o in out.items()}
 
 
 # -----------------------------------------------------------------------------
@@ -401,24 +760,15 @@ def _atomic_save(path, array):
 
 
 def _encode_chunk(job):
-    """Encode a block of lines in every encoding asked for, splitting each line once; returns
-    compact arrays per encoding so little crosses process boundaries."""
+    """encode_lines for a worker process: job = (lines, first line index, path, text tokens, encodings)."""
     lines, first_line, path, text_tokens, encodings = job
-    vocabs = {enc: Vocab(text_tokens, enc) for enc in encodings}
-    out = {enc: {"ids": [], "values": [], "lengths": [], "numbers": [], "counts": {"clipped": 0, "zero": 0}}
-           for enc in encodings}
-    for j, line in enumerate(lines):
-        where = f"{path}:{first_line + j + 1}"
-        pieces = split_text(line, where)
-        n_numbers = sum(kind == "num" for kind, _ in pieces)
-        for enc, o in out.items():
-            ids, values, _ = encode_pieces(pieces, vocabs[enc], where, o["counts"])
-            o["ids"].append(ids.astype(np.uint16 if len(vocabs[enc]) < 2**16 else np.int32))
-            o["values"].append(values)
-            o["lengths"].append(len(ids))
-            o["numbers"].append(n_numbers)
-    return {enc: (np.concatenate(o["ids"]), np.concatenate(o["values"]), np.array(o["lengths"]),
-                  np.array(o["numbers"]), o["counts"]) for enc, o in out.items()}
+    return encode_lines(lines, text_tokens, encodings, path, first_line)
+
+
+def _encode_chunk_reference(job):
+    """_encode_chunk through encode_lines_reference (for the benchmark)."""
+    lines, first_line, path, text_tokens, encodings = job
+    return encode_lines_reference(lines, text_tokens, encodings, path, first_line)
 
 
 class _ArrayWriter:
@@ -476,7 +826,7 @@ def encode_split(data_dir, split, encodings, workers=1, chunk=1000):
         # waves of `workers` chunks: the text is read as it is encoded, never all at once
         for wave in _line_chunks(path, chunk, workers):
             jobs = [(lines, first, path, text_tokens, encodings) for first, lines in wave]
-            for result in (pool.map(_encode_chunk, jobs) if pool else map(_encode_chunk, jobs)):
+            for result in (pool.imap(_encode_chunk, jobs) if pool else map(_encode_chunk, jobs)):  # in order: the first error
                 for enc, writer in writers.items():
                     writer.add(*result[enc])
         if not writers[encodings[0]].lengths:
@@ -548,6 +898,50 @@ class Split:
         return np.asarray(self.ids[a:b], np.int64), np.asarray(self.values[a:b], np.float32)
 
 
+def bench(data_dir, n_lines=1000, workers=1, repeats=3):
+    """
+    Time the tokenizer on the first n_lines of <data_dir>/train.txt, writing nothing: the reference
+    (split_text and encode_pieces, a line at a time) and the fast path (encode_lines), one after the
+    other in each repeat so that both meet the same machine, for each encoding and for all five in one
+    pass. One core: CPU seconds of this process; all cores: wall seconds of `workers` processes, each
+    encoding a share of the lines. Prints medians over the repeats.
+    """
+    path = os.path.join(data_dir, "train.txt")
+    lines = next(_line_chunks(path, n_lines, 1))[0][1]
+    text_tokens = build_text_vocab(lines, path)
+    numbers = int(encode_lines(lines, text_tokens, ENCODINGS, path)["xval"][3].sum())  # also warms the caches
+    print(f"{path}: {len(lines)} lines, {numbers / len(lines):.1f} numbers per line; medians of {repeats} "
+          f"repeats, reference and fast path in turn")
+    print("\n| encodings | reference lines/s | fast lines/s | speed-up | fast numbers/s |\n|---|---|---|---|---|")
+    for encodings in [[enc] for enc in ENCODINGS] + [list(ENCODINGS)]:
+        seconds = {encode_lines_reference: [], encode_lines: []}
+        for _ in range(repeats):
+            for encoder, times in seconds.items():
+                t0 = time.process_time()
+                encoder(lines, text_tokens, encodings, path)
+                times.append(time.process_time() - t0)
+        reference, fast = (statistics.median(times) for times in seconds.values())
+        name = "all five, one pass" if len(encodings) > 1 else encodings[0]
+        print(f"| {name} | {len(lines) / reference:,.0f} | {len(lines) / fast:,.0f} | {reference / fast:.1f}× | "
+              f"{numbers / fast:,.0f} |")
+    print("(one core: lines per CPU second of this process)")
+    if workers > 1:
+        share = -(-len(lines) // workers)
+        jobs = [(lines[i:i + share], i, path, text_tokens, list(ENCODINGS)) for i in range(0, len(lines), share)]
+        seconds = {_encode_chunk_reference: [], _encode_chunk: []}
+        with Pool(workers) as pool:
+            pool.map(_encode_chunk, jobs)  # warm each worker's caches
+            for _ in range(repeats):
+                for encoder, times in seconds.items():
+                    t0 = time.perf_counter()
+                    pool.map(encoder, jobs)
+                    times.append(time.perf_counter() - t0)
+        reference, fast = (statistics.median(times) for times in seconds.values())
+        print(f"all five in one pass on {workers} processes (wall time): reference {len(lines) / reference:,.0f} "
+              f"lines/s, fast {len(lines) / fast:,.0f} lines/s ({reference / fast:.1f}×), "
+              f"{numbers / fast:,.0f} numbers/s")
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description="Tokenize a prepared dataset into arrays, or print its token statistics.")
     p.add_argument("data_dir", help="a folder written by a prepare/ script (train.txt, val.txt, ...)")
@@ -555,7 +949,15 @@ def main(argv=None):
     p.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     p.add_argument("--stats", action="store_true", help="print tokens/sample per encoding (tokenizes every encoding)")
     p.add_argument("--rebuild-vocab", action="store_true", help="rebuild vocab.json from train.txt")
+    p.add_argument("--bench", action="store_true", help="time the tokenizer (reference and fast path, each "
+                   "encoding and all five) on the first --bench-lines lines of train.txt; writes nothing")
+    p.add_argument("--bench-lines", type=int, default=1000, help="lines --bench times (default 1000)")
     args = p.parse_args(argv)
+    if args.bench:
+        try:
+            return bench(args.data_dir, args.bench_lines, args.workers)
+        except (TextError, FileNotFoundError) as e:
+            sys.exit(f"error: {e}")
     encodings = ENCODINGS if args.encoding == "all" or args.stats else [args.encoding]
     for e in encodings:
         if e not in ENCODINGS:

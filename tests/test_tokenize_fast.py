@@ -1,0 +1,200 @@
+"""The fast tokenizer (encode_lines, build_text_vocab, round_numbers) gives exactly what the reference
+(split_text and encode_pieces, a line at a time; round_number) gives: the same bytes on every prepare
+script's output and on adversarial lines, and the same errors naming the same file and line."""
+import os
+import random
+import sys
+
+import numpy as np
+import pytest
+from conftest import ROOT
+
+from tokenize_numbers import (ENCODINGS, FLOAT32_OVERFLOW, TextError, Vocab, build_text_vocab, build_vocab_file,
+                              encode, encode_lines, encode_lines_reference, encode_split, round_number, round_numbers,
+                              split_text)
+
+sys.path.insert(0, os.path.join(ROOT, "prepare"))
+import arithmetic  # noqa: E402
+import common  # noqa: E402
+import era5  # noqa: E402
+import era5_synthetic  # noqa: E402
+import lookup  # noqa: E402
+import planets  # noqa: E402
+
+
+def outcome(encoder, lines, text_tokens, encodings=ENCODINGS, path="data.txt", first_line=0):
+    """An encoder's arrays as bytes, or its error message."""
+    try:
+        out = encoder(lines, text_tokens, list(encodings), path, first_line)
+    except TextError as e:
+        return str(e)
+    return {enc: [(a.dtype.str, a.shape, a.tobytes()) for a in out[enc][:4]] + [out[enc][4]] for enc in out}
+
+
+def assert_same_as_reference(lines, text_tokens, encodings=ENCODINGS, path="data.txt", first_line=0):
+    fast = outcome(encode_lines, lines, text_tokens, encodings, path, first_line)
+    assert fast == outcome(encode_lines_reference, lines, text_tokens, encodings, path, first_line)
+    return fast
+
+
+def reference_vocab(lines):
+    return sorted({v for line in lines for kind, v in split_text(line) if kind == "text"})
+
+
+def assert_dataset_same_as_reference(splits):
+    """splits: {split: lines}; the vocabulary comes from train, as the tokenize command builds it."""
+    text_tokens = build_text_vocab(splits["train"])
+    assert text_tokens == reference_vocab(splits["train"])
+    for split, lines in splits.items():
+        assert not isinstance(assert_same_as_reference(lines, text_tokens, path=f"{split}.txt"), str), split
+
+
+def generated(make_sample, splits, n):
+    """The first n lines of each split, exactly as the prepare script writes them (seed 1337)."""
+    return {split: common.generate_split(make_sample, split, code, n, 1337, 1) for code, split in enumerate(splits)}
+
+
+@pytest.mark.parametrize("variant", sorted(arithmetic.VARIANTS))
+def test_arithmetic_arrays_are_the_reference_bytes(variant):
+    assert_dataset_same_as_reference(generated(arithmetic.Sample(variant), ("train", "val", "test"), 100))
+
+
+def test_lookup_arrays_are_the_reference_bytes():
+    assert_dataset_same_as_reference(generated(lookup.make_sample, lookup.SPLITS, 100))
+
+
+def test_planets_arrays_are_the_reference_bytes():
+    assert_dataset_same_as_reference(generated(planets.make_sample, planets.SPLITS, 8))
+
+
+def test_temperature_arrays_are_the_reference_bytes(tmp_path):
+    era5_synthetic.main(["--out", str(tmp_path), "--days", "6", "--resolution", "10"])
+    era5.main([str(tmp_path / "t2m.nc"), "--out", str(tmp_path / "out"), "--size", "tiny", "--workers", "1"])
+    splits = {}
+    for split in ("train", "val", "test"):
+        with open(tmp_path / "out" / f"{split}.txt") as f:
+            splits[split] = [next(f).rstrip("\n") for _ in range(6)]
+    assert_dataset_same_as_reference(splits)
+
+
+def test_tokenizing_a_split_with_two_workers_writes_the_reference_arrays(tmp_path):
+    lines = generated(arithmetic.Sample("ops3"), ("train",), 300)["train"]
+    (tmp_path / "train.txt").write_text("\n".join(lines) + "\n")
+    text_tokens = build_vocab_file(str(tmp_path))
+    summaries = encode_split(str(tmp_path), "train", list(ENCODINGS), workers=2, chunk=40)  # 8 chunks
+    reference = encode_lines_reference(lines, text_tokens, ENCODINGS, "train.txt")
+    for enc, summary in zip(ENCODINGS, summaries):
+        ids, values, lengths, numbers, counts = reference[enc]
+        for name, want in (("ids", ids), ("values", values), ("offsets", np.concatenate([[0], np.cumsum(lengths)]))):
+            got = np.load(tmp_path / enc / f"train.{name}.npy")
+            assert got.dtype == want.dtype or name == "offsets"
+            assert np.array_equal(got, want) and got.tobytes() == want.astype(got.dtype).tobytes(), (enc, name)
+        assert summary["clipped"] == counts["clipped"] and summary["numbers_per_sample_max"] == numbers.max()
+
+
+UNARY_AFTER = "([{,:=+-*/^<>"
+SIGNS = ([f"1{c}-2{c}+3" for c in UNARY_AFTER + ")]}!;|&%?"]  # a sign after every operator and bracket
+         + [f"{c}-.5{c}+4e1" for c in UNARY_AFTER + ")]}!"] + [f"{c} -6,{c} +.7" for c in UNARY_AFTER + ")]"]
+         + ["-5", "+5", " -5", "(--5", "1--5", "1+-2", "(2)-3", "2*-3", "x-1", "x -1", "1 -5", "[1, -2]",
+            "(- 5)", "(-x)", "(-.x)", "-+5", "[-.5e-3,+.25E+2]", "((0.0235*0.695)+(0.782-0.561))=0.2373325"])
+EXPONENTS = ["1e5", "1E+05", "2.5e-3", "-3e0", ".5e2", "5.e3", "1e", "1e+", "1e5.5", "x1e5", "1e5,2e-5",
+             "[1e-5,-2E+3]", "1e-0", "7e22", "7e23", "123456789e-30", "1e5x", "-1.5e3x", "(-5x)", "1e5_"]
+DECIMALS = [".5", "5.", "5..5", "1.2.3", "..5", "-.5", "+.5", "(.5)", "(-.5)", "a.5", "a1.5", "x..5", "].5", "]-5",
+            "[.5,5.,-5.]", "0.", "00012.50", "1234567890123456789.5", "0.1234567890123456789"]
+WORDS = ["planet0", "t2m", "x1:2", "'key9':1", '{"planet0":{"m":2.38,"a":1e-05}}', "2m", "1_000", "_5", "a_1 2",
+         "'a'", '"b":1', "'9x'", '"a"b"', "'a b'", "abc", "{}", "[?]", "nanx:1", "'nan':1", '"inf"', "x=infinity2",
+         "],[", ")+(", "((1*2)+(3-4))=5", "{a:-1.5,b:0.123456789}", "{d:1.53,e:-1.33,a:2.53,i:0.0232}e=-1.33"]
+SPACES = ["1 2", "a b", "[1 ,2]", "[1,\t-2]", "(\t-4)", "(  -4)", "  -4", "\t-4", "1  2", "x\x0b-1", "( 1 )",
+          "a\n-5", "(\n-5", "1\n2"]
+BRACKETS = ["[[1,2],[3,4]]", "[[1,2]],[[-3]]", "[1],[x]", "[1],[-.5]", "[1]],[[2,3]]]", "[1],[ 2]", "1],[", "],[5",
+            "[1] ,[2]", "[1],[2e5],[.5]", "[1],[-2],[+3]", "[1],[[-x]]", "[1],,[2]", "[1],[2]x", "[1]],[[[2]]],[3",
+            '{"data":[[[1.896,-0.5563],[1.296,-0.7366]],[[1.974,0.01111],[1.485,-0.1105]]]}', "[1],[2],[3]"]
+EDGES = [",", "1,2", ",", ",", "5", "1,", ",1", "x", "", "y", ",", "-1,-2", "[1,2]", "", ""]  # lines without numbers
+
+UNICODE = ["λ:1.5", "é 2", "x²:2", ".²", "٣:4", "1.5 µ", "²3"]
+TIES = ["1.235", "9.995", "999.5e-10", "0.125", "2.675", "1.005e3", "9.995e7", "9.9949e7", "9.995e-9", "9.994e-9",
+        "0.0", "-0.0", "-0", "+0", "0e5", "-0.0e-3", "1e-8", "9.99e7", "1e-9", "1.2e9", "-5e8", "99950000",
+        "3.4e38", "3.4028235e38", "1e-320", "5e-324"]
+NEAR_LIMITS = [repr(float(np.nextafter(x, toward))) for x in (1e-8, 9.99e7, 9.995e-9, 9.995e7, 9.5e-9)
+               for toward in (0.0, np.inf)]
+
+
+@pytest.mark.parametrize("lines", [SIGNS, EXPONENTS, DECIMALS, WORDS, BRACKETS, SPACES, EDGES, UNICODE, TIES,
+                                   NEAR_LIMITS],
+                         ids=["signs", "exponents", "decimals", "words", "brackets", "spaces", "edges", "unicode",
+                              "ties", "near_limits"])
+def test_adversarial_lines_give_the_reference_bytes(lines):
+    text_tokens = build_text_vocab(lines)
+    assert text_tokens == reference_vocab(lines)
+    assert not isinstance(assert_same_as_reference(lines, text_tokens), str)
+    for line in lines:  # and alone, where a line is first and last of its chunk
+        assert_same_as_reference([line], text_tokens, ["xval", "p10"])
+
+
+def test_random_lines_give_the_reference_bytes_or_error():
+    rng = random.Random(0)
+    alphabet = "0123456789" * 3 + ".eE+-,,,:()[]{}=*/^<>xa_ '\"\t"
+    lines = ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 24))) for _ in range(3000)]
+    lines = [line for line in lines if line.strip()]
+    good = []
+    for line in lines:
+        try:
+            encode_lines_reference([line], reference_vocab([line]), ["xval"])
+            good.append(line)
+        except TextError:
+            assert outcome(encode_lines, [line], [], ["xval"]) == outcome(encode_lines_reference, [line], [], ["xval"])
+    text_tokens = build_text_vocab(good)
+    assert text_tokens == reference_vocab(good)
+    assert not isinstance(assert_same_as_reference(good, text_tokens), str)
+    assert len(good) > 1000
+
+
+BAD = [("x=nan", "nan"), ("[inf,1]", "inf"), ("-Infinity", "Infinity"), ("[1,1e999]", "1e999"),
+       ("{a:1.5x}", "'1.5' runs into"), ("{a:.5x}", "'.5' runs into"), ("5.x", "'5.' runs into"), ("1.e", "'1.' runs"),
+       ("{a:-2.5_}", "'2.5' runs into"), ("1.5µ", "'1.5' runs into")]
+
+
+@pytest.mark.parametrize("bad,expected", BAD)
+def test_errors_name_the_file_and_line_as_the_reference_does(bad, expected):
+    good = ["{a:1,b:-2}", "[0.5,3]", "{a:7}"]
+    lines = good + [bad] + good + ["x=nan"]  # a later error must not hide the first one
+    text_tokens = build_text_vocab(good)
+    error = assert_same_as_reference(lines, text_tokens, path="train.txt", first_line=40)
+    assert isinstance(error, str) and error.startswith("train.txt:44: ") and expected in error
+    with pytest.raises(TextError) as vocab_error:
+        build_text_vocab(lines, "train.txt", 40)
+    assert str(vocab_error.value) == error
+
+
+def test_an_unknown_text_token_is_an_error_naming_the_file_and_line():
+    text_tokens = build_text_vocab(["{a:1,a:2}"])
+    error = assert_same_as_reference(["{a:1}", "{a:-2,b:3}"], text_tokens, path="val.txt")
+    assert isinstance(error, str) and error.startswith("val.txt:2: 'b' is not in the vocabulary")
+
+
+def test_an_xval_value_beyond_float32_is_an_error_but_text_encodings_clip_it():
+    text_tokens = build_text_vocab(["{a:1}"])
+    lines = ["{a:3.4e38}", "{a:-3.5e38}"]  # 3.4e38 is float32's largest, rounded; 3.5e38 is beyond it
+    error = assert_same_as_reference(lines, text_tokens, ["p10", "xval"], path="test.txt")
+    assert isinstance(error, str) and error.startswith("test.txt:2: the number -3.5e+38 overflows float32")
+    lines += ["{a:1e300}", "{a:-1.7976931348623157e308}"]
+    fast = assert_same_as_reference(lines, text_tokens, ["p10", "fp15"])
+    assert fast["p10"][4] == {"clipped": 4, "zero": 0}
+    with pytest.raises(TextError, match="stdin:1: .*overflows float32"):  # sample.py's input path
+        encode("{a:[?],b:1e39}", Vocab(text_tokens + [",", "b"], "xval"), "stdin:1", allow_ask=True)
+    with np.errstate(over="ignore"):
+        assert np.float32(FLOAT32_OVERFLOW) == np.inf and np.float32(np.nextafter(FLOAT32_OVERFLOW, 0)) < np.inf
+
+
+def test_round_numbers_is_percent_2e_with_its_zero_and_clip_rules():
+    rng = np.random.default_rng(0)
+    x = rng.choice([-1.0, 1.0], 20000) * rng.uniform(1, 10, 20000) * 10.0 ** rng.integers(-12, 11, 20000)
+    ties = np.array([(m + 0.5) * 10.0**e for m in range(100, 1000, 7) for e in range(-12, 8)])  # m.5·10^e
+    literals = TIES + NEAR_LIMITS + ["1e-12", "1e-13", "1e10", "1e11", "9.99999999999e2", "1e3", "99.95", "0.09995"]
+    x = np.concatenate([x, ties, -ties, [float(s) for s in literals], [0.0, -0.0, 5e-324, 1.7976931348623157e308]])
+    negative, mantissa, exponent, status = round_numbers(x)
+    names = np.array(["ok", "zero", "clipped"])[status]
+    signs = np.where(negative, "-", "+")
+    assert [(s, int(m), int(e), n) for s, m, e, n in zip(signs, mantissa, exponent, names)] == list(map(round_number, x))
+    with pytest.raises(ValueError, match="non-finite"):
+        round_numbers([1.0, np.nan])
