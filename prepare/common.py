@@ -24,14 +24,25 @@ SIZES = {
 }
 
 
+def _at_least(low):
+    """An argparse type: an integer ≥ low."""
+    def parse(text):
+        value = int(text)
+        if value < low:
+            raise argparse.ArgumentTypeError(f"expected an integer ≥ {low}, got {value}")
+        return value
+    parse.__name__ = "integer"  # argparse names the type in its message for a non-integer
+    return parse
+
+
 def base_parser(description, default_out):
     """The flags every prepare script has: --out, --size, --seed, --workers, --force."""
     p = argparse.ArgumentParser(description=description)
     p.add_argument("--out", default=default_out, help=f"output directory (default {default_out})")
     p.add_argument("--size", default="small", choices=list(SIZES),
                    help="tiny: seconds, for tests; small: minutes on a laptop; paper: 1M/125k/125k")
-    p.add_argument("--seed", type=int, default=1337, help="fixes every sample (default 1337)")
-    p.add_argument("--workers", type=int, default=os.cpu_count() or 1,
+    p.add_argument("--seed", type=_at_least(0), default=1337, help="fixes every sample (default 1337)")
+    p.add_argument("--workers", type=_at_least(1), default=os.cpu_count() or 1,
                    help="processes to use (default: all cores); does not change the output")
     p.add_argument("--force", action="store_true", help="overwrite an existing dataset in --out")
     return p
