@@ -10,6 +10,7 @@ import argparse
 import json
 import math
 import os
+import shutil
 import sys
 import time
 from multiprocessing import Pool
@@ -78,14 +79,35 @@ def dumps(obj, digits=4):
     raise TypeError(f"cannot write {type(obj).__name__} into a record")
 
 
+def remove_dataset(out):
+    """
+    Delete the dataset in `out` before another is written there: meta.json first (so that an
+    interruption leaves nothing that looks complete), then what was made from its text (vocab.json,
+    every folder of tokenized arrays), then its text files (<split>.txt, <split>.ocean.txt, and
+    *.tmp files of an interrupted run). Other files stay.
+    """
+    if os.path.isfile(os.path.join(out, "meta.json")):
+        os.remove(os.path.join(out, "meta.json"))
+    for name in sorted(os.listdir(out)):
+        path = os.path.join(out, name)
+        tokenized = (".ids.npy", ".offsets.npy", ".raw.tmp", ".tmp.npy")  # what tokenize_numbers.py writes
+        if os.path.isdir(path) and any(f.endswith(tokenized) for f in os.listdir(path)):
+            shutil.rmtree(path)  # an <encoding>/ folder
+        elif name.startswith("vocab.json"):
+            os.remove(path)
+    for name in sorted(os.listdir(out)):
+        if name.endswith((".txt", ".tmp")):
+            os.remove(os.path.join(out, name))
+
+
 def prepare_out_dir(out, force):
-    """Refuse to overwrite an existing dataset unless --force; fail early if unwritable."""
+    """Refuse to overwrite an existing dataset unless --force (which removes it); fail early if unwritable."""
     if os.path.exists(out) and not os.path.isdir(out):
         sys.exit(f"error: --out {out} exists and is not a directory")
     if os.path.isdir(out) and os.listdir(out) and not force:
         sys.exit(f"error: {out} already holds files (a dataset?); pass --force to overwrite it")
-    if force and os.path.isfile(os.path.join(out, "meta.json")):
-        os.remove(os.path.join(out, "meta.json"))  # a half-rewritten dataset must not look complete
+    if force and os.path.isdir(out):
+        remove_dataset(out)
     try:
         os.makedirs(out, exist_ok=True)
         probe = os.path.join(out, ".write_test.tmp")
