@@ -394,16 +394,22 @@ def require_dataset(data_dir):
 def dataset_splits(data_dir, plain_text=False):
     """
     The split names of a dataset, from its meta.json. With plain_text, a folder of <split>.txt files
-    without meta.json (train.txt among them) becomes a dataset: a meta.json naming every split is written.
+    without meta.json (train.txt among them) becomes a dataset: a meta.json naming every split is
+    written once every split is found to hold a sample.
     """
     meta = os.path.join(data_dir, "meta.json")
-    if plain_text and os.path.isdir(data_dir) and not os.path.exists(meta):
-        names = sorted(f[:-4] for f in os.listdir(data_dir) if f.endswith(".txt") and "." not in f[:-4])
-        if "train" not in names:
-            raise FileNotFoundError(f"{data_dir}: no train.txt; --plain-text expects <split>.txt files, train.txt among them")
-        _atomic_write_json(meta, {"dataset": "plain text", "splits": names, "command": " ".join(["python"] + sys.argv)})
-    with open(require_dataset(data_dir)) as f:
-        splits = list(json.load(f)["splits"])
+    declare = plain_text and os.path.isdir(data_dir) and not os.path.exists(meta)
+    if declare:
+        splits = sorted(f[:-4] for f in os.listdir(data_dir) if f.endswith(".txt") and "." not in f[:-4])
+        if "train" not in splits:
+            raise FileNotFoundError(f"{data_dir}: no train.txt; --plain-text expects <split>.txt files, "
+                                    "train among them")
+    else:
+        with open(require_dataset(data_dir)) as f:
+            try:
+                splits = list(json.load(f)["splits"])
+            except (ValueError, KeyError, TypeError) as e:
+                raise TextError(f"{meta}: not a dataset's meta.json ({type(e).__name__}: {e})")
     for split in splits:  # every split has a sample before anything is written: a failure leaves nothing behind
         path = os.path.join(data_dir, f"{split}.txt")
         if not os.path.exists(path):
@@ -412,6 +418,9 @@ def dataset_splits(data_dir, plain_text=False):
             if not f.readline().strip():
                 raise TextError(f"{path}:1: {'empty file' if os.path.getsize(path) == 0 else 'empty line'}; "
                                 "expected one sample per line")
+    if declare:
+        _atomic_write_json(meta, {"dataset": "plain text", "splits": splits,
+                                  "command": " ".join(["python"] + sys.argv)})
     return splits
 
 
@@ -591,9 +600,9 @@ class Split:
         samples = summary.get("samples")
         if not (o.ndim == 1 and isinstance(samples, int) and samples >= 1 and len(o) == samples + 1 and o[0] == 0
                 and np.all(o[1:] >= o[:-1]) and o[-1] == len(self.ids) == len(self.values)):
-            raise ValueError(f"{base}.offsets.npy ({len(o) - 1} samples, {int(o[-1]) if len(o) else 0} tokens) does not "
-                             f"match {base}.json ({samples} samples) and .ids.npy ({len(self.ids)} tokens): "
-                             f"the files come from different runs; {again}")
+            raise ValueError(f"{base}.offsets.npy ({len(o) - 1} samples, {int(o[-1]) if len(o) else 0} tokens) "
+                             f"does not match {base}.json ({samples} samples) and .ids.npy ({len(self.ids)} "
+                             f"tokens): the files come from different runs; {again}")
         self.lengths = np.diff(self.offsets)
 
     def __len__(self):

@@ -82,7 +82,7 @@ if not (resume or overwrite) and (found := [f for f in RUN_FILES if os.path.exis
 
 
 def cut_log(path, step):
-    """Keep the rows of log.jsonl up to a resumed checkpoint's step: the steps after it are run (and logged) again."""
+    """Keep the rows of log.jsonl up to a resumed checkpoint's step: the steps after it run (and are logged) again."""
     if not os.path.exists(path):
         return
     with open(path) as f:
@@ -152,7 +152,7 @@ def check_values(split, name, indices):
     for i in map(int, indices):
         if not np.isfinite(split[i][1]).all():
             raise SystemExit(f"error: {data_dir}/{encoding}/{name}.values.npy: sample {i} (line {i + 1} of "
-                             f"{name}.txt) holds a non-finite number; remove it or rescale the data and tokenize again")
+                             f"{name}.txt) holds a non-finite number; remove or rescale it and tokenize again")
 
 
 check_values(val_data, "val", range(min(len(val_data), eval_batches * micro_batch_size)))  # what evaluate() reads
@@ -269,7 +269,9 @@ def evaluate():
 
 def stop_unless_finite(metrics, step, what, before):
     """Stop the run if a loss or gradient norm is NaN or infinite: one device-to-host copy."""
-    values = torch.stack([torch.as_tensor(v, dtype=torch.float64, device=device) for v in metrics.values()]).tolist()
+    values = list(metrics.values())
+    if torch.is_tensor(values[0]):  # on the device: one copy to the host for all of them
+        values = torch.stack([v.detach().float() for v in values]).tolist()
     if all(map(math.isfinite, values)):
         return
     bad = ", ".join(f"{k} {v}" for k, v in zip(metrics, values) if not math.isfinite(v))
@@ -352,8 +354,8 @@ while True:
         grad_norm = torch.nn.utils.get_total_norm([p.grad for p in model.parameters() if p.grad is not None])
     # a non-finite loss or gradient stops the run before the optimizer writes it into the weights
     # (and so before any checkpoint); loss_sum is finite up to this step, so this step is the culprit
-    stop_unless_finite({"loss": loss_sum[0], "CE": loss_sum[1], num_loss_name: loss_sum[2], "gradient norm": grad_norm},
-                       iter_num + 1, "training loss", "the optimizer step")
+    stop_unless_finite({"loss": loss_sum[0], "CE": loss_sum[1], num_loss_name: loss_sum[2],
+                        "gradient norm": grad_norm}, iter_num + 1, "training loss", "the optimizer step")
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
     iter_num += 1

@@ -246,7 +246,7 @@ def test_an_empty_split_is_refused_and_leaves_nothing_behind(tmp_path, empty):
         (tmp_path / f"{split}.txt").write_text("" if split == empty else "{a:1}\n")
     with pytest.raises(SystemExit, match=f"{empty}.txt:1: empty file"):
         tokenize_numbers.main([str(tmp_path), "--workers=1", "--plain-text"])
-    assert sorted(os.listdir(tmp_path)) == ["meta.json", "train.txt", "val.txt"]  # no vocab.json, no arrays
+    assert sorted(os.listdir(tmp_path)) == ["train.txt", "val.txt"]  # no meta.json, vocab.json or arrays
 
 
 def test_arrays_whose_offsets_belong_to_another_split_are_refused(tmp_path):
