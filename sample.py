@@ -52,7 +52,7 @@ def load_checkpoint(path, device="cpu"):
     except Exception as e:
         raise SystemExit(f"error: {path} is not a readable checkpoint ({type(e).__name__}: "
                          f"{str(e).splitlines()[0] if str(e) else 'no detail'})")
-    missing = [k for k in ("model", "model_args", "text_tokens", "config", "data_dir")
+    missing = [k for k in ("model", "model_args", "text_tokens", "config")
                if not isinstance(checkpoint, dict) or k not in checkpoint]
     if missing:
         raise SystemExit(f"error: {path} is not a checkpoint written by train.py (no {', '.join(missing)})")
