@@ -54,6 +54,8 @@ def parse(argv):
                 own[key] = type(own[key])(value)
             except ValueError:
                 raise SystemExit(f"error: --{key} expects {type(own[key]).__name__}, got {value!r}")
+    if own["warmup"] < 0:
+        raise SystemExit(f"error: --warmup must be at least 0, got {own['warmup']}")
     if own["steps"] <= own["warmup"]:
         raise SystemExit(f"error: --steps ({own['steps']}) must exceed --warmup ({own['warmup']})")
     if own["nproc"] < 1:

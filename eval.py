@@ -33,8 +33,8 @@ import torch
 
 from configurator import configure
 from prepare.common import atomic_write_text
-from sample import fill_in, load_model, r_squared
-from tokenize_numbers import TextError, encode_pieces, split_text
+from sample import fill_in, load_checkpoint, load_model, r_squared
+from tokenize_numbers import TextError, encode_pieces, read_lines, split_text
 
 # -- config: python eval.py --help
 ckpt = ""  # checkpoint(s) of one setting, separated by spaces: several seeds are combined
@@ -233,8 +233,8 @@ def evaluate(checkpoints, data, split_names, dev):
                 if split not in jobs:
                     if not os.path.exists(text_path):
                         raise SystemExit(f"error: {text_path} not found")
-                    with open(text_path) as f:
-                        lines = [l.rstrip("\n") for l in f if l.strip()][: max_samples or None]
+                    with open(text_path, "rb") as f:
+                        lines = [l for l in read_lines(f, text_path) if l.strip()][: max_samples or None]
                     jobs[split] = masked_samples(task, lines, vocab, text_path)
                 seed_results[split] = predict(model, vocab, jobs[split], dev)
             except (TextError, ValueError) as e:
@@ -413,7 +413,7 @@ def main():
         if not os.path.exists(path):
             raise SystemExit(f"error: checkpoint {path} not found")
     dev = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
-    data = data_dir or torch.load(checkpoints[0], map_location="cpu", weights_only=False)["data_dir"]
+    data = data_dir or load_checkpoint(checkpoints[0])["data_dir"]
     report, meta = evaluate(checkpoints, data, [s for s in splits.split(",") if s], dev)
     prefix = out or os.path.join(os.path.dirname(checkpoints[0]) or ".", "eval")
     os.makedirs(os.path.dirname(prefix) or ".", exist_ok=True)

@@ -72,7 +72,7 @@ train_one() {  # name config data steps seed encoding [settings...]
     flock -n 9 || return 0  # another reproduce.sh is training this one
     local t0=$SECONDS
     python train.py "$2" --data_dir="$DATA/$3" --out_dir="$dir" --max_iters="$4" --seed="$5" --encoding="$6" \
-        --eval_interval="$4" --device=cpu "${@:7}" > "$dir/train.txt" 2>&1 || { echo "FAILED: $1 (see $dir/train.txt)"; return 1; }
+        --eval_interval="$4" --device=cpu --overwrite=True "${@:7}" > "$dir/train.txt" 2>&1 || { echo "FAILED: $1 (see $dir/train.txt)"; return 1; }
     echo $((SECONDS - t0)) > "$dir/wall_s"
     touch "$dir/done"
     echo "trained $1 in $((SECONDS - t0)) s"

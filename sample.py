@@ -10,12 +10,17 @@ line is masked at once (all of its tokens, for text encodings) and predicted in 
 --mask_last masks the last number of each line instead (the answer of an arithmetic or look-up
 sample), keeps the true value, and reports MSE and R² over the file.
 
+A line that cannot be predicted (a token the model never saw, more tokens than its block_size, a
+number beyond float32 for xVal) is reported with its line number and skipped; the rest are
+predicted, and the command ends with the count of such lines and a non-zero exit status.
+
 Generation (causal models): each line is a prompt; tokens are generated greedily (or sampled with
 --temperature) until [EOS]; a generated [NUM] takes the number head's value and is fed back.
 """
 import math
 import os
 import sys
+from contextlib import nullcontext
 
 import numpy as np
 import torch
@@ -24,7 +29,7 @@ from batching import collate, fill_in_example, to_device
 from configurator import configure
 from model import GPT, GPTConfig
 from tokenize_numbers import (ASK, EOS_ID, TOKENS_PER_NUMBER, TextError, Vocab, encode, encode_pieces,
-                              format_number, number_spans, split_text)
+                              format_number, number_spans, read_lines, split_text)
 
 # -- config: python sample.py --help
 ckpt = "out/quickstart/ckpt_best.pt"  # checkpoint written by train.py
@@ -40,9 +45,23 @@ device = "auto"
 # -- end config
 
 
+def load_checkpoint(path, device="cpu"):
+    """A train.py checkpoint; a truncated, empty or foreign file is a one-line error naming it."""
+    try:
+        checkpoint = torch.load(path, map_location=device, weights_only=False)
+    except Exception as e:
+        raise SystemExit(f"error: {path} is not a readable checkpoint ({type(e).__name__}: "
+                         f"{str(e).splitlines()[0] if str(e) else 'no detail'})")
+    missing = [k for k in ("model", "model_args", "text_tokens", "config")
+               if not isinstance(checkpoint, dict) or k not in checkpoint]
+    if missing:
+        raise SystemExit(f"error: {path} is not a checkpoint written by train.py (no {', '.join(missing)})")
+    return checkpoint
+
+
 def load_model(path, device="cpu"):
     """The model (eval mode) and vocabulary of a train.py checkpoint."""
-    checkpoint = torch.load(path, map_location=device, weights_only=False)
+    checkpoint = load_checkpoint(path, device)
     model = GPT(GPTConfig(**checkpoint["model_args"]))
     model.load_state_dict(checkpoint["model"])
     model.to(device).eval()
@@ -148,6 +167,25 @@ def mask_last_number(line, where):
     return pieces, truth, line[:a] + ASK + line[b:]
 
 
+def encode_line(line, where, vocab, block_size, causal=False):
+    """
+    (ids, values, ask, truth, text with [?]) of one input line, with --mask_last's masking; a
+    TextError naming the line if the model cannot predict it.
+    """
+    truth, text = None, line
+    with np.errstate(over="ignore"):  # a value beyond float32 becomes inf, refused below
+        if mask_last:
+            pieces, truth, text = mask_last_number(line, where)
+            ids, values, ask = encode_pieces(pieces, vocab, where)
+        else:
+            ids, values, ask = encode(line, vocab, where, allow_ask=not causal)
+    if vocab.encoding == "xval" and not np.isfinite(values).all():
+        raise TextError(f"{where}: a number beyond float32's range (±3.4e38) cannot be an xVal input")
+    if len(ids) > block_size:
+        raise TextError(f"{where}: {len(ids)} tokens, more than the model's block_size {block_size}")
+    return ids, values, ask, truth, text
+
+
 def main():
     configure(globals(), __file__)
     dev = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
@@ -156,30 +194,41 @@ def main():
         if path != "-" and not os.path.exists(path):
             raise SystemExit(f"error: {path} not found")
     model, vocab, _ = load_model(ckpt, dev)
-    text = open(input).read() if input != "-" else sys.stdin.read()
-    lines = [(i + 1, l) for i, l in enumerate(text.splitlines()) if l.strip()][: max_lines or None]
     name = "stdin" if input == "-" else input
     try:
-        if model.cfg.causal and not mask_last:
-            generator = torch.Generator(device=dev).manual_seed(seed)
-            for number, line in lines[:show]:
-                ids, values, _ = encode(line, vocab, f"{name}:{number}")
-                ids, values = generate(model, vocab, ids, values, max_new_tokens, temperature, generator)
-                print(detokenize(ids, values, vocab))
-            return
-        truths, texts, samples = [], [], []
-        for number, line in lines:
-            where = f"{name}:{number}"
-            if mask_last:
-                pieces, truth, text = mask_last_number(line, where)
-                truths.append(truth)
-                samples.append(encode_pieces(pieces, vocab, where))
-            else:
-                text = line
-                samples.append(encode(line, vocab, where, allow_ask=True))
-            texts.append(text)
-    except TextError as e:
+        with open(input, "rb") if input != "-" else nullcontext(sys.stdin.buffer) as f:
+            text_lines = read_lines(f, name)
+    except (TextError, IsADirectoryError) as e:
         raise SystemExit(f"error: {e}")
+    lines = [(i + 1, l) for i, l in enumerate(text_lines) if l.strip()][: max_lines or None]
+    causal = model.cfg.causal and not mask_last
+    if causal:  # generation: only the lines shown
+        lines = lines[:show]
+    truths, texts, samples, failed = [], [], [], 0
+    for number, line in lines:
+        try:
+            ids, values, ask, truth, text = encode_line(line, f"{name}:{number}", vocab, model.cfg.block_size, causal)
+        except TextError as e:  # this line is reported and counted; the others are still predicted
+            print(f"error: {e}", file=sys.stderr)
+            failed += 1
+            continue
+        samples.append((ids, values, ask))
+        truths.append(truth)
+        texts.append(text)
+    if causal:
+        generator = torch.Generator(device=dev).manual_seed(seed)
+        for ids, values, _ in samples[:show]:
+            ids, values = generate(model, vocab, ids, values, max_new_tokens, temperature, generator)
+            print(detokenize(ids, values, vocab))
+    elif samples:
+        predict(model, vocab, samples, truths, texts, dev)
+    if failed:
+        raise SystemExit(f"error: {failed} of {len(lines)} lines could not be predicted (reported above)")
+
+
+def predict(model, vocab, samples, truths, texts, dev):
+    """Fill in the asked numbers of every sample, print the first `show` lines and the counts (and
+    with --mask_last the errors against the true values)."""
     predictions, counts = fill_in(model, vocab, samples, dev, batch_size)
     for text, values in list(zip(texts, predictions))[:show]:
         for v in values:

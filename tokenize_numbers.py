@@ -722,19 +722,69 @@ def _line_chunks(path, chunk, per_wave):
         yield wave
 
 
-def dataset_splits(data_dir):
-    """The split names of a prepared dataset: from meta.json if present, else every *.txt."""
+def read_lines(f, where):
+    """The lines of a binary file object, decoded as UTF-8 without their line ends; a line that is
+    not UTF-8 (Latin-1 text, say) is a TextError naming where:line."""
+    lines = []
+    for i, raw in enumerate(f, 1):
+        try:
+            lines.append(raw.decode("utf-8").rstrip("\r\n"))
+        except UnicodeDecodeError as e:
+            raise TextError(f"{where}:{i}: not UTF-8 text (byte {raw[e.start]:#04x} at column {e.start + 1})") from None
+    return lines
+
+
+def require_dataset(data_dir):
+    """
+    A dataset is complete when it has meta.json, which prepare/ scripts write last and remove first:
+    a folder without one is refused (a prepare run that did not finish, or text files of your own,
+    which `tokenize_numbers.py DIR --plain-text` declares a dataset). Returns meta.json's path.
+    """
+    if not os.path.isdir(data_dir):
+        raise FileNotFoundError(f"{data_dir} is not a directory; expected a dataset written by a prepare/ script")
     meta = os.path.join(data_dir, "meta.json")
-    if os.path.exists(meta):
-        with open(meta) as f:
-            return list(json.load(f)["splits"])
-    names = sorted(f[:-4] for f in os.listdir(data_dir) if f.endswith(".txt") and "." not in f[:-4])
-    if "train" not in names:
-        raise FileNotFoundError(f"{data_dir}: no train.txt (run a prepare/ script first)")
-    return names
+    if not os.path.exists(meta):
+        raise FileNotFoundError(f"{meta} not found: {data_dir} is not a complete dataset (did a prepare/ run stop "
+                                f"early? run it again); for text files of your own: python tokenize_numbers.py "
+                                f"{data_dir} --plain-text")
+    return meta
+
+
+def dataset_splits(data_dir, plain_text=False):
+    """
+    The split names of a dataset, from its meta.json. With plain_text, a folder of <split>.txt files
+    without meta.json (train.txt among them) becomes a dataset: a meta.json naming every split is
+    written once every split is found to hold a sample.
+    """
+    meta = os.path.join(data_dir, "meta.json")
+    declare = plain_text and os.path.isdir(data_dir) and not os.path.exists(meta)
+    if declare:
+        splits = sorted(f[:-4] for f in os.listdir(data_dir) if f.endswith(".txt") and "." not in f[:-4])
+        if "train" not in splits:
+            raise FileNotFoundError(f"{data_dir}: no train.txt; --plain-text expects <split>.txt files, "
+                                    "train among them")
+    else:
+        with open(require_dataset(data_dir)) as f:
+            try:
+                splits = list(json.load(f)["splits"])
+            except (ValueError, KeyError, TypeError) as e:
+                raise TextError(f"{meta}: not a dataset's meta.json ({type(e).__name__}: {e})")
+    for split in splits:  # every split has a sample before anything is written: a failure leaves nothing behind
+        path = os.path.join(data_dir, f"{split}.txt")
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"{path} not found, but {meta} lists split {split!r}")
+        with open(path, encoding="utf-8", errors="replace") as f:
+            if not f.readline().strip():
+                raise TextError(f"{path}:1: {'empty file' if os.path.getsize(path) == 0 else 'empty line'}; "
+                                "expected one sample per line")
+    if declare:
+        _atomic_write_json(meta, {"dataset": "plain text", "splits": splits,
+                                  "command": " ".join(["python"] + sys.argv)})
+    return splits
 
 
 def load_text_vocab(data_dir):
+    require_dataset(data_dir)
     path = os.path.join(data_dir, "vocab.json")
     if not os.path.exists(path):
         raise FileNotFoundError(f"{path} not found; run: python tokenize_numbers.py {data_dir}")
@@ -880,14 +930,29 @@ class Split:
         if not os.path.exists(base + ".ids.npy"):
             raise FileNotFoundError(f"{base}.ids.npy not found; run: python tokenize_numbers.py "
                                     f"{data_dir} --encoding {encoding}")
-        with open(base + ".json") as f:
-            digest = json.load(f).get("vocab_digest")  # absent in arrays of older versions
-        if digest != vocab_digest(load_text_vocab(data_dir)):
-            raise ValueError(f"{base}.ids.npy was tokenized with another vocab.json; run again: "
-                             f"python tokenize_numbers.py {data_dir} --encoding {encoding}")
-        self.ids = np.load(base + ".ids.npy", mmap_mode="r")
-        self.values = np.load(base + ".values.npy", mmap_mode="r")
-        self.offsets = np.load(base + ".offsets.npy")
+        again = f"run again: python tokenize_numbers.py {data_dir} --encoding {encoding}"
+        try:
+            with open(base + ".json") as f:
+                summary = json.load(f)
+            self.ids = np.load(base + ".ids.npy", mmap_mode="r")
+            self.values = np.load(base + ".values.npy", mmap_mode="r")
+            self.offsets = np.load(base + ".offsets.npy")
+        except (OSError, ValueError, EOFError) as e:  # missing, truncated or not an array
+            raise ValueError(f"{base}: unreadable arrays ({type(e).__name__}: {e}); {again}")
+        if summary.get("vocab_digest") != vocab_digest(load_text_vocab(data_dir)):  # absent in older arrays
+            raise ValueError(f"{base}.ids.npy was tokenized with another vocab.json; {again}")
+        # the four files of a split are written together: offsets that do not span exactly the ids
+        # and values, or a sample count other than the summary's, are arrays of different runs
+        o = self.offsets
+        if (summary.get("split"), summary.get("encoding")) != (split, encoding):
+            raise ValueError(f"{base}.json describes split {summary.get('split')!r} of {summary.get('encoding')!r}, "
+                             f"not {split!r} of {encoding!r}; {again}")
+        samples = summary.get("samples")
+        if not (o.ndim == 1 and isinstance(samples, int) and samples >= 1 and len(o) == samples + 1 and o[0] == 0
+                and np.all(o[1:] >= o[:-1]) and o[-1] == len(self.ids) == len(self.values)):
+            raise ValueError(f"{base}.offsets.npy ({len(o) - 1} samples, {int(o[-1]) if len(o) else 0} tokens) "
+                             f"does not match {base}.json ({samples} samples) and .ids.npy ({len(self.ids)} "
+                             f"tokens): the files come from different runs; {again}")
         self.lengths = np.diff(self.offsets)
 
     def __len__(self):
@@ -952,6 +1017,8 @@ def main(argv=None):
     p.add_argument("--bench", action="store_true", help="time the tokenizer (reference and fast path, each "
                    "encoding and all five) on the first --bench-lines lines of train.txt; writes nothing")
     p.add_argument("--bench-lines", type=int, default=1000, help="lines --bench times (default 1000)")
+    p.add_argument("--plain-text", action="store_true",
+                   help="DIR holds <split>.txt files of your own, no meta.json: write one naming them and tokenize")
     args = p.parse_args(argv)
     if args.bench:
         try:
@@ -963,11 +1030,14 @@ def main(argv=None):
         if e not in ENCODINGS:
             p.error(f"unknown encoding {e!r}; expected one of {', '.join(ENCODINGS)} or 'all'")
     t0 = time.time()
+    reading = os.path.join(args.data_dir, "train.txt")  # the file being read, for an error that is not UTF-8
     try:
+        splits = dataset_splits(args.data_dir, args.plain_text)
         text_tokens = build_vocab_file(args.data_dir, args.rebuild_vocab)
         print(f"{args.data_dir}: {len(text_tokens)} text tokens in vocab.json")
         table = []
-        for split in dataset_splits(args.data_dir):
+        for split in splits:
+            reading = os.path.join(args.data_dir, f"{split}.txt")
             for s in encode_split(args.data_dir, split, list(encodings), args.workers):
                 table.append(s)
                 enc = s["encoding"]
@@ -976,6 +1046,13 @@ def main(argv=None):
                       f"{s['numbers_per_sample_mean']}, vocab {s['vocab_size']}")
     except (TextError, FileNotFoundError) as e:
         sys.exit(f"error: {e}")
+    except UnicodeDecodeError:
+        with open(reading, "rb") as f:
+            try:
+                read_lines(f, reading)
+            except TextError as e:
+                sys.exit(f"error: {e}")
+        raise
     if args.stats:
         print("\n| encoding | tokens/sample mean | max | numbers/sample mean | max |")
         print("|---|---|---|---|---|")

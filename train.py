@@ -24,7 +24,7 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from batching import VAL_STEP, accumulation_steps, collate, step_batches, to_device, training_examples
+from batching import VAL_STEP, accumulation_steps, collate, step_batches, step_samples, to_device, training_examples
 from configurator import configure
 from model import GPT, GPTConfig, configure_optimizer, flops_per_token, loss_from, peak_flops
 from tokenize_numbers import ENCODINGS, Split, Vocab, load_text_vocab
@@ -63,6 +63,7 @@ eval_interval = 1000  # steps between validations (and checkpoints)
 eval_batches = 20  # validation micro-batches per evaluation
 log_interval = 10
 resume = False  # continue from out_dir/ckpt_latest.pt
+overwrite = False  # start afresh in an out_dir that holds a run, deleting its log and checkpoints
 seed = 1337  # fixes the initialisation, sample order and masks
 # system
 device = "auto"  # auto | cpu | cuda | cuda:1 | mps
@@ -72,6 +73,32 @@ flex_attention = True  # with compile on CUDA: padded/packed rows attend block-s
 # -- end config
 config = configure(globals(), __file__)
 sys.stdout.reconfigure(line_buffering=True)  # log lines appear at once, also when piped to a file
+RUN_FILES = ("log.jsonl", "ckpt_latest.pt", "ckpt_best.pt")  # what a run leaves in out_dir
+if resume and overwrite:
+    raise SystemExit("error: --resume continues the run in out_dir and --overwrite=True replaces it; pick one")
+if not (resume or overwrite) and (found := [f for f in RUN_FILES if os.path.exists(os.path.join(out_dir, f))]):
+    raise SystemExit(f"error: {out_dir} holds a run ({', '.join(found)}); continue it with --resume "
+                     "or delete it and start afresh with --overwrite=True")
+
+
+def cut_log(path, step):
+    """Keep the rows of log.jsonl up to a resumed checkpoint's step: the steps after it run (and are logged) again."""
+    if not os.path.exists(path):
+        return
+    with open(path) as f:
+        lines = f.readlines()
+    kept = []
+    for line in lines:
+        try:
+            if json.loads(line)["iter"] <= step:
+                kept.append(line)
+        except (json.JSONDecodeError, KeyError, TypeError):
+            pass  # a row cut short by the kill that stopped the run
+    if len(kept) < len(lines):
+        print(f"note: {path}: {len(lines) - len(kept)} rows after step {step} removed (they are logged again)")
+        with open(path + ".tmp", "w") as f:
+            f.writelines(kept)
+        os.replace(path + ".tmp", path)
 
 # -----------------------------------------------------------------------------
 # distributed setup
@@ -128,6 +155,17 @@ for name, split in (("train", train_data), ("val", val_data)):
                          f"(index {int(split.lengths.argmax())}) but block_size is {block_size}"
                          + (f" and pack_length {pack_length}" if packing and pack_length else ""))
 tokens_per_step = batch_size * float(train_data.lengths.mean())
+
+
+def check_values(split, name, indices):
+    """Refuse samples holding a non-finite number (an xVal literal beyond float32 is stored as inf)."""
+    for i in map(int, indices):
+        if not np.isfinite(split[i][1]).all():
+            raise SystemExit(f"error: {data_dir}/{encoding}/{name}.values.npy: sample {i} (line {i + 1} of "
+                             f"{name}.txt) holds a non-finite number; remove or rescale it and tokenize again")
+
+
+check_values(val_data, "val", range(min(len(val_data), eval_batches * micro_batch_size)))  # what evaluate() reads
 num_loss_name = "NMSE" if k > 0 else "MSE"  # the number loss of multi-scale xVal is normalised
 
 # -----------------------------------------------------------------------------
@@ -136,12 +174,15 @@ model_args = dict(vocab_size=len(vocab), num_id=vocab.num_id if vocab.num_id is 
                   block_size=block_size, n_layer=n_layer, n_head=n_head, n_embd=n_embd, dropout=dropout,
                   encoding=encoding, k=k, causal=causal, nmse_eps=nmse_eps)
 ckpt_path = os.path.join(out_dir, "ckpt_latest.pt")
-iter_num, best_val_loss = 0, float("inf")
+iter_num, best_val_loss, resumed_at = 0, float("inf"), None
 if resume:
     if not os.path.exists(ckpt_path):
         raise SystemExit(f"error: --resume but no checkpoint at {ckpt_path}")
-    # onto the CPU: the RNG state must stay a CPU tensor; load_state_dict moves the rest
-    checkpoint = torch.load(ckpt_path, map_location="cpu", weights_only=False)
+    try:  # onto the CPU: the RNG state must stay a CPU tensor; load_state_dict moves the rest
+        checkpoint = torch.load(ckpt_path, map_location="cpu", weights_only=False)
+    except Exception as e:  # truncated, empty or not a checkpoint at all
+        raise SystemExit(f"error: {ckpt_path} is not a readable checkpoint ({type(e).__name__}: "
+                         f"{str(e).splitlines()[0] if str(e) else 'no detail'})")
     if checkpoint["text_tokens"] != vocab.text_tokens:
         raise SystemExit(f"error: {ckpt_path} was trained with another vocabulary than {data_dir}/vocab.json")
     for key in ("vocab_size", "n_layer", "n_head", "n_embd", "encoding", "k", "causal"):
@@ -159,6 +200,7 @@ if resume:
     model.load_state_dict(checkpoint["model"])
     optimizer.load_state_dict(checkpoint["optimizer"])
     iter_num, best_val_loss = checkpoint["iter_num"], checkpoint["best_val_loss"]
+    resumed_at = iter_num  # its validation is logged and saved already
     torch.set_rng_state(checkpoint["rng"]["torch"].cpu())
     if device_type == "cuda" and checkpoint["rng"]["cuda"] is not None:
         torch.cuda.set_rng_state(checkpoint["rng"]["cuda"].cpu())
@@ -173,8 +215,12 @@ peak = peak_flops(torch.cuda.get_device_name(device)) if device_type == "cuda" e
 
 if master:
     os.makedirs(out_dir, exist_ok=True)
-    if not resume and os.path.exists(os.path.join(out_dir, "log.jsonl")):
-        os.remove(os.path.join(out_dir, "log.jsonl"))  # a fresh run starts a fresh log
+    if resume:
+        cut_log(os.path.join(out_dir, "log.jsonl"), iter_num)
+    else:  # a fresh run (--overwrite=True where out_dir held one) leaves nothing of an earlier run behind
+        for name in RUN_FILES:
+            if os.path.exists(os.path.join(out_dir, name)):
+                os.remove(os.path.join(out_dir, name))
     print(f"data: {data_dir} ({encoding}): {len(train_data):,} train / {len(val_data):,} val samples, "
           f"{train_data.lengths.mean():.0f} tokens/sample (max {train_data.lengths.max()}), vocab {len(vocab)}")
     print(f"model: {raw_model.num_params() / 1e6:.2f}M parameters, {n_layer} layers × {n_head} heads × "
@@ -196,8 +242,11 @@ def get_lr(it):
 
 def micro_batches(step):
     """This process's micro-batches of one optimizer step: CPU work only (runs in the loader thread)."""
-    return step_batches(train_data, step, seed, batch_size, micro_batch_size, rank, world_size, causal,
-                        mlm_probability, packing, pack_length, pin=device_type == "cuda")
+    batches = step_batches(train_data, step, seed, batch_size, micro_batch_size, rank, world_size, causal,
+                           mlm_probability, packing, pack_length, pin=device_type == "cuda")
+    if not all(bool(torch.isfinite(b["values"]).all()) for b in batches):
+        check_values(train_data, "train", step_samples(len(train_data), batch_size, step, seed)[1])
+    return batches
 
 
 def target_counts(batches):
@@ -231,6 +280,19 @@ def evaluate():
     return {"val_loss": loss.item(), "val_ce": ce.item(), "val_mse": mse.item()}
 
 
+def stop_unless_finite(metrics, step, what, before):
+    """Stop the run if a loss or gradient norm is NaN or infinite: one device-to-host copy."""
+    values = list(metrics.values())
+    if torch.is_tensor(values[0]):  # on the device: one copy to the host for all of them
+        values = torch.stack([v.detach().float() for v in values]).tolist()
+    if all(map(math.isfinite, values)):
+        return
+    bad = ", ".join(f"{k} {v}" for k, v in zip(metrics, values) if not math.isfinite(v))
+    last = (f"{ckpt_path} is untouched: fix the data or the settings, then --resume from it"
+            if os.path.exists(ckpt_path) else "no checkpoint was written")
+    raise SystemExit(f"error: step {step}: non-finite {what} ({bad}); stopped before {before}; {last}")
+
+
 def save_checkpoint(path):
     """Write to a temporary name, then rename: a crash never leaves a half checkpoint."""
     checkpoint = {
@@ -262,8 +324,9 @@ upcoming = None  # the next step's batches, a Future
 model.train()
 t_last, tokens_since, positions_since, steps_since = time.time(), 0, 0, 0
 while True:
-    if iter_num % eval_interval == 0 or iter_num == max_iters:
+    if (iter_num % eval_interval == 0 or iter_num == max_iters) and iter_num != resumed_at:
         metrics = evaluate()
+        stop_unless_finite(metrics, iter_num, "validation loss", "writing a checkpoint")
         if master:
             print(f"step {iter_num}: val loss {metrics['val_loss']:.4f} (CE {metrics['val_ce']:.4f}, "
                   f"number {num_loss_name} {metrics['val_mse']:.4g})")
@@ -299,7 +362,13 @@ while True:
         tokens_since += cpu_batch["n_real"]
         positions_since += cpu_batch["ids"].numel()
     if grad_clip > 0:
-        torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+    else:
+        grad_norm = torch.nn.utils.get_total_norm([p.grad for p in model.parameters() if p.grad is not None])
+    # a non-finite loss or gradient stops the run before the optimizer writes it into the weights
+    # (and so before any checkpoint); loss_sum is finite up to this step, so this step is the culprit
+    stop_unless_finite({"loss": loss_sum[0], "CE": loss_sum[1], num_loss_name: loss_sum[2],
+                        "gradient norm": grad_norm}, iter_num + 1, "training loss", "the optimizer step")
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
     iter_num += 1

@@ -10,6 +10,7 @@ import argparse
 import json
 import math
 import os
+import shutil
 import sys
 import time
 from multiprocessing import Pool
@@ -24,14 +25,25 @@ SIZES = {
 }
 
 
+def _at_least(low):
+    """An argparse type: an integer ≥ low."""
+    def parse(text):
+        value = int(text)
+        if value < low:
+            raise argparse.ArgumentTypeError(f"expected an integer ≥ {low}, got {value}")
+        return value
+    parse.__name__ = "integer"  # argparse names the type in its message for a non-integer
+    return parse
+
+
 def base_parser(description, default_out):
     """The flags every prepare script has: --out, --size, --seed, --workers, --force."""
     p = argparse.ArgumentParser(description=description)
     p.add_argument("--out", default=default_out, help=f"output directory (default {default_out})")
     p.add_argument("--size", default="small", choices=list(SIZES),
                    help="tiny: seconds, for tests; small: minutes on a laptop; paper: 1M/125k/125k")
-    p.add_argument("--seed", type=int, default=1337, help="fixes every sample (default 1337)")
-    p.add_argument("--workers", type=int, default=os.cpu_count() or 1,
+    p.add_argument("--seed", type=_at_least(0), default=1337, help="fixes every sample (default 1337)")
+    p.add_argument("--workers", type=_at_least(1), default=os.cpu_count() or 1,
                    help="processes to use (default: all cores); does not change the output")
     p.add_argument("--force", action="store_true", help="overwrite an existing dataset in --out")
     return p
@@ -67,14 +79,35 @@ def dumps(obj, digits=4):
     raise TypeError(f"cannot write {type(obj).__name__} into a record")
 
 
+def remove_dataset(out):
+    """
+    Delete the dataset in `out` before another is written there: meta.json first (so that an
+    interruption leaves nothing that looks complete), then what was made from its text (vocab.json,
+    every folder of tokenized arrays), then its text files (<split>.txt, <split>.ocean.txt, and
+    *.tmp files of an interrupted run). Other files stay.
+    """
+    if os.path.isfile(os.path.join(out, "meta.json")):
+        os.remove(os.path.join(out, "meta.json"))
+    for name in sorted(os.listdir(out)):
+        path = os.path.join(out, name)
+        tokenized = (".ids.npy", ".offsets.npy", ".raw.tmp", ".tmp.npy")  # what tokenize_numbers.py writes
+        if os.path.isdir(path) and any(f.endswith(tokenized) for f in os.listdir(path)):
+            shutil.rmtree(path)  # an <encoding>/ folder
+        elif name.startswith("vocab.json"):
+            os.remove(path)
+    for name in sorted(os.listdir(out)):
+        if name.endswith((".txt", ".tmp")):
+            os.remove(os.path.join(out, name))
+
+
 def prepare_out_dir(out, force):
-    """Refuse to overwrite an existing dataset unless --force; fail early if unwritable."""
+    """Refuse to overwrite an existing dataset unless --force (which removes it); fail early if unwritable."""
     if os.path.exists(out) and not os.path.isdir(out):
         sys.exit(f"error: --out {out} exists and is not a directory")
     if os.path.isdir(out) and os.listdir(out) and not force:
         sys.exit(f"error: {out} already holds files (a dataset?); pass --force to overwrite it")
-    if force and os.path.isfile(os.path.join(out, "meta.json")):
-        os.remove(os.path.join(out, "meta.json"))  # a half-rewritten dataset must not look complete
+    if force and os.path.isdir(out):
+        remove_dataset(out)
     try:
         os.makedirs(out, exist_ok=True)
         probe = os.path.join(out, ".write_test.tmp")

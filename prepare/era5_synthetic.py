@@ -132,6 +132,8 @@ def main(argv=None):
     args = p.parse_args(argv)
     if args.days < 1:
         p.error(f"--days must be at least 1; found {args.days}")
+    if args.seed < 0:
+        p.error(f"--seed must be at least 0; found {args.seed}")
     if not (0 < args.resolution <= 90 and (180 / args.resolution) % 1 < 1e-9):
         p.error(f"--resolution must divide 180 degrees (e.g. 0.25, 1, 2.5, 10); found {args.resolution:g}")
     paths = {name: os.path.join(args.out, f"{name}.nc") for name in ("t2m", "lsm")}

@@ -169,8 +169,8 @@ def test_tokenize_command_writes_memory_mapped_arrays(tmp_path):
     (tmp_path / "train.txt").write_text("{a:1.5,b:-2}\n{a:3,b:4e-2}\n")
     (tmp_path / "val.txt").write_text("{b:0.5}\n")
     for enc in ("xval", "p1000"):
-        subprocess.run([sys.executable, "tokenize_numbers.py", str(tmp_path), "--encoding", enc, "--workers", "1"],
-                       check=True, capture_output=True, cwd=ROOT)
+        subprocess.run([sys.executable, "tokenize_numbers.py", str(tmp_path), "--encoding", enc, "--workers", "1",
+                        "--plain-text"], check=True, capture_output=True, cwd=ROOT)
     assert json.loads((tmp_path / "vocab.json").read_text())["text_tokens"] == [",", ":", "a", "b", "{", "}"]
     split = Split(str(tmp_path), "train", "xval")
     ids, values = split[1]
@@ -183,15 +183,15 @@ def test_tokenize_command_writes_memory_mapped_arrays(tmp_path):
 def test_tokenize_command_reports_unknown_text_with_file_and_line(tmp_path):
     (tmp_path / "train.txt").write_text("{a:1}\n")
     (tmp_path / "val.txt").write_text("{a:1}\n{a:2}\n{c:3}\n")
-    r = subprocess.run([sys.executable, "tokenize_numbers.py", str(tmp_path), "--workers", "1"],
+    r = subprocess.run([sys.executable, "tokenize_numbers.py", str(tmp_path), "--workers", "1", "--plain-text"],
                        capture_output=True, text=True, cwd=ROOT)
     assert r.returncode != 0 and "val.txt:3" in r.stderr and "'c'" in r.stderr
 
 
 def test_arrays_tokenized_with_another_vocabulary_are_refused(tmp_path):
     (tmp_path / "train.txt").write_text("{a:1.5}\n")
-    subprocess.run([sys.executable, "tokenize_numbers.py", str(tmp_path), "--workers", "1"], check=True,
-                   capture_output=True, cwd=ROOT)
+    subprocess.run([sys.executable, "tokenize_numbers.py", str(tmp_path), "--workers", "1", "--plain-text"],
+                   check=True, capture_output=True, cwd=ROOT)
     (tmp_path / "train.txt").write_text("{a:1.5}\n[b:2]\n")
     subprocess.run([sys.executable, "tokenize_numbers.py", str(tmp_path), "--rebuild-vocab", "--encoding", "p10",
                     "--workers", "1"], check=True, capture_output=True, cwd=ROOT)

@@ -1,0 +1,287 @@
+"""Nothing lost, nothing silent: runs are not overwritten, non-finite losses stop training before a
+checkpoint, stale or half-written datasets are refused, settings have ranges, bad input is a
+one-line error naming where it is."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+from conftest import ROOT
+from test_train import TINY, losses, run
+
+import tokenize_numbers
+from configurator import RANGES, configure, defaults
+from tokenize_numbers import Split
+
+TRAIN = os.path.join(ROOT, "train.py")
+
+
+def one_line_error(r):
+    """The command failed with exactly one line on stderr, an error, and no traceback."""
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode != 0 and len(lines) == 1 and lines[0].startswith("error: "), r.stderr
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    d = str(tmp_path_factory.mktemp("data") / "ops2")
+    run("prepare/arithmetic.py", "--variant=ops2", "--size=tiny", "--out", d, "--workers=1")
+    run("tokenize_numbers.py", d, "--encoding=xval", "--workers=1")
+    return d
+
+
+@pytest.fixture
+def own_data(data, tmp_path):
+    """A copy of the tiny dataset that a test may damage."""
+    return shutil.copytree(data, str(tmp_path / "ops2"))
+
+
+def train(data_dir, out, *args, check=True):
+    return run("train.py", *TINY, f"--data_dir={data_dir}", f"--out_dir={out}", "--batch_size=8",
+               "--micro_batch_size=8", "--eval_interval=2", "--eval_batches=1", "--learning_rate=1e-3", "--min_lr=1e-3",
+               *args,
+               check=check)
+
+
+@pytest.fixture(scope="module")
+def checkpoint(data, tmp_path_factory):
+    out = str(tmp_path_factory.mktemp("run"))
+    train(data, out, "--max_iters=2")
+    return os.path.join(out, "ckpt_best.pt")
+
+
+# ---------------------------------------------------------------- settings
+
+@pytest.mark.parametrize("script", sorted(RANGES))
+def test_every_numeric_setting_has_a_range_and_the_defaults_lie_in_it(script):
+    path = os.path.join(ROOT, script)
+    settings = defaults(path)
+    numeric = {k for k, v in settings.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    assert numeric <= set(RANGES[script]) <= set(settings)
+    configure(dict(settings), path, [])  # no error
+
+
+@pytest.mark.parametrize("script,args,message", [
+    ("train.py", ["--n_layer=0"], "n_layer = 0 (from --n_layer) is out of its range [1, inf)"),
+    ("train.py", ["--n_head=0"], "n_head = 0 (from --n_head) is out of its range [1, inf)"),
+    ("train.py", ["--n_embd=130"], "n_embd = 130 (from --n_embd) must be a multiple of n_head = 6"),
+    ("train.py", ["--n_head=5"], "n_embd = 768 (the default) must be a multiple of n_head = 5"),
+    ("train.py", ["--dropout=1.5"], "dropout = 1.5 (from --dropout) is out of its range [0, 1)"),
+    ("train.py", ["--mlm_probability=0"], "mlm_probability = 0.0 (from --mlm_probability) is out of its range (0, 1)"),
+    ("train.py", ["--mlm_probability=1.5"], "mlm_probability = 1.5"),
+    ("train.py", ["--eval_batches=0"], "eval_batches = 0"),
+    ("train.py", ["--max_iters=-5"], "max_iters = -5 (from --max_iters) is out of its range [1, inf)"),
+    ("train.py", ["--eval_interval=0"], "eval_interval = 0"),
+    ("train.py", ["--log_interval=0"], "log_interval = 0"),
+    ("train.py", ["--micro_batch_size=0"], "micro_batch_size = 0"),
+    ("train.py", ["--batch_size=0"], "batch_size = 0"),
+    ("train.py", ["--k=-1"], "k = -1 (from --k) is out of its range [0, inf)"),
+    ("train.py", ["--learning_rate=0"], "learning_rate = 0.0"),
+    ("train.py", ["--learning_rate=1e-3", "--min_lr=1e-2"], "min_lr = 0.01 (from --min_lr) is out of its range "
+                                                            "[0, learning_rate] (learning_rate = 0.001)"),
+    ("train.py", ["--seed=-1"], "seed = -1"),
+    ("train.py", ["--dtype=fp16"], "dtype = 'fp16' (from --dtype) is not one of auto | bfloat16 | float32"),
+    ("train.py", ["--max_iters=None"], "max_iters expects int (default 500000), got None"),
+    ("sample.py", ["--batch_size=0"], "batch_size = 0 (from --batch_size) is out of its range [1, inf)"),
+    ("sample.py", ["--max_lines=-1"], "max_lines = -1 (from --max_lines) is out of its range [0, inf)"),
+    ("eval.py", ["--max_samples=-1"], "max_samples = -1"),
+])
+def test_a_setting_out_of_its_range_is_an_error_naming_key_value_and_range(script, args, message):
+    path = os.path.join(ROOT, script)
+    with pytest.raises(SystemExit, match="^error: .*") as e:
+        configure(defaults(path), path, args)
+    assert message in str(e.value) and "\n" not in str(e.value)
+
+
+def test_mlm_probability_is_not_checked_for_a_causal_model():
+    assert configure(defaults(TRAIN), TRAIN, ["--causal=True", "--mlm_probability=0"])["mlm_probability"] == 0
+
+
+def test_a_range_error_is_one_line_on_the_command_line():
+    assert "n_layer = 0" in one_line_error(run("train.py", "--n_layer=0", check=False))
+
+
+@pytest.mark.parametrize("text,message", [
+    ("n_layer = 2\nmax_iters = (\n", "bad.py:2: '(' was never closed"),
+    ("n_layer = 2\n\nmax_iters = 10 // 0\n", "bad.py:3: ZeroDivisionError"),
+    ("max_iters = None\n", "bad.py: max_iters expects int (default 500000), got None"),
+    ("dropout = 2.0\n", "dropout = 2.0 (from "),
+])
+def test_a_config_file_that_does_not_parse_names_the_file_and_line(tmp_path, text, message):
+    (tmp_path / "bad.py").write_text(text)
+    with pytest.raises(SystemExit) as e:
+        configure(defaults(TRAIN), TRAIN, [str(tmp_path / "bad.py")])
+    assert message in str(e.value)
+
+
+def test_a_directory_as_config_file_is_an_error(tmp_path):
+    with pytest.raises(SystemExit, match="is a directory"):
+        configure(defaults(TRAIN), TRAIN, [str(tmp_path)])
+
+
+def test_prepare_refuses_a_negative_seed(tmp_path):
+    r = run("prepare/lookup.py", "--size=tiny", "--seed", "-1", "--out", str(tmp_path / "d"), check=False)
+    assert r.returncode != 0 and "--seed: expected an integer ≥ 0, got -1" in r.stderr and "Traceback" not in r.stderr
+    assert not os.path.exists(tmp_path / "d")
+
+
+# ---------------------------------------------------------------- runs
+
+def test_a_finished_run_is_never_overwritten_without_resume_or_overwrite(data, tmp_path):
+    out = str(tmp_path / "out")
+    train(data, out, "--max_iters=2")
+    before = open(os.path.join(out, "ckpt_best.pt"), "rb").read()
+    error = one_line_error(train(data, out, "--max_iters=2", check=False))
+    assert "--resume" in error and "--overwrite=True" in error and "ckpt_best.pt" in error
+    assert open(os.path.join(out, "ckpt_best.pt"), "rb").read() == before and sorted(losses(out)) == [1, 2]
+    train(data, out, "--max_iters=1", "--overwrite=True")  # afresh: nothing of the first run is left
+    assert sorted(losses(out)) == [1]
+    assert torch.load(os.path.join(out, "ckpt_best.pt"), weights_only=False)["iter_num"] == 1
+
+
+def test_a_non_finite_loss_stops_training_before_a_checkpoint_and_the_last_one_resumes(own_data, tmp_path):
+    out = str(tmp_path / "out")
+    train(own_data, out, "--max_iters=2")
+    latest = os.path.join(out, "ckpt_latest.pt")
+    good = open(latest, "rb").read()
+    path = os.path.join(own_data, "xval", "train.values.npy")
+    values = np.load(path)
+    np.save(path, np.where(values != 1, np.float32(1e20), values))  # finite, but its square is not
+    error = one_line_error(train(own_data, out, "--max_iters=4", "--resume", check=False))
+    assert error.startswith("error: step 3: non-finite training loss") and "ckpt_latest.pt is untouched" in error
+    assert open(latest, "rb").read() == good and max(losses(out)) == 2
+    np.save(path, values)
+    r = train(own_data, out, "--max_iters=4", "--resume")
+    assert "resuming at step 2" in r.stdout and sorted(losses(out)) == [1, 2, 3, 4]
+
+
+def test_a_non_finite_validation_loss_stops_before_the_checkpoint(own_data, tmp_path):
+    out = str(tmp_path / "out")
+    train(own_data, out, "--max_iters=2")
+    good = open(os.path.join(out, "ckpt_latest.pt"), "rb").read()
+    path = os.path.join(own_data, "xval", "val.values.npy")
+    values = np.load(path)
+    np.save(path, np.where(values != 1, np.float32(1e20), values))
+    error = one_line_error(train(own_data, out, "--max_iters=4", "--resume", check=False))
+    assert error.startswith("error: step 4: non-finite validation loss")
+    assert open(os.path.join(out, "ckpt_latest.pt"), "rb").read() == good
+
+
+def test_a_value_beyond_float32_in_the_arrays_is_refused_naming_the_sample(own_data, tmp_path):
+    path = os.path.join(own_data, "xval", "train.values.npy")
+    values = np.load(path)
+    values[Split(own_data, "train", "xval").offsets[7]] = np.inf  # the first token of sample 7
+    np.save(path, values)
+    error = one_line_error(train(own_data, str(tmp_path / "out"), "--max_iters=60", "--eval_interval=100", check=False))
+    assert "train.values.npy: sample 7 (line 8 of train.txt) holds a non-finite number" in error
+
+
+def test_resume_cuts_the_log_back_to_the_checkpoint(data, tmp_path):
+    straight, resumed = str(tmp_path / "straight"), str(tmp_path / "resumed")
+    train(data, straight, "--max_iters=4")
+    train(data, resumed, "--max_iters=2")
+    with open(os.path.join(straight, "log.jsonl")) as f:
+        later = [line for line in f if json.loads(line)["iter"] == 3]
+    with open(os.path.join(resumed, "log.jsonl"), "a") as f:  # what a run killed after step 3 leaves behind
+        f.writelines(later)
+    train(data, resumed, "--max_iters=4", "--resume")
+
+    def rows(out):
+        with open(os.path.join(out, "log.jsonl")) as f:
+            return [(r["iter"], "loss" in r) for r in map(json.loads, f)]
+    assert rows(resumed) == rows(straight)  # each step once, in order: no row repeated, none going back
+    a, b = losses(straight), losses(resumed)
+    assert all(b[i] == pytest.approx(a[i], rel=1e-6) for i in a)
+
+
+def test_a_truncated_or_empty_checkpoint_is_a_one_line_error_naming_it(checkpoint, data, tmp_path):
+    truncated, empty = str(tmp_path / "ckpt_latest.pt"), str(tmp_path / "empty.pt")
+    with open(truncated, "wb") as f:
+        f.write(open(checkpoint, "rb").read()[:1000])
+    open(empty, "wb").close()
+    for bad, r in ((truncated, train(data, str(tmp_path), "--max_iters=4", "--resume", check=False)),
+                   (empty, run("sample.py", f"--ckpt={empty}", input="(0.5+0.25)=[?]\n", check=False)),
+                   (truncated, run("eval.py", f"--ckpt={truncated}", f"--data_dir={data}", check=False))):
+        assert f"{bad} is not a readable checkpoint" in one_line_error(r)
+
+
+# ---------------------------------------------------------------- datasets
+
+def test_prepare_force_removes_the_tokenized_arrays_and_vocabulary_it_replaces(data, tmp_path):
+    d = shutil.copytree(os.path.join(data), str(tmp_path / "d"))
+    (tmp_path / "d" / "test_ood.txt").write_text("{a:1}a=1\n")  # a split of an earlier dataset
+    (tmp_path / "d" / "notes.md").write_text("mine\n")
+    run("prepare/lookup.py", "--size=tiny", "--out", d, "--workers=1", "--force")
+    assert sorted(os.listdir(d)) == ["meta.json", "notes.md", "test.txt", "test_ood.txt", "train.txt", "val.txt"]
+    assert open(os.path.join(d, "test_ood.txt")).read() != "{a:1}a=1\n"
+    error = one_line_error(train(d, str(tmp_path / "out"), "--max_iters=1", check=False))
+    assert "vocab.json not found; run: python tokenize_numbers.py" in error
+
+
+def test_a_folder_without_meta_json_is_refused_unless_declared_plain_text(tmp_path):
+    d = str(tmp_path)
+    (tmp_path / "train.txt").write_text("{a:1.5,b:-2}\n{a:3,b:4e-2}\n")
+    (tmp_path / "val.txt").write_text("{b:0.5}\n")
+    with pytest.raises(SystemExit, match="meta.json not found.*--plain-text"):
+        tokenize_numbers.main([d, "--workers=1"])
+    assert sorted(os.listdir(d)) == ["train.txt", "val.txt"]
+    tokenize_numbers.main([d, "--workers=1", "--plain-text"])
+    assert json.load(open(tmp_path / "meta.json"))["splits"] == ["train", "val"]
+    assert len(Split(d, "val", "xval")) == 1
+    os.remove(tmp_path / "meta.json")  # as a prepare run that stopped before its end leaves it
+    with pytest.raises(SystemExit, match="meta.json not found"):
+        tokenize_numbers.main([d, "--workers=1", "--rebuild-vocab"])
+    with pytest.raises(FileNotFoundError, match="not a complete dataset"):
+        Split(d, "train", "xval")
+
+
+@pytest.mark.parametrize("empty", ["train", "val"])
+def test_an_empty_split_is_refused_and_leaves_nothing_behind(tmp_path, empty):
+    for split in ("train", "val"):
+        (tmp_path / f"{split}.txt").write_text("" if split == empty else "{a:1}\n")
+    with pytest.raises(SystemExit, match=f"{empty}.txt:1: empty file"):
+        tokenize_numbers.main([str(tmp_path), "--workers=1", "--plain-text"])
+    assert sorted(os.listdir(tmp_path)) == ["train.txt", "val.txt"]  # no meta.json, vocab.json or arrays
+
+
+def test_arrays_whose_offsets_belong_to_another_split_are_refused(tmp_path):
+    (tmp_path / "train.txt").write_text("{a:1.5,b:-2}\n{a:3,b:4e-2}\n")
+    (tmp_path / "val.txt").write_text("{b:0.5}\n")
+    tokenize_numbers.main([str(tmp_path), "--workers=1", "--plain-text"])
+    shutil.copy(tmp_path / "xval" / "val.offsets.npy", tmp_path / "xval" / "train.offsets.npy")
+    with pytest.raises(ValueError, match="come from different runs"):
+        Split(str(tmp_path), "train", "xval")
+
+
+def test_text_that_is_not_utf8_is_an_error_naming_file_and_line(tmp_path):
+    (tmp_path / "train.txt").write_bytes(b"{a:1}\n{b:2}\n{\xe9:3}\n")
+    with pytest.raises(SystemExit, match=r"train.txt:3: not UTF-8 text \(byte 0xe9 at column 2\)"):
+        tokenize_numbers.main([str(tmp_path), "--workers=1", "--plain-text"])
+
+
+# ---------------------------------------------------------------- sample.py
+
+def test_sample_reports_each_line_it_cannot_predict_and_predicts_the_rest(checkpoint):
+    long_line = "(" + "+".join(["0.5"] * 40) + ")=[?]"  # more than the model's 32 tokens
+    text = "(0.5+0.25)=[?]\n(a+0.25)=[?]\n" + long_line + "\n(1e300+0.25)=[?]\n\n(0.1*0.2)=[?]\n"
+    r = run("sample.py", f"--ckpt={checkpoint}", input=text, check=False)
+    errors = r.stderr.strip().splitlines()
+    assert r.returncode != 0 and len(errors) == 4 and "Traceback" not in r.stderr
+    assert errors[0].startswith("error: stdin:2: 'a' is not in the vocabulary")
+    assert errors[1].startswith("error: stdin:3: 82 tokens, more than the model's block_size 32")
+    assert errors[2].startswith("error: stdin:4: a number beyond float32's range")
+    assert errors[3] == "error: 3 of 5 lines could not be predicted (reported above)"
+    out = r.stdout.splitlines()
+    assert out[0].startswith("(0.5+0.25)=") and out[1].startswith("(0.1*0.2)=") and "[?]" not in r.stdout
+    assert "2 numbers predicted" in r.stdout
+
+
+def test_sample_names_the_line_of_text_that_is_not_utf8(checkpoint, tmp_path):
+    (tmp_path / "in.txt").write_bytes(b"(0.5+0.25)=[?]\n(0.\xe9+1)=[?]\n")
+    error = one_line_error(run("sample.py", f"--ckpt={checkpoint}", f"--input={tmp_path / 'in.txt'}", check=False))
+    assert f"{tmp_path / 'in.txt'}:2: not UTF-8 text" in error
