@@ -215,3 +215,13 @@ def test_planets_gmm_evaluation_draws_m0_densities(tmp_path_factory, tmp_path):
     report, _, prefix = evaluated(os.path.join(out, "ckpt_best.pt"), extra=["--plots", "--splits=test"])
     assert set(report["splits"]["test"]["m0"]["mean"]) >= {"mse", "nll", "crps", "cover50", "cover90"}
     assert os.path.getsize(f"{prefix}_test_density.png") > 1000
+
+
+def test_a_causal_gmm_model_generates_reproducibly_from_a_seed(arithmetic, tmp_path):
+    out = str(tmp_path / "causal")
+    run("train.py", *TINY, f"--data_dir={arithmetic}", f"--out_dir={out}", "--max_iters=3", "--eval_interval=3",
+        "--batch_size=8", "--micro_batch_size=8", "--causal=True", "--num_head=gmm")
+    generate = ["sample.py", f"--ckpt={out}/ckpt_best.pt", "--max_new_tokens=6", "--temperature=1.0"]
+    a, b = (run(*generate, input="(0.5+0.25)=\n").stdout for _ in range(2))
+    assert a == b and a.startswith("(0.5+0.25)=")
+    assert run(*generate, "--gmm_generate=mean", input="(0.5+0.25)=\n").stdout.startswith("(0.5+0.25)=")
