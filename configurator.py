@@ -27,11 +27,13 @@ RANGES = {
         "learning_rate": "(0, inf)", "min_lr": "[0, learning_rate]", "warmup_iters": "[0, inf)",
         "weight_decay": "[0, inf)", "beta1": "[0, 1)", "beta2": "[0, 1)", "grad_clip": "[0, inf)",
         "eval_interval": "[1, inf)", "eval_batches": "[1, inf)", "log_interval": "[1, inf)", "seed": _SEED,
-        "device": _DEVICE, "dtype": "auto | bfloat16 | float32",
+        "device": _DEVICE, "dtype": "auto | bfloat16 | float32", "num_head": "mse | gmm",
+        "n_components": "[1, inf)",
     },
     "sample.py": {
         "show": "[0, inf)", "max_lines": "[0, inf)", "batch_size": "[1, inf)", "max_new_tokens": "[1, inf)",
-        "temperature": "[0, inf)", "seed": _SEED, "device": _DEVICE,
+        "temperature": "[0, inf)", "seed": _SEED, "device": _DEVICE, "spread": "std | quantiles | none",
+        "gmm_generate": "sample | mean",
     },
     "eval.py": {"max_samples": "[0, inf)", "batch_size": "[1, inf)", "device": _DEVICE},
     "probe.py": {

@@ -19,6 +19,13 @@ Several checkpoints of one setting (seeds) give each metric as mean ± std over 
 ddof=1), and the metrics of the per-point median prediction. Writes <out>.json and <out>.md
 (default: eval next to the first checkpoint) and with --plots <out>_<split>.png.
 
+A Gaussian-mixture number head (train.py --num_head=gmm) is scored by its mixture mean like any
+other prediction, and also as a distribution, per quantity: the mean negative log-likelihood of
+the truth (NLL), the CRPS (closed form), and the calibration: how often the truth falls in the
+central 50% and 90% intervals (0.5 and 0.9 when calibrated). --plots adds <out>_<split>_pit.png
+(histograms of the PIT, the predicted CDF at the truth: flat when calibrated) and
+<out>_<split>_density.png (the predicted densities of the first samples, the truth marked).
+
 --summarize=DIR collects every DIR/*/eval.json into one markdown table per task, next to the
 paper's figures (SPEC §9), and prints it.
 """
@@ -32,6 +39,7 @@ import numpy as np
 import torch
 
 from configurator import configure
+from model import mixture_cdf, mixture_crps, mixture_nll, mixture_quantile
 from prepare.common import atomic_write_text
 from sample import fill_in, load_checkpoint, load_model, r_squared
 from tokenize_numbers import TextError, encode_pieces, read_lines, split_text
@@ -50,6 +58,7 @@ device = "auto"
 # -- end config
 
 PLANET_STEPS = 10  # planets: the last 10 time steps of every planet are predicted at once
+DENSITY_SAMPLES = 4  # GMM heads: predicted densities of this many first numbers per quantity are drawn
 
 
 # ---------------------------------------------------------------- metrics (SPEC §7)
@@ -85,6 +94,15 @@ def metrics(task, y, yhat, meta):
     if task == "era5":
         m["mse_kelvin2"] = m["mse"] * meta["normalisation"]["std"] ** 2
     return m
+
+
+def distribution_metrics(y, mixture):
+    """The scores of predicted mixtures (n, 3K) against truths y (n,): NLL, CRPS, coverage of the central 50% and 90%."""
+    y, num = torch.as_tensor(np.asarray(y, float)), torch.as_tensor(np.asarray(mixture, float))
+    pit = mixture_cdf(num, y)
+    return {"nll": float(mixture_nll(num, y).mean()), "crps": float(mixture_crps(num, y).mean()),
+            "cover50": float(((pit >= 0.25) & (pit <= 0.75)).double().mean()),
+            "cover90": float(((pit >= 0.05) & (pit <= 0.95)).double().mean())}
 
 
 # ---------------------------------------------------------------- what each task masks
@@ -162,35 +180,42 @@ def masked_samples(task, lines, vocab, where):
 
 def predict(model, vocab, jobs, dev):
     """
-    Fill in the masked samples of every quantity. Returns {quantity: (truths, predictions, counts)}
-    with counts of numbers, invalid predictions and non-[NUM] token predictions.
+    Fill in the masked samples of every quantity. Returns {quantity: (truths, predictions, counts,
+    mixtures)} with counts of numbers, invalid predictions and non-[NUM] token predictions, and
+    for a GMM head the mixture outputs (numbers, 3K) (else None).
     """
     results = {}
     for quantity, (samples, truths) in jobs.items():
         order = np.argsort([len(s[0]) for s in samples], kind="stable")  # similar lengths share a batch
-        predicted, counts = fill_in(model, vocab, [samples[i] for i in order], dev, batch_size)
-        unsorted = [None] * len(samples)
+        mixtures = []
+        predicted, counts = fill_in(model, vocab, [samples[i] for i in order], dev, batch_size, mixtures)
+        unsorted, unsorted_mixtures = [None] * len(samples), [None] * len(samples)
         for k, i in enumerate(order):
             unsorted[i] = predicted[k]
+            unsorted_mixtures[i] = mixtures[k] if mixtures else None
         preds = np.array([p for ps in unsorted for p in ps], float)
-        results[quantity] = (np.array(truths, float), preds, counts)
+        mixture = torch.cat(unsorted_mixtures).double().numpy() if mixtures else None
+        results[quantity] = (np.array(truths, float), preds, counts, mixture)
     return results
 
 
 def combine(task, runs, meta):
     """
-    One quantity over several seeds: runs = [(truths, predictions, counts)] (the same truths).
-    Each metric as mean and std over seeds, and the metrics of the per-point median prediction
-    (the median of the seeds' valid predictions; NaN where none is valid).
+    One quantity over several seeds: runs = [(truths, predictions, counts, mixtures)] (the same
+    truths). Each metric as mean and std over seeds, and the metrics of the per-point median
+    prediction (the median of the seeds' valid predictions; NaN where none is valid). GMM heads
+    add the distribution's metrics, and the first seed's PIT values and first mixtures for plots.
     """
     truths = runs[0][0]
     seeds = []
-    for _, preds, counts in runs:
+    for _, preds, counts, mixture in runs:
         m = metrics(task, truths, preds, meta)
         m["invalid_rate"] = counts["invalid"] / max(1, counts["numbers"])
         m["not_num_rate"] = counts["not_num"] / max(1, counts["numbers"])
+        if mixture is not None:
+            m.update(distribution_metrics(truths, mixture))
         seeds.append(m)
-    stack = np.stack([preds for _, preds, _ in runs])
+    stack = np.stack([r[1] for r in runs])
     median = np.array([np.median(c[~np.isnan(c)]) if (~np.isnan(c)).any() else math.nan for c in stack.T])
     keys = [k for k in seeds[0] if k not in ("n", "valid")]
     return {
@@ -201,6 +226,8 @@ def combine(task, runs, meta):
         "per_seed": seeds,
         "truth": truths.tolist(),
         "median": [None if math.isnan(v) else v for v in median.tolist()],
+        **({"pit": mixture_cdf(torch.as_tensor(runs[0][3]), torch.as_tensor(truths)).tolist(),
+            "mixture": runs[0][3][:DENSITY_SAMPLES].tolist()} if runs[0][3] is not None else {}),
     }
 
 
@@ -252,6 +279,7 @@ def evaluate(checkpoints, data, split_names, dev):
 COLUMNS = {  # metric -> header; only those a report has are shown
     "mse": "MSE", "mse_kelvin2": "MSE (K²)", "r2": "R²", "adj_r2": "adj. R²",
     "acc3": "acc @3 s.f.", "acc2": "acc @2 s.f.", "invalid_rate": "invalid", "not_num_rate": "not [NUM]",
+    "nll": "NLL", "crps": "CRPS", "cover50": "50% cover", "cover90": "90% cover",
 }
 
 
@@ -304,6 +332,38 @@ def write_plots(report, meta, prefix):
         fig.tight_layout()
         fig.savefig(f"{prefix}_{split}.png", dpi=110)
         plt.close(fig)
+        if "pit" in next(iter(quantities.values())):
+            write_distribution_plots(report, split, quantities, prefix, plt)
+
+
+def write_distribution_plots(report, split, quantities, prefix, plt):
+    """GMM heads: PIT histograms per quantity, and the first predicted densities with their truths."""
+    fig, axes = plt.subplots(1, len(quantities), figsize=(3.2 * len(quantities), 2.8), squeeze=False)
+    for ax, (quantity, r) in zip(axes[0], quantities.items()):
+        ax.hist(r["pit"], bins=20, range=(0, 1), density=True, color="C0", alpha=0.7)
+        ax.axhline(1.0, color="0.4", lw=1, ls="--")  # calibrated: flat at 1
+        m = r["per_seed"][0]
+        ax.set(title=f"{quantity} (50%: {m['cover50']:.2f}, 90%: {m['cover90']:.2f})", xlabel="PIT", ylim=(0, None))
+    fig.suptitle(f"{report['task']} · {split} · PIT (predicted CDF at the truth; coverage of central intervals)")
+    fig.tight_layout()
+    fig.savefig(f"{prefix}_{split}_pit.png", dpi=110)
+    plt.close(fig)
+    n = min(DENSITY_SAMPLES, min(len(r["mixture"]) for r in quantities.values()))
+    fig, axes = plt.subplots(len(quantities), n, figsize=(2.8 * n, 2.2 * len(quantities)), squeeze=False)
+    for row, (quantity, r) in zip(axes, quantities.items()):
+        for i, ax in enumerate(row[:n]):
+            num, truth = torch.tensor(r["mixture"][i], dtype=torch.float64), r["truth"][i]
+            lo, hi = (float(mixture_quantile(num, q)) for q in (0.002, 0.998))
+            lo, hi = min(lo, truth), max(hi, truth)
+            x = torch.linspace(lo - 0.1 * (hi - lo), hi + 0.1 * (hi - lo), 400, dtype=torch.float64)
+            ax.plot(x, torch.exp(-mixture_nll(num.expand(len(x), -1), x)), color="C0")
+            ax.axvline(truth, color="C3", lw=1.2)
+            ax.set_title(f"{quantity}, sample {i + 1}", fontsize=9)
+            ax.set_yticks([])
+    fig.suptitle(f"{report['task']} · {split} · predicted densities (red: truth)")
+    fig.tight_layout()
+    fig.savefig(f"{prefix}_{split}_density.png", dpi=110)
+    plt.close(fig)
 
 
 # ---------------------------------------------------------------- several settings, one table
@@ -418,7 +478,7 @@ def main():
     prefix = out or os.path.join(os.path.dirname(checkpoints[0]) or ".", "eval")
     os.makedirs(os.path.dirname(prefix) or ".", exist_ok=True)
     saved = report if save_predictions else {**report, "splits": {
-        split: {q: {k: v for k, v in r.items() if k not in ("truth", "median")} for q, r in quantities.items()}
+        split: {q: {k: v for k, v in r.items() if k not in ("truth", "median", "pit", "mixture")} for q, r in quantities.items()}
         for split, quantities in report["splits"].items()}}
     atomic_write_text(prefix + ".json", json.dumps(saved, indent=1) + "\n")
     text = markdown(report)

@@ -4,6 +4,10 @@ biases, the xVal number embedding (a [NUM] token scaled by its value, or the mul
 eq. 1 for k > 0), a token head and, for xVal, a number head; the loss (cross-entropy plus λ·MSE on
 masked numbers), the optimizer groups and a FLOPs estimate for MFU.
 
+The number head can instead predict a Gaussian mixture (num_head="gmm", the paper's §4 future
+work): K weights, means and standard deviations per number, trained by its negative
+log-likelihood. The mixture_* functions below are the one place that reads its outputs.
+
 The model reads ids and values only; it knows nothing of files or text.
 """
 import math
@@ -15,6 +19,7 @@ import torch.nn.functional as F
 from torch.nn.attention.flex_attention import BlockMask, create_block_mask, flex_attention
 
 IGNORE = -100  # target id of positions that are not predicted
+NUM_HEADS = ("mse", "gmm")
 
 
 @dataclass
@@ -30,6 +35,8 @@ class GPTConfig:
     k: int = 0  # multi-scale xVal: 2k+1 number embeddings at scales 10^-k..10^k (paper eq. 1)
     causal: bool = False  # False: bidirectional (MLM), True: autoregressive
     nmse_eps: float = 1e-3  # ε of the NMSE loss used for k > 0
+    num_head: str = "mse"  # xVal number head: mse (one value, λ·MSE) | gmm (a Gaussian mixture, λ·NLL)
+    n_components: int = 8  # gmm: mixture components K
 
     def __post_init__(self):
         if self.n_embd % self.n_head:
@@ -38,6 +45,12 @@ class GPTConfig:
             raise ValueError("an xval model needs num_id, the id of the [NUM] token")
         if self.k < 0:
             raise ValueError(f"k must be >= 0, got {self.k}")
+        if self.num_head not in NUM_HEADS:
+            raise ValueError(f"num_head must be one of {', '.join(NUM_HEADS)}, got {self.num_head!r}")
+        if self.num_head == "gmm" and self.encoding != "xval":
+            raise ValueError(f"num_head 'gmm' needs the xval encoding (a text encoding has no number head), got {self.encoding!r}")
+        if self.n_components < 1:
+            raise ValueError(f"n_components must be >= 1, got {self.n_components}")
 
 
 class SelfAttention(nn.Module):
@@ -122,7 +135,8 @@ class GPT(nn.Module):
         self.ln_f = nn.LayerNorm(cfg.n_embd, bias=False)
         if self.xval:  # two MLP heads; only the number head has biases (paper App. B)
             self.token_head = mlp_head(cfg.n_embd, cfg.vocab_size, bias=False)
-            self.num_head = mlp_head(cfg.n_embd, 1, bias=True)
+            # gmm: K mixture logits, K means and K raw log standard deviations (mixture_of)
+            self.num_head = mlp_head(cfg.n_embd, 3 * cfg.n_components if cfg.num_head == "gmm" else 1, bias=True)
         else:  # one linear token head tied to the input embedding, as in GPT-2
             self.token_head = nn.Linear(cfg.n_embd, cfg.vocab_size, bias=False)
             self.token_head.weight = self.wte.weight
@@ -191,13 +205,16 @@ class GPT(nn.Module):
         return self.ln_f(x)
 
     def heads(self, h):
-        """Token logits (..., V) and, for xVal, the number prediction (...) of hidden states h."""
+        """
+        Token logits (..., V) and, for xVal, the number prediction of hidden states h: a value (...)
+        or, for num_head="gmm", the mixture's raw outputs (..., 3K) that mixture_of() reads.
+        """
         logits = self.token_head(h)
         if not self.xval:
             return logits, None
         with float32(h):  # under bf16 autocast the number head would round 1.557 to 1.5547
-            num = self.num_head(h.float()).squeeze(-1)
-        return logits, num
+            num = self.num_head(h.float())
+        return logits, num if self.cfg.num_head == "gmm" else num.squeeze(-1)
 
     def forward(self, ids, values=None, targets=None, target_values=None, pos=None, doc=None, pred=None):
         """
@@ -221,15 +238,111 @@ class GPT(nn.Module):
         if self.xval:
             # MSE at predicted positions whose true token is [NUM]; NMSE for multi-scale (k > 0)
             is_num = t == self.cfg.num_id
-            y = target_values.flatten()[pred].float()
-            err = (num - y) ** 2
-            if self.cfg.k > 0:
-                err = err / (y ** 2 + self.cfg.nmse_eps)
+            y = target_values.flatten()[pred].float()  # at every predicted position: no graph break
+            if self.cfg.num_head == "gmm":
+                with float32(y):
+                    err = mixture_nll(num, y)
+                    if self.cfg.k > 0:
+                        # the NLL of y/s, s = sqrt(y²+ε), as the NMSE is the MSE of y/s: it adds
+                        # log s, which has no gradient (the NLL is already scale-free where σ
+                        # follows the scale) but makes the reported loss comparable across scales
+                        err = err + 0.5 * torch.log(y ** 2 + self.cfg.nmse_eps)
+            else:
+                err = (num - y) ** 2
+                if self.cfg.k > 0:
+                    err = err / (y ** 2 + self.cfg.nmse_eps)
             sums.update(num_sum=torch.where(is_num, err, 0.0).sum(), n_numbers=is_num.sum())
         else:
             zero = sums["ce_sum"].new_zeros(())
             sums.update(num_sum=zero, n_numbers=zero.long())
         return sums
+
+
+# ---------------------------------------------------------------------------
+# the Gaussian-mixture number head: num (..., 3K) = K logits, K means, K raw log standard deviations
+
+MIN_STD = 1e-3  # σ floor of every component (values are of order 1): the NLL stays finite
+
+
+def mixture_of(num):
+    """
+    The mixture that a GMM head's outputs num (..., 3K) describe: log weights, means and log
+    standard deviations, each (..., K). log σ = log(exp(raw) + MIN_STD) approaches the raw
+    output above the floor and log(MIN_STD) below it, smoothly, so gradients never vanish or blow up.
+    """
+    logits, means, raw = (num if num.dtype == torch.float64 else num.float()).chunk(3, dim=-1)
+    return torch.log_softmax(logits, -1), means, torch.logaddexp(raw, raw.new_tensor(math.log(MIN_STD)))
+
+
+def mixture_nll(num, y):
+    """−log p(y) under the mixture, (...): a log-sum-exp over the components."""
+    log_w, mu, log_std = mixture_of(num)
+    z = (y.unsqueeze(-1) - mu) * torch.exp(-log_std)
+    log_p = log_w - log_std - 0.5 * z ** 2 - 0.5 * math.log(2 * math.pi)
+    return -torch.logsumexp(log_p, -1)
+
+
+def mixture_mean(num):
+    """The mixture's mean Σ w_i μ_i, (...): the point prediction wherever one value is needed."""
+    log_w, mu, _ = mixture_of(num)
+    return (log_w.exp() * mu).sum(-1)
+
+
+def mixture_std(num):
+    """The mixture's standard deviation, (...): sqrt(Σ w_i (σ_i² + μ_i²) − mean²)."""
+    log_w, mu, log_std = mixture_of(num)
+    w = log_w.exp()
+    mean = (w * mu).sum(-1, keepdim=True)
+    return (w * (torch.exp(2 * log_std) + (mu - mean) ** 2)).sum(-1).sqrt()
+
+
+def mixture_mode(num):
+    """The mixture's mode, (...), taken as the component mean where the mixture density is highest."""
+    mu = mixture_of(num)[1]
+    nll = mixture_nll(num.unsqueeze(-2), mu)  # (..., K): the density at each component mean
+    return mu.gather(-1, nll.argmin(-1, keepdim=True)).squeeze(-1)
+
+
+def mixture_sample(num, generator=None):
+    """One draw from each mixture, (...): a component by its weight, then its Gaussian."""
+    log_w, mu, log_std = mixture_of(num)
+    flat = log_w.exp().reshape(-1, log_w.shape[-1])
+    i = torch.multinomial(flat, 1, generator=generator).view(*log_w.shape[:-1], 1)
+    noise = torch.randn(i.shape, generator=generator, device=num.device)
+    return (mu.gather(-1, i) + log_std.exp().gather(-1, i) * noise).squeeze(-1)
+
+
+def mixture_cdf(num, y):
+    """P(Y ≤ y) under the mixture, (...): also the PIT value of a truth y."""
+    log_w, mu, log_std = mixture_of(num)
+    return (log_w.exp() * torch.special.ndtr((y.unsqueeze(-1) - mu) * torch.exp(-log_std))).sum(-1)
+
+
+def mixture_quantile(num, q, steps=60):
+    """The q-quantile of each mixture, (...), by bisection of the CDF (q a float in (0, 1))."""
+    _, mu, log_std = mixture_of(num)
+    lo, hi = (mu - 10 * log_std.exp()).amin(-1), (mu + 10 * log_std.exp()).amax(-1)
+    for _ in range(steps):  # 60 halvings: far below float precision
+        mid = (lo + hi) / 2
+        below = mixture_cdf(num, mid) < q
+        lo, hi = torch.where(below, mid, lo), torch.where(below, hi, mid)
+    return (lo + hi) / 2
+
+
+def mixture_crps(num, y):
+    """
+    The continuous ranked probability score E|X − y| − ½E|X − X'| of the mixture at truth y, (...),
+    in closed form: Σ_i w_i A(y − μ_i, σ_i²) − ½ Σ_ij w_i w_j A(μ_i − μ_j, σ_i² + σ_j²), where
+    A(m, s²) = E|N(m, s²)| = m(2Φ(m/s) − 1) + 2s φ(m/s).
+    """
+    def abs_mean(m, var):
+        s = var.sqrt()
+        return m * (2 * torch.special.ndtr(m / s) - 1) + 2 * s * torch.exp(-0.5 * (m / s) ** 2) / math.sqrt(2 * math.pi)
+    log_w, mu, log_std = mixture_of(num)
+    w, var = log_w.exp(), torch.exp(2 * log_std)
+    to_truth = (w * abs_mean(y.unsqueeze(-1) - mu, var)).sum(-1)
+    pairs = w.unsqueeze(-1) * w.unsqueeze(-2) * abs_mean(mu.unsqueeze(-1) - mu.unsqueeze(-2), var.unsqueeze(-1) + var.unsqueeze(-2))
+    return to_truth - 0.5 * pairs.sum((-2, -1))
 
 
 def loss_from(sums, num_loss_weight, n_tokens=None, n_numbers=None):

@@ -16,6 +16,11 @@ predicted, and the command ends with the count of such lines and a non-zero exit
 
 Generation (causal models): each line is a prompt; tokens are generated greedily (or sampled with
 --temperature) until [EOS]; a generated [NUM] takes the number head's value and is fed back.
+
+A Gaussian-mixture number head (train.py --num_head=gmm) predicts a distribution: fill-in prints
+each number as mean±std (--spread=std) or as its 5%, 50% and 95% quantiles (--spread=quantiles);
+--mask_last scores the mixture mean. Generation feeds back a draw from the mixture
+(--gmm_generate=sample, seeded) or its mean (--gmm_generate=mean).
 """
 import math
 import os
@@ -27,7 +32,7 @@ import torch
 
 from batching import collate, fill_in_example, to_device
 from configurator import configure
-from model import GPT, GPTConfig
+from model import GPT, GPTConfig, mixture_mean, mixture_quantile, mixture_sample, mixture_std
 from tokenize_numbers import (ASK, EOS_ID, TOKENS_PER_NUMBER, TextError, Vocab, encode, encode_pieces,
                               format_number, number_spans, read_lines, split_text)
 
@@ -42,6 +47,8 @@ max_new_tokens = 2000  # generation (causal models) stops here if no [EOS] came
 temperature = 0.0  # generation: 0 = greedy
 seed = 1337
 device = "auto"
+spread = "std"  # GMM models: print a number as mean±std (std), as [5%|50%|95%] quantiles (quantiles) or the mean alone (none)
+gmm_generate = "sample"  # GMM models, generation: feed back a draw from the mixture (sample) or its mean (mean)
 # -- end config
 
 
@@ -70,12 +77,14 @@ def load_model(path, device="cpu"):
 
 
 @torch.no_grad()
-def fill_in(model, vocab, samples, device="cpu", batch_size=64):
+def fill_in(model, vocab, samples, device="cpu", batch_size=64, mixtures=None):
     """
     Predict the numbers marked in each sample. samples: (ids, values, ask) triples from encode().
     Returns one list of predicted values per sample (in order of the marked numbers) and counts:
     'numbers', 'invalid' (text encodings: token runs that are not a number, predicted as NaN) and
     'not_num' (xVal: the token head's argmax is not [NUM]; the number head's value is kept).
+    A GMM head's value is its mixture mean; a list given as mixtures receives each sample's raw
+    mixture outputs, a (numbers, 3K) tensor, for the distribution (model.mixture_*).
     """
     predictions, counts = [], {"numbers": 0, "invalid": 0, "not_num": 0}
     width = TOKENS_PER_NUMBER[vocab.encoding]
@@ -87,6 +96,11 @@ def fill_in(model, vocab, samples, device="cpu", batch_size=64):
         for b, (_, _, ask) in enumerate(chunk):
             asked[b, :len(ask)] = torch.from_numpy(np.asarray(ask, bool))
         logits, num = model.heads(h[asked.to(h.device)])  # the heads only where something is asked
+        gmm = num is not None and num.dim() == 2  # (N, 3K) mixture outputs
+        if gmm:
+            raw = torch.zeros(*asked.shape, num.shape[-1])
+            raw[asked] = num.float().cpu()
+            num = mixture_mean(num)
         tokens = torch.full(asked.shape, -1, dtype=torch.long)
         tokens[asked] = logits.argmax(-1).cpu()
         values_out = torch.zeros(asked.shape)
@@ -104,12 +118,17 @@ def fill_in(model, vocab, samples, device="cpu", batch_size=64):
                     counts["invalid"] += int(math.isnan(values[-1]))
             counts["numbers"] += len(starts)
             predictions.append(values)
+            if gmm and mixtures is not None:
+                mixtures.append(raw[b, starts])
     return predictions, counts
 
 
 @torch.no_grad()
-def generate(model, vocab, ids, values, max_new_tokens, temperature=0.0, generator=None):
-    """Autoregressive generation: append tokens until [EOS]; [NUM] takes the number head's value."""
+def generate(model, vocab, ids, values, max_new_tokens, temperature=0.0, generator=None, gmm_generate="sample"):
+    """
+    Autoregressive generation: append tokens until [EOS]; [NUM] takes the number head's value
+    (a GMM head's: a draw from its mixture with gmm_generate="sample", else its mean).
+    """
     ids, values = list(ids), list(values)
     device = next(model.parameters()).device
     for _ in range(max_new_tokens):
@@ -125,6 +144,9 @@ def generate(model, vocab, ids, values, max_new_tokens, temperature=0.0, generat
         if token == EOS_ID:
             break
         ids.append(token)
+        if num is not None and num.dim() == 3:  # a GMM head: (1, T, 3K), read at the last position only
+            num = num[:, -1:]
+            num = mixture_sample(num, generator) if gmm_generate == "sample" else mixture_mean(num)
         values.append(float(num[0, -1]) if (num is not None and token == vocab.num_id) else 1.0)
     return ids, values
 
@@ -173,17 +195,22 @@ def encode_line(line, where, vocab, block_size, causal=False):
     TextError naming the line if the model cannot predict it.
     """
     truth, text = None, line
-    with np.errstate(over="ignore"):  # a value beyond float32 becomes inf, refused below
-        if mask_last:
-            pieces, truth, text = mask_last_number(line, where)
-            ids, values, ask = encode_pieces(pieces, vocab, where)
-        else:
-            ids, values, ask = encode(line, vocab, where, allow_ask=not causal)
-    if vocab.encoding == "xval" and not np.isfinite(values).all():
-        raise TextError(f"{where}: a number beyond float32's range (±3.4e38) cannot be an xVal input")
+    if mask_last:
+        pieces, truth, text = mask_last_number(line, where)
+        ids, values, ask = encode_pieces(pieces, vocab, where)
+    else:
+        ids, values, ask = encode(line, vocab, where, allow_ask=not causal)
     if len(ids) > block_size:
         raise TextError(f"{where}: {len(ids)} tokens, more than the model's block_size {block_size}")
     return ids, values, ask, truth, text
+
+
+def format_spread(num, spread):
+    """A GMM head's predictions num (n, 3K) as text: 'mean±std' or '[q5%|median|q95%]' each."""
+    if spread == "std":
+        return [f"{format_number(m)}±{format_number(s)}" for m, s in zip(mixture_mean(num).tolist(), mixture_std(num).tolist())]
+    q = torch.stack([mixture_quantile(num, p) for p in (0.05, 0.5, 0.95)], -1).tolist()
+    return ["[" + "|".join(format_number(v) for v in row) + "]" for row in q]
 
 
 def main():
@@ -218,7 +245,7 @@ def main():
     if causal:
         generator = torch.Generator(device=dev).manual_seed(seed)
         for ids, values, _ in samples[:show]:
-            ids, values = generate(model, vocab, ids, values, max_new_tokens, temperature, generator)
+            ids, values = generate(model, vocab, ids, values, max_new_tokens, temperature, generator, gmm_generate)
             print(detokenize(ids, values, vocab))
     elif samples:
         predict(model, vocab, samples, truths, texts, dev)
@@ -229,10 +256,14 @@ def main():
 def predict(model, vocab, samples, truths, texts, dev):
     """Fill in the asked numbers of every sample, print the first `show` lines and the counts (and
     with --mask_last the errors against the true values)."""
-    predictions, counts = fill_in(model, vocab, samples, dev, batch_size)
-    for text, values in list(zip(texts, predictions))[:show]:
-        for v in values:
-            text = text.replace(ASK, format_number(v), 1)
+    mixtures = []
+    predictions, counts = fill_in(model, vocab, samples, dev, batch_size, mixtures)
+    for i, (text, values) in enumerate(list(zip(texts, predictions))[:show]):
+        shown = [format_number(v) for v in values]
+        if mixtures and spread != "none":
+            shown = format_spread(mixtures[i], spread)
+        for v in shown:
+            text = text.replace(ASK, v, 1)
         print(text)
     print(f"{counts['numbers']} numbers predicted"
           + (f", {counts['invalid']} invalid ({counts['invalid'] / max(1, counts['numbers']):.2%})"

@@ -45,6 +45,8 @@ causal = False  # False: masked language modelling (the paper's choice); True: a
 mlm_probability = 0.2  # chance that each token is masked (0.3 for look-up)
 num_loss_weight = 1.0  # λ in CE + λ·MSE
 nmse_eps = 1e-3  # ε in the NMSE loss of multi-scale xVal (k > 0)
+num_head = "mse"  # xVal number head: mse (one value, λ·MSE) | gmm (a Gaussian mixture, λ·NLL)
+n_components = 8  # gmm: mixture components
 # optimisation
 batch_size = 64  # samples per optimizer step, over all processes and accumulation steps
 micro_batch_size = 64  # samples per forward pass per process
@@ -166,13 +168,18 @@ def check_values(split, name, indices):
 
 
 check_values(val_data, "val", range(min(len(val_data), eval_batches * micro_batch_size)))  # what evaluate() reads
-num_loss_name = "NMSE" if k > 0 else "MSE"  # the number loss of multi-scale xVal is normalised
+num_loss_name = "NLL" if num_head == "gmm" else "NMSE" if k > 0 else "MSE"  # multi-scale xVal normalises it
 
 # -----------------------------------------------------------------------------
 # model and optimizer
 model_args = dict(vocab_size=len(vocab), num_id=vocab.num_id if vocab.num_id is not None else -1,
                   block_size=block_size, n_layer=n_layer, n_head=n_head, n_embd=n_embd, dropout=dropout,
-                  encoding=encoding, k=k, causal=causal, nmse_eps=nmse_eps)
+                  encoding=encoding, k=k, causal=causal, nmse_eps=nmse_eps, num_head=num_head,
+                  n_components=n_components)
+try:
+    GPTConfig(**model_args)
+except ValueError as e:
+    raise SystemExit(f"error: {e}")
 ckpt_path = os.path.join(out_dir, "ckpt_latest.pt")
 iter_num, best_val_loss, resumed_at = 0, float("inf"), None
 if resume:
@@ -185,9 +192,10 @@ if resume:
                          f"{str(e).splitlines()[0] if str(e) else 'no detail'})")
     if checkpoint["text_tokens"] != vocab.text_tokens:
         raise SystemExit(f"error: {ckpt_path} was trained with another vocabulary than {data_dir}/vocab.json")
-    for key in ("vocab_size", "n_layer", "n_head", "n_embd", "encoding", "k", "causal"):
-        if checkpoint["model_args"][key] != model_args[key]:
-            raise SystemExit(f"error: {ckpt_path} has {key}={checkpoint['model_args'][key]!r}, "
+    for key in ("vocab_size", "n_layer", "n_head", "n_embd", "encoding", "k", "causal", "num_head", "n_components"):
+        saved = checkpoint["model_args"].get(key, GPTConfig.__dataclass_fields__[key].default)  # older checkpoints lack some keys
+        if saved != model_args[key]:
+            raise SystemExit(f"error: {ckpt_path} has {key}={saved!r}, "
                              f"the config asks for {model_args[key]!r}")
     for key in ("data_dir", "batch_size", "seed", "mlm_probability", "causal"):  # they fix the data position restored
         if checkpoint["config"][key] != config[key]:
@@ -224,7 +232,8 @@ if master:
     print(f"data: {data_dir} ({encoding}): {len(train_data):,} train / {len(val_data):,} val samples, "
           f"{train_data.lengths.mean():.0f} tokens/sample (max {train_data.lengths.max()}), vocab {len(vocab)}")
     print(f"model: {raw_model.num_params() / 1e6:.2f}M parameters, {n_layer} layers × {n_head} heads × "
-          f"{n_embd // n_head}, {'causal' if causal else 'bidirectional (MLM p=%g)' % mlm_probability}, k={k}")
+          f"{n_embd // n_head}, {'causal' if causal else 'bidirectional (MLM p=%g)' % mlm_probability}, k={k}"
+          + (f", number head {num_head}" + (f" (K={n_components})" if num_head == "gmm" else "") if encoding == "xval" else ""))
     print(f"batch: {batch_size} samples/step = {micro_batch_size} × {world_size} processes × {accum} "
           f"accumulation steps, ~{tokens_per_step:,.0f} tokens/step")
     print(f"system: {device} ({torch.cuda.get_device_name(device) if device_type == 'cuda' else device_type}), "

@@ -44,9 +44,9 @@ def test_accuracy_at_significant_figures():
 def test_seeds_combine_into_mean_std_and_the_median_prediction():
     truth = np.array([1.0, 2.0, 3.0])
     counts = lambda invalid: {"numbers": 3, "invalid": invalid, "not_num": 0}
-    runs = [(truth, np.array([1.0, 2.0, math.nan]), counts(1)),
-            (truth, np.array([3.0, math.nan, math.nan]), counts(2)),
-            (truth, np.array([2.0, 4.0, math.nan]), counts(1))]
+    runs = [(truth, np.array([1.0, 2.0, math.nan]), counts(1), None),
+            (truth, np.array([3.0, math.nan, math.nan]), counts(2), None),
+            (truth, np.array([2.0, 4.0, math.nan]), counts(1), None)]
     r = ev.combine("arithmetic", runs, meta={})
     # per seed MSE: 0; 4; (1 + 4)/2 = 2.5 → mean 13/6, sample std
     assert r["mean"]["mse"] == pytest.approx(13 / 6)

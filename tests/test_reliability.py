@@ -274,7 +274,7 @@ def test_sample_reports_each_line_it_cannot_predict_and_predicts_the_rest(checkp
     assert r.returncode != 0 and len(errors) == 4 and "Traceback" not in r.stderr
     assert errors[0].startswith("error: stdin:2: 'a' is not in the vocabulary")
     assert errors[1].startswith("error: stdin:3: 82 tokens, more than the model's block_size 32")
-    assert errors[2].startswith("error: stdin:4: a number beyond float32's range")
+    assert errors[2].startswith("error: stdin:4: the number 1e+300 overflows float32")
     assert errors[3] == "error: 3 of 5 lines could not be predicted (reported above)"
     out = r.stdout.splitlines()
     assert out[0].startswith("(0.5+0.25)=") and out[1].startswith("(0.1*0.2)=") and "[?]" not in r.stdout
