@@ -1,6 +1,8 @@
 """
 The paper's evaluations (paper §3, App. A, C; SPEC §5-7): mask the numbers a task asks for, fill
 them in with one forward pass per sample, and score them, on the test split and every OoD split.
+A causal (autoregressive) checkpoint is not given masks: each asked number is generated greedily
+from the text before it (sample.fill_in_causal), and the report says so.
 
     python eval.py --ckpt=out/lookup_xval/ckpt_best.pt
     python eval.py --ckpt="out/s1/ckpt_best.pt out/s2/ckpt_best.pt out/s3/ckpt_best.pt" --plots
@@ -250,6 +252,10 @@ def evaluate(checkpoints, data, split_names, dev):
         first = vocab if first is None else first
         report.setdefault("encoding", vocab.encoding)
         report.setdefault("config", config)
+        report.setdefault("causal", model.cfg.causal)
+        if model.cfg.causal != report["causal"]:
+            raise SystemExit(f"error: {path} is {'' if model.cfg.causal else 'not '}causal but {checkpoints[0]} "
+                             f"is{'' if report['causal'] else ' not'}: the checkpoints of one setting must agree")
         if (vocab.encoding, vocab.itos) != (first.encoding, first.itos):
             raise SystemExit(f"error: {path} has another encoding or vocabulary than {checkpoints[0]}: "
                              "the checkpoints of one setting must share both")
@@ -295,6 +301,8 @@ def markdown(report):
     seeds = len(report["checkpoints"])
     lines = [f"# {report['task']} · {report['encoding']} · {seeds} seed(s)", "",
              f"data: `{report['data_dir']}`; checkpoints: " + ", ".join(f"`{c}`" for c in report["checkpoints"]), "",
+             "causal model: each number generated from the text before it" if report.get("causal") else
+             "masked fill-in: one forward pass per sample", "",
              "| split | quantity | n | " + " | ".join(COLUMNS[k] for k in keys) + " | MSE of median |",
              "|---|---|---|" + "---|" * len(keys) + "---|"]
     for split, quantities in report["splits"].items():

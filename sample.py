@@ -8,7 +8,8 @@ line is masked at once (all of its tokens, for text encodings) and predicted in 
     python sample.py --ckpt=out/quickstart/ckpt_best.pt --input=data/arithmetic_ops2/test.txt --mask_last
 
 --mask_last masks the last number of each line instead (the answer of an arithmetic or look-up
-sample), keeps the true value, and reports MSE and R² over the file.
+sample), keeps the true value, and reports MSE and R² over the file. A causal model is not given
+a mask: with --mask_last it generates the last number from the text before it.
 
 A line that cannot be predicted (a token the model never saw, more tokens than its block_size, a
 number beyond float32 for xVal) is reported with its line number and skipped; the rest are
@@ -86,6 +87,8 @@ def fill_in(model, vocab, samples, device="cpu", batch_size=64, mixtures=None):
     A GMM head's value is its mixture mean; a list given as mixtures receives each sample's raw
     mixture outputs, a (numbers, 3K) tensor, for the distribution (model.mixture_*).
     """
+    if model.cfg.causal:
+        return fill_in_causal(model, vocab, samples, device, mixtures)
     predictions, counts = [], {"numbers": 0, "invalid": 0, "not_num": 0}
     width = TOKENS_PER_NUMBER[vocab.encoding]
     for start in range(0, len(samples), batch_size):
@@ -120,6 +123,46 @@ def fill_in(model, vocab, samples, device="cpu", batch_size=64, mixtures=None):
             predictions.append(values)
             if gmm and mixtures is not None:
                 mixtures.append(raw[b, starts])
+    return predictions, counts
+
+
+@torch.no_grad()
+def fill_in_causal(model, vocab, samples, device="cpu", mixtures=None):
+    """
+    fill_in for a causal model, by generation: each asked number is generated greedily from the
+    text before it (token by token for text encodings; for xVal the token head's argmax and the
+    number head's value at the last position). The text between asked numbers is the true text,
+    and an asked number generated earlier in the sample is fed back as generated, so no asked
+    number is ever seen by the model before it is predicted. Same returns as fill_in.
+    """
+    predictions, counts = [], {"numbers": 0, "invalid": 0, "not_num": 0}
+    width = TOKENS_PER_NUMBER[vocab.encoding]
+    for ids, values, ask in samples:
+        ids, values = torch.tensor(ids, dtype=torch.long), torch.tensor(values, dtype=torch.float32)
+        starts = [s for s, _ in number_spans(ids.numpy(), vocab) if ask[s]]
+        if starts and starts[0] == 0:
+            raise ValueError("a causal model cannot predict a number at the very start of a sample (no prompt)")
+        predicted, raws = [], []
+        for s in starts:
+            for p in range(s, s + width):  # predict token p from tokens < p, then feed it back
+                h = model.trunk(ids[None, :p].to(device), values[None, :p].to(device))
+                logits, num = model.heads(h[0, -1:])
+                ids[p] = int(logits.argmax(-1))
+                if num is not None and num.dim() == 2:  # a GMM head: (1, 3K) mixture outputs
+                    raws.append(num.float().cpu())
+                    num = mixture_mean(num)
+                if num is not None:
+                    values[p] = float(num[0]) if ids[p] == vocab.num_id else 1.0
+            if vocab.encoding == "xval":
+                predicted.append(float(num[0]))  # the number head's value, whatever the token head says
+                counts["not_num"] += int(ids[s] != vocab.num_id)
+            else:
+                predicted.append(vocab.decode_number(ids[s:s + width].numpy()))
+                counts["invalid"] += int(math.isnan(predicted[-1]))
+        counts["numbers"] += len(starts)
+        predictions.append(predicted)
+        if raws and mixtures is not None:
+            mixtures.append(torch.cat(raws))
     return predictions, counts
 
 

@@ -95,9 +95,9 @@ def prepared(tmp_path_factory, name, script, *args, encodings=("xval",)):
     return d
 
 
-def trained(data, out, encoding="xval", block_size=64, seed=1):
+def trained(data, out, encoding="xval", block_size=64, seed=1, extra=()):
     run("train.py", *TINY, f"--data_dir={data}", f"--out_dir={out}", f"--encoding={encoding}",
-        f"--block_size={block_size}", f"--seed={seed}")
+        f"--block_size={block_size}", f"--seed={seed}", *extra)
     return os.path.join(out, "ckpt_best.pt")
 
 
@@ -133,6 +133,18 @@ def test_arithmetic_end_to_end_text_encoding(tmp_path_factory, tmp_path):
     r = run("eval.py", f"--ckpt={tmp_path / 'p10' / 'ckpt_best.pt'}", f"--data_dir={bad}", f"--out={tmp_path / 'x'}",
             check=False)
     assert r.returncode != 0 and "test.txt:3" in r.stderr
+
+
+def test_a_causal_checkpoint_is_scored_by_generation_and_says_so(tmp_path_factory, tmp_path):
+    data = prepared(tmp_path_factory, "mult3c", "prepare/arithmetic.py", "--variant=mult3", encodings=("xval",))
+    causal = trained(data, str(tmp_path / "causal"), block_size=32, extra=["--causal=True"])
+    report, stdout, prefix = evaluated(causal)
+    assert report["causal"] is True and "each number generated from the text before it" in open(prefix + ".md").read()
+    assert report["splits"]["test"]["answer"]["n"] == lines(data, "test")
+    mlm = trained(data, str(tmp_path / "mlm"), block_size=32)
+    assert evaluated(mlm)[0]["causal"] is False
+    r = run("eval.py", f"--ckpt={causal} {mlm}", f"--out={tmp_path / 'mixed'}", check=False)
+    assert r.returncode != 0 and "must agree" in r.stderr
 
 
 def test_lookup_end_to_end_with_two_seeds_and_plots(tmp_path_factory, tmp_path):

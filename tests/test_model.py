@@ -260,3 +260,39 @@ def test_the_number_path_stays_float32_under_bf16_autocast(k):
                                        ("NVIDIA H200", 989e12), ("NVIDIA A100-SXM4-80GB", 312e12), ("Tesla T4", None)])
 def test_mfu_uses_the_peak_of_the_board_in_hand(name, peak):
     assert peak_flops(name) == peak
+
+
+# ---------------------------------------------------------------- causal models are evaluated by generation
+
+@pytest.mark.parametrize("encoding", ["xval", "p10"])
+def test_a_causal_model_fills_in_by_generating_each_number_from_the_text_before_it(encoding):
+    from sample import fill_in
+    from tokenize_numbers import Vocab, encode
+    vocab = Vocab(["(", "+", ")="], encoding)
+    torch.manual_seed(0)
+    model = GPT(GPTConfig(vocab_size=len(vocab), num_id=vocab.num_id if vocab.num_id is not None else -1,
+                          block_size=64, n_layer=1, n_head=2, n_embd=16, encoding=encoding, causal=True)).eval()
+    ids, values, _ = encode("(0.5+0.25)=0.75", vocab)
+    ask = np.zeros(len(ids), bool)
+    ask[-len(encode("0.75", vocab)[0]):] = True  # the answer's tokens
+    (predicted,), counts = fill_in(model, vocab, [(ids, values, ask)])
+    # by hand: greedy tokens from the prompt, the number head at the last position of the prompt
+    prompt = int(np.flatnonzero(ask)[0])
+    x, v = torch.tensor(ids[None, :prompt]), torch.tensor(values[None, :prompt])
+    with torch.no_grad():
+        if encoding == "xval":
+            logits, num = model(x, v)
+            expected = float(num[0, -1])
+            assert counts["not_num"] == int(logits[0, -1].argmax() != vocab.num_id)
+        else:
+            for _ in ask[prompt:]:
+                logits, _ = model(x, v)
+                x = torch.cat([x, logits[:, -1:].argmax(-1)], 1)
+                v = torch.cat([v, torch.ones(1, 1)], 1)
+            expected = vocab.decode_number(x[0, prompt:].numpy())
+    assert counts["numbers"] == 1
+    assert predicted == [pytest.approx(expected, rel=1e-5, nan_ok=True)]
+    assert counts["invalid"] == (encoding != "xval" and math.isnan(expected))
+    # the true answer is never seen: changing it changes nothing
+    other_ids, other_values, _ = encode("(0.5+0.25)=9.99", vocab)
+    assert fill_in(model, vocab, [(other_ids, other_values, ask)])[0] == [predicted] or math.isnan(predicted[0])
