@@ -37,7 +37,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from configurator import configure
-from prepare.common import atomic_write_text
+from util import atomic_write_text
 
 # -- config: python baselines.py --help
 data_dir = "data/era5"  # a temperature dataset from prepare/era5.py (train/val/test.txt, meta.json)

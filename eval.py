@@ -42,9 +42,10 @@ import torch
 
 from configurator import configure
 from model import mixture_cdf, mixture_crps, mixture_nll, mixture_quantile
-from prepare.common import atomic_write_text
-from sample import fill_in, load_checkpoint, load_model, r_squared
+from metrics import accuracy, adjusted_r_squared, mse, r_squared
+from sample import fill_in, load_checkpoint, load_model
 from tokenize_numbers import TextError, encode_pieces, read_lines, split_text
+from util import atomic_write_text, format_number, pick_device
 
 # -- config: python eval.py --help
 ckpt = ""  # checkpoint(s) of one setting, separated by spaces: several seeds are combined
@@ -64,24 +65,6 @@ DENSITY_SAMPLES = 4  # GMM heads: predicted densities of this many first numbers
 
 
 # ---------------------------------------------------------------- metrics (SPEC §7)
-
-def mse(y, yhat):
-    """Mean squared error over the valid (non-NaN) predictions; NaN if there are none."""
-    y, yhat = np.asarray(y, float), np.asarray(yhat, float)
-    ok = ~np.isnan(yhat)
-    return float(np.mean((y[ok] - yhat[ok]) ** 2)) if ok.any() else math.nan
-
-
-def adjusted_r_squared(r2, n, p=1):
-    """1 − (1 − R²)(n − 1)/(n − p − 1): R² corrected for p explanatory variables and n points."""
-    return 1 - (1 - r2) * (n - 1) / (n - p - 1) if n > p + 1 else math.nan
-
-
-def accuracy(y, yhat, figures):
-    """Fraction of predictions equal to the truth at `figures` significant figures; NaN is wrong."""
-    fmt = f"{{:.{figures - 1}e}}"
-    return float(np.mean([not math.isnan(p) and fmt.format(p) == fmt.format(t) for t, p in zip(y, yhat)]))
-
 
 def metrics(task, y, yhat, meta):
     """Every metric of one quantity (SPEC §7) from truths and predictions (NaN = invalid)."""
@@ -290,7 +273,7 @@ COLUMNS = {  # metric -> header; only those a report has are shown
 
 
 def fmt(x):
-    return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.4g}"
+    return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else format_number(x, 4)
 
 
 def markdown(report):
@@ -480,7 +463,7 @@ def main():
     for path in checkpoints:
         if not os.path.exists(path):
             raise SystemExit(f"error: checkpoint {path} not found")
-    dev = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
+    dev = pick_device(device)
     data = data_dir or load_checkpoint(checkpoints[0])["data_dir"]
     report, meta = evaluate(checkpoints, data, [s for s in splits.split(",") if s], dev)
     prefix = out or os.path.join(os.path.dirname(checkpoints[0]) or ".", "eval")

@@ -26,6 +26,7 @@ import time
 
 from bench import bench_trainer
 from configurator import configure
+from util import atomic_write_text
 
 # -- config: python gpu_check.py --help
 stages = "data tests ddp bench"  # which stages to run, in this order
@@ -117,9 +118,7 @@ def run_bench(samples, tiny):
             f"{warmup + 1}..{steps}; MFU counts real tokens only; the last column projects "
             f"{PAPER_STEPS:,} steps on this one GPU.\n\n" + "\n".join(lines) + "\n")
     os.makedirs(os.path.dirname(record) or ".", exist_ok=True)
-    with open(record + ".tmp", "w") as f:
-        f.write(text)
-    os.replace(record + ".tmp", record)
+    atomic_write_text(record, text)
     print("\n" + text)
 
 

@@ -18,7 +18,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.nn.attention.flex_attention import BlockMask, create_block_mask, flex_attention
 
-IGNORE = -100  # target id of positions that are not predicted
+from tokenize_numbers import IGNORE
+
 NUM_HEADS = ("mse", "gmm")
 
 

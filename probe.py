@@ -25,9 +25,9 @@ import torch
 
 from batching import collate, fill_in_example, to_device
 from configurator import configure
-from prepare.common import atomic_write_text
 from sample import load_model
 from tokenize_numbers import TextError, encode
+from util import atomic_write_text, pick_device
 
 # -- config: python probe.py --help
 ckpt = "out/era5_xval/ckpt_best.pt"  # a temperature checkpoint written by train.py
@@ -150,7 +150,7 @@ def cross_validated_auc(x, y, l2):
 
 def main():
     config = configure(globals(), __file__)
-    dev = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
+    dev = pick_device(device)
     if not os.path.exists(ckpt):
         raise SystemExit(f"error: {ckpt} not found")
     t0 = time.time()

@@ -33,9 +33,11 @@ import torch
 
 from batching import collate, fill_in_example, to_device
 from configurator import configure
+from metrics import mse, r_squared
 from model import GPT, GPTConfig, mixture_mean, mixture_quantile, mixture_sample, mixture_std
 from tokenize_numbers import (ASK, EOS_ID, TOKENS_PER_NUMBER, TextError, Vocab, encode, encode_pieces,
-                              format_number, number_spans, read_lines, split_text)
+                              number_spans, read_lines, split_text)
+from util import format_number, pick_device
 
 # -- config: python sample.py --help
 ckpt = "out/quickstart/ckpt_best.pt"  # checkpoint written by train.py
@@ -210,14 +212,6 @@ def detokenize(ids, values, vocab):
     return "".join(out)
 
 
-def r_squared(y, yhat):
-    """R² = 1 − Σ(y−ŷ)² / Σ(y−ȳ)², over the valid (non-NaN) predictions; NaN with fewer than 2."""
-    y, yhat = np.asarray(y, float), np.asarray(yhat, float)
-    ok = ~np.isnan(yhat)
-    y, yhat = y[ok], yhat[ok]
-    return float(1 - np.sum((y - yhat) ** 2) / np.sum((y - y.mean()) ** 2)) if len(y) > 1 else math.nan
-
-
 def mask_last_number(line, where):
     """The line's pieces with its last number replaced by [?], the true value, and the text with [?]."""
     spans = []
@@ -258,7 +252,7 @@ def format_spread(num, spread):
 
 def main():
     configure(globals(), __file__)
-    dev = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
+    dev = pick_device(device)
     torch.manual_seed(seed)
     for path in (ckpt, input):
         if path != "-" and not os.path.exists(path):
@@ -313,11 +307,9 @@ def predict(model, vocab, samples, truths, texts, dev):
              if vocab.encoding != "xval" else
              f", token head not [NUM] at {counts['not_num']} ({counts['not_num'] / max(1, counts['numbers']):.2%})"))
     if mask_last:
-        y = np.array(truths)
-        yhat = np.array([p[0] for p in predictions])
-        ok = ~np.isnan(yhat)
-        print(f"held-out ({ok.sum()} valid of {len(y)}): MSE {np.mean((y[ok] - yhat[ok]) ** 2):.4g}, "
-              f"R² {r_squared(y[ok], yhat[ok]):.5f}")
+        yhat = [p[0] for p in predictions]
+        print(f"held-out ({sum(not math.isnan(p) for p in yhat)} valid of {len(yhat)}): "
+              f"MSE {mse(truths, yhat):.4g}, R² {r_squared(truths, yhat):.5f}")
 
 
 if __name__ == "__main__":

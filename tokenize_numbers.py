@@ -36,10 +36,13 @@ from multiprocessing import Pool
 
 import numpy as np
 
+from util import atomic_file, atomic_write_text, format_number
+
 ENCODINGS = ("xval", "p10", "p1000", "b1999", "fp15")
 TOKENS_PER_NUMBER = {"xval": 1, "p10": 5, "p1000": 3, "b1999": 2, "fp15": 1}
 SPECIALS = ("[PAD]", "[MASK]", "[EOS]")  # ids 0, 1, 2 in every vocabulary
 PAD_ID, MASK_ID, EOS_ID = 0, 1, 2
+IGNORE = -100  # the target id of positions that are not predicted (cross-entropy's ignore_index)
 NUM = "[NUM]"
 ASK = "[?]"  # marks a number to predict in sample.py's input
 
@@ -337,11 +340,6 @@ def number_spans(ids, vocab):
     starts = np.flatnonzero(np.isin(ids, vocab.number_start_ids))
     width = TOKENS_PER_NUMBER[vocab.encoding]
     return [(int(s), int(s) + width) for s in starts]
-
-
-def format_number(x):
-    """A predicted value as text: 6 significant digits, NaN as 'nan'."""
-    return "nan" if math.isnan(x) else f"{x:.6g}"
 
 
 # -----------------------------------------------------------------------------
@@ -798,15 +796,12 @@ def vocab_digest(text_tokens):
 
 
 def _atomic_write_json(path, obj):
-    with open(path + ".tmp", "w") as f:
-        json.dump(obj, f, indent=1)
-    os.replace(path + ".tmp", path)
+    atomic_write_text(path, json.dumps(obj, indent=1))
 
 
 def _atomic_save(path, array):
-    tmp = path + ".tmp.npy"
-    np.save(tmp, array)
-    os.replace(tmp, path)
+    with atomic_file(path) as tmp:
+        np.save(tmp, array)
 
 
 def _encode_chunk(job):
@@ -851,12 +846,11 @@ class _ArrayWriter:
         total = int(lengths.sum())
         for name, dtype in (("ids", self.dtype), ("values", np.dtype(np.float32))):
             self.raw[name].close()
-            raw, tmp = f"{self.base}.{name}.raw.tmp", f"{self.base}.{name}.tmp.npy"
-            with open(tmp, "wb") as out, open(raw, "rb") as data:  # an .npy header, then the bytes
+            raw = f"{self.base}.{name}.raw.tmp"
+            with atomic_file(f"{self.base}.{name}.npy") as tmp, open(tmp, "wb") as out, open(raw, "rb") as data:
                 header = {"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False, "shape": (total,)}
-                np.lib.format.write_array_header_1_0(out, header)
+                np.lib.format.write_array_header_1_0(out, header)  # an .npy header, then the bytes
                 shutil.copyfileobj(data, out, 1 << 24)
-            os.replace(tmp, f"{self.base}.{name}.npy")
             os.remove(raw)
         offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)  # sample i: [o[i], o[i+1])
         _atomic_save(f"{self.base}.offsets.npy", offsets)

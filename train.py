@@ -28,6 +28,7 @@ from batching import VAL_STEP, accumulation_steps, collate, step_batches, step_s
 from configurator import configure
 from model import GPT, GPTConfig, configure_optimizer, flops_per_token, loss_from, peak_flops
 from tokenize_numbers import ENCODINGS, Split, Vocab, load_text_vocab
+from util import atomic_file, atomic_write_text, pick_device
 
 # -- config: defaults, overridden by config files and --key=value (python train.py --help)
 out_dir = "out"  # checkpoints (ckpt_latest.pt, ckpt_best.pt) and log.jsonl
@@ -98,9 +99,7 @@ def cut_log(path, step):
             pass  # a row cut short by the kill that stopped the run
     if len(kept) < len(lines):
         print(f"note: {path}: {len(lines) - len(kept)} rows after step {step} removed (they are logged again)")
-        with open(path + ".tmp", "w") as f:
-            f.writelines(kept)
-        os.replace(path + ".tmp", path)
+        atomic_write_text(path, "".join(kept))
 
 # -----------------------------------------------------------------------------
 # distributed setup
@@ -109,8 +108,7 @@ if ddp:
     rank, local_rank, world_size = (int(os.environ[v]) for v in ("RANK", "LOCAL_RANK", "WORLD_SIZE"))
 else:
     rank, local_rank, world_size = 0, 0, 1
-if device == "auto":
-    device = "cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu"
+device = pick_device(device)
 if ddp and device.startswith("cuda"):
     device = f"cuda:{local_rank}"
     torch.cuda.set_device(device)
@@ -311,8 +309,8 @@ def save_checkpoint(path):
         "rng": {"torch": torch.get_rng_state(),
                 "cuda": torch.cuda.get_rng_state(device) if device_type == "cuda" else None},
     }
-    torch.save(checkpoint, path + ".tmp")
-    os.replace(path + ".tmp", path)
+    with atomic_file(path) as tmp:
+        torch.save(checkpoint, tmp)
 
 
 def log(record):

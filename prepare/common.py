@@ -17,6 +17,9 @@ from multiprocessing import Pool
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repository root
+from util import atomic_file, atomic_write_text, format_number  # noqa: E402
+
 # samples per split: (train, val, test); every extra test set (OoD) has the size of test
 SIZES = {
     "tiny": (400, 50, 50),
@@ -55,11 +58,10 @@ def sample_rng(seed, split_code, index):
 
 
 def fmt_number(x, digits):
-    """A float as a short literal with `digits` significant digits (no trailing zeros)."""
+    """A float as a sample's literal (`digits` significant digits); non-finite numbers are refused."""
     if not math.isfinite(x):
         raise ValueError(f"refusing to write the non-finite number {x!r} into a sample")
-    s = f"{x:.{digits}g}"
-    return "0" if s in ("0", "-0") else s
+    return format_number(x, digits)
 
 
 def dumps(obj, digits=4):
@@ -96,7 +98,7 @@ def remove_dataset(out):
         elif name.startswith("vocab.json"):
             os.remove(path)
     for name in sorted(os.listdir(out)):
-        if name.endswith((".txt", ".tmp")):
+        if name.endswith((".txt", ".tmp")) or ".tmp." in name:  # a text or an interrupted write
             os.remove(os.path.join(out, name))
 
 
@@ -116,16 +118,6 @@ def prepare_out_dir(out, force):
         os.remove(probe)
     except OSError as e:
         sys.exit(f"error: cannot write to output directory {out}: {e.strerror}")
-
-
-def atomic_write_text(path, text):
-    """Write to a temporary name, then rename: a crash never leaves a half file."""
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 def _make_one(args):

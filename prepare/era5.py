@@ -70,7 +70,7 @@ from types import SimpleNamespace
 import netCDF4
 import numpy as np
 
-from common import SIZES, atomic_write_text, base_parser, dumps, prepare_out_dir, sample_rng
+from common import SIZES, atomic_file, atomic_write_text, base_parser, dumps, prepare_out_dir, sample_rng
 
 STATIONS = (60, 89)      # grid points per sample, inclusive (SPEC §6); default of --stations
 STEPS = (8, 15)          # time steps per sample, inclusive; default of --steps
@@ -443,13 +443,10 @@ def write_split(pmap, code, split, first, n, out, windows, mean, std, bar):
     jobs = [(code, i, min(i + 256, n), windows.attempts[first + i:first + i + 256],
              windows.offsets[first + i:first + i + 257], mean, std, windows.raw_path) for i in range(0, n, 256)]
     path, labels = os.path.join(out, f"{split}.txt"), []
-    with open(path + ".tmp", "w", encoding="utf-8") as f:
+    with atomic_file(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
         for text, chunk_labels in bar(pmap(format_samples, jobs), total=len(jobs), desc=f"write {split}"):
             f.write(text)
             labels.extend(chunk_labels)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(path + ".tmp", path)
     if CTX.land_sea_mask is not None:
         atomic_write_text(os.path.join(out, f"{split}.ocean.txt"), "".join(f"{v}\n" for v in labels))
     return labels

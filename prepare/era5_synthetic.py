@@ -32,6 +32,8 @@ import sys
 import netCDF4
 import numpy as np
 
+from common import atomic_file
+
 START = datetime.datetime(2021, 1, 1)
 TIME_UNITS = "hours since 1900-01-01 00:00:00.0"
 FILL = -32767
@@ -146,13 +148,8 @@ def main(argv=None):
     lsm = land_fraction(lat, lon)
     for name, write in (("t2m", lambda path: write_t2m(path, lat, lon, lsm, args.days, args.seed)),
                         ("lsm", lambda path: write_lsm(path, lat, lon, lsm))):
-        tmp = paths[name] + ".tmp"
-        try:
+        with atomic_file(paths[name]) as tmp:
             write(tmp)
-            os.replace(tmp, paths[name])
-        finally:
-            if os.path.exists(tmp):
-                os.remove(tmp)
     print(f"wrote {paths['t2m']} ({args.days * 24} hourly steps, grid {len(lat)}x{len(lon)}) and {paths['lsm']} "
           f"(land fraction {lsm.mean():.2f} of grid points); synthetic, not data for science")
     return paths

@@ -7,11 +7,12 @@ import os
 import pytest
 import torch
 
-from model import (GPT, IGNORE, MIN_STD, GPTConfig, mixture_cdf, mixture_crps, mixture_mean, mixture_mode,
+from model import (GPT, MIN_STD, GPTConfig, mixture_cdf, mixture_crps, mixture_mean, mixture_mode,
                    mixture_nll, mixture_of, mixture_quantile, mixture_sample, mixture_std)
 from test_eval import TINY as EVAL_TINY
 from test_eval import evaluated, prepared
 from test_model import NUM, V, sample, tiny
+from tokenize_numbers import IGNORE
 from test_train import TINY, losses, run
 
 
@@ -183,7 +184,7 @@ def test_a_tiny_gmm_model_trains_resumes_samples_and_evaluates(arithmetic, tmp_p
     r = run("sample.py", f"--ckpt={ckpt}", f"--input={arithmetic}/test.txt", "--mask_last")
     assert "held-out (50 valid of 50)" in r.stdout
     r = run("sample.py", f"--ckpt={ckpt}", "--spread=box", input="(0.5+0.25)=[?]\n", check=False)
-    assert r.returncode != 0 and "spread must be one of std, quantiles, none" in r.stderr
+    assert r.returncode != 0 and "spread = 'box' (from --spread) is not one of std | quantiles | none" in r.stderr
 
     report, stdout, prefix = evaluated(ckpt, extra=["--plots"])
     m = report["splits"]["test"]["answer"]["per_seed"][0]

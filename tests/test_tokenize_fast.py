@@ -80,6 +80,7 @@ def test_temperature_arrays_are_the_reference_bytes(tmp_path):
 def test_tokenizing_a_split_with_two_workers_writes_the_reference_arrays(tmp_path):
     lines = generated(arithmetic.Sample("ops3"), ("train",), 300)["train"]
     (tmp_path / "train.txt").write_text("\n".join(lines) + "\n")
+    (tmp_path / "meta.json").write_text('{"dataset": "arithmetic", "splits": ["train"]}')
     text_tokens = build_vocab_file(str(tmp_path))
     summaries = encode_split(str(tmp_path), "train", list(ENCODINGS), workers=2, chunk=40)  # 8 chunks
     reference = encode_lines_reference(lines, text_tokens, ENCODINGS, "train.txt")
