@@ -1,6 +1,6 @@
 """
 From tokenized samples to model inputs: which samples form each batch, MLM masking (paper §2,
-SPEC §4), autoregressive targets, and padding (one sample per row) or packing (several samples
+docs/decisions.md#masking), autoregressive targets, and padding (one sample per row) or packing (several samples
 per row, attention kept within each) into (B, T) arrays.
 
 Everything random here is a pure function of (seed, step, sample position), so a batch does not

@@ -1,6 +1,7 @@
 """
-The paper's evaluations (paper §3, App. A, C; SPEC §5-7): mask the numbers a task asks for, fill
-them in with one forward pass per sample, and score them, on the test split and every OoD split.
+The paper's evaluations (paper §3, App. A, C; docs/decisions.md#evaluation): mask the numbers a
+task asks for, fill them in with one forward pass per sample, and score them, on the test split
+and every OoD split.
 A causal (autoregressive) checkpoint is not given masks: each asked number is generated greedily
 from the text before it (sample.fill_in_causal), and the report says so.
 
@@ -29,7 +30,7 @@ central 50% and 90% intervals (0.5 and 0.9 when calibrated). --plots adds <out>_
 <out>_<split>_density.png (the predicted densities of the first samples, the truth marked).
 
 --summarize=DIR collects every DIR/*/eval.json into one markdown table per task, next to the
-paper's figures (SPEC §9), and prints it.
+paper's figures (docs/decisions.md#paper-figures), and prints it.
 """
 import glob
 import json
@@ -64,10 +65,10 @@ PLANET_STEPS = 10  # planets: the last 10 time steps of every planet are predict
 DENSITY_SAMPLES = 4  # GMM heads: predicted densities of this many first numbers per quantity are drawn
 
 
-# ---------------------------------------------------------------- metrics (SPEC §7)
+# ---------------------------------------------------------------- metrics (docs/decisions.md#metrics)
 
 def metrics(task, y, yhat, meta):
-    """Every metric of one quantity (SPEC §7) from truths and predictions (NaN = invalid)."""
+    """Every metric of one quantity (docs/decisions.md#metrics) from truths and predictions (NaN = invalid)."""
     y, yhat = np.asarray(y, float), np.asarray(yhat, float)
     valid = int((~np.isnan(yhat)).sum())
     m = {"n": len(y), "valid": valid, "mse": mse(y, yhat)}
@@ -359,7 +360,7 @@ def write_distribution_plots(report, split, quantities, prefix, plt):
 
 # ---------------------------------------------------------------- several settings, one table
 
-PAPER = {  # SPEC §9: (task, split, quantity, metric) -> {encoding: value}
+PAPER = {  # docs/decisions.md#paper-figures: (task, split, quantity, metric) -> {encoding: value}
     ("era5", "test", "t+1", "mse"): {"p10": 0.173, "p1000": 5.20e-2, "b1999": 5.27e-2, "fp15": 4.54e-3, "xval": 4.29e-3},
     ("planets", "test", "a0", "mse"): {"p1000": 4.0e-6, "xval": 5.1e-5},
     ("planets", "test", "dt", "mse"): {"p1000": 0.0, "xval": 2.32e-4},

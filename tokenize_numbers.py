@@ -40,7 +40,7 @@ from util import atomic_file, atomic_write_text, format_number
 
 ENCODINGS = ("xval", "p10", "p1000", "b1999", "fp15")
 TOKENS_PER_NUMBER = {"xval": 1, "p10": 5, "p1000": 3, "b1999": 2, "fp15": 1}
-SPECIALS = ("[PAD]", "[MASK]", "[EOS]")  # ids 0, 1, 2 in every vocabulary
+CONTROL_TOKENS = ("[PAD]", "[MASK]", "[EOS]")  # ids 0, 1, 2 in every vocabulary
 PAD_ID, MASK_ID, EOS_ID = 0, 1, 2
 IGNORE = -100  # the target id of positions that are not predicted (cross-entropy's ignore_index)
 NUM = "[NUM]"
@@ -268,9 +268,9 @@ class Vocab:
         self.encoding = encoding
         self.text_tokens = list(text_tokens)
         self.number_tokens = number_vocab(encoding)
-        self.itos = list(SPECIALS) + self.number_tokens + self.text_tokens
-        self.first_number_id = len(SPECIALS)
-        self.first_text_id = len(SPECIALS) + len(self.number_tokens)
+        self.itos = list(CONTROL_TOKENS) + self.number_tokens + self.text_tokens
+        self.first_number_id = len(CONTROL_TOKENS)
+        self.first_text_id = len(CONTROL_TOKENS) + len(self.number_tokens)
         self.num_id = self.first_number_id if encoding == "xval" else None
         self._number_ids = {t: i + self.first_number_id for i, t in enumerate(self.number_tokens)}
         self._text_ids = {t: i + self.first_text_id for i, t in enumerate(self.text_tokens)}

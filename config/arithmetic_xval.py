@@ -1,5 +1,5 @@
 # arithmetic (paper App. A); pick the variant with --data_dir, xVal encoding, at the paper's scale:
-# 6 blocks, 6 heads of width 128 (d = 768), 500k steps of 64 samples (SPEC §8).
+# 6 blocks, 6 heads of width 128 (d = 768), 500k steps of 64 samples (docs/decisions.md#hyperparameters).
 #   python prepare/arithmetic.py --variant ops2 --size paper
 #   python tokenize_numbers.py data/arithmetic_ops2 --encoding xval
 #   torchrun --nproc_per_node=4 train.py config/arithmetic_xval.py

@@ -1,5 +1,5 @@
 # ERA5 2 m temperature (paper §3.1, App. C, table 7), P1000 encoding, at the paper's scale:
-# 6 blocks, 6 heads of width 128 (d = 768), 500k steps of 64 samples (SPEC §8).
+# 6 blocks, 6 heads of width 128 (d = 768), 500k steps of 64 samples (docs/decisions.md#hyperparameters).
 #   python prepare/era5.py era5_t2m_2020.nc --size paper --out data/era5
 #   python tokenize_numbers.py data/era5 --encoding p1000
 #   torchrun --nproc_per_node=4 train.py config/era5_p1000.py

@@ -1,5 +1,5 @@
 # number look-up (paper App. C), FP15 encoding, at the paper's scale:
-# 6 blocks, 6 heads of width 128 (d = 768), 500k steps of 64 samples (SPEC §8).
+# 6 blocks, 6 heads of width 128 (d = 768), 500k steps of 64 samples (docs/decisions.md#hyperparameters).
 #   python prepare/lookup.py --size paper
 #   python tokenize_numbers.py data/lookup --encoding fp15
 #   torchrun --nproc_per_node=4 train.py config/lookup_fp15.py

@@ -1,5 +1,5 @@
 # REBOUND planetary orbits (paper §3.2, App. C, table 8), B1999 encoding, at the paper's scale:
-# 6 blocks, 6 heads of width 128 (d = 768), 500k steps of 64 samples (SPEC §8).
+# 6 blocks, 6 heads of width 128 (d = 768), 500k steps of 64 samples (docs/decisions.md#hyperparameters).
 #   python prepare/planets.py --size paper --out data/planets
 #   python tokenize_numbers.py data/planets --encoding b1999
 #   torchrun --nproc_per_node=4 train.py config/planets_b1999.py

@@ -2,7 +2,7 @@
 Arithmetic datasets of the paper (App. A), one sample per line, right-hand side exact:
 
   multiplication of two n-digit integers (n = 3, 4, 5), written with the decimal point shifted
-  n places so every number is of order 1, as xVal expects (SPEC §2); the digits are those of the
+  n places so every number is of order 1, as xVal expects (docs/decisions.md#scaling); the digits are those of the
   integer problem and the equation stays exact:  0.123*0.456=0.056088   (123·456 = 56088)
 
   fully parenthesised random binary trees of 2, 3 or 4 operands with + − ×, operands 10^U(0,2)

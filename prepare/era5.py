@@ -1,7 +1,7 @@
 """
 Prepare the temperature-forecasting dataset of the xVal paper (§3 "Temperature forecasting", App. C;
-SPEC §6) from ERA5 2 m temperature (`t2m`) netCDF files downloaded from the Copernicus Climate Data
-Store (CDS).
+docs/decisions.md#temperature) from ERA5 2 m temperature (`t2m`) netCDF files downloaded from the
+Copernicus Climate Data Store (CDS).
 
 A sample is one line: 60-89 distinct random grid points ("stations", uniform over grid points as in
 the paper, so a regular lat/lon grid gives the poles more of them) and 8-15 time steps, `--stride`
@@ -31,7 +31,7 @@ Inputs (several files are concatenated along time; they must share one grid):
   field in either layout gives the same samples. Windows never span a gap in time (e.g. between two
   non-adjacent files); windows holding a missing value are redrawn and counted in meta.json.
 
-Download (needs a CDS account, the dataset licence accepted, and `pip install cdsapi`; see notes/era5.md):
+Download (needs a CDS account, the dataset licence accepted, and `pip install cdsapi`; see prepare/README.md):
 
   import cdsapi
   cdsapi.Client().retrieve("reanalysis-era5-single-levels", {
@@ -72,7 +72,7 @@ import numpy as np
 
 from common import SIZES, atomic_file, atomic_write_text, base_parser, dumps, prepare_out_dir, sample_rng
 
-STATIONS = (60, 89)      # grid points per sample, inclusive (SPEC §6); default of --stations
+STATIONS = (60, 89)      # grid points per sample, inclusive; default of --stations (docs/decisions.md#temperature)
 STEPS = (8, 15)          # time steps per sample, inclusive; default of --steps
 MAX_ATTEMPTS = 100       # redraws of one sample whose windows keep hitting missing values
 SPLITS = ("train", "val", "test")  # split code = position, as in common.write_dataset
@@ -464,8 +464,9 @@ def count_range(text):
 
 
 def main(argv=None):
-    p = base_parser("Prepare the xVal temperature-forecasting dataset (SPEC §6) from ERA5 2 m temperature "
-                    "netCDF files; see the module docstring and notes/era5.md", default_out="data/temperature")
+    p = base_parser("Prepare the xVal temperature-forecasting dataset from ERA5 2 m temperature netCDF files "
+                    "(docs/decisions.md#temperature); see the module docstring and prepare/README.md",
+                    default_out="data/temperature")
     p.add_argument("files", nargs="+", help="ERA5 netCDF files (CDS downloads), concatenated along time")
     p.add_argument("--variable", default="t2m", help="variable name or CF standard_name (default t2m)")
     p.add_argument("--stride", type=int, default=8, help="file time steps between sample steps (default 8: 8 h)")

@@ -20,7 +20,7 @@ def test_every_config_sets_only_known_keys_of_the_right_type(path):
     assert config["min_lr"] <= config["learning_rate"]
 
 
-def test_paper_configs_follow_spec_section_8():
+def test_paper_configs_follow_the_papers_tables():
     def load(name):
         return configure(defaults(os.path.join(ROOT, "train.py")), os.path.join(ROOT, "train.py"),
                          [os.path.join(ROOT, "config", name)])

@@ -1,0 +1,58 @@
+"""
+The documentation holds together: every relative link of the markdown files resolves (file and
+#anchor), every docs/decisions.md section the code cites exists, and the README's Tests command is
+the one CI runs.
+"""
+import glob
+import os
+import re
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DOCS = ["README.md", "prepare/README.md", "results/README.md", *sorted(
+    os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, "docs", "*.md")))]
+
+
+def read(path):
+    with open(os.path.join(ROOT, path), encoding="utf-8") as f:
+        return f.read()
+
+
+def anchors(path):
+    """The anchors GitHub gives the headings of a markdown file."""
+    text = re.sub(r"```.*?```", "", read(path), flags=re.S)
+    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-")
+            for h in re.findall(r"^#+ (.+)$", text, flags=re.M)}
+
+
+@pytest.mark.parametrize("doc", DOCS)
+def test_every_relative_link_of_the_docs_resolves(doc):
+    text = re.sub(r"```.*?```", "", read(doc), flags=re.S)  # code blocks hold no links
+    broken = []
+    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+        if re.match(r"[a-z]+:", target):
+            continue  # https:, mailto:
+        path, _, anchor = target.partition("#")
+        path = os.path.normpath(os.path.join(os.path.dirname(doc), path)) if path else doc
+        if not os.path.exists(os.path.join(ROOT, path)):
+            broken.append(target)
+        elif anchor and (not path.endswith(".md") or anchor not in anchors(path)):
+            broken.append(target)
+    assert not broken, f"{doc}: links that do not resolve: {broken}"
+
+
+def test_every_decision_the_code_cites_is_a_section_of_docs_decisions():
+    sections = anchors("docs/decisions.md")
+    sources = glob.glob(os.path.join(ROOT, "*.py")) + glob.glob(os.path.join(ROOT, "*", "*.py")) + \
+        glob.glob(os.path.join(ROOT, "*", "*.md")) + [os.path.join(ROOT, "README.md")]
+    cited = {(os.path.relpath(p, ROOT), a) for p in sources
+             for a in re.findall(r"decisions\.md#([\w-]+)", open(p, encoding="utf-8").read())}
+    assert cited, "no citation of docs/decisions.md found"
+    missing = sorted((p, a) for p, a in cited if a not in sections)
+    assert not missing, f"cited sections missing from docs/decisions.md: {missing}"
+
+
+def test_the_readme_tests_command_is_the_one_ci_runs():
+    ci = [line for line in read(".ci/run").splitlines() if line.startswith("python3 -m venv")]
+    assert len(ci) == 1 and ci[0] in read("README.md").splitlines()
