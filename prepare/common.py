@@ -1,6 +1,7 @@
 """
 What every prepare script shares: the command-line flags, the split sizes, per-sample seeding that
-makes the output independent of the worker count, compact JSON-like records, and atomic writes.
+makes the output independent of the worker count, compact JSON-like records, and writing a
+dataset's splits (atomically, with util.py).
 
 A prepare script defines `make_sample(rng, split) -> str` (one line of text) and calls
 `write_dataset(...)`. Sample i of split s is drawn from its own generator seeded by
