@@ -69,17 +69,8 @@ def test_bf16_autocast_loss_is_near_the_fp32_loss_and_the_number_path_stays_fp32
 
 
 def test_resume_on_cuda_gives_the_same_next_losses(tmp_path):
-    from test_train import TINY, losses, run
+    from test_train import resumed_losses_match, run
     data = str(tmp_path / "ops2")
     run("prepare/arithmetic.py", "--variant=ops2", "--size=tiny", "--out", data, "--workers=1")
     run("tokenize_numbers.py", data, "--encoding=xval", "--workers=1")
-    common = [*[a for a in TINY if a != "--device=cpu"], "--device=cuda", f"--data_dir={data}", "--batch_size=8",
-              "--micro_batch_size=4", "--eval_interval=3", "--learning_rate=1e-3", "--min_lr=1e-3", "--dropout=0.1"]
-    straight, resumed = str(tmp_path / "straight"), str(tmp_path / "resumed")
-    run("train.py", *common, f"--out_dir={straight}", "--max_iters=6")
-    run("train.py", *common, f"--out_dir={resumed}", "--max_iters=3")
-    r = run("train.py", *common, f"--out_dir={resumed}", "--max_iters=6", "--resume")
-    assert "resuming at step 3" in r.stdout
-    a, b = losses(straight), losses(resumed)
-    for i in (4, 5, 6):
-        assert b[i] == pytest.approx(a[i], rel=1e-4, abs=1e-6)
+    resumed_losses_match(data, tmp_path, device="cuda", rel=1e-4, abs=1e-6)
