@@ -37,7 +37,7 @@ from metrics import mse, r_squared
 from model import GPT, GPTConfig, mixture_mean, mixture_quantile, mixture_sample, mixture_std
 from tokenize_numbers import (ASK, EOS_ID, TOKENS_PER_NUMBER, TextError, Vocab, encode, encode_pieces,
                               number_spans, read_lines, split_text)
-from util import format_number, pick_device
+from util import format_number, load_checkpoint, pick_device
 
 # -- config: python sample.py --help
 ckpt = "out/quickstart/ckpt_best.pt"  # checkpoint written by train.py
@@ -53,20 +53,6 @@ device = "auto"
 spread = "std"  # GMM models: print a number as mean±std (std), as [5%|50%|95%] quantiles (quantiles) or the mean alone (none)
 gmm_generate = "sample"  # GMM models, generation: feed back a draw from the mixture (sample) or its mean (mean)
 # -- end config
-
-
-def load_checkpoint(path, device="cpu"):
-    """A train.py checkpoint; a truncated, empty or foreign file is a one-line error naming it."""
-    try:
-        checkpoint = torch.load(path, map_location=device, weights_only=False)
-    except Exception as e:
-        raise SystemExit(f"error: {path} is not a readable checkpoint ({type(e).__name__}: "
-                         f"{str(e).splitlines()[0] if str(e) else 'no detail'})")
-    missing = [k for k in ("model", "model_args", "text_tokens", "config")
-               if not isinstance(checkpoint, dict) or k not in checkpoint]
-    if missing:
-        raise SystemExit(f"error: {path} is not a checkpoint written by train.py (no {', '.join(missing)})")
-    return checkpoint
 
 
 def load_model(path, device="cpu"):

@@ -28,7 +28,7 @@ from batching import VAL_STEP, accumulation_steps, collate, step_batches, step_s
 from configurator import configure
 from model import GPT, GPTConfig, configure_optimizer, flops_per_token, loss_from, peak_flops
 from tokenize_numbers import ENCODINGS, Split, Vocab, load_text_vocab
-from util import atomic_file, atomic_write_text, pick_device
+from util import atomic_file, atomic_write_text, load_checkpoint, pick_device
 
 # -- config: defaults, overridden by config files and --key=value (python train.py --help)
 out_dir = "out"  # checkpoints (ckpt_latest.pt, ckpt_best.pt) and log.jsonl
@@ -183,11 +183,7 @@ iter_num, best_val_loss, resumed_at = 0, float("inf"), None
 if resume:
     if not os.path.exists(ckpt_path):
         raise SystemExit(f"error: --resume but no checkpoint at {ckpt_path}")
-    try:  # onto the CPU: the RNG state must stay a CPU tensor; load_state_dict moves the rest
-        checkpoint = torch.load(ckpt_path, map_location="cpu", weights_only=False)
-    except Exception as e:  # truncated, empty or not a checkpoint at all
-        raise SystemExit(f"error: {ckpt_path} is not a readable checkpoint ({type(e).__name__}: "
-                         f"{str(e).splitlines()[0] if str(e) else 'no detail'})")
+    checkpoint = load_checkpoint(ckpt_path)  # onto the CPU: the RNG state must stay a CPU tensor
     if checkpoint["text_tokens"] != vocab.text_tokens:
         raise SystemExit(f"error: {ckpt_path} was trained with another vocabulary than {data_dir}/vocab.json")
     for key in ("vocab_size", "n_layer", "n_head", "n_embd", "encoding", "k", "causal", "num_head", "n_components"):

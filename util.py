@@ -1,6 +1,7 @@
 """
-The two things every stage does the same way: write a file atomically, and pick the device.
-Any script (prepare/, tokenize_numbers.py, train.py, sample.py, eval.py, ...) may import it.
+What every stage does the same way: write a file atomically, format a number, read a checkpoint,
+pick the device. Any script (prepare/, tokenize_numbers.py, train.py, sample.py, eval.py, ...) may
+import it; torch is imported only where needed, so the data stages do not load it.
 """
 import math
 import os
@@ -45,11 +46,26 @@ def format_number(x, digits=6):
     return "0" if s in ("0", "-0") else s
 
 
+def load_checkpoint(path, device="cpu"):
+    """A train.py checkpoint; a truncated, empty or foreign file is a one-line error naming it."""
+    import torch
+    try:
+        checkpoint = torch.load(path, map_location=device, weights_only=False)
+    except Exception as e:  # truncated, empty or not a checkpoint at all
+        raise SystemExit(f"error: {path} is not a readable checkpoint ({type(e).__name__}: "
+                         f"{str(e).splitlines()[0] if str(e) else 'no detail'})")
+    missing = [k for k in ("model", "model_args", "text_tokens", "config")
+               if not isinstance(checkpoint, dict) or k not in checkpoint]
+    if missing:
+        raise SystemExit(f"error: {path} is not a checkpoint written by train.py (no {', '.join(missing)})")
+    return checkpoint
+
+
 def pick_device(device="auto"):
     """'auto' becomes cuda if a GPU is there, else mps (Apple), else cpu; anything else is kept."""
     if device != "auto":
         return device
-    import torch  # here: the data stages import this module without needing torch
+    import torch
     if torch.cuda.is_available():
         return "cuda"
     return "mps" if torch.backends.mps.is_available() else "cpu"
