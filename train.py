@@ -348,7 +348,7 @@ while True:
             if iter_num > 0:
                 save_checkpoint(ckpt_path)
         t_last, tokens_since, positions_since, steps_since = time.time(), 0, 0, 0  # validation is not training time
-    if master and keep_every and iter_num > 0 and iter_num % keep_every == 0:
+    if master and keep_every and iter_num % keep_every == 0 and iter_num not in (0, resumed_at):
         save_checkpoint(os.path.join(out_dir, f"ckpt_{iter_num}.pt"))
     if iter_num >= max_iters:
         break

@@ -77,3 +77,19 @@ def test_multiplications_are_integer_problems_with_the_point_moved(variant):
 def test_the_papers_example_is_exact_unscaled():
     value, _ = evaluate("((1.32*32.1)+(1.42-8.20))")
     assert value == Decimal("35.592")
+
+
+class FixedDraw:
+    """An rng whose uniform() returns one chosen exponent."""
+
+    def __init__(self, exponent):
+        self.exponent = exponent
+
+    def uniform(self, lo, hi):
+        return self.exponent
+
+
+@pytest.mark.parametrize("x,written", [(99.96, "100"), (9.996, "10.0"), (99.94, "99.9"), (1.0, "1.00")])
+def test_an_operand_keeps_three_significant_digits_when_rounding_carries(x, written):
+    import math
+    assert str(arithmetic.operand(FixedDraw(math.log10(x)))) == written
