@@ -26,8 +26,8 @@ RANGES = {
         "micro_batch_size": "[1, inf)", "pack_length": "[0, inf)", "max_iters": "[1, inf)",
         "learning_rate": "(0, inf)", "min_lr": "[0, learning_rate]", "warmup_iters": "[0, inf)",
         "weight_decay": "[0, inf)", "beta1": "[0, 1)", "beta2": "[0, 1)", "grad_clip": "[0, inf)",
-        "eval_interval": "[1, inf)", "eval_batches": "[1, inf)", "log_interval": "[1, inf)", "seed": _SEED,
-        "device": _DEVICE, "dtype": "auto | bfloat16 | float32", "num_head": "mse | gmm",
+        "eval_interval": "[1, inf)", "keep_every": "[0, inf)", "eval_batches": "[1, inf)", "log_interval": "[1, inf)",
+        "seed": _SEED, "device": _DEVICE, "dtype": "auto | bfloat16 | float32", "num_head": "mse | gmm",
         "n_components": "[1, inf)",
     },
     "sample.py": {
@@ -36,6 +36,7 @@ RANGES = {
         "gmm_generate": "sample | mean",
     },
     "eval.py": {"max_samples": "[0, inf)", "batch_size": "[1, inf)", "device": _DEVICE},
+    "curves.py": {"max_samples": "[0, inf)"},
     "probe.py": {
         "n_train": "[folds, inf)", "n_test": "[1, inf)", "folds": "[2, inf)", "batch_size": "[1, inf)",
         "seed": _SEED, "device": _DEVICE,

@@ -4,8 +4,8 @@ Load a checkpoint and predict numbers.
 Fill-in (MLM models, paper §2.2): write [?] where a number should be predicted; every [?] of a
 line is masked at once (all of its tokens, for text encodings) and predicted in one forward pass.
 
-    echo '((1.32*32.1)+(1.42-8.20))=[?]' | python sample.py --ckpt=out/quickstart/ckpt_best.pt
-    python sample.py --ckpt=out/quickstart/ckpt_best.pt --input=data/arithmetic_ops2/test.txt --mask_last
+    echo '0.123*0.456=[?]' | python sample.py --ckpt=out/quickstart/ckpt_best.pt
+    python sample.py --ckpt=out/quickstart/ckpt_best.pt --input=data/arithmetic_mult3/test.txt --mask_last
 
 --mask_last masks the last number of each line instead (the answer of an arithmetic or look-up
 sample), keeps the true value, and reports MSE and R² over the file. A causal model is not given

@@ -63,6 +63,7 @@ beta2 = 0.95
 grad_clip = 1.0  # clip the global gradient norm; 0 disables
 # evaluation, logging, checkpoints
 eval_interval = 1000  # steps between validations (and checkpoints)
+keep_every = 0  # also keep ckpt_<iter>.pt every this many steps (learning curves); 0 = off
 eval_batches = 20  # validation micro-batches per evaluation
 log_interval = 10
 resume = False  # continue from out_dir/ckpt_latest.pt
@@ -341,6 +342,8 @@ while True:
             if iter_num > 0:
                 save_checkpoint(ckpt_path)
         t_last, tokens_since, positions_since, steps_since = time.time(), 0, 0, 0  # validation is not training time
+    if master and keep_every and iter_num % keep_every == 0 and iter_num not in (0, resumed_at):
+        save_checkpoint(os.path.join(out_dir, f"ckpt_{iter_num}.pt"))
     if iter_num >= max_iters:
         break
 

@@ -1,9 +1,9 @@
 # A small arithmetic model for a CPU, minutes; any encoding: --encoding=p10 (block_size fits P10).
-#   python prepare/arithmetic.py --variant ops2 --size small
-#   python tokenize_numbers.py data/arithmetic_ops2 --encoding xval
+#   python prepare/arithmetic.py --variant mult3 --size small
+#   python tokenize_numbers.py data/arithmetic_mult3 --encoding xval
 #   python train.py config/arithmetic_small.py
 out_dir = "out/arithmetic_small"
-data_dir = "data/arithmetic_ops2"
+data_dir = "data/arithmetic_mult3"
 encoding = "xval"
 n_layer = 4
 n_head = 4

@@ -5,7 +5,8 @@
 #   torchrun --nproc_per_node=4 train.py config/arithmetic_xval.py
 out_dir = "out/arithmetic_xval"
 data_dir = "data/arithmetic_ops2"
-encoding = "xval"  # multi-scale xVal: add --k=3
+encoding = "xval"
+k = 4  # the trees are unscaled (numbers up to 1e8): multi-scale xVal; --k=0 for the mult variants (order 1)
 n_layer = 6
 n_head = 6
 n_embd = 768

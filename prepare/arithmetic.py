@@ -2,13 +2,23 @@
 Arithmetic datasets of the paper (App. A), one sample per line, right-hand side exact:
 
   multiplication of two n-digit integers (n = 3, 4, 5), written with the decimal point shifted
-  n places so every number is of order 1, as xVal expects (docs/decisions.md#scaling); the digits are those of the
-  integer problem and the equation stays exact:  0.123*0.456=0.056088   (123·456 = 56088)
+  n places in each operand and 2n places in the product, so every number is of order 1 as xVal
+  expects (docs/decisions.md#scaling); this scale keeps the equation exact and the digits those
+  of the integer problem:
+  0.123*0.456=0.056088   (123·456 = 56088)
 
   fully parenthesised random binary trees of 2, 3 or 4 operands with + − ×, operands 10^U(0,2)
-  rounded to 3 significant digits and written in units of 100, so that every operand and every
-  result lies within |x| < 5 (the paper's ((1.32*32.1)+(1.42-8.20))=35.592 is written
-  ((0.0132*0.321)+(0.0142-0.0820))=-0.06356628, the exact value of the written expression)
+  rounded to 3 significant digits, written unscaled: the paper's problem itself, e.g.
+  ((1.32*32.1)+(1.42-8.20))=35.592
+
+The trees are not scaled because no single scale keeps them the same problem: dividing every
+operand by s divides a sum by s but a product by s², so the scaled expression has another value
+(and sometimes another sign) than the paper's. Their answers therefore reach 1e4 (two operands),
+1e6 (three) and 1e8 (four); the smallest nonzero ones are 0.01 and a few are exactly 0. The paper's answer to such a range is multi-scale
+xVal (its eq. 1: a number x is embedded as Σ tanh(x·10^i)·[NUM_i], i = -k..k, and the number
+head is trained on the normalised MSE), so an xVal model of these variants is trained with
+--k=4 (config/arithmetic_ops_small.py); plain xVal (k = 0) would multiply an embedding by
+numbers up to 1e8.
 
     python prepare/arithmetic.py --variant ops2 --size small      # -> data/arithmetic_ops2
     python prepare/arithmetic.py --variant mult5 --size paper
@@ -32,14 +42,11 @@ def plain(d):
     return "0" if s in ("0", "-0") else s
 
 
-OPERAND_UNIT = Decimal(100)  # operands are written in units of 100: 10^U(0,2) -> [0.01, 1)
-
-
 def operand(rng):
-    """10^U(0,2) with 3 significant digits in units of 100, trailing zeros kept (0.0820)."""
+    """10^U(0,2) with 3 significant digits, trailing zeros kept (8.20)."""
     x = Decimal(repr(float(10 ** rng.uniform(0, 2))))
     x = x.quantize(Decimal(1).scaleb(x.adjusted() - 2))  # 3 significant digits, half-even
-    return x / OPERAND_UNIT  # exact: only the decimal point moves
+    return x.quantize(Decimal(1).scaleb(x.adjusted() - 2))  # a carry (99.96 -> 100.0) adds a 4th: drop it
 
 
 def expression(rng, n_operands):
@@ -82,7 +89,7 @@ if __name__ == "__main__":
     args.out = args.out.replace("<variant>", args.variant)
     n = VARIANTS[args.variant]
     scales = ({"operands": f"1e-{n}", "result": f"1e-{2 * n}"} if args.variant.startswith("mult")
-              else {"operands": "1e-2", "result": "value of the written (scaled) expression"})
+              else {"operands": "1", "result": "1"})
     write_dataset(args, Sample(args.variant), meta={
         "dataset": "arithmetic", "variant": args.variant,
         "scales": scales,  # number in the text = number of the original problem × scale

@@ -1,0 +1,65 @@
+"""
+Is a look-up model matching keys, or averaging the dictionary? For each eval.py report (written
+with --save_predictions=True) of the look-up test split, the answer MSE / variance of the model
+is set beside that of the predictor "the mean of the sample's dictionary values" (which needs no
+key matching), per number of entries, with the correlation of the two predictions. A model on the
+averaging plateau has MSEs near the dictionary mean's and a correlation near 1; a model that
+matches keys has MSEs far below it.
+
+    python results/lookup_plateau.py --reports="out/lookup/eval_1000.json out/lookup/eval_5000.json"
+"""
+import json
+import os
+import re
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from configurator import configure  # noqa: E402
+
+# -- config: python results/lookup_plateau.py --help
+reports = ""  # eval.py reports (.json, with predictions), separated by spaces
+data_dir = ""  # the look-up dataset; default: the report's
+# -- end config
+
+VALUE = re.compile(r":([-+0-9.eE]+)")  # a dictionary value: after its key's colon
+
+
+def rows(report_path):
+    """(entries, model MSE / var, dictionary-mean MSE / var, correlation, n) per entry count, then 'all'."""
+    with open(report_path) as f:
+        report = json.load(f)
+    r = report["splits"]["test"]["answer"]
+    if "truth" not in r:
+        raise SystemExit(f"error: {report_path} has no predictions; run eval.py with --save_predictions=True")
+    truth, pred = np.array(r["truth"], dtype=float), np.array(r["median"], dtype=float)
+    with open(os.path.join(data_dir or report["data_dir"], "test.txt")) as f:
+        lines = f.read().splitlines()[:len(truth)]  # eval.py scores the first samples in order
+    values = [[float(v) for v in VALUE.findall(line.split("}")[0])] for line in lines]
+    entries, dict_mean = np.array([len(v) for v in values]), np.array([np.mean(v) for v in values])
+    var = truth.var()
+    out = []
+    for n in [*sorted(set(entries.tolist())), "all"]:
+        s = np.ones(len(truth), bool) if n == "all" else entries == n
+        ok = s & np.isfinite(pred)  # invalid text predictions are left out, as in eval.py
+        out.append((n, np.mean((pred[ok] - truth[ok]) ** 2) / var, np.mean((dict_mean[s] - truth[s]) ** 2) / var,
+                    np.corrcoef(pred[ok], dict_mean[ok])[0, 1], int(s.sum())))
+    return out
+
+
+def main():
+    configure(globals(), __file__)
+    paths = reports.split()
+    if not paths:
+        raise SystemExit("error: --reports is required (eval.py reports separated by spaces)")
+    lines = ["| report | entries | n | model MSE / var | dictionary mean MSE / var | corr(model, dictionary mean) |",
+             "|---|---|---|---|---|---|"]
+    for path in paths:
+        for n, model, dict_mean, corr, count in rows(path):
+            lines.append(f"| `{path}` | {n} | {count} | {model:.3f} | {dict_mean:.3f} | {corr:.2f} |")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
