@@ -21,9 +21,9 @@ import numpy as np
 
 from configurator import configure
 from model import flops_per_token
-from prepare.common import atomic_write_text
 from sample import load_model
 from tokenize_numbers import Split
+from util import atomic_write_text
 
 # -- config: python curves.py --help
 runs = ""  # run folders (out_dir of train.py), separated by spaces

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# The planets experiment of the Gaussian-mixture head: an xVal model with the MSE head and one with
-# the GMM head, identical settings and seed, then eval.py on the first $SAMPLES samples of test and
-# both OoD sets (and of val for the MSE head: its residual spread scores it as a distribution), and
-# the side-by-side table. A finished training is not run again; an interrupted one resumes.
+# The Gaussian-mixture head against the MSE head: two xVal models per task, identical settings and
+# seed except --num_head, then eval.py (with predictions) on the first $SAMPLES samples of every
+# split (and of val for the MSE head: its residual spread scores it as a distribution), and the
+# side-by-side table (table.py). Two tasks: planets, where m0 is uncertain, and 3-digit
+# multiplication, where the MSE head already works. A finished training is not run again, an
+# interrupted one resumes, and a report newer than its checkpoint is kept.
 #
-#   bash results/gmm/run.sh                       # CPU scale (the defaults below): ~15 min per model on one core
-#   MODEL="--n_layer=6 --n_head=6 --n_embd=384" BATCH=64 STEPS=2500 LR=5e-4 bash results/gmm/run.sh   # one GPU
+#   bash results/gmm/run.sh                       # CPU scale (the defaults below): ~15 min per planets model on one core
+#   MODEL="--n_layer=6 --n_head=6 --n_embd=384" BATCH=64 STEPS=2500 LR=5e-4 bash results/gmm/run.sh   # one GPU (planets)
 set -euo pipefail
 OUT=${OUT:-results/gmm}
 RUNS=${RUNS:-out/gmm}
@@ -14,28 +16,45 @@ BATCH=${BATCH:-8}
 LR=${LR:-1e-3}
 SAMPLES=${SAMPLES:-300}
 MODEL=${MODEL:---n_layer=2 --n_head=2 --n_embd=64}
-[ -f data/planets/xval/test.ids.npy ] || {
-    python prepare/planets.py --size small --out data/planets > /dev/null
-    python tokenize_numbers.py data/planets --encoding xval > /dev/null
+ARITH_STEPS=${ARITH_STEPS:-1000}
+
+prepared() {  # prepared NAME PREPARE_ARGS...: the small dataset data/NAME, xVal-tokenized
+    local name=$1; shift
+    [ -f "data/$name/xval/test.ids.npy" ] && return
+    python "$@" --size small --out "data/$name" > /dev/null
+    python tokenize_numbers.py "data/$name" --encoding xval > /dev/null
 }
-for head in mse gmm; do
-    run="$RUNS/planets_$head"
-    grep -qs "\"iter\": $STEPS, \"val_loss\"" "$run/log.jsonl" && continue
-    resume=$([ -f "$run/ckpt_latest.pt" ] && echo --resume || echo --overwrite=True)
-    # shellcheck disable=SC2086
-    python train.py config/planets_small.py --data_dir=data/planets --out_dir="$run" --num_head=$head $MODEL \
-        --block_size=1024 --batch_size="$BATCH" --micro_batch_size="$BATCH" --learning_rate="$LR" \
-        --min_lr="$(python -c "print($LR / 10)")" --warmup_iters=100 --max_iters="$STEPS" --eval_interval=500 \
-        --eval_batches=10 --log_interval=50 --seed=1 "$resume" > "$run.txt"
-done
-for head in mse gmm; do
-    mkdir -p "$OUT/planets_$head"
-    cp "$RUNS/planets_$head/log.jsonl" "$OUT/planets_$head/"
-    python eval.py --ckpt="$RUNS/planets_$head/ckpt_best.pt" --max_samples="$SAMPLES" --plots --save_predictions=True \
-        --out="$OUT/planets_$head/eval" > "$OUT/planets_$head/eval.txt"
-done
-python eval.py --ckpt="$RUNS/planets_mse/ckpt_best.pt" --splits=val --max_samples="$SAMPLES" --save_predictions=True \
-    --out="$OUT/planets_mse/eval_val" > /dev/null
-python results/gmm/table.py "$OUT/planets_mse/eval_val.json" "$OUT/planets_mse/eval.json" \
-    "$OUT/planets_gmm/eval.json" > "$OUT/table.md"
-cat "$OUT/table.md"
+
+compare() {  # compare NAME STEPS TRAIN_ARGS...: train both heads, evaluate them, write $OUT/NAME_table.md
+    local name=$1 steps=$2; shift 2
+    for head in mse gmm; do
+        local run="$RUNS/${name}_$head"
+        grep -qs "\"iter\": $steps, \"val_loss\"" "$run/log.jsonl" && continue
+        local resume=--overwrite=True
+        [ -f "$run/ckpt_latest.pt" ] && resume=--resume
+        python train.py "$@" --out_dir="$run" --num_head=$head --max_iters="$steps" --seed=1 "$resume" > "$run.txt"
+    done
+    for head in mse gmm; do
+        local run="$RUNS/${name}_$head" dir="$OUT/${name}_$head"
+        mkdir -p "$dir"
+        cp "$run/log.jsonl" "$dir/"
+        [ "$dir/eval.json" -nt "$run/ckpt_best.pt" ] || python eval.py --ckpt="$run/ckpt_best.pt" \
+            --max_samples="$SAMPLES" --plots --save_predictions=True --out="$dir/eval" > "$dir/eval.txt"
+    done
+    [ "$OUT/${name}_mse/eval_val.json" -nt "$RUNS/${name}_mse/ckpt_best.pt" ] || python eval.py --splits=val \
+        --ckpt="$RUNS/${name}_mse/ckpt_best.pt" --max_samples="$SAMPLES" --save_predictions=True \
+        --out="$OUT/${name}_mse/eval_val" > /dev/null
+    python results/gmm/table.py "$OUT/${name}_mse/eval_val.json" "$OUT/${name}_mse/eval.json" \
+        "$OUT/${name}_gmm/eval.json" > "$OUT/${name}_table.md"
+    cat "$OUT/${name}_table.md"
+}
+
+prepared planets prepare/planets.py
+# shellcheck disable=SC2086
+compare planets "$STEPS" config/planets_small.py --data_dir=data/planets $MODEL --block_size=1024 \
+    --batch_size="$BATCH" --micro_batch_size="$BATCH" --learning_rate="$LR" --min_lr="$(python -c "print($LR / 10)")" \
+    --warmup_iters=100 --eval_interval=500 --eval_batches=10 --log_interval=50
+
+prepared arithmetic_mult3 prepare/arithmetic.py --variant mult3
+compare mult3 "$ARITH_STEPS" config/arithmetic_small.py --data_dir=data/arithmetic_mult3 --eval_interval=250 \
+    --log_interval=100
