@@ -1,11 +1,12 @@
 """
 The documentation holds together: every relative link of the markdown files resolves (file and
-#anchor), every docs/decisions.md section the code cites exists, and the README's Tests command is
-the one CI runs.
+#anchor), every docs/decisions.md section the code cites exists, the README's Tests command is
+the one CI runs, and every arithmetic example written in the docs is exact.
 """
 import glob
 import os
 import re
+from decimal import Decimal
 
 import pytest
 
@@ -56,3 +57,16 @@ def test_every_decision_the_code_cites_is_a_section_of_docs_decisions():
 def test_the_readme_tests_command_is_the_one_ci_runs():
     ci = [line for line in read(".ci/run").splitlines() if line.startswith("python3 -m venv")]
     assert len(ci) == 1 and ci[0] in read("README.md").splitlines()
+
+
+# an arithmetic example: numbers joined by + - * and brackets, "=", the written answer
+EXPRESSION = re.compile(r"(?<![\w.=-])([-(]*\d[-+*().0-9]*[-+*]\(?\d[-+*().0-9]*)=(-?\d[0-9.]*\d|-?\d)(?![\w.])")
+
+
+@pytest.mark.parametrize("doc", DOCS + ["prepare/arithmetic.py", "config/quickstart.py"])
+def test_every_arithmetic_example_of_the_docs_is_exact(doc):
+    text = re.sub(r"```.*?```", "", read(doc), flags=re.S)  # code blocks show model output
+    for lhs, rhs in EXPRESSION.findall(text):
+        lhs = lhs[lhs.count("(") - lhs.count(")"):]  # an example inside brackets: (0.1*0.2=0.02)
+        exact = eval(re.sub(r"\d+\.?\d*", lambda m: f"Decimal('{m.group()}')", lhs), {"Decimal": Decimal})
+        assert exact == Decimal(rhs), f"{doc}: {lhs} is {exact}, written {rhs}"
