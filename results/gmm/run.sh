@@ -17,6 +17,7 @@ LR=${LR:-1e-3}
 SAMPLES=${SAMPLES:-300}
 MODEL=${MODEL:---n_layer=2 --n_head=2 --n_embd=64}
 ARITH_STEPS=${ARITH_STEPS:-1000}
+mkdir -p "$RUNS"
 
 prepared() {  # prepared NAME PREPARE_ARGS...: the small dataset data/NAME, xVal-tokenized
     local name=$1; shift
