@@ -14,6 +14,7 @@ KEEP=${KEEP:-250}
 SAMPLES=${SAMPLES:-1000}
 ENCODINGS=${ENCODINGS:-xval p10 p1000 b1999 fp15}
 DATA=data/arithmetic_mult3
+mkdir -p "$RUNS"
 [ -f "$DATA/meta.json" ] || python prepare/arithmetic.py --variant mult3 --size small --out "$DATA" > /dev/null
 for enc in $ENCODINGS; do
     [ -f "$DATA/$enc/test.ids.npy" ] || python tokenize_numbers.py "$DATA" --encoding "$enc" > /dev/null
