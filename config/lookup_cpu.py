@@ -2,8 +2,8 @@
 # reaches): the paper's task and sizes (2-6 entries, MLM p = 0.3, the paper's losses), a
 # 2-layer model of width 128, the learning rate chosen by a sweep of 1e-3, 3e-3 and 1e-2 on
 # 1,500-step runs. A checkpoint is kept every 1,000 steps for the learning curve.
-#   python prepare/lookup.py --size small
-#   python tokenize_numbers.py data/lookup --encoding xval
+#   python prepare/lookup.py --size paper --out data/lookup_paper     # 1M train samples: none seen twice
+#   python tokenize_numbers.py data/lookup_paper --encoding xval
 #   OMP_NUM_THREADS=1 python train.py config/lookup_cpu.py                  # --encoding=p10 likewise
 #   python curves.py --runs=out/lookup_cpu --quantity=answer --out=results/lookup_cpu/curves
 # Stopped early, it continues with --resume.
