@@ -49,8 +49,8 @@ def score(path, step):
     """eval.py's report of one checkpoint on the split, with predictions (for the variance)."""
     prefix = os.path.join(os.path.dirname(path), f"eval_{step}")
     if not os.path.exists(prefix + ".json"):
-        cmd = [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "eval.py"), f"--ckpt={path}", f"--splits={split}",
-               f"--max_samples={max_samples}", f"--out={prefix}", "--save_predictions=True"]
+        cmd = [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "eval.py"), f"--ckpt={path}",
+               f"--splits={split}", f"--max_samples={max_samples}", f"--out={prefix}", "--save_predictions=True"]
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0:
             raise SystemExit(f"error: {' '.join(cmd)} failed:\n{r.stderr.strip()}")
@@ -64,17 +64,18 @@ def score(path, step):
 
 def curve(run):
     """One run's points: step, training FLOPs, MSE, MSE / variance of the truth, invalid rate."""
+    found = checkpoints(run)
+    model, _, config = load_model(found[0][1])  # the checkpoints of a run share model, data and batch
+    mean_length = float(np.diff(Split(config["data_dir"], "train", config["encoding"]).offsets).mean())
+    predicted = 1.0 if config["causal"] else config["mlm_probability"]
+    flops_per_step = config["batch_size"] * mean_length * flops_per_token(model, mean_length, predicted)
     points = []
-    for step, path in checkpoints(run):
-        model, _, config = load_model(path)
-        lengths = np.diff(Split(config["data_dir"], "train", config["encoding"]).offsets)
-        predicted = 1.0 if config["causal"] else config["mlm_probability"]
-        per_token = flops_per_token(model, float(lengths.mean()), predicted)
+    for step, path in found:
         r = score(path, step)
-        truth = np.asarray(r["truth"], dtype=float)
         mse = r["mean"]["mse"]
-        points.append({"step": step, "flops": step * config["batch_size"] * float(lengths.mean()) * per_token,
-                       "mse": mse, "nmse": mse / float(truth.var()), "invalid_rate": r["mean"]["invalid_rate"]})
+        points.append({"step": step, "flops": step * flops_per_step, "mse": mse,
+                       "nmse": mse / float(np.var(np.asarray(r["truth"], dtype=float))),
+                       "invalid_rate": r["mean"]["invalid_rate"]})
     return {"run": run, "encoding": config["encoding"], "points": points}
 
 

@@ -14,11 +14,11 @@ Arithmetic datasets of the paper (App. A), one sample per line, right-hand side 
 The trees are not scaled because no single scale keeps them the same problem: dividing every
 operand by s divides a sum by s but a product by s², so the scaled expression has another value
 (and sometimes another sign) than the paper's. Their answers therefore reach 1e4 (two operands),
-1e6 (three) and 1e8 (four); the smallest nonzero ones are 0.01 and a few are exactly 0. The paper's answer to such a range is multi-scale
-xVal (its eq. 1: a number x is embedded as Σ tanh(x·10^i)·[NUM_i], i = -k..k, and the number
-head is trained on the normalised MSE), so an xVal model of these variants is trained with
---k=4 (config/arithmetic_ops_small.py); plain xVal (k = 0) would multiply an embedding by
-numbers up to 1e8.
+1e6 (three) and 1e8 (four); the smallest nonzero ones are 0.01 and a few are exactly 0. The
+paper's answer to such a range is multi-scale xVal (its eq. 1: a number x is embedded as
+Σ tanh(x·10^i)·[NUM_i], i = -k..k, and the number head is trained on the normalised MSE), so an
+xVal model of these variants is trained with --k=4 (config/arithmetic_ops_small.py); plain xVal
+(k = 0) would multiply an embedding by numbers up to 1e8.
 
     python prepare/arithmetic.py --variant ops2 --size small      # -> data/arithmetic_ops2
     python prepare/arithmetic.py --variant mult5 --size paper

@@ -10,12 +10,13 @@ fitted on held-out data): the best a point predictor can claim without a density
 """
 import json
 import math
+import os
 import sys
 
 import numpy as np
 import torch
 
-sys.path.insert(0, ".")
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 from model import MIN_STD  # noqa: E402
 from eval import distribution_metrics  # noqa: E402
 
