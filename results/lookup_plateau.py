@@ -28,8 +28,13 @@ VALUE = re.compile(r":([-+0-9.eE]+)")  # a dictionary value: after its key's col
 
 def rows(report_path):
     """(entries, model MSE / var, dictionary-mean MSE / var, correlation, n) per entry count, then 'all'."""
+    if not os.path.isfile(report_path):
+        raise SystemExit(f"error: {report_path}: no such report; write one with eval.py --save_predictions=True")
     with open(report_path) as f:
         report = json.load(f)
+    if report.get("task") != "lookup" or "answer" not in report["splits"].get("test", {}):
+        raise SystemExit(f"error: {report_path}: expected an eval.py report of a look-up test split, "
+                         f"got task {report.get('task')!r} with splits {', '.join(report.get('splits', {}))}")
     r = report["splits"]["test"]["answer"]
     if "truth" not in r:
         raise SystemExit(f"error: {report_path} has no predictions; run eval.py with --save_predictions=True")

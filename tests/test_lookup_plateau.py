@@ -22,7 +22,7 @@ def test_the_dictionary_mean_is_the_baseline_of_the_averaging_plateau(tmp_path, 
         truth.append(values[q])
         pred.append(values.mean() if model == "average" else values[q])
     (tmp_path / "test.txt").write_text("\n".join(lines) + "\n")
-    report = {"data_dir": str(tmp_path), "splits": {"test": {"answer": {"truth": truth, "median": pred}}}}
+    report = {"task": "lookup", "data_dir": str(tmp_path), "splits": {"test": {"answer": {"truth": truth, "median": pred}}}}
     (tmp_path / "eval.json").write_text(json.dumps(report))
     n, model_nmse, mean_nmse, corr, count = lookup_plateau.rows(str(tmp_path / "eval.json"))[-1]
     assert n == "all" and count == 200 and mean_nmse > 0.5
@@ -30,3 +30,9 @@ def test_the_dictionary_mean_is_the_baseline_of_the_averaging_plateau(tmp_path, 
         assert model_nmse == pytest.approx(mean_nmse) and corr == pytest.approx(1.0)
     else:
         assert model_nmse == 0.0
+
+
+def test_a_report_of_another_task_is_refused_naming_it(tmp_path):
+    (tmp_path / "eval.json").write_text(json.dumps({"task": "arithmetic", "splits": {"test": {"answer": {}}}}))
+    with pytest.raises(SystemExit, match="look-up test split, got task 'arithmetic'"):
+        lookup_plateau.rows(str(tmp_path / "eval.json"))

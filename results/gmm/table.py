@@ -29,6 +29,9 @@ def constant_gaussian(truth, prediction, std):
 
 
 def main(mse_val, mse_test, gmm_test):
+    for p in (mse_val, mse_test, gmm_test):
+        if not os.path.isfile(p):
+            raise SystemExit(f"error: {p}: no such eval.py report (written with --save_predictions=True)")
     val, mse, gmm = (json.load(open(p)) for p in (mse_val, mse_test, gmm_test))
     rows = ["| split | quantity | n | variance of truth | MSE: MSE head | MSE: GMM mean | NLL: MSE head + val σ | NLL: GMM "
             "| CRPS: MSE head + val σ | CRPS: GMM | 50% / 90% cover: MSE head + val σ | 50% / 90% cover: GMM |",
@@ -48,4 +51,6 @@ def main(mse_val, mse_test, gmm_test):
 
 if __name__ == "__main__":
     torch.set_num_threads(1)
+    if len(sys.argv) != 4:
+        raise SystemExit("usage: python results/gmm/table.py MSE_VAL.json MSE_TEST.json GMM_TEST.json")
     main(*sys.argv[1:])
