@@ -1,7 +1,77 @@
+import contextlib
+import io
 import os
+import runpy
+import subprocess
 import sys
+import traceback
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the repository
 for path in (ROOT, os.path.join(ROOT, "tests")):
     if path not in sys.path:
         sys.path.insert(0, path)
+
+# Scripts that run inside the test process: a new Python process costs seconds (importing torch),
+# which over the suite's hundred-odd commands is most of its time. The others, and any command that
+# sets its own environment, compiles, or starts worker processes, run as a real process.
+IN_PROCESS = {"train.py", "sample.py", "eval.py", "curves.py", "tokenize_numbers.py", "prepare/arithmetic.py",
+              "prepare/lookup.py", "prepare/planets.py", "prepare/era5.py"}
+
+
+def run(*args, check=True, input=None, env=None, process=False):
+    """
+    `python *args` from the repository root, as a user runs it: a CompletedProcess with returncode,
+    stdout and stderr. check: a failure raises, showing both streams. process: always a new process.
+    """
+    if args[0] in IN_PROCESS and env is None and not process and one_process(args):
+        r = run_in_process(args, input)
+    else:
+        r = subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True, input=input, env=env)
+    if check and r.returncode != 0:
+        raise AssertionError(f"{' '.join(args)} failed:\n{r.stdout}\n{r.stderr}")
+    return r
+
+
+def one_process(args):
+    """True if the command starts no worker processes and does not compile."""
+    if "--compile=True" in args:
+        return False  # compiled code caches by process; keep each compiled run's counts its own
+    if args[0] in ("train.py", "sample.py", "eval.py", "curves.py"):
+        return True
+    for i, a in enumerate(args):  # data stages: workers default to every core
+        if a == "--workers" and i + 1 < len(args):
+            return args[i + 1] == "1"
+        if a.startswith("--workers="):
+            return a == "--workers=1"
+    return False
+
+
+def run_in_process(args, input):
+    """Run a script as __main__ in this process with Python's exit semantics (SystemExit, tracebacks)."""
+    import torch
+    script = os.path.join(ROOT, args[0])
+    out, err = (io.TextIOWrapper(io.BytesIO(), encoding="utf-8", write_through=True) for _ in range(2))  # real streams: reconfigure() works
+    stdin = io.TextIOWrapper(io.BytesIO((input or "").encode()), encoding="utf-8")
+    saved = sys.argv, sys.stdin, list(sys.path), dict(os.environ), os.getcwd(), torch.get_num_threads()
+    sys.argv, sys.stdin = [script, *args[1:]], stdin
+    sys.path.insert(0, os.path.dirname(script))
+    os.chdir(ROOT)
+    code = 0
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                runpy.run_path(script, run_name="__main__")
+            except SystemExit as e:
+                if isinstance(e.code, str):
+                    print(e.code, file=sys.stderr)
+                code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+            except Exception:
+                traceback.print_exc()
+                code = 1
+    finally:
+        sys.argv, sys.stdin, sys.path[:] = saved[0], saved[1], saved[2]
+        os.environ.clear()
+        os.environ.update(saved[3])
+        os.chdir(saved[4])
+        torch.set_num_threads(saved[5])
+    return subprocess.CompletedProcess(args, code, *(s.buffer.getvalue().decode() for s in (out, err)))

@@ -1,22 +1,13 @@
 """train.py and sample.py end to end on a tiny arithmetic set: the recipe as a user runs it."""
 import json
 import os
-import subprocess
-import sys
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, run
 from tokenize_numbers import Split
 
 TINY = ["--n_layer=2", "--n_head=2", "--n_embd=32", "--block_size=32", "--device=cpu", "--compile=False",
         "--warmup_iters=0", "--log_interval=1"]
-
-
-def run(*args, check=True, **kw):
-    r = subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True, **kw)
-    if check and r.returncode != 0:
-        raise AssertionError(f"{' '.join(args)} failed:\n{r.stdout}\n{r.stderr}")
-    return r
 
 
 def losses(out_dir):
@@ -154,6 +145,14 @@ def test_an_unknown_key_in_a_config_file_names_the_file(tmp_path):
 def test_help_lists_every_setting_with_its_default():
     r = run("train.py", "--help")
     assert "--learning_rate" in r.stdout and "0.0002" in r.stdout and "--mlm_probability" in r.stdout
+
+
+@pytest.mark.parametrize("script", ["train.py", "sample.py", "eval.py", "curves.py", "tokenize_numbers.py"])
+def test_each_script_starts_as_its_own_process(script):
+    # the other tests run most scripts inside the test process; this one checks their imports and
+    # command line as a new Python process sees them
+    r = run(script, "--help", process=True)
+    assert r.returncode == 0 and "--" in r.stdout and not r.stderr.strip()
 
 
 def test_a_sample_longer_than_block_size_is_an_error(data, tmp_path):
