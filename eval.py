@@ -9,7 +9,8 @@ from the text before it (sample.fill_in_causal), and the report says so.
     python eval.py --ckpt="out/s1/ckpt_best.pt out/s2/ckpt_best.pt out/s3/ckpt_best.pt" --plots
 
 What is masked (all tokens of each number for text encodings), per task:
-- era5 (temperature): every station's last time step, all at once; MSE normalised and in kelvin.
+- era5 (temperature): every station's last time step, all at once; MSE normalised and in kelvin, and
+  that of persistence (each station's previous step) on the same values.
 - planets: Δt, planet0's a, e and m (one pass each, the other numbers visible), and the last 10
   steps of every planet (all at once); MSE of each, in the text's units (m×1e5, e×20).
 - arithmetic: the right-hand side; MSE, R² and adjusted R² (p = 1).
@@ -228,6 +229,7 @@ def evaluate(checkpoints, data, split_names, dev):
         split_names = ["test"] + sorted(os.path.basename(p)[:-4] for p in glob.glob(os.path.join(data, "test_ood*.txt")))
     report = {"task": task, "data_dir": data, "checkpoints": checkpoints, "splits": {}}
     jobs = {}  # split -> masked samples, read and encoded once: every seed has the same vocabulary
+    persistence = {}  # era5: split -> each station's previous step, the reference forecast of the same values
     first = None  # the first checkpoint's vocabulary
     per_seed = []  # [seed][split] -> {quantity: (truths, predictions, counts)}
     for path in checkpoints:
@@ -253,6 +255,8 @@ def evaluate(checkpoints, data, split_names, dev):
                     with open(text_path, "rb") as f:
                         lines = [l for l in read_lines(f, text_path) if l.strip()][: max_samples or None]
                     jobs[split] = masked_samples(task, lines, vocab, text_path)
+                    if task == "era5":  # the masked values are data[station][-1], station by station
+                        persistence[split] = [row[-2] for line in lines for row in json.loads(line)["data"]]
                 seed_results[split] = predict(model, vocab, jobs[split], dev)
             except (TextError, ValueError) as e:
                 raise SystemExit(f"error: {e}")
@@ -261,6 +265,9 @@ def evaluate(checkpoints, data, split_names, dev):
     for split in split_names:
         report["splits"][split] = {quantity: combine(task, [s[split][quantity] for s in per_seed], meta)
                                    for quantity in per_seed[0][split]}
+        if split in persistence:
+            r = report["splits"][split]["t+1"]
+            r["persistence"] = metrics(task, r["truth"], persistence[split], meta)
     return report, meta
 
 
@@ -294,6 +301,11 @@ def markdown(report):
             cells = [fmt(r["mean"][k]) + (f" ± {fmt(r['std'][k])}" if seeds > 1 else "") for k in keys]
             lines.append(f"| {split} | {quantity} | {r['n']} | " + " | ".join(cells)
                          + f" | {fmt(r['median_prediction']['mse'])} |")
+    for split, quantities in report["splits"].items():
+        if "persistence" in quantities.get("t+1", {}):
+            p = quantities["t+1"]["persistence"]
+            lines += ["", f"{split}: persistence (each station's previous step) on the same values: "
+                          f"MSE {fmt(p['mse'])} ({fmt(p['mse_kelvin2'])} K²)"]
     lines += ["", "config: `" + json.dumps({k: report["config"].get(k) for k in (
         "encoding", "n_layer", "n_head", "n_embd", "max_iters", "batch_size", "learning_rate", "seed")}) + "`", ""]
     return "\n".join(lines)

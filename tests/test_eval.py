@@ -185,12 +185,16 @@ def test_temperature_end_to_end_in_kelvin(tmp_path_factory, tmp_path):
     data = str(tmp / "data")
     run("prepare/era5.py", str(nc), "--size=tiny", "--out", data, "--workers=1")
     run("tokenize_numbers.py", data, "--encoding", "xval", "--workers=1")
-    report, _, _ = evaluated(trained(data, str(tmp_path / "xval"), block_size=2048), extra=["--max_samples=20"])
+    report, _, prefix = evaluated(trained(data, str(tmp_path / "xval"), block_size=2048), extra=["--max_samples=20"])
+    out = open(prefix + ".md").read()
     r = report["splits"]["test"]["t+1"]
     stations = [len(json.loads(l)["data"]) for l in list(open(os.path.join(data, "test.txt")))[:20]]
     assert r["n"] == sum(stations)
     std = json.load(open(os.path.join(data, "meta.json")))["normalisation"]["std"]
     assert r["mean"]["mse_kelvin2"] == pytest.approx(r["mean"]["mse"] * std ** 2)
+    rows = [row for l in list(open(os.path.join(data, "test.txt")))[:20] for row in json.loads(l)["data"]]
+    by_hand = sum((row[-1] - row[-2]) ** 2 for row in rows) / len(rows)  # persistence: the previous step
+    assert r["persistence"]["mse"] == pytest.approx(by_hand) and "persistence (each station's previous step)" in out
 
 
 def test_summary_puts_encodings_side_by_side(tmp_path_factory, tmp_path):
