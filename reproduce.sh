@@ -2,8 +2,10 @@
 # The paper's four tasks × five encodings at a reduced scale that fits a 2-core CPU: prepare the
 # data, train every model, evaluate, and write the tables and figures of results/.
 #
-#   ./reproduce.sh                 # everything (about 1.5 hours on 2 CPU cores)
+#   ./reproduce.sh                 # the tables (about 1.5 hours on 2 CPU cores)
 #   ./reproduce.sh data train      # some stages only: data, train, eval
+#   ./reproduce.sh curves          # the learning curves and the Gaussian-mixture head (about 4 hours
+#                                  # on 2 CPU cores; each script skips what it has done)
 #   LANES=1 ./reproduce.sh         # one training at a time (default 2, one thread each)
 #
 # The scale (stated in results/README.md): 40k training samples per task; small models
@@ -23,7 +25,7 @@ STAGES=${*:-data train eval}
 export OMP_NUM_THREADS=1         # each training gets one core; LANES of them run side by side
 
 for stage in $STAGES; do
-    case $stage in data|train|eval) ;; *) echo "error: unknown stage '$stage'; expected data, train or eval" >&2; exit 2 ;; esac
+    case $stage in data|train|eval|curves) ;; *) echo "error: unknown stage '$stage'; expected data, train, eval or curves" >&2; exit 2 ;; esac
 done
 has() { [[ " $STAGES " == *" $1 "* ]]; }
 
@@ -110,4 +112,12 @@ if has eval; then
     done
     python eval.py --summarize="$RESULTS" > /dev/null
     echo "tables: $RESULTS/summary.md"
+fi
+
+if has curves; then
+    # every encoding's arithmetic curve (one core), then planets and temperature side by side and
+    # the look-up on the paper-size data (results/learning_curves.sh), then MSE head against GMM head
+    bash results/arithmetic_curves/run.sh
+    bash results/learning_curves.sh
+    bash results/gmm/run.sh
 fi

@@ -5,7 +5,8 @@
 # (curves.py on every kept checkpoint) and eval.py on its last checkpoint. A finished training is
 # not run again, an interrupted one resumes; curves.py reuses the reports kept by the checkpoints.
 #
-#   bash results/learning_curves.sh        # ~1 hour on 2 CPU cores (three trainings of 45-55 min)
+#   bash results/learning_curves.sh        # ~2 hours on 2 CPU cores: planets and temperature side by side
+#                                          # (~1 hour with their scoring), then the look-up (~50 min)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export OMP_NUM_THREADS=1
