@@ -10,6 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export OMP_NUM_THREADS=1
+. results/trained.sh
 
 data() {
     [ -f data/planets/xval/test.ids.npy ] || { python prepare/planets.py --size small --out data/planets \
@@ -22,15 +23,6 @@ data() {
     fi > /dev/null 2>&1
     [ -f data/lookup_paper/xval/test.ids.npy ] || { python prepare/lookup.py --size paper --out data/lookup_paper \
         && python tokenize_numbers.py data/lookup_paper --encoding xval; } > /dev/null 2>&1
-}
-
-trained() {  # trained RUN STEPS CONFIG [SETTINGS...]: train RUN to STEPS unless done; resume if interrupted
-    local run=$1 steps=$2; shift 2
-    grep -qs "\"iter\": $steps, \"val_loss\"" "$run/log.jsonl" && return 0
-    local resume=--overwrite=True
-    [ -f "$run/ckpt_latest.pt" ] && resume=--resume
-    mkdir -p "$(dirname "$run")"
-    python train.py "$@" --out_dir="$run" "$resume" > "$run.txt"
 }
 
 scored() {  # scored RUN STEPS CURVE_SAMPLES EVAL_SAMPLES OUT QUANTITY...: curves of each quantity, eval.py of the last checkpoint

@@ -3,13 +3,11 @@ the last block's output averaged over real tokens only, and the whole probe on a
 import json
 import os
 import shutil
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 import torch
-from conftest import ROOT
+import conftest
 
 import probe
 from model import GPT, GPTConfig
@@ -67,11 +65,7 @@ def test_features_are_the_last_block_output_averaged_over_real_tokens():
 
 
 def run(*args, check=True):
-    r = subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True,
-                       env={**os.environ, "OMP_NUM_THREADS": "1"})
-    if check:
-        assert r.returncode == 0, r.stdout + r.stderr
-    return r
+    return conftest.run(*args, check=check, env={**os.environ, "OMP_NUM_THREADS": "1"})
 
 
 @pytest.fixture(scope="module")

@@ -15,6 +15,7 @@ SAMPLES=${SAMPLES:-1000}
 ENCODINGS=${ENCODINGS:-xval p10 p1000 b1999 fp15}
 DATA=data/arithmetic_mult3
 mkdir -p "$RUNS"
+. "$(dirname "$0")/../trained.sh"
 [ -f "$DATA/meta.json" ] || python prepare/arithmetic.py --variant mult3 --size small --out "$DATA" > /dev/null
 for enc in $ENCODINGS; do
     [ -f "$DATA/$enc/test.ids.npy" ] || python tokenize_numbers.py "$DATA" --encoding "$enc" > /dev/null
@@ -23,11 +24,8 @@ runs=""
 for enc in $ENCODINGS; do
     run="$RUNS/$enc"
     runs="$runs $run"
-    grep -qs "\"iter\": $STEPS, \"val_loss\"" "$run/log.jsonl" && continue
-    resume=--overwrite=True
-    [ -f "$run/ckpt_latest.pt" ] && resume=--resume
-    python train.py config/arithmetic_small.py --data_dir="$DATA" --encoding="$enc" --out_dir="$run" \
-        --max_iters="$STEPS" --eval_interval="$KEEP" --keep_every="$KEEP" --log_interval=100 --seed=1 "$resume" > "$run.txt"
+    trained "$run" "$STEPS" config/arithmetic_small.py --data_dir="$DATA" --encoding="$enc" \
+        --max_iters="$STEPS" --eval_interval="$KEEP" --keep_every="$KEEP" --log_interval=100 --seed=1
 done
 mkdir -p "$OUT"
 python curves.py --runs="${runs# }" --quantity=answer --max_samples="$SAMPLES" --out="$OUT/curves"

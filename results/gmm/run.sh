@@ -18,6 +18,7 @@ SAMPLES=${SAMPLES:-300}
 MODEL=${MODEL:---n_layer=2 --n_head=2 --n_embd=64}
 ARITH_STEPS=${ARITH_STEPS:-1000}
 mkdir -p "$RUNS"
+. "$(dirname "$0")/../trained.sh"
 
 prepared() {  # prepared NAME PREPARE_ARGS...: the small dataset data/NAME, xVal-tokenized
     local name=$1; shift
@@ -29,11 +30,7 @@ prepared() {  # prepared NAME PREPARE_ARGS...: the small dataset data/NAME, xVal
 compare() {  # compare NAME STEPS TRAIN_ARGS...: train both heads, evaluate them, write $OUT/NAME_table.md
     local name=$1 steps=$2; shift 2
     for head in mse gmm; do
-        local run="$RUNS/${name}_$head"
-        grep -qs "\"iter\": $steps, \"val_loss\"" "$run/log.jsonl" && continue
-        local resume=--overwrite=True
-        [ -f "$run/ckpt_latest.pt" ] && resume=--resume
-        python train.py "$@" --out_dir="$run" --num_head=$head --max_iters="$steps" --seed=1 "$resume" > "$run.txt"
+        trained "$RUNS/${name}_$head" "$steps" "$@" --num_head=$head --max_iters="$steps" --seed=1
     done
     for head in mse gmm; do
         local run="$RUNS/${name}_$head" dir="$OUT/${name}_$head"
