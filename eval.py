@@ -135,6 +135,17 @@ def masked_groups(task, line, where):
     raise ValueError(f"unknown task {task!r}")
 
 
+def previous_steps(lines, where):
+    """era5: each station's second-to-last step, in the order masked_groups masks the last ones."""
+    previous = []
+    for number, line in enumerate(lines, 1):
+        for row in json.loads(line)["data"]:
+            if len(row) < 2:
+                raise TextError(f"{where}:{number}: a station with {len(row)} time step(s); a forecast needs at least 2")
+            previous.append(row[-2])
+    return previous
+
+
 def task_of(meta, path):
     """The task a dataset's meta.json describes."""
     if "normalisation" in meta and "variable" in meta:
@@ -256,7 +267,7 @@ def evaluate(checkpoints, data, split_names, dev):
                         lines = [l for l in read_lines(f, text_path) if l.strip()][: max_samples or None]
                     jobs[split] = masked_samples(task, lines, vocab, text_path)
                     if task == "era5":  # the masked values are data[station][-1], station by station
-                        persistence[split] = [row[-2] for line in lines for row in json.loads(line)["data"]]
+                        persistence[split] = previous_steps(lines, text_path)
                 seed_results[split] = predict(model, vocab, jobs[split], dev)
             except (TextError, ValueError) as e:
                 raise SystemExit(f"error: {e}")

@@ -79,6 +79,10 @@ def test_temperature_masks_every_stations_last_step():
     pieces, groups = ev.masked_groups("era5", json.dumps(record), "x:1")
     numbers = [v for kind, v in pieces if kind == "num"]
     assert [numbers[i] for i in groups["t+1"]] == [0.75, -1.125]
+    assert ev.previous_steps([json.dumps(record)], "x") == [-0.25, 1.0]  # persistence forecasts the same values
+    record["data"][1] = [2.0]
+    with pytest.raises(ev.TextError, match="x:1: a station with 1 time step"):
+        ev.previous_steps([json.dumps(record)], "x")
 
 
 def test_a_sample_that_is_not_the_tasks_json_is_refused_with_its_line():
