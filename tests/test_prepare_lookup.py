@@ -91,3 +91,19 @@ def test_same_seed_gives_identical_files_for_any_worker_count(dataset, tmp_path)
     r = run("--out", str(tmp_path / "one"), "--seed", "1", "--workers", "1")
     assert r.returncode == 0, r.stderr
     assert read_all(tmp_path / "one") == read_all(dataset)
+
+
+def test_entries_sets_the_dictionary_sizes_and_is_recorded(tmp_path):
+    out = tmp_path / "e23"
+    r = run("--out", str(out), "--seed", "1", "--workers", "1", "--entries", "2,3")
+    assert r.returncode == 0, r.stderr
+    sizes = {len(table) for split in ("train", "test_ood") for table, _, _ in samples(out, split)}
+    assert sizes == {2, 3}
+    assert '"entries": [\n    2,\n    3\n  ]' in (out / "meta.json").read_text()
+
+
+@pytest.mark.parametrize("bad", ["0,3", "3,2", "2,27", "2", "two,3"])
+def test_entries_out_of_range_is_refused_by_name(tmp_path, bad):
+    r = run("--out", str(tmp_path / "x"), "--entries", bad)
+    assert r.returncode == 2 and "--entries" in r.stderr and "expected" in r.stderr
+    assert not (tmp_path / "x").exists()
