@@ -45,17 +45,30 @@ def checkpoints(run):
     return sorted(found)
 
 
+def kept(path):
+    """The report at path if it scores this split on max_samples samples, else None."""
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        report = json.load(f)
+    return report if split in report["splits"] and report.get("max_samples") == max_samples else None
+
+
 def score(path, step):
-    """eval.py's report of one checkpoint on the split, with predictions (for the variance)."""
-    prefix = os.path.join(os.path.dirname(path), f"eval_{step}")
-    if not os.path.exists(prefix + ".json"):
+    """
+    eval.py's report of one checkpoint on the split, with predictions (for the variance), kept as
+    eval_<step>.json (test) or eval_<step>_<split>.json; a kept report of another max_samples is redone.
+    """
+    prefix = os.path.join(os.path.dirname(path), f"eval_{step}" + ("" if split == "test" else f"_{split}"))
+    if kept(prefix + ".json") is None:
         cmd = [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "eval.py"), f"--ckpt={path}",
                f"--splits={split}", f"--max_samples={max_samples}", f"--out={prefix}", "--save_predictions=True"]
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0:
             raise SystemExit(f"error: {' '.join(cmd)} failed:\n{r.stderr.strip()}")
-    with open(prefix + ".json") as f:
-        report = json.load(f)
+    report = kept(prefix + ".json")
+    if report is None:
+        raise SystemExit(f"error: eval.py wrote {prefix}.json without the {split} split of {max_samples} samples")
     quantities = report["splits"][split]
     if quantity not in quantities:
         raise SystemExit(f"error: {prefix}.json has no quantity {quantity!r}; it has {', '.join(quantities)}")

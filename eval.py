@@ -238,7 +238,7 @@ def evaluate(checkpoints, data, split_names, dev):
     task = task_of(meta, meta_path)
     if not split_names:
         split_names = ["test"] + sorted(os.path.basename(p)[:-4] for p in glob.glob(os.path.join(data, "test_ood*.txt")))
-    report = {"task": task, "data_dir": data, "checkpoints": checkpoints, "splits": {}}
+    report = {"task": task, "data_dir": data, "checkpoints": checkpoints, "max_samples": max_samples, "splits": {}}
     jobs = {}  # split -> masked samples, read and encoded once: every seed has the same vocabulary
     persistence = {}  # era5: split -> each station's previous step, the reference forecast of the same values
     first = None  # the first checkpoint's vocabulary

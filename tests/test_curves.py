@@ -20,5 +20,11 @@ def test_curves_score_every_kept_checkpoint_at_its_step_and_flops(tmp_path):
     assert steps == [3, 6] and flops[1] == 2 * flops[0] > 0  # FLOPs grow with the steps taken
     assert all(p["nmse"] > 0 and p["invalid_rate"] == 0 for p in curve["points"])
     assert os.path.exists(prefix + ".png") and os.path.exists(os.path.join(out_dir, "eval_6.json"))
+    run("curves.py", f"--runs={out_dir}", f"--out={prefix}", "--max_samples=5")  # another sample count: scored again
+    with open(os.path.join(out_dir, "eval_6.json")) as f:
+        kept = json.load(f)
+    assert kept["max_samples"] == 5 and kept["splits"]["test"]["answer"]["n"] == 5
+    r = run("curves.py", f"--runs={out_dir}", f"--out={prefix}", "--split=val")  # another split: its own report
+    assert r.returncode == 0 and os.path.exists(os.path.join(out_dir, "eval_6_val.json"))
     r = run("curves.py", f"--runs={tmp_path}", f"--out={prefix}", check=False)
     assert r.returncode != 0 and "holds no ckpt_<step>.pt" in r.stderr
