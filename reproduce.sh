@@ -4,8 +4,8 @@
 #
 #   ./reproduce.sh                 # the tables (about 1.5 hours on 2 CPU cores)
 #   ./reproduce.sh data train      # some stages only: data, train, eval
-#   ./reproduce.sh curves          # the learning curves and the Gaussian-mixture head (about 4 hours
-#                                  # on 2 CPU cores; each script skips what it has done)
+#   ./reproduce.sh curves          # the learning curves, the one-entry look-up and the Gaussian-mixture
+#                                  # head (about 6 hours on 2 CPU cores; each script skips what it has done)
 #   LANES=1 ./reproduce.sh         # one training at a time (default 2, one thread each)
 #
 # The scale (stated in results/README.md): 40k training samples per task; small models
@@ -115,9 +115,12 @@ if has eval; then
 fi
 
 if has curves; then
-    # every encoding's arithmetic curve (one core), then planets and temperature side by side and
-    # the look-up on the paper-size data (results/learning_curves.sh), then MSE head against GMM head
-    bash results/arithmetic_curves/run.sh
+    # every encoding's arithmetic curve and the one-entry look-up (five encodings, three seeds) side
+    # by side, then the CPU recipes of planets, temperature and the look-up, two at a time
+    # (results/learning_curves.sh), then MSE head against GMM head
+    bash results/arithmetic_curves/run.sh & arithmetic=$!
+    bash results/lookup_e1/run.sh & lookup=$!
+    wait $arithmetic; wait $lookup  # a failure in either stops the stage
     bash results/learning_curves.sh
     bash results/gmm/run.sh
 fi
