@@ -146,6 +146,24 @@ def previous_steps(lines, where):
     return previous
 
 
+def saved_predictions(path, task, quantity, split="test"):
+    """
+    (report, truths, predictions) of one quantity of a report written with --save_predictions=True,
+    for the scripts of results/ that study a model's predictions; errors name the file.
+    """
+    if not os.path.isfile(path):
+        raise SystemExit(f"error: {path}: no such report; write one with eval.py --save_predictions=True")
+    with open(path) as f:
+        report = json.load(f)
+    r = report.get("splits", {}).get(split, {}).get(quantity)
+    if report.get("task") != task or r is None:
+        raise SystemExit(f"error: {path}: expected an eval.py report of a {task} {split} split with {quantity!r}, "
+                         f"got task {report.get('task')!r} with splits {', '.join(report.get('splits', {}))}")
+    if "truth" not in r:
+        raise SystemExit(f"error: {path} has no predictions; run eval.py with --save_predictions=True")
+    return report, np.array(r["truth"], dtype=float), np.array(r["median"], dtype=float)
+
+
 def task_of(meta, path):
     """The task a dataset's meta.json describes."""
     if "normalisation" in meta and "variable" in meta:

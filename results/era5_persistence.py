@@ -13,7 +13,6 @@ beside each station's previous step (persistence, the reference forecast):
 
     python results/era5_persistence.py --reports="results/era5_cpu/xval.json results/era5_cpu_s5/xval.json"
 """
-import json
 import os
 import sys
 
@@ -21,7 +20,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from configurator import configure  # noqa: E402
-from eval import previous_steps  # noqa: E402
+from eval import previous_steps, saved_predictions  # noqa: E402
 
 # -- config: python results/era5_persistence.py --help
 reports = ""  # eval.py reports of temperature checkpoints (.json, with predictions), separated by spaces
@@ -38,16 +37,7 @@ def corr(a, b):
 
 def row(report_path):
     """(n, model MSE, persistence MSE, MSE to previous, error corr, change corr, blend MSEs)."""
-    if not os.path.isfile(report_path):
-        raise SystemExit(f"error: {report_path}: no such report; write one with eval.py --save_predictions=True")
-    with open(report_path) as f:
-        report = json.load(f)
-    r = report.get("splits", {}).get("test", {}).get("t+1")
-    if report.get("task") != "era5" or r is None:
-        raise SystemExit(f"error: {report_path}: expected an eval.py report of a temperature test split (t+1)")
-    if "truth" not in r:
-        raise SystemExit(f"error: {report_path} has no predictions; run eval.py with --save_predictions=True")
-    truth, pred = np.array(r["truth"], dtype=float), np.array(r["median"], dtype=float)
+    report, truth, pred = saved_predictions(report_path, "era5", "t+1")
     path = os.path.join(data_dir or report["data_dir"], "test.txt")
     with open(path) as f:  # eval.py scores the first samples in order, so their values come first
         prev = np.array(previous_steps(f.read().splitlines(), path), dtype=float)[:len(truth)]

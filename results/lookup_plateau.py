@@ -12,7 +12,6 @@ copies a value without matching keys picks the right one at the chance rate 1/en
 
     python results/lookup_plateau.py --reports="out/lookup/eval_1000.json out/lookup/eval_5000.json"
 """
-import json
 import os
 import re
 import sys
@@ -21,6 +20,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from configurator import configure  # noqa: E402
+from eval import saved_predictions  # noqa: E402
 
 # -- config: python results/lookup_plateau.py --help
 reports = ""  # eval.py reports (.json, with predictions), separated by spaces
@@ -35,17 +35,7 @@ def rows(report_path):
     (entries, model MSE / var, dictionary-mean MSE / var, correlation, n, share of predictions that
     copy a dictionary value, share of those copies that are the queried value) per entry count, then 'all'.
     """
-    if not os.path.isfile(report_path):
-        raise SystemExit(f"error: {report_path}: no such report; write one with eval.py --save_predictions=True")
-    with open(report_path) as f:
-        report = json.load(f)
-    if report.get("task") != "lookup" or "answer" not in report["splits"].get("test", {}):
-        raise SystemExit(f"error: {report_path}: expected an eval.py report of a look-up test split, "
-                         f"got task {report.get('task')!r} with splits {', '.join(report.get('splits', {}))}")
-    r = report["splits"]["test"]["answer"]
-    if "truth" not in r:
-        raise SystemExit(f"error: {report_path} has no predictions; run eval.py with --save_predictions=True")
-    truth, pred = np.array(r["truth"], dtype=float), np.array(r["median"], dtype=float)
+    report, truth, pred = saved_predictions(report_path, "lookup", "answer")
     with open(os.path.join(data_dir or report["data_dir"], "test.txt")) as f:
         lines = f.read().splitlines()[:len(truth)]  # eval.py scores the first samples in order
     values = [[float(v) for v in VALUE.findall(line.split("}")[0])] for line in lines]

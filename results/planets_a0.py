@@ -23,6 +23,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from configurator import configure  # noqa: E402
+from eval import saved_predictions  # noqa: E402
 
 # -- config: python results/planets_a0.py --help
 reports = ""  # eval.py reports (.json, with predictions), separated by spaces
@@ -58,16 +59,7 @@ def rows(report_path):
     (n, model MSE / var, description MSE / var, orbit MSE / var, share the description fixes,
     model MSE / var there, corr(model, description)).
     """
-    if not os.path.isfile(report_path):
-        raise SystemExit(f"error: {report_path}: no such report; write one with eval.py --save_predictions=True")
-    with open(report_path) as f:
-        report = json.load(f)
-    r = report.get("splits", {}).get("test", {}).get("a0")
-    if report.get("task") != "planets" or r is None:
-        raise SystemExit(f"error: {report_path}: expected an eval.py report of a planets test split with a0")
-    if "truth" not in r:
-        raise SystemExit(f"error: {report_path} has no predictions; run eval.py with --save_predictions=True")
-    truth, pred = np.array(r["truth"], dtype=float), np.array(r["median"], dtype=float)
+    report, truth, pred = saved_predictions(report_path, "planets", "a0")
     with open(os.path.join(data_dir or report["data_dir"], "test.txt")) as f:
         lines = f.read().splitlines()[:len(truth)]  # eval.py scores the first samples in order
     guess, orbit = [], []

@@ -43,5 +43,5 @@ def test_a_model_with_part_of_the_change_helps_in_a_blend(tmp_path):
 
 def test_a_report_of_another_task_is_refused_naming_it(tmp_path):
     (tmp_path / "eval.json").write_text(json.dumps({"task": "planets", "splits": {"test": {"a0": {}}}}))
-    with pytest.raises(SystemExit, match="temperature test split"):
+    with pytest.raises(SystemExit, match="era5 test split"):
         era5_persistence.row(str(tmp_path / "eval.json"))

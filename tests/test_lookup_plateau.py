@@ -37,5 +37,5 @@ def test_averaging_copying_and_matching_keys_are_told_apart(tmp_path, model):
 
 def test_a_report_of_another_task_is_refused_naming_it(tmp_path):
     (tmp_path / "eval.json").write_text(json.dumps({"task": "arithmetic", "splits": {"test": {"answer": {}}}}))
-    with pytest.raises(SystemExit, match="look-up test split, got task 'arithmetic'"):
+    with pytest.raises(SystemExit, match="lookup test split with 'answer', got task 'arithmetic'"):
         lookup_plateau.rows(str(tmp_path / "eval.json"))

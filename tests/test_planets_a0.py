@@ -62,5 +62,5 @@ def test_report_columns(tmp_path):
 
 def test_a_report_of_another_task_is_refused_naming_it(tmp_path):
     (tmp_path / "eval.json").write_text(json.dumps({"task": "lookup", "splits": {"test": {"answer": {}}}}))
-    with pytest.raises(SystemExit, match="planets test split with a0"):
+    with pytest.raises(SystemExit, match="planets test split with .a0."):
         planets_a0.rows(str(tmp_path / "eval.json"))
