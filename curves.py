@@ -60,13 +60,14 @@ def score(path, step):
     eval_<step>.json (test) or eval_<step>_<split>.json; a kept report of another max_samples is redone.
     """
     prefix = os.path.join(os.path.dirname(path), f"eval_{step}" + ("" if split == "test" else f"_{split}"))
-    if kept(prefix + ".json") is None:
+    report = kept(prefix + ".json")
+    if report is None:
         cmd = [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "eval.py"), f"--ckpt={path}",
                f"--splits={split}", f"--max_samples={max_samples}", f"--out={prefix}", "--save_predictions=True"]
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0:
             raise SystemExit(f"error: {' '.join(cmd)} failed:\n{r.stderr.strip()}")
-    report = kept(prefix + ".json")
+        report = kept(prefix + ".json")
     if report is None:
         raise SystemExit(f"error: eval.py wrote {prefix}.json without the {split} split of {max_samples} samples")
     quantities = report["splits"][split]

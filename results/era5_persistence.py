@@ -53,6 +53,8 @@ def row(report_path):
 
 if __name__ == "__main__":
     configure(globals(), __file__)
+    if not reports.split():
+        raise SystemExit("error: --reports is required (eval.py reports separated by spaces)")
     blends = " | ".join(f"blend {w:g}" for w in BLENDS)
     lines = [f"| report | n | model MSE | persistence MSE | model to previous step | corr(errors) | corr(changes) | {blends} |",
              "|---|---|---|---|---|---|---|" + "---|" * len(BLENDS)]

@@ -81,6 +81,8 @@ def rows(report_path):
 
 if __name__ == "__main__":
     configure(globals(), __file__)
+    if not reports.split():
+        raise SystemExit("error: --reports is required (eval.py reports separated by spaces)")
     lines = ["| report | n | model MSE / var | description MSE / var | orbit MSE / var | description fixes a0 "
              "| model MSE / var there | corr(model, description) |", "|---|---|---|---|---|---|---|---|"]
     for path in reports.split():

@@ -5,7 +5,7 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import ROOT
+from conftest import ROOT, run
 
 sys.path.insert(0, os.path.join(ROOT, "results"))
 import era5_persistence  # noqa: E402
@@ -45,3 +45,8 @@ def test_a_report_of_another_task_is_refused_naming_it(tmp_path):
     (tmp_path / "eval.json").write_text(json.dumps({"task": "planets", "splits": {"test": {"a0": {}}}}))
     with pytest.raises(SystemExit, match="era5 test split"):
         era5_persistence.row(str(tmp_path / "eval.json"))
+
+
+def test_no_reports_is_an_error_that_says_what_is_needed():
+    r = run("results/era5_persistence.py", check=False)
+    assert r.returncode == 1 and "--reports is required" in r.stderr

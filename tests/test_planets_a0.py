@@ -6,7 +6,7 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import ROOT
+from conftest import ROOT, run
 
 sys.path.insert(0, os.path.join(ROOT, "results"))
 import planets_a0  # noqa: E402
@@ -64,3 +64,8 @@ def test_a_report_of_another_task_is_refused_naming_it(tmp_path):
     (tmp_path / "eval.json").write_text(json.dumps({"task": "lookup", "splits": {"test": {"answer": {}}}}))
     with pytest.raises(SystemExit, match="planets test split with .a0."):
         planets_a0.rows(str(tmp_path / "eval.json"))
+
+
+def test_no_reports_is_an_error_that_says_what_is_needed():
+    r = run("results/planets_a0.py", check=False)
+    assert r.returncode == 1 and "--reports is required" in r.stderr
