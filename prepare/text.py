@@ -136,6 +136,7 @@ def read_file(path, window):
         lines.pop()
     if not lines:
         fail(f"{path}: empty file; expected a CSV header and rows, or one JSON record per line")
+    lines[0] = lines[0].removeprefix("\ufeff")  # the byte-order mark a spreadsheet may write
     records = (read_jsonl if lines[0].lstrip().startswith("{") else read_csv)(path, lines)
     if window <= 1:
         return records
@@ -316,7 +317,7 @@ def main(argv=None):
                             key=str)
             print(f"  {k:>12}: text, {len(values)} value(s): {', '.join(map(str, values[:12]))}"
                   + (" ..." if len(values) > 12 else ""))
-            with_digits = [v for v in values if any(c.isdigit() for c in str(v))]
+            with_digits = [v for v in values if any(piece == "num" for piece, _ in split_text(json.dumps(v)))]
             if with_digits:
                 print(f"warning: key {k!r}: text values with digits ({with_digits[0]!r}) are read as numbers "
                       "by tokenize_numbers.py, unscaled; give such a value number columns of its own (a day of "

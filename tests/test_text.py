@@ -86,6 +86,15 @@ def test_scales_are_recorded_and_undone_exactly(tmp_path, content, name):
         assert exact == sorted(inputs[key]), key  # every digit written in the input comes back
 
 
+def test_text_values_that_the_tokenizer_reads_as_numbers_are_named(tmp_path, capsys):
+    csv = "\ufeffdate,site,t\n" + "".join(f"2021-03-{d:02d},b7,{d / 4}\n" for d in range(1, 21))
+    out, meta = prepare(tmp_path, csv)
+    printed = capsys.readouterr().out
+    assert meta["text_keys"] == ["date", "site"]  # the byte-order mark is not part of the first key
+    assert "warning: key 'date': text values with digits ('2021-03-01') are read as numbers" in printed
+    assert "key 'site'" not in printed.split("warning")[-1]  # "b7" is one word to the tokenizer
+
+
 def test_val_and_test_files_and_an_unseen_text_value(tmp_path):
     (tmp_path / "val.csv").write_text("station,t\nb,1.5\n")
     (tmp_path / "test.csv").write_text("station,t\nz,1.5\n")
