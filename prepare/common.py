@@ -11,7 +11,7 @@ import argparse
 import json
 import math
 import os
-import shutil
+import re
 import sys
 import time
 from multiprocessing import Pool
@@ -82,35 +82,80 @@ def dumps(obj, digits=4):
     raise TypeError(f"cannot write {type(obj).__name__} into a record")
 
 
-def remove_dataset(out):
+TOKENIZED = re.compile(r"\w+\.(ids|values|offsets|json|tmp)\b.*")  # what tokenize_numbers.py writes in <encoding>/
+
+
+def _read_meta(out):
+    """The meta.json in `out` as a dict, or None when there is none or it is not a dataset's."""
+    try:
+        with open(os.path.join(out, "meta.json")) as f:
+            meta = json.load(f)
+        return meta if isinstance(meta, dict) and isinstance(meta.get("splits"), (dict, list)) else None
+    except (OSError, ValueError):
+        return None
+
+
+def dataset_files(out):
     """
-    Delete the dataset in `out` before another is written there: meta.json first (so that an
-    interruption leaves nothing that looks complete), then what was made from its text (vocab.json,
-    every folder of tokenized arrays), then its text files (<split>.txt, <split>.ocean.txt, and
-    *.tmp files of an interrupted run). Other files stay.
+    (ours, others, prepared): the entries of `out` that a prepare run and the tokenizing of its
+    dataset wrote (meta.json, the <split>.txt and <split>.ocean.txt of the splits it names,
+    vocab.json, the tokenized files in <encoding>/ folders, atomic_file's temporary names of these
+    and era5.py's scratch file), the others (a folder as "sub/"), and whether a prepare run's
+    meta.json is there. The splits of a plain-text dataset (tokenize_numbers.py --plain-text) are
+    the user's own text, not ours.
     """
-    if os.path.isfile(os.path.join(out, "meta.json")):
-        os.remove(os.path.join(out, "meta.json"))
+    from tokenize_numbers import ENCODINGS
+    meta = _read_meta(out)
+    prepared = meta is not None and meta.get("dataset") != "plain text"
+    names = {"vocab.json", ".raw.npy.tmp"} | ({"meta.json"} if meta is not None else set())
+    if prepared:
+        names |= {f"{s}{ext}" for s in meta["splits"] for ext in (".txt", ".ocean.txt")}
+    names |= {"{0}.tmp{1}".format(*os.path.splitext(n)) for n in list(names)}  # an interrupted write
+    ours, others = [], []
     for name in sorted(os.listdir(out)):
         path = os.path.join(out, name)
-        tokenized = (".ids.npy", ".offsets.npy", ".raw.tmp", ".tmp.npy")  # what tokenize_numbers.py writes
-        if os.path.isdir(path) and any(f.endswith(tokenized) for f in os.listdir(path)):
-            shutil.rmtree(path)  # an <encoding>/ folder
-        elif name.startswith("vocab.json"):
-            os.remove(path)
-    for name in sorted(os.listdir(out)):
-        if name.endswith((".txt", ".tmp")) or ".tmp." in name:  # a text or an interrupted write
-            os.remove(os.path.join(out, name))
+        if name in ENCODINGS and os.path.isdir(path):
+            for f in sorted(os.listdir(path)):
+                is_ours = TOKENIZED.fullmatch(f) and os.path.isfile(os.path.join(path, f))
+                (ours if is_ours else others).append(f"{name}/{f}")
+        elif name in names and os.path.isfile(path):
+            ours.append(name)
+        else:
+            others.append(name + "/" if os.path.isdir(path) else name)
+    return ours, others, prepared
 
 
-def prepare_out_dir(out, force):
-    """Refuse to overwrite an existing dataset unless --force (which removes it); fail early if unwritable."""
+def _some(names, n=6):
+    return ", ".join(names[:n]) + (f" and {len(names) - n} more" if len(names) > n else "")
+
+
+def prepare_out_dir(out, force, writes):
+    """
+    Make `out` ready for a dataset whose files are `writes` (names in `out`). A folder holding
+    files needs --force, which deletes only what an earlier prepare run wrote there (meta.json
+    first, so that an interruption leaves nothing that looks complete); every other file stays
+    and is named. A file this run would overwrite is refused unless a prepare run wrote it. Fails
+    early if `out` is not writable.
+    """
     if os.path.exists(out) and not os.path.isdir(out):
         sys.exit(f"error: --out {out} exists and is not a directory")
-    if os.path.isdir(out) and os.listdir(out) and not force:
-        sys.exit(f"error: {out} already holds files (a dataset?); pass --force to overwrite it")
-    if force and os.path.isdir(out):
-        remove_dataset(out)
+    if os.path.isdir(out) and os.listdir(out):
+        ours, others, prepared = dataset_files(out)
+        clash = [n for n in others if n in writes or n.rstrip("/") in writes]
+        if clash and not prepared:
+            sys.exit(f"error: {out} holds {_some(clash)}, which this run would overwrite but no prepare run wrote "
+                     "(no meta.json of a prepared dataset names it); move it away or choose another --out")
+        if not force:
+            what = "a dataset (meta.json)" if prepared else f"files that are not a dataset ({_some(others)})"
+            sys.exit(f"error: {out} already holds {what}; pass --force to replace what a prepare run wrote there "
+                     "(other files stay), or choose another --out")
+        for name in ["meta.json"] * ("meta.json" in ours) + [n for n in ours if n != "meta.json"]:
+            os.remove(os.path.join(out, name))
+        for name in {n.split("/")[0] for n in ours if "/" in n}:  # an <encoding>/ folder left empty
+            if not os.listdir(os.path.join(out, name)):
+                os.rmdir(os.path.join(out, name))
+        if others:
+            print(f"note: {out}: left alone, not written by a prepare run: {_some(others)}")
     try:
         os.makedirs(out, exist_ok=True)
         probe = os.path.join(out, ".write_test.tmp")
@@ -141,6 +186,19 @@ def generate_split(make_sample, split, code, n, seed, workers, chunksize=64):
         return [line for line in tqdm(pool.imap(_make_one, jobs, chunksize=chunksize), **bar)]
 
 
+def write_split(out, split, lines):
+    """<out>/<split>.txt, one line per sample, written atomically."""
+    for i, line in enumerate(lines):
+        if "\n" in line:
+            raise ValueError(f"sample {i} of {split} spans several lines")
+    atomic_write_text(os.path.join(out, f"{split}.txt"), "\n".join(lines) + "\n")
+
+
+def write_meta(out, meta):
+    """<out>/meta.json, written last: its presence marks a complete dataset."""
+    atomic_write_text(os.path.join(out, "meta.json"), json.dumps(meta, indent=2) + "\n")
+
+
 def write_dataset(args, make_sample, extra_splits=(), meta=None, sizes=None):
     """
     Generate train/val/test (+ extra test splits such as OoD sets) and write them atomically as
@@ -151,17 +209,13 @@ def write_dataset(args, make_sample, extra_splits=(), meta=None, sizes=None):
     n_train, n_val, n_test = sizes[args.size]
     counts = {"train": n_train, "val": n_val, "test": n_test}
     counts.update({name: n_test for name in extra_splits})
-    prepare_out_dir(args.out, args.force)
+    prepare_out_dir(args.out, args.force, [f"{split}.txt" for split in counts] + ["meta.json"])
     t0 = time.time()
     for code, (split, n) in enumerate(counts.items()):  # code: train 0, val 1, test 2, extras 3..
-        lines = generate_split(make_sample, split, code, n, args.seed, args.workers)
-        for i, line in enumerate(lines):
-            if "\n" in line:
-                raise ValueError(f"sample {i} of {split} spans several lines")
-        atomic_write_text(os.path.join(args.out, f"{split}.txt"), "\n".join(lines) + "\n")
+        write_split(args.out, split, generate_split(make_sample, split, code, n, args.seed, args.workers))
     meta = dict(meta or {})
     meta.update(seed=args.seed, size=args.size, splits=counts, command=" ".join(["python"] + sys.argv))
-    atomic_write_text(os.path.join(args.out, "meta.json"), json.dumps(meta, indent=2) + "\n")
+    write_meta(args.out, meta)
     seconds = time.time() - t0
     total = sum(counts.values())
     print(f"wrote {total} samples to {args.out} in {seconds:.1f} s ({total / seconds:.0f} samples/s)")

@@ -494,7 +494,8 @@ def main(argv=None):
         fail(f"a window of {args.steps[1]} steps (--steps {args.steps[0]},{args.steps[1]}) at --stride "
              f"{args.stride} needs {(args.steps[1] - 1) * args.stride + 1} evenly spaced time steps, but "
              f"{', '.join(args.files)} hold {T} steps with {gaps} gap(s); lower --steps or --stride")
-    prepare_out_dir(args.out, args.force)
+    prepare_out_dir(args.out, args.force, [f"{split}{ext}" for split in SPLITS for ext in (".txt", ".ocean.txt")]
+                    + ["meta.json", RAW_FILE])
     for split in SPLITS:  # a stale label file from an earlier run must not sit beside new samples
         if os.path.exists(os.path.join(args.out, f"{split}.ocean.txt")):
             os.remove(os.path.join(args.out, f"{split}.ocean.txt"))

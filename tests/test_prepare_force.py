@@ -1,0 +1,54 @@
+"""--force replaces what a prepare run wrote and nothing else: other files in the folder stay."""
+import json
+import os
+
+from conftest import run
+
+
+def prepare(out, *flags, check=True):
+    return run("prepare/arithmetic.py", "--size=tiny", "--workers=1", "--out", str(out), *flags, check=check)
+
+
+def test_force_keeps_files_a_prepare_run_did_not_write(tmp_path):
+    (tmp_path / "lab_notes.txt").write_text("notes\n")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "paper.tex").write_text("draft\n")
+    r = prepare(tmp_path, check=False)
+    assert r.returncode != 0 and "lab_notes.txt" in r.stderr and "sub/" in r.stderr
+    assert sorted(os.listdir(tmp_path)) == ["lab_notes.txt", "sub"]  # refused: nothing written
+    r = prepare(tmp_path, "--force")
+    assert "left alone" in r.stdout and "lab_notes.txt, sub/" in r.stdout
+    run("tokenize_numbers.py", str(tmp_path), "--encoding=xval", "--workers=1")
+    (tmp_path / "xval" / "mine.md").write_text("a note among the arrays\n")
+    prepare(tmp_path, "--force", "--seed=2")
+    assert (tmp_path / "lab_notes.txt").read_text() == "notes\n"
+    assert (tmp_path / "sub" / "paper.tex").read_text() == "draft\n"
+    assert sorted(os.listdir(tmp_path / "xval")) == ["mine.md"]  # the arrays of the old dataset are gone
+    assert not (tmp_path / "vocab.json").exists()
+    assert json.loads((tmp_path / "meta.json").read_text())["seed"] == 2
+
+
+def test_force_in_a_repository_clone_deletes_nothing_of_it(tmp_path):
+    for name in ("requirements.txt", "README.md", "model.py"):
+        (tmp_path / name).write_text(name)
+    r = prepare(tmp_path, check=False)
+    assert "not a dataset" in r.stderr and "requirements.txt" in r.stderr
+    prepare(tmp_path, "--force")
+    for name in ("requirements.txt", "README.md", "model.py"):
+        assert (tmp_path / name).read_text() == name
+    assert (tmp_path / "train.txt").exists() and (tmp_path / "meta.json").exists()
+
+
+def test_a_file_of_yours_that_a_run_would_overwrite_is_refused(tmp_path):
+    """Your own train.txt (a plain-text dataset, or no meta.json at all) is never overwritten."""
+    (tmp_path / "train.txt").write_text("{a:1}\n")
+    (tmp_path / "val.txt").write_text("{a:2}\n")
+    run("tokenize_numbers.py", str(tmp_path), "--plain-text", "--encoding=xval", "--workers=1")
+    for folder in (tmp_path, tmp_path / "no_meta"):
+        if folder != tmp_path:
+            folder.mkdir()
+            (folder / "train.txt").write_text("{a:1}\n")
+        before = sorted(os.listdir(folder))
+        r = prepare(folder, "--force", check=False)
+        assert r.returncode != 0 and "train.txt" in r.stderr and "would overwrite" in r.stderr
+        assert sorted(os.listdir(folder)) == before and (folder / "train.txt").read_text() == "{a:1}\n"
