@@ -1,43 +1,31 @@
 """
-The paper's evaluations (paper §3, App. A, C; docs/decisions.md#evaluation), and your own data's:
-mask the numbers a task asks for, fill them in with one forward pass per sample, and score them,
-on the test split and every OoD split. A causal (autoregressive) checkpoint is not given masks:
-each asked number is generated greedily from the text before it, and the report says so.
+The paper's evaluations (paper §3, App. A, C; docs/decisions.md#evaluation) and your own data's:
+mask the numbers a task asks for, fill them in (one forward pass per sample; a causal checkpoint
+generates each from the text before it) and score them on the test split and every OoD split.
 
     python eval.py --ckpt=out/lookup_xval/ckpt_best.pt
     python eval.py --ckpt="out/s1/ckpt_best.pt out/s2/ckpt_best.pt out/s3/ckpt_best.pt" --plots
     python eval.py --ckpt=out/own/ckpt_best.pt --mask_key=t
 
-What is masked (all tokens of each number for text encodings), per task:
-- era5 (temperature): every station's last time step, all at once; MSE normalised and in kelvin, and
-  that of persistence (each station's previous step) on the same values.
-- planets: Δt, planet0's a, e and m (one pass each, the other numbers visible), and the last 10
-  steps of every planet (all at once); MSE of each, in the text's units (m×1e5, e×20).
-- arithmetic: the right-hand side; MSE, R² and adjusted R² (p = 1).
-- lookup: the answer; MSE and accuracy at 3 and 2 significant figures.
-- your own data (prepare/text.py, or tokenize_numbers.py --plain-text): the last number under the
-  JSON key --mask_key of each record (--mask_all=True: every number under it, at once); without
-  --mask_key each key of meta.json's scales in turn, or for plain text the last number of the line.
-  MSE and R², also in original units (value · spread + center) where meta.json records the key's
-  scale, beside the baselines on the same values: the key's training mean and, for a windowed series
-  (meta.json "window"), persistence (the previous value of the same key).
-Invalid predictions (text encodings: tokens that are not a number) are left out of MSE and R²,
-count as wrong in accuracy, and are reported as a rate; so is the rate at which the xVal token
-head does not predict [NUM] where a number was masked (the number head's value is still used).
+Masked (all tokens of each number for text encodings), per task:
+- era5: every station's last time step, at once; MSE normalised and in kelvin, beside persistence.
+- planets: Δt, planet0's a, e and m (one pass each), and the last 10 steps of every planet (at once).
+- arithmetic: the right-hand side; MSE, R², adjusted R² (p = 1). lookup: the answer; MSE, accuracy
+  at 3 and 2 significant figures.
+- own data (prepare/text.py, or tokenize_numbers.py --plain-text): the last number under the JSON
+  key --mask_key (--mask_all=True: every number under it, at once); by default each key of meta.json's
+  scales, or for plain text each line's last number. MSE and R², in original units (value · spread +
+  center) where the key has a scale, beside baselines on the same values: the key's training mean,
+  and for a windowed series (meta.json "window") persistence, the previous value of the same key.
+Invalid predictions (text encodings) are left out of MSE and R², count as wrong in accuracy, and
+are reported as a rate; so is the rate at which xVal's token head does not predict [NUM].
 
-Several checkpoints of one setting (seeds: runs that differ in nothing but the seed) give each metric
-as mean ± std over seeds (std with ddof=1), and the metrics of the per-point median prediction.
-Writes <out>.json and <out>.md (default: next to the first checkpoint, eval, or
-eval_<dataset>[_<key>] for another dataset than the checkpoint's or a --mask_key) and with --plots
-<out>_<split>.png.
-
-A Gaussian-mixture number head (train.py --num_head=gmm) is scored by its mixture mean like any
-other prediction, and also as a distribution, per quantity: the mean negative log-likelihood of
-the truth (NLL), the CRPS (closed form), and the calibration: how often the truth falls in the
-central 50% and 90% intervals (0.5 and 0.9 when calibrated). --plots adds <out>_<split>_pit.png
-(histograms of the PIT, the predicted CDF at the truth: flat when calibrated) and
-<out>_<split>_density.png (the predicted densities of the first samples, the truth marked).
-
+Several checkpoints (seeds: runs that differ in nothing but the seed) give each metric as mean ± std
+(ddof=1) and the metrics of the per-point median prediction. Writes <out>.json and <out>.md (default:
+next to the first checkpoint, eval, or eval_<dataset>_<key> for another dataset or a --mask_key),
+with --plots <out>_<split>.png. A Gaussian-mixture head is scored by its mean and as a distribution:
+NLL, CRPS and the coverage of the central 50% and 90% intervals; --plots adds PIT histograms
+(<out>_<split>_pit.png) and the first predicted densities (<out>_<split>_density.png).
 --summarize=DIR collects every DIR/*/eval.json into one markdown table per task, next to the
 paper's figures (docs/decisions.md#paper-figures), and prints it.
 """
@@ -320,8 +308,7 @@ def check_seeds(checkpoints):
     first, seen = None, {}
     for path in checkpoints:
         c = load_checkpoint(path)
-        c = {"config": c["config"], "vocab": (c["model_args"]["encoding"], c["text_tokens"]),
-             "causal": c["model_args"].get("causal", False), "data_dir": c["data_dir"]}
+        c = {"config": c["config"], "vocab": (c["model_args"]["encoding"], c["text_tokens"]), "data_dir": c["data_dir"]}
         if os.path.realpath(path) in seen:
             raise SystemExit(f"error: {path} is given twice in --ckpt: each seed counts once")
         seen[os.path.realpath(path)] = c
@@ -329,14 +316,11 @@ def check_seeds(checkpoints):
         if c["vocab"] != first[1]["vocab"]:
             raise SystemExit(f"error: {path} has another encoding or vocabulary than {first[0]}: "
                              "the checkpoints of one setting must share both")
-        if c["causal"] != first[1]["causal"]:
-            raise SystemExit(f"error: {path} is {'' if c['causal'] else 'not '}causal but {first[0]} "
-                             f"is{'' if first[1]['causal'] else ' not'}: the checkpoints of one setting must agree")
         a, b = first[1]["config"], c["config"]
         for key in sorted(set(a) | set(b)):
             if key not in NOT_THE_SETTING and a.get(key) != b.get(key):
                 raise SystemExit(f"error: {first[0]} and {path} differ in {key} ({a.get(key)!r} vs {b.get(key)!r}): "
-                                 "only seeds of one setting are averaged; evaluate each run on its own")
+                                 "the checkpoints of one setting must agree (but for the seed); evaluate each run on its own")
         for other, o in list(seen.items())[:-1]:
             if o["config"].get("seed") == b.get("seed"):
                 raise SystemExit(f"error: {other} and {path} are the same run (seed {b.get('seed')} and every "

@@ -1,31 +1,26 @@
 """
 Load a checkpoint and predict numbers.
 
-Fill-in (MLM models, paper §2.2): write [?] where a number should be predicted; every [?] of a
-line is masked at once (all of its tokens, for text encodings) and predicted in one forward pass.
-Adjacent markers ([?][?]) are adjacent numbers, so their predictions print separated by a comma.
+Fill-in (MLM models, paper §2.2): write [?] where a number should be predicted; every [?] of a line
+is masked at once (all its tokens, for text encodings) and predicted in one forward pass. Adjacent
+markers ([?][?]) are adjacent numbers: their predictions print separated by a comma.
 
     echo '0.123*0.456=[?]' | python sample.py --ckpt=out/quickstart/ckpt_best.pt
     python sample.py --ckpt=out/quickstart/ckpt_best.pt --input=data/arithmetic_mult3/test.txt --mask_last
     python sample.py --ckpt=out/own/ckpt_best.pt --input=data/own/test.txt --mask_key=t
 
---mask_last masks the last number of each line instead (the answer of an arithmetic or look-up
-sample), keeps the true value, and reports MSE and R² over the file. --mask_key=KEY masks the last
-number under the JSON key KEY (at any depth) of each record, or with --mask_all=True every number
-under it at once; for a dataset whose meta.json records scales (prepare/text.py) the errors are
-also given in original units (value · spread + center). eval.py adds the baselines.
-A causal model is not given a mask: it generates each masked number from the text before it.
-
-A line that cannot be predicted (a token the model never saw, more tokens than its block_size, a
-number beyond float32 for xVal, no [?] to fill in) is reported with its line number and skipped;
-the rest are predicted, and the command ends with the count of such lines and a non-zero exit status.
+--mask_last masks the last number of each line instead, --mask_key=KEY the last number under the
+JSON key KEY of each record (--mask_all=True: every number under it, at once); the true values are
+kept and MSE and R² reported, also in original units (value · spread + center) where the dataset's
+meta.json records the key's scale. eval.py adds the baselines. A causal model generates each masked
+number from the text before it. A line that cannot be predicted (an unknown token, more tokens than
+block_size, a number beyond float32 for xVal, no [?]) is reported with its line number and skipped;
+the command then ends with their count and a non-zero exit status.
 
 Generation (causal models): each line is a prompt; tokens are generated greedily (or sampled with
 --temperature) until [EOS]; a generated [NUM] takes the number head's value and is fed back.
-
-A Gaussian-mixture number head (train.py --num_head=gmm) predicts a distribution: fill-in prints
-each number as mean±std (--spread=std) or as its 5%, 50% and 95% quantiles (--spread=quantiles);
-scores use the mixture mean. Generation feeds back a draw from the mixture
+A Gaussian-mixture head (--num_head=gmm) prints mean±std (--spread=std) or the 5%, 50% and 95%
+quantiles (--spread=quantiles), scores its mean, and in generation feeds back a draw
 (--gmm_generate=sample, seeded) or its mean (--gmm_generate=mean).
 """
 import json
@@ -88,10 +83,8 @@ def generate(model, vocab, ids, values, max_new_tokens, temperature=0.0, generat
         v = torch.tensor([values[-model.cfg.block_size:]], dtype=torch.float32, device=dev)
         logits, num = model.heads(model.trunk(x, v)[0, -1:])  # the last position: (1, V) and (1,), (1, 3K) or None
         logits = logits[0].float()
-        if temperature > 0:
-            token = int(torch.multinomial(torch.softmax(logits / temperature, -1), 1, generator=generator))
-        else:
-            token = int(logits.argmax())
+        token = int(torch.multinomial(torch.softmax(logits / temperature, -1), 1, generator=generator)
+                    if temperature > 0 else logits.argmax())
         if token == EOS_ID and until_eos:
             break
         if num is not None and num.dim() == 2:
@@ -137,12 +130,10 @@ def predict_causal(model, vocab, chunk, device):
 @torch.no_grad()
 def fill_in(model, vocab, samples, device="cpu", batch_size=64, mixtures=None):
     """
-    Predict the numbers marked in each sample. samples: (ids, values, ask) triples from encode().
-    Returns one list of predicted values per sample (in order of the marked numbers) and counts:
-    'numbers', 'invalid' (text encodings: token runs that are not a number, predicted as NaN) and
-    'not_num' (xVal: the token head's argmax is not [NUM]; the number head's value is kept).
-    A GMM head's value is its mixture mean; a list given as mixtures receives each sample's raw
-    mixture outputs, a (numbers, 3K) tensor, for the distribution (model.mixture_*).
+    Predict the numbers marked in samples, (ids, values, ask) triples from encode(): one list of values
+    per sample and counts of 'numbers', 'invalid' (text encodings: token runs that are not a number,
+    NaN) and 'not_num' (xVal: the token head's argmax is not [NUM]; the number head's value is kept).
+    A GMM head's value is its mixture mean; mixtures (a list) receives each sample's outputs (numbers, 3K).
     """
     predictions, counts = [], {"numbers": 0, "invalid": 0, "not_num": 0}
     width = TOKENS_PER_NUMBER[vocab.encoding]
@@ -206,14 +197,6 @@ def encode_line(line, where, vocab, block_size, causal=False):
     return ids, values, ask, truths, text
 
 
-def format_spread(num, spread):
-    """A GMM head's predictions num (n, 3K) as text: 'mean±std' or '[q5%|median|q95%]' each."""
-    if spread == "std":
-        return [f"{format_number(m)}±{format_number(s)}" for m, s in zip(mixture_mean(num).tolist(), mixture_std(num).tolist())]
-    q = torch.stack([mixture_quantile(num, p) for p in (0.05, 0.5, 0.95)], -1).tolist()
-    return ["[" + "|".join(format_number(v) for v in row) + "]" for row in q]
-
-
 def main():
     configure(globals(), __file__)
     for path in (ckpt, input):
@@ -262,7 +245,11 @@ def predict(model, vocab, samples, truths, texts, dev, config):
     mixtures = []
     predictions, counts = fill_in(model, vocab, samples, dev, batch_size, mixtures)
     for i, (text, values) in enumerate(list(zip(texts, predictions))[:show]):
-        shown = format_spread(mixtures[i], spread) if mixtures and spread != "none" else map(format_number, values)
+        shown = list(map(format_number, values))
+        if mixtures and spread == "std":  # a GMM head: the mixture's mean±std, or [5%|50%|95%] quantiles
+            shown = [f"{format_number(m)}±{format_number(s)}" for m, s in zip(mixture_mean(mixtures[i]).tolist(), mixture_std(mixtures[i]).tolist())]
+        if mixtures and spread == "quantiles":
+            shown = ["[" + "|".join(format_number(float(mixture_quantile(num[None], p))) for p in (0.05, 0.5, 0.95)) + "]" for num in mixtures[i]]
         text = re.sub(re.escape(ASK) + f"(?={re.escape(ASK)})", ASK + ",", text)  # [?][?]: two numbers, not one
         for v in shown:
             text = text.replace(ASK, v, 1)

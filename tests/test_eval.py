@@ -290,7 +290,7 @@ def test_only_seeds_of_one_setting_are_averaged(own, tmp_path):
     data, ckpt = own
     other = trained(data, str(tmp_path / "lr"), block_size=64, seed=2, extra=["--learning_rate=1e-3"])
     r = run("eval.py", f"--ckpt={ckpt} {other}", check=False)
-    assert r.returncode != 0 and "differ in learning_rate (0.0002 vs 0.001)" in r.stderr and "evaluated in" not in r.stdout
+    assert r.returncode != 0 and "differ in learning_rate (0.0002 vs 0.001)" in r.stderr and "must agree" in r.stderr and "evaluated in" not in r.stdout
     r = run("eval.py", f"--ckpt={ckpt} {ckpt}", check=False)
     assert r.returncode != 0 and "is given twice" in r.stderr
     shutil.copy(ckpt, tmp_path / "copy.pt")
