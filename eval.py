@@ -1,35 +1,31 @@
 """
-The paper's evaluations (paper §3, App. A, C; docs/decisions.md#evaluation): mask the numbers a
-task asks for, fill them in with one forward pass per sample, and score them, on the test split
-and every OoD split.
-A causal (autoregressive) checkpoint is not given masks: each asked number is generated greedily
-from the text before it (sample.fill_in_causal), and the report says so.
+The paper's evaluations (paper §3, App. A, C; docs/decisions.md#evaluation) and your own data's:
+mask the numbers a task asks for, fill them in (one forward pass per sample; a causal checkpoint
+generates each from the text before it) and score them on the test split and every OoD split.
 
     python eval.py --ckpt=out/lookup_xval/ckpt_best.pt
     python eval.py --ckpt="out/s1/ckpt_best.pt out/s2/ckpt_best.pt out/s3/ckpt_best.pt" --plots
+    python eval.py --ckpt=out/own/ckpt_best.pt --mask_key=t
 
-What is masked (all tokens of each number for text encodings), per task:
-- era5 (temperature): every station's last time step, all at once; MSE normalised and in kelvin, and
-  that of persistence (each station's previous step) on the same values.
-- planets: Δt, planet0's a, e and m (one pass each, the other numbers visible), and the last 10
-  steps of every planet (all at once); MSE of each, in the text's units (m×1e5, e×20).
-- arithmetic: the right-hand side; MSE, R² and adjusted R² (p = 1).
-- lookup: the answer; MSE and accuracy at 3 and 2 significant figures.
-Invalid predictions (text encodings: tokens that are not a number) are left out of MSE and R²,
-count as wrong in accuracy, and are reported as a rate; so is the rate at which the xVal token
-head does not predict [NUM] where a number was masked (the number head's value is still used).
+Masked (all tokens of each number for text encodings), per task:
+- era5: every station's last time step, at once; MSE normalised and in kelvin, beside persistence.
+- planets: Δt, planet0's a, e and m (one pass each), and the last 10 steps of every planet (at once).
+- arithmetic: the right-hand side; MSE, R², adjusted R² (p = 1). lookup: the answer; MSE, accuracy
+  at 3 and 2 significant figures.
+- own data (prepare/text.py, or tokenize_numbers.py --plain-text): the last number under the JSON
+  key --mask_key (--mask_all=True: every number under it, at once); by default each key of meta.json's
+  scales, or for plain text each line's last number. MSE and R², in original units (value · spread +
+  center) where the key has a scale, beside baselines on the same values: the key's training mean,
+  and for a windowed series (meta.json "window") persistence, the previous value of the same key.
+Invalid predictions (text encodings) are left out of MSE and R², count as wrong in accuracy, and
+are reported as a rate; so is the rate at which xVal's token head does not predict [NUM].
 
-Several checkpoints of one setting (seeds) give each metric as mean ± std over seeds (std with
-ddof=1), and the metrics of the per-point median prediction. Writes <out>.json and <out>.md
-(default: eval next to the first checkpoint) and with --plots <out>_<split>.png.
-
-A Gaussian-mixture number head (train.py --num_head=gmm) is scored by its mixture mean like any
-other prediction, and also as a distribution, per quantity: the mean negative log-likelihood of
-the truth (NLL), the CRPS (closed form), and the calibration: how often the truth falls in the
-central 50% and 90% intervals (0.5 and 0.9 when calibrated). --plots adds <out>_<split>_pit.png
-(histograms of the PIT, the predicted CDF at the truth: flat when calibrated) and
-<out>_<split>_density.png (the predicted densities of the first samples, the truth marked).
-
+Several checkpoints (seeds: runs that differ in nothing but the seed) give each metric as mean ± std
+(ddof=1) and the metrics of the per-point median prediction. Writes <out>.json and <out>.md (default:
+next to the first checkpoint, eval, or eval_<dataset>_<key> for another dataset or a --mask_key),
+with --plots <out>_<split>.png. A Gaussian-mixture head is scored by its mean and as a distribution:
+NLL, CRPS and the coverage of the central 50% and 90% intervals; --plots adds PIT histograms
+(<out>_<split>_pit.png) and the first predicted densities (<out>_<split>_density.png).
 --summarize=DIR collects every DIR/*/eval.json into one markdown table per task, next to the
 paper's figures (docs/decisions.md#paper-figures), and prints it.
 """
@@ -37,14 +33,16 @@ import glob
 import json
 import math
 import os
+import re
+import tempfile
 import time
 
 import numpy as np
 import torch
 
 from configurator import configure
-from model import mixture_cdf, mixture_crps, mixture_nll, mixture_quantile
 from metrics import accuracy, adjusted_r_squared, mse, r_squared
+from model import mixture_cdf, mixture_crps, mixture_nll, mixture_quantile
 from sample import fill_in, load_model
 from tokenize_numbers import TextError, encode_pieces, read_lines, split_text
 from util import atomic_write_text, format_number, load_checkpoint, pick_device
@@ -53,9 +51,11 @@ from util import atomic_write_text, format_number, load_checkpoint, pick_device
 ckpt = ""  # checkpoint(s) of one setting, separated by spaces: several seeds are combined
 data_dir = ""  # a prepared dataset; default: the one the checkpoint was trained on
 splits = ""  # comma-separated; default: test and every test_ood* split present
+mask_key = ""  # own data: score the last number under this JSON key; default: every key of meta.json's scales
+mask_all = False  # with mask_key: score every number under the key, masked at once
 max_samples = 0  # evaluate at most this many samples per split; 0 = all
 batch_size = 64
-out = ""  # output path without extension; default: <first checkpoint's folder>/eval
+out = ""  # output path without extension; default: <first checkpoint's folder>/eval (see above)
 plots = False  # also write PNG figures (needs matplotlib)
 save_predictions = False  # keep every truth and (median) prediction in the JSON report
 summarize = ""  # a folder of <setting>/eval.json reports: print one table per task and write it
@@ -64,23 +64,41 @@ device = "auto"
 
 PLANET_STEPS = 10  # planets: the last 10 time steps of every planet are predicted at once
 DENSITY_SAMPLES = 4  # GMM heads: predicted densities of this many first numbers per quantity are drawn
+# settings that say where or how fast a run computes, not what: seeds of one setting may differ in them
+NOT_THE_SETTING = {"seed", "out_dir", "resume", "overwrite", "device", "compile", "flex_attention",
+                   "micro_batch_size", "log_interval", "keep_every"}
 
 
 # ---------------------------------------------------------------- metrics (docs/decisions.md#metrics)
 
-def metrics(task, y, yhat, meta):
-    """Every metric of one quantity (docs/decisions.md#metrics) from truths and predictions (NaN = invalid)."""
+def metrics(task, y, yhat, meta, scale=None):
+    """
+    Every metric of one quantity (docs/decisions.md#metrics) from truths and predictions (NaN = invalid);
+    with scale, a (center, spread), also in original units (value · spread + center).
+    """
     y, yhat = np.asarray(y, float), np.asarray(yhat, float)
     valid = int((~np.isnan(yhat)).sum())
     m = {"n": len(y), "valid": valid, "mse": mse(y, yhat)}
-    if task == "arithmetic":
+    if task in ("arithmetic", "text"):
         m["r2"] = r_squared(y, yhat)
+    if task == "arithmetic":
         m["adj_r2"] = adjusted_r_squared(m["r2"], valid)
     if task == "lookup":
         m["acc3"], m["acc2"] = accuracy(y, yhat, 3), accuracy(y, yhat, 2)
-    if task == "era5":
-        m["mse_kelvin2"] = m["mse"] * meta["normalisation"]["std"] ** 2
+    if scale is not None:
+        y, yhat = y * scale[1] + scale[0], yhat * scale[1] + scale[0]
+        m["mse_kelvin2" if task == "era5" else "mse_original"] = mse(y, yhat)
+        if task == "text":
+            m["r2_original"] = r_squared(y, yhat)
     return m
+
+
+def scale_of(task, meta, quantity):
+    """(center, spread) of a quantity's numbers (original = value · spread + center), or None if the dataset has none."""
+    if task == "era5":
+        return meta["normalisation"]["mean"], meta["normalisation"]["std"]
+    s = (meta.get("scales") or {}).get(quantity) if task == "text" else None
+    return (s["center"], s["spread"]) if s else None
 
 
 def distribution_metrics(y, mixture):
@@ -106,24 +124,43 @@ def json_paths(obj, path=()):
         yield path
 
 
-def masked_groups(task, line, where):
-    """
-    The fill-in passes of one sample: {quantity: indices of the numbers masked together}, counting
-    numbers in the order split_text reads them.
-    """
-    pieces = split_text(line, where)
-    n_numbers = sum(kind == "num" for kind, _ in pieces)
-    if task in ("arithmetic", "lookup"):
-        return pieces, {"answer": [n_numbers - 1]}
+def number_paths(line, n_numbers, where, what):
+    """The JSON path of each of a line's n_numbers numbers; what: the kind of line expected, for errors."""
     try:
         paths = list(json_paths(json.loads(line)))
     except json.JSONDecodeError as e:
-        raise TextError(f"{where}: a {task} sample must be JSON ({e})")
+        raise TextError(f"{where}: {what} must be JSON ({e})")
     if len(paths) != n_numbers:
         raise TextError(f"{where}: JSON holds {len(paths)} numbers but the tokenizer reads {n_numbers}")
-    if task == "era5":  # data[station][step]: each station's last step
-        last = {p[1]: i for i, p in enumerate(paths) if p[0] == "data"}
-        return pieces, {"t+1": sorted(last.values())}
+    return paths
+
+
+def last_steps(paths):
+    """era5 (data[station][step]): the index of each station's last step."""
+    return sorted({p[1]: i for i, p in enumerate(paths) if p[0] == "data"}.values())
+
+
+def masked_groups(task, line, where, keys=(), every=False, spans=None):
+    """
+    The fill-in passes of one sample: {quantity: indices of the numbers masked together}, counting
+    numbers in the order split_text reads them. text: the last number under each of keys (every:
+    all of them), or without keys the line's last number. spans receives split_text's spans.
+    """
+    pieces = split_text(line, where, spans=spans)
+    n_numbers = sum(kind == "num" for kind, _ in pieces)
+    if task in ("arithmetic", "lookup") or (task == "text" and not keys):
+        if not n_numbers:
+            raise TextError(f"{where}: the line has no number to predict")
+        return pieces, {"last" if task == "text" else "answer": [n_numbers - 1]}
+    paths = number_paths(line, n_numbers, where, f"a {task} sample" if task != "text" else "a record for --mask_key")
+    if task == "text":
+        groups = {key: [i for i, p in enumerate(paths) if key in p] for key in keys}  # under the key, at any depth
+        for key, found in groups.items():
+            if not found:
+                raise TextError(f"{where}: no number under key {key!r} (--mask_key)")
+        return pieces, {key: found if every else found[-1:] for key, found in groups.items()}
+    if task == "era5":
+        return pieces, {"t+1": last_steps(paths)}
     if task == "planets":  # data[step][planet][x or y]
         n_steps = 1 + max(p[1] for p in paths if p[0] == "data")
         find = {p: i for i, p in enumerate(paths)}
@@ -135,15 +172,28 @@ def masked_groups(task, line, where):
     raise ValueError(f"unknown task {task!r}")
 
 
+def previous_values(line, indices, where, what):
+    """
+    Persistence: for each masked number (index in reading order) the number before it in its list, a
+    series' previous step; None for a number that is not in a list (a key with no series).
+    """
+    record = json.loads(line)
+    paths, out = list(json_paths(record)), []
+    for i in indices:
+        *parent, step = paths[i]
+        if isinstance(step, int) and step < 1:
+            raise TextError(f"{where}: {what} with 1 time step(s); a forecast needs at least 2")
+        value = record
+        for k in parent:
+            value = value[k]
+        out.append(value[step - 1] if isinstance(step, int) else None)
+    return out
+
+
 def previous_steps(lines, where):
     """era5: each station's second-to-last step, in the order masked_groups masks the last ones."""
-    previous = []
-    for number, line in enumerate(lines, 1):
-        for row in json.loads(line)["data"]:
-            if len(row) < 2:
-                raise TextError(f"{where}:{number}: a station with {len(row)} time step(s); a forecast needs at least 2")
-            previous.append(row[-2])
-    return previous
+    return [v for number, line in enumerate(lines, 1)
+            for v in previous_values(line, last_steps(list(json_paths(json.loads(line)))), f"{where}:{number}", "a station")]
 
 
 def saved_predictions(path, task, quantity, split="test"):
@@ -170,27 +220,33 @@ def task_of(meta, path):
         return "era5"
     if meta.get("dataset") in ("planets", "arithmetic", "lookup"):
         return meta["dataset"]
-    raise SystemExit(f"error: {path}: not a dataset written by prepare/ (no known 'dataset' key)")
+    if meta.get("dataset") in ("text", "plain text"):  # prepare/text.py, tokenize_numbers.py --plain-text
+        return "text"
+    raise SystemExit(f"error: {path}: not a dataset written by prepare/ or tokenize_numbers.py (no known 'dataset' key)")
 
 
 # ---------------------------------------------------------------- running the model
 
-def masked_samples(task, lines, vocab, where):
+def masked_samples(task, lines, vocab, where, keys=(), every=False, persistence=False):
     """
-    Every masked group of every line, encoded: {quantity: (samples, truths)}, samples being the
-    (ids, values, ask) triples of fill_in in line order and truths the masked numbers in order.
+    Every masked group of every line, encoded: {quantity: (samples, truths, previous)}, samples being
+    the (ids, values, ask) triples of fill_in in line order, truths the masked numbers in order and
+    previous, with persistence, each one's previous step (else empty).
     """
-    jobs = {}  # quantity -> (samples, truths)
+    jobs = {}
     for number, line in enumerate(lines, 1):
-        pieces, groups = masked_groups(task, line, f"{where}:{number}")
+        pieces, groups = masked_groups(task, line, f"{where}:{number}", keys, every)
         numbers = [j for j, (kind, _) in enumerate(pieces) if kind == "num"]
         for quantity, indices in groups.items():
             asked = list(pieces)
             for i in indices:
                 asked[numbers[i]] = ("ask", None)
-            samples, truths = jobs.setdefault(quantity, ([], []))
+            samples, truths, previous = jobs.setdefault(quantity, ([], [], []))
             samples.append(encode_pieces(asked, vocab, f"{where}:{number}"))
             truths.extend(pieces[numbers[i]][1] for i in indices)
+            if persistence:
+                what = "a station" if task == "era5" else f"key {quantity!r}"
+                previous.extend(previous_values(line, indices, f"{where}:{number}", what))
     return jobs
 
 
@@ -201,21 +257,18 @@ def predict(model, vocab, jobs, dev):
     for a GMM head the mixture outputs (numbers, 3K) (else None).
     """
     results = {}
-    for quantity, (samples, truths) in jobs.items():
+    for quantity, (samples, truths, _) in jobs.items():
         order = np.argsort([len(s[0]) for s in samples], kind="stable")  # similar lengths share a batch
         mixtures = []
         predicted, counts = fill_in(model, vocab, [samples[i] for i in order], dev, batch_size, mixtures)
-        unsorted, unsorted_mixtures = [None] * len(samples), [None] * len(samples)
-        for k, i in enumerate(order):
-            unsorted[i] = predicted[k]
-            unsorted_mixtures[i] = mixtures[k] if mixtures else None
-        preds = np.array([p for ps in unsorted for p in ps], float)
-        mixture = torch.cat(unsorted_mixtures).double().numpy() if mixtures else None
+        back = np.argsort(order)  # sorted position of each sample
+        preds = np.array([p for i in back for p in predicted[i]], float)
+        mixture = torch.cat([mixtures[i] for i in back]).double().numpy() if mixtures else None
         results[quantity] = (np.array(truths, float), preds, counts, mixture)
     return results
 
 
-def combine(task, runs, meta):
+def combine(task, runs, meta, scale=None):
     """
     One quantity over several seeds: runs = [(truths, predictions, counts, mixtures)] (the same
     truths). Each metric as mean and std over seeds, and the metrics of the per-point median
@@ -225,7 +278,7 @@ def combine(task, runs, meta):
     truths = runs[0][0]
     seeds = []
     for _, preds, counts, mixture in runs:
-        m = metrics(task, truths, preds, meta)
+        m = metrics(task, truths, preds, meta, scale)
         m["invalid_rate"] = counts["invalid"] / max(1, counts["numbers"])
         m["not_num_rate"] = counts["not_num"] / max(1, counts["numbers"])
         if mixture is not None:
@@ -238,7 +291,7 @@ def combine(task, runs, meta):
         "n": len(truths),
         "mean": {k: float(np.mean([s[k] for s in seeds])) for k in keys},
         "std": {k: float(np.std([s[k] for s in seeds], ddof=1)) if len(seeds) > 1 else 0.0 for k in keys},
-        "median_prediction": metrics(task, truths, median, meta),
+        "median_prediction": metrics(task, truths, median, meta, scale),
         "per_seed": seeds,
         "truth": truths.tolist(),
         "median": [None if math.isnan(v) else v for v in median.tolist()],
@@ -247,56 +300,94 @@ def combine(task, runs, meta):
     }
 
 
+def check_seeds(checkpoints):
+    """
+    Checkpoints averaged as seeds must be runs of one setting: the same encoding, vocabulary and
+    settings but the seed (NOT_THE_SETTING aside), each run once. Returns the first one's data_dir.
+    """
+    first, seen = None, {}
+    for path in checkpoints:
+        c = load_checkpoint(path)
+        c = {"config": c["config"], "vocab": (c["model_args"]["encoding"], c["text_tokens"]), "data_dir": c["data_dir"]}
+        if os.path.realpath(path) in seen:
+            raise SystemExit(f"error: {path} is given twice in --ckpt: each seed counts once")
+        seen[os.path.realpath(path)] = c
+        first = first or (path, c)
+        if c["vocab"] != first[1]["vocab"]:
+            raise SystemExit(f"error: {path} has another encoding or vocabulary than {first[0]}: "
+                             "the checkpoints of one setting must share both")
+        a, b = first[1]["config"], c["config"]
+        for key in sorted(set(a) | set(b)):
+            if key not in NOT_THE_SETTING and a.get(key) != b.get(key):
+                raise SystemExit(f"error: {first[0]} and {path} differ in {key} ({a.get(key)!r} vs {b.get(key)!r}): "
+                                 "the checkpoints of one setting must agree (but for the seed); evaluate each run on its own")
+        for other, o in list(seen.items())[:-1]:
+            if o["config"].get("seed") == b.get("seed"):
+                raise SystemExit(f"error: {other} and {path} are the same run (seed {b.get('seed')} and every "
+                                 "setting alike): each seed counts once")
+    return first[1]["data_dir"]
+
+
+def training_means(task, data, keys, every):
+    """text: each quantity's mean over the training split's masked numbers, the baseline that predicts it."""
+    path, numbers = os.path.join(data, "train.txt"), {}
+    with open(path, "rb") as f:
+        for number, line in enumerate(read_lines(f, path), 1):
+            if line.strip():
+                pieces, groups = masked_groups(task, line, f"{path}:{number}", keys, every)
+                values = [v for kind, v in pieces if kind == "num"]
+                for quantity, indices in groups.items():
+                    numbers.setdefault(quantity, []).extend(values[i] for i in indices)
+    return {quantity: float(np.mean(v)) for quantity, v in numbers.items()}
+
+
 def evaluate(checkpoints, data, split_names, dev):
-    """The report of one setting: every split × quantity, per seed and combined."""
+    """The report of one setting: every split × quantity, per seed and combined, and the baselines."""
     meta_path = os.path.join(data, "meta.json")
     if not os.path.exists(meta_path):
         raise SystemExit(f"error: {meta_path} not found: is {data} a dataset written by prepare/?")
     meta = json.load(open(meta_path))
     task = task_of(meta, meta_path)
+    keys = [mask_key] if mask_key else list(meta.get("scales") or {}) if task == "text" else []
+    if (mask_key or mask_all) and task != "text":
+        raise SystemExit(f"error: --mask_key and --mask_all are for your own data; {data} is a {task} dataset")
+    if mask_all and not mask_key:
+        raise SystemExit("error: --mask_all=True needs --mask_key=KEY (the key whose numbers are all masked)")
+    persist = task == "era5" or (task == "text" and bool(keys) and meta.get("window") is not None and not mask_all)
     if not split_names:
         split_names = ["test"] + sorted(os.path.basename(p)[:-4] for p in glob.glob(os.path.join(data, "test_ood*.txt")))
     report = {"task": task, "data_dir": data, "checkpoints": checkpoints, "max_samples": max_samples, "splits": {}}
+    if task == "text":
+        report["masked"] = {"keys": keys, "every": mask_all}
     jobs = {}  # split -> masked samples, read and encoded once: every seed has the same vocabulary
-    persistence = {}  # era5: split -> each station's previous step, the reference forecast of the same values
-    first = None  # the first checkpoint's vocabulary
-    per_seed = []  # [seed][split] -> {quantity: (truths, predictions, counts)}
-    for path in checkpoints:
-        t0 = time.time()
-        model, vocab, config = load_model(path, dev)
-        first = vocab if first is None else first
-        report.setdefault("encoding", vocab.encoding)
-        report.setdefault("config", config)
-        report.setdefault("causal", model.cfg.causal)
-        if model.cfg.causal != report["causal"]:
-            raise SystemExit(f"error: {path} is {'' if model.cfg.causal else 'not '}causal but {checkpoints[0]} "
-                             f"is{'' if report['causal'] else ' not'}: the checkpoints of one setting must agree")
-        if (vocab.encoding, vocab.itos) != (first.encoding, first.itos):
-            raise SystemExit(f"error: {path} has another encoding or vocabulary than {checkpoints[0]}: "
-                             "the checkpoints of one setting must share both")
-        seed_results = {}
-        for split in split_names:
-            text_path = os.path.join(data, f"{split}.txt")
-            try:
+    per_seed = []  # [seed][split] -> {quantity: (truths, predictions, counts, mixtures)}
+    try:
+        means = training_means(task, data, keys, mask_all) if task == "text" else {}
+        for path in checkpoints:
+            t0 = time.time()
+            model, vocab, config = load_model(path, dev)
+            report.update({"encoding": vocab.encoding, "config": report.get("config", config), "causal": model.cfg.causal})
+            for split in split_names:
+                text_path = os.path.join(data, f"{split}.txt")
                 if split not in jobs:
                     if not os.path.exists(text_path):
                         raise SystemExit(f"error: {text_path} not found")
                     with open(text_path, "rb") as f:
                         lines = [l for l in read_lines(f, text_path) if l.strip()][: max_samples or None]
-                    jobs[split] = masked_samples(task, lines, vocab, text_path)
-                    if task == "era5":  # the masked values are data[station][-1], station by station
-                        persistence[split] = previous_steps(lines, text_path)
-                seed_results[split] = predict(model, vocab, jobs[split], dev)
-            except (TextError, ValueError) as e:
-                raise SystemExit(f"error: {e}")
-        per_seed.append(seed_results)
-        print(f"{path}: evaluated in {time.time() - t0:.1f} s")
+                    jobs[split] = masked_samples(task, lines, vocab, text_path, keys, mask_all, persist)
+            per_seed.append({split: predict(model, vocab, jobs[split], dev) for split in split_names})
+            print(f"{path}: evaluated in {time.time() - t0:.1f} s")
+    except (TextError, ValueError) as e:
+        raise SystemExit(f"error: {e}")
     for split in split_names:
-        report["splits"][split] = {quantity: combine(task, [s[split][quantity] for s in per_seed], meta)
-                                   for quantity in per_seed[0][split]}
-        if split in persistence:
-            r = report["splits"][split]["t+1"]
-            r["persistence"] = metrics(task, r["truth"], persistence[split], meta)
+        report["splits"][split] = {}
+        for quantity, (_, truths, previous) in jobs[split].items():
+            scale = scale_of(task, meta, quantity)
+            r = report["splits"][split][quantity] = combine(task, [s[split][quantity] for s in per_seed], meta, scale)
+            if previous and None not in previous:
+                r["persistence"] = metrics(task, truths, previous, meta, scale)
+            if quantity in means:
+                r["train_mean"] = metrics(task, truths, [means[quantity]] * len(truths), meta, scale)
     return report, meta
 
 
@@ -306,6 +397,7 @@ COLUMNS = {  # metric -> header; only those a report has are shown
     "mse": "MSE", "mse_kelvin2": "MSE (K²)", "r2": "R²", "adj_r2": "adj. R²",
     "acc3": "acc @3 s.f.", "acc2": "acc @2 s.f.", "invalid_rate": "invalid", "not_num_rate": "not [NUM]",
     "nll": "NLL", "crps": "CRPS", "cover50": "50% cover", "cover90": "90% cover",
+    "mse_original": "MSE (original units)", "r2_original": "R² (original units)",
 }
 
 
@@ -330,11 +422,13 @@ def markdown(report):
             cells = [fmt(r["mean"][k]) + (f" ± {fmt(r['std'][k])}" if seeds > 1 else "") for k in keys]
             lines.append(f"| {split} | {quantity} | {r['n']} | " + " | ".join(cells)
                          + f" | {fmt(r['median_prediction']['mse'])} |")
+    baselines = {"persistence": "persistence (each station's previous step)" if report["task"] == "era5" else
+                 "persistence (the previous value of the same key)", "train_mean": "the key's training mean"}
     for split, quantities in report["splits"].items():
-        if "persistence" in quantities.get("t+1", {}):
-            p = quantities["t+1"]["persistence"]
-            lines += ["", f"{split}: persistence (each station's previous step) on the same values: "
-                          f"MSE {fmt(p['mse'])} ({fmt(p['mse_kelvin2'])} K²)"]
+        for quantity, r in quantities.items():
+            lines += ["", *(f"{split} · {quantity}: {label} on the same values: "
+                            + ", ".join(f"{COLUMNS[k]} {fmt(r[name][k])}" for k in COLUMNS if k in r[name])
+                            for name, label in baselines.items() if name in r)]
     lines += ["", "config: `" + json.dumps({k: report["config"].get(k) for k in (
         "encoding", "n_layer", "n_head", "n_embd", "max_iters", "batch_size", "learning_rate", "seed")}) + "`", ""]
     return "\n".join(lines)
@@ -419,7 +513,7 @@ ENCODING_ORDER = ["xval", "fp15", "b1999", "p1000", "p10"]
 
 
 SUMMARY_METRICS = {"era5": ["mse", "mse_kelvin2"], "planets": ["mse"], "arithmetic": ["r2", "adj_r2", "mse"],
-                   "lookup": ["mse", "acc3", "acc2"]}
+                   "lookup": ["mse", "acc3", "acc2"], "text": ["mse", "r2", "mse_original"]}
 
 
 def needed(path, report):
@@ -492,6 +586,24 @@ def summary(folder):
     return "\n".join(out)
 
 
+def report_prefix(checkpoints, data, trained_on):
+    """
+    Where the report goes, checked writable before the evaluation: --out, or next to the first
+    checkpoint eval, named after the dataset if it is not the checkpoint's and after --mask_key.
+    """
+    name = "eval" + ("" if os.path.realpath(data) == os.path.realpath(trained_on) else "_" + os.path.basename(os.path.normpath(data)))
+    name += re.sub(r"[^\w.-]", "_", f"_{mask_key}" + ("_all" if mask_all else "")) if mask_key else ""
+    prefix = out or os.path.join(os.path.dirname(checkpoints[0]) or ".", name)
+    folder = os.path.dirname(prefix) or "."
+    try:
+        os.makedirs(folder, exist_ok=True)
+        tempfile.TemporaryFile(dir=folder).close()
+    except OSError as e:
+        raise SystemExit(f"error: cannot write the report {prefix}.json in {folder} ({e.strerror or e}): "
+                         "choose a writable --out")
+    return prefix
+
+
 def main():
     configure(globals(), __file__)
     if summarize:
@@ -505,11 +617,10 @@ def main():
     for path in checkpoints:
         if not os.path.exists(path):
             raise SystemExit(f"error: checkpoint {path} not found")
-    dev = pick_device(device)
-    data = data_dir or load_checkpoint(checkpoints[0])["data_dir"]
-    report, meta = evaluate(checkpoints, data, [s for s in splits.split(",") if s], dev)
-    prefix = out or os.path.join(os.path.dirname(checkpoints[0]) or ".", "eval")
-    os.makedirs(os.path.dirname(prefix) or ".", exist_ok=True)
+    trained_on = check_seeds(checkpoints)
+    data = data_dir or trained_on
+    prefix = report_prefix(checkpoints, data, trained_on)
+    report, meta = evaluate(checkpoints, data, [s for s in splits.split(",") if s], pick_device(device))
     saved = report if save_predictions else {**report, "splits": {
         split: {q: {k: v for k, v in r.items() if k not in ("truth", "median", "pit", "mixture")} for q, r in quantities.items()}
         for split, quantities in report["splits"].items()}}
@@ -519,7 +630,7 @@ def main():
     print(text)
     if plots:
         write_plots(report, meta, prefix)
-        print(f"figures: {prefix}_<split>.png")
+    print(f"report: {prefix}.json and {prefix}.md" + (f"; figures: {prefix}_<split>.png" if plots else ""))
 
 
 if __name__ == "__main__":

@@ -1,30 +1,32 @@
 """
 Load a checkpoint and predict numbers.
 
-Fill-in (MLM models, paper §2.2): write [?] where a number should be predicted; every [?] of a
-line is masked at once (all of its tokens, for text encodings) and predicted in one forward pass.
+Fill-in (MLM models, paper §2.2): write [?] where a number should be predicted; every [?] of a line
+is masked at once (all its tokens, for text encodings) and predicted in one forward pass. Adjacent
+markers ([?][?]) are adjacent numbers: their predictions print separated by a comma.
 
     echo '0.123*0.456=[?]' | python sample.py --ckpt=out/quickstart/ckpt_best.pt
     python sample.py --ckpt=out/quickstart/ckpt_best.pt --input=data/arithmetic_mult3/test.txt --mask_last
+    python sample.py --ckpt=out/own/ckpt_best.pt --input=data/own/test.txt --mask_key=t
 
---mask_last masks the last number of each line instead (the answer of an arithmetic or look-up
-sample), keeps the true value, and reports MSE and R² over the file. A causal model is not given
-a mask: with --mask_last it generates the last number from the text before it.
-
-A line that cannot be predicted (a token the model never saw, more tokens than its block_size, a
-number beyond float32 for xVal) is reported with its line number and skipped; the rest are
-predicted, and the command ends with the count of such lines and a non-zero exit status.
+--mask_last masks the last number of each line instead, --mask_key=KEY the last number under the
+JSON key KEY of each record (--mask_all=True: every number under it, at once); the true values are
+kept and MSE and R² reported, also in original units (value · spread + center) where the dataset's
+meta.json records the key's scale. eval.py adds the baselines. A causal model generates each masked
+number from the text before it. A line that cannot be predicted (an unknown token, more tokens than
+block_size, a number beyond float32 for xVal, no [?]) is reported with its line number and skipped;
+the command then ends with their count and a non-zero exit status.
 
 Generation (causal models): each line is a prompt; tokens are generated greedily (or sampled with
 --temperature) until [EOS]; a generated [NUM] takes the number head's value and is fed back.
-
-A Gaussian-mixture number head (train.py --num_head=gmm) predicts a distribution: fill-in prints
-each number as mean±std (--spread=std) or as its 5%, 50% and 95% quantiles (--spread=quantiles);
---mask_last scores the mixture mean. Generation feeds back a draw from the mixture
+A Gaussian-mixture head (--num_head=gmm) prints mean±std (--spread=std) or the 5%, 50% and 95%
+quantiles (--spread=quantiles), scores its mean, and in generation feeds back a draw
 (--gmm_generate=sample, seeded) or its mean (--gmm_generate=mean).
 """
+import json
 import math
 import os
+import re
 import sys
 from contextlib import nullcontext
 
@@ -35,14 +37,15 @@ from batching import collate, fill_in_example, to_device
 from configurator import configure
 from metrics import mse, r_squared
 from model import GPT, GPTConfig, mixture_mean, mixture_quantile, mixture_sample, mixture_std
-from tokenize_numbers import (ASK, EOS_ID, TOKENS_PER_NUMBER, TextError, Vocab, encode, encode_pieces,
-                              number_spans, read_lines, split_text)
+from tokenize_numbers import ASK, EOS_ID, TOKENS_PER_NUMBER, TextError, Vocab, encode_pieces, number_spans, read_lines, split_text
 from util import format_number, load_checkpoint, pick_device
 
 # -- config: python sample.py --help
 ckpt = "out/quickstart/ckpt_best.pt"  # checkpoint written by train.py
 input = "-"  # a text file with one sample per line, or - for standard input
 mask_last = False  # predict the last number of every line and report errors against it
+mask_key = ""  # predict the last number under this JSON key of every record and report errors against it
+mask_all = False  # with mask_key: predict every number under the key (at once), not only the last
 show = 10  # lines to print (all predictions still count towards the metrics)
 max_lines = 0  # read at most this many lines; 0 = all
 batch_size = 64
@@ -66,120 +69,89 @@ def load_model(path, device="cpu"):
 
 
 @torch.no_grad()
+def generate(model, vocab, ids, values, max_new_tokens, temperature=0.0, generator=None, gmm_generate="sample", until_eos=True):
+    """
+    The autoregressive loop: append up to max_new_tokens tokens, greedily or sampled with temperature,
+    stopping at [EOS] if until_eos. A new [NUM] takes the number head's value (a GMM head's: a draw
+    from its mixture with gmm_generate="sample", else its mean); any other token 1. Returns ids,
+    values, the number head's value at each new token ([] without one), a GMM head's outputs (1, 3K) per new token.
+    """
+    ids, values, nums, mixtures = list(ids), list(values), [], []
+    dev = next(model.parameters()).device
+    for _ in range(max_new_tokens):
+        x = torch.tensor([ids[-model.cfg.block_size:]], device=dev)
+        v = torch.tensor([values[-model.cfg.block_size:]], dtype=torch.float32, device=dev)
+        logits, num = model.heads(model.trunk(x, v)[0, -1:])  # the last position: (1, V) and (1,), (1, 3K) or None
+        logits = logits[0].float()
+        token = int(torch.multinomial(torch.softmax(logits / temperature, -1), 1, generator=generator)
+                    if temperature > 0 else logits.argmax())
+        if token == EOS_ID and until_eos:
+            break
+        if num is not None and num.dim() == 2:
+            mixtures.append(num.float().cpu())
+            num = mixture_sample(num, generator) if gmm_generate == "sample" else mixture_mean(num)
+        nums += [float(num[0])] if num is not None else []
+        ids.append(token)
+        values.append(nums[-1] if num is not None and token == vocab.num_id else 1.0)
+    return ids, values, nums, mixtures
+
+
+def predict_masked(model, chunk, device):
+    """MLM: the token ids, values and GMM outputs a batch of samples predicts at its asked tokens, one pass."""
+    batch = to_device(collate([fill_in_example(*s) for s in chunk]), device)
+    h = model.trunk(batch["ids"], batch["values"], pos=batch["pos"], doc=batch["doc"])
+    asked = torch.zeros(batch["ids"].shape, dtype=torch.bool)
+    for b, (_, _, ask) in enumerate(chunk):
+        asked[b, :len(ask)] = torch.from_numpy(np.asarray(ask, bool))
+    logits, num = model.heads(h[asked.to(h.device)])  # the heads only where something is asked: (N, V), (N,) or (N, 3K)
+    raw = num.float().cpu() if num is not None and num.dim() == 2 else None
+    num = (mixture_mean(num) if raw is not None else num).float().cpu() if num is not None else None
+    sizes = asked.sum(1).tolist()
+    split = lambda t: t.split(sizes) if t is not None else [None] * len(chunk)
+    return zip(logits.argmax(-1).cpu().split(sizes), split(num), split(raw))
+
+
+def predict_causal(model, vocab, chunk, device):
+    """A causal model generates each asked number greedily from the text before it: the true text, and
+    the asked numbers before it as generated (never their truth). Same yields as predict_masked."""
+    width = TOKENS_PER_NUMBER[vocab.encoding]
+    for ids, values, ask in chunk:
+        starts, ids, values = np.flatnonzero(ask)[::width], list(ids), list(values)
+        if len(starts) and starts[0] == 0:
+            raise ValueError("a causal model cannot predict a number at the very start of a sample (no prompt)")
+        tokens, nums, raws = [], [], []
+        for s in starts:
+            out = generate(model, vocab, ids[:s], values[:s], width, gmm_generate="mean", until_eos=False)
+            ids[s:s + width], values[s:s + width] = out[0][s:], out[1][s:]
+            tokens, nums, raws = tokens + out[0][s:], nums + out[2], raws + out[3]
+        yield torch.tensor(tokens), torch.tensor(nums) if nums else None, torch.cat(raws) if raws else None
+
+
+@torch.no_grad()
 def fill_in(model, vocab, samples, device="cpu", batch_size=64, mixtures=None):
     """
-    Predict the numbers marked in each sample. samples: (ids, values, ask) triples from encode().
-    Returns one list of predicted values per sample (in order of the marked numbers) and counts:
-    'numbers', 'invalid' (text encodings: token runs that are not a number, predicted as NaN) and
-    'not_num' (xVal: the token head's argmax is not [NUM]; the number head's value is kept).
-    A GMM head's value is its mixture mean; a list given as mixtures receives each sample's raw
-    mixture outputs, a (numbers, 3K) tensor, for the distribution (model.mixture_*).
+    Predict the numbers marked in samples, (ids, values, ask) triples from encode(): one list of values
+    per sample and counts of 'numbers', 'invalid' (text encodings: token runs that are not a number,
+    NaN) and 'not_num' (xVal: the token head's argmax is not [NUM]; the number head's value is kept).
+    A GMM head's value is its mixture mean; mixtures (a list) receives each sample's outputs (numbers, 3K).
     """
-    if model.cfg.causal:
-        return fill_in_causal(model, vocab, samples, device, mixtures)
     predictions, counts = [], {"numbers": 0, "invalid": 0, "not_num": 0}
     width = TOKENS_PER_NUMBER[vocab.encoding]
     for start in range(0, len(samples), batch_size):
         chunk = samples[start:start + batch_size]
-        batch = to_device(collate([fill_in_example(*s) for s in chunk]), device)
-        h = model.trunk(batch["ids"], batch["values"], pos=batch["pos"], doc=batch["doc"])
-        asked = torch.zeros(batch["ids"].shape, dtype=torch.bool)
-        for b, (_, _, ask) in enumerate(chunk):
-            asked[b, :len(ask)] = torch.from_numpy(np.asarray(ask, bool))
-        logits, num = model.heads(h[asked.to(h.device)])  # the heads only where something is asked
-        gmm = num is not None and num.dim() == 2  # (N, 3K) mixture outputs
-        if gmm:
-            raw = torch.zeros(*asked.shape, num.shape[-1])
-            raw[asked] = num.float().cpu()
-            num = mixture_mean(num)
-        tokens = torch.full(asked.shape, -1, dtype=torch.long)
-        tokens[asked] = logits.argmax(-1).cpu()
-        values_out = torch.zeros(asked.shape)
-        if num is not None:
-            values_out[asked] = num.float().cpu()
-        for b, (ids, _, ask) in enumerate(chunk):
-            starts = [s for s, _ in number_spans(ids, vocab) if ask[s]]
-            values = []
-            for s in starts:
-                if num is not None:
-                    values.append(float(values_out[b, s]))
-                    counts["not_num"] += int(tokens[b, s] != vocab.num_id)
-                else:
-                    values.append(vocab.decode_number(tokens[b, s:s + width].numpy()))
-                    counts["invalid"] += int(math.isnan(values[-1]))
-            counts["numbers"] += len(starts)
+        outputs = predict_causal(model, vocab, chunk, device) if model.cfg.causal else predict_masked(model, chunk, device)
+        for tokens, nums, raw in outputs:  # one sample's, at its asked tokens
+            if nums is None:
+                values = [vocab.decode_number(tokens[s:s + width].numpy()) for s in range(0, len(tokens), width)]
+                counts["invalid"] += sum(map(math.isnan, values))
+            else:  # xVal: the number head's value, whatever the token head says
+                values = nums.tolist()
+                counts["not_num"] += int((tokens != vocab.num_id).sum())
+            counts["numbers"] += len(values)
             predictions.append(values)
-            if gmm and mixtures is not None:
-                mixtures.append(raw[b, starts])
+            if raw is not None and mixtures is not None:
+                mixtures.append(raw)
     return predictions, counts
-
-
-@torch.no_grad()
-def fill_in_causal(model, vocab, samples, device="cpu", mixtures=None):
-    """
-    fill_in for a causal model, by generation: each asked number is generated greedily from the
-    text before it (token by token for text encodings; for xVal the token head's argmax and the
-    number head's value at the last position). The text between asked numbers is the true text,
-    and an asked number generated earlier in the sample is fed back as generated, so no asked
-    number is ever seen by the model before it is predicted. Same returns as fill_in.
-    """
-    predictions, counts = [], {"numbers": 0, "invalid": 0, "not_num": 0}
-    width = TOKENS_PER_NUMBER[vocab.encoding]
-    for ids, values, ask in samples:
-        ids, values = torch.tensor(ids, dtype=torch.long), torch.tensor(values, dtype=torch.float32)
-        starts = [s for s, _ in number_spans(ids.numpy(), vocab) if ask[s]]
-        if starts and starts[0] == 0:
-            raise ValueError("a causal model cannot predict a number at the very start of a sample (no prompt)")
-        predicted, raws = [], []
-        for s in starts:
-            for p in range(s, s + width):  # predict token p from tokens < p, then feed it back
-                h = model.trunk(ids[None, :p].to(device), values[None, :p].to(device))
-                logits, num = model.heads(h[0, -1:])
-                ids[p] = int(logits.argmax(-1))
-                if num is not None and num.dim() == 2:  # a GMM head: (1, 3K) mixture outputs
-                    raws.append(num.float().cpu())
-                    num = mixture_mean(num)
-                if num is not None:
-                    values[p] = float(num[0]) if ids[p] == vocab.num_id else 1.0
-            if vocab.encoding == "xval":
-                predicted.append(float(num[0]))  # the number head's value, whatever the token head says
-                counts["not_num"] += int(ids[s] != vocab.num_id)
-            else:
-                predicted.append(vocab.decode_number(ids[s:s + width].numpy()))
-                counts["invalid"] += int(math.isnan(predicted[-1]))
-        counts["numbers"] += len(starts)
-        predictions.append(predicted)
-        if raws and mixtures is not None:
-            mixtures.append(torch.cat(raws))
-    return predictions, counts
-
-
-@torch.no_grad()
-def generate(model, vocab, ids, values, max_new_tokens, temperature=0.0, generator=None, gmm_generate="sample"):
-    """
-    Autoregressive generation: append tokens until [EOS]; [NUM] takes the number head's value
-    (a GMM head's: a draw from its mixture with gmm_generate="sample", else its mean).
-    """
-    ids, values = list(ids), list(values)
-    device = next(model.parameters()).device
-    for _ in range(max_new_tokens):
-        window = slice(-model.cfg.block_size, None)
-        x = torch.tensor([ids[window]], device=device)
-        v = torch.tensor([values[window]], dtype=torch.float32, device=device)
-        logits, num = model(x, v)
-        logits = logits[0, -1].float()
-        if temperature > 0:
-            token = int(torch.multinomial(torch.softmax(logits / temperature, -1), 1, generator=generator))
-        else:
-            token = int(logits.argmax())
-        if token == EOS_ID:
-            break
-        ids.append(token)
-        if num is not None and num.dim() == 3:  # a GMM head: (1, T, 3K), read at the last position only
-            num = num[:, -1:]
-            num = mixture_sample(num, generator) if gmm_generate == "sample" else mixture_mean(num)
-        values.append(float(num[0, -1]) if (num is not None and token == vocab.num_id) else 1.0)
-    return ids, values
 
 
 def detokenize(ids, values, vocab):
@@ -198,52 +170,40 @@ def detokenize(ids, values, vocab):
     return "".join(out)
 
 
-def mask_last_number(line, where):
-    """The line's pieces with its last number replaced by [?], the true value, and the text with [?]."""
+def masked_line(line, where):
+    """(pieces, true values, text with [?]) of a line with --mask_last's or --mask_key's numbers asked."""
+    from eval import masked_groups  # what eval.py masks in your own data, with the same errors
     spans = []
-    pieces = split_text(line, where, spans=spans)
-    nums = [j for j, (kind, _) in enumerate(pieces) if kind == "num"]
-    if not nums:
-        raise TextError(f"{where}: --mask_last but the line has no number")
-    j = nums[-1]
-    truth = pieces[j][1]
-    pieces[j] = ("ask", None)
-    a, b = spans[j]
-    return pieces, truth, line[:a] + ASK + line[b:]
+    pieces, groups = masked_groups("text", line, where, [mask_key] if mask_key else [], mask_all, spans)
+    chosen = [[j for j, (kind, _) in enumerate(pieces) if kind == "num"][i] for i in next(iter(groups.values()))]
+    truths = [pieces[j][1] for j in chosen]
+    for j in reversed(chosen):
+        pieces[j] = ("ask", None)
+        line = line[:spans[j][0]] + ASK + line[spans[j][1]:]
+    return pieces, truths, line
 
 
 def encode_line(line, where, vocab, block_size, causal=False):
-    """
-    (ids, values, ask, truth, text with [?]) of one input line, with --mask_last's masking; a
-    TextError naming the line if the model cannot predict it.
-    """
-    truth, text = None, line
-    if mask_last:
-        pieces, truth, text = mask_last_number(line, where)
-        ids, values, ask = encode_pieces(pieces, vocab, where)
-    else:
-        ids, values, ask = encode(line, vocab, where, allow_ask=not causal)
+    """(ids, values, ask, truths, text with [?]) of one input line; a TextError naming the line if the model cannot predict it."""
+    spaced = re.search(r"\[\s*\?\s*\]", line.replace(ASK, ""))
+    if spaced:
+        raise TextError(f"{where}: {spaced.group()!r} looks like the marker {ASK}; write {ASK} without spaces")
+    pieces, truths, text = masked_line(line, where) if mask_last or mask_key else (split_text(line, where, not causal), [], line)
+    ids, values, ask = encode_pieces(pieces, vocab, where)
+    if not causal and not ask.any():
+        raise TextError(f"{where}: no {ASK} in the line: write {ASK} where a number is to be predicted (or use --mask_last or --mask_key)")
     if len(ids) > block_size:
         raise TextError(f"{where}: {len(ids)} tokens, more than the model's block_size {block_size}")
-    return ids, values, ask, truth, text
-
-
-def format_spread(num, spread):
-    """A GMM head's predictions num (n, 3K) as text: 'mean±std' or '[q5%|median|q95%]' each."""
-    if spread == "std":
-        return [f"{format_number(m)}±{format_number(s)}" for m, s in zip(mixture_mean(num).tolist(), mixture_std(num).tolist())]
-    q = torch.stack([mixture_quantile(num, p) for p in (0.05, 0.5, 0.95)], -1).tolist()
-    return ["[" + "|".join(format_number(v) for v in row) + "]" for row in q]
+    return ids, values, ask, truths, text
 
 
 def main():
     configure(globals(), __file__)
-    dev = pick_device(device)
-    torch.manual_seed(seed)
     for path in (ckpt, input):
         if path != "-" and not os.path.exists(path):
             raise SystemExit(f"error: {path} not found")
-    model, vocab, _ = load_model(ckpt, dev)
+    if mask_all and not mask_key:
+        raise SystemExit("error: --mask_all=True needs --mask_key=KEY (the key whose numbers are all masked)")
     name = "stdin" if input == "-" else input
     try:
         with open(input, "rb") if input != "-" else nullcontext(sys.stdin.buffer) as f:
@@ -251,10 +211,15 @@ def main():
     except (TextError, IsADirectoryError) as e:
         raise SystemExit(f"error: {e}")
     lines = [(i + 1, l) for i, l in enumerate(text_lines) if l.strip()][: max_lines or None]
-    causal = model.cfg.causal and not mask_last
-    if causal:  # generation: only the lines shown
-        lines = lines[:show]
-    truths, texts, samples, failed = [], [], [], 0
+    if not lines:
+        raise SystemExit(f"error: {name}: no lines to predict; expected one sample per line, e.g. 0.123*0.456={ASK}")
+    dev = pick_device(device)
+    torch.manual_seed(seed)
+    model, vocab, config = load_model(ckpt, dev)
+    masking = mask_last or bool(mask_key)
+    causal = model.cfg.causal and not masking
+    lines = lines[:show] if causal else lines  # generation: only the lines shown
+    samples, truths, texts, failed = [], [], [], 0
     for number, line in lines:
         try:
             ids, values, ask, truth, text = encode_line(line, f"{name}:{number}", vocab, model.cfg.block_size, causal)
@@ -263,39 +228,46 @@ def main():
             failed += 1
             continue
         samples.append((ids, values, ask))
-        truths.append(truth)
+        truths += truth
         texts.append(text)
-    if causal:
-        generator = torch.Generator(device=dev).manual_seed(seed)
-        for ids, values, _ in samples[:show]:
-            ids, values = generate(model, vocab, ids, values, max_new_tokens, temperature, generator, gmm_generate)
-            print(detokenize(ids, values, vocab))
-    elif samples:
-        predict(model, vocab, samples, truths, texts, dev)
+    generator = torch.Generator(device=dev).manual_seed(seed)
+    for ids, values, _ in samples if causal else []:
+        print(detokenize(*generate(model, vocab, ids, values, max_new_tokens, temperature, generator, gmm_generate)[:2], vocab))
+    if samples and not causal:
+        predict(model, vocab, samples, truths, texts, dev, config)
     if failed:
         raise SystemExit(f"error: {failed} of {len(lines)} lines could not be predicted (reported above)")
 
 
-def predict(model, vocab, samples, truths, texts, dev):
+def predict(model, vocab, samples, truths, texts, dev, config):
     """Fill in the asked numbers of every sample, print the first `show` lines and the counts (and
-    with --mask_last the errors against the true values)."""
+    with --mask_last or --mask_key the errors against the true values)."""
     mixtures = []
     predictions, counts = fill_in(model, vocab, samples, dev, batch_size, mixtures)
     for i, (text, values) in enumerate(list(zip(texts, predictions))[:show]):
-        shown = [format_number(v) for v in values]
-        if mixtures and spread != "none":
-            shown = format_spread(mixtures[i], spread)
+        shown = list(map(format_number, values))
+        if mixtures and spread == "std":  # a GMM head: the mixture's mean±std, or [5%|50%|95%] quantiles
+            shown = [f"{format_number(m)}±{format_number(s)}" for m, s in zip(mixture_mean(mixtures[i]).tolist(), mixture_std(mixtures[i]).tolist())]
+        if mixtures and spread == "quantiles":
+            shown = ["[" + "|".join(format_number(float(mixture_quantile(num[None], p))) for p in (0.05, 0.5, 0.95)) + "]" for num in mixtures[i]]
+        text = re.sub(re.escape(ASK) + f"(?={re.escape(ASK)})", ASK + ",", text)  # [?][?]: two numbers, not one
         for v in shown:
             text = text.replace(ASK, v, 1)
         print(text)
-    print(f"{counts['numbers']} numbers predicted"
-          + (f", {counts['invalid']} invalid ({counts['invalid'] / max(1, counts['numbers']):.2%})"
-             if vocab.encoding != "xval" else
-             f", token head not [NUM] at {counts['not_num']} ({counts['not_num'] / max(1, counts['numbers']):.2%})"))
-    if mask_last:
-        yhat = [p[0] for p in predictions]
+    share = counts["invalid" if vocab.encoding != "xval" else "not_num"] / max(1, counts["numbers"])
+    print(f"{counts['numbers']} numbers predicted" + (f", {counts['invalid']} invalid ({share:.2%})" if vocab.encoding != "xval"
+                                                      else f", token head not [NUM] at {counts['not_num']} ({share:.2%})"))
+    yhat = [v for p in predictions for v in p]
+    if truths:
         print(f"held-out ({sum(not math.isnan(p) for p in yhat)} valid of {len(yhat)}): "
               f"MSE {mse(truths, yhat):.4g}, R² {r_squared(truths, yhat):.5f}")
+    meta_path = os.path.join(config.get("data_dir", ""), "meta.json")
+    if truths and mask_key and os.path.exists(meta_path):
+        from eval import metrics, scale_of
+        scale = scale_of("text", json.load(open(meta_path)), mask_key)
+        m = metrics("text", truths, yhat, {}, scale) if scale else {}
+        if scale:
+            print(f"in original units ({mask_key} · {scale[1]:g} + {scale[0]:g}): MSE {m['mse_original']:.4g}, R² {m['r2_original']:.5f}")
 
 
 if __name__ == "__main__":

@@ -218,3 +218,98 @@ def test_summary_puts_encodings_side_by_side(tmp_path_factory, tmp_path):
 def test_a_missing_checkpoint_is_a_clear_error(tmp_path):
     r = run("eval.py", f"--ckpt={tmp_path / 'nope.pt'}", check=False)
     assert r.returncode != 0 and "nope.pt not found" in r.stderr
+
+
+# ---------------------------------------------------------------- your own data (issue 21)
+
+def test_own_data_masks_the_last_or_every_number_under_a_key():
+    line = '{"station":"b","t":[1.35,1.36,1.21],"p":0.42}'
+    pieces, groups = ev.masked_groups("text", line, "x:1", ["t", "p"])
+    numbers = [v for kind, v in pieces if kind == "num"]
+    assert {q: [numbers[i] for i in idx] for q, idx in groups.items()} == {"t": [1.21], "p": [0.42]}
+    _, groups = ev.masked_groups("text", line, "x:1", ["t"], every=True)
+    assert [numbers[i] for i in groups["t"]] == [1.35, 1.36, 1.21]
+    assert ev.previous_values(line, groups["t"][-1:], "x:1", "key 't'") == [1.36]  # persistence
+    assert ev.masked_groups("text", "1+2=3", "x:1")[1] == {"last": [2]}  # plain text: the last number
+    with pytest.raises(ev.TextError, match="x:1: no number under key 'q'"):
+        ev.masked_groups("text", line, "x:1", ["q"])
+    m = ev.metrics("text", [0.0, 1.0, 2.0], [0.0, 1.0, 3.0], {}, scale=(280.0, 5.0))
+    assert m["mse_original"] == pytest.approx(m["mse"] * 25) and m["r2_original"] == pytest.approx(m["r2"])
+
+
+@pytest.fixture(scope="module")
+def own(tmp_path_factory):
+    from test_sample import write_own_data
+    data = write_own_data(str(tmp_path_factory.mktemp("own") / "data"))
+    return data, trained(data, str(tmp_path_factory.mktemp("own_run")), block_size=64)
+
+
+def test_own_data_scored_in_original_units_beside_its_baselines(own):
+    data, ckpt = own
+    r = run("eval.py", f"--ckpt={ckpt}", "--mask_key=t", "--save_predictions=True")
+    prefix = os.path.join(os.path.dirname(ckpt), "eval_t")  # named after the key: no other report is replaced
+    assert f"report: {prefix}.json and {prefix}.md" in r.stdout
+    report = json.load(open(prefix + ".json"))
+    t = report["splits"]["test"]["t"]
+    test = [json.loads(l)["t"] for l in open(os.path.join(data, "test.txt"))]
+    assert report["task"] == "text" and t["truth"] == [row[-1] for row in test]
+    assert t["mean"]["mse_original"] == pytest.approx(t["mean"]["mse"] * 25)
+    assert t["mean"]["r2_original"] == pytest.approx(t["mean"]["r2"], abs=1e-9)
+    by_hand = np.mean([(row[-1] - row[-2]) ** 2 for row in test])
+    assert t["persistence"]["mse"] == pytest.approx(by_hand) and t["persistence"]["mse_original"] == pytest.approx(by_hand * 25)
+    mean = np.mean([json.loads(l)["t"][-1] for l in open(os.path.join(data, "train.txt"))])
+    assert t["train_mean"]["mse"] == pytest.approx(np.mean([(row[-1] - mean) ** 2 for row in test]))
+    assert "persistence (the previous value of the same key)" in r.stdout and "the key's training mean" in r.stdout
+    assert "MSE (original units)" in r.stdout
+
+    report = evaluated(ckpt)[0]
+    assert set(report["splits"]["test"]) == {"t", "p"}  # without --mask_key: every scaled key
+    r = run("eval.py", f"--ckpt={ckpt}", "--mask_key=t", "--mask_all=True")
+    every = json.load(open(os.path.join(os.path.dirname(ckpt), "eval_t_all.json")))["splits"]["test"]["t"]
+    assert every["n"] == 3 * len(test) and "persistence" not in every and "train_mean" in every
+
+
+def test_a_plain_text_folder_is_scored_on_its_last_number(tmp_path):
+    d = tmp_path / "plain"
+    d.mkdir()
+    rng = np.random.default_rng(1)
+    for split, n in (("train", 40), ("val", 8), ("test", 8)):
+        rows = [(a, b) for a, b in rng.uniform(0, 1, (n, 2)).round(2)]
+        (d / f"{split}.txt").write_text("".join(f"{a}+{b}={round(a + b, 2)}\n" for a, b in rows))
+    run("tokenize_numbers.py", str(d), "--encoding", "xval", "--workers=1", "--plain-text")
+    report, stdout, _ = evaluated(trained(str(d), str(tmp_path / "run"), block_size=32))
+    r = report["splits"]["test"]["last"]
+    assert report["task"] == "text" and r["n"] == 8 and "r2" in r["mean"] and "mse_original" not in r["mean"]
+    assert "train_mean" in r and "persistence" not in r
+
+
+# ---------------------------------------------------------------- what eval.py refuses (issue 23)
+
+def test_only_seeds_of_one_setting_are_averaged(own, tmp_path):
+    import shutil
+    data, ckpt = own
+    other = trained(data, str(tmp_path / "lr"), block_size=64, seed=2, extra=["--learning_rate=1e-3"])
+    r = run("eval.py", f"--ckpt={ckpt} {other}", check=False)
+    assert r.returncode != 0 and "differ in learning_rate (0.0002 vs 0.001)" in r.stderr and "must agree" in r.stderr and "evaluated in" not in r.stdout
+    r = run("eval.py", f"--ckpt={ckpt} {ckpt}", check=False)
+    assert r.returncode != 0 and "is given twice" in r.stderr
+    shutil.copy(ckpt, tmp_path / "copy.pt")
+    r = run("eval.py", f"--ckpt={ckpt} {tmp_path / 'copy.pt'}", check=False)
+    assert r.returncode != 0 and "are the same run (seed 1" in r.stderr and "evaluated in" not in r.stdout
+
+
+def test_the_report_goes_where_it_can_be_written_and_replaces_no_other(own, tmp_path):
+    import shutil
+    data, ckpt = own
+    (tmp_path / "file").write_text("")
+    r = run("eval.py", f"--ckpt={ckpt}", f"--out={tmp_path / 'file' / 'report'}", check=False)
+    assert r.returncode != 0 and "cannot write the report" in r.stderr and "--out" in r.stderr
+    assert "evaluated in" not in r.stdout  # refused before the evaluation
+    own_report = os.path.join(os.path.dirname(ckpt), "eval.json")
+    run("eval.py", f"--ckpt={ckpt}")
+    before = open(own_report).read()
+    copy = str(tmp_path / "copy_of_data")
+    shutil.copytree(data, copy)
+    r = run("eval.py", f"--ckpt={ckpt}", f"--data_dir={copy}")
+    assert os.path.join(os.path.dirname(ckpt), "eval_copy_of_data.json") in r.stdout
+    assert open(own_report).read() == before and json.load(open(own_report))["data_dir"] == data
