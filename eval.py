@@ -22,12 +22,10 @@ are reported as a rate; so is the rate at which xVal's token head does not predi
 
 Several checkpoints (seeds: runs that differ in nothing but the seed) give each metric as mean ± std
 (ddof=1) and the metrics of the per-point median prediction. Writes <out>.json and <out>.md (default:
-next to the first checkpoint, eval, or eval_<dataset>_<key> for another dataset or a --mask_key),
-with --plots <out>_<split>.png. A Gaussian-mixture head is scored by its mean and as a distribution:
-NLL, CRPS and the coverage of the central 50% and 90% intervals; --plots adds PIT histograms
-(<out>_<split>_pit.png) and the first predicted densities (<out>_<split>_density.png).
---summarize=DIR collects every DIR/*/eval.json into one markdown table per task, next to the
-paper's figures (docs/decisions.md#paper-figures), and prints it.
+next to the first checkpoint, eval, or eval_<dataset>_<key> for another dataset or a --mask_key).
+A Gaussian-mixture head is also scored as a distribution: NLL, CRPS and the coverage of the central
+50% and 90% intervals. --plots draws <out>_<split>.png (and PIT histograms and densities; see
+tools/eval_plots.py); --summarize=DIR is tools/summarize.py DIR: one table of many reports.
 """
 import glob
 import json
@@ -42,8 +40,8 @@ import torch
 
 from configurator import configure
 from metrics import accuracy, adjusted_r_squared, mse, r_squared
-from model import mixture_cdf, mixture_crps, mixture_nll, mixture_quantile
-from sample import fill_in, load_model
+from model import mixture_cdf, mixture_crps, mixture_nll
+from sample import fill_in, json_paths, load_model, masked_numbers, number_paths
 from tokenize_numbers import TextError, encode_pieces, read_lines, split_text
 from util import atomic_write_text, format_number, load_checkpoint, pick_device
 
@@ -112,61 +110,28 @@ def distribution_metrics(y, mixture):
 
 # ---------------------------------------------------------------- what each task masks
 
-def json_paths(obj, path=()):
-    """The path of every number of a JSON value, in the order the numbers are written."""
-    if isinstance(obj, dict):
-        for key, v in obj.items():
-            yield from json_paths(v, path + (key,))
-    elif isinstance(obj, list):
-        for i, v in enumerate(obj):
-            yield from json_paths(v, path + (i,))
-    elif isinstance(obj, (int, float)) and not isinstance(obj, bool):
-        yield path
-
-
-def number_paths(line, n_numbers, where, what):
-    """The JSON path of each of a line's n_numbers numbers; what: the kind of line expected, for errors."""
-    try:
-        paths = list(json_paths(json.loads(line)))
-    except json.JSONDecodeError as e:
-        raise TextError(f"{where}: {what} must be JSON ({e})")
-    if len(paths) != n_numbers:
-        raise TextError(f"{where}: JSON holds {len(paths)} numbers but the tokenizer reads {n_numbers}")
-    return paths
-
-
 def last_steps(paths):
     """era5 (data[station][step]): the index of each station's last step."""
     return sorted({p[1]: i for i, p in enumerate(paths) if p[0] == "data"}.values())
 
 
-def masked_groups(task, line, where, keys=(), every=False, spans=None):
+def masked_groups(task, line, where, keys=(), every=False):
     """
-    The fill-in passes of one sample: {quantity: indices of the numbers masked together}, counting
-    numbers in the order split_text reads them. text: the last number under each of keys (every:
-    all of them), or without keys the line's last number. spans receives split_text's spans.
+    The fill-in passes of one sample: (split_text's pieces, {quantity: indices of the numbers masked
+    together}, counted in reading order). text: sample.masked_numbers (the last number under each of
+    keys, every: all of them; without keys the line's last number).
     """
-    pieces = split_text(line, where, spans=spans)
-    n_numbers = sum(kind == "num" for kind, _ in pieces)
-    if task in ("arithmetic", "lookup") or (task == "text" and not keys):
-        if not n_numbers:
-            raise TextError(f"{where}: the line has no number to predict")
-        return pieces, {"last" if task == "text" else "answer": [n_numbers - 1]}
-    paths = number_paths(line, n_numbers, where, f"a {task} sample" if task != "text" else "a record for --mask_key")
-    if task == "text":
-        groups = {key: [i for i, p in enumerate(paths) if key in p] for key in keys}  # under the key, at any depth
-        for key, found in groups.items():
-            if not found:
-                raise TextError(f"{where}: no number under key {key!r} (--mask_key)")
-        return pieces, {key: found if every else found[-1:] for key, found in groups.items()}
+    if task in ("arithmetic", "lookup", "text"):
+        pieces, groups = masked_numbers(line, where, keys if task == "text" else (), every)
+        return pieces, groups if task == "text" else {"answer": groups["last"]}
+    pieces = split_text(line, where)
+    paths = number_paths(line, sum(kind == "num" for kind, _ in pieces), where, f"a {task} sample")
     if task == "era5":
         return pieces, {"t+1": last_steps(paths)}
     if task == "planets":  # data[step][planet][x or y]
         n_steps = 1 + max(p[1] for p in paths if p[0] == "data")
         find = {p: i for i, p in enumerate(paths)}
-        groups = {"dt": [find[("description", "stepsize")]]}
-        for q in ("a", "e", "m"):
-            groups[f"{q}0"] = [find[("description", "planet0", q)]]
+        groups = {"dt": [find[("description", "stepsize")]], **{f"{q}0": [find[("description", "planet0", q)]] for q in "aem"}}
         groups["steps"] = [i for i, p in enumerate(paths) if p[0] == "data" and p[1] >= n_steps - PLANET_STEPS]
         return pieces, groups
     raise ValueError(f"unknown task {task!r}")
@@ -434,158 +399,6 @@ def markdown(report):
     return "\n".join(lines)
 
 
-def write_plots(report, meta, prefix):
-    """Predicted (median over seeds) vs true per quantity; training values marked on OoD splits."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    for split, quantities in report["splits"].items():
-        fig, axes = plt.subplots(1, len(quantities), figsize=(3.6 * len(quantities), 3.4), squeeze=False)
-        for ax, (quantity, r) in zip(axes[0], quantities.items()):
-            y = np.array(r["truth"], float)
-            p = np.array([math.nan if v is None else v for v in r["median"]], float)
-            lo, hi = np.nanmin(np.concatenate([y, p])), np.nanmax(np.concatenate([y, p]))
-            ax.plot([lo, hi], [lo, hi], color="0.6", lw=1)
-            ax.scatter(y, p, s=4, alpha=0.4)
-            if report["task"] == "planets" and quantity == "dt" and split == "test_ood_stepsize":
-                for s in meta.get("train_stepsizes", []):
-                    ax.axvline(s, color="C3", ls="--", lw=1)  # the only step sizes seen in training
-            if report["task"] == "planets" and quantity == "a0" and split == "test_ood_a0":
-                ax.axvline(1.0, color="C3", ls="--", lw=1)  # training: the innermost planet has a = 1
-            if report["task"] == "lookup" and split == "test_ood":
-                ax.axvspan(*meta["gap"], color="C3", alpha=0.1)  # values never seen in training
-            ax.set(title=f"{quantity} (MSE {fmt(r['median_prediction']['mse'])})", xlabel="true", ylabel="predicted")
-        fig.suptitle(f"{report['task']} · {report['encoding']} · {split}")
-        fig.tight_layout()
-        fig.savefig(f"{prefix}_{split}.png", dpi=110)
-        plt.close(fig)
-        if "pit" in next(iter(quantities.values())):
-            write_distribution_plots(report, split, quantities, prefix, plt)
-
-
-def write_distribution_plots(report, split, quantities, prefix, plt):
-    """GMM heads: PIT histograms per quantity, and the first predicted densities with their truths."""
-    fig, axes = plt.subplots(1, len(quantities), figsize=(3.2 * len(quantities), 2.8), squeeze=False)
-    for ax, (quantity, r) in zip(axes[0], quantities.items()):
-        ax.hist(r["pit"], bins=20, range=(0, 1), density=True, color="C0", alpha=0.7)
-        ax.axhline(1.0, color="0.4", lw=1, ls="--")  # calibrated: flat at 1
-        m = r["per_seed"][0]
-        ax.set(title=f"{quantity} (50%: {m['cover50']:.2f}, 90%: {m['cover90']:.2f})", xlabel="PIT", ylim=(0, None))
-    fig.suptitle(f"{report['task']} · {split} · PIT (predicted CDF at the truth; coverage of central intervals)")
-    fig.tight_layout()
-    fig.savefig(f"{prefix}_{split}_pit.png", dpi=110)
-    plt.close(fig)
-    n = min(DENSITY_SAMPLES, min(len(r["mixture"]) for r in quantities.values()))
-    fig, axes = plt.subplots(len(quantities), n, figsize=(2.8 * n, 2.2 * len(quantities)), squeeze=False)
-    for row, (quantity, r) in zip(axes, quantities.items()):
-        for i, ax in enumerate(row[:n]):
-            num, truth = torch.tensor(r["mixture"][i], dtype=torch.float64), r["truth"][i]
-            lo, hi = (float(mixture_quantile(num, q)) for q in (0.002, 0.998))
-            lo, hi = min(lo, truth), max(hi, truth)
-            x = torch.linspace(lo - 0.1 * (hi - lo), hi + 0.1 * (hi - lo), 400, dtype=torch.float64)
-            ax.plot(x, torch.exp(-mixture_nll(num.expand(len(x), -1), x)), color="C0")
-            ax.axvline(truth, color="C3", lw=1.2)
-            ax.set_title(f"{quantity}, sample {i + 1}", fontsize=9)
-            ax.set_yticks([])
-    fig.suptitle(f"{report['task']} · {split} · predicted densities (red: truth)")
-    fig.tight_layout()
-    fig.savefig(f"{prefix}_{split}_density.png", dpi=110)
-    plt.close(fig)
-
-
-# ---------------------------------------------------------------- several settings, one table
-
-PAPER = {  # docs/decisions.md#paper-figures: (task, split, quantity, metric) -> {encoding: value}
-    ("era5", "test", "t+1", "mse"): {"p10": 0.173, "p1000": 5.20e-2, "b1999": 5.27e-2, "fp15": 4.54e-3, "xval": 4.29e-3},
-    ("planets", "test", "a0", "mse"): {"p1000": 4.0e-6, "xval": 5.1e-5},
-    ("planets", "test", "dt", "mse"): {"p1000": 0.0, "xval": 2.32e-4},
-    ("planets", "test", "e0", "mse"): {"p1000": 5.15e-3, "xval": 1.37e-3},
-    ("planets", "test_ood_a0", "a0", "mse"): {"p1000": 6.99e-3, "xval": 1.6e-4},
-    ("planets", "test_ood_stepsize", "dt", "mse"): {"p1000": 4.69e-3, "xval": 1.25e-3},
-    ("planets", "test", "m0", "mse"): {"p1000": 0.333, "xval": 1.33},
-    ("lookup", "test", "answer", "mse"): {"xval": 3e-3, "fp15": 7e-3, "p10": 2.1e-2},
-    ("lookup", "test_ood", "answer", "mse"): {"xval": 3.5e-3, "fp15": 9e-2, "p10": 0.38},
-    ("lookup", "test", "answer", "acc3"): {"fp15": 0.999, "p10": 0.91, "xval": 0.06},
-    ("arithmetic:mult3", "test", "answer", "adj_r2"): {"xval": 0.9986, "b1999": 0.9998},
-    ("arithmetic:ops3", "test", "answer", "r2"): {"xval": 0.99994, "p10": 0.996, "fp15": 0.981},
-}
-ENCODING_ORDER = ["xval", "fp15", "b1999", "p1000", "p10"]
-
-
-SUMMARY_METRICS = {"era5": ["mse", "mse_kelvin2"], "planets": ["mse"], "arithmetic": ["r2", "adj_r2", "mse"],
-                   "lookup": ["mse", "acc3", "acc2"], "text": ["mse", "r2", "mse_original"]}
-
-
-def needed(path, report):
-    """A file a report refers to; a clear error if it is gone (the summary reads the datasets)."""
-    if not os.path.exists(path):
-        raise SystemExit(f"error: {report['report']} refers to {path}, which is not there: the summary "
-                         "needs the dataset each report was evaluated on")
-    return path
-
-
-def cost(report):
-    """Tokens per training sample (mean, max) and the median ms per training step of a setting."""
-    tokens = json.load(open(needed(os.path.join(report["data_dir"], report["encoding"], "train.json"), report)))
-    steps = []
-    for c in report["checkpoints"]:
-        log_path = os.path.join(os.path.dirname(c), "log.jsonl")
-        if os.path.exists(log_path):
-            steps += [r["ms_per_step"] for r in map(json.loads, open(log_path)) if "ms_per_step" in r]
-    return tokens["tokens_per_sample_mean"], tokens["tokens_per_sample_max"], (np.median(steps) if steps else None)
-
-
-def summary(folder):
-    """
-    One markdown table per setting from every <folder>/<setting>_<encoding>/eval.json (encodings
-    side by side), next to the paper's figures.
-    """
-    reports = []
-    for path in sorted(glob.glob(os.path.join(folder, "*", "eval.json"))):
-        r = json.load(open(path))
-        r["report"] = path
-        meta = json.load(open(needed(os.path.join(r["data_dir"], "meta.json"), r)))
-        r["paper"] = r["task"] + (f":{meta['variant']}" if "variant" in meta else "")
-        setting = os.path.basename(os.path.dirname(path))  # e.g. planets_long_xval
-        suffix = "_" + r["encoding"]
-        r["name"] = setting[:-len(suffix)] if setting.endswith(suffix) else setting
-        reports.append(r)
-    if not reports:
-        raise SystemExit(f"error: no {folder}/*/eval.json found")
-    out = []
-    for name in sorted({r["name"] for r in reports}):
-        group = sorted((r for r in reports if r["name"] == name), key=lambda r: ENCODING_ORDER.index(r["encoding"]))
-        seeds = max(len(r["checkpoints"]) for r in group)
-        out += [f"## {name}" + (f" ({seeds} seeds: mean ± std)" if seeds > 1 else ""), "",
-                "| split | quantity | metric | " + " | ".join(r["encoding"] for r in group) + " |",
-                "|---|---|---|" + "---|" * len(group)]
-
-        def row(split, quantity, label, value):
-            cells = []
-            for r in group:
-                v = r["splits"].get(split, {}).get(quantity)
-                cells.append("—" if v is None else value(r, v))
-            out.append(f"| {split} | {quantity} | {label} | " + " | ".join(cells) + " |")
-
-        for split, quantities in group[0]["splits"].items():
-            for quantity in quantities:
-                for k in SUMMARY_METRICS[group[0]["task"]]:
-                    def value(r, v, k=k):
-                        paper = PAPER.get((r["paper"], split, quantity, k), {}).get(r["encoding"])
-                        return (fmt(v["mean"][k]) + (f" ± {fmt(v['std'][k])}" if len(r["checkpoints"]) > 1 else "")
-                                + (f" (paper {fmt(paper)})" if paper is not None else ""))
-                    row(split, quantity, COLUMNS[k], value)
-                if seeds > 1:
-                    row(split, quantity, "MSE of median", lambda r, v: fmt(v["median_prediction"]["mse"]))
-                row(split, quantity, "invalid · xVal: not [NUM]",
-                    lambda r, v: f"{v['mean']['not_num_rate' if r['encoding'] == 'xval' else 'invalid_rate']:.2%}")
-        costs = [cost(r) for r in group]
-        out.append("| train | — | tokens/sample mean (max) | " + " | ".join(f"{m:.0f} ({x})" for m, x, _ in costs) + " |")
-        out.append("| train | — | ms/step (median) | " + " | ".join(fmt(ms) for _, _, ms in costs) + " |")
-        out.append("")
-    return "\n".join(out)
-
-
 def report_prefix(checkpoints, data, trained_on):
     """
     Where the report goes, checked writable before the evaluation: --out, or next to the first
@@ -606,11 +419,9 @@ def report_prefix(checkpoints, data, trained_on):
 
 def main():
     configure(globals(), __file__)
-    if summarize:
-        text = summary(summarize)
-        atomic_write_text(os.path.join(summarize, "summary.md"), text + "\n")
-        print(text)
-        return
+    if summarize:  # a maintainer's table of many reports
+        from tools.summarize import write_summary
+        return write_summary(summarize)
     checkpoints = ckpt.replace(",", " ").split()
     if not checkpoints:
         raise SystemExit("error: --ckpt is required (one checkpoint, or several seeds separated by spaces)")
@@ -629,6 +440,7 @@ def main():
     atomic_write_text(prefix + ".md", text)
     print(text)
     if plots:
+        from tools.eval_plots import write_plots
         write_plots(report, meta, prefix)
     print(f"report: {prefix}.json and {prefix}.md" + (f"; figures: {prefix}_<split>.png" if plots else ""))
 

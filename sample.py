@@ -1,27 +1,15 @@
 """
-Load a checkpoint and predict numbers.
-
-Fill-in (MLM models, paper §2.2): write [?] where a number should be predicted; every [?] of a line
-is masked at once (all its tokens, for text encodings) and predicted in one forward pass. Adjacent
-markers ([?][?]) are adjacent numbers: their predictions print separated by a comma.
+Load a checkpoint and predict numbers. Write [?] where a number goes: an MLM model masks every [?]
+of a line (all tokens of a number) and fills them in one forward pass; [?][?] print as two numbers.
+--mask_last or --mask_key mask true numbers instead and report MSE and R², also in original units
+(value · spread + center) where meta.json records the key's scale; eval.py adds the baselines.
+A causal model continues each line until [EOS] (greedy, or --temperature), a generated [NUM] fed
+back with the number head's value; masked numbers it generates from the text before them. A line
+that cannot be predicted is reported with its line number and skipped, and the run exits non-zero.
 
     echo '0.123*0.456=[?]' | python sample.py --ckpt=out/quickstart/ckpt_best.pt
     python sample.py --ckpt=out/quickstart/ckpt_best.pt --input=data/arithmetic_mult3/test.txt --mask_last
     python sample.py --ckpt=out/own/ckpt_best.pt --input=data/own/test.txt --mask_key=t
-
---mask_last masks the last number of each line instead, --mask_key=KEY the last number under the
-JSON key KEY of each record (--mask_all=True: every number under it, at once); the true values are
-kept and MSE and R² reported, also in original units (value · spread + center) where the dataset's
-meta.json records the key's scale. eval.py adds the baselines. A causal model generates each masked
-number from the text before it. A line that cannot be predicted (an unknown token, more tokens than
-block_size, a number beyond float32 for xVal, no [?]) is reported with its line number and skipped;
-the command then ends with their count and a non-zero exit status.
-
-Generation (causal models): each line is a prompt; tokens are generated greedily (or sampled with
---temperature) until [EOS]; a generated [NUM] takes the number head's value and is fed back.
-A Gaussian-mixture head (--num_head=gmm) prints mean±std (--spread=std) or the 5%, 50% and 95%
-quantiles (--spread=quantiles), scores its mean, and in generation feeds back a draw
-(--gmm_generate=sample, seeded) or its mean (--gmm_generate=mean).
 """
 import json
 import math
@@ -64,18 +52,50 @@ def load_model(path, device="cpu"):
     model = GPT(GPTConfig(**checkpoint["model_args"]))
     model.load_state_dict(checkpoint["model"])
     model.to(device).eval()
-    vocab = Vocab(checkpoint["text_tokens"], checkpoint["model_args"]["encoding"])
-    return model, vocab, checkpoint["config"]
+    return model, Vocab(checkpoint["text_tokens"], checkpoint["model_args"]["encoding"]), checkpoint["config"]
+
+
+def json_paths(obj, path=()):
+    """The path of every number of a JSON value, in the order the numbers are written."""
+    if isinstance(obj, (dict, list)):
+        for key, v in obj.items() if isinstance(obj, dict) else enumerate(obj):
+            yield from json_paths(v, path + (key,))
+    elif isinstance(obj, (int, float)) and not isinstance(obj, bool):
+        yield path
+
+
+def number_paths(line, n_numbers, where, what):
+    """The JSON path of each of a line's n_numbers numbers; what: the kind of line expected, for errors."""
+    try:
+        paths = list(json_paths(json.loads(line)))
+    except json.JSONDecodeError as e:
+        raise TextError(f"{where}: {what} must be JSON ({e})")
+    if len(paths) != n_numbers:
+        raise TextError(f"{where}: JSON holds {len(paths)} numbers but the tokenizer reads {n_numbers}")
+    return paths
+
+
+def masked_numbers(line, where, keys=(), every=False, spans=None):
+    """(split_text's pieces, {quantity: indices of the numbers masked together}, counted in reading order):
+    the last number under each JSON key of keys (every: all of them), or without keys the line's last number."""
+    pieces = split_text(line, where, spans=spans)
+    n_numbers = sum(kind == "num" for kind, _ in pieces)
+    if not keys:
+        if not n_numbers:
+            raise TextError(f"{where}: the line has no number to predict")
+        return pieces, {"last": [n_numbers - 1]}
+    paths = number_paths(line, n_numbers, where, "a record for --mask_key")
+    groups = {key: [i for i, p in enumerate(paths) if key in p] for key in keys}  # under the key, at any depth
+    for key in (key for key, found in groups.items() if not found):
+        raise TextError(f"{where}: no number under key {key!r} (--mask_key)")
+    return pieces, {key: found if every else found[-1:] for key, found in groups.items()}
 
 
 @torch.no_grad()
 def generate(model, vocab, ids, values, max_new_tokens, temperature=0.0, generator=None, gmm_generate="sample", until_eos=True):
-    """
-    The autoregressive loop: append up to max_new_tokens tokens, greedily or sampled with temperature,
-    stopping at [EOS] if until_eos. A new [NUM] takes the number head's value (a GMM head's: a draw
-    from its mixture with gmm_generate="sample", else its mean); any other token 1. Returns ids,
-    values, the number head's value at each new token ([] without one), a GMM head's outputs (1, 3K) per new token.
-    """
+    """Append up to max_new_tokens tokens, greedy or sampled with temperature, stopping at [EOS] if until_eos.
+    A new [NUM] takes the number head's value (GMM: a draw, or its mean with gmm_generate="mean"), others 1.
+    Returns ids, values, the number head's value at each new token and a GMM head's outputs (1, 3K) per token."""
     ids, values, nums, mixtures = list(ids), list(values), [], []
     dev = next(model.parameters()).device
     for _ in range(max_new_tokens):
@@ -100,18 +120,15 @@ def predict_masked(model, chunk, device):
     """MLM: the token ids, values and GMM outputs a batch of samples predicts at its asked tokens, one pass."""
     batch = to_device(collate([fill_in_example(*s) for s in chunk]), device)
     h = model.trunk(batch["ids"], batch["values"], pos=batch["pos"], doc=batch["doc"])
-    asked = torch.zeros(batch["ids"].shape, dtype=torch.bool)
-    for b, (_, _, ask) in enumerate(chunk):
-        asked[b, :len(ask)] = torch.from_numpy(np.asarray(ask, bool))
-    logits, num = model.heads(h[asked.to(h.device)])  # the heads only where something is asked: (N, V), (N,) or (N, 3K)
+    logits, num = model.heads(h.flatten(0, 1)[batch["pred"]])  # only where something is asked: (N, V), (N,) or (N, 3K)
     raw = num.float().cpu() if num is not None and num.dim() == 2 else None
     num = (mixture_mean(num) if raw is not None else num).float().cpu() if num is not None else None
-    sizes = asked.sum(1).tolist()
+    sizes = [int(np.count_nonzero(ask)) for _, _, ask in chunk]
     split = lambda t: t.split(sizes) if t is not None else [None] * len(chunk)
     return zip(logits.argmax(-1).cpu().split(sizes), split(num), split(raw))
 
 
-def predict_causal(model, vocab, chunk, device):
+def predict_causal(model, vocab, chunk):
     """A causal model generates each asked number greedily from the text before it: the true text, and
     the asked numbers before it as generated (never their truth). Same yields as predict_masked."""
     width = TOKENS_PER_NUMBER[vocab.encoding]
@@ -129,18 +146,14 @@ def predict_causal(model, vocab, chunk, device):
 
 @torch.no_grad()
 def fill_in(model, vocab, samples, device="cpu", batch_size=64, mixtures=None):
-    """
-    Predict the numbers marked in samples, (ids, values, ask) triples from encode(): one list of values
-    per sample and counts of 'numbers', 'invalid' (text encodings: token runs that are not a number,
-    NaN) and 'not_num' (xVal: the token head's argmax is not [NUM]; the number head's value is kept).
-    A GMM head's value is its mixture mean; mixtures (a list) receives each sample's outputs (numbers, 3K).
-    """
+    """The numbers asked in samples ((ids, values, ask) from encode()): a list of values per sample and counts
+    of 'numbers', 'invalid' (text encodings: NaN, not a number) and 'not_num' (xVal: the token head's argmax
+    is not [NUM]; the number head's value is kept). GMM: the mixture mean; mixtures receives each sample's (n, 3K)."""
     predictions, counts = [], {"numbers": 0, "invalid": 0, "not_num": 0}
     width = TOKENS_PER_NUMBER[vocab.encoding]
     for start in range(0, len(samples), batch_size):
         chunk = samples[start:start + batch_size]
-        outputs = predict_causal(model, vocab, chunk, device) if model.cfg.causal else predict_masked(model, chunk, device)
-        for tokens, nums, raw in outputs:  # one sample's, at its asked tokens
+        for tokens, nums, raw in predict_causal(model, vocab, chunk) if model.cfg.causal else predict_masked(model, chunk, device):
             if nums is None:
                 values = [vocab.decode_number(tokens[s:s + width].numpy()) for s in range(0, len(tokens), width)]
                 counts["invalid"] += sum(map(math.isnan, values))
@@ -163,24 +176,11 @@ def detokenize(ids, values, vocab):
             value = values[i] if vocab.encoding == "xval" else vocab.decode_number(ids[i:i + width])
             out.append(("," if i - width in starts else "") + format_number(value))  # the implied comma
             i += width
-            continue
-        token = vocab.itos[ids[i]]
-        out.append(token if not vocab.is_number([ids[i]])[0] else f"<{token}>")  # a stray number token
-        i += 1
+        else:
+            token = vocab.itos[ids[i]]
+            out.append(token if not vocab.is_number([ids[i]])[0] else f"<{token}>")  # a stray number token
+            i += 1
     return "".join(out)
-
-
-def masked_line(line, where):
-    """(pieces, true values, text with [?]) of a line with --mask_last's or --mask_key's numbers asked."""
-    from eval import masked_groups  # what eval.py masks in your own data, with the same errors
-    spans = []
-    pieces, groups = masked_groups("text", line, where, [mask_key] if mask_key else [], mask_all, spans)
-    chosen = [[j for j, (kind, _) in enumerate(pieces) if kind == "num"][i] for i in next(iter(groups.values()))]
-    truths = [pieces[j][1] for j in chosen]
-    for j in reversed(chosen):
-        pieces[j] = ("ask", None)
-        line = line[:spans[j][0]] + ASK + line[spans[j][1]:]
-    return pieces, truths, line
 
 
 def encode_line(line, where, vocab, block_size, causal=False):
@@ -188,13 +188,21 @@ def encode_line(line, where, vocab, block_size, causal=False):
     spaced = re.search(r"\[\s*\?\s*\]", line.replace(ASK, ""))
     if spaced:
         raise TextError(f"{where}: {spaced.group()!r} looks like the marker {ASK}; write {ASK} without spaces")
-    pieces, truths, text = masked_line(line, where) if mask_last or mask_key else (split_text(line, where, not causal), [], line)
+    truths, spans = [], []
+    if mask_last or mask_key:  # the chosen numbers become [?], in the pieces and in the text shown
+        pieces, groups = masked_numbers(line, where, [mask_key] if mask_key else [], mask_all, spans)
+        numbers = [j for j, (kind, _) in enumerate(pieces) if kind == "num"]
+        for j in reversed([numbers[i] for i in next(iter(groups.values()))]):
+            truths.insert(0, pieces[j][1])
+            pieces[j], line = ("ask", None), line[:spans[j][0]] + ASK + line[spans[j][1]:]
+    else:
+        pieces = split_text(line, where, not causal)
     ids, values, ask = encode_pieces(pieces, vocab, where)
     if not causal and not ask.any():
         raise TextError(f"{where}: no {ASK} in the line: write {ASK} where a number is to be predicted (or use --mask_last or --mask_key)")
     if len(ids) > block_size:
         raise TextError(f"{where}: {len(ids)} tokens, more than the model's block_size {block_size}")
-    return ids, values, ask, truths, text
+    return ids, values, ask, truths, line
 
 
 def main():
@@ -207,17 +215,15 @@ def main():
     name = "stdin" if input == "-" else input
     try:
         with open(input, "rb") if input != "-" else nullcontext(sys.stdin.buffer) as f:
-            text_lines = read_lines(f, name)
+            lines = [(i + 1, l) for i, l in enumerate(read_lines(f, name)) if l.strip()][: max_lines or None]
     except (TextError, IsADirectoryError) as e:
         raise SystemExit(f"error: {e}")
-    lines = [(i + 1, l) for i, l in enumerate(text_lines) if l.strip()][: max_lines or None]
     if not lines:
         raise SystemExit(f"error: {name}: no lines to predict; expected one sample per line, e.g. 0.123*0.456={ASK}")
     dev = pick_device(device)
     torch.manual_seed(seed)
     model, vocab, config = load_model(ckpt, dev)
-    masking = mask_last or bool(mask_key)
-    causal = model.cfg.causal and not masking
+    causal = model.cfg.causal and not (mask_last or mask_key)
     lines = lines[:show] if causal else lines  # generation: only the lines shown
     samples, truths, texts, failed = [], [], [], 0
     for number, line in lines:
@@ -234,40 +240,32 @@ def main():
     for ids, values, _ in samples if causal else []:
         print(detokenize(*generate(model, vocab, ids, values, max_new_tokens, temperature, generator, gmm_generate)[:2], vocab))
     if samples and not causal:
-        predict(model, vocab, samples, truths, texts, dev, config)
+        mixtures = []
+        predictions, counts = fill_in(model, vocab, samples, dev, batch_size, mixtures)
+        for i, (text, values) in enumerate(list(zip(texts, predictions))[:show]):
+            shown = list(map(format_number, values))
+            if mixtures and spread == "std":  # a GMM head: the mixture's mean±std, or [5%|50%|95%] quantiles
+                shown = [f"{format_number(m)}±{format_number(s)}" for m, s in zip(mixture_mean(mixtures[i]).tolist(), mixture_std(mixtures[i]).tolist())]
+            if mixtures and spread == "quantiles":
+                shown = ["[" + "|".join(format_number(float(mixture_quantile(num[None], p))) for p in (0.05, 0.5, 0.95)) + "]" for num in mixtures[i]]
+            text = re.sub(re.escape(ASK) + f"(?={re.escape(ASK)})", ASK + ",", text)  # [?][?]: two numbers, not one
+            for v in shown:
+                text = text.replace(ASK, v, 1)
+            print(text)
+        share = counts["invalid" if vocab.encoding != "xval" else "not_num"] / max(1, counts["numbers"])
+        print(f"{counts['numbers']} numbers predicted" + (f", {counts['invalid']} invalid ({share:.2%})" if vocab.encoding != "xval"
+                                                          else f", token head not [NUM] at {counts['not_num']} ({share:.2%})"))
+        yhat = [v for p in predictions for v in p]
+        if truths:
+            print(f"held-out ({sum(not math.isnan(p) for p in yhat)} valid of {len(yhat)}): "
+                  f"MSE {mse(truths, yhat):.4g}, R² {r_squared(truths, yhat):.5f}")
+        meta_path = os.path.join(config.get("data_dir", ""), "meta.json")
+        scale = (json.load(open(meta_path)).get("scales") or {}).get(mask_key) if truths and mask_key and os.path.exists(meta_path) else None
+        if scale:  # original = value · spread + center
+            y, p = (np.asarray(a, float) * scale["spread"] + scale["center"] for a in (truths, yhat))
+            print(f"in original units ({mask_key} · {scale['spread']:g} + {scale['center']:g}): MSE {mse(y, p):.4g}, R² {r_squared(y, p):.5f}")
     if failed:
         raise SystemExit(f"error: {failed} of {len(lines)} lines could not be predicted (reported above)")
-
-
-def predict(model, vocab, samples, truths, texts, dev, config):
-    """Fill in the asked numbers of every sample, print the first `show` lines and the counts (and
-    with --mask_last or --mask_key the errors against the true values)."""
-    mixtures = []
-    predictions, counts = fill_in(model, vocab, samples, dev, batch_size, mixtures)
-    for i, (text, values) in enumerate(list(zip(texts, predictions))[:show]):
-        shown = list(map(format_number, values))
-        if mixtures and spread == "std":  # a GMM head: the mixture's mean±std, or [5%|50%|95%] quantiles
-            shown = [f"{format_number(m)}±{format_number(s)}" for m, s in zip(mixture_mean(mixtures[i]).tolist(), mixture_std(mixtures[i]).tolist())]
-        if mixtures and spread == "quantiles":
-            shown = ["[" + "|".join(format_number(float(mixture_quantile(num[None], p))) for p in (0.05, 0.5, 0.95)) + "]" for num in mixtures[i]]
-        text = re.sub(re.escape(ASK) + f"(?={re.escape(ASK)})", ASK + ",", text)  # [?][?]: two numbers, not one
-        for v in shown:
-            text = text.replace(ASK, v, 1)
-        print(text)
-    share = counts["invalid" if vocab.encoding != "xval" else "not_num"] / max(1, counts["numbers"])
-    print(f"{counts['numbers']} numbers predicted" + (f", {counts['invalid']} invalid ({share:.2%})" if vocab.encoding != "xval"
-                                                      else f", token head not [NUM] at {counts['not_num']} ({share:.2%})"))
-    yhat = [v for p in predictions for v in p]
-    if truths:
-        print(f"held-out ({sum(not math.isnan(p) for p in yhat)} valid of {len(yhat)}): "
-              f"MSE {mse(truths, yhat):.4g}, R² {r_squared(truths, yhat):.5f}")
-    meta_path = os.path.join(config.get("data_dir", ""), "meta.json")
-    if truths and mask_key and os.path.exists(meta_path):
-        from eval import metrics, scale_of
-        scale = scale_of("text", json.load(open(meta_path)), mask_key)
-        m = metrics("text", truths, yhat, {}, scale) if scale else {}
-        if scale:
-            print(f"in original units ({mask_key} · {scale[1]:g} + {scale[0]:g}): MSE {m['mse_original']:.4g}, R² {m['r2_original']:.5f}")
 
 
 if __name__ == "__main__":
