@@ -117,10 +117,10 @@ fi
 if has curves; then
     # every encoding's arithmetic curve and the one-entry look-up (five encodings, three seeds) side
     # by side, then the CPU recipes of planets, temperature and the look-up, two at a time
-    # (results/learning_curves.sh), then MSE head against GMM head
-    bash results/arithmetic_curves/run.sh & arithmetic=$!
-    bash results/lookup_e1/run.sh & lookup=$!
+    # (tools/learning_curves.sh), then MSE head against GMM head
+    bash tools/arithmetic_curves.sh & arithmetic=$!
+    bash tools/lookup_e1.sh & lookup=$!
     wait $arithmetic; wait $lookup  # a failure in either stops the stage
-    bash results/learning_curves.sh
-    bash results/gmm/run.sh
+    bash tools/learning_curves.sh
+    bash tools/gmm.sh
 fi

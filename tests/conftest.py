@@ -14,7 +14,7 @@ for path in (ROOT, os.path.join(ROOT, "tests")):
 # Scripts that run inside the test process: a new Python process costs seconds (importing torch),
 # which over the suite's hundred-odd commands is most of its time. The others, and any command that
 # sets its own environment, compiles, or starts worker processes, run as a real process.
-IN_PROCESS = {"train.py", "sample.py", "eval.py", "curves.py", "tokenize_numbers.py", "prepare/arithmetic.py",
+IN_PROCESS = {"train.py", "sample.py", "eval.py", "tools/curves.py", "tokenize_numbers.py", "prepare/arithmetic.py",
               "prepare/lookup.py", "prepare/planets.py", "prepare/era5.py"}
 
 
@@ -36,7 +36,7 @@ def one_process(args):
     """True if the command starts no worker processes and does not compile."""
     if "--compile=True" in args:
         return False  # compiled code caches by process; keep each compiled run's counts its own
-    if args[0] in ("train.py", "sample.py", "eval.py", "curves.py"):
+    if args[0] in ("train.py", "sample.py", "eval.py", "tools/curves.py"):
         return True
     for i, a in enumerate(args):  # data stages: workers default to every core
         if a == "--workers" and i + 1 < len(args):

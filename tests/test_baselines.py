@@ -1,4 +1,4 @@
-"""baselines.py on a tiny temperature set written here in the exact sample format, whose last step
+"""tools/baselines.py on a tiny temperature set written here in the exact sample format, whose last step
 follows from the earlier ones (a linear trend per station): every MLP beats the training mean, the same
 seed gives the same numbers, samples too short to cut are counted out, and a bad line names its place."""
 import json
@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from conftest import ROOT
 
-import baselines
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+import baselines  # noqa: E402
 
 STD = 2.0  # the normalisation std written to meta.json: MSE in K² = standardised MSE × 4
 SHORT = {"train": (5, 4), "val": (0, 1), "test": (1, 0)}  # (too few stations, too few steps) per split
@@ -53,7 +54,7 @@ def write_dataset(d, sizes=None, short=None, ocean=False, seed=0):
 
 
 def run_baselines(data, out, *extra):
-    r = subprocess.run([sys.executable, "baselines.py", f"--data_dir={data}", f"--out={out}", "--n_stations=3",
+    r = subprocess.run([sys.executable, "tools/baselines.py", f"--data_dir={data}", f"--out={out}", "--n_stations=3",
                         "--n_steps=4", "--all_width=64", "--single_width=64", "--max_iters=200",
                         "--eval_interval=50", *extra], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr

@@ -1,10 +1,14 @@
-"""bench.py on a tiny dataset: the numbers it reports are there (not how large they are)."""
+"""tools/bench.py on a tiny dataset: the numbers it reports are there (not how large they are)."""
+import os
 import re
+import sys
 
 import pytest
+from conftest import ROOT
 from test_train import TINY, run
 
-import bench
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+import bench  # noqa: E402
 
 NUMBER = r"[\d,]+\.\d"
 
@@ -18,7 +22,7 @@ def lookup(tmp_path_factory):
 
 
 def test_compare_packing_reports_both_runs_the_ratio_and_whether_the_loader_keeps_up(lookup):
-    r = run("bench.py", *lookup, "--steps=3", "--warmup=1", "--compare=packing")
+    r = run("tools/bench.py", *lookup, "--steps=3", "--warmup=1", "--compare=packing")
     for packing in ("False", "True"):
         rows = [line for line in r.stdout.splitlines() if line.startswith("| ") and f"--packing={packing} |" in line]
         assert len(rows) == 2, r.stdout  # the trainer's row and the loader's
@@ -31,7 +35,7 @@ def test_compare_packing_reports_both_runs_the_ratio_and_whether_the_loader_keep
 
 
 def test_the_loader_alone_times_one_process_share_without_training(lookup):
-    r = run("bench.py", *lookup, "--steps=3", "--warmup=1", "--loader", "--nproc=2")
+    r = run("tools/bench.py", *lookup, "--steps=3", "--warmup=1", "--loader", "--nproc=2")
     assert "system:" not in r.stdout  # train.py did not run
     rows = [line for line in r.stdout.splitlines() if "loader alone, 1 CPU thread, process 0 of 2" in line]
     assert len(rows) == 1 and len(re.findall(rf"\| {NUMBER} ", rows[0])) >= 4, r.stdout

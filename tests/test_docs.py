@@ -1,7 +1,8 @@
 """
-The documentation holds together: every relative link of the markdown files resolves (file and
-#anchor), every docs/decisions.md section the code cites exists, the README's Tests command is
-the one CI runs, and every arithmetic example written in the docs is exact.
+The documentation holds together: every relative link of the markdown files (every report of
+results/ included) resolves (file and #anchor), every docs/decisions.md section the code cites
+exists, the README's Tests command is the one CI runs, and every arithmetic example written in the
+docs is exact.
 """
 import glob
 import os
@@ -11,8 +12,9 @@ from decimal import Decimal
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DOCS = ["README.md", "prepare/README.md", "results/README.md", *sorted(
-    os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, "docs", "*.md")))]
+DOCS = ["README.md", "prepare/README.md", *sorted(  # results/: every report, not only its README
+    os.path.relpath(p, ROOT) for pattern in ("docs/*.md", "results/**/*.md")
+    for p in glob.glob(os.path.join(ROOT, pattern), recursive=True))]
 
 
 def read(path):

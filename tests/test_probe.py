@@ -1,18 +1,20 @@
-"""probe.py: ROC AUC against hand-computed values, logistic regression on toy sets, features that are
+"""tools/probe.py: ROC AUC against hand-computed values, logistic regression on toy sets, features that are
 the last block's output averaged over real tokens only, and the whole probe on a tiny checkpoint."""
 import json
 import os
 import shutil
+import sys
 
 import numpy as np
 import pytest
 import torch
 import conftest
-
-import probe
 from model import GPT, GPTConfig
 from test_baselines import write_dataset
 from tokenize_numbers import Vocab, build_text_vocab, encode
+
+sys.path.insert(0, os.path.join(conftest.ROOT, "tools"))
+import probe  # noqa: E402
 
 
 @pytest.mark.parametrize("labels,scores,auc", [
@@ -83,7 +85,7 @@ def checkpoint(tmp_path_factory):
 def test_probe_end_to_end(checkpoint, tmp_path):
     ckpt, data = checkpoint
     out = str(tmp_path / "probe")
-    r = run("probe.py", f"--ckpt={ckpt}", f"--data_dir={data}", f"--out={out}", "--n_train=40",
+    r = run("tools/probe.py", f"--ckpt={ckpt}", f"--data_dir={data}", f"--out={out}", "--n_train=40",
             "--l2_grid=[0.01, 1.0]", "--folds=2")
     assert "note: the test split has only 20 samples (n_test = 5000)" in r.stdout
     with open(out + ".json") as f:
@@ -92,7 +94,7 @@ def test_probe_end_to_end(checkpoint, tmp_path):
     assert (result["n_train"], result["n_test"], result["encoding"]) == (40, 20, "xval")
     with open(out + ".md") as f:
         assert "| xval | 40 | 20 |" in f.read()
-    r = run("probe.py", f"--ckpt={ckpt}", f"--data_dir={data}", f"--out={out}", "--n_train=40", "--n_test=10",
+    r = run("tools/probe.py", f"--ckpt={ckpt}", f"--data_dir={data}", f"--out={out}", "--n_train=40", "--n_test=10",
             "--l2_grid=[0.1]")
     with open(out + ".json") as f:
         assert json.load(f)["n_test"] == 10 and "note:" not in r.stdout
@@ -101,5 +103,5 @@ def test_probe_end_to_end(checkpoint, tmp_path):
 def test_probe_without_labels_says_how_to_make_them(checkpoint, tmp_path):
     ckpt, data = checkpoint
     bare = shutil.copytree(data, tmp_path / "bare", ignore=shutil.ignore_patterns("*.ocean.txt"))
-    r = run("probe.py", f"--ckpt={ckpt}", f"--data_dir={bare}", f"--out={tmp_path / 'p'}", check=False)
+    r = run("tools/probe.py", f"--ckpt={ckpt}", f"--data_dir={bare}", f"--out={tmp_path / 'p'}", check=False)
     assert r.returncode != 0 and "train.ocean.txt not found" in r.stderr and "--land-sea-mask" in r.stderr

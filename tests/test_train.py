@@ -147,7 +147,7 @@ def test_help_lists_every_setting_with_its_default():
     assert "--learning_rate" in r.stdout and "0.0002" in r.stdout and "--mlm_probability" in r.stdout
 
 
-@pytest.mark.parametrize("script", ["train.py", "sample.py", "eval.py", "curves.py", "tokenize_numbers.py"])
+@pytest.mark.parametrize("script", ["train.py", "sample.py", "eval.py", "tools/curves.py", "tokenize_numbers.py"])
 def test_each_script_starts_as_its_own_process(script):
     # the other tests run most scripts inside the test process; this one checks their imports and
     # command line as a new Python process sees them
