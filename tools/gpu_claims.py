@@ -45,11 +45,11 @@ about the claims and it refuses to write into results/gpu.
 """
 import argparse
 import glob
-import hashlib
 import json
 import math
 import os
 import re
+import runpy
 import shutil
 import signal
 import subprocess
@@ -119,9 +119,10 @@ class Plan:
 
     def fingerprint(self):
         """What the results in --out depend on: a later invocation with other settings must not add to them."""
-        configs = {t: hashlib.sha256(open(os.path.join(ROOT, p), "rb").read()).hexdigest()[:16] for t, p in CONFIG.items()}
-        return {"dry_run": self.dry, "configs": configs, "prepare": PREPARE,
-                "eval_samples": DRY_EVAL_SAMPLES if self.dry else EVAL_SAMPLES}
+        configs = {path: {k: v for k, v in runpy.run_path(os.path.join(ROOT, path)).items() if not k.startswith("_")}
+                   for path in CONFIG.values()}  # the settings, not the comments
+        return {"dry_run": self.dry, "configs": configs, "train_overrides": DRY_TRAIN if self.dry else [],
+                "prepare": PREPARE, "eval_samples": DRY_EVAL_SAMPLES if self.dry else EVAL_SAMPLES}
 
 
 # ---------------------------------------------------------------- running the project's scripts
@@ -224,16 +225,14 @@ def evaluated(plan, task, enc):
     run_dir = plan.run_dir(task, enc)
     if not run(plan.eval_cmd(task, enc), os.path.join(run_dir, "eval.log"), plan.deadline()):
         return False
+    shutil.copyfile(os.path.join(plan.data(task), "meta.json"), os.path.join(plan.out, f"data_{task}.json"))  # how it was made
+    if task == "lookup":
+        write_lookup_baseline(plan)
     os.makedirs(result, exist_ok=True)
     names = sorted(f for f in os.listdir(run_dir) if re.fullmatch(r"eval(_.*\.png|\.md)", f))
     for name in names + ["log.jsonl", "train.log", "eval.json"]:  # eval.json last: it marks the run finished
         shutil.copyfile(os.path.join(run_dir, name), os.path.join(result, name + ".tmp"))
         os.replace(os.path.join(result, name + ".tmp"), os.path.join(result, name))
-    meta = os.path.join(plan.out, f"data_{task}.json")  # the data's meta.json: how it was made, training step sizes
-    if not os.path.exists(meta):
-        shutil.copyfile(os.path.join(plan.data(task), "meta.json"), meta)
-    if task == "lookup" and not os.path.exists(os.path.join(plan.out, "lookup_baseline.json")):
-        write_lookup_baseline(plan)
     return True
 
 
@@ -446,18 +445,14 @@ def write_tables(plan):
 # ---------------------------------------------------------------- main
 
 def check_out(plan):
-    """--out holds results of these settings only: a dry run never mixes with a real one, nor old configs with new."""
+    """--out holds results of these settings only: a dry run never mixes with a GPU run, nor old configs with new."""
     path = os.path.join(plan.out, "plan.json")
-    mine = plan.fingerprint()
     if os.path.exists(path):
         theirs = json.load(open(path))
-        if theirs != mine:
+        if theirs != plan.fingerprint():
             what = "a dry run" if theirs.get("dry_run") else "a GPU run"
             raise SystemExit(f"error: {plan.out} holds the results of {what} with other settings ({path}); "
                              "use another --out, or delete it to start over")
-    else:
-        os.makedirs(plan.out, exist_ok=True)
-        atomic_write_text(path, json.dumps(mine, indent=1) + "\n")
 
 
 def main(argv=None):
@@ -482,6 +477,9 @@ def main(argv=None):
         if not torch.cuda.is_available():
             raise SystemExit("error: no CUDA GPU here: this run is sized for one H100 (~20 minutes); "
                              "--dry-run --out DIR checks the pipeline on a CPU")
+    os.makedirs(plan.out, exist_ok=True)
+    if not os.path.exists(os.path.join(plan.out, "plan.json")):
+        atomic_write_text(os.path.join(plan.out, "plan.json"), json.dumps(plan.fingerprint(), indent=1) + "\n")
     for task, enc in RUNS:
         if os.path.exists(os.path.join(plan.result_dir(task, enc), "eval.json")):
             print(f"{task}_{enc}: finished (skipped)")
@@ -491,6 +489,7 @@ def main(argv=None):
         print(f"all done: {plan.out}/lookup.md, planets.md, runs.md")
     else:
         print(f"stopped at the time budget ({time.time() - plan.start:.0f} s): run the same command again to continue")
+
 
 if __name__ == "__main__":
     main()
