@@ -8,7 +8,7 @@
 out_dir = "out/gpu/lookup_xval"
 data_dir = "out/gpu/data/lookup"
 encoding = "xval"
-n_layer = 6  # the paper's model (6 blocks × 6 heads of 128, 43M parameters): a 20-56-token step is launch-bound, so width costs little
+n_layer = 6  # the paper's model (6 blocks × 6 heads of 128; 43M parameters, FP15 65M): a 20-56-token step is launch-bound, so width costs little
 n_head = 6
 n_embd = 768
 block_size = 64  # 6 entries and the answer are 56 tokens in P10
@@ -20,7 +20,7 @@ learning_rate = 0.0003  # 1e-3 was best for 2 x 128 on the CPU; a 6x wider model
 min_lr = 3e-05  # 0.1 × learning_rate, as in the paper's schedules
 warmup_iters = 500  # 3% of the run
 weight_decay = 0.1
-eval_interval = 2500  # a checkpoint (two files of ~0.5 GB) every ~25 s: what a stop at the time budget can lose
+eval_interval = 2500  # a checkpoint (~0.5 GB, FP15 ~0.8) every ~25 s: what a stop at the time budget can lose
 eval_batches = 20
 log_interval = 250
 compile = False  # launch-bound steps gain ~5 ms from compile, which costs about a minute at every (re)start of a ~3-minute run

@@ -272,7 +272,7 @@ def correlation(y, p):
     return float(np.corrcoef(y, p)[0, 1]) if len(y) > 1 and y.std() > 0 and p.std() > 0 else math.nan
 
 
-def f(x, digits=3):
+def cell(x, digits=3):
     return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else format_number(x, digits)
 
 
@@ -318,16 +318,16 @@ def lookup_table(plan):
             continue
         mse, ratio, _, invalid, r = scored(report, "test", "answer")
         o_mse, o_ratio, _, o_invalid, o = scored(report, "test_ood", "answer")
-        lines.append(f"| {enc} | {steps_of(report)} | {r['n']} | {f(mse)} | {f(ratio)} | {learned(ratio)} | "
+        lines.append(f"| {enc} | {steps_of(report)} | {r['n']} | {cell(mse)} | {cell(ratio)} | {learned(ratio)} | "
                      f"{pct(r['mean']['acc3'])} | "
-                     f"{pct(r['mean']['acc2'])} | {pct(invalid)} | {f(o_mse)} | {f(o_ratio)} | "
+                     f"{pct(r['mean']['acc2'])} | {pct(invalid)} | {cell(o_mse)} | {cell(o_ratio)} | "
                      f"{pct(o['mean']['acc3'])} | {pct(o_invalid)} | {paper} |")
     path = os.path.join(plan.out, "lookup_baseline.json")
     if os.path.exists(path):
         b = json.load(open(path))
         t, o = b["test"], b["test_ood"]
-        lines.append(f"| the mean of the dictionary's values (no key matching) | — | {t['n']} | {f(t['mse'])} | "
-                     f"{f(t['mse'] / t['variance'])} | — | — | — | — | {f(o['mse'])} | {f(o['mse'] / o['variance'])} | — | — | |")
+        lines.append(f"| the mean of the dictionary's values (no key matching) | — | {t['n']} | {cell(t['mse'])} | "
+                     f"{cell(t['mse'] / t['variance'])} | — | — | — | — | {cell(o['mse'])} | {cell(o['mse'] / o['variance'])} | — | — | |")
     return "\n".join(lines) + "\n"
 
 
@@ -358,13 +358,13 @@ def planets_table(plan):
             ood.append(f"| {enc} | not run yet |  |  |  |  |  |  |  |")
             continue
         test = [scored(report, "test", q) for q, _ in PLANET_QUANTITIES]
-        head.append(f"| {enc} | {steps_of(report)} | {test[0][4]['n']} | " + " | ".join(f(s[1]) for s in test)
+        head.append(f"| {enc} | {steps_of(report)} | {test[0][4]['n']} | " + " | ".join(cell(s[1]) for s in test)
                     + f" | {learned(test[0][1])}, {learned(test[1][1])} | {pct(max(s[3] for s in test))} |")
         dt, a0 = scored(report, "test_ood_stepsize", "dt"), scored(report, "test_ood_a0", "a0")
         answers = [p for p in dt[4]["median"] if p is not None]
         at_seen = sum(min(abs(p - s) for s in seen) <= 0.005 for p in answers) / len(answers) if answers and seen else math.nan
-        ood.append(f"| {enc} | {f(dt[0])} | {f(dt[1])} | {f(dt[2], 2)} | {pct(at_seen)} | {f(a0[0])} | {f(a0[1])} | "
-                   f"{f(a0[2], 2)} | {pct(max(dt[3], a0[3]))} |")
+        ood.append(f"| {enc} | {cell(dt[0])} | {cell(dt[1])} | {cell(dt[2], 2)} | {pct(at_seen)} | {cell(a0[0])} | {cell(a0[1])} | "
+                   f"{cell(a0[2], 2)} | {pct(max(dt[3], a0[3]))} |")
     return "\n".join(head + ood) + "\n"
 
 
@@ -387,7 +387,7 @@ def runs_table(plan):
         sittings = [float(s) for s in re.findall(r"# gpu_claims: ([\d.]+) s in this sitting", text)]
         system = re.findall(r"^system: (.*)$", text, re.M)
         lines.append(f"| {task}_{enc} | {max((r['iter'] for r in rows), default=0):,} | "
-                     f"{f(vals[-1]['val_loss'], 4) if vals else '—'} | {f(ms[len(ms) // 2]) if ms else '—'} | "
+                     f"{cell(vals[-1]['val_loss'], 4) if vals else '—'} | {cell(ms[len(ms) // 2]) if ms else '—'} | "
                      f"{len(sittings)} | {sum(sittings):.0f} s | {system[-1] if system else '—'} |")
     return "\n".join(lines) + "\n"
 
