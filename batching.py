@@ -12,7 +12,8 @@ import functools
 import numpy as np
 import torch
 
-from tokenize_numbers import EOS_ID, IGNORE, MASK_ID, PAD_ID
+from model import IGNORE
+from tokenize_numbers import EOS_ID, MASK_ID, PAD_ID
 
 
 VAL_STEP = 2**40  # the "step" whose masks validation uses: fixed, and never a training step
