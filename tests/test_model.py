@@ -205,6 +205,18 @@ def test_packed_rows_give_each_sample_the_outputs_and_loss_it_has_alone():
             torch.testing.assert_close(num[b, s:s + n], alone_num[0], atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.parametrize("causal", [False, True])
+def test_rows_longer_than_block_size_give_the_losses_of_padded_rows(causal):
+    from batching import pack
+    examples = masked_examples(seed=2)  # 35 tokens in all, block_size 32
+    model = tiny(causal=causal)
+    padded, packed = collate(examples), pack(examples, row_length=48)
+    assert packed["ids"].shape == (1, 35)  # one row, longer than block_size
+    sums = [model(b["ids"], b["values"], b["targets"], b["target_values"], b["pos"], b["doc"], b["pred"]) for b in (padded, packed)]
+    for key in ("ce_sum", "num_sum", "n_tokens", "n_numbers"):
+        torch.testing.assert_close(sums[1][key], sums[0][key], atol=1e-4, rtol=1e-5)
+
+
 def test_no_attention_crosses_a_sample_boundary_in_a_packed_row():
     from batching import pack
     model = tiny()
