@@ -130,26 +130,26 @@ def step_batches(split, step, seed, batch_size, micro_batch_size, rank=0, world_
     """
     One process's micro-batches of one step, masked (MLM) or shifted (AR). The whole step is sorted
     by length before it is shared out: similar lengths share a micro-batch (less padding), every
-    process gets comparable work, and the gradient (of the step's mean) is the same. Padding:
-    micro_batch_size samples a micro-batch. Packing: the step in rows of pack_length tokens (0: the
-    split's longest sample), dealt to the processes, in micro-batches of one shape (R, pack_length),
-    R the rows micro_batch_size samples of mean length fill, as many on every process. pin: page-locked.
+    process gets comparable work, and the gradient (of the step's mean) is the same. Micro-batches of
+    micro_batch_size samples, padded or packed in rows of their longest sample; or, packing with
+    pack_length, the step in rows of pack_length tokens dealt to the processes, micro-batches of one
+    shape (R, pack_length), R the rows micro_batch_size samples of mean length fill. pin: page-locked.
     """
     positions, indices = step_samples(len(split), batch_size, step, seed)
     lengths = np.asarray(split.lengths)[indices]
-    if not packing:
+    if not (packing and pack_length):
         mine = np.argsort(lengths, kind="stable")[rank::world_size]
         examples = training_examples(split, indices[mine], positions[mine], step, seed, causal, mlm_probability)
-        batches = [collate(examples[i:i + micro_batch_size]) for i in range(0, len(examples), micro_batch_size)]
+        chunks = [examples[i:i + micro_batch_size] for i in range(0, len(examples), micro_batch_size)]
+        batches = [pack(c) if packing else collate(c) for c in chunks]
     else:
-        row_length = pack_length or int(np.max(split.lengths))
-        R = max(1, round(micro_batch_size * float(np.mean(split.lengths)) / row_length))
-        rows = fill_rows(lengths.tolist(), row_length)
+        R = max(1, round(micro_batch_size * float(np.mean(split.lengths)) / pack_length))
+        rows = fill_rows(lengths.tolist(), pack_length)
         M = -(-len(rows) // (R * world_size))  # micro-batches per process; mine[m::M] spreads the padding rows
         mine = rows[rank::world_size]
         mine, j = mine + [[] for _ in range(M * R - len(mine))], [i for row in mine for i in row]
         examples = dict(zip(j, training_examples(split, indices[j], positions[j], step, seed, causal, mlm_probability)))
-        batches = [_rows([[examples[i] for i in row] for row in mine[m::M]], (R, row_length)) for m in range(M)]
+        batches = [_rows([[examples[i] for i in row] for row in mine[m::M]], (R, pack_length)) for m in range(M)]
     return [{k: v.pin_memory() if pin and isinstance(v, torch.Tensor) else v for k, v in b.items()} for b in batches]
 
 

@@ -52,7 +52,7 @@ n_components = 8  # gmm: mixture components
 batch_size = 64  # samples per optimizer step, over all processes and accumulation steps
 micro_batch_size = 64  # samples per forward pass per process
 packing = False  # pack a micro-batch's samples several to a row (attention stays within each) instead of padding
-pack_length = 0  # tokens per packed row, up to 4 × block_size (positions restart per sample); 0 = the longest sample
+pack_length = 0  # tokens per packed row, up to 4 × block_size: every micro-batch one shape; 0 = the micro-batch's longest sample
 max_iters = 500_000
 learning_rate = 2e-4
 min_lr = 2e-5  # reached at max_iters by the cosine schedule
