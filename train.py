@@ -52,7 +52,7 @@ n_components = 8  # gmm: mixture components
 batch_size = 64  # samples per optimizer step, over all processes and accumulation steps
 micro_batch_size = 64  # samples per forward pass per process
 packing = False  # pack a micro-batch's samples several to a row (attention stays within each) instead of padding
-pack_length = 0  # tokens per packed row; 0 = the micro-batch's longest sample
+pack_length = 0  # tokens per packed row, up to 4 × block_size: every micro-batch one shape; 0 = the micro-batch's longest sample
 max_iters = 500_000
 learning_rate = 2e-4
 min_lr = 2e-5  # reached at max_iters by the cosine schedule
@@ -147,8 +147,8 @@ try:
     train_data, val_data = Split(data_dir, "train", encoding), Split(data_dir, "val", encoding)
 except (FileNotFoundError, ValueError) as e:
     raise SystemExit(f"error: {e}")
-if packing and pack_length > block_size:
-    raise SystemExit(f"error: pack_length {pack_length} is longer than block_size {block_size}")
+if packing and pack_length > 4 * block_size:
+    raise SystemExit(f"error: pack_length {pack_length} is longer than 4 × block_size {block_size}")
 for name, split in (("train", train_data), ("val", val_data)):
     longest = int(split.lengths.max())  # AR appends [EOS] and shifts by one: as many inputs as tokens
     if longest > block_size or (packing and longest > (pack_length or longest)):

@@ -3,7 +3,14 @@ import numpy as np
 import pytest
 import torch
 
-from batching import pack, step_batches, step_samples
+from batching import mlm_mask, pack, step_batches, step_samples
+
+
+class Samples(list):
+    """A split held in memory: (ids, values) samples, with the lengths a tokenized Split has."""
+    @property
+    def lengths(self):
+        return np.array([len(s[0]) for s in self])
 
 
 def samples_in(batch):
@@ -16,7 +23,7 @@ def samples_in(batch):
 @pytest.mark.parametrize("packing,pack_length", [(False, 0), (True, 0), (True, 24)])
 def test_over_an_epoch_the_ranks_load_every_sample_exactly_once(packing, pack_length):
     lengths = [3 + i % 7 for i in range(48)]
-    split = [(np.full(n, 9), np.full(n, float(i), np.float32)) for i, n in enumerate(lengths)]
+    split = Samples((np.full(n, 9), np.full(n, float(i), np.float32)) for i, n in enumerate(lengths))
     seen = []
     for step in range(48 // 8):  # one epoch of steps of 8 samples, 4 per rank in micro-batches of 2
         for rank in range(2):
@@ -49,3 +56,63 @@ def test_a_cached_epoch_order_is_the_one_drawn_afresh_and_cannot_be_changed():
     assert epoch_order(1000, 5, 2) is order  # drawn once, not every step
     with pytest.raises(ValueError):
         order[0] = 1
+
+
+def temperature_like(n=256, seed=0):
+    """Samples of 800-1800 tokens, as 60-89 stations × 8-15 steps give in xVal (block_size 1798)."""
+    rng = np.random.default_rng(seed)
+    return Samples((np.full(n, 5), np.ones(n, np.float32)) for n in rng.integers(800, 1799, n))
+
+
+def padded_fraction(batches):
+    return 1 - sum(b["n_real"] for b in batches) / sum(b["ids"].numel() for b in batches)
+
+
+def test_packed_steps_all_have_one_shape_and_little_padding():
+    split = temperature_like()
+    for world_size in (1, 4):
+        shapes, real, positions = set(), 0, 0
+        for step in range(8):
+            counts = set()
+            for rank in range(world_size):
+                batches = step_batches(split, step, seed=1, batch_size=64, micro_batch_size=8, rank=rank,
+                                       world_size=world_size, packing=True, pack_length=4 * 1798)
+                shapes |= {tuple(b["ids"].shape) for b in batches}
+                counts.add(len(batches))
+                real, positions = real + sum(b["n_real"] for b in batches), positions + sum(b["ids"].numel() for b in batches)
+                # one process: padding rows are spread, so no micro-batch is padding only (with 4, one may be)
+                assert world_size > 1 or all(b["n_real"] > 0 for b in batches)
+            assert len(counts) == 1  # every process runs as many micro-batches
+        assert shapes == {(1, 4 * 1798)}  # the rows 8 samples of mean length (~1300 tokens) fill
+        assert 1 - real / positions < (0.05 if world_size == 1 else 0.10)
+
+
+def test_the_step_is_sorted_before_it_is_cut_and_shared_out():
+    split = temperature_like()
+    one = step_batches(split, 3, seed=1, batch_size=64, micro_batch_size=16)
+    assert padded_fraction(one) < 0.10  # the four micro-batches hold the shortest 16, the next 16, ...
+    longest = [int((b["doc"] >= 0).sum(1).max()) if b["doc"] is not None else b["ids"].shape[1] for b in one]
+    assert longest == sorted(longest)
+    # four processes: each gets every fourth sample in length order, so their rows are about as long
+    four = [step_batches(split, 3, seed=1, batch_size=64, micro_batch_size=16, rank=r, world_size=4)[0] for r in range(4)]
+    work = [b["n_real"] for b in four]
+    assert max(work) < 1.1 * min(work)
+
+
+def test_a_packed_row_may_be_longer_than_block_size_but_its_samples_not():
+    from model import GPT, GPTConfig
+    torch.manual_seed(0)
+    model = GPT(GPTConfig(vocab_size=12, num_id=3, block_size=8, n_layer=1, n_head=2, n_embd=16)).eval()
+    rng = np.random.default_rng(0)
+    examples = [mlm_mask(rng.integers(3, 12, n), np.ones(n, np.float32), 0.5, rng) for n in (8, 7, 5, 4, 3, 3)]
+    packed = pack(examples, row_length=20)
+    assert packed["ids"].shape[1] == 20 > 8
+    sums = model(packed["ids"], packed["values"], packed["targets"], packed["target_values"], packed["pos"], packed["doc"])
+    too_long = pack(examples + [mlm_mask(np.full(9, 5), np.ones(9, np.float32), 0.5, rng)], row_length=20)
+    with pytest.raises(RuntimeError, match="a sample is longer than block_size 8"):
+        model(too_long["ids"], too_long["values"], too_long["targets"], too_long["target_values"], too_long["pos"], too_long["doc"])
+    assert torch.isfinite(sums["ce_sum"])
+    from batching import _rows
+    empty = _rows([[]], (1, 20))  # a micro-batch of padding only (several processes may get one): it adds nothing
+    sums = model(empty["ids"], empty["values"], empty["targets"], empty["target_values"], empty["pos"], empty["doc"], empty["pred"])
+    assert [float(sums[k].detach()) for k in ("ce_sum", "n_tokens", "num_sum", "n_numbers")] == [0.0] * 4

@@ -8,8 +8,9 @@ import pytest
 import torch
 import torch._dynamo.utils
 
-from batching import collate, mlm_mask, pack, ar_example
-from model import GPT, GPTConfig
+from batching import ar_example, collate, mlm_mask, pack, step_batches
+from model import GPT, GPTConfig, loss_from
+from test_batching import Samples
 
 V, NUM = 20, 3
 
@@ -64,3 +65,29 @@ def test_compiled_equals_eager(encoding, k, causal, packed):
     torch._dynamo.reset()
     eager = model(encoding, k=k, causal=causal)
     assert_same(eager, torch.compile(eager), batch(np.random.default_rng(1), packed, causal))
+
+
+@torch.no_grad()  # the forward graphs decide the recompilations; compiling no backward keeps this quick
+def test_packed_steps_compile_at_most_twice_and_give_the_padded_steps_losses():
+    # every packed micro-batch has one shape, so only the number of predicted positions varies:
+    # one static graph, then one where that number is dynamic, and no more
+    torch._dynamo.reset()
+    torch._dynamo.utils.counters.clear()
+    eager = model()
+    compiled = torch.compile(eager)
+    rng = np.random.default_rng(2)
+    split = Samples((rng.integers(4, V, n), np.where(rng.random(n) < 0.3, rng.standard_normal(n), 1.0).astype(np.float32))
+                    for n in rng.integers(20, 64, 200))
+    for step in range(6):
+        losses = []
+        for packing in (False, True):
+            batches = step_batches(split, step, seed=0, batch_size=16, micro_batch_size=4, packing=packing, pack_length=128)
+            sums = [(compiled if packing else eager)(b["ids"], b["values"], b["targets"], b["target_values"],
+                                                     b["pos"], b["doc"], b["pred"]) for b in batches]
+            total = {k: sum(s[k] for s in sums) for k in sums[0]}
+            losses.append(loss_from(total, 1.0)[0])
+            if packing:
+                assert {tuple(b["ids"].shape) for b in batches} == {(1, 128)}
+        torch.testing.assert_close(losses[1], losses[0], rtol=1e-4, atol=1e-5)
+    graphs = torch._dynamo.utils.counters["stats"]["unique_graphs"]
+    assert graphs <= 2 and not torch._dynamo.utils.counters["graph_break"], f"{graphs} graphs over 6 packed steps"

@@ -7,12 +7,11 @@ import os
 import pytest
 import torch
 
-from model import (GPT, MIN_STD, GPTConfig, mixture_cdf, mixture_crps, mixture_mean, mixture_mode,
+from model import (GPT, IGNORE, MIN_STD, GPTConfig, MixtureHead, mixture_cdf, mixture_crps, mixture_mean,
                    mixture_nll, mixture_of, mixture_quantile, mixture_sample, mixture_std)
 from test_eval import TINY as EVAL_TINY
 from test_eval import evaluated, prepared
 from test_model import NUM, V, sample, tiny
-from tokenize_numbers import IGNORE
 from test_train import TINY, losses, run
 
 
@@ -62,14 +61,12 @@ def test_gradients_stay_finite_at_the_std_floor_and_for_far_off_targets(raw_std,
     assert mixture_of(num)[2].exp().min() >= MIN_STD * (1 - 1e-6)  # σ never drops below its floor
 
 
-def test_mean_std_and_mode_against_hand_computations():
+def test_mean_and_std_against_hand_computations():
     num = outputs([0.2, 0.8], [-1.0, 3.0], [0.5, 0.1])
     mean = 0.2 * -1 + 0.8 * 3
     var = 0.2 * (0.25 + 1) + 0.8 * (0.01 + 9) - mean ** 2
     assert float(mixture_mean(num)) == pytest.approx(mean)
     assert float(mixture_std(num)) == pytest.approx(math.sqrt(var))
-    assert float(mixture_mode(num)) == pytest.approx(3.0)  # the narrow, heavy component
-    assert float(mixture_mode(outputs([0.6, 0.4], [-1.0, 3.0], [0.5, 0.1]))) == pytest.approx(3.0)  # density, not weight
 
 
 def test_sampling_with_a_fixed_seed_is_reproducible_and_matches_the_mixture():
@@ -133,9 +130,24 @@ def test_multiscale_gmm_loss_is_the_nll_of_the_normalised_target():
     targets = torch.where(ids == NUM, ids, torch.full((9,), IGNORE))
     num = model(ids[None], values[None])[1][0, ids == NUM]
     y = values[ids == NUM]
-    s = torch.sqrt(y ** 2 + model.cfg.nmse_eps)  # the NLL of y/s is that of y plus log s
-    expected = (mixture_nll(num, y) + torch.log(s)).sum()
+    s = torch.sqrt(y ** 2 + model.cfg.nmse_eps)  # the NLL of y/s is that of y minus log s
+    expected = (mixture_nll(num, y) - torch.log(s)).sum()
     torch.testing.assert_close(model(ids[None], values[None], targets[None], values[None])["num_sum"], expected)
+
+
+@pytest.mark.parametrize("eps", [1e-3, 0.0])
+def test_the_multiscale_gmm_loss_is_the_same_at_every_scale_where_sigma_follows_it(eps):
+    # a mixture whose means and σ scale with the truth y: y/s sees the same mixture at every scale,
+    # so the NLL of y/s must not change from y = 1 to y = 100 (it rose by 2 log 100 with +log s)
+    def loss(c):
+        num = outputs([0.3, 0.7], [0.8 * c, 1.1 * c], [0.2 * c, 0.4 * c])
+        return float(MixtureHead.loss(num, torch.tensor(c, dtype=torch.float64), eps))
+    assert loss(100.0) == pytest.approx(loss(1.0), abs=1e-3 if eps else 1e-9)  # ε: s = sqrt(1.001) at y = 1
+    if not eps:
+        assert loss(1e-2) == pytest.approx(loss(1.0), abs=1e-9)
+    y, c = torch.tensor(3.0, dtype=torch.float64), 3.0  # the closed form: NLL(y) − ½ log(y² + ε)
+    num = outputs([0.3, 0.7], [0.8 * c, 1.1 * c], [0.2 * c, 0.4 * c])
+    assert float(MixtureHead.loss(num, y, eps)) == pytest.approx(float(mixture_nll(num, y)) - 0.5 * math.log(9 + eps), rel=1e-12)
 
 
 def test_the_gmm_head_stays_float32_under_bf16_autocast():

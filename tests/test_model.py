@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from batching import collate, mlm_mask
-from model import GPT, GPTConfig, flops_per_token, loss_from, peak_flops
-from tokenize_numbers import IGNORE, MASK_ID
+from model import GPT, IGNORE, GPTConfig, flops_per_token, loss_from, peak_flops
+from tokenize_numbers import MASK_ID
 
 V, NUM = 12, 3  # a tiny vocabulary: specials 0..2, [NUM] 3, text tokens 4..11
 
@@ -203,6 +203,18 @@ def test_packed_rows_give_each_sample_the_outputs_and_loss_it_has_alone():
             b, s = where[0]
             torch.testing.assert_close(logits[b, s:s + n], alone_logits[0], atol=1e-5, rtol=1e-5)
             torch.testing.assert_close(num[b, s:s + n], alone_num[0], atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_rows_longer_than_block_size_give_the_losses_of_padded_rows(causal):
+    from batching import pack
+    examples = masked_examples(seed=2)  # 35 tokens in all, block_size 32
+    model = tiny(causal=causal)
+    padded, packed = collate(examples), pack(examples, row_length=48)
+    assert packed["ids"].shape == (1, 35)  # one row, longer than block_size
+    sums = [model(b["ids"], b["values"], b["targets"], b["target_values"], b["pos"], b["doc"], b["pred"]) for b in (padded, packed)]
+    for key in ("ce_sum", "num_sum", "n_tokens", "n_numbers"):
+        torch.testing.assert_close(sums[1][key], sums[0][key], atol=1e-4, rtol=1e-5)
 
 
 def test_no_attention_crosses_a_sample_boundary_in_a_packed_row():

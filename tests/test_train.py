@@ -189,6 +189,6 @@ def test_a_causal_sample_of_block_size_tokens_fits(data, tmp_path):
 
 
 def test_pack_length_longer_than_block_size_is_an_error(data, tmp_path):
-    r = run("train.py", *TINY, f"--data_dir={data}", "--packing=True", "--pack_length=64", f"--out_dir={tmp_path}",
+    r = run("train.py", *TINY, f"--data_dir={data}", "--packing=True", "--pack_length=160", f"--out_dir={tmp_path}",
             check=False)
-    assert r.returncode != 0 and "pack_length 64 is longer than block_size 32" in r.stderr
+    assert r.returncode != 0 and "pack_length 160 is longer than 4 × block_size 32" in r.stderr
