@@ -8,11 +8,15 @@ import numpy as np
 import pytest
 from conftest import ROOT
 
-from tokenize_numbers import (ENCODINGS, TOKENS_PER_NUMBER, Split, TextError, Vocab, build_text_vocab,
-                              encode, extract_numbers, number_spans, number_to_tokens, number_vocab,
-                              round_number, split_text, tokens_to_number)
+from tokenize_oracle import round_number
+from tokenize_numbers import (ENCODINGS, TOKENS_PER_NUMBER, Split, TextError, Vocab, build_text_vocab, encode,
+                              number_spans, number_to_tokens, number_vocab, split_text, tokens_to_number)
 
 TEXT_ENCODINGS = [e for e in ENCODINGS if e != "xval"]
+
+
+def extract_numbers(text):
+    return [v for kind, v in split_text(text) if kind == "num"]
 
 
 def test_paper_table_1_example():
@@ -190,6 +194,7 @@ def test_tokenize_command_reports_unknown_text_with_file_and_line(tmp_path):
 
 def test_arrays_tokenized_with_another_vocabulary_are_refused(tmp_path):
     (tmp_path / "train.txt").write_text("{a:1.5}\n")
+    (tmp_path / "val.txt").write_text("{a:2}\n")
     subprocess.run([sys.executable, "tokenize_numbers.py", str(tmp_path), "--workers", "1", "--plain-text"],
                    check=True, capture_output=True, cwd=ROOT)
     (tmp_path / "train.txt").write_text("{a:1.5}\n[b:2]\n")
