@@ -327,9 +327,18 @@ _MANT, _EXP = r"(?:[0-9]++\.?+[0-9]*+|\.[0-9]++)", r"(?:[eE][+-]?+[0-9]++)?+"
 # before the look-behinds test it, so that the engine can skip to candidates
 _FIRST = (rf"[0-9.+-](?:(?<=[0-9])(?<![\w.][0-9])[0-9]*+(?:\.[0-9]*+)?+|(?<=\.)[0-9]++"
           rf"|(?:(?<=[\n{_U}][+-])|(?<=[\n{_U}] [+-]))[+-]?+{_MANT}){_EXP}(?!\w)")
-_RUN = re.compile(rf"({_FIRST}(?:(?:,|\]++,\[++)[+-]?+{_MANT}{_EXP}(?!\w))*+)")
+_RUN = re.compile(rf"({_FIRST}(?:(?:,|\]++,\[++)[+-]?+{_MANT}{_EXP})*+)")  # a text after it tells a word touching it
 _LITERALS_ONLY = str.maketrans({"[": None, "]": None, ";": ","})
 _ODD_SPACE = re.compile(r"[^\S \n]|  ")  # whitespace the look-behinds above cannot see through
+
+
+def _bracket_count(chars, at, step, byte):
+    """How many `byte` characters follow (step 1) or precede (step -1) each position of `at`."""
+    count, going = np.zeros(len(at), np.int64), np.ones(len(at), bool)
+    while going.any():
+        going &= chars[at + step * (count + 1)] == byte
+        count += going
+    return count
 
 
 class _Segments(dict):
@@ -350,6 +359,7 @@ class _Segments(dict):
             unsure |= any(kind != "text" for kind, _ in pieces)
             tokens += [t for _, t in pieces] + ["\n"]
         tokens = [] if tokens == [",", "\n"] else tokens[:-1]  # a lone comma lies between two numbers
+        unsure |= _WORD_CHAR.match(segment) is not None  # after a run: a number that runs into a word (1,2x)
         self.tokens.append([self.token_index.setdefault(t, len(self.token_index) - 1) for t in tokens])
         self.unsure.append(unsure)
         self[segment] = len(self.tokens) - 1
@@ -375,29 +385,28 @@ def _split_lines(lines, table):
             values = np.fromstring(joined.translate(_LITERALS_ONLY), sep=",")
     except (ValueError, DeprecationWarning):
         return None
-    chars = np.frombuffer(joined.encode(), np.uint8)
-    commas, ends = np.flatnonzero(chars == ord(",")), np.flatnonzero(chars == ord(";"))
-    per_run = np.diff(np.searchsorted(commas, np.r_[ends, len(chars)] if runs else []), prepend=0) + 1
+    chars = np.frombuffer(f"{joined};".encode(), np.uint8)
+    commas, ends = np.flatnonzero(chars == ord(",")), np.flatnonzero(chars == ord(";"))[:len(runs)]
+    per_run = np.diff(np.searchsorted(commas, ends), prepend=0) + 1
+    zero = commas + 1 + np.isin(chars[commas + 1], (43, 45))  # past a sign: 1,000 and 1,-05 are malformed
     if (len(values) != len(commas) + len(runs) or not np.isfinite(values).all() or np.array(table.unsure)[segment].any()
-            or re.search(r",[+-]?0[0-9]", joined)):  # 1,000
+            or ((chars[zero] == 48) & (chars[zero + 1] >= 48) & (chars[zero + 1] <= 57)).any()):
         return None
-    # runs hold numbers and bracket tokens ('],['): item j of all runs, in order; number i is item
-    # i + (bracketed commas before it), a bracket token the item after the number before its comma
-    bracketed = chars[commas - 1] == ord("]")
-    run = np.repeat(np.arange(len(runs)), per_run)
-    number_item = np.arange(len(values)) + np.r_[0, np.cumsum(bracketed)][np.arange(len(values)) - run]
-    bracket_number = (np.flatnonzero(bracketed) + np.searchsorted(ends, commas[bracketed]))
-    items = per_run + np.bincount(run[bracket_number], minlength=len(runs))
+    # the pieces: the numbers in order (-2 - i), a bracket token inserted after the number before its
+    # comma, then each text's tokens inserted before the run that follows it
+    at = commas[chars[commas - 1] == ord("]")]
+    closing, opening = (_bracket_count(chars, at, step, byte) for step, byte in ((-1, 93), (1, 91)))
+    shapes, which = np.unique(closing * 1024 + opening, return_inverse=True)
+    brackets = np.array([table.token_index.setdefault("]" * (s // 1024) + "," + "[" * (s % 1024), len(table.token_index) - 1)
+                         for s in shapes], np.int64)[which]
+    run = np.searchsorted(ends, at)  # of each bracket token
+    pieces = np.insert(-2 - np.arange(len(values)), np.searchsorted(commas, at) + run + 1, brackets)
     n_tokens = np.array([len(t) for t in table.tokens], np.int64)[segment]
-    before = np.cumsum(n_tokens) - n_tokens + np.r_[0, np.cumsum(items)]  # where each text starts
-    pieces = np.empty(int(n_tokens.sum() + items.sum()), np.int64)
-    pieces[(np.cumsum(n_tokens)[run] + number_item)] = -2 - np.arange(len(values))
-    brackets = [table.token_index.setdefault(t, len(table.token_index) - 1) for t in re.findall(r"\]+,\[+", joined)]
-    pieces[np.cumsum(n_tokens)[run[bracket_number]] + number_item[bracket_number] + 1] = brackets
     flat = np.array([t for tokens in table.tokens for t in tokens], np.int64)
     offsets = np.cumsum([len(t) for t in table.tokens]) - [len(t) for t in table.tokens]
     within = np.arange(n_tokens.sum()) - np.repeat(np.cumsum(n_tokens) - n_tokens, n_tokens)
-    pieces[np.repeat(before, n_tokens) + within] = flat[np.repeat(offsets[segment], n_tokens) + within]
+    items_before = np.r_[0, np.cumsum(per_run + np.bincount(run, minlength=len(runs)))]  # of each text
+    pieces = np.insert(pieces, np.repeat(items_before, n_tokens), flat[np.repeat(offsets[segment], n_tokens) + within])
     line_end = np.flatnonzero(pieces == -1)
     numbers = np.diff(np.cumsum(pieces <= -2)[line_end])
     return pieces[pieces != -1], values, np.diff(line_end) - 1 - numbers, numbers
@@ -453,11 +462,12 @@ def encode_lines(lines, text_tokens, encodings, path="text", first_line=0):
         else:
             number_ids = _number_id_table(enc)[negative.astype(np.int64), mantissa, exponent - MIN_EXP]  # (N, k)
             counts = {"clipped": int((status == 2).sum()), "zero": int((status == 1).sum())}
-        ids, vals = np.zeros(len(pieces), np.int64), np.ones(len(pieces), np.float32)
+        ids, vals, numeric = np.zeros(len(pieces), _id_dtype(vocab)), np.ones(len(pieces), np.float32), is_num
         ids[~is_num], vals[is_num] = vocab.first_text_id + text_index, values32
-        ids, vals, numeric = np.repeat(ids, np.where(is_num, k, 1)), np.repeat(vals, np.where(is_num, k, 1)), np.repeat(is_num, np.where(is_num, k, 1))
+        if k > 1:  # a number's k tokens
+            ids, vals, numeric = (np.repeat(a, np.where(is_num, k, 1)) for a in (ids, vals, is_num))
         ids[numeric] = number_ids.ravel()
-        out[enc] = (ids.astype(_id_dtype(vocab)), vals, text + k * numbers, numbers, counts)
+        out[enc] = (ids, vals, text + k * numbers, numbers, counts)
     return out
 
 
