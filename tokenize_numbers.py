@@ -1,10 +1,9 @@
 """
 Everything between text and arrays: numbers in text, the five number encodings of the paper (P10,
 P1000, B1999, FP15 and xVal), the text vocabulary, and the command that turns a dataset into
-memory-mapped arrays.
+memory-mapped arrays. xval_encode is xVal's tokenizer alone, to copy into another code base.
 
-    python tokenize_numbers.py data/arithmetic_ops2 --encoding xval   # one encoding
-    python tokenize_numbers.py data/arithmetic_ops2 --encoding all    # all five
+    python tokenize_numbers.py data/arithmetic_ops2 --encoding xval   # or one of the others, or all
     python tokenize_numbers.py data/planets --stats                   # token statistics table
 
 A sample is one line of text, split into pieces: numbers (a float each) and text tokens (runs of
@@ -18,7 +17,6 @@ numbers (their adjacency already separates them). Each number becomes tokens of 
     xval   [NUM]                  1 token per number, its value goes in a parallel float array
 
 The text encodings keep 3 significant digits: value = ±m·10^E with m in 100..999 and E in -10..5.
-xval_encode is xVal's tokenizer alone, short enough to copy into another code base.
 """
 import argparse
 import functools
@@ -51,10 +49,10 @@ FLOAT32_OVERFLOW = 2.0**128 - 2.0**103  # the smallest magnitude float32 rounds 
 # -----------------------------------------------------------------------------
 # numbers in text (docs/decisions.md#numbers-in-text)
 
-_UNARY_AFTER = "([{,:=+-*/^<>"  # after these a sign is part of the number; after anything else an operator
+_UNARY_AFTER = "([{,:=+-*/^<>"  # after these a sign belongs to the number; after anything else it is an operator
 _U = re.escape(_UNARY_AFTER)
-_UNSIGNED = r"(?:[0-9]++\.?+[0-9]*+|\.[0-9]++)(?:[eE][+-]?+[0-9]++)?+"
-_LITERAL = re.compile(rf"([+-]{{0,2}})({_UNSIGNED})")
+_MANT, _EXP = r"(?:[0-9]++\.?+[0-9]*+|\.[0-9]++)", r"(?:[eE][+-]?+[0-9]++)?+"
+_LITERAL = re.compile(rf"([+-]{{0,2}})({_MANT}{_EXP})")
 _WORD = re.compile(r"""(["'])[^\W\d]\w*\1|\w+""")  # a quoted key ("planet0") or a word (t2m)
 _PUNCT = {ask: re.compile(rf"""["']|\S(?:(?![\w"']|\.[0-9]|(?<=[{_U}])[+-][0-9.]{'|' + re.escape(ASK) if ask else ''})\S)*""")
           for ask in (False, True)}  # a run of punctuation ('],[') stops before a number's sign or point
@@ -186,28 +184,22 @@ def round_numbers(x):
     return (x < 0) & (status != 1), mantissa, exponent, status
 
 
-def _spell(negative, mantissa, exponent, encoding):
-    """The tokens of ±mantissa·10^exponent in a text encoding: _spell(True, 602, -1, "b1999") == ["-602", "E-1"]."""
+def _tokens(negative, mantissa, exponent, encoding):
+    """The tokens of ±mantissa·10^exponent: _tokens(True, 602, -1, "b1999") == ["-602", "E-1"]."""
     sign, mant, e = "-" if negative else "+", f"{mantissa:03d}", f"E{exponent}"
     return {"p10": [sign, *mant, e], "p1000": [sign, mant, e], "b1999": [sign + mant, e], "fp15": [sign + mant + e]}[encoding]
 
 
-def number_to_tokens(x, encoding, counts=None):
-    """
-    The tokens of one number: number_to_tokens(-60.2, "p10") == ["-", "6", "0", "2", "E-1"].
-    Out-of-range values are flushed to zero or clipped, and counted in the dict `counts` if given.
-    """
-    if encoding == "xval":
-        return [NUM]
-    negative, mantissa, exponent, status = (int(a[0]) for a in round_numbers([x]))
-    if counts is not None and status:
-        counts[("zero", "clipped")[status - 1]] = counts.get(("zero", "clipped")[status - 1], 0) + 1
-    return _spell(negative, mantissa, exponent, encoding)
-
-
-_STRICT = {enc: re.compile(pattern + r"E(-?[0-9]+)") for enc, pattern in (  # each encoding's tokens, joined by spaces
-    ("p10", r"([+-]) ([0-9]) ([0-9]) ([0-9]) "), ("p1000", r"([+-]) ([0-9]{3}) "), ("b1999", r"([+-])([0-9]{3}) "),
-    ("fp15", r"([+-])([0-9]{3})"))}
+@functools.lru_cache(maxsize=None)
+def _numbers(encoding):
+    """Every number of a text encoding: its ids as table[negative, mantissa, exponent - MIN_EXP] (k,),
+    and {its tokens: its value}."""
+    ids = dict(zip(number_vocab(encoding), itertools.count(len(CONTROL_TOKENS))))
+    table, values = np.zeros((2, 1000, MAX_EXP - MIN_EXP + 1, TOKENS_PER_NUMBER[encoding]), np.int64), {}
+    for n, m, e in [(0, 0, 0)] + list(itertools.product((0, 1), range(100, 1000), range(MIN_EXP, MAX_EXP + 1))):
+        values[tuple(tokens := _tokens(n, m, e, encoding))] = float(f"{'-' * n}{m}e{e}")
+        table[n, m, e - MIN_EXP] = [ids[t] for t in tokens]
+    return table, values
 
 
 def tokens_to_number(tokens, encoding):
@@ -218,17 +210,8 @@ def tokens_to_number(tokens, encoding):
     """
     if encoding == "xval":
         raise ValueError("xval numbers carry their value in the values array, not in tokens")
-    if encoding not in _STRICT:
-        raise ValueError(f"unknown encoding {encoding!r}; expected one of {', '.join(ENCODINGS)}")
-    m = (len(tokens) == TOKENS_PER_NUMBER[encoding] and all(isinstance(t, str) for t in tokens)
-         and _STRICT[encoding].fullmatch(" ".join(tokens)))
-    if not m:
-        return float("nan")
-    sign, *mant, exp = m.groups()
-    mant, exp = "".join(mant), int(exp)
-    if mant == "000":  # zero has exactly one spelling
-        return 0.0 if (sign, exp) == ("+", 0) else float("nan")
-    return float(f"{sign}{mant}e{exp}") if mant[0] != "0" and f"E{exp}" in EXPONENTS else float("nan")
+    number_vocab(encoding)  # an unknown encoding is an error
+    return _numbers(encoding)[1].get(tuple(t if isinstance(t, str) else None for t in tokens), float("nan"))
 
 
 # -----------------------------------------------------------------------------
@@ -245,10 +228,10 @@ class Vocab:
         self.first_number_id = len(CONTROL_TOKENS)
         self.first_text_id = len(CONTROL_TOKENS) + len(self.number_tokens)
         self.num_id = self.first_number_id if encoding == "xval" else None
-        self._number_ids = {t: i + self.first_number_id for i, t in enumerate(self.number_tokens)}
         self._text_ids = {t: i + self.first_text_id for i, t in enumerate(self.text_tokens)}
         # a number's first token carries its sign; that is how spans are found again in arrays
-        self.number_start_ids = np.array(sorted(i for t, i in self._number_ids.items() if t[0] in "+-" or t == NUM))
+        self.number_start_ids = np.array([i for i, t in enumerate(self.number_tokens, self.first_number_id)
+                                          if t[0] in "+-" or t == NUM])
 
     def __len__(self):
         return len(self.itos)
@@ -259,9 +242,6 @@ class Vocab:
                             f"({len(self.text_tokens)} text tokens); add a sample with it to train.txt and tokenize "
                             "with --rebuild-vocab, or write it as a number or a token the vocabulary has")
         return self._text_ids[token]
-
-    def number_ids(self, tokens):
-        return [self._number_ids[t] for t in tokens]
 
     def is_number(self, ids):
         ids = np.asarray(ids)
@@ -286,48 +266,59 @@ def encode(text, vocab, where="text", allow_ask=False, counts=None):
 
 def encode_pieces(pieces, vocab, where="text", counts=None):
     """encode() for text already split by split_text."""
-    ids, values, ask = [], [], []
-    for kind, v in pieces:
-        value = 1.0 if kind != "num" else v
+    text_ids = []
+    for kind, v in pieces:  # in order, so that the first error is raised
         if kind == "text":
-            toks = [vocab.text_id(v, where)]
-        elif vocab.encoding == "xval":
-            if abs(value) >= FLOAT32_OVERFLOW:
-                raise TextError(f"{where}: the number {value!r} overflows float32, the dtype of xVal's values "
-                                f"(at most {np.finfo(np.float32).max:.7g} in magnitude)")
-            if counts is not None and value != 0 and np.float32(value) == 0:  # below float32's smallest
-                counts["zero"] = counts.get("zero", 0) + 1
-            toks = [vocab.num_id]
-        else:
-            toks = vocab.number_ids(number_to_tokens(value, vocab.encoding, counts if kind == "num" else None))
-        ids += toks
-        values += [value] * len(toks)
-        ask += [kind == "ask"] * len(toks)
-    with np.errstate(over="ignore"):  # a text encoding's value beyond float32 becomes inf (unused; xVal refuses it)
-        return np.array(ids, np.int64), np.array(values, np.float32), np.array(ask, bool)
+            text_ids.append(vocab.text_id(v, where))
+        elif vocab.encoding == "xval" and kind == "num" and abs(v) >= FLOAT32_OVERFLOW:
+            raise TextError(f"{where}: the number {v!r} overflows float32, the dtype of xVal's values "
+                            f"(at most {np.finfo(np.float32).max:.7g} in magnitude)")
+    is_num = np.array([kind != "text" for kind, _ in pieces], bool)
+    values = np.array([1.0 if kind == "ask" else v for kind, v in pieces if kind != "text"], np.float64)
+    ids, values, reps = _spell(is_num, text_ids, values, vocab, {} if counts is None else counts)
+    return ids.astype(np.int64), values, np.repeat([kind == "ask" for kind, _ in pieces], reps).astype(bool)
+
+
+def _spell(is_num, text_ids, values, vocab, counts, rounded=None):
+    """
+    The ids and float32 values of pieces (is_num (P,)): text_ids where ~is_num, each number's tokens
+    where is_num (values (N,)); and each piece's count of tokens. counts gains the numbers flushed to
+    zero (xVal: below float32's least) or clipped; rounded is round_numbers(values) if known.
+    """
+    with np.errstate(over="ignore", under="ignore"):  # a text encoding's value beyond float32 is inf (unused)
+        values32 = values.astype(np.float32)
+    if vocab.encoding == "xval":
+        number_ids, status = np.full((len(values), 1), vocab.num_id), ((values != 0) & (values32 == 0)).astype(int)
+    else:
+        negative, mantissa, exponent, status = round_numbers(values) if rounded is None else rounded
+        number_ids = _numbers(vocab.encoding)[0][negative.astype(np.int64), mantissa, exponent - MIN_EXP]  # (N, k)
+    for name, code in (("zero", 1), ("clipped", 2)):
+        counts[name] = counts.get(name, 0) + int((status == code).sum())
+    ids, vals = np.zeros(len(is_num), np.uint16 if len(vocab) < 2**16 else np.int32), np.ones(len(is_num), np.float32)
+    ids[~is_num], vals[is_num], reps = text_ids, values32, np.where(is_num, TOKENS_PER_NUMBER[vocab.encoding], 1)
+    ids, vals, numeric = (np.repeat(a, reps) for a in (ids, vals, is_num)) if reps.max(initial=1) > 1 else (ids, vals, is_num)
+    ids[numeric] = number_ids.ravel()
+    return ids, vals, reps
 
 
 def number_spans(ids, vocab):
     """(start, end) token ranges of the numbers in one sample's ids."""
     width = TOKENS_PER_NUMBER[vocab.encoding]
     return [(int(s), int(s) + width) for s in np.flatnonzero(np.isin(np.asarray(ids), vocab.number_start_ids))]
-
-
 # -----------------------------------------------------------------------------
-# many lines at once: one regular expression finds the numbers of a whole chunk, a run of them per
+# many lines at once: one regular expression finds the numbers of a chunk of lines, a run of them per
 # match (joined by commas, which cost no token, or by JSON's '],['); the text between two runs is split
-# by split_text once per distinct string; numbers are read, rounded and looked up with numpy. The arrays
-# are those of split_text and encode_pieces a line at a time (tests/test_tokenize.py checks the bytes);
-# a chunk holding a rare case (odd whitespace, a malformed or non-finite number, an unknown token) is
-# encoded a line at a time instead, which names the line of an error.
+# by split_text once per distinct string; numbers are read, rounded and spelled with numpy. The arrays
+# are split_text's and encode_pieces' a line at a time, byte for byte (tests/test_tokenize_fast.py); a
+# chunk with a rare case (odd whitespace, a malformed or non-finite number, an unknown token) goes a
+# line at a time, which names the line of an error.
 
-_MANT, _EXP = r"(?:[0-9]++\.?+[0-9]*+|\.[0-9]++)", r"(?:[eE][+-]?+[0-9]++)?+"
 # where split_text reads a number: a digit not inside a word, a point before a digit, or a sign after
 # a line start or one of _UNARY_AFTER (perhaps one space between); the first character is consumed
 # before the look-behinds test it, so that the engine can skip to candidates
 _FIRST = (rf"[0-9.+-](?:(?<=[0-9])(?<![\w.][0-9])[0-9]*+(?:\.[0-9]*+)?+|(?<=\.)[0-9]++"
           rf"|(?:(?<=[\n{_U}][+-])|(?<=[\n{_U}] [+-]))[+-]?+{_MANT}){_EXP}(?!\w)")
-_RUN = re.compile(rf"({_FIRST}(?:(?:,|\]++,\[++)[+-]?+{_MANT}{_EXP})*+)")  # a text after it tells a word touching it
+_RUN = re.compile(rf"({_FIRST}(?:(?:,|\]++,\[++)[+-]?+{_MANT}{_EXP})*+)")  # the text after it tells a word touching it
 _LITERALS_ONLY = str.maketrans({"[": None, "]": None, ";": ","})
 _ODD_SPACE = re.compile(r"[^\S \n]|  ")  # whitespace the look-behinds above cannot see through
 
@@ -342,24 +333,23 @@ def _bracket_count(chars, at, step, byte):
 
 
 class _Segments(dict):
-    """The distinct texts between runs -> their index, each split once: its tokens (a line end is
-    "\n") and whether a line it touches must go through split_text instead (`unsure`)."""
+    """The distinct texts between runs -> their index, each split once: its tokens (as indices in
+    token_index; a line end is -1) and whether its lines must go through split_text (`unsure`)."""
 
     def __init__(self):
         super().__init__()
         self.tokens, self.unsure, self.token_index = [], [], {"\n": -1}
 
     def __missing__(self, segment):
-        tokens, unsure = [], _ODD_SPACE.search(segment) is not None
+        tokens, unsure = [], _ODD_SPACE.search(segment) is not None or _WORD_CHAR.match(segment) is not None  # 1,2x
         for part in segment.split("\n"):
             try:
                 pieces = split_text(part)
-            except TextError:  # nan, 1.5x, --5: split_text says it again with the line
+            except TextError:  # nan, 1.5x: split_text says it again with the line
                 pieces, unsure = [], True
             unsure |= any(kind != "text" for kind, _ in pieces)
             tokens += [t for _, t in pieces] + ["\n"]
         tokens = [] if tokens == [",", "\n"] else tokens[:-1]  # a lone comma lies between two numbers
-        unsure |= _WORD_CHAR.match(segment) is not None  # after a run: a number that runs into a word (1,2x)
         self.tokens.append([self.token_index.setdefault(t, len(self.token_index) - 1) for t in tokens])
         self.unsure.append(unsure)
         self[segment] = len(self.tokens) - 1
@@ -412,23 +402,12 @@ def _split_lines(lines, table):
     return pieces[pieces != -1], values, np.diff(line_end) - 1 - numbers, numbers
 
 
-@functools.lru_cache(maxsize=None)
-def _number_id_table(encoding):
-    """The ids of every number of a text encoding: table[negative, mantissa, exponent - MIN_EXP] (k,)."""
-    ids = Vocab([], encoding)._number_ids  # number ids do not depend on the text tokens
-    table = np.zeros((2, 1000, MAX_EXP - MIN_EXP + 1, TOKENS_PER_NUMBER[encoding]), np.int64)
-    for negative, m, e in itertools.product((0, 1), range(100, 1000), range(MIN_EXP, MAX_EXP + 1)):
-        table[negative, m, e - MIN_EXP] = [ids[t] for t in _spell(negative, m, e, encoding)]
-    table[0, 0, -MIN_EXP] = [ids[t] for t in _spell(False, 0, 0, encoding)]
-    return table
+_TABLE = _Segments()
 
 
 @functools.lru_cache(maxsize=4)
 def _vocabs(text_tokens, encodings):
     return {enc: Vocab(text_tokens, enc) for enc in encodings}, {t: i for i, t in enumerate(text_tokens)}
-
-
-_TABLE = _Segments()
 
 
 def encode_lines(lines, text_tokens, encodings, path="text", first_line=0):
@@ -445,50 +424,26 @@ def encode_lines(lines, text_tokens, encodings, path="text", first_line=0):
     if split is not None:
         pieces, values, text, numbers = split
         is_num = pieces <= -2
-        text_index = np.array([position.get(t, -1) for t in list(_TABLE.token_index)[1:]], np.int64)
-        text_index = text_index[pieces[~is_num]]
-        with np.errstate(over="ignore"):  # as encode_pieces: inf beyond float32 in a text encoding's values
-            values32 = values.astype(np.float32)
+        text_index = np.array([position.get(t, -1) for t in list(_TABLE.token_index)[1:]], np.int64)[pieces[~is_num]]
     if split is None or (text_index < 0).any() or ("xval" in vocabs and (np.abs(values) >= FLOAT32_OVERFLOW).any()):
-        return _encode_one_by_one(lines, vocabs, path, first_line)
-    if set(vocabs) - {"xval"}:
-        negative, mantissa, exponent, status = round_numbers(values)
+        out = {enc: ([], [], [], [], {"clipped": 0, "zero": 0}) for enc in vocabs}  # a line at a time
+        for j, line in enumerate(lines):
+            pieces = split_text(line, where := f"{path}:{first_line + j + 1}")
+            for enc, (ids, values, lengths, numbers, counts) in out.items():
+                i, v, _ = encode_pieces(pieces, vocabs[enc], where, counts)
+                ids.append(i.astype(np.uint16 if len(vocabs[enc]) < 2**16 else np.int32))
+                values.append(v)
+                lengths.append(len(i))
+                numbers.append(sum(kind == "num" for kind, _ in pieces))
+        return {enc: (np.concatenate(o[0]), np.concatenate(o[1]), np.array(o[2]), np.array(o[3]), o[4])
+                for enc, o in out.items()}
+    rounded = round_numbers(values) if set(vocabs) - {"xval"} else None
     out = {}
     for enc, vocab in vocabs.items():
-        k = TOKENS_PER_NUMBER[enc]
-        if enc == "xval":
-            number_ids = np.full((len(values), 1), vocab.num_id)
-            counts = {"clipped": 0, "zero": int(((values != 0) & (values32 == 0)).sum())}
-        else:
-            number_ids = _number_id_table(enc)[negative.astype(np.int64), mantissa, exponent - MIN_EXP]  # (N, k)
-            counts = {"clipped": int((status == 2).sum()), "zero": int((status == 1).sum())}
-        ids, vals, numeric = np.zeros(len(pieces), _id_dtype(vocab)), np.ones(len(pieces), np.float32), is_num
-        ids[~is_num], vals[is_num] = vocab.first_text_id + text_index, values32
-        if k > 1:  # a number's k tokens
-            ids, vals, numeric = (np.repeat(a, np.where(is_num, k, 1)) for a in (ids, vals, is_num))
-        ids[numeric] = number_ids.ravel()
-        out[enc] = (ids, vals, text + k * numbers, numbers, counts)
+        counts = {"clipped": 0, "zero": 0}
+        ids, vals, _ = _spell(is_num, vocab.first_text_id + text_index, values, vocab, counts, rounded)
+        out[enc] = (ids, vals, text + TOKENS_PER_NUMBER[enc] * numbers, numbers, counts)
     return out
-
-
-def _id_dtype(vocab):
-    return np.uint16 if len(vocab) < 2**16 else np.int32
-
-
-def _encode_one_by_one(lines, vocabs, path, first_line):
-    """encode_lines through split_text and encode_pieces, a line at a time (the first error is raised)."""
-    out = {enc: ([], [], [], [], {"clipped": 0, "zero": 0}) for enc in vocabs}
-    for j, line in enumerate(lines):
-        where = f"{path}:{first_line + j + 1}"
-        pieces = split_text(line, where)
-        for enc, (ids, values, lengths, numbers, counts) in out.items():
-            i, v, _ = encode_pieces(pieces, vocabs[enc], where, counts)
-            ids.append(i.astype(_id_dtype(vocabs[enc])))
-            values.append(v)
-            lengths.append(len(i))
-            numbers.append(sum(kind == "num" for kind, _ in pieces))
-    return {enc: tuple(np.concatenate(a) if a and isinstance(a[0], np.ndarray) else np.array(a, np.int64)
-                       for a in o[:4]) + (o[4],) for enc, o in out.items()}
 
 
 def build_text_vocab(lines, where="train", first_line=0):
@@ -507,36 +462,31 @@ def build_text_vocab(lines, where="train", first_line=0):
 _SPLIT_FILE = re.compile(r"(train|val|test|test_ood\w*)\.txt")
 
 
+def _decoded(f, where):
+    for i, raw in enumerate(f, 1):
+        try:
+            yield raw.decode("utf-8").rstrip("\r\n")
+        except UnicodeDecodeError as e:
+            raise TextError(f"{where}:{i}: not UTF-8 text (byte {raw[e.start]:#04x} at column {e.start + 1})") from None
+
+
 def read_lines(f, where):
     """The lines of a binary file object, decoded as UTF-8 without their line ends; a line that is
     not UTF-8 (Latin-1 text, say) is a TextError naming where:line."""
-    lines = []
-    for i, raw in enumerate(f, 1):
-        try:
-            lines.append(raw.decode("utf-8").rstrip("\r\n"))
-        except UnicodeDecodeError as e:
-            raise TextError(f"{where}:{i}: not UTF-8 text (byte {raw[e.start]:#04x} at column {e.start + 1})") from None
-    return lines
+    return list(_decoded(f, where))
 
 
-def _line_chunks(path, chunk, bar):
-    """(first line index, lines) chunks of a text file, read lazily; bar counts the characters."""
-    lines, first = [], 0
+def _line_chunks(path, chunk, bar=None):
+    """(first line index, lines) chunks of a text file, read lazily."""
     with open(path, "rb") as f:
-        for i, raw in enumerate(f):
-            try:
-                line = raw.decode("utf-8").rstrip("\n")
-            except UnicodeDecodeError as e:
-                raise TextError(f"{path}:{i + 1}: not UTF-8 text (byte {raw[e.start]:#04x} at column {e.start + 1})") from None
-            if not line.strip():
-                raise TextError(f"{path}:{i + 1}: empty line; expected one sample per line")
-            lines.append(line)
-            bar.update(len(raw))
-            if len(lines) == chunk:
-                yield first, lines
-                lines, first = [], i + 1
-    if lines:
-        yield first, lines
+        for first, lines in itertools.groupby(enumerate(_decoded(f, path)), lambda x: x[0] // chunk):
+            lines = [line for _, line in lines]
+            for i, line in enumerate(lines):
+                if not line.strip():
+                    raise TextError(f"{path}:{first * chunk + i + 1}: empty line; expected one sample per line")
+            if bar:
+                bar.update(sum(map(len, lines)) + len(lines))
+            yield first * chunk, lines
 
 
 def require_dataset(data_dir):
@@ -557,11 +507,11 @@ def require_dataset(data_dir):
 
 def dataset_splits(data_dir, plain_text=False):
     """
-    The split names of a dataset, train first, and the meta.json to write (None if it stands). A
-    folder of text files declared with plain_text, or a dataset so declared before, has the splits
-    its <split>.txt files name (train.txt, val.txt, test.txt, test_ood*.txt; other names are noted).
+    The split names of a dataset, train first, and the meta.json to write (None: it stands). Text
+    files of your own (plain_text, or declared so before) have the splits their files name: train.txt,
+    val.txt, test.txt, test_ood*.txt (other names are noted). Every split must hold a sample.
     """
-    meta_path, meta = os.path.join(data_dir, "meta.json"), None
+    meta_path, meta, new_meta = os.path.join(data_dir, "meta.json"), None, None
     if not (plain_text and os.path.isdir(data_dir) and not os.path.exists(meta_path)):
         with open(require_dataset(data_dir)) as f:
             try:
@@ -569,17 +519,15 @@ def dataset_splits(data_dir, plain_text=False):
                 splits = list(meta["splits"])
             except (ValueError, KeyError, TypeError) as e:
                 raise TextError(f"{meta_path}: not a dataset's meta.json ({type(e).__name__}: {e})")
-    new_meta = None
     if meta is None or meta.get("dataset") == "plain text":
         files = sorted(f for f in os.listdir(data_dir) if f.endswith(".txt"))
         splits = [f[:-4] for f in files if _SPLIT_FILE.fullmatch(f)]
-        if [f for f in files if not _SPLIT_FILE.fullmatch(f)]:
+        if len(splits) < len(files):
             print(f"note: {', '.join(f for f in files if not _SPLIT_FILE.fullmatch(f))} not taken as splits "
                   "(a split is train.txt, val.txt, test.txt or test_ood*.txt)")
         if "train" not in splits:
-            raise FileNotFoundError(f"{data_dir}: no train.txt; --plain-text expects <split>.txt files, "
-                                    "train among them")
-        if meta is None or sorted(meta["splits"]) != sorted(splits):
+            raise FileNotFoundError(f"{data_dir}: no train.txt; --plain-text expects <split>.txt files, train among them")
+        if meta is None or meta["splits"] != splits:
             new_meta = {"dataset": "plain text", "splits": splits, "command": " ".join(["python"] + sys.argv)}
     for split in splits:  # every split has a sample before anything is written
         path = os.path.join(data_dir, f"{split}.txt")
@@ -607,37 +555,37 @@ def vocab_digest(text_tokens):
 
 
 def _encode_chunk(job):
-    """encode_lines for a worker process: job = (lines, first line index, path, text tokens, encodings)."""
-    lines, first_line, path, text_tokens, encodings = job
-    return encode_lines(lines, text_tokens, encodings, path, first_line)
+    return encode_lines(*job)
 
 
 def encode_split(data_dir, split, encodings, text_tokens, workers=1, chunk=1000, staged=None):
     """
     Encode <split>.txt into <encoding>/<split>.{ids,values,offsets}.npy and a JSON summary for each
-    of `encodings`, a chunk of lines at a time, into temporary files that become the arrays once every
-    split is encoded: (temporary, final) pairs are added to `staged` (None: at once). Returns the summaries.
+    of `encodings`, a chunk of lines at a time, through temporary files of this process: their
+    (temporary, final) names are added to `staged` to be renamed once every split is encoded (None:
+    renamed at once). Returns the summaries.
     """
-    path, tag = os.path.join(data_dir, f"{split}.txt"), f"{os.getpid()}.tmp"  # a run's own temporary names
+    path, tmp = os.path.join(data_dir, f"{split}.txt"), f"{os.getpid()}.tmp"
     bases = {enc: os.path.join(data_dir, enc, split) for enc in encodings}
-    raw = {(enc, name): open(f"{base}.{name}.{tag}", "wb") for enc, base in bases.items() if not os.makedirs(
-        os.path.dirname(base), exist_ok=True) for name in ("ids", "values")}
-    parts = {enc: [] for enc in encodings}  # per chunk: (lengths, numbers, counts, largest |x|)
-    vocabs = {enc: Vocab(text_tokens, enc) for enc in encodings}
+    for base in bases.values():
+        os.makedirs(os.path.dirname(base), exist_ok=True)
+    raw = {(enc, name): open(f"{base}.{name}.{tmp}", "wb") for enc, base in bases.items() for name in ("ids", "values")}
+    vocabs, parts = _vocabs(tuple(text_tokens), tuple(encodings))[0], {enc: [] for enc in encodings}
     pool = Pool(workers) if workers > 1 else None
-    chunks = _line_chunks(path, chunk, tqdm(total=os.path.getsize(path), unit="B", unit_scale=True, desc=split,
-                                            disable=os.path.getsize(path) < 1 << 26, leave=False))
+    size = os.path.getsize(path)
+    bar = tqdm(total=size, unit="B", unit_scale=True, desc=split, disable=size < 1 << 26, leave=False)
+    chunks = _line_chunks(path, chunk, bar)
     try:  # waves of `workers` chunks: the text is read as it is encoded, never all at once
-        for wave in iter(lambda: [(lines, first, path, text_tokens, encodings) for first, lines in
-                                  itertools.islice(chunks, max(workers, 1))], []):
+        for wave in iter(lambda: [(lines, text_tokens, encodings, path, first)
+                                  for first, lines in itertools.islice(chunks, workers)], []):
             for result in (pool.imap(_encode_chunk, wave) if pool else map(_encode_chunk, wave)):  # in order
                 for enc, (ids, values, lengths, numbers, counts) in result.items():
                     raw[enc, "ids"].write(ids.tobytes())
                     raw[enc, "values"].write(values.tobytes())
-                    first_number, first_text = vocabs[enc].first_number_id, vocabs[enc].first_text_id
-                    largest = np.abs(values[(ids >= first_number) & (ids < first_text)]).max(initial=0)
+                    largest = np.abs(values[vocabs[enc].is_number(ids)]).max(initial=0)
                     parts[enc].append((lengths, numbers, counts, float(largest), ids.dtype))
     finally:
+        bar.close()
         for f in raw.values():
             f.close()
         if pool:
@@ -645,37 +593,32 @@ def encode_split(data_dir, split, encodings, text_tokens, workers=1, chunk=1000,
     moves, summaries = [], []
     for enc, base in bases.items():
         lengths, numbers = (np.concatenate([p[i] for p in parts[enc]]) for i in (0, 1))
-        for name, dtype in (("ids", parts[enc][0][4]), ("values", np.dtype(np.float32))):
-            with open(f"{base}.{name}.{tag}.npy", "wb") as out, open(f"{base}.{name}.{tag}", "rb") as data:
-                header = {"descr": np.lib.format.dtype_to_descr(np.dtype(dtype)), "fortran_order": False,
-                          "shape": (int(lengths.sum()),)}
-                np.lib.format.write_array_header_1_0(out, header)  # an .npy header, then the bytes
-                shutil.copyfileobj(data, out, 1 << 24)
-            os.remove(f"{base}.{name}.{tag}")
-            moves.append((f"{base}.{name}.{tag}.npy", f"{base}.{name}.npy"))
-        np.save(f"{base}.offsets.{tag}.npy", np.r_[0, np.cumsum(lengths)].astype(np.int64))  # sample i: [o[i], o[i+1])
+        for name, dtype in (("ids", parts[enc][0][4]), ("values", np.float32)):
+            with open(f"{base}.{name}.{tmp}.npy", "wb") as out, open(f"{base}.{name}.{tmp}", "rb") as data:
+                np.lib.format.write_array_header_1_0(out, {"descr": np.lib.format.dtype_to_descr(np.dtype(dtype)),
+                                                           "fortran_order": False, "shape": (int(lengths.sum()),)})
+                shutil.copyfileobj(data, out, 1 << 24)  # an .npy header, then the bytes
+            os.remove(f"{base}.{name}.{tmp}")
+        np.save(f"{base}.offsets.{tmp}.npy", np.r_[0, np.cumsum(lengths)].astype(np.int64))  # sample i: [o[i], o[i+1])
         counts = {k: sum(p[2][k] for p in parts[enc]) for k in ("clipped", "zero")}
-        summary = dict(
+        summaries.append(dict(
             split=split, encoding=enc, samples=len(lengths), tokens=int(lengths.sum()),
             tokens_per_sample_mean=round(float(lengths.mean()), 2), tokens_per_sample_max=int(lengths.max()),
             numbers_per_sample_mean=round(float(numbers.mean()), 2), numbers_per_sample_max=int(numbers.max()),
             largest_abs=max(p[3] for p in parts[enc]), clipped=counts["clipped"], flushed_to_zero=counts["zero"],
-            vocab_size=len(vocabs[enc]), vocab_digest=vocab_digest(text_tokens))
-        atomic_write_text(f"{base}.{tag}.json", json.dumps(summary, indent=1))
-        moves += [(f"{base}.offsets.{tag}.npy", f"{base}.offsets.npy"), (f"{base}.{tag}.json", f"{base}.json")]
+            vocab_size=len(vocabs[enc]), vocab_digest=vocab_digest(text_tokens)))
+        atomic_write_text(f"{base}.{tmp}.json", json.dumps(summaries[-1], indent=1))
+        moves += [(f"{base}.{name}.{tmp}.npy", f"{base}.{name}.npy") for name in ("ids", "values", "offsets")]
+        moves.append((f"{base}.{tmp}.json", f"{base}.json"))
         if counts["clipped"]:
             print(f"warning: {split}: {counts['clipped']} numbers beyond ±9.99e7 were clipped ({enc})")
         if counts["zero"]:
-            print(f"note: {split}: {counts['zero']} numbers below {'1e-8' if enc != 'xval' else '1.4e-45 (float32)'} "
-                  f"in magnitude became 0 ({enc})")
-        summaries.append(summary)
-    _commit(moves) if staged is None else staged.extend(moves)
+            print(f"note: {split}: {counts['zero']} numbers below {'1.4e-45, float32' if enc == 'xval' else '1e-8'}"
+                  f"'s least, in magnitude, became 0 ({enc})")
+    for tmp_name, final in moves if staged is None else ():
+        os.replace(tmp_name, final)
+    (staged if staged is not None else []).extend(moves)
     return summaries
-
-
-def _commit(moves):
-    for tmp, final in moves:
-        os.replace(tmp, final)
 
 
 class Split:
@@ -720,28 +663,26 @@ class Split:
 
 
 def _lock(data_dir):
-    """Take <data_dir>/tokenize.lock, naming this process, so that two runs never write one dataset's
-    arrays at once; a lock whose process is gone (killed) is removed, with its temporary files."""
+    """Take <data_dir>/tokenize.lock, naming this process, so that two runs never write one dataset
+    at once; the lock of a process that is gone (killed) is removed, with its temporary files."""
     path = os.path.join(data_dir, "tokenize.lock")
     while True:
         try:
-            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-            os.write(fd, str(os.getpid()).encode())
-            return os.close(fd) or path
+            with open(path, "x") as f:
+                return f.write(str(os.getpid())) and path
         except FileExistsError:
             with open(path) as f:
                 pid = int(f.read().strip() or 0)
             try:
-                os.kill(pid, 0) if pid > 0 else None
-                if pid > 0:
+                if pid > 0 and os.kill(pid, 0) is None:
                     raise TextError(f"{path}: another tokenize_numbers.py run (pid {pid}) is writing {data_dir}; "
-                                    "wait for it to end (or, if that process is not tokenizing, delete the lock)")
+                                    "wait for it to end (or delete the lock if that process is not tokenizing)")
             except ProcessLookupError:
                 pass
-            leftovers = [os.path.join(r, f) for r, _, fs in os.walk(data_dir) for f in fs if ".tmp" in f]
-            print(f"note: removing {path} of process {pid}, which ended without releasing it"
-                  + (f", and its {len(leftovers)} temporary files" if leftovers else ""))
-            for f in leftovers + [path]:
+            stale = [os.path.join(r, f) for r, _, files in os.walk(data_dir) for f in files if ".tmp" in f]
+            print(f"note: removing {path} of process {pid}, which ended without releasing it, and "
+                  f"{len(stale)} temporary files it left")
+            for f in stale + [path]:
                 os.remove(f)
 
 
@@ -755,36 +696,37 @@ def main(argv=None):
     p.add_argument("--plain-text", action="store_true",
                    help="DIR holds <split>.txt files of your own, no meta.json: write one naming them and tokenize")
     args = p.parse_args(argv)
-    encodings = ENCODINGS if args.encoding == "all" or args.stats else [args.encoding]
+    encodings = list(ENCODINGS) if args.encoding == "all" or args.stats else [args.encoding]
     for e in encodings:
         if e not in ENCODINGS:
             p.error(f"unknown encoding {e!r}; expected one of {', '.join(ENCODINGS)} or 'all'")
-    t0, d, lock, staged, writes = time.time(), args.data_dir, None, [], {}  # written once every split is encoded
-    try:
+    t0, d, lock, staged, table = time.time(), args.data_dir, None, [], []
+    vocab_path = os.path.join(d, "vocab.json")
+    try:  # everything is written under temporary names, renamed once every split is encoded
         splits, meta = dataset_splits(d, args.plain_text)
         lock = _lock(d)
-        vocab_path = os.path.join(d, "vocab.json")
         if os.path.exists(vocab_path) and not args.rebuild_vocab:
-            text_tokens = load_text_vocab(d) if meta is None else json.load(open(vocab_path))["text_tokens"]
+            text_tokens, vocab = load_text_vocab(d) if meta is None else json.load(open(vocab_path))["text_tokens"], None
         else:  # from the training split, a chunk at a time: it may not fit in memory
             train = os.path.join(d, "train.txt")
-            text_tokens = sorted(set().union(*(build_text_vocab(lines, train, first) for first, lines in
-                                               _line_chunks(train, 10_000, tqdm(disable=True)))))
-            writes[vocab_path] = {"built_from": "train.txt", "text_tokens": text_tokens}
+            text_tokens = sorted(set().union(*(build_text_vocab(lines, train, first)
+                                               for first, lines in _line_chunks(train, 10_000))))
+            vocab = {"built_from": "train.txt", "text_tokens": text_tokens}
         if "val" not in splits and (meta or {}).get("dataset") == "plain text":
-            raise FileNotFoundError(f"{d}: no val.txt; train.py validates on it: put some samples of your own "
-                                    "(not in train.txt) in val.txt, one per line")
+            raise FileNotFoundError(f"{d}: no val.txt; train.py validates on it: put some samples (not those of "
+                                    "train.txt) in val.txt, one per line")
         print(f"{d}: {len(text_tokens)} text tokens in vocab.json")
-        table = []
         for split in splits:
-            for s in encode_split(d, split, list(encodings), text_tokens, args.workers, staged=staged):
+            for s in encode_split(d, split, encodings, text_tokens, args.workers, staged=staged):
                 table.append(s)
                 print(f"{s['encoding']:>6} {split:>18}: {s['samples']} samples, tokens/sample mean "
                       f"{s['tokens_per_sample_mean']} max {s['tokens_per_sample_max']}, numbers/sample "
                       f"{s['numbers_per_sample_mean']}, largest |x| {s['largest_abs']:.4g}, vocab {s['vocab_size']}")
-        _commit(staged)
-        for path, content in {**writes, **({os.path.join(d, "meta.json"): meta} if meta else {})}.items():
-            atomic_write_text(path, json.dumps(content, indent=1))
+        for tmp, final in staged:
+            os.replace(tmp, final)
+        for path, content in ((vocab_path, vocab), (os.path.join(d, "meta.json"), meta)):
+            if content:
+                atomic_write_text(path, json.dumps(content, indent=1))
     except (TextError, FileNotFoundError) as e:
         sys.exit(f"error: {e}")
     finally:
@@ -794,12 +736,10 @@ def main(argv=None):
         if lock:
             os.remove(lock)
     if args.stats:
-        print("\n| encoding | tokens/sample mean | max | numbers/sample mean | max |")
-        print("|---|---|---|---|---|")
-        for s in table:
-            if s["split"] == "train":
-                print(f"| {s['encoding']} | {s['tokens_per_sample_mean']} | {s['tokens_per_sample_max']} | "
-                      f"{s['numbers_per_sample_mean']} | {s['numbers_per_sample_max']} |")
+        print("\n| encoding | tokens/sample mean | max | numbers/sample mean | max |\n|---|---|---|---|---|")
+        for s in (s for s in table if s["split"] == "train"):
+            print(f"| {s['encoding']} | {s['tokens_per_sample_mean']} | {s['tokens_per_sample_max']} | "
+                  f"{s['numbers_per_sample_mean']} | {s['numbers_per_sample_max']} |")
     print(f"done in {time.time() - t0:.1f} s")
 
 

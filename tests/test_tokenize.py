@@ -10,13 +10,19 @@ from conftest import ROOT
 
 from tokenize_oracle import round_number
 from tokenize_numbers import (ENCODINGS, TOKENS_PER_NUMBER, Split, TextError, Vocab, build_text_vocab, encode,
-                              number_spans, number_to_tokens, number_vocab, split_text, tokens_to_number)
+                              number_spans, number_vocab, split_text, tokens_to_number)
 
 TEXT_ENCODINGS = [e for e in ENCODINGS if e != "xval"]
 
 
 def extract_numbers(text):
     return [v for kind, v in split_text(text) if kind == "num"]
+
+
+def number_to_tokens(x, encoding):
+    """The tokens of one number, as the tokenizer spells its literal."""
+    vocab = Vocab([], encoding)
+    return [vocab.itos[i] for i in encode(repr(float(x)), vocab)[0]]
 
 
 def test_paper_table_1_example():

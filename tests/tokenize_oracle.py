@@ -4,6 +4,7 @@ as the rules read (docs/decisions.md#numbers-in-text), and the scalar rounding o
 encodings. Slow and plain on purpose; tokenize_numbers.py must give exactly its pieces, tokens,
 errors and arrays (tests/test_tokenize.py).
 """
+import functools
 import math
 import re
 
@@ -147,6 +148,13 @@ def number_to_tokens(x, encoding, counts=None):
             "fp15": [f"{sign}{mant}E{e}"]}[encoding]
 
 
+@functools.lru_cache(maxsize=None)
+def number_ids(encoding):
+    """{number token: id}: the number tokens follow the control tokens."""
+    vocab = Vocab([], encoding)
+    return {t: i for i, t in enumerate(vocab.number_tokens, vocab.first_number_id)}
+
+
 def encode_pieces(pieces, vocab, where="text", counts=None):
     """(ids, values, ask) of pieces, a piece at a time."""
     ids, values, ask = [], [], []
@@ -163,7 +171,7 @@ def encode_pieces(pieces, vocab, where="text", counts=None):
         if vocab.encoding == "xval" and counts is not None and value != 0 and np.float32(value) == 0:
             counts["zero"] = counts.get("zero", 0) + 1
         toks = number_to_tokens(value, vocab.encoding, counts if kind == "num" else None)
-        ids += vocab.number_ids(toks)
+        ids += [number_ids(vocab.encoding)[t] for t in toks]
         values += [value] * len(toks)
         ask += [kind == "ask"] * len(toks)
     with np.errstate(over="ignore"):
