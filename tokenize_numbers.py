@@ -287,17 +287,19 @@ def _spell(is_num, text_ids, values, vocab, counts, rounded=None):
     """
     with np.errstate(over="ignore", under="ignore"):  # a text encoding's value beyond float32 is inf (unused)
         values32 = values.astype(np.float32)
-    if vocab.encoding == "xval":
-        number_ids, status = np.full((len(values), 1), vocab.num_id), ((values != 0) & (values32 == 0)).astype(int)
+    k = TOKENS_PER_NUMBER[vocab.encoding]
+    if k == 1 and vocab.encoding == "xval":
+        number_ids, zero, clipped = vocab.num_id, ((values != 0) & (values32 == 0)).sum(), 0
     else:
         negative, mantissa, exponent, status = round_numbers(values) if rounded is None else rounded
-        number_ids = _numbers(vocab.encoding)[0][negative.astype(np.int64), mantissa, exponent - MIN_EXP]  # (N, k)
-    for name, code in (("zero", 1), ("clipped", 2)):
-        counts[name] = counts.get(name, 0) + int((status == code).sum())
+        number_ids = _numbers(vocab.encoding)[0][negative.astype(np.int64), mantissa, exponent - MIN_EXP].ravel()
+        zero, clipped = (status == 1).sum(), (status == 2).sum()
+    counts["zero"], counts["clipped"] = counts.get("zero", 0) + int(zero), counts.get("clipped", 0) + int(clipped)
     ids, vals = np.zeros(len(is_num), np.uint16 if len(vocab) < 2**16 else np.int32), np.ones(len(is_num), np.float32)
-    ids[~is_num], vals[is_num], reps = text_ids, values32, np.where(is_num, TOKENS_PER_NUMBER[vocab.encoding], 1)
-    ids, vals, numeric = (np.repeat(a, reps) for a in (ids, vals, is_num)) if reps.max(initial=1) > 1 else (ids, vals, is_num)
-    ids[numeric] = number_ids.ravel()
+    ids[~is_num], vals[is_num], reps, numeric = text_ids, values32, np.where(is_num, k, 1) if k > 1 else 1, is_num
+    if k > 1:  # a number's k tokens
+        ids, vals, numeric = (np.repeat(a, reps) for a in (ids, vals, is_num))
+    ids[numeric] = number_ids
     return ids, vals, reps
 
 
@@ -537,7 +539,7 @@ def dataset_splits(data_dir, plain_text=False):
             if not f.readline().strip():
                 raise TextError(f"{path}:1: {'empty file' if os.path.getsize(path) == 0 else 'empty line'}; "
                                 "expected one sample per line")
-    return sorted(splits, key=lambda s: s != "train"), new_meta
+    return sorted(splits, key=lambda s: (s != "train", s != "val")), new_meta
 
 
 def load_text_vocab(data_dir):
@@ -584,6 +586,10 @@ def encode_split(data_dir, split, encodings, text_tokens, workers=1, chunk=1000,
                     raw[enc, "values"].write(values.tobytes())
                     largest = np.abs(values[vocabs[enc].is_number(ids)]).max(initial=0)
                     parts[enc].append((lengths, numbers, counts, float(largest), ids.dtype))
+    except BaseException:
+        for f in raw.values():
+            os.remove(f.name)
+        raise
     finally:
         bar.close()
         for f in raw.values():
@@ -613,8 +619,8 @@ def encode_split(data_dir, split, encodings, text_tokens, workers=1, chunk=1000,
         if counts["clipped"]:
             print(f"warning: {split}: {counts['clipped']} numbers beyond ±9.99e7 were clipped ({enc})")
         if counts["zero"]:
-            print(f"note: {split}: {counts['zero']} numbers below {'1.4e-45, float32' if enc == 'xval' else '1e-8'}"
-                  f"'s least, in magnitude, became 0 ({enc})")
+            print(f"note: {split}: {counts['zero']} numbers below {'1.4e-45 (float32)' if enc == 'xval' else '1e-8'} "
+                  f"in magnitude became 0 ({enc})")
     for tmp_name, final in moves if staged is None else ():
         os.replace(tmp_name, final)
     (staged if staged is not None else []).extend(moves)
@@ -701,6 +707,7 @@ def main(argv=None):
         if e not in ENCODINGS:
             p.error(f"unknown encoding {e!r}; expected one of {', '.join(ENCODINGS)} or 'all'")
     t0, d, lock, staged, table = time.time(), args.data_dir, None, [], []
+    new_dirs = [os.path.join(d, enc) for enc in encodings if not os.path.exists(os.path.join(d, enc))]
     vocab_path = os.path.join(d, "vocab.json")
     try:  # everything is written under temporary names, renamed once every split is encoded
         splits, meta = dataset_splits(d, args.plain_text)
@@ -733,6 +740,9 @@ def main(argv=None):
         for tmp, _ in staged:  # a run that failed leaves nothing behind
             if os.path.exists(tmp):
                 os.remove(tmp)
+        for new_dir in new_dirs:
+            if os.path.isdir(new_dir) and not os.listdir(new_dir):
+                os.rmdir(new_dir)
         if lock:
             os.remove(lock)
     if args.stats:
