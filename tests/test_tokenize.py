@@ -314,3 +314,11 @@ def test_two_concurrent_runs_never_mix_arrays(tmp_path):
     split = Split(str(tmp_path), "train", "xval")
     assert len(split) == 60_000 and split[59_999][1][3:5].tolist() == [29999.5, -59999]
     assert not [f for f in os.listdir(tmp_path / "xval") if ".tmp" in f]
+
+
+def test_the_speed_benchmark_runs_on_a_dataset_and_writes_nothing(tmp_path):
+    (tmp_path / "train.txt").write_text("".join(f"{{a:[{i},{i / 3:.4g}],b:-{i}e-3}}\n" for i in range(50)))
+    r = subprocess.run([sys.executable, "tools/bench_tokenize.py", str(tmp_path), "--lines", "20", "--repeats", "1"],
+                       capture_output=True, text=True, cwd=ROOT, check=True)
+    assert "20 lines, 3.0 numbers per line" in r.stdout and "| all five, one pass |" in r.stdout
+    assert os.listdir(tmp_path) == ["train.txt"]
