@@ -579,7 +579,7 @@ def encode_split(data_dir, split, encodings, text_tokens, workers=1, chunk=1000,
     chunks = _line_chunks(path, chunk, bar)
     try:  # waves of `workers` chunks: the text is read as it is encoded, never all at once
         for wave in iter(lambda: [(lines, text_tokens, encodings, path, first)
-                                  for first, lines in itertools.islice(chunks, workers)], []):
+                                  for first, lines in itertools.islice(chunks, max(workers, 1))], []):
             for result in (pool.imap(_encode_chunk, wave) if pool else map(_encode_chunk, wave)):  # in order
                 for enc, (ids, values, lengths, numbers, counts) in result.items():
                     raw[enc, "ids"].write(ids.tobytes())
@@ -685,7 +685,8 @@ def _lock(data_dir):
                                     "wait for it to end (or delete the lock if that process is not tokenizing)")
             except ProcessLookupError:
                 pass
-            stale = [os.path.join(r, f) for r, _, files in os.walk(data_dir) for f in files if ".tmp" in f]
+            stale = [os.path.join(data_dir, enc, f) for enc in ENCODINGS if os.path.isdir(os.path.join(data_dir, enc))
+                     for f in os.listdir(os.path.join(data_dir, enc)) if f".{pid}.tmp" in f]  # its names only
             print(f"note: removing {path} of process {pid}, which ended without releasing it, and "
                   f"{len(stale)} temporary files it left")
             for f in stale + [path]:
@@ -713,7 +714,8 @@ def main(argv=None):
         splits, meta = dataset_splits(d, args.plain_text)
         lock = _lock(d)
         if os.path.exists(vocab_path) and not args.rebuild_vocab:
-            text_tokens, vocab = load_text_vocab(d) if meta is None else json.load(open(vocab_path))["text_tokens"], None
+            with open(vocab_path) as f:
+                text_tokens, vocab = json.load(f)["text_tokens"], None
         else:  # from the training split, a chunk at a time: it may not fit in memory
             train = os.path.join(d, "train.txt")
             text_tokens = sorted(set().union(*(build_text_vocab(lines, train, first)
