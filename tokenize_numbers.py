@@ -1,17 +1,14 @@
 """
-Everything between text and arrays: number extraction, the five number encodings of the paper
-(P10, P1000, B1999, FP15 and xVal), the text vocabulary, and the command that turns a prepared
-dataset into memory-mapped arrays.
+Everything between text and arrays: numbers in text, the five number encodings of the paper (P10,
+P1000, B1999, FP15 and xVal), the text vocabulary, and the command that turns a dataset into
+memory-mapped arrays. xval_encode is xVal's tokenizer alone, to copy into another code base.
 
-    python tokenize_numbers.py data/arithmetic_ops2 --encoding xval   # one encoding
-    python tokenize_numbers.py data/arithmetic_ops2 --encoding all    # all five
+    python tokenize_numbers.py data/arithmetic_ops2 --encoding xval   # or one of the others, or all
     python tokenize_numbers.py data/planets --stats                   # token statistics table
-    python tokenize_numbers.py data/planets --bench                   # tokenizer speed (writes nothing)
 
-A sample is one line of text. It is split into pieces: numbers (a float each) and text tokens
-(runs of punctuation such as '],[', quoted keys, words). Whitespace is not significant and is
-dropped, and so is a comma between two numbers (their adjacency already separates them). Each number then
-becomes tokens of the chosen encoding; for -60.2:
+A sample is one line of text, split into pieces: numbers (a float each) and text tokens (runs of
+punctuation such as '],[', quoted keys, words). Whitespace is dropped, and so is a comma between two
+numbers (their adjacency already separates them). Each number becomes tokens of the encoding; -60.2:
 
     p10    -  6  0  2  E-1        5 tokens per number, 28 number tokens
     p1000  -  602  E-1            3 tokens per number, 918 (+1 for 000)
@@ -24,44 +21,42 @@ The text encodings keep 3 significant digits: value = ±m·10^E with m in 100..9
 import argparse
 import functools
 import hashlib
+import itertools
 import json
-import math
 import os
 import re
 import shutil
-import statistics
 import sys
 import time
+import warnings
 from multiprocessing import Pool
 
 import numpy as np
+from tqdm import tqdm
 
-from util import atomic_file, atomic_write_text, format_number
+from util import atomic_write_text
 
 ENCODINGS = ("xval", "p10", "p1000", "b1999", "fp15")
 TOKENS_PER_NUMBER = {"xval": 1, "p10": 5, "p1000": 3, "b1999": 2, "fp15": 1}
 CONTROL_TOKENS = ("[PAD]", "[MASK]", "[EOS]")  # ids 0, 1, 2 in every vocabulary
 PAD_ID, MASK_ID, EOS_ID = 0, 1, 2
 IGNORE = -100  # the target id of positions that are not predicted (cross-entropy's ignore_index)
-NUM = "[NUM]"
-ASK = "[?]"  # marks a number to predict in sample.py's input
-
-# 3 significant digits: the exponent E applies to the integer mantissa m in 100..999
-MIN_EXP, MAX_EXP = -10, 5
-EXPONENTS = [f"E{e}" for e in range(MIN_EXP, MAX_EXP + 1)]  # E-10 ... E0 ... E5 (16 tokens)
-LARGEST = 999 * 10.0**MAX_EXP  # 9.99e7
-SMALLEST = 100 * 10.0**MIN_EXP  # 1.00e-8
+NUM, ASK = "[NUM]", "[?]"  # ASK marks a number to predict in sample.py's input
+MIN_EXP, MAX_EXP = -10, 5  # of the integer mantissa m in 100..999
+EXPONENTS = [f"E{e}" for e in range(MIN_EXP, MAX_EXP + 1)]
 FLOAT32_OVERFLOW = 2.0**128 - 2.0**103  # the smallest magnitude float32 rounds to inf (xVal's values are float32)
 
 # -----------------------------------------------------------------------------
-# number extraction
+# numbers in text (docs/decisions.md#numbers-in-text)
 
-# A number literal: digits with an optional decimal point, or .digits; optional exponent.
-_NUMBER = re.compile(r"(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
-_WORD = re.compile(r"\w+")  # letters, digits, underscore (so planet0, t2m, x1 are words)
-_QUOTED_KEY = re.compile(r"""(["'])[^\W\d]\w*\1""")  # "description", 'planet0'
-# after these a sign is unary (part of the number); after anything else it is an operator
-_UNARY_AFTER = set("([{,:=+-*/^<>")
+_UNARY_AFTER = "([{,:=+-*/^<>"  # after these a sign belongs to the number; after anything else it is an operator
+_U = re.escape(_UNARY_AFTER)
+_MANT, _EXP = r"(?:[0-9]++\.?+[0-9]*+|\.[0-9]++)", r"(?:[eE][+-]?+[0-9]++)?+"
+_LITERAL = re.compile(rf"([+-]{{0,2}})({_MANT}{_EXP})")
+_WORD = re.compile(r"""(["'])[^\W\d]\w*\1|\w+""")  # a quoted key ("planet0") or a word (t2m)
+_PUNCT = {ask: re.compile(rf"""["']|\S(?:(?![\w"']|\.[0-9]|(?<=[{_U}])[+-][0-9.]{'|' + re.escape(ASK) if ask else ''})\S)*""")
+          for ask in (False, True)}  # a run of punctuation ('],[') stops before a number's sign or point
+_SPACE, _WORD_CHAR = re.compile(r"\s*"), re.compile(r"\w")
 
 
 class TextError(ValueError):
@@ -77,84 +72,70 @@ def split_text(text, where="text", allow_ask=False, spans=None):
     >>> split_text("(1.42-8.20)")
     [('text', '('), ('num', 1.42), ('text', '-'), ('num', 8.2), ('text', ')')]
     """
-    pieces = []
-    i, n = 0, len(text)
-    prev = None  # previous non-space piece, to tell a unary sign from a binary operator
-    while i < n:
-        c = text[i]
-        if c.isspace():
-            i += 1
-            continue
+    pieces, at, i, num_at = [], [], _SPACE.match(text).end(), (-9, -9)  # num_at: the last number's span
+    while i < len(text):
+        unary = not pieces or (pieces[-1][0] == "text" and pieces[-1][1][-1] in _UNARY_AFTER)
+        m = _LITERAL.match(text, i)
+        m = m if m and (unary or not m[1]) else None  # a sign that is not unary is an operator
         if allow_ask and text.startswith(ASK, i):
-            pieces.append(("ask", None))
-            if spans is not None:
-                spans.append((i, i + len(ASK)))
-            prev, i = ("num", None), i + len(ASK)
-            continue
-        # a sign belongs to the number only where it cannot be an operator
-        unary = prev is None or (prev[0] == "text" and prev[1][-1] in _UNARY_AFTER)
-        start = i + 1 if c in "+-" and unary else i
-        m = _NUMBER.match(text, start) if start < n and (text[start].isdigit() or text[start] == ".") else None
-        if m and not (m.end() < n and (text[m.end()].isalnum() or text[m.end()] == "_")):
-            literal = text[i:m.end()]
-            value = float(literal)
-            if not math.isfinite(value):
-                raise TextError(f"{where}: number literal {literal!r} overflows float64")
-            pieces.append(("num", value))
-            if spans is not None:
-                spans.append((i, m.end()))
-            prev, i = pieces[-1], m.end()
-            continue
-        if m and text[start:m.end()].replace(".", "").isdigit() and "." in text[start:m.end()]:
-            # "1.5x": a decimal number running into a word is neither a number nor a word
-            raise TextError(f"{where}: number {text[start:m.end()]!r} runs into the word "
-                            f"starting at column {m.end()}; separate them")
-        q = _QUOTED_KEY.match(text, i)
-        w = q or _WORD.match(text, i)
-        token = w.group() if w else _punctuation_run(text, i, allow_ask)
-        if not q and token.lower() in ("nan", "inf", "infinity"):
-            raise TextError(f"{where}: {token!r} is not a finite number; nan and inf are not allowed")
-        pieces.append(("text", token))
-        if spans is not None:
-            spans.append((i, i + len(token)))
-        prev, i = pieces[-1], i + len(token)
-    # A comma between two numbers costs no token: every number has a fixed number of tokens, so
-    # adjacency already separates them ([[1,2,3],[4,5,6]] -> [[ N N N ],[ N N N ]]). This is
-    # what the paper's context lengths imply (temperature: 1606 numbers + 192 text tokens).
-    keep = [not (piece == ("text", ",") and 0 < j < len(pieces) - 1
-                 and pieces[j - 1][0] != "text" and pieces[j + 1][0] != "text")
-            for j, piece in enumerate(pieces)]
+            piece, end = ("ask", None), i + len(ASK)
+        elif m and not _WORD_CHAR.match(text, m.end()):
+            # malformed: --5 (or (--5, the first sign a piece of its own), 1.2.3 (two numbers touch), 1,000
+            first = (i if len(m[1]) == 2 else i - 1 if m[1] and text[i - 1:i] in ("+", "-") and (
+                     i == 1 or text[i - 2] in _UNARY_AFTER) else num_at[0] if num_at[1] == i or (
+                     num_at[1] == i - 1 and pieces[-1] == ("text", ",") and re.match("0[0-9]", m[2])) else None)
+            if first is not None:
+                raise TextError(f"{where}: malformed number {text[first:m.end()]!r} (two points, two signs or a "
+                                "thousands comma); write one plain number")
+            if abs(value := float(m.group())) == float("inf"):
+                raise TextError(f"{where}: number literal {m.group()!r} overflows float64")
+            piece, end, num_at = ("num", value), m.end(), (i, m.end())
+        elif m and "." in m[2] and not re.search("[eE]", m[2]):
+            raise TextError(f"{where}: number {m[2]!r} runs into the word starting at column {m.end()}; separate them")
+        else:
+            w = _WORD.match(text, i)
+            token = w.group() if w else _PUNCT[allow_ask].match(text, i).group()
+            if not (w and w[1]) and token.lower() in ("nan", "inf", "infinity"):
+                raise TextError(f"{where}: {token!r} is not a finite number; nan and inf are not allowed")
+            piece, end = ("text", token), i + len(token)
+        pieces.append(piece)
+        at.append((i, end))
+        i = _SPACE.match(text, end).end()
+    # a comma between two numbers costs no token: a number has a fixed count of tokens, so adjacency
+    # already separates them ([[1,2,3],[4,5,6]] -> [[ N N N ],[ N N N ]]), as the paper's context lengths imply
+    keep = [not (p == ("text", ",") and 0 < j < len(pieces) - 1 and pieces[j - 1][0] != "text"
+                 and pieces[j + 1][0] != "text") for j, p in enumerate(pieces)]
     if spans is not None:
-        spans[:] = [span for span, k in zip(spans, keep) if k]
-    return [piece for piece, k in zip(pieces, keep) if k]
+        spans += [s for s, k in zip(at, keep) if k]
+    return [p for p, k in zip(pieces, keep) if k]
 
 
-def _punctuation_run(text, i, allow_ask):
+_XVAL_NUMBER = re.compile(r"((?:(?<=^)|(?<=[([{,:=+\-*/^<>]))[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
+                          r"|(?<![\w.])(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)(?!\w)")
+
+
+def xval_encode(text, text_ids, num_id):
     """
-    The run of punctuation starting at i, as one token ('],[' or ')+(' rather than three): JSON
-    and expressions repeat a few such runs, and one token each halves the length of a sample.
-    A run stops at a quote, a space, a letter or digit, the start of a number (a '.' before a
-    digit, a unary sign) and the [?] marker.
+    xVal's tokenizer on its own (copy it with _XVAL_NUMBER): every number of `text` becomes the one
+    token num_id and its value goes into a parallel list, where every other token has 1.0. The text
+    between numbers goes to text_ids(str) -> list of ids, any tokenizer you like. A sign belongs to
+    the number at the start and after ( [ { , : = + - * / ^ < > (x=-3 holds -3, 2-3 holds 2 and 3);
+    a comma between two numbers costs no token. The model embeds token i as values[i] * wte[ids[i]].
+
+    >>> xval_encode("{t:[-1.5,20]}", lambda s: [ord(c) for c in s], 3)
+    ([123, 116, 58, 91, 3, 3, 93, 125], [1.0, 1.0, 1.0, 1.0, -1.5, 20.0, 1.0, 1.0])
     """
-    j, n = i + 1, len(text)
-    if text[i] in "\"'":
-        return text[i]
-    while j < n:
-        c = text[j]
-        if c.isalnum() or c == "_" or c.isspace() or c in "\"'" or (allow_ask and text.startswith(ASK, j)):
-            break
-        follows = text[j + 1] if j + 1 < n else ""
-        if c == "." and follows.isdigit():
-            break
-        if c in "+-" and text[j - 1] in _UNARY_AFTER and (follows.isdigit() or follows == "."):
-            break
-        j += 1
-    return text[i:j]
-
-
-def extract_numbers(text):
-    """All the numbers of a text, in order: extract_numbers('e=-1.33,x1:.25') == [-1.33, 0.25]."""
-    return [v for kind, v in split_text(text) if kind == "num"]
+    ids, values = [], []
+    parts = _XVAL_NUMBER.split(text)  # text, number, text, number, ..., text
+    for k, part in enumerate(parts):
+        if k % 2:
+            ids.append(num_id)
+            values.append(float(part))
+        elif part != "," or k in (0, len(parts) - 1):
+            new = text_ids(part)
+            ids += new
+            values += [1.0] * len(new)
+    return ids, values
 
 
 # -----------------------------------------------------------------------------
@@ -163,73 +144,62 @@ def extract_numbers(text):
 
 def number_vocab(encoding):
     """The number tokens of an encoding, in id order (zero's extra token last)."""
-    signs = ["+", "-"]
-    mantissas = [str(m) for m in range(100, 1000)]
-    if encoding == "xval":
-        return [NUM]
-    if encoding == "p10":
-        return signs + [str(d) for d in range(10)] + EXPONENTS
-    if encoding == "p1000":
-        return signs + mantissas + EXPONENTS + ["000"]
-    if encoding == "b1999":
-        return [s + m for s in signs for m in mantissas] + EXPONENTS + ["+000"]
-    if encoding == "fp15":
-        return [s + m + e for s in signs for m in mantissas for e in EXPONENTS] + ["+000E0"]
-    raise ValueError(f"unknown encoding {encoding!r}; expected one of {', '.join(ENCODINGS)}")
+    signs, mantissas = ["+", "-"], [str(m) for m in range(100, 1000)]
+    tokens = {"xval": [NUM], "p10": signs + [str(d) for d in range(10)] + EXPONENTS,
+              "p1000": signs + mantissas + EXPONENTS + ["000"],
+              "b1999": [s + m for s in signs for m in mantissas] + EXPONENTS + ["+000"],
+              "fp15": [s + m + e for s in signs for m in mantissas for e in EXPONENTS] + ["+000E0"]}
+    if encoding not in tokens:
+        raise ValueError(f"unknown encoding {encoding!r}; expected one of {', '.join(ENCODINGS)}")
+    return tokens[encoding]
 
 
-def round_number(x):
+_POW10 = np.array([float(f"1e{k}") for k in range(-16, 13)])  # 10^k exactly rounded, k = -16..12
+
+
+def round_numbers(x):
     """
-    (sign, mantissa, exponent, status) with x ≈ sign·mantissa·10^exponent, 3 significant digits,
-    rounded like Python's '%.2e'. status is 'ok', 'zero' (|x| < 1e-8 flushed to zero) or
-    'clipped' (|x| > 9.99e7 clipped to ±9.99e7).
+    Numbers rounded to 3 significant digits as Python's '%.2e' rounds them: (negative, mantissa,
+    exponent, status) arrays with x ≈ ±mantissa·10^exponent; status 0 'ok', 1 'zero' (|x| < 1e-8
+    flushed to +0) or 2 'clipped' (|x| > 9.99e7 clipped to ±9.99e7). The scaled value is off by less
+    than 1e-12, so its rounding is certain unless within 1e-9 of a tie or a decade: those few go
+    through Python's formatting.
     """
-    if not math.isfinite(x):
-        raise ValueError(f"cannot encode the non-finite number {x!r}")
-    sign = "-" if x < 0 else "+"
-    digits, exp10 = f"{abs(x):.2e}".split("e")  # '6.02', '+01'
-    mantissa, exponent = int(digits.replace(".", "")), int(exp10) - 2
-    if x == 0 or exponent < MIN_EXP:
-        return "+", 0, 0, ("ok" if x == 0 else "zero")
-    if exponent > MAX_EXP:
-        return sign, 999, MAX_EXP, "clipped"
-    return sign, mantissa, exponent, "ok"
+    x = np.asarray(x, np.float64)
+    if not np.isfinite(x).all():
+        raise ValueError(f"cannot encode the non-finite number {x[~np.isfinite(x)][0]!r}")
+    a = np.clip(np.abs(x), 1e-12, 1e10)  # beyond these, zero or clipped whatever the rounding
+    exponent = np.floor(np.log10(a)).astype(np.int64) - 2
+    exponent += (a / _POW10[exponent + 16] >= 1000).astype(np.int64) - (a / _POW10[exponent + 16] < 100)
+    scaled = a / _POW10[exponent + 16]  # in [100, 1000): log10 can miss a decade, corrected above
+    mantissa = np.rint(scaled).astype(np.int64)
+    up = mantissa == 1000  # 999.5 and above round to 1.00 of the next decade
+    mantissa[up], exponent[up] = 100, exponent[up] + 1
+    for i in np.flatnonzero((np.abs(scaled - np.floor(scaled) - 0.5) < 1e-9) | (scaled < 100 + 1e-9) | (scaled > 1000 - 1e-9)):
+        digits, exp10 = f"{a[i]:.2e}".split("e")
+        mantissa[i], exponent[i] = int(digits.replace(".", "")), int(exp10) - 2
+    status = np.where(x == 0, 0, np.where(exponent < MIN_EXP, 1, np.where(exponent > MAX_EXP, 2, 0)))
+    mantissa[status == 2], exponent[status == 2] = 999, MAX_EXP
+    mantissa[(status == 1) | (x == 0)], exponent[(status == 1) | (x == 0)] = 0, 0
+    return (x < 0) & (status != 1), mantissa, exponent, status
 
 
-def number_to_tokens(x, encoding, counts=None):
-    """
-    The tokens of one number: number_to_tokens(-60.2, "p10") == ["-", "6", "0", "2", "E-1"].
-    Out-of-range values are flushed to zero or clipped, and counted in the dict `counts` if given.
-    """
-    if encoding == "xval":
-        return [NUM]
-    sign, m, e, status = round_number(x)
-    if counts is not None and status != "ok":
-        counts[status] = counts.get(status, 0) + 1
-    return _spell(sign, m, e, encoding)
+def _tokens(negative, mantissa, exponent, encoding):
+    """The tokens of ±mantissa·10^exponent: _tokens(True, 602, -1, "b1999") == ["-602", "E-1"]."""
+    sign, mant, e = "-" if negative else "+", f"{mantissa:03d}", f"E{exponent}"
+    return {"p10": [sign, *mant, e], "p1000": [sign, mant, e], "b1999": [sign + mant, e], "fp15": [sign + mant + e]}[encoding]
 
 
-def _spell(sign, mantissa, exponent, encoding):
-    """The tokens of ±mantissa·10^exponent in a text encoding: _spell("-", 602, -1, "b1999") == ["-602", "E-1"]."""
-    mant = f"{mantissa:03d}"
-    if encoding == "p10":
-        return [sign, *mant, f"E{exponent}"]
-    if encoding == "p1000":
-        return [sign, mant, f"E{exponent}"]
-    if encoding == "b1999":
-        return [sign + mant, f"E{exponent}"]
-    if encoding == "fp15":
-        return [f"{sign}{mant}E{exponent}"]
-    raise ValueError(f"unknown encoding {encoding!r}; expected one of {', '.join(ENCODINGS)}")
-
-
-_EXP_RE = r"E(-?[0-9]+)"
-_STRICT = {  # the exact token pattern of each text encoding, joined by spaces
-    "p10": re.compile(r"([+-]) ([0-9]) ([0-9]) ([0-9]) " + _EXP_RE),
-    "p1000": re.compile(r"([+-]) ([0-9]{3}) " + _EXP_RE),
-    "b1999": re.compile(r"([+-])([0-9]{3}) " + _EXP_RE),
-    "fp15": re.compile(r"([+-])([0-9]{3})" + _EXP_RE),
-}
+@functools.lru_cache(maxsize=None)
+def _numbers(encoding):
+    """Every number of a text encoding: its ids as table[negative, mantissa, exponent - MIN_EXP] (k,),
+    and {its tokens: its value}."""
+    ids = dict(zip(number_vocab(encoding), itertools.count(len(CONTROL_TOKENS))))
+    table, values = np.zeros((2, 1000, MAX_EXP - MIN_EXP + 1, TOKENS_PER_NUMBER[encoding]), np.int64), {}
+    for n, m, e in [(0, 0, 0)] + list(itertools.product((0, 1), range(100, 1000), range(MIN_EXP, MAX_EXP + 1))):
+        values[tuple(tokens := _tokens(n, m, e, encoding))] = float(f"{'-' * n}{m}e{e}")
+        table[n, m, e - MIN_EXP] = [ids[t] for t in tokens]
+    return table, values
 
 
 def tokens_to_number(tokens, encoding):
@@ -240,20 +210,8 @@ def tokens_to_number(tokens, encoding):
     """
     if encoding == "xval":
         raise ValueError("xval numbers carry their value in the values array, not in tokens")
-    if encoding not in _STRICT:
-        raise ValueError(f"unknown encoding {encoding!r}; expected one of {', '.join(ENCODINGS)}")
-    if len(tokens) != TOKENS_PER_NUMBER[encoding] or not all(isinstance(t, str) for t in tokens):
-        return float("nan")
-    m = _STRICT[encoding].fullmatch(" ".join(tokens))
-    if m is None:
-        return float("nan")
-    sign, *mant, exp = m.groups()
-    mant, exp = "".join(mant), int(exp)
-    if mant == "000":  # zero has exactly one spelling
-        return 0.0 if (sign, exp) == ("+", 0) else float("nan")
-    if mant[0] == "0" or not MIN_EXP <= exp <= MAX_EXP or f"E{exp}" not in EXPONENTS:
-        return float("nan")
-    return float(f"{sign}{mant}e{exp}")
+    number_vocab(encoding)  # an unknown encoding is an error
+    return _numbers(encoding)[1].get(tuple(t if isinstance(t, str) else None for t in tokens), float("nan"))
 
 
 # -----------------------------------------------------------------------------
@@ -265,30 +223,25 @@ class Vocab:
     so the operator '-' and the sign '-' are different tokens."""
 
     def __init__(self, text_tokens, encoding):
-        self.encoding = encoding
-        self.text_tokens = list(text_tokens)
-        self.number_tokens = number_vocab(encoding)
+        self.encoding, self.text_tokens, self.number_tokens = encoding, list(text_tokens), number_vocab(encoding)
         self.itos = list(CONTROL_TOKENS) + self.number_tokens + self.text_tokens
         self.first_number_id = len(CONTROL_TOKENS)
         self.first_text_id = len(CONTROL_TOKENS) + len(self.number_tokens)
         self.num_id = self.first_number_id if encoding == "xval" else None
-        self._number_ids = {t: i + self.first_number_id for i, t in enumerate(self.number_tokens)}
         self._text_ids = {t: i + self.first_text_id for i, t in enumerate(self.text_tokens)}
         # a number's first token carries its sign; that is how spans are found again in arrays
-        firsts = [t for t in self.number_tokens if t[0] in "+-" or t == NUM]
-        self.number_start_ids = np.array(sorted(self._number_ids[t] for t in firsts))
+        self.number_start_ids = np.array([i for i, t in enumerate(self.number_tokens, self.first_number_id)
+                                          if t[0] in "+-" or t == NUM])
 
     def __len__(self):
         return len(self.itos)
 
     def text_id(self, token, where="text"):
         if token not in self._text_ids:
-            raise TextError(f"{where}: {token!r} is not in the vocabulary built from the training "
-                            f"split ({len(self.text_tokens)} text tokens)")
+            raise TextError(f"{where}: {token!r} is not in the vocabulary built from the training split "
+                            f"({len(self.text_tokens)} text tokens); add a sample with it to train.txt and tokenize "
+                            "with --rebuild-vocab, or write it as a number or a token the vocabulary has")
         return self._text_ids[token]
-
-    def number_ids(self, tokens):
-        return [self._number_ids[t] for t in tokens]
 
     def is_number(self, ids):
         ids = np.asarray(ids)
@@ -313,304 +266,150 @@ def encode(text, vocab, where="text", allow_ask=False, counts=None):
 
 def encode_pieces(pieces, vocab, where="text", counts=None):
     """encode() for text already split by split_text."""
-    ids, values, ask = [], [], []
-    enc = vocab.encoding
-    for kind, v in pieces:
+    text_ids = []
+    for kind, v in pieces:  # in order, so that the first error is raised
         if kind == "text":
-            ids.append(vocab.text_id(v, where))
-            values.append(1.0)
-            ask.append(False)
-            continue
-        value = 1.0 if kind == "ask" else v
-        if enc == "xval" and abs(value) >= FLOAT32_OVERFLOW:
-            raise TextError(f"{where}: the number {value!r} overflows float32, the dtype of xVal's values "
+            text_ids.append(vocab.text_id(v, where))
+        elif vocab.encoding == "xval" and kind == "num" and abs(v) >= FLOAT32_OVERFLOW:
+            raise TextError(f"{where}: the number {v!r} overflows float32, the dtype of xVal's values "
                             f"(at most {np.finfo(np.float32).max:.7g} in magnitude)")
-        toks = number_to_tokens(value, enc, counts if kind == "num" else None)
-        ids += vocab.number_ids(toks)
-        values += [value] * len(toks)
-        ask += [kind == "ask"] * len(toks)
-    with np.errstate(over="ignore"):  # a text encoding's value beyond float32 becomes inf (unused; xVal refuses it)
-        values = np.array(values, np.float32)
-    return np.array(ids, np.int64), values, np.array(ask, bool)
+    is_num = np.array([kind != "text" for kind, _ in pieces], bool)
+    values = np.array([1.0 if kind == "ask" else v for kind, v in pieces if kind != "text"], np.float64)
+    ids, values, reps = _spell(is_num, text_ids, values, vocab, {} if counts is None else counts)
+    return ids.astype(np.int64), values, np.repeat([kind == "ask" for kind, _ in pieces], reps).astype(bool)
+
+
+def _spell(is_num, text_ids, values, vocab, counts, rounded=None):
+    """
+    The ids and float32 values of pieces (is_num (P,)): text_ids where ~is_num, each number's tokens
+    where is_num (values (N,)); and each piece's count of tokens. counts gains the numbers flushed to
+    zero (xVal: below float32's least) or clipped; rounded is round_numbers(values) if known.
+    """
+    with np.errstate(over="ignore", under="ignore"):  # a text encoding's value beyond float32 is inf (unused)
+        values32 = values.astype(np.float32)
+    k = TOKENS_PER_NUMBER[vocab.encoding]
+    if k == 1 and vocab.encoding == "xval":
+        number_ids, zero, clipped = vocab.num_id, ((values != 0) & (values32 == 0)).sum(), 0
+    else:
+        negative, mantissa, exponent, status = round_numbers(values) if rounded is None else rounded
+        number_ids = _numbers(vocab.encoding)[0][negative.astype(np.int64), mantissa, exponent - MIN_EXP].ravel()
+        zero, clipped = (status == 1).sum(), (status == 2).sum()
+    counts["zero"], counts["clipped"] = counts.get("zero", 0) + int(zero), counts.get("clipped", 0) + int(clipped)
+    ids, vals = np.zeros(len(is_num), np.uint16 if len(vocab) < 2**16 else np.int32), np.ones(len(is_num), np.float32)
+    ids[~is_num], vals[is_num], reps, numeric = text_ids, values32, np.where(is_num, k, 1) if k > 1 else 1, is_num
+    if k > 1:  # a number's k tokens
+        ids, vals, numeric = (np.repeat(a, reps) for a in (ids, vals, is_num))
+    ids[numeric] = number_ids
+    return ids, vals, reps
 
 
 def number_spans(ids, vocab):
     """(start, end) token ranges of the numbers in one sample's ids."""
-    ids = np.asarray(ids)
-    starts = np.flatnonzero(np.isin(ids, vocab.number_start_ids))
     width = TOKENS_PER_NUMBER[vocab.encoding]
-    return [(int(s), int(s) + width) for s in starts]
-
-
+    return [(int(s), int(s) + width) for s in np.flatnonzero(np.isin(np.asarray(ids), vocab.number_start_ids))]
 # -----------------------------------------------------------------------------
-# the fast path: many lines split at once and encoded in every encoding
-#
-# split_text is the definition of the split, one character at a time as the rules read. It stays the
-# tokenizer of single lines (sample.py and eval.py need [?] and character spans) and the reference the
-# fast path is tested against, byte for byte (tests/test_tokenize_fast.py). Datasets go through
-# encode_lines: one compiled regular expression over a whole chunk of lines finds the numbers, a run of
-# them per match (joined by commas, which cost no token between two numbers, or by JSON's '],['); the
-# text between two runs is split by split_text once per distinct string; numbers are read, rounded and
-# looked up with numpy, once for all encodings. A line the fast path cannot vouch for (a number running
-# into a word, non-ASCII text, whitespace other than single spaces, a non-finite number, an unknown text
-# token, an xVal value beyond float32) goes through split_text and encode_pieces instead, which encode
-# it or raise the error naming its file and line.
+# many lines at once: one regular expression finds the numbers of a chunk of lines, a run of them per
+# match (joined by commas, which cost no token, or by JSON's '],['); the text between two runs is split
+# by split_text once per distinct string; numbers are read, rounded and spelled with numpy. The arrays
+# are split_text's and encode_pieces' a line at a time, byte for byte (tests/test_tokenize_fast.py); a
+# chunk with a rare case (odd whitespace, a malformed or non-finite number, an unknown token) goes a
+# line at a time, which names the line of an error.
 
-_UNSIGNED = r"(?:[0-9]++(?:\.[0-9]*+)?+|\.[0-9]++)"  # _NUMBER without its exponent
-_EXPONENT = r"(?:[eE][+-]?+[0-9]++)?+"
-_U = re.escape("".join(sorted(_UNARY_AFTER)))
-# Where split_text reads a number: at a digit that is not inside a word (no letter, digit, _ or '.'
-# before it), at a '.' followed by a digit, or at a sign it calls unary: one of _UNARY_AFTER before it,
-# perhaps with one space between, or the start of the line. The first character is consumed before the
-# look-behinds test it, so that the regex engine can skip to candidates; possessive quantifiers (++, *+)
-# take what _NUMBER's greedy match takes, without keeping backtracking state.
+# where split_text reads a number: a digit not inside a word, a point before a digit, or a sign after
+# a line start or one of _UNARY_AFTER (perhaps one space between); the first character is consumed
+# before the look-behinds test it, so that the engine can skip to candidates
 _FIRST = (rf"[0-9.+-](?:(?<=[0-9])(?<![\w.][0-9])[0-9]*+(?:\.[0-9]*+)?+|(?<=\.)[0-9]++"
-          rf"|(?:(?<=[{_U}][+-])|(?<=[{_U}] [+-])|(?<=^[+-])|(?<=^ [+-])){_UNSIGNED}){_EXPONENT}")
-# numbers joined by a comma, alone or in a JSON bracket token ('],[', ']],[['): few and long matches
-_NUMBER_RUN = re.compile(rf"({_FIRST}(?:(?:,|\]++,\[++)[+-]?+{_UNSIGNED}{_EXPONENT})*+)", re.M)
-_ODD_SPACE = re.compile(r"[^\S ]|  ")  # whitespace the look-behinds above cannot see through
+          rf"|(?:(?<=[\n{_U}][+-])|(?<=[\n{_U}] [+-]))[+-]?+{_MANT}){_EXP}(?!\w)")
+_RUN = re.compile(rf"({_FIRST}(?:(?:,|\]++,\[++)[+-]?+{_MANT}{_EXP})*+)")  # the text after it tells a word touching it
+_LITERALS_ONLY = str.maketrans({"[": None, "]": None, ";": ","})
+_ODD_SPACE = re.compile(r"[^\S \n]|  ")  # whitespace the look-behinds above cannot see through
 
 
-class _Segments(dict):
-    """
-    The distinct texts between numbers -> their id, each split once by split_text. A text may span
-    line ends ('\n'); it is split line by line. Per text: its token ids (in `tokens`), where each line
-    end falls among them, and whether its lines must go through split_text instead (`unsure`).
-    """
-
-    def __init__(self):
-        super().__init__()
-        self.tokens, self.token_ids = [], {}  # the distinct text tokens
-        self.pieces = []  # per text: the ids of its tokens, all its lines end to end
-        self.line_ends = []  # per text: how many of its tokens come before each of its line ends
-        self.unsure = []  # per text: a line it touches must go through split_text
-        self.word_first = []  # per text: it starts with a word character (after a number: they touch)
-
-    def __missing__(self, segment):
-        ids, ends, unsure = [], [], False
-        for part in segment.split("\n"):
-            try:
-                pieces = split_text(part)
-                unsure = unsure or any(kind != "text" for kind, _ in pieces)
-            except TextError:  # nan or inf: split_text raises it again with the line
-                pieces, unsure = [], True
-            unsure = unsure or not part.isascii() or _ODD_SPACE.search(part) is not None
-            ids += [self.token_id(token) for _, token in pieces]
-            ends.append(len(ids))
-        self.pieces.append(ids)
-        self.line_ends.append(ends[:-1])
-        self.unsure.append(unsure)
-        self.word_first.append(_WORD.match(segment) is not None)
-        self[segment] = len(self.pieces) - 1
-        return self[segment]
-
-    def token_id(self, token):
-        if token not in self.token_ids:
-            self.token_ids[token] = len(self.tokens)
-            self.tokens.append(token)
-        return self.token_ids[token]
-
-
-class _SplitLines:
-    """
-    The pieces of many lines, as split_text gives them, in flat arrays: is_num (P,) marks the number
-    pieces, text (T,) holds the text pieces' indices in `tokens`, values (N,) the numbers in order,
-    text_per_line and numbers_per_line (L,) count them, and `unsure` (L,) marks the lines whose
-    pieces must come from split_text instead.
-    """
-
-    def __init__(self, lines):
-        n_lines = len(lines)
-        self.unsure = np.zeros(n_lines, bool)
-        chunk = "\n".join(lines)
-        if chunk.count("\n") != n_lines - 1:  # a line holding a line end: split_text judges it
-            self.unsure[[i for i, line in enumerate(lines) if "\n" in line]] = True
-            chunk = "\n".join("" if "\n" in line else line for line in lines)
-        parts = _NUMBER_RUN.split(chunk)  # text, run, text, run, ..., text; a run never spans lines
-        segments, runs = parts[0::2], parts[1::2]
-        table = _Segments()
-
-        # the numbers of all runs end to end; inside a run, one comma between two numbers, alone or
-        # within a bracket token such as '],[' (after number after[i], token bracket[i])
-        per_run, self.values = np.zeros(0, np.int64), np.zeros(0)
-        brackets_per_run, after, bracket = np.zeros(len(runs), np.int64), np.zeros(0, np.int64), []
-        if runs:
-            joined = ";".join(runs)
-            chars = np.frombuffer(joined.encode("ascii"), np.uint8)
-            commas, semicolons = np.flatnonzero(chars == ord(",")), np.flatnonzero(chars == ord(";"))
-            per_run = np.diff(np.searchsorted(commas, semicolons), prepend=0, append=len(commas)) + 1
-            # float() of every literal without a string each: numpy parses with float()'s own routine
-            # (PyOS_string_to_double), so the values are float()'s to the bit
-            self.values = np.fromstring(joined.translate(_LITERALS_ONLY), sep=",")
-            if len(self.values) != per_run.sum():  # cannot happen for what _NUMBER_RUN matches
-                raise AssertionError("numpy read another count of numbers than _NUMBER_RUN matched")
-            at = commas[chars[commas - 1] == ord("]")]
-            if len(at):
-                run = np.searchsorted(semicolons, at)
-                brackets_per_run = np.bincount(run, minlength=len(runs))
-                after = np.searchsorted(commas, at) + run  # numbers before the comma, less one
-                closing, opening = _bracket_run(chars, at, -1, ord("]")), _bracket_run(chars, at, 1, ord("["))
-                base = int(opening.max()) + 1
-                shapes, which = np.unique(closing * base + opening, return_inverse=True)
-                bracket = np.array([table.token_id("]" * (s // base) + "," + "[" * (s % base)) for s in shapes])[which]
-
-        # the texts between runs, split once per distinct string
-        segment = np.fromiter(map(table.__getitem__, segments), np.int64, len(segments))
-        self.tokens = table.tokens
-        line_ends = np.array([len(e) for e in table.line_ends], np.int64)[segment]
-        text_line = np.cumsum(line_ends) - line_ends  # the line each text starts on
-        run_line = text_line[1:]  # run h follows text h, on the line text h ends on
-        suspects = np.array(table.unsure)[segment]
-        suspects[1:] |= np.array(table.word_first)[segment[1:]]  # a number running into a word ('1.5x', '2e')
-        for g in np.flatnonzero(suspects):
-            self.unsure[text_line[g]:text_line[g] + line_ends[g] + 1] = True
-        finite = np.isfinite(self.values)
-        if not finite.all():
-            self.unsure[np.repeat(run_line, per_run)[~finite]] = True
-
-        # the pieces: text g, then run g (numbers and bracket tokens), for every g; a comma alone
-        # between two numbers costs no token
-        lengths = np.array([len(p) for p in table.pieces], np.int64)
-        comma = [table.token_ids.get(",")]
-        lone_comma = np.array([p == comma for p in table.pieces])[segment] & (line_ends == 0)
-        lone_comma[[0, -1]] = False  # the chunk's first and last texts are a line's first and last
-        n_text = np.where(lone_comma, 0, lengths[segment])
-        size = np.empty(len(segments) + len(runs), np.int64)
-        size[0::2], size[1::2] = n_text, per_run + brackets_per_run
-        start = np.cumsum(size) - size
-        n_numbers = len(self.values)
-        brackets_before = np.zeros(n_numbers, np.int64)  # bracket tokens before each number
-        brackets_before[after + 1] = 1  # at most one after each number
-        brackets_before = np.cumsum(brackets_before)
-        first_number = np.cumsum(per_run) - per_run
-        number_piece = (np.repeat(start[1::2] - first_number - brackets_before[first_number], per_run)
-                        + np.arange(n_numbers) + brackets_before)
-        self.is_num = np.zeros(int(size.sum()), bool)
-        self.is_num[number_piece] = True
-        text = np.empty(len(self.is_num), np.int64)
-        within = np.arange(int(n_text.sum())) - np.repeat(np.cumsum(n_text) - n_text, n_text)
-        flat = np.array([t for p in table.pieces for t in p], np.int64)
-        text[np.repeat(start[0::2], n_text) + within] = flat[np.repeat((np.cumsum(lengths) - lengths)[segment], n_text) + within]
-        text[number_piece[after] + 1] = bracket
-        self.text = text[~self.is_num]
-
-        # the first piece of every line after the first: inside a text, after its tokens before the line end
-        crossing = np.flatnonzero(line_ends)
-        ends_flat = np.array([e for ends in table.line_ends for e in ends], np.int64)
-        ends_offsets = np.cumsum([len(e) for e in table.line_ends]) - [len(e) for e in table.line_ends]
-        k = np.repeat(crossing, line_ends[crossing])
-        within = np.arange(len(k)) - np.repeat(np.cumsum(line_ends[crossing]) - line_ends[crossing], line_ends[crossing])
-        line_start = np.concatenate([[0], start[2 * k] + ends_flat[ends_offsets[segment[k]] + within], [len(self.is_num)]])
-        self.numbers_per_line = np.diff(np.concatenate([[0], np.cumsum(self.is_num)])[line_start])
-        self.text_per_line = np.diff(line_start) - self.numbers_per_line
-
-
-_LITERALS_ONLY = str.maketrans({"[": None, "]": None, ";": ","})  # numbers joined by single commas
-
-
-def _bracket_run(chars, at, step, bracket):
-    """How many `bracket` characters follow (step 1) or precede (step -1) each position `at`."""
-    count, going, k = np.zeros(len(at), np.int64), np.ones(len(at), bool), 1
+def _bracket_count(chars, at, step, byte):
+    """How many `byte` characters follow (step 1) or precede (step -1) each position of `at`."""
+    count, going = np.zeros(len(at), np.int64), np.ones(len(at), bool)
     while going.any():
-        near = np.clip(at + step * k, 0, len(chars) - 1)
-        going &= (chars[near] == bracket) & (near == at + step * k)
+        going &= chars[at + step * (count + 1)] == byte
         count += going
-        k += 1
     return count
 
 
-_POW10 = np.array([float(f"1e{k}") for k in range(-16, 13)])  # 10^k exactly rounded, k = -16..12
+class _Segments(dict):
+    """The distinct texts between runs -> their index, each split once: its tokens (as indices in
+    token_index; a line end is -1) and whether its lines must go through split_text (`unsure`)."""
+
+    def __init__(self):
+        super().__init__()
+        self.tokens, self.unsure, self.token_index = [], [], {"\n": -1}
+
+    def __missing__(self, segment):
+        tokens, unsure = [], _ODD_SPACE.search(segment) is not None or _WORD_CHAR.match(segment) is not None  # 1,2x
+        for part in segment.split("\n"):
+            try:
+                pieces = split_text(part)
+            except TextError:  # nan, 1.5x: split_text says it again with the line
+                pieces, unsure = [], True
+            unsure |= any(kind != "text" for kind, _ in pieces)
+            tokens += [t for _, t in pieces] + ["\n"]
+        tokens = [] if tokens == [",", "\n"] else tokens[:-1]  # a lone comma lies between two numbers
+        self.tokens.append([self.token_index.setdefault(t, len(self.token_index) - 1) for t in tokens])
+        self.unsure.append(unsure)
+        self[segment] = len(self.tokens) - 1
+        return self[segment]
 
 
-def round_numbers(x):
+def _split_lines(lines, table):
     """
-    round_number for an array, with numpy: (negative, mantissa, exponent, status) arrays, status 0
-    for 'ok', 1 for 'zero' and 2 for 'clipped'. Exactly Python's '%.2e': the scaled value is off by
-    less than 1e-12, so its rounding is certain unless it lies within 1e-9 of a tie or of a decade;
-    those few go through Python's formatting.
+    The pieces of many lines as flat arrays, or None if a line needs split_text: pieces (P,) holds
+    a text token's index in table.token_index, or -2 - i for number i; values (N,) the numbers;
+    text and numbers (L,) count the pieces of each line.
     """
-    x = np.asarray(x, np.float64)
-    if not np.isfinite(x).all():
-        raise ValueError(f"cannot encode the non-finite number {x[~np.isfinite(x)][0]!r}")
-    a = np.clip(np.abs(x), 1e-12, 1e10)  # beyond these, zero or clipped whatever the rounding
-    exponent = np.floor(np.log10(a)).astype(np.int64) - 2  # of a 3-digit mantissa
-    scaled = a / _POW10[exponent + 16]
-    exponent += (scaled >= 1000).astype(np.int64) - (scaled < 100)  # log10 can miss a decade
-    scaled = a / _POW10[exponent + 16]
-    mantissa = np.rint(scaled).astype(np.int64)
-    up = mantissa == 1000  # 999.5 and above round to 1.00 of the next decade
-    mantissa[up], exponent[up] = 100, exponent[up] + 1
-    unsure = (np.abs(scaled - np.floor(scaled) - 0.5) < 1e-9) | (scaled < 100 + 1e-9) | (scaled > 1000 - 1e-9)
-    for i in np.flatnonzero(unsure):
-        digits, exp10 = f"{a[i]:.2e}".split("e")
-        mantissa[i], exponent[i] = int(digits.replace(".", "")), int(exp10) - 2
-    status = np.where(exponent < MIN_EXP, 1, np.where(exponent > MAX_EXP, 2, 0))
-    status[x == 0] = 0
-    negative = (x < 0) & (status != 1)
-    mantissa[status == 2], exponent[status == 2] = 999, MAX_EXP
-    mantissa[(status == 1) | (x == 0)], exponent[(status == 1) | (x == 0)] = 0, 0
-    return negative, mantissa, exponent, status
+    chunk = "\n" + "\n".join(lines) + "\n"
+    parts = _RUN.split(chunk)  # text, run, text, run, ..., text; a run never spans lines
+    segments, runs = parts[0::2], parts[1::2]
+    if chunk.count("\n") != len(lines) + 1 or "" in segments:  # a line end inside a line; 1.2.3
+        return None
+    segment = np.fromiter(map(table.__getitem__, segments), np.int64, len(segments))
+    joined = ";".join(runs)
+    try:  # numpy parses with float()'s own routine; a malformed literal (--5) stops it
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", DeprecationWarning)  # numpy < 2.3 warns where later ones raise
+            values = np.fromstring(joined.translate(_LITERALS_ONLY), sep=",")
+    except (ValueError, DeprecationWarning):
+        return None
+    chars = np.frombuffer(f"{joined};".encode(), np.uint8)
+    commas, ends = np.flatnonzero(chars == ord(",")), np.flatnonzero(chars == ord(";"))[:len(runs)]
+    per_run = np.diff(np.searchsorted(commas, ends), prepend=0) + 1
+    zero = commas + 1 + np.isin(chars[commas + 1], (43, 45))  # past a sign: 1,000 and 1,-05 are malformed
+    if (len(values) != len(commas) + len(runs) or not np.isfinite(values).all() or np.array(table.unsure)[segment].any()
+            or ((chars[zero] == 48) & (chars[zero + 1] >= 48) & (chars[zero + 1] <= 57)).any()):
+        return None
+    # the pieces: the numbers in order (-2 - i), a bracket token inserted after the number before its
+    # comma, then each text's tokens inserted before the run that follows it
+    at = commas[chars[commas - 1] == ord("]")]
+    closing, opening = (_bracket_count(chars, at, step, byte) for step, byte in ((-1, 93), (1, 91)))
+    shapes, which = np.unique(closing * 1024 + opening, return_inverse=True)
+    brackets = np.array([table.token_index.setdefault("]" * (s // 1024) + "," + "[" * (s % 1024), len(table.token_index) - 1)
+                         for s in shapes], np.int64)[which]
+    run = np.searchsorted(ends, at)  # of each bracket token
+    pieces = np.insert(-2 - np.arange(len(values)), np.searchsorted(commas, at) + run + 1, brackets)
+    n_tokens = np.array([len(t) for t in table.tokens], np.int64)[segment]
+    flat = np.array([t for tokens in table.tokens for t in tokens], np.int64)
+    offsets = np.cumsum([len(t) for t in table.tokens]) - [len(t) for t in table.tokens]
+    within = np.arange(n_tokens.sum()) - np.repeat(np.cumsum(n_tokens) - n_tokens, n_tokens)
+    items_before = np.r_[0, np.cumsum(per_run + np.bincount(run, minlength=len(runs)))]  # of each text
+    pieces = np.insert(pieces, np.repeat(items_before, n_tokens), flat[np.repeat(offsets[segment], n_tokens) + within])
+    line_end = np.flatnonzero(pieces == -1)
+    numbers = np.diff(np.cumsum(pieces <= -2)[line_end])
+    return pieces[pieces != -1], values, np.diff(line_end) - 1 - numbers, numbers
 
 
-@functools.lru_cache(maxsize=None)
-def _number_id_table(encoding):
-    """The ids of every number of a text encoding: table[negative, mantissa, exponent - MIN_EXP] (k,)."""
-    vocab = Vocab([], encoding)  # number ids do not depend on the text tokens
-    table = np.zeros((2, 1000, MAX_EXP - MIN_EXP + 1, TOKENS_PER_NUMBER[encoding]), np.int64)
-    for negative, sign in enumerate("+-"):
-        for m in range(100, 1000):
-            for e in range(MIN_EXP, MAX_EXP + 1):
-                table[negative, m, e - MIN_EXP] = vocab.number_ids(_spell(sign, m, e, encoding))
-    table[0, 0, -MIN_EXP] = vocab.number_ids(_spell("+", 0, 0, encoding))
-    return table
+_TABLE = _Segments()
 
 
-def _encode_split_lines(split, text_index, vocabs):
-    """encode_lines' result for lines split by _SplitLines, none of them unsure; text_index (T,):
-    the vocabulary index of each text piece."""
-    is_num, n = split.is_num, len(split.values)
-    with np.errstate(over="ignore"):  # as encode_pieces: inf beyond float32 in a text encoding's values
-        values32 = split.values.astype(np.float32)
-    if any(enc != "xval" for enc in vocabs):
-        negative, mantissa, exponent, status = round_numbers(split.values)
-    out = {}
-    for enc, vocab in vocabs.items():
-        k = TOKENS_PER_NUMBER[enc]
-        counts = {"clipped": 0, "zero": 0}
-        if enc == "xval":
-            number_ids = np.full((n, 1), vocab.num_id)
-        else:
-            number_ids = _number_id_table(enc)[negative.astype(np.int64), mantissa, exponent - MIN_EXP]  # (N, k)
-            counts = {"clipped": int((status == 2).sum()), "zero": int((status == 1).sum())}
-        if k == 1:  # one token per piece
-            ids = np.empty(len(is_num), np.int64)
-            ids[~is_num], ids[is_num] = vocab.first_text_id + text_index, number_ids[:, 0]
-            values = np.ones(len(is_num), np.float32)
-            values[is_num] = values32
-        else:  # (P, k): a text piece fills column 0, a number all k
-            ids = np.zeros((len(is_num), k), np.int64)
-            ids[~is_num, 0] = vocab.first_text_id + text_index
-            ids[is_num] = number_ids
-            values = np.ones((len(is_num), k), np.float32)
-            values[is_num] = values32[:, None]
-            keep = np.zeros((len(is_num), k), bool)
-            keep[:, 0] = keep[is_num] = True
-            ids, values = ids[keep], values[keep]
-        dtype = np.uint16 if len(vocab) < 2**16 else np.int32
-        out[enc] = (ids.astype(dtype), values, split.text_per_line + k * split.numbers_per_line,
-                    split.numbers_per_line.copy(), counts)
-    return out
-
-
-@functools.lru_cache(maxsize=16)
-def _cached_vocab(text_tokens, encoding):
-    """Vocab(text_tokens, encoding), built once per process (FP15's takes milliseconds)."""
-    return Vocab(text_tokens, encoding)
-
-
-def _text_index(split, position):
-    """The index in the vocabulary of each text piece, -1 where unknown; position: token -> index."""
-    return np.array([position.get(t, -1) for t in split.tokens], np.int64)[split.text]
+@functools.lru_cache(maxsize=4)
+def _vocabs(text_tokens, encodings):
+    return {enc: Vocab(text_tokens, enc) for enc in encodings}, {t: i for i, t in enumerate(text_tokens)}
 
 
 def encode_lines(lines, text_tokens, encodings, path="text", first_line=0):
@@ -618,118 +417,78 @@ def encode_lines(lines, text_tokens, encodings, path="text", first_line=0):
     Encode lines in each of `encodings`, splitting every line once: {encoding: (ids, values,
     lengths, numbers, counts)}, with the ids (uint16 where the vocabulary allows, else int32) and
     float32 values of all lines end to end, tokens and numbers per line, and how many numbers were
-    clipped or flushed to zero. Errors name path:line, counting from first_line + 1. The arrays are
-    encode_lines_reference's, byte for byte.
+    clipped or flushed to zero. Errors name path:line, counting from first_line + 1.
     """
-    vocabs = {enc: _cached_vocab(tuple(text_tokens), enc) for enc in encodings}
-    position = {token: i for i, token in enumerate(text_tokens)}
-    split = _SplitLines(lines)
-    text_index = _text_index(split, position)
-    slow = split.unsure.copy()
-    unknown = text_index < 0
-    if unknown.any():
-        slow[np.repeat(np.arange(len(lines)), split.text_per_line)[unknown]] = True
-    beyond = np.abs(split.values) >= FLOAT32_OVERFLOW
-    if "xval" in vocabs and beyond.any():  # xVal's values are float32
-        slow[np.repeat(np.arange(len(lines)), split.numbers_per_line)[beyond]] = True
-    if not slow.any():
-        return _encode_split_lines(split, text_index, vocabs)
-    # the lines that need split_text, one at a time and in order (the first error is raised), the rest at once
-    slow_rows = np.flatnonzero(slow)
-    reference = [_encode_lines_reference([lines[j]], vocabs, path, first_line + j) for j in slow_rows]
-    rest = [line for line, s in zip(lines, slow) if not s]
-    if rest:
-        split = _SplitLines(rest)
-        fast = _encode_split_lines(split, _text_index(split, position), vocabs)
+    global _TABLE
+    _TABLE = _TABLE if len(_TABLE) < 100_000 else _Segments()  # bounded, whatever the text
+    vocabs, position = _vocabs(tuple(text_tokens), tuple(encodings))
+    split = _split_lines(lines, _TABLE)
+    if split is not None:
+        pieces, values, text, numbers = split
+        is_num = pieces <= -2
+        text_index = np.array([position.get(t, -1) for t in list(_TABLE.token_index)[1:]], np.int64)[pieces[~is_num]]
+    if split is None or (text_index < 0).any() or ("xval" in vocabs and (np.abs(values) >= FLOAT32_OVERFLOW).any()):
+        out = {enc: ([], [], [], [], {"clipped": 0, "zero": 0}) for enc in vocabs}  # a line at a time
+        for j, line in enumerate(lines):
+            pieces = split_text(line, where := f"{path}:{first_line + j + 1}")
+            for enc, (ids, values, lengths, numbers, counts) in out.items():
+                i, v, _ = encode_pieces(pieces, vocabs[enc], where, counts)
+                ids.append(i.astype(np.uint16 if len(vocabs[enc]) < 2**16 else np.int32))
+                values.append(v)
+                lengths.append(len(i))
+                numbers.append(sum(kind == "num" for kind, _ in pieces))
+        return {enc: (np.concatenate(o[0]), np.concatenate(o[1]), np.array(o[2]), np.array(o[3]), o[4])
+                for enc, o in out.items()}
+    rounded = round_numbers(values) if set(vocabs) - {"xval"} else None
     out = {}
-    for enc in vocabs:
-        per_line = [None] * len(lines)  # (ids, values, length, numbers) of each line
-        for j, r in zip(slow_rows, reference):
-            per_line[j] = (r[enc][0], r[enc][1], r[enc][2], r[enc][3])
-        counts = {k: sum(r[enc][4][k] for r in reference) for k in ("clipped", "zero")}
-        if rest:
-            ids, values, lengths, numbers, fast_counts = fast[enc]
-            cuts = np.cumsum(lengths)[:-1]
-            rows = np.flatnonzero(~slow)
-            for j, i, v, length, number in zip(rows, np.split(ids, cuts), np.split(values, cuts),
-                                                lengths[:, None], numbers[:, None]):
-                per_line[j] = (i, v, length, number)
-            counts = {k: counts[k] + fast_counts[k] for k in counts}
-        out[enc] = tuple(np.concatenate([p[field] for p in per_line]) for field in range(4)) + (counts,)
+    for enc, vocab in vocabs.items():
+        counts = {"clipped": 0, "zero": 0}
+        ids, vals, _ = _spell(is_num, vocab.first_text_id + text_index, values, vocab, counts, rounded)
+        out[enc] = (ids, vals, text + TOKENS_PER_NUMBER[enc] * numbers, numbers, counts)
     return out
 
 
 def build_text_vocab(lines, where="train", first_line=0):
-    """The sorted set of text tokens of some lines (numbers excluded), as split_text splits them;
-    first_line numbers errors."""
-    if not lines:
-        return []
-    split = _SplitLines(lines)
-    tokens = set()
-    for j in np.flatnonzero(split.unsure):  # in order, so that the first error is raised
-        tokens.update(v for kind, v in split_text(lines[j], f"{where}:{first_line + j + 1}") if kind == "text")
-    sure = ~split.unsure[np.repeat(np.arange(len(lines)), split.text_per_line)]
-    tokens.update(split.tokens[i] for i in np.unique(split.text[sure]))
-    return sorted(tokens)
-
-
-def encode_lines_reference(lines, text_tokens, encodings, path="text", first_line=0):
-    """encode_lines one line at a time through split_text and encode_pieces: the reference."""
-    return _encode_lines_reference(lines, {enc: Vocab(text_tokens, enc) for enc in encodings}, path, first_line)
-
-
-def _encode_lines_reference(lines, vocabs, path, first_line):
-    out = {enc: {"ids": [], "values": [], "lengths": [], "numbers": [], "counts": {"clipped": 0, "zero": 0}}
-           for enc in vocabs}
-    for j, line in enumerate(lines):
-        where = f"{path}:{first_line + j + 1}"
-        pieces = split_text(line, where)
-        n_numbers = sum(kind == "num" for kind, _ in pieces)
-        for enc, o in out.items():
-            ids, values, _ = encode_pieces(pieces, vocabs[enc], where, o["counts"])
-            o["ids"].append(ids.astype(np.uint16 if len(vocabs[enc]) < 2**16 else np.int32))
-            o["values"].append(values)
-            o["lengths"].append(len(ids))
-            o["numbers"].append(n_numbers)
-    return {enc: (np.concatenate(o["ids"]), np.concatenate(o["values"]), np.array(o["lengths"]),
-                  np.array(o["numbers"]), o["counts"]) for enc, o in out.items()}
+    """The sorted set of text tokens of some lines (numbers excluded); first_line numbers errors."""
+    split = _split_lines(lines, _TABLE)
+    if split is None:
+        return sorted({t for j, line in enumerate(lines) for kind, t in split_text(line, f"{where}:{first_line + j + 1}")
+                       if kind == "text"})
+    tokens = list(_TABLE.token_index)[1:]
+    return sorted(tokens[i] for i in np.unique(split[0][split[0] >= 0]))
 
 
 # -----------------------------------------------------------------------------
 # datasets on disk: <dir>/<split>.txt -> <dir>/vocab.json and <dir>/<encoding>/<split>.*.npy
 
+_SPLIT_FILE = re.compile(r"(train|val|test|test_ood\w*)\.txt")
 
-def _line_chunks(path, chunk, per_wave):
-    """Waves of per_wave (first line index, lines) chunks of a text file, read lazily."""
-    wave, lines, first = [], [], 0
-    with open(path, encoding="utf-8") as f:
-        for i, line in enumerate(f):
-            line = line.rstrip("\n")
-            if not line.strip():
-                raise TextError(f"{path}:{i + 1}: empty line; expected one sample per line")
-            lines.append(line)
-            if len(lines) == chunk:
-                wave.append((first, lines))
-                lines, first = [], i + 1
-                if len(wave) == per_wave:
-                    yield wave
-                    wave = []
-    if lines:
-        wave.append((first, lines))
-    if wave:
-        yield wave
+
+def _decoded(f, where):
+    for i, raw in enumerate(f, 1):
+        try:
+            yield raw.decode("utf-8").rstrip("\r\n")
+        except UnicodeDecodeError as e:
+            raise TextError(f"{where}:{i}: not UTF-8 text (byte {raw[e.start]:#04x} at column {e.start + 1})") from None
 
 
 def read_lines(f, where):
     """The lines of a binary file object, decoded as UTF-8 without their line ends; a line that is
     not UTF-8 (Latin-1 text, say) is a TextError naming where:line."""
-    lines = []
-    for i, raw in enumerate(f, 1):
-        try:
-            lines.append(raw.decode("utf-8").rstrip("\r\n"))
-        except UnicodeDecodeError as e:
-            raise TextError(f"{where}:{i}: not UTF-8 text (byte {raw[e.start]:#04x} at column {e.start + 1})") from None
-    return lines
+    return list(_decoded(f, where))
+
+
+def _line_chunks(path, chunk, bar=None):
+    """(first line index, lines) chunks of a text file, read lazily."""
+    with open(path, "rb") as f:
+        for first, lines in itertools.groupby(enumerate(_decoded(f, path)), lambda x: x[0] // chunk):
+            lines = [line for _, line in lines]
+            for i, line in enumerate(lines):
+                if not line.strip():
+                    raise TextError(f"{path}:{first * chunk + i + 1}: empty line; expected one sample per line")
+            if bar:
+                bar.update(sum(map(len, lines)) + len(lines))
+            yield first * chunk, lines
 
 
 def require_dataset(data_dir):
@@ -750,35 +509,37 @@ def require_dataset(data_dir):
 
 def dataset_splits(data_dir, plain_text=False):
     """
-    The split names of a dataset, from its meta.json. With plain_text, a folder of <split>.txt files
-    without meta.json (train.txt among them) becomes a dataset: a meta.json naming every split is
-    written once every split is found to hold a sample.
+    The split names of a dataset, train first, and the meta.json to write (None: it stands). Text
+    files of your own (plain_text, or declared so before) have the splits their files name: train.txt,
+    val.txt, test.txt, test_ood*.txt (other names are noted). Every split must hold a sample.
     """
-    meta = os.path.join(data_dir, "meta.json")
-    declare = plain_text and os.path.isdir(data_dir) and not os.path.exists(meta)
-    if declare:
-        splits = sorted(f[:-4] for f in os.listdir(data_dir) if f.endswith(".txt") and "." not in f[:-4])
-        if "train" not in splits:
-            raise FileNotFoundError(f"{data_dir}: no train.txt; --plain-text expects <split>.txt files, "
-                                    "train among them")
-    else:
+    meta_path, meta, new_meta = os.path.join(data_dir, "meta.json"), None, None
+    if not (plain_text and os.path.isdir(data_dir) and not os.path.exists(meta_path)):
         with open(require_dataset(data_dir)) as f:
             try:
-                splits = list(json.load(f)["splits"])
+                meta = json.load(f)
+                splits = list(meta["splits"])
             except (ValueError, KeyError, TypeError) as e:
-                raise TextError(f"{meta}: not a dataset's meta.json ({type(e).__name__}: {e})")
-    for split in splits:  # every split has a sample before anything is written: a failure leaves nothing behind
+                raise TextError(f"{meta_path}: not a dataset's meta.json ({type(e).__name__}: {e})")
+    if meta is None or meta.get("dataset") == "plain text":
+        files = sorted(f for f in os.listdir(data_dir) if f.endswith(".txt"))
+        splits = [f[:-4] for f in files if _SPLIT_FILE.fullmatch(f)]
+        if len(splits) < len(files):
+            print(f"note: {', '.join(f for f in files if not _SPLIT_FILE.fullmatch(f))} not taken as splits "
+                  "(a split is train.txt, val.txt, test.txt or test_ood*.txt)")
+        if "train" not in splits:
+            raise FileNotFoundError(f"{data_dir}: no train.txt; --plain-text expects <split>.txt files, train among them")
+        if meta is None or meta["splits"] != splits:
+            new_meta = {"dataset": "plain text", "splits": splits, "command": " ".join(["python"] + sys.argv)}
+    for split in splits:  # every split has a sample before anything is written
         path = os.path.join(data_dir, f"{split}.txt")
         if not os.path.exists(path):
-            raise FileNotFoundError(f"{path} not found, but {meta} lists split {split!r}")
+            raise FileNotFoundError(f"{path} not found, but {meta_path} lists split {split!r}")
         with open(path, encoding="utf-8", errors="replace") as f:
             if not f.readline().strip():
                 raise TextError(f"{path}:1: {'empty file' if os.path.getsize(path) == 0 else 'empty line'}; "
                                 "expected one sample per line")
-    if declare:
-        _atomic_write_json(meta, {"dataset": "plain text", "splits": splits,
-                                  "command": " ".join(["python"] + sys.argv)})
-    return splits
+    return sorted(splits, key=lambda s: (s != "train", s != "val")), new_meta
 
 
 def load_text_vocab(data_dir):
@@ -795,125 +556,75 @@ def vocab_digest(text_tokens):
     return hashlib.sha1(json.dumps(text_tokens).encode()).hexdigest()[:12]
 
 
-def _atomic_write_json(path, obj):
-    atomic_write_text(path, json.dumps(obj, indent=1))
-
-
-def _atomic_save(path, array):
-    with atomic_file(path) as tmp:
-        np.save(tmp, array)
-
-
 def _encode_chunk(job):
-    """encode_lines for a worker process: job = (lines, first line index, path, text tokens, encodings)."""
-    lines, first_line, path, text_tokens, encodings = job
-    return encode_lines(lines, text_tokens, encodings, path, first_line)
+    return encode_lines(*job)
 
 
-def _encode_chunk_reference(job):
-    """_encode_chunk through encode_lines_reference (for the benchmark)."""
-    lines, first_line, path, text_tokens, encodings = job
-    return encode_lines_reference(lines, text_tokens, encodings, path, first_line)
-
-
-class _ArrayWriter:
-    """Appends one encoding's chunks to raw temporary files, so a split of any size is written
-    with bounded memory, then turns them into .npy files under their final names."""
-
-    def __init__(self, out_dir, split):
-        os.makedirs(out_dir, exist_ok=True)
-        self.base = os.path.join(out_dir, split)
-        self.raw = {name: open(f"{self.base}.{name}.raw.tmp", "wb") for name in ("ids", "values")}
-        self.dtype, self.lengths, self.numbers = None, [], []
-        self.counts = {"clipped": 0, "zero": 0}
-
-    def add(self, ids, values, lengths, numbers, counts):
-        self.dtype = ids.dtype
-        self.raw["ids"].write(ids.tobytes())
-        self.raw["values"].write(values.tobytes())
-        self.lengths.append(lengths)
-        self.numbers.append(numbers)
-        for k in self.counts:
-            self.counts[k] += counts[k]
-
-    def discard(self):
-        for name, f in self.raw.items():
-            f.close()
-            os.remove(f"{self.base}.{name}.raw.tmp")
-
-    def finish(self):
-        lengths, numbers = np.concatenate(self.lengths), np.concatenate(self.numbers)
-        total = int(lengths.sum())
-        for name, dtype in (("ids", self.dtype), ("values", np.dtype(np.float32))):
-            self.raw[name].close()
-            raw = f"{self.base}.{name}.raw.tmp"
-            with atomic_file(f"{self.base}.{name}.npy") as tmp, open(tmp, "wb") as out, open(raw, "rb") as data:
-                header = {"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False, "shape": (total,)}
-                np.lib.format.write_array_header_1_0(out, header)  # an .npy header, then the bytes
-                shutil.copyfileobj(data, out, 1 << 24)
-            os.remove(raw)
-        offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)  # sample i: [o[i], o[i+1])
-        _atomic_save(f"{self.base}.offsets.npy", offsets)
-        return lengths, numbers
-
-
-def encode_split(data_dir, split, encodings, workers=1, chunk=1000):
+def encode_split(data_dir, split, encodings, text_tokens, workers=1, chunk=1000, staged=None):
     """
-    Encode <split>.txt into <encoding>/<split>.{ids,values,offsets}.npy and a JSON summary for
-    each of `encodings`, a chunk of lines at a time; returns the summaries.
+    Encode <split>.txt into <encoding>/<split>.{ids,values,offsets}.npy and a JSON summary for each
+    of `encodings`, a chunk of lines at a time, through temporary files of this process: their
+    (temporary, final) names are added to `staged` to be renamed once every split is encoded (None:
+    renamed at once). Returns the summaries.
     """
-    path = os.path.join(data_dir, f"{split}.txt")
-    text_tokens = load_text_vocab(data_dir)
-    writers = {enc: _ArrayWriter(os.path.join(data_dir, enc), split) for enc in encodings}
+    path, tmp = os.path.join(data_dir, f"{split}.txt"), f"{os.getpid()}.tmp"
+    bases = {enc: os.path.join(data_dir, enc, split) for enc in encodings}
+    for base in bases.values():
+        os.makedirs(os.path.dirname(base), exist_ok=True)
+    raw = {(enc, name): open(f"{base}.{name}.{tmp}", "wb") for enc, base in bases.items() for name in ("ids", "values")}
+    vocabs, parts = _vocabs(tuple(text_tokens), tuple(encodings))[0], {enc: [] for enc in encodings}
     pool = Pool(workers) if workers > 1 else None
-    try:
-        # waves of `workers` chunks: the text is read as it is encoded, never all at once
-        for wave in _line_chunks(path, chunk, workers):
-            jobs = [(lines, first, path, text_tokens, encodings) for first, lines in wave]
-            for result in (pool.imap(_encode_chunk, jobs) if pool else map(_encode_chunk, jobs)):  # in order: the first error
-                for enc, writer in writers.items():
-                    writer.add(*result[enc])
-        if not writers[encodings[0]].lengths:
-            raise TextError(f"{path} holds no samples")
+    size = os.path.getsize(path)
+    bar = tqdm(total=size, unit="B", unit_scale=True, desc=split, disable=size < 1 << 26, leave=False)
+    chunks = _line_chunks(path, chunk, bar)
+    try:  # waves of `workers` chunks: the text is read as it is encoded, never all at once
+        for wave in iter(lambda: [(lines, text_tokens, encodings, path, first)
+                                  for first, lines in itertools.islice(chunks, max(workers, 1))], []):
+            for result in (pool.imap(_encode_chunk, wave) if pool else map(_encode_chunk, wave)):  # in order
+                for enc, (ids, values, lengths, numbers, counts) in result.items():
+                    raw[enc, "ids"].write(ids.tobytes())
+                    raw[enc, "values"].write(values.tobytes())
+                    largest = np.abs(values[vocabs[enc].is_number(ids)]).max(initial=0)
+                    parts[enc].append((lengths, numbers, counts, float(largest), ids.dtype))
     except BaseException:
-        for writer in writers.values():
-            writer.discard()
+        for f in raw.values():
+            os.remove(f.name)
         raise
     finally:
+        bar.close()
+        for f in raw.values():
+            f.close()
         if pool:
             pool.terminate()
-    summaries = []
-    for enc, writer in writers.items():
-        lengths, n_numbers = writer.finish()
-        counts = writer.counts
-        summary = dict(
+    moves, summaries = [], []
+    for enc, base in bases.items():
+        lengths, numbers = (np.concatenate([p[i] for p in parts[enc]]) for i in (0, 1))
+        for name, dtype in (("ids", parts[enc][0][4]), ("values", np.float32)):
+            with open(f"{base}.{name}.{tmp}.npy", "wb") as out, open(f"{base}.{name}.{tmp}", "rb") as data:
+                np.lib.format.write_array_header_1_0(out, {"descr": np.lib.format.dtype_to_descr(np.dtype(dtype)),
+                                                           "fortran_order": False, "shape": (int(lengths.sum()),)})
+                shutil.copyfileobj(data, out, 1 << 24)  # an .npy header, then the bytes
+            os.remove(f"{base}.{name}.{tmp}")
+        np.save(f"{base}.offsets.{tmp}.npy", np.r_[0, np.cumsum(lengths)].astype(np.int64))  # sample i: [o[i], o[i+1])
+        counts = {k: sum(p[2][k] for p in parts[enc]) for k in ("clipped", "zero")}
+        summaries.append(dict(
             split=split, encoding=enc, samples=len(lengths), tokens=int(lengths.sum()),
             tokens_per_sample_mean=round(float(lengths.mean()), 2), tokens_per_sample_max=int(lengths.max()),
-            numbers_per_sample_mean=round(float(n_numbers.mean()), 2), numbers_per_sample_max=int(n_numbers.max()),
-            clipped=counts["clipped"], flushed_to_zero=counts["zero"], vocab_size=len(Vocab(text_tokens, enc)),
-            vocab_digest=vocab_digest(text_tokens),
-        )
-        _atomic_write_json(os.path.join(data_dir, enc, f"{split}.json"), summary)
+            numbers_per_sample_mean=round(float(numbers.mean()), 2), numbers_per_sample_max=int(numbers.max()),
+            largest_abs=max(p[3] for p in parts[enc]), clipped=counts["clipped"], flushed_to_zero=counts["zero"],
+            vocab_size=len(vocabs[enc]), vocab_digest=vocab_digest(text_tokens)))
+        atomic_write_text(f"{base}.{tmp}.json", json.dumps(summaries[-1], indent=1))
+        moves += [(f"{base}.{name}.{tmp}.npy", f"{base}.{name}.npy") for name in ("ids", "values", "offsets")]
+        moves.append((f"{base}.{tmp}.json", f"{base}.json"))
         if counts["clipped"]:
             print(f"warning: {split}: {counts['clipped']} numbers beyond ±9.99e7 were clipped ({enc})")
         if counts["zero"]:
-            print(f"note: {split}: {counts['zero']} numbers below 1e-8 in magnitude became 0 ({enc})")
-        summaries.append(summary)
+            print(f"note: {split}: {counts['zero']} numbers below {'1.4e-45 (float32)' if enc == 'xval' else '1e-8'} "
+                  f"in magnitude became 0 ({enc})")
+    for tmp_name, final in moves if staged is None else ():
+        os.replace(tmp_name, final)
+    (staged if staged is not None else []).extend(moves)
     return summaries
-
-
-def build_vocab_file(data_dir, force=False):
-    """Build vocab.json from the training split (once; it is shared by all encodings)."""
-    path = os.path.join(data_dir, "vocab.json")
-    if os.path.exists(path) and not force:
-        return load_text_vocab(data_dir)
-    train, tokens = os.path.join(data_dir, "train.txt"), set()
-    for wave in _line_chunks(train, 10_000, 1):  # a chunk at a time: the split may not fit in memory
-        for first, lines in wave:
-            tokens.update(build_text_vocab(lines, train, first))
-    tokens = sorted(tokens)
-    _atomic_write_json(path, {"built_from": "train.txt", "text_tokens": tokens})
-    return tokens
 
 
 class Split:
@@ -933,7 +644,7 @@ class Split:
             self.offsets = np.load(base + ".offsets.npy")
         except (OSError, ValueError, EOFError) as e:  # missing, truncated or not an array
             raise ValueError(f"{base}: unreadable arrays ({type(e).__name__}: {e}); {again}")
-        if summary.get("vocab_digest") != vocab_digest(load_text_vocab(data_dir)):  # absent in older arrays
+        if summary.get("vocab_digest") != vocab_digest(load_text_vocab(data_dir)):
             raise ValueError(f"{base}.ids.npy was tokenized with another vocab.json; {again}")
         # the four files of a split are written together: offsets that do not span exactly the ids
         # and values, or a sample count other than the summary's, are arrays of different runs
@@ -957,48 +668,29 @@ class Split:
         return np.asarray(self.ids[a:b], np.int64), np.asarray(self.values[a:b], np.float32)
 
 
-def bench(data_dir, n_lines=1000, workers=1, repeats=3):
-    """
-    Time the tokenizer on the first n_lines of <data_dir>/train.txt, writing nothing: the reference
-    (split_text and encode_pieces, a line at a time) and the fast path (encode_lines), one after the
-    other in each repeat so that both meet the same machine, for each encoding and for all five in one
-    pass. One core: CPU seconds of this process; all cores: wall seconds of `workers` processes, each
-    encoding a share of the lines. Prints medians over the repeats.
-    """
-    path = os.path.join(data_dir, "train.txt")
-    lines = next(_line_chunks(path, n_lines, 1))[0][1]
-    text_tokens = build_text_vocab(lines, path)
-    numbers = int(encode_lines(lines, text_tokens, ENCODINGS, path)["xval"][3].sum())  # also warms the caches
-    print(f"{path}: {len(lines)} lines, {numbers / len(lines):.1f} numbers per line; medians of {repeats} "
-          f"repeats, reference and fast path in turn")
-    print("\n| encodings | reference lines/s | fast lines/s | speed-up | fast numbers/s |\n|---|---|---|---|---|")
-    for encodings in [[enc] for enc in ENCODINGS] + [list(ENCODINGS)]:
-        seconds = {encode_lines_reference: [], encode_lines: []}
-        for _ in range(repeats):
-            for encoder, times in seconds.items():
-                t0 = time.process_time()
-                encoder(lines, text_tokens, encodings, path)
-                times.append(time.process_time() - t0)
-        reference, fast = (statistics.median(times) for times in seconds.values())
-        name = "all five, one pass" if len(encodings) > 1 else encodings[0]
-        print(f"| {name} | {len(lines) / reference:,.0f} | {len(lines) / fast:,.0f} | {reference / fast:.1f}× | "
-              f"{numbers / fast:,.0f} |")
-    print("(one core: lines per CPU second of this process)")
-    if workers > 1:
-        share = -(-len(lines) // workers)
-        jobs = [(lines[i:i + share], i, path, text_tokens, list(ENCODINGS)) for i in range(0, len(lines), share)]
-        seconds = {_encode_chunk_reference: [], _encode_chunk: []}
-        with Pool(workers) as pool:
-            pool.map(_encode_chunk, jobs)  # warm each worker's caches
-            for _ in range(repeats):
-                for encoder, times in seconds.items():
-                    t0 = time.perf_counter()
-                    pool.map(encoder, jobs)
-                    times.append(time.perf_counter() - t0)
-        reference, fast = (statistics.median(times) for times in seconds.values())
-        print(f"all five in one pass on {workers} processes (wall time): reference {len(lines) / reference:,.0f} "
-              f"lines/s, fast {len(lines) / fast:,.0f} lines/s ({reference / fast:.1f}×), "
-              f"{numbers / fast:,.0f} numbers/s")
+def _lock(data_dir):
+    """Take <data_dir>/tokenize.lock, naming this process, so that two runs never write one dataset
+    at once; the lock of a process that is gone (killed) is removed, with its temporary files."""
+    path = os.path.join(data_dir, "tokenize.lock")
+    while True:
+        try:
+            with open(path, "x") as f:
+                return f.write(str(os.getpid())) and path
+        except FileExistsError:
+            with open(path) as f:
+                pid = int(f.read().strip() or 0)
+            try:
+                if pid > 0 and os.kill(pid, 0) is None:
+                    raise TextError(f"{path}: another tokenize_numbers.py run (pid {pid}) is writing {data_dir}; "
+                                    "wait for it to end (or delete the lock if that process is not tokenizing)")
+            except ProcessLookupError:
+                pass
+            stale = [os.path.join(data_dir, enc, f) for enc in ENCODINGS if os.path.isdir(os.path.join(data_dir, enc))
+                     for f in os.listdir(os.path.join(data_dir, enc)) if f".{pid}.tmp" in f]  # its names only
+            print(f"note: removing {path} of process {pid}, which ended without releasing it, and "
+                  f"{len(stale)} temporary files it left")
+            for f in stale + [path]:
+                os.remove(f)
 
 
 def main(argv=None):
@@ -1008,52 +700,58 @@ def main(argv=None):
     p.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     p.add_argument("--stats", action="store_true", help="print tokens/sample per encoding (tokenizes every encoding)")
     p.add_argument("--rebuild-vocab", action="store_true", help="rebuild vocab.json from train.txt")
-    p.add_argument("--bench", action="store_true", help="time the tokenizer (reference and fast path, each "
-                   "encoding and all five) on the first --bench-lines lines of train.txt; writes nothing")
-    p.add_argument("--bench-lines", type=int, default=1000, help="lines --bench times (default 1000)")
     p.add_argument("--plain-text", action="store_true",
                    help="DIR holds <split>.txt files of your own, no meta.json: write one naming them and tokenize")
     args = p.parse_args(argv)
-    if args.bench:
-        try:
-            return bench(args.data_dir, args.bench_lines, args.workers)
-        except (TextError, FileNotFoundError) as e:
-            sys.exit(f"error: {e}")
-    encodings = ENCODINGS if args.encoding == "all" or args.stats else [args.encoding]
+    encodings = list(ENCODINGS) if args.encoding == "all" or args.stats else [args.encoding]
     for e in encodings:
         if e not in ENCODINGS:
             p.error(f"unknown encoding {e!r}; expected one of {', '.join(ENCODINGS)} or 'all'")
-    t0 = time.time()
-    reading = os.path.join(args.data_dir, "train.txt")  # the file being read, for an error that is not UTF-8
-    try:
-        splits = dataset_splits(args.data_dir, args.plain_text)
-        text_tokens = build_vocab_file(args.data_dir, args.rebuild_vocab)
-        print(f"{args.data_dir}: {len(text_tokens)} text tokens in vocab.json")
-        table = []
+    t0, d, lock, staged, table = time.time(), args.data_dir, None, [], []
+    new_dirs = [os.path.join(d, enc) for enc in encodings if not os.path.exists(os.path.join(d, enc))]
+    vocab_path = os.path.join(d, "vocab.json")
+    try:  # everything is written under temporary names, renamed once every split is encoded
+        splits, meta = dataset_splits(d, args.plain_text)
+        lock = _lock(d)
+        if os.path.exists(vocab_path) and not args.rebuild_vocab:
+            with open(vocab_path) as f:
+                text_tokens, vocab = json.load(f)["text_tokens"], None
+        else:  # from the training split, a chunk at a time: it may not fit in memory
+            train = os.path.join(d, "train.txt")
+            text_tokens = sorted(set().union(*(build_text_vocab(lines, train, first)
+                                               for first, lines in _line_chunks(train, 10_000))))
+            vocab = {"built_from": "train.txt", "text_tokens": text_tokens}
+        if "val" not in splits and (meta or {}).get("dataset") == "plain text":
+            raise FileNotFoundError(f"{d}: no val.txt; train.py validates on it: put some samples (not those of "
+                                    "train.txt) in val.txt, one per line")
+        print(f"{d}: {len(text_tokens)} text tokens in vocab.json")
         for split in splits:
-            reading = os.path.join(args.data_dir, f"{split}.txt")
-            for s in encode_split(args.data_dir, split, list(encodings), args.workers):
+            for s in encode_split(d, split, encodings, text_tokens, args.workers, staged=staged):
                 table.append(s)
-                enc = s["encoding"]
-                print(f"{enc:>6} {split:>18}: {s['samples']} samples, tokens/sample mean "
+                print(f"{s['encoding']:>6} {split:>18}: {s['samples']} samples, tokens/sample mean "
                       f"{s['tokens_per_sample_mean']} max {s['tokens_per_sample_max']}, numbers/sample "
-                      f"{s['numbers_per_sample_mean']}, vocab {s['vocab_size']}")
+                      f"{s['numbers_per_sample_mean']}, largest |x| {s['largest_abs']:.4g}, vocab {s['vocab_size']}")
+        for tmp, final in staged:
+            os.replace(tmp, final)
+        for path, content in ((vocab_path, vocab), (os.path.join(d, "meta.json"), meta)):
+            if content:
+                atomic_write_text(path, json.dumps(content, indent=1))
     except (TextError, FileNotFoundError) as e:
         sys.exit(f"error: {e}")
-    except UnicodeDecodeError:
-        with open(reading, "rb") as f:
-            try:
-                read_lines(f, reading)
-            except TextError as e:
-                sys.exit(f"error: {e}")
-        raise
+    finally:
+        for tmp, _ in staged:  # a run that failed leaves nothing behind
+            if os.path.exists(tmp):
+                os.remove(tmp)
+        for new_dir in new_dirs:
+            if os.path.isdir(new_dir) and not os.listdir(new_dir):
+                os.rmdir(new_dir)
+        if lock:
+            os.remove(lock)
     if args.stats:
-        print("\n| encoding | tokens/sample mean | max | numbers/sample mean | max |")
-        print("|---|---|---|---|---|")
-        for s in table:
-            if s["split"] == "train":
-                print(f"| {s['encoding']} | {s['tokens_per_sample_mean']} | {s['tokens_per_sample_max']} | "
-                      f"{s['numbers_per_sample_mean']} | {s['numbers_per_sample_max']} |")
+        print("\n| encoding | tokens/sample mean | max | numbers/sample mean | max |\n|---|---|---|---|---|")
+        for s in (s for s in table if s["split"] == "train"):
+            print(f"| {s['encoding']} | {s['tokens_per_sample_mean']} | {s['tokens_per_sample_max']} | "
+                  f"{s['numbers_per_sample_mean']} | {s['numbers_per_sample_max']} |")
     print(f"done in {time.time() - t0:.1f} s")
 
 

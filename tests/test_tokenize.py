@@ -8,11 +8,21 @@ import numpy as np
 import pytest
 from conftest import ROOT
 
-from tokenize_numbers import (ENCODINGS, TOKENS_PER_NUMBER, Split, TextError, Vocab, build_text_vocab,
-                              encode, extract_numbers, number_spans, number_to_tokens, number_vocab,
-                              round_number, split_text, tokens_to_number)
+from tokenize_oracle import round_number
+from tokenize_numbers import (ENCODINGS, TOKENS_PER_NUMBER, Split, TextError, Vocab, build_text_vocab, encode,
+                              number_spans, number_vocab, split_text, tokens_to_number)
 
 TEXT_ENCODINGS = [e for e in ENCODINGS if e != "xval"]
+
+
+def extract_numbers(text):
+    return [v for kind, v in split_text(text) if kind == "num"]
+
+
+def number_to_tokens(x, encoding):
+    """The tokens of one number, as the tokenizer spells its literal."""
+    vocab = Vocab([], encoding)
+    return [vocab.itos[i] for i in encode(repr(float(x)), vocab)[0]]
 
 
 def test_paper_table_1_example():
@@ -190,6 +200,7 @@ def test_tokenize_command_reports_unknown_text_with_file_and_line(tmp_path):
 
 def test_arrays_tokenized_with_another_vocabulary_are_refused(tmp_path):
     (tmp_path / "train.txt").write_text("{a:1.5}\n")
+    (tmp_path / "val.txt").write_text("{a:2}\n")
     subprocess.run([sys.executable, "tokenize_numbers.py", str(tmp_path), "--workers", "1", "--plain-text"],
                    check=True, capture_output=True, cwd=ROOT)
     (tmp_path / "train.txt").write_text("{a:1.5}\n[b:2]\n")
@@ -198,3 +209,116 @@ def test_arrays_tokenized_with_another_vocabulary_are_refused(tmp_path):
     with pytest.raises(ValueError, match="another vocab.json"):
         Split(str(tmp_path), "train", "xval")
     assert len(Split(str(tmp_path), "train", "p10")) == 2
+
+
+# ---------------------------------------------------------------- the dataset command and careless use
+
+import os  # noqa: E402
+
+import tokenize_numbers  # noqa: E402
+from tokenize_numbers import xval_encode  # noqa: E402
+
+
+def tokenize(d, *flags):
+    tokenize_numbers.main([str(d), "--workers=1", *flags])
+
+
+def test_xval_encode_alone_gives_the_tokenizers_ids_and_values():
+    lines = ['{"description":{"m":4.786,"e":0.3875},"data":[[[1.896,-0.5563],[1.296,-0.7366]]]}',
+             "((0.0235*0.695)+(0.782-0.561))=0.2373325", "{d:1.53,e:-1.33,a:2.53}e=-1.33", "x=-3,y:[1,-2]"]
+    vocab = Vocab(build_text_vocab(lines), "xval")
+    for line in lines:
+        ids, values, _ = encode(line, vocab)
+        got = xval_encode(line, lambda s: [vocab.text_id(t) for _, t in split_text(s)], vocab.num_id)
+        assert got[0] == ids.tolist() and np.array_equal(np.float32(got[1]), values)
+    assert xval_encode("2-3", lambda s: [ord(c) for c in s], 0) == ([0, 45, 0], [2.0, 1.0, 3.0])
+
+
+def test_malformed_numbers_are_errors_but_json_lists_are_numbers():
+    for bad, literal in (('{"a":1.2.3}', "1.2.3"), ('{"b":--5}', "--5"), ("[1,000,000]", "1,000"), ("v=5..5", "5..5")):
+        with pytest.raises(TextError, match=f"data.txt:4: malformed number '{literal}'"):
+            split_text(bad, "data.txt:4")
+    assert extract_numbers("[1,2]") == [1, 2] and extract_numbers("[1,234,0]") == [1, 234, 0]
+    assert extract_numbers("1--5") == [1, -5] and extract_numbers("[0,0.5,-0.25]") == [0, 0.5, -0.25]
+
+
+def test_a_malformed_number_in_a_dataset_names_file_line_and_literal(tmp_path):
+    (tmp_path / "train.txt").write_text('{"a":1,"b":-5}\n' * 3 + '{"a":1.2.3,"b":--5}\n')
+    (tmp_path / "val.txt").write_text('{"a":1,"b":2}\n')
+    with pytest.raises(SystemExit, match=r"train.txt:4: malformed number '1.2.3'"):
+        tokenize(tmp_path, "--plain-text")
+
+
+def test_val_is_tokenized_after_train_and_an_unseen_token_says_what_to_do(tmp_path, capsys):
+    (tmp_path / "train.txt").write_text("{station:a,t:1.5}\n")
+    (tmp_path / "val.txt").write_text("{station:a,t:2}\n{station:b,t:3}\n")
+    (tmp_path / "test.txt").write_text("{station:a,t:1e-50}\n")
+    with pytest.raises(SystemExit) as e:
+        tokenize(tmp_path, "--plain-text")
+    assert "val.txt:2: 'b' is not in the vocabulary" in str(e.value) and "--rebuild-vocab" in str(e.value)
+    assert sorted(os.listdir(tmp_path)) == ["test.txt", "train.txt", "val.txt"]  # a failed run leaves nothing
+    (tmp_path / "train.txt").write_text("{station:a,t:1.5}\n{station:b,t:-250}\n")
+    capsys.readouterr()
+    tokenize(tmp_path, "--plain-text")
+    out = capsys.readouterr().out
+    assert out.index("  train:") < out.index("  val:") and "largest |x| 250" in out
+    assert "note: test: 1 numbers below 1.4e-45" in out  # float32 has no 1e-50
+    assert json.loads((tmp_path / "xval" / "test.json").read_text())["flushed_to_zero"] == 1
+
+
+def test_plain_text_splits_are_the_split_files_and_a_later_test_txt_is_tokenized(tmp_path, capsys):
+    (tmp_path / "train.txt").write_text("{a:1}\n{a:2}\n")
+    (tmp_path / "README.txt").write_text("my notes\n")
+    with pytest.raises(SystemExit, match="no val.txt; train.py validates on it"):
+        tokenize(tmp_path, "--plain-text")
+    assert "README.txt not taken as splits" in capsys.readouterr().out
+    assert sorted(os.listdir(tmp_path)) == ["README.txt", "train.txt"]
+    (tmp_path / "val.txt").write_text("{a:3}\n")
+    tokenize(tmp_path, "--plain-text")
+    assert json.loads((tmp_path / "meta.json").read_text())["splits"] == ["train", "val"]
+    (tmp_path / "test.txt").write_text("{a:4}\n")
+    tokenize(tmp_path)  # no --plain-text needed the second time
+    assert json.loads((tmp_path / "meta.json").read_text())["splits"] == ["test", "train", "val"]
+    assert len(Split(str(tmp_path), "test", "xval")) == 1
+
+
+def test_a_second_run_is_refused_while_the_first_holds_the_lock_and_a_dead_ones_lock_is_cleaned(tmp_path, capsys):
+    (tmp_path / "train.txt").write_text("{a:1}\n{a:2}\n")
+    (tmp_path / "val.txt").write_text("{a:3}\n")
+    tokenize(tmp_path, "--plain-text")
+    before = {f: (tmp_path / "xval" / f).read_bytes() for f in os.listdir(tmp_path / "xval")}
+    (tmp_path / "tokenize.lock").write_text(str(os.getppid()))  # a live process holds it
+    with pytest.raises(SystemExit, match=rf"tokenize.lock: another tokenize_numbers.py run \(pid {os.getppid()}\)"):
+        tokenize(tmp_path, "--encoding=xval")
+    assert {f: (tmp_path / "xval" / f).read_bytes() for f in os.listdir(tmp_path / "xval")} == before
+    child = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    (tmp_path / "tokenize.lock").write_text(child.stdout.strip())  # a process that is gone
+    (tmp_path / "xval" / f"train.ids.{child.stdout.strip()}.tmp.npy").write_bytes(b"half")
+    capsys.readouterr()
+    tokenize(tmp_path)
+    assert f"removing {tmp_path / 'tokenize.lock'} of process {child.stdout.strip()}" in capsys.readouterr().out
+    assert sorted(os.listdir(tmp_path / "xval")) == sorted(before) and not (tmp_path / "tokenize.lock").exists()
+
+
+def test_two_concurrent_runs_never_mix_arrays(tmp_path):
+    lines = [f'{{"a":[{i * 0.5},{-i}],"b":{i % 7}}}' for i in range(60_000)]
+    (tmp_path / "train.txt").write_text("\n".join(lines) + "\n")
+    (tmp_path / "val.txt").write_text("\n".join(lines[:100]) + "\n")
+    command = [sys.executable, "tokenize_numbers.py", str(tmp_path), "--workers=1", "--plain-text"]
+    runs = [subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for _ in range(2)]
+    results = [(r.wait(), r.stderr.read()) for r in runs]
+    assert any(code == 0 for code, _ in results)
+    for code, err in results:
+        assert code == 0 or "another tokenize_numbers.py run" in err, err
+    split = Split(str(tmp_path), "train", "xval")
+    assert len(split) == 60_000 and split[59_999][1][3:5].tolist() == [29999.5, -59999]
+    assert not [f for f in os.listdir(tmp_path / "xval") if ".tmp" in f]
+
+
+def test_the_speed_benchmark_runs_on_a_dataset_and_writes_nothing(tmp_path):
+    (tmp_path / "train.txt").write_text("".join(f"{{a:[{i},{i / 3:.4g}],b:-{i}e-3}}\n" for i in range(50)))
+    r = subprocess.run([sys.executable, "tools/bench_tokenize.py", str(tmp_path), "--lines", "20", "--repeats", "1"],
+                       capture_output=True, text=True, cwd=ROOT, check=True)
+    assert "20 lines, 3.0 numbers per line" in r.stdout and "| all five, one pass |" in r.stdout
+    assert os.listdir(tmp_path) == ["train.txt"]

@@ -1,6 +1,6 @@
-"""The fast tokenizer (encode_lines, build_text_vocab, round_numbers) gives exactly what the reference
-(split_text and encode_pieces, a line at a time; round_number) gives: the same bytes on every prepare
-script's output and on adversarial lines, and the same errors naming the same file and line."""
+"""The tokenizer (encode_lines, build_text_vocab, round_numbers) gives exactly what the oracle
+(tests/tokenize_oracle.py: the split a character at a time, round_number) gives: the same bytes on every
+prepare script's output and on adversarial lines, and the same errors naming the same file and line."""
 import os
 import random
 import sys
@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from conftest import ROOT
 
-from tokenize_numbers import (ENCODINGS, FLOAT32_OVERFLOW, TextError, Vocab, build_text_vocab, build_vocab_file,
-                              encode, encode_lines, encode_lines_reference, encode_split, round_number, round_numbers,
-                              split_text)
+import tokenize_oracle as oracle
+from tokenize_numbers import (ENCODINGS, FLOAT32_OVERFLOW, TextError, Vocab, build_text_vocab, encode, encode_lines,
+                              encode_split, round_numbers, split_text)
 
 sys.path.insert(0, os.path.join(ROOT, "prepare"))
 import arithmetic  # noqa: E402
@@ -37,8 +37,7 @@ def assert_same_as_reference(lines, text_tokens, encodings=ENCODINGS, path="data
     return fast
 
 
-def reference_vocab(lines):
-    return sorted({v for line in lines for kind, v in split_text(line) if kind == "text"})
+encode_lines_reference, round_number, reference_vocab = oracle.encode_lines, oracle.round_number, oracle.text_vocab
 
 
 def assert_dataset_same_as_reference(splits):
@@ -81,8 +80,8 @@ def test_tokenizing_a_split_with_two_workers_writes_the_reference_arrays(tmp_pat
     lines = generated(arithmetic.Sample("ops3"), ("train",), 300)["train"]
     (tmp_path / "train.txt").write_text("\n".join(lines) + "\n")
     (tmp_path / "meta.json").write_text('{"dataset": "arithmetic", "splits": ["train"]}')
-    text_tokens = build_vocab_file(str(tmp_path))
-    summaries = encode_split(str(tmp_path), "train", list(ENCODINGS), workers=2, chunk=40)  # 8 chunks
+    text_tokens = build_text_vocab(lines)
+    summaries = encode_split(str(tmp_path), "train", list(ENCODINGS), text_tokens, workers=2, chunk=40)  # 8 chunks
     reference = encode_lines_reference(lines, text_tokens, ENCODINGS, "train.txt")
     for enc, summary in zip(ENCODINGS, summaries):
         ids, values, lengths, numbers, counts = reference[enc]
@@ -111,6 +110,10 @@ BRACKETS = ["[[1,2],[3,4]]", "[[1,2]],[[-3]]", "[1],[x]", "[1],[-.5]", "[1]],[[2
             "[1] ,[2]", "[1],[2e5],[.5]", "[1],[-2],[+3]", "[1],[[-x]]", "[1],,[2]", "[1],[2]x", "[1]],[[[2]]],[3",
             '{"data":[[[1.896,-0.5563],[1.296,-0.7366]],[[1.974,0.01111],[1.485,-0.1105]]]}', "[1],[2],[3]"]
 EDGES = [",", "1,2", ",", ",", "5", "1,", ",1", "x", "", "y", ",", "-1,-2", "[1,2]", "", ""]  # lines without numbers
+
+# malformed numbers are errors (docs/decisions.md#numbers-in-text): checked with BAD below
+MALFORMED = ["+-.5++4e1", "--.5-+4e1", "(--5", "-+5", "1e5.5", "5..5", "1.2.3"]
+SIGNS, EXPONENTS, DECIMALS = ([s for s in lines if s not in MALFORMED] for lines in (SIGNS, EXPONENTS, DECIMALS))
 
 UNICODE = ["λ:1.5", "é 2", "x²:2", ".²", "٣:4", "1.5 µ", "²3"]
 TIES = ["1.235", "9.995", "999.5e-10", "0.125", "2.675", "1.005e3", "9.995e7", "9.9949e7", "9.995e-9", "9.994e-9",
@@ -152,7 +155,9 @@ def test_random_lines_give_the_reference_bytes_or_error():
 
 BAD = [("x=nan", "nan"), ("[inf,1]", "inf"), ("-Infinity", "Infinity"), ("[1,1e999]", "1e999"),
        ("{a:1.5x}", "'1.5' runs into"), ("{a:.5x}", "'.5' runs into"), ("5.x", "'5.' runs into"), ("1.e", "'1.' runs"),
-       ("{a:-2.5_}", "'2.5' runs into"), ("1.5µ", "'1.5' runs into")]
+       ("{a:-2.5_}", "'2.5' runs into"), ("1.5µ", "'1.5' runs into"), ("{a:1.2.3}", "malformed number '1.2.3'"),
+       ("{b:--5}", "malformed number '--5'"), ("[1,000,000]", "malformed number '1,000'"), ("x=+-5", "'+-5'"),
+       ("(--5)", "'--5'"), ("5..5", "'5..5'"), ("[2,-05]", "'2,-05'"), ("1e5.5", "'1e5.5'")] + [(m, "malformed") for m in MALFORMED]
 
 
 @pytest.mark.parametrize("bad,expected", BAD)

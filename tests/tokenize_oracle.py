@@ -1,0 +1,203 @@
+"""
+The oracle the tokenizer is checked against: the definition of the split, one character at a time
+as the rules read (docs/decisions.md#numbers-in-text), and the scalar rounding of the text
+encodings. Slow and plain on purpose; tokenize_numbers.py must give exactly its pieces, tokens,
+errors and arrays (tests/test_tokenize.py).
+"""
+import functools
+import math
+import re
+
+import numpy as np
+
+from tokenize_numbers import ASK, FLOAT32_OVERFLOW, MAX_EXP, MIN_EXP, TextError, Vocab
+
+# A number literal: digits with an optional decimal point, or .digits; optional exponent.
+_NUMBER = re.compile(r"(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_WORD = re.compile(r"\w+")  # letters, digits, underscore (so planet0, t2m, x1 are words)
+_QUOTED_KEY = re.compile(r"""(["'])[^\W\d]\w*\1""")  # "description", 'planet0'
+# after these a sign is unary (part of the number); after anything else it is an operator
+_UNARY_AFTER = set("([{,:=+-*/^<>")
+DIGITS = "0123456789"
+
+
+def split_text(text, where="text", allow_ask=False, spans=None):
+    """The pieces of one sample, as tokenize_numbers.split_text gives them."""
+    pieces = []
+    i, n = 0, len(text)
+    prev = None  # previous non-space piece, to tell a unary sign from a binary operator
+    last_number = (-9, -9)  # the span of the last number
+    while i < n:
+        c = text[i]
+        if c.isspace():
+            i += 1
+            continue
+        if allow_ask and text.startswith(ASK, i):
+            pieces.append(("ask", None))
+            if spans is not None:
+                spans.append((i, i + len(ASK)))
+            prev, i = ("num", None), i + len(ASK)
+            continue
+        # a sign belongs to the number only where it cannot be an operator
+        unary = prev is None or (prev[0] == "text" and prev[1][-1] in _UNARY_AFTER)
+        start = i + 1 if c in "+-" and unary else i
+        double = start == i + 1 and start < n and text[start] in "+-"  # --5
+        start += double
+        m = _NUMBER.match(text, start) if start < n and (text[start] in DIGITS or text[start] == ".") else None
+        if m and not (m.end() < n and (text[m.end()].isalnum() or text[m.end()] == "_")):
+            # malformed: two signs (--5, or (--5 where the punctuation run took the first), two numbers
+            # that touch (1.2.3, 5..5) and a thousands comma (1,000: a leading zero glued by a comma)
+            first = None
+            if double:
+                first = i
+            elif start == i + 1 and i >= 1 and text[i - 1] in "+-" and (i == 1 or text[i - 2] in _UNARY_AFTER):
+                first = i - 1
+            elif last_number[1] == i:
+                first = last_number[0]
+            elif (last_number[1] == i - 1 and pieces[-1] == ("text", ",") and text[start] == "0"
+                  and start + 1 < n and text[start + 1] in DIGITS):
+                first = last_number[0]
+            if first is not None:
+                raise TextError(f"{where}: malformed number {text[first:m.end()]!r} (two points, two signs or a "
+                                "thousands comma); write one plain number")
+            literal = text[i:m.end()]
+            value = float(literal)
+            if not math.isfinite(value):
+                raise TextError(f"{where}: number literal {literal!r} overflows float64")
+            pieces.append(("num", value))
+            if spans is not None:
+                spans.append((i, m.end()))
+            prev, i, last_number = pieces[-1], m.end(), (i, m.end())
+            continue
+        if m and text[start:m.end()].replace(".", "").isdigit() and "." in text[start:m.end()]:
+            # "1.5x": a decimal number running into a word is neither a number nor a word
+            raise TextError(f"{where}: number {text[start:m.end()]!r} runs into the word "
+                            f"starting at column {m.end()}; separate them")
+        q = _QUOTED_KEY.match(text, i)
+        w = q or _WORD.match(text, i)
+        token = w.group() if w else _punctuation_run(text, i, allow_ask)
+        if not q and token.lower() in ("nan", "inf", "infinity"):
+            raise TextError(f"{where}: {token!r} is not a finite number; nan and inf are not allowed")
+        pieces.append(("text", token))
+        if spans is not None:
+            spans.append((i, i + len(token)))
+        prev, i = pieces[-1], i + len(token)
+    # a comma between two numbers costs no token
+    keep = [not (piece == ("text", ",") and 0 < j < len(pieces) - 1
+                 and pieces[j - 1][0] != "text" and pieces[j + 1][0] != "text")
+            for j, piece in enumerate(pieces)]
+    if spans is not None:
+        spans[:] = [span for span, k in zip(spans, keep) if k]
+    return [piece for piece, k in zip(pieces, keep) if k]
+
+
+def _punctuation_run(text, i, allow_ask):
+    """
+    The run of punctuation starting at i, as one token ('],[' or ')+(' rather than three). A run
+    stops at a quote, a space, a letter or digit, the start of a number (a '.' before a digit, a
+    unary sign) and the [?] marker.
+    """
+    j, n = i + 1, len(text)
+    if text[i] in "\"'":
+        return text[i]
+    while j < n:
+        c = text[j]
+        if c.isalnum() or c == "_" or c.isspace() or c in "\"'" or (allow_ask and text.startswith(ASK, j)):
+            break
+        follows = text[j + 1] if j + 1 < n else ""
+        if c == "." and follows != "" and follows in DIGITS:
+            break
+        if c in "+-" and text[j - 1] in _UNARY_AFTER and follows != "" and follows in DIGITS + ".":
+            break
+        j += 1
+    return text[i:j]
+
+
+def extract_numbers(text):
+    """All the numbers of a text, in order: extract_numbers('e=-1.33,x1:.25') == [-1.33, 0.25]."""
+    return [v for kind, v in split_text(text) if kind == "num"]
+
+
+def round_number(x):
+    """
+    (sign, mantissa, exponent, status) with x ≈ sign·mantissa·10^exponent, 3 significant digits,
+    rounded like Python's '%.2e'. status is 'ok', 'zero' (|x| < 1e-8 flushed to zero) or
+    'clipped' (|x| > 9.99e7 clipped to ±9.99e7).
+    """
+    if not math.isfinite(x):
+        raise ValueError(f"cannot encode the non-finite number {x!r}")
+    sign = "-" if x < 0 else "+"
+    digits, exp10 = f"{abs(x):.2e}".split("e")  # '6.02', '+01'
+    mantissa, exponent = int(digits.replace(".", "")), int(exp10) - 2
+    if x == 0 or exponent < MIN_EXP:
+        return "+", 0, 0, ("ok" if x == 0 else "zero")
+    if exponent > MAX_EXP:
+        return sign, 999, MAX_EXP, "clipped"
+    return sign, mantissa, exponent, "ok"
+
+
+def number_to_tokens(x, encoding, counts=None):
+    """The tokens of one number, spelled from round_number."""
+    if encoding == "xval":
+        return ["[NUM]"]
+    sign, m, e, status = round_number(x)
+    if counts is not None and status != "ok":
+        counts[status] = counts.get(status, 0) + 1
+    mant = f"{m:03d}"
+    return {"p10": [sign, *mant, f"E{e}"], "p1000": [sign, mant, f"E{e}"], "b1999": [sign + mant, f"E{e}"],
+            "fp15": [f"{sign}{mant}E{e}"]}[encoding]
+
+
+@functools.lru_cache(maxsize=None)
+def number_ids(encoding):
+    """{number token: id}: the number tokens follow the control tokens."""
+    vocab = Vocab([], encoding)
+    return {t: i for i, t in enumerate(vocab.number_tokens, vocab.first_number_id)}
+
+
+def encode_pieces(pieces, vocab, where="text", counts=None):
+    """(ids, values, ask) of pieces, a piece at a time."""
+    ids, values, ask = [], [], []
+    for kind, v in pieces:
+        if kind == "text":
+            ids.append(vocab.text_id(v, where))
+            values.append(1.0)
+            ask.append(False)
+            continue
+        value = 1.0 if kind == "ask" else v
+        if vocab.encoding == "xval" and abs(value) >= FLOAT32_OVERFLOW:
+            raise TextError(f"{where}: the number {value!r} overflows float32, the dtype of xVal's values "
+                            f"(at most {np.finfo(np.float32).max:.7g} in magnitude)")
+        if vocab.encoding == "xval" and counts is not None and value != 0 and np.float32(value) == 0:
+            counts["zero"] = counts.get("zero", 0) + 1
+        toks = number_to_tokens(value, vocab.encoding, counts if kind == "num" else None)
+        ids += [number_ids(vocab.encoding)[t] for t in toks]
+        values += [value] * len(toks)
+        ask += [kind == "ask"] * len(toks)
+    with np.errstate(over="ignore"):
+        values = np.array(values, np.float32)
+    return np.array(ids, np.int64), values, np.array(ask, bool)
+
+
+def encode_lines(lines, text_tokens, encodings, path="text", first_line=0):
+    """tokenize_numbers.encode_lines one line at a time through the oracle's split and encoding."""
+    vocabs = {enc: Vocab(text_tokens, enc) for enc in encodings}
+    out = {enc: {"ids": [], "values": [], "lengths": [], "numbers": [], "counts": {"clipped": 0, "zero": 0}}
+           for enc in vocabs}
+    for j, line in enumerate(lines):
+        where = f"{path}:{first_line + j + 1}"
+        pieces = split_text(line, where)
+        n_numbers = sum(kind == "num" for kind, _ in pieces)
+        for enc, o in out.items():
+            ids, values, _ = encode_pieces(pieces, vocabs[enc], where, o["counts"])
+            o["ids"].append(ids.astype(np.uint16 if len(vocabs[enc]) < 2**16 else np.int32))
+            o["values"].append(values)
+            o["lengths"].append(len(ids))
+            o["numbers"].append(n_numbers)
+    return {enc: (np.concatenate(o["ids"]), np.concatenate(o["values"]), np.array(o["lengths"]),
+                  np.array(o["numbers"]), o["counts"]) for enc, o in out.items()}
+
+
+def text_vocab(lines):
+    """The sorted text tokens of some lines."""
+    return sorted({v for line in lines for kind, v in split_text(line) if kind == "text"})
