@@ -119,6 +119,13 @@ def test_a_config_file_that_does_not_parse_names_the_file_and_line(tmp_path, tex
     assert message in str(e.value)
 
 
+def test_a_flag_overrides_a_config_file_wherever_the_file_stands(tmp_path):
+    (tmp_path / "it3.py").write_text("max_iters = 3\nlog_interval = 7\n")
+    for argv in (["--max_iters=20", str(tmp_path / "it3.py")], [str(tmp_path / "it3.py"), "--max_iters=20"]):
+        config = configure(defaults(TRAIN), TRAIN, argv)
+        assert (config["max_iters"], config["log_interval"]) == (20, 7)
+
+
 def test_a_directory_as_config_file_is_an_error(tmp_path):
     with pytest.raises(SystemExit, match="is a directory"):
         configure(defaults(TRAIN), TRAIN, [str(tmp_path)])
