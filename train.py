@@ -438,7 +438,7 @@ if master:  # what to run next: own data (prepare/text.py) names its keys in met
     test = next((f"{data_dir}/{s}.txt" for s in ("test", "val") if os.path.exists(f"{data_dir}/{s}.txt")), "FILE")
     print(f"done in {duration(time.time() - t_start)}: checkpoints in {out_dir}/ ({best} has the lowest validation "
           f"loss, {ckpt_path} the last step); predict with:\n  python sample.py --ckpt={best} --input={test} "
-          + (f"--mask_key={next(iter(meta['scales']))}" if meta["dataset"] == "text" and meta.get("scales") else "--mask_last"))
+          + (f"--mask_key={next(iter(meta['scales']))}" if meta.get("dataset") == "text" and meta.get("scales") else "--mask_last"))
 if ddp:
     # wait for rank 0 to finish its last checkpoint: a process that tears gloo down while
     # another still uses it can abort ("terminate called without an active exception")
