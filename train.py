@@ -92,11 +92,10 @@ except OSError as e:
 if not (resume or overwrite) and (found := [f for f in RUN_FILES if os.path.exists(os.path.join(out_dir, f))]):
     raise SystemExit(f"error: {out_dir} holds a run ({', '.join(found)}); continue it with --resume "
                      "or delete it and start afresh with --overwrite=True")
-SCHEDULE = ("max_iters", "learning_rate", "min_lr", "warmup_iters")
 
 
 def get_lr(it, s):
-    """Linear warm-up, then cosine decay to min_lr at max_iters (s: the settings of SCHEDULE)."""
+    """Linear warm-up, then cosine decay to min_lr at max_iters (s: a config, the one saved or this run's)."""
     if it < s["warmup_iters"]:
         return s["learning_rate"] * (it + 1) / s["warmup_iters"]
     progress = min(1.0, (it - s["warmup_iters"]) / max(1, s["max_iters"] - s["warmup_iters"]))
@@ -134,8 +133,7 @@ master = rank == 0
 
 
 def stop(message):
-    """End the run with one message. Every process reaches a stop at the same step (each checks the whole
-    step's samples and the global gradient norm), so none is left waiting in a collective."""
+    """End the run with one message; every process stops at the same step, so none waits in a collective."""
     if ddp:
         dist.destroy_process_group()
     raise SystemExit(message)
@@ -144,8 +142,7 @@ def stop(message):
 device_type = "cuda" if device.startswith("cuda") else device
 if dtype == "auto":
     dtype = "bfloat16" if device_type == "cuda" and torch.cuda.is_bf16_supported() else "float32"
-autocast = (torch.autocast(device_type=device_type, dtype=torch.bfloat16)
-            if dtype == "bfloat16" else nullcontext())
+autocast = torch.autocast(device_type=device_type, dtype=torch.bfloat16) if dtype == "bfloat16" else nullcontext()
 if compile not in ("auto", True, False):
     raise SystemExit(f"error: compile expects 'auto', True or False, got {compile!r}")
 if compile == "auto":  # off where it cannot work or rarely pays: CPU, MPS, Windows
@@ -198,10 +195,9 @@ num_loss_name = "NLL" if num_head == "gmm" else "NMSE" if k > 0 else "MSE"  # mu
 
 # -----------------------------------------------------------------------------
 # model and optimizer
-model_args = dict(vocab_size=len(vocab), num_id=vocab.num_id if vocab.num_id is not None else -1,
-                  block_size=block_size, n_layer=n_layer, n_head=n_head, n_embd=n_embd, dropout=dropout,
-                  encoding=encoding, k=k, causal=causal, nmse_eps=nmse_eps, num_head=num_head,
-                  n_components=n_components)
+model_args = dict(vocab_size=len(vocab), num_id=vocab.num_id if vocab.num_id is not None else -1, block_size=block_size,
+                  n_layer=n_layer, n_head=n_head, n_embd=n_embd, dropout=dropout, encoding=encoding, k=k, causal=causal,
+                  nmse_eps=nmse_eps, num_head=num_head, n_components=n_components)
 try:
     GPTConfig(**model_args)
 except ValueError as e:
@@ -250,16 +246,14 @@ flops_tok = flops_per_token(raw_model, float(train_data.lengths.mean()), mlm_pro
 peak = peak_flops(torch.cuda.get_device_name(device)) if device_type == "cuda" else None
 
 if master:
-    for name in sorted(os.listdir(out_dir)):  # what a run killed while writing a checkpoint left
-        if name.endswith(".tmp.pt"):
-            os.remove(os.path.join(out_dir, name))
-            print(f"note: removed {os.path.join(out_dir, name)}, a checkpoint cut short by a run that was stopped")
+    for leftover in [os.path.join(out_dir, f) for f in sorted(os.listdir(out_dir)) if f.endswith(".tmp.pt")]:
+        os.remove(leftover)  # a checkpoint cut short by a run killed while writing it
+        print(f"note: removed {leftover}, a checkpoint cut short by a run that was stopped")
     if resume:
         cut_log(os.path.join(out_dir, "log.jsonl"), iter_num)
     else:  # a fresh run (--overwrite=True where out_dir held one) leaves nothing of an earlier run behind
-        for name in RUN_FILES:
-            if os.path.exists(os.path.join(out_dir, name)):
-                os.remove(os.path.join(out_dir, name))
+        for path in [os.path.join(out_dir, f) for f in RUN_FILES if os.path.exists(os.path.join(out_dir, f))]:
+            os.remove(path)
     print(f"data: {data_dir} ({encoding}): {len(train_data):,} train / {len(val_data):,} val samples, "
           f"{train_data.lengths.mean():.0f} tokens/sample (max {train_data.lengths.max()}), vocab {len(vocab)}")
     print(f"model: {raw_model.num_params() / 1e6:.2f}M parameters, {n_layer} layers × {n_head} heads × "
@@ -273,7 +267,7 @@ if master:
           f"{'resuming at step %d' % iter_num if resume else 'from scratch'}")
     if resume and changed:
         print("resume: changed settings applied: " + ", ".join(f"{k} {a!r} → {b!r}" for k, (a, b) in changed.items()))
-    if resume and any(key in changed for key in SCHEDULE):
+    if resume and changed.keys() & {"max_iters", "learning_rate", "min_lr", "warmup_iters"}:
         print(f"resume: the learning rate schedule changed; at step {iter_num} the learning rate was "
               f"{get_lr(iter_num, saved):.2e} and now is {get_lr(iter_num, config):.2e}")
 
@@ -348,10 +342,9 @@ def log(record):
 
 # -----------------------------------------------------------------------------
 # training loop
-# One background thread builds the next step's micro-batches (reading the memory-mapped arrays,
-# masking, padding or packing, pinning) while this step computes, so the accelerator does not wait
-# for the CPU. The batches are a pure function of (seed, step), so no loss changes and a resume
-# starts at the right step. Per step the host waits for the device once: the finiteness check.
+# A background thread builds the next step's micro-batches (reading, masking, padding or packing, pinning)
+# while this step computes, so the accelerator does not wait for the CPU; they are a pure function of
+# (seed, step), so no loss changes. Per step the host waits for the device once: the finiteness check.
 loader = ThreadPoolExecutor(max_workers=1)
 upcoming = None  # the next step's batches, a Future
 model.train()
@@ -439,8 +432,6 @@ if master:  # what to run next: own data (prepare/text.py) names its keys in met
     print(f"done in {duration(time.time() - t_start)}: checkpoints in {out_dir}/ ({best} has the lowest validation "
           f"loss, {ckpt_path} the last step); predict with:\n  python sample.py --ckpt={best} --input={test} "
           + (f"--mask_key={next(iter(meta['scales']))}" if meta.get("dataset") == "text" and meta.get("scales") else "--mask_last"))
-if ddp:
-    # wait for rank 0 to finish its last checkpoint: a process that tears gloo down while
-    # another still uses it can abort ("terminate called without an active exception")
+if ddp:  # wait for rank 0's last checkpoint: tearing gloo down while another process uses it can abort
     dist.barrier()
     dist.destroy_process_group()
