@@ -213,9 +213,9 @@ if resume:
         raise SystemExit(f"error: {ckpt_path} was trained with another vocabulary than {data_dir}/vocab.json")
     # refused: settings that fix the weights' shapes, or the sample stream the restored data position belongs to
     for key in ("vocab_size", "block_size", "n_layer", "n_head", "n_embd", "encoding", "k", "causal", "num_head", "n_components"):
-        if checkpoint["model_args"].get(key) != model_args[key]:
-            raise SystemExit(f"error: {ckpt_path} has {key}={checkpoint['model_args'].get(key)!r}, "
-                             f"the config asks for {model_args[key]!r}")
+        had = checkpoint["model_args"].get(key, GPTConfig.__dataclass_fields__[key].default)  # absent: the default
+        if had != model_args[key]:
+            raise SystemExit(f"error: {ckpt_path} has {key}={had!r}, the config asks for {model_args[key]!r}")
     for key in ("data_dir", "batch_size", "seed", "mlm_probability"):
         if saved.get(key) != config[key]:
             raise SystemExit(f"error: {ckpt_path} was trained with {key}={saved.get(key)!r}, the config "
