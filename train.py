@@ -230,7 +230,7 @@ model = GPT(GPTConfig(**model_args)).to(device)
 optimizer = configure_optimizer(model, weight_decay, learning_rate, (beta1, beta2), device_type)
 if resume:
     model.load_state_dict(checkpoint["model"])
-    hyper = [{k: v for k, v in group.items() if k != "params"} for group in optimizer.param_groups]
+    hyper = [{name: v for name, v in group.items() if name != "params"} for group in optimizer.param_groups]
     optimizer.load_state_dict(checkpoint["optimizer"])  # its moments, and its saved hyperparameters ...
     for group, new in zip(optimizer.param_groups, hyper):
         group.update(new)  # ... which this config's replace (weight_decay, betas; the same values if unchanged)
@@ -266,7 +266,7 @@ if master:
           f"{dtype}, compile={compile}, attention {'flex' if raw_model.flex_attention else 'sdpa'}, world size {world_size}, "
           f"{'resuming at step %d' % iter_num if resume else 'from scratch'}")
     if resume and changed:
-        print("resume: changed settings applied: " + ", ".join(f"{k} {a!r} → {b!r}" for k, (a, b) in changed.items()))
+        print("resume: changed settings applied: " + ", ".join(f"{name} {a!r} → {b!r}" for name, (a, b) in changed.items()))
     if resume and changed.keys() & {"max_iters", "learning_rate", "min_lr", "warmup_iters"}:
         print(f"resume: the learning rate schedule changed; at step {iter_num} the learning rate was "
               f"{get_lr(iter_num, saved):.2e} and now is {get_lr(iter_num, config):.2e}")
