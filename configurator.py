@@ -1,131 +1,109 @@
 """
 Configuration the nanoGPT way: a script declares its settings as module-level values with inline
 comments, then calls configure(globals(), __file__). Positional arguments are config files (plain
-Python, executed in order), then --key=value overrides. An unknown key, a value of the wrong type
-or out of its range (RANGES below) is an error that names the file or flag; --help lists every key
-with its default, range and comment.
-
-    python train.py config/era5_xval.py --learning_rate=1e-4 --compile=False
+Python, run in order); --key=value flags override them wherever they stand. An unknown key, a wrong
+type or a value out of its range (RANGES) is an error naming the file or flag; --help lists every key.
 """
 import ast
 import os
 import re
 import sys
 import traceback
+from math import inf
+from typing import NamedTuple
 
-# The range of every numeric setting, and the values some strings may take, per script; checked
-# once every config file and flag is applied. "[0, 1)" means 0 ≤ x < 1 and "[1, inf)" x ≥ 1; a
-# bound may name another setting; "multiple of KEY" and "unless KEY" (no check while KEY is true)
-# may follow. "a | b | cuda:N" lists the allowed strings (N: any index).
-_SEED, _DEVICE = "[0, 4294967295]", "auto | cpu | mps | cuda | cuda:N"
+
+class Range(NamedTuple):
+    """low ≤ x < high ("[]": ≤ high, "(": > low); bounds and multiple_of may name settings; no check while `unless` is true."""
+    low: object
+    high: object = inf
+    ends: str = "[)"
+    multiple_of: str = None
+    unless: str = None
+
+    def __str__(self):
+        return (f"{self.ends[0]}{self.low}, {self.high}{self.ends[1]}" + (f" unless {self.unless}" if self.unless else "")
+                + (f" multiple of {self.multiple_of}" if self.multiple_of else ""))
+
+
+class Choice(tuple):
+    """The strings a setting may take; cuda:N stands for any index."""
+    def __str__(self):
+        return " | ".join(self)
+
+
+# Every numeric setting's range, and the strings some settings may take, per script; checked after all files and flags
+SEED, DEVICE = Range(0, 2**32 - 1, "[]"), Choice(("auto", "cpu", "mps", "cuda", "cuda:N"))
 RANGES = {
-    "train.py": {
-        "k": "[0, inf)", "n_layer": "[1, inf)", "n_head": "[1, inf)", "n_embd": "[1, inf) multiple of n_head",
-        "block_size": "[1, inf)", "dropout": "[0, 1)", "mlm_probability": "(0, 1) unless causal",
-        "num_loss_weight": "[0, inf)", "nmse_eps": "(0, inf)", "batch_size": "[1, inf)",
-        "micro_batch_size": "[1, inf)", "pack_length": "[0, inf)", "max_iters": "[1, inf)",
-        "learning_rate": "(0, inf)", "min_lr": "[0, learning_rate]", "warmup_iters": "[0, inf)",
-        "weight_decay": "[0, inf)", "beta1": "[0, 1)", "beta2": "[0, 1)", "grad_clip": "[0, inf)",
-        "eval_interval": "[1, inf)", "keep_every": "[0, inf)", "eval_batches": "[1, inf)", "log_interval": "[1, inf)",
-        "seed": _SEED, "device": _DEVICE, "dtype": "auto | bfloat16 | float32", "num_head": "mse | gmm",
-        "n_components": "[1, inf)",
-    },
-    "sample.py": {
-        "show": "[0, inf)", "max_lines": "[0, inf)", "batch_size": "[1, inf)", "max_new_tokens": "[1, inf)",
-        "temperature": "[0, inf)", "seed": _SEED, "device": _DEVICE, "spread": "std | quantiles | none",
-        "gmm_generate": "sample | mean",
-    },
-    "eval.py": {"max_samples": "[0, inf)", "batch_size": "[1, inf)", "device": _DEVICE},
-    "curves.py": {"max_samples": "[0, inf)"},
-    "probe.py": {
-        "n_train": "[folds, inf)", "n_test": "[1, inf)", "folds": "[2, inf)", "batch_size": "[1, inf)",
-        "seed": _SEED, "device": _DEVICE,
-    },
-    "baselines.py": {
-        "n_stations": "[1, inf)", "n_steps": "[2, inf)", "all_width": "[1, inf)", "all_layers": "[0, inf)",
-        "single_width": "[1, inf)", "single_layers": "[0, inf)", "max_iters": "[1, inf)",
-        "eval_interval": "[1, inf)", "batch_size": "[1, inf)", "all_batch_size": "[1, inf)",
-        "learning_rate": "(0, inf)", "weight_decay": "[0, inf)", "max_samples": "[0, inf)", "seed": _SEED,
-    },
+    "train.py": dict(
+        k=Range(0), n_layer=Range(1), n_head=Range(1), n_embd=Range(1, multiple_of="n_head"), block_size=Range(0),
+        dropout=Range(0, 1), mlm_probability=Range(0, 1, "()", unless="causal"), num_loss_weight=Range(0),
+        nmse_eps=Range(0, ends="()"), batch_size=Range(1), micro_batch_size=Range(1), pack_length=Range(0),
+        max_iters=Range(1), learning_rate=Range(0, ends="()"), min_lr=Range(0, "learning_rate", "[]"), seed=SEED,
+        warmup_iters=Range(0), weight_decay=Range(0), beta1=Range(0, 1), beta2=Range(0, 1), grad_clip=Range(0),
+        eval_interval=Range(1), keep_every=Range(0), eval_batches=Range(1), log_interval=Range(1), device=DEVICE,
+        dtype=Choice(("auto", "bfloat16", "float32")), num_head=Choice(("mse", "gmm")), n_components=Range(1)),
+    "sample.py": dict(show=Range(0), max_lines=Range(0), batch_size=Range(1), max_new_tokens=Range(1), seed=SEED,
+                      temperature=Range(0), device=DEVICE, spread=Choice(("std", "quantiles", "none")),
+                      gmm_generate=Choice(("sample", "mean"))),
+    "eval.py": dict(max_samples=Range(0), batch_size=Range(1), device=DEVICE),
+    "curves.py": dict(max_samples=Range(0)),
+    "probe.py": dict(n_train=Range("folds"), n_test=Range(1), folds=Range(2), batch_size=Range(1), seed=SEED, device=DEVICE),
+    "baselines.py": dict(
+        n_stations=Range(1), n_steps=Range(2), all_width=Range(1), all_layers=Range(0), single_width=Range(1),
+        single_layers=Range(0), max_iters=Range(1), eval_interval=Range(1), batch_size=Range(1), seed=SEED,
+        all_batch_size=Range(1), learning_rate=Range(0, ends="()"), weight_decay=Range(0), max_samples=Range(0)),
 }
-_INTERVAL = re.compile(r"([\[(])(\S+), (\S+)([\])])(?: multiple of (\w+))?(?: unless (\w+))?")
-
-_SETTING = re.compile(r"^(\w+)\s*=\s*(.+?)\s*(?:#\s*(.*))?$")
 
 
-def _settings(source_file):
-    """key -> (value as written, comment) for the settings between '# -- config' and '# -- end config'."""
-    out, inside = {}, False
+def settings(source_file):
+    """key -> (default, comment) of the settings between '# -- config' and '# -- end config', read without running it."""
     with open(source_file) as f:
-        for line in f:
-            if line.startswith("# -- config"):
-                inside = True
-            elif line.startswith("# -- end config"):
-                break
-            elif inside and (m := _SETTING.match(line)):
-                out[m.group(1)] = (m.group(2), m.group(3) or "")
-    return out
+        block = f.read().partition("\n# -- config")[2].partition("\n# -- end config")[0]
+    found = (re.match(r"^(\w+)\s*=\s*(.+?)\s*(?:#\s*(.*))?$", line) for line in block.splitlines()[1:])
+    return {m[1]: (ast.literal_eval(m[2]), m[3] or "") for m in found if m}
 
 
 def defaults(source_file):
-    """The default value of every setting of a script, read from its source without running it."""
-    return {key: ast.literal_eval(value) for key, (value, _) in _settings(source_file).items()}
+    return {key: value for key, (value, _) in settings(source_file).items()}
 
 
-def _check_type(key, value, default, where):
-    """A value must have its default's type (an int is accepted where a float is expected)."""
-    if default is None:
+def check_type(key, value, default, where):
+    """A value must have its default's type (an int may stand for a float; "auto" may be forced True/False)."""
+    if default is None or (default == "auto" and isinstance(value, bool)) or type(value) is type(default):
         return value
-    if default == "auto" and isinstance(value, bool):  # an automatic setting may also be forced on or off
-        return value
-    if value is None:
-        raise SystemExit(f"error: {where}: {key} expects {type(default).__name__} (default {default!r}), got None")
-    if isinstance(default, bool) or isinstance(value, bool):
-        if not (isinstance(default, bool) and isinstance(value, bool)):
-            raise SystemExit(f"error: {where}: {key} expects {type(default).__name__}, got {value!r}")
-        return value
-    if isinstance(default, float) and isinstance(value, int):
+    if isinstance(default, float) and type(value) is int:
         return float(value)
-    if type(value) is not type(default):
-        raise SystemExit(f"error: {where}: {key} expects {type(default).__name__} "
-                         f"(default {default!r}), got {type(value).__name__} {value!r}")
-    return value
+    got = (f", got {value!r}" if bool in (type(value), type(default)) and value is not None else
+           f" (default {default!r}), got " + ("None" if value is None else f"{type(value).__name__} {value!r}"))
+    raise SystemExit(f"error: {where}: {key} expects {type(default).__name__}{got}")
 
 
-def _check_range(key, spec, config, origin):
+def check_range(key, spec, config, origin):
     """An error naming the key, its value (and where it was set) and its range unless config[key] lies in spec."""
-    value = config[key]
-    setting = f"{key} = {value!r} ({origin})"
-    if "|" in spec:
-        allowed = [re.escape(choice).replace(":N", r":\d+") for choice in spec.split(" | ")]
-        if not re.fullmatch("|".join(allowed), str(value)):
-            raise SystemExit(f"error: {setting} is not one of {spec}")
+    value, setting = config[key], f"error: {key} = {config[key]!r} ({origin})"
+    if isinstance(spec, Choice):
+        if not re.fullmatch("|".join(re.escape(s).replace(":N", r":\d+") for s in spec), str(value)):
+            raise SystemExit(f"{setting} is not one of {spec}")
         return
-    low_bracket, low, high, high_bracket, multiple_of, unless = _INTERVAL.fullmatch(spec).groups()
-    if unless and config[unless]:
-        return
-    bounds = [config[b] if b in config else float(b) for b in (low, high)]
-    inside = ((bounds[0] <= value if low_bracket == "[" else bounds[0] < value)
-              and (value <= bounds[1] if high_bracket == "]" else value < bounds[1]))
-    if not inside:
-        named = ", ".join(f"{b} = {config[b]!r}" for b in (low, high) if b in config)
-        raise SystemExit(f"error: {setting} is out of its range {spec.split(' multiple')[0]}"
-                         + (f" ({named})" if named else ""))
-    if multiple_of and value % config[multiple_of]:
-        raise SystemExit(f"error: {setting} must be a multiple of {multiple_of} = {config[multiple_of]!r}")
+    (low, high), named = ([config[b] if isinstance(b, str) else b for b in spec[:2]],
+                          ", ".join(f"{b} = {config[b]!r}" for b in spec[:2] if isinstance(b, str)))
+    if not ((spec.unless and config[spec.unless]) or ((low <= value if spec.ends[0] == "[" else low < value)
+                                                      and (value <= high if spec.ends[1] == "]" else value < high))):
+        raise SystemExit(f"{setting} is out of its range {spec._replace(multiple_of=None)}" + (f" ({named})" if named else ""))
+    if spec.multiple_of and value % config[spec.multiple_of]:
+        raise SystemExit(f"{setting} must be a multiple of {spec.multiple_of} = {config[spec.multiple_of]!r}")
 
 
-def _run_config_file(path):
-    """The names a config file defines; a file that cannot be read or run is an error naming it (and its line)."""
+def run_config_file(path):
+    """The settings a config file defines; a file that cannot be read or run is an error naming it (and its line)."""
+    if not os.path.isfile(path):
+        raise SystemExit(f"error: config file {path} " + ("is a directory; expected a Python file of settings"
+                                                          if os.path.isdir(path) else "not found"))
     namespace = {}
     try:
         with open(path, encoding="utf-8") as f:
-            source = f.read()
-        exec(compile(source, path, "exec"), namespace)
-    except FileNotFoundError:
-        raise SystemExit(f"error: config file {path} not found")
-    except IsADirectoryError:
-        raise SystemExit(f"error: config file {path} is a directory; expected a Python file of settings")
+            exec(compile(f.read(), path, "exec"), namespace)
     except UnicodeDecodeError as e:
         raise SystemExit(f"error: config file {path} is not UTF-8 text (byte {e.start})")
     except OSError as e:
@@ -135,50 +113,37 @@ def _run_config_file(path):
     except Exception as e:  # the file ran and failed: name its line
         lines = [frame.lineno for frame in traceback.extract_tb(e.__traceback__) if frame.filename == path]
         raise SystemExit(f"error: {path}:{lines[-1] if lines else '?'}: {type(e).__name__}: {e}")
-    return namespace
+    return {k: v for k, v in namespace.items() if not k.startswith("_") and not callable(v) and type(v).__name__ != "module"}
 
 
 def configure(scope, source_file, argv=None):
-    """Apply config files and --key=value flags to the settings in `scope` (a globals() dict)."""
-    argv = sys.argv[1:] if argv is None else argv
-    comments = {key: comment for key, (_, comment) in _settings(source_file).items()}
-    known = {k: scope[k] for k in comments}
-    ranges = RANGES.get(os.path.basename(source_file), {})
+    """Apply config files, then --key=value flags, to the settings in `scope` (a globals() dict)."""
+    argv, comments = sys.argv[1:] if argv is None else argv, {k: c for k, (_, c) in settings(source_file).items()}
+    known, ranges = {k: scope[k] for k in comments}, RANGES.get(os.path.basename(source_file), {})
     if "-h" in argv or "--help" in argv:
-        print(f"usage: python {source_file.split('/')[-1]} [config.py ...] [--key=value ...]\n")
-        width, range_width = max(len(k) for k in known), max(map(len, ranges.values()), default=0)
+        print(f"usage: python {os.path.basename(source_file)} [config.py ...] [--key=value ...]\n")
+        width, range_width = max(map(len, known)), max((len(str(r)) for r in ranges.values()), default=0)
         for key, default in known.items():
-            print(f"  --{key:<{width}} = {default!r:<24} {ranges.get(key, ''):<{range_width}} {comments[key]}".rstrip())
+            print(f"  --{key:<{width}} = {default!r:<24} {str(ranges.get(key, '')):<{range_width}} {comments[key]}".rstrip())
         raise SystemExit(0)
-    config = dict(known)
-    set_by = {}  # key -> the file or flag that set it, for range errors
-    for arg in argv:
-        if not arg.startswith("--"):  # a config file
-            namespace = _run_config_file(arg)
-            for key, value in namespace.items():
-                if key.startswith("_") or key == "__builtins__" or callable(value) or type(value).__name__ == "module":
-                    continue
-                if key not in known:
-                    raise SystemExit(f"error: {arg}: unknown config key {key!r}; see --help for the keys")
-                config[key] = _check_type(key, value, known[key], arg)
-                set_by[key] = arg
-        else:
-            key, sep, text = arg[2:].partition("=")
+    config, set_by = dict(known), {}  # set_by: key -> the file or flag that set it, for range errors
+    for path in (a for a in argv if not a.startswith("--")):  # files in order, then flags: a flag beats any file
+        for key, value in run_config_file(path).items():
             if key not in known:
-                raise SystemExit(f"error: unknown flag --{key}; see --help for the keys")
-            if not sep:  # a bare --flag means True for a boolean setting
-                if not isinstance(known[key], bool):
-                    raise SystemExit(f"error: --{key} needs a value: --{key}=...")
-                text = "True"
-            try:
-                value = ast.literal_eval(text)
-            except (ValueError, SyntaxError):
-                value = text  # a bare string such as --encoding=p10
-            if isinstance(known[key], str) and not isinstance(value, str) and not (known[key] == "auto" and isinstance(value, bool)):
-                value = text
-            config[key] = _check_type(key, value, known[key], f"--{key}")
-            set_by[key] = f"--{key}"
+                raise SystemExit(f"error: {path}: unknown config key {key!r}; see --help for the keys")
+            config[key], set_by[key] = check_type(key, value, known[key], path), path
+    for key, sep, text in (a[2:].partition("=") for a in argv if a.startswith("--")):
+        if key not in known or not (sep or isinstance(known[key], bool)):  # a bare --flag: True for a boolean
+            raise SystemExit(f"error: --{key} needs a value: --{key}=..." if key in known
+                             else f"error: unknown flag --{key}; see --help for the keys")
+        try:
+            value = ast.literal_eval(text or "True")
+        except (ValueError, SyntaxError):
+            value = text  # a bare string such as --encoding=p10
+        if isinstance(known[key], str) and not isinstance(value, str) and not (known[key] == "auto" and isinstance(value, bool)):
+            value = text
+        config[key], set_by[key] = check_type(key, value, known[key], f"--{key}"), f"--{key}"
     for key, spec in ranges.items():
-        _check_range(key, spec, config, f"from {set_by[key]}" if key in set_by else "the default")
+        check_range(key, spec, config, f"from {set_by[key]}" if key in set_by else "the default")
     scope.update(config)
     return config

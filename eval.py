@@ -39,11 +39,10 @@ import numpy as np
 import torch
 
 from configurator import configure
-from metrics import accuracy, adjusted_r_squared, mse, r_squared
 from model import mixture_cdf, mixture_crps, mixture_nll
 from sample import fill_in, json_paths, load_model, masked_numbers, number_paths
 from tokenize_numbers import TextError, encode_pieces, read_lines, split_text
-from util import atomic_write_text, format_number, load_checkpoint, pick_device
+from util import accuracy, adjusted_r_squared, atomic_write_text, format_number, load_checkpoint, mse, pick_device, r_squared
 
 # -- config: python eval.py --help
 ckpt = ""  # checkpoint(s) of one setting, separated by spaces: several seeds are combined

@@ -23,10 +23,9 @@ import torch
 
 from batching import collate, fill_in_example, to_device
 from configurator import configure
-from metrics import mse, r_squared
 from model import GPT, GPTConfig, mixture_mean, mixture_quantile, mixture_sample, mixture_std
 from tokenize_numbers import ASK, EOS_ID, TOKENS_PER_NUMBER, TextError, Vocab, encode_pieces, number_spans, read_lines, split_text
-from util import format_number, load_checkpoint, pick_device
+from util import format_number, load_checkpoint, mse, pick_device, r_squared
 
 # -- config: python sample.py --help
 ckpt = "out/quickstart/ckpt_best.pt"  # checkpoint written by train.py

@@ -2,22 +2,24 @@
 Train an xVal (or text-encoding) transformer on a tokenized dataset.
 
     python train.py config/quickstart.py                              # one process (CPU or GPU)
+    python train.py config/own_small.py --data_dir=data/mine          # your own data, minutes on a laptop
     torchrun --nproc_per_node=4 train.py config/era5_xval.py          # DDP on 4 GPUs
-    python train.py config/quickstart.py --max_iters=2000 --resume    # continue a run exactly
+    python train.py config/quickstart.py --resume                     # continue a run exactly
     python train.py --help                                            # every setting
 
-Reads top to bottom: config, distributed setup, data, model, compile, loop (with eval and
-checkpoints). Batches and masks are a function of (seed, step), so one process and N processes
-with the same global batch see the same samples with the same masks and give the same losses.
+Reads top to bottom: config, distributed setup, data, model, compile, loop (with eval and checkpoints).
+Batches and masks are a function of (seed, step) and dropout of (seed, rank, step), so N processes give
+the losses of one with the same global batch, and a resume with unchanged settings continues exactly.
 """
 import json
 import math
 import os
+import shutil
 import sys
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
-from dataclasses import asdict
 
 import numpy as np
 import torch
@@ -39,7 +41,7 @@ k = 0  # multi-scale xVal: 2k+1 number embeddings (paper eq. 1); 0 = plain xVal
 n_layer = 6
 n_head = 6
 n_embd = 768
-block_size = 1024  # max context in tokens; a longer sample is an error
+block_size = 0  # max context in tokens (a longer sample is an error); 0 = the longest sample in the data
 dropout = 0.0
 causal = False  # False: masked language modelling (the paper's choice); True: autoregressive
 # objective
@@ -80,35 +82,47 @@ sys.stdout.reconfigure(line_buffering=True)  # log lines appear at once, also wh
 RUN_FILES = ("log.jsonl", "ckpt_latest.pt", "ckpt_best.pt")  # what a run leaves in out_dir
 if resume and overwrite:
     raise SystemExit("error: --resume continues the run in out_dir and --overwrite=True replaces it; pick one")
+if not out_dir:
+    raise SystemExit("error: --out_dir is empty; name a folder for the checkpoints and log.jsonl")
+try:  # before the data and model load: a folder that cannot take a checkpoint fails now, not at the first save
+    os.makedirs(out_dir, exist_ok=True)
+    tempfile.TemporaryFile(dir=out_dir).close()
+except OSError as e:
+    raise SystemExit(f"error: cannot write to out_dir {out_dir}: {e.strerror}")
 if not (resume or overwrite) and (found := [f for f in RUN_FILES if os.path.exists(os.path.join(out_dir, f))]):
     raise SystemExit(f"error: {out_dir} holds a run ({', '.join(found)}); continue it with --resume "
                      "or delete it and start afresh with --overwrite=True")
 
 
+def get_lr(it, s):
+    """Linear warm-up, then cosine decay to min_lr at max_iters (s: a config, the one saved or this run's)."""
+    if it < s["warmup_iters"]:
+        return s["learning_rate"] * (it + 1) / s["warmup_iters"]
+    progress = min(1.0, (it - s["warmup_iters"]) / max(1, s["max_iters"] - s["warmup_iters"]))
+    return s["min_lr"] + 0.5 * (1.0 + math.cos(math.pi * progress)) * (s["learning_rate"] - s["min_lr"])
+
+
 def cut_log(path, step):
-    """Keep the rows of log.jsonl up to a resumed checkpoint's step: the steps after it run (and are logged) again."""
-    if not os.path.exists(path):
-        return
-    with open(path) as f:
+    """Keep the rows of log.jsonl up to a resumed checkpoint's step (the steps after it run and are logged again),
+    and no row cut short by the kill that stopped the run."""
+    with open(path, "a+") as f:
+        f.seek(0)
         lines = f.readlines()
-    kept = []
-    for line in lines:
-        try:
-            if json.loads(line)["iter"] <= step:
-                kept.append(line)
-        except (json.JSONDecodeError, KeyError, TypeError):
-            pass  # a row cut short by the kill that stopped the run
+    kept = [line for line in lines if line.endswith("}\n") and json.loads(line)["iter"] <= step]
     if len(kept) < len(lines):
         print(f"note: {path}: {len(lines) - len(kept)} rows after step {step} removed (they are logged again)")
         atomic_write_text(path, "".join(kept))
 
+
+def duration(s):
+    """A time span as a person reads it: 42s, 12m30s, 3h05m, 19.4 days."""
+    return (f"{s / 86400:.1f} days" if s >= 86400 else f"{s // 3600:.0f}h{s % 3600 // 60:02.0f}m" if s >= 3600
+            else f"{s // 60:.0f}m{s % 60:02.0f}s" if s >= 60 else f"{s:.0f}s")
+
 # -----------------------------------------------------------------------------
 # distributed setup
-ddp = int(os.environ.get("RANK", -1)) != -1
-if ddp:
-    rank, local_rank, world_size = (int(os.environ[v]) for v in ("RANK", "LOCAL_RANK", "WORLD_SIZE"))
-else:
-    rank, local_rank, world_size = 0, 0, 1
+ddp = "RANK" in os.environ  # started by torchrun
+rank, local_rank, world_size = (int(os.environ.get(v, d)) for v, d in (("RANK", 0), ("LOCAL_RANK", 0), ("WORLD_SIZE", 1)))
 device = pick_device(device)
 if ddp and device.startswith("cuda"):
     device = f"cuda:{local_rank}"
@@ -116,11 +130,19 @@ if ddp and device.startswith("cuda"):
 if ddp:
     dist.init_process_group(backend="nccl" if device.startswith("cuda") else "gloo")
 master = rank == 0
+
+
+def stop(message):
+    """End the run with one message; every process stops at the same step, so none waits in a collective."""
+    if ddp:
+        dist.destroy_process_group()
+    raise SystemExit(message)
+
+
 device_type = "cuda" if device.startswith("cuda") else device
 if dtype == "auto":
     dtype = "bfloat16" if device_type == "cuda" and torch.cuda.is_bf16_supported() else "float32"
-autocast = (torch.autocast(device_type=device_type, dtype=torch.bfloat16)
-            if dtype == "bfloat16" else nullcontext())
+autocast = torch.autocast(device_type=device_type, dtype=torch.bfloat16) if dtype == "bfloat16" else nullcontext()
 if compile not in ("auto", True, False):
     raise SystemExit(f"error: compile expects 'auto', True or False, got {compile!r}")
 if compile == "auto":  # off where it cannot work or rarely pays: CPU, MPS, Windows
@@ -137,8 +159,9 @@ if encoding not in ENCODINGS:
     raise SystemExit(f"error: encoding {encoding!r} is not one of {', '.join(ENCODINGS)}")
 accum = accumulation_steps(batch_size, micro_batch_size, world_size)
 torch.manual_seed(seed)  # the same initialisation on every rank
-torch.backends.cuda.matmul.allow_tf32 = True
-torch.backends.cudnn.allow_tf32 = True
+# float32 matmuls stay float32 (no TF32, whose 10-bit mantissa would round every value to ~1e-3):
+# the number embedding and head run in float32 on purpose, and the bf16 trunk gains nothing from TF32
+torch.set_float32_matmul_precision("highest")
 
 # -----------------------------------------------------------------------------
 # data
@@ -147,12 +170,13 @@ try:
     train_data, val_data = Split(data_dir, "train", encoding), Split(data_dir, "val", encoding)
 except (FileNotFoundError, ValueError) as e:
     raise SystemExit(f"error: {e}")
+longest = {name: int(split.lengths.max()) for name, split in (("train", train_data), ("val", val_data))}
+block_size = block_size or max(longest.values())  # AR appends [EOS] and shifts by one: as many inputs as tokens
 if packing and pack_length > 4 * block_size:
     raise SystemExit(f"error: pack_length {pack_length} is longer than 4 × block_size {block_size}")
 for name, split in (("train", train_data), ("val", val_data)):
-    longest = int(split.lengths.max())  # AR appends [EOS] and shifts by one: as many inputs as tokens
-    if longest > block_size or (packing and longest > (pack_length or longest)):
-        raise SystemExit(f"error: {data_dir}/{encoding}/{name} has a sample of {longest} tokens "
+    if longest[name] > block_size or (packing and longest[name] > (pack_length or longest[name])):
+        raise SystemExit(f"error: {data_dir}/{encoding}/{name} has a sample of {longest[name]} tokens "
                          f"(index {int(split.lengths.argmax())}) but block_size is {block_size}"
                          + (f" and pack_length {pack_length}" if packing and pack_length else ""))
 tokens_per_step = batch_size * float(train_data.lengths.mean())
@@ -171,10 +195,9 @@ num_loss_name = "NLL" if num_head == "gmm" else "NMSE" if k > 0 else "MSE"  # mu
 
 # -----------------------------------------------------------------------------
 # model and optimizer
-model_args = dict(vocab_size=len(vocab), num_id=vocab.num_id if vocab.num_id is not None else -1,
-                  block_size=block_size, n_layer=n_layer, n_head=n_head, n_embd=n_embd, dropout=dropout,
-                  encoding=encoding, k=k, causal=causal, nmse_eps=nmse_eps, num_head=num_head,
-                  n_components=n_components)
+model_args = dict(vocab_size=len(vocab), num_id=vocab.num_id if vocab.num_id is not None else -1, block_size=block_size,
+                  n_layer=n_layer, n_head=n_head, n_embd=n_embd, dropout=dropout, encoding=encoding, k=k, causal=causal,
+                  nmse_eps=nmse_eps, num_head=num_head, n_components=n_components)
 try:
     GPTConfig(**model_args)
 except ValueError as e:
@@ -184,29 +207,35 @@ iter_num, best_val_loss, resumed_at = 0, float("inf"), None
 if resume:
     if not os.path.exists(ckpt_path):
         raise SystemExit(f"error: --resume but no checkpoint at {ckpt_path}")
-    checkpoint = load_checkpoint(ckpt_path)  # onto the CPU: the RNG state must stay a CPU tensor
+    checkpoint = load_checkpoint(ckpt_path)
+    saved = checkpoint["config"]
     if checkpoint["text_tokens"] != vocab.text_tokens:
         raise SystemExit(f"error: {ckpt_path} was trained with another vocabulary than {data_dir}/vocab.json")
-    for key in ("vocab_size", "n_layer", "n_head", "n_embd", "encoding", "k", "causal", "num_head", "n_components"):
-        saved = checkpoint["model_args"].get(key, GPTConfig.__dataclass_fields__[key].default)  # older checkpoints lack some keys
-        if saved != model_args[key]:
-            raise SystemExit(f"error: {ckpt_path} has {key}={saved!r}, "
-                             f"the config asks for {model_args[key]!r}")
-    for key in ("data_dir", "batch_size", "seed", "mlm_probability", "causal"):  # they fix the data position restored
-        if checkpoint["config"][key] != config[key]:
-            raise SystemExit(f"error: {ckpt_path} was trained with {key}={checkpoint['config'][key]!r}, the config "
+    # refused: settings that fix the weights' shapes, or the sample stream the restored data position belongs to
+    for key in ("vocab_size", "block_size", "n_layer", "n_head", "n_embd", "encoding", "k", "causal", "num_head", "n_components"):
+        had = checkpoint["model_args"].get(key, GPTConfig.__dataclass_fields__[key].default)  # absent: the default
+        if had != model_args[key]:
+            raise SystemExit(f"error: {ckpt_path} has {key}={had!r}, the config asks for {model_args[key]!r}")
+    for key in ("data_dir", "batch_size", "seed", "mlm_probability"):
+        if saved.get(key) != config[key]:
+            raise SystemExit(f"error: {ckpt_path} was trained with {key}={saved.get(key)!r}, the config "
                              f"asks for {config[key]!r}; resuming would not continue the same sample stream")
-    model_args = checkpoint["model_args"]
+    if max_iters < checkpoint["iter_num"]:
+        raise SystemExit(f"error: --max_iters={max_iters} is below the {checkpoint['iter_num']} steps {ckpt_path} "
+                         f"has done; to go on, set it above {checkpoint['iter_num']}")
+    # applied: everything else (dropout, the schedule, intervals, the system); said aloud when changed
+    changed = {key: (saved.get(key), value) for key, value in config.items()
+               if key not in ("resume", "overwrite", "out_dir") and saved.get(key) != value}
 model = GPT(GPTConfig(**model_args)).to(device)
 optimizer = configure_optimizer(model, weight_decay, learning_rate, (beta1, beta2), device_type)
 if resume:
     model.load_state_dict(checkpoint["model"])
-    optimizer.load_state_dict(checkpoint["optimizer"])
+    hyper = [{name: v for name, v in group.items() if name != "params"} for group in optimizer.param_groups]
+    optimizer.load_state_dict(checkpoint["optimizer"])  # its moments, and its saved hyperparameters ...
+    for group, new in zip(optimizer.param_groups, hyper):
+        group.update(new)  # ... which this config's replace (weight_decay, betas; the same values if unchanged)
     iter_num, best_val_loss = checkpoint["iter_num"], checkpoint["best_val_loss"]
     resumed_at = iter_num  # its validation is logged and saved already
-    torch.set_rng_state(checkpoint["rng"]["torch"].cpu())
-    if device_type == "cuda" and checkpoint["rng"]["cuda"] is not None:
-        torch.cuda.set_rng_state(checkpoint["rng"]["cuda"].cpu())
     del checkpoint
 raw_model = model
 # FlexAttention is fast only when compiled and has no dropout; elsewhere SDPA takes a dense mask
@@ -217,50 +246,44 @@ flops_tok = flops_per_token(raw_model, float(train_data.lengths.mean()), mlm_pro
 peak = peak_flops(torch.cuda.get_device_name(device)) if device_type == "cuda" else None
 
 if master:
-    os.makedirs(out_dir, exist_ok=True)
+    for leftover in [os.path.join(out_dir, f) for f in sorted(os.listdir(out_dir)) if f.endswith(".tmp.pt")]:
+        os.remove(leftover)  # a checkpoint cut short by a run killed while writing it
+        print(f"note: removed {leftover}, a checkpoint cut short by a run that was stopped")
     if resume:
         cut_log(os.path.join(out_dir, "log.jsonl"), iter_num)
     else:  # a fresh run (--overwrite=True where out_dir held one) leaves nothing of an earlier run behind
-        for name in RUN_FILES:
-            if os.path.exists(os.path.join(out_dir, name)):
-                os.remove(os.path.join(out_dir, name))
+        for path in [os.path.join(out_dir, f) for f in RUN_FILES if os.path.exists(os.path.join(out_dir, f))]:
+            os.remove(path)
     print(f"data: {data_dir} ({encoding}): {len(train_data):,} train / {len(val_data):,} val samples, "
           f"{train_data.lengths.mean():.0f} tokens/sample (max {train_data.lengths.max()}), vocab {len(vocab)}")
     print(f"model: {raw_model.num_params() / 1e6:.2f}M parameters, {n_layer} layers × {n_head} heads × "
-          f"{n_embd // n_head}, {'causal' if causal else 'bidirectional (MLM p=%g)' % mlm_probability}, k={k}"
+          f"{n_embd // n_head}, block_size {block_size}{'' if config['block_size'] else ' (the longest sample)'}, "
+          f"{'causal' if causal else 'bidirectional (MLM p=%g)' % mlm_probability}, k={k}"
           + (f", number head {num_head}" + (f" (K={n_components})" if num_head == "gmm" else "") if encoding == "xval" else ""))
     print(f"batch: {batch_size} samples/step = {micro_batch_size} × {world_size} processes × {accum} "
           f"accumulation steps, ~{tokens_per_step:,.0f} tokens/step")
     print(f"system: {device} ({torch.cuda.get_device_name(device) if device_type == 'cuda' else device_type}), "
           f"{dtype}, compile={compile}, attention {'flex' if raw_model.flex_attention else 'sdpa'}, world size {world_size}, "
           f"{'resuming at step %d' % iter_num if resume else 'from scratch'}")
-
-
-def get_lr(it):
-    """Linear warm-up, then cosine decay to min_lr at max_iters."""
-    if it < warmup_iters:
-        return learning_rate * (it + 1) / warmup_iters
-    progress = min(1.0, (it - warmup_iters) / max(1, max_iters - warmup_iters))
-    return min_lr + 0.5 * (1.0 + math.cos(math.pi * progress)) * (learning_rate - min_lr)
+    if resume and changed:
+        print("resume: changed settings applied: " + ", ".join(f"{name} {a!r} → {b!r}" for name, (a, b) in changed.items()))
+    if resume and changed.keys() & {"max_iters", "learning_rate", "min_lr", "warmup_iters"}:
+        print(f"resume: the learning rate schedule changed; at step {iter_num} the learning rate was "
+              f"{get_lr(iter_num, saved):.2e} and now is {get_lr(iter_num, config):.2e}")
 
 
 def micro_batches(step):
-    """This process's micro-batches of one optimizer step: CPU work only (runs in the loader thread)."""
+    """This process's micro-batches of one step and the step's predicted tokens and numbers over all processes
+    (CPU work: the loader thread). Each process checks and counts the whole step (masks are a function of
+    (seed, step, sample)), so all reach the same counts, and the same stop on a bad sample, without a collective."""
+    positions, indices = step_samples(len(train_data), batch_size, step, seed)
+    check_values(train_data, "train", indices)
     batches = step_batches(train_data, step, seed, batch_size, micro_batch_size, rank, world_size, causal,
                            mlm_probability, packing, pack_length, pin=device_type == "cuda")
-    if not all(bool(torch.isfinite(b["values"]).all()) for b in batches):
-        check_values(train_data, "train", step_samples(len(train_data), batch_size, step, seed)[1])
-    return batches
-
-
-def target_counts(batches):
-    """The step's numbers of predicted tokens and numbers, over all processes (python floats)."""
-    counts = torch.tensor([sum(len(b["pred"]) for b in batches),
-                           sum(int((b["targets"] == vocab.num_id).sum()) for b in batches)
-                           if vocab.num_id is not None else 0], dtype=torch.float64, device=device)
-    if ddp:  # the loss is a mean over the whole global batch, not a mean of per-process means
-        dist.all_reduce(counts)  # on the device: NCCL reduces CUDA tensors only
-    return counts.tolist()
+    everyone = batches if world_size == 1 else [
+        collate(training_examples(train_data, indices, positions, step, seed, causal, mlm_probability))]
+    n_numbers = sum(int((b["targets"] == vocab.num_id).sum()) for b in everyone) if vocab.num_id is not None else 0
+    return batches, sum(len(b["pred"]) for b in everyone), n_numbers
 
 
 @torch.no_grad()
@@ -285,29 +308,30 @@ def evaluate():
 
 
 def stop_unless_finite(metrics, step, what, before):
-    """Stop the run if a loss or gradient norm is NaN or infinite: one device-to-host copy."""
+    """Stop the run if a loss or gradient norm is NaN or infinite; returns them as floats (one copy to the host)."""
     values = list(metrics.values())
-    if torch.is_tensor(values[0]):  # on the device: one copy to the host for all of them
+    if torch.is_tensor(values[0]):
         values = torch.stack([v.detach().float() for v in values]).tolist()
-    if all(map(math.isfinite, values)):
-        return
-    bad = ", ".join(f"{k} {v}" for k, v in zip(metrics, values) if not math.isfinite(v))
-    last = (f"{ckpt_path} is untouched: fix the data or the settings, then --resume from it"
-            if os.path.exists(ckpt_path) else "no checkpoint was written")
-    raise SystemExit(f"error: step {step}: non-finite {what} ({bad}); stopped before {before}; {last}")
+    if not all(map(math.isfinite, values)):
+        bad = ", ".join(f"{k} {v}" for k, v in zip(metrics, values) if not math.isfinite(v))
+        last = (f"{ckpt_path} is untouched: fix the data or the settings, then --resume from it"
+                if os.path.exists(ckpt_path) else "no checkpoint was written")
+        stop(f"error: step {step}: non-finite {what} ({bad}); stopped before {before}; {last}")
+    return values
 
 
 def save_checkpoint(path):
     """Write to a temporary name, then rename: a crash never leaves a half checkpoint."""
-    checkpoint = {
-        "model": raw_model.state_dict(), "optimizer": optimizer.state_dict(), "model_args": model_args,
-        "config": config, "iter_num": iter_num, "best_val_loss": best_val_loss,
-        "text_tokens": vocab.text_tokens, "data_dir": data_dir,
-        "rng": {"torch": torch.get_rng_state(),
-                "cuda": torch.cuda.get_rng_state(device) if device_type == "cuda" else None},
-    }
-    with atomic_file(path) as tmp:
-        torch.save(checkpoint, tmp)
+    checkpoint = {"model": raw_model.state_dict(), "optimizer": optimizer.state_dict(), "model_args": model_args,
+                  "config": config, "iter_num": iter_num, "best_val_loss": best_val_loss,
+                  "text_tokens": vocab.text_tokens, "data_dir": data_dir}
+    try:
+        with atomic_file(path) as tmp:
+            torch.save(checkpoint, tmp)
+    except (OSError, RuntimeError) as e:  # a full disk reaches torch's zip writer as either
+        reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e).strip().split("\n")[0]
+        stop(f"error: writing {path} failed ({reason}); {shutil.disk_usage(out_dir).free / 2**20:,.0f} MiB of disk "
+             f"space left there: free some, then --resume (from the last whole checkpoint, {ckpt_path}, if any)")
 
 
 def log(record):
@@ -318,15 +342,13 @@ def log(record):
 
 # -----------------------------------------------------------------------------
 # training loop
-# One background thread builds the next step's micro-batches (reading the memory-mapped arrays,
-# masking, padding or packing, pinning) while this step computes, so the accelerator does not wait
-# for the CPU. The batches are a pure function of (seed, step), so no loss changes and a resume
-# starts at the right step. The thread does CPU work only: collectives (the all_reduce of the
-# target counts) stay on the main thread, in the same order on every rank.
+# A background thread builds the next step's micro-batches (reading, masking, padding or packing, pinning)
+# while this step computes, so the accelerator does not wait for the CPU; they are a pure function of
+# (seed, step), so no loss changes. Per step the host waits for the device once: the finiteness check.
 loader = ThreadPoolExecutor(max_workers=1)
 upcoming = None  # the next step's batches, a Future
 model.train()
-t_last, tokens_since, positions_since, steps_since = time.time(), 0, 0, 0
+t_start, t_last, tokens_since, positions_since, steps_since, first_log = time.time(), time.time(), 0, 0, 0, True
 while True:
     if (iter_num % eval_interval == 0 or iter_num == max_iters) and iter_num != resumed_at:
         metrics = evaluate()
@@ -347,12 +369,16 @@ while True:
     if iter_num >= max_iters:
         break
 
-    lr = get_lr(iter_num)
+    lr = get_lr(iter_num, config)
     for group in optimizer.param_groups:
         group["lr"] = lr
-    batches = (upcoming or loader.submit(micro_batches, iter_num)).result()
+    # dropout differs between ranks and steps, yet is a function of (seed, rank, step): a resume repeats it
+    torch.manual_seed(int(np.random.SeedSequence([seed, rank, iter_num]).generate_state(1)[0]))
+    try:
+        batches, n_tokens, n_numbers = (upcoming or loader.submit(micro_batches, iter_num)).result()
+    except SystemExit as e:  # a bad sample: every process meets it at this step
+        stop(e.code)
     upcoming = loader.submit(micro_batches, iter_num + 1) if iter_num + 1 < max_iters else None
-    n_tokens, n_numbers = target_counts(batches)
     loss_sum = torch.zeros(3, device=device)
     for i, cpu_batch in enumerate(batches):
         batch = to_device(cpu_batch, device)
@@ -367,39 +393,45 @@ while True:
         loss_sum += torch.stack([loss, ce, mse]).detach()
         tokens_since += cpu_batch["n_real"]
         positions_since += cpu_batch["ids"].numel()
-    if grad_clip > 0:
-        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
-    else:
-        grad_norm = torch.nn.utils.get_total_norm([p.grad for p in model.parameters() if p.grad is not None])
+    grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip or math.inf)  # inf: measured, not clipped
+    logging = (iter_num + 1) % log_interval == 0 or iter_num + 1 == max_iters
+    if ddp and logging:
+        dist.all_reduce(loss_sum)  # the global batch's loss: the sum of each process's share of its mean
     # a non-finite loss or gradient stops the run before the optimizer writes it into the weights
-    # (and so before any checkpoint); loss_sum is finite up to this step, so this step is the culprit
-    stop_unless_finite({"loss": loss_sum[0], "CE": loss_sum[1], num_loss_name: loss_sum[2],
-                        "gradient norm": grad_norm}, iter_num + 1, "training loss", "the optimizer step")
+    # (and so before any checkpoint); the gradient norm is global, so every process stops here
+    loss_val, ce_val, mse_val, _ = stop_unless_finite(
+        {"loss": loss_sum[0], "CE": loss_sum[1], num_loss_name: loss_sum[2], "gradient norm": grad_norm},
+        iter_num + 1, "training loss", "the optimizer step")
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
     iter_num += 1
     steps_since += 1
 
-    if iter_num % log_interval == 0 or iter_num == max_iters:
-        if ddp:
-            dist.all_reduce(loss_sum)
-        loss_val, ce_val, mse_val = loss_sum.tolist()
+    if logging:
         dt = time.time() - t_last
         tokens_per_s = tokens_since * world_size / dt  # real tokens only: padding does not count
         mfu = flops_tok * tokens_per_s / (peak * world_size) if peak else None
         memory = torch.cuda.max_memory_allocated(device) / 2**30 if device_type == "cuda" else None
+        left = dt / steps_since * (max_iters - iter_num)  # training time only: validations add theirs
         if master:
-            print(f"iter {iter_num}: loss {loss_val:.4f} (CE {ce_val:.4f}, {num_loss_name} {mse_val:.4g}), lr {lr:.2e}, "
-                  f"{dt / steps_since * 1000:.0f} ms/step, {tokens_per_s:,.0f} tokens/s"
-                  + (f", MFU {mfu * 100:.1f}%" if mfu is not None else ""))
+            print(f"iter {iter_num}/{max_iters}: loss {loss_val:.4f} (CE {ce_val:.4f}, {num_loss_name} {mse_val:.4g}), "
+                  f"lr {lr:.2e}, {dt / steps_since * 1000:.0f} ms/step, {tokens_per_s:,.0f} tokens/s"
+                  + (f", MFU {mfu * 100:.1f}%" if mfu is not None else "") + f", ~{duration(left)} left")
+            if first_log and device_type == "cpu" and left > 86400:
+                print(f"warning: at {dt / steps_since:.2f} s/step this run of {max_iters:,} steps takes ~{duration(left)} "
+                      f"on the CPU: a paper-scale run; for a CPU try config/own_small.py (or config/*_small.py)")
         log({"iter": iter_num, "loss": loss_val, "ce": ce_val, "mse": mse_val, "lr": lr,
              "ms_per_step": dt / steps_since * 1000, "tokens_per_s": tokens_per_s, "mfu": mfu,
              "padding": 1 - tokens_since / positions_since, "peak_memory_gib": memory})
-        t_last, tokens_since, positions_since, steps_since = time.time(), 0, 0, 0
+        t_last, tokens_since, positions_since, steps_since, first_log = time.time(), 0, 0, 0, False
 
 loader.shutdown()  # nothing is left to build: no step beyond max_iters is ever submitted
-if ddp:
-    # wait for rank 0 to finish its last checkpoint: a process that tears gloo down while
-    # another still uses it can abort ("terminate called without an active exception")
+if master:  # what to run next: own data (prepare/text.py) names its keys in meta.json
+    best, meta = os.path.join(out_dir, "ckpt_best.pt"), json.load(open(os.path.join(data_dir, "meta.json")))
+    test = next((f"{data_dir}/{s}.txt" for s in ("test", "val") if os.path.exists(f"{data_dir}/{s}.txt")), "FILE")
+    print(f"done in {duration(time.time() - t_start)}: checkpoints in {out_dir}/ ({best} has the lowest validation "
+          f"loss, {ckpt_path} the last step); predict with:\n  python sample.py --ckpt={best} --input={test} "
+          + (f"--mask_key={next(iter(meta['scales']))}" if meta.get("dataset") == "text" and meta.get("scales") else "--mask_last"))
+if ddp:  # wait for rank 0's last checkpoint: tearing gloo down while another process uses it can abort
     dist.barrier()
     dist.destroy_process_group()

@@ -1,11 +1,13 @@
 """
 What every stage does the same way: write a file atomically, format a number, read a checkpoint,
-pick the device. Any script (prepare/, tokenize_numbers.py, train.py, sample.py, eval.py, ...) may
-import it; torch is imported only where needed, so the data stages do not load it.
+pick the device, score predicted numbers (NaN marks an invalid prediction of a text encoding).
+torch is imported only where needed, so the data stages do not load it.
 """
 import math
 import os
 from contextlib import contextmanager
+
+import numpy as np
 
 
 @contextmanager
@@ -38,8 +40,7 @@ def atomic_write_text(path, text):
 
 
 def format_number(x, digits=6):
-    """A number as short text: `digits` significant digits, no trailing zeros, 0 for -0, NaN as 'nan'
-    (the datasets' literals, predictions and table cells all use it)."""
+    """A number as short text: `digits` significant digits, no trailing zeros, 0 for -0, NaN as 'nan'."""
     if math.isnan(x):
         return "nan"
     s = f"{x:.{digits}g}"
@@ -47,25 +48,53 @@ def format_number(x, digits=6):
 
 
 def load_checkpoint(path, device="cpu"):
-    """A train.py checkpoint; a truncated, empty or foreign file is a one-line error naming it."""
+    """A train.py checkpoint, read as data only (weights_only: a foreign file cannot run code on
+    loading); a truncated, empty or foreign file is a one-line error naming it."""
     import torch
     try:
-        checkpoint = torch.load(path, map_location=device, weights_only=False)
-    except Exception as e:  # truncated, empty or not a checkpoint at all
+        checkpoint = torch.load(path, map_location=device, weights_only=True)
+    except Exception as e:
         raise SystemExit(f"error: {path} is not a readable checkpoint ({type(e).__name__}: "
-                         f"{str(e).splitlines()[0] if str(e) else 'no detail'})")
-    missing = [k for k in ("model", "model_args", "text_tokens", "config")
-               if not isinstance(checkpoint, dict) or k not in checkpoint]
+                         f"{str(e).strip().splitlines()[0] if str(e).strip() else 'no detail'})")
+    missing = [k for k in ("model", "model_args", "text_tokens", "config") if not isinstance(checkpoint, dict) or k not in checkpoint]
     if missing:
         raise SystemExit(f"error: {path} is not a checkpoint written by train.py (no {', '.join(missing)})")
     return checkpoint
 
 
 def pick_device(device="auto"):
-    """'auto' becomes cuda if a GPU is there, else mps (Apple), else cpu; anything else is kept."""
-    if device != "auto":
-        return device
+    """'auto' becomes cuda if a GPU is there, else mps (Apple), else cpu; a device that is not there is an error."""
     import torch
-    if torch.cuda.is_available():
-        return "cuda"
-    return "mps" if torch.backends.mps.is_available() else "cpu"
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu"
+    kind, _, index = device.partition(":")
+    count = torch.cuda.device_count() if kind == "cuda" else int(kind != "mps" or torch.backends.mps.is_available())
+    if count <= int(index or 0):
+        raise SystemExit(f"error: --device={device}, but torch finds {count} {kind.upper()} device{'s' * (count != 1)} "
+                         "here; use --device=auto or --device=cpu")
+    return device
+
+
+def mse(y, yhat):
+    """Mean squared error over the valid (non-NaN) predictions; NaN if there are none."""
+    y, yhat = np.asarray(y, float), np.asarray(yhat, float)
+    ok = ~np.isnan(yhat)
+    return float(np.mean((y[ok] - yhat[ok]) ** 2)) if ok.any() else math.nan
+
+
+def r_squared(y, yhat):
+    """R² = 1 − Σ(y−ŷ)² / Σ(y−ȳ)², over the valid (non-NaN) predictions; NaN with fewer than 2."""
+    y, yhat = np.asarray(y, float), np.asarray(yhat, float)
+    y, yhat = y[~np.isnan(yhat)], yhat[~np.isnan(yhat)]
+    return float(1 - np.sum((y - yhat) ** 2) / np.sum((y - y.mean()) ** 2)) if len(y) > 1 else math.nan
+
+
+def adjusted_r_squared(r2, n, p=1):
+    """1 − (1 − R²)(n − 1)/(n − p − 1): R² corrected for p explanatory variables and n points."""
+    return 1 - (1 - r2) * (n - 1) / (n - p - 1) if n > p + 1 else math.nan
+
+
+def accuracy(y, yhat, figures):
+    """Fraction of predictions equal to the truth at `figures` significant figures; NaN is wrong."""
+    fmt = f"{{:.{figures - 1}e}}"
+    return float(np.mean([not math.isnan(p) and fmt.format(p) == fmt.format(t) for t, p in zip(y, yhat)]))

@@ -1,12 +1,10 @@
-# Temperature with 5-9 stations per sample (the paper: 60-89) on one CPU core: xVal, 4 x 128,
-# 16,000 steps of 8 samples, a checkpoint kept every 1,000 steps for the learning curve
-# (results/era5_cpu/README.md). The rest as config/era5_cpu.py.
+# Temperature with 5-9 stations per sample (the paper: 60-89) on one CPU core: xVal, 4 x 128, a checkpoint
+# kept every 1,000 steps for the learning curve (results/era5_cpu/README.md). The rest as config/era5_cpu.py.
 #   python prepare/era5_synthetic.py --out data/era5_synthetic
 #   python prepare/era5.py data/era5_synthetic/t2m.nc --land-sea-mask data/era5_synthetic/lsm.nc --stations 5,9 --size small --out data/era5_s5
 #   python tokenize_numbers.py data/era5_s5 --encoding xval
 #   OMP_NUM_THREADS=1 python train.py config/era5_cpu_s5.py
-#   python curves.py --runs=out/era5_cpu_s5/xval --quantity=t+1 --max_samples=300 --out=results/era5_cpu/curves_s5
-# Stopped early, it continues with --resume.
+#   python tools/curves.py --runs=out/era5_cpu_s5/xval --quantity=t+1 --max_samples=300 --out=results/era5_cpu/curves_s5
 out_dir = "out/era5_cpu_s5/xval"
 data_dir = "data/era5_s5"
 encoding = "xval"
@@ -17,7 +15,7 @@ block_size = 256  # the longest sample is 194 tokens in xVal
 mlm_probability = 0.2
 batch_size = 8
 micro_batch_size = 8
-max_iters = 16000  # 0.21 s a step on a free core: about 56 minutes
+max_iters = 16000
 learning_rate = 0.001
 min_lr = 0.0001
 warmup_iters = 100

@@ -1,11 +1,10 @@
-# The look-up with one entry per dictionary ({d:1.53}d=1.53: the answer is a copy of the only
-# value) on one CPU core, for the out-of-distribution test when key matching is out of reach
-# (results/lookup_e1/README.md): 2 x 128, lr 1e-3, 3,000 steps of 64 samples, a checkpoint kept
-# every 500 steps. The same model and settings for every encoding.
+# The look-up with one entry per dictionary ({d:1.53}d=1.53: the answer copies the only value) on one CPU
+# core, for the out-of-distribution test (results/lookup_e1/README.md): 2 x 128, a checkpoint kept every
+# 500 steps. The same model and settings for every encoding.
 #   python prepare/lookup.py --size paper --entries 1,1 --out data/lookup_e1
 #   python tokenize_numbers.py data/lookup_e1 --encoding xval
 #   OMP_NUM_THREADS=1 python train.py config/lookup_cpu_e1.py
-#   bash results/lookup_e1/run.sh    # five encodings, three seeds each, then the tables
+#   bash tools/lookup_e1.sh    # five encodings, three seeds each, then the tables
 out_dir = "out/lookup_e1/xval_s1"
 data_dir = "data/lookup_e1"
 encoding = "xval"

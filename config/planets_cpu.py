@@ -1,11 +1,9 @@
-# Planets on one CPU core: the small data set (prepare/planets.py --size small), xVal, the 2 x 64
-# model of the CPU tables trained 9,000 steps of 8 samples (~45 minutes on one core), a checkpoint
-# kept every 1,500 steps for the learning curve (results/planets_cpu/README.md).
+# Planets on one CPU core: the small data set, xVal, a 2 x 64 model, a checkpoint kept every 1,500 steps for
+# the learning curve (results/planets_cpu/README.md). Stopped early, it continues with --resume.
 #   python prepare/planets.py --size small --out data/planets
 #   python tokenize_numbers.py data/planets --encoding xval
 #   OMP_NUM_THREADS=1 python train.py config/planets_cpu.py
-#   python curves.py --runs=out/planets_cpu/xval --quantity=a0 --max_samples=300 --out=results/planets_cpu/curves_a0
-# Stopped early, it continues with --resume.
+#   python tools/curves.py --runs=out/planets_cpu/xval --quantity=a0 --max_samples=300 --out=results/planets_cpu/curves_a0
 out_dir = "out/planets_cpu/xval"
 data_dir = "data/planets"
 encoding = "xval"
@@ -16,7 +14,7 @@ block_size = 2713  # the longest P10 sample
 mlm_probability = 0.2
 batch_size = 8
 micro_batch_size = 8
-max_iters = 9000  # ~0.3 s a step on one core
+max_iters = 9000
 learning_rate = 0.001
 min_lr = 0.0001
 warmup_iters = 100

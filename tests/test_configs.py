@@ -8,6 +8,7 @@ from conftest import ROOT
 from test_train import losses, run
 
 from configurator import configure, defaults
+from tokenize_numbers import Split
 
 CONFIGS = sorted(glob.glob(os.path.join(ROOT, "config", "*.py")))
 
@@ -54,4 +55,19 @@ def test_each_small_config_trains_from_a_prepared_tiny_set(tmp_path, dataset, en
     run("train.py", f"config/{dataset}_small.py", f"--data_dir={data}", f"--encoding={encoding}",
         f"--out_dir={out}", "--max_iters=2", "--log_interval=1", "--eval_interval=2", "--eval_batches=1",
         "--batch_size=4", "--micro_batch_size=4")
+    assert sorted(losses(out)) == [1, 2] and all(np.isfinite(list(losses(out).values())))
+
+
+def test_the_own_data_config_trains_on_a_plain_text_folder_with_block_size_from_the_data(tmp_path):
+    import json
+    rows = [json.dumps({"station": "ab"[i % 2], "t": [round(0.1 * i + 0.01 * j, 2) for j in range(3 + i % 3)]})
+            for i in range(40)]
+    for split, lines in (("train", rows[:30]), ("val", rows[30:35]), ("test", rows[35:])):
+        (tmp_path / f"{split}.txt").write_text("\n".join(lines) + "\n")
+    run("tokenize_numbers.py", str(tmp_path), "--plain-text", "--encoding=xval", "--workers=1")
+    longest = max(int(Split(str(tmp_path), s, "xval").lengths.max()) for s in ("train", "val"))
+    out = str(tmp_path / "out")
+    r = run("train.py", "config/own_small.py", f"--data_dir={tmp_path}", f"--out_dir={out}", "--max_iters=2",
+            "--log_interval=1", "--eval_interval=2", "--eval_batches=1", "--batch_size=4", "--micro_batch_size=4")
+    assert f"block_size {longest} (the longest sample)" in r.stdout
     assert sorted(losses(out)) == [1, 2] and all(np.isfinite(list(losses(out).values())))

@@ -9,7 +9,7 @@ import pytest
 from test_train import run
 
 import eval as ev
-import metrics
+import util as metrics
 
 TINY = ["--n_layer=1", "--n_head=2", "--n_embd=16", "--device=cpu", "--compile=False", "--warmup_iters=0",
         "--log_interval=1", "--max_iters=3", "--eval_interval=3", "--batch_size=4", "--micro_batch_size=4"]

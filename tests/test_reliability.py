@@ -119,6 +119,13 @@ def test_a_config_file_that_does_not_parse_names_the_file_and_line(tmp_path, tex
     assert message in str(e.value)
 
 
+def test_a_flag_overrides_a_config_file_wherever_the_file_stands(tmp_path):
+    (tmp_path / "it3.py").write_text("max_iters = 3\nlog_interval = 7\n")
+    for argv in (["--max_iters=20", str(tmp_path / "it3.py")], [str(tmp_path / "it3.py"), "--max_iters=20"]):
+        config = configure(defaults(TRAIN), TRAIN, argv)
+        assert (config["max_iters"], config["log_interval"]) == (20, 7)
+
+
 def test_a_directory_as_config_file_is_an_error(tmp_path):
     with pytest.raises(SystemExit, match="is a directory"):
         configure(defaults(TRAIN), TRAIN, [str(tmp_path)])
@@ -285,3 +292,109 @@ def test_sample_names_the_line_of_text_that_is_not_utf8(checkpoint, tmp_path):
     (tmp_path / "in.txt").write_bytes(b"(0.5+0.25)=[?]\n(0.\xe9+1)=[?]\n")
     error = one_line_error(run("sample.py", f"--ckpt={checkpoint}", f"--input={tmp_path / 'in.txt'}", check=False))
     assert f"{tmp_path / 'in.txt'}:2: not UTF-8 text" in error
+
+
+# ---------------------------------------------------------------- resume, disk, devices, leftovers
+
+def test_resume_applies_changed_settings_and_says_so(data, tmp_path):
+    out = str(tmp_path / "out")
+    train(data, out, "--max_iters=2")
+    r = train(data, out, "--resume", "--max_iters=4", "--dropout=0.5", "--eval_interval=4")
+    assert "resume: changed settings applied: " in r.stdout and "dropout 0.0 → 0.5" in r.stdout
+    assert torch.load(os.path.join(out, "ckpt_latest.pt"), weights_only=True)["model_args"]["dropout"] == 0.5
+
+
+def test_resume_refuses_a_changed_model_shape_naming_the_key_and_both_values(data, tmp_path):
+    out = str(tmp_path / "out")
+    train(data, out, "--max_iters=2")
+    error = one_line_error(train(data, out, "--resume", "--max_iters=4", "--block_size=64", check=False))
+    assert "block_size=32" in error and "64" in error
+
+
+def test_resume_with_a_longer_schedule_says_what_the_learning_rate_was_and_is(data, tmp_path):
+    out = str(tmp_path / "out")
+    schedule = ["--learning_rate=1e-3", "--min_lr=1e-4", "--warmup_iters=0"]  # a decaying learning rate
+    train(data, out, "--max_iters=4", *schedule)
+    r = train(data, out, "--resume", "--max_iters=8", *schedule)
+    # step 4 of 4 is the end of the cosine (min_lr); of 8 its middle: (1e-3 + 1e-4) / 2
+    assert "max_iters 4 → 8" in r.stdout
+    assert "at step 4 the learning rate was 1.00e-04 and now is 5.50e-04" in r.stdout
+    with open(os.path.join(out, "log.jsonl")) as f:
+        lrs = {row["iter"]: row["lr"] for row in map(json.loads, f) if "lr" in row}
+    assert lrs[5] == pytest.approx(5.5e-4)
+
+
+def test_resume_with_max_iters_below_the_steps_done_is_an_error(data, tmp_path):
+    out = str(tmp_path / "out")
+    train(data, out, "--max_iters=4")
+    error = one_line_error(train(data, out, "--resume", "--max_iters=2", check=False))
+    assert "--max_iters=2 is below the 4 steps" in error
+
+
+def test_a_full_disk_during_a_checkpoint_save_is_a_one_line_error(data, tmp_path, monkeypatch):
+    import errno
+    out = str(tmp_path / "out")
+    train(data, out, "--max_iters=2")
+    good = open(os.path.join(out, "ckpt_latest.pt"), "rb").read()
+
+    def full(obj, f, *args, **kwargs):
+        with open(f, "wb") as partial:
+            partial.write(b"PK" * 1000)
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(torch, "save", full)
+    error = one_line_error(train(data, out, "--resume", "--max_iters=4", check=False))
+    assert "No space left on device" in error and "disk space" in error and "ckpt_latest.pt" in error
+    assert open(os.path.join(out, "ckpt_latest.pt"), "rb").read() == good
+    assert not [f for f in os.listdir(out) if ".tmp" in f]
+
+
+def test_a_foreign_checkpoint_cannot_run_code_and_is_a_clear_error(data, tmp_path):
+    import pathlib
+    marker = tmp_path / "ran"
+
+    class Payload:
+        def __reduce__(self):
+            return pathlib.Path.touch, (marker,)
+    out = tmp_path / "out"
+    out.mkdir()
+    torch.save({"model": Payload()}, str(out / "ckpt_latest.pt"))
+    error = one_line_error(train(data, str(out), "--resume", "--max_iters=4", check=False))
+    assert f"{out / 'ckpt_latest.pt'} is not a readable checkpoint" in error and not marker.exists()
+
+
+def test_a_missing_device_and_an_unusable_out_dir_fail_before_the_data_loads(tmp_path):
+    missing = str(tmp_path / "no_such_data")  # an error about the data would mean it was read first
+    if not torch.cuda.is_available():
+        error = one_line_error(run("train.py", "--device=cuda", f"--data_dir={missing}", f"--out_dir={tmp_path}", check=False))
+        assert "--device=cuda" in error and "CUDA" in error
+    assert "--out_dir is empty" in one_line_error(run("train.py", "--out_dir=", f"--data_dir={missing}", check=False))
+    (tmp_path / "a_file").write_text("")
+    error = one_line_error(run("train.py", f"--out_dir={tmp_path / 'a_file' / 'out'}", f"--data_dir={missing}", check=False))
+    assert f"cannot write to out_dir {tmp_path / 'a_file' / 'out'}" in error
+
+
+def test_a_checkpoint_cut_short_by_a_kill_is_removed_by_the_next_run_and_named(data, tmp_path):
+    out = str(tmp_path / "out")
+    train(data, out, "--max_iters=2")
+    leftover = os.path.join(out, "ckpt_latest.tmp.pt")
+    with open(leftover, "wb") as f:
+        f.write(b"\0" * 100_000)
+    r = train(data, out, "--resume", "--max_iters=4")
+    assert f"removed {leftover}" in r.stdout and not os.path.exists(leftover)
+
+
+def test_a_bad_sample_met_by_one_of_two_processes_stops_both_with_one_message(own_data, tmp_path):
+    from batching import step_samples
+    split = Split(own_data, "train", "xval")
+    bad = int(step_samples(len(split), 8, 1, 1337)[1][5])  # step 1's sixth sample: the second process's share
+    path = os.path.join(own_data, "xval", "train.values.npy")
+    values = np.load(path)
+    values[split.offsets[bad]] = np.inf
+    np.save(path, values)
+    r = run("-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "train.py", *TINY,
+            f"--data_dir={own_data}", f"--out_dir={tmp_path}", "--batch_size=8", "--micro_batch_size=4", "--max_iters=4",
+            "--eval_interval=100", env={**os.environ, "OMP_NUM_THREADS": "1"}, check=False)
+    errors = {line for line in r.stderr.splitlines() if line.startswith("error:")}
+    assert errors == {f"error: {own_data}/xval/train.values.npy: sample {bad} (line {bad + 1} of train.txt) holds a "
+                      "non-finite number; remove or rescale it and tokenize again"}, r.stderr
+    assert r.returncode != 0 and "gloo" not in r.stderr.lower() and "ProcessGroup" not in r.stderr

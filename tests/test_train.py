@@ -1,6 +1,9 @@
 """train.py and sample.py end to end on a tiny arithmetic set: the recipe as a user runs it."""
+import copy
 import json
 import os
+import shutil
+import sys
 
 import pytest
 from conftest import ROOT, run
@@ -52,15 +55,17 @@ def test_resume_continues_exactly(data, tmp_path):
 
 
 def resumed_losses_match(data, tmp_path, device="cpu", rel=1e-6, abs=1e-7):
-    """Steps 4-6 of a run resumed at step 3 log the losses of an uninterrupted run."""
+    """Steps 4-6 of a run stopped after step 3 and resumed with the same settings log the losses of an
+    uninterrupted run (its checkpoint of step 3 stands for the stopped run's last one)."""
     common = [*[a for a in TINY if not a.startswith("--device")], f"--device={device}", f"--data_dir={data}",
               "--batch_size=8", "--micro_batch_size=4", "--eval_interval=3", "--learning_rate=1e-3",
-              "--min_lr=1e-3", "--dropout=0.1"]  # dropout: the RNG state must resume too
+              "--min_lr=1e-4", "--dropout=0.1", "--max_iters=6", "--keep_every=3"]  # a decaying lr and dropout
     straight, resumed = str(tmp_path / "straight"), str(tmp_path / "resumed")
-    run("train.py", *common, f"--out_dir={straight}", "--max_iters=6")
-    run("train.py", *common, f"--out_dir={resumed}", "--max_iters=3")
-    r = run("train.py", *common, f"--out_dir={resumed}", "--max_iters=6", "--resume")
-    assert "resuming at step 3" in r.stdout
+    run("train.py", *common, f"--out_dir={straight}")
+    os.makedirs(resumed)
+    shutil.copy(os.path.join(straight, "ckpt_3.pt"), os.path.join(resumed, "ckpt_latest.pt"))
+    r = run("train.py", *common, f"--out_dir={resumed}", "--resume")
+    assert "resuming at step 3" in r.stdout and "changed" not in r.stdout
     a, b = losses(straight), losses(resumed)
     for i in (4, 5, 6):
         assert b[i] == pytest.approx(a[i], rel=rel, abs=abs)
@@ -192,3 +197,82 @@ def test_pack_length_longer_than_block_size_is_an_error(data, tmp_path):
     r = run("train.py", *TINY, f"--data_dir={data}", "--packing=True", "--pack_length=160", f"--out_dir={tmp_path}",
             check=False)
     assert r.returncode != 0 and "pack_length 160 is longer than 4 × block_size 32" in r.stderr
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_float32_matmuls_stay_float32_and_the_number_head_matches_float64(data, tmp_path, device):
+    """TF32 would round the float32 number path's matmuls to a 10-bit mantissa (~1e-3 relative)."""
+    import torch
+    if device == "cuda" and not torch.cuda.is_available():
+        pytest.skip("needs a CUDA device")
+    from model import GPT, GPTConfig
+    torch.set_float32_matmul_precision("high")  # what TF32 on means; train.py must undo it
+    run("train.py", *[a for a in TINY if not a.startswith("--device")], f"--device={device}", f"--data_dir={data}",
+        f"--out_dir={tmp_path}", "--max_iters=1", "--eval_interval=1", "--eval_batches=1", "--batch_size=8",
+        "--micro_batch_size=8")
+    assert torch.get_float32_matmul_precision() == "highest" and not torch.backends.cuda.matmul.allow_tf32
+    torch.manual_seed(0)
+    net = GPT(GPTConfig(vocab_size=12, num_id=3, block_size=16, n_layer=1, n_head=2, n_embd=256)).to(device)
+    h = torch.randn(64, 256, device=device)
+    with torch.autocast(device, dtype=torch.bfloat16):  # as train.py runs it on a GPU
+        num = net.heads(h)[1]
+    exact = copy.deepcopy(net.num_head).double().cpu()(h.double().cpu()).squeeze(-1)
+    assert num.dtype == torch.float32
+    assert ((num.double().cpu() - exact).norm() / exact.norm()).item() < 2e-6
+
+
+def test_one_host_sync_per_training_step(data, tmp_path, monkeypatch):
+    """Reading a device value on the host waits for the device: train.py's main thread does it once a
+    step (the finiteness check, which on a logged step also carries the losses)."""
+    import threading
+
+    import torch
+    reads = []
+
+    def counted(name):
+        original = getattr(torch.Tensor, name)
+
+        def read(self, *args):
+            if threading.current_thread() is threading.main_thread() and \
+                    sys._getframe(1).f_code.co_filename == os.path.join(ROOT, "train.py"):
+                reads.append(name)
+            return original(self, *args)
+        return read
+    for name in ("tolist", "item", "__bool__", "__int__", "__float__", "numpy"):
+        monkeypatch.setattr(torch.Tensor, name, counted(name))
+    counts = []
+    for steps in (4, 8):
+        reads.clear()
+        run("train.py", *TINY, f"--data_dir={data}", f"--out_dir={tmp_path / str(steps)}", "--batch_size=8",
+            "--micro_batch_size=4", f"--max_iters={steps}", "--eval_interval=100", "--log_interval=100")
+        counts.append(len(reads))
+    assert (counts[1] - counts[0]) / 4 <= 1, counts
+
+
+def test_block_size_from_the_data_progress_and_what_to_run_next(data, tmp_path):
+    longest = max(int(Split(data, split, "xval").lengths.max()) for split in ("train", "val"))
+    args = [a for a in TINY if not a.startswith("--block_size")]
+    r = run("train.py", *args, f"--data_dir={data}", f"--out_dir={tmp_path}", "--max_iters=4", "--log_interval=2",
+            "--eval_interval=4", "--batch_size=8", "--micro_batch_size=8")
+    import torch
+    assert f"block_size {longest} (the longest sample)" in r.stdout
+    assert torch.load(os.path.join(tmp_path, "ckpt_best.pt"), weights_only=True)["model_args"]["block_size"] == longest
+    lines = r.stdout.splitlines()
+    assert [line.split(":")[0] for line in lines if line.startswith("iter ")] == ["iter 2/4", "iter 4/4"]
+    assert all(" left" in line for line in lines if line.startswith("iter "))
+    assert f"checkpoints in {tmp_path}/" in r.stdout
+    assert f"python sample.py --ckpt={tmp_path}/ckpt_best.pt --input={data}/test.txt --mask_last" in r.stdout
+
+
+def test_a_run_that_would_take_days_on_a_cpu_says_so(data, tmp_path):
+    import numpy as np
+    from batching import step_samples
+    own = shutil.copytree(data, str(tmp_path / "data"))  # a bad sample in step 3 ends the run after its first steps
+    split = Split(own, "train", "xval")
+    values = np.load(os.path.join(own, "xval", "train.values.npy"))
+    values[split.offsets[int(step_samples(len(split), 8, 2, 1337)[1][0])]] = np.inf
+    np.save(os.path.join(own, "xval", "train.values.npy"), values)
+    r = run("train.py", *TINY, f"--data_dir={own}", f"--out_dir={tmp_path / 'out'}", "--max_iters=100000000",
+            "--batch_size=8", "--micro_batch_size=8", "--eval_interval=1000", "--eval_batches=1", check=False)
+    warnings = [line for line in r.stdout.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 1 and "days on the CPU" in warnings[0] and "config/own_small.py" in warnings[0], r.stdout
