@@ -39,7 +39,7 @@ import numpy as np
 import torch
 
 from configurator import configure
-from model import mixture_cdf, mixture_crps, mixture_nll
+from model import mixture_cdf, mixture_nll, mixture_of
 from sample import fill_in, json_paths, load_model, masked_numbers, number_paths
 from tokenize_numbers import TextError, encode_pieces, read_lines, split_text
 from util import accuracy, adjusted_r_squared, atomic_write_text, format_number, load_checkpoint, mse, pick_device, r_squared
@@ -69,10 +69,8 @@ NOT_THE_SETTING = {"seed", "out_dir", "resume", "overwrite", "device", "compile"
 # ---------------------------------------------------------------- metrics (docs/decisions.md#metrics)
 
 def metrics(task, y, yhat, meta, scale=None):
-    """
-    Every metric of one quantity (docs/decisions.md#metrics) from truths and predictions (NaN = invalid);
-    with scale, a (center, spread), also in original units (value · spread + center).
-    """
+    """Every metric of one quantity (docs/decisions.md#metrics) from truths and predictions (NaN = invalid);
+    with scale, a (center, spread), also in original units (value · spread + center)."""
     y, yhat = np.asarray(y, float), np.asarray(yhat, float)
     valid = int((~np.isnan(yhat)).sum())
     m = {"n": len(y), "valid": valid, "mse": mse(y, yhat)}
@@ -98,6 +96,18 @@ def scale_of(task, meta, quantity):
     return (s["center"], s["spread"]) if s else None
 
 
+def mixture_crps(num, y):
+    """The CRPS E|X − y| − ½E|X − X'| of GMM outputs num at truth y, (...), in closed form: Σ_i w_i A(y − μ_i, σ_i²)
+    − ½ Σ_ij w_i w_j A(μ_i − μ_j, σ_i² + σ_j²), A(m, s²) = E|N(m, s²)| = m(2Φ(m/s) − 1) + 2s φ(m/s)."""
+    def abs_mean(m, var):
+        s = var.sqrt()
+        return m * (2 * torch.special.ndtr(m / s) - 1) + 2 * s * torch.exp(-0.5 * (m / s) ** 2) / math.sqrt(2 * math.pi)
+    log_w, mu, log_std = mixture_of(num)
+    w, var = log_w.exp(), torch.exp(2 * log_std)
+    to_truth = (w * abs_mean(y.unsqueeze(-1) - mu, var)).sum(-1)
+    pairs = w.unsqueeze(-1) * w.unsqueeze(-2) * abs_mean(mu.unsqueeze(-1) - mu.unsqueeze(-2), var.unsqueeze(-1) + var.unsqueeze(-2))
+    return to_truth - 0.5 * pairs.sum((-2, -1))
+
 def distribution_metrics(y, mixture):
     """The scores of predicted mixtures (n, 3K) against truths y (n,): NLL, CRPS, coverage of the central 50% and 90%."""
     y, num = torch.as_tensor(np.asarray(y, float)), torch.as_tensor(np.asarray(mixture, float))
@@ -115,11 +125,8 @@ def last_steps(paths):
 
 
 def masked_groups(task, line, where, keys=(), every=False):
-    """
-    The fill-in passes of one sample: (split_text's pieces, {quantity: indices of the numbers masked
-    together}, counted in reading order). text: sample.masked_numbers (the last number under each of
-    keys, every: all of them; without keys the line's last number).
-    """
+    """The fill-in passes of one sample: (split_text's pieces, {quantity: indices of the numbers masked
+    together}, in reading order). text: sample.masked_numbers."""
     if task in ("arithmetic", "lookup", "text"):
         pieces, groups = masked_numbers(line, where, keys if task == "text" else (), every)
         return pieces, groups if task == "text" else {"answer": groups["last"]}
@@ -137,10 +144,8 @@ def masked_groups(task, line, where, keys=(), every=False):
 
 
 def previous_values(line, indices, where, what):
-    """
-    Persistence: for each masked number (index in reading order) the number before it in its list, a
-    series' previous step; None for a number that is not in a list (a key with no series).
-    """
+    """Persistence: for each masked number (index in reading order) the number before it in its list, a
+    series' previous step; None for a number that is not in a list (a key with no series)."""
     record = json.loads(line)
     paths, out = list(json_paths(record)), []
     for i in indices:
@@ -161,10 +166,8 @@ def previous_steps(lines, where):
 
 
 def saved_predictions(path, task, quantity, split="test"):
-    """
-    (report, truths, predictions) of one quantity of a report written with --save_predictions=True,
-    for the scripts of results/ that study a model's predictions; errors name the file.
-    """
+    """(report, truths, predictions) of one quantity of a report written with --save_predictions=True,
+    for the scripts of tools/ that study a model's predictions; errors name the file."""
     if not os.path.isfile(path):
         raise SystemExit(f"error: {path}: no such report; write one with eval.py --save_predictions=True")
     with open(path) as f:
@@ -192,11 +195,8 @@ def task_of(meta, path):
 # ---------------------------------------------------------------- running the model
 
 def masked_samples(task, lines, vocab, where, keys=(), every=False, persistence=False):
-    """
-    Every masked group of every line, encoded: {quantity: (samples, truths, previous)}, samples being
-    the (ids, values, ask) triples of fill_in in line order, truths the masked numbers in order and
-    previous, with persistence, each one's previous step (else empty).
-    """
+    """Every masked group of every line, encoded: {quantity: (samples, truths, previous)}: fill_in's (ids,
+    values, ask) in line order, the masked numbers, and with persistence each one's previous step."""
     jobs = {}
     for number, line in enumerate(lines, 1):
         pieces, groups = masked_groups(task, line, f"{where}:{number}", keys, every)
@@ -215,11 +215,8 @@ def masked_samples(task, lines, vocab, where, keys=(), every=False, persistence=
 
 
 def predict(model, vocab, jobs, dev):
-    """
-    Fill in the masked samples of every quantity. Returns {quantity: (truths, predictions, counts,
-    mixtures)} with counts of numbers, invalid predictions and non-[NUM] token predictions, and
-    for a GMM head the mixture outputs (numbers, 3K) (else None).
-    """
+    """Fill in the masked samples of every quantity: {quantity: (truths, predictions, fill_in's counts,
+    a GMM head's outputs (numbers, 3K) or None)}."""
     results = {}
     for quantity, (samples, truths, _) in jobs.items():
         order = np.argsort([len(s[0]) for s in samples], kind="stable")  # similar lengths share a batch
@@ -233,12 +230,9 @@ def predict(model, vocab, jobs, dev):
 
 
 def combine(task, runs, meta, scale=None):
-    """
-    One quantity over several seeds: runs = [(truths, predictions, counts, mixtures)] (the same
-    truths). Each metric as mean and std over seeds, and the metrics of the per-point median
-    prediction (the median of the seeds' valid predictions; NaN where none is valid). GMM heads
-    add the distribution's metrics, and the first seed's PIT values and first mixtures for plots.
-    """
+    """One quantity over seeds, runs = [(truths, predictions, counts, mixtures)]: each metric's mean and std,
+    and the metrics of the per-point median of the seeds' valid predictions (NaN where none is valid).
+    GMM heads add the distribution's metrics, and the first seed's PIT values and mixtures for plots."""
     truths = runs[0][0]
     seeds = []
     for _, preds, counts, mixture in runs:
@@ -265,10 +259,8 @@ def combine(task, runs, meta, scale=None):
 
 
 def check_seeds(checkpoints):
-    """
-    Checkpoints averaged as seeds must be runs of one setting: the same encoding, vocabulary and
-    settings but the seed (NOT_THE_SETTING aside), each run once. Returns the first one's data_dir.
-    """
+    """Checkpoints averaged as seeds must be runs of one setting: the same encoding, vocabulary and
+    settings but the seed (NOT_THE_SETTING aside), each run once. Returns the first one's data_dir."""
     first, seen = None, {}
     for path in checkpoints:
         c = load_checkpoint(path)
@@ -399,10 +391,8 @@ def markdown(report):
 
 
 def report_prefix(checkpoints, data, trained_on):
-    """
-    Where the report goes, checked writable before the evaluation: --out, or next to the first
-    checkpoint eval, named after the dataset if it is not the checkpoint's and after --mask_key.
-    """
+    """Where the report goes, checked writable before the evaluation: --out, or next to the first
+    checkpoint eval, named after the dataset if it is not the checkpoint's and after --mask_key."""
     name = "eval" + ("" if os.path.realpath(data) == os.path.realpath(trained_on) else "_" + os.path.basename(os.path.normpath(data)))
     name += re.sub(r"[^\w.-]", "_", f"_{mask_key}" + ("_all" if mask_all else "")) if mask_key else ""
     prefix = out or os.path.join(os.path.dirname(checkpoints[0]) or ".", name)

@@ -1,12 +1,8 @@
 """
-The whole network of the xVal paper (App. B): a GPT-2 style pre-LayerNorm transformer without
-biases, the xVal number embedding, a token head and, for xVal, a number head; the loss
-(cross-entropy plus λ·MSE on masked numbers), the optimizer groups and a FLOPs estimate for MFU.
-
-The xVal pieces stand alone, to copy into another model: `xval_embedding` (k = 0 and the
-multi-scale sum of eq. 1) and `NumberHead` with its loss. num_head="gmm" swaps the number head for
-`MixtureHead`, a Gaussian mixture (the paper's §4 future work), read by the mixture_* functions.
-The model reads ids and values only; it knows nothing of files or text.
+The network of the xVal paper (App. B): a GPT-2 style pre-LayerNorm transformer without biases,
+the loss (cross-entropy + λ·MSE on masked numbers), optimizer groups and a FLOPs estimate for MFU.
+The xVal pieces stand alone, to copy: `xval_embedding` (k = 0 and eq. 1) and `NumberHead` with its
+loss. num_head="gmm" swaps in `MixtureHead`, a Gaussian mixture (the paper's §4 future work).
 """
 import math
 from dataclasses import dataclass
@@ -87,20 +83,16 @@ class Block(nn.Module):
 def sample_block_mask(doc, causal):
     """FlexAttention's per-sample mask (causal: earlier tokens only); blocks with no allowed pair cost nothing."""
     def allowed(b, h, q, k):
-        same = doc[b, q] == doc[b, k]
-        return same & (q >= k) if causal else same
+        return (doc[b, q] == doc[b, k]) & (q >= k) if causal else doc[b, q] == doc[b, k]
     B, T = doc.shape
     return create_block_mask(allowed, B, None, T, T, device=doc.device, _compile=doc.is_cuda)
 
 
 def xval_embedding(tok_emb, values, is_num=None, num_embed=None):
-    """
-    xVal's number embedding (paper §2). tok_emb (B, T, C): the token embeddings; values (B, T):
-    each token's value, 1.0 except at [NUM] tokens. k = 0 (num_embed None): every embedding times
-    its value, which changes only the [NUM] embeddings, to x·e_[NUM]. Multi-scale xVal (eq. 1):
-    a [NUM] token (is_num (B, T)) gets sum_i tanh(x·10^i)·U_i instead, i = -k..k, over the 2k+1
-    rows U_i of num_embed (2k+1, C), so that values far from 1 are told apart too.
-    """
+    """xVal's number embedding (paper §2). tok_emb (B, T, C); values (B, T): 1.0 except at [NUM].
+    k = 0 (num_embed None): each embedding times its value, so a [NUM] embeds as x·e_[NUM].
+    Multi-scale (eq. 1): a [NUM] (is_num (B, T)) gets sum_i tanh(x·10^i)·U_i over the 2k+1 rows
+    of num_embed (2k+1, C), i = -k..k, so that values far from 1 are told apart too."""
     if num_embed is None:
         return tok_emb * values.unsqueeze(-1)
     k = num_embed.shape[0] // 2
@@ -110,12 +102,9 @@ def xval_embedding(tok_emb, values, is_num=None, num_embed=None):
 
 
 class NumberHead(nn.Sequential):
-    """
-    xVal's number head (paper §2, App. B): an MLP with one hidden layer and biases, reading each
-    hidden state (..., C) as one value (...). loss: the squared error, or for multi-scale xVal
-    (nmse_eps given) (num - y)² / (y² + ε), so that every scale counts; λ times its mean over the
-    positions whose true token is [NUM] is added to the token cross-entropy.
-    """
+    """xVal's number head (paper §2, App. B): an MLP with biases, hidden states (..., C) -> values (...).
+    loss: the squared error, or multi-scale (nmse_eps given) (num - y)² / (y² + ε) so that every scale
+    counts; λ times its mean over the true [NUM] positions is added to the cross-entropy."""
     def __init__(self, n_embd):
         super().__init__(nn.Linear(n_embd, n_embd), nn.GELU(), nn.Linear(n_embd, 1))
 
@@ -153,8 +142,7 @@ class GPT(nn.Module):
         else:  # one linear token head tied to the input embedding, as in GPT-2
             self.token_head = nn.Linear(cfg.n_embd, cfg.vocab_size, bias=False)
             self.token_head.weight = self.wte.weight
-        # paper App. B: every weight ~ N(0, σ²), σ = (2·fan_in·n_layer)^-1/2, against the growth
-        # of the residual stream; embeddings N(0, 0.02²) as in GPT-2; biases zero
+        # paper App. B: weights ~ N(0, (2·fan_in·n_layer)^-1) against residual growth; embeddings N(0, 0.02²)
         for module in self.modules():
             if isinstance(module, nn.Linear) and module.weight is not self.wte.weight:
                 nn.init.normal_(module.weight, mean=0.0, std=(2 * module.in_features * cfg.n_layer) ** -0.5)
@@ -178,20 +166,16 @@ class GPT(nn.Module):
             return xval_embedding(x, values.float(), ids == self.cfg.num_id, num_embed)
 
     def trunk(self, ids, values=None, pos=None, doc=None):
-        """
-        The hidden states after the final LayerNorm, (B, T, C). pos: (B, T) positions, restarting at
-        each sample of a packed row (a row may be longer than block_size, a sample not); doc: (B, T)
-        each token's sample, attention stays within it (padding: -1; None: one sample a row, no padding).
-        """
+        """Hidden states after the final LayerNorm, (B, T, C). pos (B, T): positions, restarting at each
+        sample of a packed row; doc (B, T): each token's sample, attention stays within it (padding -1)."""
         B, T = ids.shape
-        if values is None:
-            values = torch.ones(ids.shape, device=ids.device)
         if pos is None:
             if T > self.cfg.block_size:
                 raise ValueError(f"sequence of {T} tokens is longer than block_size {self.cfg.block_size}")
             pos = torch.arange(T, device=ids.device).expand(B, T)
         else:  # checked on the device: no host sync, no graph break
             torch._assert_async(pos.max() < self.cfg.block_size, f"a sample is longer than block_size {self.cfg.block_size}")
+        values = torch.ones(ids.shape, device=ids.device) if values is None else values
         x = self.drop(self.embed(ids, values) + self.wpe(pos))  # positions added after the number scaling
         mask = sample_block_mask(doc, self.cfg.causal) if doc is not None and self.flex_attention else None
         if doc is not None and mask is None:
@@ -210,13 +194,9 @@ class GPT(nn.Module):
             return logits, self.num_head(h.float())
 
     def forward(self, ids, values=None, targets=None, target_values=None, pos=None, doc=None, pred=None):
-        """
-        Without targets: (logits (B, T, V), num (B, T) or None). With targets (B, T), IGNORE where
-        nothing is predicted, and target_values (B, T): loss sums and counts (ce_sum, n_tokens,
-        num_sum, n_numbers), for means over a whole distributed batch (loss_from). The heads run
-        only at pred (N,), the flat indices of the targets; the loader passes them, so that no
-        compiled shape depends on tensor values (default: found here).
-        """
+        """Without targets: (logits (B, T, V), num (B, T) or None). With targets (B, T; IGNORE: not predicted):
+        sums and counts for loss_from, so that means span a distributed batch. The heads run only at pred
+        (N,), the targets' flat indices, passed by the loader so that no compiled shape depends on values."""
         h = self.trunk(ids, values, pos, doc)
         if targets is None:
             return self.heads(h)
@@ -236,12 +216,9 @@ class GPT(nn.Module):
 
 
 def loss_from(sums, num_loss_weight, n_tokens=None, n_numbers=None):
-    """
-    CE + λ·(N)MSE, means over n_tokens and n_numbers (default: this batch's counts). No masked
-    number adds 0, not NaN. Counts may be tensors on the device: then no host sync.
-    """
-    def mean(total, n):
-        return total / (n.clamp(min=1) if torch.is_tensor(n) else max(int(n), 1))
+    """CE + λ·(N)MSE, means over n_tokens and n_numbers (default: this batch's); no number adds 0, not NaN.
+    Counts may be tensors on the device: then no host sync."""
+    mean = lambda total, n: total / (n.clamp(min=1) if torch.is_tensor(n) else max(int(n), 1))  # noqa: E731
     ce = mean(sums["ce_sum"], sums["n_tokens"] if n_tokens is None else n_tokens)
     num = mean(sums["num_sum"], sums["n_numbers"] if n_numbers is None else n_numbers)
     return ce + num_loss_weight * num, ce, num
@@ -256,18 +233,15 @@ def configure_optimizer(model, weight_decay, learning_rate, betas, device_type):
 
 
 def flops_per_token(model, attended_tokens, predicted_fraction):
-    """
-    Training FLOPs per token: 6 per trunk weight, 6 per head weight at the predicted fraction of
-    positions (the heads run only there), 12·n_layer·n_embd per attended token (attention).
-    """
+    """Training FLOPs per token: 6 per trunk weight, 6 per head weight at the predicted fraction of positions
+    (the heads run only there), 12·n_layer·n_embd per attended token (attention)."""
     heads = [model.token_head, model.num_head] if model.xval else [model.token_head]
     head = sum(p.numel() for h in heads for p in h.parameters())
     return (6 * model.num_params(trunk_only=True) + 6 * head * predicted_fraction
             + 12 * model.cfg.n_layer * model.cfg.n_embd * attended_tokens)
 
 
-# peak dense bf16 FLOP/s by GPU name, for MFU; the first name found in the device's name counts,
-# so the PCIe and NVL boards of a chip come before its SXM board
+# peak dense bf16 FLOP/s for MFU; the first key in the device's name counts: PCIe and NVL before SXM
 PEAK_FLOPS = {"H100 PCIe": 756e12, "H100 NVL": 835e12, "H100": 989e12, "H200": 989e12, "GH200": 989e12,
               "A100": 312e12, "L40S": 362e12, "A10G": 70e12, "RTX 4090": 165e12, "RTX 3090": 71e12}
 
@@ -277,8 +251,7 @@ def peak_flops(device_name):
     return next((value for key, value in PEAK_FLOPS.items() if key in device_name), None)
 
 
-# ---------------------------------------------------------------------------
-# the Gaussian-mixture number head: num (..., 3K) = K logits, K means, K raw log standard deviations
+# ---- the Gaussian-mixture number head: num (..., 3K) = K logits, K means, K raw log standard deviations
 
 MIN_STD = 1e-3  # σ floor of every component (values are of order 1): the NLL stays finite
 
@@ -290,17 +263,14 @@ class MixtureHead(nn.Sequential):
 
     @staticmethod
     def loss(num, y, nmse_eps=None):
-        # multi-scale: the NLL of y/s, s = sqrt(y² + ε), as the NMSE is the MSE of y/s. It is
-        # NLL(y) - log s: no gradient, but the logged loss stays equal where σ follows the scale
+        # multi-scale: NLL of y/s, s = sqrt(y² + ε), as NMSE is the MSE of y/s; - log s keeps the logged loss comparable
         nll = mixture_nll(num, y)
         return nll if nmse_eps is None else nll - 0.5 * torch.log(y ** 2 + nmse_eps)
 
 
 def mixture_of(num):
-    """
-    The mixture of a GMM head's outputs num (..., 3K): log weights, means, log σ, each (..., K).
-    log σ = log(exp(raw) + MIN_STD): smooth at the floor, so gradients never vanish or blow up.
-    """
+    """Log weights, means and log σ (..., K) of GMM head outputs num (..., 3K); log σ = log(exp(raw) + MIN_STD)
+    is smooth at the floor, so gradients never vanish or blow up."""
     logits, means, raw = (num if num.dtype == torch.float64 else num.float()).chunk(3, dim=-1)
     return torch.log_softmax(logits, -1), means, torch.logaddexp(raw, raw.new_tensor(math.log(MIN_STD)))
 
@@ -321,9 +291,7 @@ def mixture_mean(num):
 def mixture_std(num):
     """The mixture's standard deviation, (...): sqrt(Σ w_i (σ_i² + (μ_i − mean)²))."""
     log_w, mu, log_std = mixture_of(num)
-    w = log_w.exp()
-    mean = (w * mu).sum(-1, keepdim=True)
-    return (w * (torch.exp(2 * log_std) + (mu - mean) ** 2)).sum(-1).sqrt()
+    return (log_w.exp() * (torch.exp(2 * log_std) + (mu - mixture_mean(num).unsqueeze(-1)) ** 2)).sum(-1).sqrt()
 
 
 def mixture_sample(num, generator=None):
@@ -350,17 +318,3 @@ def mixture_quantile(num, q, steps=60):
         lo, hi = torch.where(below, mid, lo), torch.where(below, hi, mid)
     return (lo + hi) / 2
 
-
-def mixture_crps(num, y):
-    """
-    The CRPS E|X − y| − ½E|X − X'| at truth y, (...), in closed form: Σ_i w_i A(y − μ_i, σ_i²) −
-    ½ Σ_ij w_i w_j A(μ_i − μ_j, σ_i² + σ_j²), A(m, s²) = E|N(m, s²)| = m(2Φ(m/s) − 1) + 2s φ(m/s).
-    """
-    def abs_mean(m, var):
-        s = var.sqrt()
-        return m * (2 * torch.special.ndtr(m / s) - 1) + 2 * s * torch.exp(-0.5 * (m / s) ** 2) / math.sqrt(2 * math.pi)
-    log_w, mu, log_std = mixture_of(num)
-    w, var = log_w.exp(), torch.exp(2 * log_std)
-    to_truth = (w * abs_mean(y.unsqueeze(-1) - mu, var)).sum(-1)
-    pairs = w.unsqueeze(-1) * w.unsqueeze(-2) * abs_mean(mu.unsqueeze(-1) - mu.unsqueeze(-2), var.unsqueeze(-1) + var.unsqueeze(-2))
-    return to_truth - 0.5 * pairs.sum((-2, -1))

@@ -1,11 +1,10 @@
 """
-Load a checkpoint and predict numbers. Write [?] where a number goes: an MLM model masks every [?]
-of a line (all tokens of a number) and fills them in one forward pass; [?][?] print as two numbers.
---mask_last or --mask_key mask true numbers instead and report MSE and R², also in original units
-(value · spread + center) where meta.json records the key's scale; eval.py adds the baselines.
-A causal model continues each line until [EOS] (greedy, or --temperature), a generated [NUM] fed
-back with the number head's value; masked numbers it generates from the text before them. A line
-that cannot be predicted is reported with its line number and skipped, and the run exits non-zero.
+Load a checkpoint and predict numbers. An MLM model fills in every [?] of a line (all tokens of a
+number) in one forward pass. --mask_last or --mask_key mask true numbers instead and report MSE and
+R², also in original units where meta.json has the key's scale (eval.py adds baselines). A causal
+model continues each line until [EOS], a new [NUM] fed back with the number head's value; masked
+numbers it generates from the text before them. A line that cannot be predicted is reported and
+skipped, and the run exits non-zero.
 
     echo '0.123*0.456=[?]' | python sample.py --ckpt=out/quickstart/ckpt_best.pt
     python sample.py --ckpt=out/quickstart/ckpt_best.pt --input=data/arithmetic_mult3/test.txt --mask_last
@@ -75,8 +74,8 @@ def number_paths(line, n_numbers, where, what):
 
 
 def masked_numbers(line, where, keys=(), every=False, spans=None):
-    """(split_text's pieces, {quantity: indices of the numbers masked together}, counted in reading order):
-    the last number under each JSON key of keys (every: all of them), or without keys the line's last number."""
+    """(split_text's pieces, {quantity: indices of the numbers masked together}, in reading order): the last
+    number under each JSON key of keys (every: all of them), or without keys the line's last number."""
     pieces = split_text(line, where, spans=spans)
     n_numbers = sum(kind == "num" for kind, _ in pieces)
     if not keys:
@@ -91,10 +90,10 @@ def masked_numbers(line, where, keys=(), every=False, spans=None):
 
 
 @torch.no_grad()
-def generate(model, vocab, ids, values, max_new_tokens, temperature=0.0, generator=None, gmm_generate="sample", until_eos=True):
-    """Append up to max_new_tokens tokens, greedy or sampled with temperature, stopping at [EOS] if until_eos.
-    A new [NUM] takes the number head's value (GMM: a draw, or its mean with gmm_generate="mean"), others 1.
-    Returns ids, values, the number head's value at each new token and a GMM head's outputs (1, 3K) per token."""
+def generate(model, ids, values, max_new_tokens, temperature=0.0, generator=None, gmm_generate="sample", stop=EOS_ID):
+    """Append up to max_new_tokens tokens (greedy, or sampled at temperature) until the token stop (None: never).
+    A new [NUM] takes the number head's value (GMM: a draw, or the mean with gmm_generate="mean"), others 1.
+    Returns ids, values, the number head's values and a GMM head's outputs (1, 3K) at the new tokens."""
     ids, values, nums, mixtures = list(ids), list(values), [], []
     dev = next(model.parameters()).device
     for _ in range(max_new_tokens):
@@ -102,21 +101,20 @@ def generate(model, vocab, ids, values, max_new_tokens, temperature=0.0, generat
         v = torch.tensor([values[-model.cfg.block_size:]], dtype=torch.float32, device=dev)
         logits, num = model.heads(model.trunk(x, v)[0, -1:])  # the last position: (1, V) and (1,), (1, 3K) or None
         logits = logits[0].float()
-        token = int(torch.multinomial(torch.softmax(logits / temperature, -1), 1, generator=generator)
-                    if temperature > 0 else logits.argmax())
-        if token == EOS_ID and until_eos:
+        token = int(torch.multinomial(torch.softmax(logits / temperature, -1), 1, generator=generator) if temperature > 0 else logits.argmax())
+        if token == stop:
             break
         if num is not None and num.dim() == 2:
             mixtures.append(num.float().cpu())
             num = mixture_sample(num, generator) if gmm_generate == "sample" else mixture_mean(num)
         nums += [float(num[0])] if num is not None else []
         ids.append(token)
-        values.append(nums[-1] if num is not None and token == vocab.num_id else 1.0)
+        values.append(nums[-1] if num is not None and token == model.cfg.num_id else 1.0)
     return ids, values, nums, mixtures
 
 
 def predict_masked(model, chunk, device):
-    """MLM: the token ids, values and GMM outputs a batch of samples predicts at its asked tokens, one pass."""
+    """MLM, one pass: per sample the token ids, values and GMM outputs predicted at its asked tokens."""
     batch = to_device(collate([fill_in_example(*s) for s in chunk]), device)
     h = model.trunk(batch["ids"], batch["values"], pos=batch["pos"], doc=batch["doc"])
     logits, num = model.heads(h.flatten(0, 1)[batch["pred"]])  # only where something is asked: (N, V), (N,) or (N, 3K)
@@ -137,7 +135,7 @@ def predict_causal(model, vocab, chunk):
             raise ValueError("a causal model cannot predict a number at the very start of a sample (no prompt)")
         tokens, nums, raws = [], [], []
         for s in starts:
-            out = generate(model, vocab, ids[:s], values[:s], width, gmm_generate="mean", until_eos=False)
+            out = generate(model, ids[:s], values[:s], width, gmm_generate="mean", stop=None)
             ids[s:s + width], values[s:s + width] = out[0][s:], out[1][s:]
             tokens, nums, raws = tokens + out[0][s:], nums + out[2], raws + out[3]
         yield torch.tensor(tokens), torch.tensor(nums) if nums else None, torch.cat(raws) if raws else None
@@ -237,7 +235,7 @@ def main():
         texts.append(text)
     generator = torch.Generator(device=dev).manual_seed(seed)
     for ids, values, _ in samples if causal else []:
-        print(detokenize(*generate(model, vocab, ids, values, max_new_tokens, temperature, generator, gmm_generate)[:2], vocab))
+        print(detokenize(*generate(model, ids, values, max_new_tokens, temperature, generator, gmm_generate)[:2], vocab))
     if samples and not causal:
         mixtures = []
         predictions, counts = fill_in(model, vocab, samples, dev, batch_size, mixtures)
@@ -252,8 +250,8 @@ def main():
                 text = text.replace(ASK, v, 1)
             print(text)
         share = counts["invalid" if vocab.encoding != "xval" else "not_num"] / max(1, counts["numbers"])
-        print(f"{counts['numbers']} numbers predicted" + (f", {counts['invalid']} invalid ({share:.2%})" if vocab.encoding != "xval"
-                                                          else f", token head not [NUM] at {counts['not_num']} ({share:.2%})"))
+        what = f"{counts['invalid']} invalid" if vocab.encoding != "xval" else f"token head not [NUM] at {counts['not_num']}"
+        print(f"{counts['numbers']} numbers predicted, {what} ({share:.2%})")
         yhat = [v for p in predictions for v in p]
         if truths:
             print(f"held-out ({sum(not math.isnan(p) for p in yhat)} valid of {len(yhat)}): "

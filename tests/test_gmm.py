@@ -7,7 +7,8 @@ import os
 import pytest
 import torch
 
-from model import (GPT, IGNORE, MIN_STD, GPTConfig, MixtureHead, mixture_cdf, mixture_crps, mixture_mean,
+from eval import mixture_crps
+from model import (GPT, IGNORE, MIN_STD, GPTConfig, MixtureHead, mixture_cdf, mixture_mean,
                    mixture_nll, mixture_of, mixture_quantile, mixture_sample, mixture_std)
 from test_eval import TINY as EVAL_TINY
 from test_eval import evaluated, prepared
