@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# The CPU trainings behind the claims of results/README.md that longer runs can settle, two lanes
+# side by side, one thread each. A finished training is skipped and an interrupted one resumes
+# (tools/trained.sh), so the script can be stopped and run again over several sittings.
+#   lane a: planets, B1999 on config/planets_cpu.py for xVal's 9,000 steps (claim 6: do text
+#           encodings predict step sizes they never saw?), then its eval on the OoD step sizes
+#   lane b: 3-digit multiplication, five encodings to 3,000 steps (claim 3), then the multi-operand
+#           trees (2, 3, 4 operands; five encodings, 2,000 steps each) for the paper's second table
+#
+#   bash tools/claims_cpu.sh          # ~2.5 h of one core per lane on an idle machine
+#   bash tools/claims_cpu.sh a        # one lane
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export OMP_NUM_THREADS=1
+. tools/trained.sh
+LANES=${1:-a b}
+ENCODINGS="xval p10 p1000 b1999 fp15"
+
+tokenized() {  # DATA ENCODING...: tokenize what is not there yet
+    local data=$1 enc; shift
+    for enc in "$@"; do [ -f "$data/$enc/test.ids.npy" ] || python tokenize_numbers.py "$data" --encoding "$enc" > /dev/null; done
+}
+
+lane_a() {
+    [ -f data/planets/meta.json ] || python prepare/planets.py --size small --out data/planets > /dev/null
+    tokenized data/planets xval b1999
+    trained out/planets_cpu/b1999 9000 config/planets_cpu.py --encoding=b1999
+    python eval.py --ckpt=out/planets_cpu/b1999/ckpt_9000.pt --max_samples=300 --save_predictions=True \
+        --out=out/planets_cpu/b1999/eval_9000 > /dev/null
+}
+
+lane_b() {
+    local d=data/arithmetic_mult3 v enc
+    [ -f $d/meta.json ] || python prepare/arithmetic.py --variant mult3 --size small --out $d > /dev/null
+    tokenized $d $ENCODINGS
+    for enc in $ENCODINGS; do
+        trained out/arith/mult3_$enc 3000 config/arithmetic_small.py --data_dir=$d --encoding=$enc \
+            --max_iters=3000 --eval_interval=500 --keep_every=500 --log_interval=100 --seed=1
+    done
+    python tools/curves.py --runs="$(for e in $ENCODINGS; do printf 'out/arith/mult3_%s ' $e; done)" --quantity=answer \
+        --max_samples=1000 --out=results/arithmetic_curves/curves_3000 > /dev/null
+    for v in ops2 ops3 ops4; do
+        d=data/arithmetic_$v
+        [ -f $d/meta.json ] || python prepare/arithmetic.py --variant $v --size small --out $d > /dev/null
+        tokenized $d $ENCODINGS
+        for enc in $ENCODINGS; do
+            trained out/arith/${v}_$enc 2000 config/arithmetic_ops_small.py --data_dir=$d --encoding=$enc \
+                --max_iters=2000 --eval_interval=500 --keep_every=500 --log_interval=100 --seed=1
+        done
+        python tools/curves.py --runs="$(for e in $ENCODINGS; do printf "out/arith/${v}_%s " $e; done)" --quantity=answer \
+            --max_samples=1000 --out=results/arithmetic_curves/curves_$v > /dev/null
+    done
+}
+
+pids=()
+for lane in $LANES; do
+    case $lane in a) lane_a & pids+=($!) ;; b) lane_b & pids+=($!) ;; *) echo "error: unknown lane '$lane'; expected a or b" >&2; exit 2 ;; esac
+done
+for p in "${pids[@]}"; do wait "$p"; done  # a failure in either lane stops the script
+echo "claims: out/planets_cpu/b1999, results/arithmetic_curves/curves_3000.md, curves_ops{2,3,4}.md"
