@@ -29,7 +29,7 @@ from batching import VAL_STEP, accumulation_steps, collate, step_batches, step_s
 from configurator import configure
 from model import GPT, GPTConfig, configure_optimizer, flops_per_token, loss_from, peak_flops
 from tokenize_numbers import ENCODINGS, Split, Vocab, load_text_vocab
-from util import atomic_file, atomic_write_text, load_checkpoint, pick_device
+from util import atomic_file, atomic_write_text, format_duration, load_checkpoint, pick_device
 
 # -- config: defaults, overridden by config files and --key=value (python train.py --help)
 out_dir = "out"  # checkpoints (ckpt_latest.pt, ckpt_best.pt) and log.jsonl
@@ -100,11 +100,6 @@ def get_lr(it, s):
     progress = min(1.0, (it - s["warmup_iters"]) / max(1, s["max_iters"] - s["warmup_iters"]))
     return s["min_lr"] + 0.5 * (1.0 + math.cos(math.pi * progress)) * (s["learning_rate"] - s["min_lr"])
 
-def duration(s):
-    """A time span as a person reads it: 42s, 12m30s, 3h05m, 19.4 days."""
-    return (f"{s / 86400:.1f} days" if s >= 86400 else f"{s // 3600:.0f}h{s % 3600 // 60:02.0f}m" if s >= 3600
-            else f"{s // 60:.0f}m{s % 60:02.0f}s" if s >= 60 else f"{s:.0f}s")
-
 # distributed setup -----------------------------------------------------------
 ddp = "RANK" in os.environ  # started by torchrun
 rank, local_rank, world_size = (int(os.environ.get(v, d)) for v, d in (("RANK", 0), ("LOCAL_RANK", 0), ("WORLD_SIZE", 1)))
@@ -141,8 +136,7 @@ if encoding not in ENCODINGS:
     raise SystemExit(f"error: encoding {encoding!r} is not one of {', '.join(ENCODINGS)}")
 accum = accumulation_steps(batch_size, micro_batch_size, world_size)
 torch.manual_seed(seed)  # the same initialisation on every rank
-# no TF32: its 10-bit mantissa would round every value to ~1e-3 in the float32 number embedding and head
-torch.set_float32_matmul_precision("highest")
+torch.set_float32_matmul_precision("highest")  # no TF32: its 10-bit mantissa rounds the float32 number head to ~1e-3
 
 # data ------------------------------------------------------------------------
 try:
@@ -225,9 +219,7 @@ if master:
         os.remove(leftover)  # a checkpoint cut short by a run killed while writing it
         print(f"note: removed {leftover}, a checkpoint cut short by a run that was stopped")
     if resume:  # keep the log's rows up to the checkpoint's step (later steps run and log again), none cut short by a kill
-        with open(log_path, "a+") as f:
-            f.seek(0)
-            lines = f.readlines()
+        lines = open(log_path).readlines() if os.path.exists(log_path) else []
         kept = [line for line in lines if line.endswith("}\n") and json.loads(line)["iter"] <= iter_num]
         if len(kept) < len(lines):
             print(f"note: {log_path}: {len(lines) - len(kept)} rows after step {iter_num} removed (they are logged again)")
@@ -320,10 +312,9 @@ while True:
                   f"number {num_loss_name} {metrics['val_mse']:.4g})")
             log.write(json.dumps({"iter": iter_num, **metrics}) + "\n")
             improved, best_val_loss = metrics["val_loss"] < best_val_loss, min(best_val_loss, metrics["val_loss"])
-            if iter_num > 0 and improved:
-                save_checkpoint(best_path)
             if iter_num > 0:
-                save_checkpoint(ckpt_path)
+                for path in (best_path, ckpt_path) if improved else (ckpt_path,):
+                    save_checkpoint(path)
         t_last, tokens_since, positions_since, steps_since = time.time(), 0, 0, 0  # validation is not training time
     if master and keep_every and iter_num % keep_every == 0 and iter_num not in (0, resumed_at):
         save_checkpoint(os.path.join(out_dir, f"ckpt_{iter_num}.pt"))
@@ -333,8 +324,7 @@ while True:
     lr = get_lr(iter_num, config)
     for group in optimizer.param_groups:
         group["lr"] = lr
-    # dropout differs between ranks and steps, yet is a function of (seed, rank, step): a resume repeats it
-    torch.manual_seed(int(np.random.SeedSequence([seed, rank, iter_num]).generate_state(1)[0]))
+    torch.manual_seed(int(np.random.SeedSequence([seed, rank, iter_num]).generate_state(1)[0]))  # dropout: a resume repeats it
     try:
         batches, n_tokens, n_numbers = (upcoming or loader.submit(micro_batches, iter_num)).result()
     except SystemExit as e:  # a bad sample: every process meets it at this step
@@ -354,13 +344,11 @@ while True:
     if ddp and logging:
         dist.all_reduce(loss_sum)  # the global batch's loss: the sum of each process's share of its mean
     # before the optimizer writes it into the weights; the gradient norm is global, so every process stops here
-    loss_val, ce_val, mse_val, _ = stop_unless_finite(
-        {"loss": loss_sum[0], "CE": loss_sum[1], num_loss_name: loss_sum[2], "gradient norm": grad_norm},
-        iter_num + 1, "training loss", "the optimizer step").values()
+    losses = {"loss": loss_sum[0], "CE": loss_sum[1], num_loss_name: loss_sum[2], "gradient norm": grad_norm}
+    loss_val, ce_val, mse_val, _ = stop_unless_finite(losses, iter_num + 1, "training loss", "the optimizer step").values()
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
-    iter_num += 1
-    steps_since += 1
+    iter_num, steps_since = iter_num + 1, steps_since + 1
 
     if logging:
         dt = time.time() - t_last
@@ -370,9 +358,9 @@ while True:
         if master:
             print(f"iter {iter_num}/{max_iters}: loss {loss_val:.4f} (CE {ce_val:.4f}, {num_loss_name} {mse_val:.4g}), "
                   f"lr {lr:.2e}, {step_s * 1000:.0f} ms/step, {tokens_per_s:,.0f} tokens/s"
-                  + (f", MFU {mfu * 100:.1f}%" if mfu is not None else "") + f", ~{duration(left)} left")
+                  + (f", MFU {mfu * 100:.1f}%" if mfu is not None else "") + f", ~{format_duration(left)} left")
             if first_log and device_type == "cpu" and left > 86400:
-                print(f"warning: at {step_s:.2f} s/step this run of {max_iters:,} steps takes ~{duration(left)} "
+                print(f"warning: at {step_s:.2f} s/step this run of {max_iters:,} steps takes ~{format_duration(left)} "
                       f"on the CPU: a paper-scale run; for a CPU try config/own_small.py (or config/*_small.py)")
             log.write(json.dumps({"iter": iter_num, "loss": loss_val, "ce": ce_val, "mse": mse_val, "lr": lr,
                                   "ms_per_step": step_s * 1000, "tokens_per_s": tokens_per_s, "mfu": mfu,
@@ -384,7 +372,7 @@ loader.shutdown()  # nothing is left to build: no step beyond max_iters is ever 
 if master:  # what to run next: own data (prepare/text.py) names its keys in meta.json
     meta = json.load(open(os.path.join(data_dir, "meta.json")))
     test = next((f"{data_dir}/{s}.txt" for s in ("test", "val") if os.path.exists(f"{data_dir}/{s}.txt")), "FILE")
-    print(f"done in {duration(time.time() - t_start)}: checkpoints in {out_dir}/ ({best_path} has the lowest validation "
+    print(f"done in {format_duration(time.time() - t_start)}: checkpoints in {out_dir}/ ({best_path} has the lowest validation "
           f"loss, {ckpt_path} the last step); predict with:\n  python sample.py --ckpt={best_path} --input={test} "
           + (f"--mask_key={next(iter(meta['scales']))}" if meta.get("dataset") == "text" and meta.get("scales") else "--mask_last"))
 if ddp:  # wait for rank 0's last checkpoint: tearing gloo down while another process uses it can abort
