@@ -1,5 +1,4 @@
-"""
-Settings the nanoGPT way: a script declares them as module-level values with one-line comments and calls
+"""Settings the nanoGPT way: a script declares them as module-level values with one-line comments and calls
 configure(globals(), __file__). Config files (plain Python, run in order), then --key=value flags override them;
 an unknown key, a wrong type or a value out of its RANGE is a one-line error naming the file or flag."""
 import ast
@@ -7,18 +6,12 @@ import os
 import re
 import sys
 import traceback
+from collections import namedtuple
 from math import inf
-from typing import NamedTuple
 
 
-class Range(NamedTuple):
+class Range(namedtuple("Range", "low high ends multiple_of unless", defaults=(inf, "[)", None, None))):
     """low <= x < high ("[]": <= high, "(": > low); a bound or multiple_of may name a setting; unchecked while `unless`."""
-    low: object
-    high: object = inf
-    ends: str = "[)"
-    multiple_of: str = None
-    unless: str = None
-
     def __str__(self):
         return (f"{self.ends[0]}{self.low}, {self.high}{self.ends[1]}" + (f" unless {self.unless}" if self.unless else "")
                 + (f" multiple of {self.multiple_of}" if self.multiple_of else ""))
@@ -34,8 +27,8 @@ RANGE = dict(
     eval_interval=R1, keep_every=R0, eval_batches=R1, log_interval=R1, n_components=R1, show=R0, max_lines=R0,
     max_new_tokens=R1, temperature=R0, max_samples=R0, n_train=Range("folds"), n_test=R1, folds=Range(2), n_stations=R1,
     n_steps=Range(2), all_width=R1, all_layers=R0, single_width=R1, single_layers=R0, all_batch_size=R1,
-    device="auto | cpu | mps | cuda | cuda:N", dtype="auto | bfloat16 | float32", num_head="mse | gmm",
-    spread="std | quantiles | none", gmm_generate="sample | mean")
+    encoding="xval | p10 | p1000 | b1999 | fp15", device="auto | cpu | mps | cuda | cuda:N", dtype="auto | bfloat16 | float32",
+    num_head="mse | gmm", spread="std | quantiles | none", gmm_generate="sample | mean")
 CHECKED = ("train.py", "sample.py", "eval.py", "curves.py", "probe.py", "baselines.py")  # every number has a range
 
 
@@ -60,16 +53,15 @@ def check_type(key, value, default, where):
 
 def run_config_file(path):
     """The settings a config file defines; a file that cannot be read or run is an error naming it (and its line)."""
-    if not os.path.isfile(path):
-        raise SystemExit(f"error: config file {path} " + ("is a directory; expected a Python file of settings"
-                                                          if os.path.isdir(path) else "not found"))
     try:
         with open(path, encoding="utf-8") as f:
             exec(compile(f.read(), path, "exec"), namespace := {})
     except UnicodeDecodeError as e:
         raise SystemExit(f"error: config file {path} is not UTF-8 text (byte {e.start})")
-    except OSError as e:
-        raise SystemExit(f"error: cannot read config file {path}: {e.strerror}")
+    except OSError as e:  # not there, a folder (IsADirectoryError, or PermissionError on Windows), not readable
+        raise SystemExit(f"error: config file {path} is a directory; expected a Python file of settings" if os.path.isdir(path)
+                         else f"error: config file {path} not found" if isinstance(e, FileNotFoundError)
+                         else f"error: cannot read config file {path}: {e.strerror}")
     except SyntaxError as e:
         raise SystemExit(f"error: {path}:{e.lineno}: {e.msg}")
     except Exception as e:  # the file ran and failed: name its line

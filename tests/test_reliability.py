@@ -66,6 +66,10 @@ def test_every_numeric_setting_has_a_range_and_the_defaults_lie_in_it(script):
     configure(dict(settings), path, [])  # no error
 
 
+def test_the_encoding_choices_are_the_tokenizers():
+    assert RANGE["encoding"] == " | ".join(tokenize_numbers.ENCODINGS)
+
+
 def test_every_range_is_one_some_script_has():
     keys = set().union(*(defaults(p) for s in CHECKED for p in (os.path.join(ROOT, s), os.path.join(ROOT, "tools", s))
                          if os.path.exists(p)))
@@ -92,6 +96,7 @@ def test_every_range_is_one_some_script_has():
                                                             "[0, learning_rate] (learning_rate = 0.001)"),
     ("train.py", ["--seed=-1"], "seed = -1"),
     ("train.py", ["--dtype=fp16"], "dtype = 'fp16' (from --dtype) is not one of auto | bfloat16 | float32"),
+    ("train.py", ["--encoding=p11"], "encoding = 'p11' (from --encoding) is not one of xval | p10 | p1000 | b1999 | fp15"),
     ("train.py", ["--max_iters=None"], "max_iters expects int (default 500000), got None"),
     ("sample.py", ["--batch_size=0"], "batch_size = 0 (from --batch_size) is out of its range [1, inf)"),
     ("sample.py", ["--max_lines=-1"], "max_lines = -1 (from --max_lines) is out of its range [0, inf)"),
