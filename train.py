@@ -171,6 +171,8 @@ try:
     gptconf = GPTConfig(**model_args)
 except ValueError as e:
     raise SystemExit(f"error: {e}")
+model = raw_model = GPT(gptconf).to(device)
+optimizer = configure_optimizer(model, weight_decay, learning_rate, (beta1, beta2), device_type)
 iter_num, best_val_loss, resumed_at = 0, float("inf"), None  # resumed_at: a step whose validation is logged and saved
 if resume:
     if not os.path.exists(ckpt_path):
@@ -181,8 +183,7 @@ if resume:
         raise SystemExit(f"error: {ckpt_path} was trained with another vocabulary than {data_dir}/vocab.json")
     # refused: settings that fix the weights' shapes, or the sample stream the restored data position belongs to
     for key in ("vocab_size", "block_size", "n_layer", "n_head", "n_embd", "encoding", "k", "causal", "num_head", "n_components"):
-        had = checkpoint["model_args"].get(key, GPTConfig.__dataclass_fields__[key].default)  # absent: the default
-        if had != model_args[key]:
+        if (had := checkpoint["model_args"].get(key, GPTConfig.__dataclass_fields__[key].default)) != model_args[key]:
             raise SystemExit(f"error: {ckpt_path} has {key}={had!r}, the config asks for {model_args[key]!r}")
     for key in ("data_dir", "batch_size", "seed", "mlm_probability"):
         if saved.get(key) != config[key]:
@@ -194,9 +195,6 @@ if resume:
     # applied: everything else (dropout, the schedule, intervals, the system); said aloud when changed
     changed = {key: (saved.get(key), value) for key, value in config.items()
                if key not in ("resume", "overwrite", "out_dir") and saved.get(key) != value}
-model = raw_model = GPT(gptconf).to(device)
-optimizer = configure_optimizer(model, weight_decay, learning_rate, (beta1, beta2), device_type)
-if resume:
     model.load_state_dict(checkpoint["model"])
     hyper = [{name: v for name, v in group.items() if name != "params"} for group in optimizer.param_groups]
     optimizer.load_state_dict(checkpoint["optimizer"])  # its moments, and its saved hyperparameters ...
@@ -286,9 +284,8 @@ def stop_unless_finite(metrics, step, what, before):
     return dict(zip(metrics, values))
 
 def save_checkpoint(path):
-    checkpoint = {"model": raw_model.state_dict(), "optimizer": optimizer.state_dict(), "model_args": model_args,
-                  "config": config, "iter_num": iter_num, "best_val_loss": best_val_loss,
-                  "text_tokens": vocab.text_tokens, "data_dir": data_dir}
+    checkpoint = {"model": raw_model.state_dict(), "optimizer": optimizer.state_dict(), "model_args": model_args, "config": config,
+                  "iter_num": iter_num, "best_val_loss": best_val_loss, "text_tokens": vocab.text_tokens, "data_dir": data_dir}
     try:
         with atomic_file(path) as tmp:  # a crash never leaves a half checkpoint
             torch.save(checkpoint, tmp)
@@ -298,8 +295,7 @@ def save_checkpoint(path):
              f"space left there: free some, then --resume (from the last whole checkpoint, {ckpt_path}, if any)")
 
 # training loop ---------------------------------------------------------------
-# A background thread builds the next step's micro-batches (a pure function of (seed, step)) while this step
-# computes, so the accelerator does not wait for the CPU. Per step the host waits for the device once: the finiteness check.
+# a thread builds the next step's micro-batches while this one computes; the host waits for the device once a step
 loader, upcoming = ThreadPoolExecutor(max_workers=1), None  # upcoming: the next step's batches, a Future
 t_start, t_last, tokens_since, positions_since, steps_since, first_log = time.time(), time.time(), 0, 0, 0, True
 while True:
@@ -318,7 +314,6 @@ while True:
         save_checkpoint(os.path.join(out_dir, f"ckpt_{iter_num}.pt"))
     if iter_num >= max_iters:
         break
-
     lr = get_lr(iter_num, config)
     for group in optimizer.param_groups:
         group["lr"] = lr
@@ -360,10 +355,9 @@ while True:
             if first_log and device_type == "cpu" and left > 86400:
                 print(f"warning: at {step_s:.2f} s/step this run of {max_iters:,} steps takes ~{format_duration(left)} "
                       f"on the CPU: a paper-scale run; for a CPU try config/own_small.py (or config/*_small.py)")
-            log.write(json.dumps({"iter": iter_num, "loss": loss_val, "ce": ce_val, "mse": mse_val, "lr": lr,
-                                  "ms_per_step": step_s * 1000, "tokens_per_s": tokens_per_s, "mfu": mfu,
-                                  "padding": 1 - tokens_since / positions_since,
-                                  "peak_memory_gib": torch.cuda.max_memory_allocated(device) / 2**30 if gpu else None}) + "\n")
+            log.write(json.dumps(dict(iter=iter_num, loss=loss_val, ce=ce_val, mse=mse_val, lr=lr, ms_per_step=step_s * 1000,
+                                      tokens_per_s=tokens_per_s, mfu=mfu, padding=1 - tokens_since / positions_since,
+                                      peak_memory_gib=torch.cuda.max_memory_allocated(device) / 2**30 if gpu else None)) + "\n")
         t_last, tokens_since, positions_since, steps_since, first_log = time.time(), 0, 0, 0, False
 
 loader.shutdown()  # nothing is left to build: no step beyond max_iters is ever submitted
