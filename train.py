@@ -362,6 +362,7 @@ while True:
 
 loader.shutdown()  # nothing is left to build: no step beyond max_iters is ever submitted
 if master:  # what to run next: own data (prepare/text.py) names its keys in meta.json
+    log.close()
     meta = json.load(open(os.path.join(data_dir, "meta.json")))
     test = next((f"{data_dir}/{s}.txt" for s in ("test", "val") if os.path.exists(f"{data_dir}/{s}.txt")), "FILE")
     print(f"done in {format_duration(time.time() - t_start)}: checkpoints in {out_dir}/ ({best_path} has the lowest validation "
