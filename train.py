@@ -200,8 +200,7 @@ if resume:
     optimizer.load_state_dict(checkpoint["optimizer"])  # its moments, and its saved hyperparameters ...
     for group, new in zip(optimizer.param_groups, hyper):
         group.update(new)  # ... which this config's replace (weight_decay, betas; the same values if unchanged)
-    iter_num = resumed_at = checkpoint["iter_num"]
-    best_val_loss = checkpoint["best_val_loss"]
+    iter_num, best_val_loss, resumed_at = checkpoint["iter_num"], checkpoint["best_val_loss"], checkpoint["iter_num"]
     del checkpoint
 # FlexAttention is fast only when compiled and has no dropout; elsewhere SDPA takes a dense mask
 model.flex_attention = flex_attention and compile and device_type == "cuda" and dropout == 0
@@ -276,8 +275,7 @@ def evaluate():
 def stop_unless_finite(metrics, step, what, before):
     """Stop the run if a loss or gradient norm is NaN or infinite; returns them as floats (one copy to the host)."""
     values = torch.stack([v.detach().double() for v in metrics.values()]).tolist()
-    if not all(map(math.isfinite, values)):
-        bad = ", ".join(f"{k} {v}" for k, v in zip(metrics, values) if not math.isfinite(v))
+    if bad := ", ".join(f"{k} {v}" for k, v in zip(metrics, values) if not math.isfinite(v)):
         last = (f"{ckpt_path} is untouched: fix the data or the settings, then --resume from it"
                 if os.path.exists(ckpt_path) else "no checkpoint was written")
         stop(f"error: step {step}: non-finite {what} ({bad}); stopped before {before}; {last}")
@@ -325,9 +323,8 @@ while True:
     upcoming = loader.submit(micro_batches, iter_num + 1) if iter_num + 1 < max_iters else None
     loss_sum = torch.zeros(3, device=device)
     for i, cpu_batch in enumerate(batches):
-        batch = to_device(cpu_batch, device)
         with nullcontext() if (not ddp or i == len(batches) - 1) else model.no_sync(), autocast:
-            loss, ce, mse = loss_from(forward(model, batch), num_loss_weight, n_tokens, n_numbers)
+            loss, ce, mse = loss_from(forward(model, to_device(cpu_batch, device)), num_loss_weight, n_tokens, n_numbers)
         (loss * world_size).backward()  # DDP averages over processes: the average of world_size × shares is the global mean's
         loss_sum += torch.stack([loss, ce, mse]).detach()
         tokens_since += cpu_batch["n_real"]
