@@ -7,7 +7,6 @@ Train an xVal (or text-encoding) transformer on a tokenized dataset.
     python train.py config/quickstart.py --resume                     # continue a run exactly
     python train.py --help                                            # every setting
 
-Reads top to bottom: config, distributed setup, data, model, compile, loop (with eval and checkpoints).
 Batches and masks are a function of (seed, step) and dropout of (seed, rank, step), so N processes give
 the losses of one with the same global batch, and a resume with unchanged settings continues exactly.
 """
@@ -29,13 +28,13 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 from batching import VAL_STEP, accumulation_steps, collate, step_batches, step_samples, to_device, training_examples
 from configurator import configure
 from model import GPT, GPTConfig, configure_optimizer, flops_per_token, loss_from, peak_flops
-from tokenize_numbers import ENCODINGS, Split, Vocab, load_text_vocab
-from util import atomic_file, atomic_write_text, load_checkpoint, pick_device
+from tokenize_numbers import Split, Vocab, load_text_vocab
+from util import atomic_file, atomic_write_text, format_duration, load_checkpoint, pick_device
 
 # -- config: defaults, overridden by config files and --key=value (python train.py --help)
 out_dir = "out"  # checkpoints (ckpt_latest.pt, ckpt_best.pt) and log.jsonl
 data_dir = "data/arithmetic_ops2"  # a dataset tokenized by tokenize_numbers.py
-encoding = "xval"  # xval | p10 | p1000 | b1999 | fp15
+encoding = "xval"  # how numbers become tokens: xVal, or a text encoding of the paper
 k = 0  # multi-scale xVal: 2k+1 number embeddings (paper eq. 1); 0 = plain xVal
 # model
 n_layer = 6
@@ -79,7 +78,7 @@ flex_attention = True  # with compile on CUDA: padded/packed rows attend block-s
 # -- end config
 config = configure(globals(), __file__)
 sys.stdout.reconfigure(line_buffering=True)  # log lines appear at once, also when piped to a file
-RUN_FILES = ("log.jsonl", "ckpt_latest.pt", "ckpt_best.pt")  # what a run leaves in out_dir
+log_path, ckpt_path, best_path = (os.path.join(out_dir, f) for f in ("log.jsonl", "ckpt_latest.pt", "ckpt_best.pt"))
 if resume and overwrite:
     raise SystemExit("error: --resume continues the run in out_dir and --overwrite=True replaces it; pick one")
 if not out_dir:
@@ -89,10 +88,10 @@ try:  # before the data and model load: a folder that cannot take a checkpoint f
     tempfile.TemporaryFile(dir=out_dir).close()
 except OSError as e:
     raise SystemExit(f"error: cannot write to out_dir {out_dir}: {e.strerror}")
-if not (resume or overwrite) and (found := [f for f in RUN_FILES if os.path.exists(os.path.join(out_dir, f))]):
-    raise SystemExit(f"error: {out_dir} holds a run ({', '.join(found)}); continue it with --resume "
-                     "or delete it and start afresh with --overwrite=True")
-
+earlier_run = [p for p in (log_path, ckpt_path, best_path) if os.path.exists(p)]
+if earlier_run and not (resume or overwrite):
+    raise SystemExit(f"error: {out_dir} holds a run ({', '.join(map(os.path.basename, earlier_run))}); continue it with "
+                     "--resume or delete it and start afresh with --overwrite=True")
 
 def get_lr(it, s):
     """Linear warm-up, then cosine decay to min_lr at max_iters (s: a config, the one saved or this run's)."""
@@ -101,26 +100,7 @@ def get_lr(it, s):
     progress = min(1.0, (it - s["warmup_iters"]) / max(1, s["max_iters"] - s["warmup_iters"]))
     return s["min_lr"] + 0.5 * (1.0 + math.cos(math.pi * progress)) * (s["learning_rate"] - s["min_lr"])
 
-
-def cut_log(path, step):
-    """Keep the rows of log.jsonl up to a resumed checkpoint's step (the steps after it run and are logged again),
-    and no row cut short by the kill that stopped the run."""
-    with open(path, "a+") as f:
-        f.seek(0)
-        lines = f.readlines()
-    kept = [line for line in lines if line.endswith("}\n") and json.loads(line)["iter"] <= step]
-    if len(kept) < len(lines):
-        print(f"note: {path}: {len(lines) - len(kept)} rows after step {step} removed (they are logged again)")
-        atomic_write_text(path, "".join(kept))
-
-
-def duration(s):
-    """A time span as a person reads it: 42s, 12m30s, 3h05m, 19.4 days."""
-    return (f"{s / 86400:.1f} days" if s >= 86400 else f"{s // 3600:.0f}h{s % 3600 // 60:02.0f}m" if s >= 3600
-            else f"{s // 60:.0f}m{s % 60:02.0f}s" if s >= 60 else f"{s:.0f}s")
-
-# -----------------------------------------------------------------------------
-# distributed setup
+# distributed setup -----------------------------------------------------------
 ddp = "RANK" in os.environ  # started by torchrun
 rank, local_rank, world_size = (int(os.environ.get(v, d)) for v, d in (("RANK", 0), ("LOCAL_RANK", 0), ("WORLD_SIZE", 1)))
 device = pick_device(device)
@@ -129,8 +109,7 @@ if ddp and device.startswith("cuda"):
     torch.cuda.set_device(device)
 if ddp:
     dist.init_process_group(backend="nccl" if device.startswith("cuda") else "gloo")
-master = rank == 0
-
+master, device_type = rank == 0, "cuda" if device.startswith("cuda") else device
 
 def stop(message):
     """End the run with one message; every process stops at the same step, so none waits in a collective."""
@@ -138,8 +117,6 @@ def stop(message):
         dist.destroy_process_group()
     raise SystemExit(message)
 
-
-device_type = "cuda" if device.startswith("cuda") else device
 if dtype == "auto":
     dtype = "bfloat16" if device_type == "cuda" and torch.cuda.is_bf16_supported() else "float32"
 autocast = torch.autocast(device_type=device_type, dtype=torch.bfloat16) if dtype == "bfloat16" else nullcontext()
@@ -155,16 +132,11 @@ elif compile and device_type == "cpu":  # inductor's CPU code needs a C++ compil
         get_cpp_compiler()
     except Exception as e:
         raise SystemExit(f"error: --compile=True on the CPU needs a C++ compiler (g++, or set CXX): {e}")
-if encoding not in ENCODINGS:
-    raise SystemExit(f"error: encoding {encoding!r} is not one of {', '.join(ENCODINGS)}")
 accum = accumulation_steps(batch_size, micro_batch_size, world_size)
 torch.manual_seed(seed)  # the same initialisation on every rank
-# float32 matmuls stay float32 (no TF32, whose 10-bit mantissa would round every value to ~1e-3):
-# the number embedding and head run in float32 on purpose, and the bf16 trunk gains nothing from TF32
-torch.set_float32_matmul_precision("highest")
+torch.set_float32_matmul_precision("highest")  # no TF32: its 10-bit mantissa rounds the float32 number head to ~1e-3
 
-# -----------------------------------------------------------------------------
-# data
+# data ------------------------------------------------------------------------
 try:
     vocab = Vocab(load_text_vocab(data_dir), encoding)
     train_data, val_data = Split(data_dir, "train", encoding), Split(data_dir, "val", encoding)
@@ -179,8 +151,7 @@ for name, split in (("train", train_data), ("val", val_data)):
         raise SystemExit(f"error: {data_dir}/{encoding}/{name} has a sample of {longest[name]} tokens "
                          f"(index {int(split.lengths.argmax())}) but block_size is {block_size}"
                          + (f" and pack_length {pack_length}" if packing and pack_length else ""))
-tokens_per_step = batch_size * float(train_data.lengths.mean())
-
+mean_length, n_val = float(train_data.lengths.mean()), min(len(val_data), eval_batches * micro_batch_size)
 
 def check_values(split, name, indices):
     """Refuse samples holding a non-finite number (an xVal literal beyond float32 is stored as inf)."""
@@ -189,21 +160,20 @@ def check_values(split, name, indices):
             raise SystemExit(f"error: {data_dir}/{encoding}/{name}.values.npy: sample {i} (line {i + 1} of "
                              f"{name}.txt) holds a non-finite number; remove or rescale it and tokenize again")
 
-
-check_values(val_data, "val", range(min(len(val_data), eval_batches * micro_batch_size)))  # what evaluate() reads
+check_values(val_data, "val", range(n_val))  # what evaluate() reads
 num_loss_name = "NLL" if num_head == "gmm" else "NMSE" if k > 0 else "MSE"  # multi-scale xVal normalises it
 
-# -----------------------------------------------------------------------------
-# model and optimizer
+# model and optimizer ---------------------------------------------------------
 model_args = dict(vocab_size=len(vocab), num_id=vocab.num_id if vocab.num_id is not None else -1, block_size=block_size,
                   n_layer=n_layer, n_head=n_head, n_embd=n_embd, dropout=dropout, encoding=encoding, k=k, causal=causal,
                   nmse_eps=nmse_eps, num_head=num_head, n_components=n_components)
 try:
-    GPTConfig(**model_args)
+    gptconf = GPTConfig(**model_args)
 except ValueError as e:
     raise SystemExit(f"error: {e}")
-ckpt_path = os.path.join(out_dir, "ckpt_latest.pt")
-iter_num, best_val_loss, resumed_at = 0, float("inf"), None
+model = raw_model = GPT(gptconf).to(device)
+optimizer = configure_optimizer(model, weight_decay, learning_rate, (beta1, beta2), device_type)
+iter_num, best_val_loss, resumed_at = 0, float("inf"), None  # resumed_at: a step whose validation is logged and saved
 if resume:
     if not os.path.exists(ckpt_path):
         raise SystemExit(f"error: --resume but no checkpoint at {ckpt_path}")
@@ -213,8 +183,7 @@ if resume:
         raise SystemExit(f"error: {ckpt_path} was trained with another vocabulary than {data_dir}/vocab.json")
     # refused: settings that fix the weights' shapes, or the sample stream the restored data position belongs to
     for key in ("vocab_size", "block_size", "n_layer", "n_head", "n_embd", "encoding", "k", "causal", "num_head", "n_components"):
-        had = checkpoint["model_args"].get(key, GPTConfig.__dataclass_fields__[key].default)  # absent: the default
-        if had != model_args[key]:
+        if (had := checkpoint["model_args"].get(key, GPTConfig.__dataclass_fields__[key].default)) != model_args[key]:
             raise SystemExit(f"error: {ckpt_path} has {key}={had!r}, the config asks for {model_args[key]!r}")
     for key in ("data_dir", "batch_size", "seed", "mlm_probability"):
         if saved.get(key) != config[key]:
@@ -226,44 +195,44 @@ if resume:
     # applied: everything else (dropout, the schedule, intervals, the system); said aloud when changed
     changed = {key: (saved.get(key), value) for key, value in config.items()
                if key not in ("resume", "overwrite", "out_dir") and saved.get(key) != value}
-model = GPT(GPTConfig(**model_args)).to(device)
-optimizer = configure_optimizer(model, weight_decay, learning_rate, (beta1, beta2), device_type)
-if resume:
     model.load_state_dict(checkpoint["model"])
     hyper = [{name: v for name, v in group.items() if name != "params"} for group in optimizer.param_groups]
     optimizer.load_state_dict(checkpoint["optimizer"])  # its moments, and its saved hyperparameters ...
     for group, new in zip(optimizer.param_groups, hyper):
         group.update(new)  # ... which this config's replace (weight_decay, betas; the same values if unchanged)
-    iter_num, best_val_loss = checkpoint["iter_num"], checkpoint["best_val_loss"]
-    resumed_at = iter_num  # its validation is logged and saved already
+    iter_num, best_val_loss, resumed_at = checkpoint["iter_num"], checkpoint["best_val_loss"], checkpoint["iter_num"]
     del checkpoint
-raw_model = model
 # FlexAttention is fast only when compiled and has no dropout; elsewhere SDPA takes a dense mask
 model.flex_attention = flex_attention and compile and device_type == "cuda" and dropout == 0
 compiled = torch.compile(model) if compile else model  # validation uses it too (never FlexAttention's slow eager path)
 model = DDP(compiled, device_ids=[local_rank] if device_type == "cuda" else None) if ddp else compiled
-flops_tok = flops_per_token(raw_model, float(train_data.lengths.mean()), mlm_probability if not causal else 1.0)
-peak = peak_flops(torch.cuda.get_device_name(device)) if device_type == "cuda" else None
+gpu = torch.cuda.get_device_name(device) if device_type == "cuda" else None
+flops_tok, peak = flops_per_token(raw_model, mean_length, mlm_probability if not causal else 1.0), gpu and peak_flops(gpu)
 
 if master:
     for leftover in [os.path.join(out_dir, f) for f in sorted(os.listdir(out_dir)) if f.endswith(".tmp.pt")]:
         os.remove(leftover)  # a checkpoint cut short by a run killed while writing it
         print(f"note: removed {leftover}, a checkpoint cut short by a run that was stopped")
-    if resume:
-        cut_log(os.path.join(out_dir, "log.jsonl"), iter_num)
+    if resume:  # keep the log's rows up to the checkpoint's step (later steps run and log again), none cut short by a kill
+        lines = open(log_path).readlines() if os.path.exists(log_path) else []
+        kept = [line for line in lines if line.endswith("}\n") and json.loads(line)["iter"] <= iter_num]
+        if len(kept) < len(lines):
+            print(f"note: {log_path}: {len(lines) - len(kept)} rows after step {iter_num} removed (they are logged again)")
+            atomic_write_text(log_path, "".join(kept))
     else:  # a fresh run (--overwrite=True where out_dir held one) leaves nothing of an earlier run behind
-        for path in [os.path.join(out_dir, f) for f in RUN_FILES if os.path.exists(os.path.join(out_dir, f))]:
+        for path in earlier_run:
             os.remove(path)
+    log = open(log_path, "a", buffering=1)  # line-buffered: each JSON row reaches log.jsonl as it is written
     print(f"data: {data_dir} ({encoding}): {len(train_data):,} train / {len(val_data):,} val samples, "
-          f"{train_data.lengths.mean():.0f} tokens/sample (max {train_data.lengths.max()}), vocab {len(vocab)}")
+          f"{mean_length:.0f} tokens/sample (max {longest['train']}), vocab {len(vocab)}")
     print(f"model: {raw_model.num_params() / 1e6:.2f}M parameters, {n_layer} layers × {n_head} heads × "
           f"{n_embd // n_head}, block_size {block_size}{'' if config['block_size'] else ' (the longest sample)'}, "
           f"{'causal' if causal else 'bidirectional (MLM p=%g)' % mlm_probability}, k={k}"
           + (f", number head {num_head}" + (f" (K={n_components})" if num_head == "gmm" else "") if encoding == "xval" else ""))
     print(f"batch: {batch_size} samples/step = {micro_batch_size} × {world_size} processes × {accum} "
-          f"accumulation steps, ~{tokens_per_step:,.0f} tokens/step")
-    print(f"system: {device} ({torch.cuda.get_device_name(device) if device_type == 'cuda' else device_type}), "
-          f"{dtype}, compile={compile}, attention {'flex' if raw_model.flex_attention else 'sdpa'}, world size {world_size}, "
+          f"accumulation steps, ~{batch_size * mean_length:,.0f} tokens/step")
+    print(f"system: {device} ({gpu or device_type}), {dtype}, compile={compile}, attention "
+          f"{'flex' if raw_model.flex_attention else 'sdpa'}, world size {world_size}, "
           f"{'resuming at step %d' % iter_num if resume else 'from scratch'}")
     if resume and changed:
         print("resume: changed settings applied: " + ", ".join(f"{name} {a!r} → {b!r}" for name, (a, b) in changed.items()))
@@ -271,11 +240,12 @@ if master:
         print(f"resume: the learning rate schedule changed; at step {iter_num} the learning rate was "
               f"{get_lr(iter_num, saved):.2e} and now is {get_lr(iter_num, config):.2e}")
 
+def forward(m, batch):
+    return m(batch["ids"], batch["values"], batch["targets"], batch["target_values"], batch["pos"], batch["doc"], batch["pred"])
 
 def micro_batches(step):
-    """This process's micro-batches of one step and the step's predicted tokens and numbers over all processes
-    (CPU work: the loader thread). Each process checks and counts the whole step (masks are a function of
-    (seed, step, sample)), so all reach the same counts, and the same stop on a bad sample, without a collective."""
+    """This process's micro-batches of one step, and the step's predicted tokens and numbers over all processes: each
+    process checks and counts the whole step, so all reach the same counts (and stop on a bad sample) without a collective."""
     positions, indices = step_samples(len(train_data), batch_size, step, seed)
     check_values(train_data, "train", indices)
     batches = step_batches(train_data, step, seed, batch_size, micro_batch_size, rank, world_size, causal,
@@ -285,95 +255,67 @@ def micro_batches(step):
     n_numbers = sum(int((b["targets"] == vocab.num_id).sum()) for b in everyone) if vocab.num_id is not None else 0
     return batches, sum(len(b["pred"]) for b in everyone), n_numbers
 
-
 @torch.no_grad()
 def evaluate():
     """Token CE and number MSE over masked positions of the first val samples (fixed masks)."""
     model.eval()
     keys = ("ce_sum", "n_tokens", "num_sum", "n_numbers")
     totals = torch.zeros(len(keys), dtype=torch.float64, device=device)
-    n = min(len(val_data), eval_batches * micro_batch_size)
-    for start in range(rank * micro_batch_size, n, micro_batch_size * world_size):
-        idx = np.arange(start, min(start + micro_batch_size, n))
+    for start in range(rank * micro_batch_size, n_val, micro_batch_size * world_size):
+        idx = np.arange(start, min(start + micro_batch_size, n_val))
         batch = to_device(collate(training_examples(val_data, idx, idx, VAL_STEP, seed, causal, mlm_probability)), device)
         with autocast:
-            sums = compiled(batch["ids"], batch["values"], batch["targets"], batch["target_values"],
-                            batch["pos"], batch["doc"], batch["pred"])
+            sums = forward(compiled, batch)
         totals += torch.stack([sums[k].double() for k in keys])
     if ddp:
         dist.all_reduce(totals)
     model.train()
-    loss, ce, mse = loss_from(dict(zip(keys, totals)), num_loss_weight)
-    return {"val_loss": loss.item(), "val_ce": ce.item(), "val_mse": mse.item()}
-
+    return dict(zip(("val_loss", "val_ce", "val_mse"), loss_from(dict(zip(keys, totals)), num_loss_weight)))
 
 def stop_unless_finite(metrics, step, what, before):
     """Stop the run if a loss or gradient norm is NaN or infinite; returns them as floats (one copy to the host)."""
-    values = list(metrics.values())
-    if torch.is_tensor(values[0]):
-        values = torch.stack([v.detach().float() for v in values]).tolist()
-    if not all(map(math.isfinite, values)):
-        bad = ", ".join(f"{k} {v}" for k, v in zip(metrics, values) if not math.isfinite(v))
+    values = torch.stack([v.detach().double() for v in metrics.values()]).tolist()
+    if bad := ", ".join(f"{k} {v}" for k, v in zip(metrics, values) if not math.isfinite(v)):
         last = (f"{ckpt_path} is untouched: fix the data or the settings, then --resume from it"
                 if os.path.exists(ckpt_path) else "no checkpoint was written")
         stop(f"error: step {step}: non-finite {what} ({bad}); stopped before {before}; {last}")
-    return values
-
+    return dict(zip(metrics, values))
 
 def save_checkpoint(path):
-    """Write to a temporary name, then rename: a crash never leaves a half checkpoint."""
-    checkpoint = {"model": raw_model.state_dict(), "optimizer": optimizer.state_dict(), "model_args": model_args,
-                  "config": config, "iter_num": iter_num, "best_val_loss": best_val_loss,
-                  "text_tokens": vocab.text_tokens, "data_dir": data_dir}
+    checkpoint = {"model": raw_model.state_dict(), "optimizer": optimizer.state_dict(), "model_args": model_args, "config": config,
+                  "iter_num": iter_num, "best_val_loss": best_val_loss, "text_tokens": vocab.text_tokens, "data_dir": data_dir}
     try:
-        with atomic_file(path) as tmp:
+        with atomic_file(path) as tmp:  # a crash never leaves a half checkpoint
             torch.save(checkpoint, tmp)
     except (OSError, RuntimeError) as e:  # a full disk reaches torch's zip writer as either
         reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e).strip().split("\n")[0]
         stop(f"error: writing {path} failed ({reason}); {shutil.disk_usage(out_dir).free / 2**20:,.0f} MiB of disk "
              f"space left there: free some, then --resume (from the last whole checkpoint, {ckpt_path}, if any)")
 
-
-def log(record):
-    if master:
-        with open(os.path.join(out_dir, "log.jsonl"), "a") as f:
-            f.write(json.dumps(record) + "\n")
-
-
-# -----------------------------------------------------------------------------
-# training loop
-# A background thread builds the next step's micro-batches (reading, masking, padding or packing, pinning)
-# while this step computes, so the accelerator does not wait for the CPU; they are a pure function of
-# (seed, step), so no loss changes. Per step the host waits for the device once: the finiteness check.
-loader = ThreadPoolExecutor(max_workers=1)
-upcoming = None  # the next step's batches, a Future
-model.train()
+# training loop ---------------------------------------------------------------
+# a thread builds the next step's micro-batches while this one computes; the host waits for the device once a step
+loader, upcoming = ThreadPoolExecutor(max_workers=1), None  # upcoming: the next step's batches, a Future
 t_start, t_last, tokens_since, positions_since, steps_since, first_log = time.time(), time.time(), 0, 0, 0, True
 while True:
     if (iter_num % eval_interval == 0 or iter_num == max_iters) and iter_num != resumed_at:
-        metrics = evaluate()
-        stop_unless_finite(metrics, iter_num, "validation loss", "writing a checkpoint")
+        metrics = stop_unless_finite(evaluate(), iter_num, "validation loss", "writing a checkpoint")
         if master:
             print(f"step {iter_num}: val loss {metrics['val_loss']:.4f} (CE {metrics['val_ce']:.4f}, "
                   f"number {num_loss_name} {metrics['val_mse']:.4g})")
-            log({"iter": iter_num, **metrics})
-            if metrics["val_loss"] < best_val_loss:
-                best_val_loss = metrics["val_loss"]
-                if iter_num > 0:
-                    save_checkpoint(os.path.join(out_dir, "ckpt_best.pt"))
+            log.write(json.dumps({"iter": iter_num, **metrics}) + "\n")
+            improved, best_val_loss = metrics["val_loss"] < best_val_loss, min(best_val_loss, metrics["val_loss"])
             if iter_num > 0:
-                save_checkpoint(ckpt_path)
+                for path in (best_path, ckpt_path) if improved else (ckpt_path,):
+                    save_checkpoint(path)
         t_last, tokens_since, positions_since, steps_since = time.time(), 0, 0, 0  # validation is not training time
     if master and keep_every and iter_num % keep_every == 0 and iter_num not in (0, resumed_at):
         save_checkpoint(os.path.join(out_dir, f"ckpt_{iter_num}.pt"))
     if iter_num >= max_iters:
         break
-
     lr = get_lr(iter_num, config)
     for group in optimizer.param_groups:
         group["lr"] = lr
-    # dropout differs between ranks and steps, yet is a function of (seed, rank, step): a resume repeats it
-    torch.manual_seed(int(np.random.SeedSequence([seed, rank, iter_num]).generate_state(1)[0]))
+    torch.manual_seed(int(np.random.SeedSequence([seed, rank, iter_num]).generate_state(1)[0]))  # dropout: a resume repeats it
     try:
         batches, n_tokens, n_numbers = (upcoming or loader.submit(micro_batches, iter_num)).result()
     except SystemExit as e:  # a bad sample: every process meets it at this step
@@ -381,15 +323,9 @@ while True:
     upcoming = loader.submit(micro_batches, iter_num + 1) if iter_num + 1 < max_iters else None
     loss_sum = torch.zeros(3, device=device)
     for i, cpu_batch in enumerate(batches):
-        batch = to_device(cpu_batch, device)
-        sync = nullcontext() if (not ddp or i == len(batches) - 1) else model.no_sync()
-        with sync, autocast:
-            sums = model(batch["ids"], batch["values"], batch["targets"], batch["target_values"],
-                         batch["pos"], batch["doc"], batch["pred"])
-            loss, ce, mse = loss_from(sums, num_loss_weight, n_tokens, n_numbers)
-        # DDP averages gradients over processes; each process's share of the global mean is
-        # scaled back up by world_size so the average is the gradient of the global mean
-        (loss * world_size).backward()
+        with nullcontext() if (not ddp or i == len(batches) - 1) else model.no_sync(), autocast:
+            loss, ce, mse = loss_from(forward(model, to_device(cpu_batch, device)), num_loss_weight, n_tokens, n_numbers)
+        (loss * world_size).backward()  # DDP averages over processes: the average of world_size × shares is the global mean's
         loss_sum += torch.stack([loss, ce, mse]).detach()
         tokens_since += cpu_batch["n_real"]
         positions_since += cpu_batch["ids"].numel()
@@ -397,40 +333,37 @@ while True:
     logging = (iter_num + 1) % log_interval == 0 or iter_num + 1 == max_iters
     if ddp and logging:
         dist.all_reduce(loss_sum)  # the global batch's loss: the sum of each process's share of its mean
-    # a non-finite loss or gradient stops the run before the optimizer writes it into the weights
-    # (and so before any checkpoint); the gradient norm is global, so every process stops here
-    loss_val, ce_val, mse_val, _ = stop_unless_finite(
-        {"loss": loss_sum[0], "CE": loss_sum[1], num_loss_name: loss_sum[2], "gradient norm": grad_norm},
-        iter_num + 1, "training loss", "the optimizer step")
+    # before the optimizer writes it into the weights; the gradient norm is global, so every process stops here
+    losses = {"loss": loss_sum[0], "CE": loss_sum[1], num_loss_name: loss_sum[2], "gradient norm": grad_norm}
+    loss_val, ce_val, mse_val, _ = stop_unless_finite(losses, iter_num + 1, "training loss", "the optimizer step").values()
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
-    iter_num += 1
-    steps_since += 1
+    iter_num, steps_since = iter_num + 1, steps_since + 1
 
     if logging:
         dt = time.time() - t_last
-        tokens_per_s = tokens_since * world_size / dt  # real tokens only: padding does not count
+        step_s, tokens_per_s = dt / steps_since, tokens_since * world_size / dt  # real tokens only: padding does not count
         mfu = flops_tok * tokens_per_s / (peak * world_size) if peak else None
-        memory = torch.cuda.max_memory_allocated(device) / 2**30 if device_type == "cuda" else None
-        left = dt / steps_since * (max_iters - iter_num)  # training time only: validations add theirs
+        left = step_s * (max_iters - iter_num)  # training time only: validations add theirs
         if master:
             print(f"iter {iter_num}/{max_iters}: loss {loss_val:.4f} (CE {ce_val:.4f}, {num_loss_name} {mse_val:.4g}), "
-                  f"lr {lr:.2e}, {dt / steps_since * 1000:.0f} ms/step, {tokens_per_s:,.0f} tokens/s"
-                  + (f", MFU {mfu * 100:.1f}%" if mfu is not None else "") + f", ~{duration(left)} left")
+                  f"lr {lr:.2e}, {step_s * 1000:.0f} ms/step, {tokens_per_s:,.0f} tokens/s"
+                  + (f", MFU {mfu * 100:.1f}%" if mfu is not None else "") + f", ~{format_duration(left)} left")
             if first_log and device_type == "cpu" and left > 86400:
-                print(f"warning: at {dt / steps_since:.2f} s/step this run of {max_iters:,} steps takes ~{duration(left)} "
+                print(f"warning: at {step_s:.2f} s/step this run of {max_iters:,} steps takes ~{format_duration(left)} "
                       f"on the CPU: a paper-scale run; for a CPU try config/own_small.py (or config/*_small.py)")
-        log({"iter": iter_num, "loss": loss_val, "ce": ce_val, "mse": mse_val, "lr": lr,
-             "ms_per_step": dt / steps_since * 1000, "tokens_per_s": tokens_per_s, "mfu": mfu,
-             "padding": 1 - tokens_since / positions_since, "peak_memory_gib": memory})
+            log.write(json.dumps(dict(iter=iter_num, loss=loss_val, ce=ce_val, mse=mse_val, lr=lr, ms_per_step=step_s * 1000,
+                                      tokens_per_s=tokens_per_s, mfu=mfu, padding=1 - tokens_since / positions_since,
+                                      peak_memory_gib=torch.cuda.max_memory_allocated(device) / 2**30 if gpu else None)) + "\n")
         t_last, tokens_since, positions_since, steps_since, first_log = time.time(), 0, 0, 0, False
 
 loader.shutdown()  # nothing is left to build: no step beyond max_iters is ever submitted
 if master:  # what to run next: own data (prepare/text.py) names its keys in meta.json
-    best, meta = os.path.join(out_dir, "ckpt_best.pt"), json.load(open(os.path.join(data_dir, "meta.json")))
+    log.close()
+    meta = json.load(open(os.path.join(data_dir, "meta.json")))
     test = next((f"{data_dir}/{s}.txt" for s in ("test", "val") if os.path.exists(f"{data_dir}/{s}.txt")), "FILE")
-    print(f"done in {duration(time.time() - t_start)}: checkpoints in {out_dir}/ ({best} has the lowest validation "
-          f"loss, {ckpt_path} the last step); predict with:\n  python sample.py --ckpt={best} --input={test} "
+    print(f"done in {format_duration(time.time() - t_start)}: checkpoints in {out_dir}/ ({best_path} has the lowest validation "
+          f"loss, {ckpt_path} the last step); predict with:\n  python sample.py --ckpt={best_path} --input={test} "
           + (f"--mask_key={next(iter(meta['scales']))}" if meta.get("dataset") == "text" and meta.get("scales") else "--mask_last"))
 if ddp:  # wait for rank 0's last checkpoint: tearing gloo down while another process uses it can abort
     dist.barrier()

@@ -1,7 +1,6 @@
 """
-What every stage does the same way: write a file atomically, format a number, read a checkpoint,
-pick the device, score predicted numbers (NaN marks an invalid prediction of a text encoding).
-torch is imported only where needed, so the data stages do not load it.
+What every stage does the same way: write a file atomically, format a number or a time span, read a checkpoint, pick the
+device, score predicted numbers (NaN marks an invalid prediction). torch is imported only where needed: data stages skip it.
 """
 import math
 import os
@@ -12,12 +11,8 @@ import numpy as np
 
 @contextmanager
 def atomic_file(path):
-    """
-    Yield a temporary path next to `path` to write to; on success it is synced and renamed to
-    `path`, so a crash never leaves half a file under the real name (an old file stays whole until
-    the rename). On an error the temporary file is removed. The temporary name keeps the
-    extension (x.tmp.npy), as np.save and netCDF4 expect.
-    """
+    """Yield a temporary path next to `path` (x.tmp.npy: np.save and netCDF4 want the extension); on success it is synced
+    and renamed to `path`, so a crash never leaves half a file under the real name; on an error it is removed."""
     root, ext = os.path.splitext(path)
     tmp = f"{root}.tmp{ext}"
     try:
@@ -47,9 +42,14 @@ def format_number(x, digits=6):
     return "0" if s in ("0", "-0") else s
 
 
+def format_duration(s):
+    """A time span in seconds as a person reads it: 42s, 12m30s, 3h05m, 19.4 days."""
+    return (f"{s / 86400:.1f} days" if s >= 86400 else f"{s // 3600:.0f}h{s % 3600 // 60:02.0f}m" if s >= 3600
+            else f"{s // 60:.0f}m{s % 60:02.0f}s" if s >= 60 else f"{s:.0f}s")
+
+
 def load_checkpoint(path, device="cpu"):
-    """A train.py checkpoint, read as data only (weights_only: a foreign file cannot run code on
-    loading); a truncated, empty or foreign file is a one-line error naming it."""
+    """A train.py checkpoint read as data only (foreign files cannot run code); a bad file is a one-line error naming it."""
     import torch
     try:
         checkpoint = torch.load(path, map_location=device, weights_only=True)

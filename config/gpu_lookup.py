@@ -1,7 +1,7 @@
 # The look-up with the paper's 2-6 entries on one H100, for xVal, P10 and FP15 alike
 # (tools/gpu_claims.py trains and evaluates all three; results/gpu/README.md).
-# On a CPU, 2 x 128 and 4 x 128 models stayed on the dictionary-mean plateau for 10,000-30,000
-# steps of 64 (results/lookup_cpu/README.md): this recipe changes the scale, not the method.
+# CPU-sized models stay on the dictionary-mean plateau (results/lookup_cpu/README.md): this recipe changes the
+# scale, not the method.
 #   python prepare/lookup.py --size paper --entries 2,6 --out out/gpu/data/lookup
 #   python tokenize_numbers.py out/gpu/data/lookup --encoding xval
 #   python train.py config/gpu_lookup.py --encoding=xval --out_dir=out/gpu/lookup_xval

@@ -1,7 +1,6 @@
 # Planets on one H100 for xVal and B1999 alike: config/planets_cpu.py's recipe (small data set,
 # MLM p = 0.2, lr 1e-3 -> 1e-4) scaled up in model, batch and steps (tools/gpu_claims.py trains
-# and evaluates both; results/gpu/README.md). On a CPU the 2 x 64 model reached Δt 0.116 × variance
-# after 9,000 steps of 8 and a0 stayed at 0.32 (results/planets_cpu/README.md).
+# and evaluates both; results/gpu/README.md).
 #   python prepare/planets.py --size small --out out/gpu/data/planets
 #   python tokenize_numbers.py out/gpu/data/planets --encoding b1999
 #   python train.py config/gpu_planets.py --encoding=b1999 --out_dir=out/gpu/planets_b1999

@@ -14,7 +14,7 @@ from conftest import ROOT
 from test_train import TINY, losses, run
 
 import tokenize_numbers
-from configurator import RANGES, configure, defaults
+from configurator import CHECKED, RANGE, configure, defaults
 from tokenize_numbers import Split
 
 TRAIN = os.path.join(ROOT, "train.py")
@@ -57,13 +57,23 @@ def checkpoint(data, tmp_path_factory):
 
 # ---------------------------------------------------------------- settings
 
-@pytest.mark.parametrize("script", sorted(RANGES))
+@pytest.mark.parametrize("script", CHECKED)
 def test_every_numeric_setting_has_a_range_and_the_defaults_lie_in_it(script):
-    path = os.path.join(ROOT, script)
+    path = next(p for p in (os.path.join(ROOT, script), os.path.join(ROOT, "tools", script)) if os.path.exists(p))
     settings = defaults(path)
     numeric = {k for k, v in settings.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
-    assert numeric <= set(RANGES[script]) <= set(settings)
+    assert numeric <= set(RANGE)
     configure(dict(settings), path, [])  # no error
+
+
+def test_the_encoding_choices_are_the_tokenizers():
+    assert RANGE["encoding"] == " | ".join(tokenize_numbers.ENCODINGS)
+
+
+def test_every_range_is_one_some_script_has():
+    keys = set().union(*(defaults(p) for s in CHECKED for p in (os.path.join(ROOT, s), os.path.join(ROOT, "tools", s))
+                         if os.path.exists(p)))
+    assert set(RANGE) <= keys
 
 
 @pytest.mark.parametrize("script,args,message", [
@@ -86,6 +96,7 @@ def test_every_numeric_setting_has_a_range_and_the_defaults_lie_in_it(script):
                                                             "[0, learning_rate] (learning_rate = 0.001)"),
     ("train.py", ["--seed=-1"], "seed = -1"),
     ("train.py", ["--dtype=fp16"], "dtype = 'fp16' (from --dtype) is not one of auto | bfloat16 | float32"),
+    ("train.py", ["--encoding=p11"], "encoding = 'p11' (from --encoding) is not one of xval | p10 | p1000 | b1999 | fp15"),
     ("train.py", ["--max_iters=None"], "max_iters expects int (default 500000), got None"),
     ("sample.py", ["--batch_size=0"], "batch_size = 0 (from --batch_size) is out of its range [1, inf)"),
     ("sample.py", ["--max_lines=-1"], "max_lines = -1 (from --max_lines) is out of its range [0, inf)"),
