@@ -111,8 +111,12 @@ if ddp:
     dist.init_process_group(backend="nccl" if device.startswith("cuda") else "gloo")
 master, device_type = rank == 0, "cuda" if device.startswith("cuda") else device
 
+loader = None  # the thread that builds the next step's batches (the training loop below)
+
 def stop(message):
     """End the run with one message; every process stops at the same step, so none waits in a collective."""
+    if loader:  # the next step's batches may be reading the memory-mapped arrays: let it finish first
+        loader.shutdown(wait=True, cancel_futures=True)
     if ddp:
         dist.destroy_process_group()
     raise SystemExit(message)
