@@ -140,3 +140,25 @@ def test_force_replaces_the_dataset_and_keeps_other_files(tmp_path):
 ])
 def test_bad_input_is_a_one_line_error_naming_file_and_line(tmp_path, content, flags, name, expected):
     assert re.search(expected, error(tmp_path, content, *flags, name=name))
+
+
+LONG_CSV = "station,t,p\n" + "".join(f"{'ab'[i % 2]},{10 + 7 * np.sin(i / 9):.2f},{1013 + 5 * np.cos(i / 7):.1f}\n" for i in range(400))
+
+
+@pytest.mark.parametrize("content, name, flags, key", [(LONG_CSV, "data.csv", ("--window", "4"), "t"),
+                                                       (JSONL, "data.jsonl", (), "t")])
+def test_own_data_from_file_to_scores_in_original_units(tmp_path, content, name, flags, key):
+    """The README's four commands: prepare/text.py, tokenize, train a tiny model, eval.py --mask_key."""
+    out, meta = prepare(tmp_path, content, *flags, name=name)
+    run("tokenize_numbers.py", str(out), "--encoding=xval", "--workers=1")
+    run("train.py", "config/own_small.py", f"--data_dir={out}", f"--out_dir={tmp_path / 'run'}", "--n_layer=1",
+        "--n_head=2", "--n_embd=16", "--device=cpu", "--compile=False", "--max_iters=4", "--eval_interval=2",
+        "--eval_batches=1", "--batch_size=8", "--micro_batch_size=8", "--warmup_iters=0")
+    r = run("eval.py", f"--ckpt={tmp_path / 'run' / 'ckpt_best.pt'}", f"--mask_key={key}")
+    report = json.load(open(tmp_path / "run" / f"eval_{key}.json"))
+    scores = report["splits"]["test"][key]
+    spread = meta["scales"][key]["spread"]
+    assert report["task"] == "text" and scores["n"] == meta["splits"]["test"]
+    assert scores["mean"]["mse_original"] == pytest.approx(scores["mean"]["mse"] * spread ** 2)
+    assert ("persistence" in scores) == bool(meta["window"]) and "train_mean" in scores
+    assert "original units" in r.stdout
