@@ -92,6 +92,16 @@ earlier_run = [p for p in (log_path, ckpt_path, best_path) if os.path.exists(p)]
 if earlier_run and not (resume or overwrite):
     raise SystemExit(f"error: {out_dir} holds a run ({', '.join(map(os.path.basename, earlier_run))}); continue it with "
                      "--resume or delete it and start afresh with --overwrite=True")
+lock_path = os.path.join(out_dir, "train.lock")  # two runs in one out_dir would interleave its log and checkpoints
+if int(os.environ.get("RANK", 0)) == 0:
+    try:  # a lock naming this process is an earlier run's in it (tests run train.py in-process): it has ended
+        holder = int(open(lock_path).read() or 0)
+        if holder != os.getpid() and os.kill(holder, 0) is None:
+            raise SystemExit(f"error: {out_dir} is in use by another train.py run (pid {holder}); wait for it to end "
+                             "or choose another --out_dir")
+    except (OSError, ValueError):  # no lock, or the lock of a process that has ended
+        pass
+    atomic_write_text(lock_path, str(os.getpid()))
 
 def get_lr(it, s):
     """Linear warm-up, then cosine decay to min_lr at max_iters (s: a config, the one saved or this run's)."""
@@ -117,6 +127,8 @@ def stop(message):
     """End the run with one message; every process stops at the same step, so none waits in a collective."""
     if loader:  # the next step's batches may be reading the memory-mapped arrays: let it finish first
         loader.shutdown(wait=True, cancel_futures=True)
+    if master and os.path.exists(lock_path):
+        os.remove(lock_path)
     if ddp:
         dist.destroy_process_group()
     raise SystemExit(message)
@@ -364,6 +376,7 @@ while True:
 loader.shutdown()  # nothing is left to build: no step beyond max_iters is ever submitted
 if master:  # what to run next: own data (prepare/text.py) names its keys in meta.json
     log.close()
+    os.remove(lock_path)
     meta = json.load(open(os.path.join(data_dir, "meta.json")))
     test = next((f"{data_dir}/{s}.txt" for s in ("test", "val") if os.path.exists(f"{data_dir}/{s}.txt")), "FILE")
     print(f"done in {format_duration(time.time() - t_start)}: checkpoints in {out_dir}/ ({best_path} has the lowest validation "

@@ -150,6 +150,24 @@ def test_prepare_refuses_a_negative_seed(tmp_path):
 
 # ---------------------------------------------------------------- runs
 
+def test_a_second_run_in_an_out_dir_in_use_is_refused_even_with_overwrite(data, tmp_path):
+    import subprocess
+    out = str(tmp_path / "out")
+    train(data, out, "--max_iters=2")
+    assert not os.path.exists(os.path.join(out, "train.lock"))  # released at the end
+    log = open(os.path.join(out, "log.jsonl")).read()
+    other = subprocess.Popen(["sleep", "60"])  # stands for a run still writing out_dir
+    try:
+        open(os.path.join(out, "train.lock"), "w").write(str(other.pid))
+        error = one_line_error(train(data, out, "--max_iters=2", "--overwrite=True", check=False))
+        assert f"in use by another train.py run (pid {other.pid})" in error
+        assert open(os.path.join(out, "log.jsonl")).read() == log  # nothing deleted
+    finally:
+        other.kill()
+        other.wait()
+    train(data, out, "--max_iters=2", "--overwrite=True")  # the lock of a process that has ended is taken over
+
+
 def test_a_finished_run_is_never_overwritten_without_resume_or_overwrite(data, tmp_path):
     out = str(tmp_path / "out")
     train(data, out, "--max_iters=2")
