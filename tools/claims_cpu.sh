@@ -3,7 +3,8 @@
 # side by side, one thread each. A finished training is skipped and an interrupted one resumes
 # (tools/trained.sh), so the script can be stopped and run again over several sittings.
 #   lane a: planets, B1999 on config/planets_cpu.py for xVal's 9,000 steps (claim 6: do text
-#           encodings predict step sizes they never saw?), then its eval on the OoD step sizes
+#           encodings predict step sizes they never saw?), xVal on the same recipe, both scored on
+#           the OoD step sizes and drawn side by side (results/planets_cpu/dt_ood.{md,png})
 #   lane b: 3-digit multiplication, five encodings to 3,000 steps (claim 3), then the multi-operand
 #           trees (2, 3, 4 operands; five encodings, 2,000 steps each) for the paper's second table
 #
@@ -24,9 +25,14 @@ tokenized() {  # DATA ENCODING...: tokenize what is not there yet
 lane_a() {
     [ -f data/planets/meta.json ] || python prepare/planets.py --size small --out data/planets > /dev/null
     tokenized data/planets xval b1999
-    trained out/planets_cpu/b1999 9000 config/planets_cpu.py --encoding=b1999
-    python eval.py --ckpt=out/planets_cpu/b1999/ckpt_9000.pt --max_samples=300 --save_predictions=True \
-        --out=out/planets_cpu/b1999/eval_9000 > /dev/null
+    local enc
+    for enc in b1999 xval; do
+        trained out/planets_cpu/$enc 9000 config/planets_cpu.py --encoding=$enc
+        python eval.py --ckpt=out/planets_cpu/$enc/ckpt_9000.pt --max_samples=300 --save_predictions=True \
+            --out=out/planets_cpu/$enc/eval_9000 > /dev/null
+    done
+    python tools/planets_dt_ood.py --reports="out/planets_cpu/xval/eval_9000.json out/planets_cpu/b1999/eval_9000.json" \
+        --out=results/planets_cpu/dt_ood > /dev/null
 }
 
 lane_b() {
