@@ -7,6 +7,7 @@
 #           the OoD step sizes and drawn side by side (results/planets_cpu/dt_ood.{md,png})
 #   lane b: 3-digit multiplication, five encodings to 3,000 steps (claim 3), then the multi-operand
 #           trees (2, 3, 4 operands; five encodings, 2,000 steps each) for the paper's second table
+#           (results/arithmetic_curves/ops_table.md: R² per encoding and operand count)
 #
 #   bash tools/claims_cpu.sh          # ~2.5 h of one core per lane on an idle machine
 #   bash tools/claims_cpu.sh a        # one lane
@@ -55,7 +56,12 @@ lane_b() {
         done
         python tools/curves.py --runs="$(for e in $ENCODINGS; do printf "out/arith/${v}_%s " $e; done)" --quantity=answer \
             --max_samples=1000 --out=results/arithmetic_curves/curves_$v > /dev/null
+        for enc in $ENCODINGS; do  # the paper's table: R² of the last checkpoint on 1,000 test samples
+            python eval.py --ckpt=out/arith/${v}_$enc/ckpt_2000.pt --max_samples=1000 --out=out/arith/ops_eval/${v}_$enc/eval > /dev/null
+        done
     done
+    python tools/summarize.py out/arith/ops_eval > /dev/null
+    cp out/arith/ops_eval/summary.md results/arithmetic_curves/ops_table.md
 }
 
 pids=()
@@ -63,4 +69,4 @@ for lane in $LANES; do
     case $lane in a) lane_a & pids+=($!) ;; b) lane_b & pids+=($!) ;; *) echo "error: unknown lane '$lane'; expected a or b" >&2; exit 2 ;; esac
 done
 for p in "${pids[@]}"; do wait "$p"; done  # a failure in either lane stops the script
-echo "claims: out/planets_cpu/b1999, results/arithmetic_curves/curves_3000.md, curves_ops{2,3,4}.md"
+echo "claims: results/planets_cpu/dt_ood.md, results/arithmetic_curves/curves_3000.md, curves_ops{2,3,4}.md, ops_table.md"

@@ -29,7 +29,9 @@ PAPER = {  # docs/decisions.md#paper-figures: (task, split, quantity, metric) ->
     ("lookup", "test_ood", "answer", "mse"): {"xval": 3.5e-3, "fp15": 9e-2, "p10": 0.38},
     ("lookup", "test", "answer", "acc3"): {"fp15": 0.999, "p10": 0.91, "xval": 0.06},
     ("arithmetic:mult3", "test", "answer", "adj_r2"): {"xval": 0.9986, "b1999": 0.9998},
-    ("arithmetic:ops3", "test", "answer", "r2"): {"xval": 0.99994, "p10": 0.996, "fp15": 0.981},
+    ("arithmetic:ops2", "test", "answer", "r2"): {"xval": 0.99998, "p10": 0.998, "p1000": 0.991, "fp15": 0.993},
+    ("arithmetic:ops3", "test", "answer", "r2"): {"xval": 0.99994, "p10": 0.996, "p1000": 0.990, "fp15": 0.981},
+    ("arithmetic:ops4", "test", "answer", "r2"): {"xval": 0.99998, "p10": 0.992, "p1000": 0.991, "fp15": 0.935},
 }
 ENCODING_ORDER = ["xval", "fp15", "b1999", "p1000", "p10"]
 
