@@ -8,14 +8,20 @@
 #   lane b: 3-digit multiplication, five encodings to 3,000 steps (claim 3), then the multi-operand
 #           trees (2, 3, 4 operands; five encodings, 2,000 steps each) for the paper's second table
 #           (results/arithmetic_curves/ops_table.md: R² per encoding and operand count)
+#   lane c: temperature with 5-9 stations, xVal on a 32,000-step schedule (config/era5_cpu_s5.py has
+#           16,000, where the curve is flat at 1.2× persistence as the learning rate ends): does it
+#           pass persistence with more steps? (claim 9)
+#   lane d: FP15 on the same recipe to 16,000 steps, then both curves, both models beside
+#           persistence (results/era5_cpu_s5/curves_t1_long.{md,png}, persistence_long.md)
 #
-#   bash tools/claims_cpu.sh          # ~2.5 h of one core per lane on an idle machine
+#   bash tools/claims_cpu.sh          # lanes a and b: ~2.5 h of one core per lane on an idle machine
+#   bash tools/claims_cpu.sh c d      # lanes c and d: ~2 h of one core each
 #   bash tools/claims_cpu.sh a        # one lane
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export OMP_NUM_THREADS=1
 . tools/trained.sh
-LANES=${1:-a b}
+LANES=${*:-a b}
 ENCODINGS="xval p10 p1000 b1999 fp15"
 
 tokenized() {  # DATA ENCODING...: tokenize what is not there yet
@@ -64,9 +70,32 @@ lane_b() {
     cp out/arith/ops_eval/summary.md results/arithmetic_curves/ops_table.md
 }
 
+era5_s5() {  # the 5-9 station temperature data in xVal and FP15
+    [ -f data/era5_synthetic/t2m.nc ] || python prepare/era5_synthetic.py --out data/era5_synthetic > /dev/null
+    [ -f data/era5_s5/meta.json ] || python prepare/era5.py data/era5_synthetic/t2m.nc --land-sea-mask \
+        data/era5_synthetic/lsm.nc --stations 5,9 --size small --out data/era5_s5 > /dev/null
+    tokenized data/era5_s5 xval fp15
+}
+
+lane_c() {
+    trained out/era5_cpu_s5/xval_32k 32000 config/era5_cpu_s5.py --max_iters=32000 --keep_every=2000
+}
+
+lane_d() {
+    trained out/era5_cpu_s5/fp15 16000 config/era5_cpu_s5.py --encoding=fp15 --keep_every=2000
+    while ! grep -qs '"iter": 32000, "val_loss"' out/era5_cpu_s5/xval_32k/log.jsonl; do sleep 60; done  # lane c's end
+    python tools/curves.py --runs="out/era5_cpu_s5/xval_32k out/era5_cpu_s5/fp15" --quantity=t+1 --max_samples=300 \
+        --out=results/era5_cpu_s5/curves_t1_long > /dev/null
+    python eval.py --ckpt=out/era5_cpu_s5/xval_32k/ckpt_32000.pt --max_samples=1000 --save_predictions=True --out=out/era5_cpu_s5/xval_32k/eval > /dev/null
+    python eval.py --ckpt=out/era5_cpu_s5/fp15/ckpt_16000.pt --max_samples=1000 --save_predictions=True --out=out/era5_cpu_s5/fp15/eval > /dev/null
+    python tools/era5_persistence.py --reports="out/era5_cpu_s5/xval_32k/eval.json out/era5_cpu_s5/fp15/eval.json" \
+        > results/era5_cpu_s5/persistence_long.md
+}
+
+case " $LANES " in *" c "*|*" d "*) era5_s5 ;; esac
 pids=()
 for lane in $LANES; do
-    case $lane in a) lane_a & pids+=($!) ;; b) lane_b & pids+=($!) ;; *) echo "error: unknown lane '$lane'; expected a or b" >&2; exit 2 ;; esac
+    case $lane in a|b|c|d) lane_$lane & pids+=($!) ;; *) echo "error: unknown lane '$lane'; expected a, b, c or d" >&2; exit 2 ;; esac
 done
 for p in "${pids[@]}"; do wait "$p"; done  # a failure in either lane stops the script
 echo "claims: results/planets_cpu/dt_ood.md, results/arithmetic_curves/curves_3000.md, curves_ops{2,3,4}.md, ops_table.md"
