@@ -11,8 +11,8 @@
 #   lane c: temperature with 5-9 stations, xVal on a 32,000-step schedule (config/era5_cpu_s5.py has
 #           16,000, where the curve is flat at 1.2× persistence as the learning rate ends): does it
 #           pass persistence with more steps? (claim 9)
-#   lane d: FP15 on the same recipe to 16,000 steps, then both curves, both models beside
-#           persistence (results/era5_cpu_s5/curves_t1_long.{md,png}, persistence_long.md)
+#   lane d: FP15 on the same recipe to 16,000 steps; after lanes c or d, the finished ones side by
+#           side, each beside persistence (results/era5_cpu_s5/curves_t1_long.{md,png}, persistence_long.md)
 #
 #   bash tools/claims_cpu.sh          # lanes a and b: ~2.5 h of one core per lane on an idle machine
 #   bash tools/claims_cpu.sh c d      # lanes c and d: ~2 h of one core each
@@ -83,13 +83,19 @@ lane_c() {
 
 lane_d() {
     trained out/era5_cpu_s5/fp15 16000 config/era5_cpu_s5.py --encoding=fp15 --keep_every=2000
-    while ! grep -qs '"iter": 32000, "val_loss"' out/era5_cpu_s5/xval_32k/log.jsonl; do sleep 60; done  # lane c's end
-    python tools/curves.py --runs="out/era5_cpu_s5/xval_32k out/era5_cpu_s5/fp15" --quantity=t+1 --max_samples=300 \
-        --out=results/era5_cpu_s5/curves_t1_long > /dev/null
-    python eval.py --ckpt=out/era5_cpu_s5/xval_32k/ckpt_32000.pt --max_samples=1000 --save_predictions=True --out=out/era5_cpu_s5/xval_32k/eval > /dev/null
-    python eval.py --ckpt=out/era5_cpu_s5/fp15/ckpt_16000.pt --max_samples=1000 --save_predictions=True --out=out/era5_cpu_s5/fp15/eval > /dev/null
-    python tools/era5_persistence.py --reports="out/era5_cpu_s5/xval_32k/eval.json out/era5_cpu_s5/fp15/eval.json" \
-        > results/era5_cpu_s5/persistence_long.md
+}
+
+temperature_report() {  # the finished temperature runs side by side: curves, and each beside persistence
+    local runs="" reports="" run steps
+    for run in xval_32k:32000 fp15:16000; do
+        steps=${run#*:} run=out/era5_cpu_s5/${run%:*}
+        grep -qs "\"iter\": $steps, \"val_loss\"" $run/log.jsonl || continue
+        python eval.py --ckpt=$run/ckpt_$steps.pt --max_samples=1000 --save_predictions=True --out=$run/eval > /dev/null
+        runs+="$run " reports+="$run/eval.json "
+    done
+    [ -n "$runs" ] || return 0
+    python tools/curves.py --runs="$runs" --quantity=t+1 --max_samples=300 --out=results/era5_cpu_s5/curves_t1_long > /dev/null
+    python tools/era5_persistence.py --reports="$reports" > results/era5_cpu_s5/persistence_long.md
 }
 
 case " $LANES " in *" c "*|*" d "*) era5_s5 ;; esac
@@ -98,4 +104,5 @@ for lane in $LANES; do
     case $lane in a|b|c|d) lane_$lane & pids+=($!) ;; *) echo "error: unknown lane '$lane'; expected a, b, c or d" >&2; exit 2 ;; esac
 done
 for p in "${pids[@]}"; do wait "$p"; done  # a failure in either lane stops the script
+case " $LANES " in *" c "*|*" d "*) temperature_report ;; esac
 echo "claims: results/planets_cpu/dt_ood.md, results/arithmetic_curves/curves_3000.md, curves_ops{2,3,4}.md, ops_table.md"
