@@ -274,7 +274,10 @@ def check_seeds(checkpoints):
                              "the checkpoints of one setting must share both")
         a, b = first[1]["config"], c["config"]
         for key in sorted(set(a) | set(b)):
-            if key not in NOT_THE_SETTING and a.get(key) != b.get(key):
+            x, y = a.get(key), b.get(key)
+            if key == "data_dir":  # one dataset named two ways (data/x, /home/me/data/x) is one dataset
+                x, y = os.path.realpath(x or ""), os.path.realpath(y or "")
+            if key not in NOT_THE_SETTING and x != y:
                 raise SystemExit(f"error: {first[0]} and {path} differ in {key} ({a.get(key)!r} vs {b.get(key)!r}): "
                                  "the checkpoints of one setting must agree (but for the seed); evaluate each run on its own")
         for other, o in list(seen.items())[:-1]:

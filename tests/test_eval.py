@@ -293,6 +293,10 @@ def test_only_seeds_of_one_setting_are_averaged(own, tmp_path):
     assert r.returncode != 0 and "differ in learning_rate (0.0002 vs 0.001)" in r.stderr and "must agree" in r.stderr and "evaluated in" not in r.stdout
     r = run("eval.py", f"--ckpt={ckpt} {ckpt}", check=False)
     assert r.returncode != 0 and "is given twice" in r.stderr
+    relative = trained(os.path.relpath(data, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                       str(tmp_path / "relative"), block_size=64, seed=3)  # the same dataset, named relative to the repository
+    report, _, _ = evaluated(ckpt, relative)
+    assert len(report["checkpoints"]) == 2
     shutil.copy(ckpt, tmp_path / "copy.pt")
     r = run("eval.py", f"--ckpt={ckpt} {tmp_path / 'copy.pt'}", check=False)
     assert r.returncode != 0 and "are the same run (seed 1" in r.stderr and "evaluated in" not in r.stdout
