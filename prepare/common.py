@@ -129,6 +129,21 @@ def _some(names, n=6):
     return ", ".join(names[:n]) + (f" and {len(names) - n} more" if len(names) > n else "")
 
 
+def _tokenizing(out):
+    """The pid of a tokenize_numbers.py run that is writing `out` now (its tokenize.lock), else None."""
+    try:
+        with open(os.path.join(out, "tokenize.lock")) as f:
+            pid = int(f.read().strip() or 0)
+        if pid > 0:
+            os.kill(pid, 0)
+            return pid
+    except PermissionError:  # a live process of another user
+        return pid
+    except (OSError, ValueError):  # no lock, or the lock of a process that has ended
+        pass
+    return None
+
+
 def prepare_out_dir(out, force, writes):
     """
     Make `out` ready for a dataset whose files are `writes` (names in `out`). A folder holding
@@ -149,6 +164,9 @@ def prepare_out_dir(out, force, writes):
             what = "a dataset (meta.json)" if prepared else f"files that are not a dataset ({_some(others)})"
             sys.exit(f"error: {out} already holds {what}; pass --force to replace what a prepare run wrote there "
                      "(other files stay), or choose another --out")
+        if pid := _tokenizing(out):
+            sys.exit(f"error: {out} is being tokenized by process {pid} ({out}/tokenize.lock); wait for that "
+                     "tokenize_numbers.py run to end before --force replaces the dataset it reads")
         for name in ["meta.json"] * ("meta.json" in ours) + [n for n in ours if n != "meta.json"]:
             os.remove(os.path.join(out, name))
         for name in {n.split("/")[0] for n in ours if "/" in n}:  # an <encoding>/ folder left empty

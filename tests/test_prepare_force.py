@@ -1,6 +1,8 @@
 """--force replaces what a prepare run wrote and nothing else: other files in the folder stay."""
 import json
 import os
+import subprocess
+import sys
 
 from conftest import run
 
@@ -52,3 +54,19 @@ def test_a_file_of_yours_that_a_run_would_overwrite_is_refused(tmp_path):
         r = prepare(folder, "--force", check=False)
         assert r.returncode != 0 and "train.txt" in r.stderr and "would overwrite" in r.stderr
         assert sorted(os.listdir(folder)) == before and (folder / "train.txt").read_text() == "{a:1}\n"
+
+
+def test_force_waits_for_a_tokenize_run_that_is_reading_the_dataset(tmp_path):
+    prepare(tmp_path)
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        (tmp_path / "tokenize.lock").write_text(str(live.pid))
+        before = (tmp_path / "train.txt").read_text()
+        r = prepare(tmp_path, "--force", "--seed=2", check=False)
+        assert r.returncode != 0 and f"being tokenized by process {live.pid}" in r.stderr
+        assert (tmp_path / "train.txt").read_text() == before and (tmp_path / "meta.json").exists()
+    finally:
+        live.kill()
+        live.wait()
+    prepare(tmp_path, "--force", "--seed=2")  # the lock of a process that has ended does not stop it
+    assert json.loads((tmp_path / "meta.json").read_text())["seed"] == 2
