@@ -50,7 +50,9 @@ def load_model(path, device="cpu"):
     model = GPT(GPTConfig(**checkpoint["model_args"]))
     model.load_state_dict(checkpoint["model"])
     model.to(device).eval()
-    return model, Vocab(checkpoint["text_tokens"], checkpoint["model_args"]["encoding"]), checkpoint["config"]
+    vocab = Vocab(checkpoint["text_tokens"], checkpoint["model_args"]["encoding"])
+    vocab.unknown = "the model knows only the tokens it was trained on: write it as a number or as one of those"
+    return model, vocab, checkpoint["config"]
 
 
 def json_paths(obj, path=()):

@@ -229,6 +229,8 @@ class Vocab:
         self.first_text_id = len(CONTROL_TOKENS) + len(self.number_tokens)
         self.num_id = self.first_number_id if encoding == "xval" else None
         self._text_ids = {t: i + self.first_text_id for i, t in enumerate(self.text_tokens)}
+        self.unknown = ("add a sample with it to train.txt and tokenize with --rebuild-vocab, or write it as a number "
+                        "or a token the vocabulary has")  # sample.py: a trained model's advice
         # a number's first token carries its sign; that is how spans are found again in arrays
         self.number_start_ids = np.array([i for i, t in enumerate(self.number_tokens, self.first_number_id)
                                           if t[0] in "+-" or t == NUM])
@@ -239,8 +241,7 @@ class Vocab:
     def text_id(self, token, where="text"):
         if token not in self._text_ids:
             raise TextError(f"{where}: {token!r} is not in the vocabulary built from the training split "
-                            f"({len(self.text_tokens)} text tokens); add a sample with it to train.txt and tokenize "
-                            "with --rebuild-vocab, or write it as a number or a token the vocabulary has")
+                            f"({len(self.text_tokens)} text tokens); {self.unknown}")
         return self._text_ids[token]
 
     def is_number(self, ids):

@@ -87,7 +87,8 @@ try:  # before the data and model load: a folder that cannot take a checkpoint f
     os.makedirs(out_dir, exist_ok=True)
     tempfile.TemporaryFile(dir=out_dir).close()
 except OSError as e:
-    raise SystemExit(f"error: cannot write to out_dir {out_dir}: {e.strerror}")
+    raise SystemExit(f"error: cannot write to out_dir {out_dir}: "
+                     + ("it is a file, not a folder" if os.path.isfile(out_dir) else e.strerror))
 earlier_run = [p for p in (log_path, ckpt_path, best_path) if os.path.exists(p)]
 if earlier_run and not (resume or overwrite):
     raise SystemExit(f"error: {out_dir} holds a run ({', '.join(map(os.path.basename, earlier_run))}); continue it with "
@@ -208,6 +209,8 @@ if resume:
     if max_iters < checkpoint["iter_num"]:
         raise SystemExit(f"error: --max_iters={max_iters} is below the {checkpoint['iter_num']} steps {ckpt_path} "
                          f"has done; to go on, set it above {checkpoint['iter_num']}")
+    if max_iters == checkpoint["iter_num"] and master:
+        print(f"note: {ckpt_path} has done all {max_iters} steps; nothing to train (a higher --max_iters goes on)")
     # applied: everything else (dropout, the schedule, intervals, the system); said aloud when changed
     changed = {key: (saved.get(key), value) for key, value in config.items()
                if key not in ("resume", "overwrite", "out_dir") and saved.get(key) != value}

@@ -308,7 +308,8 @@ def test_sample_reports_each_line_it_cannot_predict_and_predicts_the_rest(checkp
     r = run("sample.py", f"--ckpt={checkpoint}", input=text, check=False)
     errors = r.stderr.strip().splitlines()
     assert r.returncode != 0 and len(errors) == 4 and "Traceback" not in r.stderr
-    assert errors[0].startswith("error: stdin:2: 'a' is not in the vocabulary")
+    assert errors[0].startswith("error: stdin:2: 'a' is not in the vocabulary") and "the model knows only" in errors[0]
+    assert "--rebuild-vocab" not in errors[0]  # a trained model's vocabulary is fixed: rebuilding it would not help
     assert errors[1].startswith("error: stdin:3: 82 tokens, more than the model's block_size 32")
     assert errors[2].startswith("error: stdin:4: the number 1e+300 overflows float32")
     assert errors[3] == "error: 3 of 5 lines could not be predicted (reported above)"
@@ -358,6 +359,8 @@ def test_resume_with_max_iters_below_the_steps_done_is_an_error(data, tmp_path):
     train(data, out, "--max_iters=4")
     error = one_line_error(train(data, out, "--resume", "--max_iters=2", check=False))
     assert "--max_iters=2 is below the 4 steps" in error
+    r = train(data, out, "--resume", "--max_iters=4")  # a finished run: nothing to do, and it says so
+    assert "has done all 4 steps; nothing to train" in r.stdout
 
 
 def test_a_full_disk_during_a_checkpoint_save_is_a_one_line_error(data, tmp_path, monkeypatch):
@@ -400,6 +403,8 @@ def test_a_missing_device_and_an_unusable_out_dir_fail_before_the_data_loads(tmp
     (tmp_path / "a_file").write_text("")
     error = one_line_error(run("train.py", f"--out_dir={tmp_path / 'a_file' / 'out'}", f"--data_dir={missing}", check=False))
     assert f"cannot write to out_dir {tmp_path / 'a_file' / 'out'}" in error
+    error = one_line_error(run("train.py", f"--out_dir={tmp_path / 'a_file'}", f"--data_dir={missing}", check=False))
+    assert f"cannot write to out_dir {tmp_path / 'a_file'}: it is a file, not a folder" in error
 
 
 def test_a_checkpoint_cut_short_by_a_kill_is_removed_by_the_next_run_and_named(data, tmp_path):
