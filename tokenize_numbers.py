@@ -230,7 +230,7 @@ class Vocab:
         self.num_id = self.first_number_id if encoding == "xval" else None
         self._text_ids = {t: i + self.first_text_id for i, t in enumerate(self.text_tokens)}
         self.unknown = ("add a sample with it to train.txt and tokenize with --rebuild-vocab, or write it as a number "
-                        "or a token the vocabulary has")  # sample.py: a trained model's advice
+                        "or a token the vocabulary has")  # sample.py sets a trained model's own
         # a number's first token carries its sign; that is how spans are found again in arrays
         self.number_start_ids = np.array([i for i, t in enumerate(self.number_tokens, self.first_number_id)
                                           if t[0] in "+-" or t == NUM])
@@ -613,7 +613,7 @@ def encode_split(data_dir, split, encodings, text_tokens, workers=1, chunk=1000,
             tokens_per_sample_mean=round(float(lengths.mean()), 2), tokens_per_sample_max=int(lengths.max()),
             numbers_per_sample_mean=round(float(numbers.mean()), 2), numbers_per_sample_max=int(numbers.max()),
             largest_abs=max(p[3] for p in parts[enc]), clipped=counts["clipped"], flushed_to_zero=counts["zero"],
-            vocab_size=len(vocabs[enc]), vocab_digest=vocab_digest(text_tokens)))
+            vocab_size=len(vocabs[enc]), vocab_digest=vocab_digest(text_tokens), text_bytes=size))
         atomic_write_text(f"{base}.{tmp}.json", json.dumps(summaries[-1], indent=1))
         moves += [(f"{base}.{name}.{tmp}.npy", f"{base}.{name}.npy") for name in ("ids", "values", "offsets")]
         moves.append((f"{base}.{tmp}.json", f"{base}.json"))
@@ -659,6 +659,10 @@ class Split:
             raise ValueError(f"{base}.offsets.npy ({len(o) - 1} samples, {int(o[-1]) if len(o) else 0} tokens) "
                              f"does not match {base}.json ({samples} samples) and .ids.npy ({len(self.ids)} "
                              f"tokens): the files come from different runs; {again}")
+        text = os.path.join(data_dir, f"{split}.txt")  # an edited text would train on its old arrays
+        if os.path.exists(text) and summary.get("text_bytes", os.path.getsize(text)) != os.path.getsize(text):
+            raise ValueError(f"{text} has changed since it was tokenized ({os.path.getsize(text)} bytes, "
+                             f"{summary['text_bytes']} then); {again}")
         self.lengths = np.diff(self.offsets)
 
     def __len__(self):

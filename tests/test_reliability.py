@@ -294,6 +294,19 @@ def test_arrays_whose_offsets_belong_to_another_split_are_refused(tmp_path):
         Split(str(tmp_path), "train", "xval")
 
 
+def test_text_edited_after_tokenizing_is_refused_until_tokenized_again(tmp_path):
+    (tmp_path / "train.txt").write_text("{a:1.5,b:-2}\n{a:3,b:4e-2}\n")
+    (tmp_path / "val.txt").write_text("{b:0.5}\n")
+    tokenize_numbers.main([str(tmp_path), "--workers=1", "--plain-text"])
+    with open(tmp_path / "train.txt", "a") as f:
+        f.write("{a:7,b:8}\n")
+    with pytest.raises(ValueError, match=r"train.txt has changed since it was tokenized \(36 bytes, 26 then\)"):
+        Split(str(tmp_path), "train", "xval")
+    assert len(Split(str(tmp_path), "val", "xval")) == 1  # an untouched split still loads
+    tokenize_numbers.main([str(tmp_path), "--workers=1"])
+    assert len(Split(str(tmp_path), "train", "xval")) == 3
+
+
 def test_text_that_is_not_utf8_is_an_error_naming_file_and_line(tmp_path):
     (tmp_path / "train.txt").write_bytes(b"{a:1}\n{b:2}\n{\xe9:3}\n")
     with pytest.raises(SystemExit, match=r"train.txt:3: not UTF-8 text \(byte 0xe9 at column 2\)"):
