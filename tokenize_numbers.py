@@ -743,10 +743,15 @@ def main(argv=None):
                 atomic_write_text(path, json.dumps(content, indent=1))
     except (TextError, FileNotFoundError) as e:
         sys.exit(f"error: {e}")
+    except OSError as e:  # a full disk, say
+        sys.exit(f"error: writing the arrays of {d} failed ({e.strerror or e}); {shutil.disk_usage(d).free / 2**20:,.0f} "
+                 "MiB free there: free some and run again (no partly written array is kept)")
     finally:
-        for tmp, _ in staged:  # a run that failed leaves nothing behind
-            if os.path.exists(tmp):
-                os.remove(tmp)
+        for enc in encodings:  # a run that failed leaves nothing behind: its temporaries carry its pid
+            folder = os.path.join(d, enc)
+            for f in os.listdir(folder) if os.path.isdir(folder) else ():
+                if f".{os.getpid()}.tmp" in f:
+                    os.remove(os.path.join(folder, f))
         for new_dir in new_dirs:
             if os.path.isdir(new_dir) and not os.listdir(new_dir):
                 os.rmdir(new_dir)

@@ -322,3 +322,22 @@ def test_the_speed_benchmark_runs_on_a_dataset_and_writes_nothing(tmp_path):
                        capture_output=True, text=True, cwd=ROOT, check=True)
     assert "20 lines, 3.0 numbers per line" in r.stdout and "| all five, one pass |" in r.stdout
     assert os.listdir(tmp_path) == ["train.txt"]
+
+
+def test_a_full_disk_while_writing_arrays_is_one_line_and_leaves_the_old_arrays(tmp_path, monkeypatch):
+    import errno
+    import shutil
+    (tmp_path / "train.txt").write_text("{a:1.5,b:-2}\n{a:3,b:4e-2}\n")
+    (tmp_path / "val.txt").write_text("{b:0.5}\n")
+    tokenize(tmp_path, "--plain-text")
+    before = {f: (tmp_path / "xval" / f).read_bytes() for f in os.listdir(tmp_path / "xval")}
+    (tmp_path / "val.txt").write_text("{b:0.25}\n{a:7}\n")
+
+    def full(src, dst, length=0):  # half the bytes, then the disk is full
+        dst.write(src.read(8))
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(shutil, "copyfileobj", full)
+    with pytest.raises(SystemExit, match=r"writing the arrays of .* failed \(No space left on device\); [\d,]+ MiB free"):
+        tokenize_numbers.main([str(tmp_path), "--workers=1"])
+    assert {f: (tmp_path / "xval" / f).read_bytes() for f in os.listdir(tmp_path / "xval")} == before  # no temporaries
+    assert not (tmp_path / "tokenize.lock").exists()
