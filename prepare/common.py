@@ -8,6 +8,7 @@ A prepare script defines `make_sample(rng, split) -> str` (one line of text) and
 (seed, s, i), so the files are byte-identical whatever --workers is.
 """
 import argparse
+import errno
 import json
 import math
 import os
@@ -20,6 +21,18 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repository root
 from util import atomic_file, atomic_write_text, format_number  # noqa: E402
+
+
+def _full_disk(kind, error, traceback, default=sys.excepthook):
+    """A full disk ends a prepare script with one line, not a traceback (its writes are atomic: no half file stays)."""
+    if issubclass(kind, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
+        print(f"error: the disk filled up while writing the dataset ({error.strerror}); nothing partly written was "
+              "kept: free some space and run again", file=sys.stderr)
+    else:
+        default(kind, error, traceback)
+
+
+sys.excepthook = _full_disk  # every prepare script imports this module
 
 # samples per split: (train, val, test); every extra test set (OoD) has the size of test
 SIZES = {

@@ -70,3 +70,15 @@ def test_force_waits_for_a_tokenize_run_that_is_reading_the_dataset(tmp_path):
         live.wait()
     prepare(tmp_path, "--force", "--seed=2")  # the lock of a process that has ended does not stop it
     assert json.loads((tmp_path / "meta.json").read_text())["seed"] == 2
+
+
+def test_a_full_disk_ends_a_prepare_script_with_one_line():
+    from conftest import ROOT
+    code = ("import sys; sys.path.insert(0, 'prepare'); import common, errno, os; "
+            "raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))")  # what a write to a full disk raises
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode != 0 and "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert r.stderr.startswith("error: the disk filled up while writing the dataset (No space left on device)")
+    r = subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, 'prepare'); import common; 1 / 0"],
+                       cwd=ROOT, capture_output=True, text=True)
+    assert "Traceback" in r.stderr and "ZeroDivisionError" in r.stderr  # any other error keeps its traceback
