@@ -97,7 +97,7 @@ def summary(folder):
                     def value(r, v, k=k):
                         paper = PAPER.get((r["paper"], split, quantity, k), {}).get(r["encoding"])
                         return (fmt(v["mean"][k]) + (f" ± {fmt(v['std'][k])}" if len(r["checkpoints"]) > 1 else "")
-                                + (f" (paper {fmt(paper)})" if paper is not None else ""))
+                                + (f" (paper {paper:g})" if paper is not None else ""))
                     row(split, quantity, COLUMNS[k], value)
                 if seeds > 1:
                     row(split, quantity, "MSE of median", lambda r, v: fmt(v["median_prediction"]["mse"]))
