@@ -660,9 +660,9 @@ class Split:
                              f"does not match {base}.json ({samples} samples) and .ids.npy ({len(self.ids)} "
                              f"tokens): the files come from different runs; {again}")
         text = os.path.join(data_dir, f"{split}.txt")  # an edited text would train on its old arrays
-        if os.path.exists(text) and summary.get("text_bytes", os.path.getsize(text)) != os.path.getsize(text):
-            raise ValueError(f"{text} has changed since it was tokenized ({os.path.getsize(text)} bytes, "
-                             f"{summary['text_bytes']} then); {again}")
+        size = os.path.getsize(text) if os.path.exists(text) else None
+        if size is not None and summary.get("text_bytes", size) != size:
+            raise ValueError(f"{text} has changed since it was tokenized ({size} bytes, {summary['text_bytes']} then); {again}")
         self.lengths = np.diff(self.offsets)
 
     def __len__(self):
