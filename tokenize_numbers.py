@@ -34,7 +34,7 @@ from multiprocessing import Pool
 import numpy as np
 from tqdm import tqdm
 
-from util import atomic_write_text
+from util import atomic_write_text, lock_holder
 
 ENCODINGS = ("xval", "p10", "p1000", "b1999", "fp15")
 TOKENS_PER_NUMBER = {"xval": 1, "p10": 5, "p1000": 3, "b1999": 2, "fp15": 1}
@@ -682,14 +682,10 @@ def _lock(data_dir):
             with open(path, "x") as f:
                 return f.write(str(os.getpid())) and path
         except FileExistsError:
-            with open(path) as f:
-                pid = int(f.read().strip() or 0)
-            try:
-                if pid > 0 and os.kill(pid, 0) is None:
-                    raise TextError(f"{path}: another tokenize_numbers.py run (pid {pid}) is writing {data_dir}; "
-                                    "wait for it to end (or delete the lock if that process is not tokenizing)")
-            except ProcessLookupError:
-                pass
+            pid, alive = lock_holder(path)
+            if alive:
+                raise TextError(f"{path}: another tokenize_numbers.py run (pid {pid}) is writing {data_dir}; "
+                                "wait for it to end (or delete the lock if that process is not tokenizing)")
             stale = [os.path.join(data_dir, enc, f) for enc in ENCODINGS if os.path.isdir(os.path.join(data_dir, enc))
                      for f in os.listdir(os.path.join(data_dir, enc)) if f".{pid}.tmp" in f]  # its names only
             print(f"note: removing {path} of process {pid}, which ended without releasing it, and "

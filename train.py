@@ -29,7 +29,7 @@ from batching import VAL_STEP, accumulation_steps, collate, step_batches, step_s
 from configurator import configure
 from model import GPT, GPTConfig, configure_optimizer, flops_per_token, loss_from, peak_flops
 from tokenize_numbers import Split, Vocab, load_text_vocab
-from util import atomic_file, atomic_write_text, format_duration, load_checkpoint, pick_device
+from util import atomic_file, atomic_write_text, format_duration, load_checkpoint, lock_holder, pick_device
 
 # -- config: defaults, overridden by config files and --key=value (python train.py --help)
 out_dir = "out"  # checkpoints (ckpt_latest.pt, ckpt_best.pt) and log.jsonl
@@ -95,13 +95,10 @@ if earlier_run and not (resume or overwrite):
                      "--resume or delete it and start afresh with --overwrite=True")
 lock_path = os.path.join(out_dir, "train.lock")  # two runs in one out_dir would interleave its log and checkpoints
 if int(os.environ.get("RANK", 0)) == 0:
-    try:  # a lock naming this process is an earlier run's in it (tests run train.py in-process): it has ended
-        holder = int(open(lock_path).read() or 0)
-        if holder != os.getpid() and os.kill(holder, 0) is None:
-            raise SystemExit(f"error: {out_dir} is in use by another train.py run (pid {holder}); wait for it to end "
-                             "or choose another --out_dir")
-    except (OSError, ValueError):  # no lock, or the lock of a process that has ended
-        pass
+    holder, alive = lock_holder(lock_path)  # a lock naming this process is an earlier run's in it (tests run train.py in-process)
+    if alive and holder != os.getpid():
+        raise SystemExit(f"error: {out_dir} is in use by another train.py run (pid {holder}); wait for it to end "
+                         "or choose another --out_dir")
     atomic_write_text(lock_path, str(os.getpid()))
 
 def get_lr(it, s):

@@ -28,6 +28,23 @@ def atomic_file(path):
             os.remove(tmp)
 
 
+def lock_holder(path):
+    """(pid, alive) of the process a lock file names; (None, False) where there is no readable lock."""
+    try:
+        with open(path) as f:
+            pid = int(f.read().strip() or 0)
+    except (OSError, ValueError):
+        return None, False
+    try:
+        if pid > 0:
+            os.kill(pid, 0)
+        return pid, pid > 0
+    except PermissionError:  # a live process of another user
+        return pid, True
+    except OSError:  # the process has ended
+        return pid, False
+
+
 def atomic_write_text(path, text):
     """Write text (UTF-8) to path atomically."""
     with atomic_file(path) as tmp, open(tmp, "w", encoding="utf-8") as f:

@@ -20,7 +20,7 @@ from multiprocessing import Pool
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repository root
-from util import atomic_file, atomic_write_text, format_number  # noqa: E402
+from util import atomic_file, atomic_write_text, format_number, lock_holder  # noqa: E402
 
 
 def _full_disk(kind, error, traceback, default=sys.excepthook):
@@ -142,21 +142,6 @@ def _some(names, n=6):
     return ", ".join(names[:n]) + (f" and {len(names) - n} more" if len(names) > n else "")
 
 
-def _tokenizing(out):
-    """The pid of a tokenize_numbers.py run that is writing `out` now (its tokenize.lock), else None."""
-    try:
-        with open(os.path.join(out, "tokenize.lock")) as f:
-            pid = int(f.read().strip() or 0)
-        if pid > 0:
-            os.kill(pid, 0)
-            return pid
-    except PermissionError:  # a live process of another user
-        return pid
-    except (OSError, ValueError):  # no lock, or the lock of a process that has ended
-        pass
-    return None
-
-
 def prepare_out_dir(out, force, writes):
     """
     Make `out` ready for a dataset whose files are `writes` (names in `out`). A folder holding
@@ -177,7 +162,8 @@ def prepare_out_dir(out, force, writes):
             what = "a dataset (meta.json)" if prepared else f"files that are not a dataset ({_some(others)})"
             sys.exit(f"error: {out} already holds {what}; pass --force to replace what a prepare run wrote there "
                      "(other files stay), or choose another --out")
-        if pid := _tokenizing(out):
+        pid, tokenizing = lock_holder(os.path.join(out, "tokenize.lock"))
+        if tokenizing:
             sys.exit(f"error: {out} is being tokenized by process {pid} ({out}/tokenize.lock); wait for that "
                      "tokenize_numbers.py run to end before --force replaces the dataset it reads")
         for name in ["meta.json"] * ("meta.json" in ours) + [n for n in ours if n != "meta.json"]:
