@@ -13,9 +13,13 @@
 #           pass persistence with more steps? (claim 9)
 #   lane d: FP15 on the same recipe to 16,000 steps; after lanes c or d, the finished ones side by
 #           side, each beside persistence (results/era5_cpu_s5/curves_t1_long.{md,png}, persistence_long.md)
+#   lane e: the 2-operand trees on the config's own 5,000-step schedule, five encodings: do the curves
+#           of lane b's 2,000-step runs flatten, and where? (results/arithmetic_curves/curves_ops2_5k.{md,png},
+#           ops_table_5k.md)
 #
 #   bash tools/claims_cpu.sh          # lanes a and b: ~2.5 h of one core per lane on an idle machine
 #   bash tools/claims_cpu.sh c d      # lanes c and d: ~2 h of one core each
+#   bash tools/claims_cpu.sh e        # lane e: ~2 h of one core
 #   bash tools/claims_cpu.sh a        # one lane
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -42,6 +46,25 @@ lane_a() {
         --out=results/planets_cpu/dt_ood > /dev/null
 }
 
+ops_runs() {  # VARIANT STEPS EVERY RUN_SUFFIX EVAL_DIR: the multi-operand trees for every encoding on a
+    # STEPS-step schedule (a checkpoint every EVERY steps), their learning curves, and the paper's table: R² of
+    # the last checkpoint on 1,000 test samples (eval.py reports under EVAL_DIR, which tools/summarize.py reads)
+    local v=$1 steps=$2 every=$3 suffix=$4 table=$5 d=data/arithmetic_$1 enc runs=""
+    [ -f $d/meta.json ] || python prepare/arithmetic.py --variant $v --size small --out $d > /dev/null
+    tokenized $d $ENCODINGS
+    for enc in $ENCODINGS; do
+        trained out/arith/${v}${suffix}_$enc $steps config/arithmetic_ops_small.py --data_dir=$d --encoding=$enc \
+            --max_iters=$steps --eval_interval=$every --keep_every=$every --log_interval=100 --seed=1
+        runs+="out/arith/${v}${suffix}_$enc "
+    done
+    python tools/curves.py --runs="$runs" --quantity=answer --max_samples=1000 \
+        --out=results/arithmetic_curves/curves_${v}${suffix} > /dev/null
+    for enc in $ENCODINGS; do
+        python eval.py --ckpt=out/arith/${v}${suffix}_$enc/ckpt_$steps.pt --max_samples=1000 \
+            --out=out/arith/$table/${v}_$enc/eval > /dev/null
+    done
+}
+
 lane_b() {
     local d=data/arithmetic_mult3 v enc
     [ -f $d/meta.json ] || python prepare/arithmetic.py --variant mult3 --size small --out $d > /dev/null
@@ -52,20 +75,7 @@ lane_b() {
     done
     python tools/curves.py --runs="$(for e in $ENCODINGS; do printf 'out/arith/mult3_%s ' $e; done)" --quantity=answer \
         --max_samples=1000 --out=results/arithmetic_curves/curves_3000 > /dev/null
-    for v in ops2 ops3 ops4; do
-        d=data/arithmetic_$v
-        [ -f $d/meta.json ] || python prepare/arithmetic.py --variant $v --size small --out $d > /dev/null
-        tokenized $d $ENCODINGS
-        for enc in $ENCODINGS; do
-            trained out/arith/${v}_$enc 2000 config/arithmetic_ops_small.py --data_dir=$d --encoding=$enc \
-                --max_iters=2000 --eval_interval=500 --keep_every=500 --log_interval=100 --seed=1
-        done
-        python tools/curves.py --runs="$(for e in $ENCODINGS; do printf "out/arith/${v}_%s " $e; done)" --quantity=answer \
-            --max_samples=1000 --out=results/arithmetic_curves/curves_$v > /dev/null
-        for enc in $ENCODINGS; do  # the paper's table: R² of the last checkpoint on 1,000 test samples
-            python eval.py --ckpt=out/arith/${v}_$enc/ckpt_2000.pt --max_samples=1000 --out=out/arith/ops_eval/${v}_$enc/eval > /dev/null
-        done
-    done
+    for v in ops2 ops3 ops4; do ops_runs $v 2000 500 "" ops_eval; done
     python tools/summarize.py out/arith/ops_eval > /dev/null
     cp out/arith/ops_eval/summary.md results/arithmetic_curves/ops_table.md
 }
@@ -85,6 +95,12 @@ lane_d() {
     trained out/era5_cpu_s5/fp15 16000 config/era5_cpu_s5.py --encoding=fp15 --keep_every=2000
 }
 
+lane_e() {
+    ops_runs ops2 5000 1000 _5k ops_eval_5k
+    python tools/summarize.py out/arith/ops_eval_5k > /dev/null
+    cp out/arith/ops_eval_5k/summary.md results/arithmetic_curves/ops_table_5k.md
+}
+
 temperature_report() {  # the finished temperature runs side by side: curves, and each beside persistence
     local runs="" reports="" run steps
     for run in xval_32k:32000 fp15:16000; do
@@ -101,8 +117,8 @@ temperature_report() {  # the finished temperature runs side by side: curves, an
 case " $LANES " in *" c "*|*" d "*) era5_s5 ;; esac
 pids=()
 for lane in $LANES; do
-    case $lane in a|b|c|d) lane_$lane & pids+=($!) ;; *) echo "error: unknown lane '$lane'; expected a, b, c or d" >&2; exit 2 ;; esac
+    case $lane in a|b|c|d|e) lane_$lane & pids+=($!) ;; *) echo "error: unknown lane '$lane'; expected a, b, c, d or e" >&2; exit 2 ;; esac
 done
 for p in "${pids[@]}"; do wait "$p"; done  # a failure in either lane stops the script
 case " $LANES " in *" c "*|*" d "*) temperature_report ;; esac
-echo "claims: results/planets_cpu/dt_ood.md, results/arithmetic_curves/curves_3000.md, curves_ops{2,3,4}.md, ops_table.md"
+echo "claims: results/planets_cpu/dt_ood.md, results/arithmetic_curves/curves_3000.md, curves_ops{2,3,4}.md, ops_table.md, ops_table_5k.md"
