@@ -60,7 +60,7 @@ ops_runs() {  # VARIANT STEPS EVERY RUN_SUFFIX EVAL_DIR: the multi-operand trees
     python tools/curves.py --runs="$runs" --quantity=answer --max_samples=1000 \
         --out=results/arithmetic_curves/curves_${v}${suffix} > /dev/null
     for enc in $ENCODINGS; do
-        python eval.py --ckpt=out/arith/${v}${suffix}_$enc/ckpt_$steps.pt --max_samples=1000 \
+        python eval.py --ckpt=out/arith/${v}${suffix}_$enc/ckpt_$steps.pt --max_samples=1000 --save_predictions=True \
             --out=out/arith/$table/${v}_$enc/eval > /dev/null
     done
 }
