@@ -16,10 +16,13 @@
 #   lane e: the 2-operand trees on the config's own 5,000-step schedule, five encodings: do the curves
 #           of lane b's 2,000-step runs flatten, and where? (results/arithmetic_curves/curves_ops2_5k.{md,png},
 #           ops_table_5k.md)
+#   lane f: 3-digit multiplication on a 6,000-step schedule for the encodings whose 3,000-step curves were
+#           still falling at the end (xVal, FP15, B1999, P1000; P10's error rises from step 1,500 on):
+#           where do they flatten, and in which order? (results/arithmetic_curves/curves_6000.{md,png})
 #
 #   bash tools/claims_cpu.sh          # lanes a and b: ~2.5 h of one core per lane on an idle machine
 #   bash tools/claims_cpu.sh c d      # lanes c and d: ~2 h of one core each
-#   bash tools/claims_cpu.sh e        # lane e: ~2 h of one core
+#   bash tools/claims_cpu.sh e f      # lanes e and f: ~2 h and ~1.5 h of one core
 #   bash tools/claims_cpu.sh a        # one lane
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -65,16 +68,22 @@ ops_runs() {  # VARIANT STEPS EVERY RUN_SUFFIX EVAL_DIR: the multi-operand trees
     done
 }
 
-lane_b() {
-    local d=data/arithmetic_mult3 v enc
+mult3_runs() {  # STEPS EVERY RUN_SUFFIX ENCODING...: 3-digit multiplication on a STEPS-step schedule and its curves
+    local steps=$1 every=$2 suffix=$3 d=data/arithmetic_mult3 enc runs=""; shift 3
     [ -f $d/meta.json ] || python prepare/arithmetic.py --variant mult3 --size small --out $d > /dev/null
-    tokenized $d $ENCODINGS
-    for enc in $ENCODINGS; do
-        trained out/arith/mult3_$enc 3000 config/arithmetic_small.py --data_dir=$d --encoding=$enc \
-            --max_iters=3000 --eval_interval=500 --keep_every=500 --log_interval=100 --seed=1
+    tokenized $d "$@"
+    for enc in "$@"; do
+        trained out/arith/mult3${suffix}_$enc $steps config/arithmetic_small.py --data_dir=$d --encoding=$enc \
+            --max_iters=$steps --eval_interval=$every --keep_every=$every --log_interval=100 --seed=1
+        runs+="out/arith/mult3${suffix}_$enc "
     done
-    python tools/curves.py --runs="$(for e in $ENCODINGS; do printf 'out/arith/mult3_%s ' $e; done)" --quantity=answer \
-        --max_samples=1000 --out=results/arithmetic_curves/curves_3000 > /dev/null
+    python tools/curves.py --runs="$runs" --quantity=answer --max_samples=1000 \
+        --out=results/arithmetic_curves/curves_$steps > /dev/null
+}
+
+lane_b() {
+    local v
+    mult3_runs 3000 500 "" $ENCODINGS
     for v in ops2 ops3 ops4; do ops_runs $v 2000 500 "" ops_eval; done
     python tools/summarize.py out/arith/ops_eval > /dev/null
     cp out/arith/ops_eval/summary.md results/arithmetic_curves/ops_table.md
@@ -93,6 +102,10 @@ lane_c() {
 
 lane_d() {
     trained out/era5_cpu_s5/fp15 16000 config/era5_cpu_s5.py --encoding=fp15 --keep_every=2000
+}
+
+lane_f() {
+    mult3_runs 6000 1000 _6k xval fp15 b1999 p1000
 }
 
 lane_e() {
@@ -117,8 +130,8 @@ temperature_report() {  # the finished temperature runs side by side: curves, an
 case " $LANES " in *" c "*|*" d "*) era5_s5 ;; esac
 pids=()
 for lane in $LANES; do
-    case $lane in a|b|c|d|e) lane_$lane & pids+=($!) ;; *) echo "error: unknown lane '$lane'; expected a, b, c, d or e" >&2; exit 2 ;; esac
+    case $lane in a|b|c|d|e|f) lane_$lane & pids+=($!) ;; *) echo "error: unknown lane '$lane'; expected a, b, c, d, e or f" >&2; exit 2 ;; esac
 done
 for p in "${pids[@]}"; do wait "$p"; done  # a failure in either lane stops the script
 case " $LANES " in *" c "*|*" d "*) temperature_report ;; esac
-echo "claims: results/planets_cpu/dt_ood.md, results/arithmetic_curves/curves_3000.md, curves_ops{2,3,4}.md, ops_table.md, ops_table_5k.md"
+echo "claims: results/planets_cpu/dt_ood.md, results/arithmetic_curves/curves_3000.md, curves_ops{2,3,4}.md, ops_table.md, ops_table_5k.md, curves_6000.md"
