@@ -24,10 +24,11 @@ def test_each_decade_has_its_count_relative_error_and_share_of_the_squared_error
     out = tmp_path / "mag"
     r = run("tools/error_by_magnitude.py", f"--reports={small} {large}", f"--out={out}")
     rows = [line for line in out.with_suffix(".md").read_text().splitlines() if line.startswith("| ")]
-    assert rows[1].startswith("| 1 to 10 | 3 | 0.1 | 0.0% | 1 | 0.0% |")  # p1000's invalid answer is left out
-    assert rows[2].startswith("| 10 to 100 | 1 | 0.1 | 0.0% | 1 | 0.3% |")
-    assert rows[3].startswith("| 1000 to 10000 | 2 | 0.9 | 100.0% | 0.1 | 99.7% |")
-    assert "p1000: 1 of 6 predictions invalid" in r.stdout and f"wrote {out}.md" in r.stdout
+    assert rows[1].startswith("| 1 to 10 | 3 | 0.1 | 1.1 | 0.0% | 1 | 2 | 0.0% |")  # p1000's invalid answer is left out
+    assert rows[2].startswith("| 10 to 100 | 1 | 0.1 | 1.1 | 0.0% | 1 | 2 | 0.3% |")
+    assert rows[3].startswith("| 1000 to 10000 | 2 | 0.9 | 0.1 | 100.0% | 0.1 | 1.1 | 99.7% |")
+    assert "Largest |truth| 3000; xval: largest |prediction| 300, 0 of 6 predictions invalid" in r.stdout
+    assert "p1000: largest |prediction| 3300, 1 of 6 predictions invalid" in r.stdout and f"wrote {out}.md" in r.stdout
 
 
 def test_missing_or_foreign_reports_are_one_line_errors(tmp_path, monkeypatch):
