@@ -13,8 +13,8 @@
 #           pass persistence with more steps? (claim 9)
 #   lane d: FP15 on the same recipe to 16,000 steps; after lanes c or d, the finished ones side by
 #           side, each beside persistence (results/era5_cpu_s5/curves_t1_long.{md,png}, persistence_long.md)
-#   lane e: the 2-operand trees on the config's own 5,000-step schedule, five encodings: do the curves
-#           of lane b's 2,000-step runs flatten, and where? (results/arithmetic_curves/curves_ops2_5k.{md,png},
+#   lane e: the 2-, 3- and 4-operand trees on the config's own 5,000-step schedule, five encodings: do
+#           they learn what lane b's 2,000-step runs did not? (results/arithmetic_curves/curves_ops{2,3,4}_5k.{md,png},
 #           ops_table_5k.md)
 #   lane f: 3-digit multiplication on a 6,000-step schedule for the encodings whose 3,000-step curves were
 #           still falling at the end (xVal, FP15, B1999, P1000; P10's error rises from step 1,500 on):
@@ -22,7 +22,7 @@
 #
 #   bash tools/claims_cpu.sh          # lanes a and b: ~2.5 h of one core per lane on an idle machine
 #   bash tools/claims_cpu.sh c d      # lanes c and d: ~2 h of one core each
-#   bash tools/claims_cpu.sh e f      # lanes e and f: ~2 h and ~1.5 h of one core
+#   bash tools/claims_cpu.sh e f      # lanes e and f: ~6 h and ~1.5 h of one core
 #   bash tools/claims_cpu.sh a        # one lane
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -109,7 +109,8 @@ lane_f() {
 }
 
 lane_e() {
-    ops_runs ops2 5000 1000 _5k ops_eval_5k
+    local v
+    for v in ops2 ops3 ops4; do ops_runs $v 5000 1000 _5k ops_eval_5k; done
     python tools/summarize.py out/arith/ops_eval_5k > /dev/null
     cp out/arith/ops_eval_5k/summary.md results/arithmetic_curves/ops_table_5k.md
 }
