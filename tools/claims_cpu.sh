@@ -104,15 +104,15 @@ lane_d() {
     trained out/era5_cpu_s5/fp15 16000 config/era5_cpu_s5.py --encoding=fp15 --keep_every=2000
 }
 
-lane_f() {
-    mult3_runs 6000 1000 _6k xval fp15 b1999 p1000
-}
-
 lane_e() {
     local v
     for v in ops2 ops3 ops4; do ops_runs $v 5000 1000 _5k ops_eval_5k; done
     python tools/summarize.py out/arith/ops_eval_5k > /dev/null
     cp out/arith/ops_eval_5k/summary.md results/arithmetic_curves/ops_table_5k.md
+}
+
+lane_f() {
+    mult3_runs 6000 1000 _6k xval fp15 b1999 p1000
 }
 
 temperature_report() {  # the finished temperature runs side by side: curves, and each beside persistence
