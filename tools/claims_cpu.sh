@@ -13,16 +13,17 @@
 #           pass persistence with more steps? (claim 9)
 #   lane d: FP15 on the same recipe to 16,000 steps; after lanes c or d, the finished ones side by
 #           side, each beside persistence (results/era5_cpu_s5/curves_t1_long.{md,png}, persistence_long.md)
-#   lane e: the 2-, 3- and 4-operand trees on the config's own 5,000-step schedule, five encodings: do
-#           they learn what lane b's 2,000-step runs did not? (results/arithmetic_curves/curves_ops{2,3,4}_5k.{md,png},
-#           ops_table_5k.md)
+#   lanes e and g: the multi-operand trees on the config's own 5,000-step schedule, five encodings, 2 and 3
+#           operands (e) and 4 (g): do they learn what lane b's 2,000-step runs did not? After either, the table
+#           of what has finished (results/arithmetic_curves/curves_ops{2,3,4}_5k.{md,png}, ops_table_5k.md)
 #   lane f: 3-digit multiplication on a 6,000-step schedule for the encodings whose 3,000-step curves were
 #           still falling at the end (xVal, FP15, B1999, P1000; P10's error rises from step 1,500 on):
 #           where do they flatten, and in which order? (results/arithmetic_curves/curves_6000.{md,png})
 #
 #   bash tools/claims_cpu.sh          # lanes a and b: ~2.5 h of one core per lane on an idle machine
 #   bash tools/claims_cpu.sh c d      # lanes c and d: ~2 h of one core each
-#   bash tools/claims_cpu.sh e f      # lanes e and f: ~6 h and ~1.5 h of one core
+#   bash tools/claims_cpu.sh e g      # lanes e and g: ~4 h and ~2.5 h of one core
+#   bash tools/claims_cpu.sh f        # lane f: ~1.5 h of one core
 #   bash tools/claims_cpu.sh a        # one lane
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -106,7 +107,14 @@ lane_d() {
 
 lane_e() {
     local v
-    for v in ops2 ops3 ops4; do ops_runs $v 5000 1000 _5k ops_eval_5k; done
+    for v in ops2 ops3; do ops_runs $v 5000 1000 _5k ops_eval_5k; done
+}
+
+lane_g() {
+    ops_runs ops4 5000 1000 _5k ops_eval_5k
+}
+
+ops_table_5k() {  # the 5,000-step trees that have finished, R² per encoding and operand count
     python tools/summarize.py out/arith/ops_eval_5k > /dev/null
     cp out/arith/ops_eval_5k/summary.md results/arithmetic_curves/ops_table_5k.md
 }
@@ -131,8 +139,9 @@ temperature_report() {  # the finished temperature runs side by side: curves, an
 case " $LANES " in *" c "*|*" d "*) era5_s5 ;; esac
 pids=()
 for lane in $LANES; do
-    case $lane in a|b|c|d|e|f) lane_$lane & pids+=($!) ;; *) echo "error: unknown lane '$lane'; expected a, b, c, d, e or f" >&2; exit 2 ;; esac
+    case $lane in a|b|c|d|e|f|g) lane_$lane & pids+=($!) ;; *) echo "error: unknown lane '$lane'; expected a, b, c, d, e, f or g" >&2; exit 2 ;; esac
 done
 for p in "${pids[@]}"; do wait "$p"; done  # a failure in either lane stops the script
 case " $LANES " in *" c "*|*" d "*) temperature_report ;; esac
+case " $LANES " in *" e "*|*" g "*) ops_table_5k ;; esac
 echo "claims: results/planets_cpu/dt_ood.md, results/arithmetic_curves/curves_3000.md, curves_ops{2,3,4}.md, ops_table.md, ops_table_5k.md, curves_6000.md"
