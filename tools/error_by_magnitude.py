@@ -10,7 +10,6 @@ as in eval.py's MSE.
 
     python tools/error_by_magnitude.py --reports="out/xval/eval.json out/p1000/eval.json" --quantity=answer
 """
-import json
 import os
 import sys
 
@@ -45,14 +44,7 @@ def table(paths):
     """The markdown table: a row per decade, a column per report."""
     results = []
     for path in paths:
-        if not os.path.isfile(path):
-            raise SystemExit(f"error: {path}: no such report; write one with eval.py --save_predictions=True")
-        try:
-            with open(path) as f:
-                task = json.load(f).get("task")
-        except (OSError, ValueError, AttributeError) as e:
-            raise SystemExit(f"error: {path}: not an eval.py report ({e})")
-        report, truth, pred = saved_predictions(path, task, quantity, split)
+        report, truth, pred = saved_predictions(path, None, quantity, split)
         valid = pred[np.isfinite(pred)]
         largest = float(np.abs(valid).max()) if valid.size else float("nan")
         results.append((report.get("encoding", "?"), int((~np.isfinite(pred)).sum()), len(truth), decades(truth, pred), largest))
@@ -70,7 +62,7 @@ def table(paths):
         n = int((counts == k).sum())
         cells = [f"{r[3][k][1]:.3g} | {r[3][k][2]:.3g} | {r[3][k][3]:.1%}" if k in r[3] else "– | – | –" for r in results]
         lines.append(f"| {10.0 ** k:g} to {10.0 ** (k + 1):g} | {n} | " + " | ".join(cells) + " |")
-    lines += ["", f"Largest |truth| {np.abs(truth).max():g}; " + " · ".join(
+    lines += ["", f"Largest |truth| {truth.max():g}; " + " · ".join(
         f"{enc}: largest |prediction| {largest:.4g}, {bad} of {n} predictions invalid" for enc, bad, n, _, largest in results)]
     return "\n".join(lines) + "\n"
 
