@@ -19,11 +19,13 @@
 #   lane f: 3-digit multiplication on a 6,000-step schedule for the encodings whose 3,000-step curves were
 #           still falling at the end (xVal, FP15, B1999, P1000; P10's error rises from step 1,500 on):
 #           where do they flatten, and in which order? (results/arithmetic_curves/curves_6000.{md,png})
+#   lane h: the same four on a 12,000-step schedule: do the curves flatten when the schedule doubles again,
+#           and does the order settle? (results/arithmetic_curves/curves_12000.{md,png})
 #
 #   bash tools/claims_cpu.sh          # lanes a and b: ~2.5 h of one core per lane on an idle machine
 #   bash tools/claims_cpu.sh c d      # lanes c and d: ~2 h of one core each
 #   bash tools/claims_cpu.sh e g      # lanes e and g: ~4 h and ~2.5 h of one core
-#   bash tools/claims_cpu.sh f        # lane f: ~1.5 h of one core
+#   bash tools/claims_cpu.sh f h      # lanes f and h: ~1.5 h and ~3 h of one core
 #   bash tools/claims_cpu.sh a        # one lane
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -123,6 +125,10 @@ lane_f() {
     mult3_runs 6000 1000 _6k xval fp15 b1999 p1000
 }
 
+lane_h() {
+    mult3_runs 12000 2000 _12k xval fp15 b1999 p1000
+}
+
 temperature_report() {  # the finished temperature runs side by side: curves, and each beside persistence
     local runs="" reports="" run steps
     for run in xval_32k:32000 fp15:16000; do
@@ -139,9 +145,9 @@ temperature_report() {  # the finished temperature runs side by side: curves, an
 case " $LANES " in *" c "*|*" d "*) era5_s5 ;; esac
 pids=()
 for lane in $LANES; do
-    case $lane in a|b|c|d|e|f|g) lane_$lane & pids+=($!) ;; *) echo "error: unknown lane '$lane'; expected a, b, c, d, e, f or g" >&2; exit 2 ;; esac
+    case $lane in a|b|c|d|e|f|g|h) lane_$lane & pids+=($!) ;; *) echo "error: unknown lane '$lane'; expected a, b, c, d, e, f, g or h" >&2; exit 2 ;; esac
 done
 for p in "${pids[@]}"; do wait "$p"; done  # a failure in either lane stops the script
 case " $LANES " in *" c "*|*" d "*) temperature_report ;; esac
 case " $LANES " in *" e "*|*" g "*) ops_table_5k ;; esac
-echo "claims: results/planets_cpu/dt_ood.md, results/arithmetic_curves/curves_3000.md, curves_ops{2,3,4}.md, ops_table.md, ops_table_5k.md, curves_6000.md"
+echo "claims: results/planets_cpu/dt_ood.md, results/arithmetic_curves/curves_3000.md, curves_ops{2,3,4}.md, ops_table.md, curves_ops{2,3,4}_5k.md, ops_table_5k.md, curves_6000.md, curves_12000.md"
