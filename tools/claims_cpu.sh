@@ -5,26 +5,26 @@
 #   lane a: planets, B1999 on config/planets_cpu.py for xVal's 9,000 steps (claim 6: do text
 #           encodings predict step sizes they never saw?), xVal on the same recipe, both scored on
 #           the OoD step sizes and drawn side by side (results/planets_cpu/dt_ood.{md,png})
-#   lane b: 3-digit multiplication, five encodings to 3,000 steps (claim 3), then the multi-operand
-#           trees (2, 3, 4 operands; five encodings, 2,000 steps each) for the paper's second table
-#           (results/arithmetic_curves/ops_table.md: R² per encoding and operand count)
+#   lane b: 3-digit multiplication, five encodings to 3,000 steps (claim 3)
+#           (results/arithmetic_curves/curves_3000.{md,png})
 #   lane c: temperature with 5-9 stations, xVal on a 32,000-step schedule (config/era5_cpu_s5.py has
 #           16,000, where the curve is flat at 1.2× persistence as the learning rate ends): does it
 #           pass persistence with more steps? (claim 9)
 #   lane d: FP15 on the same recipe to 16,000 steps; after lanes c or d, the finished ones side by
 #           side, each beside persistence (results/era5_cpu_s5/curves_t1_long.{md,png}, persistence_long.md)
-#   lanes e and g: the multi-operand trees on the config's own 5,000-step schedule, five encodings, 2 and 3
-#           operands (e) and 4 (g): do they learn what lane b's 2,000-step runs did not? After either, the table
-#           of what has finished (results/arithmetic_curves/curves_ops{2,3,4}_5k.{md,png}, ops_table_5k.md)
+#   lanes e and g: the multi-operand trees (the paper's second table) on the config's own 5,000-step
+#           schedule, five encodings, 2 and 3 operands (e) and 4 (g); after either, R² per encoding and
+#           operand count of what has finished (results/arithmetic_curves/curves_ops{2,3,4}_5k.{md,png},
+#           ops_table_5k.md)
 #   lane f: 3-digit multiplication on a 6,000-step schedule for the encodings whose 3,000-step curves were
 #           still falling at the end (xVal, FP15, B1999, P1000; P10's error rises from step 1,500 on):
 #           where do they flatten, and in which order? (results/arithmetic_curves/curves_6000.{md,png})
 #   lane h: the same four on a 12,000-step schedule: do the curves flatten when the schedule doubles again,
 #           and does the order settle? (results/arithmetic_curves/curves_12000.{md,png})
 #
-#   bash tools/claims_cpu.sh          # lanes a and b: ~2.5 h of one core per lane on an idle machine
+#   bash tools/claims_cpu.sh          # lanes a and b: ~2.5 h and ~1.5 h of one core on an idle machine
 #   bash tools/claims_cpu.sh c d      # lanes c and d: ~2 h of one core each
-#   bash tools/claims_cpu.sh e g      # lanes e and g: ~4 h and ~2.5 h of one core
+#   bash tools/claims_cpu.sh e g      # lanes e and g: ~2.5 h and ~1.5 h of one core
 #   bash tools/claims_cpu.sh f h      # lanes f and h: ~1.5 h and ~3 h of one core
 #   bash tools/claims_cpu.sh a        # one lane
 set -euo pipefail
@@ -52,22 +52,22 @@ lane_a() {
         --out=results/planets_cpu/dt_ood > /dev/null
 }
 
-ops_runs() {  # VARIANT STEPS EVERY RUN_SUFFIX EVAL_DIR: the multi-operand trees for every encoding on a
-    # STEPS-step schedule (a checkpoint every EVERY steps), their learning curves, and the paper's table: R² of
-    # the last checkpoint on 1,000 test samples (eval.py reports under EVAL_DIR, which tools/summarize.py reads)
-    local v=$1 steps=$2 every=$3 suffix=$4 table=$5 d=data/arithmetic_$1 enc runs=""
+ops_runs() {  # VARIANT: the multi-operand trees for every encoding on the config's 5,000-step schedule (a
+    # checkpoint every 1,000 steps), their learning curves, and the paper's table: R² of the last checkpoint on
+    # 1,000 test samples (eval.py reports under out/arith/ops_eval_5k, which tools/summarize.py reads)
+    local v=$1 d=data/arithmetic_$1 enc runs=""
     [ -f $d/meta.json ] || python prepare/arithmetic.py --variant $v --size small --out $d > /dev/null
     tokenized $d $ENCODINGS
     for enc in $ENCODINGS; do
-        trained out/arith/${v}${suffix}_$enc $steps config/arithmetic_ops_small.py --data_dir=$d --encoding=$enc \
-            --max_iters=$steps --eval_interval=$every --keep_every=$every --log_interval=100 --seed=1
-        runs+="out/arith/${v}${suffix}_$enc "
+        trained out/arith/${v}_5k_$enc 5000 config/arithmetic_ops_small.py --data_dir=$d --encoding=$enc \
+            --max_iters=5000 --eval_interval=1000 --keep_every=1000 --log_interval=100 --seed=1
+        runs+="out/arith/${v}_5k_$enc "
     done
     python tools/curves.py --runs="$runs" --quantity=answer --max_samples=1000 \
-        --out=results/arithmetic_curves/curves_${v}${suffix} > /dev/null
+        --out=results/arithmetic_curves/curves_${v}_5k > /dev/null
     for enc in $ENCODINGS; do
-        python eval.py --ckpt=out/arith/${v}${suffix}_$enc/ckpt_$steps.pt --max_samples=1000 --save_predictions=True \
-            --out=out/arith/$table/${v}_$enc/eval > /dev/null
+        python eval.py --ckpt=out/arith/${v}_5k_$enc/ckpt_5000.pt --max_samples=1000 --save_predictions=True \
+            --out=out/arith/ops_eval_5k/${v}_$enc/eval > /dev/null
     done
 }
 
@@ -85,11 +85,7 @@ mult3_runs() {  # STEPS EVERY RUN_SUFFIX ENCODING...: 3-digit multiplication on 
 }
 
 lane_b() {
-    local v
     mult3_runs 3000 500 "" $ENCODINGS
-    for v in ops2 ops3 ops4; do ops_runs $v 2000 500 "" ops_eval; done
-    python tools/summarize.py out/arith/ops_eval > /dev/null
-    cp out/arith/ops_eval/summary.md results/arithmetic_curves/ops_table.md
 }
 
 era5_s5() {  # the 5-9 station temperature data in xVal and FP15
@@ -108,12 +104,12 @@ lane_d() {
 }
 
 lane_e() {
-    local v
-    for v in ops2 ops3; do ops_runs $v 5000 1000 _5k ops_eval_5k; done
+    ops_runs ops2
+    ops_runs ops3
 }
 
 lane_g() {
-    ops_runs ops4 5000 1000 _5k ops_eval_5k
+    ops_runs ops4
 }
 
 ops_table_5k() {  # the 5,000-step trees that have finished, R² per encoding and operand count
@@ -150,4 +146,4 @@ done
 for p in "${pids[@]}"; do wait "$p"; done  # a failure in either lane stops the script
 case " $LANES " in *" c "*|*" d "*) temperature_report ;; esac
 case " $LANES " in *" e "*|*" g "*) ops_table_5k ;; esac
-echo "claims: results/planets_cpu/dt_ood.md, results/arithmetic_curves/curves_3000.md, curves_ops{2,3,4}.md, ops_table.md, curves_ops{2,3,4}_5k.md, ops_table_5k.md, curves_6000.md, curves_12000.md"
+echo "claims: results/planets_cpu/dt_ood.md, results/arithmetic_curves/curves_3000.md, curves_ops{2,3,4}_5k.md, ops_table_5k.md, curves_6000.md, curves_12000.md"
