@@ -22,7 +22,7 @@
 #   lane h: the same four on a 12,000-step schedule: do the curves flatten when the schedule doubles again,
 #           and does the order settle? (results/arithmetic_curves/curves_12000.{md,png})
 #
-#   bash tools/claims_cpu.sh          # lanes a and b: ~2.5 h and ~1.5 h of one core on an idle machine
+#   bash tools/claims_cpu.sh          # lanes a and b: ~2.5 h and ~1 h of one core on an idle machine
 #   bash tools/claims_cpu.sh c d      # lanes c and d: ~2 h of one core each
 #   bash tools/claims_cpu.sh e g      # lanes e and g: ~2.5 h and ~1.5 h of one core
 #   bash tools/claims_cpu.sh f h      # lanes f and h: ~1.5 h and ~3 h of one core
