@@ -8,9 +8,9 @@
 #                                  # head (about 6 hours on 2 CPU cores; each script skips what it has done)
 #   ./reproduce.sh claims          # the longer trainings behind claims 3, 6 and 9 (tools/claims_cpu.sh:
 #                                  # planets xVal and B1999 to 9,000 steps, arithmetic to 3,000 and the
-#                                  # multi-operand table (2,000 and 5,000 steps), multiplication again to
-#                                  # 6,000 and 12,000, temperature xVal to 32,000 and FP15 to 16,000; about
-#                                  # 12 hours on 2 CPU cores, resumable)
+#                                  # multi-operand table (5,000 steps), multiplication again to 6,000 and
+#                                  # 12,000, temperature xVal to 32,000 and FP15 to 16,000; about 11 hours
+#                                  # on 2 CPU cores, resumable)
 #   LANES=1 ./reproduce.sh         # one training at a time (default 2, one thread each)
 #
 # The scale (stated in results/README.md): 40k training samples per task; small models
