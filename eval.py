@@ -25,7 +25,7 @@ Several checkpoints (seeds: runs that differ in nothing but the seed) give each 
 next to the first checkpoint, eval, or eval_<dataset>_<key> for another dataset or a --mask_key).
 A Gaussian-mixture head is also scored as a distribution: NLL, CRPS and the coverage of the central
 50% and 90% intervals. --plots draws <out>_<split>.png (and PIT histograms and densities; see
-tools/eval_plots.py); --summarize=DIR is tools/summarize.py DIR: one table of many reports.
+write_plots below). Many reports side by side: dev/summarize.py.
 """
 import glob
 import json
@@ -39,7 +39,7 @@ import numpy as np
 import torch
 
 from configurator import configure
-from model import mixture_cdf, mixture_nll, mixture_of
+from model import mixture_cdf, mixture_nll, mixture_of, mixture_quantile
 from sample import fill_in, json_paths, load_model, masked_numbers, number_paths
 from tokenize_numbers import TextError, encode_pieces, read_lines, split_text
 from util import accuracy, adjusted_r_squared, atomic_write_text, format_number, load_checkpoint, mse, pick_device, r_squared
@@ -55,7 +55,6 @@ batch_size = 64
 out = ""  # output path without extension; default: <first checkpoint's folder>/eval (see above)
 plots = False  # also write PNG figures (needs matplotlib)
 save_predictions = False  # keep every truth and (median) prediction in the JSON report
-summarize = ""  # a folder of <setting>/eval.json reports: print one table per task and write it
 device = "auto"
 # -- end config
 
@@ -416,11 +415,67 @@ def report_prefix(checkpoints, data, trained_on):
     return prefix
 
 
+def write_plots(report, meta, prefix):
+    """Predicted (median over seeds) vs true per quantity; training values marked on OoD splits."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    for split, quantities in report["splits"].items():
+        fig, axes = plt.subplots(1, len(quantities), figsize=(3.6 * len(quantities), 3.4), squeeze=False)
+        for ax, (quantity, r) in zip(axes[0], quantities.items()):
+            y = np.array(r["truth"], float)
+            p = np.array([math.nan if v is None else v for v in r["median"]], float)
+            lo, hi = np.nanmin(np.concatenate([y, p])), np.nanmax(np.concatenate([y, p]))
+            ax.plot([lo, hi], [lo, hi], color="0.6", lw=1)
+            ax.scatter(y, p, s=4, alpha=0.4)
+            if report["task"] == "planets" and quantity == "dt" and split == "test_ood_stepsize":
+                for s in meta.get("train_stepsizes", []):
+                    ax.axvline(s, color="C3", ls="--", lw=1)  # the only step sizes seen in training
+            if report["task"] == "planets" and quantity == "a0" and split == "test_ood_a0":
+                ax.axvline(1.0, color="C3", ls="--", lw=1)  # training: the innermost planet has a = 1
+            if report["task"] == "lookup" and split == "test_ood":
+                ax.axvspan(*meta["gap"], color="C3", alpha=0.1)  # values never seen in training
+            ax.set(title=f"{quantity} (MSE {fmt(r['median_prediction']['mse'])})", xlabel="true", ylabel="predicted")
+        fig.suptitle(f"{report['task']} · {report['encoding']} · {split}")
+        fig.tight_layout()
+        fig.savefig(f"{prefix}_{split}.png", dpi=110)
+        plt.close(fig)
+        if "pit" in next(iter(quantities.values())):
+            write_distribution_plots(report, split, quantities, prefix, plt)
+
+
+def write_distribution_plots(report, split, quantities, prefix, plt):
+    """GMM heads: PIT histograms per quantity, and the first predicted densities with their truths."""
+    fig, axes = plt.subplots(1, len(quantities), figsize=(3.2 * len(quantities), 2.8), squeeze=False)
+    for ax, (quantity, r) in zip(axes[0], quantities.items()):
+        ax.hist(r["pit"], bins=20, range=(0, 1), density=True, color="C0", alpha=0.7)
+        ax.axhline(1.0, color="0.4", lw=1, ls="--")  # calibrated: flat at 1
+        m = r["per_seed"][0]
+        ax.set(title=f"{quantity} (50%: {m['cover50']:.2f}, 90%: {m['cover90']:.2f})", xlabel="PIT", ylim=(0, None))
+    fig.suptitle(f"{report['task']} · {split} · PIT (predicted CDF at the truth; coverage of central intervals)")
+    fig.tight_layout()
+    fig.savefig(f"{prefix}_{split}_pit.png", dpi=110)
+    plt.close(fig)
+    n = min(DENSITY_SAMPLES, min(len(r["mixture"]) for r in quantities.values()))
+    fig, axes = plt.subplots(len(quantities), n, figsize=(2.8 * n, 2.2 * len(quantities)), squeeze=False)
+    for row, (quantity, r) in zip(axes, quantities.items()):
+        for i, ax in enumerate(row[:n]):
+            num, truth = torch.tensor(r["mixture"][i], dtype=torch.float64), r["truth"][i]
+            lo, hi = (float(mixture_quantile(num, q)) for q in (0.002, 0.998))
+            lo, hi = min(lo, truth), max(hi, truth)
+            x = torch.linspace(lo - 0.1 * (hi - lo), hi + 0.1 * (hi - lo), 400, dtype=torch.float64)
+            ax.plot(x, torch.exp(-mixture_nll(num.expand(len(x), -1), x)), color="C0")
+            ax.axvline(truth, color="C3", lw=1.2)
+            ax.set_title(f"{quantity}, sample {i + 1}", fontsize=9)
+            ax.set_yticks([])
+    fig.suptitle(f"{report['task']} · {split} · predicted densities (red: truth)")
+    fig.tight_layout()
+    fig.savefig(f"{prefix}_{split}_density.png", dpi=110)
+    plt.close(fig)
+
+
 def main():
     configure(globals(), __file__)
-    if summarize:  # a maintainer's table of many reports
-        from tools.summarize import write_summary
-        return write_summary(summarize)
     checkpoints = ckpt.replace(",", " ").split()
     if not checkpoints:
         raise SystemExit("error: --ckpt is required (one checkpoint, or several seeds separated by spaces)")
@@ -439,7 +494,6 @@ def main():
     atomic_write_text(prefix + ".md", text)
     print(text)
     if plots:
-        from tools.eval_plots import write_plots
         write_plots(report, meta, prefix)
     print(f"report: {prefix}.json and {prefix}.md" + (f"; figures: {prefix}_<split>.png" if plots else ""))
 

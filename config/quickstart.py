@@ -10,13 +10,10 @@ n_layer = 4
 n_head = 4
 n_embd = 128
 block_size = 16  # a*b=c is 5 tokens in xVal
-mlm_probability = 0.2
 batch_size = 128  # samples are 5 tokens long: a larger batch costs little and steadies the MSE
 micro_batch_size = 128
 max_iters = 5000
 learning_rate = 2e-3  # a small model on a short run takes a larger step than the paper's 2e-4
 min_lr = 1e-4
 warmup_iters = 200
-eval_interval = 1000
-eval_batches = 20
 log_interval = 250

@@ -17,7 +17,7 @@ operand by s divides a sum by s but a product by s², so the scaled expression h
 1e6 (three) and 1e8 (four); the smallest nonzero ones are 0.01 and a few are exactly 0. The
 paper's answer to such a range is multi-scale xVal (its eq. 1: a number x is embedded as
 Σ tanh(x·10^i)·[NUM_i], i = -k..k, and the number head is trained on the normalised MSE), so an
-xVal model of these variants is trained with --k=4 (config/arithmetic_ops_small.py); plain xVal
+xVal model of these variants is trained with --k=4 (dev/config/arithmetic_ops_small.py); plain xVal
 (k = 0) would multiply an embedding by numbers up to 1e8.
 
     python prepare/arithmetic.py --variant ops2 --size small      # -> data/arithmetic_ops2

@@ -10,7 +10,7 @@ from test_train import losses, run
 from configurator import configure, defaults
 from tokenize_numbers import Split
 
-CONFIGS = sorted(glob.glob(os.path.join(ROOT, "config", "*.py")))
+CONFIGS = sorted(glob.glob(os.path.join(ROOT, "config", "*.py")) + glob.glob(os.path.join(ROOT, "dev", "config", "*.py")))
 
 
 @pytest.mark.parametrize("path", CONFIGS, ids=os.path.basename)
@@ -19,6 +19,16 @@ def test_every_config_sets_only_known_keys_of_the_right_type(path):
     config = configure(scope, os.path.join(ROOT, "train.py"), [path])
     assert config["batch_size"] % config["micro_batch_size"] == 0
     assert config["min_lr"] <= config["learning_rate"]
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=os.path.basename)
+def test_a_config_holds_only_what_differs_from_the_defaults(path):
+    scope = defaults(os.path.join(ROOT, "train.py"))
+    with open(path) as f:
+        exec(f.read(), written := {})
+    restated = [key for key, value in written.items() if key in scope and key not in ("encoding", "data_dir", "out_dir")
+                and type(value) is type(scope[key]) and value == scope[key]]
+    assert not restated, f"{path} restates train.py's defaults: {restated}"
 
 
 def test_paper_configs_follow_the_papers_tables():

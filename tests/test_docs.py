@@ -1,6 +1,6 @@
 """
 The documentation holds together: every relative link of the markdown files (every report of
-results/ included) resolves (file and #anchor), every docs/decisions.md section the code cites
+dev/results/ included) resolves (file and #anchor), every docs/decisions.md section the code cites
 exists, the README's Tests command is the one CI runs, and every arithmetic example written in the
 docs is exact.
 """
@@ -12,8 +12,8 @@ from decimal import Decimal
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DOCS = ["README.md", "prepare/README.md", *sorted(  # results/: every report, not only its README
-    os.path.relpath(p, ROOT) for pattern in ("docs/*.md", "results/**/*.md")
+DOCS = ["README.md", "prepare/README.md", *sorted(  # dev/results/: every report, not only its README
+    os.path.relpath(p, ROOT) for pattern in ("docs/*.md", "dev/results/**/*.md")
     for p in glob.glob(os.path.join(ROOT, pattern), recursive=True))]
 
 

@@ -1,4 +1,4 @@
-"""tools/era5_persistence.py: a temperature model set beside persistence on the same values."""
+"""dev/era5_persistence.py: a temperature model set beside persistence on the same values."""
 import json
 import os
 import sys
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from conftest import ROOT, run
 
-sys.path.insert(0, os.path.join(ROOT, "tools"))
+sys.path.insert(0, os.path.join(ROOT, "dev"))
 import era5_persistence  # noqa: E402
 
 
@@ -48,5 +48,5 @@ def test_a_report_of_another_task_is_refused_naming_it(tmp_path):
 
 
 def test_no_reports_is_an_error_that_says_what_is_needed():
-    r = run("tools/era5_persistence.py", check=False)
+    r = run("dev/era5_persistence.py", check=False)
     assert r.returncode == 1 and "--reports is required" in r.stderr

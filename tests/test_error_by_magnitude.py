@@ -1,4 +1,4 @@
-"""tools/error_by_magnitude.py: a model close on the many small answers and far on the few large ones is seen as such."""
+"""dev/error_by_magnitude.py: a model close on the many small answers and far on the few large ones is seen as such."""
 import json
 import os
 import sys
@@ -6,7 +6,7 @@ import sys
 import pytest
 from conftest import ROOT, run
 
-sys.path.insert(0, os.path.join(ROOT, "tools"))
+sys.path.insert(0, os.path.join(ROOT, "dev"))
 import error_by_magnitude  # noqa: E402
 
 
@@ -22,7 +22,7 @@ def test_each_decade_has_its_count_relative_error_and_share_of_the_squared_error
     small = report(tmp_path, "x.json", "xval", truth, [2.2, 4.4, 5.5, 22.0, 200.0, -300.0])  # 10% off, then 90% off
     large = report(tmp_path, "p.json", "p1000", truth, [4.0, 8.0, float("nan"), 40.0, 2200.0, -3300.0])  # 100%, then 10%
     out = tmp_path / "mag"
-    r = run("tools/error_by_magnitude.py", f"--reports={small} {large}", f"--out={out}")
+    r = run("dev/error_by_magnitude.py", f"--reports={small} {large}", f"--out={out}")
     rows = [line for line in out.with_suffix(".md").read_text().splitlines() if line.startswith("| ")]
     assert rows[1].startswith("| 1 to 10 | 3 | 0.1 | 1.1 | 0.0% | 1 | 2 | 0.0% |")  # p1000's invalid answer is left out
     assert rows[2].startswith("| 10 to 100 | 1 | 0.1 | 1.1 | 0.0% | 1 | 2 | 0.3% |")

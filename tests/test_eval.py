@@ -206,7 +206,7 @@ def test_summary_puts_encodings_side_by_side(tmp_path_factory, tmp_path):
     for enc in ("fp15", "xval"):  # folders <setting>_<encoding>: one table per setting
         ckpt = trained(data, str(tmp_path / "runs" / f"ops2_{enc}"), enc, block_size=32)
         run("eval.py", f"--ckpt={ckpt}", f"--out={tmp_path / 'runs' / f'ops2_{enc}' / 'eval'}")
-    out = run("eval.py", f"--summarize={tmp_path / 'runs'}").stdout
+    out = run("dev/summarize.py", str(tmp_path / "runs")).stdout
     assert out.count("## ") == 1 and "## ops2" in out and "| xval | fp15 |" in out
     assert "tokens/sample mean (max) | 6 (6) | 6 (6) |" in out
     assert os.path.exists(tmp_path / "runs" / "summary.md")

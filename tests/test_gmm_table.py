@@ -1,4 +1,4 @@
-"""tools/gmm_table.py: the MSE head scored as N(prediction, s²), s² its own validation MSE, beside the GMM head."""
+"""dev/gmm_table.py: the MSE head scored as N(prediction, s²), s² its own validation MSE, beside the GMM head."""
 import json
 import math
 
@@ -20,7 +20,7 @@ def test_the_mse_head_is_scored_as_a_gaussian_with_its_validation_spread(tmp_pat
         paths.append(str(tmp_path / f"{name}.json"))
         with open(paths[-1], "w") as f:
             json.dump(report, f)
-    r = run("tools/gmm_table.py", *paths)
+    r = run("dev/gmm_table.py", *paths)
     row = [line for line in r.stdout.splitlines() if line.startswith("| test | a0 |")]
     assert len(row) == 1
     cells = [c.strip() for c in row[0].strip("|").split("|")]
@@ -33,5 +33,5 @@ def test_the_mse_head_is_scored_as_a_gaussian_with_its_validation_spread(tmp_pat
 
 
 def test_a_missing_report_is_named():
-    r = run("tools/gmm_table.py", "nowhere.json", "b.json", "c.json", check=False)
+    r = run("dev/gmm_table.py", "nowhere.json", "b.json", "c.json", check=False)
     assert r.returncode != 0 and "nowhere.json: no such eval.py report" in r.stderr

@@ -1,4 +1,4 @@
-"""tools/gpu_claims.py: the dry run goes end to end and a second invocation skips what is finished;
+"""dev/gpu_claims.py: the dry run goes end to end and a second invocation skips what is finished;
 a command running past the time budget is stopped and a stopped training continues with --resume."""
 import os
 import subprocess
@@ -8,7 +8,7 @@ import time
 import pytest
 from conftest import ROOT, run
 
-sys.path.insert(0, os.path.join(ROOT, "tools"))
+sys.path.insert(0, os.path.join(ROOT, "dev"))
 import gpu_claims  # noqa: E402
 
 
@@ -103,7 +103,7 @@ def test_a_command_past_its_deadline_is_stopped_and_a_failing_one_is_an_error(tm
 
 def test_results_of_a_dry_run_are_never_mixed_with_a_gpu_run(tmp_path):
     def claims(*args):
-        return subprocess.run([sys.executable, "tools/gpu_claims.py", *args], cwd=ROOT, capture_output=True, text=True)
+        return subprocess.run([sys.executable, "dev/gpu_claims.py", *args], cwd=ROOT, capture_output=True, text=True)
     r = claims("--dry-run")
     assert r.returncode == 2 and "--dry-run needs --out" in r.stderr
     os.makedirs(tmp_path / "gpu")

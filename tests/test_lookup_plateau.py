@@ -1,4 +1,4 @@
-"""tools/lookup_plateau.py: a model that averages the dictionary is told apart from one that matches keys."""
+"""dev/lookup_plateau.py: a model that averages the dictionary is told apart from one that matches keys."""
 import json
 import os
 import sys
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from conftest import ROOT
 
-sys.path.insert(0, os.path.join(ROOT, "tools"))
+sys.path.insert(0, os.path.join(ROOT, "dev"))
 import lookup_plateau  # noqa: E402
 
 

@@ -1,4 +1,4 @@
-"""tools/planets_a0.py: a0 from the other planets' axes (the training prior), and the report's columns."""
+"""dev/planets_a0.py: a0 from the other planets' axes (the training prior), and the report's columns."""
 import json
 import math
 import os
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from conftest import ROOT, run
 
-sys.path.insert(0, os.path.join(ROOT, "tools"))
+sys.path.insert(0, os.path.join(ROOT, "dev"))
 import planets_a0  # noqa: E402
 
 
@@ -67,5 +67,5 @@ def test_a_report_of_another_task_is_refused_naming_it(tmp_path):
 
 
 def test_no_reports_is_an_error_that_says_what_is_needed():
-    r = run("tools/planets_a0.py", check=False)
+    r = run("dev/planets_a0.py", check=False)
     assert r.returncode == 1 and "--reports is required" in r.stderr

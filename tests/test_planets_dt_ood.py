@@ -1,4 +1,4 @@
-"""tools/planets_dt_ood.py: a model that recalls training step sizes is told from one that interpolates."""
+"""dev/planets_dt_ood.py: a model that recalls training step sizes is told from one that interpolates."""
 import json
 import os
 import sys
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from conftest import ROOT, run
 
-sys.path.insert(0, os.path.join(ROOT, "tools"))
+sys.path.insert(0, os.path.join(ROOT, "dev"))
 import planets_dt_ood  # noqa: E402
 
 STEPS = [0.2, 0.3, 0.5, 0.8]
@@ -36,12 +36,12 @@ def test_the_command_writes_the_table_and_figure(tmp_path):
     truth = np.linspace(0.33, 0.47, 20)  # 0.03 or more from every training step size
     paths = [report(tmp_path, f"{e}.json", e, truth, truth) for e in ("xval", "p10")]
     out = tmp_path / "dt"
-    r = run("tools/planets_dt_ood.py", f"--reports={' '.join(paths)}", f"--out={out}")
+    r = run("dev/planets_dt_ood.py", f"--reports={' '.join(paths)}", f"--out={out}")
     table = (tmp_path / "dt.md").read_text()
     assert table.count("| `") == 2 and "| xval | 20 | 0 | 1.000 | 0% |" in table
     assert (tmp_path / "dt.png").stat().st_size > 0 and "wrote" in r.stdout
 
 
 def test_no_reports_is_an_error_that_says_what_is_needed():
-    r = run("tools/planets_dt_ood.py", check=False)
+    r = run("dev/planets_dt_ood.py", check=False)
     assert r.returncode == 1 and "--reports is required" in r.stderr

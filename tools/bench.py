@@ -11,7 +11,7 @@ times over it could feed the trainer.
     python tools/bench.py config/planets_small.py --loader         # the loader alone, no training
     python tools/bench.py config/era5_xval.py --steps=50 --warmup=10 --compile=True
     python tools/bench.py config/era5_xval.py --nproc=4            # through torchrun
-    python tools/bench.py config/quickstart.py --record=results/bench.md   # append the rows to a table
+    python tools/bench.py config/quickstart.py --record=dev/results/bench.md   # append the rows to a table
 
 Every other --key=value goes to train.py unchanged (see python train.py --help).
 """

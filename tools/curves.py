@@ -4,7 +4,7 @@ each run folder is scored by eval.py on the test split, and one quantity's MSE, 
 variance of its truth, is drawn against training steps and against training FLOPs (log-log, one
 line per run, the learning criterion 0.1 × variance marked).
 
-    python tools/curves.py --runs="out/lookup_xval out/lookup_p10" --quantity=answer --out=results/lookup_curves
+    python tools/curves.py --runs="out/lookup_xval out/lookup_p10" --quantity=answer --out=dev/results/lookup_curves
 
 Training FLOPs at step s: s × batch_size × (mean tokens per training sample) × model.flops_per_token,
 the estimate train.py uses for MFU. Each checkpoint's report is kept next to it (eval_<step>.json)
@@ -32,7 +32,7 @@ runs = ""  # run folders (out_dir of train.py), separated by spaces
 quantity = "answer"  # the quantity of eval.py's report: answer, a0, dt, last step, ...
 split = "test"
 max_samples = 0  # score at most this many samples per checkpoint; 0 = all
-out = "results/curves"  # output path without extension
+out = "dev/results/curves"  # output path without extension
 # -- end config
 
 CRITERION = 0.1  # learned: MSE at most this fraction of the truth's variance
