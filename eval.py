@@ -41,7 +41,8 @@ import torch
 from configurator import configure
 from model import mixture_cdf, mixture_nll, mixture_of, mixture_quantile
 from sample import fill_in, json_paths, load_model, masked_numbers, number_paths
-from tokenize_numbers import TextError, encode_pieces, read_lines, split_text
+from dataset import read_lines
+from tokenize_numbers import TextError, encode_pieces, split_text
 from util import accuracy, adjusted_r_squared, atomic_write_text, format_number, load_checkpoint, mse, pick_device, r_squared
 
 # -- config: python eval.py --help

@@ -23,7 +23,8 @@ import torch
 from batching import collate, fill_in_example, to_device
 from configurator import configure
 from model import GPT, GPTConfig, mixture_mean, mixture_quantile, mixture_sample, mixture_std
-from tokenize_numbers import ASK, EOS_ID, TOKENS_PER_NUMBER, TextError, Vocab, encode_pieces, number_spans, read_lines, split_text
+from dataset import read_lines
+from tokenize_numbers import ASK, EOS_ID, TOKENS_PER_NUMBER, TextError, Vocab, encode_pieces, number_spans, split_text
 from util import format_number, load_checkpoint, mse, pick_device, r_squared
 
 # -- config: python sample.py --help

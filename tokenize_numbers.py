@@ -20,21 +20,17 @@ The text encodings keep 3 significant digits: value = ±m·10^E with m in 100..9
 """
 import argparse
 import functools
-import hashlib
 import itertools
-import json
 import os
 import re
-import shutil
 import sys
 import time
 import warnings
-from multiprocessing import Pool
 
 import numpy as np
-from tqdm import tqdm
 
-from util import atomic_write_text, lock_holder
+from dataset import write_arrays
+from util import TextError
 
 ENCODINGS = ("xval", "p10", "p1000", "b1999", "fp15")
 TOKENS_PER_NUMBER = {"xval": 1, "p10": 5, "p1000": 3, "b1999": 2, "fp15": 1}
@@ -57,10 +53,6 @@ _WORD = re.compile(r"""(["'])[^\W\d]\w*\1|\w+""")  # a quoted key ("planet0") or
 _PUNCT = {ask: re.compile(rf"""["']|\S(?:(?![\w"']|\.[0-9]|(?<=[{_U}])[+-][0-9.]{'|' + re.escape(ASK) if ask else ''})\S)*""")
           for ask in (False, True)}  # a run of punctuation ('],[') stops before a number's sign or point
 _SPACE, _WORD_CHAR = re.compile(r"\s*"), re.compile(r"\w")
-
-
-class TextError(ValueError):
-    """Bad input text; the message names the sample and what was expected."""
 
 
 def split_text(text, where="text", allow_ask=False, spans=None):
@@ -459,241 +451,6 @@ def build_text_vocab(lines, where="train", first_line=0):
     return sorted(tokens[i] for i in np.unique(split[0][split[0] >= 0]))
 
 
-# -----------------------------------------------------------------------------
-# datasets on disk: <dir>/<split>.txt -> <dir>/vocab.json and <dir>/<encoding>/<split>.*.npy
-
-_SPLIT_FILE = re.compile(r"(train|val|test|test_ood\w*)\.txt")
-
-
-def _decoded(f, where):
-    for i, raw in enumerate(f, 1):
-        try:
-            yield raw.decode("utf-8").rstrip("\r\n")
-        except UnicodeDecodeError as e:
-            raise TextError(f"{where}:{i}: not UTF-8 text (byte {raw[e.start]:#04x} at column {e.start + 1})") from None
-
-
-def read_lines(f, where):
-    """The lines of a binary file object, decoded as UTF-8 without their line ends; a line that is
-    not UTF-8 (Latin-1 text, say) is a TextError naming where:line."""
-    return list(_decoded(f, where))
-
-
-def _line_chunks(path, chunk, bar=None):
-    """(first line index, lines) chunks of a text file, read lazily."""
-    with open(path, "rb") as f:
-        for first, lines in itertools.groupby(enumerate(_decoded(f, path)), lambda x: x[0] // chunk):
-            lines = [line for _, line in lines]
-            for i, line in enumerate(lines):
-                if not line.strip():
-                    raise TextError(f"{path}:{first * chunk + i + 1}: empty line; expected one sample per line")
-            if bar:
-                bar.update(sum(map(len, lines)) + len(lines))
-            yield first * chunk, lines
-
-
-def require_dataset(data_dir):
-    """
-    A dataset is complete when it has meta.json, which prepare/ scripts write last and remove first:
-    a folder without one is refused (a prepare run that did not finish, or text files of your own,
-    which `tokenize_numbers.py DIR --plain-text` declares a dataset). Returns meta.json's path.
-    """
-    if not os.path.isdir(data_dir):
-        raise FileNotFoundError(f"{data_dir} is not a directory; expected a dataset written by a prepare/ script")
-    meta = os.path.join(data_dir, "meta.json")
-    if not os.path.exists(meta):
-        raise FileNotFoundError(f"{meta} not found: {data_dir} is not a complete dataset (did a prepare/ run stop "
-                                f"early? run it again); for text files of your own: python tokenize_numbers.py "
-                                f"{data_dir} --plain-text")
-    return meta
-
-
-def dataset_splits(data_dir, plain_text=False):
-    """
-    The split names of a dataset, train first, and the meta.json to write (None: it stands). Text
-    files of your own (plain_text, or declared so before) have the splits their files name: train.txt,
-    val.txt, test.txt, test_ood*.txt (other names are noted). Every split must hold a sample.
-    """
-    meta_path, meta, new_meta = os.path.join(data_dir, "meta.json"), None, None
-    if not (plain_text and os.path.isdir(data_dir) and not os.path.exists(meta_path)):
-        with open(require_dataset(data_dir)) as f:
-            try:
-                meta = json.load(f)
-                splits = list(meta["splits"])
-            except (ValueError, KeyError, TypeError) as e:
-                raise TextError(f"{meta_path}: not a dataset's meta.json ({type(e).__name__}: {e})")
-    if meta is None or meta.get("dataset") == "plain text":
-        files = sorted(f for f in os.listdir(data_dir) if f.endswith(".txt"))
-        splits = [f[:-4] for f in files if _SPLIT_FILE.fullmatch(f)]
-        if len(splits) < len(files):
-            print(f"note: {', '.join(f for f in files if not _SPLIT_FILE.fullmatch(f))} not taken as splits "
-                  "(a split is train.txt, val.txt, test.txt or test_ood*.txt)")
-        if "train" not in splits:
-            raise FileNotFoundError(f"{data_dir}: no train.txt; --plain-text expects <split>.txt files, train among them")
-        if meta is None or meta["splits"] != splits:
-            new_meta = {"dataset": "plain text", "splits": splits, "command": " ".join(["python"] + sys.argv)}
-    for split in splits:  # every split has a sample before anything is written
-        path = os.path.join(data_dir, f"{split}.txt")
-        if not os.path.exists(path):
-            raise FileNotFoundError(f"{path} not found, but {meta_path} lists split {split!r}")
-        with open(path, encoding="utf-8", errors="replace") as f:
-            if not f.readline().strip():
-                raise TextError(f"{path}:1: {'empty file' if os.path.getsize(path) == 0 else 'empty line'}; "
-                                "expected one sample per line")
-    return sorted(splits, key=lambda s: (s != "train", s != "val")), new_meta
-
-
-def load_text_vocab(data_dir):
-    require_dataset(data_dir)
-    path = os.path.join(data_dir, "vocab.json")
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"{path} not found; run: python tokenize_numbers.py {data_dir}")
-    with open(path) as f:
-        return json.load(f)["text_tokens"]
-
-
-def vocab_digest(text_tokens):
-    """A short fingerprint of a text vocabulary, to catch arrays tokenized with another one."""
-    return hashlib.sha1(json.dumps(text_tokens).encode()).hexdigest()[:12]
-
-
-def _encode_chunk(job):
-    return encode_lines(*job)
-
-
-def encode_split(data_dir, split, encodings, text_tokens, workers=1, chunk=1000, staged=None):
-    """
-    Encode <split>.txt into <encoding>/<split>.{ids,values,offsets}.npy and a JSON summary for each
-    of `encodings`, a chunk of lines at a time, through temporary files of this process: their
-    (temporary, final) names are added to `staged` to be renamed once every split is encoded (None:
-    renamed at once). Returns the summaries.
-    """
-    path, tmp = os.path.join(data_dir, f"{split}.txt"), f"{os.getpid()}.tmp"
-    bases = {enc: os.path.join(data_dir, enc, split) for enc in encodings}
-    for base in bases.values():
-        os.makedirs(os.path.dirname(base), exist_ok=True)
-    raw = {(enc, name): open(f"{base}.{name}.{tmp}", "wb") for enc, base in bases.items() for name in ("ids", "values")}
-    vocabs, parts = _vocabs(tuple(text_tokens), tuple(encodings))[0], {enc: [] for enc in encodings}
-    pool = Pool(workers) if workers > 1 else None
-    size = os.path.getsize(path)
-    bar = tqdm(total=size, unit="B", unit_scale=True, desc=split, disable=size < 1 << 26, leave=False)
-    chunks = _line_chunks(path, chunk, bar)
-    try:  # waves of `workers` chunks: the text is read as it is encoded, never all at once
-        for wave in iter(lambda: [(lines, text_tokens, encodings, path, first)
-                                  for first, lines in itertools.islice(chunks, max(workers, 1))], []):
-            for result in (pool.imap(_encode_chunk, wave) if pool else map(_encode_chunk, wave)):  # in order
-                for enc, (ids, values, lengths, numbers, counts) in result.items():
-                    raw[enc, "ids"].write(ids.tobytes())
-                    raw[enc, "values"].write(values.tobytes())
-                    largest = np.abs(values[vocabs[enc].is_number(ids)]).max(initial=0)
-                    parts[enc].append((lengths, numbers, counts, float(largest), ids.dtype))
-    except BaseException:
-        for f in raw.values():
-            os.remove(f.name)
-        raise
-    finally:
-        bar.close()
-        for f in raw.values():
-            f.close()
-        if pool:
-            pool.terminate()
-    moves, summaries = [], []
-    for enc, base in bases.items():
-        lengths, numbers = (np.concatenate([p[i] for p in parts[enc]]) for i in (0, 1))
-        for name, dtype in (("ids", parts[enc][0][4]), ("values", np.float32)):
-            with open(f"{base}.{name}.{tmp}.npy", "wb") as out, open(f"{base}.{name}.{tmp}", "rb") as data:
-                np.lib.format.write_array_header_1_0(out, {"descr": np.lib.format.dtype_to_descr(np.dtype(dtype)),
-                                                           "fortran_order": False, "shape": (int(lengths.sum()),)})
-                shutil.copyfileobj(data, out, 1 << 24)  # an .npy header, then the bytes
-            os.remove(f"{base}.{name}.{tmp}")
-        np.save(f"{base}.offsets.{tmp}.npy", np.r_[0, np.cumsum(lengths)].astype(np.int64))  # sample i: [o[i], o[i+1])
-        counts = {k: sum(p[2][k] for p in parts[enc]) for k in ("clipped", "zero")}
-        summaries.append(dict(
-            split=split, encoding=enc, samples=len(lengths), tokens=int(lengths.sum()),
-            tokens_per_sample_mean=round(float(lengths.mean()), 2), tokens_per_sample_max=int(lengths.max()),
-            numbers_per_sample_mean=round(float(numbers.mean()), 2), numbers_per_sample_max=int(numbers.max()),
-            largest_abs=max(p[3] for p in parts[enc]), clipped=counts["clipped"], flushed_to_zero=counts["zero"],
-            vocab_size=len(vocabs[enc]), vocab_digest=vocab_digest(text_tokens), text_bytes=size))
-        atomic_write_text(f"{base}.{tmp}.json", json.dumps(summaries[-1], indent=1))
-        moves += [(f"{base}.{name}.{tmp}.npy", f"{base}.{name}.npy") for name in ("ids", "values", "offsets")]
-        moves.append((f"{base}.{tmp}.json", f"{base}.json"))
-        if counts["clipped"]:
-            print(f"warning: {split}: {counts['clipped']} numbers beyond ±9.99e7 were clipped ({enc})")
-        if counts["zero"]:
-            print(f"note: {split}: {counts['zero']} numbers below {'1.4e-45 (float32)' if enc == 'xval' else '1e-8'} "
-                  f"in magnitude became 0 ({enc})")
-    for tmp_name, final in moves if staged is None else ():
-        os.replace(tmp_name, final)
-    (staged if staged is not None else []).extend(moves)
-    return summaries
-
-
-class Split:
-    """A tokenized split, memory-mapped: sample i is ids[offsets[i]:offsets[i+1]] (and values)."""
-
-    def __init__(self, data_dir, split, encoding):
-        base = os.path.join(data_dir, encoding, split)
-        if not os.path.exists(base + ".ids.npy"):
-            raise FileNotFoundError(f"{base}.ids.npy not found; run: python tokenize_numbers.py "
-                                    f"{data_dir} --encoding {encoding}")
-        again = f"run again: python tokenize_numbers.py {data_dir} --encoding {encoding}"
-        try:
-            with open(base + ".json") as f:
-                summary = json.load(f)
-            self.ids = np.load(base + ".ids.npy", mmap_mode="r")
-            self.values = np.load(base + ".values.npy", mmap_mode="r")
-            self.offsets = np.load(base + ".offsets.npy")
-        except (OSError, ValueError, EOFError) as e:  # missing, truncated or not an array
-            raise ValueError(f"{base}: unreadable arrays ({type(e).__name__}: {e}); {again}")
-        if summary.get("vocab_digest") != vocab_digest(load_text_vocab(data_dir)):
-            raise ValueError(f"{base}.ids.npy was tokenized with another vocab.json; {again}")
-        # the four files of a split are written together: offsets that do not span exactly the ids
-        # and values, or a sample count other than the summary's, are arrays of different runs
-        o = self.offsets
-        if (summary.get("split"), summary.get("encoding")) != (split, encoding):
-            raise ValueError(f"{base}.json describes split {summary.get('split')!r} of {summary.get('encoding')!r}, "
-                             f"not {split!r} of {encoding!r}; {again}")
-        samples = summary.get("samples")
-        if not (o.ndim == 1 and isinstance(samples, int) and samples >= 1 and len(o) == samples + 1 and o[0] == 0
-                and np.all(o[1:] >= o[:-1]) and o[-1] == len(self.ids) == len(self.values)):
-            raise ValueError(f"{base}.offsets.npy ({len(o) - 1} samples, {int(o[-1]) if len(o) else 0} tokens) "
-                             f"does not match {base}.json ({samples} samples) and .ids.npy ({len(self.ids)} "
-                             f"tokens): the files come from different runs; {again}")
-        text = os.path.join(data_dir, f"{split}.txt")  # an edited text would train on its old arrays
-        size = os.path.getsize(text) if os.path.exists(text) else None
-        if size is not None and summary.get("text_bytes", size) != size:
-            raise ValueError(f"{text} has changed since it was tokenized ({size} bytes, {summary['text_bytes']} then); {again}")
-        self.lengths = np.diff(self.offsets)
-
-    def __len__(self):
-        return len(self.offsets) - 1
-
-    def __getitem__(self, i):
-        a, b = self.offsets[i], self.offsets[i + 1]
-        return np.asarray(self.ids[a:b], np.int64), np.asarray(self.values[a:b], np.float32)
-
-
-def _lock(data_dir):
-    """Take <data_dir>/tokenize.lock, naming this process, so that two runs never write one dataset
-    at once; the lock of a process that is gone (killed) is removed, with its temporary files."""
-    path = os.path.join(data_dir, "tokenize.lock")
-    while True:
-        try:
-            with open(path, "x") as f:
-                return f.write(str(os.getpid())) and path
-        except FileExistsError:
-            pid, alive = lock_holder(path)
-            if alive:
-                raise TextError(f"{path}: another tokenize_numbers.py run (pid {pid}) is writing {data_dir}; "
-                                "wait for it to end (or delete the lock if that process is not tokenizing)")
-            stale = [os.path.join(data_dir, enc, f) for enc in ENCODINGS if os.path.isdir(os.path.join(data_dir, enc))
-                     for f in os.listdir(os.path.join(data_dir, enc)) if f".{pid}.tmp" in f]  # its names only
-            print(f"note: removing {path} of process {pid}, which ended without releasing it, and "
-                  f"{len(stale)} temporary files it left")
-            for f in stale + [path]:
-                os.remove(f)
-
-
 def main(argv=None):
     p = argparse.ArgumentParser(description="Tokenize a prepared dataset into arrays, or print its token statistics.")
     p.add_argument("data_dir", help="a folder written by a prepare/ script (train.txt, val.txt, ...)")
@@ -703,56 +460,19 @@ def main(argv=None):
     p.add_argument("--rebuild-vocab", action="store_true", help="rebuild vocab.json from train.txt")
     p.add_argument("--plain-text", action="store_true",
                    help="DIR holds <split>.txt files of your own, no meta.json: write one naming them and tokenize")
-    args = p.parse_args(argv)
+    args, t0 = p.parse_args(argv), time.time()
     encodings = list(ENCODINGS) if args.encoding == "all" or args.stats else [args.encoding]
     for e in encodings:
         if e not in ENCODINGS:
             p.error(f"unknown encoding {e!r}; expected one of {', '.join(ENCODINGS)} or 'all'")
-    t0, d, lock, staged, table = time.time(), args.data_dir, None, [], []
-    new_dirs = [os.path.join(d, enc) for enc in encodings if not os.path.exists(os.path.join(d, enc))]
-    vocab_path = os.path.join(d, "vocab.json")
-    try:  # everything is written under temporary names, renamed once every split is encoded
-        splits, meta = dataset_splits(d, args.plain_text)
-        lock = _lock(d)
-        if os.path.exists(vocab_path) and not args.rebuild_vocab:
-            with open(vocab_path) as f:
-                text_tokens, vocab = json.load(f)["text_tokens"], None
-        else:  # from the training split, a chunk at a time: it may not fit in memory
-            train = os.path.join(d, "train.txt")
-            text_tokens = sorted(set().union(*(build_text_vocab(lines, train, first)
-                                               for first, lines in _line_chunks(train, 10_000))))
-            vocab = {"built_from": "train.txt", "text_tokens": text_tokens}
-        if "val" not in splits and (meta or {}).get("dataset") == "plain text":
-            raise FileNotFoundError(f"{d}: no val.txt; train.py validates on it: put some samples (not those of "
-                                    "train.txt) in val.txt, one per line")
-        print(f"{d}: {len(text_tokens)} text tokens in vocab.json")
-        for split in splits:
-            for s in encode_split(d, split, encodings, text_tokens, args.workers, staged=staged):
-                table.append(s)
-                print(f"{s['encoding']:>6} {split:>18}: {s['samples']} samples, tokens/sample mean "
-                      f"{s['tokens_per_sample_mean']} max {s['tokens_per_sample_max']}, numbers/sample "
-                      f"{s['numbers_per_sample_mean']}, largest |x| {s['largest_abs']:.4g}, vocab {s['vocab_size']}")
-        for tmp, final in staged:
-            os.replace(tmp, final)
-        for path, content in ((vocab_path, vocab), (os.path.join(d, "meta.json"), meta)):
-            if content:
-                atomic_write_text(path, json.dumps(content, indent=1))
-    except (TextError, FileNotFoundError) as e:
-        sys.exit(f"error: {e}")
-    except OSError as e:  # a full disk, say
-        sys.exit(f"error: writing the arrays of {d} failed ({e.strerror or e}); {shutil.disk_usage(d).free / 2**20:,.0f} "
-                 "MiB free there: free some and run again (no partly written array is kept)")
-    finally:
-        for enc in encodings:  # a run that failed leaves nothing behind: its temporaries carry its pid
-            folder = os.path.join(d, enc)
-            for f in os.listdir(folder) if os.path.isdir(folder) else ():
-                if f".{os.getpid()}.tmp" in f:
-                    os.remove(os.path.join(folder, f))
-        for new_dir in new_dirs:
-            if os.path.isdir(new_dir) and not os.listdir(new_dir):
-                os.rmdir(new_dir)
-        if lock:
-            os.remove(lock)
+    try:
+        table = write_arrays(args.data_dir, encodings, encode_lines, build_text_vocab, Vocab, args.workers,
+                             args.plain_text, args.rebuild_vocab)
+    except (TextError, OSError) as e:
+        sys.exit(f"error: {e.strerror if isinstance(e, OSError) and e.strerror else e}")
+    except KeyboardInterrupt:  # Ctrl-C: one line, and the exit code shells expect
+        print(f"interrupted: {args.data_dir} is as it was before this run", file=sys.stderr)
+        sys.exit(130)
     if args.stats:
         print("\n| encoding | tokens/sample mean | max | numbers/sample mean | max |\n|---|---|---|---|---|")
         for s in (s for s in table if s["split"] == "train"):

@@ -28,7 +28,8 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 from batching import VAL_STEP, accumulation_steps, collate, step_batches, step_samples, to_device, training_examples
 from configurator import configure
 from model import GPT, GPTConfig, configure_optimizer, flops_per_token, loss_from, peak_flops
-from tokenize_numbers import Split, Vocab, load_text_vocab
+from dataset import Split, load_text_vocab
+from tokenize_numbers import Vocab
 from util import atomic_file, atomic_write_text, format_duration, load_checkpoint, lock_holder, pick_device
 
 # -- config: defaults, overridden by config files and --key=value (python train.py --help)

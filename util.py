@@ -9,6 +9,10 @@ from contextlib import contextmanager
 import numpy as np
 
 
+class TextError(ValueError):
+    """Bad input text; the message names the file, line or sample and what was expected."""
+
+
 @contextmanager
 def atomic_file(path):
     """Yield a temporary path next to `path` (x.tmp.npy: np.save and netCDF4 want the extension); on success it is synced

@@ -38,7 +38,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import _at_least, dataset_files, prepare_out_dir, write_meta, write_split  # noqa: E402
-from tokenize_numbers import TextError, read_lines, split_text  # noqa: E402
+from dataset import read_lines  # noqa: E402
+from tokenize_numbers import TextError, split_text  # noqa: E402
 
 NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")  # a CSV cell that is a number
 SPLITS = ("train", "val", "test")

@@ -8,7 +8,7 @@ from conftest import ROOT
 from test_train import losses, run
 
 from configurator import configure, defaults
-from tokenize_numbers import Split
+from dataset import Split
 
 CONFIGS = sorted(glob.glob(os.path.join(ROOT, "config", "*.py")) + glob.glob(os.path.join(ROOT, "dev", "config", "*.py")))
 

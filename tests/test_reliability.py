@@ -15,7 +15,7 @@ from test_train import TINY, losses, run
 
 import tokenize_numbers
 from configurator import CHECKED, RANGE, configure, defaults
-from tokenize_numbers import Split
+from dataset import Split
 
 TRAIN = os.path.join(ROOT, "train.py")
 

@@ -13,7 +13,7 @@ from conftest import ROOT, run
 
 sys.path.insert(0, os.path.join(ROOT, "prepare"))
 import text  # noqa: E402
-from tokenize_numbers import Split  # noqa: E402
+from dataset import Split  # noqa: E402
 
 CSV = "station,t,p,weather\n" + "".join(
     f"{'abc'[i % 3]},{10 + 7 * np.sin(i / 9) + i % 3:.2f},{1013 + 5 * np.cos(i / 7):.1f},{'rain' if i % 4 else 'dry'}\n"

@@ -10,8 +10,9 @@ import pytest
 from conftest import ROOT
 
 import tokenize_oracle as oracle
+from dataset import write_split
 from tokenize_numbers import (ENCODINGS, FLOAT32_OVERFLOW, TextError, Vocab, build_text_vocab, encode, encode_lines,
-                              encode_split, round_numbers, split_text)
+                              round_numbers, split_text)
 
 sys.path.insert(0, os.path.join(ROOT, "prepare"))
 import arithmetic  # noqa: E402
@@ -81,7 +82,8 @@ def test_tokenizing_a_split_with_two_workers_writes_the_reference_arrays(tmp_pat
     (tmp_path / "train.txt").write_text("\n".join(lines) + "\n")
     (tmp_path / "meta.json").write_text('{"dataset": "arithmetic", "splits": ["train"]}')
     text_tokens = build_text_vocab(lines)
-    summaries = encode_split(str(tmp_path), "train", list(ENCODINGS), text_tokens, workers=2, chunk=40)  # 8 chunks
+    vocabs = {enc: Vocab(text_tokens, enc) for enc in ENCODINGS}
+    summaries = write_split(str(tmp_path), "train", list(ENCODINGS), text_tokens, encode_lines, vocabs, workers=2, chunk=40)  # 8 chunks
     reference = encode_lines_reference(lines, text_tokens, ENCODINGS, "train.txt")
     for enc, summary in zip(ENCODINGS, summaries):
         ids, values, lengths, numbers, counts = reference[enc]

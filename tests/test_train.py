@@ -7,7 +7,7 @@ import sys
 
 import pytest
 from conftest import ROOT, run
-from tokenize_numbers import Split
+from dataset import Split
 
 TINY = ["--n_layer=2", "--n_head=2", "--n_embd=32", "--block_size=32", "--device=cpu", "--compile=False",
         "--warmup_iters=0", "--log_interval=1"]

@@ -29,7 +29,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)  # the core modules
 from batching import accumulation_steps, step_batches  # noqa: E402
 from configurator import configure, defaults  # noqa: E402
-from tokenize_numbers import Split  # noqa: E402
+from dataset import Split  # noqa: E402
 
 TRAIN = os.path.join(ROOT, "train.py")
 OWN = {"steps": 30, "warmup": 10, "nproc": 1, "record": "", "loader": False, "compare": ""}

@@ -14,7 +14,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from tokenize_numbers import ENCODINGS, _line_chunks, build_text_vocab, encode_lines  # noqa: E402
+from dataset import line_chunks  # noqa: E402
+from tokenize_numbers import ENCODINGS, build_text_vocab, encode_lines  # noqa: E402
 
 
 def cpu_seconds(fn):
@@ -41,7 +42,7 @@ def main(argv=None):
     p.add_argument("--official", metavar="DIR", help="a checkout of PolymathicAI/xVal (xval/preprocess.py, tokenizer.json)")
     args = p.parse_args(argv)
     path = os.path.join(args.data_dir, "train.txt")
-    lines = next(_line_chunks(path, args.lines))[1]
+    lines = next(line_chunks(path, args.lines))[1]
     text_tokens = build_text_vocab(lines, path)
     numbers = int(encode_lines(lines, text_tokens, ["xval"], path)["xval"][3].sum())
     runs = {enc: (lambda encs=[enc]: encode_lines(lines, text_tokens, encs, path)) for enc in ENCODINGS}
