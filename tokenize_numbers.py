@@ -102,31 +102,34 @@ def split_text(text, where="text", allow_ask=False, spans=None):
     return [p for p, k in zip(pieces, keep) if k]
 
 
-_XVAL_NUMBER = re.compile(r"((?:(?<=^)|(?<=[([{,:=+\-*/^<>]))[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
-                          r"|(?<![\w.])(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)(?!\w)")
+_XVAL_NUMBER = re.compile(r"""  # a number: signed where a sign belongs to it, or not touching a word (x.5 is x, .5)
+    (?:^|(?<=[-([{,:=+*/^<>]))\s*+ ([+-] (?:[0-9]++\.?+[0-9]*+|\.[0-9]++) (?:[eE][+-]?+[0-9]++)?+) (?!\w)
+  | (?:(?<!\w)|(?=\.))             (     (?:[0-9]++\.?+[0-9]*+|\.[0-9]++) (?:[eE][+-]?+[0-9]++)?+) (?!\w)""", re.VERBOSE)
 
 
 def xval_encode(text, text_ids, num_id):
     """
-    xVal's tokenizer on its own (copy it with _XVAL_NUMBER): every number of `text` becomes the one
-    token num_id and its value goes into a parallel list, where every other token has 1.0. The text
-    between numbers goes to text_ids(str) -> list of ids, any tokenizer you like. A sign belongs to
-    the number at the start and after ( [ { , : = + - * / ^ < > (x=-3 holds -3, 2-3 holds 2 and 3);
+    xVal's tokenizer on its own (copy it with _XVAL_NUMBER and `import re`): every number of `text`
+    becomes the one token num_id and its value goes into a parallel list, where every other token
+    has 1.0. The text between numbers goes to text_ids(str) -> list of ids, any tokenizer you like. A
+    sign belongs to the number at the start and after ( [ { , : = + - * / ^ < > (spaces between
+    allowed: x = -3 holds -3, 2-3 holds 2 and 3); a number touching a word is part of it (t2m, 1e5x);
     a comma between two numbers costs no token. The model embeds token i as values[i] * wte[ids[i]].
 
-    >>> xval_encode("{t:[-1.5,20]}", lambda s: [ord(c) for c in s], 3)
-    ([123, 116, 58, 91, 3, 3, 93, 125], [1.0, 1.0, 1.0, 1.0, -1.5, 20.0, 1.0, 1.0])
+    >>> xval_encode('{"t": [-1.5, 20]}', lambda s: [ord(c) for c in s.replace(" ", "")], 3)
+    ([123, 34, 116, 34, 58, 91, 3, 3, 93, 125], [1.0, 1.0, 1.0, 1.0, 1.0, 1.0, -1.5, 20.0, 1.0, 1.0])
     """
-    ids, values = [], []
-    parts = _XVAL_NUMBER.split(text)  # text, number, text, number, ..., text
-    for k, part in enumerate(parts):
-        if k % 2:
+    ids, values, at, numbers = [], [], 0, list(_XVAL_NUMBER.finditer(text))
+    for k, m in enumerate(numbers + [None]):
+        start = m.start(m.lastindex) if m else len(text)
+        between = text[at:start]
+        if between and not (0 < k < len(numbers) and between.strip() == ","):  # the text before this number
+            new = text_ids(between)
+            ids, values = ids + new, values + [1.0] * len(new)
+        if m:
             ids.append(num_id)
-            values.append(float(part))
-        elif part != "," or k in (0, len(parts) - 1):
-            new = text_ids(part)
-            ids += new
-            values += [1.0] * len(new)
+            values.append(float(m[m.lastindex]))
+            at = m.end()
     return ids, values
 
 

@@ -217,22 +217,10 @@ def test_arrays_tokenized_with_another_vocabulary_are_refused(tmp_path):
 import os  # noqa: E402
 
 import tokenize_numbers  # noqa: E402
-from tokenize_numbers import xval_encode  # noqa: E402
 
 
 def tokenize(d, *flags):
     tokenize_numbers.main([str(d), "--workers=1", *flags])
-
-
-def test_xval_encode_alone_gives_the_tokenizers_ids_and_values():
-    lines = ['{"description":{"m":4.786,"e":0.3875},"data":[[[1.896,-0.5563],[1.296,-0.7366]]]}',
-             "((0.0235*0.695)+(0.782-0.561))=0.2373325", "{d:1.53,e:-1.33,a:2.53}e=-1.33", "x=-3,y:[1,-2]"]
-    vocab = Vocab(build_text_vocab(lines), "xval")
-    for line in lines:
-        ids, values, _ = encode(line, vocab)
-        got = xval_encode(line, lambda s: [vocab.text_id(t) for _, t in split_text(s)], vocab.num_id)
-        assert got[0] == ids.tolist() and np.array_equal(np.float32(got[1]), values)
-    assert xval_encode("2-3", lambda s: [ord(c) for c in s], 0) == ([0, 45, 0], [2.0, 1.0, 3.0])
 
 
 def test_malformed_numbers_are_errors_but_json_lists_are_numbers():
