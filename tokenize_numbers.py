@@ -400,7 +400,14 @@ def _split_lines(lines, table):
     return pieces[pieces != -1], values, np.diff(line_end) - 1 - numbers, numbers
 
 
-_TABLE = _Segments()
+_TABLE, _TABLE_MAX = _Segments(), 100_000
+
+
+def _table():
+    """The cache of split segments, emptied when it holds _TABLE_MAX: bounded, whatever the text."""
+    global _TABLE
+    _TABLE = _TABLE if len(_TABLE) < _TABLE_MAX else _Segments()
+    return _TABLE
 
 
 @functools.lru_cache(maxsize=4)
@@ -415,14 +422,12 @@ def encode_lines(lines, text_tokens, encodings, path="text", first_line=0):
     float32 values of all lines end to end, tokens and numbers per line, and how many numbers were
     clipped or flushed to zero. Errors name path:line, counting from first_line + 1.
     """
-    global _TABLE
-    _TABLE = _TABLE if len(_TABLE) < 100_000 else _Segments()  # bounded, whatever the text
-    vocabs, position = _vocabs(tuple(text_tokens), tuple(encodings))
-    split = _split_lines(lines, _TABLE)
+    vocabs, position, table = *_vocabs(tuple(text_tokens), tuple(encodings)), _table()
+    split = _split_lines(lines, table)
     if split is not None:
         pieces, values, text, numbers = split
         is_num = pieces <= -2
-        text_index = np.array([position.get(t, -1) for t in list(_TABLE.token_index)[1:]], np.int64)[pieces[~is_num]]
+        text_index = np.array([position.get(t, -1) for t in list(table.token_index)[1:]], np.int64)[pieces[~is_num]]
     if split is None or (text_index < 0).any() or ("xval" in vocabs and (np.abs(values) >= FLOAT32_OVERFLOW).any()):
         out = {enc: ([], [], [], [], {"clipped": 0, "zero": 0}) for enc in vocabs}  # a line at a time
         for j, line in enumerate(lines):
@@ -446,11 +451,12 @@ def encode_lines(lines, text_tokens, encodings, path="text", first_line=0):
 
 def build_text_vocab(lines, where="train", first_line=0):
     """The sorted set of text tokens of some lines (numbers excluded); first_line numbers errors."""
-    split = _split_lines(lines, _TABLE)
+    table = _table()
+    split = _split_lines(lines, table)
     if split is None:
         return sorted({t for j, line in enumerate(lines) for kind, t in split_text(line, f"{where}:{first_line + j + 1}")
                        if kind == "text"})
-    tokens = list(_TABLE.token_index)[1:]
+    tokens = list(table.token_index)[1:]
     return sorted(tokens[i] for i in np.unique(split[0][split[0] >= 0]))
 
 

@@ -206,3 +206,14 @@ def test_round_numbers_is_percent_2e_with_its_zero_and_clip_rules():
     assert [(s, int(m), int(e), n) for s, m, e, n in zip(signs, mantissa, exponent, names)] == list(map(round_number, x))
     with pytest.raises(ValueError, match="non-finite"):
         round_numbers([1.0, np.nan])
+
+
+def test_the_cache_of_split_text_stays_bounded_whatever_the_text(monkeypatch):
+    import tokenize_numbers
+    monkeypatch.setattr(tokenize_numbers, "_TABLE_MAX", 50)
+    lines = [f'{{"key{i}":1.5}}' for i in range(400)]  # 400 distinct texts around the numbers
+    for start in range(0, 400, 20):
+        assert build_text_vocab(lines[start:start + 20]) == reference_vocab(lines[start:start + 20])
+        assert len(tokenize_numbers._TABLE) <= 50 + 20
+        encode_lines(lines[start:start + 20], build_text_vocab(lines[start:start + 20]), ["xval"])
+        assert len(tokenize_numbers._TABLE) <= 50 + 20
