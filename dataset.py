@@ -4,6 +4,7 @@ tokenize_numbers.py makes of them: vocab.json and <encoding>/<split>.{ids,values
 JSON summary each. Split reads a split's arrays memory-mapped, for train.py. This file knows files,
 not numbers: the tokenizer is handed in, so data still flows one way (tokenize_numbers.py -> here).
 """
+import argparse
 import errno
 import hashlib
 import itertools
@@ -14,12 +15,13 @@ import shutil
 import signal
 import sys
 import threading
+import time
 from multiprocessing import Pool
 
 import numpy as np
 from tqdm import tqdm
 
-from util import TextError, atomic_write_text, lock_holder
+from util import TextError, atomic_write_text, take_lock
 
 _SPLIT_FILE = re.compile(r"(train|val|test|test_ood\w*)\.txt")
 
@@ -234,24 +236,20 @@ class Split:
 
 
 def lock(data_dir):
-    """Take <data_dir>/tokenize.lock, naming this process, so that two runs never write one dataset
-    at once; the lock of a process that is gone (killed) is removed, with its temporary files."""
+    """Take <data_dir>/tokenize.lock, so that two runs never write one dataset at once; the lock of a
+    process that is gone (killed) is replaced, and its temporary files removed."""
+    def clean(pid):
+        folders = [os.path.join(data_dir, f) for f in os.listdir(data_dir) if os.path.isdir(os.path.join(data_dir, f))]
+        stale = [os.path.join(d, f) for d in folders for f in os.listdir(d) if f".{pid}.tmp" in f]  # its names only
+        print(f"note: removing {path} of process {pid}, which ended without releasing it, and {len(stale)} "
+              "temporary files it left")
+        for f in stale:
+            os.remove(f)
     path = os.path.join(data_dir, "tokenize.lock")
-    while True:
-        try:
-            with open(path, "x") as f:
-                return f.write(str(os.getpid())) and path
-        except FileExistsError:
-            pid, alive = lock_holder(path)
-            if alive:
-                raise TextError(f"{path}: another tokenize_numbers.py run (pid {pid}) is writing {data_dir}; "
-                                "wait for it to end (or delete the lock if that process is not tokenizing)")
-            folders = [os.path.join(data_dir, f) for f in os.listdir(data_dir) if os.path.isdir(os.path.join(data_dir, f))]
-            stale = [os.path.join(d, f) for d in folders for f in os.listdir(d) if f".{pid}.tmp" in f]  # its names only
-            print(f"note: removing {path} of process {pid}, which ended without releasing it, and "
-                  f"{len(stale)} temporary files it left")
-            for f in stale + [path]:
-                os.remove(f)
+    if (pid := take_lock(path, clean)) is not None:
+        raise TextError(f"{path}: another tokenize_numbers.py run (pid {pid}) is writing {data_dir}; "
+                        "wait for it to end (or delete the lock if that process is not tokenizing)")
+    return path
 
 
 def write_arrays(data_dir, encodings, encode_lines, build_text_vocab, make_vocab, workers=1, plain_text=False,
@@ -316,3 +314,33 @@ def write_arrays(data_dir, encodings, encode_lines, build_text_vocab, make_vocab
             signal.signal(signal.SIGTERM, on_term)
     return summaries
 
+
+def command(argv, encodings_known, encode_lines, build_text_vocab, make_vocab):
+    """tokenize_numbers.py's command line, given its tokenizer: write a dataset's arrays, or print its statistics."""
+    p = argparse.ArgumentParser(description="Tokenize a prepared dataset into arrays, or print its token statistics.")
+    p.add_argument("data_dir", help="a folder written by a prepare/ script (train.txt, val.txt, ...)")
+    p.add_argument("--encoding", default="xval", help=f"one of {', '.join(encodings_known)}, or 'all'")
+    p.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    p.add_argument("--stats", action="store_true", help="print tokens/sample per encoding (tokenizes every encoding)")
+    p.add_argument("--rebuild-vocab", action="store_true", help="rebuild vocab.json from train.txt")
+    p.add_argument("--plain-text", action="store_true",
+                   help="DIR holds <split>.txt files of your own, no meta.json: write one naming them and tokenize")
+    args, t0 = p.parse_args(argv), time.time()
+    encodings = list(encodings_known) if args.encoding == "all" or args.stats else [args.encoding]
+    for e in encodings:
+        if e not in encodings_known:
+            p.error(f"unknown encoding {e!r}; expected one of {', '.join(encodings_known)} or 'all'")
+    try:
+        table = write_arrays(args.data_dir, encodings, encode_lines, build_text_vocab, make_vocab, args.workers,
+                             args.plain_text, args.rebuild_vocab)
+    except (TextError, OSError) as e:
+        sys.exit(f"error: {e.strerror if isinstance(e, OSError) and e.strerror else e}")
+    except KeyboardInterrupt:  # Ctrl-C: one line, and the exit code shells expect
+        print(f"interrupted: {args.data_dir} is as it was before this run", file=sys.stderr)
+        sys.exit(130)
+    if args.stats:
+        print("\n| encoding | tokens/sample mean | max | numbers/sample mean | max |\n|---|---|---|---|---|")
+        for s in (s for s in table if s["split"] == "train"):
+            print(f"| {s['encoding']} | {s['tokens_per_sample_mean']} | {s['tokens_per_sample_max']} | "
+                  f"{s['numbers_per_sample_mean']} | {s['numbers_per_sample_max']} |")
+    print(f"done in {time.time() - t0:.1f} s")

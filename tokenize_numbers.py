@@ -1,35 +1,21 @@
 """
-Everything between text and arrays: numbers in text, the five number encodings of the paper (P10,
-P1000, B1999, FP15 and xVal), the text vocabulary, and the command that turns a dataset into
-memory-mapped arrays. xval_encode is xVal's tokenizer alone, to copy into another code base.
+Text to token ids: numbers in text, the paper's five number encodings and the text vocabulary. A
+sample (one line) splits into numbers and text tokens (punctuation runs such as '],[', quoted keys,
+words); whitespace is dropped, and so is a comma between two numbers. -60.2 becomes: P10 - 6 0 2 E-1,
+P1000 - 602 E-1, B1999 -602 E-1, FP15 -602E-1 (3 significant digits, ±m·10^E, m in 100..999, E in
+-10..5), xVal [NUM] with -60.2 in a parallel float array. xval_encode is xVal's alone, to copy.
 
-    python tokenize_numbers.py data/arithmetic_ops2 --encoding xval   # or one of the others, or all
+    python tokenize_numbers.py data/arithmetic_ops2 --encoding xval   # a dataset's arrays (or all encodings)
     python tokenize_numbers.py data/planets --stats                   # token statistics table
-
-A sample is one line of text, split into pieces: numbers (a float each) and text tokens (runs of
-punctuation such as '],[', quoted keys, words). Whitespace is dropped, and so is a comma between two
-numbers (their adjacency already separates them). Each number becomes tokens of the encoding; -60.2:
-
-    p10    -  6  0  2  E-1        5 tokens per number, 28 number tokens
-    p1000  -  602  E-1            3 tokens per number, 918 (+1 for 000)
-    b1999  -602  E-1              2 tokens per number, 1816 (+1 for +000)
-    fp15   -602E-1                1 token per number, 28800 (+1 for +000E0)
-    xval   [NUM]                  1 token per number, its value goes in a parallel float array
-
-The text encodings keep 3 significant digits: value = ±m·10^E with m in 100..999 and E in -10..5.
 """
-import argparse
 import functools
 import itertools
-import os
 import re
-import sys
-import time
 import warnings
 
 import numpy as np
 
-from dataset import write_arrays
+from dataset import command
 from util import TextError
 
 ENCODINGS = ("xval", "p10", "p1000", "b1999", "fp15")
@@ -304,16 +290,12 @@ def number_spans(ids, vocab):
     width = TOKENS_PER_NUMBER[vocab.encoding]
     return [(int(s), int(s) + width) for s in np.flatnonzero(np.isin(np.asarray(ids), vocab.number_start_ids))]
 # -----------------------------------------------------------------------------
-# many lines at once: one regular expression finds the numbers of a chunk of lines, a run of them per
-# match (joined by commas, which cost no token, or by JSON's '],['); the text between two runs is split
-# by split_text once per distinct string; numbers are read, rounded and spelled with numpy. The arrays
-# are split_text's and encode_pieces' a line at a time, byte for byte (tests/test_tokenize_fast.py); a
-# chunk with a rare case (odd whitespace, a malformed or non-finite number, an unknown token) goes a
-# line at a time, which names the line of an error.
-
-# where split_text reads a number: a digit not inside a word, a point before a digit, or a sign after
-# a line start or one of _UNARY_AFTER (perhaps one space between); the first character is consumed
-# before the look-behinds test it, so that the engine can skip to candidates
+# many lines at once, byte for byte what split_text and encode_pieces give a line at a time (the oracle:
+# tests/test_tokenize_fast.py): one regex finds runs of numbers (joined by ',' or '],['), the text between
+# runs is split once per distinct string, numbers are read, rounded and spelled with numpy; a chunk with a
+# rare case (odd whitespace, a malformed number, an unknown token) goes a line at a time, naming the line.
+# _FIRST: where split_text reads a number (a digit not in a word, a point before a digit, a sign after a
+# line start or _UNARY_AFTER); its first character is consumed before the look-behinds, to skip fast
 _FIRST = (rf"[0-9.+-](?:(?<=[0-9])(?<![\w.][0-9])[0-9]*+(?:\.[0-9]*+)?+|(?<=\.)[0-9]++"
           rf"|(?:(?<=[\n{_U}][+-])|(?<=[\n{_U}] [+-]))[+-]?+{_MANT}){_EXP}(?!\w)")
 _RUN = re.compile(rf"({_FIRST}(?:(?:,|\]++,\[++)[+-]?+{_MANT}{_EXP})*+)")  # the text after it tells a word touching it
@@ -461,33 +443,8 @@ def build_text_vocab(lines, where="train", first_line=0):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description="Tokenize a prepared dataset into arrays, or print its token statistics.")
-    p.add_argument("data_dir", help="a folder written by a prepare/ script (train.txt, val.txt, ...)")
-    p.add_argument("--encoding", default="xval", help=f"one of {', '.join(ENCODINGS)}, or 'all'")
-    p.add_argument("--workers", type=int, default=os.cpu_count() or 1)
-    p.add_argument("--stats", action="store_true", help="print tokens/sample per encoding (tokenizes every encoding)")
-    p.add_argument("--rebuild-vocab", action="store_true", help="rebuild vocab.json from train.txt")
-    p.add_argument("--plain-text", action="store_true",
-                   help="DIR holds <split>.txt files of your own, no meta.json: write one naming them and tokenize")
-    args, t0 = p.parse_args(argv), time.time()
-    encodings = list(ENCODINGS) if args.encoding == "all" or args.stats else [args.encoding]
-    for e in encodings:
-        if e not in ENCODINGS:
-            p.error(f"unknown encoding {e!r}; expected one of {', '.join(ENCODINGS)} or 'all'")
-    try:
-        table = write_arrays(args.data_dir, encodings, encode_lines, build_text_vocab, Vocab, args.workers,
-                             args.plain_text, args.rebuild_vocab)
-    except (TextError, OSError) as e:
-        sys.exit(f"error: {e.strerror if isinstance(e, OSError) and e.strerror else e}")
-    except KeyboardInterrupt:  # Ctrl-C: one line, and the exit code shells expect
-        print(f"interrupted: {args.data_dir} is as it was before this run", file=sys.stderr)
-        sys.exit(130)
-    if args.stats:
-        print("\n| encoding | tokens/sample mean | max | numbers/sample mean | max |\n|---|---|---|---|---|")
-        for s in (s for s in table if s["split"] == "train"):
-            print(f"| {s['encoding']} | {s['tokens_per_sample_mean']} | {s['tokens_per_sample_max']} | "
-                  f"{s['numbers_per_sample_mean']} | {s['numbers_per_sample_max']} |")
-    print(f"done in {time.time() - t0:.1f} s")
+    """python tokenize_numbers.py DATA_DIR [--encoding=E|all] [--stats] ...: the arrays of a dataset (dataset.py)."""
+    command(argv, ENCODINGS, encode_lines, build_text_vocab, Vocab)
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ from configurator import configure
 from model import GPT, GPTConfig, configure_optimizer, flops_per_token, loss_from, peak_flops
 from dataset import Split, load_text_vocab
 from tokenize_numbers import Vocab
-from util import atomic_file, atomic_write_text, format_duration, load_checkpoint, lock_holder, pick_device
+from util import atomic_file, atomic_write_text, format_duration, load_checkpoint, pick_device, take_lock
 
 # -- config: defaults, overridden by config files and --key=value (python train.py --help)
 out_dir = "out"  # checkpoints (ckpt_latest.pt, ckpt_best.pt) and log.jsonl
@@ -95,12 +95,9 @@ if earlier_run and not (resume or overwrite):
     raise SystemExit(f"error: {out_dir} holds a run ({', '.join(map(os.path.basename, earlier_run))}); continue it with "
                      "--resume or delete it and start afresh with --overwrite=True")
 lock_path = os.path.join(out_dir, "train.lock")  # two runs in one out_dir would interleave its log and checkpoints
-if int(os.environ.get("RANK", 0)) == 0:
-    holder, alive = lock_holder(lock_path)  # a lock naming this process is an earlier run's in it (tests run train.py in-process)
-    if alive and holder != os.getpid():
-        raise SystemExit(f"error: {out_dir} is in use by another train.py run (pid {holder}); wait for it to end "
-                         "or choose another --out_dir")
-    atomic_write_text(lock_path, str(os.getpid()))
+if int(os.environ.get("RANK", 0)) == 0 and (holder := take_lock(lock_path)) not in (None, os.getpid()):  # ours:
+    raise SystemExit(f"error: {out_dir} is in use by another train.py run (pid {holder}); wait for it to end "  # a run
+                     "or choose another --out_dir")  # before this one in this process (tests run train.py in-process)
 
 def get_lr(it, s):
     """Linear warm-up, then cosine decay to min_lr at max_iters (s: a config, the one saved or this run's)."""

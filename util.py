@@ -49,6 +49,29 @@ def lock_holder(path):
         return pid, False
 
 
+def take_lock(path, on_stale=None):
+    """Create the lock file `path` naming this process in one step (a hard link to a file that already holds the
+    pid, so no process ever reads it empty): None once taken, else the pid of the live process holding it. The lock
+    of a process that has ended is replaced, after on_stale(pid) has cleaned up what that process left."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w") as f:
+        f.write(str(os.getpid()))
+    try:
+        while True:
+            try:
+                return os.link(tmp, path)  # None
+            except FileExistsError:
+                pid, alive = lock_holder(path)
+                if alive:
+                    return pid
+                if on_stale:
+                    on_stale(pid)
+                if os.path.exists(path):
+                    os.remove(path)
+    finally:
+        os.remove(tmp)
+
+
 def atomic_write_text(path, text):
     """Write text (UTF-8) to path atomically."""
     with atomic_file(path) as tmp, open(tmp, "w", encoding="utf-8") as f:

@@ -3,6 +3,7 @@ import json
 import math
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -338,3 +339,16 @@ def test_a_full_disk_while_writing_arrays_is_one_line_and_leaves_the_old_arrays(
         tokenize_numbers.main([str(tmp_path), "--workers=1"])
     assert "Permission denied" in str(e.value) and "disk is full" not in str(e.value) and "nothing was changed" in str(e.value)
     assert {f: (tmp_path / "xval" / f).read_bytes() for f in os.listdir(tmp_path / "xval")} == before
+
+
+def test_of_many_processes_taking_one_lock_at_once_exactly_one_holds_it(tmp_path):
+    # the lock file is created whole (a hard link), so no process ever reads it empty and takes it as stale
+    script = ("import sys, time; sys.path.insert(0, sys.argv[1]); from util import take_lock\n"
+              "time.sleep(max(0, float(sys.argv[3]) - time.time()))\n"
+              "print('held' if take_lock(sys.argv[2]) is None else 'refused'); time.sleep(1)")
+    for round in range(3):
+        path, start = str(tmp_path / f"x{round}.lock"), time.time() + 1
+        procs = [subprocess.Popen([sys.executable, "-c", script, ROOT, path, str(start)], stdout=subprocess.PIPE, text=True)
+                 for _ in range(6)]
+        outcomes = sorted(p.communicate()[0].strip() for p in procs)
+        assert outcomes == ["held"] + ["refused"] * 5
