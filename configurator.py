@@ -24,7 +24,7 @@ RANGE = dict(
     mlm_probability=Range(0, 1, "()", unless="causal"), num_loss_weight=R0, nmse_eps=POSITIVE, batch_size=R1,
     micro_batch_size=R1, pack_length=R0, max_iters=R1, learning_rate=POSITIVE, min_lr=Range(0, "learning_rate", "[]"),
     seed=Range(0, 2**32 - 1, "[]"), warmup_iters=R0, weight_decay=R0, beta1=FRACTION, beta2=FRACTION, grad_clip=R0,
-    eval_interval=R1, keep_every=R0, eval_batches=R1, log_interval=R1, n_components=R1, show=R0, max_lines=R0,
+    eval_interval=R1, keep_every=R0, threads=R0, eval_batches=R1, log_interval=R1, n_components=R1, show=R0, max_lines=R0,
     max_new_tokens=R1, temperature=R0, max_samples=R0, n_train=Range("folds"), n_test=R1, folds=Range(2), n_stations=R1,
     n_steps=Range(2), all_width=R1, all_layers=R0, single_width=R1, single_layers=R0, all_batch_size=R1,
     encoding="xval | p10 | p1000 | b1999 | fp15", device="auto | cpu | mps | cuda | cuda:N", dtype="auto | bfloat16 | float32",

@@ -107,8 +107,7 @@ def xval_encode(text, text_ids, num_id):
     """
     ids, values, at, numbers = [], [], 0, list(_XVAL_NUMBER.finditer(text))
     for k, m in enumerate(numbers + [None]):
-        start = m.start(m.lastindex) if m else len(text)
-        between = text[at:start]
+        between = text[at:m.start(m.lastindex) if m else len(text)]
         if between and not (0 < k < len(numbers) and between.strip() == ","):  # the text before this number
             new = text_ids(between)
             ids, values = ids + new, values + [1.0] * len(new)

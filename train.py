@@ -74,6 +74,7 @@ seed = 1337  # fixes the initialisation, sample order and masks
 # system
 device = "auto"  # auto | cpu | cuda | cuda:1 | mps
 dtype = "auto"  # auto (bf16 on CUDA, else fp32) | bfloat16 | float32
+threads = 0  # CPU threads (torch.set_num_threads); 0: $OMP_NUM_THREADS, else 1, which holds its speed on a busy machine
 compile = "auto"  # torch.compile: auto (on for CUDA, off elsewhere) | True (also on CPU, with a C++ compiler) | False
 flex_attention = True  # with compile on CUDA: padded/packed rows attend block-sparsely (FlexAttention), not via a dense mask
 # -- end config
@@ -109,7 +110,7 @@ def get_lr(it, s):
 # distributed setup -----------------------------------------------------------
 ddp = "RANK" in os.environ  # started by torchrun
 rank, local_rank, world_size = (int(os.environ.get(v, d)) for v, d in (("RANK", 0), ("LOCAL_RANK", 0), ("WORLD_SIZE", 1)))
-device = pick_device(device)
+device = pick_device(device, threads)  # on the CPU: 1 thread unless asked (util.py says why)
 if ddp and device.startswith("cuda"):
     device = f"cuda:{local_rank}"
     torch.cuda.set_device(device)
@@ -245,7 +246,8 @@ if master:
           + (f", number head {num_head}" + (f" (K={n_components})" if num_head == "gmm" else "") if encoding == "xval" else ""))
     print(f"batch: {batch_size} samples/step = {micro_batch_size} × {world_size} processes × {accum} "
           f"accumulation steps, ~{batch_size * mean_length:,.0f} tokens/step")
-    print(f"system: {device} ({gpu or device_type}), {dtype}, compile={compile}, attention "
+    print(f"system: {device} ({gpu or device_type}{', %d threads' % torch.get_num_threads() if device_type == 'cpu' else ''}), "
+          f"{dtype}, compile={compile}, attention "
           f"{'flex' if raw_model.flex_attention else 'sdpa'}, world size {world_size}, "
           f"{'resuming at step %d' % iter_num if resume else 'from scratch'}")
     if resume and changed:

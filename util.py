@@ -4,9 +4,14 @@ device, score predicted numbers (NaN marks an invalid prediction). torch is impo
 """
 import math
 import os
+import sys
 from contextlib import contextmanager
 
-import numpy as np
+if sys.version_info < (3, 11):  # every script imports this file before the tokenizer compiles its regexes
+    sys.exit(f"error: Python {sys.version.split()[0]} is too old: this code needs Python 3.11 or newer "
+             "(the tokenizer's regular expressions use possessive quantifiers)")
+
+import numpy as np  # noqa: E402
 
 
 class TextError(ValueError):
@@ -106,11 +111,15 @@ def load_checkpoint(path, device="cpu"):
     return checkpoint
 
 
-def pick_device(device="auto"):
-    """'auto' becomes cuda if a GPU is there, else mps (Apple), else cpu; a device that is not there is an error."""
+def pick_device(device="auto", threads=0):
+    """'auto' becomes cuda if a GPU is there, else mps (Apple), else cpu; a device that is not there is an error.
+    On the CPU, torch runs `threads` threads (0: $OMP_NUM_THREADS, else 1): the small models meant for a CPU gain
+    little from more, and a core that another job takes stalls every thread (quickstart: 20× slower with 2 threads)."""
     import torch
     if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu"
+        device = "cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu"
+    if device == "cpu":
+        torch.set_num_threads(threads or int(os.environ.get("OMP_NUM_THREADS", 1)))
     kind, _, index = device.partition(":")
     count = torch.cuda.device_count() if kind == "cuda" else int(kind != "mps" or torch.backends.mps.is_available())
     if count <= int(index or 0):

@@ -1,7 +1,8 @@
-# A small arithmetic model for a CPU, minutes; any encoding: --encoding=p10 (block_size fits P10).
+# A small arithmetic model for a CPU, minutes, in any encoding (block_size fits P10).
 #   python prepare/arithmetic.py --variant mult3 --size small
 #   python tokenize_numbers.py data/arithmetic_mult3 --encoding xval
 #   python train.py config/arithmetic_small.py
+#   python train.py config/arithmetic_small.py --encoding=p10
 out_dir = "out/arithmetic_small"
 data_dir = "data/arithmetic_mult3"
 encoding = "xval"

@@ -1,7 +1,8 @@
-# A small era5 model for a CPU, minutes; any encoding: --encoding=p10 (block_size fits P10).
+# A small era5 model for a CPU, minutes, in any encoding (block_size fits P10).
 #   python prepare/era5.py FILE.nc --size small --out data/era5
 #   python tokenize_numbers.py data/era5 --encoding xval
 #   python train.py config/era5_small.py
+#   python train.py config/era5_small.py --encoding=p10
 out_dir = "out/era5_small"
 data_dir = "data/era5"
 encoding = "xval"

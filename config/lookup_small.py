@@ -1,7 +1,8 @@
-# A small lookup model for a CPU, minutes; any encoding: --encoding=p10 (block_size fits P10).
+# A small lookup model for a CPU, minutes, in any encoding (block_size fits P10).
 #   python prepare/lookup.py --size small
 #   python tokenize_numbers.py data/lookup --encoding xval
 #   python train.py config/lookup_small.py
+#   python train.py config/lookup_small.py --encoding=p10
 out_dir = "out/lookup_small"
 data_dir = "data/lookup"
 encoding = "xval"

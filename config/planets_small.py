@@ -1,7 +1,8 @@
-# A small planets model for a CPU, minutes; any encoding: --encoding=p10 (block_size fits P10).
+# A small planets model for a CPU, minutes, in any encoding (block_size fits P10).
 #   python prepare/planets.py --size small
 #   python tokenize_numbers.py data/planets --encoding xval
 #   python train.py config/planets_small.py
+#   python train.py config/planets_small.py --encoding=p10
 out_dir = "out/planets_small"
 data_dir = "data/planets"
 encoding = "xval"

@@ -445,3 +445,32 @@ def test_a_bad_sample_met_by_one_of_two_processes_stops_both_with_one_message(ow
     assert errors == {f"error: {own_data}/xval/train.values.npy: sample {bad} (line {bad + 1} of train.txt) holds a "
                       "non-finite number; remove or rescale it and tokenize again"}, r.stderr
     assert r.returncode != 0 and "gloo" not in r.stderr.lower() and "ProcessGroup" not in r.stderr
+
+
+def test_on_the_cpu_torch_runs_one_thread_unless_asked(monkeypatch):
+    import torch
+
+    from util import pick_device
+    saved = torch.get_num_threads()
+    try:
+        monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+        assert pick_device("cpu") == "cpu" and torch.get_num_threads() == 1  # a busy core cannot stall a second thread
+        pick_device("cpu", threads=2)
+        assert torch.get_num_threads() == 2
+        monkeypatch.setenv("OMP_NUM_THREADS", "3")
+        pick_device("cpu")
+        assert torch.get_num_threads() == 3
+    finally:
+        torch.set_num_threads(saved)
+
+
+def test_an_older_python_gets_one_line_naming_the_version_it_needs(monkeypatch):
+    import runpy
+    monkeypatch.setattr(sys, "version_info", (3, 10, 13, "final", 0))
+    with pytest.raises(SystemExit) as e:
+        runpy.run_path(os.path.join(ROOT, "util.py"))
+    assert str(e.value).startswith("error: Python") and "needs Python 3.11 or newer" in str(e.value)
+    if os.path.exists(old := os.path.expanduser("~/.pyenv/versions/3.10.13/bin/python")):  # and a real one
+        r = subprocess.run([old, "-c", "import sys; sys.path.insert(0, '.'); import util"], cwd=ROOT, capture_output=True,
+                           text=True)
+        assert r.returncode == 1 and r.stderr.strip().startswith("error: Python 3.10.13 is too old") and "\n" not in r.stderr.strip()
