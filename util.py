@@ -8,7 +8,7 @@ import sys
 from contextlib import contextmanager
 
 if sys.version_info < (3, 11):  # every script imports this file before the tokenizer compiles its regexes
-    sys.exit(f"error: Python {sys.version.split()[0]} is too old: this code needs Python 3.11 or newer "
+    sys.exit(f"error: Python {'.'.join(map(str, sys.version_info[:3]))} is too old: this code needs Python 3.11 or newer "
              "(the tokenizer's regular expressions use possessive quantifiers)")
 
 import numpy as np  # noqa: E402
