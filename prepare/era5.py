@@ -43,11 +43,11 @@ Download (needs a CDS account, the dataset licence accepted, and `pip install cd
   (same request with "variable": ["land_sea_mask"], one day and "time": ["00:00"] for --land-sea-mask)
 
 Usage:
-  python prepare/era5.py era5_t2m_2020.nc --size small --out data/temperature
+  python prepare/era5.py era5_t2m_2020.nc --size small --out data/era5
   python prepare/era5.py era5_t2m_*.nc --land-sea-mask era5_lsm.nc --size paper --workers 16
-  python prepare/era5_synthetic.py --out data/era5_synthetic   # no CDS account: a synthetic field
-  python prepare/era5.py data/era5_synthetic/t2m.nc --land-sea-mask data/era5_synthetic/lsm.nc \
-      --stations 10,19 --out data/temperature_synthetic
+  python prepare/era5_synthetic.py --out data/era5_raw   # no CDS account: a synthetic field
+  python prepare/era5.py data/era5_raw/t2m.nc --land-sea-mask data/era5_raw/lsm.nc \
+      --stations 10,19 --out data/era5
 
 Two passes. Pass 1 draws every sample's window (sizes, start, stations: a pure function of seed,
 split and index), then reads the files block by block of --block-steps time steps, each step once
@@ -466,7 +466,7 @@ def count_range(text):
 def main(argv=None):
     p = base_parser("Prepare the xVal temperature-forecasting dataset from ERA5 2 m temperature netCDF files "
                     "(docs/decisions.md#temperature); see the module docstring and prepare/README.md",
-                    default_out="data/temperature")
+                    default_out="data/era5")
     p.add_argument("files", nargs="+", help="ERA5 netCDF files (CDS downloads), concatenated along time")
     p.add_argument("--variable", default="t2m", help="variable name or CF standard_name (default t2m)")
     p.add_argument("--stride", type=int, default=8, help="file time steps between sample steps (default 8: 8 h)")

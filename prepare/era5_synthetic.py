@@ -20,9 +20,9 @@ time int32 "hours since 1900-01-01 00:00:00.0"; lsm(time=1, latitude, longitude)
 The same --seed gives the same bytes. Memory: one day of the field at a time.
 
 Usage:
-  python prepare/era5_synthetic.py --out data/era5_synthetic --days 60 --resolution 2.5
-  python prepare/era5.py data/era5_synthetic/t2m.nc --land-sea-mask data/era5_synthetic/lsm.nc \\
-      --size small --stations 10,19 --out data/temperature_synthetic
+  python prepare/era5_synthetic.py --out data/era5_raw --days 60 --resolution 2.5
+  python prepare/era5.py data/era5_raw/t2m.nc --land-sea-mask data/era5_raw/lsm.nc \\
+      --size small --stations 10,19 --out data/era5
 """
 import argparse
 import datetime

@@ -81,3 +81,15 @@ def test_the_own_data_config_trains_on_a_plain_text_folder_with_block_size_from_
             "--log_interval=1", "--eval_interval=2", "--eval_batches=1", "--batch_size=4", "--micro_batch_size=4")
     assert f"block_size {longest} (the longest sample)" in r.stdout
     assert sorted(losses(out)) == [1, 2] and all(np.isfinite(list(losses(out).values())))
+
+
+@pytest.mark.parametrize("task", ["arithmetic", "lookup", "planets", "era5"])
+def test_each_prepare_script_writes_by_default_where_the_tasks_configs_read(task):
+    import re
+    source = open(os.path.join(ROOT, "prepare", f"{task}.py")).read()
+    call = source[source.index("base_parser(", source.index("__main__") if task != "era5" else 0):][:400]
+    out = re.search(r"""["'](data/[^"']+)["']""", call)[1].replace("<variant>", "ops2")
+    for encoding in ("xval", "p10"):
+        config = configure(defaults(os.path.join(ROOT, "train.py")), os.path.join(ROOT, "train.py"),
+                           [os.path.join(ROOT, "config", f"{task}_{encoding}.py")])
+        assert config["data_dir"] == out, (task, encoding)

@@ -1,5 +1,5 @@
 # The look-up with the paper's 2-6 entries on one H100, for xVal, P10 and FP15 alike
-# (dev/gpu_claims.py trains and evaluates all three; dev/results/gpu/README.md).
+# (dev/gpu_claims.py trains and evaluates all three and writes its tables to dev/results/gpu/).
 # CPU-sized models stay on the dictionary-mean plateau (dev/results/lookup_cpu/README.md): this recipe changes the
 # scale, not the method.
 #   python prepare/lookup.py --size paper --entries 2,6 --out out/gpu/data/lookup

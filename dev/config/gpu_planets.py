@@ -1,6 +1,6 @@
 # Planets on one H100 for xVal and B1999 alike: dev/config/planets_cpu.py's recipe (small data set,
 # MLM p = 0.2, lr 1e-3 -> 1e-4) scaled up in model, batch and steps (dev/gpu_claims.py trains
-# and evaluates both; dev/results/gpu/README.md).
+# and evaluates both, writing its tables to dev/results/gpu/).
 #   python prepare/planets.py --size small --out out/gpu/data/planets
 #   python tokenize_numbers.py out/gpu/data/planets --encoding b1999
 #   python train.py dev/config/gpu_planets.py --encoding=b1999 --out_dir=out/gpu/planets_b1999
