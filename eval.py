@@ -270,7 +270,7 @@ def check_seeds(checkpoints):
     settings but the seed (NOT_THE_SETTING aside), each run once. Returns the first one's data_dir."""
     first, seen = None, {}
     for path in checkpoints:
-        c = load_checkpoint(path)
+        c = load_checkpoint(path, mmap=True)  # its settings only: the weights are read once, by load_model
         c = {"config": c["config"], "vocab": (c["model_args"]["encoding"], c["text_tokens"]), "data_dir": c["data_dir"]}
         if os.path.realpath(path) in seen:
             raise SystemExit(f"error: {path} is given twice in --ckpt: each seed counts once")

@@ -97,14 +97,17 @@ def format_duration(s):
             else f"{s // 60:.0f}m{s % 60:02.0f}s" if s >= 60 else f"{s:.0f}s")
 
 
-def load_checkpoint(path, device="cpu"):
-    """A train.py checkpoint read as data only (foreign files cannot run code); a bad file is a one-line error naming it."""
+def load_checkpoint(path, device="cpu", mmap=False):
+    """A train.py checkpoint read as data only (foreign files cannot run code); a bad file is a one-line error naming it.
+    mmap: the tensors are mapped, not read, until used (to look at its settings only)."""
     import torch
     try:
-        checkpoint = torch.load(path, map_location=device, weights_only=True)
+        checkpoint = torch.load(path, map_location=device, weights_only=True, mmap=mmap)
     except Exception as e:
-        raise SystemExit(f"error: {path} is not a readable checkpoint ({type(e).__name__}: "
-                         f"{str(e).strip().splitlines()[0] if str(e).strip() else 'no detail'})")
+        detail = str(e).strip().splitlines()[0] if str(e).strip() else "no detail"
+        if "weights_only" in str(e) or "Weights only" in detail:  # never torch's advice to load it unsafely
+            detail = "it holds Python objects besides tensors and plain data, which are never loaded: they could run code"
+        raise SystemExit(f"error: {path} is not a readable checkpoint ({type(e).__name__}: {detail})")
     missing = [k for k in ("model", "model_args", "text_tokens", "config") if not isinstance(checkpoint, dict) or k not in checkpoint]
     if missing:
         raise SystemExit(f"error: {path} is not a checkpoint written by train.py (no {', '.join(missing)})")

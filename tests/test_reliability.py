@@ -405,6 +405,21 @@ def test_a_foreign_checkpoint_cannot_run_code_and_is_a_clear_error(data, tmp_pat
     torch.save({"model": Payload()}, str(out / "ckpt_latest.pt"))
     error = one_line_error(train(data, str(out), "--resume", "--max_iters=4", check=False))
     assert f"{out / 'ckpt_latest.pt'} is not a readable checkpoint" in error and not marker.exists()
+    assert "weights_only" not in error and "could run code" in error  # never the advice to load it unsafely
+    (out / "random.pt").write_bytes(np.random.default_rng(0).bytes(5000))  # random bytes: a plain one-line error
+    error = one_line_error(run("eval.py", f"--ckpt={out / 'random.pt'}", check=False))
+    assert f"{out / 'random.pt'} is not a readable checkpoint" in error and "weights_only" not in error
+
+
+def test_eval_reads_each_checkpoints_weights_once(checkpoint, data, tmp_path, monkeypatch):
+    full, real = [], torch.load
+
+    def load(path, *args, **kwargs):  # a load that reads every tensor (not mapped) is counted
+        full.extend([] if kwargs.get("mmap") else [path])
+        return real(path, *args, **kwargs)
+    monkeypatch.setattr(torch, "load", load)
+    run("eval.py", f"--ckpt={checkpoint}", f"--data_dir={data}", f"--out={tmp_path / 'eval'}", "--max_samples=4")
+    assert full == [checkpoint]
 
 
 def test_a_missing_device_and_an_unusable_out_dir_fail_before_the_data_loads(tmp_path):
