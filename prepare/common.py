@@ -32,7 +32,9 @@ def _full_disk(kind, error, traceback, default=sys.excepthook):
         default(kind, error, traceback)
 
 
-sys.excepthook = _full_disk  # every prepare script imports this module
+def one_line_on_full_disk():
+    """Called by each prepare script when it runs as one (importing this module changes nothing)."""
+    sys.excepthook = _full_disk
 
 # samples per split: (train, val, test); every extra test set (OoD) has the size of test
 SIZES = {

@@ -70,7 +70,8 @@ from types import SimpleNamespace
 import netCDF4
 import numpy as np
 
-from common import SIZES, atomic_file, atomic_write_text, base_parser, dumps, prepare_out_dir, sample_rng
+from common import (SIZES, atomic_file, atomic_write_text, base_parser, dumps, one_line_on_full_disk, prepare_out_dir,
+                    sample_rng)
 
 STATIONS = (60, 89)      # grid points per sample, inclusive; default of --stations (docs/decisions.md#temperature)
 STEPS = (8, 15)          # time steps per sample, inclusive; default of --steps
@@ -561,4 +562,5 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
+    one_line_on_full_disk()
     main()

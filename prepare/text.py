@@ -37,7 +37,7 @@ from decimal import Decimal
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import _at_least, dataset_files, prepare_out_dir, write_meta, write_split  # noqa: E402
+from common import _at_least, dataset_files, one_line_on_full_disk, prepare_out_dir, write_meta, write_split  # noqa: E402
 from dataset import read_lines  # noqa: E402
 from tokenize_numbers import TextError, split_text  # noqa: E402
 
@@ -335,4 +335,5 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
+    one_line_on_full_disk()
     main()

@@ -74,11 +74,18 @@ def test_force_waits_for_a_tokenize_run_that_is_reading_the_dataset(tmp_path):
 
 def test_a_full_disk_ends_a_prepare_script_with_one_line():
     from conftest import ROOT
-    code = ("import sys; sys.path.insert(0, 'prepare'); import common, errno, os; "
+    code = ("import sys; sys.path.insert(0, 'prepare'); import common, errno, os; common.one_line_on_full_disk(); "
             "raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))")  # what a write to a full disk raises
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode != 0 and "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
     assert r.stderr.startswith("error: the disk filled up while writing the dataset (No space left on device)")
-    r = subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, 'prepare'); import common; 1 / 0"],
-                       cwd=ROOT, capture_output=True, text=True)
+    r = subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, 'prepare'); import common; "
+                        "common.one_line_on_full_disk(); 1 / 0"], cwd=ROOT, capture_output=True, text=True)
     assert "Traceback" in r.stderr and "ZeroDivisionError" in r.stderr  # any other error keeps its traceback
+    r = subprocess.run([sys.executable, "-c", "import sys; hook = sys.excepthook; sys.path.insert(0, 'prepare'); "
+                        "import common, arithmetic, era5, lookup, planets, text; print(sys.excepthook is hook)"],
+                       cwd=ROOT, capture_output=True, text=True)
+    assert r.stdout.strip() == "True", r.stderr  # importing a prepare module leaves the interpreter's hook alone
+    for script in ("arithmetic", "lookup", "planets", "era5", "era5_synthetic", "text"):  # each script sets it itself
+        source = open(f"{ROOT}/prepare/{script}.py").read()
+        assert 'if __name__ == "__main__":\n    one_line_on_full_disk()' in source, script
