@@ -1,5 +1,6 @@
 """prepare/text.py: your own CSV or JSON lines become a dataset whose numbers are scaled to order 1,
 the scales recorded so that the original numbers come back exactly; bad input is a one-line error."""
+import argparse
 import json
 import os
 import re
@@ -61,7 +62,7 @@ def test_a_csv_becomes_a_dataset_that_tokenizes(tmp_path, capsys):
 
 
 def test_json_lines_in_windows_tokenize_and_keep_their_layout(tmp_path):
-    out, meta = prepare(tmp_path, JSONL, "--window", "3", "--split", "0.6,0.2,0.2", "--seed", "3",
+    out, meta = prepare(tmp_path, JSONL, "--window", "3", "--split", "0.6,0.2,0.2", "--seed", "3", "--order", "random",
                         name="series.jsonl")
     assert meta["window"] == 3 and sum(meta["splits"].values()) == 13  # 40 records: 13 windows, 1 left out
     record = read(out, "train")[0]
@@ -74,7 +75,7 @@ def test_json_lines_in_windows_tokenize_and_keep_their_layout(tmp_path):
 def test_scales_are_recorded_and_undone_exactly(tmp_path, content, name):
     out, meta = prepare(tmp_path, content, name=name)
     inputs = {}  # (key, station/site, position) is not unique; compare the multisets of numbers per key
-    for record, _ in text.read_file(str(tmp_path / name), 1):
+    for record, _ in text.read_file(str(tmp_path / name), argparse.Namespace(columns=None, text=set(), delimiter=None))[0]:
         for key in meta["scales"]:
             inputs.setdefault(key, []).extend(text.numbers(record[key]))
     for key, scale in meta["scales"].items():
@@ -102,7 +103,8 @@ def test_val_and_test_files_and_an_unseen_text_value(tmp_path):
     flags = ["--val", str(tmp_path / "val.csv"), "--out", str(tmp_path / "o")]
     with pytest.raises(SystemExit, match=r"test.csv:2: .*'\"z\"', which no training record has"):
         text.main([str(tmp_path / "train.csv"), *flags, "--test", str(tmp_path / "test.csv")])
-    text.main([str(tmp_path / "train.csv"), *flags, "--test", str(tmp_path / "val.csv")])
+    (tmp_path / "test.csv").write_text("station,t\na,1.25\n")
+    text.main([str(tmp_path / "train.csv"), *flags, "--test", str(tmp_path / "test.csv")])
     assert json.loads((tmp_path / "o" / "meta.json").read_text())["splits"] == {"train": 2, "val": 1, "test": 1}
 
 
@@ -126,15 +128,17 @@ def test_force_replaces_the_dataset_and_keeps_other_files(tmp_path):
     ("a,b\n1,2\n3\n", [], "bad.csv", r"bad.csv:3: 1 cells, but the header \(.*bad.csv:1\) names 2 columns"),
     ("", [], "bad.csv", "bad.csv: empty file"),
     ("\n\n", [], "bad.jsonl", "bad.jsonl: empty file"),
-    ('{"a":1,"b":2}\n{"a":3}\n', [], "bad.jsonl", "bad.jsonl:2: key 'b' missing"),
-    ('{"a":1}\n{"a":3,"c":4}\n', [], "bad.jsonl", "bad.jsonl:2: key 'c' is not in the first record"),
-    ('{"a":1}\n{"a":"n/a"}\n', [], "bad.jsonl", "bad.jsonl:2: key 'a' holds text, but number"),
-    ("a,b\n1,2\n,4\n", [], "bad.csv", "bad.csv:3: column 'a' is empty"),
+    ('{"a":1,"b":2}\n{"a":3}\n', [], "bad.jsonl", "bad.jsonl:2: key 'b' is missing .*--missing=omit .*--missing=drop"),
+    ('{"a":1}\n{"a":3,"c":4}\n', [], "bad.jsonl", "bad.jsonl:1: key 'c' is missing"),
+    ('{"a":1}\n{"a":"rain"}\n', [], "bad.jsonl", "bad.jsonl:2: key 'a' holds text, but number"),
+    ("a,b\n1,2\n,4\n", [], "bad.csv", "bad.csv:3: column 'a' is missing .*--missing=omit .*--missing=drop"),
     ("a,b\n1,2\n1.2.3,4\n5,6\n", [], "bad.csv", r"bad.csv:3: column 'a': '1.2.3' is not a number"),
     ("a,b\n1,2\n--5,4\n5,6\n", [], "bad.csv", r"bad.csv:3: column 'a': '--5' is not a number"),
     ('{"a":1.2.3}\n', [], "bad.jsonl", "bad.jsonl:1: not a JSON record"),
-    ('{"a":NaN}\n', [], "bad.jsonl", "bad.jsonl:1: NaN is not a finite number"),
-    ("a,b\n1,2\n3,4\n", ["--window", "3"], "bad.csv", "bad.csv:3: the file ends after 2 records, before a window of 3"),
+    ('{"a":NaN}\n', [], "bad.jsonl", "bad.jsonl:1: key 'a' is missing"),
+    ('{"a":Infinity}\n', [], "bad.jsonl", "bad.jsonl:1: Infinity is not a finite number"),
+    ("a,b\n1,2\n3,4\n", ["--window", "3", "--order", "random"], "bad.csv", "bad.csv:3: the file ends after 2 rows, before a window of 3"),
+    ("a,b\n1,2\n3,4\n", ["--window", "3"], "bad.csv", r"bad.csv: --split 0.8,0.1,0.1 in time order cuts its 2 rows into 2/0/0"),
     ("a,b\n1,2\n3,4\n", [], "bad.csv", r"--split 0.8,0.1,0.1: 2 records give train/val/test"),
     ("a,a\n1,2\n", [], "bad.csv", "bad.csv:1: column 2 of the header is 'a' again"),
 ])
