@@ -92,7 +92,8 @@ def scale_of(task, meta, quantity):
     """(center, spread) of a quantity's numbers (original = value · spread + center), or None if the dataset has none."""
     if task == "era5":
         return meta["normalisation"]["mean"], meta["normalisation"]["std"]
-    s = (meta.get("scales") or {}).get(quantity) if task == "text" else None
+    scales = (meta.get("scales") or {}) if task == "text" else {}
+    s = scales.get(quantity) or scales.get(quantity.split(".")[0])  # meta.t: the top-level key's scale
     return (s["center"], s["spread"]) if s else None
 
 

@@ -84,11 +84,22 @@ def masked_numbers(line, where, keys=(), every=False, spans=None):
         if not n_numbers:
             raise TextError(f"{where}: the line has no number to predict")
         return pieces, {"last": [n_numbers - 1]}
-    paths = number_paths(line, n_numbers, where, "a record for --mask_key")
-    groups = {key: [i for i, p in enumerate(paths) if key in p] for key in keys}  # under the key, at any depth
-    for key in (key for key, found in groups.items() if not found):
-        raise TextError(f"{where}: no number under key {key!r} (--mask_key)")
+    names = [[k for k in p if isinstance(k, str)] for p in number_paths(line, n_numbers, where, "a record for --mask_key")]
+    groups = {key: under_key(names, key, where) for key in keys}
     return pieces, {key: found if every else found[-1:] for key, found in groups.items()}
+
+
+def under_key(names, key, where):
+    """The numbers (indices) under key: a top-level key, or a path (meta.t) to a nested one; names: each number's keys."""
+    top = [i for i, n in enumerate(names) if n[:1] == [key]]
+    nested = [i for i, n in enumerate(names) if "." in key and n[:key.count(".") + 1] == key.split(".")]
+    if top and nested:
+        raise TextError(f"{where}: --mask_key={key} names a top-level key and a path to a nested one; rename one")
+    if not top + nested:
+        paths = sorted({".".join(n[:n.index(key) + 1]) for n in names if key in n})
+        raise TextError(f"{where}: no number under the top-level key {key!r} (--mask_key)"
+                        + (f"; a nested key is named by its path: {', '.join(paths)}" if paths else ""))
+    return top + nested
 
 
 @torch.no_grad()
@@ -259,7 +270,8 @@ def main():
             print(f"held-out ({sum(not math.isnan(p) for p in yhat)} valid of {len(yhat)}): "
                   f"MSE {mse(truths, yhat):.4g}, R² {r_squared(truths, yhat):.5f}")
         meta_path = os.path.join(config.get("data_dir", ""), "meta.json")
-        scale = (json.load(open(meta_path)).get("scales") or {}).get(mask_key) if truths and mask_key and os.path.exists(meta_path) else None
+        scales = (json.load(open(meta_path)).get("scales") or {}) if truths and mask_key and os.path.exists(meta_path) else {}
+        scale = scales.get(mask_key) or scales.get(mask_key.split(".")[0])  # meta.t: the top-level key's scale
         if scale:  # original = value · spread + center
             y, p = (np.asarray(a, float) * scale["spread"] + scale["center"] for a in (truths, yhat))
             print(f"in original units ({mask_key} · {scale['spread']:g} + {scale['center']:g}): MSE {mse(y, p):.4g}, R² {r_squared(y, p):.5f}")

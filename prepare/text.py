@@ -148,13 +148,14 @@ def read_csv(path, text, columns, text_columns, delimiter):
         name, cells = header[j], [row[j].strip() for row in rows[1:]]
         present = [i for i, c in enumerate(cells) if not is_missing(c)]
         numeric = [i for i in present if NUMBER.fullmatch(cells[i])]
+        for i in [] if name in text_columns else present:
+            if SEPARATED.fullmatch(cells[i]):
+                fail(f"{where[i + 1]}: column {name!r}: {cells[i]!r} holds a thousands separator or a decimal comma; "
+                     f"write {cells[i].replace(',', '')} or {cells[i].replace(',', '.')} (or --text {name}: text)")
         if name in text_columns or not numeric:
             values.append([None if is_missing(c) else c for c in cells])
             continue
         for i in present:
-            if SEPARATED.fullmatch(cells[i]):
-                fail(f"{where[i + 1]}: column {name!r}: {cells[i]!r} holds a thousands separator or a decimal comma; "
-                     f"write {cells[i].replace(',', '')} or {cells[i].replace(',', '.')}")
             if CODE.fullmatch(cells[i]):
                 fail(f"{where[i + 1]}: column {name!r}: {cells[i]!r} has a leading zero, a code (a ZIP code?) rather "
                      f"than a quantity; --text {name} keeps the codes as words, or leave it out with --columns")
@@ -370,9 +371,10 @@ def scales_of(train, keys, mode):
             print(f"note: key {key!r} is constant in train ({xs[0]:g}): nothing to learn from it; --columns leaves it out")
         if mode == "none":
             scales[key] = {"center": 0.0, "spread": 1.0}
-        else:  # 6 significant digits: readable, and exactly what is applied
-            spread = float(f"{xs.std():.6g}")
-            scales[key] = {"center": float(f"{xs.mean():.6g}"), "spread": spread if spread > 0 else 1.0}
+        else:  # 6 significant digits (the center's to a millionth of the spread): readable, and exactly what is applied
+            spread = float(f"{xs.std():.6g}") or 1.0
+            digits = 6 + max(0, math.ceil(math.log10(abs(xs.mean()) / spread))) if xs.mean() else 6
+            scales[key] = {"center": float(f"{xs.mean():.{digits}g}"), "spread": spread}
     return scales
 
 
@@ -393,18 +395,18 @@ def scaled(x, scale, digits):
 
 def check_resolution(parts, key, writer):
     """Warn where two different inputs of a key reach the model as one float32, or the key spans many decades."""
-    seen, xs = {}, []
+    seen, xs, told = {}, [], False
     for part in parts:
         for record, where, _ in part:
             for x in numbers(record.get(key, [])):
                 xs.append(abs(float(x)))
                 y = np.float32(writer(x))
-                if seen.setdefault(y, (x, where))[0] != x:
+                if seen.setdefault(y, (x, where))[0] != x and not told:
+                    told = True
                     print(f"warning: {where}: key {key!r}: {x} and {seen[y][0]} ({seen[y][1]}) reach the model as one "
                           f"value ({y:g} after scaling): too many digits for a float32 beside the key's spread, or a "
                           "range over many decades; write log10 of the key as a column of its own, --scale none, or "
                           "leave the key out (--columns) if it is an ID")
-                    return
     nonzero = [x for x in xs if x > 0]
     if nonzero and max(nonzero) / min(nonzero) > 1e6:
         print(f"warning: key {key!r}: |x| from {min(nonzero):.3g} to {max(nonzero):.3g}, "
