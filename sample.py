@@ -95,11 +95,15 @@ def under_key(names, key, where):
     nested = [i for i, n in enumerate(names) if "." in key and n[:key.count(".") + 1] == key.split(".")]
     if top and nested:
         raise TextError(f"{where}: --mask_key={key} names a top-level key and a path to a nested one; rename one")
-    if not top + nested:
-        paths = sorted({".".join(n[:n.index(key) + 1]) for n in names if key in n})
-        raise TextError(f"{where}: no number under the top-level key {key!r} (--mask_key)"
-                        + (f"; a nested key is named by its path: {', '.join(paths)}" if paths else ""))
-    return top + nested
+    paths = sorted({".".join(n[:n.index(key) + 1]) for n in names if key in n})
+    if not top + nested and paths:
+        raise TextError(f"{where}: no number under key {key!r} (--mask_key names a top-level key); a nested key is "
+                        f"named by its path: {', '.join(paths)}")
+    return top + nested  # empty for a record without the key (prepare/text.py --missing=omit)
+
+
+class KeyAbsent(TextError):
+    """A record without the --mask_key (a value left out as missing): left out of the predictions, and counted."""
 
 
 @torch.no_grad()
@@ -201,6 +205,8 @@ def encode_line(line, where, vocab, block_size, causal=False):
     truths, spans = [], []
     if mask_last or mask_key:  # the chosen numbers become [?], in the pieces and in the text shown
         pieces, groups = masked_numbers(line, where, [mask_key] if mask_key else [], mask_all, spans)
+        if not next(iter(groups.values())):
+            raise KeyAbsent(f"{where}: no number under key {mask_key!r} (--mask_key names a top-level key)")
         numbers = [j for j, (kind, _) in enumerate(pieces) if kind == "num"]
         for j in reversed([numbers[i] for i in next(iter(groups.values()))]):
             truths.insert(0, pieces[j][1])
@@ -235,10 +241,13 @@ def main():
     model, vocab, config = load_model(ckpt, dev)
     causal = model.cfg.causal and not (mask_last or mask_key)
     lines = lines[:show] if causal else lines  # generation: only the lines shown
-    samples, truths, texts, failed = [], [], [], 0
+    samples, truths, texts, failed, absent = [], [], [], 0, []
     for number, line in lines:
         try:
             ids, values, ask, truth, text = encode_line(line, f"{name}:{number}", vocab, model.cfg.block_size, causal)
+        except KeyAbsent as e:
+            absent.append(str(e))
+            continue
         except TextError as e:  # this line is reported and counted; the others are still predicted
             print(f"error: {e}", file=sys.stderr)
             failed += 1
@@ -275,8 +284,11 @@ def main():
         if scale:  # original = value · spread + center
             y, p = (np.asarray(a, float) * scale["spread"] + scale["center"] for a in (truths, yhat))
             print(f"in original units ({mask_key} · {scale['spread']:g} + {scale['center']:g}): MSE {mse(y, p):.4g}, R² {r_squared(y, p):.5f}")
-    if failed:
-        raise SystemExit(f"error: {failed} of {len(lines)} lines could not be predicted (reported above)")
+    if absent:  # with every line absent, the key is not a key of the records
+        print(f"{'error' if not samples else 'note'}: {len(absent)} of {len(lines)} lines have no number under key "
+              f"{mask_key!r}, left out (the first: {absent[0]})", file=sys.stderr)
+    if failed or not samples:
+        raise SystemExit(f"error: {failed or len(absent)} of {len(lines)} lines could not be predicted (reported above)")
 
 
 if __name__ == "__main__":

@@ -161,8 +161,12 @@ def test_bad_input_is_a_one_line_error_naming_file_and_line(tmp_path, content, f
 LONG_CSV = "station,t,p\n" + "".join(f"{'ab'[i % 2]},{10 + 7 * np.sin(i / 9):.2f},{1013 + 5 * np.cos(i / 7):.1f}\n" for i in range(400))
 
 
+GAPPY_CSV = re.sub(r",1\d{3}\.3\n", ",NA\n", LONG_CSV)  # p missing where its value ends in .3
+
+
 @pytest.mark.parametrize("content, name, flags, key", [(LONG_CSV, "data.csv", ("--window", "4"), "t"),
-                                                       (JSONL, "data.jsonl", (), "t")])
+                                                       (JSONL, "data.jsonl", (), "t"),
+                                                       (GAPPY_CSV, "data.csv", ("--missing", "omit"), "p")])
 def test_own_data_from_file_to_scores_in_original_units(tmp_path, content, name, flags, key):
     """The README's four commands: prepare/text.py, tokenize, train a tiny model, eval.py --mask_key."""
     out, meta = prepare(tmp_path, content, *flags, name=name)
@@ -176,10 +180,13 @@ def test_own_data_from_file_to_scores_in_original_units(tmp_path, content, name,
     report = json.load(open(tmp_path / "run" / f"eval_{key}.json"))
     scores = report["splits"]["test"][key]
     spread = meta["scales"][key]["spread"]
-    assert report["task"] == "text" and scores["n"] == meta["splits"]["test"]
+    assert report["task"] == "text" and scores["n"] == sum(key in record for record in read(out, "test"))
     assert scores["mean"]["mse_original"] == pytest.approx(scores["mean"]["mse"] * spread ** 2)
     assert ("persistence" in scores) == bool(meta["window"]) and "train_mean" in scores
     assert "original units" in r.stdout
+    r = run("sample.py", f"--ckpt={tmp_path / 'run' / 'ckpt_best.pt'}", f"--input={out / 'test.txt'}", f"--mask_key={key}")
+    assert f"held-out ({scores['n']} valid of {scores['n']})" in r.stdout  # records without the key left out, and said
+    assert (scores["n"] < meta["splits"]["test"]) == ("lines have no number under key" in r.stderr)
 
 
 SERIES = "date,co2,rain\n" + "".join(f"1990-01-{1 + i % 28:02d},{350 + i / 10 + np.sin(i / 5):.2f},"
@@ -283,7 +290,7 @@ def test_mask_key_names_a_top_level_key_or_a_dotted_path(tmp_path):
     assert masked_numbers(line, "x", ["t"])[1] == {"t": [1]}  # not meta's t
     assert masked_numbers(line, "x", ["meta.t"])[1] == {"meta.t": [2]}
     assert masked_numbers(line, "x", ["a.b"])[1] == {"a.b": [4]}
-    with pytest.raises(ValueError, match=r"no number under the top-level key 'u' .*nested key is named by its path: meta.u"):
+    with pytest.raises(ValueError, match=r"no number under key 'u' \(--mask_key names a top-level key\); a nested key is named by its path: meta.u"):
         masked_numbers(line, "x", ["u"])
     with pytest.raises(ValueError, match="names a top-level key and a path to a nested one"):
         masked_numbers('{"a.b":1,"a":{"b":2}}', "x", ["a.b"])
