@@ -67,8 +67,11 @@ def fail(message):
     sys.exit(f"error: {message}")
 
 
+_MISSING = {m.lower() for m in MISSING}
+
+
 def is_missing(cell):
-    return cell.strip().lower() in {m.lower() for m in MISSING}
+    return cell.strip().lower() in _MISSING
 
 
 def read_text(path):
@@ -159,7 +162,7 @@ def read_csv(path, text, columns, text_columns, delimiter):
             if CODE.fullmatch(cells[i]):
                 fail(f"{where[i + 1]}: column {name!r}: {cells[i]!r} has a leading zero, a code (a ZIP code?) rather "
                      f"than a quantity; --text {name} keeps the codes as words, or leave it out with --columns")
-        bad = next(i for i in present + [None] if i is None or i not in set(numeric))
+        bad = next((i for i in sorted(set(present) - set(numeric))), None)
         if bad is not None and len(numeric) * 2 >= len(present):  # mostly numbers: the others are malformed
             fail(f"{where[bad + 1]}: column {name!r}: {cells[bad]!r} is not a number, but {len(numeric)} of the "
                  f"column's {len(present)} values are; write it as one (e.g. 1013.6), or a missing value ({', '.join(MISSING[1:])})")
@@ -263,8 +266,8 @@ def date_keys(rows, keys, text_keys):
         values = [r[key] for r, _ in rows if r.get(key) is not None]
         if key not in text_keys and values and all(is_date(v) for v in values):
             dates.append(key)
-            ordered = all(isinstance(v, str) and re.match(r"\d{4}", v) for v in values) or all(isinstance(v, Decimal) for v in values)
-            order = next((w for (a, _), (b, w) in zip(rows, rows[1:]) if ordered and None not in (a.get(key), b.get(key))
+            sortable = all(re.match(r"\d{4}", str(v)) for v in values)  # ISO dates and yyyymmdd sort as text
+            order = next((w for (a, _), (b, w) in zip(rows, rows[1:]) if sortable and None not in (a.get(key), b.get(key))
                           and str(b[key]) < str(a[key])), None)
             print(f"note: key {key!r} holds dates or times ({values[0]} ... {values[-1]}): left out; the rows are "
                   "taken in file order" + (f" (they go back in time at {order}: sort the file)" if order else ""))
@@ -291,7 +294,7 @@ def words_for_tokenizer(files):
         if changed:
             a, b = next(iter(changed.items()))
             print(f"note: {len(changed)} {what}(s) the tokenizer would read as numbers written as one word each: "
-                  f"{a!r} as {b!r}" + (" (--mask_key and --columns take the new name)" if what == "key" else ""))
+                  f"{a!r} as {b!r}" + (" (--mask_key takes the new name)" if what == "key" else ""))
     for i, (path, rows) in enumerate(files):
         files[i] = (path, [({renamed[k]: rewrite(v, lambda x: values.get(x, x) if isinstance(x, str) else x)
                              for k, v in record.items()}, where) for record, where in rows])
@@ -470,6 +473,9 @@ def main(argv=None):
     args.delimiter = {"tab": "\t", "\\t": "\t"}.get(args.delimiter, args.delimiter)
     stride = args.stride or args.window
     order = args.order or ("time" if args.window > 1 else "random")
+    if order == "random" and stride < args.window and not args.val:
+        fail(f"--stride {stride} < --window {args.window} with --order random: overlapping windows would share rows "
+             "between train and test; use --order time, or a stride of at least the window")
     inputs = args.files + ([args.val, args.test] if args.val else [])
     check_inputs(inputs)
     if os.path.isdir(args.out):  # --force would delete an input before it is read back

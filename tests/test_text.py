@@ -243,6 +243,8 @@ SPLITS = ("train", "val", "test")
     ("t p q\n1 2 3\n", [], "bad.csv", "bad.csv:1: the header holds no , ; tab or | but spaces"),
     ("a,b\n1,2\n", ["--columns", "a,c"], "bad.csv", "bad.csv:1: --columns names 'c', not a column here: a, b"),
     ('{"a":[1,2],"b":1}\n', ["--text", "z"], "bad.jsonl", "--text names 'z', not a column or key"),
+    ("a\n1\n2\n", ["--window", "2", "--stride", "1", "--order", "random"], "bad.csv",
+     "--stride 1 < --window 2 with --order random: overlapping windows would share rows between train and test"),
 ])
 def test_what_would_be_misread_is_a_one_line_error(tmp_path, content, flags, name, expected):
     assert re.search(expected, error(tmp_path, content, *flags, name=name))
