@@ -92,7 +92,8 @@ def scale_of(task, meta, quantity):
     """(center, spread) of a quantity's numbers (original = value · spread + center), or None if the dataset has none."""
     if task == "era5":
         return meta["normalisation"]["mean"], meta["normalisation"]["std"]
-    s = (meta.get("scales") or {}).get(quantity) if task == "text" else None
+    scales = (meta.get("scales") or {}) if task == "text" else {}
+    s = scales.get(quantity) or scales.get(quantity.split(".")[0])  # meta.t: the top-level key's scale
     return (s["center"], s["spread"]) if s else None
 
 
@@ -208,7 +209,7 @@ def masked_samples(task, lines, vocab, where, keys=(), every=False, persistence=
     for number, line in enumerate(lines, 1):
         pieces, groups = masked_groups(task, line, f"{where}:{number}", keys, every)
         numbers = [j for j, (kind, _) in enumerate(pieces) if kind == "num"]
-        for quantity, indices in groups.items():
+        for quantity, indices in ((q, i) for q, i in groups.items() if i):  # a record without the key: left out
             asked = list(pieces)
             for i in indices:
                 asked[numbers[i]] = ("ask", None)
@@ -218,6 +219,12 @@ def masked_samples(task, lines, vocab, where, keys=(), every=False, persistence=
             if persistence:
                 what = "a station" if task == "era5" else f"key {quantity!r}"
                 previous.extend(previous_values(line, indices, f"{where}:{number}", what))
+    for key in (k for k in keys if k not in jobs and lines):
+        raise TextError(f"{where}: no record has a number under key {key!r} (--mask_key names a top-level key)")
+    absent = {q: len(lines) - len(samples) for q, (samples, _, _) in jobs.items() if len(samples) < len(lines)}
+    if absent and not every:
+        print(f"note: {where}: records without the key (a value left out as missing) are not scored: "
+              + ", ".join(f"{q} {n}" for q, n in absent.items()))
     return jobs
 
 

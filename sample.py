@@ -85,11 +85,26 @@ def masked_numbers(line, where, keys=(), every=False, spans=None):
         if not n_numbers:
             raise TextError(f"{where}: the line has no number to predict")
         return pieces, {"last": [n_numbers - 1]}
-    paths = number_paths(line, n_numbers, where, "a record for --mask_key")
-    groups = {key: [i for i, p in enumerate(paths) if key in p] for key in keys}  # under the key, at any depth
-    for key in (key for key, found in groups.items() if not found):
-        raise TextError(f"{where}: no number under key {key!r} (--mask_key)")
+    names = [[k for k in p if isinstance(k, str)] for p in number_paths(line, n_numbers, where, "a record for --mask_key")]
+    groups = {key: under_key(names, key, where) for key in keys}
     return pieces, {key: found if every else found[-1:] for key, found in groups.items()}
+
+
+def under_key(names, key, where):
+    """The numbers (indices) under key: a top-level key, or a path (meta.t) to a nested one; names: each number's keys."""
+    top = [i for i, n in enumerate(names) if n[:1] == [key]]
+    nested = [i for i, n in enumerate(names) if "." in key and n[:key.count(".") + 1] == key.split(".")]
+    if top and nested:
+        raise TextError(f"{where}: --mask_key={key} names a top-level key and a path to a nested one; rename one")
+    paths = sorted({".".join(n[:n.index(key) + 1]) for n in names if key in n})
+    if not top + nested and paths:
+        raise TextError(f"{where}: no number under key {key!r} (--mask_key names a top-level key); a nested key is "
+                        f"named by its path: {', '.join(paths)}")
+    return top + nested  # empty for a record without the key (prepare/text.py --missing=omit)
+
+
+class KeyAbsent(TextError):
+    """A record without the --mask_key (a value left out as missing): left out of the predictions, and counted."""
 
 
 @torch.no_grad()
@@ -191,6 +206,8 @@ def encode_line(line, where, vocab, block_size, causal=False):
     truths, spans = [], []
     if mask_last or mask_key:  # the chosen numbers become [?], in the pieces and in the text shown
         pieces, groups = masked_numbers(line, where, [mask_key] if mask_key else [], mask_all, spans)
+        if not next(iter(groups.values())):
+            raise KeyAbsent(f"{where}: no number under key {mask_key!r} (--mask_key names a top-level key)")
         numbers = [j for j, (kind, _) in enumerate(pieces) if kind == "num"]
         for j in reversed([numbers[i] for i in next(iter(groups.values()))]):
             truths.insert(0, pieces[j][1])
@@ -225,10 +242,13 @@ def main():
     model, vocab, config = load_model(ckpt, dev)
     causal = model.cfg.causal and not (mask_last or mask_key)
     lines = lines[:show] if causal else lines  # generation: only the lines shown
-    samples, truths, texts, failed = [], [], [], 0
+    samples, truths, texts, failed, absent = [], [], [], 0, []
     for number, line in lines:
         try:
             ids, values, ask, truth, text = encode_line(line, f"{name}:{number}", vocab, model.cfg.block_size, causal)
+        except KeyAbsent as e:
+            absent.append(str(e))
+            continue
         except TextError as e:  # this line is reported and counted; the others are still predicted
             print(f"error: {e}", file=sys.stderr)
             failed += 1
@@ -260,12 +280,16 @@ def main():
             print(f"held-out ({sum(not math.isnan(p) for p in yhat)} valid of {len(yhat)}): "
                   f"MSE {mse(truths, yhat):.4g}, R² {r_squared(truths, yhat):.5f}")
         meta_path = os.path.join(config.get("data_dir", ""), "meta.json")
-        scale = (json.load(open(meta_path)).get("scales") or {}).get(mask_key) if truths and mask_key and os.path.exists(meta_path) else None
+        scales = (json.load(open(meta_path)).get("scales") or {}) if truths and mask_key and os.path.exists(meta_path) else {}
+        scale = scales.get(mask_key) or scales.get(mask_key.split(".")[0])  # meta.t: the top-level key's scale
         if scale:  # original = value · spread + center
             y, p = (np.asarray(a, float) * scale["spread"] + scale["center"] for a in (truths, yhat))
             print(f"in original units ({mask_key} · {scale['spread']:g} + {scale['center']:g}): MSE {mse(y, p):.4g}, R² {r_squared(y, p):.5f}")
-    if failed:
-        raise SystemExit(f"error: {failed} of {len(lines)} lines could not be predicted (reported above)")
+    if absent:  # with every line absent, the key is not a key of the records
+        print(f"{'error' if not samples else 'note'}: {len(absent)} of {len(lines)} lines have no number under key "
+              f"{mask_key!r}, left out (the first: {absent[0]})", file=sys.stderr)
+    if failed or not samples:
+        raise SystemExit(f"error: {failed or len(absent)} of {len(lines)} lines could not be predicted (reported above)")
 
 
 if __name__ == "__main__":

@@ -94,7 +94,7 @@ except OSError as e:
 earlier_run = [p for p in (log_path, ckpt_path, best_path) if os.path.exists(p)]
 if earlier_run and not (resume or overwrite):
     raise SystemExit(f"error: {out_dir} holds a run ({', '.join(map(os.path.basename, earlier_run))}); continue it with "
-                     "--resume or delete it and start afresh with --overwrite=True")
+                     "--resume, delete it and start afresh with --overwrite=True, or choose another --out_dir")
 lock_path = os.path.join(out_dir, "train.lock")  # two runs in one out_dir would interleave its log and checkpoints
 if int(os.environ.get("RANK", 0)) == 0 and (holder := take_lock(lock_path)) not in (None, os.getpid()):  # ours:
     raise SystemExit(f"error: {out_dir} is in use by another train.py run (pid {holder}); wait for it to end "  # a run
@@ -381,7 +381,7 @@ if master:  # what to run next: own data (prepare/text.py) names its keys in met
     test = next((f"{data_dir}/{s}.txt" for s in ("test", "val") if os.path.exists(f"{data_dir}/{s}.txt")), "FILE")
     print(f"done in {format_duration(time.time() - t_start)}: checkpoints in {out_dir}/ ({best_path} has the lowest validation "
           f"loss, {ckpt_path} the last step); predict with:\n  python sample.py --ckpt={best_path} --input={test} "
-          + (f"--mask_key={next(iter(meta['scales']))}" if meta.get("dataset") == "text" and meta.get("scales") else "--mask_last"))
+          + (f"--mask_key={meta.get('mask_key') or next(iter(meta['scales']))}" if meta.get("dataset") == "text" and meta.get("scales") else "--mask_last"))
 if ddp:  # wait for rank 0's last checkpoint: tearing gloo down while another process uses it can abort
     dist.barrier()
     dist.destroy_process_group()

@@ -1,9 +1,9 @@
 # Your own data (prepare/text.py) on a laptop CPU in minutes: a small xVal model, block_size taken from the data.
 #   python prepare/text.py mydata.csv --out data/mydata
 #   python tokenize_numbers.py data/mydata --encoding xval
-#   python train.py config/own_small.py --data_dir=data/mydata
-#   python sample.py --ckpt=out/own_small/ckpt_best.pt --input=data/mydata/test.txt --mask_key=KEY
-out_dir = "out/own_small"
+#   python train.py config/own_small.py --data_dir=data/mydata --out_dir=out/mydata
+#   python sample.py --ckpt=out/mydata/ckpt_best.pt --input=data/mydata/test.txt --mask_key=KEY
+out_dir = "out/own_small"  # one run per folder: give each dataset its own --out_dir
 data_dir = "data/mydata"
 encoding = "xval"
 n_layer = 4

@@ -231,8 +231,9 @@ def test_own_data_masks_the_last_or_every_number_under_a_key():
     assert [numbers[i] for i in groups["t"]] == [1.35, 1.36, 1.21]
     assert ev.previous_values(line, groups["t"][-1:], "x:1", "key 't'") == [1.36]  # persistence
     assert ev.masked_groups("text", "1+2=3", "x:1")[1] == {"last": [2]}  # plain text: the last number
-    with pytest.raises(ev.TextError, match="x:1: no number under key 'q'"):
-        ev.masked_groups("text", line, "x:1", ["q"])
+    assert ev.masked_groups("text", line, "x:1", ["q"])[1] == {"q": []}  # a record without q (a missing value)
+    with pytest.raises(ev.TextError, match="x: no record has a number under key 'q'"):
+        ev.masked_samples("text", [line], None, "x", ["q"])
     m = ev.metrics("text", [0.0, 1.0, 2.0], [0.0, 1.0, 3.0], {}, scale=(280.0, 5.0))
     assert m["mse_original"] == pytest.approx(m["mse"] * 25) and m["r2_original"] == pytest.approx(m["r2"])
 

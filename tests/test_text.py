@@ -1,5 +1,6 @@
 """prepare/text.py: your own CSV or JSON lines become a dataset whose numbers are scaled to order 1,
 the scales recorded so that the original numbers come back exactly; bad input is a one-line error."""
+import argparse
 import json
 import os
 import re
@@ -61,7 +62,7 @@ def test_a_csv_becomes_a_dataset_that_tokenizes(tmp_path, capsys):
 
 
 def test_json_lines_in_windows_tokenize_and_keep_their_layout(tmp_path):
-    out, meta = prepare(tmp_path, JSONL, "--window", "3", "--split", "0.6,0.2,0.2", "--seed", "3",
+    out, meta = prepare(tmp_path, JSONL, "--window", "3", "--split", "0.6,0.2,0.2", "--seed", "3", "--order", "random",
                         name="series.jsonl")
     assert meta["window"] == 3 and sum(meta["splits"].values()) == 13  # 40 records: 13 windows, 1 left out
     record = read(out, "train")[0]
@@ -74,7 +75,7 @@ def test_json_lines_in_windows_tokenize_and_keep_their_layout(tmp_path):
 def test_scales_are_recorded_and_undone_exactly(tmp_path, content, name):
     out, meta = prepare(tmp_path, content, name=name)
     inputs = {}  # (key, station/site, position) is not unique; compare the multisets of numbers per key
-    for record, _ in text.read_file(str(tmp_path / name), 1):
+    for record, _ in text.read_file(str(tmp_path / name), argparse.Namespace(columns=None, text=set(), delimiter=None))[0]:
         for key in meta["scales"]:
             inputs.setdefault(key, []).extend(text.numbers(record[key]))
     for key, scale in meta["scales"].items():
@@ -86,13 +87,25 @@ def test_scales_are_recorded_and_undone_exactly(tmp_path, content, name):
         assert exact == sorted(inputs[key]), key  # every digit written in the input comes back
 
 
-def test_text_values_that_the_tokenizer_reads_as_numbers_are_named(tmp_path, capsys):
-    csv = "\ufeffdate,site,t\n" + "".join(f"2021-03-{d:02d},b7,{d / 4}\n" for d in range(1, 21))
-    out, meta = prepare(tmp_path, csv)
+def test_dates_are_left_out_and_text_with_digits_is_one_word_everywhere(tmp_path, capsys):
+    """Dates (ISO, yyyymmdd, times) are dropped with a note; a key or text value the tokenizer would read as
+    numbers (pm2.5, room 12, a ZIP code kept as text) is written as one word, so eval.py and sample.py read
+    every record's numbers where prepare wrote them."""
+    csv = "\ufeffdate,day,hour,site,room,zip,pm2.5\n" + "".join(
+        f"2021-03-{d:02d},202103{d:02d},{d % 24:02d}:00,b7,room {d % 3},0{1000 + d % 2},{d / 4}\n" for d in range(1, 21))
+    out, meta = prepare(tmp_path, csv, "--text", "zip")
     printed = capsys.readouterr().out
-    assert meta["text_keys"] == ["date", "site"]  # the byte-order mark is not part of the first key
-    assert "warning: key 'date': text values with digits ('2021-03-01') are read as numbers" in printed
-    assert "key 'site'" not in printed.split("warning")[-1]  # "b7" is one word to the tokenizer
+    assert meta["dates_left_out"] == ["date", "day", "hour"] and "note: key 'date' holds dates or times" in printed
+    assert meta["keys"] == ["site", "room", "zip", "pm2_5"] and meta["renamed"] == {"pm2.5": "pm2_5"}
+    records = [r for split in ("train", "val", "test") for r in read(out, split)]
+    assert {r["room"] for r in records} == {"room_0", "room_1", "room_2"} and {r["zip"] for r in records} == {"_01000", "_01001"}
+    from sample import masked_numbers
+    for split in ("train", "val", "test"):
+        for i, line in enumerate((out / f"{split}.txt").read_text().splitlines()):
+            assert masked_numbers(line, f"{split}:{i}", ["pm2_5"])[1] == {"pm2_5": [0]}  # the one number is pm2.5's
+    run("tokenize_numbers.py", str(out), "--encoding=xval", "--workers=1")
+    message = error(tmp_path, csv)  # without --text, a ZIP code would lose its leading zero
+    assert re.search(r"bad.csv:2: column 'zip': '0100[01]' has a leading zero.*--text zip", message)
 
 
 def test_val_and_test_files_and_an_unseen_text_value(tmp_path):
@@ -102,7 +115,8 @@ def test_val_and_test_files_and_an_unseen_text_value(tmp_path):
     flags = ["--val", str(tmp_path / "val.csv"), "--out", str(tmp_path / "o")]
     with pytest.raises(SystemExit, match=r"test.csv:2: .*'\"z\"', which no training record has"):
         text.main([str(tmp_path / "train.csv"), *flags, "--test", str(tmp_path / "test.csv")])
-    text.main([str(tmp_path / "train.csv"), *flags, "--test", str(tmp_path / "val.csv")])
+    (tmp_path / "test.csv").write_text("station,t\na,1.25\n")
+    text.main([str(tmp_path / "train.csv"), *flags, "--test", str(tmp_path / "test.csv")])
     assert json.loads((tmp_path / "o" / "meta.json").read_text())["splits"] == {"train": 2, "val": 1, "test": 1}
 
 
@@ -126,15 +140,17 @@ def test_force_replaces_the_dataset_and_keeps_other_files(tmp_path):
     ("a,b\n1,2\n3\n", [], "bad.csv", r"bad.csv:3: 1 cells, but the header \(.*bad.csv:1\) names 2 columns"),
     ("", [], "bad.csv", "bad.csv: empty file"),
     ("\n\n", [], "bad.jsonl", "bad.jsonl: empty file"),
-    ('{"a":1,"b":2}\n{"a":3}\n', [], "bad.jsonl", "bad.jsonl:2: key 'b' missing"),
-    ('{"a":1}\n{"a":3,"c":4}\n', [], "bad.jsonl", "bad.jsonl:2: key 'c' is not in the first record"),
-    ('{"a":1}\n{"a":"n/a"}\n', [], "bad.jsonl", "bad.jsonl:2: key 'a' holds text, but number"),
-    ("a,b\n1,2\n,4\n", [], "bad.csv", "bad.csv:3: column 'a' is empty"),
+    ('{"a":1,"b":2}\n{"a":3}\n', [], "bad.jsonl", "bad.jsonl:2: key 'b' is missing .*--missing=omit .*--missing=drop"),
+    ('{"a":1}\n{"a":3,"c":4}\n', [], "bad.jsonl", "bad.jsonl:1: key 'c' is missing"),
+    ('{"a":1}\n{"a":"rain"}\n', [], "bad.jsonl", "bad.jsonl:2: key 'a' holds text, but number"),
+    ("a,b\n1,2\n,4\n", [], "bad.csv", "bad.csv:3: column 'a' is missing .*--missing=omit .*--missing=drop"),
     ("a,b\n1,2\n1.2.3,4\n5,6\n", [], "bad.csv", r"bad.csv:3: column 'a': '1.2.3' is not a number"),
     ("a,b\n1,2\n--5,4\n5,6\n", [], "bad.csv", r"bad.csv:3: column 'a': '--5' is not a number"),
     ('{"a":1.2.3}\n', [], "bad.jsonl", "bad.jsonl:1: not a JSON record"),
-    ('{"a":NaN}\n', [], "bad.jsonl", "bad.jsonl:1: NaN is not a finite number"),
-    ("a,b\n1,2\n3,4\n", ["--window", "3"], "bad.csv", "bad.csv:3: the file ends after 2 records, before a window of 3"),
+    ('{"a":NaN}\n', [], "bad.jsonl", "bad.jsonl:1: key 'a' is missing"),
+    ('{"a":Infinity}\n', [], "bad.jsonl", "bad.jsonl:1: Infinity is not a finite number"),
+    ("a,b\n1,2\n3,4\n", ["--window", "3", "--order", "random"], "bad.csv", "bad.csv:3: the file ends after 2 rows, before a window of 3"),
+    ("a,b\n1,2\n3,4\n", ["--window", "3"], "bad.csv", r"bad.csv: --split 0.8,0.1,0.1 in time order cuts its 2 rows into 2/0/0"),
     ("a,b\n1,2\n3,4\n", [], "bad.csv", r"--split 0.8,0.1,0.1: 2 records give train/val/test"),
     ("a,a\n1,2\n", [], "bad.csv", "bad.csv:1: column 2 of the header is 'a' again"),
 ])
@@ -145,20 +161,138 @@ def test_bad_input_is_a_one_line_error_naming_file_and_line(tmp_path, content, f
 LONG_CSV = "station,t,p\n" + "".join(f"{'ab'[i % 2]},{10 + 7 * np.sin(i / 9):.2f},{1013 + 5 * np.cos(i / 7):.1f}\n" for i in range(400))
 
 
+GAPPY_CSV = re.sub(r",1\d{3}\.3\n", ",NA\n", LONG_CSV)  # p missing where its value ends in .3
+
+
 @pytest.mark.parametrize("content, name, flags, key", [(LONG_CSV, "data.csv", ("--window", "4"), "t"),
-                                                       (JSONL, "data.jsonl", (), "t")])
+                                                       (JSONL, "data.jsonl", (), "t"),
+                                                       (GAPPY_CSV, "data.csv", ("--missing", "omit"), "p")])
 def test_own_data_from_file_to_scores_in_original_units(tmp_path, content, name, flags, key):
     """The README's four commands: prepare/text.py, tokenize, train a tiny model, eval.py --mask_key."""
     out, meta = prepare(tmp_path, content, *flags, name=name)
     run("tokenize_numbers.py", str(out), "--encoding=xval", "--workers=1")
-    run("train.py", "config/own_small.py", f"--data_dir={out}", f"--out_dir={tmp_path / 'run'}", "--n_layer=1",
-        "--n_head=2", "--n_embd=16", "--device=cpu", "--compile=False", "--max_iters=4", "--eval_interval=2",
-        "--eval_batches=1", "--batch_size=8", "--micro_batch_size=8", "--warmup_iters=0")
+    flags = ("train.py", "config/own_small.py", f"--data_dir={out}", f"--out_dir={tmp_path / 'run'}", "--n_layer=1",
+             "--n_head=2", "--n_embd=16", "--device=cpu", "--compile=False", "--max_iters=4", "--eval_interval=2",
+             "--eval_batches=1", "--batch_size=8", "--micro_batch_size=8", "--warmup_iters=0")
+    assert f"--mask_key={meta['mask_key']}" in run(*flags).stdout  # the hint names a key of numbers, not an index
+    assert "choose another --out_dir" in run(*flags, check=False).stderr  # a second dataset: another out_dir
     r = run("eval.py", f"--ckpt={tmp_path / 'run' / 'ckpt_best.pt'}", f"--mask_key={key}")
     report = json.load(open(tmp_path / "run" / f"eval_{key}.json"))
     scores = report["splits"]["test"][key]
     spread = meta["scales"][key]["spread"]
-    assert report["task"] == "text" and scores["n"] == meta["splits"]["test"]
+    assert report["task"] == "text" and scores["n"] == sum(key in record for record in read(out, "test"))
     assert scores["mean"]["mse_original"] == pytest.approx(scores["mean"]["mse"] * spread ** 2)
     assert ("persistence" in scores) == bool(meta["window"]) and "train_mean" in scores
     assert "original units" in r.stdout
+    r = run("sample.py", f"--ckpt={tmp_path / 'run' / 'ckpt_best.pt'}", f"--input={out / 'test.txt'}", f"--mask_key={key}")
+    assert f"held-out ({scores['n']} valid of {scores['n']})" in r.stdout  # records without the key left out, and said
+    assert (scores["n"] < meta["splits"]["test"]) == ("lines have no number under key" in r.stderr)
+
+
+SERIES = "date,co2,rain\n" + "".join(f"1990-01-{1 + i % 28:02d},{350 + i / 10 + np.sin(i / 5):.2f},"
+                                      f"{'' if i in (7, 33) else 'NA' if i == 50 else f'{i % 7 / 10:.1f}'}\n" for i in range(80))
+
+
+@pytest.mark.parametrize("marker", ["", "NA", "NaN", "null", "?", "-", "n/a"])
+def test_a_missing_value_is_refused_naming_file_line_column_and_both_options(tmp_path, marker):
+    message = error(tmp_path, f"t,p\n1.5,2\n2.5,{marker}\n3,4\n")
+    assert re.search(r"bad.csv:3: column 'p' is missing .*--missing=omit leaves it out of the record, "
+                     r"--missing=drop drops the record", message)
+
+
+def test_missing_values_omitted_or_dropped_and_every_row_accounted_for(tmp_path, capsys):
+    out, meta = prepare(tmp_path, SERIES, "--missing", "omit", "--order", "random")
+    printed = capsys.readouterr().out
+    records = [r for split in ("train", "val", "test") for r in read(out, split)]
+    assert len(records) == 80 and sum("rain" not in r for r in records) == 3 and all("co2" in r for r in records)
+    assert meta["missing"]["records"] == {"rain": 3} and "'', 'NA', 'N/A', 'NaN', 'null'" in printed
+    assert "rows: 80 read = 80 in records written + 0 left out" in printed and "rain 3 values left out" in printed
+    out, meta = prepare(tmp_path, SERIES, "--missing", "drop", "--force")
+    assert sum(meta["splits"].values()) == 77 and meta["rows"] == {"read": 80, "in_records": 77}
+    assert "rows: 80 read = 77 in records written + 3 left out for a missing value" in capsys.readouterr().out
+    jsonl = "".join(json.dumps({"t": i / 2, "h": None if i == 3 else i % 5}) + "\n" for i in range(30))
+    out, meta = prepare(tmp_path, jsonl, "--missing", "omit", "--force", name="d.jsonl")
+    assert meta["missing"]["records"] == {"h": 1} and sum(len(read(out, s)) for s in ("train", "val", "test")) == 30
+
+
+def test_windows_are_split_in_time_order_with_a_stride(tmp_path, capsys):
+    csv = "day,x\n" + "".join(f"{i},{i * 0.5 + np.sin(i):.3f}\n" for i in range(100))
+    out, meta = prepare(tmp_path, csv, "--window", "4", "--stride", "2", "--split", "0.6,0.2,0.2")
+    assert meta["window"] == 4 and meta["stride"] == 2 and meta["source"]["order"] == "time"
+    day = meta["scales"]["day"]
+    days = {s: [[round(v * day["spread"] + day["center"]) for v in r["day"]] for r in read(out, s)] for s in SPLITS}
+    assert [len(days[s]) for s in SPLITS] == [29, 9, 9]  # 60/20/20 rows: windows starting every 2 rows inside each part
+    assert max(map(max, days["train"])) < 60 <= min(map(min, days["val"])) and max(map(max, days["val"])) < 80
+    assert min(map(min, days["test"])) >= 80 and days["train"][1] == [2, 3, 4, 5]
+    assert meta["mask_key"] == "x" and "note: key 'day' goes up by 1 from row to row" in capsys.readouterr().out
+    out, meta = prepare(tmp_path, SERIES, "--window", "8", "--missing", "drop", "--force")  # a gap drops its window
+    printed = capsys.readouterr().out
+    assert meta["splits"] == {"train": 5, "val": 1, "test": 1} and meta["missing"]["records"] == {"rain": 3}
+    assert "rows: 80 read = 56 in records written + 24 left out for a missing value + 0 in no window" in printed
+
+
+SPLITS = ("train", "val", "test")
+
+
+@pytest.mark.parametrize("content,flags,name,expected", [
+    ('{"a":1,"a":2}\n', [], "bad.jsonl", "bad.jsonl:1: key 'a' is repeated in one object"),
+    ('t,note\n1,"ok"\n2,"open\n3,x\n4,y\n', [], "bad.csv", r"bad.csv:3: unexpected end of data \(an unterminated quote\?\)"),
+    ("t,p\r\n1,2\r\n3\r,4\r\n", [], "bad.csv", r"bad.csv:3: a lone carriage return \(\\r\) at column 2"),
+    ('t,n\n1,"33,231"\n2,"1,000"\n', [], "bad.csv", r"bad.csv:2: column 'n': '33,231' holds a thousands separator "
+                                                     r"or a decimal comma; write 33231 or 33.231"),
+    ("t p q\n1 2 3\n", [], "bad.csv", "bad.csv:1: the header holds no , ; tab or | but spaces"),
+    ("a,b\n1,2\n", ["--columns", "a,c"], "bad.csv", "bad.csv:1: --columns names 'c', not a column here: a, b"),
+    ('{"a":[1,2],"b":1}\n', ["--text", "z"], "bad.jsonl", "--text names 'z', not a column or key"),
+    ("a\n1\n2\n", ["--window", "2", "--stride", "1", "--order", "random"], "bad.csv",
+     "--stride 1 < --window 2 with --order random: overlapping windows would share rows between train and test"),
+])
+def test_what_would_be_misread_is_a_one_line_error(tmp_path, content, flags, name, expected):
+    assert re.search(expected, error(tmp_path, content, *flags, name=name))
+
+
+def test_messy_csv_reads_right_and_says_how(tmp_path, capsys):
+    """CR-only line ends, a semicolon delimiter, a quoted line break and R's unnamed row-name column are read
+    right and named; --columns keeps the columns asked for."""
+    rows = [f'"{i}";{i / 4:.2f};{"ab"[i % 2]};"{"two" + chr(13) + "lines" if i % 4 == 1 else "one"}";{9 - i % 3}'
+            for i in range(1, 41)]
+    content = '"";"t";"s";"note";"k"\r' + "\r".join(rows) + "\r"
+    out, meta = prepare(tmp_path, content, "--columns", "t,s,note")
+    printed = capsys.readouterr().out
+    assert "its lines end in a carriage return alone" in printed and "columns separated by a semicolon" in printed
+    assert "column 1 has no name (row names, as R writes them): left out" in printed
+    assert re.search(r"data.csv:2-3: a quoted cell holds a line break, read as part of the cell \(10 such row", printed)
+    records = [r for split in SPLITS for r in read(out, split)]
+    assert meta["keys"] == ["t", "s", "note"] and len(records) == 40 and {r["note"] for r in records} == {"one", "two\nlines"}
+
+
+def test_numbers_the_model_cannot_tell_apart_and_constant_keys_are_named(tmp_path, capsys):
+    ids = "".join(f"{12345678901234567890 + i},{10.0 ** (i % 40 - 20):.3g},7,{i % 5}\n" for i in range(40))
+    prepare(tmp_path, "id,wide,c,y\n" + ids)
+    printed = capsys.readouterr().out
+    assert re.search(r"warning: \S*data.csv:\d+: key 'id': 1234567890123456789\d and 1234567890123456789\d .*reach the "
+                     r"model as one value", printed)
+    assert re.search(r"warning: key 'wide': \|x\| from 1e-20 to 1e\+19, 39 decades.*log10", printed)
+    assert "note: key 'c' is constant in train (7)" in printed
+
+
+def test_the_same_data_in_two_splits_is_refused_or_reported(tmp_path, capsys):
+    (tmp_path / "a.csv").write_text(CSV)
+    (tmp_path / "b.csv").write_text(CSV)
+    for flags in ([str(tmp_path / "a.csv"), str(tmp_path / "a.csv")], [str(tmp_path / "a.csv"), str(tmp_path / "b.csv")],
+                  [str(tmp_path / "a.csv"), "--val", str(tmp_path / "b.csv"), "--test", str(tmp_path / "t.csv")]):
+        with pytest.raises(SystemExit, match=r"holds the same bytes as .*a.csv: a file given twice"):
+            text.main([*flags, "--out", str(tmp_path / "o")])
+    prepare(tmp_path, CSV + CSV.partition("\n")[2])  # every record twice: most land in two splits
+    assert re.search(r"note: \d+ of the 12 val records are also, exactly, in train", capsys.readouterr().out)
+
+
+def test_mask_key_names_a_top_level_key_or_a_dotted_path(tmp_path):
+    from sample import masked_numbers
+    line = '{"t":[1,2],"meta":{"t":3,"u":4},"a.b":5}'
+    assert masked_numbers(line, "x", ["t"])[1] == {"t": [1]}  # not meta's t
+    assert masked_numbers(line, "x", ["meta.t"])[1] == {"meta.t": [2]}
+    assert masked_numbers(line, "x", ["a.b"])[1] == {"a.b": [4]}
+    with pytest.raises(ValueError, match=r"no number under key 'u' \(--mask_key names a top-level key\); a nested key is named by its path: meta.u"):
+        masked_numbers(line, "x", ["u"])
+    with pytest.raises(ValueError, match="names a top-level key and a path to a nested one"):
+        masked_numbers('{"a.b":1,"a":{"b":2}}', "x", ["a.b"])
