@@ -1,7 +1,7 @@
 """
 Load a checkpoint and predict numbers. An MLM model fills in every [?] of a line (all tokens of a
-number) in one forward pass. --mask_last or --mask_key mask true numbers instead and report MSE and
-R², also in original units where meta.json has the key's scale (eval.py adds baselines). A causal
+number) in one forward pass. --mask_last or --mask_key mask true numbers instead and show each
+prediction beside the truth (eval.py scores them: MSE, R², original units, baselines). A causal
 model continues each line until [EOS], a new [NUM] fed back with the number head's value; masked
 numbers it generates from the text before them. A line that cannot be predicted is reported and
 skipped, and the run exits non-zero.
@@ -22,10 +22,10 @@ import torch
 
 from batching import collate, fill_in_example, to_device
 from configurator import configure
-from model import GPT, GPTConfig, mixture_mean, mixture_quantile, mixture_sample, mixture_std
 from dataset import read_lines
+from model import GPT, GPTConfig, mixture_mean, mixture_quantile, mixture_sample, mixture_std
 from tokenize_numbers import ASK, EOS_ID, TOKENS_PER_NUMBER, TextError, Vocab, encode_pieces, number_spans, split_text
-from util import format_number, load_checkpoint, mse, pick_device, r_squared
+from util import format_number, load_checkpoint, pick_device
 
 # -- config: python sample.py --help
 ckpt = "out/quickstart/ckpt_best.pt"  # checkpoint written by train.py
@@ -239,7 +239,7 @@ def main():
         raise SystemExit(f"error: {name}: no lines to predict; expected one sample per line, e.g. 0.123*0.456={ASK}")
     dev = pick_device(device)
     torch.manual_seed(seed)
-    model, vocab, config = load_model(ckpt, dev)
+    model, vocab, _ = load_model(ckpt, dev)
     causal = model.cfg.causal and not (mask_last or mask_key)
     lines = lines[:show] if causal else lines  # generation: only the lines shown
     samples, truths, texts, failed, absent = [], [], [], 0, []
@@ -254,7 +254,7 @@ def main():
             failed += 1
             continue
         samples.append((ids, values, ask))
-        truths += truth
+        truths.append(truth)
         texts.append(text)
     generator = torch.Generator(device=dev).manual_seed(seed)
     for ids, values, _ in samples if causal else []:
@@ -271,20 +271,12 @@ def main():
             text = re.sub(re.escape(ASK) + f"(?={re.escape(ASK)})", ASK + ",", text)  # [?][?]: two numbers, not one
             for v in shown:
                 text = text.replace(ASK, v, 1)
-            print(text)
+            print(text + (f"  (true: {', '.join(map(format_number, truths[i]))})" if truths[i] else ""))
         share = counts["invalid" if vocab.encoding != "xval" else "not_num"] / max(1, counts["numbers"])
         what = f"{counts['invalid']} invalid" if vocab.encoding != "xval" else f"token head not [NUM] at {counts['not_num']}"
         print(f"{counts['numbers']} numbers predicted, {what} ({share:.2%})")
-        yhat = [v for p in predictions for v in p]
-        if truths:
-            print(f"held-out ({sum(not math.isnan(p) for p in yhat)} valid of {len(yhat)}): "
-                  f"MSE {mse(truths, yhat):.4g}, R² {r_squared(truths, yhat):.5f}")
-        meta_path = os.path.join(config.get("data_dir", ""), "meta.json")
-        scales = (json.load(open(meta_path)).get("scales") or {}) if truths and mask_key and os.path.exists(meta_path) else {}
-        scale = scales.get(mask_key) or scales.get(mask_key.split(".")[0])  # meta.t: the top-level key's scale
-        if scale:  # original = value · spread + center
-            y, p = (np.asarray(a, float) * scale["spread"] + scale["center"] for a in (truths, yhat))
-            print(f"in original units ({mask_key} · {scale['spread']:g} + {scale['center']:g}): MSE {mse(y, p):.4g}, R² {r_squared(y, p):.5f}")
+        if mask_last or mask_key:  # scoring is eval.py's, with baselines and original units
+            print(f"score a dataset's test split: python eval.py --ckpt={ckpt}" + (f" --mask_key={mask_key}" if mask_key else ""))
     if absent:  # with every line absent, the key is not a key of the records
         print(f"{'error' if not samples else 'note'}: {len(absent)} of {len(lines)} lines have no number under key "
               f"{mask_key!r}, left out (the first: {absent[0]})", file=sys.stderr)

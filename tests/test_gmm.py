@@ -195,7 +195,7 @@ def test_a_tiny_gmm_model_trains_resumes_samples_and_evaluates(arithmetic, tmp_p
     r = run("sample.py", f"--ckpt={ckpt}", "--spread=quantiles", input="(0.5+0.25)=[?]\n")
     assert r.stdout.count("|") == 2 and "[?]" not in r.stdout
     r = run("sample.py", f"--ckpt={ckpt}", f"--input={arithmetic}/test.txt", "--mask_last")
-    assert "held-out (50 valid of 50)" in r.stdout
+    assert "50 numbers predicted" in r.stdout and "(true: " in r.stdout
     r = run("sample.py", f"--ckpt={ckpt}", "--spread=box", input="(0.5+0.25)=[?]\n", check=False)
     assert r.returncode != 0 and "spread = 'box' (from --spread) is not one of std | quantiles | none" in r.stderr
 
