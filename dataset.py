@@ -113,6 +113,60 @@ def load_text_vocab(data_dir):
         return json.load(f)["text_tokens"]
 
 
+# -----------------------------------------------------------------------------
+# the records of a dataset: which numbers lie under a JSON key (--mask_key of sample.py and eval.py)
+
+def json_paths(obj, path=()):
+    """The path of every number of a JSON value, in the order the numbers are written."""
+    if isinstance(obj, (dict, list)):
+        for key, v in obj.items() if isinstance(obj, dict) else enumerate(obj):
+            yield from json_paths(v, path + (key,))
+    elif isinstance(obj, (int, float)) and not isinstance(obj, bool):
+        yield path
+
+
+def number_paths(line, n_numbers, where, what):
+    """The JSON path of each of a line's n_numbers numbers; what: the kind of line expected, for errors."""
+    try:
+        paths = list(json_paths(json.loads(line)))
+    except json.JSONDecodeError as e:
+        raise TextError(f"{where}: {what} must be JSON ({e})")
+    if len(paths) != n_numbers:
+        raise TextError(f"{where}: JSON holds {len(paths)} numbers but the tokenizer reads {n_numbers}")
+    return paths
+
+
+def masked_numbers(line, pieces, where, keys=(), every=False):
+    """{quantity: indices of the numbers masked together, in reading order} of a line split into pieces (by
+    tokenize_numbers.split_text): the last number under each JSON key of keys (every: all of them), or without
+    keys the line's last number."""
+    n_numbers = sum(kind == "num" for kind, _ in pieces)
+    if not keys:
+        if not n_numbers:
+            raise TextError(f"{where}: the line has no number to predict")
+        return {"last": [n_numbers - 1]}
+    names = [[k for k in p if isinstance(k, str)] for p in number_paths(line, n_numbers, where, "a record for --mask_key")]
+    groups = {key: under_key(names, key, where) for key in keys}
+    return {key: found if every else found[-1:] for key, found in groups.items()}
+
+
+def under_key(names, key, where):
+    """The numbers (indices) under key: a top-level key, or a path (meta.t) to a nested one; names: each number's keys."""
+    top = [i for i, n in enumerate(names) if n[:1] == [key]]
+    nested = [i for i, n in enumerate(names) if "." in key and n[:key.count(".") + 1] == key.split(".")]
+    if top and nested:
+        raise TextError(f"{where}: --mask_key={key} names a top-level key and a path to a nested one; rename one")
+    paths = sorted({".".join(n[:n.index(key) + 1]) for n in names if key in n})
+    if not top + nested and paths:
+        raise TextError(f"{where}: no number under key {key!r} (--mask_key names a top-level key); a nested key is "
+                        f"named by its path: {', '.join(paths)}")
+    return top + nested  # empty for a record without the key (prepare/text.py --missing=omit)
+
+
+class KeyAbsent(TextError):
+    """A record without the --mask_key (a value left out as missing): left out of the predictions, and counted."""
+
+
 def vocab_digest(text_tokens):
     """A short fingerprint of a text vocabulary, to catch arrays tokenized with another one."""
     return hashlib.sha1(json.dumps(text_tokens).encode()).hexdigest()[:12]

@@ -40,8 +40,8 @@ import torch
 
 from configurator import configure
 from model import mixture_cdf, mixture_nll, mixture_of, mixture_quantile
-from sample import fill_in, json_paths, load_model, masked_numbers, number_paths
-from dataset import read_lines
+from sample import fill_in, load_model
+from dataset import json_paths, masked_numbers, number_paths, read_lines
 from tokenize_numbers import TextError, encode_pieces, split_text
 from util import accuracy, adjusted_r_squared, atomic_write_text, format_number, load_checkpoint, mse, pick_device, r_squared
 
@@ -127,11 +127,11 @@ def last_steps(paths):
 
 def masked_groups(task, line, where, keys=(), every=False):
     """The fill-in passes of one sample: (split_text's pieces, {quantity: indices of the numbers masked
-    together}, in reading order). text: sample.masked_numbers."""
-    if task in ("arithmetic", "lookup", "text"):
-        pieces, groups = masked_numbers(line, where, keys if task == "text" else (), every)
-        return pieces, groups if task == "text" else {"answer": groups["last"]}
+    together}, in reading order). text: dataset.masked_numbers."""
     pieces = split_text(line, where)
+    if task in ("arithmetic", "lookup", "text"):
+        groups = masked_numbers(line, pieces, where, keys if task == "text" else (), every)
+        return pieces, groups if task == "text" else {"answer": groups["last"]}
     paths = number_paths(line, sum(kind == "num" for kind, _ in pieces), where, f"a {task} sample")
     if task == "era5":
         return pieces, {"t+1": last_steps(paths)}

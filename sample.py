@@ -10,7 +10,6 @@ skipped, and the run exits non-zero.
     python sample.py --ckpt=out/quickstart/ckpt_best.pt --input=data/arithmetic_mult3/test.txt --mask_last
     python sample.py --ckpt=out/own/ckpt_best.pt --input=data/own/test.txt --mask_key=t
 """
-import json
 import math
 import os
 import re
@@ -22,7 +21,7 @@ import torch
 
 from batching import collate, fill_in_example, to_device
 from configurator import configure
-from dataset import read_lines
+from dataset import KeyAbsent, masked_numbers, read_lines
 from model import GPT, GPTConfig, mixture_mean, mixture_quantile, mixture_sample, mixture_std
 from tokenize_numbers import ASK, EOS_ID, TOKENS_PER_NUMBER, TextError, Vocab, encode_pieces, number_spans, split_text
 from util import format_number, load_checkpoint, pick_device
@@ -54,57 +53,6 @@ def load_model(path, device="cpu"):
     vocab = Vocab(checkpoint["text_tokens"], checkpoint["model_args"]["encoding"])
     vocab.unknown = "the model knows only the tokens it was trained on: write it as a number or as one of those"
     return model, vocab, checkpoint["config"]
-
-
-def json_paths(obj, path=()):
-    """The path of every number of a JSON value, in the order the numbers are written."""
-    if isinstance(obj, (dict, list)):
-        for key, v in obj.items() if isinstance(obj, dict) else enumerate(obj):
-            yield from json_paths(v, path + (key,))
-    elif isinstance(obj, (int, float)) and not isinstance(obj, bool):
-        yield path
-
-
-def number_paths(line, n_numbers, where, what):
-    """The JSON path of each of a line's n_numbers numbers; what: the kind of line expected, for errors."""
-    try:
-        paths = list(json_paths(json.loads(line)))
-    except json.JSONDecodeError as e:
-        raise TextError(f"{where}: {what} must be JSON ({e})")
-    if len(paths) != n_numbers:
-        raise TextError(f"{where}: JSON holds {len(paths)} numbers but the tokenizer reads {n_numbers}")
-    return paths
-
-
-def masked_numbers(line, where, keys=(), every=False, spans=None):
-    """(split_text's pieces, {quantity: indices of the numbers masked together}, in reading order): the last
-    number under each JSON key of keys (every: all of them), or without keys the line's last number."""
-    pieces = split_text(line, where, spans=spans)
-    n_numbers = sum(kind == "num" for kind, _ in pieces)
-    if not keys:
-        if not n_numbers:
-            raise TextError(f"{where}: the line has no number to predict")
-        return pieces, {"last": [n_numbers - 1]}
-    names = [[k for k in p if isinstance(k, str)] for p in number_paths(line, n_numbers, where, "a record for --mask_key")]
-    groups = {key: under_key(names, key, where) for key in keys}
-    return pieces, {key: found if every else found[-1:] for key, found in groups.items()}
-
-
-def under_key(names, key, where):
-    """The numbers (indices) under key: a top-level key, or a path (meta.t) to a nested one; names: each number's keys."""
-    top = [i for i, n in enumerate(names) if n[:1] == [key]]
-    nested = [i for i, n in enumerate(names) if "." in key and n[:key.count(".") + 1] == key.split(".")]
-    if top and nested:
-        raise TextError(f"{where}: --mask_key={key} names a top-level key and a path to a nested one; rename one")
-    paths = sorted({".".join(n[:n.index(key) + 1]) for n in names if key in n})
-    if not top + nested and paths:
-        raise TextError(f"{where}: no number under key {key!r} (--mask_key names a top-level key); a nested key is "
-                        f"named by its path: {', '.join(paths)}")
-    return top + nested  # empty for a record without the key (prepare/text.py --missing=omit)
-
-
-class KeyAbsent(TextError):
-    """A record without the --mask_key (a value left out as missing): left out of the predictions, and counted."""
 
 
 @torch.no_grad()
@@ -205,7 +153,8 @@ def encode_line(line, where, vocab, block_size, causal=False):
         raise TextError(f"{where}: {spaced.group()!r} looks like the marker {ASK}; write {ASK} without spaces")
     truths, spans = [], []
     if mask_last or mask_key:  # the chosen numbers become [?], in the pieces and in the text shown
-        pieces, groups = masked_numbers(line, where, [mask_key] if mask_key else [], mask_all, spans)
+        pieces = split_text(line, where, spans=spans)
+        groups = masked_numbers(line, pieces, where, [mask_key] if mask_key else [], mask_all)
         if not next(iter(groups.values())):
             raise KeyAbsent(f"{where}: no number under key {mask_key!r} (--mask_key names a top-level key)")
         numbers = [j for j, (kind, _) in enumerate(pieces) if kind == "num"]

@@ -99,10 +99,11 @@ def test_dates_are_left_out_and_text_with_digits_is_one_word_everywhere(tmp_path
     assert meta["keys"] == ["site", "room", "zip", "pm2_5"] and meta["renamed"] == {"pm2.5": "pm2_5"}
     records = [r for split in ("train", "val", "test") for r in read(out, split)]
     assert {r["room"] for r in records} == {"room_0", "room_1", "room_2"} and {r["zip"] for r in records} == {"_01000", "_01001"}
-    from sample import masked_numbers
+    from dataset import masked_numbers
+    from tokenize_numbers import split_text
     for split in ("train", "val", "test"):
         for i, line in enumerate((out / f"{split}.txt").read_text().splitlines()):
-            assert masked_numbers(line, f"{split}:{i}", ["pm2_5"])[1] == {"pm2_5": [0]}  # the one number is pm2.5's
+            assert masked_numbers(line, split_text(line), f"{split}:{i}", ["pm2_5"]) == {"pm2_5": [0]}  # the one number is pm2.5's
     run("tokenize_numbers.py", str(out), "--encoding=xval", "--workers=1")
     message = error(tmp_path, csv)  # without --text, a ZIP code would lose its leading zero
     assert re.search(r"bad.csv:2: column 'zip': '0100[01]' has a leading zero.*--text zip", message)
@@ -287,12 +288,13 @@ def test_the_same_data_in_two_splits_is_refused_or_reported(tmp_path, capsys):
 
 
 def test_mask_key_names_a_top_level_key_or_a_dotted_path(tmp_path):
-    from sample import masked_numbers
+    from dataset import masked_numbers
+    from tokenize_numbers import split_text
     line = '{"t":[1,2],"meta":{"t":3,"u":4},"a.b":5}'
-    assert masked_numbers(line, "x", ["t"])[1] == {"t": [1]}  # not meta's t
-    assert masked_numbers(line, "x", ["meta.t"])[1] == {"meta.t": [2]}
-    assert masked_numbers(line, "x", ["a.b"])[1] == {"a.b": [4]}
+    assert masked_numbers(line, split_text(line), "x", ["t"]) == {"t": [1]}  # not meta's t
+    assert masked_numbers(line, split_text(line), "x", ["meta.t"]) == {"meta.t": [2]}
+    assert masked_numbers(line, split_text(line), "x", ["a.b"]) == {"a.b": [4]}
     with pytest.raises(ValueError, match=r"no number under key 'u' \(--mask_key names a top-level key\); a nested key is named by its path: meta.u"):
-        masked_numbers(line, "x", ["u"])
+        masked_numbers(line, split_text(line), "x", ["u"])
     with pytest.raises(ValueError, match="names a top-level key and a path to a nested one"):
-        masked_numbers('{"a.b":1,"a":{"b":2}}', "x", ["a.b"])
+        masked_numbers('{"a.b":1,"a":{"b":2}}', split_text('{"a.b":1,"a":{"b":2}}'), "x", ["a.b"])
