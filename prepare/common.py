@@ -8,11 +8,14 @@ A prepare script defines `make_sample(rng, split) -> str` (one line of text) and
 (seed, s, i), so the files are byte-identical whatever --workers is.
 """
 import argparse
+import atexit
 import errno
 import json
 import math
 import os
 import re
+import shutil
+import signal
 import sys
 import time
 from multiprocessing import Pool
@@ -33,8 +36,10 @@ def _full_disk(kind, error, traceback, default=sys.excepthook):
 
 
 def one_line_on_full_disk():
-    """Called by each prepare script when it runs as one (importing this module changes nothing)."""
+    """Called by each prepare script when it runs as one (importing this module changes nothing); a SIGTERM ends
+    it as Ctrl-C does, so that its half-written dataset is removed."""
     sys.excepthook = _full_disk
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
 # samples per split: (train, val, test); every extra test set (OoD) has the size of test
 SIZES = {
@@ -97,6 +102,7 @@ def dumps(obj, digits=4):
     raise TypeError(f"cannot write {type(obj).__name__} into a record")
 
 
+STAGE = re.compile(r"\.prepare-\d+\.tmp")  # where a prepare run writes its dataset before swap_in
 TOKENIZED = re.compile(r"\w+\.(ids|values|offsets|json|tmp)\b.*")  # what tokenize_numbers.py writes in <encoding>/
 
 
@@ -135,6 +141,8 @@ def dataset_files(out):
                 (ours if is_ours else others).append(f"{name}/{f}")
         elif name in names and os.path.isfile(path):
             ours.append(name)
+        elif STAGE.fullmatch(name) and os.path.isdir(path):  # a prepare run's new dataset, before its swap
+            ours.append(name + "/")
         else:
             others.append(name + "/" if os.path.isdir(path) else name)
     return ours, others, prepared
@@ -146,11 +154,12 @@ def _some(names, n=6):
 
 def prepare_out_dir(out, force, writes):
     """
-    Make `out` ready for a dataset whose files are `writes` (names in `out`). A folder holding
-    files needs --force, which deletes only what an earlier prepare run wrote there (meta.json
-    first, so that an interruption leaves nothing that looks complete); every other file stays
-    and is named. A file this run would overwrite is refused unless a prepare run wrote it. Fails
-    early if `out` is not writable.
+    Make `out` ready for a dataset whose files are `writes` (names in `out`), and return the folder to
+    write it into, out/.prepare-<pid>.tmp: nothing of an earlier dataset goes until the new one is
+    complete and swap_in() replaces it, so a failed or stopped run leaves `out` as it was (the folder
+    is removed when the process ends). A folder holding files needs --force, which replaces only what
+    an earlier prepare run wrote there; every other file stays and is named. A file this run would
+    overwrite is refused unless a prepare run wrote it. Fails early if `out` is not writable.
     """
     if os.path.exists(out) and not os.path.isdir(out):
         sys.exit(f"error: --out {out} exists and is not a directory")
@@ -168,21 +177,35 @@ def prepare_out_dir(out, force, writes):
         if tokenizing:
             sys.exit(f"error: {out} is being tokenized by process {pid} ({out}/tokenize.lock); wait for that "
                      "tokenize_numbers.py run to end before --force replaces the dataset it reads")
-        for name in ["meta.json"] * ("meta.json" in ours) + [n for n in ours if n != "meta.json"]:
-            os.remove(os.path.join(out, name))
-        for name in {n.split("/")[0] for n in ours if "/" in n}:  # an <encoding>/ folder left empty
-            if not os.listdir(os.path.join(out, name)):
-                os.rmdir(os.path.join(out, name))
+        stuck = sorted({os.path.dirname(os.path.join(out, n)) for n in ours} - {out})
+        for folder in [f for f in stuck if not os.access(f, os.W_OK | os.X_OK)]:
+            sys.exit(f"error: {folder} is not writable, so --force could not replace the files in it; "
+                     "make it writable (nothing was changed)")
         if others:
             print(f"note: {out}: left alone, not written by a prepare run: {_some(others)}")
     try:
-        os.makedirs(out, exist_ok=True)
-        probe = os.path.join(out, ".write_test.tmp")
-        with open(probe, "w") as f:
-            f.write("")
-        os.remove(probe)
+        stage = os.path.join(out, f".prepare-{os.getpid()}.tmp")
+        shutil.rmtree(stage, ignore_errors=True)
+        os.makedirs(stage)
     except OSError as e:
         sys.exit(f"error: cannot write to output directory {out}: {e.strerror}")
+    atexit.register(shutil.rmtree, stage, True)
+    return stage
+
+
+def swap_in(out, stage):
+    """Replace what an earlier prepare run wrote in `out` by the complete dataset in `stage`: the old meta.json
+    goes first and the new one comes last, so that `out` never looks complete while it is mixed."""
+    ours = [n for n in dataset_files(out)[0] if n.rstrip("/") != os.path.basename(stage)]
+    for name in ["meta.json"] * ("meta.json" in ours) + [n for n in ours if n != "meta.json"]:
+        path = os.path.join(out, name.rstrip("/"))
+        shutil.rmtree(path) if name.endswith("/") else os.remove(path)
+    for name in {n.split("/")[0] for n in ours if "/" in n.rstrip("/")}:  # an <encoding>/ folder left empty
+        if os.path.isdir(os.path.join(out, name)) and not os.listdir(os.path.join(out, name)):
+            os.rmdir(os.path.join(out, name))
+    for name in sorted(os.listdir(stage), key=lambda n: n == "meta.json"):
+        os.replace(os.path.join(stage, name), os.path.join(out, name))
+    os.rmdir(stage)
 
 
 def _make_one(args):
@@ -228,13 +251,14 @@ def write_dataset(args, make_sample, extra_splits=(), meta=None, sizes=None):
     n_train, n_val, n_test = sizes[args.size]
     counts = {"train": n_train, "val": n_val, "test": n_test}
     counts.update({name: n_test for name in extra_splits})
-    prepare_out_dir(args.out, args.force, [f"{split}.txt" for split in counts] + ["meta.json"])
+    stage = prepare_out_dir(args.out, args.force, [f"{split}.txt" for split in counts] + ["meta.json"])
     t0 = time.time()
     for code, (split, n) in enumerate(counts.items()):  # code: train 0, val 1, test 2, extras 3..
-        write_split(args.out, split, generate_split(make_sample, split, code, n, args.seed, args.workers))
+        write_split(stage, split, generate_split(make_sample, split, code, n, args.seed, args.workers))
     meta = dict(meta or {})
     meta.update(seed=args.seed, size=args.size, splits=counts, command=" ".join(["python"] + sys.argv))
-    write_meta(args.out, meta)
+    write_meta(stage, meta)
+    swap_in(args.out, stage)
     seconds = time.time() - t0
     total = sum(counts.values())
     print(f"wrote {total} samples to {args.out} in {seconds:.1f} s ({total / seconds:.0f} samples/s)")

@@ -71,7 +71,7 @@ import netCDF4
 import numpy as np
 
 from common import (SIZES, atomic_file, atomic_write_text, base_parser, dumps, one_line_on_full_disk, prepare_out_dir,
-                    sample_rng)
+                    sample_rng, swap_in)
 
 STATIONS = (60, 89)      # grid points per sample, inclusive; default of --stations (docs/decisions.md#temperature)
 STEPS = (8, 15)          # time steps per sample, inclusive; default of --steps
@@ -495,11 +495,8 @@ def main(argv=None):
         fail(f"a window of {args.steps[1]} steps (--steps {args.steps[0]},{args.steps[1]}) at --stride "
              f"{args.stride} needs {(args.steps[1] - 1) * args.stride + 1} evenly spaced time steps, but "
              f"{', '.join(args.files)} hold {T} steps with {gaps} gap(s); lower --steps or --stride")
-    prepare_out_dir(args.out, args.force, [f"{split}{ext}" for split in SPLITS for ext in (".txt", ".ocean.txt")]
-                    + ["meta.json", RAW_FILE])
-    for split in SPLITS:  # a stale label file from an earlier run must not sit beside new samples
-        if os.path.exists(os.path.join(args.out, f"{split}.ocean.txt")):
-            os.remove(os.path.join(args.out, f"{split}.ocean.txt"))
+    stage = prepare_out_dir(args.out, args.force, [f"{split}{ext}" for split in SPLITS for ext in (".txt", ".ocean.txt")]
+                            + ["meta.json", RAW_FILE])  # written there, swapped in when complete
 
     print(f"{field.variable} [{field.units}]: {len(field.sources)} file(s), {T} steps of {step_seconds / 3600:g} h "
           f"from {field.sources[0].first} to {field.sources[-1].last} ({gaps} gap(s)), "
@@ -519,7 +516,7 @@ def main(argv=None):
     init_worker(ctx)  # the parent draws too (and reads, without a pool)
     try:
         # pass 1 writes disjoint slots (any order will do); pass 2 streams lines in order
-        windows = extract_windows(pool.imap_unordered if pool else map, counts, args.out, args.block_steps, bar)
+        windows = extract_windows(pool.imap_unordered if pool else map, counts, stage, args.block_steps, bar)
         t_read = time.time()
         n_train = counts["train"]
         mean, std = train_statistics(windows.raw_path, int(windows.offsets[n_train]))
@@ -527,7 +524,7 @@ def main(argv=None):
             fail(f"the training values of '{field.variable}' have zero spread (mean {mean:g}); cannot standardise")
         ocean, first = {}, 0
         for code, (split, n) in enumerate(counts.items()):
-            labels = write_split(pool.imap if pool else map, code, split, first, n, args.out, windows, mean, std, bar)
+            labels = write_split(pool.imap if pool else map, code, split, first, n, stage, windows, mean, std, bar)
             ocean[split] = round(float(np.mean(labels)), 4) if labels else None
             first += n
     finally:
@@ -535,8 +532,8 @@ def main(argv=None):
             pool.terminate()
         for ds in CTX.open_files.values():
             ds.close()
-        if os.path.exists(os.path.join(args.out, RAW_FILE)):
-            os.remove(os.path.join(args.out, RAW_FILE))
+        if os.path.exists(os.path.join(stage, RAW_FILE)):
+            os.remove(os.path.join(stage, RAW_FILE))
 
     meta = {
         "seed": args.seed, "size": args.size, "splits": counts,
@@ -553,7 +550,8 @@ def main(argv=None):
         "digits": "data: 4 significant digits; coords and start: 4 decimals",
         "land_sea_mask": args.land_sea_mask, "ocean_fraction": ocean if args.land_sea_mask else None,
     }
-    atomic_write_text(os.path.join(args.out, "meta.json"), json.dumps(meta, indent=2) + "\n")
+    atomic_write_text(os.path.join(stage, "meta.json"), json.dumps(meta, indent=2) + "\n")
+    swap_in(args.out, stage)
     seconds, total = time.time() - t_start, sum(counts.values())
     print(f"train mean {mean:.3f} std {std:.3f} {field.units}; skipped windows {meta['windows_skipped']}")
     print(f"wrote {total} samples to {args.out} in {seconds:.1f} s ({total / seconds:.0f} samples/s; "

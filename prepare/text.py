@@ -49,7 +49,8 @@ from decimal import Decimal
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import _at_least, dataset_files, one_line_on_full_disk, prepare_out_dir, write_meta, write_split  # noqa: E402
+from common import (_at_least, dataset_files, one_line_on_full_disk, prepare_out_dir, swap_in, write_meta,  # noqa: E402
+                    write_split)
 from tokenize_numbers import TextError, split_text  # noqa: E402
 
 NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")  # a CSV cell that is a number
@@ -592,12 +593,12 @@ def main(argv=None):
     varies = [k for k in number_keys if len({x for r, _, _ in parts[0] for x in numbers(r.get(k, []))}) > 1]
     mask_key = next((k for k in varies if k not in index_like), number_keys[0] if number_keys else None)  # train.py's hint
 
-    prepare_out_dir(args.out, args.force, [f"{s}.txt" for s in SPLITS] + ["meta.json"])
+    stage = prepare_out_dir(args.out, args.force, [f"{s}.txt" for s in SPLITS] + ["meta.json"])
     for split in SPLITS:
-        write_split(args.out, split, lines[split])
+        write_split(stage, split, lines[split])
     n_rows = len(rows)
     kept_rows = {place for part in parts for _, _, places in part for place in places}
-    write_meta(args.out, {
+    write_meta(stage, {
         "dataset": "text", "splits": {s: len(lines[s]) for s in SPLITS}, "source": how,
         "window": args.window if args.window > 1 else None, "stride": stride if args.window > 1 else None,
         "keys": keys, "text_keys": text_keys, "scales": scales, "decimals": digits, "scale": args.scale,
@@ -605,6 +606,7 @@ def main(argv=None):
         "renamed": {a: b for a, b in renamed.items() if a != b}, "mask_key": mask_key,
         "rows": {"read": n_rows, "in_records": len(kept_rows)},
         "command": " ".join(["python", "prepare/text.py"] + (sys.argv[1:] if argv is None else list(argv)))})
+    swap_in(args.out, stage)
 
     unit = f" of {args.window} rows each (a window every {stride})" if args.window > 1 else ""
     print(f"wrote {args.out}: train {len(parts[0])}, val {len(parts[1])}, test {len(parts[2])} records{unit}, "

@@ -89,3 +89,51 @@ def test_a_full_disk_ends_a_prepare_script_with_one_line():
     for script in ("arithmetic", "lookup", "planets", "era5", "era5_synthetic", "text"):  # each script sets it itself
         source = open(f"{ROOT}/prepare/{script}.py").read()
         assert 'if __name__ == "__main__":\n    one_line_on_full_disk()' in source, script
+
+
+def dataset_bytes(folder):
+    return {os.path.relpath(os.path.join(d, f), folder): open(os.path.join(d, f), "rb").read()
+            for d, _, files in os.walk(folder) for f in files}
+
+
+def test_a_force_that_fails_while_writing_leaves_the_old_dataset_whole(tmp_path, monkeypatch):
+    import errno
+
+    import common
+    prepare(tmp_path)
+    run("tokenize_numbers.py", str(tmp_path), "--encoding=xval", "--workers=1")
+    before = dataset_bytes(tmp_path)
+    written = []
+
+    def full_after_one(out, split, lines):  # the disk fills up at the second split
+        if written:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        written.append(split)
+        return real(out, split, lines)
+    real = common.write_split
+    monkeypatch.setattr(common, "write_split", full_after_one)
+    r = prepare(tmp_path, "--force", "--seed=2", check=False)
+    assert r.returncode != 0 and written == ["train"]
+    after = dataset_bytes(tmp_path)
+    assert {k: v for k, v in after.items() if not k.startswith(".prepare-")} == before  # meta, splits, vocab, arrays
+    monkeypatch.undo()
+    prepare(tmp_path, "--force", "--seed=2")  # the next run replaces it, and the left-over folder with it
+    assert not [f for f in os.listdir(tmp_path) if f.startswith(".prepare-")] and not (tmp_path / "xval").exists()
+    assert json.loads((tmp_path / "meta.json").read_text())["seed"] == 2
+
+
+def test_a_prepare_stopped_by_sigterm_leaves_the_old_dataset_whole_and_nothing_else(tmp_path):
+    import signal
+    import time
+
+    from conftest import ROOT
+    prepare(tmp_path)
+    before = dataset_bytes(tmp_path)
+    p = subprocess.Popen([sys.executable, "prepare/planets.py", "--size=small", "--workers=1", "--force",
+                          "--out", str(tmp_path)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.time() + 60
+    while not [f for f in os.listdir(tmp_path) if f.startswith(".prepare-")] and time.time() < deadline:
+        time.sleep(0.05)  # writing has begun
+    p.send_signal(signal.SIGTERM)
+    assert p.wait(timeout=60) == 143
+    assert dataset_bytes(tmp_path) == before  # the old dataset, and no half-written new one
