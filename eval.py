@@ -43,7 +43,8 @@ from model import mixture_cdf, mixture_nll, mixture_of, mixture_quantile
 from sample import fill_in, load_model
 from dataset import json_paths, masked_numbers, number_paths, read_lines
 from tokenize_numbers import TextError, encode_pieces, split_text
-from util import accuracy, adjusted_r_squared, atomic_write_text, format_number, load_checkpoint, mse, pick_device, r_squared
+from util import (accuracy, adjusted_r_squared, atomic_write_text, format_number, load_checkpoint, mse, pick_device,
+                  r_squared, run_main)
 
 # -- config: python eval.py --help
 ckpt = ""  # checkpoint(s) of one setting, separated by spaces: several seeds are combined
@@ -202,9 +203,10 @@ def task_of(meta, path):
 
 # ---------------------------------------------------------------- running the model
 
-def masked_samples(task, lines, vocab, where, keys=(), every=False, persistence=False):
+def masked_samples(task, lines, vocab, where, keys=(), every=False, persistence=False, block_size=None):
     """Every masked group of every line, encoded: {quantity: (samples, truths, previous)}: fill_in's (ids,
-    values, ask) in line order, the masked numbers, and with persistence each one's previous step."""
+    values, ask) in line order, the masked numbers, and with persistence each one's previous step. A line
+    longer than the model's block_size is an error naming it."""
     jobs = {}
     for number, line in enumerate(lines, 1):
         pieces, groups = masked_groups(task, line, f"{where}:{number}", keys, every)
@@ -215,6 +217,9 @@ def masked_samples(task, lines, vocab, where, keys=(), every=False, persistence=
                 asked[numbers[i]] = ("ask", None)
             samples, truths, previous = jobs.setdefault(quantity, ([], [], []))
             samples.append(encode_pieces(asked, vocab, f"{where}:{number}"))
+            if block_size and len(samples[-1][0]) > block_size:
+                raise TextError(f"{where}:{number}: {len(samples[-1][0])} tokens, more than the block_size {block_size} "
+                                "the model was trained with: it cannot read this sample")
             truths.extend(pieces[numbers[i]][1] for i in indices)
             if persistence:
                 what = "a station" if task == "era5" else f"key {quantity!r}"
@@ -347,7 +352,7 @@ def evaluate(checkpoints, data, split_names, dev):
                         raise SystemExit(f"error: {text_path} not found")
                     with open(text_path, "rb") as f:
                         lines = [l for l in read_lines(f, text_path) if l.strip()][: max_samples or None]
-                    jobs[split] = masked_samples(task, lines, vocab, text_path, keys, mask_all, persist)
+                    jobs[split] = masked_samples(task, lines, vocab, text_path, keys, mask_all, persist, model.cfg.block_size)
             per_seed.append({split: predict(model, vocab, jobs[split], dev) for split in split_names})
             print(f"{path}: evaluated in {time.time() - t0:.1f} s")
     except (TextError, ValueError) as e:
@@ -409,9 +414,10 @@ def markdown(report):
 
 def report_prefix(checkpoints, data, trained_on):
     """Where the report goes, checked writable before the evaluation: --out, or next to the first
-    checkpoint eval, named after the dataset if it is not the checkpoint's and after --mask_key."""
+    checkpoint eval, named after the dataset if it is not the checkpoint's, after --mask_key and --max_samples."""
     name = "eval" + ("" if os.path.realpath(data) == os.path.realpath(trained_on) else "_" + os.path.basename(os.path.normpath(data)))
     name += re.sub(r"[^\w.-]", "_", f"_{mask_key}" + ("_all" if mask_all else "")) if mask_key else ""
+    name += f"_first{max_samples}" if max_samples else ""  # never in place of a report of every sample
     prefix = out or os.path.join(os.path.dirname(checkpoints[0]) or ".", name)
     folder = os.path.dirname(prefix) or "."
     try:
@@ -507,4 +513,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

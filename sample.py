@@ -24,7 +24,7 @@ from configurator import configure
 from dataset import KeyAbsent, masked_numbers, read_lines
 from model import GPT, GPTConfig, mixture_mean, mixture_quantile, mixture_sample, mixture_std
 from tokenize_numbers import ASK, EOS_ID, TOKENS_PER_NUMBER, TextError, Vocab, encode_pieces, number_spans, split_text
-from util import format_number, load_checkpoint, pick_device
+from util import format_number, load_checkpoint, pick_device, run_main
 
 # -- config: python sample.py --help
 ckpt = "out/quickstart/ckpt_best.pt"  # checkpoint written by train.py
@@ -234,4 +234,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

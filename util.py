@@ -114,6 +114,19 @@ def load_checkpoint(path, device="cpu", mmap=False):
     return checkpoint
 
 
+def run_main(main):
+    """Run a script's main() as users expect of a command line tool: Ctrl-C is one line and exit code 130, and output
+    piped into a reader that stops early (| head) ends the script quietly."""
+    try:
+        main()
+    except KeyboardInterrupt:
+        print("interrupted (Ctrl-C)", file=sys.stderr)
+        sys.exit(130)
+    except BrokenPipeError:  # the reader has gone: nothing more to print, and no traceback about it
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(141)
+
+
 def pick_device(device="auto", threads=0):
     """'auto' becomes cuda if a GPU is there, else mps (Apple), else cpu; a device that is not there is an error.
     On the CPU, torch runs `threads` threads (0: $OMP_NUM_THREADS, else 1): the small models meant for a CPU gain

@@ -489,3 +489,40 @@ def test_an_older_python_gets_one_line_naming_the_version_it_needs(monkeypatch):
         r = subprocess.run([old, "-c", "import sys; sys.path.insert(0, '.'); import util"], cwd=ROOT, capture_output=True,
                            text=True)
         assert r.returncode == 1 and r.stderr.strip().startswith("error: Python 3.10.13 is too old") and "\n" not in r.stderr.strip()
+
+
+def test_a_test_sample_longer_than_the_models_context_is_one_line_naming_it(checkpoint, own_data, tmp_path):
+    long = "(" + "+".join(["0.5"] * 40) + ")=20"  # far more tokens than the tiny model's block_size
+    with open(os.path.join(own_data, "test.txt"), "a") as f:
+        f.write(long + "\n")
+    n = sum(1 for _ in open(os.path.join(own_data, "test.txt")))
+    error = one_line_error(run("eval.py", f"--ckpt={checkpoint}", f"--data_dir={own_data}", f"--out={tmp_path / 'e'}",
+                               check=False))
+    assert f"test.txt:{n}:" in error and "more than the block_size" in error
+    r = run("sample.py", f"--ckpt={checkpoint}", input=f"(0.5+0.25)=[?]\n{long[:-2]}[?]\n", check=False)
+    assert r.returncode != 0 and "stdin:2" in r.stderr and "block_size" in r.stderr and "Traceback" not in r.stderr
+    assert r.stdout.startswith("(0.5+0.25)=")  # the other line is still predicted
+
+
+def test_a_report_of_some_samples_never_replaces_the_report_of_all(checkpoint, data):
+    folder = os.path.dirname(checkpoint)
+    run("eval.py", f"--ckpt={checkpoint}", f"--data_dir={data}")
+    full = open(os.path.join(folder, "eval.json")).read()
+    r = run("eval.py", f"--ckpt={checkpoint}", f"--data_dir={data}", "--max_samples=5")
+    assert open(os.path.join(folder, "eval.json")).read() == full
+    assert json.load(open(os.path.join(folder, "eval_first5.json")))["max_samples"] == 5 and "eval_first5.md" in r.stdout
+
+
+def test_ctrl_c_and_a_reader_that_stops_early_end_a_command_in_one_line_or_none(checkpoint):
+    from util import run_main
+
+    def interrupted():
+        raise KeyboardInterrupt
+    with pytest.raises(SystemExit) as e:
+        run_main(interrupted)
+    assert e.value.code == 130
+    lines = "".join(f"(0.{i:03d}+0.5)=[?]\n" for i in range(400))
+    p = subprocess.Popen(f"{sys.executable} sample.py --ckpt={checkpoint} --show=400 | head -n 1", shell=True, cwd=ROOT,
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out, err = p.communicate(lines, timeout=120)
+    assert out.count("\n") == 1 and "Traceback" not in err and "BrokenPipe" not in err, err
