@@ -81,6 +81,11 @@ def configure(scope, source_file, argv=None):
         for key, default in known.items():
             print(f"  --{key:<{width}} = {default!r:<24} {str(ranges.get(key, '')):<{range_width}} {comments[key][1]}".rstrip())
         raise SystemExit(0)
+    for flag, value in zip(argv, argv[1:]):  # --max_iters 5: the value is not a config file
+        if flag.startswith("--") and not isinstance(known.get(flag[2:], True), bool) and not value.startswith("--") \
+                and not os.path.isfile(value):
+            raise SystemExit(f"error: {value!r} follows {flag} as its value would, but a value needs '=': "
+                             f"write {flag}={value} (anything else on the line is a config file)")
     config, set_by = dict(known), {}  # set_by: key -> the file or flag that set it, for range errors
     for path in (a for a in argv if not a.startswith("--")):  # files in order, then flags: a flag beats any file
         for key, value in run_config_file(path).items():

@@ -526,3 +526,10 @@ def test_ctrl_c_and_a_reader_that_stops_early_end_a_command_in_one_line_or_none(
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     out, err = p.communicate(lines, timeout=120)
     assert out.count("\n") == 1 and "Traceback" not in err and "BrokenPipe" not in err, err
+
+
+def test_a_value_after_a_space_is_named_as_the_flags_value_not_a_missing_config_file():
+    error = one_line_error(run("train.py", "--max_iters", "5", check=False))
+    assert "write --max_iters=5" in error and "not found" not in error
+    error = one_line_error(run("train.py", "--resume", "nope.py", check=False))  # a boolean flag takes no value
+    assert "config file nope.py not found" in error
