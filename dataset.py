@@ -167,6 +167,50 @@ class KeyAbsent(TextError):
     """A record without the --mask_key (a value left out as missing): left out of the predictions, and counted."""
 
 
+def fingerprint(data_dir, encoding):
+    """
+    Short digests of the data a model trains on, which checkpoints record: "meta" of meta.json (less the
+    command line, which names paths: its sizes, seed and scales), "arrays" of vocab.json and the train
+    and val arrays (sizes, and the bytes at their start and end; None where they are not written). The
+    folder's path is in neither: a moved dataset is the same data, one prepared again is not.
+    """
+    with open(os.path.join(data_dir, "meta.json")) as f:
+        meta = {k: v for k, v in json.load(f).items() if k != "command"}
+    digests = {"meta": hashlib.sha1(json.dumps(meta, sort_keys=True).encode()).hexdigest()[:16], "arrays": None}
+    try:
+        arrays = hashlib.sha1(open(os.path.join(data_dir, "vocab.json"), "rb").read())
+        for name in (f"{split}.{kind}.npy" for split in ("train", "val") for kind in ("ids", "values", "offsets")):
+            with open(os.path.join(data_dir, encoding, name), "rb") as f:
+                size = os.fstat(f.fileno()).st_size
+                arrays.update(str(size).encode() + f.read(1 << 20))
+                f.seek(max(0, size - (1 << 20)))
+                arrays.update(f.read())
+        digests["arrays"] = arrays.hexdigest()[:16]
+    except FileNotFoundError:
+        pass
+    return digests
+
+
+def check_trained_on(checkpoint, path, data_dir, changed_data=False):
+    """
+    Refuse to score a checkpoint on its own dataset when the folder no longer holds the data it was
+    trained on (prepared again since: other samples, other scales), unless changed_data, which is said.
+    A checkpoint of an older train.py, with no fingerprint, is noted.
+    """
+    if not os.path.exists(os.path.join(data_dir, "meta.json")):
+        raise FileNotFoundError(f"{data_dir}/meta.json not found: {path} was trained on {data_dir}, the folder it "
+                                "names; if the dataset has moved, name it with --data_dir=FOLDER")
+    recorded = checkpoint.get("data_fingerprint")
+    if recorded is None:
+        print(f"note: {path} does not record its data's fingerprint (an older train.py); {data_dir} is not checked")
+    elif fingerprint(data_dir, checkpoint["model_args"]["encoding"])["meta"] != recorded["meta"]:
+        what = f"{data_dir} has been prepared again since {path} was trained on it"
+        if not changed_data:
+            raise ValueError(f"{what}: its scales and samples may differ; evaluate anyway with --changed_data=True, "
+                             "or train again")
+        print(f"warning: {what}; evaluating anyway (--changed_data=True)")
+
+
 def vocab_digest(text_tokens):
     """A short fingerprint of a text vocabulary, to catch arrays tokenized with another one."""
     return hashlib.sha1(json.dumps(text_tokens).encode()).hexdigest()[:12]

@@ -41,7 +41,7 @@ import torch
 from configurator import configure
 from model import mixture_cdf, mixture_nll, mixture_of, mixture_quantile
 from sample import fill_in, load_model
-from dataset import json_paths, masked_numbers, number_paths, read_lines
+from dataset import check_trained_on, json_paths, masked_numbers, number_paths, read_lines
 from tokenize_numbers import TextError, encode_pieces, split_text
 from util import (accuracy, adjusted_r_squared, atomic_write_text, format_number, load_checkpoint, mse, pick_device,
                   r_squared, run_main)
@@ -57,6 +57,7 @@ batch_size = 64
 out = ""  # output path without extension; default: <first checkpoint's folder>/eval (see above)
 plots = False  # also write PNG figures (needs matplotlib)
 save_predictions = False  # keep every truth and (median) prediction in the JSON report
+changed_data = False  # evaluate on the checkpoint's own dataset folder although it has been prepared again since
 device = "auto"
 # -- end config
 
@@ -64,7 +65,7 @@ PLANET_STEPS = 10  # planets: the last 10 time steps of every planet are predict
 DENSITY_SAMPLES = 4  # GMM heads: predicted densities of this many first numbers per quantity are drawn
 # settings that say where or how fast a run computes, not what: seeds of one setting may differ in them
 NOT_THE_SETTING = {"seed", "out_dir", "resume", "overwrite", "device", "compile", "flex_attention",
-                   "micro_batch_size", "log_interval", "keep_every"}
+                   "micro_batch_size", "log_interval", "keep_every", "threads"}
 
 
 # ---------------------------------------------------------------- metrics (docs/decisions.md#metrics)
@@ -279,15 +280,20 @@ def combine(task, runs, meta, scale=None):
 
 def check_seeds(checkpoints):
     """Checkpoints averaged as seeds must be runs of one setting: the same encoding, vocabulary and
-    settings but the seed (NOT_THE_SETTING aside), each run once. Returns the first one's data_dir."""
+    settings but the seed (NOT_THE_SETTING aside), on the same data, each run once. Returns the first one's
+    settings, data_dir and data fingerprint."""
     first, seen = None, {}
     for path in checkpoints:
         c = load_checkpoint(path, mmap=True)  # its settings only: the weights are read once, by load_model
-        c = {"config": c["config"], "vocab": (c["model_args"]["encoding"], c["text_tokens"]), "data_dir": c["data_dir"]}
+        c = {"config": c["config"], "vocab": (c["model_args"]["encoding"], c["text_tokens"]), "data_dir": c["data_dir"],
+             "model_args": c["model_args"], "data_fingerprint": c.get("data_fingerprint")}
         if os.path.realpath(path) in seen:
             raise SystemExit(f"error: {path} is given twice in --ckpt: each seed counts once")
         seen[os.path.realpath(path)] = c
         first = first or (path, c)
+        if c["data_fingerprint"] != first[1]["data_fingerprint"]:
+            raise SystemExit(f"error: {path} was trained on other data than {first[0]} (the dataset was prepared again "
+                             "between them): they are not seeds of one setting")
         if c["vocab"] != first[1]["vocab"]:
             raise SystemExit(f"error: {path} has another encoding or vocabulary than {first[0]}: "
                              "the checkpoints of one setting must share both")
@@ -303,7 +309,7 @@ def check_seeds(checkpoints):
             if o["config"].get("seed") == b.get("seed"):
                 raise SystemExit(f"error: {other} and {path} are the same run (seed {b.get('seed')} and every "
                                  "setting alike): each seed counts once")
-    return first[1]["data_dir"]
+    return first[1]
 
 
 def training_means(task, data, keys, every):
@@ -496,8 +502,13 @@ def main():
     for path in checkpoints:
         if not os.path.exists(path):
             raise SystemExit(f"error: checkpoint {path} not found")
-    trained_on = check_seeds(checkpoints)
-    data = data_dir or trained_on
+    trained = check_seeds(checkpoints)
+    data, trained_on = data_dir or trained["data_dir"], trained["data_dir"]
+    if not data_dir:  # its own dataset: is it still the data it was trained on?
+        try:
+            check_trained_on(trained, checkpoints[0], trained_on, changed_data)
+        except (FileNotFoundError, ValueError) as e:
+            raise SystemExit(f"error: {e}")
     prefix = report_prefix(checkpoints, data, trained_on)
     report, meta = evaluate(checkpoints, data, [s for s in splits.split(",") if s], pick_device(device))
     saved = report if save_predictions else {**report, "splits": {

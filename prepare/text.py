@@ -303,9 +303,13 @@ def words_for_tokenizer(files):
 
 
 def counts_by_one(rows, key):
-    """Whether a key's values go up by exactly 1 from row to row (a row number, or a year)."""
+    """Whether a key's values go up by exactly 1 from row to row, perhaps wrapping to their least (a row number,
+    a year, an hour of the day)."""
     xs = [r.get(key) for r, _ in rows]
-    return len(xs) > 2 and all(isinstance(x, Decimal) for x in xs) and all(b - a == 1 for a, b in zip(xs, xs[1:]))
+    if len(xs) <= 2 or not all(isinstance(x, Decimal) for x in xs):
+        return False
+    low, high = min(xs), max(xs)
+    return all(b - a == 1 or (a, b) == (high, low) for a, b in zip(xs, xs[1:])) and high - low >= 2
 
 
 def windows(rows, window, stride):
@@ -511,7 +515,8 @@ def main(argv=None):
         fail(f"key {key!r} holds no value in any record; leave it out with --columns")
     index_like = [k for k in keys if all(counts_by_one(part, k) for _, part in files)]
     for key in index_like:
-        print(f"note: key {key!r} goes up by 1 from row to row (a row number, or a year?): kept as a number; "
+        print(f"note: key {key!r} goes up by 1 from row to row (a row number, a year, an hour of the day?): kept as "
+              "a number; "
               "--columns leaves it out")
 
     # records per split: (record, where, [(file, row)]), a row's place kept to account for every row

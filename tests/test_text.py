@@ -226,6 +226,9 @@ def test_windows_are_split_in_time_order_with_a_stride(tmp_path, capsys):
     assert max(map(max, days["train"])) < 60 <= min(map(min, days["val"])) and max(map(max, days["val"])) < 80
     assert min(map(min, days["test"])) >= 80 and days["train"][1] == [2, 3, 4, 5]
     assert meta["mask_key"] == "x" and "note: key 'day' goes up by 1 from row to row" in capsys.readouterr().out
+    hourly = "hour,t\n" + "".join(f"{i % 24},{np.sin(i / 5):.3f}\n" for i in range(100))  # an hour of the day wraps
+    out, meta = prepare(tmp_path, hourly, "--window", "4", "--force")
+    assert meta["mask_key"] == "t" and "note: key 'hour' goes up by 1 from row to row" in capsys.readouterr().out
     out, meta = prepare(tmp_path, SERIES, "--window", "8", "--missing", "drop", "--force")  # a gap drops its window
     printed = capsys.readouterr().out
     assert meta["splits"] == {"train": 5, "val": 1, "test": 1} and meta["missing"]["records"] == {"rain": 3}
