@@ -1,9 +1,12 @@
 """
 What every stage does the same way: write a file atomically, format a number or a time span, read a checkpoint, pick the
-device, score predicted numbers (NaN marks an invalid prediction). torch is imported only where needed: data stages skip it.
+device, score predicted numbers (NaN marks an invalid prediction), name a torchrun launch, note a SIGTERM. torch is
+imported only where needed: data stages skip it.
 """
 import math
 import os
+import signal
+import socket
 from contextlib import contextmanager
 
 import numpy as np
@@ -32,7 +35,7 @@ def lock_holder(path):
     """(pid, alive) of the process a lock file names; (None, False) where there is no readable lock."""
     try:
         with open(path) as f:
-            pid = int(f.read().strip() or 0)
+            pid = int((f.read().split() or [0])[0])  # "pid" or "pid launch" (train.py)
     except (OSError, ValueError):
         return None, False
     try:
@@ -43,6 +46,25 @@ def lock_holder(path):
         return pid, True
     except OSError:  # the process has ended
         return pid, False
+
+
+def torchrun_launch():
+    """The name of the torchrun launch this process is a worker of, the same after torchrun restarts it (--max-restarts):
+    torchrun's run id (--rdzv_id, a new one for each --standalone launch), else its local agent; None outside torchrun."""
+    run_id = os.environ.get("TORCHELASTIC_RUN_ID")
+    return f"agent-{socket.gethostname()}-{os.getppid()}" if run_id == "none" else run_id
+
+
+def note_sigterm():
+    """From now on a SIGTERM (how SLURM and Kubernetes preempt a job) is noted, not fatal: returns the list it appends
+    to, for a loop to stop where it can save; a second SIGTERM ends the process at once."""
+    noted = []
+
+    def note(signum, frame):
+        noted.append(signum)
+        signal.signal(signum, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, note)
+    return noted
 
 
 def atomic_write_text(path, text):
