@@ -125,32 +125,28 @@ def accumulation_steps(batch_size, micro_batch_size, world_size):
     return accum
 
 
-def pack_plan(lengths, mean_length, micro_batch_size, pack_length, world_size):
-    """(rows of pack_length tokens, fill_rows; R rows a micro-batch: what micro_batch_size samples of mean length fill; M
-    micro-batches a process, the same on each: rows of padding fill up) for a step's samples of the given lengths."""
-    rows, R = fill_rows(lengths, pack_length), max(1, round(micro_batch_size * mean_length / pack_length))
-    return rows, R, -(-len(rows) // (R * world_size))
-
-
-def choose_pack_length(split, batch_size, micro_batch_size, world_size, seed, shortest, longest, steps=20):
-    """The pack_length, a multiple of 64 in [shortest, longest], whose micro-batches of one shape hold the first steps in
-    the fewest positions: the least padding (4.2% at config/era5_xval.py's settings, docs/benchmarks.md)."""
-    lengths, mean = np.asarray(split.lengths), float(np.mean(split.lengths))
+def choose_packing(split, batch_size, micro_batch_size, world_size, seed, shortest, longest, steps=20):
+    """(pack_length, rows a micro-batch) for packing without a pack_length: of the lengths (multiples of 64 in [shortest,
+    longest]) and row counts up to what micro_batch_size samples of mean length fill, the pair that holds the first steps
+    in the fewest positions, the least padding (docs/benchmarks.md); of two such, the one of more tokens a micro-batch."""
+    lengths, mean, cost = np.asarray(split.lengths), float(np.mean(split.lengths)), {}
     steps = [lengths[step_samples(len(split), batch_size, s, seed)[1]].tolist() for s in range(steps)]
-    def positions(n):  # each process's M micro-batches of R rows of n tokens, summed over the steps
-        return sum(n * R * M for _, R, M in (pack_plan(step, mean, micro_batch_size, n, world_size) for step in steps))
-    return min(range(-(-shortest // 64) * 64, longest + 1, 64), key=positions, default=longest)
+    for n in range(-(-shortest // 64) * 64, longest + 1, 64):
+        counts = [len(fill_rows(step, n)) for step in steps]  # rows of n tokens each step needs
+        for r in range(1, max(1, int(micro_batch_size * mean // n)) + 1):  # positions: micro-batches of r rows, on each process
+            cost[n, r] = sum(-(-c // (r * world_size)) * r * n * world_size for c in counts), -r * n
+    return min(cost, key=cost.get, default=(longest, 1))
 
 
 def step_batches(split, step, seed, batch_size, micro_batch_size, rank=0, world_size=1, causal=False,
-                 mlm_probability=0.2, packing=False, pack_length=0, pin=False):
+                 mlm_probability=0.2, packing=False, pack_length=0, pin=False, pack_rows=0):
     """
     One process's micro-batches of one step, masked (MLM) or shifted (AR). The whole step is sorted
     by length before it is shared out: similar lengths share a micro-batch (less padding), every
     process gets comparable work, and the gradient (of the step's mean) is the same. Micro-batches of
     micro_batch_size samples, padded or packed in rows of their longest sample; or, packing with
     pack_length, the step in rows of pack_length tokens dealt to the processes, micro-batches of one
-    shape (R, pack_length), pack_plan. pin: page-locked.
+    shape (R, pack_length), R = pack_rows or the rows micro_batch_size samples of mean length fill. pin: page-locked.
     """
     positions, indices = step_samples(len(split), batch_size, step, seed)
     lengths = np.asarray(split.lengths)[indices]
@@ -160,8 +156,10 @@ def step_batches(split, step, seed, batch_size, micro_batch_size, rank=0, world_
         chunks = [examples[i:i + micro_batch_size] for i in range(0, len(examples), micro_batch_size)]
         batches = [pack(c) if packing else collate(c) for c in chunks]
     else:
-        rows, R, M = pack_plan(lengths.tolist(), float(np.mean(split.lengths)), micro_batch_size, pack_length, world_size)
-        mine = rows[rank::world_size]  # mine[m::M] below spreads the padding rows
+        R = pack_rows or max(1, round(micro_batch_size * float(np.mean(split.lengths)) / pack_length))
+        rows = fill_rows(lengths.tolist(), pack_length)
+        M = -(-len(rows) // (R * world_size))  # micro-batches per process; mine[m::M] spreads the padding rows
+        mine = rows[rank::world_size]
         mine, j = mine + [[] for _ in range(M * R - len(mine))], [i for row in mine for i in row]
         examples = dict(zip(j, training_examples(split, indices[j], positions[j], step, seed, causal, mlm_probability)))
         batches = [_rows([[examples[i] for i in row] for row in mine[m::M]], (R, pack_length)) for m in range(M)]

@@ -26,7 +26,7 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from batching import VAL_STEP, accumulation_steps, choose_pack_length, collate, step_batches, step_samples, to_device, training_examples
+from batching import VAL_STEP, accumulation_steps, choose_packing, collate, step_batches, step_samples, to_device, training_examples
 from configurator import configure
 from model import GPT, GPTConfig, configure_optimizer, flops_per_token, loss_from, peak_flops
 from tokenize_numbers import Split, Vocab, load_text_vocab
@@ -173,8 +173,9 @@ for name, split in (("train", train_data), ("val", val_data)):
                          f"(index {int(split.lengths.argmax())}) but block_size is {block_size}"
                          + (f" and pack_length {pack_length}" if packing and pack_length else ""))
 mean_length, n_val = float(train_data.lengths.mean()), min(len(val_data), eval_batches * micro_batch_size)
-if packing and not pack_length:  # every micro-batch one shape (one compiled graph), in rows of the length that pads least
-    pack_length = choose_pack_length(train_data, batch_size, micro_batch_size, world_size, seed, max(longest.values()), 4 * block_size)
+pack_rows = 0  # packing: rows a micro-batch; 0 = what micro_batch_size samples fill
+if packing and not pack_length:  # every micro-batch one shape (one compiled graph), the one that pads least
+    pack_length, pack_rows = choose_packing(train_data, batch_size, micro_batch_size, world_size, seed, max(longest.values()), 4 * block_size)
 
 def check_values(split, name, indices):
     """Refuse samples holding a non-finite number (an xVal literal beyond float32 is stored as inf)."""
@@ -256,7 +257,7 @@ if master:
           + (f", number head {num_head}" + (f" (K={n_components})" if num_head == "gmm" else "") if encoding == "xval" else ""))
     print(f"batch: {batch_size} samples/step = {micro_batch_size} × {world_size} processes × {accum} "
           f"accumulation steps, ~{batch_size * mean_length:,.0f} tokens/step"
-          + (f", packed in rows of {pack_length}{'' if config['pack_length'] else ' (chosen: the least padding)'}" if packing else ""))
+          + (f", packed in rows of {pack_length}" + (f", {pack_rows} a micro-batch (the least padding)" if pack_rows else "") if packing else ""))
     print(f"system: {device} ({gpu or device_type}), {dtype}, compile={compile}, attention "
           f"{'flex' if raw_model.flex_attention else 'sdpa'}, world size {world_size}, "
           f"{'resuming at step %d' % iter_num if resume else 'from scratch'}")
@@ -275,7 +276,7 @@ def micro_batches(step):
     positions, indices = step_samples(len(train_data), batch_size, step, seed)
     check_values(train_data, "train", indices)
     batches = step_batches(train_data, step, seed, batch_size, micro_batch_size, rank, world_size, causal,
-                           mlm_probability, packing, pack_length, pin=device_type == "cuda")
+                           mlm_probability, packing, pack_length, device_type == "cuda", pack_rows)
     everyone = batches if world_size == 1 else [
         collate(training_examples(train_data, indices, positions, step, seed, causal, mlm_probability))]
     n_numbers = sum(int((b["targets"] == vocab.num_id).sum()) for b in everyone) if vocab.num_id is not None else 0
