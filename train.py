@@ -30,7 +30,8 @@ from batching import VAL_STEP, accumulation_steps, choose_packing, collate, step
 from configurator import configure
 from model import GPT, GPTConfig, configure_optimizer, flops_per_token, loss_from, peak_flops
 from tokenize_numbers import Split, Vocab, load_text_vocab
-from util import atomic_file, atomic_write_text, format_duration, load_checkpoint, lock_holder, note_sigterm, pick_device, torchrun_launch
+from util import (atomic_file, atomic_write_text, format_duration, load_checkpoint, lock_holder, note_sigterm, pick_device,
+                  torchrun_launch, torchrun_store)
 
 # -- config: defaults, overridden by config files and --key=value (python train.py --help)
 out_dir = "out"  # checkpoints (ckpt_latest.pt, ckpt_best.pt) and log.jsonl
@@ -89,7 +90,8 @@ if ddp and device.startswith("cuda"):
     device = f"cuda:{local_rank}"
     torch.cuda.set_device(device)
 if ddp:
-    dist.init_process_group(backend="nccl" if device.startswith("cuda") else "gloo")
+    dist.init_process_group(backend="nccl" if device.startswith("cuda") else "gloo", store=torchrun_store(rank), rank=rank,
+                            world_size=world_size)
 master, device_type = rank == 0, "cuda" if device.startswith("cuda") else device
 
 loader = None  # the thread that builds the next step's batches (the training loop below)

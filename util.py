@@ -55,6 +55,17 @@ def torchrun_launch():
     return f"agent-{socket.gethostname()}-{os.getppid()}" if run_id == "none" else run_id
 
 
+def torchrun_store(rank):
+    """The store for init_process_group under torchrun, or None (env://): torchrun keeps one store across the restarts of
+    a launch (torch 2.13), where a restarted group could read the lost group's addresses and fail to connect; a prefix
+    per start of each rank (every rank starts as often) keeps each group to its own keys."""
+    if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True":
+        return None
+    import torch.distributed as dist
+    store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), is_master=False)
+    return dist.PrefixStore(f"xval/start{store.add(f'xval/starts/{rank}', 1)}/", store)
+
+
 def note_sigterm():
     """From now on a SIGTERM (how SLURM and Kubernetes preempt a job) is noted, not fatal: returns the list it appends
     to, for a loop to stop where it can save; a second SIGTERM ends the process at once."""
