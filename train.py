@@ -8,8 +8,7 @@ Train an xVal (or text-encoding) transformer on a tokenized dataset.
     python train.py --help                                            # every setting
 
 Batches and masks are a function of (seed, step) and dropout of (seed, rank, step), so N processes give
-the losses of one with the same global batch, and a resume with unchanged settings continues exactly. A SIGTERM
-(preemption) saves ckpt_latest.pt at the next logged step and stops; --resume continues from it.
+the losses of one with the same global batch, and a resume with unchanged settings continues exactly.
 """
 import json
 import math
@@ -80,8 +79,8 @@ flex_attention = True  # with compile on CUDA: padded/packed rows attend block-s
 # -- end config
 config = configure(globals(), __file__)
 sys.stdout.reconfigure(line_buffering=True)  # log lines appear at once, also when piped to a file
-log_path, ckpt_path, best_path, lock_path = (os.path.join(out_dir, f) for f in ("log.jsonl", "ckpt_latest.pt", "ckpt_best.pt",
-                                                                                   "train.lock"))
+log_path, ckpt_path, best_path = (os.path.join(out_dir, f) for f in ("log.jsonl", "ckpt_latest.pt", "ckpt_best.pt"))
+lock_path = os.path.join(out_dir, "train.lock")  # two runs in one out_dir would interleave its log and checkpoints
 # distributed setup -----------------------------------------------------------
 ddp = "RANK" in os.environ  # started by torchrun
 rank, local_rank, world_size = (int(os.environ.get(v, d)) for v, d in (("RANK", 0), ("LOCAL_RANK", 0), ("WORLD_SIZE", 1)))
@@ -90,7 +89,7 @@ if ddp and device.startswith("cuda"):
     device = f"cuda:{local_rank}"
     torch.cuda.set_device(device)
 if ddp:
-    dist.init_process_group(backend="nccl" if device.startswith("cuda") else "gloo", store=torchrun_store(rank), rank=rank,
+    dist.init_process_group("nccl" if device.startswith("cuda") else "gloo", store=torchrun_store(rank), rank=rank,
                             world_size=world_size)
 master, device_type = rank == 0, "cuda" if device.startswith("cuda") else device
 
@@ -126,7 +125,7 @@ earlier_run = [p for p in (log_path, ckpt_path, best_path) if os.path.exists(p)]
 if earlier_run and not (resume or overwrite):
     raise SystemExit(f"error: {out_dir} holds a run ({', '.join(map(os.path.basename, earlier_run))}); continue it with "
                      "--resume or delete it and start afresh with --overwrite=True")
-if master:  # the lock: two runs in one out_dir would interleave its log and checkpoints
+if master:
     holder, alive = lock_holder(lock_path)  # a lock naming this process is an earlier run's in it (tests run train.py in-process)
     if alive and holder != os.getpid():
         raise SystemExit(f"error: {out_dir} is in use by another train.py run (pid {holder}); wait for it to end "
@@ -175,9 +174,9 @@ for name, split in (("train", train_data), ("val", val_data)):
                          f"(index {int(split.lengths.argmax())}) but block_size is {block_size}"
                          + (f" and pack_length {pack_length}" if packing and pack_length else ""))
 mean_length, n_val = float(train_data.lengths.mean()), min(len(val_data), eval_batches * micro_batch_size)
-pack_rows = 0  # packing: rows a micro-batch; 0 = what micro_batch_size samples fill
-if packing and not pack_length:  # every micro-batch one shape (one compiled graph), the one that pads least
-    pack_length, pack_rows = choose_packing(train_data, batch_size, micro_batch_size, world_size, seed, max(longest.values()), 4 * block_size)
+# packing alone: every micro-batch one shape (one compiled graph), the one that pads least; pack_rows 0: micro_batch_size's
+pack_length, pack_rows = (choose_packing(train_data, batch_size, micro_batch_size, world_size, seed, max(longest.values()),
+                                         4 * block_size) if packing and not pack_length else (pack_length, 0))
 
 def check_values(split, name, indices):
     """Refuse samples holding a non-finite number (an xVal literal beyond float32 is stored as inf)."""
@@ -259,7 +258,7 @@ if master:
           + (f", number head {num_head}" + (f" (K={n_components})" if num_head == "gmm" else "") if encoding == "xval" else ""))
     print(f"batch: {batch_size} samples/step = {micro_batch_size} × {world_size} processes × {accum} "
           f"accumulation steps, ~{batch_size * mean_length:,.0f} tokens/step"
-          + (f", packed in rows of {pack_length}" + (f", {pack_rows} a micro-batch (the least padding)" if pack_rows else "") if packing else ""))
+          + (f", packed in rows of {pack_length} tokens, {pack_rows} a micro-batch (the least padding)" if pack_rows else ""))
     print(f"system: {device} ({gpu or device_type}), {dtype}, compile={compile}, attention "
           f"{'flex' if raw_model.flex_attention else 'sdpa'}, world size {world_size}, "
           f"{'resuming at step %d' % iter_num if resume else 'from scratch'}")
@@ -326,7 +325,7 @@ def save_checkpoint(path):
 # checked step: a logged one, one before a checkpoint, and (one process) one after a SIGTERM
 loader, upcoming = ThreadPoolExecutor(max_workers=1), None  # upcoming: the next step's batches, a Future
 t_start, t_last, tokens_since, positions_since, steps_since, first_log = time.time(), time.time(), 0, 0, 0, True
-health, checked, stopping, sigterm = torch.zeros(1, device=device), iter_num, False, note_sigterm()
+health, stopping, sigterm = torch.zeros(1, device=device), False, note_sigterm()
 while True:
     if (iter_num % eval_interval == 0 or iter_num == max_iters) and iter_num != resumed_at:
         metrics = stop_unless_finite(evaluate(), iter_num, "validation loss", "writing a checkpoint")
@@ -374,9 +373,9 @@ while True:
         if ddp:  # the global batch's loss (the sum of each process's share of its mean), any process's NaN, and SIGTERMs
             dist.all_reduce(shared)
         # before the optimizer writes this step's gradient into the weights, and before any checkpoint: every process stops
-        losses = dict(zip(("loss", "CE", num_loss_name, f"a loss or gradient norm since step {checked}", "SIGTERMs"), shared))
-        loss_val, ce_val, mse_val, _, stopping = stop_unless_finite(losses, iter_num + 1, "training loss", "the optimizer step").values()
-        checked = iter_num + 1
+        losses = dict(zip(("loss", "CE", num_loss_name, "a loss or gradient norm since the last check", "SIGTERMs"), shared))
+        checked = stop_unless_finite(losses, iter_num + 1, "training loss", "the optimizer step")
+        loss_val, ce_val, mse_val, stopping = checked["loss"], checked["CE"], checked[num_loss_name], checked["SIGTERMs"]
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
     iter_num, steps_since = iter_num + 1, steps_since + 1
