@@ -126,15 +126,15 @@ def accumulation_steps(batch_size, micro_batch_size, world_size):
 
 
 def choose_packing(split, batch_size, micro_batch_size, world_size, seed, shortest, longest, steps=20):
-    """(pack_length, rows a micro-batch) for packing without a pack_length: of the lengths (multiples of 64 in [shortest,
-    longest]) and row counts up to what micro_batch_size samples of mean length fill, the pair that holds the first steps
-    in the fewest positions, the least padding (docs/benchmarks.md); of two such, the one of more tokens a micro-batch."""
+    """(pack_length, rows a micro-batch) for packing alone: of the lengths in [shortest, longest] (multiples of 64) and rows
+    up to what micro_batch_size samples of mean length fill, the pair that holds the first steps in the fewest positions
+    (the least padding, docs/benchmarks.md), of two such the one of more tokens a micro-batch."""
     lengths, mean, cost = np.asarray(split.lengths), float(np.mean(split.lengths)), {}
     steps = [lengths[step_samples(len(split), batch_size, s, seed)[1]].tolist() for s in range(steps)]
     for n in range(-(-shortest // 64) * 64, longest + 1, 64):
         counts = [len(fill_rows(step, n)) for step in steps]  # rows of n tokens each step needs
-        for r in range(1, max(1, int(micro_batch_size * mean // n)) + 1):  # positions: micro-batches of r rows, on each process
-            cost[n, r] = sum(-(-c // (r * world_size)) * r * n * world_size for c in counts), -r * n
+        for r in range(1, max(1, int(micro_batch_size * mean // n)) + 1):  # a process's positions: micro-batches of r rows
+            cost[n, r] = sum(-(-c // (r * world_size)) * r * n for c in counts), -r * n
     return min(cost, key=cost.get, default=(longest, 1))
 
 

@@ -174,7 +174,7 @@ for name, split in (("train", train_data), ("val", val_data)):
                          f"(index {int(split.lengths.argmax())}) but block_size is {block_size}"
                          + (f" and pack_length {pack_length}" if packing and pack_length else ""))
 mean_length, n_val = float(train_data.lengths.mean()), min(len(val_data), eval_batches * micro_batch_size)
-# packing alone: every micro-batch one shape (one compiled graph), the one that pads least; pack_rows 0: micro_batch_size's
+# --packing=True alone: the micro-batches' one shape (one compiled graph) that pads least; pack_rows 0: from micro_batch_size
 pack_length, pack_rows = (choose_packing(train_data, batch_size, micro_batch_size, world_size, seed, max(longest.values()),
                                          4 * block_size) if packing and not pack_length else (pack_length, 0))
 
