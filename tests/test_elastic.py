@@ -9,17 +9,10 @@ import sys
 import pytest
 import torch
 from conftest import ROOT
+from test_reliability import data  # noqa: F401 (the tiny xVal dataset, a fixture)
 from test_train import TINY, losses, run
 
 ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
-
-
-@pytest.fixture(scope="module")
-def data(tmp_path_factory):
-    d = str(tmp_path_factory.mktemp("data") / "ops2")
-    run("prepare/arithmetic.py", "--variant=ops2", "--size=tiny", "--out", d, "--workers=1")
-    run("tokenize_numbers.py", d, "--encoding=xval", "--workers=1")
-    return d
 
 
 def common(data):
