@@ -125,15 +125,28 @@ def accumulation_steps(batch_size, micro_batch_size, world_size):
     return accum
 
 
+def choose_packing(split, batch_size, micro_batch_size, world_size, seed, shortest, longest, steps=20):
+    """(pack_length, rows a micro-batch) for packing alone: of the lengths in [shortest, longest] (multiples of 64) and rows
+    up to what micro_batch_size samples of mean length fill, the pair that holds the first steps in the fewest positions
+    (the least padding, docs/benchmarks.md), of two such the one of more tokens a micro-batch."""
+    lengths, mean, cost = np.asarray(split.lengths), float(np.mean(split.lengths)), {}
+    steps = [lengths[step_samples(len(split), batch_size, s, seed)[1]].tolist() for s in range(steps)]
+    for n in range(-(-shortest // 64) * 64, longest + 1, 64):
+        counts = [len(fill_rows(step, n)) for step in steps]  # rows of n tokens each step needs
+        for r in range(1, max(1, int(micro_batch_size * mean // n)) + 1):  # a process's positions: micro-batches of r rows
+            cost[n, r] = sum(-(-c // (r * world_size)) * r * n for c in counts), -r * n
+    return min(cost, key=cost.get, default=(longest, 1))
+
+
 def step_batches(split, step, seed, batch_size, micro_batch_size, rank=0, world_size=1, causal=False,
-                 mlm_probability=0.2, packing=False, pack_length=0, pin=False):
+                 mlm_probability=0.2, packing=False, pack_length=0, pin=False, pack_rows=0):
     """
     One process's micro-batches of one step, masked (MLM) or shifted (AR). The whole step is sorted
     by length before it is shared out: similar lengths share a micro-batch (less padding), every
     process gets comparable work, and the gradient (of the step's mean) is the same. Micro-batches of
     micro_batch_size samples, padded or packed in rows of their longest sample; or, packing with
     pack_length, the step in rows of pack_length tokens dealt to the processes, micro-batches of one
-    shape (R, pack_length), R the rows micro_batch_size samples of mean length fill. pin: page-locked.
+    shape (R, pack_length), R = pack_rows or the rows micro_batch_size samples of mean length fill. pin: page-locked.
     """
     positions, indices = step_samples(len(split), batch_size, step, seed)
     lengths = np.asarray(split.lengths)[indices]
@@ -143,7 +156,7 @@ def step_batches(split, step, seed, batch_size, micro_batch_size, rank=0, world_
         chunks = [examples[i:i + micro_batch_size] for i in range(0, len(examples), micro_batch_size)]
         batches = [pack(c) if packing else collate(c) for c in chunks]
     else:
-        R = max(1, round(micro_batch_size * float(np.mean(split.lengths)) / pack_length))
+        R = pack_rows or max(1, round(micro_batch_size * float(np.mean(split.lengths)) / pack_length))
         rows = fill_rows(lengths.tolist(), pack_length)
         M = -(-len(rows) // (R * world_size))  # micro-batches per process; mine[m::M] spreads the padding rows
         mine = rows[rank::world_size]

@@ -3,7 +3,7 @@ Train an xVal (or text-encoding) transformer on a tokenized dataset.
 
     python train.py config/quickstart.py                              # one process (CPU or GPU)
     python train.py config/own_small.py --data_dir=data/mine          # your own data, minutes on a laptop
-    torchrun --nproc_per_node=4 train.py config/era5_xval.py          # DDP on 4 GPUs
+    torchrun --standalone --max-restarts=3 --nproc_per_node=4 train.py config/era5_xval.py  # DDP on 4 GPUs; docs/multi_node.md
     python train.py config/quickstart.py --resume                     # continue a run exactly
     python train.py --help                                            # every setting
 
@@ -25,12 +25,13 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from batching import VAL_STEP, accumulation_steps, collate, step_batches, step_samples, to_device, training_examples
+from batching import VAL_STEP, accumulation_steps, choose_packing, collate, step_batches, step_samples, to_device, training_examples
 from configurator import configure
-from model import GPT, GPTConfig, configure_optimizer, flops_per_token, loss_from, peak_flops
 from dataset import Split, load_text_vocab
+from model import GPT, GPTConfig, configure_optimizer, flops_per_token, loss_from, peak_flops
 from tokenize_numbers import Vocab
-from util import atomic_file, atomic_write_text, format_duration, load_checkpoint, pick_device, take_lock
+from util import (atomic_file, atomic_write_text, format_duration, load_checkpoint, note_sigterm, pick_device, take_lock,
+                  torchrun_launch, torchrun_store)
 
 # -- config: defaults, overridden by config files and --key=value (python train.py --help)
 out_dir = "out"  # checkpoints (ckpt_latest.pt, ckpt_best.pt) and log.jsonl
@@ -54,7 +55,7 @@ n_components = 8  # gmm: mixture components
 batch_size = 64  # samples per optimizer step, over all processes and accumulation steps
 micro_batch_size = 64  # samples per forward pass per process
 packing = False  # pack a micro-batch's samples several to a row (attention stays within each) instead of padding
-pack_length = 0  # tokens per packed row, up to 4 × block_size: every micro-batch one shape; 0 = the micro-batch's longest sample
+pack_length = 0  # tokens per packed row, up to 4 × block_size: every micro-batch one shape; 0 = the length that pads least
 max_iters = 500_000
 learning_rate = 2e-4
 min_lr = 2e-5  # reached at max_iters by the cosine schedule
@@ -81,6 +82,37 @@ flex_attention = True  # with compile on CUDA: padded/packed rows attend block-s
 config = configure(globals(), __file__)
 sys.stdout.reconfigure(line_buffering=True)  # log lines appear at once, also when piped to a file
 log_path, ckpt_path, best_path = (os.path.join(out_dir, f) for f in ("log.jsonl", "ckpt_latest.pt", "ckpt_best.pt"))
+lock_path = os.path.join(out_dir, "train.lock")  # two runs in one out_dir would interleave its log and checkpoints
+# distributed setup -----------------------------------------------------------
+ddp = "RANK" in os.environ  # started by torchrun
+rank, local_rank, world_size = (int(os.environ.get(v, d)) for v, d in (("RANK", 0), ("LOCAL_RANK", 0), ("WORLD_SIZE", 1)))
+device = pick_device(device, threads)  # on the CPU: 1 thread unless asked (util.py says why)
+if ddp and device.startswith("cuda"):
+    device = f"cuda:{local_rank}"
+    torch.cuda.set_device(device)
+if ddp:
+    dist.init_process_group("nccl" if device.startswith("cuda") else "gloo", store=torchrun_store(rank), rank=rank,
+                            world_size=world_size)
+master, device_type = rank == 0, "cuda" if device.startswith("cuda") else device
+
+loader = None  # the thread that builds the next step's batches (the training loop below)
+
+def stop(message):
+    """End the run with one message; every process stops at the same step, so none waits in a collective."""
+    if loader:  # the next step's batches may be reading the memory-mapped arrays: let it finish first
+        loader.shutdown(wait=True, cancel_futures=True)
+    if ddp:
+        dist.destroy_process_group()
+    raise SystemExit(message)
+
+# torchrun --max-restarts starts the group again with the same command line after a lost worker: it continues what this
+# launch began (the lock names it) from the last checkpoint, never afresh; no other launch resumes by accident
+launch = torchrun_launch()
+restarted = [master and bool(launch) and os.path.exists(lock_path) and open(lock_path).read().split()[1:] == [launch]]
+if ddp:
+    dist.broadcast_object_list(restarted)  # rank 0's reading: every process continues, or none
+if restarted[0]:
+    resume, overwrite = os.path.exists(ckpt_path), not os.path.exists(ckpt_path)
 if resume and overwrite:
     raise SystemExit("error: --resume continues the run in out_dir and --overwrite=True replaces it; pick one")
 if not out_dir:
@@ -95,10 +127,9 @@ earlier_run = [p for p in (log_path, ckpt_path, best_path) if os.path.exists(p)]
 if earlier_run and not (resume or overwrite):
     raise SystemExit(f"error: {out_dir} holds a run ({', '.join(map(os.path.basename, earlier_run))}); continue it with "
                      "--resume, delete it and start afresh with --overwrite=True, or choose another --out_dir")
-lock_path = os.path.join(out_dir, "train.lock")  # two runs in one out_dir would interleave its log and checkpoints
-if int(os.environ.get("RANK", 0)) == 0 and (holder := take_lock(lock_path)) not in (None, os.getpid()):  # ours:
-    raise SystemExit(f"error: {out_dir} is in use by another train.py run (pid {holder}); wait for it to end "  # a run
-                     "or choose another --out_dir")  # before this one in this process (tests run train.py in-process)
+if master and (holder := take_lock(lock_path, text=f"{os.getpid()} {launch}")) not in (None, os.getpid()):
+    raise SystemExit(f"error: {out_dir} is in use by another train.py run (pid {holder}); wait for it to end "
+                     "or choose another --out_dir")  # os.getpid(): an earlier run in this process (tests run in-process)
 
 def get_lr(it, s):
     """Linear warm-up, then cosine decay to min_lr at max_iters (s: a config, the one saved or this run's)."""
@@ -106,29 +137,6 @@ def get_lr(it, s):
         return s["learning_rate"] * (it + 1) / s["warmup_iters"]
     progress = min(1.0, (it - s["warmup_iters"]) / max(1, s["max_iters"] - s["warmup_iters"]))
     return s["min_lr"] + 0.5 * (1.0 + math.cos(math.pi * progress)) * (s["learning_rate"] - s["min_lr"])
-
-# distributed setup -----------------------------------------------------------
-ddp = "RANK" in os.environ  # started by torchrun
-rank, local_rank, world_size = (int(os.environ.get(v, d)) for v, d in (("RANK", 0), ("LOCAL_RANK", 0), ("WORLD_SIZE", 1)))
-device = pick_device(device, threads)  # on the CPU: 1 thread unless asked (util.py says why)
-if ddp and device.startswith("cuda"):
-    device = f"cuda:{local_rank}"
-    torch.cuda.set_device(device)
-if ddp:
-    dist.init_process_group(backend="nccl" if device.startswith("cuda") else "gloo")
-master, device_type = rank == 0, "cuda" if device.startswith("cuda") else device
-
-loader = None  # the thread that builds the next step's batches (the training loop below)
-
-def stop(message):
-    """End the run with one message; every process stops at the same step, so none waits in a collective."""
-    if loader:  # the next step's batches may be reading the memory-mapped arrays: let it finish first
-        loader.shutdown(wait=True, cancel_futures=True)
-    if master and os.path.exists(lock_path):
-        os.remove(lock_path)
-    if ddp:
-        dist.destroy_process_group()
-    raise SystemExit(message)
 
 if dtype == "auto":
     dtype = "bfloat16" if device_type == "cuda" and torch.cuda.is_bf16_supported() else "float32"
@@ -165,6 +173,9 @@ for name, split in (("train", train_data), ("val", val_data)):
                          f"(index {int(split.lengths.argmax())}) but block_size is {block_size}"
                          + (f" and pack_length {pack_length}" if packing and pack_length else ""))
 mean_length, n_val = float(train_data.lengths.mean()), min(len(val_data), eval_batches * micro_batch_size)
+# --packing=True alone: the micro-batches' one shape (one compiled graph) that pads least; pack_rows 0: from micro_batch_size
+pack_length, pack_rows = (choose_packing(train_data, batch_size, micro_batch_size, world_size, seed, max(longest.values()),
+                                         4 * block_size) if packing and not pack_length else (pack_length, 0))
 
 def check_values(split, name, indices):
     """Refuse samples holding a non-finite number (an xVal literal beyond float32 is stored as inf)."""
@@ -245,7 +256,8 @@ if master:
           f"{'causal' if causal else 'bidirectional (MLM p=%g)' % mlm_probability}, k={k}"
           + (f", number head {num_head}" + (f" (K={n_components})" if num_head == "gmm" else "") if encoding == "xval" else ""))
     print(f"batch: {batch_size} samples/step = {micro_batch_size} × {world_size} processes × {accum} "
-          f"accumulation steps, ~{batch_size * mean_length:,.0f} tokens/step")
+          f"accumulation steps, ~{batch_size * mean_length:,.0f} tokens/step"
+          + (f", packed in rows of {pack_length} tokens, {pack_rows} a micro-batch (the least padding)" if pack_rows else ""))
     print(f"system: {device} ({gpu or device_type}{', %d threads' % torch.get_num_threads() if device_type == 'cpu' else ''}), "
           f"{dtype}, compile={compile}, attention "
           f"{'flex' if raw_model.flex_attention else 'sdpa'}, world size {world_size}, "
@@ -265,7 +277,7 @@ def micro_batches(step):
     positions, indices = step_samples(len(train_data), batch_size, step, seed)
     check_values(train_data, "train", indices)
     batches = step_batches(train_data, step, seed, batch_size, micro_batch_size, rank, world_size, causal,
-                           mlm_probability, packing, pack_length, pin=device_type == "cuda")
+                           mlm_probability, packing, pack_length, device_type == "cuda", pack_rows)
     everyone = batches if world_size == 1 else [
         collate(training_examples(train_data, indices, positions, step, seed, causal, mlm_probability))]
     n_numbers = sum(int((b["targets"] == vocab.num_id).sum()) for b in everyone) if vocab.num_id is not None else 0
@@ -309,9 +321,11 @@ def save_checkpoint(path):
              f"space left there: free some, then --resume (from the last whole checkpoint, {ckpt_path}, if any)")
 
 # training loop ---------------------------------------------------------------
-# a thread builds the next step's micro-batches while this one computes; the host waits for the device once a step
+# a thread builds the next step's micro-batches while this one computes; the host waits for the device only on a
+# checked step: a logged one, one before a checkpoint, and (one process) one after a SIGTERM
 loader, upcoming = ThreadPoolExecutor(max_workers=1), None  # upcoming: the next step's batches, a Future
 t_start, t_last, tokens_since, positions_since, steps_since, first_log = time.time(), time.time(), 0, 0, 0, True
+health, stopping, sigterm = torch.zeros(1, device=device), False, note_sigterm()
 while True:
     if (iter_num % eval_interval == 0 or iter_num == max_iters) and iter_num != resumed_at:
         metrics = stop_unless_finite(evaluate(), iter_num, "validation loss", "writing a checkpoint")
@@ -328,6 +342,12 @@ while True:
         save_checkpoint(os.path.join(out_dir, f"ckpt_{iter_num}.pt"))
     if iter_num >= max_iters:
         break
+    if stopping:  # a SIGTERM (preemption): every process agreed at the last checked step to stop here
+        if master and iter_num % eval_interval:  # (an evaluation step has just saved it)
+            save_checkpoint(ckpt_path)
+        if ddp:
+            dist.barrier()  # rank 0's checkpoint is whole before any process leaves
+        stop(f"stopped by a SIGTERM after step {iter_num}, saved in {ckpt_path}: continue with the same command and --resume")
     lr = get_lr(iter_num, config)
     for group in optimizer.param_groups:
         group["lr"] = lr
@@ -346,12 +366,16 @@ while True:
         tokens_since += cpu_batch["n_real"]
         positions_since += cpu_batch["ids"].numel()
     grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip or math.inf)  # inf: measured, not clipped
+    health += (loss_sum.sum() + grad_norm) * 0  # on the device, no wait: 0 while all are finite, NaN for ever after (inf·0)
     logging = (iter_num + 1) % log_interval == 0 or iter_num + 1 == max_iters
-    if ddp and logging:
-        dist.all_reduce(loss_sum)  # the global batch's loss: the sum of each process's share of its mean
-    # before the optimizer writes it into the weights; the gradient norm is global, so every process stops here
-    losses = {"loss": loss_sum[0], "CE": loss_sum[1], num_loss_name: loss_sum[2], "gradient norm": grad_norm}
-    loss_val, ce_val, mse_val, _ = stop_unless_finite(losses, iter_num + 1, "training loss", "the optimizer step").values()
+    if logging or (iter_num + 1) % eval_interval == 0 or keep_every and (iter_num + 1) % keep_every == 0 or sigterm and not ddp:
+        shared = torch.cat([loss_sum, health, torch.tensor([float(len(sigterm))], device=device)])
+        if ddp:  # the global batch's loss (the sum of each process's share of its mean), any process's NaN, and SIGTERMs
+            dist.all_reduce(shared)
+        # before the optimizer writes this step's gradient into the weights, and before any checkpoint: every process stops
+        losses = dict(zip(("loss", "CE", num_loss_name, "a loss or gradient norm since the last check", "SIGTERMs"), shared))
+        checked = stop_unless_finite(losses, iter_num + 1, "training loss", "the optimizer step")
+        loss_val, ce_val, mse_val, stopping = checked["loss"], checked["CE"], checked[num_loss_name], checked["SIGTERMs"]
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
     iter_num, steps_since = iter_num + 1, steps_since + 1

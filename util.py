@@ -1,9 +1,12 @@
 """
 What every stage does the same way: write a file atomically, format a number or a time span, read a checkpoint, pick the
-device, score predicted numbers (NaN marks an invalid prediction). torch is imported only where needed: data stages skip it.
+device, score predicted numbers (NaN marks an invalid prediction), name a torchrun launch, note a SIGTERM. torch is
+imported only where needed: data stages skip it.
 """
 import math
 import os
+import signal
+import socket
 import sys
 from contextlib import contextmanager
 
@@ -41,7 +44,7 @@ def lock_holder(path):
     """(pid, alive) of the process a lock file names; (None, False) where there is no readable lock."""
     try:
         with open(path) as f:
-            pid = int(f.read().strip() or 0)
+            pid = int((f.read().split() or [0])[0])  # "pid" or "pid launch" (train.py)
     except (OSError, ValueError):
         return None, False
     try:
@@ -54,13 +57,13 @@ def lock_holder(path):
         return pid, False
 
 
-def take_lock(path, on_stale=None):
-    """Create the lock file `path` naming this process in one step (a hard link to a file that already holds the
-    pid, so no process ever reads it empty): None once taken, else the pid of the live process holding it. The lock
-    of a process that has ended is replaced, after on_stale(pid) has cleaned up what that process left."""
+def take_lock(path, on_stale=None, text=None):
+    """Create the lock file `path` naming this process (text: its content, the pid first) in one step (a hard link
+    to a file that already holds it, so no process ever reads it empty): None once taken, else the pid of the live
+    process holding it. The lock of a process that has ended is replaced, after on_stale(pid) has cleaned up."""
     tmp = f"{path}.{os.getpid()}.tmp"
     with open(tmp, "w") as f:
-        f.write(str(os.getpid()))
+        f.write(text or str(os.getpid()))
     try:
         while True:
             try:
@@ -75,6 +78,34 @@ def take_lock(path, on_stale=None):
                     os.remove(path)
     finally:
         os.remove(tmp)
+def torchrun_launch():
+    """The name of the torchrun launch this process is a worker of, the same after torchrun restarts it (--max-restarts):
+    torchrun's run id (--rdzv_id, a new one for each --standalone launch), else its local agent; None outside torchrun."""
+    run_id = os.environ.get("TORCHELASTIC_RUN_ID")
+    return f"agent-{socket.gethostname()}-{os.getppid()}" if run_id == "none" else run_id
+
+
+def torchrun_store(rank):
+    """The store for init_process_group under torchrun, or None (env://): torchrun keeps one store across the restarts of
+    a launch (torch 2.13), where a restarted group could read the lost group's addresses and fail to connect; a prefix
+    per start of each rank (every rank starts as often) keeps each group to its own keys."""
+    if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True":
+        return None
+    import torch.distributed as dist
+    store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), is_master=False)
+    return dist.PrefixStore(f"xval/start{store.add(f'xval/starts/{rank}', 1)}/", store)
+
+
+def note_sigterm():
+    """From now on a SIGTERM (how SLURM and Kubernetes preempt a job) is noted, not fatal: returns the list it appends
+    to, for a loop to stop where it can save; a second SIGTERM ends the process at once."""
+    noted = []
+
+    def note(signum, frame):
+        noted.append(signum)
+        signal.signal(signum, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, note)
+    return noted
 
 
 def atomic_write_text(path, text):

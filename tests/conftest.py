@@ -2,6 +2,7 @@ import contextlib
 import io
 import os
 import runpy
+import signal
 import subprocess
 import sys
 import traceback
@@ -52,7 +53,7 @@ def run_in_process(args, input):
     script = os.path.join(ROOT, args[0])
     out, err = (io.TextIOWrapper(io.BytesIO(), encoding="utf-8", write_through=True) for _ in range(2))  # real streams: reconfigure() works
     stdin = io.TextIOWrapper(io.BytesIO((input or "").encode()), encoding="utf-8")
-    saved = sys.argv, sys.stdin, list(sys.path), dict(os.environ), os.getcwd(), torch.get_num_threads()
+    saved = sys.argv, sys.stdin, list(sys.path), dict(os.environ), os.getcwd(), torch.get_num_threads(), signal.getsignal(signal.SIGTERM)
     sys.argv, sys.stdin = [script, *args[1:]], stdin
     sys.path.insert(0, os.path.dirname(script))
     os.chdir(ROOT)
@@ -74,4 +75,5 @@ def run_in_process(args, input):
         os.environ.update(saved[3])
         os.chdir(saved[4])
         torch.set_num_threads(saved[5])
+        signal.signal(signal.SIGTERM, saved[6])  # train.py notes a SIGTERM from its loop on
     return subprocess.CompletedProcess(args, code, *(s.buffer.getvalue().decode() for s in (out, err)))

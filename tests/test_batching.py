@@ -116,3 +116,19 @@ def test_a_packed_row_may_be_longer_than_block_size_but_its_samples_not():
     empty = _rows([[]], (1, 20))  # a micro-batch of padding only (several processes may get one): it adds nothing
     sums = model(empty["ids"], empty["values"], empty["targets"], empty["target_values"], empty["pos"], empty["doc"], empty["pred"])
     assert [float(sums[k].detach()) for k in ("ce_sum", "n_tokens", "num_sum", "n_numbers")] == [0.0] * 4
+
+
+def test_without_a_pack_length_packing_chooses_the_shape_that_pads_least():
+    """config/era5_xval.py's batch (64 samples, micro-batches of 16) on temperature-like samples: the shape chosen on steps
+    0-19 packs steps 20-59 under 5% padding, where rows of 4 × block_size, 3 a micro-batch, pad more."""
+    from batching import choose_packing
+    split = temperature_like()
+    n, r = choose_packing(split, 64, 16, 1, seed=1, shortest=1798, longest=4 * 1798)
+
+    def padding(pack_length, pack_rows):
+        batches = [b for step in range(20, 60) for b in step_batches(split, step, seed=1, batch_size=64, micro_batch_size=16,
+                                                                         packing=True, pack_length=pack_length, pack_rows=pack_rows)]
+        assert {tuple(b["ids"].shape) for b in batches} == {(pack_rows or 3, pack_length)}  # one shape
+        return padded_fraction(batches)
+    assert n % 64 == 0 and r * n <= 16 * split.lengths.mean()  # no more tokens a micro-batch than 16 samples
+    assert padding(n, r) < 0.05 and padding(n, r) < padding(4 * 1798, 0) - 0.01, (n, r, padding(n, r), padding(4 * 1798, 0))

@@ -196,6 +196,21 @@ def test_a_non_finite_loss_stops_training_before_a_checkpoint_and_the_last_one_r
     assert "resuming at step 2" in r.stdout and sorted(losses(out)) == [1, 2, 3, 4]
 
 
+def test_a_non_finite_loss_between_logged_steps_stops_at_the_next_check_before_any_checkpoint(own_data, tmp_path):
+    """The host reads the device only on a logged step or one before a save: a NaN in step 3 of 4 (logging every 4)
+    stops every process at step 4, with the last good checkpoint untouched (tests/test_train.py counts the reads)."""
+    out = str(tmp_path / "out")
+    train(own_data, out, "--max_iters=2")
+    good = open(os.path.join(out, "ckpt_latest.pt"), "rb").read()
+    path = os.path.join(own_data, "xval", "train.values.npy")
+    values = np.load(path)
+    np.save(path, np.where(values != 1, np.float32(1e20), values))
+    error = one_line_error(train(own_data, out, "--max_iters=6", "--log_interval=4", "--eval_interval=6", "--resume",
+                                 check=False))
+    assert error.startswith("error: step 4: non-finite training loss") and "since the last check nan" in error, error
+    assert open(os.path.join(out, "ckpt_latest.pt"), "rb").read() == good
+
+
 def test_a_non_finite_validation_loss_stops_before_the_checkpoint(own_data, tmp_path):
     out = str(tmp_path / "out")
     train(own_data, out, "--max_iters=2")

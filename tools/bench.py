@@ -27,7 +27,7 @@ import torch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)  # the core modules
-from batching import accumulation_steps, step_batches  # noqa: E402
+from batching import accumulation_steps, choose_packing, step_batches  # noqa: E402
 from configurator import configure, defaults  # noqa: E402
 from dataset import Split  # noqa: E402
 
@@ -105,11 +105,16 @@ def bench_loader(train_args, cfg, own):
     except (FileNotFoundError, ValueError) as e:
         raise SystemExit(f"error: {e}")
     pin = cfg["device"].startswith("cuda") or (cfg["device"] == "auto" and torch.cuda.is_available())
+    pack_length, pack_rows = cfg["pack_length"], 0
+    if cfg["packing"] and not pack_length:  # the shape train.py chooses (its val samples aside)
+        longest = int(split.lengths.max())
+        pack_length, pack_rows = choose_packing(split, cfg["batch_size"], cfg["micro_batch_size"], world, cfg["seed"],
+                                                longest, 4 * (cfg["block_size"] or longest))
     per_step = []  # (seconds, real tokens, positions)
     for step in range(own["steps"]):
         t0 = time.perf_counter()
         batches = step_batches(split, step, cfg["seed"], cfg["batch_size"], cfg["micro_batch_size"], 0, world,
-                               cfg["causal"], cfg["mlm_probability"], cfg["packing"], cfg["pack_length"], pin)
+                               cfg["causal"], cfg["mlm_probability"], cfg["packing"], pack_length, pin, pack_rows)
         dt = time.perf_counter() - t0
         if step >= own["warmup"]:  # the trainer's timed steps
             per_step.append((dt, sum(b["n_real"] for b in batches), sum(b["ids"].numel() for b in batches)))

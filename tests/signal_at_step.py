@@ -1,0 +1,26 @@
+"""
+Run a script (train.py) as this process, which sends itself a signal as optimizer step N begins, on one rank and only
+on torchrun's first attempt: a worker lost (SIGKILL) or preempted (SIGTERM) at a known step.
+
+    torchrun ... tests/signal_at_step.py SIGKILL 5 1 train.py --max_iters=6 ...   # rank 1 dies at step 5
+"""
+import os
+import runpy
+import signal
+import sys
+
+import torch
+
+name, step, rank, script = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+sys.argv = sys.argv[4:]
+sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
+if os.environ.get("RANK", "0") == rank and os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") == "0":
+    original, calls = torch.optim.AdamW.step, []
+
+    def step_then_signal(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == step:
+            os.kill(os.getpid(), getattr(signal, name))
+        return original(self, *args, **kwargs)
+    torch.optim.AdamW.step = step_then_signal
+runpy.run_path(script, run_name="__main__")
