@@ -293,6 +293,7 @@ class Split:
 
     def __init__(self, data_dir, split, encoding):
         base = os.path.join(data_dir, encoding, split)
+        self.base, self.split = base, split
         if not os.path.exists(base + ".ids.npy"):
             raise FileNotFoundError(f"{base}.ids.npy not found; run: python tokenize_numbers.py "
                                     f"{data_dir} --encoding {encoding}")
@@ -327,6 +328,13 @@ class Split:
 
     def __len__(self):
         return len(self.offsets) - 1
+
+    def check_finite(self, indices):
+        """Refuse samples holding a non-finite number (an xVal literal beyond float32 is stored as inf)."""
+        for i in map(int, indices):
+            if not np.isfinite(self[i][1]).all():
+                raise SystemExit(f"error: {self.base}.values.npy: sample {i} (line {i + 1} of {self.split}.txt) holds "
+                                 "a non-finite number; remove or rescale it and tokenize again")
 
     def __getitem__(self, i):
         a, b = self.offsets[i], self.offsets[i + 1]

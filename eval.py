@@ -291,7 +291,7 @@ def check_seeds(checkpoints):
             raise SystemExit(f"error: {path} is given twice in --ckpt: each seed counts once")
         seen[os.path.realpath(path)] = c
         first = first or (path, c)
-        if c["data_fingerprint"] != first[1]["data_fingerprint"]:
+        if (c["data_fingerprint"] or {}).get("meta") != (first[1]["data_fingerprint"] or {}).get("meta"):
             raise SystemExit(f"error: {path} was trained on other data than {first[0]} (the dataset was prepared again "
                              "between them): they are not seeds of one setting")
         if c["vocab"] != first[1]["vocab"]:

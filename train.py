@@ -10,10 +10,12 @@ Train an xVal (or text-encoding) transformer on a tokenized dataset.
 Batches and masks are a function of (seed, step) and dropout of (seed, rank, step), so N processes give
 the losses of one with the same global batch, and a resume with unchanged settings continues exactly.
 """
+import contextlib
 import json
 import math
 import os
-import shutil
+import re
+import signal
 import sys
 import tempfile
 import time
@@ -27,11 +29,11 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 from batching import VAL_STEP, accumulation_steps, choose_packing, collate, step_batches, step_samples, to_device, training_examples
 from configurator import configure
-from dataset import Split, load_text_vocab
+from dataset import Split, fingerprint, load_text_vocab
 from model import GPT, GPTConfig, configure_optimizer, flops_per_token, loss_from, peak_flops
 from tokenize_numbers import Vocab
-from util import (atomic_file, atomic_write_text, format_duration, load_checkpoint, note_sigterm, pick_device, take_lock,
-                  torchrun_launch, torchrun_store)
+from util import (atomic_file, atomic_write_text, check_resume, format_duration, load_checkpoint, note_sigterm, pick_compile,
+                  pick_device, take_lock, torchrun_launch, torchrun_store, why_not_written)
 
 # -- config: defaults, overridden by config files and --key=value (python train.py --help)
 out_dir = "out"  # checkpoints (ckpt_latest.pt, ckpt_best.pt) and log.jsonl
@@ -71,6 +73,7 @@ eval_batches = 20  # validation micro-batches per evaluation
 log_interval = 10
 resume = False  # continue from out_dir/ckpt_latest.pt
 overwrite = False  # start afresh in an out_dir that holds a run, deleting its log and checkpoints
+changed_data = False  # --resume on a dataset prepared or tokenized again since the checkpoint (refused otherwise)
 seed = 1337  # fixes the initialisation, sample order and masks
 # system
 device = "auto"  # auto | cpu | cuda | cuda:1 | mps
@@ -80,6 +83,14 @@ compile = "auto"  # torch.compile: auto (on for CUDA, off elsewhere) | True (als
 flex_attention = True  # with compile on CUDA: padded/packed rows attend block-sparsely (FlexAttention), not via a dense mask
 # -- end config
 config = configure(globals(), __file__)
+
+def interrupted(*_):  # Ctrl-C: one line (rank 0's, under torchrun) and the exit code 130 shells expect
+    if int(os.environ.get("RANK", 0)) == 0:
+        print(f"interrupted (Ctrl-C) at step {globals().get('iter_num', 0)}: continue from the last checkpoint with --resume",
+              file=sys.stderr)
+    sys.exit(130)
+
+signal.signal(signal.SIGINT, interrupted)
 sys.stdout.reconfigure(line_buffering=True)  # log lines appear at once, also when piped to a file
 log_path, ckpt_path, best_path = (os.path.join(out_dir, f) for f in ("log.jsonl", "ckpt_latest.pt", "ckpt_best.pt"))
 lock_path = os.path.join(out_dir, "train.lock")  # two runs in one out_dir would interleave its log and checkpoints
@@ -123,7 +134,8 @@ try:  # before the data and model load: a folder that cannot take a checkpoint f
 except OSError as e:
     raise SystemExit(f"error: cannot write to out_dir {out_dir}: "
                      + ("it is a file, not a folder" if os.path.isfile(out_dir) else e.strerror))
-earlier_run = [p for p in (log_path, ckpt_path, best_path) if os.path.exists(p)]
+earlier_run = [os.path.join(out_dir, f) for f in sorted(os.listdir(out_dir)) if f == "log.jsonl" or re.fullmatch(
+    r"ckpt_(latest|best|\d+)\.pt|eval.*\.(json|md|png)", f)]  # its log, checkpoints and eval.py's reports
 if earlier_run and not (resume or overwrite):
     raise SystemExit(f"error: {out_dir} holds a run ({', '.join(map(os.path.basename, earlier_run))}); continue it with "
                      "--resume, delete it and start afresh with --overwrite=True, or choose another --out_dir")
@@ -141,18 +153,7 @@ def get_lr(it, s):
 if dtype == "auto":
     dtype = "bfloat16" if device_type == "cuda" and torch.cuda.is_bf16_supported() else "float32"
 autocast = torch.autocast(device_type=device_type, dtype=torch.bfloat16) if dtype == "bfloat16" else nullcontext()
-if compile not in ("auto", True, False):
-    raise SystemExit(f"error: compile expects 'auto', True or False, got {compile!r}")
-if compile == "auto":  # off where it cannot work or rarely pays: CPU, MPS, Windows
-    compile = device_type == "cuda" and os.name != "nt"
-    if not compile and master:
-        print(f"note: torch.compile is off on {device_type}{' (Windows)' if os.name == 'nt' else ''}; --compile=True forces it")
-elif compile and device_type == "cpu":  # inductor's CPU code needs a C++ compiler
-    from torch._inductor.cpp_builder import get_cpp_compiler
-    try:
-        get_cpp_compiler()
-    except Exception as e:
-        raise SystemExit(f"error: --compile=True on the CPU needs a C++ compiler (g++, or set CXX): {e}")
+compile = pick_compile(compile, device_type, print if master else None)  # auto: on for CUDA, off where it rarely pays
 accum = accumulation_steps(batch_size, micro_batch_size, world_size)
 torch.manual_seed(seed)  # the same initialisation on every rank
 torch.set_float32_matmul_precision("highest")  # no TF32: its 10-bit mantissa rounds the float32 number head to ~1e-3
@@ -161,6 +162,7 @@ torch.set_float32_matmul_precision("highest")  # no TF32: its 10-bit mantissa ro
 try:
     vocab = Vocab(load_text_vocab(data_dir), encoding)
     train_data, val_data = Split(data_dir, "train", encoding), Split(data_dir, "val", encoding)
+    data_fingerprint, meta = fingerprint(data_dir, encoding), json.load(open(os.path.join(data_dir, "meta.json")))
 except (FileNotFoundError, ValueError) as e:
     raise SystemExit(f"error: {e}")
 longest = {name: int(split.lengths.max()) for name, split in (("train", train_data), ("val", val_data))}
@@ -177,14 +179,10 @@ mean_length, n_val = float(train_data.lengths.mean()), min(len(val_data), eval_b
 pack_length, pack_rows = (choose_packing(train_data, batch_size, micro_batch_size, world_size, seed, max(longest.values()),
                                          4 * block_size) if packing and not pack_length else (pack_length, 0))
 
-def check_values(split, name, indices):
-    """Refuse samples holding a non-finite number (an xVal literal beyond float32 is stored as inf)."""
-    for i in map(int, indices):
-        if not np.isfinite(split[i][1]).all():
-            raise SystemExit(f"error: {data_dir}/{encoding}/{name}.values.npy: sample {i} (line {i + 1} of "
-                             f"{name}.txt) holds a non-finite number; remove or rescale it and tokenize again")
-
-check_values(val_data, "val", range(n_val))  # what evaluate() reads
+val_data.check_finite(range(n_val))  # what evaluate() reads; each step checks its training samples
+if len(val_data) < 16 and master:  # the best checkpoint is chosen on these
+    print(f"warning: {data_dir}/val.txt has {len(val_data)} sample(s): validation losses, and the choice of ckpt_best.pt, "
+          "rest on them; a few dozen make them worth reading")
 num_loss_name = "NLL" if num_head == "gmm" else "NMSE" if k > 0 else "MSE"  # multi-scale xVal normalises it
 
 # model and optimizer ---------------------------------------------------------
@@ -202,25 +200,9 @@ if resume:
     if not os.path.exists(ckpt_path):
         raise SystemExit(f"error: --resume but no checkpoint at {ckpt_path}")
     checkpoint = load_checkpoint(ckpt_path)
-    saved = checkpoint["config"]
-    if checkpoint["text_tokens"] != vocab.text_tokens:
-        raise SystemExit(f"error: {ckpt_path} was trained with another vocabulary than {data_dir}/vocab.json")
-    # refused: settings that fix the weights' shapes, or the sample stream the restored data position belongs to
-    for key in ("vocab_size", "block_size", "n_layer", "n_head", "n_embd", "encoding", "k", "causal", "num_head", "n_components"):
-        if (had := checkpoint["model_args"].get(key, GPTConfig.__dataclass_fields__[key].default)) != model_args[key]:
-            raise SystemExit(f"error: {ckpt_path} has {key}={had!r}, the config asks for {model_args[key]!r}")
-    for key in ("data_dir", "batch_size", "seed", "mlm_probability"):
-        if saved.get(key) != config[key]:
-            raise SystemExit(f"error: {ckpt_path} was trained with {key}={saved.get(key)!r}, the config "
-                             f"asks for {config[key]!r}; resuming would not continue the same sample stream")
-    if max_iters < checkpoint["iter_num"]:
-        raise SystemExit(f"error: --max_iters={max_iters} is below the {checkpoint['iter_num']} steps {ckpt_path} "
-                         f"has done; to go on, set it above {checkpoint['iter_num']}")
-    if max_iters == checkpoint["iter_num"] and master:
-        print(f"note: {ckpt_path} has done all {max_iters} steps; nothing to train (a higher --max_iters goes on)")
-    # applied: everything else (dropout, the schedule, intervals, the system); said aloud when changed
-    changed = {key: (saved.get(key), value) for key, value in config.items()
-               if key not in ("resume", "overwrite", "out_dir") and saved.get(key) != value}
+    saved = checkpoint["config"]  # refused: another model shape, sample stream or data; applied (and said): the rest
+    checkpoint["model_args"] = {**{k: f.default for k, f in GPTConfig.__dataclass_fields__.items()}, **checkpoint["model_args"]}
+    changed = check_resume(checkpoint, ckpt_path, model_args, config, data_fingerprint, print if master else None)
     model.load_state_dict(checkpoint["model"])
     hyper = [{name: v for name, v in group.items() if name != "params"} for group in optimizer.param_groups]
     optimizer.load_state_dict(checkpoint["optimizer"])  # its moments, and its saved hyperparameters ...
@@ -245,9 +227,10 @@ if master:
         if len(kept) < len(lines):
             print(f"note: {log_path}: {len(lines) - len(kept)} rows after step {iter_num} removed (they are logged again)")
             atomic_write_text(log_path, "".join(kept))
-    else:  # a fresh run (--overwrite=True where out_dir held one) leaves nothing of an earlier run behind
+    elif earlier_run:  # a fresh run (--overwrite=True where out_dir held one) leaves nothing of an earlier run behind
         for path in earlier_run:
             os.remove(path)
+        print(f"note: --overwrite=True removed the earlier run's {', '.join(map(os.path.basename, earlier_run))}")
     log = open(log_path, "a", buffering=1)  # line-buffered: each JSON row reaches log.jsonl as it is written
     print(f"data: {data_dir} ({encoding}): {len(train_data):,} train / {len(val_data):,} val samples, "
           f"{mean_length:.0f} tokens/sample (max {longest['train']}), vocab {len(vocab)}")
@@ -275,7 +258,7 @@ def micro_batches(step):
     """This process's micro-batches of one step, and the step's predicted tokens and numbers over all processes: each
     process checks and counts the whole step, so all reach the same counts (and stop on a bad sample) without a collective."""
     positions, indices = step_samples(len(train_data), batch_size, step, seed)
-    check_values(train_data, "train", indices)
+    train_data.check_finite(indices)
     batches = step_batches(train_data, step, seed, batch_size, micro_batch_size, rank, world_size, causal,
                            mlm_probability, packing, pack_length, device_type == "cuda", pack_rows)
     everyone = batches if world_size == 1 else [
@@ -304,21 +287,21 @@ def stop_unless_finite(metrics, step, what, before):
     """Stop the run if a loss or gradient norm is NaN or infinite; returns them as floats (one copy to the host)."""
     values = torch.stack([v.detach().double() for v in metrics.values()]).tolist()
     if bad := ", ".join(f"{k} {v}" for k, v in zip(metrics, values) if not math.isfinite(v)):
-        last = (f"{ckpt_path} is untouched: fix the data or the settings, then --resume from it"
+        last = (f"{ckpt_path} is untouched: fix the data (then add --changed_data=True) or the settings, and --resume from it"
                 if os.path.exists(ckpt_path) else "no checkpoint was written")
         stop(f"error: step {step}: non-finite {what} ({bad}); stopped before {before}; {last}")
     return dict(zip(metrics, values))
 
 def save_checkpoint(path):
     checkpoint = {"model": raw_model.state_dict(), "optimizer": optimizer.state_dict(), "model_args": model_args, "config": config,
-                  "iter_num": iter_num, "best_val_loss": best_val_loss, "text_tokens": vocab.text_tokens, "data_dir": data_dir}
+                  "iter_num": iter_num, "best_val_loss": best_val_loss, "text_tokens": vocab.text_tokens, "data_dir": data_dir,
+                  "data_fingerprint": data_fingerprint}
     try:
         with atomic_file(path) as tmp:  # a crash never leaves a half checkpoint
             torch.save(checkpoint, tmp)
     except (OSError, RuntimeError) as e:  # a full disk reaches torch's zip writer as either
-        reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e).strip().split("\n")[0]
-        stop(f"error: writing {path} failed ({reason}); {shutil.disk_usage(out_dir).free / 2**20:,.0f} MiB of disk "
-             f"space left there: free some, then --resume (from the last whole checkpoint, {ckpt_path}, if any)")
+        stop(f"error: writing {path} failed ({why_not_written(e, out_dir)}); then --resume (from the last whole "
+             f"checkpoint, {ckpt_path}, if any)")
 
 # training loop ---------------------------------------------------------------
 # a thread builds the next step's micro-batches while this one computes; the host waits for the device only on a
@@ -400,11 +383,13 @@ while True:
 loader.shutdown()  # nothing is left to build: no step beyond max_iters is ever submitted
 if master:  # what to run next: own data (prepare/text.py) names its keys in meta.json
     log.close()
-    os.remove(lock_path)
-    meta = json.load(open(os.path.join(data_dir, "meta.json")))
+    with contextlib.suppress(OSError):  # a folder made read-only meanwhile keeps it: the next run takes it over
+        os.remove(lock_path)
     test = next((f"{data_dir}/{s}.txt" for s in ("test", "val") if os.path.exists(f"{data_dir}/{s}.txt")), "FILE")
-    print(f"done in {format_duration(time.time() - t_start)}: checkpoints in {out_dir}/ ({best_path} has the lowest validation "
-          f"loss, {ckpt_path} the last step); predict with:\n  python sample.py --ckpt={best_path} --input={test} "
+    best = best_path if os.path.exists(best_path) else ckpt_path  # none is best when no validation beat step 0
+    print(f"done in {format_duration(time.time() - t_start)}: checkpoints in {out_dir}/ ("
+          + (f"{best_path} has the lowest validation loss, " if best == best_path else "no validation beat step 0; ")
+          + f"{ckpt_path} the last step); predict with:\n  python sample.py --ckpt={best} --input={test} "
           + (f"--mask_key={meta.get('mask_key') or next(iter(meta['scales']))}" if meta.get("dataset") == "text" and meta.get("scales") else "--mask_last"))
 if ddp:  # wait for rank 0's last checkpoint: tearing gloo down while another process uses it can abort
     dist.barrier()

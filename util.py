@@ -5,6 +5,7 @@ imported only where needed: data stages skip it.
 """
 import math
 import os
+import shutil
 import signal
 import socket
 import sys
@@ -143,6 +144,67 @@ def load_checkpoint(path, device="cpu", mmap=False):
     if missing:
         raise SystemExit(f"error: {path} is not a checkpoint written by train.py (no {', '.join(missing)})")
     return checkpoint
+
+
+def pick_compile(compile, device_type, say=None):
+    """torch.compile's setting: 'auto' is on for CUDA and off where it cannot work or rarely pays (CPU, MPS, Windows;
+    `say` prints why); True on the CPU needs a C++ compiler for inductor's code."""
+    if compile not in ("auto", True, False):
+        raise SystemExit(f"error: compile expects 'auto', True or False, got {compile!r}")
+    if compile == "auto":
+        compile = device_type == "cuda" and os.name != "nt"
+        if not compile and say:
+            say(f"note: torch.compile is off on {device_type}{' (Windows)' if os.name == 'nt' else ''}; --compile=True forces it")
+    elif compile and device_type == "cpu":
+        from torch._inductor.cpp_builder import get_cpp_compiler
+        try:
+            get_cpp_compiler()
+        except Exception as e:
+            raise SystemExit(f"error: --compile=True on the CPU needs a C++ compiler (g++, or set CXX): {e}")
+    return compile
+
+
+RESUME_REFUSES = {  # what --resume cannot change: the weights' shapes, and the sample stream a data position belongs to
+    "model_args": ("vocab_size", "block_size", "n_layer", "n_head", "n_embd", "encoding", "k", "causal", "num_head",
+                   "n_components"),
+    "config": ("batch_size", "seed", "mlm_probability")}
+
+
+def check_resume(checkpoint, path, model_args, config, data_fingerprint, say=None):
+    """Whether train.py may continue `checkpoint` (read from path) with these settings on this data: a changed model
+    shape, sample stream or dataset (by its content, not its path: a moved folder is the same data) is refused naming
+    both values; returns the other changed settings, {key: (was, is)}, which apply (`say` notes a finished run)."""
+    for part, keys in RESUME_REFUSES.items():
+        for key in keys:
+            if key in checkpoint[part] and checkpoint[part][key] != (now := (model_args if part == "model_args" else config)[key]):
+                raise SystemExit(f"error: {path} was trained with {key}={checkpoint[part][key]!r}, the config asks for "
+                                 f"{now!r}; resuming would not continue the same model and sample stream")
+    recorded = checkpoint.get("data_fingerprint")
+    if recorded is not None and recorded != data_fingerprint and not config["changed_data"]:
+        raise SystemExit(f"error: {config['data_dir']} is not the data {path} was trained on (prepared or tokenized again "
+                         "since: other samples, scales or vocabulary); start afresh with --overwrite=True, or continue "
+                         "on it with --changed_data=True (a mended sample, say)")
+    done = checkpoint["iter_num"]
+    if config["max_iters"] < done:
+        raise SystemExit(f"error: --max_iters={config['max_iters']} is below the {done} steps {path} has done; to go on, "
+                         f"set it above {done}")
+    if config["max_iters"] == done and say:
+        say(f"note: {path} has done all {done} steps; nothing to train (a higher --max_iters goes on)")
+    saved = checkpoint["config"]
+    return {key: (saved.get(key), value) for key, value in config.items()
+            if key not in ("resume", "overwrite", "out_dir", "data_dir", "changed_data") and saved.get(key) != value}
+
+
+def why_not_written(error, folder):
+    """The reason a write failed, for a one-line error: a full disk says how much is free."""
+    import errno
+    if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
+        return f"{error.strerror}; {shutil.disk_usage(folder).free / 2**20:,.0f} MiB of disk space left in {folder}: free some"
+    if isinstance(error, OSError) and error.strerror:
+        return f"{error.strerror}{': ' + error.filename if error.filename else ''}"
+    detail = str(error).strip().split("\n")[0]
+    return detail + (f"; {shutil.disk_usage(folder).free / 2**20:,.0f} MiB of disk space left in {folder}" if "write" in detail.lower()
+                     else "")  # torch's zip writer says a full disk in its own words
 
 
 def run_main(main):

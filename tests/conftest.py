@@ -53,7 +53,8 @@ def run_in_process(args, input):
     script = os.path.join(ROOT, args[0])
     out, err = (io.TextIOWrapper(io.BytesIO(), encoding="utf-8", write_through=True) for _ in range(2))  # real streams: reconfigure() works
     stdin = io.TextIOWrapper(io.BytesIO((input or "").encode()), encoding="utf-8")
-    saved = sys.argv, sys.stdin, list(sys.path), dict(os.environ), os.getcwd(), torch.get_num_threads(), signal.getsignal(signal.SIGTERM)
+    saved = (sys.argv, sys.stdin, list(sys.path), dict(os.environ), os.getcwd(), torch.get_num_threads(),
+             signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT))
     sys.argv, sys.stdin = [script, *args[1:]], stdin
     sys.path.insert(0, os.path.dirname(script))
     os.chdir(ROOT)
@@ -76,4 +77,5 @@ def run_in_process(args, input):
         os.chdir(saved[4])
         torch.set_num_threads(saved[5])
         signal.signal(signal.SIGTERM, saved[6])  # train.py notes a SIGTERM from its loop on
+        signal.signal(signal.SIGINT, saved[7])  # and ends on Ctrl-C with one line
     return subprocess.CompletedProcess(args, code, *(s.buffer.getvalue().decode() for s in (out, err)))

@@ -189,6 +189,8 @@ def test_a_non_finite_loss_stops_training_before_a_checkpoint_and_the_last_one_r
     values = np.load(path)
     np.save(path, np.where(values != 1, np.float32(1e20), values))  # finite, but its square is not
     error = one_line_error(train(own_data, out, "--max_iters=4", "--resume", check=False))
+    assert "is not the data" in error and "--changed_data=True" in error  # the arrays are not those it trained on
+    error = one_line_error(train(own_data, out, "--max_iters=4", "--resume", "--changed_data=True", check=False))
     assert error.startswith("error: step 3: non-finite training loss") and "ckpt_latest.pt is untouched" in error
     assert open(latest, "rb").read() == good and max(losses(out)) == 2
     np.save(path, values)
@@ -206,7 +208,7 @@ def test_a_non_finite_loss_between_logged_steps_stops_at_the_next_check_before_a
     values = np.load(path)
     np.save(path, np.where(values != 1, np.float32(1e20), values))
     error = one_line_error(train(own_data, out, "--max_iters=6", "--log_interval=4", "--eval_interval=6", "--resume",
-                                 check=False))
+                                 "--changed_data=True", check=False))
     assert error.startswith("error: step 4: non-finite training loss") and "since the last check nan" in error, error
     assert open(os.path.join(out, "ckpt_latest.pt"), "rb").read() == good
 
@@ -218,7 +220,7 @@ def test_a_non_finite_validation_loss_stops_before_the_checkpoint(own_data, tmp_
     path = os.path.join(own_data, "xval", "val.values.npy")
     values = np.load(path)
     np.save(path, np.where(values != 1, np.float32(1e20), values))
-    error = one_line_error(train(own_data, out, "--max_iters=4", "--resume", check=False))
+    error = one_line_error(train(own_data, out, "--max_iters=4", "--resume", "--changed_data=True", check=False))
     assert error.startswith("error: step 4: non-finite validation loss")
     assert open(os.path.join(out, "ckpt_latest.pt"), "rb").read() == good
 
@@ -548,3 +550,73 @@ def test_a_value_after_a_space_is_named_as_the_flags_value_not_a_missing_config_
     assert "write --max_iters=5" in error and "not found" not in error
     error = one_line_error(run("train.py", "--resume", "nope.py", check=False))  # a boolean flag takes no value
     assert "config file nope.py not found" in error
+
+
+# ---------------------------------------------------------------- checkpoints know their data
+
+def test_a_checkpoint_knows_its_data_by_content_not_by_path(own_data, tmp_path):
+    out = str(tmp_path / "out")
+    train(own_data, out, "--max_iters=2")
+    ckpt = os.path.join(out, "ckpt_latest.pt")
+    moved = shutil.copytree(own_data, str(tmp_path / "moved"))  # the same data under another name
+    elsewhere = shutil.copytree(out, str(tmp_path / "out2"))
+    assert "resuming at step 2" in train(moved, elsewhere, "--max_iters=3", "--resume").stdout
+    r = run("eval.py", f"--ckpt={ckpt}", f"--out={tmp_path / 'e1'}", "--max_samples=4")  # its own folder, unchanged
+    assert r.returncode == 0 and "prepared again" not in r.stdout
+    shutil.rmtree(own_data)  # the folder it names is gone: say where the path came from and what fixes it
+    error = one_line_error(run("eval.py", f"--ckpt={ckpt}", check=False))
+    assert f"{own_data}/meta.json not found" in error and "the folder it names" in error and "--data_dir" in error
+    run("prepare/arithmetic.py", "--variant=ops2", "--size=tiny", "--seed=5", "--out", own_data, "--workers=1")
+    run("tokenize_numbers.py", own_data, "--encoding=xval", "--workers=1")  # prepared again in place: other samples
+    error = one_line_error(train(own_data, out, "--max_iters=4", "--resume", check=False))
+    assert "is not the data" in error and "--overwrite=True" in error
+    error = one_line_error(run("eval.py", f"--ckpt={ckpt}", f"--out={tmp_path / 'e2'}", check=False))
+    assert "prepared again since" in error and "--changed_data=True" in error
+    r = run("eval.py", f"--ckpt={ckpt}", f"--out={tmp_path / 'e3'}", "--changed_data=True", "--max_samples=4")
+    assert "warning:" in r.stdout and "evaluating anyway" in r.stdout
+
+
+def test_overwrite_leaves_nothing_of_the_earlier_run_and_says_what_it_removed(data, tmp_path):
+    out = str(tmp_path / "out")
+    train(data, out, "--max_iters=2", "--keep_every=2")
+    run("eval.py", f"--ckpt={out}/ckpt_best.pt", "--max_samples=4")
+    assert {"ckpt_2.pt", "eval_first4.json", "eval_first4.md"} <= set(os.listdir(out))
+    r = train(data, out, "--max_iters=1", "--overwrite=True", "--eval_interval=1")
+    assert "removed the earlier run's" in r.stdout and "eval_first4.json" in r.stdout
+    assert not {"ckpt_2.pt", "eval_first4.json", "eval_first4.md"} & set(os.listdir(out))
+
+
+def test_the_closing_message_names_only_checkpoints_that_exist_and_a_tiny_val_split_is_warned_of(own_data, tmp_path):
+    lines = open(os.path.join(own_data, "val.txt")).read().splitlines()
+    (tmp_path / "val.txt").write_text(lines[0] + "\n")
+    shutil.copy(tmp_path / "val.txt", os.path.join(own_data, "val.txt"))
+    run("tokenize_numbers.py", own_data, "--encoding=xval", "--workers=1")
+    out = str(tmp_path / "out")
+    r = train(own_data, out, "--max_iters=2", "--learning_rate=30", "--min_lr=30", "--warmup_iters=0")  # worse than step 0
+    assert "val.txt has 1 sample(s)" in r.stdout
+    assert not os.path.exists(os.path.join(out, "ckpt_best.pt"))  # (seed 1337: step 2 is worse than step 0)
+    assert "no validation beat step 0" in r.stdout and f"--ckpt={out}/ckpt_latest.pt" in r.stdout
+    assert "ckpt_best.pt" not in r.stdout.split("done in")[1]
+
+
+def test_a_checkpoint_that_cannot_be_written_says_why_in_one_line_not_blaming_the_disk(data, tmp_path, monkeypatch):
+    def refused(obj, path, *args, **kwargs):  # an out_dir made read-only during the run
+        raise PermissionError(13, "Permission denied", str(path))
+    monkeypatch.setattr(torch, "save", refused)
+    error = one_line_error(train(data, str(tmp_path / "out"), "--max_iters=2", check=False))
+    assert "Permission denied" in error and "disk" not in error
+
+
+def test_ctrl_c_ends_a_training_in_one_line_with_exit_code_130(data, tmp_path):
+    import signal
+    import time
+    out = tmp_path / "out"
+    p = subprocess.Popen([sys.executable, "train.py", *TINY, f"--data_dir={data}", f"--out_dir={out}", "--max_iters=100000",
+                          "--batch_size=8", "--micro_batch_size=8", "--eval_interval=2", "--eval_batches=1"],
+                         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while not (out / "ckpt_latest.pt").exists() and time.time() < deadline:
+        time.sleep(0.1)
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 130 and err.strip().startswith("interrupted (Ctrl-C) at step") and len(err.strip().splitlines()) == 1, err
