@@ -22,7 +22,8 @@ import torch
 from batching import collate, fill_in_example, to_device
 from configurator import configure
 from dataset import KeyAbsent, masked_numbers, read_lines
-from model import GPT, GPTConfig, mixture_mean, mixture_quantile, mixture_sample, mixture_std
+from mixture import mixture_mean, mixture_quantile, mixture_sample, mixture_std
+from model import GPT, GPTConfig
 from tokenize_numbers import ASK, EOS_ID, TOKENS_PER_NUMBER, TextError, Vocab, encode_pieces, number_spans, split_text
 from util import format_number, load_checkpoint, pick_device, run_main
 

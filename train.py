@@ -30,10 +30,10 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 from batching import VAL_STEP, accumulation_steps, choose_packing, collate, step_batches, step_samples, to_device, training_examples
 from configurator import configure
 from dataset import Split, fingerprint, load_text_vocab
-from model import GPT, GPTConfig, configure_optimizer, flops_per_token, loss_from, peak_flops
+from model import GPT, GPTConfig, configure_optimizer, flops_per_token, loss_from
 from tokenize_numbers import Vocab
-from util import (atomic_file, atomic_write_text, check_resume, format_duration, load_checkpoint, note_sigterm, pick_compile,
-                  pick_device, take_lock, torchrun_launch, torchrun_store, why_not_written)
+from util import (atomic_file, atomic_write_text, check_resume, format_duration, load_checkpoint, note_sigterm, peak_flops,
+                  pick_compile, pick_device, take_lock, torchrun_launch, torchrun_store, why_not_written)
 
 # -- config: defaults, overridden by config files and --key=value (python train.py --help)
 out_dir = "out"  # checkpoints (ckpt_latest.pt, ckpt_best.pt) and log.jsonl

@@ -146,6 +146,16 @@ def load_checkpoint(path, device="cpu", mmap=False):
     return checkpoint
 
 
+# peak dense bf16 FLOP/s for MFU; the first key in the device's name counts: PCIe and NVL before SXM
+PEAK_FLOPS = {"H100 PCIe": 756e12, "H100 NVL": 835e12, "H100": 989e12, "H200": 989e12, "GH200": 989e12,
+              "A100": 312e12, "L40S": 362e12, "A10G": 70e12, "RTX 4090": 165e12, "RTX 3090": 71e12}
+
+
+def peak_flops(device_name):
+    """The bf16 dense peak of a GPU from its name (torch.cuda.get_device_name), else None."""
+    return next((value for key, value in PEAK_FLOPS.items() if key in device_name), None)
+
+
 def pick_compile(compile, device_type, say=None):
     """torch.compile's setting: 'auto' is on for CUDA and off where it cannot work or rarely pays (CPU, MPS, Windows;
     `say` prints why); True on the CPU needs a C++ compiler for inductor's code."""

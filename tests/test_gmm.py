@@ -8,8 +8,9 @@ import pytest
 import torch
 
 from eval import mixture_crps
-from model import (GPT, IGNORE, MIN_STD, GPTConfig, MixtureHead, mixture_cdf, mixture_mean,
-                   mixture_nll, mixture_of, mixture_quantile, mixture_sample, mixture_std)
+from mixture import (MIN_STD, MixtureHead, mixture_cdf, mixture_mean, mixture_nll, mixture_of, mixture_quantile,
+                     mixture_sample, mixture_std)
+from model import GPT, IGNORE, GPTConfig
 from test_eval import TINY as EVAL_TINY
 from test_eval import evaluated, prepared
 from test_model import NUM, V, sample, tiny

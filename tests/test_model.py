@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from batching import collate, mlm_mask
-from model import GPT, IGNORE, GPTConfig, flops_per_token, loss_from, peak_flops
+from model import GPT, IGNORE, GPTConfig, flops_per_token, loss_from
+from util import peak_flops
 from tokenize_numbers import MASK_ID
 
 V, NUM = 12, 3  # a tiny vocabulary: specials 0..2, [NUM] 3, text tokens 4..11
