@@ -15,7 +15,6 @@ import json
 import math
 import os
 import re
-import signal
 import sys
 import tempfile
 import time
@@ -32,8 +31,9 @@ from configurator import configure
 from dataset import Split, fingerprint, load_text_vocab
 from model import GPT, GPTConfig, configure_optimizer, flops_per_token, loss_from
 from tokenize_numbers import Vocab
-from util import (atomic_file, atomic_write_text, check_resume, format_duration, load_checkpoint, note_sigterm, peak_flops,
-                  pick_compile, pick_device, take_lock, torchrun_launch, torchrun_store, why_not_written)
+from util import (atomic_file, atomic_write_text, check_attention_memory, check_resume, exit_on_ctrl_c, format_duration,
+                  load_checkpoint, note_sigterm, peak_flops, pick_compile, pick_device, take_lock, torchrun_launch, torchrun_store,
+                  why_not_written)
 
 # -- config: defaults, overridden by config files and --key=value (python train.py --help)
 out_dir = "out"  # checkpoints (ckpt_latest.pt, ckpt_best.pt) and log.jsonl
@@ -83,14 +83,7 @@ compile = "auto"  # torch.compile: auto (on for CUDA, off elsewhere) | True (als
 flex_attention = True  # with compile on CUDA: padded/packed rows attend block-sparsely (FlexAttention), not via a dense mask
 # -- end config
 config = configure(globals(), __file__)
-
-def interrupted(*_):  # Ctrl-C: one line (rank 0's, under torchrun) and the exit code 130 shells expect
-    if int(os.environ.get("RANK", 0)) == 0:
-        print(f"interrupted (Ctrl-C) at step {globals().get('iter_num', 0)}: continue from the last checkpoint with --resume",
-              file=sys.stderr)
-    sys.exit(130)
-
-signal.signal(signal.SIGINT, interrupted)
+exit_on_ctrl_c(lambda: f" at step {globals().get('iter_num', 0)}: continue from the last checkpoint with --resume")
 sys.stdout.reconfigure(line_buffering=True)  # log lines appear at once, also when piped to a file
 log_path, ckpt_path, best_path = (os.path.join(out_dir, f) for f in ("log.jsonl", "ckpt_latest.pt", "ckpt_best.pt"))
 lock_path = os.path.join(out_dir, "train.lock")  # two runs in one out_dir would interleave its log and checkpoints
@@ -175,6 +168,8 @@ for name, split in (("train", train_data), ("val", val_data)):
                          f"(index {int(split.lengths.argmax())}) but block_size is {block_size}"
                          + (f" and pack_length {pack_length}" if packing and pack_length else ""))
 mean_length, n_val = float(train_data.lengths.mean()), min(len(val_data), eval_batches * micro_batch_size)
+if not (flex_attention and compile and device_type == "cuda"):  # a dense mask: refuse what cannot fit, with the figure
+    check_attention_memory(max(block_size, pack_length), micro_batch_size, n_head, device)
 # --packing=True alone: the micro-batches' one shape (one compiled graph) that pads least; pack_rows 0: from micro_batch_size
 pack_length, pack_rows = (choose_packing(train_data, batch_size, micro_batch_size, world_size, seed, max(longest.values()),
                                          4 * block_size) if packing and not pack_length else (pack_length, 0))

@@ -156,6 +156,20 @@ def peak_flops(device_name):
     return next((value for key, value in PEAK_FLOPS.items() if key in device_name), None)
 
 
+def check_attention_memory(context, micro_batch_size, n_head, device):
+    """Refuse a context whose dense attention (one layer's scores: micro-batch × heads × context², float32) cannot
+    fit in the device's memory, before anything that large is allocated (a 1 MB record is a 250,000-token sample)."""
+    import torch
+    need = micro_batch_size * n_head * context ** 2 * 4
+    have = (torch.cuda.get_device_properties(device).total_memory if device.startswith("cuda") else
+            os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") if hasattr(os, "sysconf") else None)
+    if have and need > have:
+        raise SystemExit(f"error: a context of {context:,} tokens needs {need / 2**30:,.0f} GiB for one layer's attention "
+                         f"scores ({micro_batch_size} samples × {n_head} heads × {context:,}² × 4 bytes), more than the "
+                         f"{have / 2**30:,.0f} GiB of {device}: shorten the samples (prepare/text.py --window N for a "
+                         "series) or lower block_size, pack_length or micro_batch_size")
+
+
 def pick_compile(compile, device_type, say=None):
     """torch.compile's setting: 'auto' is on for CUDA and off where it cannot work or rarely pays (CPU, MPS, Windows;
     `say` prints why); True on the CPU needs a C++ compiler for inductor's code."""
@@ -215,6 +229,16 @@ def why_not_written(error, folder):
     detail = str(error).strip().split("\n")[0]
     return detail + (f"; {shutil.disk_usage(folder).free / 2**20:,.0f} MiB of disk space left in {folder}" if "write" in detail.lower()
                      else "")  # torch's zip writer says a full disk in its own words
+
+
+def exit_on_ctrl_c(where=lambda: ""):
+    """From now on Ctrl-C ends the process with one line, `interrupted (Ctrl-C)` + where() (rank 0's alone under
+    torchrun, whose workers all receive it), and the exit code 130 shells expect."""
+    def interrupted(*_):
+        if int(os.environ.get("RANK", 0)) == 0:
+            print(f"interrupted (Ctrl-C){where()}", file=sys.stderr)
+        sys.exit(130)
+    signal.signal(signal.SIGINT, interrupted)
 
 
 def run_main(main):

@@ -620,3 +620,8 @@ def test_ctrl_c_ends_a_training_in_one_line_with_exit_code_130(data, tmp_path):
     p.send_signal(signal.SIGINT)
     _, err = p.communicate(timeout=60)
     assert p.returncode == 130 and err.strip().startswith("interrupted (Ctrl-C) at step") and len(err.strip().splitlines()) == 1, err
+
+
+def test_a_context_too_long_for_the_machine_is_refused_with_the_figure_before_anything_is_allocated(data, tmp_path):
+    error = one_line_error(train(data, str(tmp_path / "out"), "--max_iters=2", "--block_size=2000000", check=False))
+    assert "a context of 2,000,000 tokens needs" in error and "GiB" in error and "--window" in error

@@ -352,3 +352,22 @@ def test_of_many_processes_taking_one_lock_at_once_exactly_one_holds_it(tmp_path
                  for _ in range(6)]
         outcomes = sorted(p.communicate()[0].strip() for p in procs)
         assert outcomes == ["held"] + ["refused"] * 5
+
+
+def test_a_sigterm_while_tokenizing_leaves_the_old_arrays_and_no_temporaries(tmp_path):
+    import signal
+    (tmp_path / "train.txt").write_text("{a:1.5,b:-2}\n{a:3,b:4e-2}\n")
+    (tmp_path / "val.txt").write_text("{b:0.5}\n")
+    tokenize(tmp_path, "--plain-text")
+    before = {f: (tmp_path / "xval" / f).read_bytes() for f in os.listdir(tmp_path / "xval")}
+    (tmp_path / "train.txt").write_text("".join(f'{{"a":[{i * 0.5},{-i}],"b":{i % 7}}}\n' for i in range(400_000)))
+    p = subprocess.Popen([sys.executable, "tokenize_numbers.py", str(tmp_path), "--workers=1", "--encoding=all"], cwd=ROOT,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while not any(".tmp" in f for d in ("xval", "p10") if (tmp_path / d).is_dir() for f in os.listdir(tmp_path / d)):
+        assert time.time() < deadline and p.poll() is None, "tokenizing never began writing"
+        time.sleep(0.02)
+    p.send_signal(signal.SIGTERM)
+    assert p.wait(timeout=60) == 143
+    assert {f: (tmp_path / "xval" / f).read_bytes() for f in os.listdir(tmp_path / "xval")} == before
+    assert not [f for d, _, fs in os.walk(tmp_path) for f in fs if ".tmp" in f] and not (tmp_path / "tokenize.lock").exists()
