@@ -257,7 +257,8 @@ def run_main(main):
 def pick_device(device="auto", threads=0):
     """'auto' becomes cuda if a GPU is there, else mps (Apple), else cpu; a device that is not there is an error.
     On the CPU, torch runs `threads` threads (0: $OMP_NUM_THREADS, else 1): the small models meant for a CPU gain
-    little from more, and a core that another job takes stalls every thread (quickstart: 20× slower with 2 threads)."""
+    little from more, and a core that another job takes stalls every thread (the quickstart's step: 9-12× slower with 2
+    threads beside one busy process, as fast with 1; docs/benchmarks.md)."""
     import torch
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu"
