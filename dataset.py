@@ -29,9 +29,13 @@ _SPLIT_FILE = re.compile(r"(train|val|test|test_ood\w*)\.txt")
 def _decoded(f, where):
     for i, raw in enumerate(f, 1):
         try:
-            yield raw.decode("utf-8").rstrip("\r\n")
+            line = raw.decode("utf-8").rstrip("\r\n")
         except UnicodeDecodeError as e:
             raise TextError(f"{where}:{i}: not UTF-8 text (byte {raw[e.start]:#04x} at column {e.start + 1})") from None
+        if "\r" in line:  # a file whose lines end in \r alone would be read as one sample
+            raise TextError(f"{where}:{i}: a carriage return inside the line (a file with \\r line ends?); write one "
+                            "sample per line, ended by \\n")
+        yield line
 
 
 def read_lines(f, where):
@@ -234,7 +238,7 @@ def write_split(data_dir, split, encodings, text_tokens, encode_lines, vocabs, w
         os.makedirs(os.path.dirname(base), exist_ok=True)
     raw = {(enc, name): open(f"{base}.{name}.{tmp}", "wb") for enc, base in bases.items() for name in ("ids", "values")}
     parts = {enc: [] for enc in encodings}
-    pool = Pool(workers) if workers > 1 else None
+    pool = Pool(workers, signal.signal, (signal.SIGTERM, signal.SIG_DFL)) if workers > 1 else None  # terminate() ends them
     size = os.path.getsize(path)
     bar = tqdm(total=size, unit="B", unit_scale=True, desc=split, disable=size < 1 << 26, leave=False)
     chunks = line_chunks(path, chunk, bar)

@@ -504,7 +504,7 @@ def main():
             raise SystemExit(f"error: checkpoint {path} not found")
     trained = check_seeds(checkpoints)
     data, trained_on = data_dir or trained["data_dir"], trained["data_dir"]
-    if not data_dir:  # its own dataset: is it still the data it was trained on?
+    if os.path.realpath(data) == os.path.realpath(trained_on):  # its own dataset: still the data it was trained on?
         try:
             check_trained_on(trained, checkpoints[0], trained_on, changed_data)
         except (FileNotFoundError, ValueError) as e:

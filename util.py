@@ -136,6 +136,8 @@ def load_checkpoint(path, device="cpu", mmap=False):
     try:
         checkpoint = torch.load(path, map_location=device, weights_only=True, mmap=mmap)
     except Exception as e:
+        if mmap:  # a file torch cannot map: say what a plain load says of it
+            return load_checkpoint(path, device)
         detail = str(e).strip().splitlines()[0] if str(e).strip() else "no detail"
         if "weights_only" in str(e) or "Weights only" in detail:  # never torch's advice to load it unsafely
             detail = "it holds Python objects besides tensors and plain data, which are never loaded: they could run code"

@@ -194,18 +194,25 @@ def prepare_out_dir(out, force, writes):
 
 
 def swap_in(out, stage):
-    """Replace what an earlier prepare run wrote in `out` by the complete dataset in `stage`: the old meta.json
-    goes first and the new one comes last, so that `out` never looks complete while it is mixed."""
+    """Replace what an earlier prepare run wrote in `out` by the complete dataset in `stage`: the old files are first
+    moved aside (meta.json first), and put back if any cannot be; the new ones come in (meta.json last), and only
+    then are the old ones deleted. `out` never looks complete while it is mixed, and a failure loses nothing."""
     ours = [n for n in dataset_files(out)[0] if n.rstrip("/") != os.path.basename(stage)]
-    for name in ["meta.json"] * ("meta.json" in ours) + [n for n in ours if n != "meta.json"]:
-        path = os.path.join(out, name.rstrip("/"))
-        shutil.rmtree(path) if name.endswith("/") else os.remove(path)
+    aside, moved = os.path.join(stage, ".old"), []
+    try:
+        for name in ["meta.json"] * ("meta.json" in ours) + [n for n in ours if n != "meta.json"]:
+            os.renames(os.path.join(out, name.rstrip("/")), os.path.join(aside, name.rstrip("/")))
+            moved.append(name.rstrip("/"))
+    except OSError as e:
+        for name in reversed(moved):
+            os.renames(os.path.join(aside, name), os.path.join(out, name))
+        sys.exit(f"error: cannot replace {e.filename} ({e.strerror}); {out} is as it was (the new dataset is not kept)")
     for name in {n.split("/")[0] for n in ours if "/" in n.rstrip("/")}:  # an <encoding>/ folder left empty
         if os.path.isdir(os.path.join(out, name)) and not os.listdir(os.path.join(out, name)):
             os.rmdir(os.path.join(out, name))
-    for name in sorted(os.listdir(stage), key=lambda n: n == "meta.json"):
+    for name in sorted(set(os.listdir(stage)) - {".old"}, key=lambda n: n == "meta.json"):
         os.replace(os.path.join(stage, name), os.path.join(out, name))
-    os.rmdir(stage)
+    shutil.rmtree(stage)
 
 
 def _make_one(args):

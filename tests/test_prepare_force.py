@@ -137,3 +137,20 @@ def test_a_prepare_stopped_by_sigterm_leaves_the_old_dataset_whole_and_nothing_e
     p.send_signal(signal.SIGTERM)
     assert p.wait(timeout=60) == 143
     assert dataset_bytes(tmp_path) == before  # the old dataset, and no half-written new one
+
+
+def test_a_force_that_cannot_move_an_old_file_aside_puts_everything_back(tmp_path, monkeypatch):
+    import common
+    prepare(tmp_path)
+    run("tokenize_numbers.py", str(tmp_path), "--encoding=xval", "--workers=1")
+    before = dataset_bytes(tmp_path)
+    real = os.renames
+
+    def stuck(old, new):  # an immutable array (root ignores chmod, so the refusal is simulated)
+        if old.endswith("train.ids.npy") and ".old" in new:
+            raise PermissionError(1, "Operation not permitted", old)
+        return real(old, new)
+    monkeypatch.setattr(common.os, "renames", stuck)
+    r = prepare(tmp_path, "--force", "--seed=2", check=False)
+    assert r.returncode != 0 and "cannot replace" in r.stderr and "is as it was" in r.stderr
+    assert {k: v for k, v in dataset_bytes(tmp_path).items() if not k.startswith(".prepare-")} == before

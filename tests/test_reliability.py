@@ -625,3 +625,10 @@ def test_ctrl_c_ends_a_training_in_one_line_with_exit_code_130(data, tmp_path):
 def test_a_context_too_long_for_the_machine_is_refused_with_the_figure_before_anything_is_allocated(data, tmp_path):
     error = one_line_error(train(data, str(tmp_path / "out"), "--max_iters=2", "--block_size=2000000", check=False))
     assert "a context of 2,000,000 tokens needs" in error and "GiB" in error and "--window" in error
+
+
+def test_plain_text_with_carriage_return_line_ends_is_refused_naming_the_line(tmp_path):
+    (tmp_path / "train.txt").write_bytes(b"{a:1.5}\r{a:2}\r{a:3}\r")
+    (tmp_path / "val.txt").write_text("{a:1}\n")
+    error = one_line_error(run("tokenize_numbers.py", str(tmp_path), "--plain-text", "--workers=1", check=False))
+    assert "train.txt:1: a carriage return inside the line" in error and not (tmp_path / "xval").exists()
