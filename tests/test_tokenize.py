@@ -360,12 +360,12 @@ def test_a_sigterm_while_tokenizing_leaves_the_old_arrays_and_no_temporaries(tmp
     (tmp_path / "val.txt").write_text("{b:0.5}\n")
     tokenize(tmp_path, "--plain-text")
     before = {f: (tmp_path / "xval" / f).read_bytes() for f in os.listdir(tmp_path / "xval")}
-    (tmp_path / "train.txt").write_text("".join(f'{{"a":[{i * 0.5},{-i}],"b":{i % 7}}}\n' for i in range(400_000)))
-    p = subprocess.Popen([sys.executable, "tokenize_numbers.py", str(tmp_path), "--workers=1", "--encoding=all"], cwd=ROOT,
+    (tmp_path / "train.txt").write_text("".join(f"{{a:{i * 0.5},b:{-i}}}\n" for i in range(1_000_000)))
+    p = subprocess.Popen([sys.executable, "tokenize_numbers.py", str(tmp_path), "--plain-text", "--workers=1", "--encoding=all"], cwd=ROOT,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 60
     while not any(".tmp" in f for d in ("xval", "p10") if (tmp_path / d).is_dir() for f in os.listdir(tmp_path / d)):
-        assert time.time() < deadline and p.poll() is None, "tokenizing never began writing"
+        assert time.time() < deadline and p.poll() is None, f"tokenizing never began writing: {p.poll() and p.communicate()}"
         time.sleep(0.02)
     p.send_signal(signal.SIGTERM)
     assert p.wait(timeout=60) == 143
