@@ -30,7 +30,7 @@ import sys
 from decimal import Decimal
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import base_parser, one_line_on_full_disk, write_dataset  # noqa: E402
+from common import base_parser, one_line_errors, write_dataset  # noqa: E402
 
 VARIANTS = {"mult3": 3, "mult4": 4, "mult5": 5, "ops2": 2, "ops3": 3, "ops4": 4}
 OPERATORS = "+-*"
@@ -82,7 +82,7 @@ class Sample:
 
 
 if __name__ == "__main__":
-    one_line_on_full_disk()
+    one_line_errors()
     p = base_parser(__doc__.split("\n\n")[0], "data/arithmetic_<variant>")
     p.add_argument("--variant", default="ops2", choices=list(VARIANTS),
                    help="mult3|mult4|mult5: n-digit multiplication; ops2|ops3|ops4: n-operand expressions")

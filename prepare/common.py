@@ -26,20 +26,33 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) 
 from util import atomic_file, atomic_write_text, format_number, lock_holder  # noqa: E402
 
 
-def _full_disk(kind, error, traceback, default=sys.excepthook):
-    """A full disk ends a prepare script with one line, not a traceback (its writes are atomic: no half file stays)."""
-    if issubclass(kind, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
+def _one_line(kind, error, traceback, default=sys.excepthook):
+    """Ctrl-C, a full disk or any other failed read or write ends a prepare script with one line, not a traceback: its
+    writes are staged (prepare_out_dir), so an earlier dataset in --out is as it was and no half file stays."""
+    if issubclass(kind, KeyboardInterrupt):
+        print("interrupted (Ctrl-C); nothing partly written was kept", file=sys.stderr)
+    elif issubclass(kind, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
         print(f"error: the disk filled up while writing the dataset ({error.strerror}); nothing partly written was "
               "kept: free some space and run again", file=sys.stderr)
+    elif issubclass(kind, OSError) and error.strerror:
+        print(f"error: {error.strerror}{': ' + str(error.filename) if error.filename else ''}; nothing partly "
+              "written was kept", file=sys.stderr)
     else:
         default(kind, error, traceback)
 
 
-def one_line_on_full_disk():
+def one_line_errors():
     """Called by each prepare script when it runs as one (importing this module changes nothing); a SIGTERM ends
     it as Ctrl-C does, so that its half-written dataset is removed."""
-    sys.excepthook = _full_disk
+    sys.excepthook = _one_line
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+
+
+def worker_signals():
+    """A pool worker's signals: Ctrl-C (sent to the whole process group) is the parent's alone to report, and
+    SIGTERM, with which the parent's pool ends its workers, ends a worker at once."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 # samples per split: (train, val, test); every extra test set (OoD) has the size of test
 SIZES = {
@@ -231,7 +244,7 @@ def generate_split(make_sample, split, code, n, seed, workers, chunksize=64):
     bar = dict(total=n, desc=f"{split:>16}", unit="sample", file=sys.stderr, mininterval=0.5)
     if workers <= 1:
         return [line for line in tqdm(map(_make_one, jobs), **bar)]
-    with Pool(workers) as pool:
+    with Pool(workers, worker_signals) as pool:
         return [line for line in tqdm(pool.imap(_make_one, jobs, chunksize=chunksize), **bar)]
 
 

@@ -70,8 +70,8 @@ from types import SimpleNamespace
 import netCDF4
 import numpy as np
 
-from common import (SIZES, atomic_file, atomic_write_text, base_parser, dumps, one_line_on_full_disk, prepare_out_dir,
-                    sample_rng, swap_in)
+from common import (SIZES, atomic_file, atomic_write_text, base_parser, dumps, one_line_errors, prepare_out_dir,
+                    sample_rng, swap_in, worker_signals)
 
 STATIONS = (60, 89)      # grid points per sample, inclusive; default of --stations (docs/decisions.md#temperature)
 STEPS = (8, 15)          # time steps per sample, inclusive; default of --steps
@@ -301,6 +301,11 @@ def init_worker(ctx):
     CTX.open_files = {}
 
 
+def init_pool_worker(ctx):
+    worker_signals()
+    init_worker(ctx)
+
+
 def draw_window(code, index, attempt):
     """Sample `index` of split `code`: (steps, start, station indices into the ascending lat×lon grid).
     Sizes are drawn once; a window holding missing values is replaced by the next (start, stations)
@@ -512,7 +517,7 @@ def main(argv=None):
         bar = lambda it, **kw: tqdm(it, file=sys.stderr, unit="job", mininterval=0.5, leave=False, **kw)
     except ImportError:
         bar = lambda it, **kw: it
-    pool = Pool(args.workers, init_worker, (ctx,)) if args.workers > 1 else None
+    pool = Pool(args.workers, init_pool_worker, (ctx,)) if args.workers > 1 else None
     init_worker(ctx)  # the parent draws too (and reads, without a pool)
     try:
         # pass 1 writes disjoint slots (any order will do); pass 2 streams lines in order
@@ -560,5 +565,5 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    one_line_on_full_disk()
+    one_line_errors()
     main()

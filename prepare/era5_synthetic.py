@@ -32,7 +32,7 @@ import sys
 import netCDF4
 import numpy as np
 
-from common import atomic_file, one_line_on_full_disk
+from common import atomic_file, one_line_errors
 
 START = datetime.datetime(2021, 1, 1)
 TIME_UNITS = "hours since 1900-01-01 00:00:00.0"
@@ -156,5 +156,5 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    one_line_on_full_disk()
+    one_line_errors()
     main()

@@ -21,7 +21,7 @@ import argparse
 import functools
 import string
 
-from common import base_parser, fmt_number, one_line_on_full_disk, write_dataset
+from common import base_parser, fmt_number, one_line_errors, write_dataset
 
 DIGITS = 3  # significant digits of every value
 VALUE_RANGE = (-3.0, 3.0)
@@ -69,7 +69,7 @@ def entry_range(text):
 
 
 if __name__ == "__main__":
-    one_line_on_full_disk()
+    one_line_errors()
     parser = base_parser("Number look-up: {key:value,...}key=value.", "data/lookup")
     parser.add_argument("--entries", type=entry_range, default=ENTRIES, metavar="MIN,MAX",
                         help=f"entries per dictionary, inclusive (default {ENTRIES[0]},{ENTRIES[1]})")

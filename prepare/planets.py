@@ -45,7 +45,7 @@ import math
 import numpy as np
 import rebound
 
-from common import base_parser, dumps, one_line_on_full_disk, write_dataset
+from common import base_parser, dumps, one_line_errors, write_dataset
 
 DIGITS = 4  # significant digits of every number in the text
 SCALES = {"m": 1e5, "e": 20.0}  # text value = physical value * scale
@@ -129,7 +129,7 @@ def make_sample(rng, split):
 
 
 if __name__ == "__main__":
-    one_line_on_full_disk()
+    one_line_errors()
     parser = base_parser("Planetary orbits simulated with REBOUND (IAS15).", "data/planets")
     args = parser.parse_args()
     meta = {

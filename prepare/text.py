@@ -49,7 +49,7 @@ from decimal import Decimal
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import (_at_least, dataset_files, one_line_on_full_disk, prepare_out_dir, swap_in, write_meta,  # noqa: E402
+from common import (_at_least, dataset_files, one_line_errors, prepare_out_dir, swap_in, write_meta,  # noqa: E402
                     write_split)
 from tokenize_numbers import TextError, split_text  # noqa: E402
 
@@ -647,5 +647,5 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    one_line_on_full_disk()
+    one_line_errors()
     main()

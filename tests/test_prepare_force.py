@@ -74,13 +74,17 @@ def test_force_waits_for_a_tokenize_run_that_is_reading_the_dataset(tmp_path):
 
 def test_a_full_disk_ends_a_prepare_script_with_one_line():
     from conftest import ROOT
-    code = ("import sys; sys.path.insert(0, 'prepare'); import common, errno, os; common.one_line_on_full_disk(); "
+    code = ("import sys; sys.path.insert(0, 'prepare'); import common, errno, os; common.one_line_errors(); "
             "raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))")  # what a write to a full disk raises
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode != 0 and "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
     assert r.stderr.startswith("error: the disk filled up while writing the dataset (No space left on device)")
+    code = ("import sys; sys.path.insert(0, 'prepare'); import common, errno, os; common.one_line_errors(); "
+            "raise OSError(errno.EFBIG, os.strerror(errno.EFBIG), 'out/train.txt')")  # past a file-size limit
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode != 0 and r.stderr == "error: File too large: out/train.txt; nothing partly written was kept\n"
     r = subprocess.run([sys.executable, "-c", "import sys; sys.path.insert(0, 'prepare'); import common; "
-                        "common.one_line_on_full_disk(); 1 / 0"], cwd=ROOT, capture_output=True, text=True)
+                        "common.one_line_errors(); 1 / 0"], cwd=ROOT, capture_output=True, text=True)
     assert "Traceback" in r.stderr and "ZeroDivisionError" in r.stderr  # any other error keeps its traceback
     r = subprocess.run([sys.executable, "-c", "import sys; hook = sys.excepthook; sys.path.insert(0, 'prepare'); "
                         "import common, arithmetic, era5, lookup, planets, text; print(sys.excepthook is hook)"],
@@ -88,7 +92,7 @@ def test_a_full_disk_ends_a_prepare_script_with_one_line():
     assert r.stdout.strip() == "True", r.stderr  # importing a prepare module leaves the interpreter's hook alone
     for script in ("arithmetic", "lookup", "planets", "era5", "era5_synthetic", "text"):  # each script sets it itself
         source = open(f"{ROOT}/prepare/{script}.py").read()
-        assert 'if __name__ == "__main__":\n    one_line_on_full_disk()' in source, script
+        assert 'if __name__ == "__main__":\n    one_line_errors()' in source, script
 
 
 def dataset_bytes(folder):
@@ -137,6 +141,27 @@ def test_a_prepare_stopped_by_sigterm_leaves_the_old_dataset_whole_and_nothing_e
     p.send_signal(signal.SIGTERM)
     assert p.wait(timeout=60) == 143
     assert dataset_bytes(tmp_path) == before  # the old dataset, and no half-written new one
+
+
+def test_ctrl_c_in_a_prepare_with_workers_is_one_line_and_leaves_the_old_dataset_whole(tmp_path):
+    import signal
+    import time
+
+    from conftest import ROOT
+    prepare(tmp_path)
+    before = dataset_bytes(tmp_path)
+    p = subprocess.Popen([sys.executable, "prepare/planets.py", "--size=small", "--workers=2", "--force",
+                          "--out", str(tmp_path)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
+    deadline = time.time() + 60
+    while not [f for f in os.listdir(tmp_path) if f.startswith(".prepare-")] and time.time() < deadline:
+        time.sleep(0.05)
+    time.sleep(1)  # the pool's workers are drawing samples
+    os.killpg(p.pid, signal.SIGINT)  # Ctrl-C reaches the parent and every worker
+    _, err = p.communicate(timeout=60)
+    assert p.returncode in (130, -signal.SIGINT) and "Traceback" not in err, err  # a shell shows both as 130
+    assert err.strip().splitlines()[-1] == "interrupted (Ctrl-C); nothing partly written was kept", err
+    assert dataset_bytes(tmp_path) == before
 
 
 def test_a_force_that_cannot_move_an_old_file_aside_puts_everything_back(tmp_path, monkeypatch):
