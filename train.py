@@ -157,7 +157,9 @@ try:
     train_data, val_data = Split(data_dir, "train", encoding), Split(data_dir, "val", encoding)
     data_fingerprint, meta = fingerprint(data_dir, encoding), json.load(open(os.path.join(data_dir, "meta.json")))
 except (FileNotFoundError, ValueError) as e:
-    raise SystemExit(f"error: {e}")
+    trained_on = resume and os.path.exists(ckpt_path) and load_checkpoint(ckpt_path, mmap=True)["config"]["data_dir"]
+    raise SystemExit(f"error: {e}" + (f"; {ckpt_path} was trained on {trained_on}: resume with the config it was trained "
+                                      f"with, or --data_dir=DIR where that data is now" if trained_on else ""))
 longest = {name: int(split.lengths.max()) for name, split in (("train", train_data), ("val", val_data))}
 block_size = block_size or max(longest.values())  # AR appends [EOS] and shifts by one: as many inputs as tokens
 if packing and pack_length > 4 * block_size:

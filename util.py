@@ -207,9 +207,13 @@ def check_resume(checkpoint, path, model_args, config, data_fingerprint, say=Non
                                  f"{now!r}; resuming would not continue the same model and sample stream")
     recorded = checkpoint.get("data_fingerprint")
     if recorded is not None and recorded != data_fingerprint and not config["changed_data"]:
-        raise SystemExit(f"error: {config['data_dir']} is not the data {path} was trained on (prepared or tokenized again "
-                         "since: other samples, scales or vocabulary); start afresh with --overwrite=True, or continue "
-                         "on it with --changed_data=True (a mended sample, say)")
+        now, then = config["data_dir"], checkpoint["config"].get("data_dir", now)
+        if os.path.realpath(now) != os.path.realpath(then):  # another folder: most likely the wrong config or --data_dir
+            raise SystemExit(f"error: {now} is not the data {path} was trained on ({then}); resume with the config it was "
+                             f"trained with or --data_dir={then}, or start afresh on {now} with --overwrite=True")
+        raise SystemExit(f"error: {now} is not the data {path} was trained on (prepared or tokenized again since: other "
+                         "samples, scales or vocabulary); start afresh with --overwrite=True, or continue on it with "
+                         "--changed_data=True (a mended sample, say)")
     done = checkpoint["iter_num"]
     if config["max_iters"] < done:
         raise SystemExit(f"error: --max_iters={config['max_iters']} is below the {done} steps {path} has done; to go on, "

@@ -561,6 +561,13 @@ def test_a_checkpoint_knows_its_data_by_content_not_by_path(own_data, tmp_path):
     moved = shutil.copytree(own_data, str(tmp_path / "moved"))  # the same data under another name
     elsewhere = shutil.copytree(out, str(tmp_path / "out2"))
     assert "resuming at step 2" in train(moved, elsewhere, "--max_iters=3", "--resume").stdout
+    error = one_line_error(train(str(tmp_path / "gone"), out, "--max_iters=3", "--resume", check=False))
+    assert "gone is not a directory" in error and f"was trained on {own_data}" in error  # where its data was
+    other = str(tmp_path / "other")  # another dataset in another folder: most likely the wrong config or --data_dir
+    run("prepare/arithmetic.py", "--variant=ops2", "--size=tiny", "--seed=6", "--out", other, "--workers=1")
+    run("tokenize_numbers.py", other, "--encoding=xval", "--workers=1")
+    error = one_line_error(train(other, out, "--max_iters=3", "--resume", check=False))
+    assert f"trained on ({own_data})" in error and f"--data_dir={own_data}" in error and "changed_data" not in error
     r = run("eval.py", f"--ckpt={ckpt}", f"--out={tmp_path / 'e1'}", "--max_samples=4")  # its own folder, unchanged
     assert r.returncode == 0 and "prepared again" not in r.stdout
     shutil.rmtree(own_data)  # the folder it names is gone: say where the path came from and what fixes it
