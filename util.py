@@ -79,6 +79,8 @@ def take_lock(path, on_stale=None, text=None):
                     os.remove(path)
     finally:
         os.remove(tmp)
+
+
 def torchrun_launch():
     """The name of the torchrun launch this process is a worker of, the same after torchrun restarts it (--max-restarts):
     torchrun's run id (--rdzv_id, a new one for each --standalone launch), else its local agent; None outside torchrun."""
