@@ -327,7 +327,8 @@ while True:
             save_checkpoint(ckpt_path)
         if ddp:
             dist.barrier()  # rank 0's checkpoint is whole before any process leaves
-        stop(f"stopped by a SIGTERM after step {iter_num}, saved in {ckpt_path}: continue with the same command and --resume")
+        stop(f"stopped by a SIGTERM after step {iter_num}, saved in {ckpt_path}: continue with the same command and --resume"
+             if local_rank == 0 else 1)  # one line per machine, not one per process
     lr = get_lr(iter_num, config)
     for group in optimizer.param_groups:
         group["lr"] = lr

@@ -45,6 +45,16 @@ def test_a_killed_worker_is_replaced_and_the_run_continues_from_its_last_checkpo
     assert all(a[i] == pytest.approx(straight[i], rel=1e-5) for i in a)
 
 
+def test_a_sigterm_on_one_machine_of_two_processes_stops_both_with_one_line(data, tmp_path):
+    out = str(tmp_path / "out")
+    r = subprocess.run(torchrun("--standalone", "--nproc_per_node=2", "--monitor-interval=0.2", "tests/signal_at_step.py",
+                                "SIGTERM", "3", "1", "train.py", *common(data), f"--out_dir={out}", "--micro_batch_size=4",
+                                "--log_interval=2", "--eval_interval=100"),
+                       cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=240)
+    assert r.returncode != 0 and (r.stdout + r.stderr).count("stopped by a SIGTERM after step 4") == 1, r.stdout + r.stderr
+    assert torch.load(os.path.join(out, "ckpt_latest.pt"), weights_only=True)["iter_num"] == 4
+
+
 def test_a_torchrun_restart_continues_only_its_own_launch(data, tmp_path, monkeypatch):
     out = str(tmp_path / "out")
     run("train.py", *common(data), f"--out_dir={out}", "--micro_batch_size=8", "--max_iters=3")
@@ -73,6 +83,7 @@ def test_two_agents_give_one_machines_losses_and_a_sigterm_saves_for_resume(data
     text = "".join(a.communicate(timeout=240)[0] for a in agents)
     assert all(a.returncode != 0 for a in agents), text
     assert f"stopped by a SIGTERM after step 4, saved in {out}/ckpt_latest.pt" in text and "--resume" in text
+    assert text.count("stopped by a SIGTERM") == 2  # one line from each machine
     assert torch.load(os.path.join(out, "ckpt_latest.pt"), weights_only=True)["iter_num"] == 4
     a = losses(out)
     assert sorted(a) == [2, 4] and all(a[i] == pytest.approx(straight[i], rel=1e-5) for i in a)  # one machine's
