@@ -72,6 +72,15 @@ def run_config_file(path):
 
 def configure(scope, source_file, argv=None):
     """Apply config files, then --key=value flags, to the settings in `scope` (a globals() dict)."""
+    try:
+        return _configure(scope, source_file, argv)
+    except SystemExit as e:  # under torchrun every process reads the same settings: the first on each machine says what is wrong
+        if isinstance(e.code, str) and int(os.environ.get("LOCAL_RANK", 0)) != 0:
+            raise SystemExit(1) from None
+        raise
+
+
+def _configure(scope, source_file, argv):
     argv, comments, script = sys.argv[1:] if argv is None else argv, defaults(source_file, True), os.path.basename(source_file)
     known = {k: scope[k] for k in comments}
     ranges = {k: RANGE[k] for k in known if k in RANGE} if script in CHECKED else {}

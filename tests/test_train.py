@@ -140,6 +140,16 @@ def test_bad_settings_are_clear_errors(args, message):
     assert r.returncode != 0 and message in r.stderr
 
 
+def test_under_torchrun_a_bad_setting_is_said_once_per_machine(monkeypatch):
+    import configurator
+    scope = configurator.defaults(os.path.join(ROOT, "train.py"))
+    for local_rank, code in (("0", "error: unknown flag --max_iter; see --help for the keys"), ("1", 1)):
+        monkeypatch.setenv("LOCAL_RANK", local_rank)  # every process reads the same settings; the first says what is wrong
+        with pytest.raises(SystemExit) as e:
+            configurator.configure(scope, os.path.join(ROOT, "train.py"), ["--max_iter=3"])
+        assert e.value.code == code
+
+
 def test_an_unknown_key_in_a_config_file_names_the_file(tmp_path):
     cfg = tmp_path / "bad.py"
     cfg.write_text("n_layer = 2\nlearnin_rate = 1e-3\n")
