@@ -228,9 +228,18 @@ def swap_in(out, stage):
     shutil.rmtree(stage)
 
 
+class _Interrupted(Exception):
+    """Ctrl-C inside a pool worker, where a library raises KeyboardInterrupt itself (REBOUND's integrate handles SIGINT
+    while it runs): a pool loses a worker that dies of a KeyboardInterrupt and waits for it forever, but passes an
+    Exception back to the parent, which ends as Ctrl-C does."""
+
+
 def _make_one(args):
     make_sample, seed, code, index, split = args
-    return make_sample(sample_rng(seed, code, index), split)
+    try:
+        return make_sample(sample_rng(seed, code, index), split)
+    except KeyboardInterrupt:
+        raise _Interrupted from None
 
 
 def generate_split(make_sample, split, code, n, seed, workers, chunksize=64):
@@ -242,10 +251,13 @@ def generate_split(make_sample, split, code, n, seed, workers, chunksize=64):
             return it
     jobs = ((make_sample, seed, code, i, split) for i in range(n))
     bar = dict(total=n, desc=f"{split:>16}", unit="sample", file=sys.stderr, mininterval=0.5)
-    if workers <= 1:
-        return [line for line in tqdm(map(_make_one, jobs), **bar)]
-    with Pool(workers, worker_signals) as pool:
-        return [line for line in tqdm(pool.imap(_make_one, jobs, chunksize=chunksize), **bar)]
+    try:
+        if workers <= 1:
+            return [line for line in tqdm(map(_make_one, jobs), **bar)]
+        with Pool(workers, worker_signals) as pool:
+            return [line for line in tqdm(pool.imap(_make_one, jobs, chunksize=chunksize), **bar)]
+    except _Interrupted:
+        raise KeyboardInterrupt from None
 
 
 def write_split(out, split, lines):

@@ -164,6 +164,20 @@ def test_ctrl_c_in_a_prepare_with_workers_is_one_line_and_leaves_the_old_dataset
     assert dataset_bytes(tmp_path) == before
 
 
+def test_a_pool_worker_interrupted_inside_a_library_ends_the_run_as_ctrl_c_does():
+    """REBOUND's integrate raises KeyboardInterrupt itself on a SIGINT, in a pool worker too, where a pool would wait
+    for the lost worker forever."""
+    import signal
+
+    from conftest import ROOT
+    code = ("import sys; sys.path.insert(0, 'prepare'); import common\n"
+            "def make_sample(rng, split):\n    raise KeyboardInterrupt\n"
+            "common.one_line_errors(); common.generate_split(make_sample, 'train', 0, 200, 1, 2)")
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert r.returncode in (130, -signal.SIGINT) and "Traceback" not in r.stderr, r.stderr
+    assert r.stderr.strip().splitlines()[-1] == "interrupted (Ctrl-C); nothing partly written was kept"
+
+
 def test_a_force_that_cannot_move_an_old_file_aside_puts_everything_back(tmp_path, monkeypatch):
     import common
     prepare(tmp_path)
