@@ -10,7 +10,7 @@ Train an xVal (or text-encoding) transformer on a tokenized dataset.
 Batches and masks are a function of (seed, step) and dropout of (seed, rank, step), so N processes give
 the losses of one with the same global batch, and a resume with unchanged settings continues exactly.
 """
-import contextlib
+import atexit
 import json
 import math
 import os
@@ -32,8 +32,8 @@ from dataset import Split, fingerprint, load_text_vocab
 from model import GPT, GPTConfig, configure_optimizer, flops_per_token, loss_from
 from tokenize_numbers import Vocab
 from util import (atomic_file, atomic_write_text, check_attention_memory, check_resume, exit_on_ctrl_c, format_duration,
-                  load_checkpoint, note_sigterm, peak_flops, pick_compile, pick_device, take_lock, torchrun_launch, torchrun_store,
-                  why_not_written)
+                  load_checkpoint, note_sigterm, peak_flops, pick_compile, pick_device, release_lock, take_lock, torchrun_launch,
+                  torchrun_store, why_not_written)
 
 # -- config: defaults, overridden by config files and --key=value (python train.py --help)
 out_dir = "out"  # checkpoints (ckpt_latest.pt, ckpt_best.pt) and log.jsonl
@@ -135,6 +135,8 @@ if earlier_run and not (resume or overwrite):
 if master and (holder := take_lock(lock_path, text=f"{os.getpid()} {launch}")) not in (None, os.getpid()):
     raise SystemExit(f"error: {out_dir} is in use by another train.py run (pid {holder}); wait for it to end "
                      "or choose another --out_dir")  # os.getpid(): an earlier run in this process (tests run in-process)
+if master and not launch:  # released however the run ends; under torchrun it stays for a restart of the launch to read
+    atexit.register(release_lock, lock_path)
 
 def get_lr(it, s):
     """Linear warm-up, then cosine decay to min_lr at max_iters (s: a config, the one saved or this run's)."""
@@ -381,8 +383,7 @@ while True:
 loader.shutdown()  # nothing is left to build: no step beyond max_iters is ever submitted
 if master:  # what to run next: own data (prepare/text.py) names its keys in meta.json
     log.close()
-    with contextlib.suppress(OSError):  # a folder made read-only meanwhile keeps it: the next run takes it over
-        os.remove(lock_path)
+    release_lock(lock_path)
     test = next((f"{data_dir}/{s}.txt" for s in ("test", "val") if os.path.exists(f"{data_dir}/{s}.txt")), "FILE")
     best = best_path if os.path.exists(best_path) else ckpt_path  # none is best when no validation beat step 0
     print(f"done in {format_duration(time.time() - t_start)}: checkpoints in {out_dir}/ ("

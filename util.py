@@ -9,7 +9,7 @@ import shutil
 import signal
 import socket
 import sys
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 
 if sys.version_info < (3, 11):  # every script imports this file before the tokenizer compiles its regexes
     sys.exit(f"error: Python {'.'.join(map(str, sys.version_info[:3]))} is too old: this code needs Python 3.11 or newer "
@@ -79,6 +79,14 @@ def take_lock(path, on_stale=None, text=None):
                     os.remove(path)
     finally:
         os.remove(tmp)
+
+
+def release_lock(path):
+    """Remove the lock file `path` if it names this process (one in a folder made read-only meanwhile stays: the next
+    run takes it over)."""
+    if lock_holder(path)[0] == os.getpid():
+        with suppress(OSError):
+            os.remove(path)
 
 
 def torchrun_launch():

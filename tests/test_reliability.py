@@ -168,6 +168,14 @@ def test_a_second_run_in_an_out_dir_in_use_is_refused_even_with_overwrite(data, 
     train(data, out, "--max_iters=2", "--overwrite=True")  # the lock of a process that has ended is taken over
 
 
+def test_a_run_that_ends_in_an_error_releases_its_lock_but_a_torchrun_worker_keeps_it(data, tmp_path):
+    out = str(tmp_path / "out")
+    for env in (None, {**os.environ, "TORCHELASTIC_RUN_ID": "launch-a"}):  # one process; a worker torchrun may restart
+        r = run("train.py", f"--data_dir={tmp_path / 'missing'}", f"--out_dir={out}", env=env, check=False, process=True)
+        assert r.returncode != 0 and "missing is not a directory" in r.stderr
+        assert os.path.exists(os.path.join(out, "train.lock")) == (env is not None)  # a restart reads the launch in it
+
+
 def test_a_finished_run_is_never_overwritten_without_resume_or_overwrite(data, tmp_path):
     out = str(tmp_path / "out")
     train(data, out, "--max_iters=2")
