@@ -5,6 +5,7 @@ imported only where needed: data stages skip it.
 """
 import math
 import os
+import re
 import shutil
 import signal
 import socket
@@ -242,7 +243,8 @@ def why_not_written(error, folder):
         return f"{error.strerror}; {shutil.disk_usage(folder).free / 2**20:,.0f} MiB of disk space left in {folder}: free some"
     if isinstance(error, OSError) and error.strerror:
         return f"{error.strerror}{': ' + error.filename if error.filename else ''}"
-    detail = str(error).strip().split("\n")[0]
+    detail = re.sub(r"^\[enforce fail at [^]]*\][ .]*", "", str(error).strip().split("\n")[0])  # torch's zip writer: its C++ line
+    detail = detail.split("strerror: ")[-1]  # "open file failed with strerror: Operation not permitted": the OS's words
     return detail + (f"; {shutil.disk_usage(folder).free / 2**20:,.0f} MiB of disk space left in {folder}" if "write" in detail.lower()
                      else "")  # torch's zip writer says a full disk in its own words
 

@@ -418,6 +418,17 @@ def test_a_full_disk_during_a_checkpoint_save_is_a_one_line_error(data, tmp_path
     assert not [f for f in os.listdir(out) if ".tmp" in f]
 
 
+def test_a_checkpoint_write_that_torch_refuses_says_why_in_the_oss_words(tmp_path):
+    from util import why_not_written
+    refused = RuntimeError("[enforce fail at inline_container.cc:747] . open file failed with strerror: Operation not "
+                           "permitted")  # what torch.save raises in a folder made immutable
+    assert why_not_written(refused, str(tmp_path)) == "Operation not permitted"
+    full = RuntimeError("[enforce fail at inline_container.cc:626] . unexpected pos 64 vs 0\nmore")
+    assert why_not_written(full, str(tmp_path)) == "unexpected pos 64 vs 0"
+    written = why_not_written(RuntimeError("PytorchStreamWriter failed writing file data/0: file write failed"), str(tmp_path))
+    assert written.startswith("PytorchStreamWriter failed writing file data/0: file write failed; ") and "MiB of disk" in written
+
+
 def test_a_foreign_checkpoint_cannot_run_code_and_is_a_clear_error(data, tmp_path):
     import pathlib
     marker = tmp_path / "ran"
