@@ -510,6 +510,10 @@ def main(argv=None):
                 if args.missing == "refuse" and "null" in kinds(record[key]):
                     fail(f"{where}: {nouns[path][1]} {key!r} is missing (no value, or one of {', '.join(map(repr, MISSING))}, "
                          "null); --missing=omit leaves it out of the record, --missing=drop drops the record")
+                for x in numbers(record[key]):
+                    if not math.isfinite(float(x)) or (x and not float(x)):
+                        fail(f"{where}: {nouns[path][1]} {key!r}: {x} is beyond what a float64 holds (|x| from 1e-308 to "
+                             "1.8e308, or 0); write the key in other units (a power of ten in its name)")
     kind = check_keys([(r, w, None) for _, part in files for r, w in part])
     for key in [k for k in keys if k not in kind]:
         fail(f"key {key!r} holds no value in any record; leave it out with --columns")

@@ -301,3 +301,11 @@ def test_mask_key_names_a_top_level_key_or_a_dotted_path(tmp_path):
         masked_numbers(line, split_text(line), "x", ["u"])
     with pytest.raises(ValueError, match="names a top-level key and a path to a nested one"):
         masked_numbers('{"a.b":1,"a":{"b":2}}', split_text('{"a.b":1,"a":{"b":2}}'), "x", ["a.b"])
+
+
+@pytest.mark.parametrize("content,name,expected", [
+    ("t,x\n1,2\n2,1e400\n3,4\n", "bad.csv", r"bad.csv:3: column 'x': 1E\+400 is beyond what a float64 holds"),
+    ('{"t":1,"x":[2,-1e-400]}\n', "bad.jsonl", r"bad.jsonl:1: key 'x': -1E-400 is beyond what a float64 holds"),
+])
+def test_a_number_beyond_float64_is_refused(tmp_path, content, name, expected):
+    assert re.search(expected, error(tmp_path, content, name=name))
