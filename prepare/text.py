@@ -37,6 +37,7 @@ Two different inputs that the model would see as one float32 are named in a warn
 import argparse
 import csv
 import functools
+import gzip
 import hashlib
 import io
 import json
@@ -76,12 +77,23 @@ def is_missing(cell):
 
 
 def read_text(path):
-    """A file's text: UTF-8 without a byte-order mark, line ends made \\n (CR-only ends noted, a lone \\r refused)."""
+    """A file's text (gzip undone): UTF-8 without a byte-order mark, line ends made \\n (CR-only ends noted, a lone
+    \\r refused)."""
     try:
         with open(path, "rb") as f:
             data = f.read()
     except OSError as e:
         fail(f"cannot read {path}: {e.strerror}")
+    if data.startswith(b"\x1f\x8b"):  # gzip (file.csv.gz): read as the file it holds
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError) as e:
+            fail(f"{path}: a damaged gzip file ({e}); expected a CSV or JSON-lines file, or one compressed with gzip")
+    if data.startswith((b"PK\x03\x04", b"\xd0\xcf\x11\xe0")):
+        fail(f"{path}: a zip archive or an Excel workbook (.xlsx, .xls), not text; unzip it, or save the sheet as "
+             "\"CSV UTF-8\"")
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        fail(f"{path}: UTF-16 text (Excel's \"Unicode Text\"); save the file as UTF-8 (Excel: \"CSV UTF-8\")")
     try:
         text = data.decode("utf-8").removeprefix("\ufeff")  # the byte-order mark a spreadsheet may write
     except UnicodeDecodeError as e:

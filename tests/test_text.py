@@ -309,3 +309,19 @@ def test_mask_key_names_a_top_level_key_or_a_dotted_path(tmp_path):
 ])
 def test_a_number_beyond_float64_is_refused(tmp_path, content, name, expected):
     assert re.search(expected, error(tmp_path, content, name=name))
+
+
+def test_a_gzip_file_is_read_and_a_workbook_or_utf16_is_named(tmp_path):
+    import gzip
+    import zipfile
+    (tmp_path / "data.csv.gz").write_bytes(gzip.compress(CSV.encode()))
+    text.main([str(tmp_path / "data.csv.gz"), "--out", str(tmp_path / "gz")])
+    out, _ = prepare(tmp_path, CSV)
+    assert (tmp_path / "gz" / "train.txt").read_text() == (out / "train.txt").read_text()
+    with zipfile.ZipFile(tmp_path / "book.xlsx", "w") as z:
+        z.writestr("xl/workbook.xml", "<workbook/>")
+    (tmp_path / "utf16.csv").write_bytes(CSV.encode("utf-16"))
+    for name, expected in (("book.xlsx", r"book.xlsx: a zip archive or an Excel workbook .*CSV UTF-8"),
+                           ("utf16.csv", r"utf16.csv: UTF-16 text .*save the file as UTF-8")):
+        with pytest.raises(SystemExit, match=expected):
+            text.main([str(tmp_path / name), "--out", str(tmp_path / "never")])
