@@ -8,9 +8,10 @@ by each value, docs/decisions.md#scaling). prepare/README.md#your-own-data-textp
     python prepare/text.py a.jsonl b.jsonl --split 0.9,0.05,0.05 --seed 1 --out data/mine
     python prepare/text.py train.jsonl --val val.jsonl --test test.jsonl --out data/mine
 
-Reading. A file whose first line starts with "{" is JSON lines (a JSON object per line, a record
-each); any other file is CSV with a header row (delimiter , ; tab or |, the header's most frequent,
-named when not a comma), a record {"column": value, ...} per row. A column of numbers is a number
+Reading. A file that starts with "{" or "[" is JSON: an object per line (JSON lines), objects spread
+over lines, or one array of objects, a record each; any other file is CSV with a header row
+(delimiter , ; tab or |, the header's most frequent, named when not a comma), a record
+{"column": value, ...} per row. A column of numbers is a number
 key, one of other values a text key. Missing values (MISSING below, any case; JSON null and NaN;
 a key a JSON record lacks) are refused unless --missing=omit (the key is left out of that record)
 or --missing=drop (the record, or window, is left out). A key of dates or times (2021-03-04,
@@ -199,24 +200,39 @@ def _object(pairs):
     return dict(pairs)
 
 
-def read_jsonl(path, text, columns):
-    """[(record, where)] of a JSON-lines file: numbers Decimal (their digits kept), null, NaN and MISSING None."""
-    records = []
-    for i, line in enumerate(text.split("\n"), 1):
-        if not line.strip():
-            fail(f"{path}:{i}: empty line; expected one JSON record per line")
+def read_json(path, text, columns):
+    """[(record, where)] of a file of JSON objects, one per line (JSON lines), spread over lines, or in one array
+    [{...}, {...}]: numbers Decimal (their digits kept), null, NaN and MISSING None."""
+    decoder = json.JSONDecoder(parse_float=Decimal, parse_int=Decimal, parse_constant=_constant,
+                               object_pairs_hook=_object)
+    space = re.compile(r"\s*")
+    records, i, line, at = [], space.match(text).end(), 1, 0
+    array = text.startswith("[", i)
+    i = space.match(text, i + array).end()
+    while i < len(text) and not (array and text[i] == "]"):
+        line, at = line + text.count("\n", at, i), i
+        where = f"{path}:{line}" + (f" (record {len(records) + 1})" if array else "")
         try:
-            record = json.loads(line, parse_float=Decimal, parse_int=Decimal, parse_constant=_constant,
-                                object_pairs_hook=_object)
+            record, i = decoder.raw_decode(text, i)
         except json.JSONDecodeError as e:
-            fail(f"{path}:{i}: not a JSON record ({e.msg} at column {e.colno})")
+            fail(f"{path}:{e.lineno}: not a JSON record ({e.msg} at column {e.colno})")
         except ValueError as e:
-            fail(f"{path}:{i}: {e}")
+            fail(f"{where}: {e}")
         if not isinstance(record, dict) or not record:
-            fail(f"{path}:{i}: expected a JSON object {{\"key\": value, ...}}, found {line[:40]!r}")
+            fail(f"{where}: expected a JSON object {{\"key\": value, ...}}, found {text[at:i][:40]!r}")
         record = {k: rewrite(v, lambda x: None if isinstance(x, str) and is_missing(x) else x) for k, v in record.items()
                   if not columns or k in columns}
-        records.append((record, f"{path}:{i}"))
+        records.append((record, where))
+        i = space.match(text, i).end()
+        if array and text.startswith(",", i):
+            i = space.match(text, i + 1).end()
+        elif array and i < len(text) and text[i] != "]":
+            fail(f"{path}:{text.count(chr(10), 0, i) + 1}: expected , or ] after a record of the JSON array")
+    if array and text[i:].strip() != "]":
+        fail(f"{path}:{text.count(chr(10), 0, i) + 1}: " + ("the file ends inside the JSON array; expected ] at its end"
+             if i == len(text) else "expected nothing after the JSON array's ]"))
+    if not records:
+        fail(f"{path}: an empty JSON array; expected JSON objects {{\"key\": value, ...}}, a record each")
     return records
 
 
@@ -225,8 +241,8 @@ def read_file(path, args):
     text = read_text(path).rstrip("\n")  # the newline that ends the last line
     if not text.strip():
         fail(f"{path}: empty file; expected a CSV header and rows, or one JSON record per line")
-    if text.lstrip().startswith("{"):
-        return read_jsonl(path, text, args.columns), "key"
+    if text.lstrip().startswith(("{", "[")):
+        return read_json(path, text, args.columns), "key"
     return read_csv(path, text, args.columns, args.text, args.delimiter), "column"
 
 

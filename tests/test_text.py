@@ -325,3 +325,22 @@ def test_a_gzip_file_is_read_and_a_workbook_or_utf16_is_named(tmp_path):
                            ("utf16.csv", r"utf16.csv: UTF-16 text .*save the file as UTF-8")):
         with pytest.raises(SystemExit, match=expected):
             text.main([str(tmp_path / name), "--out", str(tmp_path / "never")])
+
+
+def test_a_json_array_or_objects_spread_over_lines_are_records(tmp_path):
+    """A JSON array of objects (json.dump of a list) and pretty-printed objects one after another give the records
+    that the same objects as JSON lines give; a broken array names its line."""
+    records = [json.loads(line) for line in JSONL.splitlines()]
+    out, _ = prepare(tmp_path, JSONL, name="data.jsonl")
+    for i, content in enumerate((json.dumps(records), json.dumps(records, indent=2),
+                                 "\n".join(json.dumps(r, indent=2) for r in records))):
+        out_i, meta = prepare(tmp_path, content, "--force", name=f"data{i}.json")
+        assert (out_i / "train.txt").read_text() == (out / "train.txt").read_text() and meta["splits"]["train"] == 32
+    for content, expected in (('[{"a":1},\n{"a":2}\n', r"bad.json:2: the file ends inside the JSON array"),
+                              ('[{"a":1},\n 5]', r"bad.json:2 \(record 2\): expected a JSON object"),
+                              ('[{"a":1} {"a":2}]', r"bad.json:1: expected , or \] after a record"),
+                              ('[{"a":1}] x', r"bad.json:1: expected nothing after the JSON array's \]"),
+                              ('[{"a":1},{"b":2}]', r"bad.json:1 \(record 1\): key 'b' is missing"),
+                              ("[]", r"bad.json: an empty JSON array"),
+                              ('{"a":1}\n{"a":\n', r"bad.json:2: not a JSON record \(Expecting value at column 6\)")):
+        assert re.search(expected, error(tmp_path, content, name="bad.json"))
