@@ -77,6 +77,16 @@ def is_missing(cell):
     return cell.strip().lower() in _MISSING
 
 
+def plain_number(cell):
+    """The number a cell writes with a currency or percent sign, digit groups or in hex ("$12.50", "45%", "1_000",
+    "0x1F"): the tokenizer would read it as a word, or as two numbers; None for any other cell."""
+    if re.fullmatch(r"[+-]?0[xX][0-9a-fA-F]+", cell):
+        return str(int(cell, 16))
+    bare = re.sub(r"^([+-]?)\s*[$€£¥]\s*|\s*[%‰]$", r"\1", cell)
+    bare = bare.replace("_", "") if re.fullmatch(r"[+-]?\d+(?:_\d+)+(?:\.\d*)?", bare) else bare
+    return bare if bare != cell and NUMBER.fullmatch(bare) else None
+
+
 def read_text(path):
     """A file's text (gzip undone): UTF-8 without a byte-order mark, line ends made \\n (CR-only ends noted, a lone
     \\r refused)."""
@@ -169,6 +179,11 @@ def read_csv(path, text, columns, text_columns, delimiter):
             if SEPARATED.fullmatch(cells[i]):
                 fail(f"{where[i + 1]}: column {name!r}: {cells[i]!r} holds a thousands separator or a decimal comma; "
                      f"write {cells[i].replace(',', '')} or {cells[i].replace(',', '.')} (or --text {name}: text)")
+        for i in [] if name in text_columns else present:
+            if plain_number(cells[i]):
+                fail(f"{where[i + 1]}: column {name!r}: {cells[i]!r} is a number written with a currency or percent "
+                     f"sign, digit groups or in hex; write {plain_number(cells[i])} (a unit in the column's name), or "
+                     f"--text {name}: text")
         if name in text_columns or not numeric:
             values.append([None if is_missing(c) else c for c in cells])
             continue
@@ -200,7 +215,7 @@ def _object(pairs):
     return dict(pairs)
 
 
-def read_json(path, text, columns):
+def read_json(path, text, columns, text_keys):
     """[(record, where)] of a file of JSON objects, one per line (JSON lines), spread over lines, or in one array
     [{...}, {...}]: numbers Decimal (their digits kept), null, NaN and MISSING None."""
     decoder = json.JSONDecoder(parse_float=Decimal, parse_int=Decimal, parse_constant=_constant,
@@ -222,6 +237,11 @@ def read_json(path, text, columns):
             fail(f"{where}: expected a JSON object {{\"key\": value, ...}}, found {text[at:i][:40]!r}")
         record = {k: rewrite(v, lambda x: None if isinstance(x, str) and is_missing(x) else x) for k, v in record.items()
                   if not columns or k in columns}
+        for k, v in record.items():
+            quoted = [x for x in leaves(v) if isinstance(x, str) and (NUMBER.fullmatch(x.strip()) or plain_number(x))]
+            if quoted and k not in text_keys:
+                fail(f"{where}: key {k!r}: {quoted[0]!r} is a number written as a string; write it as a JSON number "
+                     f"({plain_number(quoted[0]) or quoted[0].strip()}), or --text {k} keeps the key's strings as words")
         records.append((record, where))
         i = space.match(text, i).end()
         if array and text.startswith(",", i):
@@ -242,7 +262,7 @@ def read_file(path, args):
     if not text.strip():
         fail(f"{path}: empty file; expected a CSV header and rows, or one JSON record per line")
     if text.lstrip().startswith(("{", "[")):
-        return read_json(path, text, args.columns), "key"
+        return read_json(path, text, args.columns, args.text), "key"
     return read_csv(path, text, args.columns, args.text, args.delimiter), "column"
 
 

@@ -344,3 +344,20 @@ def test_a_json_array_or_objects_spread_over_lines_are_records(tmp_path):
                               ("[]", r"bad.json: an empty JSON array"),
                               ('{"a":1}\n{"a":\n', r"bad.json:2: not a JSON record \(Expecting value at column 6\)")):
         assert re.search(expected, error(tmp_path, content, name="bad.json"))
+
+
+@pytest.mark.parametrize("cell,plain", [("45%", "45"), ("$12.50", "12.50"), ("-€3", "-3"), ("1_000", "1000"),
+                                        ("0x1F", "31")])
+def test_a_number_with_a_sign_or_in_quotes_is_refused_not_made_a_word(tmp_path, cell, plain):
+    """45%, $12.50, 1_000 and 0x1F are quantities the tokenizer would read as words (each value a category of its
+    own), and so is a JSON string "12.5": refused, naming the plain number, unless --text asks for words."""
+    content = "t,x\n" + "".join(f"{i},{cell}\n" for i in range(20))
+    message = error(tmp_path, content)
+    assert re.search(rf"bad.csv:2: column 'x': '{re.escape(cell)}' is a number written with a currency or percent "
+                     rf"sign, digit groups or in hex; write {plain} .*--text x", message)
+    assert text.read_file(str(tmp_path / "bad.csv"), argparse.Namespace(columns=None, text={"x"}, delimiter=None))[0]
+    jsonl = "".join(json.dumps({"t": i, "x": [1.5, cell]}) + "\n" for i in range(20))
+    assert re.search(rf"bad.jsonl:1: key 'x': '{re.escape(cell)}' is a number written as a string; write it as a "
+                     rf"JSON number \({plain}\), or --text x", error(tmp_path, jsonl, name="bad.jsonl"))
+    jsonl = "".join(json.dumps({"t": i, "x": f"{i / 2}"}) + "\n" for i in range(20))
+    assert "'0.0' is a number written as a string" in error(tmp_path, jsonl, name="bad.jsonl")
