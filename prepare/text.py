@@ -15,7 +15,7 @@ over lines, or one array of objects, a record each; any other file is CSV with a
 key, one of other values a text key. Missing values (MISSING below, any case; JSON null and NaN;
 a key a JSON record lacks) are refused unless --missing=omit (the key is left out of that record)
 or --missing=drop (the record, or window, is left out). A key of dates or times (2021-03-04,
-2021-03-04T12:00, 12:30, 03/04/2021, 20210304) is left out with a note: rows are taken in file
+2021-03-04T12:00, 12:30, 03/04/2021, 4-Mar-2021, 5:06 PM, 20210304) is left out with a note: rows are taken in file
 order. A text value or key name the tokenizer would read as holding numbers (room 12, 01234) is
 written as one word, its other characters "_" ("room_12", "_01234"), so every later step reads it
 alike.
@@ -57,8 +57,11 @@ from tokenize_numbers import TextError, split_text  # noqa: E402
 
 NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")  # a CSV cell that is a number
 MISSING = ("", "NA", "N/A", "NaN", "null", "None", "?", "-", "--", ".", "#N/A")  # a missing value, in any case
-DATE = re.compile(r"(?:\d{4}-\d{1,2}(?:-\d{1,2})?|\d{4}/\d{1,2}/\d{1,2}|\d{1,2}[/.]\d{1,2}[/.]\d{4})"
-                  r"(?:[T ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?|\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?")
+TIME = r"\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?: ?[ap]\.?m\.?)?"  # 12:30, 05:06:07.5, 5:06 PM
+MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"
+DATE = re.compile(rf"(?:\d{{4}}-\d{{1,2}}(?:-\d{{1,2}})?|\d{{4}}/\d{{1,2}}/\d{{1,2}}|\d{{1,2}}[/.]\d{{1,2}}[/.](?:\d{{4}}|\d\d)"
+                  rf"|\d{{1,2}}[- ]{MONTH}[- ](?:\d{{4}}|\d\d)|{MONTH} \d{{1,2}},? \d{{4}}|{MONTH}[- ]\d{{4}})"  # 4-Mar-2021, Mar 4, 2021, Mar-2021
+                  rf"(?:[T ]{TIME}(?:Z| ?UTC| ?GMT|[+-]\d{{2}}:?\d{{2}})?)?|{TIME}", re.IGNORECASE)
 YYYYMMDD = re.compile(r"(?:1[89]|20)\d\d(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])")
 SEPARATED = re.compile(r"[+-]?\d+(?:,\d+)+(?:\.\d*)?")  # 33,231 (a thousands separator) or 12,5 (a decimal comma)
 CODE = re.compile(r"[+-]?0\d+")  # a leading zero: 01234 is a code (a ZIP code), not a quantity

@@ -361,3 +361,15 @@ def test_a_number_with_a_sign_or_in_quotes_is_refused_not_made_a_word(tmp_path, 
                      rf"JSON number \({plain}\), or --text x", error(tmp_path, jsonl, name="bad.jsonl"))
     jsonl = "".join(json.dumps({"t": i, "x": f"{i / 2}"}) + "\n" for i in range(20))
     assert "'0.0' is a number written as a string" in error(tmp_path, jsonl, name="bad.jsonl")
+
+
+def test_dates_as_spreadsheets_write_them_are_left_out(tmp_path, capsys):
+    import datetime
+    formats = {"us": "%m/%d/%Y %I:%M %p", "named": "%d-%b-%Y", "long": "%B %d, %Y", "de": "%d.%m.%y %H:%M",
+               "short": "%m/%d/%y", "utc": "%Y-%m-%d %H:%M:%S UTC", "month": "%b-%Y", "clock": "%I:%M %p"}
+    days = [datetime.datetime(2021, 1, 1, 5, 6) + datetime.timedelta(days=40 * i, hours=7 * i) for i in range(20)]
+    content = ",".join(formats) + ",t\n" + "".join(
+        ",".join(f'"{d.strftime(f)}"' for f in formats.values()) + f",{i / 4}\n" for i, d in enumerate(days))
+    out, meta = prepare(tmp_path, content)
+    assert meta["dates_left_out"] == list(formats) and meta["keys"] == ["t"]
+    assert "note: key 'named' holds dates or times (01-Jan-2021 ... 05-Feb-2023)" in capsys.readouterr().out
