@@ -126,6 +126,10 @@ def read_text(path):
 def read_csv(path, text, columns, text_columns, delimiter):
     """[(record, where)] of a CSV file's rows: a cell is a number (Decimal), text (str) or missing (None)."""
     header_line = text.partition("\n")[0]
+    comments = len(re.match(r"(?:#.*\n)*", text + "\n")[0].split("\n")) - 1
+    if comments > 1 or comments and not re.search(r"[,;\t|]", header_line):
+        fail(f"{path}:1: {header_line[:40]!r} is a comment, not a header ({comments} line(s) start with #); expected the "
+             "column names on line 1: delete the lines above them")
     if not delimiter:
         delimiter = max(DELIMITERS, key=header_line.count)
         if not header_line.count(delimiter) and re.search(r"\S\s+\S", header_line):
@@ -147,6 +151,11 @@ def read_csv(path, text, columns, text_columns, delimiter):
     header = [name.strip() for name in rows[0]]
     if len(rows) == 1:
         fail(f"{path}: a header and no rows; expected one row per record after the header")
+    names = header[:-1] if len(header) > 1 and not header[-1] else header
+    if all(len(row) == len(names) + 1 and not row[-1].strip() for row in rows[1:]):
+        print(f"note: {path}: every row ends in {DELIMITERS.get(delimiter, repr(delimiter))}, an empty last column "
+              "with no name: left out")
+        header, rows = names, [names] + [row[:-1] for row in rows[1:]]
     multi = [(i, s) for i, s in enumerate(spans[1:len(rows)], 1) if s[1] > s[0]]
     if multi:
         i, (first, last) = multi[0]
@@ -158,7 +167,9 @@ def read_csv(path, text, columns, text_columns, delimiter):
             fail(f"{where[i]}: empty line; expected one row per record")
         if len(row) != len(header):
             fail(f"{where[i]}: {len(row)} cells, but the header ({path}:1) names {len(header)} columns"
-                 + (f" (separated by {DELIMITERS.get(delimiter, repr(delimiter))}: another delimiter? --delimiter)"
+                 + (" (the last one empty: a delimiter at the end of some rows but not all? remove it)"
+                    if len(row) == len(header) + 1 and not row[-1].strip() else
+                    f" (separated by {DELIMITERS.get(delimiter, repr(delimiter))}: another delimiter? --delimiter)"
                     if delimiter == "," else ""))
     wanted = []
     for j, name in enumerate(header):
@@ -554,6 +565,9 @@ def main(argv=None):
     keys = [renamed[k] for k in keys if k not in dates]
     if not keys:
         fail(f"{inputs[0]}: no key left once the dates are left out; expected a column of numbers or text")
+    kind = check_keys([(r, w, None) for _, part in files for r, w in part])
+    for key in [k for k in keys if k not in kind]:
+        fail(f"key {key!r} holds no value in any record (each is empty or a missing value); leave it out with --columns")
     for path, part in files:
         for record, where in part:
             for key in keys:  # a key a record lacks is missing too
@@ -565,9 +579,6 @@ def main(argv=None):
                     if not math.isfinite(float(x)) or (x and not float(x)):
                         fail(f"{where}: {nouns[path][1]} {key!r}: {x} is beyond what a float64 holds (|x| from 1e-308 to "
                              "1.8e308, or 0); write the key in other units (a power of ten in its name)")
-    kind = check_keys([(r, w, None) for _, part in files for r, w in part])
-    for key in [k for k in keys if k not in kind]:
-        fail(f"key {key!r} holds no value in any record; leave it out with --columns")
     index_like = [k for k in keys if all(counts_by_one(part, k) for _, part in files)]
     for key in index_like:
         print(f"note: key {key!r} goes up by 1 from row to row (a row number, a year, an hour of the day?): kept as "

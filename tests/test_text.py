@@ -148,7 +148,7 @@ def test_force_replaces_the_dataset_and_keeps_other_files(tmp_path):
     ("a,b\n1,2\n1.2.3,4\n5,6\n", [], "bad.csv", r"bad.csv:3: column 'a': '1.2.3' is not a number"),
     ("a,b\n1,2\n--5,4\n5,6\n", [], "bad.csv", r"bad.csv:3: column 'a': '--5' is not a number"),
     ('{"a":1.2.3}\n', [], "bad.jsonl", "bad.jsonl:1: not a JSON record"),
-    ('{"a":NaN}\n', [], "bad.jsonl", "bad.jsonl:1: key 'a' is missing"),
+    ('{"a":1}\n{"a":NaN}\n', [], "bad.jsonl", "bad.jsonl:2: key 'a' is missing"),
     ('{"a":Infinity}\n', [], "bad.jsonl", "bad.jsonl:1: Infinity is not a finite number"),
     ("a,b\n1,2\n3,4\n", ["--window", "3", "--order", "random"], "bad.csv", "bad.csv:3: the file ends after 2 rows, before a window of 3"),
     ("a,b\n1,2\n3,4\n", ["--window", "3"], "bad.csv", r"bad.csv: --split 0.8,0.1,0.1 in time order cuts its 2 rows into 2/0/0"),
@@ -249,6 +249,10 @@ SPLITS = ("train", "val", "test")
     ('{"a":[1,2],"b":1}\n', ["--text", "z"], "bad.jsonl", "--text names 'z', not a column or key"),
     ("a\n1\n2\n", ["--window", "2", "--stride", "1", "--order", "random"], "bad.csv",
      "--stride 1 < --window 2 with --order random: overlapping windows would share rows between train and test"),
+    ("t,e\n1,\n2,NA\n", [], "bad.csv", r"key 'e' holds no value in any record .*leave it out with --columns"),
+    ("t,e\n1,\n2,NA\n", ["--missing", "omit"], "bad.csv", r"key 'e' holds no value in any record"),
+    ("# logger 7\n# units: C, hPa\nt,p\n1,2\n", [], "bad.csv", r"bad.csv:1: '# logger 7' is a comment, not a header "
+     r"\(2 line\(s\) start with #\); expected the column names on line 1"),
 ])
 def test_what_would_be_misread_is_a_one_line_error(tmp_path, content, flags, name, expected):
     assert re.search(expected, error(tmp_path, content, *flags, name=name))
@@ -373,3 +377,15 @@ def test_dates_as_spreadsheets_write_them_are_left_out(tmp_path, capsys):
     out, meta = prepare(tmp_path, content)
     assert meta["dates_left_out"] == list(formats) and meta["keys"] == ["t"]
     assert "note: key 'named' holds dates or times (01-Jan-2021 ... 05-Feb-2023)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("header", ["t,p,site,", "t,p,site"])
+def test_a_delimiter_ending_every_row_is_an_empty_column_left_out(tmp_path, capsys, header):
+    content = header + "\r\n" + "".join(f"{i / 4},{1000 + i % 7},{'ab'[i % 2]},\r\n" for i in range(30)) + "\r\n"
+    out, meta = prepare(tmp_path, content)
+    assert meta["keys"] == ["t", "p", "site"] and sum(meta["splits"].values()) == 30
+    assert "every row ends in a comma, an empty last column with no name: left out" in capsys.readouterr().out
+    message = error(tmp_path, content.replace("0.25,1001,b,\r\n", "0.25,1001,b\r\n"))  # not every row
+    assert re.search(r"bad.csv:3: 3 cells, but the header .* names 4" if header.endswith(",") else
+                     r"bad.csv:2: 4 cells, but the header .* names 3 columns \(the last one empty: a delimiter at the end "
+                     r"of some rows but not all\? remove it\)", message)
