@@ -123,7 +123,7 @@ def read_text(path):
     return text
 
 
-def read_csv(path, text, columns, text_columns, delimiter):
+def read_csv(path, text, columns, text_columns, delimiter, decimal_comma):
     """[(record, where)] of a CSV file's rows: a cell is a number (Decimal), text (str) or missing (None)."""
     header_line = text.partition("\n")[0]
     comments = len(re.match(r"(?:#.*\n)*", text + "\n")[0].split("\n")) - 1
@@ -187,12 +187,19 @@ def read_csv(path, text, columns, text_columns, delimiter):
     values = []
     for j in wanted:
         name, cells = header[j], [row[j].strip() for row in rows[1:]]
+        if decimal_comma and name not in text_columns:  # 12,5 is 12.5; a point would be a thousands separator
+            dotted = next((i for i, c in enumerate(cells) if "." in c and NUMBER.fullmatch(c)), None)
+            if dotted is not None:
+                fail(f"{where[dotted + 1]}: column {name!r}: {cells[dotted]!r} holds a point, but --decimal-comma says "
+                     f"numbers are written 12,5; write it without the thousands separator (or --text {name}: text)")
+            cells = [re.sub(r"^([+-]?\d*),(\d+(?:[eE][+-]?\d+)?)$", r"\1.\2", c) for c in cells]
         present = [i for i, c in enumerate(cells) if not is_missing(c)]
         numeric = [i for i in present if NUMBER.fullmatch(cells[i])]
         for i in [] if name in text_columns else present:
             if SEPARATED.fullmatch(cells[i]):
                 fail(f"{where[i + 1]}: column {name!r}: {cells[i]!r} holds a thousands separator or a decimal comma; "
-                     f"write {cells[i].replace(',', '')} or {cells[i].replace(',', '.')} (or --text {name}: text)")
+                     f"write {cells[i].replace(',', '')} or {cells[i].replace(',', '.')}, or --decimal-comma for a file "
+                     f"of decimal commas (or --text {name}: text)")
         for i in [] if name in text_columns else present:
             if plain_number(cells[i]):
                 fail(f"{where[i + 1]}: column {name!r}: {cells[i]!r} is a number written with a currency or percent "
@@ -277,7 +284,7 @@ def read_file(path, args):
         fail(f"{path}: empty file; expected a CSV header and rows, or one JSON record per line")
     if text.lstrip().startswith(("{", "[")):
         return read_json(path, text, args.columns, args.text), "key"
-    return read_csv(path, text, args.columns, args.text, args.delimiter), "column"
+    return read_csv(path, text, args.columns, args.text, args.delimiter, args.decimal_comma), "column"
 
 
 def rewrite(value, f):
@@ -526,6 +533,8 @@ def main(argv=None):
     p.add_argument("--columns", help="the columns (CSV) or top-level keys (JSON) to keep, comma-separated")
     p.add_argument("--text", default="", help="columns to read as text, not numbers or dates, comma-separated")
     p.add_argument("--delimiter", help="the CSV delimiter (default: the header's most frequent of , ; tab |)")
+    p.add_argument("--decimal-comma", action="store_true",
+                   help="CSV numbers are written 12,5 (as European spreadsheets write them, with ; or tab between cells)")
     p.add_argument("--scale", choices=("auto", "none"), default="auto",
                    help="auto: each key's numbers centred and divided by their spread on train; none: as they are")
     p.add_argument("--force", action="store_true", help="replace a dataset in --out (other files stay)")

@@ -75,7 +75,7 @@ def test_json_lines_in_windows_tokenize_and_keep_their_layout(tmp_path):
 def test_scales_are_recorded_and_undone_exactly(tmp_path, content, name):
     out, meta = prepare(tmp_path, content, name=name)
     inputs = {}  # (key, station/site, position) is not unique; compare the multisets of numbers per key
-    for record, _ in text.read_file(str(tmp_path / name), argparse.Namespace(columns=None, text=set(), delimiter=None))[0]:
+    for record, _ in text.read_file(str(tmp_path / name), argparse.Namespace(columns=None, text=set(), delimiter=None, decimal_comma=False))[0]:
         for key in meta["scales"]:
             inputs.setdefault(key, []).extend(text.numbers(record[key]))
     for key, scale in meta["scales"].items():
@@ -359,7 +359,8 @@ def test_a_number_with_a_sign_or_in_quotes_is_refused_not_made_a_word(tmp_path, 
     message = error(tmp_path, content)
     assert re.search(rf"bad.csv:2: column 'x': '{re.escape(cell)}' is a number written with a currency or percent "
                      rf"sign, digit groups or in hex; write {plain} .*--text x", message)
-    assert text.read_file(str(tmp_path / "bad.csv"), argparse.Namespace(columns=None, text={"x"}, delimiter=None))[0]
+    args = argparse.Namespace(columns=None, text={"x"}, delimiter=None, decimal_comma=False)
+    assert text.read_file(str(tmp_path / "bad.csv"), args)[0]
     jsonl = "".join(json.dumps({"t": i, "x": [1.5, cell]}) + "\n" for i in range(20))
     assert re.search(rf"bad.jsonl:1: key 'x': '{re.escape(cell)}' is a number written as a string; write it as a "
                      rf"JSON number \({plain}\), or --text x", error(tmp_path, jsonl, name="bad.jsonl"))
@@ -389,3 +390,17 @@ def test_a_delimiter_ending_every_row_is_an_empty_column_left_out(tmp_path, caps
     assert re.search(r"bad.csv:3: 3 cells, but the header .* names 4" if header.endswith(",") else
                      r"bad.csv:2: 4 cells, but the header .* names 3 columns \(the last one empty: a delimiter at the end "
                      r"of some rows but not all\? remove it\)", message)
+
+
+def test_decimal_commas_as_european_spreadsheets_write_them(tmp_path):
+    out, _ = prepare(tmp_path, CSV)
+    euro = CSV.replace(",", ";").replace(".", ",")
+    message = error(tmp_path, euro)
+    assert re.search(r"bad.csv:2: column 't': '10,00' holds a thousands separator or a decimal comma; write 1000 or "
+                     r"10.00, or --decimal-comma", message)
+    out_euro, _ = prepare(tmp_path, euro, "--decimal-comma", "--force", name="euro.csv")
+    assert (out_euro / "train.txt").read_text() == (out / "train.txt").read_text()
+    assert re.search(r"bad.csv:3: column 'p': '1.013,5' is not a number",
+                     error(tmp_path, "t;p\n1;1014\n2;1.013,5\n3;1012\n", "--decimal-comma"))
+    assert re.search(r"bad.csv:3: column 'p': '1.5' holds a point, but --decimal-comma says numbers are written 12,5",
+                     error(tmp_path, "t;p\n1;1014\n2;1.5\n3;1012\n", "--decimal-comma"))
