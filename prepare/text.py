@@ -8,13 +8,14 @@ by each value, docs/decisions.md#scaling). prepare/README.md#your-own-data-textp
     python prepare/text.py a.jsonl b.jsonl --split 0.9,0.05,0.05 --seed 1 --out data/mine
     python prepare/text.py train.jsonl --val val.jsonl --test test.jsonl --out data/mine
 
-Reading. A file whose first line starts with "{" is JSON lines (a JSON object per line, a record
-each); any other file is CSV with a header row (delimiter , ; tab or |, the header's most frequent,
-named when not a comma), a record {"column": value, ...} per row. A column of numbers is a number
+Reading. A file that starts with "{" or "[" is JSON: an object per line (JSON lines), objects spread
+over lines, or one array of objects, a record each; any other file is CSV with a header row
+(delimiter , ; tab or |, the header's most frequent, named when not a comma), a record
+{"column": value, ...} per row. A column of numbers is a number
 key, one of other values a text key. Missing values (MISSING below, any case; JSON null and NaN;
 a key a JSON record lacks) are refused unless --missing=omit (the key is left out of that record)
 or --missing=drop (the record, or window, is left out). A key of dates or times (2021-03-04,
-2021-03-04T12:00, 12:30, 03/04/2021, 20210304) is left out with a note: rows are taken in file
+2021-03-04T12:00, 12:30, 03/04/2021, 4-Mar-2021, 5:06 PM, 20210304) is left out with a note: rows are taken in file
 order. A text value or key name the tokenizer would read as holding numbers (room 12, 01234) is
 written as one word, its other characters "_" ("room_12", "_01234"), so every later step reads it
 alike.
@@ -37,6 +38,7 @@ Two different inputs that the model would see as one float32 are named in a warn
 import argparse
 import csv
 import functools
+import gzip
 import hashlib
 import io
 import json
@@ -55,8 +57,11 @@ from tokenize_numbers import TextError, split_text  # noqa: E402
 
 NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")  # a CSV cell that is a number
 MISSING = ("", "NA", "N/A", "NaN", "null", "None", "?", "-", "--", ".", "#N/A")  # a missing value, in any case
-DATE = re.compile(r"(?:\d{4}-\d{1,2}(?:-\d{1,2})?|\d{4}/\d{1,2}/\d{1,2}|\d{1,2}[/.]\d{1,2}[/.]\d{4})"
-                  r"(?:[T ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?|\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?")
+TIME = r"\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?: ?[ap]\.?m\.?)?"  # 12:30, 05:06:07.5, 5:06 PM
+MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"
+DATE = re.compile(rf"(?:\d{{4}}-\d{{1,2}}(?:-\d{{1,2}})?|\d{{4}}/\d{{1,2}}/\d{{1,2}}|\d{{1,2}}[/.]\d{{1,2}}[/.](?:\d{{4}}|\d\d)"
+                  rf"|\d{{1,2}}[- ]{MONTH}[- ](?:\d{{4}}|\d\d)|{MONTH} \d{{1,2}},? \d{{4}}|{MONTH}[- ]\d{{4}})"  # 4-Mar-2021, Mar 4, 2021, Mar-2021
+                  rf"(?:[T ]{TIME}(?:Z| ?UTC| ?GMT|[+-]\d{{2}}:?\d{{2}})?)?|{TIME}", re.IGNORECASE)
 YYYYMMDD = re.compile(r"(?:1[89]|20)\d\d(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])")
 SEPARATED = re.compile(r"[+-]?\d+(?:,\d+)+(?:\.\d*)?")  # 33,231 (a thousands separator) or 12,5 (a decimal comma)
 CODE = re.compile(r"[+-]?0\d+")  # a leading zero: 01234 is a code (a ZIP code), not a quantity
@@ -75,13 +80,34 @@ def is_missing(cell):
     return cell.strip().lower() in _MISSING
 
 
+def plain_number(cell):
+    """The number a cell writes with a currency or percent sign, digit groups or in hex ("$12.50", "45%", "1_000",
+    "0x1F"): the tokenizer would read it as a word, or as two numbers; None for any other cell."""
+    if re.fullmatch(r"[+-]?0[xX][0-9a-fA-F]+", cell):
+        return str(int(cell, 16))
+    bare = re.sub(r"^([+-]?)\s*[$€£¥]\s*|\s*[%‰]$", r"\1", cell)
+    bare = bare.replace("_", "") if re.fullmatch(r"[+-]?\d+(?:_\d+)+(?:\.\d*)?", bare) else bare
+    return bare if bare != cell and NUMBER.fullmatch(bare) else None
+
+
 def read_text(path):
-    """A file's text: UTF-8 without a byte-order mark, line ends made \\n (CR-only ends noted, a lone \\r refused)."""
+    """A file's text (gzip undone): UTF-8 without a byte-order mark, line ends made \\n (CR-only ends noted, a lone
+    \\r refused)."""
     try:
         with open(path, "rb") as f:
             data = f.read()
     except OSError as e:
         fail(f"cannot read {path}: {e.strerror}")
+    if data.startswith(b"\x1f\x8b"):  # gzip (file.csv.gz): read as the file it holds
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError) as e:
+            fail(f"{path}: a damaged gzip file ({e}); expected a CSV or JSON-lines file, or one compressed with gzip")
+    if data.startswith((b"PK\x03\x04", b"\xd0\xcf\x11\xe0")):
+        fail(f"{path}: a zip archive or an Excel workbook (.xlsx, .xls), not text; unzip it, or save the sheet as "
+             "\"CSV UTF-8\"")
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        fail(f"{path}: UTF-16 text (Excel's \"Unicode Text\"); save the file as UTF-8 (Excel: \"CSV UTF-8\")")
     try:
         text = data.decode("utf-8").removeprefix("\ufeff")  # the byte-order mark a spreadsheet may write
     except UnicodeDecodeError as e:
@@ -97,9 +123,13 @@ def read_text(path):
     return text
 
 
-def read_csv(path, text, columns, text_columns, delimiter):
+def read_csv(path, text, columns, text_columns, delimiter, decimal_comma):
     """[(record, where)] of a CSV file's rows: a cell is a number (Decimal), text (str) or missing (None)."""
     header_line = text.partition("\n")[0]
+    comments = len(re.match(r"(?:#.*\n)*", text + "\n")[0].split("\n")) - 1
+    if comments > 1 or comments and not re.search(r"[,;\t|]", header_line):
+        fail(f"{path}:1: {header_line[:40]!r} is a comment, not a header ({comments} line(s) start with #); expected the "
+             "column names on line 1: delete the lines above them")
     if not delimiter:
         delimiter = max(DELIMITERS, key=header_line.count)
         if not header_line.count(delimiter) and re.search(r"\S\s+\S", header_line):
@@ -121,6 +151,11 @@ def read_csv(path, text, columns, text_columns, delimiter):
     header = [name.strip() for name in rows[0]]
     if len(rows) == 1:
         fail(f"{path}: a header and no rows; expected one row per record after the header")
+    names = header[:-1] if len(header) > 1 and not header[-1] else header
+    if all(len(row) == len(names) + 1 and not row[-1].strip() for row in rows[1:]):
+        print(f"note: {path}: every row ends in {DELIMITERS.get(delimiter, repr(delimiter))}, an empty last column "
+              "with no name: left out")
+        header, rows = names, [names] + [row[:-1] for row in rows[1:]]
     multi = [(i, s) for i, s in enumerate(spans[1:len(rows)], 1) if s[1] > s[0]]
     if multi:
         i, (first, last) = multi[0]
@@ -132,7 +167,9 @@ def read_csv(path, text, columns, text_columns, delimiter):
             fail(f"{where[i]}: empty line; expected one row per record")
         if len(row) != len(header):
             fail(f"{where[i]}: {len(row)} cells, but the header ({path}:1) names {len(header)} columns"
-                 + (f" (separated by {DELIMITERS.get(delimiter, repr(delimiter))}: another delimiter? --delimiter)"
+                 + (" (the last one empty: a delimiter at the end of some rows but not all? remove it)"
+                    if len(row) == len(header) + 1 and not row[-1].strip() else
+                    f" (separated by {DELIMITERS.get(delimiter, repr(delimiter))}: another delimiter? --delimiter)"
                     if delimiter == "," else ""))
     wanted = []
     for j, name in enumerate(header):
@@ -150,12 +187,24 @@ def read_csv(path, text, columns, text_columns, delimiter):
     values = []
     for j in wanted:
         name, cells = header[j], [row[j].strip() for row in rows[1:]]
+        if decimal_comma and name not in text_columns:  # 12,5 is 12.5; a point would be a thousands separator
+            dotted = next((i for i, c in enumerate(cells) if "." in c and NUMBER.fullmatch(c)), None)
+            if dotted is not None:
+                fail(f"{where[dotted + 1]}: column {name!r}: {cells[dotted]!r} holds a point, but --decimal-comma says "
+                     f"numbers are written 12,5; write it without the thousands separator (or --text {name}: text)")
+            cells = [re.sub(r"^([+-]?\d*),(\d+(?:[eE][+-]?\d+)?)$", r"\1.\2", c) for c in cells]
         present = [i for i, c in enumerate(cells) if not is_missing(c)]
         numeric = [i for i in present if NUMBER.fullmatch(cells[i])]
         for i in [] if name in text_columns else present:
             if SEPARATED.fullmatch(cells[i]):
                 fail(f"{where[i + 1]}: column {name!r}: {cells[i]!r} holds a thousands separator or a decimal comma; "
-                     f"write {cells[i].replace(',', '')} or {cells[i].replace(',', '.')} (or --text {name}: text)")
+                     f"write {cells[i].replace(',', '')} or {cells[i].replace(',', '.')}, or --decimal-comma for a file "
+                     f"of decimal commas (or --text {name}: text)")
+        for i in [] if name in text_columns else present:
+            if plain_number(cells[i]):
+                fail(f"{where[i + 1]}: column {name!r}: {cells[i]!r} is a number written with a currency or percent "
+                     f"sign, digit groups or in hex; write {plain_number(cells[i])} (a unit in the column's name), or "
+                     f"--text {name}: text")
         if name in text_columns or not numeric:
             values.append([None if is_missing(c) else c for c in cells])
             continue
@@ -187,24 +236,44 @@ def _object(pairs):
     return dict(pairs)
 
 
-def read_jsonl(path, text, columns):
-    """[(record, where)] of a JSON-lines file: numbers Decimal (their digits kept), null, NaN and MISSING None."""
-    records = []
-    for i, line in enumerate(text.split("\n"), 1):
-        if not line.strip():
-            fail(f"{path}:{i}: empty line; expected one JSON record per line")
+def read_json(path, text, columns, text_keys):
+    """[(record, where)] of a file of JSON objects, one per line (JSON lines), spread over lines, or in one array
+    [{...}, {...}]: numbers Decimal (their digits kept), null, NaN and MISSING None."""
+    decoder = json.JSONDecoder(parse_float=Decimal, parse_int=Decimal, parse_constant=_constant,
+                               object_pairs_hook=_object)
+    space = re.compile(r"\s*")
+    records, i, line, at = [], space.match(text).end(), 1, 0
+    array = text.startswith("[", i)
+    i = space.match(text, i + array).end()
+    while i < len(text) and not (array and text[i] == "]"):
+        line, at = line + text.count("\n", at, i), i
+        where = f"{path}:{line}" + (f" (record {len(records) + 1})" if array else "")
         try:
-            record = json.loads(line, parse_float=Decimal, parse_int=Decimal, parse_constant=_constant,
-                                object_pairs_hook=_object)
+            record, i = decoder.raw_decode(text, i)
         except json.JSONDecodeError as e:
-            fail(f"{path}:{i}: not a JSON record ({e.msg} at column {e.colno})")
+            fail(f"{path}:{e.lineno}: not a JSON record ({e.msg} at column {e.colno})")
         except ValueError as e:
-            fail(f"{path}:{i}: {e}")
+            fail(f"{where}: {e}")
         if not isinstance(record, dict) or not record:
-            fail(f"{path}:{i}: expected a JSON object {{\"key\": value, ...}}, found {line[:40]!r}")
+            fail(f"{where}: expected a JSON object {{\"key\": value, ...}}, found {text[at:i][:40]!r}")
         record = {k: rewrite(v, lambda x: None if isinstance(x, str) and is_missing(x) else x) for k, v in record.items()
                   if not columns or k in columns}
-        records.append((record, f"{path}:{i}"))
+        for k, v in record.items():
+            quoted = [x for x in leaves(v) if isinstance(x, str) and (NUMBER.fullmatch(x.strip()) or plain_number(x))]
+            if quoted and k not in text_keys:
+                fail(f"{where}: key {k!r}: {quoted[0]!r} is a number written as a string; write it as a JSON number "
+                     f"({plain_number(quoted[0]) or quoted[0].strip()}), or --text {k} keeps the key's strings as words")
+        records.append((record, where))
+        i = space.match(text, i).end()
+        if array and text.startswith(",", i):
+            i = space.match(text, i + 1).end()
+        elif array and i < len(text) and text[i] != "]":
+            fail(f"{path}:{text.count(chr(10), 0, i) + 1}: expected , or ] after a record of the JSON array")
+    if array and text[i:].strip() != "]":
+        fail(f"{path}:{text.count(chr(10), 0, i) + 1}: " + ("the file ends inside the JSON array; expected ] at its end"
+             if i == len(text) else "expected nothing after the JSON array's ]"))
+    if not records:
+        fail(f"{path}: an empty JSON array; expected JSON objects {{\"key\": value, ...}}, a record each")
     return records
 
 
@@ -213,9 +282,9 @@ def read_file(path, args):
     text = read_text(path).rstrip("\n")  # the newline that ends the last line
     if not text.strip():
         fail(f"{path}: empty file; expected a CSV header and rows, or one JSON record per line")
-    if text.lstrip().startswith("{"):
-        return read_jsonl(path, text, args.columns), "key"
-    return read_csv(path, text, args.columns, args.text, args.delimiter), "column"
+    if text.lstrip().startswith(("{", "[")):
+        return read_json(path, text, args.columns, args.text), "key"
+    return read_csv(path, text, args.columns, args.text, args.delimiter, args.decimal_comma), "column"
 
 
 def rewrite(value, f):
@@ -464,6 +533,8 @@ def main(argv=None):
     p.add_argument("--columns", help="the columns (CSV) or top-level keys (JSON) to keep, comma-separated")
     p.add_argument("--text", default="", help="columns to read as text, not numbers or dates, comma-separated")
     p.add_argument("--delimiter", help="the CSV delimiter (default: the header's most frequent of , ; tab |)")
+    p.add_argument("--decimal-comma", action="store_true",
+                   help="CSV numbers are written 12,5 (as European spreadsheets write them, with ; or tab between cells)")
     p.add_argument("--scale", choices=("auto", "none"), default="auto",
                    help="auto: each key's numbers centred and divided by their spread on train; none: as they are")
     p.add_argument("--force", action="store_true", help="replace a dataset in --out (other files stay)")
@@ -503,6 +574,9 @@ def main(argv=None):
     keys = [renamed[k] for k in keys if k not in dates]
     if not keys:
         fail(f"{inputs[0]}: no key left once the dates are left out; expected a column of numbers or text")
+    kind = check_keys([(r, w, None) for _, part in files for r, w in part])
+    for key in [k for k in keys if k not in kind]:
+        fail(f"key {key!r} holds no value in any record (each is empty or a missing value); leave it out with --columns")
     for path, part in files:
         for record, where in part:
             for key in keys:  # a key a record lacks is missing too
@@ -510,9 +584,10 @@ def main(argv=None):
                 if args.missing == "refuse" and "null" in kinds(record[key]):
                     fail(f"{where}: {nouns[path][1]} {key!r} is missing (no value, or one of {', '.join(map(repr, MISSING))}, "
                          "null); --missing=omit leaves it out of the record, --missing=drop drops the record")
-    kind = check_keys([(r, w, None) for _, part in files for r, w in part])
-    for key in [k for k in keys if k not in kind]:
-        fail(f"key {key!r} holds no value in any record; leave it out with --columns")
+                for x in numbers(record[key]):
+                    if not math.isfinite(float(x)) or (x and not float(x)):
+                        fail(f"{where}: {nouns[path][1]} {key!r}: {x} is beyond what a float64 holds (|x| from 1e-308 to "
+                             "1.8e308, or 0); write the key in other units (a power of ten in its name)")
     index_like = [k for k in keys if all(counts_by_one(part, k) for _, part in files)]
     for key in index_like:
         print(f"note: key {key!r} goes up by 1 from row to row (a row number, a year, an hour of the day?): kept as "

@@ -75,7 +75,7 @@ def test_json_lines_in_windows_tokenize_and_keep_their_layout(tmp_path):
 def test_scales_are_recorded_and_undone_exactly(tmp_path, content, name):
     out, meta = prepare(tmp_path, content, name=name)
     inputs = {}  # (key, station/site, position) is not unique; compare the multisets of numbers per key
-    for record, _ in text.read_file(str(tmp_path / name), argparse.Namespace(columns=None, text=set(), delimiter=None))[0]:
+    for record, _ in text.read_file(str(tmp_path / name), argparse.Namespace(columns=None, text=set(), delimiter=None, decimal_comma=False))[0]:
         for key in meta["scales"]:
             inputs.setdefault(key, []).extend(text.numbers(record[key]))
     for key, scale in meta["scales"].items():
@@ -148,7 +148,7 @@ def test_force_replaces_the_dataset_and_keeps_other_files(tmp_path):
     ("a,b\n1,2\n1.2.3,4\n5,6\n", [], "bad.csv", r"bad.csv:3: column 'a': '1.2.3' is not a number"),
     ("a,b\n1,2\n--5,4\n5,6\n", [], "bad.csv", r"bad.csv:3: column 'a': '--5' is not a number"),
     ('{"a":1.2.3}\n', [], "bad.jsonl", "bad.jsonl:1: not a JSON record"),
-    ('{"a":NaN}\n', [], "bad.jsonl", "bad.jsonl:1: key 'a' is missing"),
+    ('{"a":1}\n{"a":NaN}\n', [], "bad.jsonl", "bad.jsonl:2: key 'a' is missing"),
     ('{"a":Infinity}\n', [], "bad.jsonl", "bad.jsonl:1: Infinity is not a finite number"),
     ("a,b\n1,2\n3,4\n", ["--window", "3", "--order", "random"], "bad.csv", "bad.csv:3: the file ends after 2 rows, before a window of 3"),
     ("a,b\n1,2\n3,4\n", ["--window", "3"], "bad.csv", r"bad.csv: --split 0.8,0.1,0.1 in time order cuts its 2 rows into 2/0/0"),
@@ -249,6 +249,10 @@ SPLITS = ("train", "val", "test")
     ('{"a":[1,2],"b":1}\n', ["--text", "z"], "bad.jsonl", "--text names 'z', not a column or key"),
     ("a\n1\n2\n", ["--window", "2", "--stride", "1", "--order", "random"], "bad.csv",
      "--stride 1 < --window 2 with --order random: overlapping windows would share rows between train and test"),
+    ("t,e\n1,\n2,NA\n", [], "bad.csv", r"key 'e' holds no value in any record .*leave it out with --columns"),
+    ("t,e\n1,\n2,NA\n", ["--missing", "omit"], "bad.csv", r"key 'e' holds no value in any record"),
+    ("# logger 7\n# units: C, hPa\nt,p\n1,2\n", [], "bad.csv", r"bad.csv:1: '# logger 7' is a comment, not a header "
+     r"\(2 line\(s\) start with #\); expected the column names on line 1"),
 ])
 def test_what_would_be_misread_is_a_one_line_error(tmp_path, content, flags, name, expected):
     assert re.search(expected, error(tmp_path, content, *flags, name=name))
@@ -301,3 +305,102 @@ def test_mask_key_names_a_top_level_key_or_a_dotted_path(tmp_path):
         masked_numbers(line, split_text(line), "x", ["u"])
     with pytest.raises(ValueError, match="names a top-level key and a path to a nested one"):
         masked_numbers('{"a.b":1,"a":{"b":2}}', split_text('{"a.b":1,"a":{"b":2}}'), "x", ["a.b"])
+
+
+@pytest.mark.parametrize("content,name,expected", [
+    ("t,x\n1,2\n2,1e400\n3,4\n", "bad.csv", r"bad.csv:3: column 'x': 1E\+400 is beyond what a float64 holds"),
+    ('{"t":1,"x":[2,-1e-400]}\n', "bad.jsonl", r"bad.jsonl:1: key 'x': -1E-400 is beyond what a float64 holds"),
+])
+def test_a_number_beyond_float64_is_refused(tmp_path, content, name, expected):
+    assert re.search(expected, error(tmp_path, content, name=name))
+
+
+def test_a_gzip_file_is_read_and_a_workbook_or_utf16_is_named(tmp_path):
+    import gzip
+    import zipfile
+    (tmp_path / "data.csv.gz").write_bytes(gzip.compress(CSV.encode()))
+    text.main([str(tmp_path / "data.csv.gz"), "--out", str(tmp_path / "gz")])
+    out, _ = prepare(tmp_path, CSV)
+    assert (tmp_path / "gz" / "train.txt").read_text() == (out / "train.txt").read_text()
+    with zipfile.ZipFile(tmp_path / "book.xlsx", "w") as z:
+        z.writestr("xl/workbook.xml", "<workbook/>")
+    (tmp_path / "utf16.csv").write_bytes(CSV.encode("utf-16"))
+    for name, expected in (("book.xlsx", r"book.xlsx: a zip archive or an Excel workbook .*CSV UTF-8"),
+                           ("utf16.csv", r"utf16.csv: UTF-16 text .*save the file as UTF-8")):
+        with pytest.raises(SystemExit, match=expected):
+            text.main([str(tmp_path / name), "--out", str(tmp_path / "never")])
+
+
+def test_a_json_array_or_objects_spread_over_lines_are_records(tmp_path):
+    """A JSON array of objects (json.dump of a list) and pretty-printed objects one after another give the records
+    that the same objects as JSON lines give; a broken array names its line."""
+    records = [json.loads(line) for line in JSONL.splitlines()]
+    out, _ = prepare(tmp_path, JSONL, name="data.jsonl")
+    for i, content in enumerate((json.dumps(records), json.dumps(records, indent=2),
+                                 "\n".join(json.dumps(r, indent=2) for r in records))):
+        out_i, meta = prepare(tmp_path, content, "--force", name=f"data{i}.json")
+        assert (out_i / "train.txt").read_text() == (out / "train.txt").read_text() and meta["splits"]["train"] == 32
+    for content, expected in (('[{"a":1},\n{"a":2}\n', r"bad.json:2: the file ends inside the JSON array"),
+                              ('[{"a":1},\n 5]', r"bad.json:2 \(record 2\): expected a JSON object"),
+                              ('[{"a":1} {"a":2}]', r"bad.json:1: expected , or \] after a record"),
+                              ('[{"a":1}] x', r"bad.json:1: expected nothing after the JSON array's \]"),
+                              ('[{"a":1},{"b":2}]', r"bad.json:1 \(record 1\): key 'b' is missing"),
+                              ("[]", r"bad.json: an empty JSON array"),
+                              ('{"a":1}\n{"a":\n', r"bad.json:2: not a JSON record \(Expecting value at column 6\)")):
+        assert re.search(expected, error(tmp_path, content, name="bad.json"))
+
+
+@pytest.mark.parametrize("cell,plain", [("45%", "45"), ("$12.50", "12.50"), ("-€3", "-3"), ("1_000", "1000"),
+                                        ("0x1F", "31")])
+def test_a_number_with_a_sign_or_in_quotes_is_refused_not_made_a_word(tmp_path, cell, plain):
+    """45%, $12.50, 1_000 and 0x1F are quantities the tokenizer would read as words (each value a category of its
+    own), and so is a JSON string "12.5": refused, naming the plain number, unless --text asks for words."""
+    content = "t,x\n" + "".join(f"{i},{cell}\n" for i in range(20))
+    message = error(tmp_path, content)
+    assert re.search(rf"bad.csv:2: column 'x': '{re.escape(cell)}' is a number written with a currency or percent "
+                     rf"sign, digit groups or in hex; write {plain} .*--text x", message)
+    args = argparse.Namespace(columns=None, text={"x"}, delimiter=None, decimal_comma=False)
+    assert text.read_file(str(tmp_path / "bad.csv"), args)[0]
+    jsonl = "".join(json.dumps({"t": i, "x": [1.5, cell]}) + "\n" for i in range(20))
+    assert re.search(rf"bad.jsonl:1: key 'x': '{re.escape(cell)}' is a number written as a string; write it as a "
+                     rf"JSON number \({plain}\), or --text x", error(tmp_path, jsonl, name="bad.jsonl"))
+    jsonl = "".join(json.dumps({"t": i, "x": f"{i / 2}"}) + "\n" for i in range(20))
+    assert "'0.0' is a number written as a string" in error(tmp_path, jsonl, name="bad.jsonl")
+
+
+def test_dates_as_spreadsheets_write_them_are_left_out(tmp_path, capsys):
+    import datetime
+    formats = {"us": "%m/%d/%Y %I:%M %p", "named": "%d-%b-%Y", "long": "%B %d, %Y", "de": "%d.%m.%y %H:%M",
+               "short": "%m/%d/%y", "utc": "%Y-%m-%d %H:%M:%S UTC", "month": "%b-%Y", "clock": "%I:%M %p"}
+    days = [datetime.datetime(2021, 1, 1, 5, 6) + datetime.timedelta(days=40 * i, hours=7 * i) for i in range(20)]
+    content = ",".join(formats) + ",t\n" + "".join(
+        ",".join(f'"{d.strftime(f)}"' for f in formats.values()) + f",{i / 4}\n" for i, d in enumerate(days))
+    out, meta = prepare(tmp_path, content)
+    assert meta["dates_left_out"] == list(formats) and meta["keys"] == ["t"]
+    assert "note: key 'named' holds dates or times (01-Jan-2021 ... 05-Feb-2023)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("header", ["t,p,site,", "t,p,site"])
+def test_a_delimiter_ending_every_row_is_an_empty_column_left_out(tmp_path, capsys, header):
+    content = header + "\r\n" + "".join(f"{i / 4},{1000 + i % 7},{'ab'[i % 2]},\r\n" for i in range(30)) + "\r\n"
+    out, meta = prepare(tmp_path, content)
+    assert meta["keys"] == ["t", "p", "site"] and sum(meta["splits"].values()) == 30
+    assert "every row ends in a comma, an empty last column with no name: left out" in capsys.readouterr().out
+    message = error(tmp_path, content.replace("0.25,1001,b,\r\n", "0.25,1001,b\r\n"))  # not every row
+    assert re.search(r"bad.csv:3: 3 cells, but the header .* names 4" if header.endswith(",") else
+                     r"bad.csv:2: 4 cells, but the header .* names 3 columns \(the last one empty: a delimiter at the end "
+                     r"of some rows but not all\? remove it\)", message)
+
+
+def test_decimal_commas_as_european_spreadsheets_write_them(tmp_path):
+    out, _ = prepare(tmp_path, CSV)
+    euro = CSV.replace(",", ";").replace(".", ",")
+    message = error(tmp_path, euro)
+    assert re.search(r"bad.csv:2: column 't': '10,00' holds a thousands separator or a decimal comma; write 1000 or "
+                     r"10.00, or --decimal-comma", message)
+    out_euro, _ = prepare(tmp_path, euro, "--decimal-comma", "--force", name="euro.csv")
+    assert (out_euro / "train.txt").read_text() == (out / "train.txt").read_text()
+    assert re.search(r"bad.csv:3: column 'p': '1.013,5' is not a number",
+                     error(tmp_path, "t;p\n1;1014\n2;1.013,5\n3;1012\n", "--decimal-comma"))
+    assert re.search(r"bad.csv:3: column 'p': '1.5' holds a point, but --decimal-comma says numbers are written 12,5",
+                     error(tmp_path, "t;p\n1;1014\n2;1.5\n3;1012\n", "--decimal-comma"))
