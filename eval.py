@@ -496,7 +496,7 @@ def write_distribution_plots(report, split, quantities, prefix, plt):
 
 def main():
     configure(globals(), __file__)
-    checkpoints = ckpt.replace(",", " ").split()
+    checkpoints = [ckpt] if os.path.isfile(ckpt) else ckpt.replace(",", " ").split()  # one file whose path holds a space
     if not checkpoints:
         raise SystemExit("error: --ckpt is required (one checkpoint, or several seeds separated by spaces)")
     for path in checkpoints:

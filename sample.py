@@ -25,7 +25,7 @@ from dataset import KeyAbsent, masked_numbers, read_lines
 from mixture import mixture_mean, mixture_quantile, mixture_sample, mixture_std
 from model import GPT, GPTConfig
 from tokenize_numbers import ASK, EOS_ID, TOKENS_PER_NUMBER, TextError, Vocab, encode_pieces, number_spans, split_text
-from util import format_number, load_checkpoint, pick_device, run_main
+from util import format_number, load_checkpoint, pick_device, run_main, shell_line
 
 # -- config: python sample.py --help
 ckpt = "out/quickstart/ckpt_best.pt"  # checkpoint written by train.py
@@ -226,7 +226,7 @@ def main():
         what = f"{counts['invalid']} invalid" if vocab.encoding != "xval" else f"token head not [NUM] at {counts['not_num']}"
         print(f"{counts['numbers']} numbers predicted, {what} ({share:.2%})")
         if mask_last or mask_key:  # scoring is eval.py's, with baselines and original units
-            print(f"score a dataset's test split: python eval.py --ckpt={ckpt}" + (f" --mask_key={mask_key}" if mask_key else ""))
+            print("score a dataset's test split: " + shell_line("python", "eval.py", f"--ckpt={ckpt}", *[f"--mask_key={mask_key}"] * bool(mask_key)))
     if absent:  # with every line absent, the key is not a key of the records
         print(f"{'error' if not samples else 'note'}: {len(absent)} of {len(lines)} lines have no number under key "
               f"{mask_key!r}, left out (the first: {absent[0]})", file=sys.stderr)

@@ -32,8 +32,8 @@ from dataset import Split, fingerprint, load_text_vocab
 from model import GPT, GPTConfig, configure_optimizer, flops_per_token, loss_from
 from tokenize_numbers import Vocab
 from util import (atomic_file, atomic_write_text, check_attention_memory, check_resume, exit_on_ctrl_c, format_duration,
-                  load_checkpoint, note_sigterm, peak_flops, pick_compile, pick_device, release_lock, take_lock, torchrun_launch,
-                  torchrun_store, why_not_written)
+                  load_checkpoint, note_sigterm, peak_flops, pick_compile, pick_device, release_lock, shell_line, take_lock,
+                  torchrun_launch, torchrun_store, why_not_written)
 
 # -- config: defaults, overridden by config files and --key=value (python train.py --help)
 out_dir = "out"  # checkpoints (ckpt_latest.pt, ckpt_best.pt) and log.jsonl
@@ -388,8 +388,8 @@ if master:  # what to run next: own data (prepare/text.py) names its keys in met
     best = best_path if os.path.exists(best_path) else ckpt_path  # none is best when no validation beat step 0
     print(f"done in {format_duration(time.time() - t_start)}: checkpoints in {out_dir}/ ("
           + (f"{best_path} has the lowest validation loss, " if best == best_path else "no validation beat step 0; ")
-          + f"{ckpt_path} the last step); predict with:\n  python sample.py --ckpt={best} --input={test} "
-          + (f"--mask_key={meta.get('mask_key') or next(iter(meta['scales']))}" if meta.get("dataset") == "text" and meta.get("scales") else "--mask_last"))
+          + f"{ckpt_path} the last step); predict with:\n  " + shell_line("python", "sample.py", f"--ckpt={best}", f"--input={test}",
+          f"--mask_key={meta.get('mask_key') or next(iter(meta['scales']))}" if meta.get("dataset") == "text" and meta.get("scales") else "--mask_last"))
 if ddp:  # wait for rank 0's last checkpoint: tearing gloo down while another process uses it can abort
     dist.barrier()
     dist.destroy_process_group()

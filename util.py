@@ -6,6 +6,7 @@ imported only where needed: data stages skip it.
 import math
 import os
 import re
+import shlex
 import shutil
 import signal
 import socket
@@ -247,6 +248,11 @@ def why_not_written(error, folder):
     detail = detail.split("strerror: ")[-1]  # "open file failed with strerror: Operation not permitted": the OS's words
     return detail + (f"; {shutil.disk_usage(folder).free / 2**20:,.0f} MiB of disk space left in {folder}" if "write" in detail.lower()
                      else "")  # torch's zip writer says a full disk in its own words
+
+
+def shell_line(*words):
+    """A command to copy and paste: each word quoted where the shell needs it (a key or a path with spaces)."""
+    return " ".join(map(shlex.quote, words))
 
 
 def exit_on_ctrl_c(where=lambda: ""):

@@ -54,6 +54,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import (_at_least, dataset_files, one_line_errors, prepare_out_dir, swap_in, write_meta,  # noqa: E402
                     write_split)
 from tokenize_numbers import TextError, split_text  # noqa: E402
+from util import shell_line  # noqa: E402
 
 NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")  # a CSV cell that is a number
 MISSING = ("", "NA", "N/A", "NaN", "null", "None", "?", "-", "--", ".", "#N/A")  # a missing value, in any case
@@ -718,7 +719,7 @@ def main(argv=None):
         if args.scale == "none" and not 0.1 <= largest[k] <= 10:
             print(f"warning: key {k!r}: numbers up to |x| = {largest[k]:.4g}; xVal learns best with values of "
                   "order 1 (--scale auto scales them)")
-    print(f"next: python tokenize_numbers.py {args.out} --encoding xval")
+    print(f"next: {shell_line('python', 'tokenize_numbers.py', args.out, '--encoding', 'xval')}")
 
 
 if __name__ == "__main__":

@@ -190,6 +190,24 @@ def test_own_data_from_file_to_scores_in_original_units(tmp_path, content, name,
     assert (scores["n"] < meta["splits"]["test"]) == ("lines have no number under key" in r.stderr)
 
 
+def test_the_commands_each_step_suggests_run_as_printed_with_a_key_and_folder_holding_spaces(tmp_path):
+    import shlex
+    folder = tmp_path / "my data"
+    folder.mkdir()
+    out, meta = prepare(folder, LONG_CSV.replace("station,t,p", "station,Temp (°C),p"))
+    assert meta["mask_key"] == "Temp (°C)"
+    run("tokenize_numbers.py", str(out), "--encoding=xval", "--workers=1")
+    r = run("train.py", "config/own_small.py", f"--data_dir={out}", f"--out_dir={folder / 'run'}", "--n_layer=1",
+            "--n_head=2", "--n_embd=16", "--device=cpu", "--compile=False", "--max_iters=2", "--eval_interval=2",
+            "--eval_batches=1", "--batch_size=8", "--micro_batch_size=8", "--warmup_iters=0")
+    words = shlex.split(r.stdout.split("predict with:")[1])  # pasted into a shell as printed
+    assert words[:2] == ["python", "sample.py"] and "--mask_key=Temp (°C)" in words
+    r = run(*words[1:], "--max_lines=3")
+    words = shlex.split(r.stdout.splitlines()[-1].split(": ", 1)[1])
+    assert words[:2] == ["python", "eval.py"] and "--mask_key=Temp (°C)" in words
+    assert "original units" in run(*words[1:], "--max_samples=3").stdout
+
+
 SERIES = "date,co2,rain\n" + "".join(f"1990-01-{1 + i % 28:02d},{350 + i / 10 + np.sin(i / 5):.2f},"
                                       f"{'' if i in (7, 33) else 'NA' if i == 50 else f'{i % 7 / 10:.1f}'}\n" for i in range(80))
 
