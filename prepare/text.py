@@ -372,14 +372,16 @@ def words_for_tokenizer(files):
     return renamed
 
 
-def counts_by_one(rows, key):
-    """Whether a key's values go up by exactly 1 from row to row, perhaps wrapping to their least (a row number,
-    a year, an hour of the day)."""
+def counts_up(rows, key):
+    """The step by which a key's values go up from row to row, the same each time but perhaps wrapping to their least
+    (a row number, a year, an hour of the day, a timestamp), else None."""
     xs = [r.get(key) for r, _ in rows]
     if len(xs) <= 2 or not all(isinstance(x, Decimal) for x in xs):
-        return False
+        return None
     low, high = min(xs), max(xs)
-    return all(b - a == 1 or (a, b) == (high, low) for a, b in zip(xs, xs[1:])) and high - low >= 2
+    step = next((b - a for a, b in zip(xs, xs[1:]) if (a, b) != (high, low)), 0)
+    counts = step > 0 and high - low >= 2 * step and all(b - a == step or (a, b) == (high, low) for a, b in zip(xs, xs[1:]))
+    return step if counts else None
 
 
 def windows(rows, window, stride):
@@ -589,11 +591,11 @@ def main(argv=None):
                     if not math.isfinite(float(x)) or (x and not float(x)):
                         fail(f"{where}: {nouns[path][1]} {key!r}: {x} is beyond what a float64 holds (|x| from 1e-308 to "
                              "1.8e308, or 0); write the key in other units (a power of ten in its name)")
-    index_like = [k for k in keys if all(counts_by_one(part, k) for _, part in files)]
+    steps = {k: {counts_up(part, k) for _, part in files} for k in keys}
+    index_like = [k for k in keys if None not in steps[k]]
     for key in index_like:
-        print(f"note: key {key!r} goes up by 1 from row to row (a row number, a year, an hour of the day?): kept as "
-              "a number; "
-              "--columns leaves it out")
+        print(f"note: key {key!r} goes up by {' or '.join(sorted(map(str, steps[key])))} from row to row (a row number, a "
+              "year, an hour of the day, a timestamp?): kept as a number; --columns leaves it out")
 
     # records per split: (record, where, [(file, row)]), a row's place kept to account for every row
     place = lambda i, rs: [(i, j) for j in rs]

@@ -247,6 +247,9 @@ def test_windows_are_split_in_time_order_with_a_stride(tmp_path, capsys):
     hourly = "hour,t\n" + "".join(f"{i % 24},{np.sin(i / 5):.3f}\n" for i in range(100))  # an hour of the day wraps
     out, meta = prepare(tmp_path, hourly, "--window", "4", "--force")
     assert meta["mask_key"] == "t" and "note: key 'hour' goes up by 1 from row to row" in capsys.readouterr().out
+    stamped = "time,t\n" + "".join(f"{1614816000 + 3600 * i},{np.sin(i / 5):.3f}\n" for i in range(100))  # Unix time
+    out, meta = prepare(tmp_path, stamped, "--window", "4", "--force")
+    assert meta["mask_key"] == "t" and "note: key 'time' goes up by 3600 from row to row" in capsys.readouterr().out
     out, meta = prepare(tmp_path, SERIES, "--window", "8", "--missing", "drop", "--force")  # a gap drops its window
     printed = capsys.readouterr().out
     assert meta["splits"] == {"train": 5, "val": 1, "test": 1} and meta["missing"]["records"] == {"rain": 3}
