@@ -83,11 +83,12 @@ def is_missing(cell):
 
 def plain_number(cell):
     """The number a cell writes with a currency or percent sign, digit groups or in hex ("$12.50", "45%", "1_000",
-    "0x1F"): the tokenizer would read it as a word, or as two numbers; None for any other cell."""
+    "$1,000", "0x1F"): the tokenizer would read it as a word, or as two numbers; None for any other cell."""
     if re.fullmatch(r"[+-]?0[xX][0-9a-fA-F]+", cell):
         return str(int(cell, 16))
     bare = re.sub(r"^([+-]?)\s*[$€£¥]\s*|\s*[%‰]$", r"\1", cell)
-    bare = bare.replace("_", "") if re.fullmatch(r"[+-]?\d+(?:_\d+)+(?:\.\d*)?", bare) else bare
+    if re.fullmatch(r"[+-]?(?:\d+(?:_\d+)+|\d{1,3}(?:,\d{3})+)(?:\.\d*)?", bare):  # 1_000, 1,000 (after a sign)
+        bare = re.sub("[_,]", "", bare)
     return bare if bare != cell and NUMBER.fullmatch(bare) else None
 
 
@@ -275,6 +276,10 @@ def read_json(path, text, columns, text_keys):
              if i == len(text) else "expected nothing after the JSON array's ]"))
     if not records:
         fail(f"{path}: an empty JSON array; expected JSON objects {{\"key\": value, ...}}, a record each")
+    columns = [v for v in records[0][0].values()] if len(records) == 1 else []
+    if len(columns) > 1 and all(isinstance(v, (dict, list)) and len(v) == len(columns[0]) > 1 for v in columns):
+        fail(f"{path}: one JSON object of columns, each holding {len(columns[0])} values (pandas' to_json writes this by "
+             "default); expected a record per row: write it with to_json(orient=\"records\", lines=True)")
     return records
 
 

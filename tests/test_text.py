@@ -389,6 +389,14 @@ def test_a_number_with_a_sign_or_in_quotes_is_refused_not_made_a_word(tmp_path, 
     assert "'0.0' is a number written as a string" in error(tmp_path, jsonl, name="bad.jsonl")
 
 
+def test_money_with_digit_groups_and_pandas_columns_json_are_named(tmp_path):
+    content = "t,x\n" + "".join(f'{i},"$1,{i:03d}.50"\n' for i in range(20))
+    assert "bad.csv:2: column 'x': '$1,000.50' is a number written with a currency or percent sign, digit groups or in " \
+           "hex; write 1000.50" in error(tmp_path, content)
+    columns = json.dumps({"t": {str(i): i for i in range(20)}, "x": {str(i): i / 2 for i in range(20)}})  # df.to_json()
+    assert "one JSON object of columns, each holding 20 values" in error(tmp_path, columns, name="bad.json")
+
+
 def test_dates_as_spreadsheets_write_them_are_left_out(tmp_path, capsys):
     import datetime
     formats = {"us": "%m/%d/%Y %I:%M %p", "named": "%d-%b-%Y", "long": "%B %d, %Y", "de": "%d.%m.%y %H:%M",
