@@ -21,7 +21,7 @@ from multiprocessing import Pool
 import numpy as np
 from tqdm import tqdm
 
-from util import TextError, atomic_write_text, take_lock
+from util import TextError, atomic_write_text, take_lock, worker_signals
 
 _SPLIT_FILE = re.compile(r"(train|val|test|test_ood\w*)\.txt")
 
@@ -238,7 +238,7 @@ def write_split(data_dir, split, encodings, text_tokens, encode_lines, vocabs, w
         os.makedirs(os.path.dirname(base), exist_ok=True)
     raw = {(enc, name): open(f"{base}.{name}.{tmp}", "wb") for enc, base in bases.items() for name in ("ids", "values")}
     parts = {enc: [] for enc in encodings}
-    pool = Pool(workers, signal.signal, (signal.SIGTERM, signal.SIG_DFL)) if workers > 1 else None  # terminate() ends them
+    pool = Pool(workers, worker_signals) if workers > 1 else None
     size = os.path.getsize(path)
     bar = tqdm(total=size, unit="B", unit_scale=True, desc=split, disable=size < 1 << 26, leave=False)
     chunks = line_chunks(path, chunk, bar)

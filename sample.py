@@ -226,7 +226,7 @@ def main():
         what = f"{counts['invalid']} invalid" if vocab.encoding != "xval" else f"token head not [NUM] at {counts['not_num']}"
         print(f"{counts['numbers']} numbers predicted, {what} ({share:.2%})")
         if mask_last or mask_key:  # scoring is eval.py's, with baselines and original units
-            print("score a dataset's test split: " + shell_line("python", "eval.py", f"--ckpt={ckpt}", *[f"--mask_key={mask_key}"] * bool(mask_key)))
+            print("score a dataset's test split: " + shell_line("python", "eval.py", f"--ckpt={ckpt}", *([f"--mask_key={mask_key}"] if mask_key else [])))
     if absent:  # with every line absent, the key is not a key of the records
         print(f"{'error' if not samples else 'note'}: {len(absent)} of {len(lines)} lines have no number under key "
               f"{mask_key!r}, left out (the first: {absent[0]})", file=sys.stderr)

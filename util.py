@@ -91,6 +91,13 @@ def release_lock(path):
             os.remove(path)
 
 
+def worker_signals():
+    """A pool worker's signals: Ctrl-C (sent to the whole process group) is the parent's alone to report, and
+    SIGTERM, with which the parent's pool ends its workers, ends a worker at once."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def torchrun_launch():
     """The name of the torchrun launch this process is a worker of, the same after torchrun restarts it (--max-restarts):
     torchrun's run id (--rdzv_id, a new one for each --standalone launch), else its local agent; None outside torchrun."""
@@ -219,7 +226,7 @@ def check_resume(checkpoint, path, model_args, config, data_fingerprint, say=Non
                                  f"{now!r}; resuming would not continue the same model and sample stream")
     recorded = checkpoint.get("data_fingerprint")
     if recorded is not None and recorded != data_fingerprint and not config["changed_data"]:
-        now, then = config["data_dir"], checkpoint["config"].get("data_dir", now)
+        now, then = config["data_dir"], checkpoint["config"]["data_dir"]
         if os.path.realpath(now) != os.path.realpath(then):  # another folder: most likely the wrong config or --data_dir
             raise SystemExit(f"error: {now} is not the data {path} was trained on ({then}); resume with the config it was "
                              f"trained with or --data_dir={then}, or start afresh on {now} with --overwrite=True")

@@ -23,7 +23,7 @@ from multiprocessing import Pool
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repository root
-from util import atomic_file, atomic_write_text, format_number, lock_holder  # noqa: E402
+from util import atomic_file, atomic_write_text, format_number, lock_holder, worker_signals  # noqa: E402
 
 
 def _one_line(kind, error, traceback, default=sys.excepthook):
@@ -46,13 +46,6 @@ def one_line_errors():
     it as Ctrl-C does, so that its half-written dataset is removed."""
     sys.excepthook = _one_line
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-
-
-def worker_signals():
-    """A pool worker's signals: Ctrl-C (sent to the whole process group) is the parent's alone to report, and
-    SIGTERM, with which the parent's pool ends its workers, ends a worker at once."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 # samples per split: (train, val, test); every extra test set (OoD) has the size of test
 SIZES = {

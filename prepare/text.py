@@ -276,9 +276,9 @@ def read_json(path, text, columns, text_keys):
              if i == len(text) else "expected nothing after the JSON array's ]"))
     if not records:
         fail(f"{path}: an empty JSON array; expected JSON objects {{\"key\": value, ...}}, a record each")
-    columns = [v for v in records[0][0].values()] if len(records) == 1 else []
-    if len(columns) > 1 and all(isinstance(v, (dict, list)) and len(v) == len(columns[0]) > 1 for v in columns):
-        fail(f"{path}: one JSON object of columns, each holding {len(columns[0])} values (pandas' to_json writes this by "
+    values = list(records[0][0].values()) if len(records) == 1 else []
+    if len(values) > 1 and all(isinstance(v, (dict, list)) and len(v) == len(values[0]) > 1 for v in values):
+        fail(f"{path}: one JSON object of columns, each holding {len(values[0])} values (pandas' to_json writes this by "
              "default); expected a record per row: write it with to_json(orient=\"records\", lines=True)")
     return records
 
