@@ -5,6 +5,7 @@ docs/decisions.md#masking), autoregressive targets, and padding (one sample per 
 Everything random is a pure function of (seed, step, sample position), so a batch does not depend
 on the number of processes, on gradient accumulation, or on a resume.
 """
+
 import functools
 
 import numpy as np
@@ -39,7 +40,12 @@ def fill_in_example(ids, values, ask):
     Mask exactly the tokens marked `ask`: each becomes [MASK] and, a number, has value input 1.
     Returns (inputs, input values, targets, target values); targets IGNORE where nothing is asked.
     """
-    return np.where(ask, MASK_ID, ids), np.where(ask, 1.0, values).astype(np.float32), np.where(ask, ids, IGNORE), values
+    return (
+        np.where(ask, MASK_ID, ids),
+        np.where(ask, 1.0, values).astype(np.float32),
+        np.where(ask, ids, IGNORE),
+        values,
+    )
 
 
 def mlm_mask(ids, values, probability, rng):
@@ -60,19 +66,24 @@ def collate(examples):
 
 
 def fill_rows(lengths, row_length):
-    """Samples (indices into lengths) in rows of row_length tokens: each row the longest sample left, then the
-    subset of the others that fills it best (subset sum; far less padding than first fit, docs/benchmarks.md)."""
+    """Samples (indices into lengths) in rows of row_length tokens: each row the longest sample
+    left, then the subset of the others that fills it best (subset sum; far less padding than first
+    fit, docs/benchmarks.md)."""
     left, rows = sorted(range(len(lengths)), key=lambda i: -lengths[i]), []
     if left and lengths[left[0]] > row_length:
-        raise ValueError(f"a sample of {lengths[left[0]]} tokens does not fit a row of {row_length}")
+        raise ValueError(
+            f"a sample of {lengths[left[0]]} tokens does not fit a row of {row_length}"
+        )
     while left:
         row, rest, room = [left[0]], left[1:], row_length - lengths[left[0]]
-        reach = np.arange(room + 1) == np.zeros((len(rest) + 1, 1), int)  # reach[k, n]: some of rest[:k] sum to n
+        # reach[k, n]: some of rest[:k] sum to n
+        reach = np.arange(room + 1) == np.zeros((len(rest) + 1, 1), int)
         for k, i in enumerate(rest):
             reach[k + 1] = reach[k]
-            reach[k + 1, lengths[i]:] |= reach[k, :max(room + 1 - lengths[i], 0)]
+            reach[k + 1, lengths[i] :] |= reach[k, : max(room + 1 - lengths[i], 0)]
         n = int(np.flatnonzero(reach[-1])[-1])
-        for k in range(len(rest), 0, -1):  # walking back: rest[k - 1] is needed where n is out of reach without it
+        # walking back: rest[k - 1] is needed where n is out of reach without it
+        for k in range(len(rest), 0, -1):
             if not reach[k - 1, n]:
                 row, n = row + [rest[k - 1]], n - lengths[rest[k - 1]]
         rows.append(row)
@@ -81,8 +92,9 @@ def fill_rows(lengths, row_length):
 
 
 def pack(examples, row_length=None):
-    """Pack examples several to a row of row_length tokens (default: the longest example), fill_rows;
-    'doc' numbers a row's samples, attention stays within each; positions restart at each."""
+    """Pack examples several to a row of row_length tokens (default: the longest example),
+    fill_rows; 'doc' numbers a row's samples, attention stays within each; positions restart at
+    each."""
     rows = fill_rows([len(e[0]) for e in examples], row_length or max(len(e[0]) for e in examples))
     return _rows([[examples[i] for i in row] for row in rows])
 
@@ -101,18 +113,36 @@ def _rows(rows, shape=None):
             span = slice(end - len(i), end)
             ids[b, span], values[b, span], targets[b, span], target_values[b, span] = i, v, t, tv
             pos[b, span], doc[b, span] = np.arange(len(i)), d
-    simple = B == len(rows) and all(len(row) == 1 for row in rows) and min(lengths) == T  # one sample a row, no padding
-    batch = {"ids": ids, "values": values, "targets": targets, "target_values": target_values, "pos": pos,
-             "pred": np.flatnonzero(targets != IGNORE)}  # the predicted positions, flat: model.forward's pred
-    return {**{k: torch.from_numpy(v) for k, v in batch.items()}, "doc": None if simple else torch.from_numpy(doc),
-            "n_real": sum(lengths)}  # n_real: tokens that are not padding
+    # one sample a row, no padding
+    simple = B == len(rows) and all(len(row) == 1 for row in rows) and min(lengths) == T
+    batch = {
+        "ids": ids,
+        "values": values,
+        "targets": targets,
+        "target_values": target_values,
+        "pos": pos,
+        # the predicted positions, flat: model.forward's pred
+        "pred": np.flatnonzero(targets != IGNORE),
+    }
+    return {
+        **{k: torch.from_numpy(v) for k, v in batch.items()},
+        "doc": None if simple else torch.from_numpy(doc),
+        "n_real": sum(lengths),
+    }  # n_real: tokens that are not padding
 
 
 def training_examples(split, indices, positions, step, seed, causal, mlm_probability):
     """The masked (MLM) or shifted (AR) examples of the given samples at one step."""
-    def example(i, g):  # sample i at stream position g: its mask at this step depends on nothing else
+
+    # sample i at stream position g: its mask at this step depends on nothing else
+    def example(i, g):
         ids, values = split[int(i)]
-        return ar_example(ids, values) if causal else mlm_mask(ids, values, mlm_probability, np.random.default_rng([seed, step, int(g)]))
+        return (
+            ar_example(ids, values)
+            if causal
+            else mlm_mask(ids, values, mlm_probability, np.random.default_rng([seed, step, int(g)]))
+        )
+
     return [example(i, g) for i, g in zip(indices, positions)]
 
 
@@ -120,54 +150,100 @@ def accumulation_steps(batch_size, micro_batch_size, world_size):
     """Micro-batches per process per step; an error unless they divide the global batch exactly."""
     accum, rem = divmod(batch_size, micro_batch_size * world_size)
     if rem or accum == 0:
-        raise SystemExit(f"error: batch_size {batch_size} must be a multiple of micro_batch_size "
-                         f"{micro_batch_size} × {world_size} processes")
+        raise SystemExit(
+            f"error: batch_size {batch_size} must be a multiple of micro_batch_size "
+            f"{micro_batch_size} × {world_size} processes"
+        )
     return accum
 
 
-def choose_packing(split, batch_size, micro_batch_size, world_size, seed, shortest, longest, steps=20):
-    """(pack_length, rows a micro-batch) for packing alone: of the lengths in [shortest, longest] (multiples of 64) and rows
-    up to what micro_batch_size samples of mean length fill, the pair that holds the first steps in the fewest positions
-    (the least padding, docs/benchmarks.md), of two such the one of more tokens a micro-batch."""
+def choose_packing(
+    split, batch_size, micro_batch_size, world_size, seed, shortest, longest, steps=20
+):
+    """(pack_length, rows a micro-batch) for packing alone: of the lengths in [shortest, longest]
+    (multiples of 64) and rows up to what micro_batch_size samples of mean length fill, the pair
+    that holds the first steps in the fewest positions (the least padding, docs/benchmarks.md), of
+    two such the one of more tokens a micro-batch."""
     lengths, mean, cost = np.asarray(split.lengths), float(np.mean(split.lengths)), {}
-    steps = [lengths[step_samples(len(split), batch_size, s, seed)[1]].tolist() for s in range(steps)]
+    steps = [
+        lengths[step_samples(len(split), batch_size, s, seed)[1]].tolist() for s in range(steps)
+    ]
     for n in range(-(-shortest // 64) * 64, longest + 1, 64):
         counts = [len(fill_rows(step, n)) for step in steps]  # rows of n tokens each step needs
-        for r in range(1, max(1, int(micro_batch_size * mean // n)) + 1):  # a process's positions: micro-batches of r rows
+        # a process's positions: micro-batches of r rows
+        for r in range(1, max(1, int(micro_batch_size * mean // n)) + 1):
             cost[n, r] = sum(-(-c // (r * world_size)) * r * n for c in counts), -r * n
     return min(cost, key=cost.get, default=(longest, 1))
 
 
-def step_batches(split, step, seed, batch_size, micro_batch_size, rank=0, world_size=1, causal=False,
-                 mlm_probability=0.2, packing=False, pack_length=0, pin=False, pack_rows=0):
-    """
-    One process's micro-batches of one step, masked (MLM) or shifted (AR). The whole step is sorted
-    by length before it is shared out: similar lengths share a micro-batch (less padding), every
-    process gets comparable work, and the gradient (of the step's mean) is the same. Micro-batches of
-    micro_batch_size samples, padded or packed in rows of their longest sample; or, packing with
-    pack_length, the step in rows of pack_length tokens dealt to the processes, micro-batches of one
-    shape (R, pack_length), R = pack_rows or the rows micro_batch_size samples of mean length fill. pin: page-locked.
-    """
+def step_batches(
+    split,
+    step,
+    seed,
+    batch_size,
+    micro_batch_size,
+    rank=0,
+    world_size=1,
+    causal=False,
+    mlm_probability=0.2,
+    packing=False,
+    pack_length=0,
+    pin=False,
+    pack_rows=0,
+):
+    """One process's micro-batches of one step, masked (MLM) or shifted (AR). The whole step is
+    sorted by length before it is shared out: similar lengths share a micro-batch (less padding),
+    every process gets comparable work, and the gradient (of the step's mean) is the same.
+    Micro-batches of micro_batch_size samples, padded or packed in rows of their longest sample; or,
+    packing with pack_length, the step in rows of pack_length tokens dealt to the processes,
+    micro-batches of one shape (R, pack_length), R = pack_rows or the rows micro_batch_size samples
+    of mean length fill. pin: page-locked."""
     positions, indices = step_samples(len(split), batch_size, step, seed)
     lengths = np.asarray(split.lengths)[indices]
     if not (packing and pack_length):
         mine = np.argsort(lengths, kind="stable")[rank::world_size]
-        examples = training_examples(split, indices[mine], positions[mine], step, seed, causal, mlm_probability)
-        chunks = [examples[i:i + micro_batch_size] for i in range(0, len(examples), micro_batch_size)]
+        examples = training_examples(
+            split, indices[mine], positions[mine], step, seed, causal, mlm_probability
+        )
+        chunks = [
+            examples[i : i + micro_batch_size] for i in range(0, len(examples), micro_batch_size)
+        ]
         batches = [pack(c) if packing else collate(c) for c in chunks]
     else:
-        R = pack_rows or max(1, round(micro_batch_size * float(np.mean(split.lengths)) / pack_length))
+        R = pack_rows or max(
+            1, round(micro_batch_size * float(np.mean(split.lengths)) / pack_length)
+        )
         rows = fill_rows(lengths.tolist(), pack_length)
-        M = -(-len(rows) // (R * world_size))  # micro-batches per process; mine[m::M] spreads the padding rows
+        # micro-batches per process; mine[m::M] spreads the padding rows
+        M = -(-len(rows) // (R * world_size))
         mine = rows[rank::world_size]
         mine, j = mine + [[] for _ in range(M * R - len(mine))], [i for row in mine for i in row]
-        examples = dict(zip(j, training_examples(split, indices[j], positions[j], step, seed, causal, mlm_probability)))
-        batches = [_rows([[examples[i] for i in row] for row in mine[m::M]], (R, pack_length)) for m in range(M)]
-    return [{k: v.pin_memory() if pin and isinstance(v, torch.Tensor) else v for k, v in b.items()} for b in batches]
+        examples = dict(
+            zip(
+                j,
+                training_examples(
+                    split, indices[j], positions[j], step, seed, causal, mlm_probability
+                ),
+            )
+        )
+        batches = [
+            _rows([[examples[i] for i in row] for row in mine[m::M]], (R, pack_length))
+            for m in range(M)
+        ]
+    return [
+        {k: v.pin_memory() if pin and isinstance(v, torch.Tensor) else v for k, v in b.items()}
+        for b in batches
+    ]
 
 
 def to_device(batch, device):
     """Move a batch to the device; pinned (if it is not yet), non-blocking copies on CUDA."""
     cuda = torch.device(device).type == "cuda"
-    return {k: (v.pin_memory().to(device, non_blocking=True) if cuda else v.to(device))
-            if isinstance(v, torch.Tensor) else v for k, v in batch.items()}
+    return {
+        k: (
+            (v.pin_memory().to(device, non_blocking=True) if cuda else v.to(device))
+            if isinstance(v, torch.Tensor)
+            else v
+        )
+        for k, v in batch.items()
+    }

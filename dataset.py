@@ -4,6 +4,7 @@ tokenize_numbers.py makes of them: vocab.json and <encoding>/<split>.{ids,values
 JSON summary each. Split reads a split's arrays memory-mapped, for train.py. This file knows files,
 not numbers: the tokenizer is handed in, so data still flows one way (tokenize_numbers.py -> here).
 """
+
 import argparse
 import errno
 import hashlib
@@ -31,10 +32,14 @@ def _decoded(f, where):
         try:
             line = raw.decode("utf-8").rstrip("\r\n")
         except UnicodeDecodeError as e:
-            raise TextError(f"{where}:{i}: not UTF-8 text (byte {raw[e.start]:#04x} at column {e.start + 1})") from None
+            raise TextError(
+                f"{where}:{i}: not UTF-8 text (byte {raw[e.start]:#04x} at column {e.start + 1})"
+            ) from None
         if "\r" in line:  # a file whose lines end in \r alone would be read as one sample
-            raise TextError(f"{where}:{i}: a carriage return inside the line (a file with \\r line ends?); write one "
-                            "sample per line, ended by \\n")
+            raise TextError(
+                f"{where}:{i}: a carriage return inside the line (a file with \\r line ends?);"
+                " write one sample per line, ended by \\n"
+            )
         yield line
 
 
@@ -47,11 +52,15 @@ def read_lines(f, where):
 def line_chunks(path, chunk, bar=None):
     """(first line index, lines) chunks of a text file, read lazily."""
     with open(path, "rb") as f:
-        for first, lines in itertools.groupby(enumerate(_decoded(f, path)), lambda x: x[0] // chunk):
+        for first, lines in itertools.groupby(
+            enumerate(_decoded(f, path)), lambda x: x[0] // chunk
+        ):
             lines = [line for _, line in lines]
             for i, line in enumerate(lines):
                 if not line.strip():
-                    raise TextError(f"{path}:{first * chunk + i + 1}: empty line; expected one sample per line")
+                    raise TextError(
+                        f"{path}:{first * chunk + i + 1}: empty line; expected one sample per line"
+                    )
             if bar:
                 bar.update(sum(map(len, lines)) + len(lines))
             yield first * chunk, lines
@@ -64,21 +73,24 @@ def require_dataset(data_dir):
     which `tokenize_numbers.py DIR --plain-text` declares a dataset). Returns meta.json's path.
     """
     if not os.path.isdir(data_dir):
-        raise FileNotFoundError(f"{data_dir} is not a directory; expected a dataset written by a prepare/ script")
+        raise FileNotFoundError(
+            f"{data_dir} is not a directory; expected a dataset written by a prepare/ script"
+        )
     meta = os.path.join(data_dir, "meta.json")
     if not os.path.exists(meta):
-        raise FileNotFoundError(f"{meta} not found: {data_dir} is not a complete dataset (did a prepare/ run stop "
-                                f"early? run it again); for text files of your own: python tokenize_numbers.py "
-                                f"{data_dir} --plain-text")
+        raise FileNotFoundError(
+            f"{meta} not found: {data_dir} is not a complete dataset (did a prepare/ run stop "
+            "early? run it again); for text files of your own: python tokenize_numbers.py "
+            f"{data_dir} --plain-text"
+        )
     return meta
 
 
 def dataset_splits(data_dir, plain_text=False):
-    """
-    The split names of a dataset, train first, and the meta.json to write (None: it stands). Text
-    files of your own (plain_text, or declared so before) have the splits their files name: train.txt,
-    val.txt, test.txt, test_ood*.txt (other names are noted). Every split must hold a sample.
-    """
+    """The split names of a dataset, train first, and the meta.json to write (None: it stands).
+    Text files of your own (plain_text, or declared so before) have the splits their files name:
+    train.txt, val.txt, test.txt, test_ood*.txt (other names are noted). Every split must hold a
+    sample."""
     meta_path, meta, new_meta = os.path.join(data_dir, "meta.json"), None, None
     if not (plain_text and os.path.isdir(data_dir) and not os.path.exists(meta_path)):
         with open(require_dataset(data_dir)) as f:
@@ -91,20 +103,31 @@ def dataset_splits(data_dir, plain_text=False):
         files = sorted(f for f in os.listdir(data_dir) if f.endswith(".txt"))
         splits = [f[:-4] for f in files if _SPLIT_FILE.fullmatch(f)]
         if len(splits) < len(files):
-            print(f"note: {', '.join(f for f in files if not _SPLIT_FILE.fullmatch(f))} not taken as splits "
-                  "(a split is train.txt, val.txt, test.txt or test_ood*.txt)")
+            print(
+                f"note: {', '.join(f for f in files if not _SPLIT_FILE.fullmatch(f))} not taken as"
+                " splits (a split is train.txt, val.txt, test.txt or test_ood*.txt)"
+            )
         if "train" not in splits:
-            raise FileNotFoundError(f"{data_dir}: no train.txt; --plain-text expects <split>.txt files, train among them")
+            raise FileNotFoundError(
+                f"{data_dir}: no train.txt; --plain-text expects <split>.txt files, train among"
+                " them"
+            )
         if meta is None or meta["splits"] != splits:
-            new_meta = {"dataset": "plain text", "splits": splits, "command": " ".join(["python"] + sys.argv)}
+            new_meta = {
+                "dataset": "plain text",
+                "splits": splits,
+                "command": " ".join(["python"] + sys.argv),
+            }
     for split in splits:  # every split has a sample before anything is written
         path = os.path.join(data_dir, f"{split}.txt")
         if not os.path.exists(path):
             raise FileNotFoundError(f"{path} not found, but {meta_path} lists split {split!r}")
         with open(path, encoding="utf-8", errors="replace") as f:
             if not f.readline().strip():
-                raise TextError(f"{path}:1: {'empty file' if os.path.getsize(path) == 0 else 'empty line'}; "
-                                "expected one sample per line")
+                raise TextError(
+                    f"{path}:1: {'empty file' if os.path.getsize(path) == 0 else 'empty line'}; "
+                    "expected one sample per line"
+                )
     return sorted(splits, key=lambda s: (s != "train", s != "val")), new_meta
 
 
@@ -120,6 +143,7 @@ def load_text_vocab(data_dir):
 # -----------------------------------------------------------------------------
 # the records of a dataset: which numbers lie under a JSON key (--mask_key of sample.py and eval.py)
 
+
 def json_paths(obj, path=()):
     """The path of every number of a JSON value, in the order the numbers are written."""
     if isinstance(obj, (dict, list)):
@@ -130,60 +154,81 @@ def json_paths(obj, path=()):
 
 
 def number_paths(line, n_numbers, where, what):
-    """The JSON path of each of a line's n_numbers numbers; what: the kind of line expected, for errors."""
+    """The JSON path of each of a line's n_numbers numbers; what: the kind of line expected, for
+    errors."""
     try:
         paths = list(json_paths(json.loads(line)))
     except json.JSONDecodeError as e:
         raise TextError(f"{where}: {what} must be JSON ({e})")
     if len(paths) != n_numbers:
-        raise TextError(f"{where}: JSON holds {len(paths)} numbers but the tokenizer reads {n_numbers}")
+        raise TextError(
+            f"{where}: JSON holds {len(paths)} numbers but the tokenizer reads {n_numbers}"
+        )
     return paths
 
 
 def masked_numbers(line, pieces, where, keys=(), every=False):
-    """{quantity: indices of the numbers masked together, in reading order} of a line split into pieces (by
-    tokenize_numbers.split_text): the last number under each JSON key of keys (every: all of them), or without
-    keys the line's last number."""
+    """{quantity: indices of the numbers masked together, in reading order} of a line split into
+    pieces (by tokenize_numbers.split_text): the last number under each JSON key of keys (every: all
+    of them), or without keys the line's last number."""
     n_numbers = sum(kind == "num" for kind, _ in pieces)
     if not keys:
         if not n_numbers:
             raise TextError(f"{where}: the line has no number to predict")
         return {"last": [n_numbers - 1]}
-    names = [[k for k in p if isinstance(k, str)] for p in number_paths(line, n_numbers, where, "a record for --mask_key")]
+    names = [
+        [k for k in p if isinstance(k, str)]
+        for p in number_paths(line, n_numbers, where, "a record for --mask_key")
+    ]
     groups = {key: under_key(names, key, where) for key in keys}
     return {key: found if every else found[-1:] for key, found in groups.items()}
 
 
 def under_key(names, key, where):
-    """The numbers (indices) under key: a top-level key, or a path (meta.t) to a nested one; names: each number's keys."""
+    """The numbers (indices) under key: a top-level key, or a path (meta.t) to a nested one; names:
+    each number's keys."""
     top = [i for i, n in enumerate(names) if n[:1] == [key]]
-    nested = [i for i, n in enumerate(names) if "." in key and n[:key.count(".") + 1] == key.split(".")]
+    nested = [
+        i for i, n in enumerate(names) if "." in key and n[: key.count(".") + 1] == key.split(".")
+    ]
     if top and nested:
-        raise TextError(f"{where}: --mask_key={key} names a top-level key and a path to a nested one; rename one")
-    paths = sorted({".".join(n[:n.index(key) + 1]) for n in names if key in n})
+        raise TextError(
+            f"{where}: --mask_key={key} names a top-level key and a path to a nested one;"
+            " rename one"
+        )
+    paths = sorted({".".join(n[: n.index(key) + 1]) for n in names if key in n})
     if not top + nested and paths:
-        raise TextError(f"{where}: no number under key {key!r} (--mask_key names a top-level key); a nested key is "
-                        f"named by its path: {', '.join(paths)}")
+        raise TextError(
+            f"{where}: no number under key {key!r} (--mask_key names a top-level key); a nested key"
+            f" is named by its path: {', '.join(paths)}"
+        )
     return top + nested  # empty for a record without the key (prepare/text.py --missing=omit)
 
 
 class KeyAbsent(TextError):
-    """A record without the --mask_key (a value left out as missing): left out of the predictions, and counted."""
+    """A record without the --mask_key (a value left out as missing): left out of the predictions,
+    and counted."""
 
 
 def fingerprint(data_dir, encoding):
-    """
-    Short digests of the data a model trains on, which checkpoints record: "meta" of meta.json (less the
-    command line, which names paths: its sizes, seed and scales), "arrays" of vocab.json and the train
-    and val arrays (sizes, and the bytes at their start and end; None where they are not written). The
-    folder's path is in neither: a moved dataset is the same data, one prepared again is not.
-    """
+    """Short digests of the data a model trains on, which checkpoints record: "meta" of meta.json
+    (less the command line, which names paths: its sizes, seed and scales), "arrays" of vocab.json
+    and the train and val arrays (sizes, and the bytes at their start and end; None where they are
+    not written). The folder's path is in neither: a moved dataset is the same data, one prepared
+    again is not."""
     with open(os.path.join(data_dir, "meta.json")) as f:
         meta = {k: v for k, v in json.load(f).items() if k != "command"}
-    digests = {"meta": hashlib.sha1(json.dumps(meta, sort_keys=True).encode()).hexdigest()[:16], "arrays": None}
+    digests = {
+        "meta": hashlib.sha1(json.dumps(meta, sort_keys=True).encode()).hexdigest()[:16],
+        "arrays": None,
+    }
     try:
         arrays = hashlib.sha1(open(os.path.join(data_dir, "vocab.json"), "rb").read())
-        for name in (f"{split}.{kind}.npy" for split in ("train", "val") for kind in ("ids", "values", "offsets")):
+        for name in (
+            f"{split}.{kind}.npy"
+            for split in ("train", "val")
+            for kind in ("ids", "values", "offsets")
+        ):
             with open(os.path.join(data_dir, encoding, name), "rb") as f:
                 size = os.fstat(f.fileno()).st_size
                 arrays.update(str(size).encode() + f.read(1 << 20))
@@ -196,22 +241,27 @@ def fingerprint(data_dir, encoding):
 
 
 def check_trained_on(checkpoint, path, data_dir, changed_data=False):
-    """
-    Refuse to score a checkpoint on its own dataset when the folder no longer holds the data it was
-    trained on (prepared again since: other samples, other scales), unless changed_data, which is said.
-    A checkpoint of an older train.py, with no fingerprint, is noted.
-    """
+    """Refuse to score a checkpoint on its own dataset when the folder no longer holds the data it
+    was trained on (prepared again since: other samples, other scales), unless changed_data, which
+    is said. A checkpoint of an older train.py, with no fingerprint, is noted."""
     if not os.path.exists(os.path.join(data_dir, "meta.json")):
-        raise FileNotFoundError(f"{data_dir}/meta.json not found: {path} was trained on {data_dir}, the folder it "
-                                "names; if the dataset has moved, name it with --data_dir=FOLDER")
+        raise FileNotFoundError(
+            f"{data_dir}/meta.json not found: {path} was trained on {data_dir}, the folder it "
+            "names; if the dataset has moved, name it with --data_dir=FOLDER"
+        )
     recorded = checkpoint.get("data_fingerprint")
     if recorded is None:
-        print(f"note: {path} does not record its data's fingerprint (an older train.py); {data_dir} is not checked")
+        print(
+            f"note: {path} does not record its data's fingerprint (an older train.py); {data_dir}"
+            " is not checked"
+        )
     elif fingerprint(data_dir, checkpoint["model_args"]["encoding"])["meta"] != recorded["meta"]:
         what = f"{data_dir} has been prepared again since {path} was trained on it"
         if not changed_data:
-            raise ValueError(f"{what}: its scales and samples may differ; evaluate anyway with --changed_data=True, "
-                             "or train again")
+            raise ValueError(
+                f"{what}: its scales and samples may differ; evaluate anyway with"
+                " --changed_data=True, or train again"
+            )
         print(f"warning: {what}; evaluating anyway (--changed_data=True)")
 
 
@@ -224,28 +274,47 @@ def _call(job):  # a pool worker's task: (function, its arguments)
     return job[0](*job[1])
 
 
-def write_split(data_dir, split, encodings, text_tokens, encode_lines, vocabs, workers=1, chunk=1000, staged=None):
-    """
-    Encode <split>.txt into <encoding>/<split>.{ids,values,offsets}.npy and a JSON summary for each
-    of `encodings`, a chunk of lines at a time, through temporary files of this process: their
+def write_split(
+    data_dir,
+    split,
+    encodings,
+    text_tokens,
+    encode_lines,
+    vocabs,
+    workers=1,
+    chunk=1000,
+    staged=None,
+):
+    """Encode <split>.txt into <encoding>/<split>.{ids,values,offsets}.npy and a JSON summary for
+    each of `encodings`, a chunk of lines at a time, through temporary files of this process: their
     (temporary, final) names are added to `staged` to be renamed once every split is encoded (None:
-    renamed at once). encode_lines(lines, text_tokens, encodings, path, first_line) is the tokenizer,
-    vocabs {encoding: Vocab} its vocabularies. Returns the summaries.
-    """
+    renamed at once). encode_lines(lines, text_tokens, encodings, path, first_line) is the
+    tokenizer, vocabs {encoding: Vocab} its vocabularies. Returns the summaries."""
     path, tmp = os.path.join(data_dir, f"{split}.txt"), f"{os.getpid()}.tmp"
     bases = {enc: os.path.join(data_dir, enc, split) for enc in encodings}
     for base in bases.values():
         os.makedirs(os.path.dirname(base), exist_ok=True)
-    raw = {(enc, name): open(f"{base}.{name}.{tmp}", "wb") for enc, base in bases.items() for name in ("ids", "values")}
+    raw = {
+        (enc, name): open(f"{base}.{name}.{tmp}", "wb")
+        for enc, base in bases.items()
+        for name in ("ids", "values")
+    }
     parts = {enc: [] for enc in encodings}
     pool = Pool(workers, worker_signals) if workers > 1 else None
     size = os.path.getsize(path)
-    bar = tqdm(total=size, unit="B", unit_scale=True, desc=split, disable=size < 1 << 26, leave=False)
+    bar = tqdm(
+        total=size, unit="B", unit_scale=True, desc=split, disable=size < 1 << 26, leave=False
+    )
     chunks = line_chunks(path, chunk, bar)
     try:  # waves of `workers` chunks: the text is read as it is encoded, never all at once
-        for wave in iter(lambda: [(encode_lines, (lines, text_tokens, encodings, path, first))
-                                  for first, lines in itertools.islice(chunks, max(workers, 1))], []):
-            for result in (pool.imap(_call, wave) if pool else map(_call, wave)):  # in order
+        for wave in iter(
+            lambda: [
+                (encode_lines, (lines, text_tokens, encodings, path, first))
+                for first, lines in itertools.islice(chunks, max(workers, 1))
+            ],
+            [],
+        ):
+            for result in pool.imap(_call, wave) if pool else map(_call, wave):  # in order
                 for enc, (ids, values, lengths, numbers, counts) in result.items():
                     raw[enc, "ids"].write(ids.tobytes())
                     raw[enc, "values"].write(values.tobytes())
@@ -265,27 +334,55 @@ def write_split(data_dir, split, encodings, text_tokens, encode_lines, vocabs, w
     for enc, base in bases.items():
         lengths, numbers = (np.concatenate([p[i] for p in parts[enc]]) for i in (0, 1))
         for name, dtype in (("ids", parts[enc][0][4]), ("values", np.float32)):
-            with open(f"{base}.{name}.{tmp}.npy", "wb") as out, open(f"{base}.{name}.{tmp}", "rb") as data:
-                np.lib.format.write_array_header_1_0(out, {"descr": np.lib.format.dtype_to_descr(np.dtype(dtype)),
-                                                           "fortran_order": False, "shape": (int(lengths.sum()),)})
+            with (
+                open(f"{base}.{name}.{tmp}.npy", "wb") as out,
+                open(f"{base}.{name}.{tmp}", "rb") as data,
+            ):
+                np.lib.format.write_array_header_1_0(
+                    out,
+                    {
+                        "descr": np.lib.format.dtype_to_descr(np.dtype(dtype)),
+                        "fortran_order": False,
+                        "shape": (int(lengths.sum()),),
+                    },
+                )
                 shutil.copyfileobj(data, out, 1 << 24)  # an .npy header, then the bytes
             os.remove(f"{base}.{name}.{tmp}")
-        np.save(f"{base}.offsets.{tmp}.npy", np.r_[0, np.cumsum(lengths)].astype(np.int64))  # sample i: [o[i], o[i+1])
+        # sample i: [o[i], o[i+1])
+        np.save(f"{base}.offsets.{tmp}.npy", np.r_[0, np.cumsum(lengths)].astype(np.int64))
         counts = {k: sum(p[2][k] for p in parts[enc]) for k in ("clipped", "zero")}
-        summaries.append(dict(
-            split=split, encoding=enc, samples=len(lengths), tokens=int(lengths.sum()),
-            tokens_per_sample_mean=round(float(lengths.mean()), 2), tokens_per_sample_max=int(lengths.max()),
-            numbers_per_sample_mean=round(float(numbers.mean()), 2), numbers_per_sample_max=int(numbers.max()),
-            largest_abs=max(p[3] for p in parts[enc]), clipped=counts["clipped"], flushed_to_zero=counts["zero"],
-            vocab_size=len(vocabs[enc]), vocab_digest=vocab_digest(text_tokens), text_bytes=size))
+        summaries.append(
+            dict(
+                split=split,
+                encoding=enc,
+                samples=len(lengths),
+                tokens=int(lengths.sum()),
+                tokens_per_sample_mean=round(float(lengths.mean()), 2),
+                tokens_per_sample_max=int(lengths.max()),
+                numbers_per_sample_mean=round(float(numbers.mean()), 2),
+                numbers_per_sample_max=int(numbers.max()),
+                largest_abs=max(p[3] for p in parts[enc]),
+                clipped=counts["clipped"],
+                flushed_to_zero=counts["zero"],
+                vocab_size=len(vocabs[enc]),
+                vocab_digest=vocab_digest(text_tokens),
+                text_bytes=size,
+            )
+        )
         atomic_write_text(f"{base}.{tmp}.json", json.dumps(summaries[-1], indent=1))
-        moves += [(f"{base}.{name}.{tmp}.npy", f"{base}.{name}.npy") for name in ("ids", "values", "offsets")]
+        moves += [
+            (f"{base}.{name}.{tmp}.npy", f"{base}.{name}.npy")
+            for name in ("ids", "values", "offsets")
+        ]
         moves.append((f"{base}.{tmp}.json", f"{base}.json"))
         if counts["clipped"]:
-            print(f"warning: {split}: {counts['clipped']} numbers beyond ±9.99e7 were clipped ({enc})")
+            clipped = counts["clipped"]
+            print(f"warning: {split}: {clipped} numbers beyond ±9.99e7 were clipped ({enc})")
         if counts["zero"]:
-            print(f"note: {split}: {counts['zero']} numbers below {'1.4e-45 (float32)' if enc == 'xval' else '1e-8'} "
-                  f"in magnitude became 0 ({enc})")
+            print(
+                f"note: {split}: {counts['zero']} numbers below"
+                f" {'1.4e-45 (float32)' if enc == 'xval' else '1e-8'} in magnitude became 0 ({enc})"
+            )
     for tmp_name, final in moves if staged is None else ():
         os.replace(tmp_name, final)
     (staged if staged is not None else []).extend(moves)
@@ -299,8 +396,10 @@ class Split:
         base = os.path.join(data_dir, encoding, split)
         self.base, self.split = base, split
         if not os.path.exists(base + ".ids.npy"):
-            raise FileNotFoundError(f"{base}.ids.npy not found; run: python tokenize_numbers.py "
-                                    f"{data_dir} --encoding {encoding}")
+            raise FileNotFoundError(
+                f"{base}.ids.npy not found; run: python tokenize_numbers.py "
+                f"{data_dir} --encoding {encoding}"
+            )
         again = f"run again: python tokenize_numbers.py {data_dir} --encoding {encoding}"
         try:
             with open(base + ".json") as f:
@@ -316,29 +415,47 @@ class Split:
         # and values, or a sample count other than the summary's, are arrays of different runs
         o = self.offsets
         if (summary.get("split"), summary.get("encoding")) != (split, encoding):
-            raise ValueError(f"{base}.json describes split {summary.get('split')!r} of {summary.get('encoding')!r}, "
-                             f"not {split!r} of {encoding!r}; {again}")
+            raise ValueError(
+                f"{base}.json describes split {summary.get('split')!r} of"
+                f" {summary.get('encoding')!r}, not {split!r} of {encoding!r}; {again}"
+            )
         samples = summary.get("samples")
-        if not (o.ndim == 1 and isinstance(samples, int) and samples >= 1 and len(o) == samples + 1 and o[0] == 0
-                and np.all(o[1:] >= o[:-1]) and o[-1] == len(self.ids) == len(self.values)):
-            raise ValueError(f"{base}.offsets.npy ({len(o) - 1} samples, {int(o[-1]) if len(o) else 0} tokens) "
-                             f"does not match {base}.json ({samples} samples) and .ids.npy ({len(self.ids)} "
-                             f"tokens): the files come from different runs; {again}")
-        text = os.path.join(data_dir, f"{split}.txt")  # an edited text would train on its old arrays
+        if not (
+            o.ndim == 1
+            and isinstance(samples, int)
+            and samples >= 1
+            and len(o) == samples + 1
+            and o[0] == 0
+            and np.all(o[1:] >= o[:-1])
+            and o[-1] == len(self.ids) == len(self.values)
+        ):
+            raise ValueError(
+                f"{base}.offsets.npy ({len(o) - 1} samples, {int(o[-1]) if len(o) else 0} tokens) "
+                f"does not match {base}.json ({samples} samples) and .ids.npy ({len(self.ids)} "
+                f"tokens): the files come from different runs; {again}"
+            )
+        # an edited text would train on its old arrays
+        text = os.path.join(data_dir, f"{split}.txt")
         size = os.path.getsize(text) if os.path.exists(text) else None
         if size is not None and summary.get("text_bytes", size) != size:
-            raise ValueError(f"{text} has changed since it was tokenized ({size} bytes, {summary['text_bytes']} then); {again}")
+            raise ValueError(
+                f"{text} has changed since it was tokenized ({size} bytes, {summary['text_bytes']}"
+                f" then); {again}"
+            )
         self.lengths = np.diff(self.offsets)
 
     def __len__(self):
         return len(self.offsets) - 1
 
     def check_finite(self, indices):
-        """Refuse samples holding a non-finite number (an xVal literal beyond float32 is stored as inf)."""
+        """Refuse samples holding a non-finite number (an xVal literal beyond float32 is stored as
+        inf)."""
         for i in map(int, indices):
             if not np.isfinite(self[i][1]).all():
-                raise SystemExit(f"error: {self.base}.values.npy: sample {i} (line {i + 1} of {self.split}.txt) holds "
-                                 "a non-finite number; remove or rescale it and tokenize again")
+                raise SystemExit(
+                    f"error: {self.base}.values.npy: sample {i} (line {i + 1} of {self.split}.txt)"
+                    " holds a non-finite number; remove or rescale it and tokenize again"
+                )
 
     def __getitem__(self, i):
         a, b = self.offsets[i], self.offsets[i + 1]
@@ -346,33 +463,59 @@ class Split:
 
 
 def lock(data_dir):
-    """Take <data_dir>/tokenize.lock, so that two runs never write one dataset at once; the lock of a
-    process that is gone (killed) is replaced, and its temporary files removed."""
+    """Take <data_dir>/tokenize.lock, so that two runs never write one dataset at once; the lock of
+    a process that is gone (killed) is replaced, and its temporary files removed."""
+
     def clean(pid):
-        folders = [os.path.join(data_dir, f) for f in os.listdir(data_dir) if os.path.isdir(os.path.join(data_dir, f))]
-        stale = [os.path.join(d, f) for d in folders for f in os.listdir(d) if f".{pid}.tmp" in f]  # its names only
-        print(f"note: removing {path} of process {pid}, which ended without releasing it, and {len(stale)} "
-              "temporary files it left")
+        folders = [
+            os.path.join(data_dir, f)
+            for f in os.listdir(data_dir)
+            if os.path.isdir(os.path.join(data_dir, f))
+        ]
+        # its names only
+        stale = [os.path.join(d, f) for d in folders for f in os.listdir(d) if f".{pid}.tmp" in f]
+        print(
+            f"note: removing {path} of process {pid}, which ended without releasing it, and"
+            f" {len(stale)} temporary files it left"
+        )
         for f in stale:
             os.remove(f)
+
     path = os.path.join(data_dir, "tokenize.lock")
     if (pid := take_lock(path, clean)) is not None:
-        raise TextError(f"{path}: another tokenize_numbers.py run (pid {pid}) is writing {data_dir}; "
-                        "wait for it to end (or delete the lock if that process is not tokenizing)")
+        raise TextError(
+            f"{path}: another tokenize_numbers.py run (pid {pid}) is writing {data_dir}; "
+            "wait for it to end (or delete the lock if that process is not tokenizing)"
+        )
     return path
 
 
-def write_arrays(data_dir, encodings, encode_lines, build_text_vocab, make_vocab, workers=1, plain_text=False,
-                 rebuild_vocab=False):
-    """
-    tokenize_numbers.py's command: every split of data_dir in each of `encodings`, under temporary
-    names that are renamed only once every split is encoded; vocab.json from train.txt if there is none
-    (or rebuild_vocab). A failed or stopped run (SIGTERM included) leaves the dataset as it was and none
-    of its temporary files. Returns the summaries.
-    """
-    new_dirs = [os.path.join(data_dir, enc) for enc in encodings if not os.path.exists(os.path.join(data_dir, enc))]
+def write_arrays(
+    data_dir,
+    encodings,
+    encode_lines,
+    build_text_vocab,
+    make_vocab,
+    workers=1,
+    plain_text=False,
+    rebuild_vocab=False,
+):
+    """tokenize_numbers.py's command: every split of data_dir in each of `encodings`, under
+    temporary names that are renamed only once every split is encoded; vocab.json from train.txt if
+    there is none (or rebuild_vocab). A failed or stopped run (SIGTERM included) leaves the dataset
+    as it was and none of its temporary files. Returns the summaries."""
+    new_dirs = [
+        os.path.join(data_dir, enc)
+        for enc in encodings
+        if not os.path.exists(os.path.join(data_dir, enc))
+    ]
     vocab_path, held, staged, summaries = os.path.join(data_dir, "vocab.json"), None, [], []
-    on_term = signal.signal(signal.SIGTERM, lambda *_: sys.exit(143)) if threading.current_thread() is threading.main_thread() else None  # run the cleanup below
+    # run the cleanup below
+    on_term = (
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+        if threading.current_thread() is threading.main_thread()
+        else None
+    )
     try:
         splits, meta = dataset_splits(data_dir, plain_text)
         held = lock(data_dir)
@@ -381,20 +524,40 @@ def write_arrays(data_dir, encodings, encode_lines, build_text_vocab, make_vocab
                 text_tokens, vocab = json.load(f)["text_tokens"], None
         else:  # from the training split, a chunk at a time: it may not fit in memory
             train = os.path.join(data_dir, "train.txt")
-            text_tokens = sorted(set().union(*(build_text_vocab(lines, train, first)
-                                               for first, lines in line_chunks(train, 10_000))))
+            text_tokens = sorted(
+                set().union(
+                    *(
+                        build_text_vocab(lines, train, first)
+                        for first, lines in line_chunks(train, 10_000)
+                    )
+                )
+            )
             vocab = {"built_from": "train.txt", "text_tokens": text_tokens}
         if "val" not in splits and (meta or {}).get("dataset") == "plain text":
-            raise FileNotFoundError(f"{data_dir}: no val.txt; train.py validates on it: put some samples (not those of "
-                                    "train.txt) in val.txt, one per line")
+            raise FileNotFoundError(
+                f"{data_dir}: no val.txt; train.py validates on it: put some samples (not those of "
+                "train.txt) in val.txt, one per line"
+            )
         print(f"{data_dir}: {len(text_tokens)} text tokens in vocab.json")
         vocabs = {enc: make_vocab(text_tokens, enc) for enc in encodings}
         for split in splits:
-            for s in write_split(data_dir, split, encodings, text_tokens, encode_lines, vocabs, workers, staged=staged):
+            for s in write_split(
+                data_dir,
+                split,
+                encodings,
+                text_tokens,
+                encode_lines,
+                vocabs,
+                workers,
+                staged=staged,
+            ):
                 summaries.append(s)
-                print(f"{s['encoding']:>6} {split:>18}: {s['samples']} samples, tokens/sample mean "
-                      f"{s['tokens_per_sample_mean']} max {s['tokens_per_sample_max']}, numbers/sample "
-                      f"{s['numbers_per_sample_mean']}, largest |x| {s['largest_abs']:.4g}, vocab {s['vocab_size']}")
+                print(
+                    f"{s['encoding']:>6} {split:>18}: {s['samples']} samples, tokens/sample mean"
+                    f" {s['tokens_per_sample_mean']} max {s['tokens_per_sample_max']},"
+                    f" numbers/sample {s['numbers_per_sample_mean']}, largest |x|"
+                    f" {s['largest_abs']:.4g}, vocab {s['vocab_size']}"
+                )
         for tmp, final in staged:
             os.replace(tmp, final)
         for path, content in ((vocab_path, vocab), (os.path.join(data_dir, "meta.json"), meta)):
@@ -404,13 +567,20 @@ def write_arrays(data_dir, encodings, encode_lines, build_text_vocab, make_vocab
         if isinstance(e, FileNotFoundError) and not e.filename:
             raise  # ours: a split or folder that is not there
         if e.errno in (errno.ENOSPC, errno.EDQUOT):
-            raise OSError(e.errno, f"writing the arrays of {data_dir} failed: the disk is full "
-                          f"({shutil.disk_usage(data_dir).free / 2**20:,.0f} MiB free there); free some and run again "
-                          "(no partly written array is kept)") from None
-        raise OSError(e.errno, f"writing the arrays of {data_dir} failed: {e.filename or data_dir}: "
-                      f"{e.strerror or e}; nothing was changed") from None
+            raise OSError(
+                e.errno,
+                f"writing the arrays of {data_dir} failed: the disk is full"
+                f" ({shutil.disk_usage(data_dir).free / 2**20:,.0f} MiB free there); free some and"
+                " run again (no partly written array is kept)",
+            ) from None
+        raise OSError(
+            e.errno,
+            f"writing the arrays of {data_dir} failed: {e.filename or data_dir}: "
+            f"{e.strerror or e}; nothing was changed",
+        ) from None
     finally:
-        for enc in encodings:  # a run that failed leaves nothing behind: its temporaries carry its pid
+        # a run that failed leaves nothing behind: its temporaries carry its pid
+        for enc in encodings:
             folder = os.path.join(data_dir, enc)
             for f in os.listdir(folder) if os.path.isdir(folder) else ():
                 if f".{os.getpid()}.tmp" in f:
@@ -426,31 +596,63 @@ def write_arrays(data_dir, encodings, encode_lines, build_text_vocab, make_vocab
 
 
 def command(argv, encodings_known, encode_lines, build_text_vocab, make_vocab):
-    """tokenize_numbers.py's command line, given its tokenizer: write a dataset's arrays, or print its statistics."""
-    p = argparse.ArgumentParser(description="Tokenize a prepared dataset into arrays, or print its token statistics.")
-    p.add_argument("data_dir", help="a folder written by a prepare/ script (train.txt, val.txt, ...)")
-    p.add_argument("--encoding", default="xval", help=f"one of {', '.join(encodings_known)}, or 'all'")
+    """tokenize_numbers.py's command line, given its tokenizer: write a dataset's arrays, or print
+    its statistics."""
+    p = argparse.ArgumentParser(
+        description="Tokenize a prepared dataset into arrays, or print its token statistics."
+    )
+    p.add_argument(
+        "data_dir", help="a folder written by a prepare/ script (train.txt, val.txt, ...)"
+    )
+    p.add_argument(
+        "--encoding", default="xval", help=f"one of {', '.join(encodings_known)}, or 'all'"
+    )
     p.add_argument("--workers", type=int, default=os.cpu_count() or 1)
-    p.add_argument("--stats", action="store_true", help="print tokens/sample per encoding (tokenizes every encoding)")
+    p.add_argument(
+        "--stats",
+        action="store_true",
+        help="print tokens/sample per encoding (tokenizes every encoding)",
+    )
     p.add_argument("--rebuild-vocab", action="store_true", help="rebuild vocab.json from train.txt")
-    p.add_argument("--plain-text", action="store_true",
-                   help="DIR holds <split>.txt files of your own, no meta.json: write one naming them and tokenize")
+    p.add_argument(
+        "--plain-text",
+        action="store_true",
+        help=(
+            "DIR holds <split>.txt files of your own, no meta.json: write one naming them and"
+            " tokenize"
+        ),
+    )
     args, t0 = p.parse_args(argv), time.time()
     encodings = list(encodings_known) if args.encoding == "all" or args.stats else [args.encoding]
     for e in encodings:
         if e not in encodings_known:
-            p.error(f"unknown encoding {e!r}; expected one of {', '.join(encodings_known)} or 'all'")
+            p.error(
+                f"unknown encoding {e!r}; expected one of {', '.join(encodings_known)} or 'all'"
+            )
     try:
-        table = write_arrays(args.data_dir, encodings, encode_lines, build_text_vocab, make_vocab, args.workers,
-                             args.plain_text, args.rebuild_vocab)
+        table = write_arrays(
+            args.data_dir,
+            encodings,
+            encode_lines,
+            build_text_vocab,
+            make_vocab,
+            args.workers,
+            args.plain_text,
+            args.rebuild_vocab,
+        )
     except (TextError, OSError) as e:
         sys.exit(f"error: {e.strerror if isinstance(e, OSError) and e.strerror else e}")
     except KeyboardInterrupt:  # Ctrl-C: one line, and the exit code shells expect
         print(f"interrupted: {args.data_dir} is as it was before this run", file=sys.stderr)
         sys.exit(130)
     if args.stats:
-        print("\n| encoding | tokens/sample mean | max | numbers/sample mean | max |\n|---|---|---|---|---|")
+        print(
+            "\n| encoding | tokens/sample mean | max | numbers/sample mean | max"
+            " |\n|---|---|---|---|---|"
+        )
         for s in (s for s in table if s["split"] == "train"):
-            print(f"| {s['encoding']} | {s['tokens_per_sample_mean']} | {s['tokens_per_sample_max']} | "
-                  f"{s['numbers_per_sample_mean']} | {s['numbers_per_sample_max']} |")
+            print(
+                f"| {s['encoding']} | {s['tokens_per_sample_mean']} | {s['tokens_per_sample_max']}"
+                f" | {s['numbers_per_sample_mean']} | {s['numbers_per_sample_max']} |"
+            )
     print(f"done in {time.time() - t0:.1f} s")

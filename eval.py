@@ -8,25 +8,29 @@ generates each from the text before it) and score them on the test split and eve
     python eval.py --ckpt=out/own/ckpt_best.pt --mask_key=t
 
 Masked (all tokens of each number for text encodings), per task:
-- era5: every station's last time step, at once; MSE normalised and in kelvin, beside persistence.
-- planets: Δt, planet0's a, e and m (one pass each), and the last 10 steps of every planet (at once).
-- arithmetic: the right-hand side; MSE, R², adjusted R² (p = 1). lookup: the answer; MSE, accuracy
-  at 3 and 2 significant figures.
+- era5: every station's last time step, at once; MSE normalised and in kelvin, beside
+  persistence.
+- planets: Δt, planet0's a, e and m (one pass each), and the last 10 steps of every planet (at
+  once).
+- arithmetic: the right-hand side; MSE, R², adjusted R² (p = 1).
+- lookup: the answer; MSE, accuracy at 3 and 2 significant figures.
 - own data (prepare/text.py, or tokenize_numbers.py --plain-text): the last number under the JSON
-  key --mask_key (--mask_all=True: every number under it, at once); by default each key of meta.json's
-  scales, or for plain text each line's last number. MSE and R², in original units (value · spread +
-  center) where the key has a scale, beside baselines on the same values: the key's training mean,
-  and for a windowed series (meta.json "window") persistence, the previous value of the same key.
+  key --mask_key (--mask_all=True: every number under it, at once); by default each key of
+  meta.json's scales, or for plain text each line's last number. MSE and R², in original units
+  (value · spread + center) where the key has a scale, beside baselines on the same values: the
+  key's training mean, and for a windowed series (meta.json "window") persistence, the previous
+  value of the same key.
 Invalid predictions (text encodings) are left out of MSE and R², count as wrong in accuracy, and
 are reported as a rate; so is the rate at which xVal's token head does not predict [NUM].
 
-Several checkpoints (seeds: runs that differ in nothing but the seed) give each metric as mean ± std
-(ddof=1) and the metrics of the per-point median prediction. Writes <out>.json and <out>.md (default:
-next to the first checkpoint, eval, or eval_<dataset>_<key> for another dataset or a --mask_key).
-A Gaussian-mixture head is also scored as a distribution: NLL, CRPS and the coverage of the central
-50% and 90% intervals. --plots draws <out>_<split>.png (and PIT histograms and densities; see
-write_plots below). Many reports side by side: dev/summarize.py.
-"""
+Several checkpoints (seeds: runs that differ in nothing but the seed) give each metric as
+mean ± std (ddof=1) and the metrics of the per-point median prediction. Writes <out>.json
+and <out>.md (default: next to the first checkpoint, eval, or eval_<dataset>_<key> for
+another dataset or a --mask_key). A Gaussian-mixture head is also scored as a distribution:
+NLL, CRPS and the coverage of the central 50% and 90% intervals. --plots draws
+<out>_<split>.png (and PIT histograms and densities; see write_plots below). Many reports
+side by side: dev/summarize.py."""
+
 import glob
 import json
 import math
@@ -43,36 +47,59 @@ from mixture import mixture_cdf, mixture_nll, mixture_of, mixture_quantile
 from sample import fill_in, load_model
 from dataset import check_trained_on, json_paths, masked_numbers, number_paths, read_lines
 from tokenize_numbers import TextError, encode_pieces, split_text
-from util import (accuracy, adjusted_r_squared, atomic_write_text, format_number, load_checkpoint, mse, pick_device,
-                  r_squared, run_main)
+from util import (
+    accuracy,
+    adjusted_r_squared,
+    atomic_write_text,
+    format_number,
+    load_checkpoint,
+    mse,
+    pick_device,
+    r_squared,
+    run_main,
+)
 
 # -- config: python eval.py --help
 ckpt = ""  # checkpoint(s) of one setting, separated by spaces: several seeds are combined
 data_dir = ""  # a prepared dataset; default: the one the checkpoint was trained on
 splits = ""  # comma-separated; default: test and every test_ood* split present
-mask_key = ""  # own data: score the last number under this JSON key; default: every key of meta.json's scales
+mask_key = ""  # own data: score the last number under this JSON key; default: every scaled key
 mask_all = False  # with mask_key: score every number under the key, masked at once
 max_samples = 0  # evaluate at most this many samples per split; 0 = all
 batch_size = 64
 out = ""  # output path without extension; default: <first checkpoint's folder>/eval (see above)
 plots = False  # also write PNG figures (needs matplotlib)
 save_predictions = False  # keep every truth and (median) prediction in the JSON report
-changed_data = False  # evaluate on the checkpoint's own dataset folder although it has been prepared again since
+changed_data = False  # evaluate on the checkpoint's data_dir although it was prepared again since
 device = "auto"
 # -- end config
 
 PLANET_STEPS = 10  # planets: the last 10 time steps of every planet are predicted at once
-DENSITY_SAMPLES = 4  # GMM heads: predicted densities of this many first numbers per quantity are drawn
-# settings that say where or how fast a run computes, not what: seeds of one setting may differ in them
-NOT_THE_SETTING = {"seed", "out_dir", "resume", "overwrite", "device", "compile", "flex_attention",
-                   "micro_batch_size", "log_interval", "keep_every", "threads"}
+# GMM heads: predicted densities of this many first numbers per quantity are drawn
+DENSITY_SAMPLES = 4
+# settings that say where or how fast a run computes, not what: seeds of one setting may differ in
+# them
+NOT_THE_SETTING = {
+    "seed",
+    "out_dir",
+    "resume",
+    "overwrite",
+    "device",
+    "compile",
+    "flex_attention",
+    "micro_batch_size",
+    "log_interval",
+    "keep_every",
+    "threads",
+}
 
 
-# ---------------------------------------------------------------- metrics (docs/decisions.md#metrics)
+# ------------------------------------------------ metrics (docs/decisions.md#metrics)
+
 
 def metrics(task, y, yhat, meta, scale=None):
-    """Every metric of one quantity (docs/decisions.md#metrics) from truths and predictions (NaN = invalid);
-    with scale, a (center, spread), also in original units (value · spread + center)."""
+    """Every metric of one quantity (docs/decisions.md#metrics) from truths and predictions (NaN =
+    invalid); with scale, a (center, spread), also in original units (value · spread + center)."""
     y, yhat = np.asarray(y, float), np.asarray(yhat, float)
     valid = int((~np.isnan(yhat)).sum())
     m = {"n": len(y), "valid": valid, "mse": mse(y, yhat)}
@@ -91,36 +118,53 @@ def metrics(task, y, yhat, meta, scale=None):
 
 
 def scale_of(task, meta, quantity):
-    """(center, spread) of a quantity's numbers (original = value · spread + center), or None if the dataset has none."""
+    """(center, spread) of a quantity's numbers (original = value · spread + center), or
+    None if the dataset has none."""
     if task == "era5":
         return meta["normalisation"]["mean"], meta["normalisation"]["std"]
     scales = (meta.get("scales") or {}) if task == "text" else {}
-    s = scales.get(quantity) or scales.get(quantity.split(".")[0])  # meta.t: the top-level key's scale
+    # meta.t: the top-level key's scale
+    s = scales.get(quantity) or scales.get(quantity.split(".")[0])
     return (s["center"], s["spread"]) if s else None
 
 
 def mixture_crps(num, y):
-    """The CRPS E|X − y| − ½E|X − X'| of GMM outputs num at truth y, (...), in closed form: Σ_i w_i A(y − μ_i, σ_i²)
-    − ½ Σ_ij w_i w_j A(μ_i − μ_j, σ_i² + σ_j²), A(m, s²) = E|N(m, s²)| = m(2Φ(m/s) − 1) + 2s φ(m/s)."""
+    """The CRPS E|X − y| − ½E|X − X'| of GMM outputs num at truth y, (...), in closed
+    form: Σ_i w_i A(y − μ_i, σ_i²) − ½ Σ_ij w_i w_j A(μ_i − μ_j, σ_i² + σ_j²),
+    A(m, s²) = E|N(m, s²)| = m(2Φ(m/s) − 1) + 2s φ(m/s)."""
+
     def abs_mean(m, var):
         s = var.sqrt()
-        return m * (2 * torch.special.ndtr(m / s) - 1) + 2 * s * torch.exp(-0.5 * (m / s) ** 2) / math.sqrt(2 * math.pi)
+        return m * (2 * torch.special.ndtr(m / s) - 1) + 2 * s * torch.exp(
+            -0.5 * (m / s) ** 2
+        ) / math.sqrt(2 * math.pi)
+
     log_w, mu, log_std = mixture_of(num)
     w, var = log_w.exp(), torch.exp(2 * log_std)
     to_truth = (w * abs_mean(y.unsqueeze(-1) - mu, var)).sum(-1)
-    pairs = w.unsqueeze(-1) * w.unsqueeze(-2) * abs_mean(mu.unsqueeze(-1) - mu.unsqueeze(-2), var.unsqueeze(-1) + var.unsqueeze(-2))
+    pairs = (
+        w.unsqueeze(-1)
+        * w.unsqueeze(-2)
+        * abs_mean(mu.unsqueeze(-1) - mu.unsqueeze(-2), var.unsqueeze(-1) + var.unsqueeze(-2))
+    )
     return to_truth - 0.5 * pairs.sum((-2, -1))
 
+
 def distribution_metrics(y, mixture):
-    """The scores of predicted mixtures (n, 3K) against truths y (n,): NLL, CRPS, coverage of the central 50% and 90%."""
+    """The scores of predicted mixtures (n, 3K) against truths y (n,): NLL, CRPS, coverage of the
+    central 50% and 90%."""
     y, num = torch.as_tensor(np.asarray(y, float)), torch.as_tensor(np.asarray(mixture, float))
     pit = mixture_cdf(num, y)
-    return {"nll": float(mixture_nll(num, y).mean()), "crps": float(mixture_crps(num, y).mean()),
-            "cover50": float(((pit >= 0.25) & (pit <= 0.75)).double().mean()),
-            "cover90": float(((pit >= 0.05) & (pit <= 0.95)).double().mean())}
+    return {
+        "nll": float(mixture_nll(num, y).mean()),
+        "crps": float(mixture_crps(num, y).mean()),
+        "cover50": float(((pit >= 0.25) & (pit <= 0.75)).double().mean()),
+        "cover90": float(((pit >= 0.05) & (pit <= 0.95)).double().mean()),
+    }
 
 
 # ---------------------------------------------------------------- what each task masks
+
 
 def last_steps(paths):
     """era5 (data[station][step]): the index of each station's last step."""
@@ -128,8 +172,8 @@ def last_steps(paths):
 
 
 def masked_groups(task, line, where, keys=(), every=False):
-    """The fill-in passes of one sample: (split_text's pieces, {quantity: indices of the numbers masked
-    together}, in reading order). text: dataset.masked_numbers."""
+    """The fill-in passes of one sample: (split_text's pieces, {quantity: indices of the numbers
+    masked together}, in reading order). text: dataset.masked_numbers."""
     pieces = split_text(line, where)
     if task in ("arithmetic", "lookup", "text"):
         groups = masked_numbers(line, pieces, where, keys if task == "text" else (), every)
@@ -140,15 +184,21 @@ def masked_groups(task, line, where, keys=(), every=False):
     if task == "planets":  # data[step][planet][x or y]
         n_steps = 1 + max(p[1] for p in paths if p[0] == "data")
         find = {p: i for i, p in enumerate(paths)}
-        groups = {"dt": [find[("description", "stepsize")]], **{f"{q}0": [find[("description", "planet0", q)]] for q in "aem"}}
-        groups["steps"] = [i for i, p in enumerate(paths) if p[0] == "data" and p[1] >= n_steps - PLANET_STEPS]
+        groups = {
+            "dt": [find[("description", "stepsize")]],
+            **{f"{q}0": [find[("description", "planet0", q)]] for q in "aem"},
+        }
+        groups["steps"] = [
+            i for i, p in enumerate(paths) if p[0] == "data" and p[1] >= n_steps - PLANET_STEPS
+        ]
         return pieces, groups
     raise ValueError(f"unknown task {task!r}")
 
 
 def previous_values(line, indices, where, what):
-    """Persistence: for each masked number (index in reading order) the number before it in its list, a
-    series' previous step; None for a number that is not in a list (a key with no series)."""
+    """Persistence: for each masked number (index in reading order) the number before it in its
+    list, a series' previous step; None for a number that is not in a list (a key with no series).
+    """
     record = json.loads(line)
     paths, out = list(json_paths(record)), []
     for i in indices:
@@ -164,16 +214,23 @@ def previous_values(line, indices, where, what):
 
 def previous_steps(lines, where):
     """era5: each station's second-to-last step, in the order masked_groups masks the last ones."""
-    return [v for number, line in enumerate(lines, 1)
-            for v in previous_values(line, last_steps(list(json_paths(json.loads(line)))), f"{where}:{number}", "a station")]
+    return [
+        v
+        for number, line in enumerate(lines, 1)
+        for v in previous_values(
+            line, last_steps(list(json_paths(json.loads(line)))), f"{where}:{number}", "a station"
+        )
+    ]
 
 
 def saved_predictions(path, task, quantity, split="test"):
-    """(report, truths, predictions) of one quantity of a report written with --save_predictions=True,
-    for the scripts of tools/ that study a model's predictions (task None: a report of any task);
-    errors name the file."""
+    """(report, truths, predictions) of one quantity of a report written with
+    --save_predictions=True, for the scripts of tools/ that study a model's predictions (task None:
+    a report of any task); errors name the file."""
     if not os.path.isfile(path):
-        raise SystemExit(f"error: {path}: no such report; write one with eval.py --save_predictions=True")
+        raise SystemExit(
+            f"error: {path}: no such report; write one with eval.py --save_predictions=True"
+        )
     try:
         with open(path) as f:
             report = json.load(f)
@@ -184,10 +241,14 @@ def saved_predictions(path, task, quantity, split="test"):
     r = report.get("splits", {}).get(split, {}).get(quantity)
     if task not in (None, report.get("task")) or r is None:
         what = f"a {task} {split} split" if task else f"a {split} split"
-        raise SystemExit(f"error: {path}: expected an eval.py report of {what} with {quantity!r}, "
-                         f"got task {report.get('task')!r} with splits {', '.join(report.get('splits', {}))}")
+        raise SystemExit(
+            f"error: {path}: expected an eval.py report of {what} with {quantity!r}, "
+            f"got task {report.get('task')!r} with splits {', '.join(report.get('splits', {}))}"
+        )
     if "truth" not in r:
-        raise SystemExit(f"error: {path} has no predictions; run eval.py with --save_predictions=True")
+        raise SystemExit(
+            f"error: {path} has no predictions; run eval.py with --save_predictions=True"
+        )
     return report, np.array(r["truth"], dtype=float), np.array(r["median"], dtype=float)
 
 
@@ -197,51 +258,72 @@ def task_of(meta, path):
         return "era5"
     if meta.get("dataset") in ("planets", "arithmetic", "lookup"):
         return meta["dataset"]
-    if meta.get("dataset") in ("text", "plain text"):  # prepare/text.py, tokenize_numbers.py --plain-text
+    # prepare/text.py, tokenize_numbers.py --plain-text
+    if meta.get("dataset") in ("text", "plain text"):
         return "text"
-    raise SystemExit(f"error: {path}: not a dataset written by prepare/ or tokenize_numbers.py (no known 'dataset' key)")
+    raise SystemExit(
+        f"error: {path}: not a dataset written by prepare/ or tokenize_numbers.py (no known"
+        " 'dataset' key)"
+    )
 
 
 # ---------------------------------------------------------------- running the model
 
-def masked_samples(task, lines, vocab, where, keys=(), every=False, persistence=False, block_size=None):
-    """Every masked group of every line, encoded: {quantity: (samples, truths, previous)}: fill_in's (ids,
-    values, ask) in line order, the masked numbers, and with persistence each one's previous step. A line
-    longer than the model's block_size is an error naming it."""
+
+def masked_samples(
+    task, lines, vocab, where, keys=(), every=False, persistence=False, block_size=None
+):
+    """Every masked group of every line, encoded: {quantity: (samples, truths, previous)}: fill_in's
+    (ids, values, ask) in line order, the masked numbers, and with persistence each one's previous
+    step. A line longer than the model's block_size is an error naming it."""
     jobs = {}
     for number, line in enumerate(lines, 1):
         pieces, groups = masked_groups(task, line, f"{where}:{number}", keys, every)
         numbers = [j for j, (kind, _) in enumerate(pieces) if kind == "num"]
-        for quantity, indices in ((q, i) for q, i in groups.items() if i):  # a record without the key: left out
+        # a record without the key: left out
+        for quantity, indices in ((q, i) for q, i in groups.items() if i):
             asked = list(pieces)
             for i in indices:
                 asked[numbers[i]] = ("ask", None)
             samples, truths, previous = jobs.setdefault(quantity, ([], [], []))
             samples.append(encode_pieces(asked, vocab, f"{where}:{number}"))
             if block_size and len(samples[-1][0]) > block_size:
-                raise TextError(f"{where}:{number}: {len(samples[-1][0])} tokens, more than the block_size {block_size} "
-                                "the model was trained with: it cannot read this sample")
+                raise TextError(
+                    f"{where}:{number}: {len(samples[-1][0])} tokens, more than the block_size"
+                    f" {block_size} the model was trained with: it cannot read this sample"
+                )
             truths.extend(pieces[numbers[i]][1] for i in indices)
             if persistence:
                 what = "a station" if task == "era5" else f"key {quantity!r}"
                 previous.extend(previous_values(line, indices, f"{where}:{number}", what))
     for key in (k for k in keys if k not in jobs and lines):
-        raise TextError(f"{where}: no record has a number under key {key!r} (--mask_key names a top-level key)")
-    absent = {q: len(lines) - len(samples) for q, (samples, _, _) in jobs.items() if len(samples) < len(lines)}
+        raise TextError(
+            f"{where}: no record has a number under key {key!r} (--mask_key names a top-level key)"
+        )
+    absent = {
+        q: len(lines) - len(samples)
+        for q, (samples, _, _) in jobs.items()
+        if len(samples) < len(lines)
+    }
     if absent and not every:
-        print(f"note: {where}: records without the key (a value left out as missing) are not scored: "
-              + ", ".join(f"{q} {n}" for q, n in absent.items()))
+        print(
+            f"note: {where}: records without the key (a value left out as missing) are not scored: "
+            + ", ".join(f"{q} {n}" for q, n in absent.items())
+        )
     return jobs
 
 
 def predict(model, vocab, jobs, dev):
-    """Fill in the masked samples of every quantity: {quantity: (truths, predictions, fill_in's counts,
-    a GMM head's outputs (numbers, 3K) or None)}."""
+    """Fill in the masked samples of every quantity: {quantity: (truths, predictions, fill_in's
+    counts, a GMM head's outputs (numbers, 3K) or None)}."""
     results = {}
     for quantity, (samples, truths, _) in jobs.items():
-        order = np.argsort([len(s[0]) for s in samples], kind="stable")  # similar lengths share a batch
+        # similar lengths share a batch
+        order = np.argsort([len(s[0]) for s in samples], kind="stable")
         mixtures = []
-        predicted, counts = fill_in(model, vocab, [samples[i] for i in order], dev, batch_size, mixtures)
+        predicted, counts = fill_in(
+            model, vocab, [samples[i] for i in order], dev, batch_size, mixtures
+        )
         back = np.argsort(order)  # sorted position of each sample
         preds = np.array([p for i in back for p in predicted[i]], float)
         mixture = torch.cat([mixtures[i] for i in back]).double().numpy() if mixtures else None
@@ -250,9 +332,10 @@ def predict(model, vocab, jobs, dev):
 
 
 def combine(task, runs, meta, scale=None):
-    """One quantity over seeds, runs = [(truths, predictions, counts, mixtures)]: each metric's mean and std,
-    and the metrics of the per-point median of the seeds' valid predictions (NaN where none is valid).
-    GMM heads add the distribution's metrics, and the first seed's PIT values and mixtures for plots."""
+    """One quantity over seeds, runs = [(truths, predictions, counts, mixtures)]: each metric's mean
+    and std, and the metrics of the per-point median of the seeds' valid predictions (NaN where none
+    is valid). GMM heads add the distribution's metrics, and the first seed's PIT values and
+    mixtures for plots."""
     truths = runs[0][0]
     seeds = []
     for _, preds, counts, mixture in runs:
@@ -263,57 +346,86 @@ def combine(task, runs, meta, scale=None):
             m.update(distribution_metrics(truths, mixture))
         seeds.append(m)
     stack = np.stack([r[1] for r in runs])
-    median = np.array([np.median(c[~np.isnan(c)]) if (~np.isnan(c)).any() else math.nan for c in stack.T])
+    median = np.array(
+        [np.median(c[~np.isnan(c)]) if (~np.isnan(c)).any() else math.nan for c in stack.T]
+    )
     keys = [k for k in seeds[0] if k not in ("n", "valid")]
     return {
         "n": len(truths),
         "mean": {k: float(np.mean([s[k] for s in seeds])) for k in keys},
-        "std": {k: float(np.std([s[k] for s in seeds], ddof=1)) if len(seeds) > 1 else 0.0 for k in keys},
+        "std": {
+            k: float(np.std([s[k] for s in seeds], ddof=1)) if len(seeds) > 1 else 0.0 for k in keys
+        },
         "median_prediction": metrics(task, truths, median, meta, scale),
         "per_seed": seeds,
         "truth": truths.tolist(),
         "median": [None if math.isnan(v) else v for v in median.tolist()],
-        **({"pit": mixture_cdf(torch.as_tensor(runs[0][3]), torch.as_tensor(truths)).tolist(),
-            "mixture": runs[0][3][:DENSITY_SAMPLES].tolist()} if runs[0][3] is not None else {}),
+        **(
+            {
+                "pit": mixture_cdf(torch.as_tensor(runs[0][3]), torch.as_tensor(truths)).tolist(),
+                "mixture": runs[0][3][:DENSITY_SAMPLES].tolist(),
+            }
+            if runs[0][3] is not None
+            else {}
+        ),
     }
 
 
 def check_seeds(checkpoints):
     """Checkpoints averaged as seeds must be runs of one setting: the same encoding, vocabulary and
-    settings but the seed (NOT_THE_SETTING aside), on the same data, each run once. Returns the first one's
-    settings, data_dir and data fingerprint."""
+    settings but the seed (NOT_THE_SETTING aside), on the same data, each run once. Returns the
+    first one's settings, data_dir and data fingerprint."""
     first, seen = None, {}
     for path in checkpoints:
-        c = load_checkpoint(path, mmap=True)  # its settings only: the weights are read once, by load_model
-        c = {"config": c["config"], "vocab": (c["model_args"]["encoding"], c["text_tokens"]), "data_dir": c["data_dir"],
-             "model_args": c["model_args"], "data_fingerprint": c.get("data_fingerprint")}
+        # its settings only: the weights are read once, by load_model
+        c = load_checkpoint(path, mmap=True)
+        c = {
+            "config": c["config"],
+            "vocab": (c["model_args"]["encoding"], c["text_tokens"]),
+            "data_dir": c["data_dir"],
+            "model_args": c["model_args"],
+            "data_fingerprint": c.get("data_fingerprint"),
+        }
         if os.path.realpath(path) in seen:
             raise SystemExit(f"error: {path} is given twice in --ckpt: each seed counts once")
         seen[os.path.realpath(path)] = c
         first = first or (path, c)
-        if (c["data_fingerprint"] or {}).get("meta") != (first[1]["data_fingerprint"] or {}).get("meta"):
-            raise SystemExit(f"error: {path} was trained on other data than {first[0]} (the dataset was prepared again "
-                             "between them): they are not seeds of one setting")
+        if (c["data_fingerprint"] or {}).get("meta") != (first[1]["data_fingerprint"] or {}).get(
+            "meta"
+        ):
+            raise SystemExit(
+                f"error: {path} was trained on other data than {first[0]} (the dataset was prepared"
+                " again between them): they are not seeds of one setting"
+            )
         if c["vocab"] != first[1]["vocab"]:
-            raise SystemExit(f"error: {path} has another encoding or vocabulary than {first[0]}: "
-                             "the checkpoints of one setting must share both")
+            raise SystemExit(
+                f"error: {path} has another encoding or vocabulary than {first[0]}: "
+                "the checkpoints of one setting must share both"
+            )
         a, b = first[1]["config"], c["config"]
         for key in sorted(set(a) | set(b)):
             x, y = a.get(key), b.get(key)
-            if key == "data_dir":  # one dataset named two ways (data/x, /home/me/data/x) is one dataset
+            # one dataset named two ways (data/x, /home/me/data/x) is one dataset
+            if key == "data_dir":
                 x, y = os.path.realpath(x or ""), os.path.realpath(y or "")
             if key not in NOT_THE_SETTING and x != y:
-                raise SystemExit(f"error: {first[0]} and {path} differ in {key} ({a.get(key)!r} vs {b.get(key)!r}): "
-                                 "the checkpoints of one setting must agree (but for the seed); evaluate each run on its own")
+                raise SystemExit(
+                    f"error: {first[0]} and {path} differ in {key} ({a.get(key)!r} vs"
+                    f" {b.get(key)!r}): the checkpoints of one setting must agree (but for the"
+                    " seed); evaluate each run on its own"
+                )
         for other, o in list(seen.items())[:-1]:
             if o["config"].get("seed") == b.get("seed"):
-                raise SystemExit(f"error: {other} and {path} are the same run (seed {b.get('seed')} and every "
-                                 "setting alike): each seed counts once")
+                raise SystemExit(
+                    f"error: {other} and {path} are the same run (seed {b.get('seed')} and every "
+                    "setting alike): each seed counts once"
+                )
     return first[1]
 
 
 def training_means(task, data, keys, every):
-    """text: each quantity's mean over the training split's masked numbers, the baseline that predicts it."""
+    """text: each quantity's mean over the training split's masked numbers, the baseline that
+    predicts it."""
     path, numbers = os.path.join(data, "train.txt"), {}
     with open(path, "rb") as f:
         for number, line in enumerate(read_lines(f, path), 1):
@@ -326,7 +438,8 @@ def training_means(task, data, keys, every):
 
 
 def evaluate(checkpoints, data, split_names, dev):
-    """The report of one setting: every split × quantity, per seed and combined, and the baselines."""
+    """The report of one setting: every split × quantity, per seed and combined, and the
+    baselines."""
     meta_path = os.path.join(data, "meta.json")
     if not os.path.exists(meta_path):
         raise SystemExit(f"error: {meta_path} not found: is {data} a dataset written by prepare/?")
@@ -334,13 +447,27 @@ def evaluate(checkpoints, data, split_names, dev):
     task = task_of(meta, meta_path)
     keys = [mask_key] if mask_key else list(meta.get("scales") or {}) if task == "text" else []
     if (mask_key or mask_all) and task != "text":
-        raise SystemExit(f"error: --mask_key and --mask_all are for your own data; {data} is a {task} dataset")
+        raise SystemExit(
+            f"error: --mask_key and --mask_all are for your own data; {data} is a {task} dataset"
+        )
     if mask_all and not mask_key:
-        raise SystemExit("error: --mask_all=True needs --mask_key=KEY (the key whose numbers are all masked)")
-    persist = task == "era5" or (task == "text" and bool(keys) and meta.get("window") is not None and not mask_all)
+        raise SystemExit(
+            "error: --mask_all=True needs --mask_key=KEY (the key whose numbers are all masked)"
+        )
+    persist = task == "era5" or (
+        task == "text" and bool(keys) and meta.get("window") is not None and not mask_all
+    )
     if not split_names:
-        split_names = ["test"] + sorted(os.path.basename(p)[:-4] for p in glob.glob(os.path.join(data, "test_ood*.txt")))
-    report = {"task": task, "data_dir": data, "checkpoints": checkpoints, "max_samples": max_samples, "splits": {}}
+        split_names = ["test"] + sorted(
+            os.path.basename(p)[:-4] for p in glob.glob(os.path.join(data, "test_ood*.txt"))
+        )
+    report = {
+        "task": task,
+        "data_dir": data,
+        "checkpoints": checkpoints,
+        "max_samples": max_samples,
+        "splits": {},
+    }
     if task == "text":
         report["masked"] = {"keys": keys, "every": mask_all}
     jobs = {}  # split -> masked samples, read and encoded once: every seed has the same vocabulary
@@ -350,16 +477,28 @@ def evaluate(checkpoints, data, split_names, dev):
         for path in checkpoints:
             t0 = time.time()
             model, vocab, config = load_model(path, dev)
-            report.update({"encoding": vocab.encoding, "config": report.get("config", config), "causal": model.cfg.causal})
+            report.update(
+                {
+                    "encoding": vocab.encoding,
+                    "config": report.get("config", config),
+                    "causal": model.cfg.causal,
+                }
+            )
             for split in split_names:
                 text_path = os.path.join(data, f"{split}.txt")
                 if split not in jobs:
                     if not os.path.exists(text_path):
                         raise SystemExit(f"error: {text_path} not found")
                     with open(text_path, "rb") as f:
-                        lines = [l for l in read_lines(f, text_path) if l.strip()][: max_samples or None]
-                    jobs[split] = masked_samples(task, lines, vocab, text_path, keys, mask_all, persist, model.cfg.block_size)
-            per_seed.append({split: predict(model, vocab, jobs[split], dev) for split in split_names})
+                        lines = [l for l in read_lines(f, text_path) if l.strip()][
+                            : max_samples or None
+                        ]
+                    jobs[split] = masked_samples(
+                        task, lines, vocab, text_path, keys, mask_all, persist, model.cfg.block_size
+                    )
+            per_seed.append(
+                {split: predict(model, vocab, jobs[split], dev) for split in split_names}
+            )
             print(f"{path}: evaluated in {time.time() - t0:.1f} s")
     except (TextError, ValueError) as e:
         raise SystemExit(f"error: {e}")
@@ -367,21 +506,35 @@ def evaluate(checkpoints, data, split_names, dev):
         report["splits"][split] = {}
         for quantity, (_, truths, previous) in jobs[split].items():
             scale = scale_of(task, meta, quantity)
-            r = report["splits"][split][quantity] = combine(task, [s[split][quantity] for s in per_seed], meta, scale)
+            r = report["splits"][split][quantity] = combine(
+                task, [s[split][quantity] for s in per_seed], meta, scale
+            )
             if previous and None not in previous:
                 r["persistence"] = metrics(task, truths, previous, meta, scale)
             if quantity in means:
-                r["train_mean"] = metrics(task, truths, [means[quantity]] * len(truths), meta, scale)
+                r["train_mean"] = metrics(
+                    task, truths, [means[quantity]] * len(truths), meta, scale
+                )
     return report, meta
 
 
 # ---------------------------------------------------------------- output
 
 COLUMNS = {  # metric -> header; only those a report has are shown
-    "mse": "MSE", "mse_kelvin2": "MSE (K²)", "r2": "R²", "adj_r2": "adj. R²",
-    "acc3": "acc @3 s.f.", "acc2": "acc @2 s.f.", "invalid_rate": "invalid", "not_num_rate": "not [NUM]",
-    "nll": "NLL", "crps": "CRPS", "cover50": "50% cover", "cover90": "90% cover",
-    "mse_original": "MSE (original units)", "r2_original": "R² (original units)",
+    "mse": "MSE",
+    "mse_kelvin2": "MSE (K²)",
+    "r2": "R²",
+    "adj_r2": "adj. R²",
+    "acc3": "acc @3 s.f.",
+    "acc2": "acc @2 s.f.",
+    "invalid_rate": "invalid",
+    "not_num_rate": "not [NUM]",
+    "nll": "NLL",
+    "crps": "CRPS",
+    "cover50": "50% cover",
+    "cover90": "90% cover",
+    "mse_original": "MSE (original units)",
+    "r2_original": "R² (original units)",
 }
 
 
@@ -390,58 +543,118 @@ def fmt(x):
 
 
 def markdown(report):
-    """One table of one setting: split × quantity rows, mean ± std over seeds and the median's MSE."""
+    """One table of one setting: split × quantity rows, mean ± std over seeds and the
+    median's MSE."""
     first = next(iter(next(iter(report["splits"].values())).values()))
     hidden = "invalid_rate" if report["encoding"] == "xval" else "not_num_rate"
     keys = [k for k in COLUMNS if k in first["mean"] and k != hidden]
     seeds = len(report["checkpoints"])
-    lines = [f"# {report['task']} · {report['encoding']} · {seeds} seed(s)", "",
-             f"data: `{report['data_dir']}`; checkpoints: " + ", ".join(f"`{c}`" for c in report["checkpoints"]), "",
-             "causal model: each number generated from the text before it" if report.get("causal") else
-             "masked fill-in: one forward pass per sample", "",
-             "| split | quantity | n | " + " | ".join(COLUMNS[k] for k in keys) + " | MSE of median |",
-             "|---|---|---|" + "---|" * len(keys) + "---|"]
+    lines = [
+        f"# {report['task']} · {report['encoding']} · {seeds} seed(s)",
+        "",
+        f"data: `{report['data_dir']}`; checkpoints: "
+        + ", ".join(f"`{c}`" for c in report["checkpoints"]),
+        "",
+        (
+            "causal model: each number generated from the text before it"
+            if report.get("causal")
+            else "masked fill-in: one forward pass per sample"
+        ),
+        "",
+        "| split | quantity | n | " + " | ".join(COLUMNS[k] for k in keys) + " | MSE of median |",
+        "|---|---|---|" + "---|" * len(keys) + "---|",
+    ]
     for split, quantities in report["splits"].items():
         for quantity, r in quantities.items():
-            cells = [fmt(r["mean"][k]) + (f" ± {fmt(r['std'][k])}" if seeds > 1 else "") for k in keys]
-            lines.append(f"| {split} | {quantity} | {r['n']} | " + " | ".join(cells)
-                         + f" | {fmt(r['median_prediction']['mse'])} |")
-    baselines = {"persistence": "persistence (each station's previous step)" if report["task"] == "era5" else
-                 "persistence (the previous value of the same key)", "train_mean": "the key's training mean"}
+            cells = [
+                fmt(r["mean"][k]) + (f" ± {fmt(r['std'][k])}" if seeds > 1 else "") for k in keys
+            ]
+            lines.append(
+                f"| {split} | {quantity} | {r['n']} | "
+                + " | ".join(cells)
+                + f" | {fmt(r['median_prediction']['mse'])} |"
+            )
+    baselines = {
+        "persistence": (
+            "persistence (each station's previous step)"
+            if report["task"] == "era5"
+            else "persistence (the previous value of the same key)"
+        ),
+        "train_mean": "the key's training mean",
+    }
     for split, quantities in report["splits"].items():
         for quantity, r in quantities.items():
-            lines += ["", *(f"{split} · {quantity}: {label} on the same values: "
-                            + ", ".join(f"{COLUMNS[k]} {fmt(r[name][k])}" for k in COLUMNS if k in r[name])
-                            for name, label in baselines.items() if name in r)]
-    lines += ["", "config: `" + json.dumps({k: report["config"].get(k) for k in (
-        "encoding", "n_layer", "n_head", "n_embd", "max_iters", "batch_size", "learning_rate", "seed")}) + "`", ""]
+            lines += [
+                "",
+                *(
+                    f"{split} · {quantity}: {label} on the same values: "
+                    + ", ".join(f"{COLUMNS[k]} {fmt(r[name][k])}" for k in COLUMNS if k in r[name])
+                    for name, label in baselines.items()
+                    if name in r
+                ),
+            ]
+    lines += [
+        "",
+        "config: `"
+        + json.dumps(
+            {
+                k: report["config"].get(k)
+                for k in (
+                    "encoding",
+                    "n_layer",
+                    "n_head",
+                    "n_embd",
+                    "max_iters",
+                    "batch_size",
+                    "learning_rate",
+                    "seed",
+                )
+            }
+        )
+        + "`",
+        "",
+    ]
     return "\n".join(lines)
 
 
 def report_prefix(checkpoints, data, trained_on):
     """Where the report goes, checked writable before the evaluation: --out, or next to the first
-    checkpoint eval, named after the dataset if it is not the checkpoint's, after --mask_key and --max_samples."""
-    name = "eval" + ("" if os.path.realpath(data) == os.path.realpath(trained_on) else "_" + os.path.basename(os.path.normpath(data)))
-    name += re.sub(r"[^\w.-]", "_", f"_{mask_key}" + ("_all" if mask_all else "")) if mask_key else ""
-    name += f"_first{max_samples}" if max_samples else ""  # never in place of a report of every sample
+    checkpoint eval, named after the dataset if it is not the checkpoint's, after --mask_key and
+    --max_samples."""
+    name = "eval" + (
+        ""
+        if os.path.realpath(data) == os.path.realpath(trained_on)
+        else "_" + os.path.basename(os.path.normpath(data))
+    )
+    name += (
+        re.sub(r"[^\w.-]", "_", f"_{mask_key}" + ("_all" if mask_all else "")) if mask_key else ""
+    )
+    # never in place of a report of every sample
+    name += f"_first{max_samples}" if max_samples else ""
     prefix = out or os.path.join(os.path.dirname(checkpoints[0]) or ".", name)
     folder = os.path.dirname(prefix) or "."
     try:
         os.makedirs(folder, exist_ok=True)
         tempfile.TemporaryFile(dir=folder).close()
     except OSError as e:
-        raise SystemExit(f"error: cannot write the report {prefix}.json in {folder} ({e.strerror or e}): "
-                         "choose a writable --out")
+        raise SystemExit(
+            f"error: cannot write the report {prefix}.json in {folder} ({e.strerror or e}): "
+            "choose a writable --out"
+        )
     return prefix
 
 
 def write_plots(report, meta, prefix):
     """Predicted (median over seeds) vs true per quantity; training values marked on OoD splits."""
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     for split, quantities in report["splits"].items():
-        fig, axes = plt.subplots(1, len(quantities), figsize=(3.6 * len(quantities), 3.4), squeeze=False)
+        fig, axes = plt.subplots(
+            1, len(quantities), figsize=(3.6 * len(quantities), 3.4), squeeze=False
+        )
         for ax, (quantity, r) in zip(axes[0], quantities.items()):
             y = np.array(r["truth"], float)
             p = np.array([math.nan if v is None else v for v in r["median"]], float)
@@ -452,10 +665,15 @@ def write_plots(report, meta, prefix):
                 for s in meta.get("train_stepsizes", []):
                     ax.axvline(s, color="C3", ls="--", lw=1)  # the only step sizes seen in training
             if report["task"] == "planets" and quantity == "a0" and split == "test_ood_a0":
-                ax.axvline(1.0, color="C3", ls="--", lw=1)  # training: the innermost planet has a = 1
+                # training: the innermost planet has a = 1
+                ax.axvline(1.0, color="C3", ls="--", lw=1)
             if report["task"] == "lookup" and split == "test_ood":
                 ax.axvspan(*meta["gap"], color="C3", alpha=0.1)  # values never seen in training
-            ax.set(title=f"{quantity} (MSE {fmt(r['median_prediction']['mse'])})", xlabel="true", ylabel="predicted")
+            ax.set(
+                title=f"{quantity} (MSE {fmt(r['median_prediction']['mse'])})",
+                xlabel="true",
+                ylabel="predicted",
+            )
         fig.suptitle(f"{report['task']} · {report['encoding']} · {split}")
         fig.tight_layout()
         fig.savefig(f"{prefix}_{split}.png", dpi=110)
@@ -465,19 +683,31 @@ def write_plots(report, meta, prefix):
 
 
 def write_distribution_plots(report, split, quantities, prefix, plt):
-    """GMM heads: PIT histograms per quantity, and the first predicted densities with their truths."""
-    fig, axes = plt.subplots(1, len(quantities), figsize=(3.2 * len(quantities), 2.8), squeeze=False)
+    """GMM heads: PIT histograms per quantity, and the first predicted densities with their
+    truths."""
+    fig, axes = plt.subplots(
+        1, len(quantities), figsize=(3.2 * len(quantities), 2.8), squeeze=False
+    )
     for ax, (quantity, r) in zip(axes[0], quantities.items()):
         ax.hist(r["pit"], bins=20, range=(0, 1), density=True, color="C0", alpha=0.7)
         ax.axhline(1.0, color="0.4", lw=1, ls="--")  # calibrated: flat at 1
         m = r["per_seed"][0]
-        ax.set(title=f"{quantity} (50%: {m['cover50']:.2f}, 90%: {m['cover90']:.2f})", xlabel="PIT", ylim=(0, None))
-    fig.suptitle(f"{report['task']} · {split} · PIT (predicted CDF at the truth; coverage of central intervals)")
+        ax.set(
+            title=f"{quantity} (50%: {m['cover50']:.2f}, 90%: {m['cover90']:.2f})",
+            xlabel="PIT",
+            ylim=(0, None),
+        )
+    fig.suptitle(
+        f"{report['task']} · {split} · PIT (predicted CDF at the truth; coverage of central"
+        " intervals)"
+    )
     fig.tight_layout()
     fig.savefig(f"{prefix}_{split}_pit.png", dpi=110)
     plt.close(fig)
     n = min(DENSITY_SAMPLES, min(len(r["mixture"]) for r in quantities.values()))
-    fig, axes = plt.subplots(len(quantities), n, figsize=(2.8 * n, 2.2 * len(quantities)), squeeze=False)
+    fig, axes = plt.subplots(
+        len(quantities), n, figsize=(2.8 * n, 2.2 * len(quantities)), squeeze=False
+    )
     for row, (quantity, r) in zip(axes, quantities.items()):
         for i, ax in enumerate(row[:n]):
             num, truth = torch.tensor(r["mixture"][i], dtype=torch.float64), r["truth"][i]
@@ -496,31 +726,53 @@ def write_distribution_plots(report, split, quantities, prefix, plt):
 
 def main():
     configure(globals(), __file__)
-    checkpoints = [ckpt] if os.path.isfile(ckpt) else ckpt.replace(",", " ").split()  # one file whose path holds a space
+    # one file whose path holds a space
+    checkpoints = [ckpt] if os.path.isfile(ckpt) else ckpt.replace(",", " ").split()
     if not checkpoints:
-        raise SystemExit("error: --ckpt is required (one checkpoint, or several seeds separated by spaces)")
+        raise SystemExit(
+            "error: --ckpt is required (one checkpoint, or several seeds separated by spaces)"
+        )
     for path in checkpoints:
         if not os.path.exists(path):
             raise SystemExit(f"error: checkpoint {path} not found")
     trained = check_seeds(checkpoints)
     data, trained_on = data_dir or trained["data_dir"], trained["data_dir"]
-    if os.path.realpath(data) == os.path.realpath(trained_on):  # its own dataset: still the data it was trained on?
+    # its own dataset: still the data it was trained on?
+    if os.path.realpath(data) == os.path.realpath(trained_on):
         try:
             check_trained_on(trained, checkpoints[0], trained_on, changed_data)
         except (FileNotFoundError, ValueError) as e:
             raise SystemExit(f"error: {e}")
     prefix = report_prefix(checkpoints, data, trained_on)
-    report, meta = evaluate(checkpoints, data, [s for s in splits.split(",") if s], pick_device(device))
-    saved = report if save_predictions else {**report, "splits": {
-        split: {q: {k: v for k, v in r.items() if k not in ("truth", "median", "pit", "mixture")} for q, r in quantities.items()}
-        for split, quantities in report["splits"].items()}}
+    report, meta = evaluate(
+        checkpoints, data, [s for s in splits.split(",") if s], pick_device(device)
+    )
+    saved = (
+        report
+        if save_predictions
+        else {
+            **report,
+            "splits": {
+                split: {
+                    q: {
+                        k: v for k, v in r.items() if k not in ("truth", "median", "pit", "mixture")
+                    }
+                    for q, r in quantities.items()
+                }
+                for split, quantities in report["splits"].items()
+            },
+        }
+    )
     atomic_write_text(prefix + ".json", json.dumps(saved, indent=1) + "\n")
     text = markdown(report)
     atomic_write_text(prefix + ".md", text)
     print(text)
     if plots:
         write_plots(report, meta, prefix)
-    print(f"report: {prefix}.json and {prefix}.md" + (f"; figures: {prefix}_<split>.png" if plots else ""))
+    print(
+        f"report: {prefix}.json and {prefix}.md"
+        + (f"; figures: {prefix}_<split>.png" if plots else "")
+    )
 
 
 if __name__ == "__main__":

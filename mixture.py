@@ -1,9 +1,8 @@
-"""
-The Gaussian-mixture number head, the paper's proposed extension (§4): num_head="gmm" makes xVal's number
-head predict K Gaussians per number, trained by their negative log-likelihood, and these functions read
-its outputs num (..., 3K) = K logits, K means, K raw log standard deviations: the NLL, the mean (the
-point prediction), the spread, a draw, the CDF and quantiles.
-"""
+"""The Gaussian-mixture number head, the paper's proposed extension (§4): num_head="gmm" makes
+xVal's number head predict K Gaussians per number, trained by their negative log-likelihood, and
+these functions read its outputs num (..., 3K) = K logits, K means, K raw log standard deviations:
+the NLL, the mean (the point prediction), the spread, a draw, the CDF and quantiles."""
+
 import math
 
 import torch
@@ -13,29 +12,36 @@ MIN_STD = 1e-3  # σ floor of every component (values are of order 1): the NLL s
 
 
 class MixtureHead(nn.Sequential):
-    """num_head="gmm": NumberHead's MLP with 3K outputs (mixture_of), trained by the mixture's NLL."""
+    """num_head="gmm": NumberHead's MLP with 3K outputs (mixture_of), trained by the mixture's
+    NLL."""
+
     def __init__(self, n_embd, n_components):
         super().__init__(nn.Linear(n_embd, n_embd), nn.GELU(), nn.Linear(n_embd, 3 * n_components))
 
     @staticmethod
     def loss(num, y, nmse_eps=None):
-        # multi-scale: NLL of y/s, s = sqrt(y² + ε), as NMSE is the MSE of y/s; - log s keeps the logged loss comparable
+        # multi-scale: NLL of y/s, s = sqrt(y² + ε), as NMSE is the MSE of y/s; - log s keeps the
+        # logged loss comparable
         nll = mixture_nll(num, y)
-        return nll if nmse_eps is None else nll - 0.5 * torch.log(y ** 2 + nmse_eps)
+        return nll if nmse_eps is None else nll - 0.5 * torch.log(y**2 + nmse_eps)
 
 
 def mixture_of(num):
-    """Log weights, means and log σ (..., K) of GMM head outputs num (..., 3K); log σ = log(exp(raw) + MIN_STD)
-    is smooth at the floor, so gradients never vanish or blow up."""
+    """Log weights, means and log σ (..., K) of GMM head outputs num (..., 3K); log σ =
+    log(exp(raw) + MIN_STD) is smooth at the floor, so gradients never vanish or blow up."""
     logits, means, raw = (num if num.dtype == torch.float64 else num.float()).chunk(3, dim=-1)
-    return torch.log_softmax(logits, -1), means, torch.logaddexp(raw, raw.new_tensor(math.log(MIN_STD)))
+    return (
+        torch.log_softmax(logits, -1),
+        means,
+        torch.logaddexp(raw, raw.new_tensor(math.log(MIN_STD))),
+    )
 
 
 def mixture_nll(num, y):
     """−log p(y) under the mixture, (...): a log-sum-exp over the components."""
     log_w, mu, log_std = mixture_of(num)
     z = (y.unsqueeze(-1) - mu) * torch.exp(-log_std)
-    return -torch.logsumexp(log_w - log_std - 0.5 * z ** 2 - 0.5 * math.log(2 * math.pi), -1)
+    return -torch.logsumexp(log_w - log_std - 0.5 * z**2 - 0.5 * math.log(2 * math.pi), -1)
 
 
 def mixture_mean(num):
@@ -47,13 +53,19 @@ def mixture_mean(num):
 def mixture_std(num):
     """The mixture's standard deviation, (...): sqrt(Σ w_i (σ_i² + (μ_i − mean)²))."""
     log_w, mu, log_std = mixture_of(num)
-    return (log_w.exp() * (torch.exp(2 * log_std) + (mu - mixture_mean(num).unsqueeze(-1)) ** 2)).sum(-1).sqrt()
+    return (
+        (log_w.exp() * (torch.exp(2 * log_std) + (mu - mixture_mean(num).unsqueeze(-1)) ** 2))
+        .sum(-1)
+        .sqrt()
+    )
 
 
 def mixture_sample(num, generator=None):
     """One draw from each mixture, (...): a component by its weight, then its Gaussian."""
     log_w, mu, log_std = mixture_of(num)
-    i = torch.multinomial(log_w.exp().reshape(-1, log_w.shape[-1]), 1, generator=generator).view(*log_w.shape[:-1], 1)
+    i = torch.multinomial(log_w.exp().reshape(-1, log_w.shape[-1]), 1, generator=generator).view(
+        *log_w.shape[:-1], 1
+    )
     noise = torch.randn(i.shape, generator=generator, device=num.device)
     return (mu.gather(-1, i) + log_std.exp().gather(-1, i) * noise).squeeze(-1)
 
@@ -73,4 +85,3 @@ def mixture_quantile(num, q, steps=60):
         below = mixture_cdf(num, mid) < q
         lo, hi = torch.where(below, mid, lo), torch.where(below, hi, mid)
     return (lo + hi) / 2
-

@@ -1,9 +1,9 @@
-"""
-The network of the xVal paper (App. B): a GPT-2 style pre-LayerNorm transformer without biases,
+"""The network of the xVal paper (App. B): a GPT-2 style pre-LayerNorm transformer without biases,
 the loss (cross-entropy + λ·MSE on masked numbers), optimizer groups and a FLOPs estimate for MFU.
 The xVal pieces stand alone, to copy: `xval_embedding` (k = 0 and eq. 1) and `NumberHead` with its
-loss. num_head="gmm" swaps in mixture.py's `MixtureHead`, a Gaussian mixture (the paper's §4 future work).
-"""
+loss. num_head="gmm" swaps in mixture.py's `MixtureHead`, a Gaussian mixture (the paper's §4 future
+work)."""
+
 import math
 from dataclasses import dataclass
 
@@ -31,18 +31,34 @@ class GPTConfig:
     k: int = 0  # multi-scale xVal: 2k+1 number embeddings at scales 10^-k..10^k (paper eq. 1)
     causal: bool = False  # False: bidirectional (MLM), True: autoregressive
     nmse_eps: float = 1e-3  # ε of the NMSE loss used for k > 0
-    num_head: str = "mse"  # xVal number head: mse (one value, λ·MSE) | gmm (a Gaussian mixture, λ·NLL)
+    # xVal number head: mse (one value, λ·MSE) | gmm (a Gaussian mixture, λ·NLL)
+    num_head: str = "mse"
     n_components: int = 8  # gmm: mixture components K
 
     def __post_init__(self):
         for wrong, message in [
-                (self.n_embd % self.n_head, f"n_embd ({self.n_embd}) must be divisible by n_head ({self.n_head})"),
-                (self.encoding == "xval" and self.num_id < 0, "an xval model needs num_id, the id of the [NUM] token"),
-                (self.k < 0, f"k must be >= 0, got {self.k}"),
-                (self.num_head not in NUM_HEADS, f"num_head must be one of {', '.join(NUM_HEADS)}, got {self.num_head!r}"),
-                (self.num_head == "gmm" and self.encoding != "xval", "num_head 'gmm' needs the xval encoding "
-                 f"(a text encoding has no number head), got {self.encoding!r}"),
-                (self.n_components < 1, f"n_components must be >= 1, got {self.n_components}")]:
+            (
+                self.n_embd % self.n_head,
+                f"n_embd ({self.n_embd}) must be divisible by n_head ({self.n_head})",
+            ),
+            (
+                self.encoding == "xval" and self.num_id < 0,
+                "an xval model needs num_id, the id of the [NUM] token",
+            ),
+            (self.k < 0, f"k must be >= 0, got {self.k}"),
+            (
+                self.num_head not in NUM_HEADS,
+                f"num_head must be one of {', '.join(NUM_HEADS)}, got {self.num_head!r}",
+            ),
+            (
+                self.num_head == "gmm" and self.encoding != "xval",
+                (
+                    "num_head 'gmm' needs the xval encoding "
+                    f"(a text encoding has no number head), got {self.encoding!r}"
+                ),
+            ),
+            (self.n_components < 1, f"n_components must be >= 1, got {self.n_components}"),
+        ]:
             if wrong:
                 raise ValueError(message)
 
@@ -57,12 +73,19 @@ class SelfAttention(nn.Module):
     def forward(self, x, mask, causal):
         B, T, C = x.shape
         q, k, v = self.qkv(x).split(C, dim=2)
-        q, k, v = (t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for t in (q, k, v))  # (B, nh, T, hs)
+        # (B, nh, T, hs)
+        q, k, v = (t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for t in (q, k, v))
         if isinstance(mask, BlockMask):  # FlexAttention: blocks with no allowed pair are skipped
             y = flex_attention(q, k, v, block_mask=mask)
         else:
-            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal and mask is None,
-                                               dropout_p=self.dropout if self.training else 0.0)
+            y = F.scaled_dot_product_attention(
+                q,
+                k,
+                v,
+                attn_mask=mask,
+                is_causal=causal and mask is None,
+                dropout_p=self.dropout if self.training else 0.0,
+            )
         return self.proj(y.transpose(1, 2).contiguous().view(B, T, C))  # (B, T, C)
 
 
@@ -72,8 +95,11 @@ class Block(nn.Module):
         self.ln_1 = nn.LayerNorm(cfg.n_embd, bias=False)
         self.attn = SelfAttention(cfg)
         self.ln_2 = nn.LayerNorm(cfg.n_embd, bias=False)
-        self.mlp = nn.Sequential(nn.Linear(cfg.n_embd, 4 * cfg.n_embd, bias=False), nn.GELU(),
-                                 nn.Linear(4 * cfg.n_embd, cfg.n_embd, bias=False))
+        self.mlp = nn.Sequential(
+            nn.Linear(cfg.n_embd, 4 * cfg.n_embd, bias=False),
+            nn.GELU(),
+            nn.Linear(4 * cfg.n_embd, cfg.n_embd, bias=False),
+        )
         self.drop = nn.Dropout(cfg.dropout)
 
     def forward(self, x, mask, causal):
@@ -81,11 +107,15 @@ class Block(nn.Module):
         return x + self.drop(self.mlp(self.ln_2(x)))
 
 
-@torch.compiler.disable  # built eagerly (its own compiled kernel on CUDA), outside the model's graph
+# built eagerly (its own compiled kernel on CUDA), outside the model's graph
+@torch.compiler.disable
 def sample_block_mask(doc, causal):
-    """FlexAttention's per-sample mask (causal: earlier tokens only); blocks with no allowed pair cost nothing."""
+    """FlexAttention's per-sample mask (causal: earlier tokens only); blocks with no allowed pair
+    cost nothing."""
+
     def allowed(b, h, q, k):
         return (doc[b, q] == doc[b, k]) & (q >= k) if causal else doc[b, q] == doc[b, k]
+
     B, T = doc.shape
     return create_block_mask(allowed, B, None, T, T, device=doc.device, _compile=doc.is_cuda)
 
@@ -104,9 +134,11 @@ def xval_embedding(tok_emb, values, is_num=None, num_embed=None):
 
 
 class NumberHead(nn.Sequential):
-    """xVal's number head (paper §2, App. B): an MLP with biases, hidden states (..., C) -> values (...).
-    loss: the squared error, or multi-scale (nmse_eps given) (num - y)² / (y² + ε) so that every scale
-    counts; λ times its mean over the true [NUM] positions is added to the cross-entropy."""
+    """xVal's number head (paper §2, App. B): an MLP with biases, hidden states (..., C) -> values
+    (...). loss: the squared error, or multi-scale (nmse_eps given) (num - y)² / (y² + ε) so that
+    every scale counts; λ times its mean over the true [NUM] positions is added to the
+    cross-entropy."""
+
     def __init__(self, n_embd):
         super().__init__(nn.Linear(n_embd, n_embd), nn.GELU(), nn.Linear(n_embd, 1))
 
@@ -116,7 +148,7 @@ class NumberHead(nn.Sequential):
     @staticmethod
     def loss(num, y, nmse_eps=None):
         err = (num - y) ** 2
-        return err if nmse_eps is None else err / (y ** 2 + nmse_eps)
+        return err if nmse_eps is None else err / (y**2 + nmse_eps)
 
 
 def float32(t):
@@ -129,7 +161,8 @@ class GPT(nn.Module):
         super().__init__()
         self.cfg = cfg
         self.xval = cfg.encoding == "xval"
-        self.flex_attention = False  # packed/padded rows: SDPA with a dense mask, or FlexAttention (CUDA, compiled)
+        # packed/padded rows: SDPA with a dense mask, or FlexAttention (CUDA, compiled)
+        self.flex_attention = False
         self.wte = nn.Embedding(cfg.vocab_size, cfg.n_embd)
         self.wpe = nn.Embedding(cfg.block_size, cfg.n_embd)
         if self.xval and cfg.k > 0:  # paper eq. 1: the 2k+1 vectors U_i of xval_embedding
@@ -138,24 +171,40 @@ class GPT(nn.Module):
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layer))
         self.ln_f = nn.LayerNorm(cfg.n_embd, bias=False)
         if self.xval:  # two MLP heads; only the number head has biases (paper App. B)
-            self.token_head = nn.Sequential(nn.Linear(cfg.n_embd, cfg.n_embd, bias=False), nn.GELU(),
-                                            nn.Linear(cfg.n_embd, cfg.vocab_size, bias=False))
-            self.num_head = MixtureHead(cfg.n_embd, cfg.n_components) if cfg.num_head == "gmm" else NumberHead(cfg.n_embd)
+            self.token_head = nn.Sequential(
+                nn.Linear(cfg.n_embd, cfg.n_embd, bias=False),
+                nn.GELU(),
+                nn.Linear(cfg.n_embd, cfg.vocab_size, bias=False),
+            )
+            self.num_head = (
+                MixtureHead(cfg.n_embd, cfg.n_components)
+                if cfg.num_head == "gmm"
+                else NumberHead(cfg.n_embd)
+            )
         else:  # one linear token head tied to the input embedding, as in GPT-2
             self.token_head = nn.Linear(cfg.n_embd, cfg.vocab_size, bias=False)
             self.token_head.weight = self.wte.weight
-        # paper App. B: weights ~ N(0, (2·fan_in·n_layer)^-1) against residual growth; embeddings N(0, 0.02²)
+        # paper App. B: weights ~ N(0, (2·fan_in·n_layer)^-1) against residual growth; embeddings
+        # N(0, 0.02²)
         for module in self.modules():
             if isinstance(module, nn.Linear) and module.weight is not self.wte.weight:
-                nn.init.normal_(module.weight, mean=0.0, std=(2 * module.in_features * cfg.n_layer) ** -0.5)
+                nn.init.normal_(
+                    module.weight, mean=0.0, std=(2 * module.in_features * cfg.n_layer) ** -0.5
+                )
                 if module.bias is not None:
                     nn.init.zeros_(module.bias)
-        for p in (self.wte.weight, self.wpe.weight) + ((self.num_embed,) if hasattr(self, "num_embed") else ()):
+        for p in (self.wte.weight, self.wpe.weight) + (
+            (self.num_embed,) if hasattr(self, "num_embed") else ()
+        ):
             nn.init.normal_(p, mean=0.0, std=0.02)
 
     def num_params(self, trunk_only=False):
         """Parameters, counted once (tied weights); trunk_only: the blocks and final norm."""
-        params = [*self.blocks.parameters(), *self.ln_f.parameters()] if trunk_only else self.parameters()
+        params = (
+            [*self.blocks.parameters(), *self.ln_f.parameters()]
+            if trunk_only
+            else self.parameters()
+        )
         return sum(p.numel() for p in {id(p): p for p in params}.values())
 
     def embed(self, ids, values):
@@ -168,37 +217,56 @@ class GPT(nn.Module):
             return xval_embedding(x, values.float(), ids == self.cfg.num_id, num_embed)
 
     def trunk(self, ids, values=None, pos=None, doc=None):
-        """Hidden states after the final LayerNorm, (B, T, C). pos (B, T): positions, restarting at each
-        sample of a packed row; doc (B, T): each token's sample, attention stays within it (padding -1)."""
+        """Hidden states after the final LayerNorm, (B, T, C). pos (B, T): positions, restarting at
+        each sample of a packed row; doc (B, T): each token's sample, attention stays within it
+        (padding -1)."""
         B, T = ids.shape
         if pos is None:
             if T > self.cfg.block_size:
-                raise ValueError(f"sequence of {T} tokens is longer than block_size {self.cfg.block_size}")
+                raise ValueError(
+                    f"sequence of {T} tokens is longer than block_size {self.cfg.block_size}"
+                )
             pos = torch.arange(T, device=ids.device).expand(B, T)
         else:  # checked on the device: no host sync, no graph break
-            torch._assert_async(pos.max() < self.cfg.block_size, f"a sample is longer than block_size {self.cfg.block_size}")
+            torch._assert_async(
+                pos.max() < self.cfg.block_size,
+                f"a sample is longer than block_size {self.cfg.block_size}",
+            )
         values = torch.ones(ids.shape, device=ids.device) if values is None else values
-        x = self.drop(self.embed(ids, values) + self.wpe(pos))  # positions added after the number scaling
-        mask = sample_block_mask(doc, self.cfg.causal) if doc is not None and self.flex_attention else None
+        # positions added after the number scaling
+        x = self.drop(self.embed(ids, values) + self.wpe(pos))
+        mask = (
+            sample_block_mask(doc, self.cfg.causal)
+            if doc is not None and self.flex_attention
+            else None
+        )
         if doc is not None and mask is None:
             mask = (doc.unsqueeze(2) == doc.unsqueeze(1)).unsqueeze(1)  # (B, 1, T, T): same sample
-            mask = mask & torch.ones(T, T, dtype=torch.bool, device=ids.device).tril() if self.cfg.causal else mask
+            mask = (
+                mask & torch.ones(T, T, dtype=torch.bool, device=ids.device).tril()
+                if self.cfg.causal
+                else mask
+            )
         for block in self.blocks:
             x = block(x, mask, self.cfg.causal)
         return self.ln_f(x)
 
     def heads(self, h):
-        """Token logits (..., V) and, for xVal, the number head's output: a value (...) or, gmm, (..., 3K)."""
+        """Token logits (..., V) and, for xVal, the number head's output: a value (...) or, gmm,
+        (..., 3K)."""
         logits = self.token_head(h)
         if not self.xval:
             return logits, None
         with float32(h):  # under bf16 autocast the number head would round 1.557 to 1.5547
             return logits, self.num_head(h.float())
 
-    def forward(self, ids, values=None, targets=None, target_values=None, pos=None, doc=None, pred=None):
-        """Without targets: (logits (B, T, V), num (B, T) or None). With targets (B, T; IGNORE: not predicted):
-        sums and counts for loss_from, so that means span a distributed batch. The heads run only at pred
-        (N,), the targets' flat indices, passed by the loader so that no compiled shape depends on values."""
+    def forward(
+        self, ids, values=None, targets=None, target_values=None, pos=None, doc=None, pred=None
+    ):
+        """Without targets: (logits (B, T, V), num (B, T) or None). With targets (B, T; IGNORE: not
+        predicted): sums and counts for loss_from, so that means span a distributed batch. The heads
+        run only at pred (N,), the targets' flat indices, passed by the loader so that no compiled
+        shape depends on values."""
         h = self.trunk(ids, values, pos, doc)
         if targets is None:
             return self.heads(h)
@@ -206,10 +274,16 @@ class GPT(nn.Module):
             pred = (targets.flatten() != IGNORE).nonzero().squeeze(1)
         logits, num = self.heads(h.flatten(0, 1)[pred])  # (N, V), (N,)
         t = targets.flatten()[pred]  # (N,)
-        sums = {"ce_sum": F.cross_entropy(logits.float(), t, reduction="sum"),
-                "n_tokens": torch.ones_like(t).sum()}  # N, as a tensor
+        sums = {
+            "ce_sum": F.cross_entropy(logits.float(), t, reduction="sum"),
+            "n_tokens": torch.ones_like(t).sum(),
+        }  # N, as a tensor
         if not self.xval:
-            return {**sums, "num_sum": sums["ce_sum"].new_zeros(()), "n_numbers": torch.zeros_like(t).sum()}
+            return {
+                **sums,
+                "num_sum": sums["ce_sum"].new_zeros(()),
+                "n_numbers": torch.zeros_like(t).sum(),
+            }
         is_num = t == self.cfg.num_id  # the number loss counts where the true token is [NUM]
         y = target_values.flatten()[pred].float()  # at every predicted position: no graph break
         with float32(y):
@@ -218,9 +292,12 @@ class GPT(nn.Module):
 
 
 def loss_from(sums, num_loss_weight, n_tokens=None, n_numbers=None):
-    """CE + λ·(N)MSE, means over n_tokens and n_numbers (default: this batch's); no number adds 0, not NaN.
-    Counts may be tensors on the device: then no host sync."""
-    mean = lambda total, n: total / (n.clamp(min=1) if torch.is_tensor(n) else max(int(n), 1))  # noqa: E731
+    """CE + λ·(N)MSE, means over n_tokens and n_numbers (default: this batch's); no number adds 0,
+    not NaN. Counts may be tensors on the device: then no host sync."""
+
+    def mean(total, n):
+        return total / (n.clamp(min=1) if torch.is_tensor(n) else max(int(n), 1))
+
     ce = mean(sums["ce_sum"], sums["n_tokens"] if n_tokens is None else n_tokens)
     num = mean(sums["num_sum"], sums["n_numbers"] if n_numbers is None else n_numbers)
     return ce + num_loss_weight * num, ce, num
@@ -229,15 +306,20 @@ def loss_from(sums, num_loss_weight, n_tokens=None, n_numbers=None):
 def configure_optimizer(model, weight_decay, learning_rate, betas, device_type):
     """AdamW with weight decay on matrices and embeddings (dim >= 2) only; fused on CUDA."""
     params = [p for p in model.parameters() if p.requires_grad]
-    groups = [{"params": [p for p in params if p.dim() >= 2], "weight_decay": weight_decay},
-              {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
+    groups = [
+        {"params": [p for p in params if p.dim() >= 2], "weight_decay": weight_decay},
+        {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0},
+    ]
     return torch.optim.AdamW(groups, lr=learning_rate, betas=betas, fused=device_type == "cuda")
 
 
 def flops_per_token(model, attended_tokens, predicted_fraction):
-    """Training FLOPs per token: 6 per trunk weight, 6 per head weight at the predicted fraction of positions
-    (the heads run only there), 12·n_layer·n_embd per attended token (attention)."""
+    """Training FLOPs per token: 6 per trunk weight, 6 per head weight at the predicted fraction of
+    positions (the heads run only there), 12·n_layer·n_embd per attended token (attention)."""
     heads = [model.token_head, model.num_head] if model.xval else [model.token_head]
     head = sum(p.numel() for h in heads for p in h.parameters())
-    return (6 * model.num_params(trunk_only=True) + 6 * head * predicted_fraction
-            + 12 * model.cfg.n_layer * model.cfg.n_embd * attended_tokens)
+    return (
+        6 * model.num_params(trunk_only=True)
+        + 6 * head * predicted_fraction
+        + 12 * model.cfg.n_layer * model.cfg.n_embd * attended_tokens
+    )

@@ -1,8 +1,7 @@
-"""
-What every stage does the same way: write a file atomically, format a number or a time span, read a checkpoint, pick the
-device, score predicted numbers (NaN marks an invalid prediction), name a torchrun launch, note a SIGTERM. torch is
-imported only where needed: data stages skip it.
-"""
+"""What every stage does the same way: write a file atomically, format a number or a time span,
+read a checkpoint, pick the device, score predicted numbers (NaN marks an invalid prediction), name
+a torchrun launch, note a SIGTERM. torch is imported only where needed: data stages skip it."""
+
 import math
 import os
 import re
@@ -13,9 +12,12 @@ import socket
 import sys
 from contextlib import contextmanager, suppress
 
-if sys.version_info < (3, 11):  # every script imports this file before the tokenizer compiles its regexes
-    sys.exit(f"error: Python {'.'.join(map(str, sys.version_info[:3]))} is too old: this code needs Python 3.11 or newer "
-             "(the tokenizer's regular expressions use possessive quantifiers)")
+# every script imports this file before the tokenizer compiles its regexes
+if sys.version_info < (3, 11):
+    sys.exit(
+        f"error: Python {'.'.join(map(str, sys.version_info[:3]))} is too old: this code needs"
+        " Python 3.11 or newer (the tokenizer's regular expressions use possessive quantifiers)"
+    )
 
 import numpy as np  # noqa: E402
 
@@ -26,8 +28,9 @@ class TextError(ValueError):
 
 @contextmanager
 def atomic_file(path):
-    """Yield a temporary path next to `path` (x.tmp.npy: np.save and netCDF4 want the extension); on success it is synced
-    and renamed to `path`, so a crash never leaves half a file under the real name; on an error it is removed."""
+    """Yield a temporary path next to `path` (x.tmp.npy: np.save and netCDF4 want the extension); on
+    success it is synced and renamed to `path`, so a crash never leaves half a file under the real
+    name; on an error it is removed."""
     root, ext = os.path.splitext(path)
     tmp = f"{root}.tmp{ext}"
     try:
@@ -44,7 +47,8 @@ def atomic_file(path):
 
 
 def lock_holder(path):
-    """(pid, alive) of the process a lock file names; (None, False) where there is no readable lock."""
+    """(pid, alive) of the process a lock file names; (None, False) where there is no readable
+    lock."""
     try:
         with open(path) as f:
             pid = int((f.read().split() or [0])[0])  # "pid" or "pid launch" (train.py)
@@ -61,9 +65,10 @@ def lock_holder(path):
 
 
 def take_lock(path, on_stale=None, text=None):
-    """Create the lock file `path` naming this process (text: its content, the pid first) in one step (a hard link
-    to a file that already holds it, so no process ever reads it empty): None once taken, else the pid of the live
-    process holding it. The lock of a process that has ended is replaced, after on_stale(pid) has cleaned up."""
+    """Create the lock file `path` naming this process (text: its content, the pid first) in one
+    step (a hard link to a file that already holds it, so no process ever reads it empty): None once
+    taken, else the pid of the live process holding it. The lock of a process that has ended is
+    replaced, after on_stale(pid) has cleaned up."""
     tmp = f"{path}.{os.getpid()}.tmp"
     with open(tmp, "w") as f:
         f.write(text or str(os.getpid()))
@@ -84,46 +89,53 @@ def take_lock(path, on_stale=None, text=None):
 
 
 def release_lock(path):
-    """Remove the lock file `path` if it names this process (one in a folder made read-only meanwhile stays: the next
-    run takes it over)."""
+    """Remove the lock file `path` if it names this process (one in a folder made read-only
+    meanwhile stays: the next run takes it over)."""
     if lock_holder(path)[0] == os.getpid():
         with suppress(OSError):
             os.remove(path)
 
 
 def worker_signals():
-    """A pool worker's signals: Ctrl-C (sent to the whole process group) is the parent's alone to report, and
-    SIGTERM, with which the parent's pool ends its workers, ends a worker at once."""
+    """A pool worker's signals: Ctrl-C (sent to the whole process group) is the parent's alone to
+    report, and SIGTERM, with which the parent's pool ends its workers, ends a worker at once."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def torchrun_launch():
-    """The name of the torchrun launch this process is a worker of, the same after torchrun restarts it (--max-restarts):
-    torchrun's run id (--rdzv_id, a new one for each --standalone launch), else its local agent; None outside torchrun."""
+    """The name of the torchrun launch this process is a worker of, the same after torchrun restarts
+    it (--max-restarts): torchrun's run id (--rdzv_id, a new one for each --standalone launch), else
+    its local agent; None outside torchrun."""
     run_id = os.environ.get("TORCHELASTIC_RUN_ID")
     return f"agent-{socket.gethostname()}-{os.getppid()}" if run_id == "none" else run_id
 
 
 def torchrun_store(rank):
-    """The store for init_process_group under torchrun, or None (env://): torchrun keeps one store across the restarts of
-    a launch (torch 2.13), where a restarted group could read the lost group's addresses and fail to connect; a prefix
-    per start of each rank (every rank starts as often) keeps each group to its own keys."""
+    """The store for init_process_group under torchrun, or None (env://): torchrun keeps one store
+    across the restarts of a launch (torch 2.13), where a restarted group could read the lost
+    group's addresses and fail to connect; a prefix per start of each rank (every rank starts as
+    often) keeps each group to its own keys."""
     if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True":
         return None
     import torch.distributed as dist
-    store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), is_master=False)
+
+    store = dist.TCPStore(
+        os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), is_master=False
+    )
     return dist.PrefixStore(f"xval/start{store.add(f'xval/starts/{rank}', 1)}/", store)
 
 
 def note_sigterm():
-    """From now on a SIGTERM (how SLURM and Kubernetes preempt a job) is noted, not fatal: returns the list it appends
-    to, for a loop to stop where it can save; a second SIGTERM ends the process at once."""
+    """From now on a SIGTERM (how SLURM and Kubernetes preempt a job) is noted, not fatal: returns
+    the list it appends to, for a loop to stop where it can save; a second SIGTERM ends the process
+    at once."""
     noted = []
 
     def note(signum, frame):
         noted.append(signum)
         signal.signal(signum, signal.SIG_DFL)
+
     signal.signal(signal.SIGTERM, note)
     return noted
 
@@ -135,7 +147,8 @@ def atomic_write_text(path, text):
 
 
 def format_number(x, digits=6):
-    """A number as short text: `digits` significant digits, no trailing zeros, 0 for -0, NaN as 'nan'."""
+    """A number as short text: `digits` significant digits, no trailing zeros, 0 for -0, NaN as
+    'nan'."""
     if math.isnan(x):
         return "nan"
     s = f"{x:.{digits}g}"
@@ -144,32 +157,65 @@ def format_number(x, digits=6):
 
 def format_duration(s):
     """A time span in seconds as a person reads it: 42s, 12m30s, 3h05m, 19.4 days."""
-    return (f"{s / 86400:.1f} days" if s >= 86400 else f"{s // 3600:.0f}h{s % 3600 // 60:02.0f}m" if s >= 3600
-            else f"{s // 60:.0f}m{s % 60:02.0f}s" if s >= 60 else f"{s:.0f}s")
+    return (
+        f"{s / 86400:.1f} days"
+        if s >= 86400
+        else (
+            f"{s // 3600:.0f}h{s % 3600 // 60:02.0f}m"
+            if s >= 3600
+            else f"{s // 60:.0f}m{s % 60:02.0f}s"
+            if s >= 60
+            else f"{s:.0f}s"
+        )
+    )
 
 
 def load_checkpoint(path, device="cpu", mmap=False):
-    """A train.py checkpoint read as data only (foreign files cannot run code); a bad file is a one-line error naming it.
-    mmap: the tensors are mapped, not read, until used (to look at its settings only)."""
+    """A train.py checkpoint read as data only (foreign files cannot run code); a bad file is a
+    one-line error naming it. mmap: the tensors are mapped, not read, until used (to look at its
+    settings only)."""
     import torch
+
     try:
         checkpoint = torch.load(path, map_location=device, weights_only=True, mmap=mmap)
     except Exception as e:
         if mmap:  # a file torch cannot map: say what a plain load says of it
             return load_checkpoint(path, device)
         detail = str(e).strip().splitlines()[0] if str(e).strip() else "no detail"
-        if "weights_only" in str(e) or "Weights only" in detail:  # never torch's advice to load it unsafely
-            detail = "it holds Python objects besides tensors and plain data, which are never loaded: they could run code"
-        raise SystemExit(f"error: {path} is not a readable checkpoint ({type(e).__name__}: {detail})")
-    missing = [k for k in ("model", "model_args", "text_tokens", "config") if not isinstance(checkpoint, dict) or k not in checkpoint]
+        # never torch's advice to load it unsafely
+        if "weights_only" in str(e) or "Weights only" in detail:
+            detail = (
+                "it holds Python objects besides tensors and plain data, which are never loaded:"
+                " they could run code"
+            )
+        raise SystemExit(
+            f"error: {path} is not a readable checkpoint ({type(e).__name__}: {detail})"
+        )
+    missing = [
+        k
+        for k in ("model", "model_args", "text_tokens", "config")
+        if not isinstance(checkpoint, dict) or k not in checkpoint
+    ]
     if missing:
-        raise SystemExit(f"error: {path} is not a checkpoint written by train.py (no {', '.join(missing)})")
+        raise SystemExit(
+            f"error: {path} is not a checkpoint written by train.py (no {', '.join(missing)})"
+        )
     return checkpoint
 
 
 # peak dense bf16 FLOP/s for MFU; the first key in the device's name counts: PCIe and NVL before SXM
-PEAK_FLOPS = {"H100 PCIe": 756e12, "H100 NVL": 835e12, "H100": 989e12, "H200": 989e12, "GH200": 989e12,
-              "A100": 312e12, "L40S": 362e12, "A10G": 70e12, "RTX 4090": 165e12, "RTX 3090": 71e12}
+PEAK_FLOPS = {
+    "H100 PCIe": 756e12,
+    "H100 NVL": 835e12,
+    "H100": 989e12,
+    "H200": 989e12,
+    "GH200": 989e12,
+    "A100": 312e12,
+    "L40S": 362e12,
+    "A10G": 70e12,
+    "RTX 4090": 165e12,
+    "RTX 3090": 71e12,
+}
 
 
 def peak_flops(device_name):
@@ -178,103 +224,167 @@ def peak_flops(device_name):
 
 
 def check_attention_memory(context, micro_batch_size, n_head, device):
-    """Refuse a context whose dense attention (one layer's scores: micro-batch × heads × context², float32) cannot
-    fit in the device's memory, before anything that large is allocated (a 1 MB record is a 250,000-token sample)."""
+    """Refuse a context whose dense attention (one layer's scores: micro-batch × heads ×
+    context², float32) cannot fit in the device's memory, before anything that large is
+    allocated (a 1 MB record is a 250,000-token sample)."""
     import torch
-    need = micro_batch_size * n_head * context ** 2 * 4
-    have = (torch.cuda.get_device_properties(device).total_memory if device.startswith("cuda") else
-            os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") if hasattr(os, "sysconf") else None)
+
+    need = micro_batch_size * n_head * context**2 * 4
+    have = (
+        torch.cuda.get_device_properties(device).total_memory
+        if device.startswith("cuda")
+        else (
+            os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+            if hasattr(os, "sysconf")
+            else None
+        )
+    )
     if have and need > have:
-        raise SystemExit(f"error: a context of {context:,} tokens needs {need / 2**30:,.0f} GiB for one layer's attention "
-                         f"scores ({micro_batch_size} samples × {n_head} heads × {context:,}² × 4 bytes), more than the "
-                         f"{have / 2**30:,.0f} GiB of {device}: shorten the samples (prepare/text.py --window N for a "
-                         "series) or lower block_size, pack_length or micro_batch_size")
+        raise SystemExit(
+            f"error: a context of {context:,} tokens needs {need / 2**30:,.0f} GiB for one layer's"
+            f" attention scores ({micro_batch_size} samples × {n_head} heads × {context:,}² × 4"
+            f" bytes), more than the {have / 2**30:,.0f} GiB of {device}: shorten the samples"
+            " (prepare/text.py --window N for a series) or lower block_size, pack_length or"
+            " micro_batch_size"
+        )
 
 
 def pick_compile(compile, device_type, say=None):
-    """torch.compile's setting: 'auto' is on for CUDA and off where it cannot work or rarely pays (CPU, MPS, Windows;
-    `say` prints why); True on the CPU needs a C++ compiler for inductor's code."""
+    """torch.compile's setting: 'auto' is on for CUDA and off where it cannot work or rarely pays
+    (CPU, MPS, Windows; `say` prints why); True on the CPU needs a C++ compiler for inductor's code.
+    """
     if compile not in ("auto", True, False):
         raise SystemExit(f"error: compile expects 'auto', True or False, got {compile!r}")
     if compile == "auto":
         compile = device_type == "cuda" and os.name != "nt"
         if not compile and say:
-            say(f"note: torch.compile is off on {device_type}{' (Windows)' if os.name == 'nt' else ''}; --compile=True forces it")
+            say(
+                "note: torch.compile is off on"
+                f" {device_type}{' (Windows)' if os.name == 'nt' else ''}; --compile=True forces it"
+            )
     elif compile and device_type == "cpu":
         from torch._inductor.cpp_builder import get_cpp_compiler
+
         try:
             get_cpp_compiler()
         except Exception as e:
-            raise SystemExit(f"error: --compile=True on the CPU needs a C++ compiler (g++, or set CXX): {e}")
+            raise SystemExit(
+                f"error: --compile=True on the CPU needs a C++ compiler (g++, or set CXX): {e}"
+            )
     return compile
 
 
-RESUME_REFUSES = {  # what --resume cannot change: the weights' shapes, and the sample stream a data position belongs to
-    "model_args": ("vocab_size", "block_size", "n_layer", "n_head", "n_embd", "encoding", "k", "causal", "num_head",
-                   "n_components"),
-    "config": ("batch_size", "seed", "mlm_probability")}
+# what --resume cannot change: the weights' shapes, and the sample stream a data position belongs to
+RESUME_REFUSES = {
+    "model_args": (
+        "vocab_size",
+        "block_size",
+        "n_layer",
+        "n_head",
+        "n_embd",
+        "encoding",
+        "k",
+        "causal",
+        "num_head",
+        "n_components",
+    ),
+    "config": ("batch_size", "seed", "mlm_probability"),
+}
 
 
 def check_resume(checkpoint, path, model_args, config, data_fingerprint, say=None):
-    """Whether train.py may continue `checkpoint` (read from path) with these settings on this data: a changed model
-    shape, sample stream or dataset (by its content, not its path: a moved folder is the same data) is refused naming
-    both values; returns the other changed settings, {key: (was, is)}, which apply (`say` notes a finished run)."""
+    """Whether train.py may continue `checkpoint` (read from path) with these settings on this data:
+    a changed model shape, sample stream or dataset (by its content, not its path: a moved folder is
+    the same data) is refused naming both values; returns the other changed settings, {key: (was,
+    is)}, which apply (`say` notes a finished run)."""
     for part, keys in RESUME_REFUSES.items():
         for key in keys:
-            if key in checkpoint[part] and checkpoint[part][key] != (now := (model_args if part == "model_args" else config)[key]):
-                raise SystemExit(f"error: {path} was trained with {key}={checkpoint[part][key]!r}, the config asks for "
-                                 f"{now!r}; resuming would not continue the same model and sample stream")
+            if key in checkpoint[part] and checkpoint[part][key] != (
+                now := (model_args if part == "model_args" else config)[key]
+            ):
+                raise SystemExit(
+                    f"error: {path} was trained with {key}={checkpoint[part][key]!r}, the config"
+                    f" asks for {now!r}; resuming would not continue the same model and sample"
+                    " stream"
+                )
     recorded = checkpoint.get("data_fingerprint")
     if recorded is not None and recorded != data_fingerprint and not config["changed_data"]:
         now, then = config["data_dir"], checkpoint["config"]["data_dir"]
-        if os.path.realpath(now) != os.path.realpath(then):  # another folder: most likely the wrong config or --data_dir
-            raise SystemExit(f"error: {now} is not the data {path} was trained on ({then}); resume with the config it was "
-                             f"trained with or --data_dir={then}, or start afresh on {now} with --overwrite=True")
-        raise SystemExit(f"error: {now} is not the data {path} was trained on (prepared or tokenized again since: other "
-                         "samples, scales or vocabulary); start afresh with --overwrite=True, or continue on it with "
-                         "--changed_data=True (a mended sample, say)")
+        # another folder: most likely the wrong config or --data_dir
+        if os.path.realpath(now) != os.path.realpath(then):
+            raise SystemExit(
+                f"error: {now} is not the data {path} was trained on ({then}); resume with the"
+                f" config it was trained with or --data_dir={then}, or start afresh on {now} with"
+                " --overwrite=True"
+            )
+        raise SystemExit(
+            f"error: {now} is not the data {path} was trained on (prepared or tokenized again"
+            " since: other samples, scales or vocabulary); start afresh with --overwrite=True, or"
+            " continue on it with --changed_data=True (a mended sample, say)"
+        )
     done = checkpoint["iter_num"]
     if config["max_iters"] < done:
-        raise SystemExit(f"error: --max_iters={config['max_iters']} is below the {done} steps {path} has done; to go on, "
-                         f"set it above {done}")
+        raise SystemExit(
+            f"error: --max_iters={config['max_iters']} is below the {done} steps {path} has done;"
+            f" to go on, set it above {done}"
+        )
     if config["max_iters"] == done and say:
-        say(f"note: {path} has done all {done} steps; nothing to train (a higher --max_iters goes on)")
+        say(
+            f"note: {path} has done all {done} steps; nothing to train (a higher --max_iters"
+            " goes on)"
+        )
     saved = checkpoint["config"]
-    return {key: (saved.get(key), value) for key, value in config.items()
-            if key not in ("resume", "overwrite", "out_dir", "data_dir", "changed_data") and saved.get(key) != value}
+    return {
+        key: (saved.get(key), value)
+        for key, value in config.items()
+        if key not in ("resume", "overwrite", "out_dir", "data_dir", "changed_data")
+        and saved.get(key) != value
+    }
 
 
 def why_not_written(error, folder):
     """The reason a write failed, for a one-line error: a full disk says how much is free."""
     import errno
+
     if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
-        return f"{error.strerror}; {shutil.disk_usage(folder).free / 2**20:,.0f} MiB of disk space left in {folder}: free some"
+        return (
+            f"{error.strerror}; {shutil.disk_usage(folder).free / 2**20:,.0f} MiB of disk space"
+            f" left in {folder}: free some"
+        )
     if isinstance(error, OSError) and error.strerror:
         return f"{error.strerror}{': ' + error.filename if error.filename else ''}"
-    detail = re.sub(r"^\[enforce fail at [^]]*\][ .]*", "", str(error).strip().split("\n")[0])  # torch's zip writer: its C++ line
-    detail = detail.split("strerror: ")[-1]  # "open file failed with strerror: Operation not permitted": the OS's words
-    return detail + (f"; {shutil.disk_usage(folder).free / 2**20:,.0f} MiB of disk space left in {folder}" if "write" in detail.lower()
-                     else "")  # torch's zip writer says a full disk in its own words
+    # torch's zip writer: its C++ line
+    detail = re.sub(r"^\[enforce fail at [^]]*\][ .]*", "", str(error).strip().split("\n")[0])
+    # "open file failed with strerror: Operation not permitted": the OS's words
+    detail = detail.split("strerror: ")[-1]
+    return detail + (
+        f"; {shutil.disk_usage(folder).free / 2**20:,.0f} MiB of disk space left in {folder}"
+        if "write" in detail.lower()
+        else ""
+    )  # torch's zip writer says a full disk in its own words
 
 
 def shell_line(*words):
-    """A command to copy and paste: each word quoted where the shell needs it (a key or a path with spaces)."""
+    """A command to copy and paste: each word quoted where the shell needs it (a key or a path with
+    spaces)."""
     return " ".join(map(shlex.quote, words))
 
 
 def exit_on_ctrl_c(where=lambda: ""):
-    """From now on Ctrl-C ends the process with one line, `interrupted (Ctrl-C)` + where() (rank 0's alone under
-    torchrun, whose workers all receive it), and the exit code 130 shells expect."""
+    """From now on Ctrl-C ends the process with one line, `interrupted (Ctrl-C)` + where() (rank 0's
+    alone under torchrun, whose workers all receive it), and the exit code 130 shells expect."""
+
     def interrupted(*_):
         if int(os.environ.get("RANK", 0)) == 0:
             print(f"interrupted (Ctrl-C){where()}", file=sys.stderr)
         sys.exit(130)
+
     signal.signal(signal.SIGINT, interrupted)
 
 
 def run_main(main):
-    """Run a script's main() as users expect of a command line tool: Ctrl-C is one line and exit code 130, and output
-    piped into a reader that stops early (| head) ends the script quietly."""
+    """Run a script's main() as users expect of a command line tool: Ctrl-C is one line and exit
+    code 130, and output piped into a reader that stops early (| head) ends the script quietly."""
     try:
         main()
     except KeyboardInterrupt:
@@ -286,20 +396,34 @@ def run_main(main):
 
 
 def pick_device(device="auto", threads=0):
-    """'auto' becomes cuda if a GPU is there, else mps (Apple), else cpu; a device that is not there is an error.
-    On the CPU, torch runs `threads` threads (0: $OMP_NUM_THREADS, else 1): the small models meant for a CPU gain
-    little from more, and a core that another job takes stalls every thread (the quickstart's step: 9-12× slower with 2
-    threads beside one busy process, as fast with 1; docs/benchmarks.md)."""
+    """'auto' becomes cuda if a GPU is there, else mps (Apple), else cpu; a device that is
+    not there is an error. On the CPU, torch runs `threads` threads (0: $OMP_NUM_THREADS,
+    else 1): the small models meant for a CPU gain little from more, and a core that another
+    job takes stalls every thread (the quickstart's step: 9-12× slower with 2 threads beside
+    one busy process, as fast with 1; docs/benchmarks.md)."""
     import torch
+
     if device == "auto":
-        device = "cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu"
+        device = (
+            "cuda"
+            if torch.cuda.is_available()
+            else "mps"
+            if torch.backends.mps.is_available()
+            else "cpu"
+        )
     if device == "cpu":
         torch.set_num_threads(threads or int(os.environ.get("OMP_NUM_THREADS", 1)))
     kind, _, index = device.partition(":")
-    count = torch.cuda.device_count() if kind == "cuda" else int(kind != "mps" or torch.backends.mps.is_available())
+    count = (
+        torch.cuda.device_count()
+        if kind == "cuda"
+        else int(kind != "mps" or torch.backends.mps.is_available())
+    )
     if count <= int(index or 0):
-        raise SystemExit(f"error: --device={device}, but torch finds {count} {kind.upper()} device{'s' * (count != 1)} "
-                         "here; use --device=auto or --device=cpu")
+        raise SystemExit(
+            f"error: --device={device}, but torch finds {count} {kind.upper()}"
+            f" device{'s' * (count != 1)} here; use --device=auto or --device=cpu"
+        )
     return device
 
 
@@ -311,18 +435,24 @@ def mse(y, yhat):
 
 
 def r_squared(y, yhat):
-    """R² = 1 − Σ(y−ŷ)² / Σ(y−ȳ)², over the valid (non-NaN) predictions; NaN with fewer than 2."""
+    """R² = 1 − Σ(y−ŷ)² / Σ(y−ȳ)², over the valid (non-NaN) predictions; NaN with fewer
+    than 2."""
     y, yhat = np.asarray(y, float), np.asarray(yhat, float)
     y, yhat = y[~np.isnan(yhat)], yhat[~np.isnan(yhat)]
-    return float(1 - np.sum((y - yhat) ** 2) / np.sum((y - y.mean()) ** 2)) if len(y) > 1 else math.nan
+    return (
+        float(1 - np.sum((y - yhat) ** 2) / np.sum((y - y.mean()) ** 2)) if len(y) > 1 else math.nan
+    )
 
 
 def adjusted_r_squared(r2, n, p=1):
-    """1 − (1 − R²)(n − 1)/(n − p − 1): R² corrected for p explanatory variables and n points."""
+    """1 − (1 − R²)(n − 1)/(n − p − 1): R² corrected for p explanatory variables and n
+    points."""
     return 1 - (1 - r2) * (n - 1) / (n - p - 1) if n > p + 1 else math.nan
 
 
 def accuracy(y, yhat, figures):
     """Fraction of predictions equal to the truth at `figures` significant figures; NaN is wrong."""
     fmt = f"{{:.{figures - 1}e}}"
-    return float(np.mean([not math.isnan(p) and fmt.format(p) == fmt.format(t) for t, p in zip(y, yhat)]))
+    return float(
+        np.mean([not math.isnan(p) and fmt.format(p) == fmt.format(t) for t, p in zip(y, yhat)])
+    )

@@ -1,10 +1,11 @@
 # arithmetic (paper App. A); pick the variant with --data_dir, B1999 encoding, at the paper's scale:
-# 6 blocks, 6 heads of width 128 (d = 768), 500k steps of 64 samples (docs/decisions.md#hyperparameters).
+# 6 blocks, 6 heads of width 128 (d = 768), 500k steps of 64 samples
+# (docs/decisions.md#hyperparameters).
 #   python prepare/arithmetic.py --variant ops2 --size paper
 #   python tokenize_numbers.py data/arithmetic_ops2 --encoding b1999
 #   torchrun --nproc_per_node=4 train.py config/arithmetic_b1999.py
-# Unset here, train.py's defaults are the paper's: 6 layers × 6 heads × 768, batches of 64, 500k steps,
-# 2,000 warm-up steps, weight decay 0.1.
+# Unset here, train.py's defaults are the paper's: 6 layers × 6 heads × 768, batches of 64, 500k
+# steps, 2,000 warm-up steps, weight decay 0.1.
 out_dir = "out/arithmetic_b1999"
 data_dir = "data/arithmetic_ops2"
 encoding = "b1999"

@@ -1,10 +1,10 @@
-# number look-up (paper App. C), FP15 encoding, at the paper's scale:
-# 6 blocks, 6 heads of width 128 (d = 768), 500k steps of 64 samples (docs/decisions.md#hyperparameters).
+# number look-up (paper App. C), FP15 encoding, at the paper's scale: 6 blocks, 6 heads of width 128
+# (d = 768), 500k steps of 64 samples (docs/decisions.md#hyperparameters).
 #   python prepare/lookup.py --size paper
 #   python tokenize_numbers.py data/lookup --encoding fp15
 #   torchrun --nproc_per_node=4 train.py config/lookup_fp15.py
-# Unset here, train.py's defaults are the paper's: 6 layers × 6 heads × 768, batches of 64, 500k steps,
-# 2,000 warm-up steps, weight decay 0.1.
+# Unset here, train.py's defaults are the paper's: 6 layers × 6 heads × 768, batches of 64, 500k
+# steps, 2,000 warm-up steps, weight decay 0.1.
 out_dir = "out/lookup_fp15"
 data_dir = "data/lookup"
 encoding = "fp15"

@@ -1,4 +1,5 @@
-# Your own data (prepare/text.py) on a laptop CPU in minutes: a small xVal model, block_size taken from the data.
+# Your own data (prepare/text.py) on a laptop CPU in minutes: a small xVal model, block_size taken
+# from the data.
 #   python prepare/text.py mydata.csv --out data/mydata
 #   python tokenize_numbers.py data/mydata --encoding xval
 #   python train.py config/own_small.py --data_dir=data/mydata --out_dir=out/mydata

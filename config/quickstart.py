@@ -1,8 +1,10 @@
-# The built-in default: a small xVal model of 3-digit multiplication (0.123*0.456=0.056088), a few CPU-minutes.
+# The built-in default: a small xVal model of 3-digit multiplication (0.123*0.456=0.056088), a few
+# CPU-minutes.
 #   python prepare/arithmetic.py --variant mult3 --size small
 #   python tokenize_numbers.py data/arithmetic_mult3 --encoding xval
 #   python train.py config/quickstart.py
-#   python sample.py --ckpt=out/quickstart/ckpt_best.pt --input=data/arithmetic_mult3/test.txt --mask_last
+#   python sample.py --ckpt=out/quickstart/ckpt_best.pt \
+#       --input=data/arithmetic_mult3/test.txt --mask_last
 out_dir = "out/quickstart"
 data_dir = "data/arithmetic_mult3"
 encoding = "xval"

@@ -25,6 +25,7 @@ xVal model of these variants is trained with --k=4 (dev/config/arithmetic_ops_sm
 
 The right-hand side is computed in exact decimal arithmetic, so it is never 35.592000000000006.
 """
+
 import os
 import sys
 from decimal import Decimal
@@ -46,7 +47,8 @@ def operand(rng):
     """10^U(0,2) with 3 significant digits, trailing zeros kept (8.20)."""
     x = Decimal(repr(float(10 ** rng.uniform(0, 2))))
     x = x.quantize(Decimal(1).scaleb(x.adjusted() - 2))  # 3 significant digits, half-even
-    return x.quantize(Decimal(1).scaleb(x.adjusted() - 2))  # a carry (99.96 -> 100.0) adds a 4th: drop it
+    # a carry (99.96 -> 100.0) adds a 4th: drop it
+    return x.quantize(Decimal(1).scaleb(x.adjusted() - 2))
 
 
 def expression(rng, n_operands):
@@ -65,7 +67,7 @@ def expression(rng, n_operands):
 def make_sample(rng, split, variant):
     n = VARIANTS[variant]
     if variant.startswith("mult"):
-        a, b = (int(rng.integers(10 ** (n - 1), 10 ** n)) for _ in range(2))
+        a, b = (int(rng.integers(10 ** (n - 1), 10**n)) for _ in range(2))
         return f"0.{a}*0.{b}=0.{a * b:0{2 * n}d}"  # every digit of a, b and a·b kept
     text, value = expression(rng, n)
     return f"{text}={plain(value)}"
@@ -84,14 +86,26 @@ class Sample:
 if __name__ == "__main__":
     one_line_errors()
     p = base_parser(__doc__.split("\n\n")[0], "data/arithmetic_<variant>")
-    p.add_argument("--variant", default="ops2", choices=list(VARIANTS),
-                   help="mult3|mult4|mult5: n-digit multiplication; ops2|ops3|ops4: n-operand expressions")
+    p.add_argument(
+        "--variant",
+        default="ops2",
+        choices=list(VARIANTS),
+        help="mult3|mult4|mult5: n-digit multiplication; ops2|ops3|ops4: n-operand expressions",
+    )
     args = p.parse_args()
     args.out = args.out.replace("<variant>", args.variant)
     n = VARIANTS[args.variant]
-    scales = ({"operands": f"1e-{n}", "result": f"1e-{2 * n}"} if args.variant.startswith("mult")
-              else {"operands": "1", "result": "1"})
-    write_dataset(args, Sample(args.variant), meta={
-        "dataset": "arithmetic", "variant": args.variant,
-        "scales": scales,  # number in the text = number of the original problem × scale
-    })
+    scales = (
+        {"operands": f"1e-{n}", "result": f"1e-{2 * n}"}
+        if args.variant.startswith("mult")
+        else {"operands": "1", "result": "1"}
+    )
+    write_dataset(
+        args,
+        Sample(args.variant),
+        meta={
+            "dataset": "arithmetic",
+            "variant": args.variant,
+            "scales": scales,  # number in the text = number of the original problem × scale
+        },
+    )

@@ -7,6 +7,7 @@ A prepare script defines `make_sample(rng, split) -> str` (one line of text) and
 `write_dataset(...)`. Sample i of split s is drawn from its own generator seeded by
 (seed, s, i), so the files are byte-identical whatever --workers is.
 """
+
 import argparse
 import atexit
 import errno
@@ -22,30 +23,45 @@ from multiprocessing import Pool
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repository root
-from util import atomic_file, atomic_write_text, format_number, lock_holder, worker_signals  # noqa: E402
+# the repository root
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from util import (  # noqa: E402
+    atomic_file,
+    atomic_write_text,
+    format_number,
+    lock_holder,
+    worker_signals,
+)
 
 
 def _one_line(kind, error, traceback, default=sys.excepthook):
-    """Ctrl-C, a full disk or any other failed read or write ends a prepare script with one line, not a traceback: its
-    writes are staged (prepare_out_dir), so an earlier dataset in --out is as it was and no half file stays."""
+    """Ctrl-C, a full disk or any other failed read or write ends a prepare script with one line,
+    not a traceback: its writes are staged (prepare_out_dir), so an earlier dataset in --out is as
+    it was and no half file stays."""
     if issubclass(kind, KeyboardInterrupt):
         print("interrupted (Ctrl-C); nothing partly written was kept", file=sys.stderr)
     elif issubclass(kind, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
-        print(f"error: the disk filled up while writing the dataset ({error.strerror}); nothing partly written was "
-              "kept: free some space and run again", file=sys.stderr)
+        print(
+            f"error: the disk filled up while writing the dataset ({error.strerror}); nothing"
+            " partly written was kept: free some space and run again",
+            file=sys.stderr,
+        )
     elif issubclass(kind, OSError) and error.strerror:
-        print(f"error: {error.strerror}{': ' + str(error.filename) if error.filename else ''}; nothing partly "
-              "written was kept", file=sys.stderr)
+        print(
+            f"error: {error.strerror}{': ' + str(error.filename) if error.filename else ''};"
+            " nothing partly written was kept",
+            file=sys.stderr,
+        )
     else:
         default(kind, error, traceback)
 
 
 def one_line_errors():
-    """Called by each prepare script when it runs as one (importing this module changes nothing); a SIGTERM ends
-    it as Ctrl-C does, so that its half-written dataset is removed."""
+    """Called by each prepare script when it runs as one (importing this module changes nothing); a
+    SIGTERM ends it as Ctrl-C does, so that its half-written dataset is removed."""
     sys.excepthook = _one_line
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+
 
 # samples per split: (train, val, test); every extra test set (OoD) has the size of test
 SIZES = {
@@ -57,11 +73,13 @@ SIZES = {
 
 def _at_least(low):
     """An argparse type: an integer ≥ low."""
+
     def parse(text):
         value = int(text)
         if value < low:
             raise argparse.ArgumentTypeError(f"expected an integer ≥ {low}, got {value}")
         return value
+
     parse.__name__ = "integer"  # argparse names the type in its message for a non-integer
     return parse
 
@@ -70,11 +88,21 @@ def base_parser(description, default_out):
     """The flags every prepare script has: --out, --size, --seed, --workers, --force."""
     p = argparse.ArgumentParser(description=description)
     p.add_argument("--out", default=default_out, help=f"output directory (default {default_out})")
-    p.add_argument("--size", default="small", choices=list(SIZES),
-                   help="tiny: seconds, for tests; small: minutes on a laptop; paper: 1M/125k/125k")
-    p.add_argument("--seed", type=_at_least(0), default=1337, help="fixes every sample (default 1337)")
-    p.add_argument("--workers", type=_at_least(1), default=os.cpu_count() or 1,
-                   help="processes to use (default: all cores); does not change the output")
+    p.add_argument(
+        "--size",
+        default="small",
+        choices=list(SIZES),
+        help="tiny: seconds, for tests; small: minutes on a laptop; paper: 1M/125k/125k",
+    )
+    p.add_argument(
+        "--seed", type=_at_least(0), default=1337, help="fixes every sample (default 1337)"
+    )
+    p.add_argument(
+        "--workers",
+        type=_at_least(1),
+        default=os.cpu_count() or 1,
+        help="processes to use (default: all cores); does not change the output",
+    )
     p.add_argument("--force", action="store_true", help="overwrite an existing dataset in --out")
     return p
 
@@ -85,7 +113,8 @@ def sample_rng(seed, split_code, index):
 
 
 def fmt_number(x, digits):
-    """A float as a sample's literal (`digits` significant digits); non-finite numbers are refused."""
+    """A float as a sample's literal (`digits` significant digits); non-finite numbers are
+    refused."""
     if not math.isfinite(x):
         raise ValueError(f"refusing to write the non-finite number {x!r} into a sample")
     return format_number(x, digits)
@@ -109,7 +138,8 @@ def dumps(obj, digits=4):
 
 
 STAGE = re.compile(r"\.prepare-\d+\.tmp")  # where a prepare run writes its dataset before swap_in
-TOKENIZED = re.compile(r"\w+\.(ids|values|offsets|json|tmp)\b.*")  # what tokenize_numbers.py writes in <encoding>/
+# what tokenize_numbers.py writes in <encoding>/
+TOKENIZED = re.compile(r"\w+\.(ids|values|offsets|json|tmp)\b.*")
 
 
 def _read_meta(out):
@@ -117,7 +147,11 @@ def _read_meta(out):
     try:
         with open(os.path.join(out, "meta.json")) as f:
             meta = json.load(f)
-        return meta if isinstance(meta, dict) and isinstance(meta.get("splits"), (dict, list)) else None
+        return (
+            meta
+            if isinstance(meta, dict) and isinstance(meta.get("splits"), (dict, list))
+            else None
+        )
     except (OSError, ValueError):
         return None
 
@@ -132,12 +166,14 @@ def dataset_files(out):
     the user's own text, not ours.
     """
     from tokenize_numbers import ENCODINGS
+
     meta = _read_meta(out)
     prepared = meta is not None and meta.get("dataset") != "plain text"
     names = {"vocab.json", ".raw.npy.tmp"} | ({"meta.json"} if meta is not None else set())
     if prepared:
         names |= {f"{s}{ext}" for s in meta["splits"] for ext in (".txt", ".ocean.txt")}
-    names |= {"{0}.tmp{1}".format(*os.path.splitext(n)) for n in list(names)}  # an interrupted write
+    # an interrupted write
+    names |= {"{0}.tmp{1}".format(*os.path.splitext(n)) for n in list(names)}
     ours, others = [], []
     for name in sorted(os.listdir(out)):
         path = os.path.join(out, name)
@@ -147,7 +183,8 @@ def dataset_files(out):
                 (ours if is_ours else others).append(f"{name}/{f}")
         elif name in names and os.path.isfile(path):
             ours.append(name)
-        elif STAGE.fullmatch(name) and os.path.isdir(path):  # a prepare run's new dataset, before its swap
+        # a prepare run's new dataset, before its swap
+        elif STAGE.fullmatch(name) and os.path.isdir(path):
             ours.append(name + "/")
         else:
             others.append(name + "/" if os.path.isdir(path) else name)
@@ -159,34 +196,46 @@ def _some(names, n=6):
 
 
 def prepare_out_dir(out, force, writes):
-    """
-    Make `out` ready for a dataset whose files are `writes` (names in `out`), and return the folder to
-    write it into, out/.prepare-<pid>.tmp: nothing of an earlier dataset goes until the new one is
-    complete and swap_in() replaces it, so a failed or stopped run leaves `out` as it was (the folder
-    is removed when the process ends). A folder holding files needs --force, which replaces only what
-    an earlier prepare run wrote there; every other file stays and is named. A file this run would
-    overwrite is refused unless a prepare run wrote it. Fails early if `out` is not writable.
-    """
+    """Make `out` ready for a dataset whose files are `writes` (names in `out`), and return the
+    folder to write it into, out/.prepare-<pid>.tmp: nothing of an earlier dataset goes until the
+    new one is complete and swap_in() replaces it, so a failed or stopped run leaves `out` as it was
+    (the folder is removed when the process ends). A folder holding files needs --force, which
+    replaces only what an earlier prepare run wrote there; every other file stays and is named. A
+    file this run would overwrite is refused unless a prepare run wrote it. Fails early if `out` is
+    not writable."""
     if os.path.exists(out) and not os.path.isdir(out):
         sys.exit(f"error: --out {out} exists and is not a directory")
     if os.path.isdir(out) and os.listdir(out):
         ours, others, prepared = dataset_files(out)
         clash = [n for n in others if n in writes or n.rstrip("/") in writes]
         if clash and not prepared:
-            sys.exit(f"error: {out} holds {_some(clash)}, which this run would overwrite but no prepare run wrote "
-                     "(no meta.json of a prepared dataset names it); move it away or choose another --out")
+            sys.exit(
+                f"error: {out} holds {_some(clash)}, which this run would overwrite but no prepare"
+                " run wrote (no meta.json of a prepared dataset names it); move it away or choose"
+                " another --out"
+            )
         if not force:
-            what = "a dataset (meta.json)" if prepared else f"files that are not a dataset ({_some(others)})"
-            sys.exit(f"error: {out} already holds {what}; pass --force to replace what a prepare run wrote there "
-                     "(other files stay), or choose another --out")
+            what = (
+                "a dataset (meta.json)"
+                if prepared
+                else f"files that are not a dataset ({_some(others)})"
+            )
+            sys.exit(
+                f"error: {out} already holds {what}; pass --force to replace what a prepare run"
+                " wrote there (other files stay), or choose another --out"
+            )
         pid, tokenizing = lock_holder(os.path.join(out, "tokenize.lock"))
         if tokenizing:
-            sys.exit(f"error: {out} is being tokenized by process {pid} ({out}/tokenize.lock); wait for that "
-                     "tokenize_numbers.py run to end before --force replaces the dataset it reads")
+            sys.exit(
+                f"error: {out} is being tokenized by process {pid} ({out}/tokenize.lock); wait for"
+                " that tokenize_numbers.py run to end before --force replaces the dataset it reads"
+            )
         stuck = sorted({os.path.dirname(os.path.join(out, n)) for n in ours} - {out})
         for folder in [f for f in stuck if not os.access(f, os.W_OK | os.X_OK)]:
-            sys.exit(f"error: {folder} is not writable, so --force could not replace the files in it; "
-                     "make it writable (nothing was changed)")
+            sys.exit(
+                f"error: {folder} is not writable, so --force could not replace the files in it; "
+                "make it writable (nothing was changed)"
+            )
         if others:
             print(f"note: {out}: left alone, not written by a prepare run: {_some(others)}")
     try:
@@ -200,9 +249,10 @@ def prepare_out_dir(out, force, writes):
 
 
 def swap_in(out, stage):
-    """Replace what an earlier prepare run wrote in `out` by the complete dataset in `stage`: the old files are first
-    moved aside (meta.json first), and put back if any cannot be; the new ones come in (meta.json last), and only
-    then are the old ones deleted. `out` never looks complete while it is mixed, and a failure loses nothing."""
+    """Replace what an earlier prepare run wrote in `out` by the complete dataset in `stage`: the
+    old files are first moved aside (meta.json first), and put back if any cannot be; the new ones
+    come in (meta.json last), and only then are the old ones deleted. `out` never looks complete
+    while it is mixed, and a failure loses nothing."""
     ours = [n for n in dataset_files(out)[0] if n.rstrip("/") != os.path.basename(stage)]
     aside, moved = os.path.join(stage, ".old"), []
     try:
@@ -212,8 +262,12 @@ def swap_in(out, stage):
     except OSError as e:
         for name in reversed(moved):
             os.renames(os.path.join(aside, name), os.path.join(out, name))
-        sys.exit(f"error: cannot replace {e.filename} ({e.strerror}); {out} is as it was (the new dataset is not kept)")
-    for name in {n.split("/")[0] for n in ours if "/" in n.rstrip("/")}:  # an <encoding>/ folder left empty
+        sys.exit(
+            f"error: cannot replace {e.filename} ({e.strerror}); {out} is as it was (the new"
+            " dataset is not kept)"
+        )
+    # an <encoding>/ folder left empty
+    for name in {n.split("/")[0] for n in ours if "/" in n.rstrip("/")}:
         if os.path.isdir(os.path.join(out, name)) and not os.listdir(os.path.join(out, name)):
             os.rmdir(os.path.join(out, name))
     for name in sorted(set(os.listdir(stage)) - {".old"}, key=lambda n: n == "meta.json"):
@@ -222,9 +276,10 @@ def swap_in(out, stage):
 
 
 class _Interrupted(Exception):
-    """Ctrl-C inside a pool worker, where a library raises KeyboardInterrupt itself (REBOUND's integrate handles SIGINT
-    while it runs): a pool loses a worker that dies of a KeyboardInterrupt and waits for it forever, but passes an
-    Exception back to the parent, which ends as Ctrl-C does."""
+    """Ctrl-C inside a pool worker, where a library raises KeyboardInterrupt itself (REBOUND's
+    integrate handles SIGINT while it runs): a pool loses a worker that dies of a KeyboardInterrupt
+    and waits for it forever, but passes an Exception back to the parent, which ends as Ctrl-C does.
+    """
 
 
 def _make_one(args):
@@ -240,8 +295,10 @@ def generate_split(make_sample, split, code, n, seed, workers, chunksize=64):
     try:
         from tqdm import tqdm
     except ImportError:  # tqdm is optional: fall back to no progress bar
+
         def tqdm(it, **_):
             return it
+
     jobs = ((make_sample, seed, code, i, split) for i in range(n))
     bar = dict(total=n, desc=f"{split:>16}", unit="sample", file=sys.stderr, mininterval=0.5)
     try:
@@ -276,15 +333,23 @@ def write_dataset(args, make_sample, extra_splits=(), meta=None, sizes=None):
     n_train, n_val, n_test = sizes[args.size]
     counts = {"train": n_train, "val": n_val, "test": n_test}
     counts.update({name: n_test for name in extra_splits})
-    stage = prepare_out_dir(args.out, args.force, [f"{split}.txt" for split in counts] + ["meta.json"])
+    stage = prepare_out_dir(
+        args.out, args.force, [f"{split}.txt" for split in counts] + ["meta.json"]
+    )
     t0 = time.time()
     for code, (split, n) in enumerate(counts.items()):  # code: train 0, val 1, test 2, extras 3..
-        write_split(stage, split, generate_split(make_sample, split, code, n, args.seed, args.workers))
+        write_split(
+            stage, split, generate_split(make_sample, split, code, n, args.seed, args.workers)
+        )
     meta = dict(meta or {})
-    meta.update(seed=args.seed, size=args.size, splits=counts, command=" ".join(["python"] + sys.argv))
+    meta.update(
+        seed=args.seed, size=args.size, splits=counts, command=" ".join(["python"] + sys.argv)
+    )
     write_meta(stage, meta)
     swap_in(args.out, stage)
     seconds = time.time() - t0
     total = sum(counts.values())
-    print(f"wrote {total} samples to {args.out} in {seconds:.1f} s ({total / seconds:.0f} samples/s)")
+    print(
+        f"wrote {total} samples to {args.out} in {seconds:.1f} s ({total / seconds:.0f} samples/s)"
+    )
     return meta

@@ -1,37 +1,41 @@
 """
-Prepare the temperature-forecasting dataset of the xVal paper (§3 "Temperature forecasting", App. C;
-docs/decisions.md#temperature) from ERA5 2 m temperature (`t2m`) netCDF files downloaded from the
-Copernicus Climate Data Store (CDS).
+Prepare the temperature-forecasting dataset of the xVal paper (§3 "Temperature
+forecasting", App. C; docs/decisions.md#temperature) from ERA5 2 m temperature (`t2m`)
+netCDF files downloaded from the Copernicus Climate Data Store (CDS).
 
 A sample is one line: 60-89 distinct random grid points ("stations", uniform over grid points as in
 the paper, so a regular lat/lon grid gives the poles more of them) and 8-15 time steps, `--stride`
 file steps apart (8 = 8 h for hourly ERA5), from a random start (--stations and --steps change the
 ranges for reduced-scale runs, e.g. --stations 10,19 on a CPU):
 
-  {"description":{"coords":[[sin lat,sin lon,cos lon],...],"start":[sin ToD,cos ToD,sin ToY,cos ToY]},
+  {"description":{"coords":[[sin lat,sin lon,cos lon],...],
+                  "start":[sin ToD,cos ToD,sin ToY,cos ToY]},
    "data":[[T at each step] per station]}
 
 T is standardised with the mean and std of every value in the training split (in the field's units,
-kelvin for ERA5). ToD phase = UTC hour of day / 24; ToY phase = (day of year - 1 + hour / 24) / 365.25,
-both of the first step. train/val/test are random windows of the same files (as in the paper); a test
-window may overlap a training window in time and space. With --land-sea-mask, <split>.ocean.txt holds
-one label per sample for the probe of App. C: 1 if the first station is over ocean (lsm < 0.5).
+kelvin for ERA5). ToD phase = UTC hour of day / 24; ToY phase = (day of year - 1 + hour / 24) /
+365.25, both of the first step. train/val/test are random windows of the same files (as in the
+paper); a test window may overlap a training window in time and space. With --land-sea-mask,
+<split>.ocean.txt holds one label per sample for the probe of App. C: 1 if the first station is over
+ocean (lsm < 0.5).
 
 Inputs (several files are concatenated along time; they must share one grid):
   - CDS netCDF before 2024: dims time/latitude/longitude, int16 packed with scale_factor/add_offset
-    and _FillValue/missing_value (netCDF4 unpacks and masks), latitude 90..-90. Downloads that mix
-    ERA5 with near-real-time ERA5T carry an `expver` dimension, t2m(time, expver, lat, lon), each row
-    filled for part of the time: the rows are merged (first non-missing value).
+    and _FillValue/missing_value (netCDF4 unpacks and masks), latitude 90..-90. Downloads that
+    mix ERA5 with near-real-time ERA5T carry an `expver` dimension, t2m(time, expver, lat, lon),
+    each row filled for part of the time: the rows are merged (first non-missing value).
   - CDS netCDF since 2024: float32 t2m(valid_time, latitude, longitude), valid_time in seconds since
     1970, `expver` a coordinate variable along valid_time, `number` a scalar (or a size-1 dim).
-  - Other CF gridded temperatures with --variable (CMIP `tas(time, lat, lon)`, or a CF standard_name
-    such as `air_temperature`): axes are found by name (time/valid_time, latitude/lat, longitude/lon)
-    or by their coordinate's standard_name/axis/units; any other dimension must have size 1.
+  - Other CF gridded temperatures with --variable (CMIP `tas(time, lat, lon)`, or a CF
+    standard_name such as `air_temperature`): axes are found by name (time/valid_time,
+    latitude/lat, longitude/lon) or by their coordinate's standard_name/axis/units; any other
+    dimension must have size 1.
   Latitude and longitude may run either way; samples are drawn on the ascending grid, so the same
   field in either layout gives the same samples. Windows never span a gap in time (e.g. between two
   non-adjacent files); windows holding a missing value are redrawn and counted in meta.json.
 
-Download (needs a CDS account, the dataset licence accepted, and `pip install cdsapi`; see prepare/README.md):
+Download (needs a CDS account, the dataset licence accepted, and `pip install cdsapi`; see
+prepare/README.md):
 
   import cdsapi
   cdsapi.Client().retrieve("reanalysis-era5-single-levels", {
@@ -40,7 +44,8 @@ Download (needs a CDS account, the dataset licence accepted, and `pip install cd
       "time": [f"{h:02d}:00" for h in range(24)],
       "data_format": "netcdf", "download_format": "unarchived"}, "era5_t2m_2020.nc")
 
-  (same request with "variable": ["land_sea_mask"], one day and "time": ["00:00"] for --land-sea-mask)
+  (for --land-sea-mask: the same request with "variable": ["land_sea_mask"], one day and
+  "time": ["00:00"])
 
 Usage:
   python prepare/era5.py era5_t2m_2020.nc --size small --out data/era5
@@ -49,14 +54,14 @@ Usage:
   python prepare/era5.py data/era5_raw/t2m.nc --land-sea-mask data/era5_raw/lsm.nc \
       --stations 10,19 --out data/era5
 
-Two passes. Pass 1 draws every sample's window (sizes, start, stations: a pure function of seed,
-split and index), then reads the files block by block of --block-steps time steps, each step once
-for all splits, cutting out the windows that touch the block into a float32 file on disk (in --out,
-removed at the end; 4 bytes per temperature, 4.3 GB at paper size). Pass 2 standardises with the
-training split's mean and std and writes the text. Memory stays bounded: a worker holds one block
-(block_steps × lat × lon × 4 bytes, 133 MB for 32 steps of the 0.25° grid) plus ~16 MB that netCDF4
-unpacks at a time; never the whole variable.
-"""
+Two passes. Pass 1 draws every sample's window (sizes, start, stations: a pure function of
+seed, split and index), then reads the files block by block of --block-steps time steps,
+each step once for all splits, cutting out the windows that touch the block into a float32
+file on disk (in --out, removed at the end; 4 bytes per temperature, 4.3 GB at paper size).
+Pass 2 standardises with the training split's mean and std and writes the text. Memory stays
+bounded: a worker holds one block (block_steps × lat × lon × 4 bytes, 133 MB for 32 steps of
+the 0.25° grid) plus ~16 MB that netCDF4 unpacks at a time; never the whole variable."""
+
 import argparse
 import json
 import math
@@ -70,19 +75,31 @@ from types import SimpleNamespace
 import netCDF4
 import numpy as np
 
-from common import (SIZES, atomic_file, atomic_write_text, base_parser, dumps, one_line_errors, prepare_out_dir,
-                    sample_rng, swap_in, worker_signals)
+from common import (
+    SIZES,
+    atomic_file,
+    atomic_write_text,
+    base_parser,
+    dumps,
+    one_line_errors,
+    prepare_out_dir,
+    sample_rng,
+    swap_in,
+    worker_signals,
+)
 
-STATIONS = (60, 89)      # grid points per sample, inclusive; default of --stations (docs/decisions.md#temperature)
-STEPS = (8, 15)          # time steps per sample, inclusive; default of --steps
-MAX_ATTEMPTS = 100       # redraws of one sample whose windows keep hitting missing values
+# grid points per sample, inclusive; default of --stations (docs/decisions.md#temperature)
+STATIONS = (60, 89)
+STEPS = (8, 15)  # time steps per sample, inclusive; default of --steps
+MAX_ATTEMPTS = 100  # redraws of one sample whose windows keep hitting missing values
 SPLITS = ("train", "val", "test")  # split code = position, as in common.write_dataset
-RAW_FILE = ".raw.npy.tmp"  # pass 1 → pass 2: raw windows, float32, on disk in --out (removed at the end)
+# pass 1 → pass 2: raw windows, float32, on disk in --out (removed at the end)
+RAW_FILE = ".raw.npy.tmp"
 TIME_NAMES, LAT_NAMES, LON_NAMES = ("time", "valid_time"), ("latitude", "lat"), ("longitude", "lon")
 LAT_UNITS = ("degrees_north", "degree_north", "degrees_n", "degree_n")
 LON_UNITS = ("degrees_east", "degree_east", "degrees_e", "degree_e")
-PLAN_CHUNK = 4096        # samples per drawing job
-CTX = None               # what a worker needs (field layout, seed, stride...), set by init_worker
+PLAN_CHUNK = 4096  # samples per drawing job
+CTX = None  # what a worker needs (field layout, seed, stride...), set by init_worker
 
 
 def fail(message):
@@ -92,6 +109,7 @@ def fail(message):
 # ----------------------------------------------------------------------------------------------
 # reading the files
 
+
 def open_netcdf(path):
     """Open a netCDF file, with a clear refusal for what CDS downloads sometimes are instead."""
     if not os.path.isfile(path):
@@ -99,15 +117,20 @@ def open_netcdf(path):
     with open(path, "rb") as f:
         magic = f.read(8)
     if magic.startswith(b"PK\x03\x04"):
-        fail(f"{path} is a zip archive, not netCDF (the CDS zips downloads that hold several files): "
-             "unzip it first and pass the .nc files inside")
+        fail(
+            f"{path} is a zip archive, not netCDF (the CDS zips downloads that hold several files):"
+            " unzip it first and pass the .nc files inside"
+        )
     if magic.startswith(b"GRIB"):
         fail(f"{path} is a GRIB file; expected netCDF (ask the CDS for data_format 'netcdf')")
     try:
         ds = netCDF4.Dataset(path, "r")
     except OSError as e:
-        fail(f"{path} is not a netCDF file netCDF4 can read ({e}); expected an ERA5 netCDF download")
-    ds.set_auto_maskandscale(True)  # int16 → scale_factor·x + add_offset; fill/missing → masked
+        fail(
+            f"{path} is not a netCDF file netCDF4 can read ({e}); expected an ERA5 netCDF download"
+        )
+    # int16 → scale_factor·x + add_offset; fill/missing → masked
+    ds.set_auto_maskandscale(True)
     return ds
 
 
@@ -115,7 +138,9 @@ def find_variable(ds, path, wanted):
     """The variable named `wanted`, or the only one whose CF standard_name is `wanted`."""
     if wanted in ds.variables:
         return wanted
-    by_standard_name = [n for n, v in ds.variables.items() if getattr(v, "standard_name", None) == wanted]
+    by_standard_name = [
+        n for n, v in ds.variables.items() if getattr(v, "standard_name", None) == wanted
+    ]
     if len(by_standard_name) == 1:
         return by_standard_name[0]
     present = ", ".join(f"{n}({', '.join(v.dimensions)})" for n, v in ds.variables.items())
@@ -123,21 +148,35 @@ def find_variable(ds, path, wanted):
 
 
 def axis_of(ds, dim):
-    """'time', 'lat', 'lon' or None: what a dimension is, by its name or its coordinate's CF attributes."""
+    """'time', 'lat', 'lon' or None: what a dimension is, by its name or its coordinate's CF
+    attributes."""
     coord = ds.variables.get(dim)
     attr = lambda key: str(getattr(coord, key, "")).lower() if coord is not None else ""
     standard, axis, units = attr("standard_name"), attr("axis"), attr("units")
-    if dim in TIME_NAMES or standard == "time" or (not standard and (axis == "t" or " since " in units)):
+    if (
+        dim in TIME_NAMES
+        or standard == "time"
+        or (not standard and (axis == "t" or " since " in units))
+    ):
         return "time"
-    if dim in LAT_NAMES or standard == "latitude" or (not standard and (axis == "y" or units in LAT_UNITS)):
+    if (
+        dim in LAT_NAMES
+        or standard == "latitude"
+        or (not standard and (axis == "y" or units in LAT_UNITS))
+    ):
         return "lat"
-    if dim in LON_NAMES or standard == "longitude" or (not standard and (axis == "x" or units in LON_UNITS)):
+    if (
+        dim in LON_NAMES
+        or standard == "longitude"
+        or (not standard and (axis == "x" or units in LON_UNITS))
+    ):
         return "lon"
     return None
 
 
 def locate_dims(ds, path, name, need_time=True):
-    """{'time', 'lat', 'lon', 'expver'} → dimension name (or None) of variable `name`; other dims must be size 1."""
+    """{'time', 'lat', 'lon', 'expver'} → dimension name (or None) of variable `name`; other dims
+    must be size 1."""
     var = ds.variables[name]
     found = {"time": [], "lat": [], "lon": [], "expver": []}
     for dim in var.dimensions:
@@ -145,22 +184,33 @@ def locate_dims(ds, path, name, need_time=True):
         if kind:
             found[kind].append(dim)
         elif len(ds.dimensions[dim]) != 1:
-            fail(f"{path}: '{name}' has a dimension '{dim}' of size {len(ds.dimensions[dim])}; expected "
-                 f"only time, latitude and longitude (plus expver or dimensions of size 1)")
+            fail(
+                f"{path}: '{name}' has a dimension '{dim}' of size {len(ds.dimensions[dim])};"
+                " expected only time, latitude and longitude (plus expver or dimensions of size 1)"
+            )
     needed = ("time", "lat", "lon") if need_time else ("lat", "lon")
     if any(not found[k] for k in needed) or any(len(v) > 1 for v in found.values()):
-        fail(f"{path}: '{name}' has dimensions ({', '.join(var.dimensions)}); expected one time "
-             f"(time/valid_time), one latitude (latitude/lat) and one longitude (longitude/lon) dimension")
-    return {k: (v[0] if v else None) for k, v in found.items()}
+        fail(
+            f"{path}: '{name}' has dimensions ({', '.join(var.dimensions)}); expected one time"
+            " (time/valid_time), one latitude (latitude/lat) and one longitude (longitude/lon)"
+            " dimension"
+        )
+    return {k: v[0] if v else None for k, v in found.items()}
 
 
 def coordinate(ds, path, dim):
     if dim not in ds.variables:
-        fail(f"{path}: dimension '{dim}' has no coordinate variable; expected its values in a variable '{dim}'")
+        fail(
+            f"{path}: dimension '{dim}' has no coordinate variable; expected its values in a"
+            f" variable '{dim}'"
+        )
     values = np.ma.filled(np.ma.asarray(ds.variables[dim][:], dtype=np.float64), np.nan)
     step = np.diff(values)
     if values.ndim != 1 or not (np.all(step > 0) or np.all(step < 0)):
-        fail(f"{path}: coordinate '{dim}' is not strictly monotonic; expected a regular 1-d grid axis")
+        fail(
+            f"{path}: coordinate '{dim}' is not strictly monotonic; expected a regular 1-d grid"
+            " axis"
+        )
     return values
 
 
@@ -173,28 +223,34 @@ def same_grid(a, b):
 
 
 def read_source(src, t0, t1):
-    """Steps [t0, t1) of one file as floats (steps, lat, lon) on the ascending grid, NaN where missing."""
+    """Steps [t0, t1) of one file as floats (steps, lat, lon) on the ascending grid, NaN where
+    missing."""
     ds = CTX.open_files.get(src.path)
     if ds is None:  # each process opens its own handles (netCDF/HDF5 handles do not survive a fork)
         ds = CTX.open_files[src.path] = netCDF4.Dataset(src.path, "r")
         ds.set_auto_maskandscale(True)  # unpack and mask, as in open_netcdf
-        ds.set_always_mask(False)  # but a plain array when nothing is missing: masked arithmetic is slow
+        # but a plain array when nothing is missing: masked arithmetic is slow
+        ds.set_always_mask(False)
     var = ds.variables[src.variable]
     axes = {src.dims[k]: k for k in ("time", "lat", "lon", "expver") if src.dims[k]}
-    index = tuple(slice(t0, t1) if d == src.dims["time"] else slice(None) if d in axes else 0
-                  for d in var.dimensions)
+    index = tuple(
+        slice(t0, t1) if d == src.dims["time"] else slice(None) if d in axes else 0
+        for d in var.dimensions
+    )
     x = var[index]  # float (unpacked); a masked array only where something is missing
     if np.ma.isMaskedArray(x):
         x = np.ma.filled(x.astype(np.result_type(x.dtype, np.float32)), np.nan)
     kept = [axes[d] for d in var.dimensions if d in axes]
-    if "expver" in kept:  # ERA5 and ERA5T rows each fill part of the time: keep the first non-missing
+    # ERA5 and ERA5T rows each fill part of the time: keep the first non-missing
+    if "expver" in kept:
         rows = np.moveaxis(x, kept.index("expver"), 0)
         x = rows[0]
         for row in rows[1:]:
             x = np.where(np.isnan(x), row, x)
         kept.remove("expver")
     x = np.transpose(x, [kept.index(k) for k in ("time", "lat", "lon")])
-    return x[:, ::-1 if src.lat_descending else 1, ::-1 if src.lon_descending else 1]  # caller casts to float32
+    # caller casts to float32
+    return x[:, :: -1 if src.lat_descending else 1, :: -1 if src.lon_descending else 1]
 
 
 def read_steps(t0, t1, out):
@@ -206,11 +262,12 @@ def read_steps(t0, t1, out):
         piece = max(1, (16 << 20) // (8 * src.expvers * len(f.lat) * len(f.lon)))
         for a in range(max(t0, first), min(t1, first + src.steps), piece):
             b = min(a + piece, t1, first + src.steps)
-            out[a - t0:b - t0] = read_source(src, a - first, b - first)
+            out[a - t0 : b - t0] = read_source(src, a - first, b - first)
 
 
 def open_field(paths, wanted):
-    """Everything about the input files except the values: grid, time axis, phases, how to read each file."""
+    """Everything about the input files except the values: grid, time axis, phases, how to read each
+    file."""
     sources, lat, lon, calendar = [], None, None, None
     for path in paths:
         ds = open_netcdf(path)
@@ -220,41 +277,78 @@ def open_field(paths, wanted):
         tvar = ds.variables.get(dims["time"])
         units = getattr(tvar, "units", "")
         if tvar is None or " since " not in units:
-            fail(f"{path}: time coordinate '{dims['time']}' needs units like 'hours since 1900-01-01'; found '{units}'")
+            fail(
+                f"{path}: time coordinate '{dims['time']}' needs units like 'hours since"
+                f" 1900-01-01'; found '{units}'"
+            )
         file_calendar = getattr(tvar, "calendar", "standard").lower()
-        file_calendar = "standard" if file_calendar in ("gregorian", "proleptic_gregorian") else file_calendar
+        file_calendar = (
+            "standard" if file_calendar in ("gregorian", "proleptic_gregorian") else file_calendar
+        )
         try:
-            dates = netCDF4.num2date(np.asarray(tvar[:]), units, file_calendar, only_use_cftime_datetimes=True)
+            dates = netCDF4.num2date(
+                np.asarray(tvar[:]), units, file_calendar, only_use_cftime_datetimes=True
+            )
         except ValueError as e:
-            fail(f"{path}: cannot decode time '{dims['time']}' (units '{units}', calendar '{file_calendar}'): {e}")
-        seconds = np.round(netCDF4.date2num(dates, "seconds since 1970-01-01", file_calendar)).astype(np.int64)
+            fail(
+                f"{path}: cannot decode time '{dims['time']}' (units '{units}', calendar"
+                f" '{file_calendar}'): {e}"
+            )
+        seconds = np.round(
+            netCDF4.date2num(dates, "seconds since 1970-01-01", file_calendar)
+        ).astype(np.int64)
         if len(seconds) == 0 or np.any(np.diff(seconds) <= 0):
             fail(f"{path}: the times of '{dims['time']}' are empty or do not increase")
         grid = (np.sort(file_lat), np.sort(file_lon))
         if lat is None:
             lat, lon, calendar, first_path = *grid, file_calendar, path
         elif not same_grid(grid, (lat, lon)):
-            fail(f"{path} has grid {describe_grid(*grid)} but {first_path} has {describe_grid(lat, lon)}: "
-                 "all files must share one grid")
+            fail(
+                f"{path} has grid {describe_grid(*grid)} but {first_path} has"
+                f" {describe_grid(lat, lon)}: all files must share one grid"
+            )
         elif file_calendar != calendar:
             fail(f"{path} uses calendar '{file_calendar}' but {first_path} uses '{calendar}'")
         hours = np.array([d.hour + d.minute / 60 + d.second / 3600 for d in dates])
-        sources.append(SimpleNamespace(
-            path=path, variable=name, dims=dims, steps=len(seconds), seconds=seconds,
-            tod=hours / 24, toy=(np.array([d.dayofyr - 1 for d in dates]) + hours / 24) / 365.25,
-            first=str(dates[0]), last=str(dates[-1]), units=getattr(ds.variables[name], "units", "?"),
-            expvers=len(ds.dimensions[dims["expver"]]) if dims["expver"] else 1,
-            lat_descending=bool(file_lat[0] > file_lat[-1]), lon_descending=bool(file_lon[0] > file_lon[-1])))
+        sources.append(
+            SimpleNamespace(
+                path=path,
+                variable=name,
+                dims=dims,
+                steps=len(seconds),
+                seconds=seconds,
+                tod=hours / 24,
+                toy=(np.array([d.dayofyr - 1 for d in dates]) + hours / 24) / 365.25,
+                first=str(dates[0]),
+                last=str(dates[-1]),
+                units=getattr(ds.variables[name], "units", "?"),
+                expvers=len(ds.dimensions[dims["expver"]]) if dims["expver"] else 1,
+                lat_descending=bool(file_lat[0] > file_lat[-1]),
+                lon_descending=bool(file_lon[0] > file_lon[-1]),
+            )
+        )
         ds.close()  # workers reopen: a handle must not be inherited across fork
     sources.sort(key=lambda s: s.seconds[0])
     for a, b in zip(sources, sources[1:]):
         if b.seconds[0] <= a.seconds[-1]:
-            fail(f"{a.path} ({a.first} .. {a.last}) and {b.path} ({b.first} .. {b.last}) overlap in time")
+            fail(
+                f"{a.path} ({a.first} .. {a.last}) and {b.path} ({b.first} .. {b.last}) overlap in"
+                " time"
+            )
     first_step = np.cumsum([0] + [s.steps for s in sources[:-1]]).tolist()
     seconds = np.concatenate([s.seconds for s in sources])
     tod, toy = (np.concatenate([getattr(s, k) for s in sources]) for k in ("tod", "toy"))
-    return SimpleNamespace(sources=sources, first_step=first_step, lat=lat, lon=lon, seconds=seconds,
-                           tod=tod, toy=toy, units=sources[0].units, variable=sources[0].variable)
+    return SimpleNamespace(
+        sources=sources,
+        first_step=first_step,
+        lat=lat,
+        lon=lon,
+        seconds=seconds,
+        tod=tod,
+        toy=toy,
+        units=sources[0].units,
+        variable=sources[0].variable,
+    )
 
 
 def read_land_sea_mask(path, field):
@@ -264,25 +358,36 @@ def read_land_sea_mask(path, field):
     dims = locate_dims(ds, path, name, need_time=False)
     lat, lon = coordinate(ds, path, dims["lat"]), coordinate(ds, path, dims["lon"])
     if not same_grid((np.sort(lat), np.sort(lon)), (field.lat, field.lon)):
-        fail(f"land-sea mask {path} has grid {describe_grid(np.sort(lat), np.sort(lon))}, but the "
-             f"temperature files have {describe_grid(field.lat, field.lon)}; expected the same grid")
+        fail(
+            f"land-sea mask {path} has grid {describe_grid(np.sort(lat), np.sort(lon))}, but the "
+            f"temperature files have {describe_grid(field.lat, field.lon)}; expected the same grid"
+        )
     var = ds.variables[name]
     kept = [d for d in var.dimensions if d in (dims["lat"], dims["lon"])]
-    x = np.ma.filled(np.ma.asarray(var[tuple(slice(None) if d in kept else 0 for d in var.dimensions)],
-                                   dtype=np.float64), np.nan)
+    x = np.ma.filled(
+        np.ma.asarray(
+            var[tuple(slice(None) if d in kept else 0 for d in var.dimensions)], dtype=np.float64
+        ),
+        np.nan,
+    )
     ds.close()
     x = x if kept[0] == dims["lat"] else x.T
-    x = x[::-1 if lat[0] > lat[-1] else 1, ::-1 if lon[0] > lon[-1] else 1]
+    x = x[:: -1 if lat[0] > lat[-1] else 1, :: -1 if lon[0] > lon[-1] else 1]
     if np.nanmax(x) > 1 + 1e-6 or np.nanmin(x) < -1e-6:
-        fail(f"land-sea mask {path}: '{name}' ranges {np.nanmin(x):g}..{np.nanmax(x):g}; expected a fraction 0..1")
+        fail(
+            f"land-sea mask {path}: '{name}' ranges {np.nanmin(x):g}..{np.nanmax(x):g}; expected a"
+            " fraction 0..1"
+        )
     return x
 
 
 def window_starts(seconds, stride, steps):
-    """For each step count n: the starts whose n steps, stride apart, are evenly spaced (span no gap)."""
+    """For each step count n: the starts whose n steps, stride apart, are evenly spaced (span no
+    gap)."""
     diffs = np.diff(seconds)
     values, counts = np.unique(diffs, return_counts=True)
-    step = values[np.argmax(counts)] if len(diffs) else 0  # the files' time step: the most common one
+    # the files' time step: the most common one
+    step = values[np.argmax(counts)] if len(diffs) else 0
     gaps_before = np.concatenate([[0], np.cumsum(diffs != step)])  # uneven steps before step i
     starts = {}
     for n in range(steps[0], steps[1] + 1):
@@ -294,6 +399,7 @@ def window_starts(seconds, stride, steps):
 
 # ----------------------------------------------------------------------------------------------
 # drawing windows (pure functions of seed, split, index, attempt: output independent of --workers)
+
 
 def init_worker(ctx):
     global CTX
@@ -307,9 +413,9 @@ def init_pool_worker(ctx):
 
 
 def draw_window(code, index, attempt):
-    """Sample `index` of split `code`: (steps, start, station indices into the ascending lat×lon grid).
-    Sizes are drawn once; a window holding missing values is replaced by the next (start, stations)
-    draw of the same generator, so attempt k is reproducible without storing anything."""
+    """Sample `index` of split `code`: (steps, start, station indices into the ascending lat×lon
+    grid). Sizes are drawn once; a window holding missing values is replaced by the next (start,
+    stations) draw of the same generator, so attempt k is reproducible without storing anything."""
     rng = sample_rng(CTX.seed, code, index)
     n_stations = int(rng.integers(CTX.stations[0], CTX.stations[1] + 1))
     n_steps = int(rng.integers(CTX.steps[0], CTX.steps[1] + 1))
@@ -321,7 +427,8 @@ def draw_window(code, index, attempt):
 
 
 def draw_plan(job):
-    """Worker: (sample ids, their (stations, steps, start) rows) at the samples' current attempts."""
+    """Worker: (sample ids, their (stations, steps, start) rows) at the samples' current
+    attempts."""
     ids, codes, indices, attempts = job
     plan = np.zeros((len(ids), 3), np.int64)
     for row, (code, index, attempt) in enumerate(zip(codes, indices, attempts)):
@@ -332,13 +439,14 @@ def draw_plan(job):
 
 def extract_block(job):
     """Worker: read global steps [b0, b1) once (only those some window uses) and cut out of them the
-    part of every listed sample's window that falls inside: [(sample id, first step k, (stations, steps))]."""
+    part of every listed sample's window that falls inside: [(sample id, first step k, (stations,
+    steps))]."""
     b0, b1, ids, codes, indices, attempts = job
     stride, n_lon = CTX.stride, len(CTX.field.lon)
     cuts = []
     for sample, code, index, attempt in zip(ids, codes, indices, attempts):
         n_steps, start, stations = draw_window(int(code), int(index), int(attempt))
-        k0 = max(0, -(-(b0 - start) // stride))        # first step at or after b0
+        k0 = max(0, -(-(b0 - start) // stride))  # first step at or after b0
         k1 = min(n_steps, -(-(b1 - start) // stride))  # one past the last step before b1
         if k0 < k1:
             cuts.append((int(sample), k0, start + stride * np.arange(k0, k1), stations))
@@ -346,17 +454,19 @@ def extract_block(job):
         return []
     needed = np.unique(np.concatenate([steps for _, _, steps, _ in cuts]))
     runs = np.split(needed, np.flatnonzero(np.diff(needed) > 1) + 1)  # contiguous reads are fastest
-    fields = np.empty((len(needed), len(CTX.field.lat), n_lon), np.float32)  # (needed steps, lat, lon)
+    # (needed steps, lat, lon)
+    fields = np.empty((len(needed), len(CTX.field.lat), n_lon), np.float32)
     row = 0
     for run in runs:
-        read_steps(int(run[0]), int(run[-1]) + 1, fields[row:row + len(run)])
+        read_steps(int(run[0]), int(run[-1]) + 1, fields[row : row + len(run)])
         row += len(run)
     row_of = np.zeros(b1 - b0, np.int64)
     row_of[needed - b0] = np.arange(len(needed))
     out = []
     for sample, k0, steps, stations in cuts:
         ilat, ilon = np.divmod(stations, n_lon)
-        values = fields[row_of[steps - b0][:, None], ilat[None, :], ilon[None, :]]  # (steps, stations)
+        # (steps, stations)
+        values = fields[row_of[steps - b0][:, None], ilat[None, :], ilon[None, :]]
         out.append((sample, k0, values.T.copy()))
     return out
 
@@ -368,7 +478,7 @@ def format_samples(job):
     lines, labels = [], []
     for index in range(i0, i1):
         n_steps, start, stations = draw_window(code, index, int(attempts[index - i0]))
-        values = raw[offsets[index - i0]:offsets[index - i0 + 1]].reshape(len(stations), n_steps)
+        values = raw[offsets[index - i0] : offsets[index - i0 + 1]].reshape(len(stations), n_steps)
         ilat, ilon = np.divmod(stations, len(f.lon))
         lat, lon = np.radians(f.lat[ilat]), np.radians(f.lon[ilon])
         # sines/cosines: absolute precision 1e-4 (4 decimals); temperatures: 4 significant digits
@@ -376,7 +486,10 @@ def format_samples(job):
         tod, toy = 2 * np.pi * f.tod[start], 2 * np.pi * f.toy[start]
         phases = np.round([np.sin(tod), np.cos(tod), np.sin(toy), np.cos(toy)], 4)
         data = (values.astype(np.float64) - mean) / std
-        record = {"description": {"coords": coords.tolist(), "start": phases.tolist()}, "data": data.tolist()}
+        record = {
+            "description": {"coords": coords.tolist(), "start": phases.tolist()},
+            "data": data.tolist(),
+        }
         lines.append(dumps(record, digits=4))
         if CTX.land_sea_mask is not None:  # probe label (App. C): first station over ocean
             labels.append(int(CTX.land_sea_mask[ilat[0], ilon[0]] < 0.5))
@@ -385,6 +498,7 @@ def format_samples(job):
 
 # ----------------------------------------------------------------------------------------------
 # the two passes
+
 
 def extract_windows(pmap, counts, out, block_steps, bar):
     """Pass 1, all splits at once (each time step is read once): cut every window out of the files
@@ -395,26 +509,33 @@ def extract_windows(pmap, counts, out, block_steps, bar):
     indices = np.concatenate([np.arange(n) for n in counts.values()])
     attempts = np.zeros(len(codes), np.int64)
     plan = np.zeros((len(codes), 3), np.int64)
-    chunks = [np.arange(i, min(i + PLAN_CHUNK, len(codes))) for i in range(0, len(codes), PLAN_CHUNK)]
+    chunks = [
+        np.arange(i, min(i + PLAN_CHUNK, len(codes))) for i in range(0, len(codes), PLAN_CHUNK)
+    ]
     for ids, rows in pmap(draw_plan, [(c, codes[c], indices[c], attempts[c]) for c in chunks]):
         plan[ids] = rows  # results may come back in any order
     n_stations, n_steps, starts = plan.T
     offsets = np.concatenate([[0], np.cumsum(n_stations * n_steps)])
     raw_path = os.path.join(out, RAW_FILE)
-    raw = np.lib.format.open_memmap(raw_path, mode="w+", dtype=np.float32, shape=(int(offsets[-1]),))
+    raw = np.lib.format.open_memmap(
+        raw_path, mode="w+", dtype=np.float32, shape=(int(offsets[-1]),)
+    )
     todo, skipped = np.arange(len(codes)), np.zeros(len(counts), np.int64)
     while len(todo):
-        first, last = starts[todo], starts[todo] + (n_steps[todo] - 1) * stride  # steps of each window
+        # steps of each window
+        first, last = starts[todo], starts[todo] + (n_steps[todo] - 1) * stride
         jobs = []
         for b0 in range(0, T, block_steps):
             hit = todo[(first < b0 + block_steps) & (last >= b0)]
             if len(hit):
-                jobs.append((b0, min(b0 + block_steps, T), hit, codes[hit], indices[hit], attempts[hit]))
+                jobs.append(
+                    (b0, min(b0 + block_steps, T), hit, codes[hit], indices[hit], attempts[hit])
+                )
         bad, filled = np.zeros(len(codes), bool), np.zeros(len(codes), np.int64)
         for cuts in bar(pmap(extract_block, jobs), total=len(jobs), desc="read"):
             for sample, k0, values in cuts:
-                window = raw[offsets[sample]:offsets[sample + 1]].reshape(n_stations[sample], -1)
-                window[:, k0:k0 + values.shape[1]] = values
+                window = raw[offsets[sample] : offsets[sample + 1]].reshape(n_stations[sample], -1)
+                window[:, k0 : k0 + values.shape[1]] = values
                 filled[sample] += values.shape[1]
                 bad[sample] |= not np.isfinite(values).all()
         assert np.array_equal(filled[todo], n_steps[todo]), "a window step was never read"
@@ -423,38 +544,64 @@ def extract_windows(pmap, counts, out, block_steps, bar):
         attempts[todo] += 1
         if len(todo) and attempts.max() > MAX_ATTEMPTS:
             worst = int(np.argmax(attempts))
-            fail(f"{list(counts)[codes[worst]]} sample {indices[worst]}: {MAX_ATTEMPTS} windows in a row hold "
-                 f"missing values (fill values or NaN) in {', '.join(s.path for s in CTX.field.sources)}; "
-                 f"is most of '{CTX.field.variable}' missing?")
+            fail(
+                f"{list(counts)[codes[worst]]} sample {indices[worst]}: {MAX_ATTEMPTS} windows in a"
+                " row hold missing values (fill values or NaN) in"
+                f" {', '.join(s.path for s in CTX.field.sources)}; is most of"
+                f" '{CTX.field.variable}' missing?"
+            )
         if len(todo):
             starts[todo] = draw_plan((todo, codes[todo], indices[todo], attempts[todo]))[1][:, 2]
     raw.flush()
     del raw
-    return SimpleNamespace(raw_path=raw_path, offsets=offsets, attempts=attempts,
-                           skipped=dict(zip(counts, skipped.tolist())))
+    return SimpleNamespace(
+        raw_path=raw_path,
+        offsets=offsets,
+        attempts=attempts,
+        skipped=dict(zip(counts, skipped.tolist())),
+    )
 
 
 def train_statistics(raw_path, n_values):
-    """Mean and std (float64, fixed chunk order: deterministic) of the first n_values raw values (train)."""
+    """Mean and std (float64, fixed chunk order: deterministic) of the first n_values raw values
+    (train)."""
     raw = np.load(raw_path, mmap_mode="r")[:n_values]
-    chunks = lambda: (raw[i:i + (1 << 24)].astype(np.float64) for i in range(0, n_values, 1 << 24))
+    chunks = lambda: (
+        raw[i : i + (1 << 24)].astype(np.float64) for i in range(0, n_values, 1 << 24)
+    )
     mean = sum(float(c.sum()) for c in chunks()) / n_values
-    var = sum(float(np.square(c - mean).sum()) for c in chunks()) / n_values  # two passes: no cancellation
+    # two passes: no cancellation
+    var = sum(float(np.square(c - mean).sum()) for c in chunks()) / n_values
     return mean, math.sqrt(var)
 
 
 def write_split(pmap, code, split, first, n, out, windows, mean, std, bar):
     """Pass 2: normalise and format the samples of one split (global ids first..first+n-1),
     streamed to <split>.txt (temporary name, then rename)."""
-    jobs = [(code, i, min(i + 256, n), windows.attempts[first + i:first + i + 256],
-             windows.offsets[first + i:first + i + 257], mean, std, windows.raw_path) for i in range(0, n, 256)]
+    jobs = [
+        (
+            code,
+            i,
+            min(i + 256, n),
+            windows.attempts[first + i : first + i + 256],
+            windows.offsets[first + i : first + i + 257],
+            mean,
+            std,
+            windows.raw_path,
+        )
+        for i in range(0, n, 256)
+    ]
     path, labels = os.path.join(out, f"{split}.txt"), []
     with atomic_file(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
-        for text, chunk_labels in bar(pmap(format_samples, jobs), total=len(jobs), desc=f"write {split}"):
+        for text, chunk_labels in bar(
+            pmap(format_samples, jobs), total=len(jobs), desc=f"write {split}"
+        ):
             f.write(text)
             labels.extend(chunk_labels)
     if CTX.land_sea_mask is not None:
-        atomic_write_text(os.path.join(out, f"{split}.ocean.txt"), "".join(f"{v}\n" for v in labels))
+        atomic_write_text(
+            os.path.join(out, f"{split}.ocean.txt"), "".join(f"{v}\n" for v in labels)
+        )
     return labels
 
 
@@ -463,26 +610,58 @@ def count_range(text):
     try:
         low, high = (int(x) for x in text.split(","))
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected MIN,MAX (two integers, e.g. 10,19); found '{text}'")
+        raise argparse.ArgumentTypeError(
+            f"expected MIN,MAX (two integers, e.g. 10,19); found '{text}'"
+        )
     if not 1 <= low <= high:
         raise argparse.ArgumentTypeError(f"expected 1 <= MIN <= MAX; found {low},{high}")
     return low, high
 
 
 def main(argv=None):
-    p = base_parser("Prepare the xVal temperature-forecasting dataset from ERA5 2 m temperature netCDF files "
-                    "(docs/decisions.md#temperature); see the module docstring and prepare/README.md",
-                    default_out="data/era5")
-    p.add_argument("files", nargs="+", help="ERA5 netCDF files (CDS downloads), concatenated along time")
-    p.add_argument("--variable", default="t2m", help="variable name or CF standard_name (default t2m)")
-    p.add_argument("--stride", type=int, default=8, help="file time steps between sample steps (default 8: 8 h)")
-    p.add_argument("--block-steps", type=int, default=32,
-                   help="time steps a worker holds at once: block_steps × lat × lon × 4 bytes (default 32)")
-    p.add_argument("--land-sea-mask", metavar="FILE", help="ERA5 lsm file: also write <split>.ocean.txt labels")
-    p.add_argument("--stations", type=count_range, default=STATIONS, metavar="MIN,MAX",
-                   help=f"distinct grid points per sample, inclusive (default {STATIONS[0]},{STATIONS[1]} as in the paper)")
-    p.add_argument("--steps", type=count_range, default=STEPS, metavar="MIN,MAX",
-                   help=f"time steps per sample, inclusive (default {STEPS[0]},{STEPS[1]} as in the paper)")
+    p = base_parser(
+        "Prepare the xVal temperature-forecasting dataset from ERA5 2 m temperature netCDF files "
+        "(docs/decisions.md#temperature); see the module docstring and prepare/README.md",
+        default_out="data/era5",
+    )
+    p.add_argument(
+        "files", nargs="+", help="ERA5 netCDF files (CDS downloads), concatenated along time"
+    )
+    p.add_argument(
+        "--variable", default="t2m", help="variable name or CF standard_name (default t2m)"
+    )
+    p.add_argument(
+        "--stride",
+        type=int,
+        default=8,
+        help="file time steps between sample steps (default 8: 8 h)",
+    )
+    p.add_argument(
+        "--block-steps",
+        type=int,
+        default=32,
+        help="time steps a worker holds at once: block_steps × lat × lon × 4 bytes (default 32)",
+    )
+    p.add_argument(
+        "--land-sea-mask", metavar="FILE", help="ERA5 lsm file: also write <split>.ocean.txt labels"
+    )
+    p.add_argument(
+        "--stations",
+        type=count_range,
+        default=STATIONS,
+        metavar="MIN,MAX",
+        help=(
+            f"distinct grid points per sample, inclusive (default {STATIONS[0]},{STATIONS[1]} as in"
+            " the paper)"
+        ),
+    )
+    p.add_argument(
+        "--steps",
+        type=count_range,
+        default=STEPS,
+        metavar="MIN,MAX",
+        help=f"time steps per sample, inclusive (default {STEPS[0]},{STEPS[1]} as in the paper)",
+    )
     args = p.parse_args(argv)
     if args.stride < 1 or args.block_steps < 1:
         fail("--stride and --block-steps must be at least 1")
@@ -493,43 +672,76 @@ def main(argv=None):
     starts, step_seconds, gaps = window_starts(field.seconds, args.stride, args.steps)
     n_points, T = len(field.lat) * len(field.lon), len(field.seconds)
     if args.stations[1] > n_points:
-        fail(f"samples need up to {args.stations[1]} distinct grid points (--stations {args.stations[0]},"
-             f"{args.stations[1]}) but the grid {describe_grid(field.lat, field.lon)} of {args.files[0]} has "
-             f"{n_points}; lower --stations")
+        fail(
+            f"samples need up to {args.stations[1]} distinct grid points (--stations"
+            f" {args.stations[0]},{args.stations[1]}) but the grid"
+            f" {describe_grid(field.lat, field.lon)} of {args.files[0]} has {n_points}; lower"
+            " --stations"
+        )
     if len(starts[args.steps[1]]) == 0:
-        fail(f"a window of {args.steps[1]} steps (--steps {args.steps[0]},{args.steps[1]}) at --stride "
-             f"{args.stride} needs {(args.steps[1] - 1) * args.stride + 1} evenly spaced time steps, but "
-             f"{', '.join(args.files)} hold {T} steps with {gaps} gap(s); lower --steps or --stride")
-    stage = prepare_out_dir(args.out, args.force, [f"{split}{ext}" for split in SPLITS for ext in (".txt", ".ocean.txt")]
-                            + ["meta.json", RAW_FILE])  # written there, swapped in when complete
+        fail(
+            f"a window of {args.steps[1]} steps (--steps {args.steps[0]},{args.steps[1]}) at"
+            f" --stride {args.stride} needs {(args.steps[1] - 1) * args.stride + 1} evenly spaced"
+            f" time steps, but {', '.join(args.files)} hold {T} steps with {gaps} gap(s); lower"
+            " --steps or --stride"
+        )
+    stage = prepare_out_dir(
+        args.out,
+        args.force,
+        [f"{split}{ext}" for split in SPLITS for ext in (".txt", ".ocean.txt")]
+        + ["meta.json", RAW_FILE],
+    )  # written there, swapped in when complete
 
-    print(f"{field.variable} [{field.units}]: {len(field.sources)} file(s), {T} steps of {step_seconds / 3600:g} h "
-          f"from {field.sources[0].first} to {field.sources[-1].last} ({gaps} gap(s)), "
-          f"grid {describe_grid(field.lat, field.lon)}")
-    print(f"sample steps every {args.stride * step_seconds / 3600:g} h; {args.workers} worker(s), each holding "
-          f"{args.block_steps} steps ({args.block_steps * n_points * 4 / 2**20:.0f} MiB) of the field at a time")
+    print(
+        f"{field.variable} [{field.units}]: {len(field.sources)} file(s), {T} steps of"
+        f" {step_seconds / 3600:g} h from {field.sources[0].first} to {field.sources[-1].last}"
+        f" ({gaps} gap(s)), grid {describe_grid(field.lat, field.lon)}"
+    )
+    print(
+        f"sample steps every {args.stride * step_seconds / 3600:g} h; {args.workers} worker(s),"
+        f" each holding {args.block_steps} steps ({args.block_steps * n_points * 4 / 2**20:.0f}"
+        " MiB) of the field at a time"
+    )
 
     counts = dict(zip(SPLITS, SIZES[args.size]))
-    ctx = SimpleNamespace(field=field, seed=args.seed, stride=args.stride, starts=starts, n_points=n_points,
-                          stations=args.stations, steps=args.steps, land_sea_mask=land_sea_mask)
+    ctx = SimpleNamespace(
+        field=field,
+        seed=args.seed,
+        stride=args.stride,
+        starts=starts,
+        n_points=n_points,
+        stations=args.stations,
+        steps=args.steps,
+        land_sea_mask=land_sea_mask,
+    )
     try:
         from tqdm import tqdm
-        bar = lambda it, **kw: tqdm(it, file=sys.stderr, unit="job", mininterval=0.5, leave=False, **kw)
+
+        bar = lambda it, **kw: tqdm(
+            it, file=sys.stderr, unit="job", mininterval=0.5, leave=False, **kw
+        )
     except ImportError:
         bar = lambda it, **kw: it
     pool = Pool(args.workers, init_pool_worker, (ctx,)) if args.workers > 1 else None
     init_worker(ctx)  # the parent draws too (and reads, without a pool)
     try:
         # pass 1 writes disjoint slots (any order will do); pass 2 streams lines in order
-        windows = extract_windows(pool.imap_unordered if pool else map, counts, stage, args.block_steps, bar)
+        windows = extract_windows(
+            pool.imap_unordered if pool else map, counts, stage, args.block_steps, bar
+        )
         t_read = time.time()
         n_train = counts["train"]
         mean, std = train_statistics(windows.raw_path, int(windows.offsets[n_train]))
         if not std > 0:
-            fail(f"the training values of '{field.variable}' have zero spread (mean {mean:g}); cannot standardise")
+            fail(
+                f"the training values of '{field.variable}' have zero spread (mean {mean:g});"
+                " cannot standardise"
+            )
         ocean, first = {}, 0
         for code, (split, n) in enumerate(counts.items()):
-            labels = write_split(pool.imap if pool else map, code, split, first, n, stage, windows, mean, std, bar)
+            labels = write_split(
+                pool.imap if pool else map, code, split, first, n, stage, windows, mean, std, bar
+            )
             ocean[split] = round(float(np.mean(labels)), 4) if labels else None
             first += n
     finally:
@@ -541,26 +753,47 @@ def main(argv=None):
             os.remove(os.path.join(stage, RAW_FILE))
 
     meta = {
-        "seed": args.seed, "size": args.size, "splits": counts,
-        "command": shlex.join(["python", "prepare/era5.py"] + (sys.argv[1:] if argv is None else list(argv))),
-        "variable": field.variable, "units": field.units,
+        "seed": args.seed,
+        "size": args.size,
+        "splits": counts,
+        "command": shlex.join(
+            ["python", "prepare/era5.py"] + (sys.argv[1:] if argv is None else list(argv))
+        ),
+        "variable": field.variable,
+        "units": field.units,
         "normalisation": {"mean": mean, "std": std, "units": field.units, "from": "train"},
-        "stride": args.stride, "time_step_hours": step_seconds / 3600,
+        "stride": args.stride,
+        "time_step_hours": step_seconds / 3600,
         "sample_interval_hours": args.stride * step_seconds / 3600,
-        "files": [{"path": s.path, "first": s.first, "last": s.last, "steps": s.steps} for s in field.sources],
-        "grid": [len(field.lat), len(field.lon)], "time_gaps": gaps,
+        "files": [
+            {"path": s.path, "first": s.first, "last": s.last, "steps": s.steps}
+            for s in field.sources
+        ],
+        "grid": [len(field.lat), len(field.lon)],
+        "time_gaps": gaps,
         "windows_skipped": windows.skipped,
-        "stations": list(args.stations), "steps": list(args.steps), "split": "random windows of the same files",
-        "phases": "ToD = UTC hour of day / 24; ToY = (day of year - 1 + hour / 24) / 365.25; of the first step",
+        "stations": list(args.stations),
+        "steps": list(args.steps),
+        "split": "random windows of the same files",
+        "phases": (
+            "ToD = UTC hour of day / 24; ToY = (day of year - 1 + hour / 24) / 365.25; of the first"
+            " step"
+        ),
         "digits": "data: 4 significant digits; coords and start: 4 decimals",
-        "land_sea_mask": args.land_sea_mask, "ocean_fraction": ocean if args.land_sea_mask else None,
+        "land_sea_mask": args.land_sea_mask,
+        "ocean_fraction": ocean if args.land_sea_mask else None,
     }
     atomic_write_text(os.path.join(stage, "meta.json"), json.dumps(meta, indent=2) + "\n")
     swap_in(args.out, stage)
     seconds, total = time.time() - t_start, sum(counts.values())
-    print(f"train mean {mean:.3f} std {std:.3f} {field.units}; skipped windows {meta['windows_skipped']}")
-    print(f"wrote {total} samples to {args.out} in {seconds:.1f} s ({total / seconds:.0f} samples/s; "
-          f"reading {t_read - t_start:.1f} s, writing {time.time() - t_read:.1f} s)")
+    print(
+        f"train mean {mean:.3f} std {std:.3f} {field.units}; skipped windows"
+        f" {meta['windows_skipped']}"
+    )
+    print(
+        f"wrote {total} samples to {args.out} in {seconds:.1f} s ({total / seconds:.0f} samples/s; "
+        f"reading {t_read - t_start:.1f} s, writing {time.time() - t_read:.1f} s)"
+    )
     return meta
 
 

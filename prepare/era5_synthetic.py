@@ -4,26 +4,31 @@ to try the temperature pipeline without a Copernicus CDS account. It is NOT data
 model trained on it says anything about the weather.
 
 The field (kelvin, hourly from 2021-01-01 00 UTC) is the sum of
-  - a latitude climatology, 300 K at the equator to 250 K at the poles, colder over high-latitude land;
-  - a seasonal cycle of opposite sign in the two hemispheres (warmest NH in mid-July), larger over land;
-  - a diurnal cycle following local solar time (warmest at 15 h), larger over land and in the tropics;
-  - weather: a few low-order spatial modes (zonal wavenumber m = 0..4 times powers of sin/cos latitude)
-    whose amplitudes follow an AR(1) in time (correlation time 3 days) and drift eastward, so the next
-    step is learnable from the past but not trivially;
+  - a latitude climatology, 300 K at the equator to 250 K at the poles, colder over
+    high-latitude land;
+  - a seasonal cycle of opposite sign in the two hemispheres (warmest NH in mid-July), larger
+    over land;
+  - a diurnal cycle following local solar time (warmest at 15 h), larger over land and in the
+    tropics;
+  - weather: a few low-order spatial modes (zonal wavenumber m = 0..4 times powers of sin/cos
+    latitude) whose amplitudes follow an AR(1) in time (correlation time 3 days) and drift
+    eastward, so the next step is learnable from the past but not trivially;
   - white noise of 0.3 K.
-Land is a fixed, smooth map of "continents" (caps on the sphere with soft coasts), the same for every
-seed: lsm.nc holds it as a land fraction 0..1.
+Land is a fixed, smooth map of "continents" (caps on the sphere with soft coasts), the same for
+every seed: lsm.nc holds it as a land fraction 0..1.
 
 Layout: the CDS one before 2024, as prepare/era5.py reads it: netCDF3, dims time/latitude/longitude,
-latitude 90..-90, longitude 0..360-res, t2m int16 with scale_factor/add_offset and _FillValue/missing_value,
-time int32 "hours since 1900-01-01 00:00:00.0"; lsm(time=1, latitude, longitude) packed the same way.
-The same --seed gives the same bytes. Memory: one day of the field at a time.
+latitude 90..-90, longitude 0..360-res, t2m int16 with scale_factor/add_offset and
+_FillValue/missing_value, time int32 "hours since 1900-01-01 00:00:00.0"; lsm(time=1, latitude,
+longitude) packed the same way. The same --seed gives the same bytes. Memory: one day of the field
+at a time.
 
 Usage:
   python prepare/era5_synthetic.py --out data/era5_raw --days 60 --resolution 2.5
   python prepare/era5.py data/era5_raw/t2m.nc --land-sea-mask data/era5_raw/lsm.nc \\
       --size small --stations 10,19 --out data/era5
 """
+
 import argparse
 import datetime
 import os
@@ -38,21 +43,33 @@ START = datetime.datetime(2021, 1, 1)
 TIME_UNITS = "hours since 1900-01-01 00:00:00.0"
 FILL = -32767
 CONTINENTS = [  # (lat, lon, radius) in degrees: caps of land, coasts a logistic 2° scale
-    (50, 80, 35), (45, 20, 18), (5, 20, 25), (45, 260, 25), (-15, 300, 18),
-    (-25, 135, 14), (-90, 0, 25), (72, 318, 10)]
-MODES = [(0, 1), (0, 2)] + [(m, k) for m in range(1, 5) for k in range(3)]  # (zonal wavenumber, power of sin lat)
-CORRELATION_HOURS = 72   # AR(1) time scale of the weather modes
-WEATHER_K = 2.5          # std of one mode's amplitude, kelvin
+    (50, 80, 35),
+    (45, 20, 18),
+    (5, 20, 25),
+    (45, 260, 25),
+    (-15, 300, 18),
+    (-25, 135, 14),
+    (-90, 0, 25),
+    (72, 318, 10),
+]
+# (zonal wavenumber, power of sin lat)
+MODES = [(0, 1), (0, 2)] + [(m, k) for m in range(1, 5) for k in range(3)]
+CORRELATION_HOURS = 72  # AR(1) time scale of the weather modes
+WEATHER_K = 2.5  # std of one mode's amplitude, kelvin
 NOISE_K = 0.3
 
 
 def land_fraction(lat, lon):
-    """Smooth land fraction 0..1 on the (lat, lon) grid (degrees), from the fixed CONTINENTS caps."""
+    """Smooth land fraction 0..1 on the (lat, lon) grid (degrees), from the fixed CONTINENTS
+    caps."""
     phi, lam = np.radians(lat)[:, None], np.radians(lon)[None, :]
     land = np.zeros((len(lat), len(lon)))
     for clat, clon, radius in CONTINENTS:
-        cos_d = np.sin(phi) * np.sin(np.radians(clat)) + np.cos(phi) * np.cos(np.radians(clat)) * np.cos(lam - np.radians(clon))
-        distance = np.degrees(np.arccos(np.clip(cos_d, -1, 1)))  # great-circle distance to the cap's centre
+        cos_d = np.sin(phi) * np.sin(np.radians(clat)) + np.cos(phi) * np.cos(
+            np.radians(clat)
+        ) * np.cos(lam - np.radians(clon))
+        # great-circle distance to the cap's centre
+        distance = np.degrees(np.arccos(np.clip(cos_d, -1, 1)))
         land += 1 / (1 + np.exp((distance - radius) / 2))
     return np.minimum(land, 1)
 
@@ -61,7 +78,8 @@ def packed_variable(ds, name, scale, offset, long_name, units):
     v = ds.createVariable(name, "i2", ("time", "latitude", "longitude"), fill_value=FILL)
     v.scale_factor, v.add_offset, v.missing_value = scale, offset, np.int16(FILL)
     v.units, v.long_name = units, long_name
-    v.set_auto_maskandscale(False)  # we pack ourselves (deterministically, clipped to the int16 range)
+    # we pack ourselves (deterministically, clipped to the int16 range)
+    v.set_auto_maskandscale(False)
     return v
 
 
@@ -73,7 +91,10 @@ def create(path, lat, lon):
     ds = netCDF4.Dataset(path, "w", format="NETCDF3_64BIT_OFFSET")
     ds.Conventions = "CF-1.6"
     ds.history = "synthetic ERA5-like field from prepare/era5_synthetic.py (not data for science)"
-    for name, values, units in (("longitude", lon, "degrees_east"), ("latitude", lat, "degrees_north")):
+    for name, values, units in (
+        ("longitude", lon, "degrees_east"),
+        ("latitude", lat, "degrees_north"),
+    ):
         ds.createDimension(name, len(values))
         ds.createVariable(name, "f4", (name,))[:] = values
         ds[name].units, ds[name].long_name = units, name
@@ -87,32 +108,45 @@ def write_t2m(path, lat, lon, lsm, days, seed):
     rng = np.random.default_rng(seed)
     phi, lam = np.radians(lat)[:, None], np.radians(lon)[None, :]
     sin2 = np.sin(phi) ** 2
-    climate = 300 - 50 * sin2 - 15 * lsm * sin2                  # (lat, lon)
-    seasonal_amp = (3 + 12 * lsm) * np.sin(phi)                    # opposite sign north and south
+    climate = 300 - 50 * sin2 - 15 * lsm * sin2  # (lat, lon)
+    seasonal_amp = (3 + 12 * lsm) * np.sin(phi)  # opposite sign north and south
     diurnal_amp = (0.5 + 5 * lsm) * np.cos(phi)
-    weather_amp = (0.5 + np.abs(np.sin(phi))) * (1 + 0.5 * lsm)   # stormier mid/high latitudes and land
-    modes = np.stack([np.cos(phi) ** m * np.sin(phi) ** k * np.exp(1j * m * lam) for m, k in MODES])  # (M, lat, lon)
+    # stormier mid/high latitudes and land
+    weather_amp = (0.5 + np.abs(np.sin(phi))) * (1 + 0.5 * lsm)
+    # (M, lat, lon)
+    modes = np.stack([np.cos(phi) ** m * np.sin(phi) ** k * np.exp(1j * m * lam) for m, k in MODES])
     rho = np.exp(-1 / CORRELATION_HOURS)
-    turn = rho * np.exp(-1j * np.radians([8 * m / 24 for m, _ in MODES]))  # decay, and drift east ~8°/day × m
-    gauss = lambda *shape: (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)) / np.sqrt(2)
-    z = WEATHER_K * gauss(len(MODES))                             # complex mode amplitudes, stationary start
+    # decay, and drift east ~8°/day × m
+    turn = rho * np.exp(-1j * np.radians([8 * m / 24 for m, _ in MODES]))
+    gauss = lambda *shape: (
+        (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)) / np.sqrt(2)
+    )
+    # complex mode amplitudes, stationary start
+    z = WEATHER_K * gauss(len(MODES))
     hour0 = int(netCDF4.date2num(START, TIME_UNITS, "gregorian"))
     with create(path, lat, lon) as ds:
-        t2m = packed_variable(ds, "t2m", 0.0025, 260.0, "2 metre temperature", "K")  # holds 178..342 K
+        # holds 178..342 K
+        t2m = packed_variable(ds, "t2m", 0.0025, 260.0, "2 metre temperature", "K")
         for day in range(days):  # one day in memory at a time
             hours = 24 * day + np.arange(24)
-            shocks = WEATHER_K * np.sqrt(1 - rho ** 2) * gauss(24, len(MODES))
+            shocks = WEATHER_K * np.sqrt(1 - rho**2) * gauss(24, len(MODES))
             z_day = np.empty((24, len(MODES)), complex)
             for i in range(24):
                 z = turn * z + shocks[i]
                 z_day[i] = z
             weather = np.real(np.einsum("tm,mab->tab", z_day, modes))  # (24, lat, lon)
             local_hour = (hours[:, None, None] + lon[None, None, :] / 15) % 24  # (24, 1, lon)
-            season = np.cos(2 * np.pi * (hours[:, None, None] / 24 - 196) / 365.25)  # warmest NH on day 196
-            field = (climate + seasonal_amp * season + diurnal_amp * np.cos(2 * np.pi * (local_hour - 15) / 24)
-                     + weather_amp * weather + NOISE_K * rng.standard_normal(weather.shape))
-            ds["time"][24 * day:24 * day + 24] = hour0 + hours
-            t2m[24 * day:24 * day + 24] = pack(field, 0.0025, 260.0)
+            # warmest NH on day 196
+            season = np.cos(2 * np.pi * (hours[:, None, None] / 24 - 196) / 365.25)
+            field = (
+                climate
+                + seasonal_amp * season
+                + diurnal_amp * np.cos(2 * np.pi * (local_hour - 15) / 24)
+                + weather_amp * weather
+                + NOISE_K * rng.standard_normal(weather.shape)
+            )
+            ds["time"][24 * day : 24 * day + 24] = hour0 + hours
+            t2m[24 * day : 24 * day + 24] = pack(field, 0.0025, 260.0)
 
 
 def write_lsm(path, lat, lon, lsm):
@@ -124,12 +158,20 @@ def write_lsm(path, lat, lon, lsm):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description="Write a synthetic ERA5-like t2m file and land-sea mask for "
-                                            "prepare/era5.py (a pipeline check, not data for science)")
+    p = argparse.ArgumentParser(
+        description=(
+            "Write a synthetic ERA5-like t2m file and land-sea mask for "
+            "prepare/era5.py (a pipeline check, not data for science)"
+        )
+    )
     p.add_argument("--out", required=True, help="directory for t2m.nc and lsm.nc")
     p.add_argument("--days", type=int, default=60, help="days of hourly data (default 60)")
-    p.add_argument("--resolution", type=float, default=2.5, help="grid spacing in degrees (default 2.5)")
-    p.add_argument("--seed", type=int, default=1337, help="fixes the weather and noise (default 1337)")
+    p.add_argument(
+        "--resolution", type=float, default=2.5, help="grid spacing in degrees (default 2.5)"
+    )
+    p.add_argument(
+        "--seed", type=int, default=1337, help="fixes the weather and noise (default 1337)"
+    )
     p.add_argument("--force", action="store_true", help="overwrite existing t2m.nc/lsm.nc in --out")
     args = p.parse_args(argv)
     if args.days < 1:
@@ -137,21 +179,32 @@ def main(argv=None):
     if args.seed < 0:
         p.error(f"--seed must be at least 0; found {args.seed}")
     if not (0 < args.resolution <= 90 and (180 / args.resolution) % 1 < 1e-9):
-        p.error(f"--resolution must divide 180 degrees (e.g. 0.25, 1, 2.5, 10); found {args.resolution:g}")
+        p.error(
+            "--resolution must divide 180 degrees (e.g. 0.25, 1, 2.5, 10); found"
+            f" {args.resolution:g}"
+        )
     paths = {name: os.path.join(args.out, f"{name}.nc") for name in ("t2m", "lsm")}
     existing = [path for path in paths.values() if os.path.exists(path)]
     if existing and not args.force:
         sys.exit(f"error: {', '.join(existing)} already exist(s); pass --force to overwrite")
     os.makedirs(args.out, exist_ok=True)
     n_lat = round(180 / args.resolution) + 1
-    lat, lon = 90 - args.resolution * np.arange(n_lat), args.resolution * np.arange(round(360 / args.resolution))
+    lat, lon = (
+        90 - args.resolution * np.arange(n_lat),
+        args.resolution * np.arange(round(360 / args.resolution)),
+    )
     lsm = land_fraction(lat, lon)
-    for name, write in (("t2m", lambda path: write_t2m(path, lat, lon, lsm, args.days, args.seed)),
-                        ("lsm", lambda path: write_lsm(path, lat, lon, lsm))):
+    for name, write in (
+        ("t2m", lambda path: write_t2m(path, lat, lon, lsm, args.days, args.seed)),
+        ("lsm", lambda path: write_lsm(path, lat, lon, lsm)),
+    ):
         with atomic_file(paths[name]) as tmp:
             write(tmp)
-    print(f"wrote {paths['t2m']} ({args.days * 24} hourly steps, grid {len(lat)}x{len(lon)}) and {paths['lsm']} "
-          f"(land fraction {lsm.mean():.2f} of grid points); synthetic, not data for science")
+    print(
+        f"wrote {paths['t2m']} ({args.days * 24} hourly steps, grid {len(lat)}x{len(lon)}) and"
+        f" {paths['lsm']} (land fraction {lsm.mean():.2f} of grid points); synthetic, not data for"
+        " science"
+    )
     return paths
 
 

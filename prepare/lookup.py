@@ -17,6 +17,7 @@ written value strictly inside the gap); every other entry is drawn as in trainin
 
     python prepare/lookup.py --size small     # 40k/5k/5k (+5k OoD), seconds
 """
+
 import argparse
 import functools
 import string
@@ -45,7 +46,8 @@ def draw_value(rng, inside_gap):
 
 
 def make_sample(rng, split, entries=ENTRIES):
-    """One look-up as one line of text (see the module docstring); entries: (min, max) per dictionary."""
+    """One look-up as one line of text (see the module docstring); entries: (min, max) per
+    dictionary."""
     if split not in SPLITS:
         raise ValueError(f"unknown split {split!r}; expected one of {SPLITS}")
     n = int(rng.integers(entries[0], entries[1] + 1))
@@ -58,21 +60,31 @@ def make_sample(rng, split, entries=ENTRIES):
 
 
 def entry_range(text):
-    """argparse type of --entries: 'MIN,MAX' → (MIN, MAX), 1 <= MIN <= MAX <= 26 (one key per letter)."""
+    """argparse type of --entries: 'MIN,MAX' → (MIN, MAX), 1 <= MIN <= MAX <= 26 (one key per
+    letter)."""
     try:
         low, high = (int(x) for x in text.split(","))
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected MIN,MAX (two integers, e.g. 2,6); found '{text}'")
+        raise argparse.ArgumentTypeError(
+            f"expected MIN,MAX (two integers, e.g. 2,6); found '{text}'"
+        )
     if not 1 <= low <= high <= len(KEYS):
-        raise argparse.ArgumentTypeError(f"expected 1 <= MIN <= MAX <= {len(KEYS)}; found {low},{high}")
+        raise argparse.ArgumentTypeError(
+            f"expected 1 <= MIN <= MAX <= {len(KEYS)}; found {low},{high}"
+        )
     return low, high
 
 
 if __name__ == "__main__":
     one_line_errors()
     parser = base_parser("Number look-up: {key:value,...}key=value.", "data/lookup")
-    parser.add_argument("--entries", type=entry_range, default=ENTRIES, metavar="MIN,MAX",
-                        help=f"entries per dictionary, inclusive (default {ENTRIES[0]},{ENTRIES[1]})")
+    parser.add_argument(
+        "--entries",
+        type=entry_range,
+        default=ENTRIES,
+        metavar="MIN,MAX",
+        help=f"entries per dictionary, inclusive (default {ENTRIES[0]},{ENTRIES[1]})",
+    )
     args = parser.parse_args()
     meta = {
         "dataset": "lookup",
@@ -82,4 +94,9 @@ if __name__ == "__main__":
         "entries": args.entries,
         "ood": {"test_ood": f"the queried value lies in the open interval {GAP}"},
     }
-    write_dataset(args, functools.partial(make_sample, entries=args.entries), extra_splits=SPLITS[3:], meta=meta)
+    write_dataset(
+        args,
+        functools.partial(make_sample, entries=args.entries),
+        extra_splits=SPLITS[3:],
+        meta=meta,
+    )

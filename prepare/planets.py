@@ -40,6 +40,7 @@ Generation uses all cores by default (--workers); the output does not depend on 
     python prepare/planets.py --size small            # 40k/5k/5k (+5k per OoD set), minutes
     python prepare/planets.py --size paper --out data/planets_paper   # 1M/125k/125k
 """
+
 import math
 
 import numpy as np
@@ -120,10 +121,17 @@ def make_sample(rng, split):
     else:
         order = [int(i) for i in rng.permutation(n)]
 
-    positions = simulate([m / SCALES["m"] for m in m_text], a,
-                         [e / SCALES["e"] for e in e_text], angles, stepsize, n_steps)
-    description = {f"planet{j}": {"m": m_text[i], "a": a[i], "e": e_text[i]}
-                   for j, i in enumerate(order)}
+    positions = simulate(
+        [m / SCALES["m"] for m in m_text],
+        a,
+        [e / SCALES["e"] for e in e_text],
+        angles,
+        stepsize,
+        n_steps,
+    )
+    description = {
+        f"planet{j}": {"m": m_text[i], "a": a[i], "e": e_text[i]} for j, i in enumerate(order)
+    }
     description["stepsize"] = stepsize
     return dumps({"description": description, "data": positions[:, order].tolist()}, DIGITS)
 
@@ -138,10 +146,14 @@ if __name__ == "__main__":
         "digits": DIGITS,
         "train_stepsizes": TRAIN_STEPSIZES,
         "ood": {
-            "test_ood_stepsize": f"stepsize uniform in [0.2, 0.8], at least {OOD_STEPSIZE_MARGIN} "
-                                 "from every training step size",
-            "test_ood_a0": f"planet0 is the innermost planet with a uniform in the open interval "
-                           f"{OOD_A0_RANGE}; axes evenly spaced from it to a_f in [1.5, 3]",
+            "test_ood_stepsize": (
+                f"stepsize uniform in [0.2, 0.8], at least {OOD_STEPSIZE_MARGIN} "
+                "from every training step size"
+            ),
+            "test_ood_a0": (
+                "planet0 is the innermost planet with a uniform in the open interval "
+                f"{OOD_A0_RANGE}; axes evenly spaced from it to a_f in [1.5, 3]"
+            ),
         },
     }
     write_dataset(args, make_sample, extra_splits=SPLITS[3:], meta=meta)

@@ -19,8 +19,10 @@ minutes on one H100, data preparation included:
 
     python tools/gpu_check.py                                  # everything, on the GPU
     python tools/gpu_check.py --stages="bench" --encodings="xval"
-    python tools/gpu_check.py --device=cpu --tiny=True         # a dry run of every stage on the CPU, tiny sizes, 2 processes
+    # a dry run of every stage on the CPU, tiny sizes, 2 processes
+    python tools/gpu_check.py --device=cpu --tiny=True
 """
+
 import json
 import os
 import shutil
@@ -46,7 +48,7 @@ steps = 30  # bench: training steps per encoding, of which the first `warmup` ar
 warmup = 10
 nproc = 0  # processes (ddp, bench): 0 = one per visible GPU; on a --device=cpu dry run 2, over gloo
 micro_batch_size = 0  # bench: samples per forward pass per process; 0 = the config's own (16)
-packing = False  # bench: pack samples several to a row (FlexAttention keeps them apart) instead of padding
+packing = False  # bench: pack samples several to a row (kept apart by FlexAttention), not pad
 # -- end config
 
 PAPER_STEPS = 500_000
@@ -62,14 +64,32 @@ def sh(*cmd, env=None):
 
 
 def make_data(tiny):
-    """The paper's temperature samples (60-89 stations × 8-15 steps) of a synthetic field, tokenized."""
+    """The paper's temperature samples (60-89 stations × 8-15 steps) of a synthetic field,
+    tokenized."""
     field = os.path.join(data_dir, "field")
     samples = os.path.join(data_dir, "era5")
     if not os.path.exists(os.path.join(field, "t2m.nc")):
-        sh(sys.executable, "prepare/era5_synthetic.py", "--out", field, "--days", "3" if tiny else "12",
-           "--resolution", "10" if tiny else "2.5")
-    sh(sys.executable, "prepare/era5.py", os.path.join(field, "t2m.nc"), "--size", "tiny", "--out", samples,
-       "--force", *(["--stations", "4,9", "--steps", "3,5"] if tiny else []))
+        sh(
+            sys.executable,
+            "prepare/era5_synthetic.py",
+            "--out",
+            field,
+            "--days",
+            "3" if tiny else "12",
+            "--resolution",
+            "10" if tiny else "2.5",
+        )
+    sh(
+        sys.executable,
+        "prepare/era5.py",
+        os.path.join(field, "t2m.nc"),
+        "--size",
+        "tiny",
+        "--out",
+        samples,
+        "--force",
+        *(["--stations", "4,9", "--steps", "3,5"] if tiny else []),
+    )
     for enc in encodings.split():
         sh(sys.executable, "tokenize_numbers.py", samples, "--encoding", enc)
     return samples
@@ -80,7 +100,8 @@ def model_args(tiny):
 
 
 def run_tests(tiny):
-    if tiny:  # the dry run only checks that the CUDA-only tests are collected (they skip on the CPU)
+    # the dry run only checks that the CUDA-only tests are collected (they skip on the CPU)
+    if tiny:
         sh(sys.executable, "-m", "pytest", "-q", "tests/test_cuda.py")
         return
     sh(sys.executable, "-m", "pytest", "-q", "-x", "tests")
@@ -93,15 +114,18 @@ def losses(out_dir):
 
 
 def same_losses(one, many, n, last, tolerance):
-    """The largest relative difference of the losses of steps 1..last; an error if any is above tolerance."""
+    """The largest relative difference of the losses of steps 1..last; an error if any is above
+    tolerance."""
     steps = list(range(1, last + 1))
     missing = [i for i in steps if i not in one or i not in many]
     if missing:
         raise SystemExit(f"error: the GPU check failed: no training loss logged at steps {missing}")
     apart = {i: (one[i], many[i]) for i in steps if abs(many[i] - one[i]) > tolerance * abs(one[i])}
     if apart:
-        raise SystemExit(f"error: the GPU check failed: {n} processes log other losses than one process with the "
-                         f"same global batch (step: (one process, {n})): {apart}")
+        raise SystemExit(
+            f"error: the GPU check failed: {n} processes log other losses than one process with the"
+            f" same global batch (step: (one process, {n})): {apart}"
+        )
     return max(abs(many[i] - one[i]) / abs(one[i]) for i in steps)
 
 
@@ -113,55 +137,120 @@ def run_ddp(samples, tiny, n):
     """
     out, one = os.path.join(data_dir, "ddp_out"), os.path.join(data_dir, "ddp_one")
     micro = 4
-    common = [*model_args(tiny), f"--device={device}", f"--data_dir={samples}", "--encoding=xval",
-              f"--batch_size={2 * micro * n}", f"--micro_batch_size={micro}", "--eval_interval=10",
-              "--eval_batches=2", "--log_interval=1", "--warmup_iters=5", "--compile=" + str(not tiny)]
-    launch = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={n}", "train.py",
-              "config/era5_small.py"]
+    common = [
+        *model_args(tiny),
+        f"--device={device}",
+        f"--data_dir={samples}",
+        "--encoding=xval",
+        f"--batch_size={2 * micro * n}",
+        f"--micro_batch_size={micro}",
+        "--eval_interval=10",
+        "--eval_batches=2",
+        "--log_interval=1",
+        "--warmup_iters=5",
+        "--compile=" + str(not tiny),
+    ]
+    launch = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc_per_node={n}",
+        "train.py",
+        "config/era5_small.py",
+    ]
     for d in (out, one):
         if os.path.exists(d):
             shutil.rmtree(d)
     env = {"OMP_NUM_THREADS": "1"} if device == "cpu" else None  # n processes share the cores
     sh(*launch, *common, f"--out_dir={out}", "--max_iters=10", env=env)
     if n >= 2:
-        sh(sys.executable, "train.py", "config/era5_small.py", *common, f"--out_dir={one}", "--max_iters=10")
+        sh(
+            sys.executable,
+            "train.py",
+            "config/era5_small.py",
+            *common,
+            f"--out_dir={one}",
+            "--max_iters=10",
+        )
         tolerance = 1e-4 if device == "cpu" else 2e-2  # float32 / bf16 autocast
         worst = same_losses(losses(one), losses(out), n, 10, tolerance)
-        print(f"{n} processes give the losses of one process at steps 1-10 (largest relative difference "
-              f"{worst:.1e})", flush=True)
+        print(
+            f"{n} processes give the losses of one process at steps 1-10 (largest relative"
+            f" difference {worst:.1e})",
+            flush=True,
+        )
     else:
-        print("one process: the comparison of N processes with one needs two or more GPUs", flush=True)
+        print(
+            "one process: the comparison of N processes with one needs two or more GPUs", flush=True
+        )
     sh(*launch, *common, f"--out_dir={out}", "--max_iters=20", "--resume", env=env)
 
 
 def run_bench(samples, tiny, n):
-    """tools/bench.py's trainer measurements per encoding, the configs' own batches, as one markdown table."""
+    """tools/bench.py's trainer measurements per encoding, the configs' own batches, as one markdown
+    table."""
     rows = []
     for enc in encodings.split():
         config = f"config/era5_{enc}.py"
-        args = [config, f"--data_dir={samples}", f"--device={device}", f"--packing={packing}", *model_args(tiny),
-                *([f"--micro_batch_size={micro_batch_size}"] if micro_batch_size else [])]
+        args = [
+            config,
+            f"--data_dir={samples}",
+            f"--device={device}",
+            f"--packing={packing}",
+            *model_args(tiny),
+            *([f"--micro_batch_size={micro_batch_size}"] if micro_batch_size else []),
+        ]
         cfg = configure(defaults(TRAIN), TRAIN, args)
-        accum = accumulation_steps(cfg["batch_size"], cfg["micro_batch_size"], n)  # a clear error if n does not divide
-        print(f"$ python tools/bench.py {' '.join(args)} --steps={steps} --warmup={warmup} --nproc={n}", flush=True)
-        header, row = bench_trainer(args, {"steps": steps, "warmup": warmup, "nproc": n}, cfg["batch_size"])
+        # a clear error if n does not divide
+        accum = accumulation_steps(cfg["batch_size"], cfg["micro_batch_size"], n)
+        print(
+            f"$ python tools/bench.py {' '.join(args)} --steps={steps} --warmup={warmup}"
+            f" --nproc={n}",
+            flush=True,
+        )
+        header, row = bench_trainer(
+            args, {"steps": steps, "warmup": warmup, "nproc": n}, cfg["batch_size"]
+        )
         print("\n".join(header), flush=True)
         hours = row["ms/step"] * PAPER_STEPS / 3.6e6
-        rows.append([enc, f"{cfg['batch_size']} = {cfg['micro_batch_size']} × {n} × {accum}",
-                     f"{row['tokens/s']:,.0f}", "n/a" if row["MFU %"] is None else f"{row['MFU %']:.1f}",
-                     f"{row['ms/step']:,.0f}", f"{row['padding %']:.1f}",
-                     "n/a" if row["peak GiB"] is None else f"{row['peak GiB']:.1f}", f"{hours:,.1f} h",
-                     row["system"]])
+        rows.append(
+            [
+                enc,
+                f"{cfg['batch_size']} = {cfg['micro_batch_size']} × {n} × {accum}",
+                f"{row['tokens/s']:,.0f}",
+                "n/a" if row["MFU %"] is None else f"{row['MFU %']:.1f}",
+                f"{row['ms/step']:,.0f}",
+                f"{row['padding %']:.1f}",
+                "n/a" if row["peak GiB"] is None else f"{row['peak GiB']:.1f}",
+                f"{hours:,.1f} h",
+                row["system"],
+            ]
+        )
         print(f"{enc}: {rows[-1]}", flush=True)
-    lines = ["| encoding | batch = micro × processes × accumulation | real tokens/s | MFU % | ms/step | padded % "
-             "| peak GiB | 500k steps | system |",
-             "|---|---|---|---|---|---|---|---|---|"] + ["| " + " | ".join(r) + " |" for r in rows]
-    model = ("a tiny dry run (1 × 32, 4-9 stations × 3-5 steps" if tiny
-             else "the paper's temperature model as config/era5_<encoding>.py sets it (6 × 768, 60-89 stations × 8-15 steps")
-    text = (f"Written by `python tools/gpu_check.py`: {model}, each process's micro-batches sorted by length"
-            f"{', packed' if packing else ''}), {n} process{'es' if n > 1 else ''}, tools/bench.py medians of steps "
-            f"{warmup + 1}..{steps}; MFU counts real tokens only; the last column projects "
-            f"{PAPER_STEPS:,} steps on this machine.\n\n" + "\n".join(lines) + "\n")
+    lines = [
+        (
+            "| encoding | batch = micro × processes × accumulation | real tokens/s | MFU % |"
+            " ms/step | padded % | peak GiB | 500k steps | system |"
+        ),
+        "|---|---|---|---|---|---|---|---|---|",
+    ] + ["| " + " | ".join(r) + " |" for r in rows]
+    model = (
+        "a tiny dry run (1 × 32, 4-9 stations × 3-5 steps"
+        if tiny
+        else (
+            "the paper's temperature model as config/era5_<encoding>.py sets it (6 × 768, 60-89"
+            " stations × 8-15 steps"
+        )
+    )
+    text = (
+        f"Written by `python tools/gpu_check.py`: {model}, each process's micro-batches sorted by"
+        f" length{', packed' if packing else ''}), {n} process{'es' if n > 1 else ''},"
+        f" tools/bench.py medians of steps {warmup + 1}..{steps}; MFU counts real tokens only; the"
+        f" last column projects {PAPER_STEPS:,} steps on this machine.\n\n"
+        + "\n".join(lines)
+        + "\n"
+    )
     os.makedirs(os.path.dirname(record) or ".", exist_ok=True)
     atomic_write_text(record, text)
     print("\n" + text)
@@ -171,20 +260,29 @@ def main():
     configure(globals(), __file__)
     for stage in stages.split():
         if stage not in ("data", "tests", "ddp", "bench"):
-            raise SystemExit(f"error: unknown stage {stage!r} in --stages; expected data, tests, ddp, bench")
+            raise SystemExit(
+                f"error: unknown stage {stage!r} in --stages; expected data, tests, ddp, bench"
+            )
     if nproc < 0:
         raise SystemExit(f"error: --nproc must be 0 (one per visible GPU) or more, got {nproc}")
     n = nproc
     if device.startswith("cuda"):
         import torch
+
         if not torch.cuda.is_available():
-            raise SystemExit("error: no CUDA device here; for a dry run on the CPU pass --device=cpu --tiny=True")
+            raise SystemExit(
+                "error: no CUDA device here; for a dry run on the CPU pass --device=cpu --tiny=True"
+            )
         visible = torch.cuda.device_count()
         if n > visible:
             raise SystemExit(f"error: --nproc={n} but {visible} GPU(s) are visible")
         n = n or visible
     n = n or 2  # the CPU dry run: two gloo processes check the multi-process path
-    print(f"== {n} process{'es' if n > 1 else ''} ({'NCCL' if device.startswith('cuda') else 'gloo'})", flush=True)
+    print(
+        f"== {n} process{'es' if n > 1 else ''}"
+        f" ({'NCCL' if device.startswith('cuda') else 'gloo'})",
+        flush=True,
+    )
     samples = os.path.join(data_dir, "era5")
     t0 = time.time()
     for stage in stages.split():

@@ -6,12 +6,14 @@ numbers; xVal only), both against the step.
     python tools/plot_log.py out/run                  # -> out/run/loss.png
     python tools/plot_log.py out/run --out loss.png
 """
+
 import argparse
 import json
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repository root
+# the repository root
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from util import atomic_file  # noqa: E402
 
 CURVES = {"loss": ("loss", "val_loss"), "parts": ("ce", "mse", "val_ce", "val_mse")}
@@ -27,14 +29,20 @@ def read_log(path):
                     row = json.loads(line)
                     step = row["iter"]
                 except (ValueError, KeyError, TypeError):
-                    sys.exit(f"error: {path}:{i}: not a row of train.py's log (a JSON object with 'iter')")
+                    sys.exit(
+                        f"error: {path}:{i}: not a row of train.py's log (a JSON object with"
+                        " 'iter')"
+                    )
                 for name in CURVES["loss"] + CURVES["parts"]:
                     if isinstance(row.get(name), (int, float)):
                         steps, values = series.setdefault(name, ([], []))
                         steps.append(step)
                         values.append(row[name])
     except OSError as e:
-        sys.exit(f"error: cannot read {path}: {e.strerror} (is {os.path.dirname(path)} a train.py --out_dir?)")
+        sys.exit(
+            f"error: cannot read {path}: {e.strerror} (is {os.path.dirname(path)} a train.py"
+            " --out_dir?)"
+        )
     if not series:
         sys.exit(f"error: {path} holds no loss yet; expected rows with 'loss' or 'val_loss'")
     return series
@@ -42,8 +50,10 @@ def read_log(path):
 
 def plot(series, out, title):
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
     for ax, panel in zip(axes, CURVES):
         names = [n for n in CURVES[panel] if n in series]

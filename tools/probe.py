@@ -1,4 +1,4 @@
-"""
+r"""
 The probe of paper App. C ("Comparison of fine-tuning behavior"): is the first station of a
 temperature sample over the ocean? A frozen temperature model reads each whole sample (nothing
 masked); the output of its last transformer block (before the final LayerNorm), averaged over the
@@ -7,7 +7,8 @@ sample's tokens, is the sample's feature vector. L2-regularised logistic regress
 With 500 samples the map from the written coordinates to land/sea cannot be learnt, so a good score
 means the model's representation carries what the temperatures say about the surface.
 
-    python tools/probe.py --ckpt=out/era5_xval/ckpt_best.pt --data_dir=data/era5 --out=out/probe_xval
+    python tools/probe.py --ckpt=out/era5_xval/ckpt_best.pt --data_dir=data/era5 \
+        --out=out/probe_xval
 
 Labels: <split>.ocean.txt, written by prepare/era5.py --land-sea-mask (1 = ocean, lsm < 0.5).
 Samples: the first n_train lines of the train split, the first n_test of the test split, encoded
@@ -15,6 +16,7 @@ with the checkpoint's vocabulary. Readings where the paper is silent: features a
 the training samples' mean and std, and the L2 strength is chosen by cross-validation on those same
 training samples (out-of-fold ROC AUC), then refitted on all of them.
 """
+
 import itertools
 import json
 import os
@@ -24,7 +26,8 @@ import time
 import numpy as np
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repository root
+# the repository root
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from batching import collate, fill_in_example, to_device  # noqa: E402
 from configurator import configure  # noqa: E402
 from sample import load_model  # noqa: E402
@@ -33,7 +36,7 @@ from util import atomic_write_text, pick_device  # noqa: E402
 
 # -- config: python tools/probe.py --help
 ckpt = "out/era5_xval/ckpt_best.pt"  # a temperature checkpoint written by train.py
-data_dir = "data/era5"  # the prepared dataset, with <split>.ocean.txt (prepare/era5.py --land-sea-mask)
+data_dir = "data/era5"  # with <split>.ocean.txt (prepare/era5.py --land-sea-mask)
 out = "out/probe"  # results are written to <out>.json and <out>.md
 n_train = 500  # training samples for the logistic regression (paper: 500)
 n_test = 5000  # held-out samples scored (all of the test split if it is smaller, with a note)
@@ -53,7 +56,9 @@ def roc_auc(labels, scores):
     labels, scores = np.asarray(labels).astype(bool), np.asarray(scores, np.float64)
     n_pos, n_neg = int(labels.sum()), int((~labels).sum())
     if n_pos == 0 or n_neg == 0:
-        raise ValueError(f"ROC AUC needs both classes; all {len(labels)} labels are {int(n_pos > 0)}")
+        raise ValueError(
+            f"ROC AUC needs both classes; all {len(labels)} labels are {int(n_pos > 0)}"
+        )
     if np.isnan(scores).any():
         raise ValueError("ROC AUC of NaN scores")
     order = np.argsort(scores, kind="stable")
@@ -74,7 +79,7 @@ def fit_logistic(x, y, l2, iters=100, tol=1e-10):
 
     def objective(theta):
         z = a @ theta
-        return np.mean(np.logaddexp(0, z) - y * z) + 0.5 * np.sum(penalty * theta ** 2)
+        return np.mean(np.logaddexp(0, z) - y * z) + 0.5 * np.sum(penalty * theta**2)
 
     theta = np.zeros(a.shape[1])
     for _ in range(iters):
@@ -91,20 +96,30 @@ def fit_logistic(x, y, l2, iters=100, tol=1e-10):
 
 
 def read_samples(data_dir, split, n, vocab, block_size):
-    """The first n samples of a split, encoded, with their ocean labels; fewer if the split is smaller."""
-    text, label_path = os.path.join(data_dir, f"{split}.txt"), os.path.join(data_dir, f"{split}.ocean.txt")
+    """The first n samples of a split, encoded, with their ocean labels; fewer if the split is
+    smaller."""
+    text, label_path = (
+        os.path.join(data_dir, f"{split}.txt"),
+        os.path.join(data_dir, f"{split}.ocean.txt"),
+    )
     if not os.path.exists(label_path):
-        raise SystemExit(f"error: {label_path} not found: the probe needs land/sea labels; rerun "
-                         f"prepare/era5.py with --land-sea-mask FILE (the ERA5 lsm field)")
+        raise SystemExit(
+            f"error: {label_path} not found: the probe needs land/sea labels; rerun "
+            "prepare/era5.py with --land-sea-mask FILE (the ERA5 lsm field)"
+        )
     with open(label_path) as f:
         labels = [line.strip() for line in f]
     with open(text, "rb") as f:
         n_lines = sum(1 for _ in f)
     if len(labels) != n_lines:
-        raise SystemExit(f"error: {label_path} has {len(labels)} labels for the {n_lines} samples of {text}")
+        raise SystemExit(
+            f"error: {label_path} has {len(labels)} labels for the {n_lines} samples of {text}"
+        )
     for number, label in enumerate(labels, 1):
         if label not in ("0", "1"):
-            raise SystemExit(f"error: {label_path}:{number}: expected a label 0 or 1, found {label!r}")
+            raise SystemExit(
+                f"error: {label_path}:{number}: expected a label 0 or 1, found {label!r}"
+            )
     samples = []
     with open(text) as f:
         for number, line in enumerate(itertools.islice(f, n), 1):
@@ -113,28 +128,42 @@ def read_samples(data_dir, split, n, vocab, block_size):
             except TextError as e:
                 raise SystemExit(f"error: {e}")
             if not 0 < len(ids) <= block_size:
-                raise SystemExit(f"error: {text}:{number}: {len(ids)} tokens; expected 1 to the checkpoint's "
-                                 f"block_size {block_size}")
+                raise SystemExit(
+                    f"error: {text}:{number}: {len(ids)} tokens; expected 1 to the checkpoint's "
+                    f"block_size {block_size}"
+                )
             samples.append((ids, values))
-    return samples, np.array([int(v) for v in labels[:len(samples)]])
+    return samples, np.array([int(v) for v in labels[: len(samples)]])
 
 
 @torch.no_grad()
 def embed_samples(model, samples, device, batch_size):
-    """Each sample's mean over its tokens of the last block's output (before the final LayerNorm): (N, C)."""
+    """Each sample's mean over its tokens of the last block's output (before the final LayerNorm):
+    (N, C)."""
     captured = {}
-    hook = model.blocks[-1].register_forward_hook(lambda module, inputs, output: captured.update(h=output))
-    order = np.argsort([len(ids) for ids, _ in samples], kind="stable")  # similar lengths: less padding
+    hook = model.blocks[-1].register_forward_hook(
+        lambda module, inputs, output: captured.update(h=output)
+    )
+    # similar lengths: less padding
+    order = np.argsort([len(ids) for ids, _ in samples], kind="stable")
     features = np.zeros((len(samples), model.cfg.n_embd))
     try:
         for start in range(0, len(samples), batch_size):
-            chunk = order[start:start + batch_size]
-            no_mask = [fill_in_example(*samples[i], np.zeros(len(samples[i][0]), bool)) for i in chunk]
+            chunk = order[start : start + batch_size]
+            no_mask = [
+                fill_in_example(*samples[i], np.zeros(len(samples[i][0]), bool)) for i in chunk
+            ]
             batch = to_device(collate(no_mask), device)
             model.trunk(batch["ids"], batch["values"], pos=batch["pos"], doc=batch["doc"])
             h = captured["h"].float()  # (B, T, C)
-            real = torch.ones(h.shape[:2], device=h.device) if batch["doc"] is None else (batch["doc"] >= 0).float()
-            features[chunk] = ((h * real.unsqueeze(-1)).sum(1) / real.sum(1, keepdim=True)).cpu().numpy()
+            real = (
+                torch.ones(h.shape[:2], device=h.device)
+                if batch["doc"] is None
+                else (batch["doc"] >= 0).float()
+            )
+            features[chunk] = (
+                ((h * real.unsqueeze(-1)).sum(1) / real.sum(1, keepdim=True)).cpu().numpy()
+            )
     finally:
         hook.remove()
     return features
@@ -157,37 +186,70 @@ def main():
         raise SystemExit(f"error: {ckpt} not found")
     t0 = time.time()
     model, vocab, _ = load_model(ckpt, dev)
-    print(f"{ckpt}: {vocab.encoding}, {model.cfg.n_layer} layers, width {model.cfg.n_embd}; features: "
-          f"output of block {model.cfg.n_layer} (before the final LayerNorm), mean over tokens; device {dev}")
+    print(
+        f"{ckpt}: {vocab.encoding}, {model.cfg.n_layer} layers, width {model.cfg.n_embd}; features:"
+        f" output of block {model.cfg.n_layer} (before the final LayerNorm), mean over tokens;"
+        f" device {dev}"
+    )
     train, y_train = read_samples(data_dir, "train", n_train, vocab, model.cfg.block_size)
     test, y_test = read_samples(data_dir, "test", n_test, vocab, model.cfg.block_size)
     if len(train) < n_train:
-        raise SystemExit(f"error: the train split has {len(train)} samples; the probe needs n_train = {n_train}")
+        raise SystemExit(
+            f"error: the train split has {len(train)} samples; the probe needs n_train = {n_train}"
+        )
     if len(test) < n_test:
-        print(f"note: the test split has only {len(test)} samples (n_test = {n_test}); scoring all {len(test)}")
+        print(
+            f"note: the test split has only {len(test)} samples (n_test = {n_test}); scoring all"
+            f" {len(test)}"
+        )
     if len(set(y_train)) < 2:
-        raise SystemExit(f"error: the {n_train} training samples are all label {y_train[0]}; need both classes")
-    print(f"train: {len(train)} samples ({y_train.mean():.1%} ocean); test: {len(test)} samples ({y_test.mean():.1%} ocean)")
+        raise SystemExit(
+            f"error: the {n_train} training samples are all label {y_train[0]}; need both classes"
+        )
+    print(
+        f"train: {len(train)} samples ({y_train.mean():.1%} ocean); test: {len(test)} samples"
+        f" ({y_test.mean():.1%} ocean)"
+    )
 
-    x_train, x_test = embed_samples(model, train, dev, batch_size), embed_samples(model, test, dev, batch_size)
+    x_train, x_test = (
+        embed_samples(model, train, dev, batch_size),
+        embed_samples(model, test, dev, batch_size),
+    )
     mean, std = x_train.mean(0), x_train.std(0)
     std[std == 0] = 1.0
     x_train, x_test = (x_train - mean) / std, (x_test - mean) / std
-    cv = {l2: cross_validated_auc(x_train, y_train, l2) for l2 in l2_grid} if len(l2_grid) > 1 else {}
+    cv = (
+        {l2: cross_validated_auc(x_train, y_train, l2) for l2 in l2_grid}
+        if len(l2_grid) > 1
+        else {}
+    )
     l2 = max(cv, key=lambda v: (cv[v], v)) if cv else l2_grid[0]  # ties: the stronger penalty
     if cv:
-        print("cross-validated ROC AUC by L2: " + ", ".join(f"{v:g}: {a:.4f}" for v, a in cv.items()))
+        print(
+            "cross-validated ROC AUC by L2: " + ", ".join(f"{v:g}: {a:.4f}" for v, a in cv.items())
+        )
     w, b = fit_logistic(x_train, y_train, l2)
     try:
         auc = roc_auc(y_test, x_test @ w + b)
     except ValueError as e:
         raise SystemExit(f"error: test split: {e}")
-    result = {"config": config, "encoding": vocab.encoding, "n_train": len(train), "n_test": len(test),
-              "ocean_fraction": {"train": float(y_train.mean()), "test": float(y_test.mean())},
-              "l2": l2, "cv_auc": {str(v): a for v, a in cv.items()},
-              "train_auc": roc_auc(y_train, x_train @ w + b), "test_auc": auc, "seconds": round(time.time() - t0, 1)}
-    table = ("| checkpoint | encoding | train samples | test samples | L2 | test ROC AUC |\n|---|---|---|---|---|---|\n"
-             f"| {ckpt} | {vocab.encoding} | {len(train)} | {len(test)} | {l2:g} | {auc:.4f} |")
+    result = {
+        "config": config,
+        "encoding": vocab.encoding,
+        "n_train": len(train),
+        "n_test": len(test),
+        "ocean_fraction": {"train": float(y_train.mean()), "test": float(y_test.mean())},
+        "l2": l2,
+        "cv_auc": {str(v): a for v, a in cv.items()},
+        "train_auc": roc_auc(y_train, x_train @ w + b),
+        "test_auc": auc,
+        "seconds": round(time.time() - t0, 1),
+    }
+    table = (
+        "| checkpoint | encoding | train samples | test samples | L2 | test ROC AUC"
+        f" |\n|---|---|---|---|---|---|\n| {ckpt} | {vocab.encoding} | {len(train)} | {len(test)} |"
+        f" {l2:g} | {auc:.4f} |"
+    )
     print(table)
     os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
     atomic_write_text(out + ".json", json.dumps(result, indent=1) + "\n")
