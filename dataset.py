@@ -10,6 +10,7 @@ import errno
 import hashlib
 import itertools
 import json
+import math
 import os
 import re
 import shutil
@@ -22,9 +23,22 @@ from multiprocessing import Pool
 import numpy as np
 from tqdm import tqdm
 
-from util import TextError, atomic_write_text, take_lock, worker_signals
+from util import TextError, atomic_write_text, open_new, take_lock, worker_signals
 
 _SPLIT_FILE = re.compile(r"(train|val|test|test_ood\w*)\.txt")
+# the largest |number| a model is trained on: float32 squares (the loss, the layer norm) overflow
+# past ~1.8e19
+MAX_VALUE = 1e18
+
+
+def first_index(array, bad, chunk=1 << 22):
+    """The first index where bad(a chunk of array) holds, or None: vectorised, in bounded memory
+    (a memory-mapped array is read once, a chunk at a time)."""
+    for start in range(0, len(array), chunk):
+        hits = np.flatnonzero(bad(np.asarray(array[start : start + chunk])))
+        if len(hits):
+            return start + int(hits[0])
+    return None
 
 
 def _decoded(f, where):
@@ -66,6 +80,19 @@ def line_chunks(path, chunk, bar=None):
             yield first * chunk, lines
 
 
+_NAME = re.compile(r"\w[\w.-]*")
+
+
+def check_name(name, what):
+    """A name read from a file that becomes part of a path (a split, an encoding) must be a plain
+    name, so that the path stays inside its folder (a crafted `../../x` would reach outside)."""
+    if not (isinstance(name, str) and _NAME.fullmatch(name) and ".." not in name):
+        raise TextError(
+            f"{what} {name!r} is not a plain name (letters, digits, _ . - and no '..'); "
+            "it names a file inside the dataset's folder"
+        )
+
+
 def require_dataset(data_dir):
     """
     A dataset is complete when it has meta.json, which prepare/ scripts write last and remove first:
@@ -99,6 +126,8 @@ def dataset_splits(data_dir, plain_text=False):
                 splits = list(meta["splits"])
             except (ValueError, KeyError, TypeError) as e:
                 raise TextError(f"{meta_path}: not a dataset's meta.json ({type(e).__name__}: {e})")
+        for split in splits:
+            check_name(split, f"{meta_path}: split")
     if meta is None or meta.get("dataset") == "plain text":
         files = sorted(f for f in os.listdir(data_dir) if f.endswith(".txt"))
         splits = [f[:-4] for f in files if _SPLIT_FILE.fullmatch(f)]
@@ -295,7 +324,7 @@ def write_split(
     for base in bases.values():
         os.makedirs(os.path.dirname(base), exist_ok=True)
     raw = {
-        (enc, name): open(f"{base}.{name}.{tmp}", "wb")
+        (enc, name): open_new(f"{base}.{name}.{tmp}")
         for enc, base in bases.items()
         for name in ("ids", "values")
     }
@@ -335,7 +364,7 @@ def write_split(
         lengths, numbers = (np.concatenate([p[i] for p in parts[enc]]) for i in (0, 1))
         for name, dtype in (("ids", parts[enc][0][4]), ("values", np.float32)):
             with (
-                open(f"{base}.{name}.{tmp}.npy", "wb") as out,
+                open_new(f"{base}.{name}.{tmp}.npy") as out,
                 open(f"{base}.{name}.{tmp}", "rb") as data,
             ):
                 np.lib.format.write_array_header_1_0(
@@ -349,7 +378,8 @@ def write_split(
                 shutil.copyfileobj(data, out, 1 << 24)  # an .npy header, then the bytes
             os.remove(f"{base}.{name}.{tmp}")
         # sample i: [o[i], o[i+1])
-        np.save(f"{base}.offsets.{tmp}.npy", np.r_[0, np.cumsum(lengths)].astype(np.int64))
+        with open_new(f"{base}.offsets.{tmp}.npy") as out:
+            np.save(out, np.r_[0, np.cumsum(lengths)].astype(np.int64))
         counts = {k: sum(p[2][k] for p in parts[enc]) for k in ("clipped", "zero")}
         summaries.append(
             dict(
@@ -392,7 +422,9 @@ def write_split(
 class Split:
     """A tokenized split, memory-mapped: sample i is ids[offsets[i]:offsets[i+1]] (and values)."""
 
-    def __init__(self, data_dir, split, encoding):
+    def __init__(self, data_dir, split, encoding, vocab_size=None):
+        check_name(split, "split")
+        check_name(encoding, "encoding")
         base = os.path.join(data_dir, encoding, split)
         self.base, self.split = base, split
         if not os.path.exists(base + ".ids.npy"):
@@ -443,6 +475,46 @@ class Split:
                 f" then); {again}"
             )
         self.lengths = np.diff(self.offsets)
+        self.check_arrays(vocab_size or summary.get("vocab_size"), again)
+
+    def sample_of(self, position):
+        """The index of the sample holding token `position`."""
+        return int(np.searchsorted(self.offsets, position, side="right")) - 1
+
+    def check_arrays(self, vocab_size, again):
+        """Refuse what the arrays cannot hold by construction, in one vectorised pass at start
+        rather than as a crash or a NaN loss hours in: token ids outside the vocabulary, and
+        numbers that are not finite or beyond ±MAX_VALUE (float32 squares overflow past ~1.8e19:
+        the loss and the layer norm would be inf)."""
+        ids, values, where = self.ids, self.values, f"{self.base}"
+        if ids.ndim != 1 or ids.dtype.kind not in "iu" or values.ndim != 1 or values.dtype != "f4":
+            raise ValueError(
+                f"{where}.ids.npy/.values.npy hold {ids.dtype} {ids.shape} and {values.dtype} "
+                f"{values.shape}, expected integer ids and float32 values, one-dimensional; {again}"
+            )
+        if not isinstance(vocab_size, int) or vocab_size < 1:
+            raise ValueError(f"{where}.json has no vocab_size; {again}")
+        bad = first_index(ids, lambda a: (a < 0) | (a >= vocab_size))
+        if bad is not None:
+            i = self.sample_of(bad)
+            raise ValueError(
+                f"{where}.ids.npy: sample {i} (line {i + 1} of {self.split}.txt) holds token id "
+                f"{int(ids[bad])}, outside the vocabulary of {vocab_size}; {again}"
+            )
+        bad = first_index(values, lambda a: ~(np.abs(a) <= MAX_VALUE))
+        if bad is not None:
+            i, x = self.sample_of(bad), float(values[bad])
+            what = "a non-finite number" if not math.isfinite(x) else f"{x:.4g}"
+            raise ValueError(
+                f"{where}.values.npy: sample {i} (line {i + 1} of {self.split}.txt) holds {what}"
+                + (
+                    ""
+                    if not math.isfinite(x)
+                    else f", beyond ±{MAX_VALUE:g}, which float32 "
+                    "cannot square; scale the numbers to order 1"
+                )
+                + "; remove or rescale it and tokenize again"
+            )
 
     def __len__(self):
         return len(self.offsets) - 1

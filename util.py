@@ -9,7 +9,9 @@ import shlex
 import shutil
 import signal
 import socket
+import stat
 import sys
+import tempfile
 from contextlib import contextmanager, suppress
 
 # every script imports this file before the tokenizer compiles its regexes
@@ -26,13 +28,36 @@ class TextError(ValueError):
     """Bad input text; the message names the file, line or sample and what was expected."""
 
 
+# the permissions a new file gets (the umask read once, at import)
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)
+
+
+def open_new(path, mode="wb"):
+    """Open a file this process creates at `path`, never through a symbolic link or into a file
+    someone else left at that name (a shared folder): what stands there is removed first, and a
+    link's target is never touched."""
+
+    def create(name, flags):
+        return os.open(name, flags | os.O_EXCL, 0o666)
+
+    try:
+        return open(path, mode, opener=create)
+    except FileExistsError:
+        os.remove(path)
+        return open(path, mode, opener=create)
+
+
 @contextmanager
 def atomic_file(path):
-    """Yield a temporary path next to `path` (x.tmp.npy: np.save and netCDF4 want the extension); on
-    success it is synced and renamed to `path`, so a crash never leaves half a file under the real
-    name; on an error it is removed."""
-    root, ext = os.path.splitext(path)
-    tmp = f"{root}.tmp{ext}"
+    """Yield a new temporary path next to `path`, unique to this call (x.<random>.tmp.npy: np.save
+    and netCDF4 want the extension); on success it is synced and renamed to `path`, keeping the
+    permissions of the file it replaces, so a crash never leaves half a file under the real name;
+    on an error it is removed."""
+    folder, name = os.path.split(path)
+    root, ext = os.path.splitext(name)
+    fd, tmp = tempfile.mkstemp(prefix=f"{root}.", suffix=f".tmp{ext}", dir=folder or ".")
+    os.close(fd)
     try:
         yield tmp
         fd = os.open(tmp, os.O_RDONLY)
@@ -40,6 +65,12 @@ def atomic_file(path):
             os.fsync(fd)
         finally:
             os.close(fd)
+        try:
+            old = os.stat(path, follow_symlinks=False)
+            mode = old.st_mode & 0o7777 if stat.S_ISREG(old.st_mode) else 0o666 & ~_UMASK
+        except FileNotFoundError:
+            mode = 0o666 & ~_UMASK
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
@@ -70,7 +101,7 @@ def take_lock(path, on_stale=None, text=None):
     taken, else the pid of the live process holding it. The lock of a process that has ended is
     replaced, after on_stale(pid) has cleaned up."""
     tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w") as f:
+    with open_new(tmp, "w") as f:
         f.write(text or str(os.getpid()))
     try:
         while True:

@@ -172,8 +172,12 @@ def dataset_files(out):
     names = {"vocab.json", ".raw.npy.tmp"} | ({"meta.json"} if meta is not None else set())
     if prepared:
         names |= {f"{s}{ext}" for s in meta["splits"] for ext in (".txt", ".ocean.txt")}
-    # an interrupted write
-    names |= {"{0}.tmp{1}".format(*os.path.splitext(n)) for n in list(names)}
+    # an interrupted write: atomic_file's x.<random>.tmp.json (or an older x.tmp.json)
+    temporaries = re.compile(
+        "|".join(
+            rf"{re.escape(r)}\.(?:\w+\.)?tmp{re.escape(e)}" for r, e in map(os.path.splitext, names)
+        )
+    )
     ours, others = [], []
     for name in sorted(os.listdir(out)):
         path = os.path.join(out, name)
@@ -181,7 +185,7 @@ def dataset_files(out):
             for f in sorted(os.listdir(path)):
                 is_ours = TOKENIZED.fullmatch(f) and os.path.isfile(os.path.join(path, f))
                 (ours if is_ours else others).append(f"{name}/{f}")
-        elif name in names and os.path.isfile(path):
+        elif (name in names or temporaries.fullmatch(name)) and os.path.isfile(path):
             ours.append(name)
         # a prepare run's new dataset, before its swap
         elif STAGE.fullmatch(name) and os.path.isdir(path):

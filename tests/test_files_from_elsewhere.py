@@ -1,0 +1,117 @@
+"""Files from someone else (a downloaded dataset, a shared folder, a hand-edited meta.json) never
+make a run write outside their folder, write through a planted link, or train on arrays the
+tokenizer could not have written."""
+
+import json
+import os
+import shutil
+import stat
+
+import numpy as np
+import pytest
+
+from conftest import run
+from dataset import Split
+from util import atomic_file, atomic_write_text, open_new, take_lock
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    d = str(tmp_path_factory.mktemp("data") / "ops2")
+    run("prepare/arithmetic.py", "--variant=ops2", "--size=tiny", "--out", d, "--workers=1")
+    run("tokenize_numbers.py", d, "--encoding=xval", "--workers=1")
+    return d
+
+
+@pytest.fixture
+def copy(dataset, tmp_path):
+    return shutil.copytree(dataset, str(tmp_path / "ops2"))
+
+
+def test_a_split_named_outside_the_folder_in_meta_json_is_refused_and_nothing_is_written(tmp_path):
+    data, victim = tmp_path / "data", tmp_path / "victim"
+    data.mkdir(), victim.mkdir()
+    (data / "train.txt").write_text("(1+2)=3\n")
+    (victim / "settings.txt").write_text("(1+2)=3\n")
+    (victim / "settings.json").write_text("precious")
+    splits = ["train", "../victim/settings"]
+    (data / "meta.json").write_text(json.dumps({"dataset": "arithmetic", "splits": splits}))
+    r = run("tokenize_numbers.py", str(data), "--encoding=xval", "--workers=1", check=False)
+    assert r.returncode != 0 and "'../victim/settings' is not a plain name" in r.stderr
+    assert "meta.json" in r.stderr
+    assert (victim / "settings.json").read_text() == "precious"
+    assert sorted(os.listdir(victim)) == ["settings.json", "settings.txt"]
+
+
+def test_a_split_or_encoding_that_would_leave_the_folder_is_refused_by_split(copy):
+    with pytest.raises(ValueError, match="not a plain name"):
+        Split(copy, "../ops2/train", "xval")
+    with pytest.raises(ValueError, match="not a plain name"):
+        Split(copy, "train", "../xval")
+
+
+def test_a_link_planted_at_a_temporary_name_is_never_written_through(tmp_path):
+    target = tmp_path / "victim.txt"
+    target.write_text("precious")
+    # the names the temporaries had before they were unique: a fixed name needs no guessing
+    os.symlink(target, tmp_path / "eval_first5.tmp.json")
+    atomic_write_text(str(tmp_path / "eval_first5.json"), "{}")
+    lock = tmp_path / "train.lock"
+    os.symlink(target, f"{lock}.{os.getpid()}.tmp")
+    assert take_lock(str(lock)) is None
+    os.symlink(target, tmp_path / f"train.ids.{os.getpid()}.tmp")
+    with open_new(str(tmp_path / f"train.ids.{os.getpid()}.tmp")) as f:
+        f.write(b"ids")
+    assert target.read_text() == "precious"
+    assert (tmp_path / "eval_first5.json").read_text() == "{}"
+    assert not os.path.islink(tmp_path / f"train.ids.{os.getpid()}.tmp")
+
+
+def test_two_writes_of_one_file_use_different_temporaries(tmp_path):
+    path = str(tmp_path / "ckpt_latest.pt")
+    with atomic_file(path) as a, atomic_file(path) as b:
+        assert a != b and a.endswith(".tmp.pt") and b.endswith(".tmp.pt")
+        for tmp in (a, b):
+            with open(tmp, "w") as f:
+                f.write(tmp)
+    assert open(path).read() == a  # the last rename wins, whole
+
+
+def test_a_file_saved_again_keeps_its_permissions(tmp_path):
+    path = tmp_path / "ckpt_latest.pt"
+    atomic_write_text(str(path), "one")
+    os.chmod(path, 0o600)
+    atomic_write_text(str(path), "two")
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600 and path.read_text() == "two"
+
+
+def test_a_token_id_beyond_the_vocabulary_is_refused_at_open_naming_its_sample(copy):
+    path = os.path.join(copy, "xval", "train.ids.npy")
+    ids = np.load(path)
+    offsets = Split(copy, "train", "xval").offsets
+    ids[offsets[5] + 1] = 10_000
+    np.save(path, ids)
+    with pytest.raises(ValueError, match=r"sample 5 \(line 6 of train.txt\) holds token id 10000"):
+        Split(copy, "train", "xval")
+    r = run("train.py", f"--data_dir={copy}", "--out_dir=" + os.path.join(copy, "out"),
+            "--n_layer=1", "--n_head=1", "--n_embd=8", "--max_iters=2", check=False)
+    assert r.returncode != 0 and "outside the vocabulary" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("bad", [3.4e38, np.inf, np.nan])
+def test_a_number_no_model_can_square_is_named_with_its_sample_at_open(copy, bad):
+    path = os.path.join(copy, "xval", "val.values.npy")
+    values = np.load(path)
+    offsets = Split(copy, "val", "xval").offsets
+    values[offsets[3]] = bad
+    np.save(path, values)
+    with pytest.raises(ValueError, match=r"sample 3 \(line 4 of val.txt\) holds") as e:
+        Split(copy, "val", "xval")
+    assert ("3.4e+38" in str(e.value)) == (bad == 3.4e38)
+
+
+def test_arrays_of_the_wrong_kind_are_refused(copy):
+    path = os.path.join(copy, "xval", "train.values.npy")
+    np.save(path, np.load(path).astype(np.float64))
+    with pytest.raises(ValueError, match="expected integer ids and float32 values"):
+        Split(copy, "train", "xval")
