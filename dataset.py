@@ -99,6 +99,8 @@ def require_dataset(data_dir):
     a folder without one is refused (a prepare run that did not finish, or text files of your own,
     which `tokenize_numbers.py DIR --plain-text` declares a dataset). Returns meta.json's path.
     """
+    if not data_dir:
+        raise FileNotFoundError("data_dir is empty; name the folder of a prepared dataset")
     if not os.path.isdir(data_dir):
         raise FileNotFoundError(
             f"{data_dir} is not a directory; expected a dataset written by a prepare/ script"
@@ -160,13 +162,36 @@ def dataset_splits(data_dir, plain_text=False):
     return sorted(splits, key=lambda s: (s != "train", s != "val")), new_meta
 
 
+def read_json(path, keys=(), again=""):
+    """A JSON object from a file another run or a person wrote: one line naming the file and what
+    is wrong where it is cut short, not an object, or lacks one of `keys`."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            obj = json.load(f)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise TextError(f"{path}: not readable JSON ({e}){again}")
+    if not isinstance(obj, dict):
+        raise TextError(f"{path}: a JSON {type(obj).__name__}, expected an object{again}")
+    if missing := [k for k in keys if k not in obj]:
+        raise TextError(f"{path}: no {', '.join(map(repr, missing))} key{again}")
+    return obj
+
+
+def read_meta(data_dir):
+    """A complete dataset's meta.json."""
+    return read_json(require_dataset(data_dir), ("splits",), "; prepare the dataset again")
+
+
 def load_text_vocab(data_dir):
     require_dataset(data_dir)
     path = os.path.join(data_dir, "vocab.json")
+    again = f"; run: python tokenize_numbers.py {data_dir} --rebuild-vocab"
     if not os.path.exists(path):
         raise FileNotFoundError(f"{path} not found; run: python tokenize_numbers.py {data_dir}")
-    with open(path) as f:
-        return json.load(f)["text_tokens"]
+    tokens = read_json(path, ("text_tokens",), again)["text_tokens"]
+    if not (isinstance(tokens, list) and all(isinstance(t, str) for t in tokens)):
+        raise TextError(f"{path}: text_tokens is not a list of strings{again}")
+    return tokens
 
 
 # -----------------------------------------------------------------------------
@@ -245,8 +270,7 @@ def fingerprint(data_dir, encoding):
     and the train and val arrays (sizes, and the bytes at their start and end; None where they are
     not written). The folder's path is in neither: a moved dataset is the same data, one prepared
     again is not."""
-    with open(os.path.join(data_dir, "meta.json")) as f:
-        meta = {k: v for k, v in json.load(f).items() if k != "command"}
+    meta = {k: v for k, v in read_meta(data_dir).items() if k != "command"}
     digests = {
         "meta": hashlib.sha1(json.dumps(meta, sort_keys=True).encode()).hexdigest()[:16],
         "arrays": None,
@@ -433,9 +457,9 @@ class Split:
                 f"{data_dir} --encoding {encoding}"
             )
         again = f"run again: python tokenize_numbers.py {data_dir} --encoding {encoding}"
+        keys = ("split", "encoding", "samples", "vocab_digest")
+        summary = read_json(base + ".json", keys, again=f"; {again}")
         try:
-            with open(base + ".json") as f:
-                summary = json.load(f)
             self.ids = np.load(base + ".ids.npy", mmap_mode="r")
             self.values = np.load(base + ".values.npy", mmap_mode="r")
             self.offsets = np.load(base + ".offsets.npy")
@@ -592,8 +616,7 @@ def write_arrays(
         splits, meta = dataset_splits(data_dir, plain_text)
         held = lock(data_dir)
         if os.path.exists(vocab_path) and not rebuild_vocab:
-            with open(vocab_path) as f:
-                text_tokens, vocab = json.load(f)["text_tokens"], None
+            text_tokens, vocab = read_json(vocab_path, ("text_tokens",))["text_tokens"], None
         else:  # from the training split, a chunk at a time: it may not fit in memory
             train = os.path.join(data_dir, "train.txt")
             text_tokens = sorted(

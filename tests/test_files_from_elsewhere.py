@@ -115,3 +115,20 @@ def test_arrays_of_the_wrong_kind_are_refused(copy):
     np.save(path, np.load(path).astype(np.float64))
     with pytest.raises(ValueError, match="expected integer ids and float32 values"):
         Split(copy, "train", "xval")
+
+
+@pytest.mark.parametrize("name", ["meta.json", "vocab.json", "xval/train.json"])
+@pytest.mark.parametrize("content", ["{\"spl", "[1, 2]", "{}"])
+def test_a_broken_json_file_of_a_dataset_is_one_line_naming_it(copy, name, content):
+    with open(os.path.join(copy, name), "w") as f:
+        f.write(content)
+    r = run("train.py", f"--data_dir={copy}", "--out_dir=" + os.path.join(copy, "out"),
+            "--n_layer=1", "--n_head=1", "--n_embd=8", "--max_iters=2", check=False)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode != 0 and len(lines) == 1 and "Traceback" not in r.stderr, r.stderr
+    assert name in lines[0] and lines[0].startswith("error: ")
+
+
+def test_an_empty_data_dir_says_so():
+    r = run("train.py", "--data_dir=", "--out_dir=out/never", check=False)
+    assert r.returncode != 0 and "data_dir is empty" in r.stderr
