@@ -231,6 +231,15 @@ def load_checkpoint(path, device="cpu", mmap=False):
         raise SystemExit(
             f"error: {path} is not a checkpoint written by train.py (no {', '.join(missing)})"
         )
+    kinds = {"model": dict, "model_args": dict, "config": dict, "text_tokens": list}
+    if wrong := [k for k, kind in kinds.items() if not isinstance(checkpoint[k], kind)]:
+        raise SystemExit(f"error: {path}: {', '.join(wrong)} of the wrong kind (an edited file?)")
+    if not all(isinstance(t, str) for t in checkpoint["text_tokens"]):
+        raise SystemExit(f"error: {path}: text_tokens holds something other than strings")
+    # the weights of a compiled (torch.compile) or DDP-wrapped model carry a prefix
+    checkpoint["model"] = {
+        re.sub(r"^(?:_orig_mod\.|module\.)+", "", k): v for k, v in checkpoint["model"].items()
+    }
     return checkpoint
 
 

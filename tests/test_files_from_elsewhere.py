@@ -132,3 +132,40 @@ def test_a_broken_json_file_of_a_dataset_is_one_line_naming_it(copy, name, conte
 def test_an_empty_data_dir_says_so():
     r = run("train.py", "--data_dir=", "--out_dir=out/never", check=False)
     assert r.returncode != 0 and "data_dir is empty" in r.stderr
+
+
+@pytest.fixture(scope="module")
+def checkpoint(dataset, tmp_path_factory):
+    out = str(tmp_path_factory.mktemp("run"))
+    run("train.py", f"--data_dir={dataset}", f"--out_dir={out}", "--n_layer=1", "--n_head=1",
+        "--n_embd=8", "--max_iters=2", "--eval_interval=2", "--batch_size=8", "--micro_batch_size=8",
+        "--eval_batches=1")
+    return os.path.join(out, "ckpt_latest.pt")
+
+
+def edited(checkpoint, tmp_path, change):
+    import torch
+
+    c = torch.load(checkpoint, weights_only=True)
+    change(c)
+    path = str(tmp_path / "edited.pt")
+    torch.save(c, path)
+    return path
+
+
+@pytest.mark.parametrize("prefix", ["_orig_mod.", "module.", "module._orig_mod."])
+def test_the_weights_of_a_compiled_or_ddp_model_load(checkpoint, tmp_path, prefix):
+    def rename(c):
+        c["model"] = {prefix + k: v for k, v in c["model"].items()}
+
+    path = edited(checkpoint, tmp_path, rename)
+    plain = run("sample.py", f"--ckpt={checkpoint}", input="(0.5+0.25)=[?]\n")
+    assert run("sample.py", f"--ckpt={path}", input="(0.5+0.25)=[?]\n").stdout == plain.stdout
+
+
+@pytest.mark.parametrize("key, value", [("model", [1]), ("model_args", "x"), ("text_tokens", [1])])
+def test_an_edited_checkpoint_is_one_line_naming_it(checkpoint, tmp_path, key, value):
+    path = edited(checkpoint, tmp_path, lambda c: c.update({key: value}))
+    r = run("sample.py", f"--ckpt={path}", input="(0.5+0.25)=[?]\n", check=False)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode != 0 and len(lines) == 1 and path in lines[0], r.stderr
