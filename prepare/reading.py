@@ -1,9 +1,7 @@
 """
-Reading your own CSV and JSON files into records, for prepare/text.py: a file's text (gzip, a
-byte-order mark, line ends), CSV dialects (the delimiter, decimal commas, row names), the forms of
-JSON (lines, objects over lines, an array), missing markers, and the keys of dates left out. A
-record is {key: value}; a value is a number (Decimal, its digits kept), text, None (missing), or a
-list or object of these.
+Your files read into records for prepare/text.py (prepare/README.md's "Your own data"): a reader
+returns [(record, where)], a record {key: value}, a value a number (Decimal), text, None (missing),
+or a list or object of these.
 """
 
 import csv
@@ -13,6 +11,8 @@ import json
 import re
 import sys
 from decimal import Decimal
+
+from tokenize_numbers import TextError, split_text
 
 # a number as the tokenizer reads one
 NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
@@ -61,7 +61,7 @@ def leaves(value):
 
 
 def kinds(value):
-    """The kinds of a value's leaves: 'number', 'text' (strings and booleans), 'null' (missing)."""
+    """The kinds of a value's leaves: 'number', 'text' (also booleans), 'null'."""
     return {
         "number" if isinstance(x, Decimal) else "null" if x is None else "text"
         for x in leaves(value)
@@ -74,8 +74,7 @@ def numbers(value):
 
 def plain_number(cell):
     """The number a cell writes with a currency or percent sign, digit groups or in hex ("$12.50",
-    "45%", "1_000", "$1,000", "0x1F"): the tokenizer would read it as a word, or as two numbers;
-    None for any other cell."""
+    "45%", "1_000", "0x1F"), which the tokenizer would read as a word or two numbers; else None."""
     if re.fullmatch(r"[+-]?0[xX][0-9a-fA-F]+", cell):
         return str(int(cell, 16))
     bare = re.sub(r"^([+-]?)\s*[$€£¥]\s*|\s*[%‰]$", r"\1", cell)
@@ -93,7 +92,8 @@ def read_text(path):
             data = f.read()
     except OSError as e:
         fail(f"cannot read {path}: {e.strerror}")
-    if data.startswith(b"\x1f\x8b"):  # gzip (file.csv.gz): read as the file it holds
+    # gzip (file.csv.gz): read as the file it holds
+    if data.startswith(b"\x1f\x8b"):
         try:
             data = gzip.decompress(data)
         except (OSError, EOFError) as e:
@@ -137,8 +137,7 @@ def read_text(path):
 
 
 def read_csv(path, text, columns, text_columns, delimiter, decimal_comma):
-    """[(record, where)] of a CSV file's rows: a cell is a number (Decimal), text (str) or missing
-    (None)."""
+    """[(record, where)] of a CSV file, a record per row."""
     header_line = text.partition("\n")[0]
     comments = len(re.match(r"(?:#.*\n)*", text + "\n")[0].split("\n")) - 1
     if comments > 1 or comments and not re.search(r"[,;\t|]", header_line):
@@ -169,43 +168,34 @@ def read_csv(path, text, columns, text_columns, delimiter, decimal_comma):
         fail(f'{path}:{end + 1}: {e} (an unterminated quote?); expected cells like 1.5 or "a, b"')
     while rows and not rows[-1]:
         rows.pop()
-    header = [name.strip() for name in rows[0]]
-    if len(rows) == 1:
+    header, rows = [name.strip() for name in rows[0]], rows[1:]
+    if not rows:
         fail(f"{path}: a header and no rows; expected one row per record after the header")
     names = header[:-1] if len(header) > 1 and not header[-1] else header
-    if all(len(row) == len(names) + 1 and not row[-1].strip() for row in rows[1:]):
+    if all(len(row) == len(names) + 1 and not row[-1].strip() for row in rows):
         print(
             f"note: {path}: every row ends in {DELIMITERS.get(delimiter, repr(delimiter))}, an"
             " empty last column with no name: left out"
         )
-        header, rows = names, [names] + [row[:-1] for row in rows[1:]]
-    multi = [(i, s) for i, s in enumerate(spans[1 : len(rows)], 1) if s[1] > s[0]]
+        header, rows = names, [row[:-1] for row in rows]
+    multi = [(first, last) for first, last in spans[1 : len(rows) + 1] if last > first]
     if multi:
-        i, (first, last) = multi[0]
         print(
-            f"note: {path}:{first}-{last}: a quoted cell holds a line break, read as part of the"
-            f" cell ({len(multi)} such row(s)); if a quote is unterminated, close it"
+            f"note: {path}:{multi[0][0]}-{multi[0][1]}: a quoted cell holds a line break, read as"
+            f" part of the cell ({len(multi)} such row(s)); if a quote is unterminated, close it"
         )
-    where = [f"{path}:{first}" for first, _ in spans]
-    for i, row in enumerate(rows[1:], 1):
+    where = [f"{path}:{first}" for first, _ in spans[1:]]
+    for row, at in zip(rows, where):
         if not row:
-            fail(f"{where[i]}: empty line; expected one row per record")
-        if len(row) != len(header):
-            fail(
-                f"{where[i]}: {len(row)} cells, but the header ({path}:1) names {len(header)}"
-                " columns"
-                + (
-                    " (the last one empty: a delimiter at the end of some rows but not all?"
-                    " remove it)"
-                    if len(row) == len(header) + 1 and not row[-1].strip()
-                    else (
-                        f" (separated by {DELIMITERS.get(delimiter, repr(delimiter))}: another"
-                        " delimiter? --delimiter)"
-                        if delimiter == ","
-                        else ""
-                    )
-                )
+            fail(f"{at}: empty line; expected one row per record")
+        if len(row) == len(header):
+            continue
+        hint = " (separated by a comma: another delimiter? --delimiter)" if delimiter == "," else ""
+        if len(row) == len(header) + 1 and not row[-1].strip():
+            hint = (
+                " (the last one empty: a delimiter at the end of some rows but not all? remove it)"
             )
+        fail(f"{at}: {len(row)} cells, but the header ({path}:1) names {len(header)} columns{hint}")
     wanted = []
     for j, name in enumerate(header):
         if not name and j == 0 and "" not in header[1:]:
@@ -222,68 +212,70 @@ def read_csv(path, text, columns, text_columns, delimiter, decimal_comma):
     for name in columns or []:
         if name not in header:
             fail(f"{path}:1: --columns names {name!r}, not a column here: {', '.join(header)}")
-    values = []
-    for j in wanted:
-        name, cells = header[j], [row[j].strip() for row in rows[1:]]
-        # 12,5 is 12.5; a point would be a thousands separator
-        if decimal_comma and name not in text_columns:
-            dotted = next(
-                (i for i, c in enumerate(cells) if "." in c and NUMBER.fullmatch(c)), None
-            )
-            if dotted is not None:
-                fail(
-                    f"{where[dotted + 1]}: column {name!r}: {cells[dotted]!r} holds a point, but"
-                    " --decimal-comma says numbers are written 12,5; write it without the"
-                    f" thousands separator (or --text {name}: text)"
-                )
-            cells = [re.sub(r"^([+-]?\d*),(\d+(?:[eE][+-]?\d+)?)$", r"\1.\2", c) for c in cells]
-        present = [i for i, c in enumerate(cells) if not is_missing(c)]
-        numeric = [i for i in present if NUMBER.fullmatch(cells[i])]
-        for i in [] if name in text_columns else present:
-            if SEPARATED.fullmatch(cells[i]):
-                fail(
-                    f"{where[i + 1]}: column {name!r}: {cells[i]!r} holds a thousands separator or"
-                    f" a decimal comma; write {cells[i].replace(',', '')} or"
-                    f" {cells[i].replace(',', '.')}, or --decimal-comma for a file of decimal"
-                    f" commas (or --text {name}: text)"
-                )
-        for i in [] if name in text_columns else present:
-            if plain_number(cells[i]):
-                fail(
-                    f"{where[i + 1]}: column {name!r}: {cells[i]!r} is a number written with a"
-                    " currency or percent sign, digit groups or in hex; write"
-                    f" {plain_number(cells[i])} (a unit in the column's name), or --text {name}:"
-                    " text"
-                )
-        if name in text_columns or not numeric:
-            values.append([None if is_missing(c) else c for c in cells])
-            continue
-        for i in present:
-            if CODE.fullmatch(cells[i]):
-                fail(
-                    f"{where[i + 1]}: column {name!r}: {cells[i]!r} has a leading zero, a code (a"
-                    f" ZIP code?) rather than a quantity; --text {name} keeps the codes as words,"
-                    " or leave it out with --columns"
-                )
-        bad = next((i for i in sorted(set(present) - set(numeric))), None)
-        # mostly numbers: the others are malformed
-        if bad is not None and len(numeric) * 2 >= len(present):
-            fail(
-                f"{where[bad + 1]}: column {name!r}: {cells[bad]!r} is not a number, but"
-                f" {len(numeric)} of the column's {len(present)} values are; write it as one (e.g."
-                f" 1013.6), or a missing value ({', '.join(MISSING[1:])})"
-            )
-        if bad is not None:
-            fail(
-                f"{where[numeric[0] + 1]}: column {name!r}: {cells[numeric[0]]!r} is a number, but"
-                " most of the column's values are text; make a column all numbers or all text"
-                f" (--text {name})"
-            )
-        values.append([None if is_missing(c) else Decimal(c) for c in cells])
-    return [
-        (dict(zip([header[j] for j in wanted], row)), where[i])
-        for i, row in enumerate(zip(*values), 1)
+    names = [header[j] for j in wanted]
+    values = [
+        csv_column(
+            name, [row[j].strip() for row in rows], where, name in text_columns, decimal_comma
+        )
+        for j, name in zip(wanted, names)
     ]
+    return [(dict(zip(names, row)), at) for row, at in zip(zip(*values), where)]
+
+
+def csv_column(name, cells, where, as_text, decimal_comma):
+    """A CSV column's values: numbers if its cells are, else text; where: each cell's file:line."""
+
+    def at(i):
+        return f"{where[i]}: column {name!r}: {cells[i]!r}"
+
+    # 12,5 is 12.5; a point would be a thousands separator
+    if decimal_comma and not as_text:
+        dotted = [i for i, c in enumerate(cells) if "." in c and NUMBER.fullmatch(c)]
+        if dotted:
+            fail(
+                f"{at(dotted[0])} holds a point, but --decimal-comma says numbers are written 12,5;"
+                f" write it without the thousands separator (or --text {name}: text)"
+            )
+        cells = [re.sub(r"^([+-]?\d*),(\d+(?:[eE][+-]?\d+)?)$", r"\1.\2", c) for c in cells]
+    present = [i for i, c in enumerate(cells) if not is_missing(c)]
+    numeric = [i for i in present if NUMBER.fullmatch(cells[i])]
+    checked = [] if as_text else present
+    for i in checked:
+        if SEPARATED.fullmatch(cells[i]):
+            fail(
+                f"{at(i)} holds a thousands separator or a decimal comma; write"
+                f" {cells[i].replace(',', '')} or {cells[i].replace(',', '.')}, or --decimal-comma"
+                f" for a file of decimal commas (or --text {name}: text)"
+            )
+    for i in checked:
+        if plain_number(cells[i]):
+            fail(
+                f"{at(i)} is a number written with a currency or percent sign, digit groups or in"
+                f" hex; write {plain_number(cells[i])} (a unit in the column's name), or --text"
+                f" {name}: text"
+            )
+    if as_text or not numeric:
+        return [None if is_missing(c) else c for c in cells]
+    for i in present:
+        if CODE.fullmatch(cells[i]):
+            fail(
+                f"{at(i)} has a leading zero, a code (a ZIP code?) rather than a quantity; --text"
+                f" {name} keeps the codes as words, or leave it out with --columns"
+            )
+    bad = [i for i in present if not NUMBER.fullmatch(cells[i])]
+    # mostly numbers: the others are malformed
+    if bad and len(numeric) * 2 >= len(present):
+        fail(
+            f"{at(bad[0])} is not a number, but {len(numeric)} of the column's {len(present)}"
+            f" values are; write it as one (e.g. 1013.6), or a missing value"
+            f" ({', '.join(MISSING[1:])})"
+        )
+    if bad:
+        fail(
+            f"{at(numeric[0])} is a number, but most of the column's values are text; make a column"
+            f" all numbers or all text (--text {name})"
+        )
+    return [None if is_missing(c) else Decimal(c) for c in cells]
 
 
 def _constant(name):
@@ -300,12 +292,13 @@ def _object(pairs):
 
 
 def read_json(path, text, columns, text_keys):
-    """[(record, where)] of a file of JSON objects, one per line (JSON lines), spread over lines, or
-    in one array [{...}, {...}]: numbers Decimal (their digits kept), null, NaN and MISSING None."""
+    """[(record, where)] of a JSON file: null, NaN and MISSING are None."""
     decoder = json.JSONDecoder(
         parse_float=Decimal, parse_int=Decimal, parse_constant=_constant, object_pairs_hook=_object
     )
     space = re.compile(r"\s*")
+    line_at = lambda i: f"{path}:{text.count(chr(10), 0, i) + 1}"
+    to_none = lambda x: None if isinstance(x, str) and is_missing(x) else x
     records, i, line, at = [], space.match(text).end(), 1, 0
     array = text.startswith("[", i)
     i = space.match(text, i + array).end()
@@ -322,18 +315,11 @@ def read_json(path, text, columns, text_keys):
             fail(
                 f'{where}: expected a JSON object {{"key": value, ...}}, found {text[at:i][:40]!r}'
             )
-        record = {
-            k: rewrite(v, lambda x: None if isinstance(x, str) and is_missing(x) else x)
-            for k, v in record.items()
-            if not columns or k in columns
-        }
+        record = {k: rewrite(v, to_none) for k, v in record.items() if not columns or k in columns}
         for k, v in record.items():
-            quoted = [
-                x
-                for x in leaves(v)
-                if isinstance(x, str) and (NUMBER.fullmatch(x.strip()) or plain_number(x))
-            ]
-            if quoted and k not in text_keys:
+            strings = [x for x in leaves(v) if isinstance(x, str) and k not in text_keys]
+            quoted = [x for x in strings if NUMBER.fullmatch(x.strip()) or plain_number(x)]
+            if quoted:
                 fail(
                     f"{where}: key {k!r}: {quoted[0]!r} is a number written as a string; write it"
                     f" as a JSON number ({plain_number(quoted[0]) or quoted[0].strip()}), or --text"
@@ -344,18 +330,12 @@ def read_json(path, text, columns, text_keys):
         if array and text.startswith(",", i):
             i = space.match(text, i + 1).end()
         elif array and i < len(text) and text[i] != "]":
-            fail(
-                f"{path}:{text.count(chr(10), 0, i) + 1}: expected , or ] after a record of the"
-                " JSON array"
-            )
+            fail(f"{line_at(i)}: expected , or ] after a record of the JSON array")
     if array and text[i:].strip() != "]":
         fail(
-            f"{path}:{text.count(chr(10), 0, i) + 1}: "
-            + (
-                "the file ends inside the JSON array; expected ] at its end"
-                if i == len(text)
-                else "expected nothing after the JSON array's ]"
-            )
+            f"{line_at(i)}: the file ends inside the JSON array; expected ] at its end"
+            if i == len(text)
+            else f"{line_at(i)}: expected nothing after the JSON array's ]"
         )
     if not records:
         fail(
@@ -375,50 +355,81 @@ def read_json(path, text, columns, text_keys):
 
 
 def read_file(path, args):
-    """([(record, where)] of one file's rows in order, what the file calls a key: "key" (JSON) or
-    "column" (CSV))."""
+    """([(record, where)] of a file's rows, what it calls a key: "key" or "column")."""
     # the newline that ends the last line
     text = read_text(path).rstrip("\n")
     if not text.strip():
         fail(f"{path}: empty file; expected a CSV header and rows, or one JSON record per line")
     if text.lstrip().startswith(("{", "[")):
         return read_json(path, text, args.columns, args.text), "key"
-    return (
-        read_csv(path, text, args.columns, args.text, args.delimiter, args.decimal_comma),
-        "column",
-    )
+    rows = read_csv(path, text, args.columns, args.text, args.delimiter, args.decimal_comma)
+    return rows, "column"
 
 
 def is_date(x):
-    return (
-        DATE.fullmatch(x) is not None
-        if isinstance(x, str)
-        else (isinstance(x, Decimal) and YYYYMMDD.fullmatch(str(x)) is not None)
-    )
+    if isinstance(x, str):
+        return DATE.fullmatch(x) is not None
+    return isinstance(x, Decimal) and YYYYMMDD.fullmatch(str(x)) is not None
 
 
 def date_keys(rows, keys, text_keys):
-    """The keys every present value of which is a date or time (not forced to text)."""
+    """The keys whose every value is a date or time (not forced to text), noted."""
     dates = []
     for key in keys:
         values = [r[key] for r, _ in rows if r.get(key) is not None]
-        if key not in text_keys and values and all(is_date(v) for v in values):
-            dates.append(key)
-            # ISO dates and yyyymmdd sort as text
-            sortable = all(re.match(r"\d{4}", str(v)) for v in values)
-            order = next(
-                (
-                    w
-                    for (a, _), (b, w) in zip(rows, rows[1:])
-                    if sortable
-                    and None not in (a.get(key), b.get(key))
-                    and str(b[key]) < str(a[key])
-                ),
-                None,
-            )
-            print(
-                f"note: key {key!r} holds dates or times ({values[0]} ... {values[-1]}): left out;"
-                " the rows are taken in file order"
-                + (f" (they go back in time at {order}: sort the file)" if order else "")
-            )
+        if key in text_keys or not values or not all(is_date(v) for v in values):
+            continue
+        dates.append(key)
+        # ISO dates and yyyymmdd sort as text
+        sortable = all(re.match(r"\d{4}", str(v)) for v in values)
+        pairs = [(a.get(key), b.get(key), w) for (a, _), (b, w) in zip(rows, rows[1:])]
+        back = [w for a, b, w in pairs if sortable and None not in (a, b) and str(b) < str(a)]
+        print(
+            f"note: key {key!r} holds dates or times ({values[0]} ... {values[-1]}): left out;"
+            " the rows are taken in file order"
+            + (f" (they go back in time at {back[0]}: sort the file)" if back else "")
+        )
     return dates
+
+
+def as_word(text):
+    """text, or where the tokenizer would read a number in it, one word: every character but
+    letters, digits and _ made _ ("room_12", "_01234")."""
+    try:
+        if all(kind != "num" for kind, _ in split_text(json.dumps(text, ensure_ascii=False))):
+            return text
+    except TextError:
+        pass
+    word = re.sub(r"\W", "_", text)
+    return "_" + word if not word or word[0].isdigit() else word
+
+
+def words_for_tokenizer(rows):
+    """Key names and text values made words (as_word) in every record, noted; {old: new} keys."""
+    renamed, values = {}, {}
+    for record, _ in rows:
+        for key, value in record.items():
+            if key not in renamed:
+                renamed[key] = as_word(key)
+            for x in leaves(value):
+                if isinstance(x, str) and x not in values:
+                    values[x] = as_word(x)
+    for mapping, what in ((renamed, "key"), (values, "text value")):
+        changed = {a: b for a, b in mapping.items() if a != b}
+        clash = {}
+        for a, b in mapping.items():
+            if clash.setdefault(b, a) != a:
+                fail(f"the {what}s {clash[b]!r} and {a!r} would both be written {b!r}; rename one")
+        if changed:
+            a, b = next(iter(changed.items()))
+            print(
+                f"note: {len(changed)} {what}(s) the tokenizer would read as numbers written as one"
+                f" word each: {a!r} as {b!r}"
+                + (" (--mask_key takes the new name)" if what == "key" else "")
+            )
+    word = lambda x: values.get(x, x) if isinstance(x, str) else x
+    for record, _ in rows:
+        items = [(renamed[k], rewrite(v, word)) for k, v in record.items()]
+        record.clear()
+        record.update(items)
+    return renamed

@@ -10,31 +10,8 @@ by each value, docs/decisions.md#scaling). prepare/README.md#your-own-data-textp
     python prepare/text.py a.jsonl b.jsonl --split 0.9,0.05,0.05 --seed 1 --out data/mine
     python prepare/text.py train.jsonl --val val.jsonl --test test.jsonl --out data/mine
 
-Reading. A file that starts with "{" or "[" is JSON: an object per line (JSON lines), objects spread
-over lines, or one array of objects, a record each; any other file is CSV with a header row
-(delimiter , ; tab or |, the header's most frequent, named when not a comma), a record {"column":
-value, ...} per row. A column of numbers is a number key, one of other values a text key. Missing
-values (MISSING below, any case; JSON null and NaN; a key a JSON record lacks) are refused unless
---missing=omit (the key is left out of that record) or --missing=drop (the record, or window, is
-left out). A key of dates or times (2021-03-04, 2021-03-04T12:00, 12:30, 03/04/2021, 4-Mar-2021,
-5:06 PM, 20210304) is left out with a note: rows are taken in file order. A text value or key name
-the tokenizer would read as holding numbers (room 12, 01234) is written as one word, its other
-characters "_" ("room_12", "_01234"), so every later step reads it alike.
-
-Records. With --window N, N consecutive rows of one file become one record {"key": [v1, ..., vN]},
-a window starting every --stride S rows (default N). --order time (the default with --window)
-cuts each file's rows into train, then val, then test by --split, and takes windows inside each
-part; --order random (the default without) splits the records at random.
-
-Scaling (--scale auto): every number under a key, at any depth, becomes (x - center) / spread,
-center and spread the mean and standard deviation of the key's numbers in the training split
-(spread 1 for a constant key); meta.json records them as "scales": {key: {"center", "spread"}},
-so original = scaled * spread + center. Digits: a key's scaled numbers are written with d
-decimals, the least d with 10^-d * spread <= 10^q / 10, 10^q the place of the finest digit among
-the key's input numbers; scaled * spread + center is then within 0.05 * 10^q of the input, and
-rounded to the input's digits it is the input, exactly (for inputs of up to 15 significant
-digits, what a float64 holds). --scale none writes the numbers as they are (center 0, spread 1).
-Two different inputs that the model would see as one float32 are named in a warning.
+The files are read in prepare/reading.py, made records and split in prepare/records.py, and
+scaled in prepare/scaling.py.
 """
 
 import argparse
@@ -44,31 +21,15 @@ import os
 import sys
 from decimal import Decimal
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import (  # noqa: E402
-    _at_least,
-    dataset_files,
-    one_line_errors,
-    prepare_out_dir,
-    swap_in,
-    write_meta,
-    write_split,
-)
-from reading import MISSING, date_keys, fail, leaves, numbers, read_file  # noqa: E402
-from records import (  # noqa: E402
-    SPLITS,
-    check_keys,
-    complete_records,
-    counting_keys,
-    leave_out_missing,
-    rows_in,
-    split_records,
-    words_for_tokenizer,
-)
-from scaling import largest, scale  # noqa: E402
-
-from tokenize_numbers import TextError, split_text  # noqa: E402
-from util import shell_line  # noqa: E402
+# common puts the repository's root on the path
+from common import _at_least, dataset_files, one_line_errors, prepare_out_dir, swap_in
+from common import write_meta, write_split
+from reading import MISSING, date_keys, fail, leaves, numbers, read_file, words_for_tokenizer
+from records import SPLITS, check_keys, check_values, counting_keys, leave_out_missing
+from records import rows_in, split_records
+from scaling import key_numbers, largest, scale
+from tokenize_numbers import TextError, split_text
+from util import shell_line
 
 
 def main(argv=None):
@@ -76,27 +37,27 @@ def main(argv=None):
     inputs = args.files + ([args.val, args.test] if args.val else [])
     check_inputs(inputs, args.out)
 
-    # read: each file's rows (record, where) in order, and what the file calls a key
+    # read: each file's rows [(record, where)], and what it calls a key
     files = [(path, *read_file(path, args)) for path in inputs]
     n_rows = sum(len(rows) for _, rows, _ in files)
 
-    # clean keys: dates left out, words the tokenizer would misread renamed, every value checked
+    # clean keys: dates left out, words the tokenizer would misread renamed, values checked
     keys, kind, dates, renamed = clean_keys(files, args.text)
-    complete_records(files, keys, args.missing)
+    check_values(files, keys, args.missing)
     index_like = counting_keys(files, keys)
 
     # records, split into train, val and test
     parts, source = split_records(files, args)
-    windowed = rows_in(parts)
+    n_windowed = len(rows_in(parts))
 
-    # missing values: left out of their records (omit), or the records dropped (drop)
+    # missing values left out (omit: of their records; drop: with them)
     parts, missing = leave_out_missing(parts, keys, args.missing)
 
-    # scale each key's numbers by train's center and spread
+    # scale each key's numbers
     number_keys = [k for k in keys if "number" in kind[k]]
     scales, digits, writers = scale(parts, number_keys, args.scale)
 
-    # write: a line of JSON per record, then meta.json
+    # write a line of JSON per record, and meta.json
     lines, vocab, counts = write_lines(parts, keys, writers)
     meta = {
         "dataset": "text",
@@ -123,88 +84,78 @@ def main(argv=None):
         write_split(stage, split, lines[split])
     write_meta(stage, meta)
     swap_in(args.out, stage)
-    report(args, meta, parts, lines, vocab, counts, len(windowed))
+
+    report(args, meta, parts, lines, vocab, counts, n_windowed)
 
 
 def parse_args(argv):
-    """The command line, checked; args.fractions from --split, args.stride and args.order filled
-    in."""
+    """The command line, checked; args.fractions, .stride and .order set."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument(
+    add = p.add_argument
+    add(
         "files",
         nargs="+",
         metavar="FILE",
         help="CSV or JSON-lines files (the training data with --val)",
     )
-    p.add_argument("--out", required=True, help="output directory")
-    p.add_argument(
-        "--window", type=_at_least(1), default=1, help="N consecutive rows of a file per record"
-    )
-    p.add_argument(
+    add("--out", required=True, help="output directory")
+    add("--window", type=_at_least(1), default=1, help="N consecutive rows of a file per record")
+    add(
         "--stride",
         type=_at_least(1),
         help="with --window: a window starts every S rows (default N: no overlap)",
     )
-    p.add_argument(
+    add(
         "--order",
         choices=("time", "random"),
         help="split in time order (default with --window) or at random",
     )
-    p.add_argument(
+    add(
         "--split",
         default="0.8,0.1,0.1",
         help="train,val,test fractions (of the rows in time order)",
     )
-    p.add_argument(
-        "--seed", type=_at_least(0), default=1337, help="seed of the random split (default 1337)"
-    )
-    p.add_argument("--val", metavar="FILE", help="validation records from FILE instead of a split")
-    p.add_argument("--test", metavar="FILE", help="test records from FILE (with --val)")
-    p.add_argument(
+    add("--seed", type=_at_least(0), default=1337, help="seed of the random split (default 1337)")
+    add("--val", metavar="FILE", help="validation records from FILE instead of a split")
+    add("--test", metavar="FILE", help="test records from FILE (with --val)")
+    add(
         "--missing",
         choices=("refuse", "omit", "drop"),
         default="refuse",
-        help=(
-            f"a missing value ({', '.join(repr(m) for m in MISSING)}, any case; JSON null, NaN):"
-            " refuse (default), omit (leave its key out of the record) or drop (leave the record"
-            " out)"
-        ),
+        help=f"a missing value ({', '.join(map(repr, MISSING))}, any case; JSON null, NaN): refuse"
+        " (default), omit (leave its key out of the record) or drop (leave the record out)",
     )
-    p.add_argument(
-        "--columns", help="the columns (CSV) or top-level keys (JSON) to keep, comma-separated"
-    )
-    p.add_argument(
-        "--text", default="", help="columns to read as text, not numbers or dates, comma-separated"
-    )
-    p.add_argument(
-        "--delimiter", help="the CSV delimiter (default: the header's most frequent of , ; tab |)"
-    )
-    p.add_argument(
+    add("--columns", help="the columns (CSV) or top-level keys (JSON) to keep, comma-separated")
+    add("--text", default="", help="columns to read as text, not numbers or dates, comma-separated")
+    add("--delimiter", help="the CSV delimiter (default: the header's most frequent of , ; tab |)")
+    add(
         "--decimal-comma",
         action="store_true",
-        help=(
-            "CSV numbers are written 12,5 (as European spreadsheets write them, with ; or tab"
-            " between cells)"
-        ),
+        help="CSV numbers are written 12,5 (as European spreadsheets write them, with ; or tab"
+        " between cells)",
     )
-    p.add_argument(
+    add(
         "--scale",
         choices=("auto", "none"),
         default="auto",
-        help=(
-            "auto: each key's numbers centred and divided by their spread on train; none: as"
-            " they are"
-        ),
+        help="auto: each key's numbers centred and divided by their spread on train; none: as they"
+        " are",
     )
-    p.add_argument(
-        "--force", action="store_true", help="replace a dataset in --out (other files stay)"
-    )
+    add("--force", action="store_true", help="replace a dataset in --out (other files stay)")
     args = p.parse_args(argv)
     if bool(args.val) != bool(args.test):
         fail("--val and --test go together (or neither, for a --split)")
     if args.stride and args.window <= 1:
         fail("--stride goes with --window N (N > 1): the rows between the starts of two windows")
-    args.fractions = fractions_of(args.split)
+    try:
+        args.fractions = [float(x) for x in args.split.split(",")]
+    except ValueError:
+        args.fractions = []
+    if len(args.fractions) != 3 or min(args.fractions) <= 0 or abs(sum(args.fractions) - 1) > 1e-6:
+        fail(
+            f"--split {args.split}: expected three positive fractions that add up to 1"
+            " (train,val,test: 0.8,0.1,0.1)"
+        )
     args.columns = [c.strip() for c in args.columns.split(",")] if args.columns else None
     args.text = {c.strip() for c in args.text.split(",") if c.strip()}
     args.delimiter = {"tab": "\t", "\\t": "\t"}.get(args.delimiter, args.delimiter)
@@ -219,23 +170,8 @@ def parse_args(argv):
     return args
 
 
-def fractions_of(text):
-    try:
-        parts = [float(x) for x in text.split(",")]
-    except ValueError:
-        parts = []
-    if len(parts) != 3 or min(parts) <= 0 or abs(sum(parts) - 1) > 1e-6:
-        fail(
-            f"--split {text}: expected three positive fractions that add up to 1 (train,val,test:"
-            " 0.8,0.1,0.1)"
-        )
-    return parts
-
-
 def check_inputs(paths, out):
-    """No file given twice, under one name or two (a val or test file equal to a training file
-    leaks), and none that writing the dataset to out replaces (--force would delete it before it is
-    read)."""
+    """No file given twice, under one name or two, nor one that writing to out replaces."""
     seen = {}
     for path in paths:
         try:
@@ -250,20 +186,20 @@ def check_inputs(paths, out):
                 " once"
             )
         seen[digest] = path
+    # --force would delete an input before it is read back
     if os.path.isdir(out):
         names = dataset_files(out)[0] + [f"{s}.txt" for s in SPLITS]
         replaced = {os.path.realpath(os.path.join(out, name)) for name in names}
         for path in paths:
             if os.path.realpath(path) in replaced:
                 fail(
-                    f"{path} is a file that writing a dataset to {out} replaces; choose another --out"
+                    f"{path} is a file that writing a dataset to {out} replaces; choose another"
+                    " --out"
                 )
 
 
 def clean_keys(files, text_keys):
-    """(keys, {key: kinds}, the keys of dates left out, {old: new} names): a key of dates or times
-    is left out of every record, names and text values the tokenizer would read as numbers become
-    words, and every key must hold a value of one kind."""
+    """(keys, {key: kinds}, dates, {old: new}); dates left out, misread words renamed."""
     rows = [row for _, part, _ in files for row in part]
     keys = list(dict.fromkeys(k for record, _ in rows for k in record))
     for name in text_keys:
@@ -273,14 +209,14 @@ def clean_keys(files, text_keys):
     for record, _ in rows:
         for key in dates:
             record.pop(key, None)
-    renamed = words_for_tokenizer([part for _, part, _ in files])
+    renamed = words_for_tokenizer(rows)
     keys = [renamed[k] for k in keys if k not in dates]
     if not keys:
         fail(
             f"{files[0][0]}: no key left once the dates are left out; expected a column of numbers"
             " or text"
         )
-    kind = check_keys([row for _, part, _ in files for row in part])
+    kind = check_keys(rows)
     for key in [k for k in keys if k not in kind]:
         fail(
             f"key {key!r} holds no value in any record (each is empty or a missing value); leave it"
@@ -290,48 +226,34 @@ def clean_keys(files, text_keys):
 
 
 def mask_key_of(train, number_keys, index_like):
-    """train.py's hint: the first key whose numbers vary in train and do not count rows, else the
-    first number key."""
-    varies = [
-        k for k in number_keys if len({x for r, _, _ in train for x in numbers(r.get(k, []))}) > 1
-    ]
-    return next((k for k in varies if k not in index_like), number_keys[0] if number_keys else None)
+    """train.py's hint: the first key whose numbers vary in train and count no rows."""
+    for k in number_keys:
+        if k not in index_like and len(set(key_numbers(train, k))) > 1:
+            return k
+    return number_keys[0] if number_keys else None
 
 
-def json_object(pairs):
-    """Compact JSON of an object's (key, value written as JSON) pairs."""
-    return "{" + ",".join(f"{json.dumps(k, ensure_ascii=False)}:{v}" for k, v in pairs) + "}"
-
-
-def dump(value, write_number):
-    """A value as compact JSON, its numbers written by write_number."""
+def dump(value, writers, key=None):
+    """A value as compact JSON, the numbers under top-level key k written by writers[k]."""
     if isinstance(value, dict):
-        return (
-            "{"
-            + ",".join(
-                f"{json.dumps(k, ensure_ascii=False)}:{dump(v, write_number)}"
-                for k, v in value.items()
-            )
-            + "}"
-        )
+        items = [
+            f"{json.dumps(k, ensure_ascii=False)}:{dump(v, writers, k if key is None else key)}"
+            for k, v in value.items()
+        ]
+        return "{" + ",".join(items) + "}"
     if isinstance(value, list):
-        return "[" + ",".join(dump(v, write_number) for v in value) + "]"
-    return (
-        write_number(value) if isinstance(value, Decimal) else json.dumps(value, ensure_ascii=False)
-    )
+        return "[" + ",".join(dump(v, writers, key) for v in value) + "]"
+    if isinstance(value, Decimal):
+        return writers.get(key, str)(value)
+    return json.dumps(value, ensure_ascii=False)
 
 
 def write_lines(parts, keys, writers):
-    """Each split's lines (a record as compact JSON, its keys in order), train's text tokens, and
-    (numbers, tokens) per record. Refused: a record the tokenizer would read other numbers in, and
-    a val or test record with a text token that train lacks."""
-    lines, vocab, counts = {}, {}, []
+    """Each split's lines, train's text tokens, and (numbers, tokens) per record."""
+    lines, vocab, counts = {s: [] for s in SPLITS}, {}, []
     for split, part in zip(SPLITS, parts):
-        lines[split] = []
         for record, where, _ in part:
-            line = json_object(
-                (k, dump(record[k], writers.get(k, str))) for k in keys if k in record
-            )
+            line = dump({k: record[k] for k in keys if k in record}, writers)
             try:
                 pieces = split_text(line, where)
             except TextError as e:
@@ -343,27 +265,24 @@ def write_lines(parts, keys, writers):
                     f"{where}: the tokenizer reads {len(pieces) - len(tokens)} numbers in the"
                     f" record written as {line[:60]!r}, which holds {n_numbers}"
                 )
-            if split == "train":
-                vocab.update(dict.fromkeys(tokens))
-            else:
-                unseen = [t for t in tokens if t not in vocab]
-                if unseen:
-                    fail(
-                        f"{where}: the {split} record holds the text token {unseen[0]!r}, which no"
-                        " training record has, so tokenize_numbers.py could not encode it; add"
-                        " such records to the training data, or write the value as a number or a"
-                        " category train has"
-                    )
-            counts.append((len(pieces) - len(tokens), len(pieces)))
+            unseen = [t for t in tokens if t not in vocab]
+            if split != "train" and unseen:
+                fail(
+                    f"{where}: the {split} record holds the text token {unseen[0]!r}, which no"
+                    " training record has, so tokenize_numbers.py could not encode it; add such"
+                    " records to the training data, or write the value as a number or a category"
+                    " train has"
+                )
+            vocab.update(dict.fromkeys(tokens))
+            counts.append((n_numbers, len(pieces)))
             lines[split].append(line)
     return lines, vocab, counts
 
 
 def report(args, meta, parts, lines, vocab, counts, n_windowed):
-    """What was written: the records per split, every row read accounted for, the missing values,
-    each key, the tokens, and what to look at."""
+    """Records per split, every row read accounted for, missing values, keys, tokens."""
     unit = f" of {args.window} rows each (a window every {args.stride})" if args.window > 1 else ""
-    how = {"time": "in time order (per file)", "random": "at random"}[args.order]
+    how = "in time order (per file)" if args.order == "time" else "at random"
     print(
         f"wrote {args.out}: train {len(parts[0])}, val {len(parts[1])}, test {len(parts[2])}"
         f" records{unit}, split {'from the files' if args.val else how}"
@@ -374,40 +293,27 @@ def report(args, meta, parts, lines, vocab, counts, n_windowed):
         f" missing value + {n_rows - n_windowed} in no window (a file's or a split's last rows)"
     )
     missing = meta["missing"]["records"]
+    what = "records left out" if args.missing == "drop" else "values left out of their records"
     print(
         f"missing values ({', '.join(map(repr, MISSING))} in any case; JSON null, NaN; a key a"
         " record lacks): "
-        + (
-            ", ".join(f"{k} {n}" for k, n in missing.items())
-            + (
-                " records left out (drop)"
-                if args.missing == "drop"
-                else " values left out of their records (omit)"
-            )
-            if missing
-            else "none"
-        )
+        + (", ".join(f"{k} {n}" for k, n in missing.items()) if missing else "none")
+        + (f" {what} ({args.missing})" if missing else "")
     )
     scales = meta["scales"]
     top = {k: largest(parts, k, s) for k, s in scales.items()}
     for k in meta["keys"]:
-        if k in scales:
-            s = scales[k]
+        s = scales.get(k)
+        if s and args.scale == "auto":
             print(
                 f"  {k:>12}: numbers, scaled (x - {s['center']:g}) / {s['spread']:g},"
                 f" {meta['decimals'][k]} decimals, largest |x| written {top[k]:.3g}"
-                if args.scale == "auto"
-                else f"  {k:>12}: numbers, as they are, largest |x| {top[k]:.3g}"
             )
+        elif s:
+            print(f"  {k:>12}: numbers, as they are, largest |x| {top[k]:.3g}")
         if k in meta["text_keys"]:
-            values = {
-                v
-                for part in parts
-                for r, _, _ in part
-                for v in leaves(r.get(k))
-                if not isinstance(v, Decimal)
-            }
-            values = sorted(values, key=str)
+            values = [v for part in parts for r, _, _ in part for v in leaves(r.get(k))]
+            values = sorted({v for v in values if not isinstance(v, Decimal)}, key=str)
             print(
                 f"  {k:>12}: text, {len(values)} value(s): {', '.join(map(str, values[:12]))}"
                 + (" ..." if len(values) > 12 else "")
