@@ -7,7 +7,7 @@ import ast
 import os
 import re
 
-INTERVAL = re.compile(r"([\[(])([\w.-]+), ([\w.-]+)([\])])(?: unless (\w+))?(?: multiple of (\w+))?")
+INTERVAL = re.compile(r"([\[(])([^,]+), ([^\])]+)([\])])(?: unless (\w+))?(?: multiple of (\w+))?")
 
 
 def error(text):

@@ -187,3 +187,27 @@ def test_the_docs_commands_are_found():
     found = {s for d in DOCS for s, _ in commands(d)}
     assert {"train.py", "sample.py", "eval.py", "tools/curves.py", "dev/summarize.py", "dev/claims_cpu.sh",
             "dev/reproduce.sh", "tools/slurm.sh"} <= found
+
+
+# ---------------------------------------------------------------- what the docs say of the tests and the CPU
+
+def cases(path):
+    """How many tests a test file's functions make, each parametrize multiplying its function's count."""
+    count = 0
+    for node in ast.parse(read(path)).body:
+        if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
+            n = 1
+            for d in node.decorator_list:
+                if isinstance(d, ast.Call) and ast.unparse(d.func).endswith("parametrize"):
+                    n *= len(d.args[1].elts)
+            count += n
+    return count
+
+
+def test_the_readme_counts_the_tests_skipped_without_a_gpu():
+    skipped, in_cuda = map(int, re.search(r"(\d+) skipped for want of a GPU \(the (\d+) of\s+`tests/test_cuda.py`",
+                                          read("README.md")).groups())
+    # a test elsewhere that skips its CUDA case
+    elsewhere = sum(len(re.findall(r"^ +pytest\.skip\(\"needs a CUDA device\"\)", read(t), flags=re.M))
+                    for t in scripts("tests") if "test_cuda" not in t)
+    assert in_cuda == cases("tests/test_cuda.py") and skipped == in_cuda + elsewhere
