@@ -211,3 +211,11 @@ def test_the_readme_counts_the_tests_skipped_without_a_gpu():
     elsewhere = sum(len(re.findall(r"^ +pytest\.skip\(\"needs a CUDA device\"\)", read(t), flags=re.M))
                     for t in scripts("tests") if "test_cuda" not in t)
     assert in_cuda == cases("tests/test_cuda.py") and skipped == in_cuda + elsewhere
+
+
+def test_the_readme_and_the_study_name_the_same_cpu_kernels_for_the_quickstart():
+    said = [re.findall(r"digits were measured with torch's (\w+) kernels", re.sub(r"\s+", " ", read(d)))
+            for d in ("README.md", "dev/README.md")]
+    assert said[0] and said[0] == said[1], said
+    study = re.sub(r"\s+", " ", read("dev/README.md"))
+    assert not re.search(r"quickstart[^.]*AVX2|AVX2[^.]*quickstart", study) and "AVX2" not in read("README.md")
