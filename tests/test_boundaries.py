@@ -41,7 +41,8 @@ def test_the_configurator_names_no_script_and_no_setting():
 @pytest.mark.parametrize("script", RANGED)
 def test_a_scripts_ranges_follow_its_settings_and_cover_every_number(script):
     settings, ranges = defaults(os.path.join(ROOT, script)), read_ranges(os.path.join(ROOT, script))
-    assert list(ranges) == [k for k in settings if k in ranges]  # the settings' order, and only settings
+    # only settings, in their order
+    assert list(ranges) == [k for k in settings if k in ranges]
     numeric = {k for k, v in settings.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
     assert numeric <= set(ranges)
     assert read(script).index("# -- end config\n") < read(script).index("\nRANGES = dict(")
@@ -123,7 +124,8 @@ def commands(doc):
         for part in re.split(r"&&|\|\||[|;]", re.sub(r"\s#.*", "", line)):
             try:
                 words = shlex.split(part)
-            except ValueError:  # an inline command cut by a line break mid-quote
+            # an inline command cut by a line break mid-quote
+            except ValueError:
                 words = part.split()
             start = next((i for i, w in enumerate(words) if w in ("python", "python3", "torchrun", "sbatch", "bash")
                           or re.fullmatch(r"\./\S+\.sh", w)), None)
@@ -152,7 +154,8 @@ def flags(script):
     source = read(script)
     if CONFIGURED in source or "configure(defaults(TRAIN), TRAIN" in source:
         known = set(defaults(os.path.join(ROOT, script)))
-        if "OWN = {" in source:  # tools/bench.py: its own settings, the rest goes to train.py
+        # tools/bench.py: its own settings; the rest goes to train.py
+        if "OWN = {" in source:
             own = next(n.value for n in ast.parse(source).body if isinstance(n, ast.Assign) and n.targets[0].id == "OWN")
             known |= set(ast.literal_eval(own)) | set(defaults(os.path.join(ROOT, "train.py")))
         return known | {"help"}
