@@ -73,6 +73,10 @@ save_predictions = False  # keep every truth and (median) prediction in the JSON
 changed_data = False  # evaluate on the checkpoint's data_dir although it was prepared again since
 device = "auto"
 # -- end config
+# ranges of the settings above (setting_checks.py)
+RANGES = dict(
+    max_samples="[0, inf)", batch_size="[1, inf)", device="auto | cpu | mps | cuda | cuda:N"
+)
 
 PLANET_STEPS = 10  # planets: the last 10 time steps of every planet are predicted at once
 # GMM heads: predicted densities of this many first numbers per quantity are drawn
@@ -221,35 +225,6 @@ def previous_steps(lines, where):
             line, last_steps(list(json_paths(json.loads(line)))), f"{where}:{number}", "a station"
         )
     ]
-
-
-def saved_predictions(path, task, quantity, split="test"):
-    """(report, truths, predictions) of one quantity of a report written with
-    --save_predictions=True, for the scripts of tools/ that study a model's predictions (task None:
-    a report of any task); errors name the file."""
-    if not os.path.isfile(path):
-        raise SystemExit(
-            f"error: {path}: no such report; write one with eval.py --save_predictions=True"
-        )
-    try:
-        with open(path) as f:
-            report = json.load(f)
-    except ValueError as e:
-        raise SystemExit(f"error: {path}: not an eval.py report ({e})")
-    if not isinstance(report, dict):
-        raise SystemExit(f"error: {path}: not an eval.py report (a JSON object is expected)")
-    r = report.get("splits", {}).get(split, {}).get(quantity)
-    if task not in (None, report.get("task")) or r is None:
-        what = f"a {task} {split} split" if task else f"a {split} split"
-        raise SystemExit(
-            f"error: {path}: expected an eval.py report of {what} with {quantity!r}, "
-            f"got task {report.get('task')!r} with splits {', '.join(report.get('splits', {}))}"
-        )
-    if "truth" not in r:
-        raise SystemExit(
-            f"error: {path} has no predictions; run eval.py with --save_predictions=True"
-        )
-    return report, np.array(r["truth"], dtype=float), np.array(r["median"], dtype=float)
 
 
 def task_of(meta, path):

@@ -108,6 +108,40 @@ threads = 0  # CPU threads; 0: $OMP_NUM_THREADS, else 1 (steady on a busy machin
 compile = "auto"  # torch.compile: auto (CUDA only) | True (CPU too, needs a C++ compiler) | False
 flex_attention = True  # compiled on CUDA: FlexAttention (block-sparse), not a dense mask
 # -- end config
+# ranges of the settings above (setting_checks.py)
+RANGES = dict(
+    encoding="xval | p10 | p1000 | b1999 | fp15",
+    k="[0, inf)",
+    n_layer="[1, inf)",
+    n_head="[1, inf)",
+    n_embd="[1, inf) multiple of n_head",
+    block_size="[0, inf)",
+    dropout="[0, 1)",
+    mlm_probability="(0, 1) unless causal",
+    num_loss_weight="[0, inf)",
+    nmse_eps="(0, inf)",
+    num_head="mse | gmm",
+    n_components="[1, inf)",
+    batch_size="[1, inf)",
+    micro_batch_size="[1, inf)",
+    pack_length="[0, inf)",
+    max_iters="[1, inf)",
+    learning_rate="(0, inf)",
+    min_lr="[0, learning_rate]",
+    warmup_iters="[0, inf)",
+    weight_decay="[0, inf)",
+    beta1="[0, 1)",
+    beta2="[0, 1)",
+    grad_clip="[0, inf)",
+    eval_interval="[1, inf)",
+    keep_every="[0, inf)",
+    eval_batches="[1, inf)",
+    log_interval="[1, inf)",
+    seed="[0, 4294967295]",
+    device="auto | cpu | mps | cuda | cuda:N",
+    dtype="auto | bfloat16 | float32",
+    threads="[0, inf)",
+)
 config = configure(globals(), __file__)
 exit_on_ctrl_c(
     lambda: (

@@ -23,7 +23,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from configurator import configure  # noqa: E402
-from eval import saved_predictions  # noqa: E402
+from predictions import saved_predictions  # noqa: E402
 
 # -- config: python dev/planets_a0.py --help
 reports = ""  # eval.py reports (.json, with predictions), separated by spaces

@@ -19,7 +19,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from configurator import configure  # noqa: E402
-from eval import saved_predictions  # noqa: E402
+from predictions import saved_predictions  # noqa: E402
 from util import atomic_write_text  # noqa: E402
 
 # -- config: python dev/planets_dt_ood.py --help

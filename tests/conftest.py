@@ -11,12 +11,18 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the reposi
 for path in (ROOT, os.path.join(ROOT, "tests")):
     if path not in sys.path:
         sys.path.insert(0, path)
+from setting_checks import read_ranges  # noqa: E402
 
 # Scripts that run inside the test process: a new Python process costs seconds (importing torch),
 # which over the suite's hundred-odd commands is most of its time. The others, and any command that
 # sets its own environment, compiles, or starts worker processes, run as a real process.
 IN_PROCESS = {"train.py", "sample.py", "eval.py", "tools/curves.py", "tokenize_numbers.py", "prepare/arithmetic.py",
               "prepare/lookup.py", "prepare/planets.py", "prepare/era5.py"}
+
+# The scripts whose settings have ranges (RANGES after '# -- end config'), and all of their ranges
+RANGED = ("train.py", "sample.py", "eval.py", "tools/curves.py", "tools/probe.py", "tools/baselines.py")
+CHECKED = tuple(os.path.basename(p) for p in RANGED)
+RANGE = {k: v for p in RANGED for k, v in read_ranges(os.path.join(ROOT, p)).items()}
 
 
 def run(*args, check=True, input=None, env=None, process=False):

@@ -10,11 +10,11 @@ import sys
 import numpy as np
 import pytest
 import torch
-from conftest import ROOT
+from conftest import CHECKED, RANGE, ROOT
 from test_train import TINY, losses, run
 
 import tokenize_numbers
-from configurator import CHECKED, RANGE, configure, defaults
+from configurator import configure, defaults
 from dataset import Split
 
 TRAIN = os.path.join(ROOT, "train.py")

@@ -34,8 +34,10 @@ runs = ""  # run folders (out_dir of train.py), separated by spaces
 quantity = "answer"  # the quantity of eval.py's report: answer, a0, dt, last step, ...
 split = "test"
 max_samples = 0  # score at most this many samples per checkpoint; 0 = all
-out = "dev/results/curves"  # output path without extension
+out = "out/curves"  # output path without extension
 # -- end config
+# ranges of the settings above (setting_checks.py)
+RANGES = dict(max_samples="[0, inf)")
 
 CRITERION = 0.1  # learned: MSE at most this fraction of the truth's variance
 

@@ -15,7 +15,8 @@ minutes on one H100, data preparation included:
          6 × 768, global batch 64 in the config's micro-batches of 16, sorted by length, bf16,
          compile, FlexAttention; one process per visible GPU) for each encoding: real tokens/s,
          MFU, peak memory, the padded fraction and the projected wall time of the paper's 500k
-         steps on this machine's GPUs, as a table in results/gpu_check.md
+         steps on this machine's GPUs, as a table in out/gpu_check.md (the one the docs cite:
+         --record=results/gpu_check.md)
 
     python tools/gpu_check.py                                  # everything, on the GPU
     python tools/gpu_check.py --stages="bench" --encodings="xval"
@@ -43,7 +44,7 @@ encodings = "xval fp15 p10"  # encodings benchmarked (config/era5_<encoding>.py)
 device = "cuda"  # cuda | cpu (a dry run)
 tiny = False  # tiny data and models: a dry run of every stage in a minute or two on a CPU
 data_dir = "data/gpu_check"  # the synthetic field and the tokenized samples
-record = "results/gpu_check.md"  # the table is written here (replaced)
+record = "out/gpu_check.md"  # the table is written here (replaced)
 steps = 30  # bench: training steps per encoding, of which the first `warmup` are not timed
 warmup = 10
 nproc = 0  # processes (ddp, bench): 0 = one per visible GPU; on a --device=cpu dry run 2, over gloo

@@ -46,6 +46,15 @@ batch_size = 16  # samples per forward pass
 device = "auto"  # auto (cuda if available, else cpu) | cpu | cuda | mps
 seed = 1337  # fixes the cross-validation folds
 # -- end config
+# ranges of the settings above (setting_checks.py)
+RANGES = dict(
+    n_train="[folds, inf)",
+    n_test="[1, inf)",
+    folds="[2, inf)",
+    batch_size="[1, inf)",
+    device="auto | cpu | mps | cuda | cuda:N",
+    seed="[0, 4294967295]",
+)
 
 
 def roc_auc(labels, scores):

@@ -1,0 +1,54 @@
+"""The checks a setting passes: its default's type, and the range its script gives it in
+`RANGES = dict(key="range", ...)` after '# -- end config'. A range reads as --help prints it:
+"[low, high)" ("]" takes high, "(" leaves out low, a bound may name a setting), then " unless
+SETTING" (unchecked while it is true) and " multiple of SETTING"; or choices, "a | b | cuda:N"."""
+
+import ast
+import os
+import re
+
+INTERVAL = re.compile(r"([\[(])([^,]+), ([^\])]+)([\])])(?: unless (\w+))?(?: multiple of (\w+))?")
+
+
+def error(text):
+    """A one-line error; under torchrun only the first process on each machine says it."""
+    return SystemExit(f"error: {text}" if int(os.environ.get("LOCAL_RANK", 0)) == 0 else 1)
+
+
+def check_type(key, value, default, where):
+    """A value has its default's type; an int may stand for a float, True/False for "auto"."""
+    if isinstance(default, float) and type(value) is int:
+        value = float(value)
+    if default is None or type(value) is type(default) or default == "auto" and type(value) is bool:
+        return value
+    expects = f"{where}: {key} expects {type(default).__name__}"
+    if value is not None and bool in (type(value), type(default)):
+        raise error(f"{expects}, got {value!r}")
+    got = f"{type(value).__name__} {value!r}" if value is not None else "None"
+    raise error(f"{expects} (default {default!r}), got {got}")
+
+
+def read_ranges(source_file):
+    """key -> range of a script's RANGES (read, not run); {} without one."""
+    with open(source_file) as f:
+        rest = f.read().partition("\nRANGES = dict(")[2]
+    keywords = ast.parse("dict(" + rest).body[0].value.keywords if rest else []
+    return {k.arg: ast.literal_eval(k.value) for k in keywords}
+
+
+def out_of_range(value, spec, config):
+    """What is wrong with a value for its range (a bound may name a setting in config), or ""."""
+    interval = INTERVAL.fullmatch(spec)
+    if not interval:
+        choices = spec.replace(" | ", "|").replace(":N", r":\d+")
+        return "" if re.fullmatch(choices, str(value)) else f"is not one of {spec}"
+    left, *bounds, right, unless, multiple = interval.groups()
+    low, high = (config[b] if b in config else float(b) for b in bounds)
+    above_low = low <= value if left == "[" else low < value
+    below_high = value <= high if right == "]" else value < high
+    if not (above_low and below_high or unless and config[unless]):
+        named = ", ".join(f"{b} = {config[b]!r}" for b in bounds if b in config)
+        return f"is out of its range {spec.partition(' multiple')[0]}" + (named and f" ({named})")
+    if multiple and value % config[multiple]:
+        return f"must be a multiple of {multiple} = {config[multiple]!r}"
+    return ""
