@@ -160,7 +160,8 @@ def flags(script):
             known |= set(ast.literal_eval(own)) | set(defaults(os.path.join(ROOT, "train.py")))
         return known | {"help"}
     options = {a.value for f in [script, *local_modules(script)] for n in ast.walk(ast.parse(read(f)))
-               if isinstance(n, ast.Call) and getattr(n.func, "attr", "") == "add_argument"
+               if isinstance(n, ast.Call)
+               and (getattr(n.func, "attr", "") == "add_argument" or getattr(n.func, "id", "") == "add")
                for a in n.args if isinstance(a, ast.Constant) and str(a.value).startswith("--")}
     return {o[2:] for o in options} | {"help"}
 
