@@ -39,19 +39,12 @@ def load_model(path, device="cpu"):
 
 @torch.no_grad()
 def generate(
-    model,
-    ids,
-    values,
-    max_new_tokens,
-    temperature=0,
-    generator=None,
-    gmm_generate="sample",
-    stop=EOS_ID,
+    model, ids, values, max_new_tokens, temperature=0.0, generator=None, gmm="sample", stop=EOS_ID
 ):
     """Append up to max_new_tokens tokens (greedy, or sampled at temperature) until the token stop
     (None: never). A new [NUM] takes the number head's value (GMM: a draw, or the mean with
-    gmm_generate="mean"), others 1. Returns ids, values, the number head's values and a GMM head's
-    outputs (1, 3K) at the new tokens."""
+    gmm="mean"), others 1. Returns ids, values, the number head's values and a GMM head's outputs
+    (1, 3K) at the new tokens."""
     ids, values, nums, mixtures = list(ids), list(values), [], []
     dev = next(model.parameters()).device
     for _ in range(max_new_tokens):
@@ -69,7 +62,7 @@ def generate(
             break
         if num is not None and num.dim() == 2:
             mixtures.append(num.float().cpu())
-            num = mixture_sample(num, generator) if gmm_generate == "sample" else mixture_mean(num)
+            num = mixture_sample(num, generator) if gmm == "sample" else mixture_mean(num)
         nums += [float(num[0])] if num is not None else []
         ids.append(token)
         values.append(nums[-1] if num is not None and token == model.cfg.num_id else 1.0)
@@ -103,7 +96,7 @@ def predict_causal(model, vocab, chunk):
             )
         tokens, nums, raws = [], [], []
         for s in starts:
-            out = generate(model, ids[:s], values[:s], width, gmm_generate="mean", stop=None)
+            out = generate(model, ids[:s], values[:s], width, gmm="mean", stop=None)
             ids[s : s + width], values[s : s + width] = out[0][s:], out[1][s:]
             tokens, nums, raws = tokens + out[0][s:], nums + out[2], raws + out[3]
         nums = torch.tensor(nums) if nums else None
