@@ -145,7 +145,8 @@ class GPT(nn.Module):
     def __init__(self, cfg: GPTConfig):
         super().__init__()
         self.cfg = cfg
-        self.xval, C = cfg.encoding == "xval", cfg.n_embd
+        self.xval = cfg.encoding == "xval"
+        C = cfg.n_embd
         # packed/padded rows: SDPA with a dense mask, or FlexAttention (CUDA, compiled)
         self.flex_attention = False
         self.wte = nn.Embedding(cfg.vocab_size, C)
