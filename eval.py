@@ -44,8 +44,8 @@ import torch
 
 from configurator import configure
 from mixture import mixture_cdf, mixture_nll, mixture_of, mixture_quantile
-from sample import fill_in, load_model
 from dataset import check_trained_on, json_paths, masked_numbers, number_paths, read_lines
+from predict import fill_in, load_model
 from tokenize_numbers import TextError, encode_pieces, split_text
 from util import (
     accuracy,

@@ -1,10 +1,8 @@
-"""The network of the xVal paper (App. B): a GPT-2 style pre-LayerNorm transformer without biases,
-the loss (cross-entropy + λ·MSE on masked numbers), optimizer groups and a FLOPs estimate for MFU.
-The xVal pieces stand alone, to copy: `xval_embedding` (k = 0 and eq. 1) and `NumberHead` with its
-loss. num_head="gmm" swaps in mixture.py's `MixtureHead`, a Gaussian mixture (the paper's §4 future
-work)."""
+"""The xVal paper's network (App. B): a GPT-2 style pre-LayerNorm transformer without biases, its
+loss (cross-entropy + λ·MSE on masked numbers), optimizer groups and FLOPs for MFU. To copy, each
+standing alone: `xval_embedding` (k = 0 and eq. 1) and `NumberHead` with its loss. num_head="gmm"
+swaps in mixture.py's Gaussian mixture `MixtureHead` (the paper's §4 future work)."""
 
-import math
 from dataclasses import dataclass
 
 import torch
@@ -36,31 +34,23 @@ class GPTConfig:
     n_components: int = 8  # gmm: mixture components K
 
     def __post_init__(self):
-        for wrong, message in [
-            (
-                self.n_embd % self.n_head,
-                f"n_embd ({self.n_embd}) must be divisible by n_head ({self.n_head})",
-            ),
-            (
-                self.encoding == "xval" and self.num_id < 0,
-                "an xval model needs num_id, the id of the [NUM] token",
-            ),
-            (self.k < 0, f"k must be >= 0, got {self.k}"),
-            (
-                self.num_head not in NUM_HEADS,
-                f"num_head must be one of {', '.join(NUM_HEADS)}, got {self.num_head!r}",
-            ),
-            (
-                self.num_head == "gmm" and self.encoding != "xval",
-                (
-                    "num_head 'gmm' needs the xval encoding "
-                    f"(a text encoding has no number head), got {self.encoding!r}"
-                ),
-            ),
-            (self.n_components < 1, f"n_components must be >= 1, got {self.n_components}"),
-        ]:
-            if wrong:
-                raise ValueError(message)
+        if self.n_embd % self.n_head:
+            raise ValueError(f"n_embd ({self.n_embd}) must be divisible by n_head ({self.n_head})")
+        if self.encoding == "xval" and self.num_id < 0:
+            raise ValueError("an xval model needs num_id, the id of the [NUM] token")
+        if self.k < 0:
+            raise ValueError(f"k must be >= 0, got {self.k}")
+        if self.num_head not in NUM_HEADS:
+            raise ValueError(
+                f"num_head must be one of {', '.join(NUM_HEADS)}, got {self.num_head!r}"
+            )
+        if self.num_head == "gmm" and self.encoding != "xval":
+            raise ValueError(
+                "num_head 'gmm' needs the xval encoding (a text encoding has no number head), got"
+                f" {self.encoding!r}"
+            )
+        if self.n_components < 1:
+            raise ValueError(f"n_components must be >= 1, got {self.n_components}")
 
 
 class SelfAttention(nn.Module):
@@ -75,16 +65,13 @@ class SelfAttention(nn.Module):
         q, k, v = self.qkv(x).split(C, dim=2)
         # (B, nh, T, hs)
         q, k, v = (t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for t in (q, k, v))
-        if isinstance(mask, BlockMask):  # FlexAttention: blocks with no allowed pair are skipped
+        # FlexAttention skips the blocks with no allowed pair
+        if isinstance(mask, BlockMask):
             y = flex_attention(q, k, v, block_mask=mask)
         else:
+            dropout = self.dropout if self.training else 0.0
             y = F.scaled_dot_product_attention(
-                q,
-                k,
-                v,
-                attn_mask=mask,
-                is_causal=causal and mask is None,
-                dropout_p=self.dropout if self.training else 0.0,
+                q, k, v, attn_mask=mask, dropout_p=dropout, is_causal=causal and mask is None
             )
         return self.proj(y.transpose(1, 2).contiguous().view(B, T, C))  # (B, T, C)
 
@@ -92,13 +79,12 @@ class SelfAttention(nn.Module):
 class Block(nn.Module):
     def __init__(self, cfg):
         super().__init__()
-        self.ln_1 = nn.LayerNorm(cfg.n_embd, bias=False)
+        C = cfg.n_embd
+        self.ln_1 = nn.LayerNorm(C, bias=False)
         self.attn = SelfAttention(cfg)
-        self.ln_2 = nn.LayerNorm(cfg.n_embd, bias=False)
+        self.ln_2 = nn.LayerNorm(C, bias=False)
         self.mlp = nn.Sequential(
-            nn.Linear(cfg.n_embd, 4 * cfg.n_embd, bias=False),
-            nn.GELU(),
-            nn.Linear(4 * cfg.n_embd, cfg.n_embd, bias=False),
+            nn.Linear(C, 4 * C, bias=False), nn.GELU(), nn.Linear(4 * C, C, bias=False)
         )
         self.drop = nn.Dropout(cfg.dropout)
 
@@ -110,8 +96,7 @@ class Block(nn.Module):
 # built eagerly (its own compiled kernel on CUDA), outside the model's graph
 @torch.compiler.disable
 def sample_block_mask(doc, causal):
-    """FlexAttention's per-sample mask (causal: earlier tokens only); blocks with no allowed pair
-    cost nothing."""
+    """FlexAttention's mask: each token attends within its sample (causal: earlier tokens only)."""
 
     def allowed(b, h, q, k):
         return (doc[b, q] == doc[b, k]) & (q >= k) if causal else doc[b, q] == doc[b, k]
@@ -161,51 +146,42 @@ class GPT(nn.Module):
         super().__init__()
         self.cfg = cfg
         self.xval = cfg.encoding == "xval"
+        C = cfg.n_embd
         # packed/padded rows: SDPA with a dense mask, or FlexAttention (CUDA, compiled)
         self.flex_attention = False
-        self.wte = nn.Embedding(cfg.vocab_size, cfg.n_embd)
-        self.wpe = nn.Embedding(cfg.block_size, cfg.n_embd)
-        if self.xval and cfg.k > 0:  # paper eq. 1: the 2k+1 vectors U_i of xval_embedding
-            self.num_embed = nn.Parameter(torch.empty(2 * cfg.k + 1, cfg.n_embd))
+        self.wte = nn.Embedding(cfg.vocab_size, C)
+        self.wpe = nn.Embedding(cfg.block_size, C)
+        # paper eq. 1: the 2k+1 vectors U_i of xval_embedding
+        if self.xval and cfg.k > 0:
+            self.num_embed = nn.Parameter(torch.empty(2 * cfg.k + 1, C))
         self.drop = nn.Dropout(cfg.dropout)
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layer))
-        self.ln_f = nn.LayerNorm(cfg.n_embd, bias=False)
+        self.ln_f = nn.LayerNorm(C, bias=False)
         if self.xval:  # two MLP heads; only the number head has biases (paper App. B)
             self.token_head = nn.Sequential(
-                nn.Linear(cfg.n_embd, cfg.n_embd, bias=False),
-                nn.GELU(),
-                nn.Linear(cfg.n_embd, cfg.vocab_size, bias=False),
+                nn.Linear(C, C, bias=False), nn.GELU(), nn.Linear(C, cfg.vocab_size, bias=False)
             )
-            self.num_head = (
-                MixtureHead(cfg.n_embd, cfg.n_components)
-                if cfg.num_head == "gmm"
-                else NumberHead(cfg.n_embd)
-            )
+            gmm = cfg.num_head == "gmm"
+            self.num_head = MixtureHead(C, cfg.n_components) if gmm else NumberHead(C)
         else:  # one linear token head tied to the input embedding, as in GPT-2
-            self.token_head = nn.Linear(cfg.n_embd, cfg.vocab_size, bias=False)
+            self.token_head = nn.Linear(C, cfg.vocab_size, bias=False)
             self.token_head.weight = self.wte.weight
         # paper App. B: weights ~ N(0, (2·fan_in·n_layer)^-1) against residual growth; embeddings
         # N(0, 0.02²)
         for module in self.modules():
             if isinstance(module, nn.Linear) and module.weight is not self.wte.weight:
-                nn.init.normal_(
-                    module.weight, mean=0.0, std=(2 * module.in_features * cfg.n_layer) ** -0.5
-                )
+                std = (2 * module.in_features * cfg.n_layer) ** -0.5
+                nn.init.normal_(module.weight, mean=0.0, std=std)
                 if module.bias is not None:
                     nn.init.zeros_(module.bias)
-        for p in (self.wte.weight, self.wpe.weight) + (
-            (self.num_embed,) if hasattr(self, "num_embed") else ()
-        ):
-            nn.init.normal_(p, mean=0.0, std=0.02)
+        for p in self.wte.weight, self.wpe.weight, getattr(self, "num_embed", None):
+            if p is not None:
+                nn.init.normal_(p, mean=0.0, std=0.02)
 
     def num_params(self, trunk_only=False):
-        """Parameters, counted once (tied weights); trunk_only: the blocks and final norm."""
-        params = (
-            [*self.blocks.parameters(), *self.ln_f.parameters()]
-            if trunk_only
-            else self.parameters()
-        )
-        return sum(p.numel() for p in {id(p): p for p in params}.values())
+        """Parameters, a tied weight counted once; trunk_only: the blocks and final norm."""
+        modules = [self.blocks, self.ln_f] if trunk_only else [self]
+        return sum(p.numel() for m in modules for p in m.parameters())
 
     def embed(self, ids, values):
         """Token embedding with the numbers' values applied. ids, values: (B, T)."""
@@ -235,18 +211,14 @@ class GPT(nn.Module):
         values = torch.ones(ids.shape, device=ids.device) if values is None else values
         # positions added after the number scaling
         x = self.drop(self.embed(ids, values) + self.wpe(pos))
-        mask = (
-            sample_block_mask(doc, self.cfg.causal)
-            if doc is not None and self.flex_attention
-            else None
-        )
-        if doc is not None and mask is None:
-            mask = (doc.unsqueeze(2) == doc.unsqueeze(1)).unsqueeze(1)  # (B, 1, T, T): same sample
-            mask = (
-                mask & torch.ones(T, T, dtype=torch.bool, device=ids.device).tril()
-                if self.cfg.causal
-                else mask
-            )
+        mask = None
+        if doc is not None and self.flex_attention:
+            mask = sample_block_mask(doc, self.cfg.causal)
+        elif doc is not None:
+            # (B, 1, T, T): the same sample (causal: and not later)
+            mask = (doc.unsqueeze(2) == doc.unsqueeze(1)).unsqueeze(1)
+            if self.cfg.causal:
+                mask = mask & torch.ones(T, T, dtype=torch.bool, device=ids.device).tril()
         for block in self.blocks:
             x = block(x, mask, self.cfg.causal)
         return self.ln_f(x)
@@ -274,18 +246,16 @@ class GPT(nn.Module):
             pred = (targets.flatten() != IGNORE).nonzero().squeeze(1)
         logits, num = self.heads(h.flatten(0, 1)[pred])  # (N, V), (N,)
         t = targets.flatten()[pred]  # (N,)
-        sums = {
-            "ce_sum": F.cross_entropy(logits.float(), t, reduction="sum"),
-            "n_tokens": torch.ones_like(t).sum(),
-        }  # N, as a tensor
+        ce_sum = F.cross_entropy(logits.float(), t, reduction="sum")
+        # counts as tensors: no host sync
+        sums = {"ce_sum": ce_sum, "n_tokens": torch.ones_like(t).sum()}
         if not self.xval:
-            return {
-                **sums,
-                "num_sum": sums["ce_sum"].new_zeros(()),
-                "n_numbers": torch.zeros_like(t).sum(),
-            }
-        is_num = t == self.cfg.num_id  # the number loss counts where the true token is [NUM]
-        y = target_values.flatten()[pred].float()  # at every predicted position: no graph break
+            zero = ce_sum.new_zeros(())
+            return {**sums, "num_sum": zero, "n_numbers": zero.long()}
+        # the number loss counts where the true token is [NUM]
+        is_num = t == self.cfg.num_id
+        # at every predicted position: no graph break
+        y = target_values.flatten()[pred].float()
         with float32(y):
             err = self.num_head.loss(num, y, self.cfg.nmse_eps if self.cfg.k > 0 else None)
         return {**sums, "num_sum": torch.where(is_num, err, 0.0).sum(), "n_numbers": is_num.sum()}

@@ -208,7 +208,7 @@ def test_a_tiny_gmm_model_trains_resumes_samples_and_evaluates(arithmetic, tmp_p
 
 
 def test_an_older_checkpoint_without_head_settings_loads_as_mse(arithmetic, tmp_path):
-    from sample import load_model
+    from predict import load_model
     out = str(tmp_path / "mse")
     run("train.py", *TINY, f"--data_dir={arithmetic}", f"--out_dir={out}", "--max_iters=1", "--eval_interval=1",
         "--batch_size=4", "--micro_batch_size=4")

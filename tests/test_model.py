@@ -279,7 +279,7 @@ def test_mfu_uses_the_peak_of_the_board_in_hand(name, peak):
 
 @pytest.mark.parametrize("encoding", ["xval", "p10"])
 def test_a_causal_model_fills_in_by_generating_each_number_from_the_text_before_it(encoding):
-    from sample import fill_in
+    from predict import fill_in
     from tokenize_numbers import Vocab, encode
     vocab = Vocab(["(", "+", ")="], encoding)
     torch.manual_seed(0)

@@ -25,8 +25,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)  # the core modules
 from configurator import configure  # noqa: E402
 from model import flops_per_token  # noqa: E402
-from sample import load_model  # noqa: E402
 from dataset import Split  # noqa: E402
+from predict import load_model  # noqa: E402
 from util import atomic_write_text  # noqa: E402
 
 # -- config: python tools/curves.py --help

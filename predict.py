@@ -1,0 +1,206 @@
+"""Predictions of a train.py checkpoint, for sample.py and eval.py: a line's numbers to predict
+encoded, filled in and written back into the text; text generated."""
+
+import math
+import re
+
+import numpy as np
+import torch
+
+from batching import collate, fill_in_example, to_device
+from dataset import KeyAbsent, masked_numbers
+from mixture import mixture_mean, mixture_quantile, mixture_sample, mixture_std
+from model import GPT, GPTConfig
+from tokenize_numbers import (
+    ASK,
+    EOS_ID,
+    TOKENS_PER_NUMBER,
+    TextError,
+    Vocab,
+    encode_pieces,
+    number_spans,
+    split_text,
+)
+from util import format_number, load_checkpoint
+
+
+def load_model(path, device="cpu"):
+    """The model (eval mode) and vocabulary of a train.py checkpoint."""
+    checkpoint = load_checkpoint(path, device)
+    model = GPT(GPTConfig(**checkpoint["model_args"]))
+    model.load_state_dict(checkpoint["model"])
+    model.to(device).eval()
+    vocab = Vocab(checkpoint["text_tokens"], checkpoint["model_args"]["encoding"])
+    vocab.unknown = (
+        "the model knows only the tokens it was trained on: write it as a number or as one of those"
+    )
+    return model, vocab, checkpoint["config"]
+
+
+@torch.no_grad()
+def generate(
+    model, ids, values, max_new_tokens, temperature=0.0, generator=None, gmm="sample", stop=EOS_ID
+):
+    """Append up to max_new_tokens tokens (greedy, or sampled at temperature) until the token stop
+    (None: never). A new [NUM] takes the number head's value (GMM: a draw, or the mean with
+    gmm="mean"), others 1. Returns ids, values, the number head's values and a GMM head's outputs
+    (1, 3K) at the new tokens."""
+    ids, values, nums, mixtures = list(ids), list(values), [], []
+    dev = next(model.parameters()).device
+    for _ in range(max_new_tokens):
+        x = torch.tensor([ids[-model.cfg.block_size :]], device=dev)
+        v = torch.tensor([values[-model.cfg.block_size :]], dtype=torch.float32, device=dev)
+        # the last position: (1, V) and (1,), (1, 3K) or None
+        logits, num = model.heads(model.trunk(x, v)[0, -1:])
+        logits = logits[0].float()
+        if temperature > 0:
+            probs = torch.softmax(logits / temperature, -1)
+            token = int(torch.multinomial(probs, 1, generator=generator))
+        else:
+            token = int(logits.argmax())
+        if token == stop:
+            break
+        if num is not None and num.dim() == 2:
+            mixtures.append(num.float().cpu())
+            num = mixture_sample(num, generator) if gmm == "sample" else mixture_mean(num)
+        nums += [float(num[0])] if num is not None else []
+        ids.append(token)
+        values.append(nums[-1] if num is not None and token == model.cfg.num_id else 1.0)
+    return ids, values, nums, mixtures
+
+
+def predict_masked(model, chunk, device):
+    """MLM, one pass: per sample the token ids, values and GMM outputs predicted at its asked
+    tokens."""
+    batch = to_device(collate([fill_in_example(*s) for s in chunk]), device)
+    h = model.trunk(batch["ids"], batch["values"], pos=batch["pos"], doc=batch["doc"])
+    # only where something is asked: (N, V), (N,) or (N, 3K)
+    logits, num = model.heads(h.flatten(0, 1)[batch["pred"]])
+    raw = num.float().cpu() if num is not None and num.dim() == 2 else None
+    num = (mixture_mean(num) if raw is not None else num).float().cpu() if num is not None else None
+    sizes = [int(np.count_nonzero(ask)) for _, _, ask in chunk]
+    split = lambda t: t.split(sizes) if t is not None else [None] * len(chunk)
+    return zip(logits.argmax(-1).cpu().split(sizes), split(num), split(raw))
+
+
+def predict_causal(model, vocab, chunk):
+    """A causal model generates each asked number greedily from the text before it: the true text,
+    and the asked numbers before it as generated (never their truth). Same yields as predict_masked.
+    """
+    width = TOKENS_PER_NUMBER[vocab.encoding]
+    for ids, values, ask in chunk:
+        starts, ids, values = np.flatnonzero(ask)[::width], list(ids), list(values)
+        if len(starts) and starts[0] == 0:
+            raise ValueError(
+                "a causal model cannot predict a number at the very start of a sample (no prompt)"
+            )
+        tokens, nums, raws = [], [], []
+        for s in starts:
+            out = generate(model, ids[:s], values[:s], width, gmm="mean", stop=None)
+            ids[s : s + width], values[s : s + width] = out[0][s:], out[1][s:]
+            tokens, nums, raws = tokens + out[0][s:], nums + out[2], raws + out[3]
+        nums = torch.tensor(nums) if nums else None
+        yield torch.tensor(tokens), nums, torch.cat(raws) if raws else None
+
+
+@torch.no_grad()
+def fill_in(model, vocab, samples, device="cpu", batch_size=64, mixtures=None):
+    """The numbers asked in samples ((ids, values, ask) from encode()): a list of values per sample
+    and counts of 'numbers', 'invalid' (text encodings: NaN, not a number) and 'not_num' (xVal: the
+    token head's argmax is not [NUM]; the number head's value is kept). GMM: the mixture mean;
+    mixtures receives each sample's (n, 3K)."""
+    predictions, counts = [], {"numbers": 0, "invalid": 0, "not_num": 0}
+    width = TOKENS_PER_NUMBER[vocab.encoding]
+    for start in range(0, len(samples), batch_size):
+        chunk = samples[start : start + batch_size]
+        if model.cfg.causal:
+            predicted = predict_causal(model, vocab, chunk)
+        else:
+            predicted = predict_masked(model, chunk, device)
+        for tokens, nums, raw in predicted:
+            if nums is None:
+                values = [vocab.decode_number(t.numpy()) for t in tokens.split(width)]
+                counts["invalid"] += sum(map(math.isnan, values))
+            # xVal: the number head's value, whatever the token head says
+            else:
+                values = nums.tolist()
+                counts["not_num"] += int((tokens != vocab.num_id).sum())
+            counts["numbers"] += len(values)
+            predictions.append(values)
+            if raw is not None and mixtures is not None:
+                mixtures.append(raw)
+    return predictions, counts
+
+
+def detokenize(ids, values, vocab):
+    """Token ids back to text (whitespace is not kept); numbers as 6 significant digits."""
+    out, i, width = [], 0, TOKENS_PER_NUMBER[vocab.encoding]
+    starts = {s for s, _ in number_spans(ids, vocab)}
+    while i < len(ids):
+        if i in starts:
+            value = (
+                values[i] if vocab.encoding == "xval" else vocab.decode_number(ids[i : i + width])
+            )
+            # the implied comma
+            out.append(("," if i - width in starts else "") + format_number(value))
+            i += width
+        else:
+            token = vocab.itos[ids[i]]
+            # a stray number token
+            out.append(token if not vocab.is_number([ids[i]])[0] else f"<{token}>")
+            i += 1
+    return "".join(out)
+
+
+def encode_line(line, where, vocab, block_size, causal=False, mask=None, mask_all=False):
+    """((ids, values, ask), truths, text with [?]) of one input line; a TextError naming the line if
+    the model cannot predict it. mask: None predicts the line's [?]; "" masks its last number, a
+    key the last number under that JSON key (mask_all: every number under it)."""
+    spaced = re.search(r"\[\s*\?\s*\]", line.replace(ASK, ""))
+    if spaced:
+        raise TextError(
+            f"{where}: {spaced.group()!r} looks like the marker {ASK}; write {ASK} without spaces"
+        )
+    truths, spans = [], []
+    # the chosen numbers become [?], in the pieces and in the text shown
+    if mask is not None:
+        pieces = split_text(line, where, spans=spans)
+        (masked,) = masked_numbers(line, pieces, where, [mask] if mask else [], mask_all).values()
+        if not masked:
+            raise KeyAbsent(
+                f"{where}: no number under key {mask!r} (--mask_key names a top-level key)"
+            )
+        numbers = [j for j, (kind, _) in enumerate(pieces) if kind == "num"]
+        for j in reversed([numbers[i] for i in masked]):
+            truths.insert(0, pieces[j][1])
+            pieces[j], line = ("ask", None), line[: spans[j][0]] + ASK + line[spans[j][1] :]
+    else:
+        pieces = split_text(line, where, not causal)
+    ids, values, ask = encode_pieces(pieces, vocab, where)
+    if not causal and not ask.any():
+        raise TextError(
+            f"{where}: no {ASK} in the line: write {ASK} where a number is to be predicted (or use"
+            " --mask_last or --mask_key)"
+        )
+    if len(ids) > block_size:
+        raise TextError(
+            f"{where}: {len(ids)} tokens, more than the model's block_size {block_size}"
+        )
+    return (ids, values, ask), truths, line
+
+
+def filled(text, values, mixture=None, spread="none"):
+    """text with each [?] replaced by its predicted value; a GMM head's (mixture (n, 3K)) as
+    mean±std (spread="std") or [5%|50%|95%] quantiles (spread="quantiles")."""
+    shown = list(map(format_number, values))
+    if mixture is not None and spread == "std":
+        means, stds = mixture_mean(mixture).tolist(), mixture_std(mixture).tolist()
+        shown = [f"{format_number(m)}±{format_number(s)}" for m, s in zip(means, stds)]
+    if mixture is not None and spread == "quantiles":
+        quantiles = [mixture_quantile(mixture, p).tolist() for p in (0.05, 0.5, 0.95)]
+        shown = ["[" + "|".join(map(format_number, qs)) + "]" for qs in zip(*quantiles)]
+    # [?][?]: two numbers, not one
+    text = re.sub(re.escape(ASK) + f"(?={re.escape(ASK)})", ASK + ",", text)
+    for value in shown:
+        text = text.replace(ASK, value, 1)
+    return text
