@@ -124,14 +124,6 @@ def training_examples(split, indices, positions, step, seed, causal, mlm_probabi
     return [mlm_mask(*s, mlm_probability, rng) for s, rng in zip(samples, rngs)]
 
 
-def fit_micro_batch(batch_size, micro_batch_size, world_size):
-    """micro_batch_size, or where micro_batch_size × world_size exceeds batch_size, the largest
-    micro-batch that shares the batch out exactly (if none, accumulation_steps refuses)."""
-    fits = [m for m in range(1, micro_batch_size) if batch_size % (m * world_size) == 0]
-    too_many = micro_batch_size * world_size > batch_size
-    return fits[-1] if too_many and fits else micro_batch_size
-
-
 def accumulation_steps(batch_size, micro_batch_size, world_size):
     """Micro-batches per process per step; an error unless they divide the global batch exactly."""
     accum, rem = divmod(batch_size, micro_batch_size * world_size)
@@ -159,6 +151,12 @@ def choose_packing(
     return min(cost, key=cost.get, default=(longest, 1))
 
 
+def packed_rows(split, micro_batch_size, pack_length):
+    """The rows of pack_length tokens a packed micro-batch holds: what micro_batch_size samples of
+    mean length fill."""
+    return max(1, round(micro_batch_size * float(np.mean(split.lengths)) / pack_length))
+
+
 def step_batches(
     split,
     step,
@@ -181,8 +179,7 @@ def step_batches(
     lengths = np.asarray(split.lengths)[indices]
     fixed = packing and pack_length
     if fixed:
-        mean = float(np.mean(split.lengths))
-        R = pack_rows or max(1, round(micro_batch_size * mean / pack_length))
+        R = pack_rows or packed_rows(split, micro_batch_size, pack_length)
         rows = fill_rows(lengths.tolist(), pack_length)
         # micro-batches per process; mine[m::M] spreads the padding rows
         M = -(-len(rows) // (R * world_size))
