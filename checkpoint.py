@@ -1,6 +1,6 @@
-"""A training run's folder, behind one call each from train.py: claiming out_dir (one run at a
-time, none replaced by accident, a torchrun restart continuing its own launch), tidying it, saving a
-checkpoint atomically, resuming one, and the closing note with the command to run next."""
+"""A run's folder behind one call each from train.py: claiming out_dir (one run at a time, none
+replaced by accident, a torchrun restart continuing its launch), tidying it, saving checkpoints
+atomically, resuming one, and the closing note naming the command to run next."""
 
 import atexit
 import json
@@ -14,41 +14,18 @@ import torch.distributed as dist
 
 from distributed import stop, torchrun_launch
 from model import GPTConfig
-from util import (
-    atomic_file,
-    atomic_write_text,
-    format_duration,
-    load_checkpoint,
-    release_lock,
-    shell_line,
-    take_lock,
-    why_not_written,
-)
+from util import atomic_file, atomic_write_text, format_duration, load_checkpoint, release_lock
+from util import shell_line, take_lock, why_not_written
 
 # what --resume cannot change: the weights' shapes, and the sample stream a data position belongs to
-RESUME_REFUSES = {
-    "model_args": (
-        "vocab_size",
-        "block_size",
-        "n_layer",
-        "n_head",
-        "n_embd",
-        "encoding",
-        "k",
-        "causal",
-        "num_head",
-        "n_components",
-    ),
-    "config": ("batch_size", "seed", "mlm_probability"),
-}
+SHAPE = "vocab_size block_size n_layer n_head n_embd encoding k causal num_head n_components"
+RESUME_REFUSES = {"model_args": SHAPE.split(), "config": ["batch_size", "seed", "mlm_probability"]}
 
 
 def claim_out_dir(out_dir, resume, overwrite, master):
-    """Make out_dir this run's, before the data and model load: refuse one that cannot be written,
-    or that holds a run unless --resume or --overwrite=True, and lock it against a second run (rank
-    0). After a torchrun restart, the launch that began the run continues it. Returns (resume, the
-    earlier run's files, which tidy_out_dir removes from a fresh run)."""
-    # two runs in one out_dir would interleave its log and checkpoints
+    """Make out_dir this run's before the data loads: refuse one that cannot be written, or holds a
+    run unless --resume or --overwrite=True; lock it (rank 0): two runs would interleave their log
+    and checkpoints. Returns (resume, the earlier run's files, which a fresh run removes)."""
     lock_path = os.path.join(out_dir, "train.lock")
     ckpt_path = os.path.join(out_dir, "ckpt_latest.pt")
     # torchrun --max-restarts starts the group again with the same command line after a lost
@@ -107,9 +84,9 @@ def claim_out_dir(out_dir, resume, overwrite, master):
 
 
 def tidy_out_dir(out_dir, resume, iter_num, earlier_run):
-    """(rank 0, once the run is set to start) Remove checkpoints cut short by a kill; on resume, cut
-    log.jsonl back to the checkpoint's step (later steps run and log again); afresh, remove the
-    earlier run's files. Returns log.jsonl, open to append a row at a time."""
+    """(rank 0, the run set to start) Remove checkpoints cut short by a kill; on resume, cut the log
+    back to the checkpoint's step (later steps log again); afresh, remove the earlier run's files.
+    Returns log.jsonl, open to append a row at a time."""
     for name in sorted(os.listdir(out_dir)):
         if name.endswith(".tmp.pt"):
             leftover = os.path.join(out_dir, name)
@@ -141,7 +118,7 @@ def tidy_out_dir(out_dir, resume, iter_num, earlier_run):
 
 
 def trained_on(path):
-    """For an error about the data on --resume: the data the checkpoint at path was trained on."""
+    """For an error about the data on --resume: the data the checkpoint at path knew."""
     data_dir = os.path.exists(path) and load_checkpoint(path, mmap=True)["config"]["data_dir"]
     if not data_dir:
         return ""
@@ -152,15 +129,10 @@ def trained_on(path):
 
 
 def save_checkpoint(path, model, optimizer, iter_num, best_val_loss, meta):
-    """Write the weights, the optimizer's state, the step and meta to path atomically (a crash
-    never leaves half a checkpoint); a write that fails stops the run with one line saying why."""
-    checkpoint = {
-        "model": model.state_dict(),
-        "optimizer": optimizer.state_dict(),
-        "iter_num": iter_num,
-        "best_val_loss": best_val_loss,
-        **meta,
-    }
+    """Write weights, optimizer state, step and meta to path atomically (a crash never leaves half
+    a checkpoint); a write that fails stops the run with one line saying why."""
+    checkpoint = dict(model=model.state_dict(), optimizer=optimizer.state_dict(), **meta)
+    checkpoint.update(iter_num=iter_num, best_val_loss=best_val_loss)
     try:
         with atomic_file(path) as tmp:
             torch.save(checkpoint, tmp)
@@ -174,8 +146,8 @@ def save_checkpoint(path, model, optimizer, iter_num, best_val_loss, meta):
 
 
 def stop_unless_finite(values, names, step, ckpt_path, validation=False):
-    """The values (floats, named) unless one is NaN or infinite: then every process stops with one
-    line, before the optimizer step (or, validation, the checkpoint) that it would spoil."""
+    """The values (floats, named) unless one is NaN or infinite: then every process stops, before
+    the optimizer step (or, validation, the checkpoint) that it would spoil."""
     what, before = "training loss", "the optimizer step"
     if validation:
         what, before = "validation loss", "writing a checkpoint"
@@ -191,9 +163,8 @@ def stop_unless_finite(values, names, step, ckpt_path, validation=False):
 
 
 def resume_from(resume, path, model, optimizer, model_args, config, data_fingerprint, say=None):
-    """(step, best validation loss, changed settings): 0, inf, {} afresh; on resume, those of the
-    checkpoint at path, loaded into model and optimizer (its moments, with this config's
-    hyperparameters). Refused: another model shape, sample stream or data; applied: the rest."""
+    """(step, best validation loss, changed settings): afresh 0, inf, {}; on resume the checkpoint's
+    at path, loaded into model and optimizer (its moments, this config's hyperparameters)."""
     if not resume:
         return 0, float("inf"), {}
     if not os.path.exists(path):
@@ -213,8 +184,7 @@ def resume_from(resume, path, model, optimizer, model_args, config, data_fingerp
 
 
 def say_changes(changed, config, iter_num, get_lr):
-    """Print the settings a resume changed and, where the schedule changed, the learning rate at
-    its step before and now (get_lr(step, config))."""
+    """Print the settings a resume changed and, for the schedule, the learning rate then and now."""
     if changed:
         pairs = ", ".join(f"{name} {a!r} → {b!r}" for name, (a, b) in changed.items())
         print(f"resume: changed settings applied: {pairs}")
@@ -227,10 +197,9 @@ def say_changes(changed, config, iter_num, get_lr):
 
 
 def check_resume(checkpoint, path, model_args, config, data_fingerprint, say=None):
-    """Whether train.py may continue `checkpoint` (read from path) with these settings on this data:
-    a changed model shape, sample stream or dataset (by its content, not its path: a moved folder is
-    the same data) is refused naming both values; returns the other changed settings, {key: (was,
-    is)}, which apply (`say` notes a finished run)."""
+    """Refuse to continue `checkpoint` (from path) with another model shape, sample stream or data
+    (by content, not path: a moved folder is the same data), naming both values; returns the other
+    changed settings, {key: (was, is)}, which apply (`say` notes a finished run)."""
     for part, keys in RESUME_REFUSES.items():
         for key in keys:
             now = (model_args if part == "model_args" else config)[key]
@@ -276,8 +245,8 @@ def check_resume(checkpoint, path, model_args, config, data_fingerprint, say=Non
 
 
 def finish(log, out_dir, data_dir, seconds):
-    """Close the log, release out_dir and say where the checkpoints are and how to predict with the
-    best one (own data, from prepare/text.py, names its keys in meta.json)."""
+    """Close the log, release out_dir, and say where the checkpoints are and how to predict with the
+    best (own data, prepare/text.py's, names its keys in meta.json)."""
     log.close()
     with open(os.path.join(data_dir, "meta.json")) as f:
         meta = json.load(f)

@@ -1,5 +1,5 @@
-"""The processes of a torchrun launch as one run: each one's rank and device, the process group, a
-SIGTERM noted rather than fatal, and one way for all of them to stop with one message or end."""
+"""The processes of a torchrun launch as one run: each one's rank, device and process group, a
+SIGTERM noted rather than fatal, and one way for all to stop with one message, or to end."""
 
 import os
 import signal
@@ -13,8 +13,8 @@ from util import pick_device
 
 
 def init_processes(device, threads):
-    """(ddp, rank, local_rank, world_size, device) of this process, device as util.pick_device picks
-    it. Under torchrun (ddp) the process joins the group: NCCL on a GPU of its own, else gloo."""
+    """(ddp, rank, local_rank, world_size, device) of this process (device: util.pick_device's).
+    Under torchrun (ddp) it joins the process group: NCCL on a GPU of its own, else gloo."""
     ddp = "RANK" in os.environ
     rank = int(os.environ.get("RANK", 0))
     local_rank = int(os.environ.get("LOCAL_RANK", 0))
@@ -31,18 +31,16 @@ def init_processes(device, threads):
 
 
 def torchrun_launch():
-    """The name of the torchrun launch this process is a worker of, the same after torchrun restarts
-    it (--max-restarts): torchrun's run id (--rdzv_id, a new one for each --standalone launch), else
-    its local agent; None outside torchrun."""
+    """The torchrun launch this process belongs to, the same after torchrun restarts it: its run id
+    (--rdzv_id; a new one each --standalone launch), else its local agent; None outside torchrun."""
     run_id = os.environ.get("TORCHELASTIC_RUN_ID")
     return f"agent-{socket.gethostname()}-{os.getppid()}" if run_id == "none" else run_id
 
 
 def torchrun_store(rank):
-    """The store for init_process_group under torchrun, or None (env://): torchrun keeps one store
-    across the restarts of a launch (torch 2.13), where a restarted group could read the lost
-    group's addresses and fail to connect; a prefix per start of each rank (every rank starts as
-    often) keeps each group to its own keys."""
+    """init_process_group's store under torchrun, or None (env://). torchrun keeps one store across
+    a launch's restarts (torch 2.13), where a restarted group could read the lost group's addresses:
+    a prefix per start of each rank keeps each group to its own keys."""
     if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True":
         return None
     store = dist.TCPStore(
@@ -52,9 +50,8 @@ def torchrun_store(rank):
 
 
 def note_sigterm():
-    """From now on a SIGTERM (how SLURM and Kubernetes preempt a job) is noted, not fatal: returns
-    the list it appends to, for a loop to stop where it can save; a second SIGTERM ends the process
-    at once."""
+    """From now on a SIGTERM (how SLURM and Kubernetes preempt a job) is noted in the list returned,
+    for the loop to stop where it can save; a second one ends the process at once."""
     noted = []
 
     def note(signum, frame):
@@ -66,41 +63,34 @@ def note_sigterm():
 
 
 def print0(*args):
-    """print on rank 0 alone (one process's start-up notes stand for all)."""
+    """print, on rank 0 alone."""
     if int(os.environ.get("RANK", 0)) == 0:
         print(*args)
 
 
 def stop(message, barrier=False):
-    """End the run with one message. Every process stops at the same step, so none waits in a
-    collective; barrier: first wait for all (for rank 0's checkpoint to be whole)."""
+    """End the run with one line per machine. Every process stops at the same step, so none waits in
+    a collective; barrier: first wait for all (for rank 0's checkpoint)."""
     if dist.is_initialized():
         if barrier:
             dist.barrier()
         dist.destroy_process_group()
-    # every process has the same message: one line per machine
     raise SystemExit(message if int(os.environ.get("LOCAL_RANK", 0)) == 0 else 1)
 
 
 def stop_after_sigterm(step, ckpt_path):
-    """Stop every process after the SIGTERM noted at the last check, once rank 0's checkpoint of
-    this step is whole."""
-    stop(
-        f"stopped by a SIGTERM after step {step}, saved in {ckpt_path}: continue with the same"
-        " command and --resume",
-        barrier=True,
-    )
+    """Stop every process, once rank 0 has saved, after a SIGTERM noted at the last check."""
+    message = f"stopped by a SIGTERM after step {step}, saved in {ckpt_path}"
+    stop(f"{message}: continue with the same command and --resume", barrier=True)
 
 
 def end_processes():
-    """End a finished run's processes: wait for rank 0's last checkpoint (tearing gloo down while
-    another process uses it can abort), then leave without the interpreter's teardown, in which
-    gloo's threads, still held by DDP, can abort a finished run (exit code -6, 1 run in 25 on a busy
-    CPU). Outside torchrun: nothing to do."""
-    if not dist.is_initialized():
-        return
-    dist.barrier()
-    dist.destroy_process_group()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
+    """End a finished run's processes (none outside torchrun): wait for rank 0's last checkpoint,
+    then leave without the interpreter's teardown, in which gloo's threads, still held by DDP, can
+    abort a finished run (exit code -6, 1 run in 25 on a busy CPU)."""
+    if dist.is_initialized():
+        dist.barrier()
+        dist.destroy_process_group()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)

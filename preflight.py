@@ -1,7 +1,6 @@
-"""What train.py checks and fits to the machine before it builds anything large, each in one line: a
-sample longer than the context, a micro-batch larger than the processes' share of the batch,
-attention that cannot fit in memory, a validation split too small or not finite, torch.compile
-where it cannot work."""
+"""What train.py checks and fits to the machine before it builds anything large, each said in one
+line: samples longer than the context, micro-batches the processes cannot share, attention that
+cannot fit, a bad validation split, torch.compile where it cannot work."""
 
 import os
 
@@ -27,9 +26,8 @@ def check_lengths(data_dir, encoding, train, val, block_size, packing, pack_leng
 
 
 def fit_micro_batch(batch_size, micro_batch_size, world_size, say=None):
-    """micro_batch_size, or where micro_batch_size × world_size exceeds batch_size, the largest
-    micro-batch that shares the batch out exactly (`say` tells): the paper's configs run on 1 to 16
-    processes. An error unless the micro-batches make up the batch exactly."""
+    """micro_batch_size or, where micro_batch_size × world_size exceeds batch_size, the largest
+    micro-batch that shares it out (`say` tells); an error unless they make up the batch exactly."""
     fits = [m for m in range(1, micro_batch_size) if batch_size % (m * world_size) == 0]
     if micro_batch_size * world_size > batch_size and fits:
         if say:

@@ -71,9 +71,9 @@ class Progress:
         self.world_size = world_size
         self.device = device
         self.flops_per_token = flops_per_token
-        cuda = device.startswith("cuda")
+        self.cuda = device.startswith("cuda")
         # MFU against the GPU's own peak
-        self.peak = peak_flops(torch.cuda.get_device_name(device)) if cuda else None
+        self.peak = peak_flops(torch.cuda.get_device_name(device)) if self.cuda else None
         self.first = True
         self.restart(step)
 
@@ -95,8 +95,7 @@ class Progress:
         step_s = dt / (step - self.start)
         tokens_per_s = self.tokens * self.world_size / dt
         mfu = self.peak and self.flops_per_token * tokens_per_s / (self.peak * self.world_size)
-        cuda = self.device.startswith("cuda")
-        memory = torch.cuda.max_memory_allocated(self.device) / 2**30 if cuda else None
+        memory = torch.cuda.max_memory_allocated(self.device) / 2**30 if self.cuda else None
         loss, ce, num = losses
         row = dict(iter=step, loss=loss, ce=ce, mse=num, lr=lr, ms_per_step=step_s * 1000)
         row.update(tokens_per_s=tokens_per_s, mfu=mfu, padding=1 - self.tokens / self.positions)
