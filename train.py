@@ -148,7 +148,7 @@ optimizer = configure_optimizer(model, weight_decay, learning_rate, (beta1, beta
 # --resume: weights, optimizer, step (refused: another model, sample stream or data)
 args = (ckpt_path, model, optimizer, model_args, config, data_fingerprint, print0)
 iter_num, best_val_loss, changed = checkpoint.resume_from(resume, *args)
-# the step whose validation the checkpoint has logged and saved
+# the step whose validation is saved already
 resumed_at = iter_num if resume else None
 model.flex_attention = flex
 # validation uses it too (never FlexAttention's slow eager path)
@@ -169,10 +169,10 @@ def get_lr(it, s):
     return s["min_lr"] + coeff * (s["learning_rate"] - s["min_lr"])
 
 
-# leftovers of a killed run go, and a resume's log rows after its step; afresh, an earlier run
+# leftovers of a killed run go, a resume's log rows after its step; afresh, an earlier run
 log = checkpoint.tidy_out_dir(out_dir, resume, iter_num, earlier_run) if master else None
 if master:
-    # the facts that make a log explain itself (the settings as used: this file's globals)
+    # the facts that make a log explain itself (settings as used: this file's globals)
     report.describe(config, globals(), train_data, val_data, vocab, raw_model)
     checkpoint.say_changes(changed, config, iter_num, get_lr)
 
@@ -268,7 +268,7 @@ with ThreadPoolExecutor(max_workers=1) as loader:
             distributed.stop_after_sigterm(iter_num, ckpt_path)
         # dropout's randomness follows (seed, rank, step): a resume repeats it
         torch.manual_seed(int(np.random.SeedSequence([seed, rank, iter_num]).generate_state(1)[0]))
-        # this step's micro-batches (a bad sample stops every process); the next step's begin
+        # this step's micro-batches (a bad sample stops all processes); the next step's begin
         step = upcoming or loader.submit(micro_batches, iter_num)
         try:
             batches, n_tokens, n_numbers = step.result()
@@ -281,7 +281,7 @@ with ThreadPoolExecutor(max_workers=1) as loader:
             with model.no_sync() if ddp and i < len(batches) - 1 else nullcontext(), autocast:
                 sums = forward(model, to_device(cpu_batch, device))
                 loss, ce, num = loss_from(sums, num_loss_weight, n_tokens, n_numbers)
-            # world_size × this process's share: DDP's average over processes is the global mean
+            # DDP averages world_size × each process's share: the global batch's mean
             (loss * world_size).backward()
             loss_sum += torch.stack([loss, ce, num]).detach()
             progress.count(cpu_batch)

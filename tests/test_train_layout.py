@@ -5,7 +5,6 @@ import gc
 import json
 import os
 import re
-import sys
 import warnings
 
 import pytest
@@ -145,12 +144,3 @@ def test_no_open_call_in_train_py_outside_a_with():
     opens = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Call)
              and getattr(node.func, "id", None) == "open" and id(node) not in in_with]
     assert not opens, f"train.py:{opens}"
-
-
-@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
-def test_the_moved_helpers_keep_their_place_in_the_data_flow():
-    import checkpoint
-    import distributed
-    import report
-    assert callable(distributed.torchrun_store) and callable(checkpoint.check_resume)
-    assert callable(report.describe) and callable(preflight.pick_compile)
