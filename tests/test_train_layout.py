@@ -100,9 +100,9 @@ def test_attention_memory_is_checked_on_the_packed_rows_actually_used(data, tmp_
     checked = []
     real = preflight.check_attention_memory
     monkeypatch.setattr(preflight, "check_attention_memory", lambda shapes, *a: checked.extend(shapes) or real(shapes, *a))
-    r = run("train.py", *[a for a in TINY if not a.startswith("--block_size")], f"--data_dir={data}",
-            f"--out_dir={tmp_path}", "--packing=True", "--batch_size=64", "--micro_batch_size=64", "--max_iters=1",
-            "--eval_interval=1", "--eval_batches=1")
+    run("train.py", *[a for a in TINY if not a.startswith("--block_size")], f"--data_dir={data}",
+        f"--out_dir={tmp_path}", "--packing=True", "--batch_size=64", "--micro_batch_size=64", "--max_iters=1",
+        "--eval_interval=1", "--eval_batches=1")
     split = Split(data, "train", "xval")
     longest = max(int(Split(data, s, "xval").lengths.max()) for s in ("train", "val"))
     length, rows = choose_packing(split, 64, 64, 1, 1337, longest, 4 * longest)
