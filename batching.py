@@ -1,10 +1,6 @@
-"""
-From tokenized samples to model inputs: which samples form each batch, MLM masking (paper §2,
-docs/decisions.md#masking), autoregressive targets, and padding (one sample per row) or packing
-(several samples per row, attention kept within each, every step the same shape) into (B, T) arrays.
-Everything random is a pure function of (seed, step, sample position), so a batch does not depend
-on the number of processes, on gradient accumulation, or on a resume.
-"""
+"""From tokenized samples to model inputs: each step's samples, MLM masks (paper §2,
+docs/decisions.md#masking) or AR targets, padded or packed in (B, T) arrays. What is random is a
+function of (seed, step, sample position): neither the processes nor a resume change it."""
 
 import functools
 
@@ -14,12 +10,14 @@ import torch
 from model import IGNORE
 from tokenize_numbers import EOS_ID, MASK_ID, PAD_ID
 
-VAL_STEP = 2**40  # the "step" whose masks validation uses: fixed, and never a training step
+# the "step" whose masks validation uses: fixed, and never a training step
+VAL_STEP = 2**40
 
 
-@functools.lru_cache(maxsize=2)  # a step spans at most two epochs
+# a step spans at most two epochs
+@functools.lru_cache(maxsize=2)
 def epoch_order(n, seed, epoch):
-    """The order of the n training samples in one epoch (read-only: it is shared between steps)."""
+    """The order of the n training samples in an epoch (read-only: steps share it)."""
     order = np.random.default_rng([seed, epoch]).permutation(n)
     order.flags.writeable = False
     return order
@@ -36,16 +34,10 @@ def step_samples(n, batch_size, step, seed):
 
 
 def fill_in_example(ids, values, ask):
-    """
-    Mask exactly the tokens marked `ask`: each becomes [MASK] and, a number, has value input 1.
-    Returns (inputs, input values, targets, target values); targets IGNORE where nothing is asked.
-    """
-    return (
-        np.where(ask, MASK_ID, ids),
-        np.where(ask, 1.0, values).astype(np.float32),
-        np.where(ask, ids, IGNORE),
-        values,
-    )
+    """Mask exactly the tokens marked `ask`: each becomes [MASK] with value input 1. Returns
+    (inputs, input values, targets, target values); targets IGNORE where nothing is asked."""
+    inputs, input_values = np.where(ask, MASK_ID, ids), np.where(ask, 1.0, values)
+    return inputs, input_values.astype(np.float32), np.where(ask, ids, IGNORE), values
 
 
 def mlm_mask(ids, values, probability, rng):
@@ -61,14 +53,13 @@ def ar_example(ids, values):
 
 def collate(examples):
     """Pad (inputs, values, targets, target values) examples one to a row: a dict of (B, T) tensors
-    ('doc' None where no row is padded, so attention takes its unmasked path)."""
+    ('doc' None where no row is padded: attention takes its unmasked path)."""
     return _rows([[e] for e in examples])
 
 
 def fill_rows(lengths, row_length):
     """Samples (indices into lengths) in rows of row_length tokens: each row the longest sample
-    left, then the subset of the others that fills it best (subset sum; far less padding than first
-    fit, docs/benchmarks.md)."""
+    left, then the subset of the others that fills it best (subset sum, docs/benchmarks.md)."""
     left, rows = sorted(range(len(lengths)), key=lambda i: -lengths[i]), []
     if left and lengths[left[0]] > row_length:
         raise ValueError(
@@ -92,21 +83,21 @@ def fill_rows(lengths, row_length):
 
 
 def pack(examples, row_length=None):
-    """Pack examples several to a row of row_length tokens (default: the longest example),
-    fill_rows; 'doc' numbers a row's samples, attention stays within each; positions restart at
-    each."""
+    """Pack examples several to a row of row_length tokens (default: the longest): 'doc' numbers a
+    row's samples (attention stays within each), positions restart at each."""
     rows = fill_rows([len(e[0]) for e in examples], row_length or max(len(e[0]) for e in examples))
     return _rows([[examples[i] for i in row] for row in rows])
 
 
 def _rows(rows, shape=None):
-    """Rows of examples as (B, T) tensors: ids, values, targets, target_values, pos, doc; shape: a
-    fixed (B, T) to pad to (default: as many rows, and as long, as the examples need)."""
+    """Rows of examples as (B, T) tensors, with pred (the predicted positions, flat) and n_real
+    (tokens that are not padding); shape: a fixed (B, T) to pad to (default: what they need)."""
     lengths = [sum(len(e[0]) for e in row) for row in rows]
     B, T = shape or (len(rows), max(lengths))
     ids, targets = np.full((B, T), PAD_ID, np.int64), np.full((B, T), IGNORE, np.int64)
     values, target_values = np.ones((B, T), np.float32), np.ones((B, T), np.float32)
-    pos, doc = np.zeros((B, T), np.int64), np.full((B, T), -1, np.int64)  # doc -1: padding
+    # doc -1: padding
+    pos, doc = np.zeros((B, T), np.int64), np.full((B, T), -1, np.int64)
     for b, row in enumerate(rows):
         ends = np.cumsum([len(e[0]) for e in row], dtype=int)
         for d, ((i, v, t, tv), end) in enumerate(zip(row, ends)):
@@ -115,35 +106,22 @@ def _rows(rows, shape=None):
             pos[b, span], doc[b, span] = np.arange(len(i)), d
     # one sample a row, no padding
     simple = B == len(rows) and all(len(row) == 1 for row in rows) and min(lengths) == T
-    batch = {
-        "ids": ids,
-        "values": values,
-        "targets": targets,
-        "target_values": target_values,
-        "pos": pos,
-        # the predicted positions, flat: model.forward's pred
-        "pred": np.flatnonzero(targets != IGNORE),
-    }
-    return {
-        **{k: torch.from_numpy(v) for k, v in batch.items()},
-        "doc": None if simple else torch.from_numpy(doc),
-        "n_real": sum(lengths),
-    }  # n_real: tokens that are not padding
+    batch = dict(ids=ids, values=values, targets=targets, target_values=target_values, pos=pos)
+    batch = {k: torch.from_numpy(v) for k, v in batch.items()}
+    batch["pred"] = torch.from_numpy(np.flatnonzero(targets != IGNORE))
+    batch["doc"] = None if simple else torch.from_numpy(doc)
+    batch["n_real"] = sum(lengths)
+    return batch
 
 
 def training_examples(split, indices, positions, step, seed, causal, mlm_probability):
-    """The masked (MLM) or shifted (AR) examples of the given samples at one step."""
-
-    # sample i at stream position g: its mask at this step depends on nothing else
-    def example(i, g):
-        ids, values = split[int(i)]
-        return (
-            ar_example(ids, values)
-            if causal
-            else mlm_mask(ids, values, mlm_probability, np.random.default_rng([seed, step, int(g)]))
-        )
-
-    return [example(i, g) for i, g in zip(indices, positions)]
+    """The masked (MLM) or shifted (AR) examples of samples at one step; the mask of sample i at
+    stream position g depends on nothing else."""
+    samples = [split[int(i)] for i in indices]
+    if causal:
+        return [ar_example(*s) for s in samples]
+    rngs = [np.random.default_rng([seed, step, int(g)]) for g in positions]
+    return [mlm_mask(*s, mlm_probability, rng) for s, rng in zip(samples, rngs)]
 
 
 def accumulation_steps(batch_size, micro_batch_size, world_size):
@@ -160,20 +138,23 @@ def accumulation_steps(batch_size, micro_batch_size, world_size):
 def choose_packing(
     split, batch_size, micro_batch_size, world_size, seed, shortest, longest, steps=20
 ):
-    """(pack_length, rows a micro-batch) for packing alone: of the lengths in [shortest, longest]
-    (multiples of 64) and rows up to what micro_batch_size samples of mean length fill, the pair
-    that holds the first steps in the fewest positions (the least padding, docs/benchmarks.md), of
-    two such the one of more tokens a micro-batch."""
+    """(pack_length, rows a micro-batch) for packing alone: of lengths in [shortest, longest]
+    (multiples of 64) and rows up to what micro_batch_size samples fill, the pair that holds the
+    first steps in the fewest positions (docs/benchmarks.md); on a tie, the larger."""
     lengths, mean, cost = np.asarray(split.lengths), float(np.mean(split.lengths)), {}
-    steps = [
-        lengths[step_samples(len(split), batch_size, s, seed)[1]].tolist() for s in range(steps)
-    ]
+    steps = [lengths[step_samples(len(split), batch_size, s, seed)[1]] for s in range(steps)]
     for n in range(-(-shortest // 64) * 64, longest + 1, 64):
-        counts = [len(fill_rows(step, n)) for step in steps]  # rows of n tokens each step needs
-        # a process's positions: micro-batches of r rows
+        # the rows of n tokens each step needs; a process's positions: micro-batches of r rows
+        counts = [len(fill_rows(step.tolist(), n)) for step in steps]
         for r in range(1, max(1, int(micro_batch_size * mean // n)) + 1):
             cost[n, r] = sum(-(-c // (r * world_size)) * r * n for c in counts), -r * n
     return min(cost, key=cost.get, default=(longest, 1))
+
+
+def packed_rows(split, micro_batch_size, pack_length):
+    """The rows of pack_length tokens a packed micro-batch holds: what micro_batch_size samples of
+    mean length fill."""
+    return max(1, round(micro_batch_size * float(np.mean(split.lengths)) / pack_length))
 
 
 def step_batches(
@@ -191,45 +172,35 @@ def step_batches(
     pin=False,
     pack_rows=0,
 ):
-    """One process's micro-batches of one step, masked (MLM) or shifted (AR). The whole step is
-    sorted by length before it is shared out: similar lengths share a micro-batch (less padding),
-    every process gets comparable work, and the gradient (of the step's mean) is the same.
-    Micro-batches of micro_batch_size samples, padded or packed in rows of their longest sample; or,
-    packing with pack_length, the step in rows of pack_length tokens dealt to the processes,
-    micro-batches of one shape (R, pack_length), R = pack_rows or the rows micro_batch_size samples
-    of mean length fill. pin: page-locked."""
+    """One process's micro-batches of a step sorted by length: of micro_batch_size samples, padded
+    or packed in rows of their longest; or, with pack_length, all (R, pack_length), rows dealt to
+    the processes, R = pack_rows or the rows micro_batch_size samples fill. pin: page-locked."""
     positions, indices = step_samples(len(split), batch_size, step, seed)
     lengths = np.asarray(split.lengths)[indices]
-    if not (packing and pack_length):
-        mine = np.argsort(lengths, kind="stable")[rank::world_size]
-        examples = training_examples(
-            split, indices[mine], positions[mine], step, seed, causal, mlm_probability
-        )
-        chunks = [
-            examples[i : i + micro_batch_size] for i in range(0, len(examples), micro_batch_size)
-        ]
-        batches = [pack(c) if packing else collate(c) for c in chunks]
-    else:
-        R = pack_rows or max(
-            1, round(micro_batch_size * float(np.mean(split.lengths)) / pack_length)
-        )
+    fixed = packing and pack_length
+    if fixed:
+        R = pack_rows or packed_rows(split, micro_batch_size, pack_length)
         rows = fill_rows(lengths.tolist(), pack_length)
         # micro-batches per process; mine[m::M] spreads the padding rows
         M = -(-len(rows) // (R * world_size))
         mine = rows[rank::world_size]
-        mine, j = mine + [[] for _ in range(M * R - len(mine))], [i for row in mine for i in row]
-        examples = dict(
-            zip(
-                j,
-                training_examples(
-                    split, indices[j], positions[j], step, seed, causal, mlm_probability
-                ),
-            )
-        )
+        j = [i for row in mine for i in row]
+        mine += [[]] * (M * R - len(mine))
+    else:
+        j = np.argsort(lengths, kind="stable")[rank::world_size]
+    examples = training_examples(
+        split, indices[j], positions[j], step, seed, causal, mlm_probability
+    )
+    if fixed:
+        examples = dict(zip(j, examples))
         batches = [
             _rows([[examples[i] for i in row] for row in mine[m::M]], (R, pack_length))
             for m in range(M)
         ]
+    else:
+        starts = range(0, len(examples), micro_batch_size)
+        chunks = [examples[i : i + micro_batch_size] for i in starts]
+        batches = [pack(c) if packing else collate(c) for c in chunks]
     return [
         {k: v.pin_memory() if pin and isinstance(v, torch.Tensor) else v for k, v in b.items()}
         for b in batches
@@ -237,13 +208,10 @@ def step_batches(
 
 
 def to_device(batch, device):
-    """Move a batch to the device; pinned (if it is not yet), non-blocking copies on CUDA."""
+    """Move a batch to the device; on CUDA pinned (if it is not yet) and without blocking."""
     cuda = torch.device(device).type == "cuda"
-    return {
-        k: (
-            (v.pin_memory().to(device, non_blocking=True) if cuda else v.to(device))
-            if isinstance(v, torch.Tensor)
-            else v
-        )
-        for k, v in batch.items()
-    }
+
+    def move(v):
+        return v.pin_memory().to(device, non_blocking=True) if cuda else v.to(device)
+
+    return {k: move(v) if isinstance(v, torch.Tensor) else v for k, v in batch.items()}

@@ -543,16 +543,6 @@ class Split:
     def __len__(self):
         return len(self.offsets) - 1
 
-    def check_finite(self, indices):
-        """Refuse samples holding a non-finite number (an xVal literal beyond float32 is stored as
-        inf)."""
-        for i in map(int, indices):
-            if not np.isfinite(self[i][1]).all():
-                raise SystemExit(
-                    f"error: {self.base}.values.npy: sample {i} (line {i + 1} of {self.split}.txt)"
-                    " holds a non-finite number; remove or rescale it and tokenize again"
-                )
-
     def __getitem__(self, i):
         a, b = self.offsets[i], self.offsets[i + 1]
         return np.asarray(self.ids[a:b], np.int64), np.asarray(self.values[a:b], np.float32)

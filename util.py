@@ -1,6 +1,6 @@
-"""What every stage does the same way: write a file atomically, format a number or a time span,
-read a checkpoint, pick the device, score predicted numbers (NaN marks an invalid prediction), name
-a torchrun launch, note a SIGTERM. torch is imported only where needed: data stages skip it."""
+"""What every stage does the same way: write a file atomically, take a lock, format a number or a
+time span, read a checkpoint, pick the device, score predicted numbers (NaN marks an invalid
+prediction). torch is imported only where needed: data stages skip it."""
 
 import math
 import os
@@ -8,7 +8,6 @@ import re
 import shlex
 import shutil
 import signal
-import socket
 import stat
 import sys
 import tempfile
@@ -134,43 +133,6 @@ def worker_signals():
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
-def torchrun_launch():
-    """The name of the torchrun launch this process is a worker of, the same after torchrun restarts
-    it (--max-restarts): torchrun's run id (--rdzv_id, a new one for each --standalone launch), else
-    its local agent; None outside torchrun."""
-    run_id = os.environ.get("TORCHELASTIC_RUN_ID")
-    return f"agent-{socket.gethostname()}-{os.getppid()}" if run_id == "none" else run_id
-
-
-def torchrun_store(rank):
-    """The store for init_process_group under torchrun, or None (env://): torchrun keeps one store
-    across the restarts of a launch (torch 2.13), where a restarted group could read the lost
-    group's addresses and fail to connect; a prefix per start of each rank (every rank starts as
-    often) keeps each group to its own keys."""
-    if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True":
-        return None
-    import torch.distributed as dist
-
-    store = dist.TCPStore(
-        os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), is_master=False
-    )
-    return dist.PrefixStore(f"xval/start{store.add(f'xval/starts/{rank}', 1)}/", store)
-
-
-def note_sigterm():
-    """From now on a SIGTERM (how SLURM and Kubernetes preempt a job) is noted, not fatal: returns
-    the list it appends to, for a loop to stop where it can save; a second SIGTERM ends the process
-    at once."""
-    noted = []
-
-    def note(signum, frame):
-        noted.append(signum)
-        signal.signal(signum, signal.SIG_DFL)
-
-    signal.signal(signal.SIGTERM, note)
-    return noted
-
-
 def atomic_write_text(path, text):
     """Write text (UTF-8) to path atomically."""
     with atomic_file(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
@@ -261,125 +223,6 @@ PEAK_FLOPS = {
 def peak_flops(device_name):
     """The bf16 dense peak of a GPU from its name (torch.cuda.get_device_name), else None."""
     return next((value for key, value in PEAK_FLOPS.items() if key in device_name), None)
-
-
-def check_attention_memory(context, micro_batch_size, n_head, device):
-    """Refuse a context whose dense attention (one layer's scores: micro-batch × heads ×
-    context², float32) cannot fit in the device's memory, before anything that large is
-    allocated (a 1 MB record is a 250,000-token sample)."""
-    import torch
-
-    need = micro_batch_size * n_head * context**2 * 4
-    have = (
-        torch.cuda.get_device_properties(device).total_memory
-        if device.startswith("cuda")
-        else (
-            os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-            if hasattr(os, "sysconf")
-            else None
-        )
-    )
-    if have and need > have:
-        raise SystemExit(
-            f"error: a context of {context:,} tokens needs {need / 2**30:,.0f} GiB for one layer's"
-            f" attention scores ({micro_batch_size} samples × {n_head} heads × {context:,}² × 4"
-            f" bytes), more than the {have / 2**30:,.0f} GiB of {device}: shorten the samples"
-            " (prepare/text.py --window N for a series) or lower block_size, pack_length or"
-            " micro_batch_size"
-        )
-
-
-def pick_compile(compile, device_type, say=None):
-    """torch.compile's setting: 'auto' is on for CUDA and off where it cannot work or rarely pays
-    (CPU, MPS, Windows; `say` prints why); True on the CPU needs a C++ compiler for inductor's code.
-    """
-    if compile not in ("auto", True, False):
-        raise SystemExit(f"error: compile expects 'auto', True or False, got {compile!r}")
-    if compile == "auto":
-        compile = device_type == "cuda" and os.name != "nt"
-        if not compile and say:
-            say(
-                "note: torch.compile is off on"
-                f" {device_type}{' (Windows)' if os.name == 'nt' else ''}; --compile=True forces it"
-            )
-    elif compile and device_type == "cpu":
-        from torch._inductor.cpp_builder import get_cpp_compiler
-
-        try:
-            get_cpp_compiler()
-        except Exception as e:
-            raise SystemExit(
-                f"error: --compile=True on the CPU needs a C++ compiler (g++, or set CXX): {e}"
-            )
-    return compile
-
-
-# what --resume cannot change: the weights' shapes, and the sample stream a data position belongs to
-RESUME_REFUSES = {
-    "model_args": (
-        "vocab_size",
-        "block_size",
-        "n_layer",
-        "n_head",
-        "n_embd",
-        "encoding",
-        "k",
-        "causal",
-        "num_head",
-        "n_components",
-    ),
-    "config": ("batch_size", "seed", "mlm_probability"),
-}
-
-
-def check_resume(checkpoint, path, model_args, config, data_fingerprint, say=None):
-    """Whether train.py may continue `checkpoint` (read from path) with these settings on this data:
-    a changed model shape, sample stream or dataset (by its content, not its path: a moved folder is
-    the same data) is refused naming both values; returns the other changed settings, {key: (was,
-    is)}, which apply (`say` notes a finished run)."""
-    for part, keys in RESUME_REFUSES.items():
-        for key in keys:
-            if key in checkpoint[part] and checkpoint[part][key] != (
-                now := (model_args if part == "model_args" else config)[key]
-            ):
-                raise SystemExit(
-                    f"error: {path} was trained with {key}={checkpoint[part][key]!r}, the config"
-                    f" asks for {now!r}; resuming would not continue the same model and sample"
-                    " stream"
-                )
-    recorded = checkpoint.get("data_fingerprint")
-    if recorded is not None and recorded != data_fingerprint and not config["changed_data"]:
-        now, then = config["data_dir"], checkpoint["config"]["data_dir"]
-        # another folder: most likely the wrong config or --data_dir
-        if os.path.realpath(now) != os.path.realpath(then):
-            raise SystemExit(
-                f"error: {now} is not the data {path} was trained on ({then}); resume with the"
-                f" config it was trained with or --data_dir={then}, or start afresh on {now} with"
-                " --overwrite=True"
-            )
-        raise SystemExit(
-            f"error: {now} is not the data {path} was trained on (prepared or tokenized again"
-            " since: other samples, scales or vocabulary); start afresh with --overwrite=True, or"
-            " continue on it with --changed_data=True (a mended sample, say)"
-        )
-    done = checkpoint["iter_num"]
-    if config["max_iters"] < done:
-        raise SystemExit(
-            f"error: --max_iters={config['max_iters']} is below the {done} steps {path} has done;"
-            f" to go on, set it above {done}"
-        )
-    if config["max_iters"] == done and say:
-        say(
-            f"note: {path} has done all {done} steps; nothing to train (a higher --max_iters"
-            " goes on)"
-        )
-    saved = checkpoint["config"]
-    return {
-        key: (saved.get(key), value)
-        for key, value in config.items()
-        if key not in ("resume", "overwrite", "out_dir", "data_dir", "changed_data")
-        and saved.get(key) != value
-    }
 
 
 def why_not_written(error, folder):

@@ -1,0 +1,275 @@
+"""A run's folder behind one call each from train.py: claiming out_dir (one run at a time, none
+replaced by accident, a torchrun restart continuing its launch), tidying it, saving checkpoints
+atomically, resuming one, and the closing note naming the command to run next."""
+
+import atexit
+import json
+import math
+import os
+import re
+import tempfile
+
+import torch
+import torch.distributed as dist
+
+from distributed import stop, torchrun_launch
+from model import GPTConfig
+from util import atomic_file, atomic_write_text, format_duration, load_checkpoint, release_lock
+from util import shell_line, take_lock, why_not_written
+
+# what --resume cannot change: the weights' shapes, and the sample stream a data position belongs to
+SHAPE = "vocab_size block_size n_layer n_head n_embd encoding k causal num_head n_components"
+RESUME_REFUSES = {"model_args": SHAPE.split(), "config": ["batch_size", "seed", "mlm_probability"]}
+
+
+def claim_out_dir(out_dir, resume, overwrite, master):
+    """Make out_dir this run's before the data loads: refuse one that cannot be written, or holds a
+    run unless --resume or --overwrite=True; lock it (rank 0): two runs would interleave their log
+    and checkpoints. Returns (resume, the earlier run's files, which a fresh run removes)."""
+    lock_path = os.path.join(out_dir, "train.lock")
+    ckpt_path = os.path.join(out_dir, "ckpt_latest.pt")
+    # torchrun --max-restarts starts the group again with the same command line after a lost
+    # worker: it continues what this launch began (the lock names it) from the last checkpoint,
+    # never afresh; no other launch resumes by accident
+    launch = torchrun_launch()
+    restarted = [master and bool(launch) and os.path.exists(lock_path)]
+    if restarted[0]:
+        with open(lock_path) as f:
+            restarted = [f.read().split()[1:] == [launch]]
+    if dist.is_initialized():
+        # rank 0's reading: every process continues, or none
+        dist.broadcast_object_list(restarted)
+    if restarted[0]:
+        resume = os.path.exists(ckpt_path)
+        overwrite = not resume
+    if resume and overwrite:
+        raise SystemExit(
+            "error: --resume continues the run in out_dir and --overwrite=True replaces it;"
+            " pick one"
+        )
+    if not out_dir:
+        raise SystemExit(
+            "error: --out_dir is empty; name a folder for the checkpoints and log.jsonl"
+        )
+    # a folder that cannot take a checkpoint fails now, not at the first save
+    try:
+        os.makedirs(out_dir, exist_ok=True)
+        tempfile.TemporaryFile(dir=out_dir).close()
+    except OSError as e:
+        why = "it is a file, not a folder" if os.path.isfile(out_dir) else e.strerror
+        raise SystemExit(f"error: cannot write to out_dir {out_dir}: {why}")
+    # its log, checkpoints and eval.py's reports
+    run_file = re.compile(r"log\.jsonl|ckpt_(latest|best|\d+)\.pt|eval.*\.(json|md|png)")
+    earlier_run = [
+        os.path.join(out_dir, f) for f in sorted(os.listdir(out_dir)) if run_file.fullmatch(f)
+    ]
+    if earlier_run and not (resume or overwrite):
+        raise SystemExit(
+            f"error: {out_dir} holds a run ({', '.join(map(os.path.basename, earlier_run))});"
+            " continue it with --resume, delete it and start afresh with --overwrite=True, or"
+            " choose another --out_dir"
+        )
+    if master:
+        holder = take_lock(lock_path, text=f"{os.getpid()} {launch}")
+        # os.getpid(): an earlier run in this process (tests run in-process)
+        if holder not in (None, os.getpid()):
+            raise SystemExit(
+                f"error: {out_dir} is in use by another train.py run (pid {holder}); wait for it to"
+                " end or choose another --out_dir"
+            )
+        # released however the run ends; under torchrun it stays for a restart of the launch to read
+        if not launch:
+            atexit.register(release_lock, lock_path)
+    return resume, earlier_run
+
+
+def tidy_out_dir(out_dir, resume, iter_num, earlier_run):
+    """(rank 0, the run set to start) Remove checkpoints cut short by a kill; on resume, cut the log
+    back to the checkpoint's step (later steps log again); afresh, remove the earlier run's files.
+    Returns log.jsonl, open to append a row at a time."""
+    for name in sorted(os.listdir(out_dir)):
+        if name.endswith(".tmp.pt"):
+            leftover = os.path.join(out_dir, name)
+            os.remove(leftover)
+            print(f"note: removed {leftover}, a checkpoint cut short by a run that was stopped")
+    log_path = os.path.join(out_dir, "log.jsonl")
+    if resume and os.path.exists(log_path):
+        with open(log_path) as f:
+            lines = f.readlines()
+        # none cut short by a kill
+        kept = [
+            line for line in lines if line.endswith("}\n") and json.loads(line)["iter"] <= iter_num
+        ]
+        if len(kept) < len(lines):
+            print(
+                f"note: {log_path}: {len(lines) - len(kept)} rows after step {iter_num} removed"
+                " (they are logged again)"
+            )
+            atomic_write_text(log_path, "".join(kept))
+    # a fresh run (--overwrite=True where out_dir held one) leaves nothing of an earlier run behind
+    if not resume and earlier_run:
+        for path in earlier_run:
+            os.remove(path)
+        print(
+            "note: --overwrite=True removed the earlier run's"
+            f" {', '.join(map(os.path.basename, earlier_run))}"
+        )
+    return open(log_path, "a", buffering=1)
+
+
+def trained_on(path):
+    """For an error about the data on --resume: the data the checkpoint at path knew."""
+    data_dir = os.path.exists(path) and load_checkpoint(path, mmap=True)["config"]["data_dir"]
+    if not data_dir:
+        return ""
+    return (
+        f"; {path} was trained on {data_dir}: resume with the config it was trained with, or"
+        " --data_dir=DIR where that data is now"
+    )
+
+
+def save_checkpoint(path, model, optimizer, iter_num, best_val_loss, meta):
+    """Write weights, optimizer state, step and meta to path atomically (a crash never leaves half
+    a checkpoint); a write that fails stops the run with one line saying why."""
+    checkpoint = dict(model=model.state_dict(), optimizer=optimizer.state_dict(), **meta)
+    checkpoint.update(iter_num=iter_num, best_val_loss=best_val_loss)
+    try:
+        with atomic_file(path) as tmp:
+            torch.save(checkpoint, tmp)
+    # a full disk reaches torch's zip writer as either
+    except (OSError, RuntimeError) as e:
+        out_dir = os.path.dirname(path)
+        stop(
+            f"error: writing {path} failed ({why_not_written(e, out_dir)}); then --resume (from the"
+            f" last whole checkpoint, {os.path.join(out_dir, 'ckpt_latest.pt')}, if any)"
+        )
+
+
+def stop_unless_finite(values, names, step, ckpt_path, validation=False):
+    """The values (floats, named) unless one is NaN or infinite: then every process stops, before
+    the optimizer step (or, validation, the checkpoint) that it would spoil."""
+    what, before = "training loss", "the optimizer step"
+    if validation:
+        what, before = "validation loss", "writing a checkpoint"
+    if bad := ", ".join(f"{n} {v}" for n, v in zip(names, values) if not math.isfinite(v)):
+        last = "no checkpoint was written"
+        if os.path.exists(ckpt_path):
+            last = (
+                f"{ckpt_path} is untouched: fix the data (then add --changed_data=True) or the"
+                " settings, and --resume from it"
+            )
+        stop(f"error: step {step}: non-finite {what} ({bad}); stopped before {before}; {last}")
+    return values
+
+
+def resume_from(resume, path, model, optimizer, model_args, config, data_fingerprint, say=None):
+    """(step, best validation loss, changed settings): afresh 0, inf, {}; on resume the checkpoint's
+    at path, loaded into model and optimizer (its moments, this config's hyperparameters)."""
+    if not resume:
+        return 0, float("inf"), {}
+    if not os.path.exists(path):
+        raise SystemExit(f"error: --resume but no checkpoint at {path}")
+    checkpoint = load_checkpoint(path)
+    # a setting added to the model since the checkpoint was written has its default
+    defaults = {k: f.default for k, f in GPTConfig.__dataclass_fields__.items()}
+    checkpoint["model_args"] = {**defaults, **checkpoint["model_args"]}
+    changed = check_resume(checkpoint, path, model_args, config, data_fingerprint, say)
+    model.load_state_dict(checkpoint["model"])
+    # this config's hyperparameters (weight_decay, betas; the same values if unchanged)
+    hyper = [{k: v for k, v in group.items() if k != "params"} for group in optimizer.param_groups]
+    optimizer.load_state_dict(checkpoint["optimizer"])
+    for group, new in zip(optimizer.param_groups, hyper):
+        group.update(new)
+    return checkpoint["iter_num"], checkpoint["best_val_loss"], changed
+
+
+def say_changes(changed, config, iter_num, get_lr):
+    """Print the settings a resume changed and, for the schedule, the learning rate then and now."""
+    if changed:
+        pairs = ", ".join(f"{name} {a!r} → {b!r}" for name, (a, b) in changed.items())
+        print(f"resume: changed settings applied: {pairs}")
+    if changed.keys() & {"max_iters", "learning_rate", "min_lr", "warmup_iters"}:
+        saved = {**config, **{name: a for name, (a, b) in changed.items()}}
+        print(
+            f"resume: the learning rate schedule changed; at step {iter_num} the learning rate was "
+            f"{get_lr(iter_num, saved):.2e} and now is {get_lr(iter_num, config):.2e}"
+        )
+
+
+def check_resume(checkpoint, path, model_args, config, data_fingerprint, say=None):
+    """Refuse to continue `checkpoint` (from path) with another model shape, sample stream or data
+    (by content, not path: a moved folder is the same data), naming both values; returns the other
+    changed settings, {key: (was, is)}, which apply (`say` notes a finished run)."""
+    for part, keys in RESUME_REFUSES.items():
+        for key in keys:
+            now = (model_args if part == "model_args" else config)[key]
+            if key in checkpoint[part] and checkpoint[part][key] != now:
+                raise SystemExit(
+                    f"error: {path} was trained with {key}={checkpoint[part][key]!r}, the config"
+                    f" asks for {now!r}; resuming would not continue the same model and sample"
+                    " stream"
+                )
+    recorded = checkpoint.get("data_fingerprint")
+    if recorded is not None and recorded != data_fingerprint and not config["changed_data"]:
+        now, then = config["data_dir"], checkpoint["config"]["data_dir"]
+        # another folder: most likely the wrong config or --data_dir
+        if os.path.realpath(now) != os.path.realpath(then):
+            raise SystemExit(
+                f"error: {now} is not the data {path} was trained on ({then}); resume with the"
+                f" config it was trained with or --data_dir={then}, or start afresh on {now} with"
+                " --overwrite=True"
+            )
+        raise SystemExit(
+            f"error: {now} is not the data {path} was trained on (prepared or tokenized again"
+            " since: other samples, scales or vocabulary); start afresh with --overwrite=True, or"
+            " continue on it with --changed_data=True (a mended sample, say)"
+        )
+    done = checkpoint["iter_num"]
+    if config["max_iters"] < done:
+        raise SystemExit(
+            f"error: --max_iters={config['max_iters']} is below the {done} steps {path} has done;"
+            f" to go on, set it above {done}"
+        )
+    if config["max_iters"] == done and say:
+        say(
+            f"note: {path} has done all {done} steps; nothing to train (a higher --max_iters"
+            " goes on)"
+        )
+    saved = checkpoint["config"]
+    return {
+        key: (saved.get(key), value)
+        for key, value in config.items()
+        if key not in ("resume", "overwrite", "out_dir", "data_dir", "changed_data")
+        and saved.get(key) != value
+    }
+
+
+def finish(log, out_dir, data_dir, seconds):
+    """Close the log, release out_dir, and say where the checkpoints are and how to predict with the
+    best (own data, prepare/text.py's, names its keys in meta.json)."""
+    log.close()
+    with open(os.path.join(data_dir, "meta.json")) as f:
+        meta = json.load(f)
+    release_lock(os.path.join(out_dir, "train.lock"))
+    ckpt_path = os.path.join(out_dir, "ckpt_latest.pt")
+    best_path = os.path.join(out_dir, "ckpt_best.pt")
+    found = [
+        f"{data_dir}/{s}.txt" for s in ("test", "val") if os.path.exists(f"{data_dir}/{s}.txt")
+    ]
+    # none is best when no validation beat step 0
+    best = best_path if os.path.exists(best_path) else ckpt_path
+    which = "--mask_last"
+    if meta.get("dataset") == "text" and meta.get("scales"):
+        which = f"--mask_key={meta.get('mask_key') or next(iter(meta['scales']))}"
+    predict = shell_line(
+        "python", "sample.py", f"--ckpt={best}", f"--input={(found or ['FILE'])[0]}", which
+    )
+    print(
+        f"done in {format_duration(seconds)}: checkpoints in {out_dir}/ ("
+        + (
+            f"{best_path} has the lowest validation loss, "
+            if best == best_path
+            else "no validation beat step 0; "
+        )
+        + f"{ckpt_path} the last step); predict with:\n  {predict}"
+    )

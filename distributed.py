@@ -1,0 +1,96 @@
+"""The processes of a torchrun launch as one run: each one's rank, device and process group, a
+SIGTERM noted rather than fatal, and one way for all to stop with one message, or to end."""
+
+import os
+import signal
+import socket
+import sys
+
+import torch
+import torch.distributed as dist
+
+from util import pick_device
+
+
+def init_processes(device, threads):
+    """(ddp, rank, local_rank, world_size, device) of this process (device: util.pick_device's).
+    Under torchrun (ddp) it joins the process group: NCCL on a GPU of its own, else gloo."""
+    ddp = "RANK" in os.environ
+    rank = int(os.environ.get("RANK", 0))
+    local_rank = int(os.environ.get("LOCAL_RANK", 0))
+    world_size = int(os.environ.get("WORLD_SIZE", 1))
+    device = pick_device(device, threads)
+    if ddp and device.startswith("cuda"):
+        device = f"cuda:{local_rank}"
+        torch.cuda.set_device(device)
+    if ddp:
+        backend = "nccl" if device.startswith("cuda") else "gloo"
+        store = torchrun_store(rank)
+        dist.init_process_group(backend, store=store, rank=rank, world_size=world_size)
+    return ddp, rank, local_rank, world_size, device
+
+
+def torchrun_launch():
+    """The torchrun launch this process belongs to, the same after torchrun restarts it: its run id
+    (--rdzv_id; a new one each --standalone launch), else its local agent; None outside torchrun."""
+    run_id = os.environ.get("TORCHELASTIC_RUN_ID")
+    return f"agent-{socket.gethostname()}-{os.getppid()}" if run_id == "none" else run_id
+
+
+def torchrun_store(rank):
+    """init_process_group's store under torchrun, or None (env://). torchrun keeps one store across
+    a launch's restarts (torch 2.13), where a restarted group could read the lost group's addresses:
+    a prefix per start of each rank keeps each group to its own keys."""
+    if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True":
+        return None
+    store = dist.TCPStore(
+        os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), is_master=False
+    )
+    return dist.PrefixStore(f"xval/start{store.add(f'xval/starts/{rank}', 1)}/", store)
+
+
+def note_sigterm():
+    """From now on a SIGTERM (how SLURM and Kubernetes preempt a job) is noted in the list returned,
+    for the loop to stop where it can save; a second one ends the process at once."""
+    noted = []
+
+    def note(signum, frame):
+        noted.append(signum)
+        signal.signal(signum, signal.SIG_DFL)
+
+    signal.signal(signal.SIGTERM, note)
+    return noted
+
+
+def print0(*args):
+    """print, on rank 0 alone."""
+    if int(os.environ.get("RANK", 0)) == 0:
+        print(*args)
+
+
+def stop(message, barrier=False):
+    """End the run with one line per machine. Every process stops at the same step, so none waits in
+    a collective; barrier: first wait for all (for rank 0's checkpoint)."""
+    if dist.is_initialized():
+        if barrier:
+            dist.barrier()
+        dist.destroy_process_group()
+    raise SystemExit(message if int(os.environ.get("LOCAL_RANK", 0)) == 0 else 1)
+
+
+def stop_after_sigterm(step, ckpt_path):
+    """Stop every process, once rank 0 has saved, after a SIGTERM noted at the last check."""
+    message = f"stopped by a SIGTERM after step {step}, saved in {ckpt_path}"
+    stop(f"{message}: continue with the same command and --resume", barrier=True)
+
+
+def end_processes():
+    """End a finished run's processes (none outside torchrun): wait for rank 0's last checkpoint,
+    then leave without the interpreter's teardown, in which gloo's threads, still held by DDP, can
+    abort a finished run (exit code -6, 1 run in 25 on a busy CPU)."""
+    if dist.is_initialized():
+        dist.barrier()
+        dist.destroy_process_group()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)

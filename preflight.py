@@ -1,0 +1,110 @@
+"""What train.py checks and fits to the machine before it builds anything large, each said in one
+line: samples longer than the context, micro-batches the processes cannot share, attention that
+cannot fit, a bad validation split, torch.compile where it cannot work."""
+
+import os
+
+import torch
+
+from batching import accumulation_steps, choose_packing, packed_rows
+
+
+def check_lengths(data_dir, encoding, train, val, block_size, packing, pack_length):
+    """Refuse a split with a sample longer than block_size (or, packing, pack_length)."""
+    if packing and pack_length > 4 * block_size:
+        raise SystemExit(
+            f"error: pack_length {pack_length} is longer than 4 × block_size {block_size}"
+        )
+    for name, split in (("train", train), ("val", val)):
+        n = int(split.lengths.max())
+        if n > block_size or (packing and pack_length and n > pack_length):
+            raise SystemExit(
+                f"error: {data_dir}/{encoding}/{name} has a sample of {n} tokens "
+                f"(index {int(split.lengths.argmax())}) but block_size is {block_size}"
+                + (f" and pack_length {pack_length}" if packing and pack_length else "")
+            )
+
+
+def fit_micro_batch(batch_size, micro_batch_size, world_size, say=None):
+    """micro_batch_size or, where micro_batch_size × world_size exceeds batch_size, the largest
+    micro-batch that shares it out (`say` tells); an error unless they make up the batch exactly."""
+    fits = [m for m in range(1, micro_batch_size) if batch_size % (m * world_size) == 0]
+    if micro_batch_size * world_size > batch_size and fits:
+        if say:
+            say(
+                f"note: micro_batch_size {micro_batch_size} × {world_size} processes exceeds"
+                f" batch_size {batch_size}: micro-batches of {fits[-1]} samples"
+            )
+        micro_batch_size = fits[-1]
+    accumulation_steps(batch_size, micro_batch_size, world_size)
+    return micro_batch_size
+
+
+def fit_packing(
+    pack_length, split, batch_size, micro_batch_size, world_size, seed, shortest, longest
+):
+    """(pack_length, rows a micro-batch): the one shape of packed micro-batches. Alone,
+    --packing=True takes those that pad least (batching.choose_packing, rows of shortest to longest
+    tokens); a pack_length as many rows as micro_batch_size samples of mean length fill."""
+    if pack_length:
+        return pack_length, packed_rows(split, micro_batch_size, pack_length)
+    return choose_packing(split, batch_size, micro_batch_size, world_size, seed, shortest, longest)
+
+
+def check_attention_memory(shapes, n_head, device):
+    """Refuse micro-batches whose dense attention (one layer's scores: rows × heads × context²,
+    float32) cannot fit in the device's memory, before anything that large is allocated (a 1 MB
+    record is a 250,000-token sample); shapes: (rows, context) of each kind of micro-batch."""
+    have = (
+        torch.cuda.get_device_properties(device).total_memory
+        if device.startswith("cuda")
+        else (
+            os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+            if hasattr(os, "sysconf")
+            else None
+        )
+    )
+    for rows, context in shapes:
+        need = rows * n_head * context**2 * 4
+        if have and need > have:
+            raise SystemExit(
+                f"error: a context of {context:,} tokens needs {need / 2**30:,.0f} GiB for one"
+                f" layer's attention scores ({rows} rows × {n_head} heads × {context:,}² × 4"
+                f" bytes), more than the {have / 2**30:,.0f} GiB of {device}: shorten the samples"
+                " (prepare/text.py --window N for a series) or lower block_size, pack_length or"
+                " micro_batch_size"
+            )
+
+
+def check_val(val_data, data_dir, say=None):
+    """Warn (`say`) of a validation split too small to choose the best checkpoint on."""
+    if len(val_data) < 16 and say:
+        say(
+            f"warning: {data_dir}/val.txt has {len(val_data)} sample(s): validation losses, and the"
+            " choice of ckpt_best.pt, rest on them; a few dozen make them worth reading"
+        )
+
+
+def pick_compile(compile, device_type, say=None):
+    """torch.compile's setting: 'auto' is on for CUDA and off where it cannot work or rarely pays
+    (CPU, MPS, Windows; `say` prints why); True on the CPU needs a C++ compiler for inductor's code.
+    """
+    if compile not in ("auto", True, False):
+        raise SystemExit(f"error: compile expects 'auto', True or False, got {compile!r}")
+    if compile == "auto":
+        compile = device_type == "cuda" and os.name != "nt"
+        if not compile and say:
+            say(
+                "note: torch.compile is off on"
+                f" {device_type}{' (Windows)' if os.name == 'nt' else ''}; --compile=True forces it"
+            )
+    elif compile and device_type == "cpu":
+        from torch._inductor.cpp_builder import get_cpp_compiler
+
+        try:
+            get_cpp_compiler()
+        except Exception as e:
+            raise SystemExit(
+                f"error: --compile=True on the CPU needs a C++ compiler (g++, or set CXX): {e}"
+            )
+    return compile

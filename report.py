@@ -1,0 +1,118 @@
+"""What a training run tells its reader: the facts at start-up (data, model, batch, system), each
+validation and each logged step, on stdout and as JSON rows in log.jsonl."""
+
+import json
+import time
+
+import torch
+
+from batching import step_batches
+from util import format_duration, peak_flops
+
+
+def describe(config, run, train_data, val_data, vocab, model):
+    """Print the start-up facts: the config, and the settings as used (run: train.py's globals,
+    micro_batch_size, pack_length, dtype, world_size, ...)."""
+    mean_length = float(train_data.lengths.mean())
+    print(
+        f"data: {run['data_dir']} ({run['encoding']}): {len(train_data):,} train /"
+        f" {len(val_data):,} val samples, {mean_length:.0f} tokens/sample (max"
+        f" {int(train_data.lengths.max())}), vocab {len(vocab)}"
+    )
+    cfg = model.cfg
+    heads = f", number head {cfg.num_head}" if cfg.encoding == "xval" else ""
+    heads += f" (K={cfg.n_components})" if heads and cfg.num_head == "gmm" else ""
+    objective = "causal" if cfg.causal else f"bidirectional (MLM p={run['mlm_probability']:g})"
+    from_data = "" if config["block_size"] else " (the longest sample)"
+    print(
+        f"model: {model.num_params() / 1e6:.2f}M parameters, {cfg.n_layer} layers × {cfg.n_head}"
+        f" heads × {cfg.n_embd // cfg.n_head}, block_size {cfg.block_size}{from_data},"
+        f" {objective}, k={cfg.k}{heads}"
+    )
+    batch, micro, world = run["batch_size"], run["micro_batch_size"], run["world_size"]
+    tokens = f"~{batch * mean_length:,.0f} tokens/step"
+    steps = f"{micro} × {world} processes × {batch // (micro * world)} accumulation steps, {tokens}"
+    if run["packing"]:
+        # packed, a step has as many micro-batches as its rows need
+        layout = {key: run[key] for key in ("packing", "pack_length", "pack_rows")}
+        first = step_batches(train_data, 0, run["seed"], batch, micro, world_size=world, **layout)
+        least = "" if config["pack_length"] else " (the least padding)"
+        steps = (
+            f"{tokens}, packed in rows of {run['pack_length']} tokens, {run['pack_rows']} a"
+            f" micro-batch{least}; {len(first)} micro-batches × {world} processes at step 0"
+        )
+    print(f"batch: {batch} samples/step = {steps}")
+    device, device_type = run["device"], torch.device(run["device"]).type
+    gpu = torch.cuda.get_device_name(device) if device_type == "cuda" else device_type
+    threads = f", {torch.get_num_threads()} threads" if device_type == "cpu" else ""
+    start = f"resuming at step {run['iter_num']}" if run["resume"] else "from scratch"
+    print(
+        f"system: {device} ({gpu}{threads}), {run['dtype']}, compile={run['compile']}, attention"
+        f" {'flex' if model.flex_attention else 'sdpa'}, world size {world}, {start}"
+    )
+
+
+def say_validation(log, step, val, num_loss_name):
+    """Print and log an evaluation (val: val_loss, val_ce and val_mse)."""
+    print(
+        f"step {step}: val loss {val['val_loss']:.4f} (CE {val['val_ce']:.4f}, number"
+        f" {num_loss_name} {val['val_mse']:.4g})"
+    )
+    log.write(json.dumps({"iter": step, **val}) + "\n")
+
+
+class Progress:
+    """The speed of training between logged steps (validation time apart: it is not training) and
+    what a logged step prints and writes to log.jsonl (log None: a process that prints nothing)."""
+
+    def __init__(self, log, step, max_iters, world_size, device, flops_per_token):
+        self.log = log
+        self.max_iters = max_iters
+        self.world_size = world_size
+        self.device = device
+        self.flops_per_token = flops_per_token
+        self.cuda = device.startswith("cuda")
+        # MFU against the GPU's own peak
+        self.peak = peak_flops(torch.cuda.get_device_name(device)) if self.cuda else None
+        self.first = True
+        self.restart(step)
+
+    def restart(self, step):
+        """Measure afresh from step."""
+        self.start = step
+        self.time = time.time()
+        self.tokens = self.positions = 0
+
+    def count(self, batch):
+        """A micro-batch's real tokens (not padding) and positions."""
+        self.tokens += batch["n_real"]
+        self.positions += batch["ids"].numel()
+
+    def log_step(self, step, lr, losses, num_loss_name):
+        """Print and log a step (losses: loss, CE, number loss) with the speed since the last, MFU
+        and the training time left; at the first on a CPU, say so if that is more than a day."""
+        dt = time.time() - self.time
+        step_s = dt / (step - self.start)
+        tokens_per_s = self.tokens * self.world_size / dt
+        mfu = self.peak and self.flops_per_token * tokens_per_s / (self.peak * self.world_size)
+        memory = torch.cuda.max_memory_allocated(self.device) / 2**30 if self.cuda else None
+        loss, ce, num = losses
+        row = dict(iter=step, loss=loss, ce=ce, mse=num, lr=lr, ms_per_step=step_s * 1000)
+        row.update(tokens_per_s=tokens_per_s, mfu=mfu, padding=1 - self.tokens / self.positions)
+        left = step_s * (self.max_iters - step)
+        if self.log:
+            mfu_text = "" if mfu is None else f", MFU {mfu * 100:.1f}%"
+            print(
+                f"iter {step}/{self.max_iters}: loss {loss:.4f} (CE {ce:.4f}, {num_loss_name}"
+                f" {num:.4g}), lr {lr:.2e}, {step_s * 1000:.0f} ms/step, {tokens_per_s:,.0f}"
+                f" tokens/s{mfu_text}, ~{format_duration(left)} left"
+            )
+            if self.first and self.device == "cpu" and left > 86400:
+                print(
+                    f"warning: at {step_s:.2f} s/step this run of {self.max_iters:,} steps takes"
+                    f" ~{format_duration(left)} on the CPU: a paper-scale run; for a CPU try"
+                    " config/own_small.py (or config/*_small.py)"
+                )
+            self.log.write(json.dumps({**row, "peak_memory_gib": memory}) + "\n")
+        self.first = False
+        self.restart(step)
