@@ -44,8 +44,11 @@ def run_config_file(path):
 def configure(scope, source_file, argv=None):
     """Apply config files, then flags, to the settings in `scope` (a globals() dict); check them."""
     argv = sys.argv[1:] if argv is None else argv
-    comments, ranges = defaults(source_file, True), read_ranges(source_file)
+    comments = defaults(source_file, True)
     known = {k: scope[k] for k in comments}
+    # a number whose range the script does not give is at least 0
+    numbers = [k for k, v in known.items() if type(v) in (int, float)]
+    ranges = {**dict.fromkeys(numbers, "[0, inf)"), **read_ranges(source_file)}
     if "-h" in argv or "--help" in argv:
         print(f"usage: python {os.path.basename(source_file)} [config.py ...] [--key=value ...]\n")
         width, range_width = max(map(len, known)), max(map(len, ranges.values()), default=0)

@@ -73,10 +73,8 @@ save_predictions = False  # keep every truth and (median) prediction in the JSON
 changed_data = False  # evaluate on the checkpoint's data_dir although it was prepared again since
 device = "auto"
 # -- end config
-# ranges of the settings above (setting_checks.py)
-RANGES = dict(
-    max_samples="[0, inf)", batch_size="[1, inf)", device="auto | cpu | mps | cuda | cuda:N"
-)
+# the settings' ranges (setting_checks.py); a number not named here: [0, inf)
+RANGES = dict(batch_size="[1, inf)", device="auto | cpu | mps | cuda | cuda:N")
 
 PLANET_STEPS = 10  # planets: the last 10 time steps of every planet are predicted at once
 # GMM heads: predicted densities of this many first numbers per quantity are drawn

@@ -1,8 +1,9 @@
 """What train.py checks and fits to the machine before it builds anything large, each said in one
 line: samples longer than the context, micro-batches the processes cannot share, attention that
-cannot fit, a bad validation split, torch.compile where it cannot work."""
+cannot fit, a bad validation split, the precision, torch.compile where it cannot work."""
 
 import os
+from contextlib import nullcontext
 
 import torch
 
@@ -83,6 +84,16 @@ def check_val(val_data, data_dir, say=None):
             f"warning: {data_dir}/val.txt has {len(val_data)} sample(s): validation losses, and the"
             " choice of ckpt_best.pt, rest on them; a few dozen make them worth reading"
         )
+
+
+def pick_precision(dtype, device_type):
+    """(dtype, the autocast context of the forward passes): auto is bf16 on CUDA, else float32."""
+    if dtype == "auto":
+        bf16 = device_type == "cuda" and torch.cuda.is_bf16_supported()
+        dtype = "bfloat16" if bf16 else "float32"
+    if dtype == "bfloat16":
+        return dtype, torch.autocast(device_type, torch.bfloat16)
+    return dtype, nullcontext()
 
 
 def pick_compile(compile, device_type, say=None):

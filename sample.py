@@ -40,13 +40,10 @@ device = "auto"
 spread = "std"  # GMM models print mean±std (std), [5%|50%|95%] (quantiles) or the mean (none)
 gmm_generate = "sample"  # GMM models, generation: feed back a draw (sample) or the mean (mean)
 # -- end config
-# ranges of the settings above (setting_checks.py)
+# the settings' ranges (setting_checks.py); a number not named here: [0, inf)
 RANGES = dict(
-    show="[0, inf)",
-    max_lines="[0, inf)",
     batch_size="[1, inf)",
     max_new_tokens="[1, inf)",
-    temperature="[0, inf)",
     seed="[0, 4294967295]",
     device="auto | cpu | mps | cuda | cuda:N",
     spread="std | quantiles | none",

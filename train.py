@@ -1,11 +1,8 @@
 """
-Train an xVal (or text-encoding) transformer on a tokenized dataset.
+Train an xVal (or text-encoding) transformer on a tokenized dataset (--help lists the settings).
 
-    python train.py config/quickstart.py      # then --resume continues it exactly; --help: settings
+    python train.py config/quickstart.py      # then --resume continues it exactly
     torchrun --standalone --nproc_per_node=4 train.py config/era5_xval.py  # docs/multi_node.md
-
-Batches and masks follow (seed, step), dropout (seed, rank, step): N processes give the losses of
-one with the same global batch.
 """
 
 import math
@@ -32,7 +29,7 @@ from model import GPT, GPTConfig, configure_optimizer, flops_per_token, loss_fro
 from tokenize_numbers import Vocab
 from util import exit_on_ctrl_c
 
-# -- config: defaults, overridden by config files and --key=value (python train.py --help)
+# -- config: overridden by config files, then --key=value
 out_dir = "out"  # checkpoints (ckpt_latest.pt, ckpt_best.pt) and log.jsonl
 data_dir = "data/arithmetic_ops2"  # a dataset tokenized by tokenize_numbers.py
 encoding = "xval"  # how numbers become tokens: xVal, or a text encoding of the paper
@@ -43,7 +40,7 @@ n_head = 6
 n_embd = 768
 block_size = 0  # max context in tokens (a longer sample is an error); 0 = the longest sample
 dropout = 0.0
-causal = False  # False: masked language modelling (the paper's choice); True: autoregressive
+causal = False  # True: autoregressive; False: masked language modelling (the paper's)
 # objective
 mlm_probability = 0.2  # chance that each token is masked (0.3 for look-up)
 num_loss_weight = 1.0  # λ in CE + λ·MSE
@@ -51,7 +48,7 @@ nmse_eps = 1e-3  # ε in the NMSE loss of multi-scale xVal (k > 0)
 num_head = "mse"  # xVal number head: mse (one value, λ·MSE) | gmm (a Gaussian mixture, λ·NLL)
 n_components = 8  # gmm: mixture components
 # optimisation
-batch_size = 64  # samples per optimizer step, over all processes and accumulation steps
+batch_size = 64  # samples per optimizer step, over all processes and micro-batches
 micro_batch_size = 64  # samples per forward pass per process
 packing = False  # pack samples several to a row (attention stays within each), not pad
 pack_length = 0  # tokens per packed row (≤ 4 × block_size); 0 = the length that pads least
@@ -79,40 +76,19 @@ threads = 0  # CPU threads; 0: $OMP_NUM_THREADS, else 1 (steady on a busy machin
 compile = "auto"  # torch.compile: auto (CUDA only) | True (CPU too, needs a C++ compiler) | False
 flex_attention = True  # compiled on CUDA: FlexAttention (block-sparse), not a dense mask
 # -- end config
-# ranges of the settings above (setting_checks.py)
+# ranges (setting_checks.py); a number not named: [0, inf)
+# fmt: off
 RANGES = dict(
-    encoding="xval | p10 | p1000 | b1999 | fp15",
-    k="[0, inf)",
-    n_layer="[1, inf)",
-    n_head="[1, inf)",
-    n_embd="[1, inf) multiple of n_head",
-    block_size="[0, inf)",
-    dropout="[0, 1)",
-    mlm_probability="(0, 1) unless causal",
-    num_loss_weight="[0, inf)",
-    nmse_eps="(0, inf)",
-    num_head="mse | gmm",
-    n_components="[1, inf)",
-    batch_size="[1, inf)",
-    micro_batch_size="[1, inf)",
-    pack_length="[0, inf)",
-    max_iters="[1, inf)",
-    learning_rate="(0, inf)",
-    min_lr="[0, learning_rate]",
-    warmup_iters="[0, inf)",
-    weight_decay="[0, inf)",
-    beta1="[0, 1)",
-    beta2="[0, 1)",
-    grad_clip="[0, inf)",
-    eval_interval="[1, inf)",
-    keep_every="[0, inf)",
-    eval_batches="[1, inf)",
-    log_interval="[1, inf)",
-    seed="[0, 4294967295]",
-    device="auto | cpu | mps | cuda | cuda:N",
+    encoding="xval | p10 | p1000 | b1999 | fp15", k="[0, 38]", n_layer="[1, inf)",
+    n_head="[1, inf)", n_embd="[1, inf) multiple of n_head", dropout="[0, 1)",
+    mlm_probability="(0, 1) unless causal", nmse_eps="(0, inf)", num_head="mse | gmm",
+    n_components="[1, inf)", batch_size="[1, inf)", micro_batch_size="[1, inf)",
+    max_iters="[1, inf)", learning_rate="(0, inf)", min_lr="[0, learning_rate]", beta1="[0, 1)",
+    beta2="[0, 1)", eval_interval="[1, inf)", eval_batches="[1, inf)", log_interval="[1, inf)",
+    seed="[0, 4294967295]", device="auto | cpu | mps | cuda | cuda:N",
     dtype="auto | bfloat16 | float32",
-    threads="[0, inf)",
 )
+# fmt: on
 config = configure(globals(), __file__)
 iter_num = 0
 exit_on_ctrl_c(lambda: f" at step {iter_num}: continue from the last checkpoint with --resume")
@@ -120,19 +96,16 @@ exit_on_ctrl_c(lambda: f" at step {iter_num}: continue from the last checkpoint 
 sys.stdout.reconfigure(line_buffering=True)
 
 # -- set-up
-# this process's rank and device; under torchrun its process group (DDP)
+# this process's rank and device (under torchrun: DDP)
 ddp, rank, local_rank, world_size, device = distributed.init_processes(device, threads)
 master = rank == 0
 device_type = "cuda" if device.startswith("cuda") else device
-# claim out_dir: a run there needs --resume or --overwrite; a second run is locked out
+# claim out_dir: a run there needs --resume or --overwrite; a second one is locked out
 resume, earlier_run = checkpoint.claim_out_dir(out_dir, resume, overwrite, master)
 ckpt_path = os.path.join(out_dir, "ckpt_latest.pt")
-if dtype == "auto":
-    dtype = "bfloat16" if device_type == "cuda" and torch.cuda.is_bf16_supported() else "float32"
-autocast = torch.autocast(device_type, torch.bfloat16) if dtype == "bfloat16" else nullcontext()
-# auto: on for CUDA, off where it cannot work or rarely pays
+dtype, autocast = preflight.pick_precision(dtype, device_type)
 compile = preflight.pick_compile(compile, device_type, print0)
-# FlexAttention where it is fast (compiled, no dropout); elsewhere SDPA with a dense mask
+# FlexAttention where it is fast (compiled, no dropout), else a dense mask
 flex = flex_attention and compile and device_type == "cuda" and dropout == 0
 # where micro_batch_size × processes exceeds the batch: the largest that fits
 micro_batch_size = preflight.fit_micro_batch(batch_size, micro_batch_size, world_size, print0)
@@ -144,7 +117,7 @@ torch.set_float32_matmul_precision("highest")
 # -- data
 try:
     vocab = Vocab(load_text_vocab(data_dir), encoding)
-    # checked at open: ids in the vocabulary, numbers finite and within what float32 squares
+    # checked at open: ids in the vocabulary, numbers finite and ≤ 1e18
     train_data = Split(data_dir, "train", encoding, len(vocab))
     val_data = Split(data_dir, "val", encoding, len(vocab))
     data_fingerprint = fingerprint(data_dir, encoding)
@@ -156,7 +129,7 @@ longest = max(int(split.lengths.max()) for split in (train_data, val_data))
 # AR appends [EOS] and shifts by one: as many inputs as tokens
 block_size = block_size or longest
 preflight.check_lengths(data_dir, encoding, train_data, val_data, block_size, packing, pack_length)
-# packed micro-batches: pack_rows rows of pack_length tokens (alone, --packing=True pads least)
+# packed micro-batches: pack_rows rows of pack_length tokens
 pack_rows = 0
 if packing:
     args = (train_data, batch_size, micro_batch_size, world_size, seed, longest, 4 * block_size)
@@ -165,14 +138,13 @@ if packing:
 if not flex:
     shapes = [(micro_batch_size, block_size), (pack_rows, pack_length)]
     preflight.check_attention_memory(shapes, n_head, device)
-# what evaluate() reads: the same whatever the processes and micro-batches (memory settings)
+# what evaluate() reads, whatever the processes and micro-batches
 n_val = min(len(val_data), eval_batches * batch_size)
 preflight.check_val(val_data, data_dir, print0)
-# multi-scale xVal normalises it
 num_loss_name = "NLL" if num_head == "gmm" else "NMSE" if k > 0 else "MSE"
 
 # -- model and optimizer
-# GPTConfig's fields: this config's settings, and the vocabulary's
+# GPTConfig's fields: this config's, and the vocabulary's
 model_args = {key: globals()[key] for key in GPTConfig.__dataclass_fields__ if key in config}
 model_args.update(vocab_size=len(vocab), num_id=-1 if vocab.num_id is None else vocab.num_id)
 try:
@@ -181,23 +153,23 @@ except ValueError as e:
     raise SystemExit(f"error: {e}")
 model = raw_model = GPT(gptconf).to(device)
 optimizer = configure_optimizer(model, weight_decay, learning_rate, (beta1, beta2), device_type)
-# --resume: weights, optimizer, step (refused: another model, sample stream or data)
+# --resume: weights, optimizer, step (another model, sample stream or data: refused)
 args = (ckpt_path, model, optimizer, model_args, config, data_fingerprint, print0)
 iter_num, best_val_loss, changed = checkpoint.resume_from(resume, *args)
 # the step whose validation is saved already
 resumed_at = iter_num if resume else None
 model.flex_attention = flex
-# validation uses it too (never FlexAttention's slow eager path)
+# validation too (never FlexAttention's slow eager path)
 compiled = torch.compile(model) if compile else model
 gpus = [local_rank] if device_type == "cuda" else None
 model = DDP(compiled, device_ids=gpus) if ddp else compiled
-# MFU: the FLOPs of a token against the GPU's peak
+# for MFU
 mean_length = float(train_data.lengths.mean())
 flops_tok = flops_per_token(raw_model, mean_length, mlm_probability if not causal else 1.0)
 
 
 def get_lr(it, s):
-    """Linear warm-up, then cosine decay to min_lr at max_iters (s: a config, saved or this one)."""
+    """Linear warm-up, then cosine decay to min_lr at max_iters (s: the saved or this config)."""
     if it < s["warmup_iters"]:
         return s["learning_rate"] * (it + 1) / s["warmup_iters"]
     progress = min(1.0, (it - s["warmup_iters"]) / max(1, s["max_iters"] - s["warmup_iters"]))
@@ -205,10 +177,10 @@ def get_lr(it, s):
     return s["min_lr"] + coeff * (s["learning_rate"] - s["min_lr"])
 
 
-# leftovers of a killed run go, a resume's log rows after its step; afresh, an earlier run
+# leftovers of a killed run go, and a resume's log rows after its step
 log = checkpoint.tidy_out_dir(out_dir, resume, iter_num, earlier_run) if master else None
 if master:
-    # the facts that make a log explain itself (settings as used: this file's globals)
+    # the facts that make a log explain itself
     report.describe(config, globals(), train_data, val_data, vocab, raw_model)
     checkpoint.say_changes(changed, config, iter_num, get_lr)
 
@@ -221,7 +193,7 @@ def micro_batches(step):
     """This process's micro-batches of a step, and the whole step's predicted tokens and numbers
     (every process counts them all, so that all agree without a collective)."""
     positions, indices = step_samples(len(train_data), batch_size, step, seed)
-    # this process's share, masked, padded or packed (pinned for CUDA)
+    # this process's share, masked, padded or packed
     how = (rank, world_size, causal, mlm_probability, packing, pack_length, device_type == "cuda")
     batches = step_batches(train_data, step, seed, batch_size, micro_batch_size, *how, pack_rows)
     everyone = batches
@@ -238,7 +210,7 @@ VAL = ("val_loss", "val_ce", "val_mse")
 
 @torch.no_grad()
 def evaluate():
-    """Loss, CE and number loss of the first n_val validation samples (fixed masks), finite."""
+    """Loss, CE and number loss of the first n_val validation samples (fixed masks)."""
     model.eval()
     sums = torch.zeros(len(SUMS), dtype=torch.float64, device=device)
     for start in range(rank * micro_batch_size, n_val, micro_batch_size * world_size):
@@ -263,8 +235,7 @@ def save(name):
 
 
 # -- training loop
-# A thread builds the next step's micro-batches while this one computes; the host waits for the
-# device only on a checked step.
+# a thread builds the next step's micro-batches while this one computes
 t_start = time.time()
 # the speed between logged steps; what they print and log
 progress = report.Progress(log, iter_num, max_iters, world_size, device, flops_tok)
@@ -279,7 +250,7 @@ with ThreadPoolExecutor(max_workers=1) as loader:
         lr = get_lr(iter_num, config)
         for group in optimizer.param_groups:
             group["lr"] = lr
-        # evaluate on the validation samples, and write the latest and best checkpoints
+        # evaluate, and write the latest and best checkpoints
         if (iter_num % eval_interval == 0 or iter_num == max_iters) and iter_num != resumed_at:
             val = evaluate()
             if master:
@@ -296,14 +267,14 @@ with ThreadPoolExecutor(max_workers=1) as loader:
             save(f"ckpt_{iter_num}.pt")
         if iter_num >= max_iters:
             break
-        # a SIGTERM noted at the last check: save (unless just saved), and every process stops
+        # after a SIGTERM noted at the last check: save (unless just saved), and stop
         if stopping:
             if master and iter_num % eval_interval:
                 save("ckpt_latest.pt")
             distributed.stop_after_sigterm(iter_num, ckpt_path)
         # dropout's randomness follows (seed, rank, step): a resume repeats it
         torch.manual_seed(int(np.random.SeedSequence([seed, rank, iter_num]).generate_state(1)[0]))
-        # this step's micro-batches (an error stops all processes); the next step's begin
+        # this step's micro-batches; the next step's begin
         step = upcoming or loader.submit(micro_batches, iter_num)
         try:
             batches, n_tokens, n_numbers = step.result()
@@ -324,7 +295,7 @@ with ThreadPoolExecutor(max_workers=1) as loader:
         grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip or math.inf)
         # on the device, no wait: 0 while all are finite, NaN for ever after (inf·0)
         health += (loss_sum.sum() + grad_norm) * 0
-        # check the loss, any NaN, and SIGTERMs (logged steps, steps before a save, after a SIGTERM)
+        # check the loss, any NaN and SIGTERMs (on logged steps, before a save, after a SIGTERM)
         done = iter_num + 1
         logging = done % log_interval == 0 or done == max_iters
         saving = done % eval_interval == 0 or (keep_every and done % keep_every == 0)
@@ -345,7 +316,7 @@ with ThreadPoolExecutor(max_workers=1) as loader:
 
 # -- the end
 if master:
-    # closes the log, releases out_dir and prints what to run next
+    # close the log, release out_dir, print what to run next
     checkpoint.finish(log, out_dir, data_dir, time.time() - t_start)
 # every process waits for rank 0's last checkpoint, then leaves
 distributed.end_processes()

@@ -62,21 +62,17 @@ weight_decay = 0.01  # AdamW weight decay (all parameters)
 max_samples = 0  # read at most this many lines of each split; 0 = all
 seed = 1337  # fixes initialisation and batches: the same seed gives the same losses
 # -- end config
-# ranges of the settings above (setting_checks.py)
+# the settings' ranges (setting_checks.py); a number not named here: [0, inf)
 RANGES = dict(
     n_stations="[1, inf)",
     n_steps="[2, inf)",
     all_width="[1, inf)",
-    all_layers="[0, inf)",
     single_width="[1, inf)",
-    single_layers="[0, inf)",
     max_iters="[1, inf)",
     eval_interval="[1, inf)",
     batch_size="[1, inf)",
     all_batch_size="[1, inf)",
     learning_rate="(0, inf)",
-    weight_decay="[0, inf)",
-    max_samples="[0, inf)",
     seed="[0, 4294967295]",
 )
 

@@ -36,8 +36,6 @@ split = "test"
 max_samples = 0  # score at most this many samples per checkpoint; 0 = all
 out = "out/curves"  # output path without extension
 # -- end config
-# ranges of the settings above (setting_checks.py)
-RANGES = dict(max_samples="[0, inf)")
 
 CRITERION = 0.1  # learned: MSE at most this fraction of the truth's variance
 

@@ -46,7 +46,7 @@ batch_size = 16  # samples per forward pass
 device = "auto"  # auto (cuda if available, else cpu) | cpu | cuda | mps
 seed = 1337  # fixes the cross-validation folds
 # -- end config
-# ranges of the settings above (setting_checks.py)
+# the settings' ranges (setting_checks.py); a number not named here: [0, inf)
 RANGES = dict(
     n_train="[folds, inf)",
     n_test="[1, inf)",
