@@ -2,15 +2,9 @@
 import numpy as np
 import pytest
 import torch
+from helpers import Samples
 
 from batching import mlm_mask, pack, step_batches, step_samples
-
-
-class Samples(list):
-    """A split held in memory: (ids, values) samples, with the lengths a tokenized Split has."""
-    @property
-    def lengths(self):
-        return np.array([len(s[0]) for s in self])
 
 
 def samples_in(batch):

@@ -4,8 +4,8 @@ import re
 import sys
 
 import pytest
-from conftest import ROOT
-from test_train import TINY, run
+from conftest import ROOT, run
+from helpers import TINY
 
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 import bench  # noqa: E402

@@ -10,7 +10,7 @@ import torch._dynamo.utils
 
 from batching import ar_example, collate, mlm_mask, pack, step_batches
 from model import GPT, GPTConfig, loss_from
-from test_batching import Samples
+from helpers import Samples
 
 V, NUM = 20, 3
 

@@ -4,8 +4,8 @@ import os
 
 import numpy as np
 import pytest
-from conftest import ROOT
-from test_train import losses, run
+from conftest import ROOT, run
+from helpers import losses
 
 from configurator import configure, defaults
 from dataset import Split
@@ -46,7 +46,7 @@ def test_paper_configs_follow_the_papers_tables():
 
 
 def synthetic_era5(path):
-    from test_prepare_era5 import truth_field, write_old_layout
+    from helpers import truth_field, write_old_layout
     write_old_layout(path, truth_field(n_steps=200, n_lat=10, n_lon=20),
                      lat=np.linspace(80, -80, 10), lon=np.linspace(0, 342, 20))
 

@@ -2,7 +2,8 @@
 import json
 import os
 
-from test_train import TINY, run
+from conftest import run
+from helpers import TINY
 
 
 def test_curves_score_every_kept_checkpoint_at_its_step_and_flops(tmp_path):

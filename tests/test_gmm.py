@@ -11,10 +11,8 @@ from eval import mixture_crps
 from mixture import (MIN_STD, MixtureHead, mixture_cdf, mixture_mean, mixture_nll, mixture_of, mixture_quantile,
                      mixture_sample, mixture_std)
 from model import GPT, IGNORE, GPTConfig
-from test_eval import TINY as EVAL_TINY
-from test_eval import evaluated, prepared
-from test_model import NUM, V, sample, tiny
-from test_train import TINY, losses, run
+from conftest import run
+from helpers import EVAL_TINY, NUM, TINY, V, evaluated, losses, prepared, sample, tiny
 
 
 def outputs(weights, means, stds):

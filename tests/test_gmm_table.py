@@ -3,7 +3,7 @@ import json
 import math
 
 import numpy as np
-from test_train import run
+from conftest import run
 
 
 def test_the_mse_head_is_scored_as_a_gaussian_with_its_validation_spread(tmp_path):

@@ -3,8 +3,7 @@ import os
 import sys
 
 import pytest
-from conftest import ROOT
-from test_train import run
+from conftest import ROOT, run
 
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 import gpu_check  # noqa: E402

@@ -1,10 +1,12 @@
 """--force replaces what a prepare run wrote and nothing else: other files in the folder stay."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 
 from conftest import run
+from helpers import one_line_error, train
 
 
 def prepare(out, *flags, check=True):
@@ -193,3 +195,14 @@ def test_a_force_that_cannot_move_an_old_file_aside_puts_everything_back(tmp_pat
     r = prepare(tmp_path, "--force", "--seed=2", check=False)
     assert r.returncode != 0 and "cannot replace" in r.stderr and "is as it was" in r.stderr
     assert {k: v for k, v in dataset_bytes(tmp_path).items() if not k.startswith(".prepare-")} == before
+
+
+def test_prepare_force_removes_the_tokenized_arrays_and_vocabulary_it_replaces(data, tmp_path):
+    d = shutil.copytree(os.path.join(data), str(tmp_path / "d"))
+    (tmp_path / "d" / "test_ood.txt").write_text("{a:1}a=1\n")  # a split of an earlier dataset
+    (tmp_path / "d" / "notes.md").write_text("mine\n")
+    run("prepare/lookup.py", "--size=tiny", "--out", d, "--workers=1", "--force")
+    assert sorted(os.listdir(d)) == ["meta.json", "notes.md", "test.txt", "test_ood.txt", "train.txt", "val.txt"]
+    assert open(os.path.join(d, "test_ood.txt")).read() != "{a:1}a=1\n"
+    error = one_line_error(train(d, str(tmp_path / "out"), "--max_iters=1", check=False))
+    assert "vocab.json not found; run: python tokenize_numbers.py" in error

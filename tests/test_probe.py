@@ -10,7 +10,7 @@ import pytest
 import torch
 import conftest
 from model import GPT, GPTConfig
-from test_baselines import write_dataset
+from helpers import write_dataset
 from tokenize_numbers import Vocab, build_text_vocab, encode
 
 sys.path.insert(0, os.path.join(conftest.ROOT, "tools"))

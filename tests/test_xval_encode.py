@@ -3,15 +3,22 @@ tokenizer does: the same numbers, with the same text between them, on adversaria
 JSON as json.dumps writes it, arithmetic with spaces and every prepare script's output."""
 import json
 import math
+import os
 import random
 import re
+import sys
 
 import numpy as np
 import pytest
-from test_tokenize_fast import (BRACKETS, DECIMALS, EDGES, EXPONENTS, NEAR_LIMITS, SIGNS, SPACES, TIES, UNICODE, WORDS,
-                                era5, era5_synthetic, generated)
+from conftest import ROOT
+from helpers import (BRACKETS, DECIMALS, EDGES, EXPONENTS, NEAR_LIMITS, SIGNS, SPACES, TIES, UNICODE, WORDS,
+                     generated)
 
 from tokenize_numbers import TextError, Vocab, build_text_vocab, encode, split_text, xval_encode
+
+sys.path.insert(0, os.path.join(ROOT, "prepare"))
+import era5  # noqa: E402
+import era5_synthetic  # noqa: E402
 
 
 def as_tokenizer_reads(line):
