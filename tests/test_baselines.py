@@ -36,6 +36,7 @@ def result(data, tmp_path_factory):
     return run_baselines(data, str(tmp_path_factory.mktemp("out") / "baselines"))
 
 
+@pytest.mark.slow
 def test_every_mlp_beats_the_training_mean(result):
     rows = {r["variant"]: r for r in result[0]["results"]}
     assert set(rows) == {"mean", "persistence", *baselines.INPUTS}
@@ -47,6 +48,7 @@ def test_every_mlp_beats_the_training_mean(result):
     assert rows["temp_coord"]["inputs"] == 3 + 3 and rows["temp_toy"]["inputs"] == 3 + 2
 
 
+@pytest.mark.slow
 def test_short_samples_are_counted_out(result):
     samples, stdout = result[0]["samples"], result[1]
     for split, (few_stations, few_steps) in SHORT.items():
@@ -56,6 +58,7 @@ def test_short_samples_are_counted_out(result):
     assert "| All Stations |" in stdout and os.path.exists(result[0]["config"]["out"] + ".md")
 
 
+@pytest.mark.slow
 def test_the_same_seed_gives_the_same_losses(data, result, tmp_path):
     again, _ = run_baselines(data, str(tmp_path / "again"))
     assert [r["test_mse"] for r in again["results"]] == [r["test_mse"] for r in result[0]["results"]]

@@ -51,7 +51,8 @@ def synthetic_era5(path):
                      lat=np.linspace(80, -80, 10), lon=np.linspace(0, 342, 20))
 
 
-@pytest.mark.parametrize("dataset,encoding", [("arithmetic", "fp15"), ("lookup", "b1999"), ("planets", "p10"),
+@pytest.mark.parametrize("dataset,encoding", [("arithmetic", "fp15"), ("lookup", "b1999"),
+                                              pytest.param("planets", "p10", marks=pytest.mark.slow),
                                               ("era5", "xval")])
 def test_each_small_config_trains_from_a_prepared_tiny_set(tmp_path, dataset, encoding):
     data = str(tmp_path / dataset)

@@ -31,6 +31,7 @@ def torchrun(*args):
     return [sys.executable, "-m", "torch.distributed.run", *args]
 
 
+@pytest.mark.slow
 def test_a_killed_worker_is_replaced_and_the_run_continues_from_its_last_checkpoint(data, straight, tmp_path):
     out = str(tmp_path / "out")
     r = subprocess.run(torchrun("--standalone", "--nproc_per_node=2", "--max-restarts=1", "--monitor-interval=0.2",
@@ -44,6 +45,7 @@ def test_a_killed_worker_is_replaced_and_the_run_continues_from_its_last_checkpo
     assert all(a[i] == pytest.approx(straight[i], rel=1e-5) for i in a)
 
 
+@pytest.mark.slow
 def test_a_sigterm_on_one_machine_of_two_processes_stops_both_with_one_line(data, tmp_path):
     out = str(tmp_path / "out")
     r = subprocess.run(torchrun("--standalone", "--nproc_per_node=2", "--monitor-interval=0.2", "tests/signal_at_step.py",
@@ -66,6 +68,7 @@ def test_a_torchrun_restart_continues_only_its_own_launch(data, tmp_path, monkey
     assert "resuming at step 3" in r.stdout and sorted(losses(out)) == [1, 2, 3, 4, 5, 6]
 
 
+@pytest.mark.slow
 def test_two_agents_give_one_machines_losses_and_a_sigterm_saves_for_resume(data, straight, tmp_path):
     """Two torchrun agents on localhost (--nnodes=2, as two machines run it); a SIGTERM to one worker in step 3 stops
     both after step 4, the next logged step, with ckpt_latest.pt of step 4; --resume ends with the uninterrupted losses."""

@@ -153,6 +153,7 @@ def test_lookup_end_to_end_with_two_seeds_and_plots(tmp_path_factory, tmp_path):
     assert all(0.3 < t < 0.5 for t in report["splits"]["test_ood"]["answer"]["truth"]) and len(truths) > 0
 
 
+@pytest.mark.slow
 def test_planets_end_to_end_on_both_ood_sets(tmp_path_factory, tmp_path):
     data = prepared(tmp_path_factory, "planets", "prepare/planets.py")
     report, _, _ = evaluated(trained(data, str(tmp_path / "xval"), block_size=1024))
@@ -167,6 +168,7 @@ def test_planets_end_to_end_on_both_ood_sets(tmp_path_factory, tmp_path):
     assert all(1.0 < a < 1.16 for a in report["splits"]["test_ood_a0"]["a0"]["truth"])
 
 
+@pytest.mark.slow
 def test_temperature_end_to_end_in_kelvin(tmp_path_factory, tmp_path):
     from helpers import truth_field, write_old_layout
     tmp = tmp_path_factory.mktemp("era5")
@@ -186,6 +188,7 @@ def test_temperature_end_to_end_in_kelvin(tmp_path_factory, tmp_path):
     assert r["persistence"]["mse"] == pytest.approx(by_hand) and "persistence (each station's previous step)" in out
 
 
+@pytest.mark.slow
 def test_summary_puts_encodings_side_by_side(tmp_path_factory, tmp_path):
     data = prepared(tmp_path_factory, "ops2", "prepare/arithmetic.py", "--variant=ops2", encodings=("xval", "fp15"))
     for enc in ("fp15", "xval"):  # folders <setting>_<encoding>: one table per setting

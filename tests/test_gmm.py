@@ -221,6 +221,7 @@ def test_an_older_checkpoint_without_head_settings_loads_as_mse(arithmetic, tmp_
         "--batch_size=4", "--micro_batch_size=4", "--resume")
 
 
+@pytest.mark.slow
 def test_planets_gmm_evaluation_draws_m0_densities(tmp_path_factory, tmp_path):
     data = prepared(tmp_path_factory, "planets", "prepare/planets.py")
     out = str(tmp_path / "gmm")

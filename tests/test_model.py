@@ -217,6 +217,7 @@ def test_no_attention_crosses_a_sample_boundary_in_a_packed_row():
     assert not torch.allclose(num[0, 6:], num2[0, 6:])
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:.*flex_attention called without torch.compile")
 @torch.no_grad()  # FlexAttention has no backward on CPU: gradients are checked on a GPU only
 def test_flex_attention_path_equals_the_dense_mask_path():

@@ -274,6 +274,7 @@ def test_bad_inputs_are_refused_with_a_clear_message(old_layout, tmp_path):
     assert "--force" in error_of(old_layout.path, "--out", old_layout.out)
 
 
+@pytest.mark.slow
 def test_command_line_exits_nonzero_naming_the_file(tmp_path):
     (tmp_path / "x.zip").write_bytes(b"PK\x03\x04rest of a zip")
     run = subprocess.run([sys.executable, os.path.join(ROOT, "prepare", "era5.py"), str(tmp_path / "x.zip"),

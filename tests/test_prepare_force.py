@@ -5,6 +5,7 @@ import shutil
 import subprocess
 import sys
 
+import pytest
 from conftest import run
 from helpers import one_line_error, train
 
@@ -74,6 +75,7 @@ def test_force_waits_for_a_tokenize_run_that_is_reading_the_dataset(tmp_path):
     assert json.loads((tmp_path / "meta.json").read_text())["seed"] == 2
 
 
+@pytest.mark.slow
 def test_a_full_disk_ends_a_prepare_script_with_one_line():
     from conftest import ROOT
     code = ("import sys; sys.path.insert(0, 'prepare'); import common, errno, os; common.one_line_errors(); "
@@ -128,6 +130,7 @@ def test_a_force_that_fails_while_writing_leaves_the_old_dataset_whole(tmp_path,
     assert json.loads((tmp_path / "meta.json").read_text())["seed"] == 2
 
 
+@pytest.mark.slow
 def test_a_prepare_stopped_by_sigterm_leaves_the_old_dataset_whole_and_nothing_else(tmp_path):
     import signal
     import time
@@ -145,6 +148,7 @@ def test_a_prepare_stopped_by_sigterm_leaves_the_old_dataset_whole_and_nothing_e
     assert dataset_bytes(tmp_path) == before  # the old dataset, and no half-written new one
 
 
+@pytest.mark.slow
 def test_ctrl_c_in_a_prepare_with_workers_is_one_line_and_leaves_the_old_dataset_whole(tmp_path):
     import signal
     import time
@@ -166,6 +170,7 @@ def test_ctrl_c_in_a_prepare_with_workers_is_one_line_and_leaves_the_old_dataset
     assert dataset_bytes(tmp_path) == before
 
 
+@pytest.mark.slow
 def test_a_pool_worker_interrupted_inside_a_library_ends_the_run_as_ctrl_c_does():
     """REBOUND's integrate raises KeyboardInterrupt itself on a SIGINT, in a pool worker too, where a pool would wait
     for the lost worker forever."""

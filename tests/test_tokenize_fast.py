@@ -102,6 +102,7 @@ def test_adversarial_lines_give_the_reference_bytes(lines):
         assert_same_as_reference([line], text_tokens, ["xval", "p10"])
 
 
+@pytest.mark.slow
 def test_random_lines_give_the_reference_bytes_or_error():
     rng = random.Random(0)
     alphabet = "0123456789" * 3 + ".eE+-,,,:()[]{}=*/^<>xa_ '\"\t"

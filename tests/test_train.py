@@ -43,6 +43,7 @@ def test_resume_continues_exactly(data, tmp_path):
     resumed_losses_match(data, tmp_path)
 
 
+@pytest.mark.slow
 def test_two_processes_give_the_loss_of_one_with_the_same_global_batch(data, tmp_path):
     common = [*TINY, f"--data_dir={data}", "--batch_size=8", "--max_iters=3", "--eval_interval=100",
               "--learning_rate=1e-3"]
@@ -124,6 +125,7 @@ def test_help_lists_every_setting_with_its_default():
     assert "--learning_rate" in r.stdout and "0.0002" in r.stdout and "--mlm_probability" in r.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("script", ["train.py", "sample.py", "eval.py", "tools/curves.py", "tokenize_numbers.py"])
 def test_each_script_starts_as_its_own_process(script):
     # the other tests run most scripts inside the test process; this one checks their imports and
@@ -137,6 +139,7 @@ def test_a_sample_longer_than_block_size_is_an_error(data, tmp_path):
     assert r.returncode != 0 and "block_size is 4" in r.stderr
 
 
+@pytest.mark.slow
 def test_compile_is_honoured_on_the_cpu_and_gives_the_eager_losses(data, tmp_path):
     common = [*TINY, "--n_layer=1", f"--data_dir={data}", "--batch_size=8", "--micro_batch_size=8",
               "--max_iters=2", "--eval_interval=2", "--eval_batches=1"]
@@ -276,6 +279,7 @@ def test_a_second_run_in_an_out_dir_in_use_is_refused_even_with_overwrite(data, 
     train(data, out, "--max_iters=2", "--overwrite=True")  # the lock of a process that has ended is taken over
 
 
+@pytest.mark.slow
 def test_a_run_that_ends_in_an_error_releases_its_lock_but_a_torchrun_worker_keeps_it(data, tmp_path):
     out = str(tmp_path / "out")
     for env in (None, {**os.environ, "TORCHELASTIC_RUN_ID": "launch-a"}):  # one process; a worker torchrun may restart
@@ -447,6 +451,7 @@ def test_a_checkpoint_cut_short_by_a_kill_is_removed_by_the_next_run_and_named(d
     assert f"removed {leftover}" in r.stdout and not os.path.exists(leftover)
 
 
+@pytest.mark.slow
 def test_a_bad_sample_met_by_one_of_two_processes_stops_both_with_one_message(own_data, tmp_path):
     from batching import step_samples
     split = Split(own_data, "train", "xval")
@@ -495,6 +500,7 @@ def test_a_checkpoint_that_cannot_be_written_says_why_in_one_line_not_blaming_th
     assert "Permission denied" in error and "disk" not in error
 
 
+@pytest.mark.slow
 def test_ctrl_c_ends_a_training_in_one_line_with_exit_code_130(data, tmp_path):
     import signal
     import time

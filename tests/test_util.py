@@ -69,6 +69,7 @@ def test_on_the_cpu_torch_runs_one_thread_unless_asked(monkeypatch):
         torch.set_num_threads(saved)
 
 
+@pytest.mark.slow
 def test_an_older_python_gets_one_line_naming_the_version_it_needs(monkeypatch):
     import runpy
     monkeypatch.setattr(sys, "version_info", (3, 10, 13, "final", 0))
@@ -81,6 +82,7 @@ def test_an_older_python_gets_one_line_naming_the_version_it_needs(monkeypatch):
         assert r.returncode == 1 and r.stderr.strip().startswith("error: Python 3.10.13 is too old") and "\n" not in r.stderr.strip()
 
 
+@pytest.mark.slow
 def test_ctrl_c_and_a_reader_that_stops_early_end_a_command_in_one_line_or_none(checkpoint):
     from util import run_main
 

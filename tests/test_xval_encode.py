@@ -101,7 +101,8 @@ def test_arithmetic_with_spaces():
     assert [v for k, v in as_xval_encode_reads("(1.5 - -2) * 3 = 7.5") if k == "num"] == [1.5, -2.0, 3.0, 7.5]
 
 
-@pytest.mark.parametrize("dataset", ["arithmetic", "lookup", "planets", "era5", "text"])
+@pytest.mark.parametrize("dataset", ["arithmetic", "lookup", "planets", "era5",
+                                     pytest.param("text", marks=pytest.mark.slow)])
 def test_every_prepare_scripts_output(dataset, tmp_path):
     import arithmetic
     import lookup
