@@ -144,7 +144,10 @@ def test_a_prepare_stopped_by_sigterm_leaves_the_old_dataset_whole_and_nothing_e
     while not [f for f in os.listdir(tmp_path) if f.startswith(".prepare-")] and time.time() < deadline:
         time.sleep(0.05)  # writing has begun
     p.send_signal(signal.SIGTERM)
-    assert p.wait(timeout=60) == 143
+    try:
+        assert p.wait(timeout=60) == 143
+    finally:
+        p.kill()  # a run that did not stop must not go on generating beside the other tests
     assert dataset_bytes(tmp_path) == before  # the old dataset, and no half-written new one
 
 
