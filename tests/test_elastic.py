@@ -1,6 +1,5 @@
 """The long multi-GPU run, on a CPU with gloo: a lost worker is replaced by torchrun and the run goes on from its last
-checkpoint, a SIGTERM (preemption) saves and stops and two torchrun agents (two machines)
-give one machine's losses."""
+checkpoint, a SIGTERM (preemption) saves and stops, and two torchrun agents (two machines) give one machine's losses."""
 import os
 import socket
 import subprocess
