@@ -2,10 +2,13 @@ import contextlib
 import io
 import os
 import runpy
+import shutil
 import signal
 import subprocess
 import sys
 import traceback
+
+import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the repository
 for path in (ROOT, os.path.join(ROOT, "tests")):
@@ -85,3 +88,29 @@ def run_in_process(args, input):
         signal.signal(signal.SIGTERM, saved[6])  # train.py notes a SIGTERM from its loop on
         signal.signal(signal.SIGINT, saved[7])  # and ends on Ctrl-C with one line
     return subprocess.CompletedProcess(args, code, *(s.buffer.getvalue().decode() for s in (out, err)))
+
+
+# ---------------------------------------------------------------- fixtures the test files share
+@pytest.fixture(scope="session")
+def data(tmp_path_factory):
+    """The tiny arithmetic set (ops2), tokenized in xVal and p10."""
+    d = str(tmp_path_factory.mktemp("data") / "ops2")
+    run("prepare/arithmetic.py", "--variant=ops2", "--size=tiny", "--out", d, "--workers=1")
+    for enc in ("xval", "p10"):
+        run("tokenize_numbers.py", d, "--encoding", enc, "--workers=1")
+    return d
+
+
+@pytest.fixture
+def own_data(data, tmp_path):
+    """A copy of the tiny dataset that a test may damage."""
+    return shutil.copytree(data, str(tmp_path / "ops2"))
+
+
+@pytest.fixture(scope="session")
+def checkpoint(data, tmp_path_factory):
+    """The best checkpoint of a tiny xVal model trained two steps on `data`."""
+    from helpers import train
+    out = str(tmp_path_factory.mktemp("run"))
+    train(data, out, "--max_iters=2")
+    return os.path.join(out, "ckpt_best.pt")

@@ -2,7 +2,6 @@
 follows from the earlier ones (a linear trend per station): every MLP beats the training mean, the same
 seed gives the same numbers, samples too short to cut are counted out, and a bad line names its place."""
 import json
-import math
 import os
 import subprocess
 import sys
@@ -10,47 +9,12 @@ import sys
 import numpy as np
 import pytest
 from conftest import ROOT
+from helpers import STD, sample_line, write_dataset
 
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 import baselines  # noqa: E402
 
-STD = 2.0  # the normalisation std written to meta.json: MSE in K² = standardised MSE × 4
 SHORT = {"train": (5, 4), "val": (0, 1), "test": (1, 0)}  # (too few stations, too few steps) per split
-
-
-def sample_line(rng, n_stations, n_steps):
-    """One sample as prepare/era5.py writes it: each station warms or cools linearly, plus a little noise."""
-    lat, lon = rng.uniform(-math.pi / 2, math.pi / 2, n_stations), rng.uniform(0, 2 * math.pi, n_stations)
-    coords = np.round(np.stack([np.sin(lat), np.sin(lon), np.cos(lon)], 1), 4)
-    tod, toy = rng.uniform(0, 2 * math.pi, 2)
-    start = np.round([math.sin(tod), math.cos(tod), math.sin(toy), math.cos(toy)], 4)
-    base, slope = rng.normal(0, 1, (n_stations, 1)), rng.normal(0, 0.4, (n_stations, 1))
-    data = base + slope * np.arange(n_steps) + rng.normal(0, 0.02, (n_stations, n_steps))
-    record = {"description": {"coords": coords.tolist(), "start": start.tolist()},
-              "data": [[float(f"{v:.4g}") for v in row] for row in data]}
-    return json.dumps(record, separators=(",", ":"))
-
-
-def write_dataset(d, sizes=None, short=None, ocean=False, seed=0):
-    """train/val/test.txt with 3-4 stations and 4-5 steps, plus `short` samples that have 2 stations or
-    3 steps; meta.json; with ocean=True also <split>.ocean.txt (1 when the first station's sin lat < 0)."""
-    rng = np.random.default_rng(seed)
-    sizes = sizes or {"train": 200, "val": 40, "test": 40}
-    os.makedirs(d, exist_ok=True)
-    for split, n in sizes.items():
-        few_stations, few_steps = (short or {}).get(split, (0, 0))
-        shapes = ([(2, 5)] * few_stations + [(4, 3)] * few_steps +
-                  [(int(rng.integers(3, 5)), int(rng.integers(4, 6))) for _ in range(n - few_stations - few_steps)])
-        lines = [sample_line(rng, *shapes[i]) for i in rng.permutation(n)]
-        with open(os.path.join(d, f"{split}.txt"), "w") as f:
-            f.write("".join(line + "\n" for line in lines))
-        if ocean:
-            labels = [int(json.loads(line)["description"]["coords"][0][0] < 0) for line in lines]
-            with open(os.path.join(d, f"{split}.ocean.txt"), "w") as f:
-                f.write("".join(f"{v}\n" for v in labels))
-    with open(os.path.join(d, "meta.json"), "w") as f:
-        json.dump({"splits": sizes, "normalisation": {"mean": 280.0, "std": STD, "units": "K", "from": "train"}}, f)
-    return d
 
 
 def run_baselines(data, out, *extra):
@@ -72,6 +36,7 @@ def result(data, tmp_path_factory):
     return run_baselines(data, str(tmp_path_factory.mktemp("out") / "baselines"))
 
 
+@pytest.mark.slow
 def test_every_mlp_beats_the_training_mean(result):
     rows = {r["variant"]: r for r in result[0]["results"]}
     assert set(rows) == {"mean", "persistence", *baselines.INPUTS}
@@ -83,6 +48,7 @@ def test_every_mlp_beats_the_training_mean(result):
     assert rows["temp_coord"]["inputs"] == 3 + 3 and rows["temp_toy"]["inputs"] == 3 + 2
 
 
+@pytest.mark.slow
 def test_short_samples_are_counted_out(result):
     samples, stdout = result[0]["samples"], result[1]
     for split, (few_stations, few_steps) in SHORT.items():
@@ -92,6 +58,7 @@ def test_short_samples_are_counted_out(result):
     assert "| All Stations |" in stdout and os.path.exists(result[0]["config"]["out"] + ".md")
 
 
+@pytest.mark.slow
 def test_the_same_seed_gives_the_same_losses(data, result, tmp_path):
     again, _ = run_baselines(data, str(tmp_path / "again"))
     assert [r["test_mse"] for r in again["results"]] == [r["test_mse"] for r in result[0]["results"]]

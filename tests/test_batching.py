@@ -2,15 +2,9 @@
 import numpy as np
 import pytest
 import torch
+from helpers import Samples
 
 from batching import mlm_mask, pack, step_batches, step_samples
-
-
-class Samples(list):
-    """A split held in memory: (ids, values) samples, with the lengths a tokenized Split has."""
-    @property
-    def lengths(self):
-        return np.array([len(s[0]) for s in self])
 
 
 def samples_in(batch):
@@ -118,6 +112,7 @@ def test_a_packed_row_may_be_longer_than_block_size_but_its_samples_not():
     assert [float(sums[k].detach()) for k in ("ce_sum", "n_tokens", "num_sum", "n_numbers")] == [0.0] * 4
 
 
+@pytest.mark.slow
 def test_without_a_pack_length_packing_chooses_the_shape_that_pads_least():
     """config/era5_xval.py's batch (64 samples, micro-batches of 16) on temperature-like samples: the shape chosen on steps
     0-19 packs steps 20-59 under 5% padding, where rows of 4 × block_size, 3 a micro-batch, pad more."""

@@ -4,8 +4,8 @@ import re
 import sys
 
 import pytest
-from conftest import ROOT
-from test_train import TINY, run
+from conftest import ROOT, run
+from helpers import TINY
 
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 import bench  # noqa: E402
@@ -21,6 +21,7 @@ def lookup(tmp_path_factory):
     return [*TINY, "--block_size=64", f"--data_dir={d}", "--batch_size=16", "--micro_batch_size=8"]
 
 
+@pytest.mark.slow
 def test_compare_packing_reports_both_runs_the_ratio_and_whether_the_loader_keeps_up(lookup):
     r = run("tools/bench.py", *lookup, "--steps=3", "--warmup=1", "--compare=packing")
     for packing in ("False", "True"):
@@ -34,6 +35,7 @@ def test_compare_packing_reports_both_runs_the_ratio_and_whether_the_loader_keep
                      r.stdout), r.stdout
 
 
+@pytest.mark.slow
 def test_the_loader_alone_times_one_process_share_without_training(lookup):
     r = run("tools/bench.py", *lookup, "--steps=3", "--warmup=1", "--loader", "--nproc=2")
     assert "system:" not in r.stdout  # train.py did not run

@@ -10,7 +10,7 @@ import torch._dynamo.utils
 
 from batching import ar_example, collate, mlm_mask, pack, step_batches
 from model import GPT, GPTConfig, loss_from
-from test_batching import Samples
+from helpers import Samples
 
 V, NUM = 20, 3
 
@@ -46,6 +46,7 @@ def assert_same(eager, compiled, b):
         torch.testing.assert_close(cg, g, rtol=1e-3, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_compiled_equals_eager_and_recompiles_a_bounded_number_of_times_over_varying_shapes():
     torch._dynamo.reset()
     torch._dynamo.utils.counters.clear()
@@ -60,6 +61,7 @@ def test_compiled_equals_eager_and_recompiles_a_bounded_number_of_times_over_var
     assert graphs <= 3, f"{graphs} graphs compiled over 20 batches"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("encoding,k,causal,packed", [("xval", 2, True, True), ("p10", 0, False, False)])
 def test_compiled_equals_eager(encoding, k, causal, packed):
     torch._dynamo.reset()
@@ -67,6 +69,7 @@ def test_compiled_equals_eager(encoding, k, causal, packed):
     assert_same(eager, torch.compile(eager), batch(np.random.default_rng(1), packed, causal))
 
 
+@pytest.mark.slow
 @torch.no_grad()  # the forward graphs decide the recompilations; compiling no backward keeps this quick
 def test_packed_steps_compile_at_most_twice_and_give_the_padded_steps_losses():
     # every packed micro-batch has one shape, so only the number of predicted positions varies:

@@ -4,8 +4,8 @@ import os
 
 import numpy as np
 import pytest
-from conftest import ROOT
-from test_train import losses, run
+from conftest import ROOT, run
+from helpers import losses
 
 from configurator import configure, defaults
 from dataset import Split
@@ -46,12 +46,13 @@ def test_paper_configs_follow_the_papers_tables():
 
 
 def synthetic_era5(path):
-    from test_prepare_era5 import truth_field, write_old_layout
+    from helpers import truth_field, write_old_layout
     write_old_layout(path, truth_field(n_steps=200, n_lat=10, n_lon=20),
                      lat=np.linspace(80, -80, 10), lon=np.linspace(0, 342, 20))
 
 
-@pytest.mark.parametrize("dataset,encoding", [("arithmetic", "fp15"), ("lookup", "b1999"), ("planets", "p10"),
+@pytest.mark.parametrize("dataset,encoding", [("arithmetic", "fp15"), ("lookup", "b1999"),
+                                              pytest.param("planets", "p10", marks=pytest.mark.slow),
                                               ("era5", "xval")])
 def test_each_small_config_trains_from_a_prepared_tiny_set(tmp_path, dataset, encoding):
     data = str(tmp_path / dataset)

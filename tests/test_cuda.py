@@ -69,7 +69,8 @@ def test_bf16_autocast_loss_is_near_the_fp32_loss_and_the_number_path_stays_fp32
 
 
 def test_resume_on_cuda_gives_the_same_next_losses(tmp_path):
-    from test_train import resumed_losses_match, run
+    from conftest import run
+    from helpers import resumed_losses_match
     data = str(tmp_path / "ops2")
     run("prepare/arithmetic.py", "--variant=ops2", "--size=tiny", "--out", data, "--workers=1")
     run("tokenize_numbers.py", data, "--encoding=xval", "--workers=1")

@@ -2,9 +2,12 @@
 import json
 import os
 
-from test_train import TINY, run
+import pytest
+from conftest import run
+from helpers import TINY
 
 
+@pytest.mark.slow
 def test_curves_score_every_kept_checkpoint_at_its_step_and_flops(tmp_path):
     data = str(tmp_path / "ops2")
     run("prepare/arithmetic.py", "--variant=ops2", "--size=tiny", "--out", data, "--workers=1")

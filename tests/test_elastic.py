@@ -1,6 +1,5 @@
 """The long multi-GPU run, on a CPU with gloo: a lost worker is replaced by torchrun and the run goes on from its last
-checkpoint, a SIGTERM (preemption) saves and stops, two torchrun agents (two machines) give one machine's losses, and the
-SLURM script builds that torchrun line."""
+checkpoint, a SIGTERM (preemption) saves and stops, and two torchrun agents (two machines) give one machine's losses."""
 import os
 import socket
 import subprocess
@@ -8,9 +7,8 @@ import sys
 
 import pytest
 import torch
-from conftest import ROOT
-from test_reliability import data  # noqa: F401 (the tiny xVal dataset, a fixture)
-from test_train import TINY, losses, run
+from conftest import ROOT, run
+from helpers import TINY, losses
 
 ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
 
@@ -32,6 +30,7 @@ def torchrun(*args):
     return [sys.executable, "-m", "torch.distributed.run", *args]
 
 
+@pytest.mark.slow
 def test_a_killed_worker_is_replaced_and_the_run_continues_from_its_last_checkpoint(data, straight, tmp_path):
     out = str(tmp_path / "out")
     r = subprocess.run(torchrun("--standalone", "--nproc_per_node=2", "--max-restarts=1", "--monitor-interval=0.2",
@@ -45,6 +44,7 @@ def test_a_killed_worker_is_replaced_and_the_run_continues_from_its_last_checkpo
     assert all(a[i] == pytest.approx(straight[i], rel=1e-5) for i in a)
 
 
+@pytest.mark.slow
 def test_a_sigterm_on_one_machine_of_two_processes_stops_both_with_one_line(data, tmp_path):
     out = str(tmp_path / "out")
     r = subprocess.run(torchrun("--standalone", "--nproc_per_node=2", "--monitor-interval=0.2", "tests/signal_at_step.py",
@@ -67,6 +67,7 @@ def test_a_torchrun_restart_continues_only_its_own_launch(data, tmp_path, monkey
     assert "resuming at step 3" in r.stdout and sorted(losses(out)) == [1, 2, 3, 4, 5, 6]
 
 
+@pytest.mark.slow
 def test_two_agents_give_one_machines_losses_and_a_sigterm_saves_for_resume(data, straight, tmp_path):
     """Two torchrun agents on localhost (--nnodes=2, as two machines run it); a SIGTERM to one worker in step 3 stops
     both after step 4, the next logged step, with ckpt_latest.pt of step 4; --resume ends with the uninterrupted losses."""
@@ -91,22 +92,3 @@ def test_two_agents_give_one_machines_losses_and_a_sigterm_saves_for_resume(data
         "--resume")
     a = losses(out)
     assert sorted(a) == [2, 4, 6] and a[6] == pytest.approx(straight[6], rel=1e-5)
-
-
-def test_the_slurm_script_is_bash_and_starts_one_torchrun_agent_per_node_with_the_job_as_launch(tmp_path):
-    """tools/slurm.sh, run elsewhere (sbatch runs a copy), under stand-ins for srun (runs the command once), scontrol and
-    torchrun (prints its line)."""
-    assert subprocess.run(["bash", "-n", "tools/slurm.sh"], cwd=ROOT).returncode == 0
-    bin_ = tmp_path / "bin"
-    bin_.mkdir()
-    for name, body in (("srun", 'while [[ $1 == --* ]]; do shift; done; exec "$@"'),
-                       ("scontrol", 'printf "gpu07\\ngpu08\\n"'), ("torchrun", 'echo "torchrun $*"')):
-        (bin_ / name).write_text(f"#!/usr/bin/env bash\n{body}\n")
-        (bin_ / name).chmod(0o755)
-    env = {**os.environ, "PATH": f"{bin_}:{os.environ['PATH']}", "SLURM_JOB_NODELIST": "gpu[07-08]", "SLURM_NNODES": "2",
-           "SLURM_JOB_ID": "4242", "SLURM_GPUS_ON_NODE": "4", "SLURM_SUBMIT_DIR": ROOT}
-    r = subprocess.run(["bash", os.path.join(ROOT, "tools/slurm.sh"), "config/era5_xval.py", "--resume"],
-                       cwd=str(tmp_path), env=env, capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    assert r.stdout.strip() == ("torchrun --nnodes=2 --nproc_per_node=4 --max-restarts=3 --rdzv_backend=c10d "
-                                "--rdzv_endpoint=gpu07:29500 --rdzv_id=4242 train.py config/era5_xval.py --resume")

@@ -47,6 +47,7 @@ def test_a_report_of_another_task_is_refused_naming_it(tmp_path):
         era5_persistence.row(str(tmp_path / "eval.json"))
 
 
+@pytest.mark.slow
 def test_no_reports_is_an_error_that_says_what_is_needed():
     r = run("dev/era5_persistence.py", check=False)
     assert r.returncode == 1 and "--reports is required" in r.stderr

@@ -17,6 +17,7 @@ def report(tmp_path, name, encoding, truth, pred):
     return str(path)
 
 
+@pytest.mark.slow
 def test_each_decade_has_its_count_relative_error_and_share_of_the_squared_error(tmp_path):
     truth = [2.0, 4.0, 5.0, 20.0, 2000.0, -3000.0]
     small = report(tmp_path, "x.json", "xval", truth, [2.2, 4.4, 5.5, 22.0, 200.0, -300.0])  # 10% off, then 90% off

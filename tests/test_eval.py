@@ -6,13 +6,13 @@ import os
 
 import numpy as np
 import pytest
-from test_train import run
+import torch
+from conftest import run
+from helpers import EVAL_TINY as TINY
+from helpers import evaluated, one_line_error, prepared
 
 import eval as ev
 import util as metrics
-
-TINY = ["--n_layer=1", "--n_head=2", "--n_embd=16", "--device=cpu", "--compile=False", "--warmup_iters=0",
-        "--log_interval=1", "--max_iters=3", "--eval_interval=3", "--batch_size=4", "--micro_batch_size=4"]
 
 
 # ---------------------------------------------------------------- metrics
@@ -92,25 +92,10 @@ def test_a_sample_that_is_not_the_tasks_json_is_refused_with_its_line():
 
 # ---------------------------------------------------------------- end to end
 
-def prepared(tmp_path_factory, name, script, *args, encodings=("xval",)):
-    d = str(tmp_path_factory.mktemp(name) / "data")
-    run(script, "--size=tiny", "--out", d, "--workers=1", *args)
-    for enc in encodings:
-        run("tokenize_numbers.py", d, "--encoding", enc, "--workers=1")
-    return d
-
-
 def trained(data, out, encoding="xval", block_size=64, seed=1, extra=()):
     run("train.py", *TINY, f"--data_dir={data}", f"--out_dir={out}", f"--encoding={encoding}",
         f"--block_size={block_size}", f"--seed={seed}", *extra)
     return os.path.join(out, "ckpt_best.pt")
-
-
-def evaluated(*ckpts, extra=()):
-    prefix = os.path.join(os.path.dirname(ckpts[0]), "report")
-    r = run("eval.py", f"--ckpt={' '.join(ckpts)}", f"--out={prefix}", "--save_predictions=True", *extra)
-    with open(prefix + ".json") as f:
-        return json.load(f), r.stdout, prefix
 
 
 def lines(data, split):
@@ -168,6 +153,7 @@ def test_lookup_end_to_end_with_two_seeds_and_plots(tmp_path_factory, tmp_path):
     assert all(0.3 < t < 0.5 for t in report["splits"]["test_ood"]["answer"]["truth"]) and len(truths) > 0
 
 
+@pytest.mark.slow
 def test_planets_end_to_end_on_both_ood_sets(tmp_path_factory, tmp_path):
     data = prepared(tmp_path_factory, "planets", "prepare/planets.py")
     report, _, _ = evaluated(trained(data, str(tmp_path / "xval"), block_size=1024))
@@ -182,8 +168,9 @@ def test_planets_end_to_end_on_both_ood_sets(tmp_path_factory, tmp_path):
     assert all(1.0 < a < 1.16 for a in report["splits"]["test_ood_a0"]["a0"]["truth"])
 
 
+@pytest.mark.slow
 def test_temperature_end_to_end_in_kelvin(tmp_path_factory, tmp_path):
-    from test_prepare_era5 import truth_field, write_old_layout
+    from helpers import truth_field, write_old_layout
     tmp = tmp_path_factory.mktemp("era5")
     nc = write_old_layout(tmp / "t2m.nc", truth_field())
     data = str(tmp / "data")
@@ -201,6 +188,7 @@ def test_temperature_end_to_end_in_kelvin(tmp_path_factory, tmp_path):
     assert r["persistence"]["mse"] == pytest.approx(by_hand) and "persistence (each station's previous step)" in out
 
 
+@pytest.mark.slow
 def test_summary_puts_encodings_side_by_side(tmp_path_factory, tmp_path):
     data = prepared(tmp_path_factory, "ops2", "prepare/arithmetic.py", "--variant=ops2", encodings=("xval", "fp15"))
     for enc in ("fp15", "xval"):  # folders <setting>_<encoding>: one table per setting
@@ -240,7 +228,7 @@ def test_own_data_masks_the_last_or_every_number_under_a_key():
 
 @pytest.fixture(scope="module")
 def own(tmp_path_factory):
-    from test_sample import write_own_data
+    from helpers import write_own_data
     data = write_own_data(str(tmp_path_factory.mktemp("own") / "data"))
     return data, trained(data, str(tmp_path_factory.mktemp("own_run")), block_size=64)
 
@@ -318,3 +306,38 @@ def test_the_report_goes_where_it_can_be_written_and_replaces_no_other(own, tmp_
     r = run("eval.py", f"--ckpt={ckpt}", f"--data_dir={copy}")
     assert os.path.join(os.path.dirname(ckpt), "eval_copy_of_data.json") in r.stdout
     assert open(own_report).read() == before and json.load(open(own_report))["data_dir"] == data
+
+
+# ---------------------------------------------------------------- a checkpoint's reports and its limits
+
+def test_eval_reads_each_checkpoints_weights_once(checkpoint, data, tmp_path, monkeypatch):
+    full, real = [], torch.load
+
+    def load(path, *args, **kwargs):  # a load that reads every tensor (not mapped) is counted
+        full.extend([] if kwargs.get("mmap") else [path])
+        return real(path, *args, **kwargs)
+    monkeypatch.setattr(torch, "load", load)
+    run("eval.py", f"--ckpt={checkpoint}", f"--data_dir={data}", f"--out={tmp_path / 'eval'}", "--max_samples=4")
+    assert full == [checkpoint]
+
+
+def test_a_test_sample_longer_than_the_models_context_is_one_line_naming_it(checkpoint, own_data, tmp_path):
+    long = "(" + "+".join(["0.5"] * 40) + ")=20"  # far more tokens than the tiny model's block_size
+    with open(os.path.join(own_data, "test.txt"), "a") as f:
+        f.write(long + "\n")
+    n = sum(1 for _ in open(os.path.join(own_data, "test.txt")))
+    error = one_line_error(run("eval.py", f"--ckpt={checkpoint}", f"--data_dir={own_data}", f"--out={tmp_path / 'e'}",
+                               check=False))
+    assert f"test.txt:{n}:" in error and "more than the block_size" in error
+    r = run("sample.py", f"--ckpt={checkpoint}", input=f"(0.5+0.25)=[?]\n{long[:-2]}[?]\n", check=False)
+    assert r.returncode != 0 and "stdin:2" in r.stderr and "block_size" in r.stderr and "Traceback" not in r.stderr
+    assert r.stdout.startswith("(0.5+0.25)=")  # the other line is still predicted
+
+
+def test_a_report_of_some_samples_never_replaces_the_report_of_all(checkpoint, data):
+    folder = os.path.dirname(checkpoint)
+    run("eval.py", f"--ckpt={checkpoint}", f"--data_dir={data}")
+    full = open(os.path.join(folder, "eval.json")).read()
+    r = run("eval.py", f"--ckpt={checkpoint}", f"--data_dir={data}", "--max_samples=5")
+    assert open(os.path.join(folder, "eval.json")).read() == full
+    assert json.load(open(os.path.join(folder, "eval_first5.json")))["max_samples"] == 5 and "eval_first5.md" in r.stdout

@@ -11,10 +11,8 @@ from eval import mixture_crps
 from mixture import (MIN_STD, MixtureHead, mixture_cdf, mixture_mean, mixture_nll, mixture_of, mixture_quantile,
                      mixture_sample, mixture_std)
 from model import GPT, IGNORE, GPTConfig
-from test_eval import TINY as EVAL_TINY
-from test_eval import evaluated, prepared
-from test_model import NUM, V, sample, tiny
-from test_train import TINY, losses, run
+from conftest import run
+from helpers import EVAL_TINY, NUM, TINY, V, evaluated, losses, prepared, sample, tiny
 
 
 def outputs(weights, means, stds):
@@ -223,6 +221,7 @@ def test_an_older_checkpoint_without_head_settings_loads_as_mse(arithmetic, tmp_
         "--batch_size=4", "--micro_batch_size=4", "--resume")
 
 
+@pytest.mark.slow
 def test_planets_gmm_evaluation_draws_m0_densities(tmp_path_factory, tmp_path):
     data = prepared(tmp_path_factory, "planets", "prepare/planets.py")
     out = str(tmp_path / "gmm")

@@ -3,9 +3,11 @@ import json
 import math
 
 import numpy as np
-from test_train import run
+import pytest
+from conftest import run
 
 
+@pytest.mark.slow
 def test_the_mse_head_is_scored_as_a_gaussian_with_its_validation_spread(tmp_path):
     truth, median = [0.0, 1.0, 2.0, 4.0], [0.5, 1.0, 1.0, 3.0]  # variance of the truth 2.1875
     val_mse = 0.25  # s = 0.5
@@ -32,6 +34,7 @@ def test_the_mse_head_is_scored_as_a_gaussian_with_its_validation_spread(tmp_pat
     assert cells[10] == "0.25 / 0.50" and cells[11] == "0.50 / 0.90"
 
 
+@pytest.mark.slow
 def test_a_missing_report_is_named():
     r = run("dev/gmm_table.py", "nowhere.json", "b.json", "c.json", check=False)
     assert r.returncode != 0 and "nowhere.json: no such eval.py report" in r.stderr

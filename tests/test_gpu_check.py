@@ -3,13 +3,13 @@ import os
 import sys
 
 import pytest
-from conftest import ROOT
-from test_train import run
+from conftest import ROOT, run
 
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 import gpu_check  # noqa: E402
 
 
+@pytest.mark.slow
 def test_the_gpu_check_dry_run_passes_and_writes_its_table(tmp_path):
     table = tmp_path / "gpu_check.md"
     r = run("tools/gpu_check.py", "--device=cpu", "--tiny=True", f"--data_dir={tmp_path / 'data'}", f"--record={table}",
@@ -31,6 +31,7 @@ def test_n_processes_must_log_the_losses_of_one():
         gpu_check.same_losses(one, {1: 2.0, 2: 1.5}, 2, 3, 1e-3)
 
 
+@pytest.mark.slow
 def test_the_gpu_check_refuses_an_unknown_stage():
     r = run("tools/gpu_check.py", "--device=cpu", "--stages=data bnech", check=False)
     assert r.returncode != 0 and "unknown stage 'bnech'" in r.stderr

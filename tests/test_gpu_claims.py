@@ -36,6 +36,7 @@ def table_rows(path):
     return rows
 
 
+@pytest.mark.slow
 def test_dry_run_writes_one_row_per_encoding_and_a_second_invocation_skips_everything(tmp_path, monkeypatch):
     calls = []
     monkeypatch.setattr(gpu_claims, "run", in_process(calls))
@@ -101,6 +102,7 @@ def test_a_command_past_its_deadline_is_stopped_and_a_failing_one_is_an_error(tm
         gpu_claims.run([sys.executable, "-c", "import sys; sys.exit(3)"], log, deadline=time.time() + 60)
 
 
+@pytest.mark.slow
 def test_results_of_a_dry_run_are_never_mixed_with_a_gpu_run(tmp_path):
     def claims(*args):
         return subprocess.run([sys.executable, "dev/gpu_claims.py", *args], cwd=ROOT, capture_output=True, text=True)

@@ -4,28 +4,12 @@ import math
 import numpy as np
 import pytest
 import torch
+from helpers import NUM, V, sample, tiny
 
 from batching import collate, mlm_mask
 from model import GPT, IGNORE, GPTConfig, flops_per_token, loss_from
 from util import peak_flops
 from tokenize_numbers import MASK_ID
-
-V, NUM = 12, 3  # a tiny vocabulary: specials 0..2, [NUM] 3, text tokens 4..11
-
-
-def tiny(encoding="xval", **kw):
-    torch.manual_seed(0)
-    cfg = GPTConfig(vocab_size=V, num_id=NUM if encoding == "xval" else -1, block_size=32,
-                    n_layer=2, n_head=2, n_embd=32, encoding=encoding, **kw)
-    return GPT(cfg).eval()
-
-
-def sample(T, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    ids = torch.randint(4, V, (T,), generator=g)
-    ids[::3] = NUM
-    values = torch.where(ids == NUM, torch.randn(T, generator=g), torch.ones(T))
-    return ids, values
 
 
 @pytest.mark.parametrize("encoding,causal", [("xval", False), ("xval", True), ("p10", False)])
@@ -233,6 +217,7 @@ def test_no_attention_crosses_a_sample_boundary_in_a_packed_row():
     assert not torch.allclose(num[0, 6:], num2[0, 6:])
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:.*flex_attention called without torch.compile")
 @torch.no_grad()  # FlexAttention has no backward on CPU: gradients are checked on a GPU only
 def test_flex_attention_path_equals_the_dense_mask_path():

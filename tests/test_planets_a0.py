@@ -66,6 +66,7 @@ def test_a_report_of_another_task_is_refused_naming_it(tmp_path):
         planets_a0.rows(str(tmp_path / "eval.json"))
 
 
+@pytest.mark.slow
 def test_no_reports_is_an_error_that_says_what_is_needed():
     r = run("dev/planets_a0.py", check=False)
     assert r.returncode == 1 and "--reports is required" in r.stderr

@@ -32,6 +32,7 @@ def test_recalling_and_interpolating_models_are_told_apart(tmp_path):
     assert share == 0.0 and mse == pytest.approx(1e-6) and corr == pytest.approx(1.0)
 
 
+@pytest.mark.slow
 def test_the_command_writes_the_table_and_figure(tmp_path):
     truth = np.linspace(0.33, 0.47, 20)  # 0.03 or more from every training step size
     paths = [report(tmp_path, f"{e}.json", e, truth, truth) for e in ("xval", "p10")]
@@ -42,6 +43,7 @@ def test_the_command_writes_the_table_and_figure(tmp_path):
     assert (tmp_path / "dt.png").stat().st_size > 0 and "wrote" in r.stdout
 
 
+@pytest.mark.slow
 def test_no_reports_is_an_error_that_says_what_is_needed():
     r = run("dev/planets_dt_ood.py", check=False)
     assert r.returncode == 1 and "--reports is required" in r.stderr

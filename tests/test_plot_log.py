@@ -10,6 +10,7 @@ ROWS = [{"iter": 0, "val_loss": 3.0, "val_ce": 2.0, "val_mse": 1.0}] + [
     {"iter": 10, "val_loss": 0.5, "val_ce": 0.3, "val_mse": 0.2}]
 
 
+@pytest.mark.slow
 def test_a_log_becomes_a_png(tmp_path):
     (tmp_path / "log.jsonl").write_text("".join(json.dumps(r) + "\n" for r in ROWS))
     r = run("tools/plot_log.py", str(tmp_path))
@@ -19,6 +20,7 @@ def test_a_log_becomes_a_png(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["log.jsonl", "loss.png"]  # no temporary file left
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("log,expected", [
     (None, "cannot read"),
     ('{"iter": 1, "loss": 2}\nnot json\n', "log.jsonl:2: not a row of train.py's log"),

@@ -16,61 +16,9 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "prepare"))
 import era5  # noqa: E402
+from helpers import LAT, LON, START, truth_field, write_old_layout  # noqa: E402
 
-LAT = np.linspace(81.0, -81.0, 10)   # descending, as ERA5; 18° apart so sin(lat) decodes unambiguously
-LON = np.arange(20) * 18.0           # 0..342
-N_STEPS = 200                        # hourly
-START = datetime.datetime(2021, 3, 1)
 TOL = 5.1e-4                         # 4 significant digits of a standardised value below 10
-
-
-def truth_field(n_steps=N_STEPS, n_lat=len(LAT), n_lon=len(LON), seed=0):
-    """(steps, lat, lon) kelvin with a latitude gradient, a daily cycle, and noise; already quantised the way
-    the CDS int16 packing and netCDF4's unpacking leave it, so every layout can hold exactly these values."""
-    rng = np.random.default_rng(seed)
-    hours = np.arange(n_steps)[:, None, None]
-    lat = np.linspace(81, -81, n_lat)[None, :, None]
-    lon = np.linspace(0, 342, n_lon)[None, None, :]
-    t = 250 + 40 * np.cos(np.radians(lat)) + 6 * np.sin(2 * np.pi * hours / 24 + np.radians(lon))
-    t = t + rng.normal(0, 2, t.shape)
-    scale, offset = (t.max() - t.min()) / 65000, (t.max() + t.min()) / 2
-    packed = np.round((t - offset) / scale).astype(np.int16)
-    return packed.astype(np.float64) * scale + offset, (packed, scale, offset)
-
-
-def write_old_layout(path, field, lat=LAT, lon=LON, missing=None, expver_from=None, hour0=0):
-    """CDS before 2024: netCDF3, int16 t2m(time[, expver], latitude, longitude) with scale_factor/add_offset,
-    _FillValue/missing_value; `missing` (steps, lats, lons) slices are written as fill values; with
-    expver_from=k the ERA5 row holds steps < k and the ERA5T row the rest."""
-    values, (packed, scale, offset) = field
-    packed = packed.copy()
-    if missing is not None:
-        packed[missing] = -32767
-    with netCDF4.Dataset(path, "w", format="NETCDF3_64BIT_OFFSET") as ds:
-        ds.createDimension("longitude", len(lon))
-        ds.createDimension("latitude", len(lat))
-        ds.createDimension("time", None)
-        ds.createVariable("longitude", "f4", ("longitude",))[:] = lon
-        ds["longitude"].units = "degrees_east"
-        ds.createVariable("latitude", "f4", ("latitude",))[:] = lat
-        ds["latitude"].units = "degrees_north"
-        t = ds.createVariable("time", "i4", ("time",))
-        t.units, t.calendar = "hours since 1900-01-01 00:00:00.0", "gregorian"
-        t[:] = netCDF4.date2num(START, t.units, t.calendar) + hour0 + np.arange(len(packed))
-        dims = ("time", "latitude", "longitude")
-        if expver_from is not None:
-            ds.createDimension("expver", 2)
-            ds.createVariable("expver", "i4", ("expver",))[:] = [1, 5]
-            dims = ("time", "expver", "latitude", "longitude")
-            rows = np.full((len(packed), 2) + packed.shape[1:], -32767, np.int16)
-            rows[:expver_from, 0], rows[expver_from:, 1] = packed[:expver_from], packed[expver_from:]
-            packed = rows
-        v = ds.createVariable("t2m", "i2", dims, fill_value=-32767)
-        v.scale_factor, v.add_offset, v.missing_value = scale, offset, np.int16(-32767)
-        v.units, v.long_name = "K", "2 metre temperature"
-        v.set_auto_maskandscale(False)  # write the packed integers as they are
-        v[:] = packed
-    return path
 
 
 def write_2024_layout(path, values, lat=LAT, lon=LON, number_dim=False, hour0=0):
@@ -326,6 +274,7 @@ def test_bad_inputs_are_refused_with_a_clear_message(old_layout, tmp_path):
     assert "--force" in error_of(old_layout.path, "--out", old_layout.out)
 
 
+@pytest.mark.slow
 def test_command_line_exits_nonzero_naming_the_file(tmp_path):
     (tmp_path / "x.zip").write_bytes(b"PK\x03\x04rest of a zip")
     run = subprocess.run([sys.executable, os.path.join(ROOT, "prepare", "era5.py"), str(tmp_path / "x.zip"),

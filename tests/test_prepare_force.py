@@ -1,10 +1,13 @@
 """--force replaces what a prepare run wrote and nothing else: other files in the folder stay."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 
+import pytest
 from conftest import run
+from helpers import one_line_error, train
 
 
 def prepare(out, *flags, check=True):
@@ -72,6 +75,7 @@ def test_force_waits_for_a_tokenize_run_that_is_reading_the_dataset(tmp_path):
     assert json.loads((tmp_path / "meta.json").read_text())["seed"] == 2
 
 
+@pytest.mark.slow
 def test_a_full_disk_ends_a_prepare_script_with_one_line():
     from conftest import ROOT
     code = ("import sys; sys.path.insert(0, 'prepare'); import common, errno, os; common.one_line_errors(); "
@@ -126,6 +130,7 @@ def test_a_force_that_fails_while_writing_leaves_the_old_dataset_whole(tmp_path,
     assert json.loads((tmp_path / "meta.json").read_text())["seed"] == 2
 
 
+@pytest.mark.slow
 def test_a_prepare_stopped_by_sigterm_leaves_the_old_dataset_whole_and_nothing_else(tmp_path):
     import signal
     import time
@@ -139,10 +144,14 @@ def test_a_prepare_stopped_by_sigterm_leaves_the_old_dataset_whole_and_nothing_e
     while not [f for f in os.listdir(tmp_path) if f.startswith(".prepare-")] and time.time() < deadline:
         time.sleep(0.05)  # writing has begun
     p.send_signal(signal.SIGTERM)
-    assert p.wait(timeout=60) == 143
+    try:
+        assert p.wait(timeout=60) == 143
+    finally:
+        p.kill()  # a run that did not stop must not go on generating beside the other tests
     assert dataset_bytes(tmp_path) == before  # the old dataset, and no half-written new one
 
 
+@pytest.mark.slow
 def test_ctrl_c_in_a_prepare_with_workers_is_one_line_and_leaves_the_old_dataset_whole(tmp_path):
     import signal
     import time
@@ -164,6 +173,7 @@ def test_ctrl_c_in_a_prepare_with_workers_is_one_line_and_leaves_the_old_dataset
     assert dataset_bytes(tmp_path) == before
 
 
+@pytest.mark.slow
 def test_a_pool_worker_interrupted_inside_a_library_ends_the_run_as_ctrl_c_does():
     """REBOUND's integrate raises KeyboardInterrupt itself on a SIGINT, in a pool worker too, where a pool would wait
     for the lost worker forever."""
@@ -193,3 +203,14 @@ def test_a_force_that_cannot_move_an_old_file_aside_puts_everything_back(tmp_pat
     r = prepare(tmp_path, "--force", "--seed=2", check=False)
     assert r.returncode != 0 and "cannot replace" in r.stderr and "is as it was" in r.stderr
     assert {k: v for k, v in dataset_bytes(tmp_path).items() if not k.startswith(".prepare-")} == before
+
+
+def test_prepare_force_removes_the_tokenized_arrays_and_vocabulary_it_replaces(data, tmp_path):
+    d = shutil.copytree(os.path.join(data), str(tmp_path / "d"))
+    (tmp_path / "d" / "test_ood.txt").write_text("{a:1}a=1\n")  # a split of an earlier dataset
+    (tmp_path / "d" / "notes.md").write_text("mine\n")
+    run("prepare/lookup.py", "--size=tiny", "--out", d, "--workers=1", "--force")
+    assert sorted(os.listdir(d)) == ["meta.json", "notes.md", "test.txt", "test_ood.txt", "train.txt", "val.txt"]
+    assert open(os.path.join(d, "test_ood.txt")).read() != "{a:1}a=1\n"
+    error = one_line_error(train(d, str(tmp_path / "out"), "--max_iters=1", check=False))
+    assert "vocab.json not found; run: python tokenize_numbers.py" in error

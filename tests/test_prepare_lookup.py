@@ -50,6 +50,7 @@ def samples(out, split):
         return [parse(line) for line in f.read().splitlines()]
 
 
+@pytest.mark.slow
 def test_lines_are_lookups_whose_answer_is_the_queried_value(dataset):
     sizes = set()
     for split in ("train", "val", "test", "test_ood"):
@@ -62,12 +63,14 @@ def test_lines_are_lookups_whose_answer_is_the_queried_value(dataset):
     assert sizes == {2, 3, 4, 5, 6}
 
 
+@pytest.mark.slow
 def test_no_train_val_test_value_lies_in_the_gap(dataset):
     for split in ("train", "val", "test"):
         for table, _, _ in samples(dataset, split):
             assert not any(0.3 < float(v) < 0.5 for v in table.values())
 
 
+@pytest.mark.slow
 def test_ood_queries_a_value_in_the_gap_and_only_that_one(dataset):
     for table, key, answer in samples(dataset, "test_ood"):
         assert 0.3 < float(answer) < 0.5
@@ -87,12 +90,14 @@ def test_rounding_onto_a_gap_edge_is_decided_on_the_written_value():
     assert lookup.draw_value(Draws(0.4996, 0.42), inside_gap=True) == "0.42"  # 0.5: not inside
 
 
+@pytest.mark.slow
 def test_same_seed_gives_identical_files_for_any_worker_count(dataset, tmp_path):
     r = run("--out", str(tmp_path / "one"), "--seed", "1", "--workers", "1")
     assert r.returncode == 0, r.stderr
     assert read_all(tmp_path / "one") == read_all(dataset)
 
 
+@pytest.mark.slow
 def test_entries_sets_the_dictionary_sizes_and_is_recorded(tmp_path):
     out = tmp_path / "e23"
     r = run("--out", str(out), "--seed", "1", "--workers", "1", "--entries", "2,3")
@@ -102,6 +107,7 @@ def test_entries_sets_the_dictionary_sizes_and_is_recorded(tmp_path):
     assert '"entries": [\n    2,\n    3\n  ]' in (out / "meta.json").read_text()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bad", ["0,3", "3,2", "2,27", "2", "two,3"])
 def test_entries_out_of_range_is_refused_by_name(tmp_path, bad):
     r = run("--out", str(tmp_path / "x"), "--entries", bad)

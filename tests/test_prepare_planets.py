@@ -52,6 +52,7 @@ def planets_of(record):
     return [d[f"planet{i}"] for i in range(len(d) - 1)]
 
 
+@pytest.mark.slow
 def test_every_split_and_meta_are_written_with_the_right_sizes(dataset):
     n_train, n_val, n_test = SIZES["tiny"]
     expected = {"train": n_train, "val": n_val, "test": n_test,
@@ -63,6 +64,7 @@ def test_every_split_and_meta_are_written_with_the_right_sizes(dataset):
     assert meta["scales"] == {"m": 1e5, "e": 20.0}
 
 
+@pytest.mark.slow
 def test_records_have_the_layout_and_follow_the_priors(records):
     for split, recs in records.items():
         for rec in recs:
@@ -86,6 +88,7 @@ def test_records_have_the_layout_and_follow_the_priors(records):
     assert {planets_of(r)[0]["a"] == 1 for r in records["train"]} == {True, False}
 
 
+@pytest.mark.slow
 def test_ood_stepsizes_stay_clear_of_every_training_stepsize(records):
     steps = [r["description"]["stepsize"] for r in records["test_ood_stepsize"]]
     for s in steps:
@@ -94,6 +97,7 @@ def test_ood_stepsizes_stay_clear_of_every_training_stepsize(records):
     assert len(set(steps)) > len(steps) // 2  # continuous, not a few values
 
 
+@pytest.mark.slow
 def test_ood_a0_puts_planet0_alone_in_the_gap_no_training_planet_reaches(records):
     for rec in records["test_ood_a0"]:
         ps = planets_of(rec)
@@ -103,6 +107,7 @@ def test_ood_a0_puts_planet0_alone_in_the_gap_no_training_planet_reaches(records
         assert not any(1 < p["a"] < 1.16 for r in records[split] for p in planets_of(r))
 
 
+@pytest.mark.slow
 def test_positions_stay_between_pericentre_and_apocentre(records):
     # the other planets perturb each orbit a little (1% in rare close encounters); a planet
     # written with another planet's elements would miss by 5% or more
@@ -126,12 +131,14 @@ def test_a_circular_orbit_stays_at_radius_a_and_closes_after_one_period():
     assert np.abs(xy[-1] - xy[0]).max() < 1e-4  # back at the start (the planet's mass shifts it ~1e-5)
 
 
+@pytest.mark.slow
 def test_same_seed_gives_identical_files_for_any_worker_count(dataset, tmp_path):
     r = run("--out", str(tmp_path / "one"), "--seed", "1", "--workers", "1")
     assert r.returncode == 0, r.stderr
     assert read_all(tmp_path / "one") == read_all(dataset)
 
 
+@pytest.mark.slow
 def test_other_seed_differs_and_existing_data_is_kept_unless_forced(dataset, tmp_path):
     out = str(tmp_path / "other")
     assert run("--out", out, "--seed", "2", "--workers", "2").returncode == 0
@@ -147,6 +154,7 @@ def test_other_seed_differs_and_existing_data_is_kept_unless_forced(dataset, tmp
     assert read_all(out) == read_all(dataset)
 
 
+@pytest.mark.slow
 def test_bad_size_is_a_clear_error(tmp_path):
     r = subprocess.run([sys.executable, str(SCRIPT), "--size", "huge", "--out", str(tmp_path / "x")],
                        capture_output=True, text=True)

@@ -10,7 +10,7 @@ import pytest
 import torch
 import conftest
 from model import GPT, GPTConfig
-from test_baselines import write_dataset
+from helpers import write_dataset
 from tokenize_numbers import Vocab, build_text_vocab, encode
 
 sys.path.insert(0, os.path.join(conftest.ROOT, "tools"))
@@ -82,6 +82,7 @@ def checkpoint(tmp_path_factory):
     return os.path.join(out, "ckpt_best.pt"), data
 
 
+@pytest.mark.slow
 def test_probe_end_to_end(checkpoint, tmp_path):
     ckpt, data = checkpoint
     out = str(tmp_path / "probe")
@@ -100,6 +101,7 @@ def test_probe_end_to_end(checkpoint, tmp_path):
         assert json.load(f)["n_test"] == 10 and "note:" not in r.stdout
 
 
+@pytest.mark.slow
 def test_probe_without_labels_says_how_to_make_them(checkpoint, tmp_path):
     ckpt, data = checkpoint
     bare = shutil.copytree(data, tmp_path / "bare", ignore=shutil.ignore_patterns("*.ocean.txt"))

@@ -4,30 +4,10 @@ import json
 import os
 import re
 
-import numpy as np
 import pytest
 from conftest import run
-
-TINY = ["--n_layer=1", "--n_head=2", "--n_embd=16", "--device=cpu", "--compile=False", "--warmup_iters=0",
-        "--log_interval=1", "--max_iters=3", "--eval_interval=3", "--batch_size=4", "--micro_batch_size=4"]
-SCALES = {"t": {"center": 280.0, "spread": 5.0}, "p": {"center": 1013.0, "spread": 4.0}}
-
-
-def write_own_data(folder, n=(40, 12, 12), window=3, seed=0):
-    """A hand-made dataset as prepare/text.py writes it: scaled JSON records, one per line, and meta.json."""
-    rng = np.random.default_rng(seed)
-    os.makedirs(folder)
-    for split, count in zip(("train", "val", "test"), n):
-        with open(os.path.join(folder, f"{split}.txt"), "w") as f:
-            for _ in range(count):
-                t = np.cumsum(rng.normal(0, 0.3, window)).round(2).tolist()
-                record = {"station": str(rng.choice(["a", "b"])), "t": t, "p": round(float(rng.normal()), 2)}
-                f.write(json.dumps(record, separators=(",", ":")) + "\n")
-    with open(os.path.join(folder, "meta.json"), "w") as f:
-        json.dump({"dataset": "text", "splits": ["train", "val", "test"], "scales": SCALES, "window": window,
-                   "text_keys": ["station"]}, f)
-    run("tokenize_numbers.py", folder, "--encoding", "xval", "--workers=1")
-    return folder
+from helpers import EVAL_TINY as TINY
+from helpers import one_line_error, write_own_data
 
 
 @pytest.fixture(scope="module")
@@ -104,3 +84,25 @@ def test_glued_markers_are_printed_apart(arithmetic):
     shown = r.stdout.splitlines()[0]
     assert "3 numbers predicted" in r.stdout and shown.count(",") == 2 and "[?]" not in shown
     assert re.fullmatch(r"\(-?[\d.e+-]+,-?[\d.e+-]+,-?[\d.e+-]+\)=0\.5", shown), shown
+
+
+def test_sample_reports_each_line_it_cannot_predict_and_predicts_the_rest(checkpoint):
+    long_line = "(" + "+".join(["0.5"] * 40) + ")=[?]"  # more than the model's 32 tokens
+    text = "(0.5+0.25)=[?]\n(a+0.25)=[?]\n" + long_line + "\n(1e300+0.25)=[?]\n\n(0.1*0.2)=[?]\n"
+    r = run("sample.py", f"--ckpt={checkpoint}", input=text, check=False)
+    errors = r.stderr.strip().splitlines()
+    assert r.returncode != 0 and len(errors) == 4 and "Traceback" not in r.stderr
+    assert errors[0].startswith("error: stdin:2: 'a' is not in the vocabulary") and "the model knows only" in errors[0]
+    assert "--rebuild-vocab" not in errors[0]  # a trained model's vocabulary is fixed: rebuilding it would not help
+    assert errors[1].startswith("error: stdin:3: 82 tokens, more than the model's block_size 32")
+    assert errors[2].startswith("error: stdin:4: the number 1e+300 overflows float32")
+    assert errors[3] == "error: 3 of 5 lines could not be predicted (reported above)"
+    out = r.stdout.splitlines()
+    assert out[0].startswith("(0.5+0.25)=") and out[1].startswith("(0.1*0.2)=") and "[?]" not in r.stdout
+    assert "2 numbers predicted" in r.stdout
+
+
+def test_sample_names_the_line_of_text_that_is_not_utf8(checkpoint, tmp_path):
+    (tmp_path / "in.txt").write_bytes(b"(0.5+0.25)=[?]\n(0.\xe9+1)=[?]\n")
+    error = one_line_error(run("sample.py", f"--ckpt={checkpoint}", f"--input={tmp_path / 'in.txt'}", check=False))
+    assert f"{tmp_path / 'in.txt'}:2: not UTF-8 text" in error

@@ -177,6 +177,7 @@ def test_number_spans_are_found_again_from_ids(encoding):
         assert [vocab.decode_number(ids[a:b]) for a, b in spans] == [0.0, -4.5, 1e-3]
 
 
+@pytest.mark.slow
 def test_tokenize_command_writes_memory_mapped_arrays(tmp_path):
     (tmp_path / "train.txt").write_text("{a:1.5,b:-2}\n{a:3,b:4e-2}\n")
     (tmp_path / "val.txt").write_text("{b:0.5}\n")
@@ -192,6 +193,7 @@ def test_tokenize_command_writes_memory_mapped_arrays(tmp_path):
     assert Split(str(tmp_path), "val", "p1000").lengths.tolist() == [7]
 
 
+@pytest.mark.slow
 def test_tokenize_command_reports_unknown_text_with_file_and_line(tmp_path):
     (tmp_path / "train.txt").write_text("{a:1}\n")
     (tmp_path / "val.txt").write_text("{a:1}\n{a:2}\n{c:3}\n")
@@ -200,6 +202,7 @@ def test_tokenize_command_reports_unknown_text_with_file_and_line(tmp_path):
     assert r.returncode != 0 and "val.txt:3" in r.stderr and "'c'" in r.stderr
 
 
+@pytest.mark.slow
 def test_arrays_tokenized_with_another_vocabulary_are_refused(tmp_path):
     (tmp_path / "train.txt").write_text("{a:1.5}\n")
     (tmp_path / "val.txt").write_text("{a:2}\n")
@@ -290,6 +293,7 @@ def test_a_second_run_is_refused_while_the_first_holds_the_lock_and_a_dead_ones_
     assert sorted(os.listdir(tmp_path / "xval")) == sorted(before) and not (tmp_path / "tokenize.lock").exists()
 
 
+@pytest.mark.slow
 def test_two_concurrent_runs_never_mix_arrays(tmp_path):
     lines = [f'{{"a":[{i * 0.5},{-i}],"b":{i % 7}}}' for i in range(60_000)]
     (tmp_path / "train.txt").write_text("\n".join(lines) + "\n")
@@ -306,6 +310,7 @@ def test_two_concurrent_runs_never_mix_arrays(tmp_path):
     assert not [f for f in os.listdir(tmp_path / "xval") if ".tmp" in f]
 
 
+@pytest.mark.slow
 def test_the_speed_benchmark_runs_on_a_dataset_and_writes_nothing(tmp_path):
     (tmp_path / "train.txt").write_text("".join(f"{{a:[{i},{i / 3:.4g}],b:-{i}e-3}}\n" for i in range(50)))
     r = subprocess.run([sys.executable, "tools/bench_tokenize.py", str(tmp_path), "--lines", "20", "--repeats", "1"],
@@ -341,6 +346,7 @@ def test_a_full_disk_while_writing_arrays_is_one_line_and_leaves_the_old_arrays(
     assert {f: (tmp_path / "xval" / f).read_bytes() for f in os.listdir(tmp_path / "xval")} == before
 
 
+@pytest.mark.slow
 def test_of_many_processes_taking_one_lock_at_once_exactly_one_holds_it(tmp_path):
     # the lock file is created whole (a hard link), so no process ever reads it empty and takes it as stale
     script = ("import sys, time; sys.path.insert(0, sys.argv[1]); from util import take_lock\n"
@@ -354,6 +360,7 @@ def test_of_many_processes_taking_one_lock_at_once_exactly_one_holds_it(tmp_path
         assert outcomes == ["held"] + ["refused"] * 5
 
 
+@pytest.mark.slow
 def test_a_sigterm_while_tokenizing_leaves_the_old_arrays_and_no_temporaries(tmp_path):
     import signal
     (tmp_path / "train.txt").write_text("{a:1.5,b:-2}\n{a:3,b:4e-2}\n")

@@ -8,6 +8,8 @@ import sys
 import numpy as np
 import pytest
 from conftest import ROOT
+from helpers import (BRACKETS, DECIMALS, EDGES, EXPONENTS, MALFORMED, NEAR_LIMITS, SIGNS, SPACES, TIES,
+                     UNICODE, WORDS, generated)
 
 import tokenize_oracle as oracle
 from dataset import write_split
@@ -16,7 +18,6 @@ from tokenize_numbers import (ENCODINGS, FLOAT32_OVERFLOW, TextError, Vocab, bui
 
 sys.path.insert(0, os.path.join(ROOT, "prepare"))
 import arithmetic  # noqa: E402
-import common  # noqa: E402
 import era5  # noqa: E402
 import era5_synthetic  # noqa: E402
 import lookup  # noqa: E402
@@ -47,11 +48,6 @@ def assert_dataset_same_as_reference(splits):
     assert text_tokens == reference_vocab(splits["train"])
     for split, lines in splits.items():
         assert not isinstance(assert_same_as_reference(lines, text_tokens, path=f"{split}.txt"), str), split
-
-
-def generated(make_sample, splits, n):
-    """The first n lines of each split, exactly as the prepare script writes them (seed 1337)."""
-    return {split: common.generate_split(make_sample, split, code, n, 1337, 1) for code, split in enumerate(splits)}
 
 
 @pytest.mark.parametrize("variant", sorted(arithmetic.VARIANTS))
@@ -94,37 +90,6 @@ def test_tokenizing_a_split_with_two_workers_writes_the_reference_arrays(tmp_pat
         assert summary["clipped"] == counts["clipped"] and summary["numbers_per_sample_max"] == numbers.max()
 
 
-UNARY_AFTER = "([{,:=+-*/^<>"
-SIGNS = ([f"1{c}-2{c}+3" for c in UNARY_AFTER + ")]}!;|&%?"]  # a sign after every operator and bracket
-         + [f"{c}-.5{c}+4e1" for c in UNARY_AFTER + ")]}!"] + [f"{c} -6,{c} +.7" for c in UNARY_AFTER + ")]"]
-         + ["-5", "+5", " -5", "(--5", "1--5", "1+-2", "(2)-3", "2*-3", "x-1", "x -1", "1 -5", "[1, -2]",
-            "(- 5)", "(-x)", "(-.x)", "-+5", "[-.5e-3,+.25E+2]", "((0.0235*0.695)+(0.782-0.561))=0.2373325"])
-EXPONENTS = ["1e5", "1E+05", "2.5e-3", "-3e0", ".5e2", "5.e3", "1e", "1e+", "1e5.5", "x1e5", "1e5,2e-5",
-             "[1e-5,-2E+3]", "1e-0", "7e22", "7e23", "123456789e-30", "1e5x", "-1.5e3x", "(-5x)", "1e5_"]
-DECIMALS = [".5", "5.", "5..5", "1.2.3", "..5", "-.5", "+.5", "(.5)", "(-.5)", "a.5", "a1.5", "x..5", "].5", "]-5",
-            "[.5,5.,-5.]", "0.", "00012.50", "1234567890123456789.5", "0.1234567890123456789"]
-WORDS = ["planet0", "t2m", "x1:2", "'key9':1", '{"planet0":{"m":2.38,"a":1e-05}}', "2m", "1_000", "_5", "a_1 2",
-         "'a'", '"b":1', "'9x'", '"a"b"', "'a b'", "abc", "{}", "[?]", "nanx:1", "'nan':1", '"inf"', "x=infinity2",
-         "],[", ")+(", "((1*2)+(3-4))=5", "{a:-1.5,b:0.123456789}", "{d:1.53,e:-1.33,a:2.53,i:0.0232}e=-1.33"]
-SPACES = ["1 2", "a b", "[1 ,2]", "[1,\t-2]", "(\t-4)", "(  -4)", "  -4", "\t-4", "1  2", "x\x0b-1", "( 1 )",
-          "a\n-5", "(\n-5", "1\n2"]
-BRACKETS = ["[[1,2],[3,4]]", "[[1,2]],[[-3]]", "[1],[x]", "[1],[-.5]", "[1]],[[2,3]]]", "[1],[ 2]", "1],[", "],[5",
-            "[1] ,[2]", "[1],[2e5],[.5]", "[1],[-2],[+3]", "[1],[[-x]]", "[1],,[2]", "[1],[2]x", "[1]],[[[2]]],[3",
-            '{"data":[[[1.896,-0.5563],[1.296,-0.7366]],[[1.974,0.01111],[1.485,-0.1105]]]}', "[1],[2],[3]"]
-EDGES = [",", "1,2", ",", ",", "5", "1,", ",1", "x", "", "y", ",", "-1,-2", "[1,2]", "", ""]  # lines without numbers
-
-# malformed numbers are errors (docs/decisions.md#numbers-in-text): checked with BAD below
-MALFORMED = ["+-.5++4e1", "--.5-+4e1", "(--5", "-+5", "1e5.5", "5..5", "1.2.3"]
-SIGNS, EXPONENTS, DECIMALS = ([s for s in lines if s not in MALFORMED] for lines in (SIGNS, EXPONENTS, DECIMALS))
-
-UNICODE = ["λ:1.5", "é 2", "x²:2", ".²", "٣:4", "1.5 µ", "²3"]
-TIES = ["1.235", "9.995", "999.5e-10", "0.125", "2.675", "1.005e3", "9.995e7", "9.9949e7", "9.995e-9", "9.994e-9",
-        "0.0", "-0.0", "-0", "+0", "0e5", "-0.0e-3", "1e-8", "9.99e7", "1e-9", "1.2e9", "-5e8", "99950000",
-        "3.4e38", "3.4028235e38", "1e-320", "5e-324"]
-NEAR_LIMITS = [repr(float(np.nextafter(x, toward))) for x in (1e-8, 9.99e7, 9.995e-9, 9.995e7, 9.5e-9)
-               for toward in (0.0, np.inf)]
-
-
 @pytest.mark.parametrize("lines", [SIGNS, EXPONENTS, DECIMALS, WORDS, BRACKETS, SPACES, EDGES, UNICODE, TIES,
                                    NEAR_LIMITS],
                          ids=["signs", "exponents", "decimals", "words", "brackets", "spaces", "edges", "unicode",
@@ -137,6 +102,7 @@ def test_adversarial_lines_give_the_reference_bytes(lines):
         assert_same_as_reference([line], text_tokens, ["xval", "p10"])
 
 
+@pytest.mark.slow
 def test_random_lines_give_the_reference_bytes_or_error():
     rng = random.Random(0)
     alphabet = "0123456789" * 3 + ".eE+-,,,:()[]{}=*/^<>xa_ '\"\t"

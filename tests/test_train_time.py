@@ -1,6 +1,7 @@
 """dev/train_time.py: a run's training time is its rows' ms/step times the steps each covers, summed over runs."""
 import json
 
+import pytest
 from conftest import run
 
 
@@ -9,6 +10,7 @@ def write_log(folder, rows):
     (folder / "log.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
+@pytest.mark.slow
 def test_steps_and_time_of_each_run_and_the_total(tmp_path):
     # 10 steps at 100 ms, a validation row, 10 at 200 ms, 5 at 400 ms (a last log off the interval): 0.5 min
     write_log(tmp_path / "a", [{"iter": 10, "loss": 1.0, "ms_per_step": 100.0}, {"iter": 10, "val_loss": 1.0},
@@ -20,6 +22,7 @@ def test_steps_and_time_of_each_run_and_the_total(tmp_path):
                      "total: 2 runs, 1.0 h of training"]
 
 
+@pytest.mark.slow
 def test_a_missing_or_broken_log_is_a_one_line_error(tmp_path):
     r = run("dev/train_time.py", str(tmp_path), check=False)
     assert r.returncode == 1 and "cannot read" in r.stderr and "train.py --out_dir" in r.stderr

@@ -3,15 +3,22 @@ tokenizer does: the same numbers, with the same text between them, on adversaria
 JSON as json.dumps writes it, arithmetic with spaces and every prepare script's output."""
 import json
 import math
+import os
 import random
 import re
+import sys
 
 import numpy as np
 import pytest
-from test_tokenize_fast import (BRACKETS, DECIMALS, EDGES, EXPONENTS, NEAR_LIMITS, SIGNS, SPACES, TIES, UNICODE, WORDS,
-                                era5, era5_synthetic, generated)
+from conftest import ROOT
+from helpers import (BRACKETS, DECIMALS, EDGES, EXPONENTS, NEAR_LIMITS, SIGNS, SPACES, TIES, UNICODE, WORDS,
+                     generated)
 
 from tokenize_numbers import TextError, Vocab, build_text_vocab, encode, split_text, xval_encode
+
+sys.path.insert(0, os.path.join(ROOT, "prepare"))
+import era5  # noqa: E402
+import era5_synthetic  # noqa: E402
 
 
 def as_tokenizer_reads(line):
@@ -94,7 +101,8 @@ def test_arithmetic_with_spaces():
     assert [v for k, v in as_xval_encode_reads("(1.5 - -2) * 3 = 7.5") if k == "num"] == [1.5, -2.0, 3.0, 7.5]
 
 
-@pytest.mark.parametrize("dataset", ["arithmetic", "lookup", "planets", "era5", "text"])
+@pytest.mark.parametrize("dataset", ["arithmetic", "lookup", "planets", "era5",
+                                     pytest.param("text", marks=pytest.mark.slow)])
 def test_every_prepare_scripts_output(dataset, tmp_path):
     import arithmetic
     import lookup

@@ -16,7 +16,10 @@
 #SBATCH --output=%x-%j.out
 set -euo pipefail
 cd "${SLURM_SUBMIT_DIR:-.}"
-head=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)  # the rendezvous runs on the first node
+# the rendezvous runs on the first node; the whole list is read first, since a pipe into `head -n 1`
+# can close before scontrol has written everything, and pipefail then stops the job
+nodes=$(scontrol show hostnames "$SLURM_JOB_NODELIST")
+head=${nodes%%$'\n'*}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-8}
 srun --kill-on-bad-exit=0 torchrun --nnodes="$SLURM_NNODES" --nproc_per_node="${SLURM_GPUS_ON_NODE:-gpu}" --max-restarts=3 \
     --rdzv_backend=c10d --rdzv_endpoint="$head:${RDZV_PORT:-29500}" --rdzv_id="$SLURM_JOB_ID" train.py "$@"

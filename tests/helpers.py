@@ -1,0 +1,283 @@
+"""What the test files share: the tiny settings and runs of train.py, a tiny model, datasets written by
+hand in each task's format, and the lines that try the tokenizer hardest. Fixtures are in conftest.py."""
+import contextlib
+import datetime
+import json
+import math
+import os
+import shutil
+import sys
+
+import netCDF4
+import numpy as np
+import pytest
+import torch
+from conftest import ROOT, run
+
+from model import GPT, GPTConfig
+
+sys.path.insert(0, os.path.join(ROOT, "prepare"))
+import common  # noqa: E402
+
+
+# ---------------------------------------------------------------- train.py's runs
+TINY = ["--n_layer=2", "--n_head=2", "--n_embd=32", "--block_size=32", "--device=cpu", "--compile=False",
+        "--warmup_iters=0", "--log_interval=1"]
+
+
+def losses(out_dir):
+    with open(os.path.join(out_dir, "log.jsonl")) as f:
+        return {r["iter"]: r["loss"] for r in map(json.loads, f) if "loss" in r}
+
+
+def one_line_error(r):
+    """The command failed with exactly one line on stderr, an error, and no traceback."""
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode != 0 and len(lines) == 1 and lines[0].startswith("error: "), r.stderr
+    return lines[0]
+
+
+def train(data_dir, out, *args, check=True):
+    return run("train.py", *TINY, f"--data_dir={data_dir}", f"--out_dir={out}", "--batch_size=8",
+               "--micro_batch_size=8", "--eval_interval=2", "--eval_batches=1", "--learning_rate=1e-3", "--min_lr=1e-3",
+               *args,
+               check=check)
+
+
+def resumed_losses_match(data, tmp_path, device="cpu", rel=1e-6, abs=1e-7):
+    """Steps 4-6 of a run stopped after step 3 and resumed with the same settings log the losses of an
+    uninterrupted run (its checkpoint of step 3 stands for the stopped run's last one)."""
+    common = [*[a for a in TINY if not a.startswith("--device")], f"--device={device}", f"--data_dir={data}",
+              "--batch_size=8", "--micro_batch_size=4", "--eval_interval=3", "--learning_rate=1e-3",
+              "--min_lr=1e-4", "--dropout=0.1", "--max_iters=6", "--keep_every=3"]  # a decaying lr and dropout
+    straight, resumed = str(tmp_path / "straight"), str(tmp_path / "resumed")
+    run("train.py", *common, f"--out_dir={straight}")
+    os.makedirs(resumed)
+    shutil.copy(os.path.join(straight, "ckpt_3.pt"), os.path.join(resumed, "ckpt_latest.pt"))
+    r = run("train.py", *common, f"--out_dir={resumed}", "--resume")
+    assert "resuming at step 3" in r.stdout and "changed" not in r.stdout
+    a, b = losses(straight), losses(resumed)
+    for i in (4, 5, 6):
+        assert b[i] == pytest.approx(a[i], rel=rel, abs=abs)
+
+
+# ---------------------------------------------------------------- eval.py's runs
+EVAL_TINY = ["--n_layer=1", "--n_head=2", "--n_embd=16", "--device=cpu", "--compile=False", "--warmup_iters=0",
+             "--log_interval=1", "--max_iters=3", "--eval_interval=3", "--batch_size=4", "--micro_batch_size=4"]
+
+
+def prepared(tmp_path_factory, name, script, *args, encodings=("xval",)):
+    d = str(tmp_path_factory.mktemp(name) / "data")
+    run(script, "--size=tiny", "--out", d, "--workers=1", *args)
+    for enc in encodings:
+        run("tokenize_numbers.py", d, "--encoding", enc, "--workers=1")
+    return d
+
+
+def evaluated(*ckpts, extra=()):
+    prefix = os.path.join(os.path.dirname(ckpts[0]), "report")
+    r = run("eval.py", f"--ckpt={' '.join(ckpts)}", f"--out={prefix}", "--save_predictions=True", *extra)
+    with open(prefix + ".json") as f:
+        return json.load(f), r.stdout, prefix
+
+
+# ---------------------------------------------------------------- a tiny model
+V, NUM = 12, 3  # a tiny vocabulary: specials 0..2, [NUM] 3, text tokens 4..11
+
+
+def tiny(encoding="xval", **kw):
+    torch.manual_seed(0)
+    cfg = GPTConfig(vocab_size=V, num_id=NUM if encoding == "xval" else -1, block_size=32,
+                    n_layer=2, n_head=2, n_embd=32, encoding=encoding, **kw)
+    return GPT(cfg).eval()
+
+
+def sample(T, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(4, V, (T,), generator=g)
+    ids[::3] = NUM
+    values = torch.where(ids == NUM, torch.randn(T, generator=g), torch.ones(T))
+    return ids, values
+
+
+# ---------------------------------------------------------------- samples in memory
+class Samples(list):
+    """A split held in memory: (ids, values) samples, with the lengths a tokenized Split has."""
+    @property
+    def lengths(self):
+        return np.array([len(s[0]) for s in self])
+
+
+# ---------------------------------------------------------------- datasets written by hand
+SCALES = {"t": {"center": 280.0, "spread": 5.0}, "p": {"center": 1013.0, "spread": 4.0}}
+
+
+def write_own_data(folder, n=(40, 12, 12), window=3, seed=0):
+    """A hand-made dataset as prepare/text.py writes it: scaled JSON records, one per line, and meta.json."""
+    rng = np.random.default_rng(seed)
+    os.makedirs(folder)
+    for split, count in zip(("train", "val", "test"), n):
+        with open(os.path.join(folder, f"{split}.txt"), "w") as f:
+            for _ in range(count):
+                t = np.cumsum(rng.normal(0, 0.3, window)).round(2).tolist()
+                record = {"station": str(rng.choice(["a", "b"])), "t": t, "p": round(float(rng.normal()), 2)}
+                f.write(json.dumps(record, separators=(",", ":")) + "\n")
+    with open(os.path.join(folder, "meta.json"), "w") as f:
+        json.dump({"dataset": "text", "splits": ["train", "val", "test"], "scales": SCALES, "window": window,
+                   "text_keys": ["station"]}, f)
+    run("tokenize_numbers.py", folder, "--encoding", "xval", "--workers=1")
+    return folder
+
+
+STD = 2.0  # the normalisation std written to meta.json: MSE in K² = standardised MSE × 4
+
+
+def sample_line(rng, n_stations, n_steps):
+    """One sample as prepare/era5.py writes it: each station warms or cools linearly, plus a little noise."""
+    lat, lon = rng.uniform(-math.pi / 2, math.pi / 2, n_stations), rng.uniform(0, 2 * math.pi, n_stations)
+    coords = np.round(np.stack([np.sin(lat), np.sin(lon), np.cos(lon)], 1), 4)
+    tod, toy = rng.uniform(0, 2 * math.pi, 2)
+    start = np.round([math.sin(tod), math.cos(tod), math.sin(toy), math.cos(toy)], 4)
+    base, slope = rng.normal(0, 1, (n_stations, 1)), rng.normal(0, 0.4, (n_stations, 1))
+    data = base + slope * np.arange(n_steps) + rng.normal(0, 0.02, (n_stations, n_steps))
+    record = {"description": {"coords": coords.tolist(), "start": start.tolist()},
+              "data": [[float(f"{v:.4g}") for v in row] for row in data]}
+    return json.dumps(record, separators=(",", ":"))
+
+
+def write_dataset(d, sizes=None, short=None, ocean=False, seed=0):
+    """train/val/test.txt with 3-4 stations and 4-5 steps, plus `short` samples that have 2 stations or
+    3 steps; meta.json; with ocean=True also <split>.ocean.txt (1 when the first station's sin lat < 0)."""
+    rng = np.random.default_rng(seed)
+    sizes = sizes or {"train": 200, "val": 40, "test": 40}
+    os.makedirs(d, exist_ok=True)
+    for split, n in sizes.items():
+        few_stations, few_steps = (short or {}).get(split, (0, 0))
+        shapes = ([(2, 5)] * few_stations + [(4, 3)] * few_steps +
+                  [(int(rng.integers(3, 5)), int(rng.integers(4, 6))) for _ in range(n - few_stations - few_steps)])
+        lines = [sample_line(rng, *shapes[i]) for i in rng.permutation(n)]
+        with open(os.path.join(d, f"{split}.txt"), "w") as f:
+            f.write("".join(line + "\n" for line in lines))
+        if ocean:
+            labels = [int(json.loads(line)["description"]["coords"][0][0] < 0) for line in lines]
+            with open(os.path.join(d, f"{split}.ocean.txt"), "w") as f:
+                f.write("".join(f"{v}\n" for v in labels))
+    with open(os.path.join(d, "meta.json"), "w") as f:
+        json.dump({"splits": sizes, "normalisation": {"mean": 280.0, "std": STD, "units": "K", "from": "train"}}, f)
+    return d
+
+
+LAT = np.linspace(81.0, -81.0, 10)   # descending, as ERA5; 18° apart so sin(lat) decodes unambiguously
+LON = np.arange(20) * 18.0           # 0..342
+N_STEPS = 200                        # hourly
+START = datetime.datetime(2021, 3, 1)
+
+
+def truth_field(n_steps=N_STEPS, n_lat=len(LAT), n_lon=len(LON), seed=0):
+    """(steps, lat, lon) kelvin with a latitude gradient, a daily cycle, and noise; already quantised the way
+    the CDS int16 packing and netCDF4's unpacking leave it, so every layout can hold exactly these values."""
+    rng = np.random.default_rng(seed)
+    hours = np.arange(n_steps)[:, None, None]
+    lat = np.linspace(81, -81, n_lat)[None, :, None]
+    lon = np.linspace(0, 342, n_lon)[None, None, :]
+    t = 250 + 40 * np.cos(np.radians(lat)) + 6 * np.sin(2 * np.pi * hours / 24 + np.radians(lon))
+    t = t + rng.normal(0, 2, t.shape)
+    scale, offset = (t.max() - t.min()) / 65000, (t.max() + t.min()) / 2
+    packed = np.round((t - offset) / scale).astype(np.int16)
+    return packed.astype(np.float64) * scale + offset, (packed, scale, offset)
+
+
+def write_old_layout(path, field, lat=LAT, lon=LON, missing=None, expver_from=None, hour0=0):
+    """CDS before 2024: netCDF3, int16 t2m(time[, expver], latitude, longitude) with scale_factor/add_offset,
+    _FillValue/missing_value; `missing` (steps, lats, lons) slices are written as fill values; with
+    expver_from=k the ERA5 row holds steps < k and the ERA5T row the rest."""
+    values, (packed, scale, offset) = field
+    packed = packed.copy()
+    if missing is not None:
+        packed[missing] = -32767
+    with netCDF4.Dataset(path, "w", format="NETCDF3_64BIT_OFFSET") as ds:
+        ds.createDimension("longitude", len(lon))
+        ds.createDimension("latitude", len(lat))
+        ds.createDimension("time", None)
+        ds.createVariable("longitude", "f4", ("longitude",))[:] = lon
+        ds["longitude"].units = "degrees_east"
+        ds.createVariable("latitude", "f4", ("latitude",))[:] = lat
+        ds["latitude"].units = "degrees_north"
+        t = ds.createVariable("time", "i4", ("time",))
+        t.units, t.calendar = "hours since 1900-01-01 00:00:00.0", "gregorian"
+        t[:] = netCDF4.date2num(START, t.units, t.calendar) + hour0 + np.arange(len(packed))
+        dims = ("time", "latitude", "longitude")
+        if expver_from is not None:
+            ds.createDimension("expver", 2)
+            ds.createVariable("expver", "i4", ("expver",))[:] = [1, 5]
+            dims = ("time", "expver", "latitude", "longitude")
+            rows = np.full((len(packed), 2) + packed.shape[1:], -32767, np.int16)
+            rows[:expver_from, 0], rows[expver_from:, 1] = packed[:expver_from], packed[expver_from:]
+            packed = rows
+        v = ds.createVariable("t2m", "i2", dims, fill_value=-32767)
+        v.scale_factor, v.add_offset, v.missing_value = scale, offset, np.int16(-32767)
+        v.units, v.long_name = "K", "2 metre temperature"
+        v.set_auto_maskandscale(False)  # write the packed integers as they are
+        v[:] = packed
+    return path
+
+
+# ---------------------------------------------------------------- the tokenizer's hardest lines
+def generated(make_sample, splits, n):
+    """The first n lines of each split, exactly as the prepare script writes them (seed 1337)."""
+    return {split: common.generate_split(make_sample, split, code, n, 1337, 1) for code, split in enumerate(splits)}
+
+
+UNARY_AFTER = "([{,:=+-*/^<>"
+SIGNS = ([f"1{c}-2{c}+3" for c in UNARY_AFTER + ")]}!;|&%?"]  # a sign after every operator and bracket
+         + [f"{c}-.5{c}+4e1" for c in UNARY_AFTER + ")]}!"] + [f"{c} -6,{c} +.7" for c in UNARY_AFTER + ")]"]
+         + ["-5", "+5", " -5", "(--5", "1--5", "1+-2", "(2)-3", "2*-3", "x-1", "x -1", "1 -5", "[1, -2]",
+            "(- 5)", "(-x)", "(-.x)", "-+5", "[-.5e-3,+.25E+2]", "((0.0235*0.695)+(0.782-0.561))=0.2373325"])
+EXPONENTS = ["1e5", "1E+05", "2.5e-3", "-3e0", ".5e2", "5.e3", "1e", "1e+", "1e5.5", "x1e5", "1e5,2e-5",
+             "[1e-5,-2E+3]", "1e-0", "7e22", "7e23", "123456789e-30", "1e5x", "-1.5e3x", "(-5x)", "1e5_"]
+DECIMALS = [".5", "5.", "5..5", "1.2.3", "..5", "-.5", "+.5", "(.5)", "(-.5)", "a.5", "a1.5", "x..5", "].5", "]-5",
+            "[.5,5.,-5.]", "0.", "00012.50", "1234567890123456789.5", "0.1234567890123456789"]
+WORDS = ["planet0", "t2m", "x1:2", "'key9':1", '{"planet0":{"m":2.38,"a":1e-05}}', "2m", "1_000", "_5", "a_1 2",
+         "'a'", '"b":1', "'9x'", '"a"b"', "'a b'", "abc", "{}", "[?]", "nanx:1", "'nan':1", '"inf"', "x=infinity2",
+         "],[", ")+(", "((1*2)+(3-4))=5", "{a:-1.5,b:0.123456789}", "{d:1.53,e:-1.33,a:2.53,i:0.0232}e=-1.33"]
+SPACES = ["1 2", "a b", "[1 ,2]", "[1,\t-2]", "(\t-4)", "(  -4)", "  -4", "\t-4", "1  2", "x\x0b-1", "( 1 )",
+          "a\n-5", "(\n-5", "1\n2"]
+BRACKETS = ["[[1,2],[3,4]]", "[[1,2]],[[-3]]", "[1],[x]", "[1],[-.5]", "[1]],[[2,3]]]", "[1],[ 2]", "1],[", "],[5",
+            "[1] ,[2]", "[1],[2e5],[.5]", "[1],[-2],[+3]", "[1],[[-x]]", "[1],,[2]", "[1],[2]x", "[1]],[[[2]]],[3",
+            '{"data":[[[1.896,-0.5563],[1.296,-0.7366]],[[1.974,0.01111],[1.485,-0.1105]]]}', "[1],[2],[3]"]
+EDGES = [",", "1,2", ",", ",", "5", "1,", ",1", "x", "", "y", ",", "-1,-2", "[1,2]", "", ""]  # lines without numbers
+
+# malformed numbers are errors (docs/decisions.md#numbers-in-text): checked with BAD in test_tokenize_fast.py
+MALFORMED = ["+-.5++4e1", "--.5-+4e1", "(--5", "-+5", "1e5.5", "5..5", "1.2.3"]
+SIGNS, EXPONENTS, DECIMALS = ([s for s in lines if s not in MALFORMED] for lines in (SIGNS, EXPONENTS, DECIMALS))
+
+UNICODE = ["λ:1.5", "é 2", "x²:2", ".²", "٣:4", "1.5 µ", "²3"]
+TIES = ["1.235", "9.995", "999.5e-10", "0.125", "2.675", "1.005e3", "9.995e7", "9.9949e7", "9.995e-9", "9.994e-9",
+        "0.0", "-0.0", "-0", "+0", "0e5", "-0.0e-3", "1e-8", "9.99e7", "1e-9", "1.2e9", "-5e8", "99950000",
+        "3.4e38", "3.4028235e38", "1e-320", "5e-324"]
+NEAR_LIMITS = [repr(float(np.nextafter(x, toward))) for x in (1e-8, 9.99e7, 9.995e-9, 9.995e7, 9.5e-9)
+               for toward in (0.0, np.inf)]
+
+
+@contextlib.contextmanager
+def diverging_after(steps):
+    """A run in this process whose optimizer, from its `steps`-th step on, leaves NaN in every
+    weight (a model that diverges): the losses after it are not finite. Data cannot do this: the
+    arrays are refused at start where a number is not finite or beyond what float32 squares."""
+    original, calls = torch.optim.AdamW.step, []
+
+    def step(self, *args, **kwargs):
+        result = original(self, *args, **kwargs)
+        calls.append(1)
+        if len(calls) >= steps:
+            with torch.no_grad():
+                for group in self.param_groups:
+                    for p in group["params"]:
+                        p.fill_(float("nan"))
+        return result
+
+    torch.optim.AdamW.step = step
+    try:
+        yield
+    finally:
+        torch.optim.AdamW.step = original

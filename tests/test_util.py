@@ -1,0 +1,98 @@
+"""util.py: checkpoints that cannot be read (cut short, empty, foreign) or written are one line saying
+why, the CPU runs one thread unless asked, an old Python is told the version it needs, and Ctrl-C or a
+reader that stops early ends a command in one line or none."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+from conftest import ROOT, run
+from helpers import one_line_error, train
+
+
+def test_a_truncated_or_empty_checkpoint_is_a_one_line_error_naming_it(checkpoint, data, tmp_path):
+    truncated, empty = str(tmp_path / "ckpt_latest.pt"), str(tmp_path / "empty.pt")
+    with open(truncated, "wb") as f:
+        f.write(open(checkpoint, "rb").read()[:1000])
+    open(empty, "wb").close()
+    for bad, r in ((truncated, train(data, str(tmp_path), "--max_iters=4", "--resume", check=False)),
+                   (empty, run("sample.py", f"--ckpt={empty}", input="(0.5+0.25)=[?]\n", check=False)),
+                   (truncated, run("eval.py", f"--ckpt={truncated}", f"--data_dir={data}", check=False))):
+        assert f"{bad} is not a readable checkpoint" in one_line_error(r)
+
+
+def test_a_foreign_checkpoint_cannot_run_code_and_is_a_clear_error(data, tmp_path):
+    import pathlib
+    marker = tmp_path / "ran"
+
+    class Payload:
+        def __reduce__(self):
+            return pathlib.Path.touch, (marker,)
+    out = tmp_path / "out"
+    out.mkdir()
+    torch.save({"model": Payload()}, str(out / "ckpt_latest.pt"))
+    error = one_line_error(train(data, str(out), "--resume", "--max_iters=4", check=False))
+    assert f"{out / 'ckpt_latest.pt'} is not a readable checkpoint" in error and not marker.exists()
+    assert "weights_only" not in error and "could run code" in error  # never the advice to load it unsafely
+    (out / "random.pt").write_bytes(np.random.default_rng(0).bytes(5000))  # random bytes: a plain one-line error
+    error = one_line_error(run("eval.py", f"--ckpt={out / 'random.pt'}", check=False))
+    assert f"{out / 'random.pt'} is not a readable checkpoint" in error and "weights_only" not in error
+
+
+def test_a_checkpoint_write_that_torch_refuses_says_why_in_the_oss_words(tmp_path):
+    from util import why_not_written
+    refused = RuntimeError("[enforce fail at inline_container.cc:747] . open file failed with strerror: Operation not "
+                           "permitted")  # what torch.save raises in a folder made immutable
+    assert why_not_written(refused, str(tmp_path)) == "Operation not permitted"
+    full = RuntimeError("[enforce fail at inline_container.cc:626] . unexpected pos 64 vs 0\nmore")
+    assert why_not_written(full, str(tmp_path)) == "unexpected pos 64 vs 0"
+    written = why_not_written(RuntimeError("PytorchStreamWriter failed writing file data/0: file write failed"), str(tmp_path))
+    assert written.startswith("PytorchStreamWriter failed writing file data/0: file write failed; ") and "MiB of disk" in written
+
+
+def test_on_the_cpu_torch_runs_one_thread_unless_asked(monkeypatch):
+    import torch
+
+    from util import pick_device
+    saved = torch.get_num_threads()
+    try:
+        monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+        assert pick_device("cpu") == "cpu" and torch.get_num_threads() == 1  # a busy core cannot stall a second thread
+        pick_device("cpu", threads=2)
+        assert torch.get_num_threads() == 2
+        monkeypatch.setenv("OMP_NUM_THREADS", "3")
+        pick_device("cpu")
+        assert torch.get_num_threads() == 3
+    finally:
+        torch.set_num_threads(saved)
+
+
+@pytest.mark.slow
+def test_an_older_python_gets_one_line_naming_the_version_it_needs(monkeypatch):
+    import runpy
+    monkeypatch.setattr(sys, "version_info", (3, 10, 13, "final", 0))
+    with pytest.raises(SystemExit) as e:
+        runpy.run_path(os.path.join(ROOT, "util.py"))
+    assert str(e.value).startswith("error: Python") and "needs Python 3.11 or newer" in str(e.value)
+    if os.path.exists(old := os.path.expanduser("~/.pyenv/versions/3.10.13/bin/python")):  # and a real one
+        r = subprocess.run([old, "-c", "import sys; sys.path.insert(0, '.'); import util"], cwd=ROOT, capture_output=True,
+                           text=True)
+        assert r.returncode == 1 and r.stderr.strip().startswith("error: Python 3.10.13 is too old") and "\n" not in r.stderr.strip()
+
+
+@pytest.mark.slow
+def test_ctrl_c_and_a_reader_that_stops_early_end_a_command_in_one_line_or_none(checkpoint):
+    from util import run_main
+
+    def interrupted():
+        raise KeyboardInterrupt
+    with pytest.raises(SystemExit) as e:
+        run_main(interrupted)
+    assert e.value.code == 130
+    lines = "".join(f"(0.{i:03d}+0.5)=[?]\n" for i in range(400))
+    p = subprocess.Popen(f"{sys.executable} sample.py --ckpt={checkpoint} --show=400 | head -n 1", shell=True, cwd=ROOT,
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out, err = p.communicate(lines, timeout=120)
+    assert out.count("\n") == 1 and "Traceback" not in err and "BrokenPipe" not in err, err
