@@ -58,11 +58,7 @@ def claim_out_dir(out_dir, resume, overwrite, master):
     except OSError as e:
         why = "it is a file, not a folder" if os.path.isfile(out_dir) else e.strerror
         raise SystemExit(f"error: cannot write to out_dir {out_dir}: {why}")
-    # its log, checkpoints and eval.py's reports
-    run_file = re.compile(r"log\.jsonl|ckpt_(latest|best|\d+)\.pt|eval.*\.(json|md|png)")
-    earlier_run = [
-        os.path.join(out_dir, f) for f in sorted(os.listdir(out_dir)) if run_file.fullmatch(f)
-    ]
+    earlier_run = run_files(out_dir)
     if earlier_run and not (resume or overwrite):
         raise SystemExit(
             f"error: {out_dir} holds a run ({', '.join(map(os.path.basename, earlier_run))});"
@@ -75,12 +71,32 @@ def claim_out_dir(out_dir, resume, overwrite, master):
         if holder not in (None, os.getpid()):
             raise SystemExit(
                 f"error: {out_dir} is in use by another train.py run (pid {holder}); wait for it to"
-                " end or choose another --out_dir"
+                " end or choose another --out_dir (if that process is no train.py run, its pid"
+                f" reused after a crash, delete {lock_path})"
             )
         # released however the run ends; under torchrun it stays for a restart of the launch to read
         if not launch:
             atexit.register(release_lock, lock_path)
     return resume, earlier_run
+
+
+def run_files(out_dir):
+    """What train.py and eval.py wrote in out_dir, by name: log.jsonl, the checkpoints, and each of
+    eval.py's reports (P.json, which holds one) with its P.md and P_<split>[_pit|_density].png."""
+    names = set(os.listdir(out_dir))
+    ours = {n for n in names if re.fullmatch(r"log\.jsonl|ckpt_(latest|best|\d+)\.pt", n)}
+    for name in [n for n in names if re.fullmatch(r"eval[\w.-]*\.json", n)]:
+        try:
+            with open(os.path.join(out_dir, name)) as f:
+                report = json.load(f)
+            splits = list(report["splits"]) if "task" in report else None
+        except (OSError, ValueError, TypeError, KeyError):
+            splits = None
+        if splits is not None:
+            prefix = name[:-5]
+            plots = [f"{prefix}_{s}{kind}.png" for s in splits for kind in ("", "_pit", "_density")]
+            ours |= {name, f"{prefix}.md", *plots} & names
+    return [os.path.join(out_dir, name) for name in sorted(ours)]
 
 
 def tidy_out_dir(out_dir, resume, iter_num, earlier_run):
@@ -94,16 +110,18 @@ def tidy_out_dir(out_dir, resume, iter_num, earlier_run):
             print(f"note: removed {leftover}, a checkpoint cut short by a run that was stopped")
     log_path = os.path.join(out_dir, "log.jsonl")
     if resume and os.path.exists(log_path):
-        with open(log_path) as f:
+        with open(log_path, encoding="utf-8", errors="replace") as f:
             lines = f.readlines()
-        # none cut short by a kill
-        kept = [
-            line for line in lines if line.endswith("}\n") and json.loads(line)["iter"] <= iter_num
-        ]
+        # the checkpoint is the truth: rows after its step log again, and a row that is not one
+        # (cut short by a kill, edited) goes
+        rows = [log_row(line) for line in lines]
+        kept = [line for line, row in zip(lines, rows) if row and row["iter"] <= iter_num]
+        broken = sum(row is None for row in rows)
         if len(kept) < len(lines):
             print(
-                f"note: {log_path}: {len(lines) - len(kept)} rows after step {iter_num} removed"
-                " (they are logged again)"
+                f"note: {log_path}: {len(lines) - len(kept) - broken} rows after step {iter_num}"
+                " removed (they are logged again)"
+                + (f", and {broken} that are not whole JSON rows of a step" if broken else "")
             )
             atomic_write_text(log_path, "".join(kept))
     # a fresh run (--overwrite=True where out_dir held one) leaves nothing of an earlier run behind
@@ -115,6 +133,16 @@ def tidy_out_dir(out_dir, resume, iter_num, earlier_run):
             f" {', '.join(map(os.path.basename, earlier_run))}"
         )
     return open(log_path, "a", buffering=1)
+
+
+def log_row(line):
+    """A line of log.jsonl as a dict with an integer "iter", or None where it is not one."""
+    try:
+        row = json.loads(line) if line.endswith("}\n") else None
+    except ValueError:
+        return None
+    ok = isinstance(row, dict) and type(row.get("iter")) is int
+    return row if ok else None
 
 
 def trained_on(path):
@@ -170,14 +198,30 @@ def resume_from(resume, path, model, optimizer, model_args, config, data_fingerp
     if not os.path.exists(path):
         raise SystemExit(f"error: --resume but no checkpoint at {path}")
     checkpoint = load_checkpoint(path)
+    if missing := [k for k in ("optimizer", "iter_num", "best_val_loss") if k not in checkpoint]:
+        raise SystemExit(
+            f"error: {path} has no {', '.join(missing)}: weights alone cannot be resumed"
+        )
     # a setting added to the model since the checkpoint was written has its default
     defaults = {k: f.default for k, f in GPTConfig.__dataclass_fields__.items()}
+    if unknown := sorted(set(checkpoint["model_args"]) - set(defaults)):
+        raise SystemExit(
+            f"error: {path} has model settings this version does not know ({', '.join(unknown)});"
+            " resume it with the version that wrote it"
+        )
     checkpoint["model_args"] = {**defaults, **checkpoint["model_args"]}
     changed = check_resume(checkpoint, path, model_args, config, data_fingerprint, say)
-    model.load_state_dict(checkpoint["model"])
+    try:
+        model.load_state_dict(checkpoint["model"])
+        hyper = [{k: v for k, v in g.items() if k != "params"} for g in optimizer.param_groups]
+        optimizer.load_state_dict(checkpoint["optimizer"])
+    except (RuntimeError, ValueError, KeyError) as e:
+        lines = str(e).strip().splitlines()
+        raise SystemExit(
+            f"error: {path}: its weights or optimizer state do not fit its model settings"
+            f" ({lines[-1].strip() if lines else type(e).__name__}); an edited file?"
+        )
     # this config's hyperparameters (weight_decay, betas; the same values if unchanged)
-    hyper = [{k: v for k, v in group.items() if k != "params"} for group in optimizer.param_groups]
-    optimizer.load_state_dict(checkpoint["optimizer"])
     for group, new in zip(optimizer.param_groups, hyper):
         group.update(new)
     return checkpoint["iter_num"], checkpoint["best_val_loss"], changed

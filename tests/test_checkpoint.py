@@ -1,0 +1,78 @@
+"""checkpoint.py: a run's folder holds what train.py and eval.py wrote and nothing of theirs goes
+that they did not write; a damaged log or an edited checkpoint is one line or a note, and the
+checkpoint is the truth a resume continues from."""
+
+import json
+import os
+
+import pytest
+import torch
+from helpers import losses, one_line_error, train
+
+from checkpoint import run_files
+
+
+def eval_report(out, prefix="eval", splits=("test",)):
+    report = {"task": "arithmetic", "splits": {s: {} for s in splits}}
+    with open(os.path.join(out, f"{prefix}.json"), "w") as f:
+        json.dump(report, f)
+    for name in [f"{prefix}.md"] + [f"{prefix}_{s}.png" for s in splits]:
+        open(os.path.join(out, name), "w").close()
+
+
+def test_overwrite_deletes_what_train_and_eval_wrote_and_nothing_of_the_users(data, tmp_path):
+    out = str(tmp_path / "run")
+    train(data, out, "--max_iters=2")
+    eval_report(out)
+    eval_report(out, "eval_first5", ("test", "test_ood"))
+    mine = ["evaluation_notes.md", "eval_notes.md", "eval_ideas.json", "notes.png", "eval.txt"]
+    for name in mine:
+        with open(os.path.join(out, name), "w") as f:
+            f.write("mine")
+    # a JSON named like a report but not one of eval.py's
+    with open(os.path.join(out, "eval_ideas.json"), "w") as f:
+        json.dump({"ideas": []}, f)
+    wrote = {os.path.basename(p) for p in run_files(out)}
+    assert wrote == {"log.jsonl", "ckpt_latest.pt", "ckpt_best.pt", "eval.json", "eval.md",
+                     "eval_test.png", "eval_first5.json", "eval_first5.md", "eval_first5_test.png",
+                     "eval_first5_test_ood.png"}
+    r = train(data, out, "--max_iters=1", "--overwrite=True")
+    assert "removed the earlier run's" in r.stdout
+    left = set(os.listdir(out))
+    assert set(mine) <= left and not left & (wrote - {"log.jsonl", "ckpt_latest.pt", "ckpt_best.pt"})
+
+
+def test_a_broken_row_in_the_log_does_not_block_a_resume_of_a_good_checkpoint(data, tmp_path):
+    out = str(tmp_path / "run")
+    train(data, out, "--max_iters=2")
+    with open(os.path.join(out, "log.jsonl"), "a") as f:
+        f.write('{"iter": 1, "loss"\n[1, 2]\n{"loss": 3.0}\n{"iter": "2"}\n')
+    r = train(data, out, "--max_iters=4", "--resume")
+    assert "4 that are not whole JSON rows of a step" in r.stdout
+    assert sorted(losses(out)) == [1, 2, 3, 4]
+
+
+def test_a_lock_left_by_a_process_whose_pid_was_reused_says_how_to_go_on(data, tmp_path):
+    out = tmp_path / "run"
+    out.mkdir()
+    # pid 1 is alive, and no train.py run
+    (out / "train.lock").write_text("1 none")
+    error = one_line_error(train(data, str(out), "--max_iters=1", check=False))
+    assert "pid 1" in error and f"delete {out}/train.lock" in error
+
+
+@pytest.mark.parametrize("edit, says", [
+    (lambda c: c.pop("optimizer"), "has no optimizer: weights alone cannot be resumed"),
+    (lambda c: c["model_args"].update(rotary=True), "model settings this version does not know (rotary)"),
+    (lambda c: c["model"].update({k: v[:1] for k, v in c["model"].items() if "wte" in k}),
+     "its weights or optimizer state do not fit its model settings"),
+])
+def test_an_edited_checkpoint_is_refused_on_resume_in_one_line(data, tmp_path, edit, says):
+    out = str(tmp_path / "run")
+    train(data, out, "--max_iters=2")
+    path = os.path.join(out, "ckpt_latest.pt")
+    c = torch.load(path, weights_only=True)
+    edit(c)
+    torch.save(c, path)
+    error = one_line_error(train(data, out, "--max_iters=4", "--resume", check=False))
+    assert error.startswith(f"error: {path}") and says in error, error
