@@ -102,7 +102,7 @@ def run_files(out_dir):
 def tidy_out_dir(out_dir, resume, iter_num, earlier_run):
     """(rank 0, the run set to start) Remove checkpoints cut short by a kill; on resume, cut the log
     back to the checkpoint's step (later steps log again); afresh, remove the earlier run's files.
-    Returns log.jsonl, open to append a row at a time."""
+    Returns log.jsonl, to append a row at a time."""
     for name in sorted(os.listdir(out_dir)):
         if name.endswith(".tmp.pt"):
             leftover = os.path.join(out_dir, name)
@@ -132,7 +132,22 @@ def tidy_out_dir(out_dir, resume, iter_num, earlier_run):
             "note: --overwrite=True removed the earlier run's"
             f" {', '.join(map(os.path.basename, earlier_run))}"
         )
-    return open(log_path, "a", buffering=1)
+    return AppendLog(log_path)
+
+
+class AppendLog:
+    """log.jsonl, opened for each row it appends: a run that stops anywhere leaves it whole and
+    nothing open, and every row is on disk as soon as it is written."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def write(self, text):
+        with open(self.path, "a", encoding="utf-8") as f:
+            f.write(text)
+
+    def close(self):
+        pass
 
 
 def log_row(line):

@@ -125,6 +125,7 @@ def test_the_batch_line_under_packing_says_what_happens(data, tmp_path):
 
 
 def test_a_run_leaves_none_of_its_own_files_open(data, tmp_path):
+    gc.collect()  # what earlier tests left is theirs
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ResourceWarning)
         run("train.py", *TINY, f"--data_dir={data}", f"--out_dir={tmp_path / 'out'}", "--batch_size=8",
