@@ -1,0 +1,232 @@
+"""
+Many lines at once, vectorised: byte for byte what tokenize_numbers.py's split_text and
+encode_pieces give a line at a time (tests/test_tokenize_fast.py checks both against an oracle),
+many times faster. One regex finds the runs of numbers (joined by ',' or '],['), the text between
+runs is split once per distinct string, and the numbers are read, rounded and spelled with numpy.
+A chunk with a rare case (odd whitespace, a malformed number, an unknown token) goes a line at a
+time, so that its error names the line. tokenize_numbers.py hands this file its line tokenizer
+(PlainTokenizer) and builds encode_lines and build_text_vocab from it: data flows one way.
+"""
+
+import collections
+import functools
+import re
+import warnings
+
+import numpy as np
+
+from util import TextError
+
+# what tokenize_numbers.py hands in: its functions for one line and its number grammar's pieces
+PlainTokenizer = collections.namedtuple(
+    "PlainTokenizer",
+    "split_text encode_pieces spell round_numbers make_vocab tokens_per_number grammar",
+)
+_LITERALS_ONLY = str.maketrans({"[": None, "]": None, ";": ","})
+# whitespace the look-behinds of _run cannot see through
+_ODD_SPACE = re.compile(r"[^\S \n]|  ")
+_WORD_CHAR = re.compile(r"\w")
+
+
+@functools.cache
+def _run(grammar):
+    """The regex of a run of numbers joined by ',' or '],['. Its first number starts where
+    split_text reads one: a digit not in a word, a point before a digit, a sign after a line start
+    or one of unary_after (a space between allowed). That first character is consumed before the
+    look-behinds, so that the search skips fast from one candidate to the next."""
+    unary_after, after_digits, mantissa, exponent = grammar
+    u = re.escape(unary_after)
+    first = (
+        rf"[0-9.+-](?:(?<=[0-9])(?<![\w.][0-9])[0-9]*+{after_digits}|(?<=\.)[0-9]++"
+        rf"|(?:(?<=[\n{u}][+-])|(?<=[\n{u}] [+-]))[+-]?+{mantissa}){exponent}(?!\w)"
+    )
+    # a word touching a later number shows in the text after the run
+    return re.compile(rf"({first}(?:(?:,|\]++,\[++)[+-]?+{mantissa}{exponent})*+)")
+
+
+def _bracket_count(chars, at, step, byte):
+    """How many `byte` characters follow (step 1) or precede (step -1) each position of `at`."""
+    count, going = np.zeros(len(at), np.int64), np.ones(len(at), bool)
+    while going.any():
+        going &= chars[at + step * (count + 1)] == byte
+        count += going
+    return count
+
+
+class _Segments(dict):
+    """The distinct texts between runs -> their index, each split once by split_text: its tokens
+    (as indices in token_index; a line end is -1) and whether its lines must go through split_text
+    (`unsure`)."""
+
+    def __init__(self, split_text):
+        super().__init__()
+        self.split_text, self.tokens, self.unsure, self.token_index = split_text, [], [], {"\n": -1}
+
+    def __missing__(self, segment):
+        # odd whitespace, or a word touching the number before it (1,2x)
+        unsure = _ODD_SPACE.search(segment) is not None or _WORD_CHAR.match(segment) is not None
+        tokens = []
+        for part in segment.split("\n"):
+            try:
+                pieces = self.split_text(part)
+            # nan, 1.5x: split_text says it again, naming the line
+            except TextError:
+                pieces, unsure = [], True
+            unsure |= any(kind != "text" for kind, _ in pieces)
+            tokens += [t for _, t in pieces] + ["\n"]
+        # a lone comma lies between two numbers
+        tokens = [] if tokens == [",", "\n"] else tokens[:-1]
+        self.tokens.append(
+            [self.token_index.setdefault(t, len(self.token_index) - 1) for t in tokens]
+        )
+        self.unsure.append(unsure)
+        self[segment] = len(self.tokens) - 1
+        return self[segment]
+
+
+def _split_lines(lines, table, pattern):
+    """
+    The pieces of many lines as flat arrays, or None if a line needs split_text: pieces (P,) holds
+    a text token's index in table.token_index, or -2 - i for number i; values (N,) the numbers;
+    text and numbers (L,) count the pieces of each line.
+    """
+    chunk = "\n" + "\n".join(lines) + "\n"
+    # text, run, text, run, ..., text; a run never spans lines
+    parts = pattern.split(chunk)
+    segments, runs = parts[0::2], parts[1::2]
+    # a line end inside a line; 1.2.3
+    if chunk.count("\n") != len(lines) + 1 or "" in segments:
+        return None
+    segment = np.fromiter(map(table.__getitem__, segments), np.int64, len(segments))
+    joined = ";".join(runs)
+    # numpy parses with float()'s own routine; a malformed literal (--5) stops it
+    try:
+        with warnings.catch_warnings():
+            # numpy < 2.3 warns where later ones raise
+            warnings.simplefilter("error", DeprecationWarning)
+            values = np.fromstring(joined.translate(_LITERALS_ONLY), sep=",")
+    except (ValueError, DeprecationWarning):
+        return None
+    chars = np.frombuffer(f"{joined};".encode(), np.uint8)
+    commas, ends = np.flatnonzero(chars == ord(",")), np.flatnonzero(chars == ord(";"))[: len(runs)]
+    per_run = np.diff(np.searchsorted(commas, ends), prepend=0) + 1
+    # past a sign: 1,000 and 1,-05 are malformed
+    zero = commas + 1 + np.isin(chars[commas + 1], (43, 45))
+    if (
+        len(values) != len(commas) + len(runs)
+        or not np.isfinite(values).all()
+        or np.array(table.unsure)[segment].any()
+        or ((chars[zero] == 48) & (chars[zero + 1] >= 48) & (chars[zero + 1] <= 57)).any()
+    ):
+        return None
+    # the pieces: the numbers in order (-2 - i), a bracket token inserted after the number before
+    # its comma, then each text's tokens inserted before the run that follows it
+    at = commas[chars[commas - 1] == ord("]")]
+    closing, opening = (_bracket_count(chars, at, step, byte) for step, byte in ((-1, 93), (1, 91)))
+    shapes, which = np.unique(closing * 1024 + opening, return_inverse=True)
+    brackets = np.array(
+        [
+            table.token_index.setdefault(
+                "]" * (s // 1024) + "," + "[" * (s % 1024), len(table.token_index) - 1
+            )
+            for s in shapes
+        ],
+        np.int64,
+    )[which]
+    # of each bracket token
+    run = np.searchsorted(ends, at)
+    pieces = np.insert(-2 - np.arange(len(values)), np.searchsorted(commas, at) + run + 1, brackets)
+    n_tokens = np.array([len(t) for t in table.tokens], np.int64)[segment]
+    flat = np.array([t for tokens in table.tokens for t in tokens], np.int64)
+    offsets = np.cumsum([len(t) for t in table.tokens]) - [len(t) for t in table.tokens]
+    within = np.arange(n_tokens.sum()) - np.repeat(np.cumsum(n_tokens) - n_tokens, n_tokens)
+    # of each text
+    items_before = np.r_[0, np.cumsum(per_run + np.bincount(run, minlength=len(runs)))]
+    pieces = np.insert(
+        pieces,
+        np.repeat(items_before, n_tokens),
+        flat[np.repeat(offsets[segment], n_tokens) + within],
+    )
+    line_end = np.flatnonzero(pieces == -1)
+    numbers = np.diff(np.cumsum(pieces <= -2)[line_end])
+    return pieces[pieces != -1], values, np.diff(line_end) - 1 - numbers, numbers
+
+
+_TABLE, _TABLE_MAX = _Segments(None), 100_000
+
+
+def _table(split_text):
+    """The cache of split segments, emptied when it holds _TABLE_MAX: bounded, whatever the text."""
+    global _TABLE
+    if len(_TABLE) >= _TABLE_MAX or _TABLE.split_text is not split_text:
+        _TABLE = _Segments(split_text)
+    return _TABLE
+
+
+@functools.lru_cache(maxsize=4)
+def _vocabs(make_vocab, text_tokens, encodings):
+    return {enc: make_vocab(text_tokens, enc) for enc in encodings}, {
+        t: i for i, t in enumerate(text_tokens)
+    }
+
+
+def encode_lines(plain, lines, text_tokens, encodings, path="text", first_line=0):
+    """
+    Encode lines in each of `encodings`, splitting every line once: {encoding: (ids, values,
+    lengths, numbers, counts)}, with the ids (uint16 where the vocabulary allows, else int32) and
+    float32 values of all lines end to end, tokens and numbers per line, and how many numbers were
+    clipped or flushed to zero. Errors name path:line, counting from first_line + 1.
+    """
+    vocabs, position = _vocabs(plain.make_vocab, tuple(text_tokens), tuple(encodings))
+    table = _table(plain.split_text)
+    split = _split_lines(lines, table, _run(plain.grammar))
+    if split is not None:
+        pieces, values, text, numbers = split
+        is_num = pieces <= -2
+        text_index = np.array([position.get(t, -1) for t in list(table.token_index)[1:]], np.int64)[
+            pieces[~is_num]
+        ]
+        # a value float32 (xVal's values) cannot hold is encode_pieces' error
+        with np.errstate(over="ignore"):
+            too_large = "xval" in vocabs and np.isinf(values.astype(np.float32)).any()
+    if split is None or (text_index < 0).any() or too_large:
+        # a line at a time
+        out = {enc: ([], [], [], [], {"clipped": 0, "zero": 0}) for enc in vocabs}
+        for j, line in enumerate(lines):
+            pieces = plain.split_text(line, where := f"{path}:{first_line + j + 1}")
+            for enc, (ids, values, lengths, numbers, counts) in out.items():
+                i, v, _ = plain.encode_pieces(pieces, vocabs[enc], where, counts)
+                ids.append(i.astype(np.uint16 if len(vocabs[enc]) < 2**16 else np.int32))
+                values.append(v)
+                lengths.append(len(i))
+                numbers.append(sum(kind == "num" for kind, _ in pieces))
+        return {
+            enc: (np.concatenate(o[0]), np.concatenate(o[1]), np.array(o[2]), np.array(o[3]), o[4])
+            for enc, o in out.items()
+        }
+    rounded = plain.round_numbers(values) if set(vocabs) - {"xval"} else None
+    out = {}
+    for enc, vocab in vocabs.items():
+        counts = {"clipped": 0, "zero": 0}
+        ids, vals, _ = plain.spell(
+            is_num, vocab.first_text_id + text_index, values, vocab, counts, rounded
+        )
+        out[enc] = (ids, vals, text + plain.tokens_per_number[enc] * numbers, numbers, counts)
+    return out
+
+
+def build_text_vocab(plain, lines, where="train", first_line=0):
+    """The sorted set of text tokens of some lines (numbers excluded); first_line numbers errors."""
+    table = _table(plain.split_text)
+    split = _split_lines(lines, table, _run(plain.grammar))
+    if split is None:
+        return sorted(
+            {
+                t
+                for j, line in enumerate(lines)
+                for kind, t in plain.split_text(line, f"{where}:{first_line + j + 1}")
+                if kind == "text"
+            }
+        )
+    tokens = list(table.token_index)[1:]
+    return sorted(tokens[i] for i in np.unique(split[0][split[0] >= 0]))
