@@ -1,11 +1,8 @@
 """
-Many lines at once, vectorised: byte for byte what tokenize_numbers.py's split_text and
-encode_pieces give a line at a time (tests/test_tokenize_fast.py checks both against an oracle),
-many times faster. One regex finds the runs of numbers (joined by ',' or '],['), the text between
-runs is split once per distinct string, and the numbers are read, rounded and spelled with numpy.
-A chunk with a rare case (odd whitespace, a malformed number, an unknown token) goes a line at a
-time, so that its error names the line. tokenize_numbers.py hands this file its line tokenizer
-(PlainTokenizer) and builds encode_lines and build_text_vocab from it: data flows one way.
+tokenize_numbers.py's many lines at once, vectorised, byte for byte (tests/test_tokenize_fast.py):
+a regex finds runs of numbers (joined by ',' or '],['), the text between runs is split once per
+distinct string, numbers are read and laid out with numpy. A chunk with a rare case (odd spaces, a
+malformed number, an unknown token) goes a line at a time, naming the line.
 """
 
 import collections
@@ -17,11 +14,18 @@ import numpy as np
 
 from util import TextError
 
-# what tokenize_numbers.py hands in: its functions for one line and its number grammar's pieces
+# tokenize_numbers.py hands in its functions and number grammar: data flows one way
 PlainTokenizer = collections.namedtuple(
-    "PlainTokenizer",
-    "split_text encode_pieces spell round_numbers make_vocab tokens_per_number grammar",
+    "PlainTokenizer", "split_text encode_pieces number_ids round_numbers make_vocab grammar"
 )
+
+
+def many_lines(*plain):
+    """encode_lines and build_text_vocab for PlainTokenizer(*plain)."""
+    plain = PlainTokenizer(*plain)
+    return functools.partial(encode_lines, plain), functools.partial(build_text_vocab, plain)
+
+
 _LITERALS_ONLY = str.maketrans({"[": None, "]": None, ";": ","})
 # whitespace the look-behinds of _run cannot see through
 _ODD_SPACE = re.compile(r"[^\S \n]|  ")
@@ -30,22 +34,20 @@ _WORD_CHAR = re.compile(r"\w")
 
 @functools.cache
 def _run(grammar):
-    """The regex of a run of numbers joined by ',' or '],['. Its first number starts where
-    split_text reads one: a digit not in a word, a point before a digit, a sign after a line start
-    or one of unary_after (a space between allowed). That first character is consumed before the
-    look-behinds, so that the search skips fast from one candidate to the next."""
-    unary_after, after_digits, mantissa, exponent = grammar
+    """A run of numbers joined by ',' or '],['. The first starts where split_text reads one; its
+    first character comes before the look-behinds, for a fast search."""
+    unary_after, mantissa, exponent = grammar
     u = re.escape(unary_after)
     first = (
-        rf"[0-9.+-](?:(?<=[0-9])(?<![\w.][0-9])[0-9]*+{after_digits}|(?<=\.)[0-9]++"
+        rf"[0-9.+-](?:(?<=[0-9])(?<![\w.][0-9])(?:{mantissa}|\.)?+|(?<=\.)[0-9]++"
         rf"|(?:(?<=[\n{u}][+-])|(?<=[\n{u}] [+-]))[+-]?+{mantissa}){exponent}(?!\w)"
     )
-    # a word touching a later number shows in the text after the run
+    # a word touching a later number shows in the text after the run (_Segments)
     return re.compile(rf"({first}(?:(?:,|\]++,\[++)[+-]?+{mantissa}{exponent})*+)")
 
 
 def _bracket_count(chars, at, step, byte):
-    """How many `byte` characters follow (step 1) or precede (step -1) each position of `at`."""
+    """How many `byte`s follow (step 1) or precede (step -1) each position of `at`."""
     count, going = np.zeros(len(at), np.int64), np.ones(len(at), bool)
     while going.any():
         going &= chars[at + step * (count + 1)] == byte
@@ -54,9 +56,8 @@ def _bracket_count(chars, at, step, byte):
 
 
 class _Segments(dict):
-    """The distinct texts between runs -> their index, each split once by split_text: its tokens
-    (as indices in token_index; a line end is -1) and whether its lines must go through split_text
-    (`unsure`)."""
+    """The distinct texts between runs -> their index, each split once: its tokens (indices in
+    token_index; a line end -1) and whether its lines need split_text (`unsure`)."""
 
     def __init__(self, split_text):
         super().__init__()
@@ -76,20 +77,19 @@ class _Segments(dict):
             tokens += [t for _, t in pieces] + ["\n"]
         # a lone comma lies between two numbers
         tokens = [] if tokens == [",", "\n"] else tokens[:-1]
-        self.tokens.append(
-            [self.token_index.setdefault(t, len(self.token_index) - 1) for t in tokens]
-        )
+        self.tokens.append([self.index(t) for t in tokens])
         self.unsure.append(unsure)
         self[segment] = len(self.tokens) - 1
         return self[segment]
 
+    def index(self, token):
+        return self.token_index.setdefault(token, len(self.token_index) - 1)
+
 
 def _split_lines(lines, table, pattern):
-    """
-    The pieces of many lines as flat arrays, or None if a line needs split_text: pieces (P,) holds
-    a text token's index in table.token_index, or -2 - i for number i; values (N,) the numbers;
-    text and numbers (L,) count the pieces of each line.
-    """
+    """The pieces of many lines, or None if a line needs split_text: pieces (P,) holds a text
+    token's index in table.token_index, or -2 - i for number i; values (N,); text and numbers (L,)
+    count each line's pieces."""
     chunk = "\n" + "\n".join(lines) + "\n"
     # text, run, text, run, ..., text; a run never spans lines
     parts = pattern.split(chunk)
@@ -124,21 +124,14 @@ def _split_lines(lines, table, pattern):
     at = commas[chars[commas - 1] == ord("]")]
     closing, opening = (_bracket_count(chars, at, step, byte) for step, byte in ((-1, 93), (1, 91)))
     shapes, which = np.unique(closing * 1024 + opening, return_inverse=True)
-    brackets = np.array(
-        [
-            table.token_index.setdefault(
-                "]" * (s // 1024) + "," + "[" * (s % 1024), len(table.token_index) - 1
-            )
-            for s in shapes
-        ],
-        np.int64,
-    )[which]
+    brackets = [table.index("]" * (s // 1024) + "," + "[" * (s % 1024)) for s in shapes]
+    brackets = np.array(brackets, np.int64)[which]
     # of each bracket token
     run = np.searchsorted(ends, at)
     pieces = np.insert(-2 - np.arange(len(values)), np.searchsorted(commas, at) + run + 1, brackets)
-    n_tokens = np.array([len(t) for t in table.tokens], np.int64)[segment]
+    lengths = np.array([len(t) for t in table.tokens], np.int64)
+    n_tokens, offsets = lengths[segment], np.cumsum(lengths) - lengths
     flat = np.array([t for tokens in table.tokens for t in tokens], np.int64)
-    offsets = np.cumsum([len(t) for t in table.tokens]) - [len(t) for t in table.tokens]
     within = np.arange(n_tokens.sum()) - np.repeat(np.cumsum(n_tokens) - n_tokens, n_tokens)
     # of each text
     items_before = np.r_[0, np.cumsum(per_run + np.bincount(run, minlength=len(runs)))]
@@ -156,7 +149,7 @@ _TABLE, _TABLE_MAX = _Segments(None), 100_000
 
 
 def _table(split_text):
-    """The cache of split segments, emptied when it holds _TABLE_MAX: bounded, whatever the text."""
+    """The cache of split segments, emptied at _TABLE_MAX: bounded, whatever the text."""
     global _TABLE
     if len(_TABLE) >= _TABLE_MAX or _TABLE.split_text is not split_text:
         _TABLE = _Segments(split_text)
@@ -165,35 +158,31 @@ def _table(split_text):
 
 @functools.lru_cache(maxsize=4)
 def _vocabs(make_vocab, text_tokens, encodings):
-    return {enc: make_vocab(text_tokens, enc) for enc in encodings}, {
-        t: i for i, t in enumerate(text_tokens)
-    }
+    vocabs = {enc: make_vocab(text_tokens, enc) for enc in encodings}
+    return vocabs, {t: i for i, t in enumerate(text_tokens)}
 
 
 def encode_lines(plain, lines, text_tokens, encodings, path="text", first_line=0):
-    """
-    Encode lines in each of `encodings`, splitting every line once: {encoding: (ids, values,
-    lengths, numbers, counts)}, with the ids (uint16 where the vocabulary allows, else int32) and
-    float32 values of all lines end to end, tokens and numbers per line, and how many numbers were
-    clipped or flushed to zero. Errors name path:line, counting from first_line + 1.
-    """
+    """Lines in each encoding, each split once: {encoding: (ids, values, lengths, numbers, counts)},
+    the ids (uint16 if the vocabulary allows, else int32) and float32 values of all lines end to
+    end, tokens and numbers per line, numbers clipped or flushed to zero. Errors name path:line
+    (first_line + 1 the first)."""
     vocabs, position = _vocabs(plain.make_vocab, tuple(text_tokens), tuple(encodings))
     table = _table(plain.split_text)
     split = _split_lines(lines, table, _run(plain.grammar))
     if split is not None:
         pieces, values, text, numbers = split
         is_num = pieces <= -2
-        text_index = np.array([position.get(t, -1) for t in list(table.token_index)[1:]], np.int64)[
-            pieces[~is_num]
-        ]
-        # a value float32 (xVal's values) cannot hold is encode_pieces' error
+        known = [position.get(t, -1) for t in list(table.token_index)[1:]]
+        text_index = np.array(known, np.int64)[pieces[~is_num]]
+        # a value beyond float32 is xVal's error
         with np.errstate(over="ignore"):
             too_large = "xval" in vocabs and np.isinf(values.astype(np.float32)).any()
     if split is None or (text_index < 0).any() or too_large:
         # a line at a time
         out = {enc: ([], [], [], [], {"clipped": 0, "zero": 0}) for enc in vocabs}
-        for j, line in enumerate(lines):
-            pieces = plain.split_text(line, where := f"{path}:{first_line + j + 1}")
+        for j, line in enumerate(lines, first_line + 1):
+            pieces = plain.split_text(line, where := f"{path}:{j}")
             for enc, (ids, values, lengths, numbers, counts) in out.items():
                 i, v, _ = plain.encode_pieces(pieces, vocabs[enc], where, counts)
                 ids.append(i.astype(np.uint16 if len(vocabs[enc]) < 2**16 else np.int32))
@@ -208,11 +197,26 @@ def encode_lines(plain, lines, text_tokens, encodings, path="text", first_line=0
     out = {}
     for enc, vocab in vocabs.items():
         counts = {"clipped": 0, "zero": 0}
-        ids, vals, _ = plain.spell(
-            is_num, vocab.first_text_id + text_index, values, vocab, counts, rounded
-        )
-        out[enc] = (ids, vals, text + plain.tokens_per_number[enc] * numbers, numbers, counts)
+        number_ids, values32 = plain.number_ids(values, vocab, counts, rounded)
+        text_ids = vocab.first_text_id + text_index
+        ids, vals, _ = lay_out(is_num, text_ids, number_ids, values32, len(vocab))
+        out[enc] = (ids, vals, text + number_ids.shape[1] * numbers, numbers, counts)
     return out
+
+
+def lay_out(is_num, text_ids, number_ids, values, vocab_size):
+    """The ids (uint16 if vocab_size allows, else int32) and float32 values of pieces (is_num (P,)):
+    text_ids, or a number's k ids (number_ids (N, k)) and value; and each piece's token count."""
+    ids = np.zeros(len(is_num), np.uint16 if vocab_size < 2**16 else np.int32)
+    vals = np.ones(len(is_num), np.float32)
+    ids[~is_num], vals[is_num] = text_ids, values
+    reps, numeric = 1, is_num
+    # a number's k tokens
+    if (k := number_ids.shape[1]) > 1:
+        reps = np.where(is_num, k, 1)
+        ids, vals, numeric = (np.repeat(a, reps) for a in (ids, vals, is_num))
+    ids[numeric] = number_ids.ravel()
+    return ids, vals, reps
 
 
 def build_text_vocab(plain, lines, where="train", first_line=0):
@@ -220,13 +224,31 @@ def build_text_vocab(plain, lines, where="train", first_line=0):
     table = _table(plain.split_text)
     split = _split_lines(lines, table, _run(plain.grammar))
     if split is None:
-        return sorted(
-            {
-                t
-                for j, line in enumerate(lines)
-                for kind, t in plain.split_text(line, f"{where}:{first_line + j + 1}")
-                if kind == "text"
-            }
-        )
+        numbered = enumerate(lines, first_line + 1)
+        pieces = [p for j, line in numbered for p in plain.split_text(line, f"{where}:{j}")]
+        return sorted({t for kind, t in pieces if kind == "text"})
     tokens = list(table.token_index)[1:]
     return sorted(tokens[i] for i in np.unique(split[0][split[0] >= 0]))
+
+
+# 10^k, k = -16..12, exactly rounded
+_POW10 = np.array([float(f"1e{k}") for k in range(-16, 13)])
+
+
+def round3(a):
+    """a in [1e-12, 1e10] as '%.2e' rounds it: (mantissa, exponent), a ≈ mantissa·10^exponent. The
+    scaled value is off by under 1e-12; near a tie or a decade, Python's formatting rounds."""
+    # scaled into [100, 1000): log10 can miss a decade
+    exponent = np.floor(np.log10(a)).astype(np.int64) - 2
+    scaled = a / _POW10[exponent + 16]
+    exponent += (scaled >= 1000).astype(np.int64) - (scaled < 100)
+    scaled = a / _POW10[exponent + 16]
+    mantissa = np.rint(scaled).astype(np.int64)
+    # 999.5 and above round to 1.00 of the next decade
+    up = mantissa == 1000
+    mantissa[up], exponent[up] = 100, exponent[up] + 1
+    near = np.abs(scaled - np.floor(scaled) - 0.5) < 1e-9
+    for i in np.flatnonzero(near | (scaled < 100 + 1e-9) | (scaled > 1000 - 1e-9)):
+        digits, exp10 = f"{a[i]:.2e}".split("e")
+        mantissa[i], exponent[i] = int(digits.replace(".", "")), int(exp10) - 2
+    return mantissa, exponent
