@@ -1,9 +1,7 @@
-"""
-tokenize_numbers.py's many lines at once, vectorised, byte for byte (tests/test_tokenize_fast.py):
-a regex finds runs of numbers (joined by ',' or '],['), the text between runs is split once per
-distinct string, numbers are read and laid out with numpy. A chunk with a rare case (odd spaces, a
-malformed number, an unknown token) goes a line at a time, naming the line.
-"""
+"""tokenize_numbers.py's many lines at once, byte for byte (tests/test_tokenize_fast.py): a regex
+finds runs of numbers (joined by ',' or '],['), the text between is split once per distinct string,
+numbers are read, rounded and laid out with numpy. A chunk with a rare case (odd spaces, a malformed
+number, an unknown token) goes a line at a time, naming the line."""
 
 import collections
 import functools
@@ -14,35 +12,28 @@ import numpy as np
 
 from util import TextError
 
-# tokenize_numbers.py hands in its functions and number grammar: data flows one way
+# handed in by tokenize_numbers.py: data flows one way
 PlainTokenizer = collections.namedtuple(
     "PlainTokenizer", "split_text encode_pieces number_ids round_numbers make_vocab grammar"
 )
 
-
-def many_lines(*plain):
-    """encode_lines and build_text_vocab for PlainTokenizer(*plain)."""
-    plain = PlainTokenizer(*plain)
-    return functools.partial(encode_lines, plain), functools.partial(build_text_vocab, plain)
-
-
 _LITERALS_ONLY = str.maketrans({"[": None, "]": None, ";": ","})
-# whitespace the look-behinds of _run cannot see through
+# spaces the look-behinds of _run cannot see through
 _ODD_SPACE = re.compile(r"[^\S \n]|  ")
 _WORD_CHAR = re.compile(r"\w")
 
 
 @functools.cache
 def _run(grammar):
-    """A run of numbers joined by ',' or '],['. The first starts where split_text reads one; its
-    first character comes before the look-behinds, for a fast search."""
+    """A run of numbers joined by ',' or '],[', the first where split_text reads one; its first
+    character comes before the look-behinds, for a fast search."""
     unary_after, mantissa, exponent = grammar
     u = re.escape(unary_after)
     first = (
         rf"[0-9.+-](?:(?<=[0-9])(?<![\w.][0-9])(?:{mantissa}|\.)?+|(?<=\.)[0-9]++"
         rf"|(?:(?<=[\n{u}][+-])|(?<=[\n{u}] [+-]))[+-]?+{mantissa}){exponent}(?!\w)"
     )
-    # a word touching a later number shows in the text after the run (_Segments)
+    # a word touching a later number starts the text after the run (_Segments)
     return re.compile(rf"({first}(?:(?:,|\]++,\[++)[+-]?+{mantissa}{exponent})*+)")
 
 
@@ -56,15 +47,15 @@ def _bracket_count(chars, at, step, byte):
 
 
 class _Segments(dict):
-    """The distinct texts between runs -> their index, each split once: its tokens (indices in
-    token_index; a line end -1) and whether its lines need split_text (`unsure`)."""
+    """Texts between runs -> their index, each split once: its tokens (indices in token_index; a
+    line end -1) and whether its lines need split_text (`unsure`)."""
 
     def __init__(self, split_text):
         super().__init__()
         self.split_text, self.tokens, self.unsure, self.token_index = split_text, [], [], {"\n": -1}
 
     def __missing__(self, segment):
-        # odd whitespace, or a word touching the number before it (1,2x)
+        # odd spaces, or a word touching the number before (1,2x)
         unsure = _ODD_SPACE.search(segment) is not None or _WORD_CHAR.match(segment) is not None
         tokens = []
         for part in segment.split("\n"):
@@ -86,27 +77,30 @@ class _Segments(dict):
         return self.token_index.setdefault(token, len(self.token_index) - 1)
 
 
-def _split_lines(lines, table, pattern):
-    """The pieces of many lines, or None if a line needs split_text: pieces (P,) holds a text
-    token's index in table.token_index, or -2 - i for number i; values (N,); text and numbers (L,)
-    count each line's pieces."""
-    chunk = "\n" + "\n".join(lines) + "\n"
+def _split_lines(plain, lines):
+    """The segments' cache (emptied at _TABLE_MAX: bounded whatever the text) and the lines'
+    pieces, None if a line needs split_text: pieces (P,), a text token's index in token_index or
+    -2 - i for number i; values (N,); text and numbers (L,), each line's pieces."""
+    global _TABLE
+    if len(_TABLE) >= _TABLE_MAX or _TABLE.split_text is not plain.split_text:
+        _TABLE = _Segments(plain.split_text)
+    table, chunk = _TABLE, "\n" + "\n".join(lines) + "\n"
     # text, run, text, run, ..., text; a run never spans lines
-    parts = pattern.split(chunk)
+    parts = _run(plain.grammar).split(chunk)
     segments, runs = parts[0::2], parts[1::2]
-    # a line end inside a line; 1.2.3
+    # a line end in a line; 1.2.3
     if chunk.count("\n") != len(lines) + 1 or "" in segments:
-        return None
+        return table, None
     segment = np.fromiter(map(table.__getitem__, segments), np.int64, len(segments))
     joined = ";".join(runs)
-    # numpy parses with float()'s own routine; a malformed literal (--5) stops it
+    # parsed by float()'s own routine: a malformed literal (--5) stops it
     try:
         with warnings.catch_warnings():
             # numpy < 2.3 warns where later ones raise
             warnings.simplefilter("error", DeprecationWarning)
             values = np.fromstring(joined.translate(_LITERALS_ONLY), sep=",")
     except (ValueError, DeprecationWarning):
-        return None
+        return table, None
     chars = np.frombuffer(f"{joined};".encode(), np.uint8)
     commas, ends = np.flatnonzero(chars == ord(",")), np.flatnonzero(chars == ord(";"))[: len(runs)]
     per_run = np.diff(np.searchsorted(commas, ends), prepend=0) + 1
@@ -118,9 +112,9 @@ def _split_lines(lines, table, pattern):
         or np.array(table.unsure)[segment].any()
         or ((chars[zero] == 48) & (chars[zero + 1] >= 48) & (chars[zero + 1] <= 57)).any()
     ):
-        return None
-    # the pieces: the numbers in order (-2 - i), a bracket token inserted after the number before
-    # its comma, then each text's tokens inserted before the run that follows it
+        return table, None
+    # the numbers in order (-2 - i), a bracket token inserted after the number before its comma,
+    # each text's tokens before the run after it
     at = commas[chars[commas - 1] == ord("]")]
     closing, opening = (_bracket_count(chars, at, step, byte) for step, byte in ((-1, 93), (1, 91)))
     shapes, which = np.unique(closing * 1024 + opening, return_inverse=True)
@@ -142,18 +136,10 @@ def _split_lines(lines, table, pattern):
     )
     line_end = np.flatnonzero(pieces == -1)
     numbers = np.diff(np.cumsum(pieces <= -2)[line_end])
-    return pieces[pieces != -1], values, np.diff(line_end) - 1 - numbers, numbers
+    return table, (pieces[pieces != -1], values, np.diff(line_end) - 1 - numbers, numbers)
 
 
 _TABLE, _TABLE_MAX = _Segments(None), 100_000
-
-
-def _table(split_text):
-    """The cache of split segments, emptied at _TABLE_MAX: bounded, whatever the text."""
-    global _TABLE
-    if len(_TABLE) >= _TABLE_MAX or _TABLE.split_text is not split_text:
-        _TABLE = _Segments(split_text)
-    return _TABLE
 
 
 @functools.lru_cache(maxsize=4)
@@ -163,19 +149,17 @@ def _vocabs(make_vocab, text_tokens, encodings):
 
 
 def encode_lines(plain, lines, text_tokens, encodings, path="text", first_line=0):
-    """Lines in each encoding, each split once: {encoding: (ids, values, lengths, numbers, counts)},
-    the ids (uint16 if the vocabulary allows, else int32) and float32 values of all lines end to
-    end, tokens and numbers per line, numbers clipped or flushed to zero. Errors name path:line
-    (first_line + 1 the first)."""
+    """Lines in each encoding, split once: {encoding: (ids, values, lengths, numbers, counts)}: ids
+    (uint16 if the vocabulary allows, else int32) and float32 values of all lines end to end, tokens
+    and numbers per line, numbers clipped or zeroed. Errors name path:line, from first_line + 1."""
     vocabs, position = _vocabs(plain.make_vocab, tuple(text_tokens), tuple(encodings))
-    table = _table(plain.split_text)
-    split = _split_lines(lines, table, _run(plain.grammar))
+    table, split = _split_lines(plain, lines)
     if split is not None:
         pieces, values, text, numbers = split
         is_num = pieces <= -2
         known = [position.get(t, -1) for t in list(table.token_index)[1:]]
         text_index = np.array(known, np.int64)[pieces[~is_num]]
-        # a value beyond float32 is xVal's error
+        # beyond float32: xVal's error
         with np.errstate(over="ignore"):
             too_large = "xval" in vocabs and np.isinf(values.astype(np.float32)).any()
     if split is None or (text_index < 0).any() or too_large:
@@ -205,8 +189,8 @@ def encode_lines(plain, lines, text_tokens, encodings, path="text", first_line=0
 
 
 def lay_out(is_num, text_ids, number_ids, values, vocab_size):
-    """The ids (uint16 if vocab_size allows, else int32) and float32 values of pieces (is_num (P,)):
-    text_ids, or a number's k ids (number_ids (N, k)) and value; and each piece's token count."""
+    """Ids and float32 values of pieces (is_num (P,)): text_ids, or a number's k ids (number_ids
+    (N, k)) and value; and each piece's token count."""
     ids = np.zeros(len(is_num), np.uint16 if vocab_size < 2**16 else np.int32)
     vals = np.ones(len(is_num), np.float32)
     ids[~is_num], vals[is_num] = text_ids, values
@@ -220,9 +204,8 @@ def lay_out(is_num, text_ids, number_ids, values, vocab_size):
 
 
 def build_text_vocab(plain, lines, where="train", first_line=0):
-    """The sorted set of text tokens of some lines (numbers excluded); first_line numbers errors."""
-    table = _table(plain.split_text)
-    split = _split_lines(lines, table, _run(plain.grammar))
+    """The sorted text tokens of some lines (numbers excluded); first_line numbers errors."""
+    table, split = _split_lines(plain, lines)
     if split is None:
         numbered = enumerate(lines, first_line + 1)
         pieces = [p for j, line in numbered for p in plain.split_text(line, f"{where}:{j}")]
@@ -235,9 +218,13 @@ def build_text_vocab(plain, lines, where="train", first_line=0):
 _POW10 = np.array([float(f"1e{k}") for k in range(-16, 13)])
 
 
-def round3(a):
-    """a in [1e-12, 1e10] as '%.2e' rounds it: (mantissa, exponent), a ≈ mantissa·10^exponent. The
-    scaled value is off by under 1e-12; near a tie or a decade, Python's formatting rounds."""
+def round3(x):
+    """|x| as '%.2e' rounds it: (mantissa, exponent). The scaled value is off by under 1e-12; near
+    a tie or a decade, Python's formatting rounds."""
+    if not np.isfinite(x).all():
+        raise ValueError(f"cannot encode the non-finite number {x[~np.isfinite(x)][0]!r}")
+    # beyond these, zero or clipped whatever the digits
+    a = np.clip(np.abs(x), 1e-12, 1e10)
     # scaled into [100, 1000): log10 can miss a decade
     exponent = np.floor(np.log10(a)).astype(np.int64) - 2
     scaled = a / _POW10[exponent + 16]

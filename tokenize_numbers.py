@@ -5,7 +5,8 @@ as '],[', quoted keys, words); whitespace is dropped, and so is a comma between 
 digits, ±m·10^E, m in 100..999, E in -10..5), xVal [NUM] with -60.2 in a parallel float
 array. xval_encode is xVal's alone, to copy; tokenize_fast.py encodes many lines at once.
 
-    python tokenize_numbers.py data/planets --encoding xval   # a dataset's arrays (--stats: a table)
+    python tokenize_numbers.py data/arithmetic_ops2 --encoding xval   # a dataset's arrays
+    python tokenize_numbers.py data/planets --stats                   # token statistics table
 """
 
 import functools
@@ -27,20 +28,20 @@ NUM, ASK = "[NUM]", "[?]"
 # of the integer mantissa m in 100..999
 MIN_EXP, MAX_EXP = -10, 5
 EXPONENTS = [f"E{e}" for e in range(MIN_EXP, MAX_EXP + 1)]
-# the smallest magnitude float32 rounds to inf (xVal's values are float32)
+# the least magnitude float32 (xVal's values) rounds to inf
 FLOAT32_OVERFLOW = 2.0**128 - 2.0**103
 
 # numbers in text (docs/decisions.md#numbers-in-text)
 
 # The number grammar, written once: digits with one point at most (12, 12., 1.5, .5), maybe an
-# exponent (1e-3); a sign at the start or after one of _UNARY_AFTER is the number's, else an operator
+# exponent (1e-3); a sign first or after _UNARY_AFTER is the number's, else an operator (2-3)
 _UNARY_AFTER = "([{,:=+-*/^<>"
 _MANTISSA = r"(?:[0-9]++\.?+[0-9]*+|\.[0-9]++)"
 _EXPONENT = r"(?:[eE][+-]?+[0-9]++)?+"
 _UNSIGNED = _MANTISSA + _EXPONENT
 # a string that is one number (a CSV cell)
 NUMBER = re.compile(rf"[+-]?+{_UNSIGNED}")
-# xVal's numbers: signed where a sign belongs to them, else not touching a word (x.5 is x, .5)
+# xVal's numbers: signed where a sign is theirs, else not touching a word (x.5 is x, .5)
 _XVAL_NUMBER = re.compile(
     rf"(?:^|(?<=[{re.escape(_UNARY_AFTER)}]))\s*+([+-]{_UNSIGNED})(?!\w)"
     rf"|(?:(?<!\w)|(?=\.))({_UNSIGNED})(?!\w)"
@@ -94,7 +95,6 @@ def split_text(text, where="text", allow_ask=False, spans=None):
     while i < len(text):
         unary = not pieces or (pieces[-1][0] == "text" and pieces[-1][1][-1] in _UNARY_AFTER)
         m = _LITERAL.match(text, i)
-        # a sign that is not unary is an operator
         m = m if m and (unary or not m[1]) else None
         if allow_ask and text.startswith(ASK, i):
             piece, end = ("ask", None), i + len(ASK)
@@ -129,8 +129,8 @@ def split_text(text, where="text", allow_ask=False, spans=None):
         pieces.append(piece)
         at.append((i, end))
         i = _SPACE.match(text, end).end()
-    # a comma between numbers costs no token: their fixed counts of tokens separate them
-    # ([[1,2],[3,4]] -> [[ N N ],[ N N ]]), as the paper's context lengths imply
+    # a comma between numbers costs no token: their counts of tokens separate them ([[1,2],[3,4]]
+    # -> [[ N N ],[ N N ]]), as the paper's context lengths imply
     kinds = ["text", *(kind for kind, _ in pieces), "text"]
     keep = [p != ("text", ",") or "text" in (kinds[j], kinds[j + 2]) for j, p in enumerate(pieces)]
     if spans is not None:
@@ -161,10 +161,7 @@ def round_numbers(x):
     status) arrays, x ≈ ±mantissa·10^exponent; status 0 ok, 1 zero (|x| < 1e-8: +0) or 2 clipped
     (|x| > 9.99e7: ±9.99e7)."""
     x = np.asarray(x, np.float64)
-    if not np.isfinite(x).all():
-        raise ValueError(f"cannot encode the non-finite number {x[~np.isfinite(x)][0]!r}")
-    # beyond these, zero or clipped whatever the rounding
-    mantissa, exponent = tokenize_fast.round3(np.clip(np.abs(x), 1e-12, 1e10))
+    mantissa, exponent = tokenize_fast.round3(x)
     status = np.select([x == 0, exponent < MIN_EXP, exponent > MAX_EXP], [0, 1, 2], 0)
     mantissa[status == 2], exponent[status == 2] = 999, MAX_EXP
     zero = (status == 1) | (x == 0)
@@ -185,7 +182,7 @@ def _tokens(negative, mantissa, exponent, encoding):
 
 @functools.cache
 def _numbers(encoding):
-    """Every number of a text encoding: ids table[negative, mantissa, exponent - MIN_EXP] (k,) and
+    """A text encoding's numbers: ids table[negative, mantissa, exponent - MIN_EXP] and
     {tokens: value}."""
     ids = dict(zip(number_vocab(encoding), itertools.count(len(CONTROL_TOKENS))))
     shape = (2, 1000, MAX_EXP - MIN_EXP + 1, TOKENS_PER_NUMBER[encoding])
@@ -199,27 +196,27 @@ def _numbers(encoding):
 
 
 def tokens_to_number(tokens, encoding):
-    """The value of one number's tokens, NaN unless exactly a number of the encoding:
-    tokens_to_number(["-602E-1"], "fp15") == -60.2. xVal's is not in its tokens."""
+    """One number's value, NaN unless its tokens are exactly one of the encoding's:
+    tokens_to_number(["-602E-1"], "fp15") == -60.2."""
     if encoding == "xval":
         raise ValueError("xval numbers carry their value in the values array, not in tokens")
     tokens = tuple(t if isinstance(t, str) else None for t in tokens)
     return _numbers(encoding)[1].get(tokens, float("nan"))
 
 
-# vocabulary: specials, then the encoding's number tokens, then the dataset's text tokens
+# vocabulary
 
 
 class Vocab:
-    """Token strings <-> ids for one encoding. Number and text tokens never share an id: the
-    operator '-' is not the sign '-'."""
+    """Token strings <-> ids for one encoding: specials, number tokens, the dataset's text tokens.
+    Number and text tokens never share an id: the operator '-' is not the sign '-'."""
 
     def __init__(self, text_tokens, encoding):
         self.encoding, self.text_tokens = encoding, list(text_tokens)
         self.number_tokens = number_vocab(encoding)
         self.itos = [*CONTROL_TOKENS, *self.number_tokens, *self.text_tokens]
         self.first_number_id = len(CONTROL_TOKENS)
-        self.first_text_id = len(CONTROL_TOKENS) + len(self.number_tokens)
+        self.first_text_id = self.first_number_id + len(self.number_tokens)
         self.num_id = self.first_number_id if encoding == "xval" else None
         self._text_ids = {t: i for i, t in enumerate(self.text_tokens, self.first_text_id)}
         # sample.py sets a trained model's own
@@ -227,7 +224,7 @@ class Vocab:
             "add a sample with it to train.txt and tokenize with --rebuild-vocab, or write it as a"
             " number or a token the vocabulary has"
         )
-        # a number's first token carries its sign: how spans are found again in arrays
+        # a number's first token, with its sign: how spans are found in arrays
         starts = enumerate(self.number_tokens, self.first_number_id)
         self.number_start_ids = np.array([i for i, t in starts if t[0] in "+-" or t == NUM])
 
@@ -256,8 +253,7 @@ class Vocab:
 
 def encode(text, vocab, where="text", allow_ask=False, counts=None):
     """One sample -> (ids, values, ask): int64 ids, float32 values (a number's at its tokens, 1.0
-    elsewhere), bool marks of the [?] numbers' tokens. counts (a dict) gains the numbers clipped or
-    flushed to zero."""
+    elsewhere), and True at [?]'s tokens. counts (a dict) gains the numbers clipped or zeroed."""
     return encode_pieces(split_text(text, where, allow_ask), vocab, where, counts)
 
 
@@ -294,8 +290,8 @@ def _number_ids(values, vocab, counts, rounded=None):
     else:
         negative, mantissa, exponent, status = round_numbers(values) if rounded is None else rounded
         ids = _numbers(vocab.encoding)[0][negative.astype(np.int64), mantissa, exponent - MIN_EXP]
-    counts["zero"] = counts.get("zero", 0) + int((status == 1).sum())
-    counts["clipped"] = counts.get("clipped", 0) + int((status == 2).sum())
+    for key, code in (("zero", 1), ("clipped", 2)):
+        counts[key] = counts.get(key, 0) + int((status == code).sum())
     return ids, values32
 
 
@@ -309,9 +305,11 @@ def number_spans(ids, vocab):
 # many lines at once (the dataset command): tokenize_fast.py, handed the functions above
 
 _GRAMMAR = (_UNARY_AFTER, _MANTISSA, _EXPONENT)
-encode_lines, build_text_vocab = tokenize_fast.many_lines(
+_PLAIN = tokenize_fast.PlainTokenizer(
     split_text, encode_pieces, _number_ids, round_numbers, Vocab, _GRAMMAR
 )
+encode_lines = functools.partial(tokenize_fast.encode_lines, _PLAIN)
+build_text_vocab = functools.partial(tokenize_fast.build_text_vocab, _PLAIN)
 
 
 def main(argv=None):
