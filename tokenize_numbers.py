@@ -271,8 +271,8 @@ def encode_pieces(pieces, vocab, where="text", counts=None):
             )
     is_num = np.array([kind != "text" for kind, _ in pieces], bool)
     values = [1.0 if kind == "ask" else v for kind, v in pieces if kind != "text"]
-    numbers = _number_ids(np.array(values, np.float64), vocab, {} if counts is None else counts)
-    ids, values, reps = tokenize_fast.lay_out(is_num, text_ids, *numbers, len(vocab))
+    spelled = _number_ids(np.array(values, np.float64), vocab, {} if counts is None else counts)
+    ids, values, reps = tokenize_fast.lay_out(is_num, text_ids, *spelled, len(vocab))
     ask = np.repeat([kind == "ask" for kind, _ in pieces], reps).astype(bool)
     return ids.astype(np.int64), values, ask
 
