@@ -33,7 +33,7 @@ def _run(grammar):
         rf"[0-9.+-](?:(?<=[0-9])(?<![\w.][0-9])(?:{mantissa}|\.)?+|(?<=\.)[0-9]++"
         rf"|(?:(?<=[\n{u}][+-])|(?<=[\n{u}] [+-]))[+-]?+{mantissa}){exponent}(?!\w)"
     )
-    # a word touching a later number starts the text after the run (_Segments)
+    # a word touching a later number starts the next text (_Segments)
     return re.compile(rf"({first}(?:(?:,|\]++,\[++)[+-]?+{mantissa}{exponent})*+)")
 
 
@@ -199,7 +199,7 @@ def lay_out(is_num, text_ids, number_ids, values, vocab_size):
     if (k := number_ids.shape[1]) > 1:
         reps = np.where(is_num, k, 1)
         ids, vals, numeric = (np.repeat(a, reps) for a in (ids, vals, is_num))
-    ids[numeric] = number_ids.ravel()
+    ids[numeric] = number_ids.ravel() if k > 1 else number_ids[:, 0]
     return ids, vals, reps
 
 
@@ -223,7 +223,7 @@ def round3(x):
     a tie or a decade, Python's formatting rounds."""
     if not np.isfinite(x).all():
         raise ValueError(f"cannot encode the non-finite number {x[~np.isfinite(x)][0]!r}")
-    # beyond these, zero or clipped whatever the digits
+    # beyond these, zero or clipped anyway
     a = np.clip(np.abs(x), 1e-12, 1e10)
     # scaled into [100, 1000): log10 can miss a decade
     exponent = np.floor(np.log10(a)).astype(np.int64) - 2

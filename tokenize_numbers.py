@@ -280,13 +280,13 @@ def encode_pieces(pieces, vocab, where="text", counts=None):
 def _number_ids(values, vocab, counts, rounded=None):
     """The ids (N, k) and float32 values (N,) of numbers (rounded: round_numbers(values) if known);
     counts as in encode."""
-    # a text encoding's value beyond float32 is inf (unused)
+    # beyond float32: inf, unused by the text encodings
     with np.errstate(over="ignore", under="ignore"):
         values32 = values.astype(np.float32)
     if vocab.encoding == "xval":
         # xVal's zero: below float32's least
         status = (values32 == 0) & (values != 0)
-        ids = np.full((len(values), 1), vocab.num_id)
+        ids = np.broadcast_to(vocab.num_id, (len(values), 1))
     else:
         negative, mantissa, exponent, status = round_numbers(values) if rounded is None else rounded
         ids = _numbers(vocab.encoding)[0][negative.astype(np.int64), mantissa, exponent - MIN_EXP]
