@@ -291,7 +291,7 @@ def _number_ids(values, vocab, counts, rounded=None):
         negative, mantissa, exponent, status = round_numbers(values) if rounded is None else rounded
         ids = _numbers(vocab.encoding)[0][negative.astype(np.int64), mantissa, exponent - MIN_EXP]
     for key, code in (("zero", 1), ("clipped", 2)):
-        counts[key] = counts.get(key, 0) + int((status == code).sum())
+        counts[key] = counts.get(key, 0) + int(np.count_nonzero(status == code))
     return ids, values32
 
 
