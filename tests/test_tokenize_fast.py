@@ -175,7 +175,7 @@ def test_round_numbers_is_percent_2e_with_its_zero_and_clip_rules():
 
 
 def test_the_cache_of_split_text_stays_bounded_whatever_the_text(monkeypatch):
-    import tokenize_numbers
+    import tokenize_fast as tokenize_numbers
     monkeypatch.setattr(tokenize_numbers, "_TABLE_MAX", 50)
     lines = [f'{{"key{i}":1.5}}' for i in range(400)]  # 400 distinct texts around the numbers
     for start in range(0, 400, 20):
