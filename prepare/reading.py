@@ -12,10 +12,8 @@ import re
 import sys
 from decimal import Decimal
 
-from tokenize_numbers import TextError, split_text
+from tokenize_numbers import NUMBER, TextError, split_text
 
-# a number as the tokenizer reads one
-NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 # a missing value, in any case
 MISSING = ("", "NA", "N/A", "NaN", "null", "None", "?", "-", "--", ".", "#N/A")
 _MISSING = {m.lower() for m in MISSING}
