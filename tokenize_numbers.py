@@ -83,6 +83,11 @@ _PUNCT = [
 _SPACE, _WORD_CHAR = re.compile(r"\s*"), re.compile(r"\w")
 
 
+def shown(text, most=60):
+    """Text for an error message: quoted, cut short if long (a 10 MB word)."""
+    return repr(text) if len(text) <= most else f"{text[:most]!r}… ({len(text):,} characters)"
+
+
 def split_text(text, where="text", allow_ask=False, spans=None):
     """One sample's pieces: ("num", float), ("text", str), and ("ask", None) for [?] if allow_ask.
     `where` names the sample in errors; a list `spans` gains each piece's (start, end).
@@ -105,17 +110,17 @@ def split_text(text, where="text", allow_ask=False, spans=None):
                 num_at[1] == i - 1 and pieces[-1] == ("text", ",") and re.match("0[0-9]", m[2])
             )
             if len(m[1]) == 2 or signs or touch:
-                first = i if len(m[1]) == 2 else i - 1 if signs else num_at[0]
+                bad = shown(text[i if len(m[1]) == 2 else i - 1 if signs else num_at[0] : m.end()])
                 raise TextError(
-                    f"{where}: malformed number {text[first : m.end()]!r} (two points, two signs or"
-                    " a thousands comma); write one plain number"
+                    f"{where}: malformed number {bad} (two points, two signs or a thousands comma);"
+                    " write one plain number"
                 )
             if abs(value := float(m.group())) == float("inf"):
-                raise TextError(f"{where}: number literal {m.group()!r} overflows float64")
+                raise TextError(f"{where}: number literal {shown(m.group())} overflows float64")
             piece, end, num_at = ("num", value), m.end(), (i, m.end())
         elif m and "." in m[2] and not re.search("[eE]", m[2]):
             raise TextError(
-                f"{where}: number {m[2]!r} runs into the word starting at column {m.end()};"
+                f"{where}: number {shown(m[2])} runs into the word starting at column {m.end()};"
                 " separate them"
             )
         else:
@@ -129,8 +134,8 @@ def split_text(text, where="text", allow_ask=False, spans=None):
         pieces.append(piece)
         at.append((i, end))
         i = _SPACE.match(text, end).end()
-    # a comma between numbers costs no token: their counts of tokens separate them ([[1,2],[3,4]]
-    # -> [[ N N ],[ N N ]]), as the paper's context lengths imply
+    # a comma between numbers costs no token ([[1,2],[3,4]] -> [[ N N ],[ N N ]]), as the
+    # paper's context lengths imply
     kinds = ["text", *(kind for kind, _ in pieces), "text"]
     keep = [p != ("text", ",") or "text" in (kinds[j], kinds[j + 2]) for j, p in enumerate(pieces)]
     if spans is not None:
@@ -234,7 +239,7 @@ class Vocab:
     def text_id(self, token, where="text"):
         if token not in self._text_ids:
             raise TextError(
-                f"{where}: {token!r} is not in the vocabulary built from the training split "
+                f"{where}: {shown(token)} is not in the vocabulary built from the training split "
                 f"({len(self.text_tokens)} text tokens); {self.unknown}"
             )
         return self._text_ids[token]
@@ -302,7 +307,7 @@ def number_spans(ids, vocab):
     return [(int(s), int(s) + width) for s in starts]
 
 
-# many lines at once (the dataset command): tokenize_fast.py, handed the functions above
+# many lines at once: tokenize_fast.py, handed the functions above
 
 _GRAMMAR = (_UNARY_AFTER, _MANTISSA, _EXPONENT)
 _PLAIN = tokenize_fast.PlainTokenizer(
