@@ -16,7 +16,8 @@ import functools
 import math
 
 import numpy as np
-from reading import fail, numbers
+from common import fail
+from reading import numbers
 
 
 def key_numbers(records, key):
