@@ -262,7 +262,7 @@ def staged_dataset(out, force, writes):
     and a tokenize_numbers.py run on `out` are refused."""
     if os.path.exists(out) and not os.path.isdir(out):
         sys.exit(f"error: --out {out} exists and is not a directory")
-    held, stage = [], os.path.join(out, f".prepare-{os.getpid()}.tmp")
+    held, swapped, stage = [], False, os.path.join(out, f".prepare-{os.getpid()}.tmp")
     try:
         for name in LOCKS:
             path = os.path.join(out, name)
@@ -289,10 +289,13 @@ def staged_dataset(out, force, writes):
         # a SIGTERM whose exit a library swallowed
         if STOPPED:
             sys.exit(143)
-        swap_in(out, stage)
+        # a SIGTERM or Ctrl-C that comes during the swap waits until it is done
+        with _signals_held():
+            swap_in(out, stage)
+            swapped = True
     finally:
-        # not while the old dataset is in stage/.old (putting it back failed)
-        if not os.path.exists(os.path.join(stage, ".old")):
+        # not the old dataset, where putting it back failed
+        if swapped or not os.path.exists(os.path.join(stage, ".old")):
             shutil.rmtree(stage, ignore_errors=True)
         for path in held:
             release_lock(path)
@@ -316,8 +319,7 @@ def _signals_held():
 def swap_in(out, stage):
     """Replace what an earlier prepare run wrote in `out` by the dataset in `stage`: the old files
     move aside to stage/.old (meta.json first), the new ones come in (meta.json last), so `out`
-    never looks complete while it is mixed. A move that fails puts every file back, and a SIGTERM
-    or Ctrl-C waits until the swap is done."""
+    never looks complete while it is mixed. A move that fails puts every file back."""
     aside = os.path.join(stage, ".old")
     old = [n.rstrip("/") for n in dataset_files(out)[0]]
     old = sorted([n for n in old if n != os.path.basename(stage)], key=lambda n: n != "meta.json")
@@ -325,19 +327,17 @@ def swap_in(out, stage):
     moves = [(os.path.join(out, n), os.path.join(aside, n)) for n in old]
     moves += [(os.path.join(stage, n), os.path.join(out, n)) for n in new]
     done = []
-    with _signals_held():
-        try:
-            for a, b in moves:
-                os.renames(a, b)
-                done.append((a, b))
-        except OSError as e:
-            for a, b in reversed(done):
-                os.renames(b, a)
-            sys.exit(
-                f"error: cannot replace {e.filename} ({e.strerror}); {out} is as it was (the new"
-                " dataset is not kept)"
-            )
-    shutil.rmtree(aside, ignore_errors=True)
+    try:
+        for a, b in moves:
+            os.renames(a, b)
+            done.append((a, b))
+    except OSError as e:
+        for a, b in reversed(done):
+            os.renames(b, a)
+        sys.exit(
+            f"error: cannot replace {e.filename} ({e.strerror}); {out} is as it was (the new"
+            " dataset is not kept)"
+        )
 
 
 class _Interrupted(Exception):

@@ -565,12 +565,21 @@ def main(argv=None):
     p.add_argument(
         "--land-sea-mask", metavar="FILE", help="ERA5 lsm file: also write <split>.ocean.txt labels"
     )
-    for flag, default, what in (
-        ("--stations", STATIONS, "distinct grid points"),
-        ("--steps", STEPS, "time steps"),
-    ):
-        text = f"{what} per sample, inclusive (default {default[0]},{default[1]} as in the paper)"
-        p.add_argument(flag, type=int_range(), default=default, metavar="MIN,MAX", help=text)
+    paper = "per sample, inclusive (default {},{} as in the paper)"
+    p.add_argument(
+        "--stations",
+        type=int_range(),
+        default=STATIONS,
+        metavar="MIN,MAX",
+        help="distinct grid points " + paper.format(*STATIONS),
+    )
+    p.add_argument(
+        "--steps",
+        type=int_range(),
+        default=STEPS,
+        metavar="MIN,MAX",
+        help="time steps " + paper.format(*STEPS),
+    )
     args = p.parse_args(argv)
     t_start = time.time()
 
