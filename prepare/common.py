@@ -1,66 +1,68 @@
 """
-What every prepare script shares: the command-line flags, the split sizes, per-sample seeding that
-makes the output independent of the worker count, compact JSON-like records, and writing a
-dataset's splits (atomically, with util.py).
-
-A prepare script defines `make_sample(rng, split) -> str` (one line of text) and calls
-`write_dataset(...)`. Sample i of split s is drawn from its own generator seeded by
-(seed, s, i), so the files are byte-identical whatever --workers is.
+What every prepare script shares (prepare/README.md#what-every-script-does): the flags, the split
+sizes, per-sample seeding (sample i of split s has its own generator, seeded by (seed, s, i), so the
+files are byte-identical whatever --workers is), compact JSON-like records, and the writing of a
+dataset: staged, under a lock, swapped in whole.
 """
 
 import argparse
-import atexit
 import errno
 import json
 import math
 import os
 import re
+import shlex
 import shutil
 import signal
 import sys
 import time
+from contextlib import contextmanager
 from multiprocessing import Pool
 
 import numpy as np
 
 # the repository root
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from util import (  # noqa: E402
-    atomic_file,
-    atomic_write_text,
-    format_number,
-    lock_holder,
-    worker_signals,
-)
+from util import atomic_write_text, format_number, release_lock, take_lock, worker_signals
+
+# the SIGTERMs this run received: a library's bare `except:` (numpy's lazy imports) may swallow the
+# exit a signal raises, so progress() ends the run too
+STOPPED = []
+
+
+def _stop(*_):
+    STOPPED.append(True)
+    sys.exit(143)
 
 
 def _one_line(kind, error, traceback, default=sys.excepthook):
-    """Ctrl-C, a full disk or any other failed read or write ends a prepare script with one line,
-    not a traceback: its writes are staged (prepare_out_dir), so an earlier dataset in --out is as
-    it was and no half file stays."""
+    kept = "nothing partly written was kept"
     if issubclass(kind, KeyboardInterrupt):
-        print("interrupted (Ctrl-C); nothing partly written was kept", file=sys.stderr)
+        print(f"interrupted (Ctrl-C); {kept}", file=sys.stderr)
     elif issubclass(kind, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
         print(
-            f"error: the disk filled up while writing the dataset ({error.strerror}); nothing"
-            " partly written was kept: free some space and run again",
+            f"error: the disk filled up while writing the dataset ({error.strerror}); {kept}: free"
+            " some space and run again",
             file=sys.stderr,
         )
     elif issubclass(kind, OSError) and error.strerror:
-        print(
-            f"error: {error.strerror}{': ' + str(error.filename) if error.filename else ''};"
-            " nothing partly written was kept",
-            file=sys.stderr,
-        )
+        where = f": {error.filename}" if error.filename else ""
+        print(f"error: {error.strerror}{where}; {kept}", file=sys.stderr)
     else:
         default(kind, error, traceback)
 
 
+def fail(message):
+    sys.exit(f"error: {message}")
+
+
 def one_line_errors():
-    """Called by each prepare script when it runs as one (importing this module changes nothing); a
-    SIGTERM ends it as Ctrl-C does, so that its half-written dataset is removed."""
+    """Called by each prepare script when it runs as one (importing this module changes nothing):
+    Ctrl-C, SIGTERM, a full disk or another failed read or write ends it with one line, and as its
+    writes are staged (staged_dataset), an earlier dataset in --out stays as it was."""
+    STOPPED.clear()
     sys.excepthook = _one_line
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    signal.signal(signal.SIGTERM, _stop)
 
 
 # samples per split: (train, val, test); every extra test set (OoD) has the size of test
@@ -71,7 +73,7 @@ SIZES = {
 }
 
 
-def _at_least(low):
+def at_least(low):
     """An argparse type: an integer ≥ low."""
 
     def parse(text):
@@ -80,7 +82,26 @@ def _at_least(low):
             raise argparse.ArgumentTypeError(f"expected an integer ≥ {low}, got {value}")
         return value
 
-    parse.__name__ = "integer"  # argparse names the type in its message for a non-integer
+    # argparse names the type in its message for a non-integer
+    parse.__name__ = "integer"
+    return parse
+
+
+def int_range(most=None):
+    """An argparse type: 'MIN,MAX' → (MIN, MAX), 1 <= MIN <= MAX (<= most)."""
+
+    def parse(text):
+        try:
+            low, high = (int(x) for x in text.split(","))
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected MIN,MAX (two integers, e.g. 2,6); found '{text}'"
+            ) from None
+        if not 1 <= low <= high <= (most or high):
+            limit = f" <= {most}" if most else ""
+            raise argparse.ArgumentTypeError(f"expected 1 <= MIN <= MAX{limit}; found {low},{high}")
+        return low, high
+
     return parse
 
 
@@ -95,16 +116,21 @@ def base_parser(description, default_out):
         help="tiny: seconds, for tests; small: minutes on a laptop; paper: 1M/125k/125k",
     )
     p.add_argument(
-        "--seed", type=_at_least(0), default=1337, help="fixes every sample (default 1337)"
+        "--seed", type=at_least(0), default=1337, help="fixes every sample (default 1337)"
     )
     p.add_argument(
         "--workers",
-        type=_at_least(1),
+        type=at_least(1),
         default=os.cpu_count() or 1,
         help="processes to use (default: all cores); does not change the output",
     )
     p.add_argument("--force", action="store_true", help="overwrite an existing dataset in --out")
     return p
+
+
+def command(script=None, argv=None):
+    """The command line of this run, for meta.json."""
+    return shlex.join(["python", script or sys.argv[0], *(sys.argv[1:] if argv is None else argv)])
 
 
 def sample_rng(seed, split_code, index):
@@ -137,9 +163,12 @@ def dumps(obj, digits=4):
     raise TypeError(f"cannot write {type(obj).__name__} into a record")
 
 
-STAGE = re.compile(r"\.prepare-\d+\.tmp")  # where a prepare run writes its dataset before swap_in
+# where a prepare run writes its dataset before swap_in
+STAGE = re.compile(r"\.prepare-\d+\.tmp")
 # what tokenize_numbers.py writes in <encoding>/
 TOKENIZED = re.compile(r"\w+\.(ids|values|offsets|json|tmp)\b.*")
+# held by a prepare run (both) or a tokenize_numbers.py run (the second)
+LOCKS = ("prepare.lock", "tokenize.lock")
 
 
 def _read_meta(out):
@@ -147,24 +176,16 @@ def _read_meta(out):
     try:
         with open(os.path.join(out, "meta.json")) as f:
             meta = json.load(f)
-        return (
-            meta
-            if isinstance(meta, dict) and isinstance(meta.get("splits"), (dict, list))
-            else None
-        )
     except (OSError, ValueError):
         return None
+    return meta if isinstance(meta, dict) and isinstance(meta.get("splits"), (dict, list)) else None
 
 
 def dataset_files(out):
-    """
-    (ours, others, prepared): the entries of `out` that a prepare run and the tokenizing of its
-    dataset wrote (meta.json, the <split>.txt and <split>.ocean.txt of the splits it names,
-    vocab.json, the tokenized files in <encoding>/ folders, atomic_file's temporary names of these
-    and era5.py's scratch file), the others (a folder as "sub/"), and whether a prepare run's
-    meta.json is there. The splits of a plain-text dataset (tokenize_numbers.py --plain-text) are
-    the user's own text, not ours.
-    """
+    """(ours, others, prepared): the entries of `out` that a prepare run or the tokenizing of its
+    dataset wrote (the splits its meta.json names, vocab.json, <encoding>/ arrays, their temporary
+    names), the others (a folder as "sub/"), and whether a prepare run's meta.json is there (the
+    splits of a --plain-text dataset are the user's own)."""
     from tokenize_numbers import ENCODINGS
 
     meta = _read_meta(out)
@@ -179,7 +200,7 @@ def dataset_files(out):
         )
     )
     ours, others = [], []
-    for name in sorted(os.listdir(out)):
+    for name in sorted(set(os.listdir(out)) - set(LOCKS)):
         path = os.path.join(out, name)
         if name in ENCODINGS and os.path.isdir(path):
             for f in sorted(os.listdir(path)):
@@ -199,91 +220,130 @@ def _some(names, n=6):
     return ", ".join(names[:n]) + (f" and {len(names) - n} more" if len(names) > n else "")
 
 
-def prepare_out_dir(out, force, writes):
-    """Make `out` ready for a dataset whose files are `writes` (names in `out`), and return the
-    folder to write it into, out/.prepare-<pid>.tmp: nothing of an earlier dataset goes until the
-    new one is complete and swap_in() replaces it, so a failed or stopped run leaves `out` as it was
-    (the folder is removed when the process ends). A folder holding files needs --force, which
-    replaces only what an earlier prepare run wrote there; every other file stays and is named. A
-    file this run would overwrite is refused unless a prepare run wrote it. Fails early if `out` is
-    not writable."""
+def _check_out(out, force, writes):
+    """Refuse an `out` holding files unless --force, which replaces only what an earlier prepare
+    run wrote there (every other file stays and is named), and a file of the user's that this run
+    would overwrite (`writes`: names in `out`)."""
+    ours, others, prepared = dataset_files(out)
+    if not ours and not others:
+        return
+    clash = [n for n in others if n in writes or n.rstrip("/") in writes]
+    if clash and not prepared:
+        sys.exit(
+            f"error: {out} holds {_some(clash)}, which this run would overwrite but no prepare"
+            " run wrote (no meta.json of a prepared dataset names it); move it away or choose"
+            " another --out"
+        )
+    if not force:
+        what = (
+            "a dataset (meta.json)"
+            if prepared
+            else f"files that are not a dataset ({_some(others)})"
+        )
+        sys.exit(
+            f"error: {out} already holds {what}; pass --force to replace what a prepare run"
+            " wrote there (other files stay), or choose another --out"
+        )
+    stuck = sorted({os.path.dirname(os.path.join(out, n)) for n in ours} - {out})
+    for folder in [f for f in stuck if not os.access(f, os.W_OK | os.X_OK)]:
+        sys.exit(
+            f"error: {folder} is not writable, so --force could not replace the files in it; "
+            "make it writable (nothing was changed)"
+        )
+    if others:
+        print(f"note: {out}: left alone, not written by a prepare run: {_some(others)}")
+
+
+@contextmanager
+def staged_dataset(out, force, writes):
+    """Yield the folder to write a dataset into, out/.prepare-<pid>.tmp; when the block ends without
+    an error, swap_in() moves the dataset into `out`. A failed or stopped run leaves `out` as it
+    was. The run holds out/prepare.lock and out/tokenize.lock throughout, so another prepare run
+    and a tokenize_numbers.py run on `out` are refused."""
     if os.path.exists(out) and not os.path.isdir(out):
         sys.exit(f"error: --out {out} exists and is not a directory")
-    if os.path.isdir(out) and os.listdir(out):
-        ours, others, prepared = dataset_files(out)
-        clash = [n for n in others if n in writes or n.rstrip("/") in writes]
-        if clash and not prepared:
-            sys.exit(
-                f"error: {out} holds {_some(clash)}, which this run would overwrite but no prepare"
-                " run wrote (no meta.json of a prepared dataset names it); move it away or choose"
-                " another --out"
-            )
-        if not force:
-            what = (
-                "a dataset (meta.json)"
-                if prepared
-                else f"files that are not a dataset ({_some(others)})"
-            )
-            sys.exit(
-                f"error: {out} already holds {what}; pass --force to replace what a prepare run"
-                " wrote there (other files stay), or choose another --out"
-            )
-        pid, tokenizing = lock_holder(os.path.join(out, "tokenize.lock"))
-        if tokenizing:
-            sys.exit(
-                f"error: {out} is being tokenized by process {pid} ({out}/tokenize.lock); wait for"
-                " that tokenize_numbers.py run to end before --force replaces the dataset it reads"
-            )
-        stuck = sorted({os.path.dirname(os.path.join(out, n)) for n in ours} - {out})
-        for folder in [f for f in stuck if not os.access(f, os.W_OK | os.X_OK)]:
-            sys.exit(
-                f"error: {folder} is not writable, so --force could not replace the files in it; "
-                "make it writable (nothing was changed)"
-            )
-        if others:
-            print(f"note: {out}: left alone, not written by a prepare run: {_some(others)}")
+    held, swapped, stage = [], False, os.path.join(out, f".prepare-{os.getpid()}.tmp")
     try:
-        stage = os.path.join(out, f".prepare-{os.getpid()}.tmp")
+        for name in LOCKS:
+            path = os.path.join(out, name)
+            try:
+                os.makedirs(out, exist_ok=True)
+                pid = take_lock(path)
+            except OSError as e:
+                sys.exit(f"error: cannot write to output directory {out}: {e.strerror}")
+            if pid is not None and name == "prepare.lock":
+                sys.exit(
+                    f"error: {out} is being written by another prepare run, process {pid}"
+                    f" ({path}); wait for it to end (or delete the lock if that process is not one)"
+                )
+            if pid is not None:
+                sys.exit(
+                    f"error: {out} is being tokenized by process {pid} ({path}); wait for that"
+                    " tokenize_numbers.py run to end"
+                )
+            held.append(path)
+        _check_out(out, force, writes)
         shutil.rmtree(stage, ignore_errors=True)
         os.makedirs(stage)
-    except OSError as e:
-        sys.exit(f"error: cannot write to output directory {out}: {e.strerror}")
-    atexit.register(shutil.rmtree, stage, True)
-    return stage
+        yield stage
+        # a SIGTERM whose exit a library swallowed
+        if STOPPED:
+            sys.exit(143)
+        # a SIGTERM or Ctrl-C that comes during the swap waits until it is done
+        with _signals_held():
+            swap_in(out, stage)
+            swapped = True
+    finally:
+        # not the old dataset, where putting it back failed
+        if swapped or not os.path.exists(os.path.join(stage, ".old")):
+            shutil.rmtree(stage, ignore_errors=True)
+        for path in held:
+            release_lock(path)
+
+
+@contextmanager
+def _signals_held():
+    """SIGTERM and Ctrl-C take effect when the block ends, not inside it."""
+    got = []
+    kinds = (signal.SIGTERM, signal.SIGINT)
+    handlers = {s: signal.signal(s, lambda n, _: got.append(n)) for s in kinds}
+    try:
+        yield
+    finally:
+        for s, handler in handlers.items():
+            signal.signal(s, handler)
+        for s in got[:1]:
+            signal.raise_signal(s)
 
 
 def swap_in(out, stage):
-    """Replace what an earlier prepare run wrote in `out` by the complete dataset in `stage`: the
-    old files are first moved aside (meta.json first), and put back if any cannot be; the new ones
-    come in (meta.json last), and only then are the old ones deleted. `out` never looks complete
-    while it is mixed, and a failure loses nothing."""
-    ours = [n for n in dataset_files(out)[0] if n.rstrip("/") != os.path.basename(stage)]
-    aside, moved = os.path.join(stage, ".old"), []
+    """Replace what an earlier prepare run wrote in `out` by the dataset in `stage`: the old files
+    move aside to stage/.old (meta.json first), the new ones come in (meta.json last), so `out`
+    never looks complete while it is mixed. A move that fails puts every file back."""
+    aside = os.path.join(stage, ".old")
+    old = [n.rstrip("/") for n in dataset_files(out)[0]]
+    old = sorted([n for n in old if n != os.path.basename(stage)], key=lambda n: n != "meta.json")
+    new = sorted(set(os.listdir(stage)) - {".old"}, key=lambda n: n == "meta.json")
+    moves = [(os.path.join(out, n), os.path.join(aside, n)) for n in old]
+    moves += [(os.path.join(stage, n), os.path.join(out, n)) for n in new]
+    done = []
     try:
-        for name in ["meta.json"] * ("meta.json" in ours) + [n for n in ours if n != "meta.json"]:
-            os.renames(os.path.join(out, name.rstrip("/")), os.path.join(aside, name.rstrip("/")))
-            moved.append(name.rstrip("/"))
+        for a, b in moves:
+            os.renames(a, b)
+            done.append((a, b))
     except OSError as e:
-        for name in reversed(moved):
-            os.renames(os.path.join(aside, name), os.path.join(out, name))
+        for a, b in reversed(done):
+            os.renames(b, a)
         sys.exit(
             f"error: cannot replace {e.filename} ({e.strerror}); {out} is as it was (the new"
             " dataset is not kept)"
         )
-    # an <encoding>/ folder left empty
-    for name in {n.split("/")[0] for n in ours if "/" in n.rstrip("/")}:
-        if os.path.isdir(os.path.join(out, name)) and not os.listdir(os.path.join(out, name)):
-            os.rmdir(os.path.join(out, name))
-    for name in sorted(set(os.listdir(stage)) - {".old"}, key=lambda n: n == "meta.json"):
-        os.replace(os.path.join(stage, name), os.path.join(out, name))
-    shutil.rmtree(stage)
 
 
 class _Interrupted(Exception):
     """Ctrl-C inside a pool worker, where a library raises KeyboardInterrupt itself (REBOUND's
-    integrate handles SIGINT while it runs): a pool loses a worker that dies of a KeyboardInterrupt
-    and waits for it forever, but passes an Exception back to the parent, which ends as Ctrl-C does.
-    """
+    integrate does): a pool waits forever for a worker that dies of a KeyboardInterrupt, but passes
+    an Exception back to the parent, which ends as Ctrl-C does."""
 
 
 def _make_one(args):
@@ -294,22 +354,30 @@ def _make_one(args):
         raise _Interrupted from None
 
 
-def generate_split(make_sample, split, code, n, seed, workers, chunksize=64):
-    """Return the n lines of one split, in index order, using `workers` processes."""
+def progress(items, **bar):
+    """items, with a progress bar on stderr where tqdm is installed; a run that received a SIGTERM
+    ends here."""
     try:
         from tqdm import tqdm
-    except ImportError:  # tqdm is optional: fall back to no progress bar
 
-        def tqdm(it, **_):
-            return it
+        items = tqdm(items, file=sys.stderr, mininterval=0.5, **bar)
+    except ImportError:
+        pass
+    for item in items:
+        if STOPPED:
+            sys.exit(143)
+        yield item
 
+
+def generate_split(make_sample, split, code, n, seed, workers, chunksize=64):
+    """The n lines of one split, in index order, made by `workers` processes."""
     jobs = ((make_sample, seed, code, i, split) for i in range(n))
-    bar = dict(total=n, desc=f"{split:>16}", unit="sample", file=sys.stderr, mininterval=0.5)
+    bar = {"total": n, "desc": f"{split:>16}", "unit": "sample"}
     try:
         if workers <= 1:
-            return [line for line in tqdm(map(_make_one, jobs), **bar)]
+            return list(progress(map(_make_one, jobs), **bar))
         with Pool(workers, worker_signals) as pool:
-            return [line for line in tqdm(pool.imap(_make_one, jobs, chunksize=chunksize), **bar)]
+            return list(progress(pool.imap(_make_one, jobs, chunksize=chunksize), **bar))
     except _Interrupted:
         raise KeyboardInterrupt from None
 
@@ -327,32 +395,22 @@ def write_meta(out, meta):
     atomic_write_text(os.path.join(out, "meta.json"), json.dumps(meta, indent=2) + "\n")
 
 
-def write_dataset(args, make_sample, extra_splits=(), meta=None, sizes=None):
-    """
-    Generate train/val/test (+ extra test splits such as OoD sets) and write them atomically as
-    <out>/<split>.txt, one sample per line, then <out>/meta.json last (its presence marks a
-    complete dataset). make_sample(rng, split) returns one line without a newline.
-    """
-    sizes = sizes or SIZES
-    n_train, n_val, n_test = sizes[args.size]
-    counts = {"train": n_train, "val": n_val, "test": n_test}
-    counts.update({name: n_test for name in extra_splits})
-    stage = prepare_out_dir(
-        args.out, args.force, [f"{split}.txt" for split in counts] + ["meta.json"]
-    )
+def write_dataset(args, make_sample, extra_splits=(), meta=None):
+    """Write train, val, test and the extra test splits (OoD sets) as <out>/<split>.txt, a line a
+    sample (make_sample(rng, split) returns one), then <out>/meta.json."""
+    n_train, n_val, n_test = SIZES[args.size]
+    counts = {"train": n_train, "val": n_val, "test": n_test, **dict.fromkeys(extra_splits, n_test)}
+    meta = {**(meta or {}), "seed": args.seed, "size": args.size, "splits": counts}
+    meta["command"] = command()
     t0 = time.time()
-    for code, (split, n) in enumerate(counts.items()):  # code: train 0, val 1, test 2, extras 3..
-        write_split(
-            stage, split, generate_split(make_sample, split, code, n, args.seed, args.workers)
-        )
-    meta = dict(meta or {})
-    meta.update(
-        seed=args.seed, size=args.size, splits=counts, command=" ".join(["python"] + sys.argv)
-    )
-    write_meta(stage, meta)
-    swap_in(args.out, stage)
-    seconds = time.time() - t0
-    total = sum(counts.values())
+    writes = [f"{split}.txt" for split in counts] + ["meta.json"]
+    with staged_dataset(args.out, args.force, writes) as stage:
+        # split codes: train 0, val 1, test 2, extras 3..
+        for code, (split, n) in enumerate(counts.items()):
+            lines = generate_split(make_sample, split, code, n, args.seed, args.workers)
+            write_split(stage, split, lines)
+        write_meta(stage, meta)
+    seconds, total = time.time() - t0, sum(counts.values())
     print(
         f"wrote {total} samples to {args.out} in {seconds:.1f} s ({total / seconds:.0f} samples/s)"
     )

@@ -1,73 +1,22 @@
 """
-Prepare the temperature-forecasting dataset of the xVal paper (§3 "Temperature
-forecasting", App. C; docs/decisions.md#temperature) from ERA5 2 m temperature (`t2m`)
-netCDF files downloaded from the Copernicus Climate Data Store (CDS).
-
-A sample is one line: 60-89 distinct random grid points ("stations", uniform over grid points as in
-the paper, so a regular lat/lon grid gives the poles more of them) and 8-15 time steps, `--stride`
-file steps apart (8 = 8 h for hourly ERA5), from a random start (--stations and --steps change the
-ranges for reduced-scale runs, e.g. --stations 10,19 on a CPU):
+The temperature-forecasting dataset of the xVal paper (§3.1, App. C; docs/decisions.md#temperature)
+from ERA5 2 m temperature netCDF files downloaded from the Copernicus CDS. A sample a line:
 
   {"description":{"coords":[[sin lat,sin lon,cos lon],...],
                   "start":[sin ToD,cos ToD,sin ToY,cos ToY]},
    "data":[[T at each step] per station]}
 
-T is standardised with the mean and std of every value in the training split (in the field's units,
-kelvin for ERA5). ToD phase = UTC hour of day / 24; ToY phase = (day of year - 1 + hour / 24) /
-365.25, both of the first step. train/val/test are random windows of the same files (as in the
-paper); a test window may overlap a training window in time and space. With --land-sea-mask,
-<split>.ocean.txt holds one label per sample for the probe of App. C: 1 if the first station is over
-ocean (lsm < 0.5).
+prepare/README.md#temperature-era5-era5py has the sampling, the layouts it reads and the download;
+prepare/era5_synthetic.py writes a field to try it without a CDS account.
 
-Inputs (several files are concatenated along time; they must share one grid):
-  - CDS netCDF before 2024: dims time/latitude/longitude, int16 packed with scale_factor/add_offset
-    and _FillValue/missing_value (netCDF4 unpacks and masks), latitude 90..-90. Downloads that
-    mix ERA5 with near-real-time ERA5T carry an `expver` dimension, t2m(time, expver, lat, lon),
-    each row filled for part of the time: the rows are merged (first non-missing value).
-  - CDS netCDF since 2024: float32 t2m(valid_time, latitude, longitude), valid_time in seconds since
-    1970, `expver` a coordinate variable along valid_time, `number` a scalar (or a size-1 dim).
-  - Other CF gridded temperatures with --variable (CMIP `tas(time, lat, lon)`, or a CF
-    standard_name such as `air_temperature`): axes are found by name (time/valid_time,
-    latitude/lat, longitude/lon) or by their coordinate's standard_name/axis/units; any other
-    dimension must have size 1.
-  Latitude and longitude may run either way; samples are drawn on the ascending grid, so the same
-  field in either layout gives the same samples. Windows never span a gap in time (e.g. between two
-  non-adjacent files); windows holding a missing value are redrawn and counted in meta.json.
+Two passes, in bounded memory: pass 1 draws every sample's window (a pure function of seed, split
+and index) and cuts the windows out of the files, --block-steps time steps at a time, into a float32
+scratch file in --out; pass 2 standardises them with the training split's mean and std and writes
+the text.
+"""
 
-Download (needs a CDS account, the dataset licence accepted, and `pip install cdsapi`; see
-prepare/README.md):
-
-  import cdsapi
-  cdsapi.Client().retrieve("reanalysis-era5-single-levels", {
-      "product_type": ["reanalysis"], "variable": ["2m_temperature"], "year": ["2020"],
-      "month": [f"{m:02d}" for m in range(1, 13)], "day": [f"{d:02d}" for d in range(1, 32)],
-      "time": [f"{h:02d}:00" for h in range(24)],
-      "data_format": "netcdf", "download_format": "unarchived"}, "era5_t2m_2020.nc")
-
-  (for --land-sea-mask: the same request with "variable": ["land_sea_mask"], one day and
-  "time": ["00:00"])
-
-Usage:
-  python prepare/era5.py era5_t2m_2020.nc --size small --out data/era5
-  python prepare/era5.py era5_t2m_*.nc --land-sea-mask era5_lsm.nc --size paper --workers 16
-  python prepare/era5_synthetic.py --out data/era5_raw   # no CDS account: a synthetic field
-  python prepare/era5.py data/era5_raw/t2m.nc --land-sea-mask data/era5_raw/lsm.nc \
-      --stations 10,19 --out data/era5
-
-Two passes. Pass 1 draws every sample's window (sizes, start, stations: a pure function of
-seed, split and index), then reads the files block by block of --block-steps time steps,
-each step once for all splits, cutting out the windows that touch the block into a float32
-file on disk (in --out, removed at the end; 4 bytes per temperature, 4.3 GB at paper size).
-Pass 2 standardises with the training split's mean and std and writes the text. Memory stays
-bounded: a worker holds one block (block_steps × lat × lon × 4 bytes, 133 MB for 32 steps of
-the 0.25° grid) plus ~16 MB that netCDF4 unpacks at a time; never the whole variable."""
-
-import argparse
-import json
 import math
 import os
-import shlex
-import sys
 import time
 from multiprocessing import Pool
 from types import SimpleNamespace
@@ -75,35 +24,26 @@ from types import SimpleNamespace
 import netCDF4
 import numpy as np
 
-from common import (
-    SIZES,
-    atomic_file,
-    atomic_write_text,
-    base_parser,
-    dumps,
-    one_line_errors,
-    prepare_out_dir,
-    sample_rng,
-    swap_in,
-    worker_signals,
-)
+from common import SIZES, at_least, base_parser, command, dumps, fail, int_range, progress
+from common import one_line_errors, sample_rng, staged_dataset, write_meta
+from util import atomic_file, atomic_write_text, worker_signals
 
-# grid points per sample, inclusive; default of --stations (docs/decisions.md#temperature)
+# grid points and time steps per sample, inclusive: the paper's (docs/decisions.md#temperature)
 STATIONS = (60, 89)
-STEPS = (8, 15)  # time steps per sample, inclusive; default of --steps
-MAX_ATTEMPTS = 100  # redraws of one sample whose windows keep hitting missing values
-SPLITS = ("train", "val", "test")  # split code = position, as in common.write_dataset
-# pass 1 → pass 2: raw windows, float32, on disk in --out (removed at the end)
+STEPS = (8, 15)
+# redraws of one sample whose windows keep hitting missing values
+MAX_ATTEMPTS = 100
+# split code = position, as in common.write_dataset
+SPLITS = ("train", "val", "test")
+# pass 1 → pass 2: the windows, float32, on disk in the stage
 RAW_FILE = ".raw.npy.tmp"
 TIME_NAMES, LAT_NAMES, LON_NAMES = ("time", "valid_time"), ("latitude", "lat"), ("longitude", "lon")
 LAT_UNITS = ("degrees_north", "degree_north", "degrees_n", "degree_n")
 LON_UNITS = ("degrees_east", "degree_east", "degrees_e", "degree_e")
-PLAN_CHUNK = 4096  # samples per drawing job
-CTX = None  # what a worker needs (field layout, seed, stride...), set by init_worker
-
-
-def fail(message):
-    sys.exit(f"error: {message}")
+# samples per drawing job
+PLAN_CHUNK = 4096
+# what a worker needs (field layout, seed, stride...), set by init_worker
+CTX = None
 
 
 # ----------------------------------------------------------------------------------------------
@@ -151,26 +91,16 @@ def axis_of(ds, dim):
     """'time', 'lat', 'lon' or None: what a dimension is, by its name or its coordinate's CF
     attributes."""
     coord = ds.variables.get(dim)
-    attr = lambda key: str(getattr(coord, key, "")).lower() if coord is not None else ""
-    standard, axis, units = attr("standard_name"), attr("axis"), attr("units")
-    if (
-        dim in TIME_NAMES
-        or standard == "time"
-        or (not standard and (axis == "t" or " since " in units))
+    standard, axis, units = (
+        str(getattr(coord, key, "")).lower() for key in ("standard_name", "axis", "units")
+    )
+    for kind, names, name, letter, known_units in (
+        ("time", TIME_NAMES, "time", "t", " since " in units),
+        ("lat", LAT_NAMES, "latitude", "y", units in LAT_UNITS),
+        ("lon", LON_NAMES, "longitude", "x", units in LON_UNITS),
     ):
-        return "time"
-    if (
-        dim in LAT_NAMES
-        or standard == "latitude"
-        or (not standard and (axis == "y" or units in LAT_UNITS))
-    ):
-        return "lat"
-    if (
-        dim in LON_NAMES
-        or standard == "longitude"
-        or (not standard and (axis == "x" or units in LON_UNITS))
-    ):
-        return "lon"
+        if dim in names or standard == name or (not standard and (axis == letter or known_units)):
+            return kind
     return None
 
 
@@ -226,10 +156,11 @@ def read_source(src, t0, t1):
     """Steps [t0, t1) of one file as floats (steps, lat, lon) on the ascending grid, NaN where
     missing."""
     ds = CTX.open_files.get(src.path)
-    if ds is None:  # each process opens its own handles (netCDF/HDF5 handles do not survive a fork)
+    # each process opens its own handles (netCDF/HDF5 handles do not survive a fork)
+    if ds is None:
         ds = CTX.open_files[src.path] = netCDF4.Dataset(src.path, "r")
-        ds.set_auto_maskandscale(True)  # unpack and mask, as in open_netcdf
-        # but a plain array when nothing is missing: masked arithmetic is slow
+        ds.set_auto_maskandscale(True)
+        # a plain array when nothing is missing: masked arithmetic is slow
         ds.set_always_mask(False)
     var = ds.variables[src.variable]
     axes = {src.dims[k]: k for k in ("time", "lat", "lon", "expver") if src.dims[k]}
@@ -237,7 +168,7 @@ def read_source(src, t0, t1):
         slice(t0, t1) if d == src.dims["time"] else slice(None) if d in axes else 0
         for d in var.dimensions
     )
-    x = var[index]  # float (unpacked); a masked array only where something is missing
+    x = var[index]
     if np.ma.isMaskedArray(x):
         x = np.ma.filled(x.astype(np.result_type(x.dtype, np.float32)), np.nan)
     kept = [axes[d] for d in var.dimensions if d in axes]
@@ -249,7 +180,6 @@ def read_source(src, t0, t1):
             x = np.where(np.isnan(x), row, x)
         kept.remove("expver")
     x = np.transpose(x, [kept.index(k) for k in ("time", "lat", "lon")])
-    # caller casts to float32
     return x[:, :: -1 if src.lat_descending else 1, :: -1 if src.lon_descending else 1]
 
 
@@ -327,7 +257,8 @@ def open_field(paths, wanted):
                 lon_descending=bool(file_lon[0] > file_lon[-1]),
             )
         )
-        ds.close()  # workers reopen: a handle must not be inherited across fork
+        # workers reopen: a handle must not be inherited across fork
+        ds.close()
     sources.sort(key=lambda s: s.seconds[0])
     for a, b in zip(sources, sources[1:]):
         if b.seconds[0] <= a.seconds[-1]:
@@ -491,7 +422,8 @@ def format_samples(job):
             "data": data.tolist(),
         }
         lines.append(dumps(record, digits=4))
-        if CTX.land_sea_mask is not None:  # probe label (App. C): first station over ocean
+        # the probe's label (App. C): the first station is over ocean
+        if CTX.land_sea_mask is not None:
             labels.append(int(CTX.land_sea_mask[ilat[0], ilon[0]] < 0.5))
     return "".join(line + "\n" for line in lines), labels
 
@@ -500,7 +432,7 @@ def format_samples(job):
 # the two passes
 
 
-def extract_windows(pmap, counts, out, block_steps, bar):
+def extract_windows(pmap, counts, out, block_steps):
     """Pass 1, all splits at once (each time step is read once): cut every window out of the files
     into one float32 file on disk, sample after sample; redraw windows that hold a missing value.
     Samples get global ids: train 0..n_train-1, then val, then test."""
@@ -512,8 +444,9 @@ def extract_windows(pmap, counts, out, block_steps, bar):
     chunks = [
         np.arange(i, min(i + PLAN_CHUNK, len(codes))) for i in range(0, len(codes), PLAN_CHUNK)
     ]
+    # results may come back in any order
     for ids, rows in pmap(draw_plan, [(c, codes[c], indices[c], attempts[c]) for c in chunks]):
-        plan[ids] = rows  # results may come back in any order
+        plan[ids] = rows
     n_stations, n_steps, starts = plan.T
     offsets = np.concatenate([[0], np.cumsum(n_stations * n_steps)])
     raw_path = os.path.join(out, RAW_FILE)
@@ -532,7 +465,8 @@ def extract_windows(pmap, counts, out, block_steps, bar):
                     (b0, min(b0 + block_steps, T), hit, codes[hit], indices[hit], attempts[hit])
                 )
         bad, filled = np.zeros(len(codes), bool), np.zeros(len(codes), np.int64)
-        for cuts in bar(pmap(extract_block, jobs), total=len(jobs), desc="read"):
+        bar = {"total": len(jobs), "desc": "read", "unit": "job", "leave": False}
+        for cuts in progress(pmap(extract_block, jobs), **bar):
             for sample, k0, values in cuts:
                 window = raw[offsets[sample] : offsets[sample + 1]].reshape(n_stations[sample], -1)
                 window[:, k0 : k0 + values.shape[1]] = values
@@ -575,9 +509,9 @@ def train_statistics(raw_path, n_values):
     return mean, math.sqrt(var)
 
 
-def write_split(pmap, code, split, first, n, out, windows, mean, std, bar):
-    """Pass 2: normalise and format the samples of one split (global ids first..first+n-1),
-    streamed to <split>.txt (temporary name, then rename)."""
+def write_split(pmap, code, split, first, n, out, windows, mean, std):
+    """Pass 2: the samples of one split (global ids first..first+n-1), standardised and written to
+    <split>.txt (and <split>.ocean.txt)."""
     jobs = [
         (
             code,
@@ -592,10 +526,9 @@ def write_split(pmap, code, split, first, n, out, windows, mean, std, bar):
         for i in range(0, n, 256)
     ]
     path, labels = os.path.join(out, f"{split}.txt"), []
+    bar = {"total": len(jobs), "desc": f"write {split}", "unit": "job", "leave": False}
     with atomic_file(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
-        for text, chunk_labels in bar(
-            pmap(format_samples, jobs), total=len(jobs), desc=f"write {split}"
-        ):
+        for text, chunk_labels in progress(pmap(format_samples, jobs), **bar):
             f.write(text)
             labels.extend(chunk_labels)
     if CTX.land_sea_mask is not None:
@@ -605,23 +538,10 @@ def write_split(pmap, code, split, first, n, out, windows, mean, std, bar):
     return labels
 
 
-def count_range(text):
-    """argparse type of --stations/--steps: 'MIN,MAX' → (MIN, MAX), 1 <= MIN <= MAX."""
-    try:
-        low, high = (int(x) for x in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected MIN,MAX (two integers, e.g. 10,19); found '{text}'"
-        )
-    if not 1 <= low <= high:
-        raise argparse.ArgumentTypeError(f"expected 1 <= MIN <= MAX; found {low},{high}")
-    return low, high
-
-
 def main(argv=None):
     p = base_parser(
         "Prepare the xVal temperature-forecasting dataset from ERA5 2 m temperature netCDF files "
-        "(docs/decisions.md#temperature); see the module docstring and prepare/README.md",
+        "(docs/decisions.md#temperature); see prepare/README.md",
         default_out="data/era5",
     )
     p.add_argument(
@@ -632,39 +552,35 @@ def main(argv=None):
     )
     p.add_argument(
         "--stride",
-        type=int,
+        type=at_least(1),
         default=8,
         help="file time steps between sample steps (default 8: 8 h)",
     )
     p.add_argument(
         "--block-steps",
-        type=int,
+        type=at_least(1),
         default=32,
         help="time steps a worker holds at once: block_steps × lat × lon × 4 bytes (default 32)",
     )
     p.add_argument(
         "--land-sea-mask", metavar="FILE", help="ERA5 lsm file: also write <split>.ocean.txt labels"
     )
+    paper = "per sample, inclusive (default {},{} as in the paper)"
     p.add_argument(
         "--stations",
-        type=count_range,
+        type=int_range(),
         default=STATIONS,
         metavar="MIN,MAX",
-        help=(
-            f"distinct grid points per sample, inclusive (default {STATIONS[0]},{STATIONS[1]} as in"
-            " the paper)"
-        ),
+        help="distinct grid points " + paper.format(*STATIONS),
     )
     p.add_argument(
         "--steps",
-        type=count_range,
+        type=int_range(),
         default=STEPS,
         metavar="MIN,MAX",
-        help=f"time steps per sample, inclusive (default {STEPS[0]},{STEPS[1]} as in the paper)",
+        help="time steps " + paper.format(*STEPS),
     )
     args = p.parse_args(argv)
-    if args.stride < 1 or args.block_steps < 1:
-        fail("--stride and --block-steps must be at least 1")
     t_start = time.time()
 
     field = open_field(args.files, args.variable)
@@ -685,24 +601,6 @@ def main(argv=None):
             f" time steps, but {', '.join(args.files)} hold {T} steps with {gaps} gap(s); lower"
             " --steps or --stride"
         )
-    stage = prepare_out_dir(
-        args.out,
-        args.force,
-        [f"{split}{ext}" for split in SPLITS for ext in (".txt", ".ocean.txt")]
-        + ["meta.json", RAW_FILE],
-    )  # written there, swapped in when complete
-
-    print(
-        f"{field.variable} [{field.units}]: {len(field.sources)} file(s), {T} steps of"
-        f" {step_seconds / 3600:g} h from {field.sources[0].first} to {field.sources[-1].last}"
-        f" ({gaps} gap(s)), grid {describe_grid(field.lat, field.lon)}"
-    )
-    print(
-        f"sample steps every {args.stride * step_seconds / 3600:g} h; {args.workers} worker(s),"
-        f" each holding {args.block_steps} steps ({args.block_steps * n_points * 4 / 2**20:.0f}"
-        " MiB) of the field at a time"
-    )
-
     counts = dict(zip(SPLITS, SIZES[args.size]))
     ctx = SimpleNamespace(
         field=field,
@@ -714,77 +612,77 @@ def main(argv=None):
         steps=args.steps,
         land_sea_mask=land_sea_mask,
     )
-    try:
-        from tqdm import tqdm
-
-        bar = lambda it, **kw: tqdm(
-            it, file=sys.stderr, unit="job", mininterval=0.5, leave=False, **kw
+    writes = [f"{s}{ext}" for s in SPLITS for ext in (".txt", ".ocean.txt")] + ["meta.json"]
+    with staged_dataset(args.out, args.force, writes + [RAW_FILE]) as stage:
+        print(
+            f"{field.variable} [{field.units}]: {len(field.sources)} file(s), {T} steps of"
+            f" {step_seconds / 3600:g} h from {field.sources[0].first} to"
+            f" {field.sources[-1].last} ({gaps} gap(s)), grid {describe_grid(field.lat, field.lon)}"
         )
-    except ImportError:
-        bar = lambda it, **kw: it
-    pool = Pool(args.workers, init_pool_worker, (ctx,)) if args.workers > 1 else None
-    init_worker(ctx)  # the parent draws too (and reads, without a pool)
-    try:
-        # pass 1 writes disjoint slots (any order will do); pass 2 streams lines in order
-        windows = extract_windows(
-            pool.imap_unordered if pool else map, counts, stage, args.block_steps, bar
+        print(
+            f"sample steps every {args.stride * step_seconds / 3600:g} h; {args.workers} worker(s),"
+            f" each holding {args.block_steps} steps"
+            f" ({args.block_steps * n_points * 4 / 2**20:.0f} MiB) of the field at a time"
         )
-        t_read = time.time()
-        n_train = counts["train"]
-        mean, std = train_statistics(windows.raw_path, int(windows.offsets[n_train]))
-        if not std > 0:
-            fail(
-                f"the training values of '{field.variable}' have zero spread (mean {mean:g});"
-                " cannot standardise"
+        pool = Pool(args.workers, init_pool_worker, (ctx,)) if args.workers > 1 else None
+        # the parent draws too (and reads, without a pool)
+        init_worker(ctx)
+        try:
+            # pass 1 writes disjoint slots (any order will do); pass 2 streams lines in order
+            windows = extract_windows(
+                pool.imap_unordered if pool else map, counts, stage, args.block_steps
             )
-        ocean, first = {}, 0
-        for code, (split, n) in enumerate(counts.items()):
-            labels = write_split(
-                pool.imap if pool else map, code, split, first, n, stage, windows, mean, std, bar
-            )
-            ocean[split] = round(float(np.mean(labels)), 4) if labels else None
-            first += n
-    finally:
-        if pool:
-            pool.terminate()
-        for ds in CTX.open_files.values():
-            ds.close()
-        if os.path.exists(os.path.join(stage, RAW_FILE)):
-            os.remove(os.path.join(stage, RAW_FILE))
-
-    meta = {
-        "seed": args.seed,
-        "size": args.size,
-        "splits": counts,
-        "command": shlex.join(
-            ["python", "prepare/era5.py"] + (sys.argv[1:] if argv is None else list(argv))
-        ),
-        "variable": field.variable,
-        "units": field.units,
-        "normalisation": {"mean": mean, "std": std, "units": field.units, "from": "train"},
-        "stride": args.stride,
-        "time_step_hours": step_seconds / 3600,
-        "sample_interval_hours": args.stride * step_seconds / 3600,
-        "files": [
-            {"path": s.path, "first": s.first, "last": s.last, "steps": s.steps}
-            for s in field.sources
-        ],
-        "grid": [len(field.lat), len(field.lon)],
-        "time_gaps": gaps,
-        "windows_skipped": windows.skipped,
-        "stations": list(args.stations),
-        "steps": list(args.steps),
-        "split": "random windows of the same files",
-        "phases": (
-            "ToD = UTC hour of day / 24; ToY = (day of year - 1 + hour / 24) / 365.25; of the first"
-            " step"
-        ),
-        "digits": "data: 4 significant digits; coords and start: 4 decimals",
-        "land_sea_mask": args.land_sea_mask,
-        "ocean_fraction": ocean if args.land_sea_mask else None,
-    }
-    atomic_write_text(os.path.join(stage, "meta.json"), json.dumps(meta, indent=2) + "\n")
-    swap_in(args.out, stage)
+            t_read = time.time()
+            n_train = counts["train"]
+            mean, std = train_statistics(windows.raw_path, int(windows.offsets[n_train]))
+            if not std > 0:
+                fail(
+                    f"the training values of '{field.variable}' have zero spread (mean {mean:g});"
+                    " cannot standardise"
+                )
+            ocean, first = {}, 0
+            for code, (split, n) in enumerate(counts.items()):
+                pmap = pool.imap if pool else map
+                labels = write_split(pmap, code, split, first, n, stage, windows, mean, std)
+                ocean[split] = round(float(np.mean(labels)), 4) if labels else None
+                first += n
+        finally:
+            if pool:
+                pool.terminate()
+            for ds in CTX.open_files.values():
+                ds.close()
+            if os.path.exists(os.path.join(stage, RAW_FILE)):
+                os.remove(os.path.join(stage, RAW_FILE))
+        meta = {
+            "seed": args.seed,
+            "size": args.size,
+            "splits": counts,
+            "command": command("prepare/era5.py", argv),
+            "variable": field.variable,
+            "units": field.units,
+            "normalisation": {"mean": mean, "std": std, "units": field.units, "from": "train"},
+            "stride": args.stride,
+            "time_step_hours": step_seconds / 3600,
+            "sample_interval_hours": args.stride * step_seconds / 3600,
+            "files": [
+                {"path": s.path, "first": s.first, "last": s.last, "steps": s.steps}
+                for s in field.sources
+            ],
+            "grid": [len(field.lat), len(field.lon)],
+            "time_gaps": gaps,
+            "windows_skipped": windows.skipped,
+            "stations": list(args.stations),
+            "steps": list(args.steps),
+            "split": "random windows of the same files",
+            "phases": (
+                "ToD = UTC hour of day / 24; ToY = (day of year - 1 + hour / 24) / 365.25; of the"
+                " first step"
+            ),
+            "digits": "data: 4 significant digits; coords and start: 4 decimals",
+            "land_sea_mask": args.land_sea_mask,
+            "ocean_fraction": ocean if args.land_sea_mask else None,
+        }
+        write_meta(stage, meta)
     seconds, total = time.time() - t_start, sum(counts.values())
     print(
         f"train mean {mean:.3f} std {std:.3f} {field.units}; skipped windows"

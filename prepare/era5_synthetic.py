@@ -1,32 +1,13 @@
 """
-Write a synthetic ERA5-like 2 m temperature file (and its land-sea mask) that prepare/era5.py reads,
-to try the temperature pipeline without a Copernicus CDS account. It is NOT data for science: no
-model trained on it says anything about the weather.
+A synthetic ERA5-like 2 m temperature file and land-sea mask that prepare/era5.py reads, to try the
+temperature pipeline without a Copernicus CDS account (prepare/README.md, "Without a CDS account").
+It is NOT data for science: no model trained on it says anything about the weather.
 
-The field (kelvin, hourly from 2021-01-01 00 UTC) is the sum of
-  - a latitude climatology, 300 K at the equator to 250 K at the poles, colder over
-    high-latitude land;
-  - a seasonal cycle of opposite sign in the two hemispheres (warmest NH in mid-July), larger
-    over land;
-  - a diurnal cycle following local solar time (warmest at 15 h), larger over land and in the
-    tropics;
-  - weather: a few low-order spatial modes (zonal wavenumber m = 0..4 times powers of sin/cos
-    latitude) whose amplitudes follow an AR(1) in time (correlation time 3 days) and drift
-    eastward, so the next step is learnable from the past but not trivially;
-  - white noise of 0.3 K.
-Land is a fixed, smooth map of "continents" (caps on the sphere with soft coasts), the same for
-every seed: lsm.nc holds it as a land fraction 0..1.
-
-Layout: the CDS one before 2024, as prepare/era5.py reads it: netCDF3, dims time/latitude/longitude,
-latitude 90..-90, longitude 0..360-res, t2m int16 with scale_factor/add_offset and
-_FillValue/missing_value, time int32 "hours since 1900-01-01 00:00:00.0"; lsm(time=1, latitude,
-longitude) packed the same way. The same --seed gives the same bytes. Memory: one day of the field
-at a time.
-
-Usage:
-  python prepare/era5_synthetic.py --out data/era5_raw --days 60 --resolution 2.5
-  python prepare/era5.py data/era5_raw/t2m.nc --land-sea-mask data/era5_raw/lsm.nc \\
-      --size small --stations 10,19 --out data/era5
+The field (kelvin, hourly from 2021-01-01 00 UTC) sums a latitude climatology (300 K at the equator
+to 250 K at the poles, colder over high-latitude land), a seasonal cycle of opposite sign in the two
+hemispheres, a diurnal cycle by local solar time (warmest at 15 h), weather (low-order spatial modes
+whose amplitudes follow an AR(1) in time and drift east) and white noise; the cycles are larger over
+land, a fixed map of smooth "continents". The same --seed gives the same bytes.
 """
 
 import argparse
@@ -37,12 +18,14 @@ import sys
 import netCDF4
 import numpy as np
 
-from common import atomic_file, one_line_errors
+from common import at_least, one_line_errors
+from util import atomic_file
 
 START = datetime.datetime(2021, 1, 1)
 TIME_UNITS = "hours since 1900-01-01 00:00:00.0"
 FILL = -32767
-CONTINENTS = [  # (lat, lon, radius) in degrees: caps of land, coasts a logistic 2° scale
+# (lat, lon, radius) in degrees: caps of land, coasts a logistic 2° scale
+CONTINENTS = [
     (50, 80, 35),
     (45, 20, 18),
     (5, 20, 25),
@@ -54,14 +37,14 @@ CONTINENTS = [  # (lat, lon, radius) in degrees: caps of land, coasts a logistic
 ]
 # (zonal wavenumber, power of sin lat)
 MODES = [(0, 1), (0, 2)] + [(m, k) for m in range(1, 5) for k in range(3)]
-CORRELATION_HOURS = 72  # AR(1) time scale of the weather modes
-WEATHER_K = 2.5  # std of one mode's amplitude, kelvin
+# the AR(1) time scale of the weather modes, and the kelvin std of a mode's amplitude and the noise
+CORRELATION_HOURS = 72
+WEATHER_K = 2.5
 NOISE_K = 0.3
 
 
 def land_fraction(lat, lon):
-    """Smooth land fraction 0..1 on the (lat, lon) grid (degrees), from the fixed CONTINENTS
-    caps."""
+    """Smooth land fraction 0..1 on the (lat, lon) grid (degrees)."""
     phi, lam = np.radians(lat)[:, None], np.radians(lon)[None, :]
     land = np.zeros((len(lat), len(lon)))
     for clat, clon, radius in CONTINENTS:
@@ -78,7 +61,7 @@ def packed_variable(ds, name, scale, offset, long_name, units):
     v = ds.createVariable(name, "i2", ("time", "latitude", "longitude"), fill_value=FILL)
     v.scale_factor, v.add_offset, v.missing_value = scale, offset, np.int16(FILL)
     v.units, v.long_name = units, long_name
-    # we pack ourselves (deterministically, clipped to the int16 range)
+    # pack() packs, deterministically
     v.set_auto_maskandscale(False)
     return v
 
@@ -165,19 +148,15 @@ def main(argv=None):
         )
     )
     p.add_argument("--out", required=True, help="directory for t2m.nc and lsm.nc")
-    p.add_argument("--days", type=int, default=60, help="days of hourly data (default 60)")
+    p.add_argument("--days", type=at_least(1), default=60, help="days of hourly data (default 60)")
     p.add_argument(
         "--resolution", type=float, default=2.5, help="grid spacing in degrees (default 2.5)"
     )
     p.add_argument(
-        "--seed", type=int, default=1337, help="fixes the weather and noise (default 1337)"
+        "--seed", type=at_least(0), default=1337, help="fixes the weather and noise (default 1337)"
     )
     p.add_argument("--force", action="store_true", help="overwrite existing t2m.nc/lsm.nc in --out")
     args = p.parse_args(argv)
-    if args.days < 1:
-        p.error(f"--days must be at least 1; found {args.days}")
-    if args.seed < 0:
-        p.error(f"--seed must be at least 0; found {args.seed}")
     if not (0 < args.resolution <= 90 and (180 / args.resolution) % 1 < 1e-9):
         p.error(
             "--resolution must divide 180 degrees (e.g. 0.25, 1, 2.5, 10); found"

@@ -9,9 +9,10 @@ import gzip
 import io
 import json
 import re
-import sys
 from decimal import Decimal
 
+# common puts the repository's root on the path
+from common import fail
 from tokenize_numbers import NUMBER, TextError, split_text
 
 # a missing value, in any case
@@ -34,10 +35,6 @@ SEPARATED = re.compile(r"[+-]?\d+(?:,\d+)+(?:\.\d*)?")
 # a leading zero: 01234 is a code (a ZIP code), not a quantity
 CODE = re.compile(r"[+-]?0\d+")
 DELIMITERS = {",": "a comma", ";": "a semicolon", "\t": "a tab", "|": "a bar"}
-
-
-def fail(message):
-    sys.exit(f"error: {message}")
 
 
 def is_missing(cell):

@@ -9,7 +9,8 @@ import math
 from decimal import Decimal
 
 import numpy as np
-from reading import MISSING, fail, kinds, numbers
+from common import fail
+from reading import MISSING, kinds, numbers
 
 SPLITS = ("train", "val", "test")
 

@@ -1,14 +1,9 @@
 """
-The scaling of prepare/text.py, here to be changed; eval.py undoes it from meta.json.
+The scaling of prepare/text.py, here to be changed; eval.py undoes it from meta.json's "scales".
 
-Scaling (--scale auto): every number under a key, at any depth, becomes (x - center) / spread,
-center and spread the mean and standard deviation of the key's numbers in the training split
-(spread 1 for a constant key); meta.json records them as "scales": {key: {"center", "spread"}},
-so original = scaled * spread + center. Digits: a key's scaled numbers are written with d
-decimals, the least d with 10^-d * spread <= 10^q / 10, 10^q the place of the finest digit among
-the key's input numbers; scaled * spread + center is then within 0.05 * 10^q of the input, and
-rounded to the input's digits it is the input, exactly (for inputs of up to 15 significant
-digits, what a float64 holds). --scale none writes the numbers as they are (center 0, spread 1).
+--scale auto: every number under a key, at any depth, becomes (x - center) / spread, center and
+spread the mean and standard deviation of the key's numbers in train (spread 1 for a constant key),
+so original = written * spread + center; --scale none writes them as they are (center 0, spread 1).
 Two different inputs that the model would see as one float32 are named in a warning.
 """
 
@@ -16,7 +11,8 @@ import functools
 import math
 
 import numpy as np
-from reading import fail, numbers
+from common import fail
+from reading import numbers
 
 
 def key_numbers(records, key):
@@ -50,7 +46,9 @@ def scales_of(train, keys, mode):
 
 
 def decimals_of(parts, key, spread):
-    """The decimals d of a key's scaled numbers ("Digits" above)."""
+    """The decimals d of a key's scaled numbers: the least d with 10^-d * spread <= 10^q / 10, 10^q
+    the place of the finest digit of its inputs, so that written * spread + center, rounded to the
+    input's digits, is the input (of up to 15 significant digits, what a float64 holds)."""
     q = min(x.as_tuple().exponent for part in parts for x in key_numbers(part, key))
     return max(0, math.ceil(math.log10(spread) - q + 1 - 1e-9))
 

@@ -18,13 +18,12 @@ import argparse
 import hashlib
 import json
 import os
-import sys
 from decimal import Decimal
 
 # common puts the repository's root on the path
-from common import _at_least, dataset_files, one_line_errors, prepare_out_dir, swap_in
+from common import at_least, command, dataset_files, fail, one_line_errors, staged_dataset
 from common import write_meta, write_split
-from reading import MISSING, date_keys, fail, leaves, numbers, read_file, words_for_tokenizer
+from reading import MISSING, date_keys, leaves, numbers, read_file, words_for_tokenizer
 from records import SPLITS, check_keys, check_values, counting_keys, leave_out_missing
 from records import rows_in, split_records
 from scaling import key_numbers, largest, scale
@@ -75,15 +74,14 @@ def main(argv=None):
         "renamed": {a: b for a, b in renamed.items() if a != b},
         "mask_key": mask_key_of(parts[0], number_keys, index_like),
         "rows": {"read": n_rows, "in_records": len(rows_in(parts))},
-        "command": " ".join(
-            ["python", "prepare/text.py"] + (sys.argv[1:] if argv is None else list(argv))
-        ),
+        "command": command("prepare/text.py", argv),
     }
-    stage = prepare_out_dir(args.out, args.force, [f"{s}.txt" for s in SPLITS] + ["meta.json"])
-    for split in SPLITS:
-        write_split(stage, split, lines[split])
-    write_meta(stage, meta)
-    swap_in(args.out, stage)
+    with staged_dataset(
+        args.out, args.force, [f"{s}.txt" for s in SPLITS] + ["meta.json"]
+    ) as stage:
+        for split in SPLITS:
+            write_split(stage, split, lines[split])
+        write_meta(stage, meta)
 
     report(args, meta, parts, lines, vocab, counts, n_windowed)
 
@@ -99,10 +97,10 @@ def parse_args(argv):
         help="CSV or JSON-lines files (the training data with --val)",
     )
     add("--out", required=True, help="output directory")
-    add("--window", type=_at_least(1), default=1, help="N consecutive rows of a file per record")
+    add("--window", type=at_least(1), default=1, help="N consecutive rows of a file per record")
     add(
         "--stride",
-        type=_at_least(1),
+        type=at_least(1),
         help="with --window: a window starts every S rows (default N: no overlap)",
     )
     add(
@@ -115,7 +113,7 @@ def parse_args(argv):
         default="0.8,0.1,0.1",
         help="train,val,test fractions (of the rows in time order)",
     )
-    add("--seed", type=_at_least(0), default=1337, help="seed of the random split (default 1337)")
+    add("--seed", type=at_least(0), default=1337, help="seed of the random split (default 1337)")
     add("--val", metavar="FILE", help="validation records from FILE instead of a split")
     add("--test", metavar="FILE", help="test records from FILE (with --val)")
     add(
