@@ -53,6 +53,8 @@ class _Segments(dict):
     def __init__(self, split_text):
         super().__init__()
         self.split_text, self.tokens, self.unsure, self.token_index = split_text, [], [], {"\n": -1}
+        # token_index's tokens in order
+        self.names = []
 
     def __missing__(self, segment):
         # odd spaces, or a word touching the number before (1,2x)
@@ -74,7 +76,10 @@ class _Segments(dict):
         return self[segment]
 
     def index(self, token):
-        return self.token_index.setdefault(token, len(self.token_index) - 1)
+        if token not in self.token_index:
+            self.token_index[token] = len(self.names)
+            self.names.append(token)
+        return self.token_index[token]
 
 
 def _split_lines(plain, lines):
@@ -109,7 +114,7 @@ def _split_lines(plain, lines):
     if (
         len(values) != len(commas) + len(runs)
         or not np.isfinite(values).all()
-        or np.array(table.unsure)[segment].any()
+        or any(table.unsure[i] for i in np.unique(segment))
         or ((chars[zero] == 48) & (chars[zero + 1] >= 48) & (chars[zero + 1] <= 57)).any()
     ):
         return table, None
@@ -123,9 +128,12 @@ def _split_lines(plain, lines):
     # of each bracket token
     run = np.searchsorted(ends, at)
     pieces = np.insert(-2 - np.arange(len(values)), np.searchsorted(commas, at) + run + 1, brackets)
-    lengths = np.array([len(t) for t in table.tokens], np.int64)
+    # the tokens of the texts this chunk holds (not of the whole table: it grows)
+    used, segment = np.unique(segment, return_inverse=True)
+    tokens = [table.tokens[i] for i in used]
+    lengths = np.array([len(t) for t in tokens], np.int64)
     n_tokens, offsets = lengths[segment], np.cumsum(lengths) - lengths
-    flat = np.array([t for tokens in table.tokens for t in tokens], np.int64)
+    flat = np.array([t for ts in tokens for t in ts], np.int64)
     within = np.arange(n_tokens.sum()) - np.repeat(np.cumsum(n_tokens) - n_tokens, n_tokens)
     # of each text
     items_before = np.r_[0, np.cumsum(per_run + np.bincount(run, minlength=len(runs)))]
@@ -142,6 +150,9 @@ def _split_lines(plain, lines):
 _TABLE, _TABLE_MAX = _Segments(None), 100_000
 
 
+_LAST = [None, None, None]
+
+
 @functools.lru_cache(maxsize=4)
 def _vocabs(make_vocab, text_tokens, encodings):
     vocabs = {enc: make_vocab(text_tokens, enc) for enc in encodings}
@@ -152,13 +163,18 @@ def encode_lines(plain, lines, text_tokens, encodings, path="text", first_line=0
     """Lines in each encoding, split once: {encoding: (ids, values, lengths, numbers, counts)}: ids
     (uint16 if the vocabulary allows, else int32) and float32 values of all lines end to end, tokens
     and numbers per line, numbers clipped or zeroed. Errors name path:line, from first_line + 1."""
-    vocabs, position = _vocabs(plain.make_vocab, tuple(text_tokens), tuple(encodings))
+    # the same list as the chunk before: no hash of a large vocabulary per chunk
+    if _LAST[0] is not text_tokens or _LAST[1] != tuple(encodings):
+        found = _vocabs(plain.make_vocab, tuple(text_tokens), tuple(encodings))
+        _LAST[:] = text_tokens, tuple(encodings), found
+    vocabs, position = _LAST[2]
     table, split = _split_lines(plain, lines)
     if split is not None:
         pieces, values, text, numbers = split
         is_num = pieces <= -2
-        known = [position.get(t, -1) for t in list(table.token_index)[1:]]
-        text_index = np.array(known, np.int64)[pieces[~is_num]]
+        # the vocabulary's index of each distinct text token in the chunk (-1: unknown)
+        used, where = np.unique(pieces[~is_num], return_inverse=True)
+        text_index = np.array([position.get(table.names[i], -1) for i in used], np.int64)[where]
         # beyond float32: xVal's error
         with np.errstate(over="ignore"):
             too_large = "xval" in vocabs and np.isinf(values.astype(np.float32)).any()
