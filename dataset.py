@@ -63,6 +63,17 @@ def read_lines(f, where):
     return list(_decoded(f, where))
 
 
+def read_samples(path, required=True):
+    """(line number, line) of the samples of a text file, the lines that are not blank; required:
+    none is an error naming the file (an empty split would give an empty report)."""
+    with open(path, "rb") as f:
+        lines = [(i, line) for i, line in enumerate(_decoded(f, path), 1) if line.strip()]
+    if required and not lines:
+        empty = "an empty file" if os.path.getsize(path) == 0 else "blank lines only"
+        raise TextError(f"{path}: no sample ({empty}); expected one sample per line")
+    return lines
+
+
 def line_chunks(path, chunk, bar=None):
     """(first line index, lines) chunks of a text file, read lazily."""
     with open(path, "rb") as f:
@@ -271,26 +282,19 @@ def fingerprint(data_dir, encoding):
     not written). The folder's path is in neither: a moved dataset is the same data, one prepared
     again is not."""
     meta = {k: v for k, v in read_meta(data_dir).items() if k != "command"}
-    digests = {
-        "meta": hashlib.sha1(json.dumps(meta, sort_keys=True).encode()).hexdigest()[:16],
-        "arrays": None,
-    }
+    digests = {"meta": hashlib.sha1(json.dumps(meta, sort_keys=True).encode()).hexdigest()[:16]}
     try:
-        arrays = hashlib.sha1(open(os.path.join(data_dir, "vocab.json"), "rb").read())
-        for name in (
-            f"{split}.{kind}.npy"
-            for split in ("train", "val")
-            for kind in ("ids", "values", "offsets")
-        ):
-            with open(os.path.join(data_dir, encoding, name), "rb") as f:
+        with open(os.path.join(data_dir, "vocab.json"), "rb") as f:
+            arrays = hashlib.sha1(f.read())
+        for split, kind in itertools.product(("train", "val"), ("ids", "values", "offsets")):
+            with open(os.path.join(data_dir, encoding, f"{split}.{kind}.npy"), "rb") as f:
                 size = os.fstat(f.fileno()).st_size
                 arrays.update(str(size).encode() + f.read(1 << 20))
                 f.seek(max(0, size - (1 << 20)))
                 arrays.update(f.read())
-        digests["arrays"] = arrays.hexdigest()[:16]
     except FileNotFoundError:
-        pass
-    return digests
+        return digests | {"arrays": None}
+    return digests | {"arrays": arrays.hexdigest()[:16]}
 
 
 def check_trained_on(checkpoint, path, data_dir, changed_data=False):
@@ -576,47 +580,29 @@ def lock(data_dir):
     return path
 
 
-def write_arrays(
-    data_dir,
-    encodings,
-    encode_lines,
-    build_text_vocab,
-    make_vocab,
-    workers=1,
-    plain_text=False,
-    rebuild_vocab=False,
-):
-    """tokenize_numbers.py's command: every split of data_dir in each of `encodings`, under
+def write_arrays(args, encodings, encode_lines, build_text_vocab, make_vocab):
+    """tokenize_numbers.py's command: every split of args.data_dir in each of `encodings`, under
     temporary names that are renamed only once every split is encoded; vocab.json from train.txt if
-    there is none (or rebuild_vocab). A failed or stopped run (SIGTERM included) leaves the dataset
-    as it was and none of its temporary files. Returns the summaries."""
-    new_dirs = [
-        os.path.join(data_dir, enc)
-        for enc in encodings
-        if not os.path.exists(os.path.join(data_dir, enc))
-    ]
+    there is none (or --rebuild-vocab). A failed or stopped run (SIGTERM included) leaves the
+    dataset as it was and none of its temporary files. Returns the summaries."""
+    data_dir = args.data_dir
+    new_dirs = [os.path.join(data_dir, enc) for enc in encodings]
+    new_dirs = [d for d in new_dirs if not os.path.exists(d)]
     vocab_path, held, staged, summaries = os.path.join(data_dir, "vocab.json"), None, [], []
-    # run the cleanup below
-    on_term = (
-        signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-        if threading.current_thread() is threading.main_thread()
-        else None
-    )
+    # a SIGTERM runs the clean-up below
+    on_term = None
+    if threading.current_thread() is threading.main_thread():
+        on_term = signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
-        splits, meta = dataset_splits(data_dir, plain_text)
+        splits, meta = dataset_splits(data_dir, args.plain_text)
         held = lock(data_dir)
-        if os.path.exists(vocab_path) and not rebuild_vocab:
+        if os.path.exists(vocab_path) and not args.rebuild_vocab:
             text_tokens, vocab = read_json(vocab_path, ("text_tokens",))["text_tokens"], None
-        else:  # from the training split, a chunk at a time: it may not fit in memory
+        # from the training split, a chunk at a time: it may not fit in memory
+        else:
             train = os.path.join(data_dir, "train.txt")
-            text_tokens = sorted(
-                set().union(
-                    *(
-                        build_text_vocab(lines, train, first)
-                        for first, lines in line_chunks(train, 10_000)
-                    )
-                )
-            )
+            chunks = line_chunks(train, 10_000)
+            text_tokens = sorted(set().union(*(build_text_vocab(c, train, i) for i, c in chunks)))
             vocab = {"built_from": "train.txt", "text_tokens": text_tokens}
         if "val" not in splits and (meta or {}).get("dataset") == "plain text":
             raise FileNotFoundError(
@@ -626,16 +612,8 @@ def write_arrays(
         print(f"{data_dir}: {len(text_tokens)} text tokens in vocab.json")
         vocabs = {enc: make_vocab(text_tokens, enc) for enc in encodings}
         for split in splits:
-            for s in write_split(
-                data_dir,
-                split,
-                encodings,
-                text_tokens,
-                encode_lines,
-                vocabs,
-                workers,
-                staged=staged,
-            ):
+            job = (data_dir, split, encodings, text_tokens, encode_lines, vocabs, args.workers)
+            for s in write_split(*job, staged=staged):
                 summaries.append(s)
                 print(
                     f"{s['encoding']:>6} {split:>18}: {s['samples']} samples, tokens/sample mean"
@@ -649,8 +627,9 @@ def write_arrays(
             if content:
                 atomic_write_text(path, json.dumps(content, indent=1))
     except OSError as e:
+        # ours: a split or folder that is not there
         if isinstance(e, FileNotFoundError) and not e.filename:
-            raise  # ours: a split or folder that is not there
+            raise
         if e.errno in (errno.ENOSPC, errno.EDQUOT):
             raise OSError(
                 e.errno,
@@ -665,8 +644,7 @@ def write_arrays(
         ) from None
     finally:
         # a run that failed leaves nothing behind: its temporaries carry its pid
-        for enc in encodings:
-            folder = os.path.join(data_dir, enc)
+        for folder in (os.path.join(data_dir, enc) for enc in encodings):
             for f in os.listdir(folder) if os.path.isdir(folder) else ():
                 if f".{os.getpid()}.tmp" in f:
                     os.remove(os.path.join(folder, f))
@@ -683,58 +661,37 @@ def write_arrays(
 def command(argv, encodings_known, encode_lines, build_text_vocab, make_vocab):
     """tokenize_numbers.py's command line, given its tokenizer: write a dataset's arrays, or print
     its statistics."""
+    known = ", ".join(encodings_known)
     p = argparse.ArgumentParser(
         description="Tokenize a prepared dataset into arrays, or print its token statistics."
     )
-    p.add_argument(
-        "data_dir", help="a folder written by a prepare/ script (train.txt, val.txt, ...)"
-    )
-    p.add_argument(
-        "--encoding", default="xval", help=f"one of {', '.join(encodings_known)}, or 'all'"
-    )
+    folder = "a folder written by a prepare/ script (train.txt, val.txt, ...)"
+    p.add_argument("data_dir", help=folder)
+    p.add_argument("--encoding", default="xval", help=f"one of {known}, or 'all'")
     p.add_argument("--workers", type=int, default=os.cpu_count() or 1)
-    p.add_argument(
-        "--stats",
-        action="store_true",
-        help="print tokens/sample per encoding (tokenizes every encoding)",
-    )
+    stats = "print tokens/sample per encoding (tokenizes every encoding)"
+    p.add_argument("--stats", action="store_true", help=stats)
     p.add_argument("--rebuild-vocab", action="store_true", help="rebuild vocab.json from train.txt")
-    p.add_argument(
-        "--plain-text",
-        action="store_true",
-        help=(
-            "DIR holds <split>.txt files of your own, no meta.json: write one naming them and"
-            " tokenize"
-        ),
+    plain = (
+        "DIR holds <split>.txt files of your own, no meta.json: write one naming them and tokenize"
     )
+    p.add_argument("--plain-text", action="store_true", help=plain)
     args, t0 = p.parse_args(argv), time.time()
     encodings = list(encodings_known) if args.encoding == "all" or args.stats else [args.encoding]
     for e in encodings:
         if e not in encodings_known:
-            p.error(
-                f"unknown encoding {e!r}; expected one of {', '.join(encodings_known)} or 'all'"
-            )
+            p.error(f"unknown encoding {e!r}; expected one of {known} or 'all'")
     try:
-        table = write_arrays(
-            args.data_dir,
-            encodings,
-            encode_lines,
-            build_text_vocab,
-            make_vocab,
-            args.workers,
-            args.plain_text,
-            args.rebuild_vocab,
-        )
+        table = write_arrays(args, encodings, encode_lines, build_text_vocab, make_vocab)
     except (TextError, OSError) as e:
         sys.exit(f"error: {e.strerror if isinstance(e, OSError) and e.strerror else e}")
-    except KeyboardInterrupt:  # Ctrl-C: one line, and the exit code shells expect
+    # Ctrl-C: one line, and the exit code shells expect
+    except KeyboardInterrupt:
         print(f"interrupted: {args.data_dir} is as it was before this run", file=sys.stderr)
         sys.exit(130)
     if args.stats:
-        print(
-            "\n| encoding | tokens/sample mean | max | numbers/sample mean | max"
-            " |\n|---|---|---|---|---|"
-        )
+        print("\n| encoding | tokens/sample mean | max | numbers/sample mean | max |")
+        print("|---|---|---|---|---|")
         for s in (s for s in table if s["split"] == "train"):
             print(
                 f"| {s['encoding']} | {s['tokens_per_sample_mean']} | {s['tokens_per_sample_max']}"

@@ -1,5 +1,5 @@
-"""Predictions of a train.py checkpoint, for sample.py and eval.py: a line's numbers to predict
-encoded, filled in and written back into the text; text generated."""
+"""Predictions of a train.py checkpoint, for sample.py and eval.py: numbers asked, filled in and
+written back into the text; text generated."""
 
 import math
 import re
@@ -43,8 +43,8 @@ def generate(
 ):
     """Append up to max_new_tokens tokens (greedy, or sampled at temperature) until the token stop
     (None: never). A new [NUM] takes the number head's value (GMM: a draw, or the mean with
-    gmm="mean"), others 1. Returns ids, values, the number head's values and a GMM head's outputs
-    (1, 3K) at the new tokens."""
+    gmm="mean"). Returns ids, values, the number head's values and a GMM head's outputs (1, 3K) at
+    the new tokens."""
     ids, values, nums, mixtures = list(ids), list(values), [], []
     dev = next(model.parameters()).device
     for _ in range(max_new_tokens):
@@ -70,8 +70,7 @@ def generate(
 
 
 def predict_masked(model, chunk, device):
-    """MLM, one pass: per sample the token ids, values and GMM outputs predicted at its asked
-    tokens."""
+    """MLM, one pass: per sample the token ids, values and GMM outputs at its asked tokens."""
     batch = to_device(collate([fill_in_example(*s) for s in chunk]), device)
     h = model.trunk(batch["ids"], batch["values"], pos=batch["pos"], doc=batch["doc"])
     # only where something is asked: (N, V), (N,) or (N, 3K)
@@ -105,10 +104,10 @@ def predict_causal(model, vocab, chunk):
 
 @torch.no_grad()
 def fill_in(model, vocab, samples, device="cpu", batch_size=64, mixtures=None):
-    """The numbers asked in samples ((ids, values, ask) from encode()): a list of values per sample
-    and counts of 'numbers', 'invalid' (text encodings: NaN, not a number) and 'not_num' (xVal: the
-    token head's argmax is not [NUM]; the number head's value is kept). GMM: the mixture mean;
-    mixtures receives each sample's (n, 3K)."""
+    """The numbers asked in samples ((ids, values, ask)): a list of values per sample and counts of
+    'numbers', 'invalid' (NaN or inf: a text encoding's tokens that are not a number, a number
+    head that diverged) and 'not_num' (xVal: the token head's argmax is not [NUM]; the number
+    head's value is kept). GMM: the mixture mean; mixtures receives each sample's (n, 3K)."""
     predictions, counts = [], {"numbers": 0, "invalid": 0, "not_num": 0}
     width = TOKENS_PER_NUMBER[vocab.encoding]
     for start in range(0, len(samples), batch_size):
@@ -120,11 +119,11 @@ def fill_in(model, vocab, samples, device="cpu", batch_size=64, mixtures=None):
         for tokens, nums, raw in predicted:
             if nums is None:
                 values = [vocab.decode_number(t.numpy()) for t in tokens.split(width)]
-                counts["invalid"] += sum(map(math.isnan, values))
             # xVal: the number head's value, whatever the token head says
             else:
                 values = nums.tolist()
                 counts["not_num"] += int((tokens != vocab.num_id).sum())
+            counts["invalid"] += sum(not math.isfinite(v) for v in values)
             counts["numbers"] += len(values)
             predictions.append(values)
             if raw is not None and mixtures is not None:
@@ -152,6 +151,17 @@ def detokenize(ids, values, vocab):
     return "".join(out)
 
 
+def ask_numbers(pieces, indices):
+    """pieces (split_text's) with the numbers at indices (in reading order) asked, and the
+    positions of those numbers in pieces."""
+    numbers = [j for j, (kind, _) in enumerate(pieces) if kind == "num"]
+    at = [numbers[i] for i in indices]
+    asked = list(pieces)
+    for j in at:
+        asked[j] = ("ask", None)
+    return asked, at
+
+
 def encode_line(line, where, vocab, block_size, causal=False, mask=None, mask_all=False):
     """((ids, values, ask), truths, text with [?]) of one input line; a TextError naming the line if
     the model cannot predict it. mask: None predicts the line's [?]; "" masks its last number, a
@@ -170,10 +180,11 @@ def encode_line(line, where, vocab, block_size, causal=False, mask=None, mask_al
             raise KeyAbsent(
                 f"{where}: no number under key {mask!r} (--mask_key names a top-level key)"
             )
-        numbers = [j for j, (kind, _) in enumerate(pieces) if kind == "num"]
-        for j in reversed([numbers[i] for i in masked]):
-            truths.insert(0, pieces[j][1])
-            pieces[j], line = ("ask", None), line[: spans[j][0]] + ASK + line[spans[j][1] :]
+        asked, at = ask_numbers(pieces, masked)
+        truths = [pieces[j][1] for j in at]
+        for j in reversed(at):
+            line = line[: spans[j][0]] + ASK + line[spans[j][1] :]
+        pieces = asked
     else:
         pieces = split_text(line, where, not causal)
     ids, values, ask = encode_pieces(pieces, vocab, where)
