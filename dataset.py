@@ -49,7 +49,8 @@ def _decoded(f, where):
             raise TextError(
                 f"{where}:{i}: not UTF-8 text (byte {raw[e.start]:#04x} at column {e.start + 1})"
             ) from None
-        if "\r" in line:  # a file whose lines end in \r alone would be read as one sample
+        # a file whose lines end in \r alone would be read as one sample
+        if "\r" in line:
             raise TextError(
                 f"{where}:{i}: a carriage return inside the line (a file with \\r line ends?);"
                 " write one sample per line, ended by \\n"
@@ -59,7 +60,7 @@ def _decoded(f, where):
 
 def read_lines(f, where):
     """The lines of a binary file object, decoded as UTF-8 without their line ends; a line that is
-    not UTF-8 (Latin-1 text, say) is a TextError naming where:line."""
+    not UTF-8 is a TextError naming where:line."""
     return list(_decoded(f, where))
 
 
@@ -105,11 +106,8 @@ def check_name(name, what):
 
 
 def require_dataset(data_dir):
-    """
-    A dataset is complete when it has meta.json, which prepare/ scripts write last and remove first:
-    a folder without one is refused (a prepare run that did not finish, or text files of your own,
-    which `tokenize_numbers.py DIR --plain-text` declares a dataset). Returns meta.json's path.
-    """
+    """meta.json's path: a folder without one (prepare/ scripts write it last and remove it first)
+    is not a complete dataset, or text files of your own, declared one by --plain-text."""
     if not data_dir:
         raise FileNotFoundError("data_dir is empty; name the folder of a prepared dataset")
     if not os.path.isdir(data_dir):
@@ -128,9 +126,8 @@ def require_dataset(data_dir):
 
 def dataset_splits(data_dir, plain_text=False):
     """The split names of a dataset, train first, and the meta.json to write (None: it stands).
-    Text files of your own (plain_text, or declared so before) have the splits their files name:
-    train.txt, val.txt, test.txt, test_ood*.txt (other names are noted). Every split must hold a
-    sample."""
+    Text files of your own (plain_text, or declared so before) have the splits their files name
+    (_SPLIT_FILE). Every split must hold a sample."""
     meta_path, meta, new_meta = os.path.join(data_dir, "meta.json"), None, None
     if not (plain_text and os.path.isdir(data_dir) and not os.path.exists(meta_path)):
         with open(require_dataset(data_dir)) as f:
@@ -155,12 +152,10 @@ def dataset_splits(data_dir, plain_text=False):
                 " them"
             )
         if meta is None or meta["splits"] != splits:
-            new_meta = {
-                "dataset": "plain text",
-                "splits": splits,
-                "command": " ".join(["python"] + sys.argv),
-            }
-    for split in splits:  # every split has a sample before anything is written
+            command = " ".join(["python"] + sys.argv)
+            new_meta = {"dataset": "plain text", "splits": splits, "command": command}
+    # every split has a sample before anything is written
+    for split in splits:
         path = os.path.join(data_dir, f"{split}.txt")
         if not os.path.exists(path):
             raise FileNotFoundError(f"{path} not found, but {meta_path} lists split {split!r}")
@@ -219,8 +214,7 @@ def json_paths(obj, path=()):
 
 
 def number_paths(line, n_numbers, where, what):
-    """The JSON path of each of a line's n_numbers numbers; what: the kind of line expected, for
-    errors."""
+    """The JSON path of each of a line's n_numbers numbers; what: the kind of line expected."""
     try:
         paths = list(json_paths(json.loads(line)))
     except json.JSONDecodeError as e:
@@ -234,17 +228,15 @@ def number_paths(line, n_numbers, where, what):
 
 def masked_numbers(line, pieces, where, keys=(), every=False):
     """{quantity: indices of the numbers masked together, in reading order} of a line split into
-    pieces (by tokenize_numbers.split_text): the last number under each JSON key of keys (every: all
-    of them), or without keys the line's last number."""
+    pieces: the last number under each JSON key of keys (every: all of them), or without keys the
+    line's last number."""
     n_numbers = sum(kind == "num" for kind, _ in pieces)
     if not keys:
         if not n_numbers:
             raise TextError(f"{where}: the line has no number to predict")
         return {"last": [n_numbers - 1]}
-    names = [
-        [k for k in p if isinstance(k, str)]
-        for p in number_paths(line, n_numbers, where, "a record for --mask_key")
-    ]
+    paths = number_paths(line, n_numbers, where, "a record for --mask_key")
+    names = [[k for k in p if isinstance(k, str)] for p in paths]
     groups = {key: under_key(names, key, where) for key in keys}
     return {key: found if every else found[-1:] for key, found in groups.items()}
 
@@ -253,9 +245,8 @@ def under_key(names, key, where):
     """The numbers (indices) under key: a top-level key, or a path (meta.t) to a nested one; names:
     each number's keys."""
     top = [i for i, n in enumerate(names) if n[:1] == [key]]
-    nested = [
-        i for i, n in enumerate(names) if "." in key and n[: key.count(".") + 1] == key.split(".")
-    ]
+    path = key.split(".")
+    nested = [i for i, n in enumerate(names) if len(path) > 1 and n[: len(path)] == path]
     if top and nested:
         raise TextError(
             f"{where}: --mask_key={key} names a top-level key and a path to a nested one;"
@@ -267,7 +258,8 @@ def under_key(names, key, where):
             f"{where}: no number under key {key!r} (--mask_key names a top-level key); a nested key"
             f" is named by its path: {', '.join(paths)}"
         )
-    return top + nested  # empty for a record without the key (prepare/text.py --missing=omit)
+    # empty for a record without the key (prepare/text.py --missing=omit)
+    return top + nested
 
 
 class KeyAbsent(TextError):
@@ -277,10 +269,9 @@ class KeyAbsent(TextError):
 
 def fingerprint(data_dir, encoding):
     """Short digests of the data a model trains on, which checkpoints record: "meta" of meta.json
-    (less the command line, which names paths: its sizes, seed and scales), "arrays" of vocab.json
-    and the train and val arrays (sizes, and the bytes at their start and end; None where they are
-    not written). The folder's path is in neither: a moved dataset is the same data, one prepared
-    again is not."""
+    less the command line, "arrays" of vocab.json and the train and val arrays (sizes, and the
+    bytes at their start and end; None where they are not written). The folder's path is in
+    neither: a moved dataset is the same data, one prepared again is not."""
     meta = {k: v for k, v in read_meta(data_dir).items() if k != "command"}
     digests = {"meta": hashlib.sha1(json.dumps(meta, sort_keys=True).encode()).hexdigest()[:16]}
     try:
@@ -299,8 +290,7 @@ def fingerprint(data_dir, encoding):
 
 def check_trained_on(checkpoint, path, data_dir, changed_data=False):
     """Refuse to score a checkpoint on its own dataset when the folder no longer holds the data it
-    was trained on (prepared again since: other samples, other scales), unless changed_data, which
-    is said. A checkpoint of an older train.py, with no fingerprint, is noted."""
+    was trained on (prepared again since), unless changed_data, which is said."""
     if not os.path.exists(os.path.join(data_dir, "meta.json")):
         raise FileNotFoundError(
             f"{data_dir}/meta.json not found: {path} was trained on {data_dir}, the folder it "
@@ -327,28 +317,21 @@ def vocab_digest(text_tokens):
     return hashlib.sha1(json.dumps(text_tokens).encode()).hexdigest()[:12]
 
 
-def _call(job):  # a pool worker's task: (function, its arguments)
+# a pool worker's task: (function, its arguments)
+def _call(job):
     return job[0](*job[1])
 
 
 def write_split(
-    data_dir,
-    split,
-    encodings,
-    text_tokens,
-    encode_lines,
-    vocabs,
-    workers=1,
-    chunk=1000,
-    staged=None,
+    folder, split, encodings, text_tokens, encode_lines, vocabs, workers=1, chunk=1000, staged=None
 ):
     """Encode <split>.txt into <encoding>/<split>.{ids,values,offsets}.npy and a JSON summary for
     each of `encodings`, a chunk of lines at a time, through temporary files of this process: their
     (temporary, final) names are added to `staged` to be renamed once every split is encoded (None:
     renamed at once). encode_lines(lines, text_tokens, encodings, path, first_line) is the
     tokenizer, vocabs {encoding: Vocab} its vocabularies. Returns the summaries."""
-    path, tmp = os.path.join(data_dir, f"{split}.txt"), f"{os.getpid()}.tmp"
-    bases = {enc: os.path.join(data_dir, enc, split) for enc in encodings}
+    path, tmp = os.path.join(folder, f"{split}.txt"), f"{os.getpid()}.tmp"
+    bases = {enc: os.path.join(folder, enc, split) for enc in encodings}
     for base in bases.values():
         os.makedirs(os.path.dirname(base), exist_ok=True)
     raw = {
@@ -362,16 +345,15 @@ def write_split(
     bar = tqdm(
         total=size, unit="B", unit_scale=True, desc=split, disable=size < 1 << 26, leave=False
     )
-    chunks = line_chunks(path, chunk, bar)
-    try:  # waves of `workers` chunks: the text is read as it is encoded, never all at once
-        for wave in iter(
-            lambda: [
-                (encode_lines, (lines, text_tokens, encodings, path, first))
-                for first, lines in itertools.islice(chunks, max(workers, 1))
-            ],
-            [],
-        ):
-            for result in pool.imap(_call, wave) if pool else map(_call, wave):  # in order
+    jobs = (
+        (encode_lines, (lines, text_tokens, encodings, path, first))
+        for first, lines in line_chunks(path, chunk, bar)
+    )
+    # waves of `workers` chunks: the text is read as it is encoded, never all at once
+    try:
+        for wave in iter(lambda: list(itertools.islice(jobs, max(workers, 1))), []):
+            # in order
+            for result in pool.imap(_call, wave) if pool else map(_call, wave):
                 for enc, (ids, values, lengths, numbers, counts) in result.items():
                     raw[enc, "ids"].write(ids.tobytes())
                     raw[enc, "values"].write(values.tobytes())
@@ -391,20 +373,14 @@ def write_split(
     for enc, base in bases.items():
         lengths, numbers = (np.concatenate([p[i] for p in parts[enc]]) for i in (0, 1))
         for name, dtype in (("ids", parts[enc][0][4]), ("values", np.float32)):
-            with (
-                open_new(f"{base}.{name}.{tmp}.npy") as out,
-                open(f"{base}.{name}.{tmp}", "rb") as data,
-            ):
-                np.lib.format.write_array_header_1_0(
-                    out,
-                    {
-                        "descr": np.lib.format.dtype_to_descr(np.dtype(dtype)),
-                        "fortran_order": False,
-                        "shape": (int(lengths.sum()),),
-                    },
-                )
-                shutil.copyfileobj(data, out, 1 << 24)  # an .npy header, then the bytes
-            os.remove(f"{base}.{name}.{tmp}")
+            header = {"descr": np.lib.format.dtype_to_descr(np.dtype(dtype))}
+            header.update(fortran_order=False, shape=(int(lengths.sum()),))
+            # an .npy header, then the bytes
+            part = f"{base}.{name}.{tmp}"
+            with open_new(part + ".npy") as out, open(part, "rb") as f:
+                np.lib.format.write_array_header_1_0(out, header)
+                shutil.copyfileobj(f, out, 1 << 24)
+            os.remove(part)
         # sample i: [o[i], o[i+1])
         with open_new(f"{base}.offsets.{tmp}.npy") as out:
             np.save(out, np.r_[0, np.cumsum(lengths)].astype(np.int64))
@@ -428,10 +404,8 @@ def write_split(
             )
         )
         atomic_write_text(f"{base}.{tmp}.json", json.dumps(summaries[-1], indent=1))
-        moves += [
-            (f"{base}.{name}.{tmp}.npy", f"{base}.{name}.npy")
-            for name in ("ids", "values", "offsets")
-        ]
+        for name in ("ids", "values", "offsets"):
+            moves.append((f"{base}.{name}.{tmp}.npy", f"{base}.{name}.npy"))
         moves.append((f"{base}.{tmp}.json", f"{base}.json"))
         if counts["clipped"]:
             clipped = counts["clipped"]
@@ -467,7 +441,8 @@ class Split:
             self.ids = np.load(base + ".ids.npy", mmap_mode="r")
             self.values = np.load(base + ".values.npy", mmap_mode="r")
             self.offsets = np.load(base + ".offsets.npy")
-        except (OSError, ValueError, EOFError) as e:  # missing, truncated or not an array
+        # missing, truncated or not an array
+        except (OSError, ValueError, EOFError) as e:
             raise ValueError(f"{base}: unreadable arrays ({type(e).__name__}: {e}); {again}")
         if summary.get("vocab_digest") != vocab_digest(load_text_vocab(data_dir)):
             raise ValueError(f"{base}.ids.npy was tokenized with another vocab.json; {again}")
@@ -480,15 +455,8 @@ class Split:
                 f" {summary.get('encoding')!r}, not {split!r} of {encoding!r}; {again}"
             )
         samples = summary.get("samples")
-        if not (
-            o.ndim == 1
-            and isinstance(samples, int)
-            and samples >= 1
-            and len(o) == samples + 1
-            and o[0] == 0
-            and np.all(o[1:] >= o[:-1])
-            and o[-1] == len(self.ids) == len(self.values)
-        ):
+        spans = o.ndim == 1 and len(o) > 1 and o[0] == 0 and np.all(o[1:] >= o[:-1])
+        if not (spans and samples == len(o) - 1 and o[-1] == len(self.ids) == len(self.values)):
             raise ValueError(
                 f"{base}.offsets.npy ({len(o) - 1} samples, {int(o[-1]) if len(o) else 0} tokens) "
                 f"does not match {base}.json ({samples} samples) and .ids.npy ({len(self.ids)} "
@@ -512,9 +480,8 @@ class Split:
     def check_arrays(self, vocab_size, again):
         """Refuse what the arrays cannot hold by construction, in one vectorised pass at start
         rather than as a crash or a NaN loss hours in: token ids outside the vocabulary, and
-        numbers that are not finite or beyond ±MAX_VALUE (float32 squares overflow past ~1.8e19:
-        the loss and the layer norm would be inf)."""
-        ids, values, where = self.ids, self.values, f"{self.base}"
+        numbers that are not finite or beyond ±MAX_VALUE."""
+        ids, values, where = self.ids, self.values, self.base
         if ids.ndim != 1 or ids.dtype.kind not in "iu" or values.ndim != 1 or values.dtype != "f4":
             raise ValueError(
                 f"{where}.ids.npy/.values.npy hold {ids.dtype} {ids.shape} and {values.dtype} "
@@ -532,16 +499,11 @@ class Split:
         bad = first_index(values, lambda a: ~(np.abs(a) <= MAX_VALUE))
         if bad is not None:
             i, x = self.sample_of(bad), float(values[bad])
-            what = "a non-finite number" if not math.isfinite(x) else f"{x:.4g}"
+            what = f"{x:.4g}, beyond ±{MAX_VALUE:g}, which float32 cannot square; scale the numbers"
+            what = what + " to order 1" if math.isfinite(x) else "a non-finite number"
             raise ValueError(
                 f"{where}.values.npy: sample {i} (line {i + 1} of {self.split}.txt) holds {what}"
-                + (
-                    ""
-                    if not math.isfinite(x)
-                    else f", beyond ±{MAX_VALUE:g}, which float32 "
-                    "cannot square; scale the numbers to order 1"
-                )
-                + "; remove or rescale it and tokenize again"
+                "; remove or rescale it and tokenize again"
             )
 
     def __len__(self):
