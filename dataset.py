@@ -32,8 +32,7 @@ MAX_VALUE = 1e18
 
 
 def first_index(array, bad, chunk=1 << 22):
-    """The first index where bad(a chunk of array) holds, or None: vectorised, in bounded memory
-    (a memory-mapped array is read once, a chunk at a time)."""
+    """The first index where bad(a chunk of array) holds, or None, in bounded memory."""
     for start in range(0, len(array), chunk):
         hits = np.flatnonzero(bad(np.asarray(array[start : start + chunk])))
         if len(hits):
@@ -65,8 +64,8 @@ def read_lines(f, where):
 
 
 def read_samples(path, required=True):
-    """(line number, line) of the samples of a text file, the lines that are not blank; required:
-    none is an error naming the file (an empty split would give an empty report)."""
+    """(line number, line) of a text file's lines that are not blank; required: none is an
+    error naming the file."""
     with open(path, "rb") as f:
         lines = [(i, line) for i, line in enumerate(_decoded(f, path), 1) if line.strip()]
     if required and not lines:
@@ -78,18 +77,15 @@ def read_samples(path, required=True):
 def line_chunks(path, chunk, bar=None):
     """(first line index, lines) chunks of a text file, read lazily."""
     with open(path, "rb") as f:
-        for first, lines in itertools.groupby(
-            enumerate(_decoded(f, path)), lambda x: x[0] // chunk
-        ):
-            lines = [line for _, line in lines]
-            for i, line in enumerate(lines):
+        numbered = enumerate(_decoded(f, path))
+        while part := list(itertools.islice(numbered, chunk)):
+            for i, line in part:
                 if not line.strip():
-                    raise TextError(
-                        f"{path}:{first * chunk + i + 1}: empty line; expected one sample per line"
-                    )
+                    raise TextError(f"{path}:{i + 1}: empty line; expected one sample per line")
+            lines = [line for _, line in part]
             if bar:
                 bar.update(sum(map(len, lines)) + len(lines))
-            yield first * chunk, lines
+            yield part[0][0], lines
 
 
 _NAME = re.compile(r"\w[\w.-]*")
@@ -97,7 +93,7 @@ _NAME = re.compile(r"\w[\w.-]*")
 
 def check_name(name, what):
     """A name read from a file that becomes part of a path (a split, an encoding) must be a plain
-    name, so that the path stays inside its folder (a crafted `../../x` would reach outside)."""
+    name: the path stays inside its folder."""
     if not (isinstance(name, str) and _NAME.fullmatch(name) and ".." not in name):
         raise TextError(
             f"{what} {name!r} is not a plain name (letters, digits, _ . - and no '..'); "
@@ -125,17 +121,14 @@ def require_dataset(data_dir):
 
 
 def dataset_splits(data_dir, plain_text=False):
-    """The split names of a dataset, train first, and the meta.json to write (None: it stands).
-    Text files of your own (plain_text, or declared so before) have the splits their files name
-    (_SPLIT_FILE). Every split must hold a sample."""
+    """The split names of a dataset, train first, and the meta.json to write (None: it stands);
+    text files of your own (plain_text) have the splits their files name."""
     meta_path, meta, new_meta = os.path.join(data_dir, "meta.json"), None, None
     if not (plain_text and os.path.isdir(data_dir) and not os.path.exists(meta_path)):
-        with open(require_dataset(data_dir)) as f:
-            try:
-                meta = json.load(f)
-                splits = list(meta["splits"])
-            except (ValueError, KeyError, TypeError) as e:
-                raise TextError(f"{meta_path}: not a dataset's meta.json ({type(e).__name__}: {e})")
+        meta = read_meta(data_dir)
+        if not isinstance(meta["splits"], (list, dict)):
+            raise TextError(f"{meta_path}: 'splits' is not a list of split names")
+        splits = list(meta["splits"])
         for split in splits:
             check_name(split, f"{meta_path}: split")
     if meta is None or meta.get("dataset") == "plain text":
@@ -169,8 +162,8 @@ def dataset_splits(data_dir, plain_text=False):
 
 
 def read_json(path, keys=(), again=""):
-    """A JSON object from a file another run or a person wrote: one line naming the file and what
-    is wrong where it is cut short, not an object, or lacks one of `keys`."""
+    """A JSON object from a file; one that is cut short, not an object or without one of `keys`
+    is a TextError naming the file."""
     try:
         with open(path, encoding="utf-8") as f:
             obj = json.load(f)
@@ -269,9 +262,8 @@ class KeyAbsent(TextError):
 
 def fingerprint(data_dir, encoding):
     """Short digests of the data a model trains on, which checkpoints record: "meta" of meta.json
-    less the command line, "arrays" of vocab.json and the train and val arrays (sizes, and the
-    bytes at their start and end; None where they are not written). The folder's path is in
-    neither: a moved dataset is the same data, one prepared again is not."""
+    less the command line, "arrays" of vocab.json and the ends of the train and val arrays (None
+    where they are not written). A moved dataset is the same data; one prepared again is not."""
     meta = {k: v for k, v in read_meta(data_dir).items() if k != "command"}
     digests = {"meta": hashlib.sha1(json.dumps(meta, sort_keys=True).encode()).hexdigest()[:16]}
     try:
@@ -326,10 +318,9 @@ def write_split(
     folder, split, encodings, text_tokens, encode_lines, vocabs, workers=1, chunk=1000, staged=None
 ):
     """Encode <split>.txt into <encoding>/<split>.{ids,values,offsets}.npy and a JSON summary for
-    each of `encodings`, a chunk of lines at a time, through temporary files of this process: their
-    (temporary, final) names are added to `staged` to be renamed once every split is encoded (None:
-    renamed at once). encode_lines(lines, text_tokens, encodings, path, first_line) is the
-    tokenizer, vocabs {encoding: Vocab} its vocabularies. Returns the summaries."""
+    each of `encodings`, a chunk of lines at a time, in temporary files whose (temporary, final)
+    names are added to `staged` (None: renamed at once). encode_lines(lines, text_tokens,
+    encodings, path, first_line) is the tokenizer. Returns the summaries."""
     path, tmp = os.path.join(folder, f"{split}.txt"), f"{os.getpid()}.tmp"
     bases = {enc: os.path.join(folder, enc, split) for enc in encodings}
     for base in bases.values():
@@ -478,9 +469,8 @@ class Split:
         return int(np.searchsorted(self.offsets, position, side="right")) - 1
 
     def check_arrays(self, vocab_size, again):
-        """Refuse what the arrays cannot hold by construction, in one vectorised pass at start
-        rather than as a crash or a NaN loss hours in: token ids outside the vocabulary, and
-        numbers that are not finite or beyond ±MAX_VALUE."""
+        """Refuse, at start rather than as a crash or a NaN loss hours in, token ids outside the
+        vocabulary and numbers that are not finite or beyond ±MAX_VALUE."""
         ids, values, where = self.ids, self.values, self.base
         if ids.ndim != 1 or ids.dtype.kind not in "iu" or values.ndim != 1 or values.dtype != "f4":
             raise ValueError(
@@ -515,15 +505,11 @@ class Split:
 
 
 def lock(data_dir):
-    """Take <data_dir>/tokenize.lock, so that two runs never write one dataset at once; the lock of
-    a process that is gone (killed) is replaced, and its temporary files removed."""
+    """Take <data_dir>/tokenize.lock: two runs never write one dataset at once; a killed run's
+    lock is replaced and its temporary files removed."""
 
     def clean(pid):
-        folders = [
-            os.path.join(data_dir, f)
-            for f in os.listdir(data_dir)
-            if os.path.isdir(os.path.join(data_dir, f))
-        ]
+        folders = [entry.path for entry in os.scandir(data_dir) if entry.is_dir()]
         # its names only
         stale = [os.path.join(d, f) for d in folders for f in os.listdir(d) if f".{pid}.tmp" in f]
         print(
@@ -543,10 +529,9 @@ def lock(data_dir):
 
 
 def write_arrays(args, encodings, encode_lines, build_text_vocab, make_vocab):
-    """tokenize_numbers.py's command: every split of args.data_dir in each of `encodings`, under
-    temporary names that are renamed only once every split is encoded; vocab.json from train.txt if
-    there is none (or --rebuild-vocab). A failed or stopped run (SIGTERM included) leaves the
-    dataset as it was and none of its temporary files. Returns the summaries."""
+    """Every split of args.data_dir in each of `encodings`, renamed into place only once all are
+    encoded; vocab.json from train.txt if there is none (or --rebuild-vocab). A failed or stopped
+    run (SIGTERM too) leaves the dataset as it was. Returns the summaries."""
     data_dir = args.data_dir
     new_dirs = [os.path.join(data_dir, enc) for enc in encodings]
     new_dirs = [d for d in new_dirs if not os.path.exists(d)]

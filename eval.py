@@ -218,8 +218,7 @@ def masked_samples(
     task, lines, vocab, where, keys=(), every=False, persistence=False, block_size=None
 ):
     """Every masked group of every line, encoded: {quantity: (samples, truths, previous)}: fill_in's
-    (ids, values, ask) in line order, the masked numbers, and with persistence each one's previous
-    step. A line longer than the model's block_size is an error naming it."""
+    (ids, values, ask), the masked numbers, and with persistence each one's previous step."""
     jobs = {}
     for number, line in enumerate(lines, 1):
         at = f"{where}:{number}"
@@ -252,9 +251,8 @@ def masked_samples(
 
 
 def predict(model, vocab, jobs, dev):
-    """Fill in the masked samples of every quantity: {quantity: (truths, predictions, fill_in's
-    counts, a GMM head's outputs (numbers, 3K) or None)}; a prediction that is not a finite number
-    becomes NaN, invalid."""
+    """Fill in the masked samples of every quantity: {quantity: (truths, predictions (not a
+    finite number: NaN), fill_in's counts, a GMM head's outputs (numbers, 3K) or None)}."""
     results = {}
     for quantity, (samples, truths, _) in jobs.items():
         # similar lengths share a batch
@@ -274,9 +272,8 @@ def predict(model, vocab, jobs, dev):
 
 def combine(task, runs, meta, scale=None):
     """One quantity over seeds, runs = [(truths, predictions, counts, mixtures)]: each metric's mean
-    and std, and the metrics of the per-point median of the seeds' valid predictions (NaN where none
-    is valid). GMM heads add the distribution's metrics, and the first seed's PIT values and
-    mixtures for plots."""
+    and std, and the metrics of the per-point median of the seeds' valid predictions. GMM heads
+    add the distribution's metrics, and the first seed's PIT values and mixtures for plots."""
     truths = runs[0][0]
     seeds = []
     for _, preds, counts, mixture in runs:
@@ -308,19 +305,18 @@ def combine(task, runs, meta, scale=None):
 
 
 def check_seeds(checkpoints):
-    """Checkpoints averaged as seeds must be runs of one setting: the same encoding, vocabulary and
-    settings but the seed (NOT_THE_SETTING aside), on the same data, each run once. Returns the
-    first one's settings, data_dir and data fingerprint."""
-    first, seen = None, {}
+    """Checkpoints averaged as seeds must be runs of one setting: the same vocabulary, data and
+    settings but the seed (NOT_THE_SETTING aside), each run once. Returns the first one's."""
+    first, seen, seeds = None, set(), {}
     for path in checkpoints:
-        # its settings only: the weights are read once, by load_model
-        c = load_checkpoint(path, mmap=True)
-        c = {k: c.get(k) for k in ("config", "data_dir", "model_args", "data_fingerprint")} | {
-            "vocab": (c["model_args"]["encoding"], c["text_tokens"])
-        }
         if os.path.realpath(path) in seen:
             raise SystemExit(f"error: {path} is given twice in --ckpt: each seed counts once")
-        seen[os.path.realpath(path)] = c
+        seen.add(os.path.realpath(path))
+        # its settings only: the weights are read once, by load_model
+        c = load_checkpoint(path, mmap=True)
+        vocab = (c["model_args"]["encoding"], c["text_tokens"])
+        c = {k: c.get(k) for k in ("config", "data_dir", "model_args", "data_fingerprint")}
+        c["vocab"] = vocab
         first = first or (path, c)
         data_meta = [(x["data_fingerprint"] or {}).get("meta") for x in (c, first[1])]
         if data_meta[0] != data_meta[1]:
@@ -345,12 +341,12 @@ def check_seeds(checkpoints):
                     f" {b.get(key)!r}): the checkpoints of one setting must agree (but for the"
                     " seed); evaluate each run on its own"
                 )
-        for other, o in list(seen.items())[:-1]:
-            if o["config"].get("seed") == b.get("seed"):
-                raise SystemExit(
-                    f"error: {other} and {path} are the same run (seed {b.get('seed')} and every "
-                    "setting alike): each seed counts once"
-                )
+        if (seed := b.get("seed")) in seeds:
+            raise SystemExit(
+                f"error: {seeds[seed]} and {path} are the same run (seed {seed} and every "
+                "setting alike): each seed counts once"
+            )
+        seeds[seed] = path
     return first[1]
 
 
@@ -368,7 +364,7 @@ def training_means(task, data, keys, every):
 
 def evaluate(checkpoints, data, split_names, dev):
     """The report of one setting: every split × quantity, per seed and combined, the baselines, and
-    a warning for each quantity with predictions that are not a finite number."""
+    a warning for each quantity with invalid predictions."""
     meta_path = os.path.join(data, "meta.json")
     if not os.path.exists(meta_path):
         raise SystemExit(f"error: {meta_path} not found: is {data} a dataset written by prepare/?")
@@ -504,9 +500,8 @@ def markdown(report):
 
 
 def report_prefix(checkpoints, data, trained_on):
-    """Where the report goes, checked writable before the evaluation: --out, or next to the first
-    checkpoint eval, named after the dataset if it is not the checkpoint's, after --mask_key and
-    --max_samples."""
+    """Where the report goes, checked writable before the evaluation: --out, or beside the first
+    checkpoint (docs/training.md#evaluate)."""
     name = "eval"
     if os.path.realpath(data) != os.path.realpath(trained_on):
         name += "_" + os.path.basename(os.path.normpath(data))
@@ -534,68 +529,57 @@ def write_plots(report, meta, prefix):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    task = report["task"]
     for split, quantities in report["splits"].items():
-        fig, axes = plt.subplots(
-            1, len(quantities), figsize=(3.6 * len(quantities), 3.4), squeeze=False
-        )
+        n = len(quantities)
+        fig, axes = plt.subplots(1, n, figsize=(3.6 * n, 3.4), squeeze=False)
         for ax, (quantity, r) in zip(axes[0], quantities.items()):
             y = np.array(r["truth"], float)
             p = np.array([math.nan if v is None else v for v in r["median"]], float)
             lo, hi = np.nanmin(np.concatenate([y, p])), np.nanmax(np.concatenate([y, p]))
             ax.plot([lo, hi], [lo, hi], color="0.6", lw=1)
             ax.scatter(y, p, s=4, alpha=0.4)
-            if report["task"] == "planets" and quantity == "dt" and split == "test_ood_stepsize":
-                # the only step sizes seen in training
+            # the only step sizes seen in training; training's innermost planet has a = 1
+            if task == "planets" and (quantity, split) == ("dt", "test_ood_stepsize"):
                 for s in meta.get("train_stepsizes", []):
                     ax.axvline(s, color="C3", ls="--", lw=1)
-            if report["task"] == "planets" and quantity == "a0" and split == "test_ood_a0":
-                # training: the innermost planet has a = 1
+            if task == "planets" and (quantity, split) == ("a0", "test_ood_a0"):
                 ax.axvline(1.0, color="C3", ls="--", lw=1)
             # values never seen in training
-            if report["task"] == "lookup" and split == "test_ood":
+            if task == "lookup" and split == "test_ood":
                 ax.axvspan(*meta["gap"], color="C3", alpha=0.1)
-            ax.set(
-                title=f"{quantity} (MSE {fmt(r['median_prediction']['mse'])})",
-                xlabel="true",
-                ylabel="predicted",
-            )
-        fig.suptitle(f"{report['task']} · {report['encoding']} · {split}")
-        fig.tight_layout()
-        fig.savefig(f"{prefix}_{split}.png", dpi=110)
-        plt.close(fig)
+            mse = fmt(r["median_prediction"]["mse"])
+            ax.set(title=f"{quantity} (MSE {mse})", xlabel="true", ylabel="predicted")
+        save_figure(plt, fig, f"{task} · {report['encoding']} · {split}", f"{prefix}_{split}.png")
         if "pit" in next(iter(quantities.values())):
-            write_distribution_plots(report, split, quantities, prefix, plt)
+            write_distribution_plots(task, split, quantities, f"{prefix}_{split}", plt)
 
 
-def write_distribution_plots(report, split, quantities, prefix, plt):
+def save_figure(plt, fig, title, path):
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def write_distribution_plots(task, split, quantities, prefix, plt):
     """GMM heads: PIT histograms per quantity, and the first predicted densities with their
     truths."""
-    fig, axes = plt.subplots(
-        1, len(quantities), figsize=(3.2 * len(quantities), 2.8), squeeze=False
-    )
+    n = len(quantities)
+    fig, axes = plt.subplots(1, n, figsize=(3.2 * n, 2.8), squeeze=False)
     for ax, (quantity, r) in zip(axes[0], quantities.items()):
         ax.hist(r["pit"], bins=20, range=(0, 1), density=True, color="C0", alpha=0.7)
         # calibrated: flat at 1
         ax.axhline(1.0, color="0.4", lw=1, ls="--")
         m = r["per_seed"][0]
-        ax.set(
-            title=f"{quantity} (50%: {m['cover50']:.2f}, 90%: {m['cover90']:.2f})",
-            xlabel="PIT",
-            ylim=(0, None),
-        )
-    fig.suptitle(
-        f"{report['task']} · {split} · PIT (predicted CDF at the truth; coverage of central"
-        " intervals)"
-    )
-    fig.tight_layout()
-    fig.savefig(f"{prefix}_{split}_pit.png", dpi=110)
-    plt.close(fig)
-    n = min(DENSITY_SAMPLES, min(len(r["mixture"]) for r in quantities.values()))
-    fig, axes = plt.subplots(
-        len(quantities), n, figsize=(2.8 * n, 2.2 * len(quantities)), squeeze=False
-    )
+        title = f"{quantity} (50%: {m['cover50']:.2f}, 90%: {m['cover90']:.2f})"
+        ax.set(title=title, xlabel="PIT", ylim=(0, None))
+    what = "PIT (predicted CDF at the truth; coverage of central intervals)"
+    save_figure(plt, fig, f"{task} · {split} · {what}", f"{prefix}_pit.png")
+    k = min(DENSITY_SAMPLES, min(len(r["mixture"]) for r in quantities.values()))
+    fig, axes = plt.subplots(n, k, figsize=(2.8 * k, 2.2 * n), squeeze=False)
     for row, (quantity, r) in zip(axes, quantities.items()):
-        for i, ax in enumerate(row[:n]):
+        for i, ax in enumerate(row[:k]):
             num, truth = torch.tensor(r["mixture"][i], dtype=torch.float64), r["truth"][i]
             lo, hi = (float(mixture_quantile(num, q)) for q in (0.002, 0.998))
             lo, hi = min(lo, truth), max(hi, truth)
@@ -604,10 +588,9 @@ def write_distribution_plots(report, split, quantities, prefix, plt):
             ax.axvline(truth, color="C3", lw=1.2)
             ax.set_title(f"{quantity}, sample {i + 1}", fontsize=9)
             ax.set_yticks([])
-    fig.suptitle(f"{report['task']} · {split} · predicted densities (red: truth)")
-    fig.tight_layout()
-    fig.savefig(f"{prefix}_{split}_density.png", dpi=110)
-    plt.close(fig)
+    save_figure(
+        plt, fig, f"{task} · {split} · predicted densities (red: truth)", f"{prefix}_density.png"
+    )
 
 
 def main():
@@ -627,28 +610,23 @@ def main():
         )
     trained = check_seeds(checkpoints)
     data, trained_on = data_dir or trained["data_dir"], trained["data_dir"]
-    # its own dataset: still the data it was trained on?
-    if os.path.realpath(data) == os.path.realpath(trained_on):
-        try:
-            check_trained_on(trained, checkpoints[0], trained_on, changed_data)
-        except (FileNotFoundError, ValueError) as e:
-            raise SystemExit(f"error: {e}")
-    prefix = report_prefix(checkpoints, data, trained_on)
     try:
+        # its own dataset: still the data it was trained on?
+        if os.path.realpath(data) == os.path.realpath(trained_on):
+            check_trained_on(trained, checkpoints[0], trained_on, changed_data)
+        prefix = report_prefix(checkpoints, data, trained_on)
         names = [s for s in splits.split(",") if s]
         report, meta = evaluate(checkpoints, data, names, pick_device(device))
-    except (TextError, ValueError, OSError) as e:
+    except (ValueError, OSError) as e:
         raise SystemExit(f"error: {e}")
-    # the predictions of every point only if asked for
+    # every point's truth and prediction only if asked for
+    per_point = () if save_predictions else ("truth", "median", "pit", "mixture")
     saved = {**report, "splits": {}}
     for split, quantities in report["splits"].items():
         saved["splits"][split] = {
-            q: {k: v for k, v in r.items() if k not in ("truth", "median", "pit", "mixture")}
-            for q, r in quantities.items()
+            q: {k: v for k, v in r.items() if k not in per_point} for q, r in quantities.items()
         }
-    atomic_write_text(
-        prefix + ".json", json.dumps(report if save_predictions else saved, indent=1) + "\n"
-    )
+    atomic_write_text(prefix + ".json", json.dumps(saved, indent=1) + "\n")
     text = markdown(report)
     atomic_write_text(prefix + ".md", text)
     print(text)

@@ -42,9 +42,8 @@ def generate(
     model, ids, values, max_new_tokens, temperature=0.0, generator=None, gmm="sample", stop=EOS_ID
 ):
     """Append up to max_new_tokens tokens (greedy, or sampled at temperature) until the token stop
-    (None: never). A new [NUM] takes the number head's value (GMM: a draw, or the mean with
-    gmm="mean"). Returns ids, values, the number head's values and a GMM head's outputs (1, 3K) at
-    the new tokens."""
+    (None: never); a new [NUM] takes the number head's value (GMM: a draw, or with gmm="mean" the
+    mean). Returns ids, values, and the number head's values and GMM outputs (1, 3K) at them."""
     ids, values, nums, mixtures = list(ids), list(values), [], []
     dev = next(model.parameters()).device
     for _ in range(max_new_tokens):
@@ -83,9 +82,8 @@ def predict_masked(model, chunk, device):
 
 
 def predict_causal(model, vocab, chunk):
-    """A causal model generates each asked number greedily from the text before it: the true text,
-    and the asked numbers before it as generated (never their truth). Same yields as predict_masked.
-    """
+    """A causal model generates each asked number greedily from the true text before it, earlier
+    asked numbers as generated. Same yields as predict_masked."""
     width = TOKENS_PER_NUMBER[vocab.encoding]
     for ids, values, ask in chunk:
         starts, ids, values = np.flatnonzero(ask)[::width], list(ids), list(values)
@@ -105,9 +103,8 @@ def predict_causal(model, vocab, chunk):
 @torch.no_grad()
 def fill_in(model, vocab, samples, device="cpu", batch_size=64, mixtures=None):
     """The numbers asked in samples ((ids, values, ask)): a list of values per sample and counts of
-    'numbers', 'invalid' (NaN or inf: a text encoding's tokens that are not a number, a number
-    head that diverged) and 'not_num' (xVal: the token head's argmax is not [NUM]; the number
-    head's value is kept). GMM: the mixture mean; mixtures receives each sample's (n, 3K)."""
+    'numbers', 'invalid' (NaN or inf) and 'not_num' (xVal: the token head's argmax is not [NUM]).
+    GMM: the mixture mean; mixtures receives each sample's (n, 3K)."""
     predictions, counts = [], {"numbers": 0, "invalid": 0, "not_num": 0}
     width = TOKENS_PER_NUMBER[vocab.encoding]
     for start in range(0, len(samples), batch_size):
@@ -152,8 +149,7 @@ def detokenize(ids, values, vocab):
 
 
 def ask_numbers(pieces, indices):
-    """pieces (split_text's) with the numbers at indices (in reading order) asked, and the
-    positions of those numbers in pieces."""
+    """pieces with the numbers at indices (in reading order) asked, and their positions."""
     numbers = [j for j, (kind, _) in enumerate(pieces) if kind == "num"]
     at = [numbers[i] for i in indices]
     asked = list(pieces)
