@@ -1,8 +1,7 @@
 """
 A dataset on disk: the <split>.txt files a prepare/ script writes (meta.json last), and what
 tokenize_numbers.py makes of them: vocab.json and <encoding>/<split>.{ids,values,offsets}.npy with a
-JSON summary each. Split reads a split's arrays memory-mapped, for train.py. This file knows files,
-not numbers: the tokenizer is handed in, so data still flows one way (tokenize_numbers.py -> here).
+JSON summary each, which Split reads for train.py. The tokenizer is handed in: data flows one way.
 """
 
 import argparse
@@ -134,10 +133,10 @@ def dataset_splits(data_dir, plain_text=False):
     if meta is None or meta.get("dataset") == "plain text":
         files = sorted(f for f in os.listdir(data_dir) if f.endswith(".txt"))
         splits = [f[:-4] for f in files if _SPLIT_FILE.fullmatch(f)]
-        if len(splits) < len(files):
+        if others := [f for f in files if not _SPLIT_FILE.fullmatch(f)]:
             print(
-                f"note: {', '.join(f for f in files if not _SPLIT_FILE.fullmatch(f))} not taken as"
-                " splits (a split is train.txt, val.txt, test.txt or test_ood*.txt)"
+                f"note: {', '.join(others)} not taken as splits (a split is train.txt, val.txt,"
+                " test.txt or test_ood*.txt)"
             )
         if "train" not in splits:
             raise FileNotFoundError(
@@ -309,11 +308,6 @@ def vocab_digest(text_tokens):
     return hashlib.sha1(json.dumps(text_tokens).encode()).hexdigest()[:12]
 
 
-# a pool worker's task: (function, its arguments)
-def _call(job):
-    return job[0](*job[1])
-
-
 def write_split(
     folder, split, encodings, text_tokens, encode_lines, vocabs, workers=1, chunk=1000, staged=None
 ):
@@ -336,15 +330,11 @@ def write_split(
     bar = tqdm(
         total=size, unit="B", unit_scale=True, desc=split, disable=size < 1 << 26, leave=False
     )
-    jobs = (
-        (encode_lines, (lines, text_tokens, encodings, path, first))
-        for first, lines in line_chunks(path, chunk, bar)
-    )
+    jobs = ((lines, text_tokens, encodings, path, i) for i, lines in line_chunks(path, chunk, bar))
     # waves of `workers` chunks: the text is read as it is encoded, never all at once
     try:
         for wave in iter(lambda: list(itertools.islice(jobs, max(workers, 1))), []):
-            # in order
-            for result in pool.imap(_call, wave) if pool else map(_call, wave):
+            for result in (pool.starmap if pool else itertools.starmap)(encode_lines, wave):
                 for enc, (ids, values, lengths, numbers, counts) in result.items():
                     raw[enc, "ids"].write(ids.tobytes())
                     raw[enc, "values"].write(values.tobytes())
@@ -420,12 +410,10 @@ class Split:
         check_name(encoding, "encoding")
         base = os.path.join(data_dir, encoding, split)
         self.base, self.split = base, split
+        command = f"python tokenize_numbers.py {data_dir} --encoding {encoding}"
         if not os.path.exists(base + ".ids.npy"):
-            raise FileNotFoundError(
-                f"{base}.ids.npy not found; run: python tokenize_numbers.py "
-                f"{data_dir} --encoding {encoding}"
-            )
-        again = f"run again: python tokenize_numbers.py {data_dir} --encoding {encoding}"
+            raise FileNotFoundError(f"{base}.ids.npy not found; run: {command}")
+        again = f"run again: {command}"
         keys = ("split", "encoding", "samples", "vocab_digest")
         summary = read_json(base + ".json", keys, again=f"; {again}")
         try:

@@ -1,9 +1,7 @@
 """
-Score checkpoints on a dataset's test split and every OoD split, the paper's tasks (paper §3,
-App. A, C) or your own data: mask the numbers a task asks for, fill them in (one forward pass per
-sample; a causal checkpoint generates each from the text before it) and score them. Several seeds
-of one setting give mean ± std. What each task masks and scores, and what is written:
-docs/training.md#evaluate.
+Score checkpoints on a dataset's test split and every OoD split: mask the numbers its task asks
+for (paper §3, App. A, C; your own data's), fill them in and compute the metrics; several seeds of
+one setting give mean ± std. What is masked, scored and written: docs/training.md#evaluate.
 
     python eval.py --ckpt=out/lookup_xval/ckpt_best.pt
     python eval.py --ckpt="out/s1/ckpt_best.pt out/s2/ckpt_best.pt out/s3/ckpt_best.pt" --plots
@@ -53,7 +51,7 @@ mask_key = ""  # own data: score the last number under this JSON key; default: e
 mask_all = False  # with mask_key: score every number under the key, masked at once
 max_samples = 0  # evaluate at most this many samples per split; 0 = all
 batch_size = 64
-out = ""  # output path without extension; default: <first checkpoint's folder>/eval (see above)
+out = ""  # output path without extension; default: eval... beside the first checkpoint
 plots = False  # also write PNG figures (needs matplotlib)
 save_predictions = False  # keep every truth and (median) prediction in the JSON report
 changed_data = False  # evaluate on the checkpoint's data_dir although it was prepared again since
@@ -119,11 +117,9 @@ def mixture_crps(num, y):
     log_w, mu, log_std = mixture_of(num)
     w, var = log_w.exp(), torch.exp(2 * log_std)
     to_truth = (w * abs_mean(y.unsqueeze(-1) - mu, var)).sum(-1)
-    # every pair of components: (..., K, K)
-    ww = w.unsqueeze(-1) * w.unsqueeze(-2)
-    pairs = ww * abs_mean(
-        mu.unsqueeze(-1) - mu.unsqueeze(-2), var.unsqueeze(-1) + var.unsqueeze(-2)
-    )
+    # every pair of components i, j: (..., K, K)
+    (wi, wj), (mi, mj), (vi, vj) = ((t.unsqueeze(-1), t.unsqueeze(-2)) for t in (w, mu, var))
+    pairs = wi * wj * abs_mean(mi - mj, vi + vj)
     return to_truth - 0.5 * pairs.sum((-2, -1))
 
 
@@ -261,7 +257,6 @@ def predict(model, vocab, jobs, dev):
         predicted, counts = fill_in(
             model, vocab, [samples[i] for i in order], dev, batch_size, mixtures
         )
-        # the sorted position of each sample
         back = np.argsort(order)
         preds = np.array([p for i in back for p in predicted[i]], float)
         preds[~np.isfinite(preds)] = math.nan

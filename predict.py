@@ -162,8 +162,7 @@ def encode_line(line, where, vocab, block_size, causal=False, mask=None, mask_al
     """((ids, values, ask), truths, text with [?]) of one input line; a TextError naming the line if
     the model cannot predict it. mask: None predicts the line's [?]; "" masks its last number, a
     key the last number under that JSON key (mask_all: every number under it)."""
-    spaced = re.search(r"\[\s*\?\s*\]", line.replace(ASK, ""))
-    if spaced:
+    if spaced := re.search(r"\[\s*\?\s*\]", line.replace(ASK, "")):
         raise TextError(
             f"{where}: {spaced.group()!r} looks like the marker {ASK}; write {ASK} without spaces"
         )
