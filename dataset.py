@@ -25,8 +25,7 @@ from tqdm import tqdm
 from util import TextError, atomic_write_text, open_new, take_lock, worker_signals
 
 _SPLIT_FILE = re.compile(r"(train|val|test|test_ood\w*)\.txt")
-# the largest |number| a model is trained on: float32 squares (the loss, the layer norm) overflow
-# past ~1.8e19
+# the largest |number| trained on: float32 squares (the loss, layer norm) overflow past ~1.8e19
 MAX_VALUE = 1e18
 
 
@@ -57,14 +56,12 @@ def _decoded(f, where):
 
 
 def read_lines(f, where):
-    """The lines of a binary file object, decoded as UTF-8 without their line ends; a line that is
-    not UTF-8 is a TextError naming where:line."""
+    """The lines of a binary file object, decoded as UTF-8 (else a TextError naming where:line)."""
     return list(_decoded(f, where))
 
 
 def read_samples(path, required=True):
-    """(line number, line) of a text file's lines that are not blank; required: none is an
-    error naming the file."""
+    """(line number, line) of a file's lines that are not blank; required: none is an error."""
     with open(path, "rb") as f:
         lines = [(i, line) for i, line in enumerate(_decoded(f, path), 1) if line.strip()]
     if required and not lines:
@@ -255,8 +252,7 @@ def under_key(names, key, where):
 
 
 class KeyAbsent(TextError):
-    """A record without the --mask_key (a value left out as missing): left out of the predictions,
-    and counted."""
+    """A record without the --mask_key (a value left out as missing): not predicted, but counted."""
 
 
 def fingerprint(data_dir, encoding):
@@ -280,8 +276,7 @@ def fingerprint(data_dir, encoding):
 
 
 def check_trained_on(checkpoint, path, data_dir, changed_data=False):
-    """Refuse to score a checkpoint on its own dataset when the folder no longer holds the data it
-    was trained on (prepared again since), unless changed_data, which is said."""
+    """Refuse to score a checkpoint on its own dataset prepared again since, unless changed_data."""
     if not os.path.exists(os.path.join(data_dir, "meta.json")):
         raise FileNotFoundError(
             f"{data_dir}/meta.json not found: {path} was trained on {data_dir}, the folder it "
@@ -415,7 +410,7 @@ class Split:
             raise FileNotFoundError(f"{base}.ids.npy not found; run: {command}")
         again = f"run again: {command}"
         keys = ("split", "encoding", "samples", "vocab_digest")
-        summary = read_json(base + ".json", keys, again=f"; {again}")
+        summary = read_json(base + ".json", keys, f"; {again}")
         try:
             self.ids = np.load(base + ".ids.npy", mmap_mode="r")
             self.values = np.load(base + ".values.npy", mmap_mode="r")
@@ -423,17 +418,16 @@ class Split:
         # missing, truncated or not an array
         except (OSError, ValueError, EOFError) as e:
             raise ValueError(f"{base}: unreadable arrays ({type(e).__name__}: {e}); {again}")
-        if summary.get("vocab_digest") != vocab_digest(load_text_vocab(data_dir)):
+        if summary["vocab_digest"] != vocab_digest(load_text_vocab(data_dir)):
             raise ValueError(f"{base}.ids.npy was tokenized with another vocab.json; {again}")
-        # the four files of a split are written together: offsets that do not span exactly the ids
-        # and values, or a sample count other than the summary's, are arrays of different runs
-        o = self.offsets
-        if (summary.get("split"), summary.get("encoding")) != (split, encoding):
+        if (summary["split"], summary["encoding"]) != (split, encoding):
             raise ValueError(
-                f"{base}.json describes split {summary.get('split')!r} of"
-                f" {summary.get('encoding')!r}, not {split!r} of {encoding!r}; {again}"
+                f"{base}.json describes split {summary['split']!r} of {summary['encoding']!r}, not"
+                f" {split!r} of {encoding!r}; {again}"
             )
-        samples = summary.get("samples")
+        # the four files are written together: offsets that do not span the others' come from
+        # another run
+        o, samples = self.offsets, summary["samples"]
         spans = o.ndim == 1 and len(o) > 1 and o[0] == 0 and np.all(o[1:] >= o[:-1])
         if not (spans and samples == len(o) - 1 and o[-1] == len(self.ids) == len(self.values)):
             raise ValueError(
@@ -457,8 +451,8 @@ class Split:
         return int(np.searchsorted(self.offsets, position, side="right")) - 1
 
     def check_arrays(self, vocab_size, again):
-        """Refuse, at start rather than as a crash or a NaN loss hours in, token ids outside the
-        vocabulary and numbers that are not finite or beyond ±MAX_VALUE."""
+        """Refuse token ids outside the vocabulary and numbers not finite or beyond ±MAX_VALUE at
+        start, not as a crash or a NaN loss hours in."""
         ids, values, where = self.ids, self.values, self.base
         if ids.ndim != 1 or ids.dtype.kind not in "iu" or values.ndim != 1 or values.dtype != "f4":
             raise ValueError(
@@ -492,14 +486,20 @@ class Split:
         return np.asarray(self.ids[a:b], np.int64), np.asarray(self.values[a:b], np.float32)
 
 
+def temporaries(data_dir, pid):
+    """The temporary files of process pid in a dataset's folders: their names carry its pid."""
+    if not os.path.isdir(data_dir):
+        return []
+    folders = [e.path for e in os.scandir(data_dir) if e.is_dir()]
+    return [os.path.join(d, f) for d in folders for f in os.listdir(d) if f".{pid}.tmp" in f]
+
+
 def lock(data_dir):
     """Take <data_dir>/tokenize.lock: two runs never write one dataset at once; a killed run's
     lock is replaced and its temporary files removed."""
 
     def clean(pid):
-        folders = [entry.path for entry in os.scandir(data_dir) if entry.is_dir()]
-        # its names only
-        stale = [os.path.join(d, f) for d in folders for f in os.listdir(d) if f".{pid}.tmp" in f]
+        stale = temporaries(data_dir, pid)
         print(
             f"note: removing {path} of process {pid}, which ended without releasing it, and"
             f" {len(stale)} temporary files it left"
@@ -565,24 +565,16 @@ def write_arrays(args, encodings, encode_lines, build_text_vocab, make_vocab):
         # ours: a split or folder that is not there
         if isinstance(e, FileNotFoundError) and not e.filename:
             raise
+        what = f"{e.filename or data_dir}: {e.strerror or e}; nothing was changed"
         if e.errno in (errno.ENOSPC, errno.EDQUOT):
-            raise OSError(
-                e.errno,
-                f"writing the arrays of {data_dir} failed: the disk is full"
-                f" ({shutil.disk_usage(data_dir).free / 2**20:,.0f} MiB free there); free some and"
-                " run again (no partly written array is kept)",
-            ) from None
-        raise OSError(
-            e.errno,
-            f"writing the arrays of {data_dir} failed: {e.filename or data_dir}: "
-            f"{e.strerror or e}; nothing was changed",
-        ) from None
+            free = shutil.disk_usage(data_dir).free / 2**20
+            what = f"the disk is full ({free:,.0f} MiB free there); free some and run again (no"
+            what += " partly written array is kept)"
+        raise OSError(e.errno, f"writing the arrays of {data_dir} failed: {what}") from None
     finally:
-        # a run that failed leaves nothing behind: its temporaries carry its pid
-        for folder in (os.path.join(data_dir, enc) for enc in encodings):
-            for f in os.listdir(folder) if os.path.isdir(folder) else ():
-                if f".{os.getpid()}.tmp" in f:
-                    os.remove(os.path.join(folder, f))
+        # a run that failed leaves nothing behind
+        for f in temporaries(data_dir, os.getpid()):
+            os.remove(f)
         for new_dir in new_dirs:
             if os.path.isdir(new_dir) and not os.listdir(new_dir):
                 os.rmdir(new_dir)

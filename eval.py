@@ -15,6 +15,7 @@ import os
 import re
 import tempfile
 import time
+import warnings
 
 import numpy as np
 import torch
@@ -25,7 +26,7 @@ from dataset import (
     json_paths,
     masked_numbers,
     number_paths,
-    read_json,
+    read_meta,
     read_samples,
 )
 from mixture import mixture_cdf, mixture_nll, mixture_of, mixture_quantile
@@ -183,13 +184,11 @@ def previous_values(line, indices, where, what):
 
 def previous_steps(lines, where):
     """era5: each station's second-to-last step, in the order masked_groups masks the last ones."""
-    return [
-        v
-        for number, line in enumerate(lines, 1)
-        for v in previous_values(
-            line, last_steps(list(json_paths(json.loads(line)))), f"{where}:{number}", "a station"
-        )
-    ]
+    out = []
+    for number, line in enumerate(lines, 1):
+        last = last_steps(list(json_paths(json.loads(line))))
+        out += previous_values(line, last, f"{where}:{number}", "a station")
+    return out
 
 
 def task_of(meta, path):
@@ -247,8 +246,8 @@ def masked_samples(
 
 
 def predict(model, vocab, jobs, dev):
-    """Fill in the masked samples of every quantity: {quantity: (truths, predictions (not a
-    finite number: NaN), fill_in's counts, a GMM head's outputs (numbers, 3K) or None)}."""
+    """Fill in the masked samples: {quantity: (truths, predictions (NaN: invalid), fill_in's counts,
+    a GMM head's outputs (numbers, 3K) or None)}."""
     results = {}
     for quantity, (samples, truths, _) in jobs.items():
         # similar lengths share a batch
@@ -273,15 +272,14 @@ def combine(task, runs, meta, scale=None):
     seeds = []
     for _, preds, counts, mixture in runs:
         m = metrics(task, truths, preds, meta, scale)
-        m["invalid_rate"] = counts["invalid"] / max(1, counts["numbers"])
-        m["not_num_rate"] = counts["not_num"] / max(1, counts["numbers"])
+        for k in ("invalid", "not_num"):
+            m[f"{k}_rate"] = counts[k] / max(1, counts["numbers"])
         if mixture is not None:
             m.update(distribution_metrics(truths, mixture))
         seeds.append(m)
-    stack = np.stack([r[1] for r in runs])
-    median = np.array(
-        [np.median(c[~np.isnan(c)]) if (~np.isnan(c)).any() else math.nan for c in stack.T]
-    )
+    # NaN where no seed's prediction is valid
+    with warnings.catch_warnings(action="ignore"):
+        median = np.nanmedian(np.stack([r[1] for r in runs]), axis=0)
     keys = [k for k in seeds[0] if k not in ("n", "valid")]
     std = (lambda v: float(np.std(v, ddof=1))) if len(seeds) > 1 else (lambda v: 0.0)
     r = {
@@ -359,14 +357,11 @@ def training_means(task, data, keys, every):
 
 def evaluate(checkpoints, data, split_names, dev):
     """The report of one setting: every split × quantity, per seed and combined, the baselines, and
-    a warning for each quantity with invalid predictions."""
-    meta_path = os.path.join(data, "meta.json")
-    if not os.path.exists(meta_path):
-        raise SystemExit(f"error: {meta_path} not found: is {data} a dataset written by prepare/?")
-    meta = read_json(meta_path)
-    task = task_of(meta, meta_path)
+    warnings."""
+    meta = read_meta(data)
+    task = task_of(meta, os.path.join(data, "meta.json"))
     keys = [mask_key] if mask_key else list(meta.get("scales") or {}) if task == "text" else []
-    if (mask_key or mask_all) and task != "text":
+    if mask_key and task != "text":
         raise SystemExit(
             f"error: --mask_key and --mask_all are for your own data; {data} is a {task} dataset"
         )
@@ -414,8 +409,7 @@ def evaluate(checkpoints, data, split_names, dev):
             if invalid:
                 report["warnings"].append(
                     f"{split} · {quantity}: {invalid} of {r['n'] * len(per_seed)} predictions"
-                    " are NaN or infinite, not a number: left out of MSE and R², counted as"
-                    " invalid"
+                    " are NaN or infinite: left out of MSE and R², counted as invalid"
                 )
             if previous and None not in previous:
                 r["persistence"] = metrics(task, truths, previous, meta, scale)
@@ -429,22 +423,22 @@ def evaluate(checkpoints, data, split_names, dev):
 # ---------------------------------------------------------------- output
 
 # metric -> header; only those a report has are shown
-COLUMNS = {
-    "mse": "MSE",
-    "mse_kelvin2": "MSE (K²)",
-    "r2": "R²",
-    "adj_r2": "adj. R²",
-    "acc3": "acc @3 s.f.",
-    "acc2": "acc @2 s.f.",
-    "invalid_rate": "invalid",
-    "not_num_rate": "not [NUM]",
-    "nll": "NLL",
-    "crps": "CRPS",
-    "cover50": "50% cover",
-    "cover90": "90% cover",
-    "mse_original": "MSE (original units)",
-    "r2_original": "R² (original units)",
-}
+COLUMNS = dict(
+    mse="MSE",
+    mse_kelvin2="MSE (K²)",
+    r2="R²",
+    adj_r2="adj. R²",
+    acc3="acc @3 s.f.",
+    acc2="acc @2 s.f.",
+    invalid_rate="invalid",
+    not_num_rate="not [NUM]",
+    nll="NLL",
+    crps="CRPS",
+    cover50="50% cover",
+    cover90="90% cover",
+    mse_original="MSE (original units)",
+    r2_original="R² (original units)",
+)
 
 
 def fmt(x):
@@ -452,8 +446,8 @@ def fmt(x):
 
 
 def markdown(report):
-    """One table of one setting: split × quantity rows, mean ± std over seeds and the median's MSE,
-    then the baselines and the warnings."""
+    """The table of one setting (split × quantity: mean ± std over seeds, the median's MSE), the
+    baselines and the warnings."""
     rows = [(s, q, r) for s, quantities in report["splits"].items() for q, r in quantities.items()]
     # xVal: the rate of invalid predictions only where there are any
     hidden = "invalid_rate" if report["encoding"] == "xval" else "not_num_rate"
@@ -461,21 +455,14 @@ def markdown(report):
         hidden = None
     keys = [k for k in COLUMNS if k in rows[0][2]["mean"] and k != hidden]
     seeds = len(report["checkpoints"])
-    lines = [
-        f"# {report['task']} · {report['encoding']} · {seeds} seed(s)",
-        "",
-        f"data: `{report['data_dir']}`; checkpoints: "
-        + ", ".join(f"`{c}`" for c in report["checkpoints"]),
-        "",
-        (
-            "causal model: each number generated from the text before it"
-            if report.get("causal")
-            else "masked fill-in: one forward pass per sample"
-        ),
-        "",
-        "| split | quantity | n | " + " | ".join(COLUMNS[k] for k in keys) + " | MSE of median |",
-        "|---|---|---|" + "---|" * len(keys) + "---|",
-    ]
+    how = "masked fill-in: one forward pass per sample"
+    if report["causal"]:
+        how = "causal model: each number generated from the text before it"
+    checkpoints = ", ".join(f"`{c}`" for c in report["checkpoints"])
+    header = ["split", "quantity", "n", *(COLUMNS[k] for k in keys), "MSE of median"]
+    lines = [f"# {report['task']} · {report['encoding']} · {seeds} seed(s)", ""]
+    lines += [f"data: `{report['data_dir']}`; checkpoints: {checkpoints}", "", how, ""]
+    lines += ["| " + " | ".join(header) + " |", "|---" * len(header) + "|"]
     for split, quantity, r in rows:
         cells = [fmt(r["mean"][k]) + (f" ± {fmt(r['std'][k])}" if seeds > 1 else "") for k in keys]
         cells = [split, quantity, r["n"], *cells, fmt(r["median_prediction"]["mse"])]

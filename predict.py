@@ -134,9 +134,8 @@ def detokenize(ids, values, vocab):
     starts = {s for s, _ in number_spans(ids, vocab)}
     while i < len(ids):
         if i in starts:
-            value = (
-                values[i] if vocab.encoding == "xval" else vocab.decode_number(ids[i : i + width])
-            )
+            xval = vocab.encoding == "xval"
+            value = values[i] if xval else vocab.decode_number(ids[i : i + width])
             # the implied comma
             out.append(("," if i - width in starts else "") + format_number(value))
             i += width
