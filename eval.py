@@ -474,10 +474,10 @@ def markdown(report):
         for name in (name for name in baselines if name in r):
             scores = ", ".join(f"{COLUMNS[k]} {fmt(r[name][k])}" for k in COLUMNS if k in r[name])
             lines += ["", f"{split} · {quantity}: {baselines[name]} on the same values: {scores}"]
-    warnings = [f"- warning: {w}" for w in report["warnings"]]
+    warned = [f"- warning: {w}" for w in report["warnings"]]
     shown = "encoding n_layer n_head n_embd max_iters batch_size learning_rate seed".split()
     config = json.dumps({k: report["config"].get(k) for k in shown})
-    lines += ["", *warnings] + [""] * bool(warnings) + [f"config: `{config}`", ""]
+    lines += ["", *warned] + [""] * bool(warned) + [f"config: `{config}`", ""]
     return "\n".join(lines)
 
 
