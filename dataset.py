@@ -98,8 +98,7 @@ def check_name(name, what):
 
 
 def require_dataset(data_dir):
-    """meta.json's path: a folder without one (prepare/ scripts write it last and remove it first)
-    is not a complete dataset, or text files of your own, declared one by --plain-text."""
+    """meta.json's path: without it a folder is not a whole dataset (prepare/ writes it last)."""
     if not data_dir:
         raise FileNotFoundError("data_dir is empty; name the folder of a prepared dataset")
     if not os.path.isdir(data_dir):
@@ -307,9 +306,8 @@ def write_split(
     folder, split, encodings, text_tokens, encode_lines, vocabs, workers=1, chunk=1000, staged=None
 ):
     """Encode <split>.txt into <encoding>/<split>.{ids,values,offsets}.npy and a JSON summary for
-    each of `encodings`, a chunk of lines at a time, in temporary files whose (temporary, final)
-    names are added to `staged` (None: renamed at once). encode_lines(lines, text_tokens,
-    encodings, path, first_line) is the tokenizer. Returns the summaries."""
+    each of `encodings` with the tokenizer encode_lines, a chunk of lines at a time, in temporary
+    files whose (temporary, final) names are added to `staged` (None: renamed at once)."""
     path, tmp = os.path.join(folder, f"{split}.txt"), f"{os.getpid()}.tmp"
     bases = {enc: os.path.join(folder, enc, split) for enc in encodings}
     for base in bases.values():

@@ -253,9 +253,8 @@ def predict(model, vocab, jobs, dev):
         # similar lengths share a batch
         order = np.argsort([len(s[0]) for s in samples], kind="stable")
         mixtures = []
-        predicted, counts = fill_in(
-            model, vocab, [samples[i] for i in order], dev, batch_size, mixtures
-        )
+        ordered = [samples[i] for i in order]
+        predicted, counts = fill_in(model, vocab, ordered, dev, batch_size, mixtures)
         back = np.argsort(order)
         preds = np.array([p for i in back for p in predicted[i]], float)
         preds[~np.isfinite(preds)] = math.nan
@@ -281,11 +280,12 @@ def combine(task, runs, meta, scale=None):
     with warnings.catch_warnings(action="ignore"):
         median = np.nanmedian(np.stack([r[1] for r in runs]), axis=0)
     keys = [k for k in seeds[0] if k not in ("n", "valid")]
-    std = (lambda v: float(np.std(v, ddof=1))) if len(seeds) > 1 else (lambda v: 0.0)
     r = {
         "n": len(truths),
         "mean": {k: float(np.mean([s[k] for s in seeds])) for k in keys},
-        "std": {k: std([s[k] for s in seeds]) for k in keys},
+        "std": {
+            k: float(np.std([s[k] for s in seeds], ddof=1)) if len(seeds) > 1 else 0.0 for k in keys
+        },
         "median_prediction": metrics(task, truths, median, meta, scale),
         "per_seed": seeds,
         "truth": truths.tolist(),
@@ -570,9 +570,8 @@ def write_distribution_plots(task, split, quantities, prefix, plt):
             ax.axvline(truth, color="C3", lw=1.2)
             ax.set_title(f"{quantity}, sample {i + 1}", fontsize=9)
             ax.set_yticks([])
-    save_figure(
-        plt, fig, f"{task} · {split} · predicted densities (red: truth)", f"{prefix}_density.png"
-    )
+    title = f"{task} · {split} · predicted densities (red: truth)"
+    save_figure(plt, fig, title, f"{prefix}_density.png")
 
 
 def main():
@@ -614,10 +613,8 @@ def main():
     print(text)
     if plots:
         write_plots(report, meta, prefix)
-    print(
-        f"report: {prefix}.json and {prefix}.md"
-        + (f"; figures: {prefix}_<split>.png" if plots else "")
-    )
+    figures = f"; figures: {prefix}_<split>.png" if plots else ""
+    print(f"report: {prefix}.json and {prefix}.md{figures}")
 
 
 if __name__ == "__main__":

@@ -42,8 +42,8 @@ def generate(
     model, ids, values, max_new_tokens, temperature=0.0, generator=None, gmm="sample", stop=EOS_ID
 ):
     """Append up to max_new_tokens tokens (greedy, or sampled at temperature) until the token stop
-    (None: never); a new [NUM] takes the number head's value (GMM: a draw, or with gmm="mean" the
-    mean). Returns ids, values, and the number head's values and GMM outputs (1, 3K) at them."""
+    (None: never); a new [NUM] takes the number head's value (GMM: a draw, or the mean). Returns
+    ids, values, and the number head's values and GMM outputs (1, 3K) at the new tokens."""
     ids, values, nums, mixtures = list(ids), list(values), [], []
     dev = next(model.parameters()).device
     for _ in range(max_new_tokens):
@@ -196,7 +196,7 @@ def encode_line(line, where, vocab, block_size, causal=False, mask=None, mask_al
 
 def filled(text, values, mixture=None, spread="none"):
     """text with each [?] replaced by its predicted value; a GMM head's (mixture (n, 3K)) as
-    mean±std (spread="std") or [5%|50%|95%] quantiles (spread="quantiles")."""
+    mean±std or [5%|50%|95%] quantiles (spread)."""
     shown = list(map(format_number, values))
     if mixture is not None and spread == "std":
         means, stds = mixture_mean(mixture).tolist(), mixture_std(mixture).tolist()
