@@ -1,8 +1,7 @@
 """
 A dataset on disk: the <split>.txt files a prepare/ script writes (meta.json last), and what
 tokenize_numbers.py makes of them: vocab.json and <encoding>/<split>.{ids,values,offsets}.npy with a
-JSON summary each. Split reads a split's arrays memory-mapped, for train.py. This file knows files,
-not numbers: the tokenizer is handed in, so data still flows one way (tokenize_numbers.py -> here).
+JSON summary each, which Split reads for train.py. The tokenizer is handed in: data flows one way.
 """
 
 import argparse
@@ -26,14 +25,12 @@ from tqdm import tqdm
 from util import TextError, atomic_write_text, open_new, take_lock, worker_signals
 
 _SPLIT_FILE = re.compile(r"(train|val|test|test_ood\w*)\.txt")
-# the largest |number| a model is trained on: float32 squares (the loss, the layer norm) overflow
-# past ~1.8e19
+# the largest |number| trained on: float32 squares (the loss, layer norm) overflow past ~1.8e19
 MAX_VALUE = 1e18
 
 
 def first_index(array, bad, chunk=1 << 22):
-    """The first index where bad(a chunk of array) holds, or None: vectorised, in bounded memory
-    (a memory-mapped array is read once, a chunk at a time)."""
+    """The first index where bad(a chunk of array) holds, or None, in bounded memory."""
     for start in range(0, len(array), chunk):
         hits = np.flatnonzero(bad(np.asarray(array[start : start + chunk])))
         if len(hits):
@@ -49,7 +46,8 @@ def _decoded(f, where):
             raise TextError(
                 f"{where}:{i}: not UTF-8 text (byte {raw[e.start]:#04x} at column {e.start + 1})"
             ) from None
-        if "\r" in line:  # a file whose lines end in \r alone would be read as one sample
+        # a file whose lines end in \r alone would be read as one sample
+        if "\r" in line:
             raise TextError(
                 f"{where}:{i}: a carriage return inside the line (a file with \\r line ends?);"
                 " write one sample per line, ended by \\n"
@@ -58,26 +56,32 @@ def _decoded(f, where):
 
 
 def read_lines(f, where):
-    """The lines of a binary file object, decoded as UTF-8 without their line ends; a line that is
-    not UTF-8 (Latin-1 text, say) is a TextError naming where:line."""
+    """The lines of a binary file object, decoded as UTF-8 (else a TextError naming where:line)."""
     return list(_decoded(f, where))
+
+
+def read_samples(path, required=True):
+    """(line number, line) of a file's lines that are not blank; required: none is an error."""
+    with open(path, "rb") as f:
+        lines = [(i, line) for i, line in enumerate(_decoded(f, path), 1) if line.strip()]
+    if required and not lines:
+        empty = "an empty file" if os.path.getsize(path) == 0 else "blank lines only"
+        raise TextError(f"{path}: no sample ({empty}); expected one sample per line")
+    return lines
 
 
 def line_chunks(path, chunk, bar=None):
     """(first line index, lines) chunks of a text file, read lazily."""
     with open(path, "rb") as f:
-        for first, lines in itertools.groupby(
-            enumerate(_decoded(f, path)), lambda x: x[0] // chunk
-        ):
-            lines = [line for _, line in lines]
-            for i, line in enumerate(lines):
+        numbered = enumerate(_decoded(f, path))
+        while part := list(itertools.islice(numbered, chunk)):
+            for i, line in part:
                 if not line.strip():
-                    raise TextError(
-                        f"{path}:{first * chunk + i + 1}: empty line; expected one sample per line"
-                    )
+                    raise TextError(f"{path}:{i + 1}: empty line; expected one sample per line")
+            lines = [line for _, line in part]
             if bar:
                 bar.update(sum(map(len, lines)) + len(lines))
-            yield first * chunk, lines
+            yield part[0][0], lines
 
 
 _NAME = re.compile(r"\w[\w.-]*")
@@ -85,7 +89,7 @@ _NAME = re.compile(r"\w[\w.-]*")
 
 def check_name(name, what):
     """A name read from a file that becomes part of a path (a split, an encoding) must be a plain
-    name, so that the path stays inside its folder (a crafted `../../x` would reach outside)."""
+    name: the path stays inside its folder."""
     if not (isinstance(name, str) and _NAME.fullmatch(name) and ".." not in name):
         raise TextError(
             f"{what} {name!r} is not a plain name (letters, digits, _ . - and no '..'); "
@@ -94,11 +98,7 @@ def check_name(name, what):
 
 
 def require_dataset(data_dir):
-    """
-    A dataset is complete when it has meta.json, which prepare/ scripts write last and remove first:
-    a folder without one is refused (a prepare run that did not finish, or text files of your own,
-    which `tokenize_numbers.py DIR --plain-text` declares a dataset). Returns meta.json's path.
-    """
+    """meta.json's path: without it a folder is not a whole dataset (prepare/ writes it last)."""
     if not data_dir:
         raise FileNotFoundError("data_dir is empty; name the folder of a prepared dataset")
     if not os.path.isdir(data_dir):
@@ -116,27 +116,23 @@ def require_dataset(data_dir):
 
 
 def dataset_splits(data_dir, plain_text=False):
-    """The split names of a dataset, train first, and the meta.json to write (None: it stands).
-    Text files of your own (plain_text, or declared so before) have the splits their files name:
-    train.txt, val.txt, test.txt, test_ood*.txt (other names are noted). Every split must hold a
-    sample."""
+    """The split names of a dataset, train first, and the meta.json to write (None: it stands);
+    text files of your own (plain_text) have the splits their files name."""
     meta_path, meta, new_meta = os.path.join(data_dir, "meta.json"), None, None
     if not (plain_text and os.path.isdir(data_dir) and not os.path.exists(meta_path)):
-        with open(require_dataset(data_dir)) as f:
-            try:
-                meta = json.load(f)
-                splits = list(meta["splits"])
-            except (ValueError, KeyError, TypeError) as e:
-                raise TextError(f"{meta_path}: not a dataset's meta.json ({type(e).__name__}: {e})")
+        meta = read_meta(data_dir)
+        if not isinstance(meta["splits"], (list, dict)):
+            raise TextError(f"{meta_path}: 'splits' is not a list of split names")
+        splits = list(meta["splits"])
         for split in splits:
             check_name(split, f"{meta_path}: split")
     if meta is None or meta.get("dataset") == "plain text":
         files = sorted(f for f in os.listdir(data_dir) if f.endswith(".txt"))
         splits = [f[:-4] for f in files if _SPLIT_FILE.fullmatch(f)]
-        if len(splits) < len(files):
+        if others := [f for f in files if not _SPLIT_FILE.fullmatch(f)]:
             print(
-                f"note: {', '.join(f for f in files if not _SPLIT_FILE.fullmatch(f))} not taken as"
-                " splits (a split is train.txt, val.txt, test.txt or test_ood*.txt)"
+                f"note: {', '.join(others)} not taken as splits (a split is train.txt, val.txt,"
+                " test.txt or test_ood*.txt)"
             )
         if "train" not in splits:
             raise FileNotFoundError(
@@ -144,12 +140,10 @@ def dataset_splits(data_dir, plain_text=False):
                 " them"
             )
         if meta is None or meta["splits"] != splits:
-            new_meta = {
-                "dataset": "plain text",
-                "splits": splits,
-                "command": " ".join(["python"] + sys.argv),
-            }
-    for split in splits:  # every split has a sample before anything is written
+            command = " ".join(["python"] + sys.argv)
+            new_meta = {"dataset": "plain text", "splits": splits, "command": command}
+    # every split has a sample before anything is written
+    for split in splits:
         path = os.path.join(data_dir, f"{split}.txt")
         if not os.path.exists(path):
             raise FileNotFoundError(f"{path} not found, but {meta_path} lists split {split!r}")
@@ -163,8 +157,8 @@ def dataset_splits(data_dir, plain_text=False):
 
 
 def read_json(path, keys=(), again=""):
-    """A JSON object from a file another run or a person wrote: one line naming the file and what
-    is wrong where it is cut short, not an object, or lacks one of `keys`."""
+    """A JSON object from a file; one that is cut short, not an object or without one of `keys`
+    is a TextError naming the file."""
     try:
         with open(path, encoding="utf-8") as f:
             obj = json.load(f)
@@ -208,8 +202,7 @@ def json_paths(obj, path=()):
 
 
 def number_paths(line, n_numbers, where, what):
-    """The JSON path of each of a line's n_numbers numbers; what: the kind of line expected, for
-    errors."""
+    """The JSON path of each of a line's n_numbers numbers; what: the kind of line expected."""
     try:
         paths = list(json_paths(json.loads(line)))
     except json.JSONDecodeError as e:
@@ -223,17 +216,15 @@ def number_paths(line, n_numbers, where, what):
 
 def masked_numbers(line, pieces, where, keys=(), every=False):
     """{quantity: indices of the numbers masked together, in reading order} of a line split into
-    pieces (by tokenize_numbers.split_text): the last number under each JSON key of keys (every: all
-    of them), or without keys the line's last number."""
+    pieces: the last number under each JSON key of keys (every: all of them), or without keys the
+    line's last number."""
     n_numbers = sum(kind == "num" for kind, _ in pieces)
     if not keys:
         if not n_numbers:
             raise TextError(f"{where}: the line has no number to predict")
         return {"last": [n_numbers - 1]}
-    names = [
-        [k for k in p if isinstance(k, str)]
-        for p in number_paths(line, n_numbers, where, "a record for --mask_key")
-    ]
+    paths = number_paths(line, n_numbers, where, "a record for --mask_key")
+    names = [[k for k in p if isinstance(k, str)] for p in paths]
     groups = {key: under_key(names, key, where) for key in keys}
     return {key: found if every else found[-1:] for key, found in groups.items()}
 
@@ -242,9 +233,8 @@ def under_key(names, key, where):
     """The numbers (indices) under key: a top-level key, or a path (meta.t) to a nested one; names:
     each number's keys."""
     top = [i for i, n in enumerate(names) if n[:1] == [key]]
-    nested = [
-        i for i, n in enumerate(names) if "." in key and n[: key.count(".") + 1] == key.split(".")
-    ]
+    path = key.split(".")
+    nested = [i for i, n in enumerate(names) if len(path) > 1 and n[: len(path)] == path]
     if top and nested:
         raise TextError(
             f"{where}: --mask_key={key} names a top-level key and a path to a nested one;"
@@ -256,47 +246,36 @@ def under_key(names, key, where):
             f"{where}: no number under key {key!r} (--mask_key names a top-level key); a nested key"
             f" is named by its path: {', '.join(paths)}"
         )
-    return top + nested  # empty for a record without the key (prepare/text.py --missing=omit)
+    # empty for a record without the key (prepare/text.py --missing=omit)
+    return top + nested
 
 
 class KeyAbsent(TextError):
-    """A record without the --mask_key (a value left out as missing): left out of the predictions,
-    and counted."""
+    """A record without the --mask_key (a value left out as missing): not predicted, but counted."""
 
 
 def fingerprint(data_dir, encoding):
     """Short digests of the data a model trains on, which checkpoints record: "meta" of meta.json
-    (less the command line, which names paths: its sizes, seed and scales), "arrays" of vocab.json
-    and the train and val arrays (sizes, and the bytes at their start and end; None where they are
-    not written). The folder's path is in neither: a moved dataset is the same data, one prepared
-    again is not."""
+    less the command line, "arrays" of vocab.json and the ends of the train and val arrays (None
+    where they are not written). A moved dataset is the same data; one prepared again is not."""
     meta = {k: v for k, v in read_meta(data_dir).items() if k != "command"}
-    digests = {
-        "meta": hashlib.sha1(json.dumps(meta, sort_keys=True).encode()).hexdigest()[:16],
-        "arrays": None,
-    }
+    digests = {"meta": hashlib.sha1(json.dumps(meta, sort_keys=True).encode()).hexdigest()[:16]}
     try:
-        arrays = hashlib.sha1(open(os.path.join(data_dir, "vocab.json"), "rb").read())
-        for name in (
-            f"{split}.{kind}.npy"
-            for split in ("train", "val")
-            for kind in ("ids", "values", "offsets")
-        ):
-            with open(os.path.join(data_dir, encoding, name), "rb") as f:
+        with open(os.path.join(data_dir, "vocab.json"), "rb") as f:
+            arrays = hashlib.sha1(f.read())
+        for split, kind in itertools.product(("train", "val"), ("ids", "values", "offsets")):
+            with open(os.path.join(data_dir, encoding, f"{split}.{kind}.npy"), "rb") as f:
                 size = os.fstat(f.fileno()).st_size
                 arrays.update(str(size).encode() + f.read(1 << 20))
                 f.seek(max(0, size - (1 << 20)))
                 arrays.update(f.read())
-        digests["arrays"] = arrays.hexdigest()[:16]
     except FileNotFoundError:
-        pass
-    return digests
+        return digests | {"arrays": None}
+    return digests | {"arrays": arrays.hexdigest()[:16]}
 
 
 def check_trained_on(checkpoint, path, data_dir, changed_data=False):
-    """Refuse to score a checkpoint on its own dataset when the folder no longer holds the data it
-    was trained on (prepared again since: other samples, other scales), unless changed_data, which
-    is said. A checkpoint of an older train.py, with no fingerprint, is noted."""
+    """Refuse to score a checkpoint on its own dataset prepared again since, unless changed_data."""
     if not os.path.exists(os.path.join(data_dir, "meta.json")):
         raise FileNotFoundError(
             f"{data_dir}/meta.json not found: {path} was trained on {data_dir}, the folder it "
@@ -323,28 +302,14 @@ def vocab_digest(text_tokens):
     return hashlib.sha1(json.dumps(text_tokens).encode()).hexdigest()[:12]
 
 
-def _call(job):  # a pool worker's task: (function, its arguments)
-    return job[0](*job[1])
-
-
 def write_split(
-    data_dir,
-    split,
-    encodings,
-    text_tokens,
-    encode_lines,
-    vocabs,
-    workers=1,
-    chunk=1000,
-    staged=None,
+    folder, split, encodings, text_tokens, encode_lines, vocabs, workers=1, chunk=1000, staged=None
 ):
     """Encode <split>.txt into <encoding>/<split>.{ids,values,offsets}.npy and a JSON summary for
-    each of `encodings`, a chunk of lines at a time, through temporary files of this process: their
-    (temporary, final) names are added to `staged` to be renamed once every split is encoded (None:
-    renamed at once). encode_lines(lines, text_tokens, encodings, path, first_line) is the
-    tokenizer, vocabs {encoding: Vocab} its vocabularies. Returns the summaries."""
-    path, tmp = os.path.join(data_dir, f"{split}.txt"), f"{os.getpid()}.tmp"
-    bases = {enc: os.path.join(data_dir, enc, split) for enc in encodings}
+    each of `encodings` with the tokenizer encode_lines, a chunk of lines at a time, in temporary
+    files whose (temporary, final) names are added to `staged` (None: renamed at once)."""
+    path, tmp = os.path.join(folder, f"{split}.txt"), f"{os.getpid()}.tmp"
+    bases = {enc: os.path.join(folder, enc, split) for enc in encodings}
     for base in bases.values():
         os.makedirs(os.path.dirname(base), exist_ok=True)
     raw = {
@@ -358,16 +323,11 @@ def write_split(
     bar = tqdm(
         total=size, unit="B", unit_scale=True, desc=split, disable=size < 1 << 26, leave=False
     )
-    chunks = line_chunks(path, chunk, bar)
-    try:  # waves of `workers` chunks: the text is read as it is encoded, never all at once
-        for wave in iter(
-            lambda: [
-                (encode_lines, (lines, text_tokens, encodings, path, first))
-                for first, lines in itertools.islice(chunks, max(workers, 1))
-            ],
-            [],
-        ):
-            for result in pool.imap(_call, wave) if pool else map(_call, wave):  # in order
+    jobs = ((lines, text_tokens, encodings, path, i) for i, lines in line_chunks(path, chunk, bar))
+    # waves of `workers` chunks: the text is read as it is encoded, never all at once
+    try:
+        for wave in iter(lambda: list(itertools.islice(jobs, max(workers, 1))), []):
+            for result in (pool.starmap if pool else itertools.starmap)(encode_lines, wave):
                 for enc, (ids, values, lengths, numbers, counts) in result.items():
                     raw[enc, "ids"].write(ids.tobytes())
                     raw[enc, "values"].write(values.tobytes())
@@ -387,20 +347,14 @@ def write_split(
     for enc, base in bases.items():
         lengths, numbers = (np.concatenate([p[i] for p in parts[enc]]) for i in (0, 1))
         for name, dtype in (("ids", parts[enc][0][4]), ("values", np.float32)):
-            with (
-                open_new(f"{base}.{name}.{tmp}.npy") as out,
-                open(f"{base}.{name}.{tmp}", "rb") as data,
-            ):
-                np.lib.format.write_array_header_1_0(
-                    out,
-                    {
-                        "descr": np.lib.format.dtype_to_descr(np.dtype(dtype)),
-                        "fortran_order": False,
-                        "shape": (int(lengths.sum()),),
-                    },
-                )
-                shutil.copyfileobj(data, out, 1 << 24)  # an .npy header, then the bytes
-            os.remove(f"{base}.{name}.{tmp}")
+            header = {"descr": np.lib.format.dtype_to_descr(np.dtype(dtype))}
+            header.update(fortran_order=False, shape=(int(lengths.sum()),))
+            # an .npy header, then the bytes
+            part = f"{base}.{name}.{tmp}"
+            with open_new(part + ".npy") as out, open(part, "rb") as f:
+                np.lib.format.write_array_header_1_0(out, header)
+                shutil.copyfileobj(f, out, 1 << 24)
+            os.remove(part)
         # sample i: [o[i], o[i+1])
         with open_new(f"{base}.offsets.{tmp}.npy") as out:
             np.save(out, np.r_[0, np.cumsum(lengths)].astype(np.int64))
@@ -424,10 +378,8 @@ def write_split(
             )
         )
         atomic_write_text(f"{base}.{tmp}.json", json.dumps(summaries[-1], indent=1))
-        moves += [
-            (f"{base}.{name}.{tmp}.npy", f"{base}.{name}.npy")
-            for name in ("ids", "values", "offsets")
-        ]
+        for name in ("ids", "values", "offsets"):
+            moves.append((f"{base}.{name}.{tmp}.npy", f"{base}.{name}.npy"))
         moves.append((f"{base}.{tmp}.json", f"{base}.json"))
         if counts["clipped"]:
             clipped = counts["clipped"]
@@ -451,40 +403,31 @@ class Split:
         check_name(encoding, "encoding")
         base = os.path.join(data_dir, encoding, split)
         self.base, self.split = base, split
+        command = f"python tokenize_numbers.py {data_dir} --encoding {encoding}"
         if not os.path.exists(base + ".ids.npy"):
-            raise FileNotFoundError(
-                f"{base}.ids.npy not found; run: python tokenize_numbers.py "
-                f"{data_dir} --encoding {encoding}"
-            )
-        again = f"run again: python tokenize_numbers.py {data_dir} --encoding {encoding}"
+            raise FileNotFoundError(f"{base}.ids.npy not found; run: {command}")
+        again = f"run again: {command}"
         keys = ("split", "encoding", "samples", "vocab_digest")
-        summary = read_json(base + ".json", keys, again=f"; {again}")
+        summary = read_json(base + ".json", keys, f"; {again}")
         try:
             self.ids = np.load(base + ".ids.npy", mmap_mode="r")
             self.values = np.load(base + ".values.npy", mmap_mode="r")
             self.offsets = np.load(base + ".offsets.npy")
-        except (OSError, ValueError, EOFError) as e:  # missing, truncated or not an array
+        # missing, truncated or not an array
+        except (OSError, ValueError, EOFError) as e:
             raise ValueError(f"{base}: unreadable arrays ({type(e).__name__}: {e}); {again}")
-        if summary.get("vocab_digest") != vocab_digest(load_text_vocab(data_dir)):
+        if summary["vocab_digest"] != vocab_digest(load_text_vocab(data_dir)):
             raise ValueError(f"{base}.ids.npy was tokenized with another vocab.json; {again}")
-        # the four files of a split are written together: offsets that do not span exactly the ids
-        # and values, or a sample count other than the summary's, are arrays of different runs
-        o = self.offsets
-        if (summary.get("split"), summary.get("encoding")) != (split, encoding):
+        if (summary["split"], summary["encoding"]) != (split, encoding):
             raise ValueError(
-                f"{base}.json describes split {summary.get('split')!r} of"
-                f" {summary.get('encoding')!r}, not {split!r} of {encoding!r}; {again}"
+                f"{base}.json describes split {summary['split']!r} of {summary['encoding']!r}, not"
+                f" {split!r} of {encoding!r}; {again}"
             )
-        samples = summary.get("samples")
-        if not (
-            o.ndim == 1
-            and isinstance(samples, int)
-            and samples >= 1
-            and len(o) == samples + 1
-            and o[0] == 0
-            and np.all(o[1:] >= o[:-1])
-            and o[-1] == len(self.ids) == len(self.values)
-        ):
+        # the four files are written together: offsets that do not span the others' come from
+        # another run
+        o, samples = self.offsets, summary["samples"]
+        spans = o.ndim == 1 and len(o) > 1 and o[0] == 0 and np.all(o[1:] >= o[:-1])
+        if not (spans and samples == len(o) - 1 and o[-1] == len(self.ids) == len(self.values)):
             raise ValueError(
                 f"{base}.offsets.npy ({len(o) - 1} samples, {int(o[-1]) if len(o) else 0} tokens) "
                 f"does not match {base}.json ({samples} samples) and .ids.npy ({len(self.ids)} "
@@ -506,11 +449,9 @@ class Split:
         return int(np.searchsorted(self.offsets, position, side="right")) - 1
 
     def check_arrays(self, vocab_size, again):
-        """Refuse what the arrays cannot hold by construction, in one vectorised pass at start
-        rather than as a crash or a NaN loss hours in: token ids outside the vocabulary, and
-        numbers that are not finite or beyond ±MAX_VALUE (float32 squares overflow past ~1.8e19:
-        the loss and the layer norm would be inf)."""
-        ids, values, where = self.ids, self.values, f"{self.base}"
+        """Refuse token ids outside the vocabulary and numbers not finite or beyond ±MAX_VALUE at
+        start, not as a crash or a NaN loss hours in."""
+        ids, values, where = self.ids, self.values, self.base
         if ids.ndim != 1 or ids.dtype.kind not in "iu" or values.ndim != 1 or values.dtype != "f4":
             raise ValueError(
                 f"{where}.ids.npy/.values.npy hold {ids.dtype} {ids.shape} and {values.dtype} "
@@ -528,16 +469,11 @@ class Split:
         bad = first_index(values, lambda a: ~(np.abs(a) <= MAX_VALUE))
         if bad is not None:
             i, x = self.sample_of(bad), float(values[bad])
-            what = "a non-finite number" if not math.isfinite(x) else f"{x:.4g}"
+            what = f"{x:.4g}, beyond ±{MAX_VALUE:g}, which float32 cannot square; scale the numbers"
+            what = what + " to order 1" if math.isfinite(x) else "a non-finite number"
             raise ValueError(
                 f"{where}.values.npy: sample {i} (line {i + 1} of {self.split}.txt) holds {what}"
-                + (
-                    ""
-                    if not math.isfinite(x)
-                    else f", beyond ±{MAX_VALUE:g}, which float32 "
-                    "cannot square; scale the numbers to order 1"
-                )
-                + "; remove or rescale it and tokenize again"
+                "; remove or rescale it and tokenize again"
             )
 
     def __len__(self):
@@ -548,18 +484,20 @@ class Split:
         return np.asarray(self.ids[a:b], np.int64), np.asarray(self.values[a:b], np.float32)
 
 
+def temporaries(data_dir, pid):
+    """The temporary files of process pid in a dataset's folders: their names carry its pid."""
+    if not os.path.isdir(data_dir):
+        return []
+    folders = [e.path for e in os.scandir(data_dir) if e.is_dir()]
+    return [os.path.join(d, f) for d in folders for f in os.listdir(d) if f".{pid}.tmp" in f]
+
+
 def lock(data_dir):
-    """Take <data_dir>/tokenize.lock, so that two runs never write one dataset at once; the lock of
-    a process that is gone (killed) is replaced, and its temporary files removed."""
+    """Take <data_dir>/tokenize.lock: two runs never write one dataset at once; a killed run's
+    lock is replaced and its temporary files removed."""
 
     def clean(pid):
-        folders = [
-            os.path.join(data_dir, f)
-            for f in os.listdir(data_dir)
-            if os.path.isdir(os.path.join(data_dir, f))
-        ]
-        # its names only
-        stale = [os.path.join(d, f) for d in folders for f in os.listdir(d) if f".{pid}.tmp" in f]
+        stale = temporaries(data_dir, pid)
         print(
             f"note: removing {path} of process {pid}, which ended without releasing it, and"
             f" {len(stale)} temporary files it left"
@@ -576,47 +514,28 @@ def lock(data_dir):
     return path
 
 
-def write_arrays(
-    data_dir,
-    encodings,
-    encode_lines,
-    build_text_vocab,
-    make_vocab,
-    workers=1,
-    plain_text=False,
-    rebuild_vocab=False,
-):
-    """tokenize_numbers.py's command: every split of data_dir in each of `encodings`, under
-    temporary names that are renamed only once every split is encoded; vocab.json from train.txt if
-    there is none (or rebuild_vocab). A failed or stopped run (SIGTERM included) leaves the dataset
-    as it was and none of its temporary files. Returns the summaries."""
-    new_dirs = [
-        os.path.join(data_dir, enc)
-        for enc in encodings
-        if not os.path.exists(os.path.join(data_dir, enc))
-    ]
+def write_arrays(args, encodings, encode_lines, build_text_vocab, make_vocab):
+    """Every split of args.data_dir in each of `encodings`, renamed into place only once all are
+    encoded; vocab.json from train.txt if there is none (or --rebuild-vocab). A failed or stopped
+    run (SIGTERM too) leaves the dataset as it was. Returns the summaries."""
+    data_dir = args.data_dir
+    new_dirs = [os.path.join(data_dir, enc) for enc in encodings]
+    new_dirs = [d for d in new_dirs if not os.path.exists(d)]
     vocab_path, held, staged, summaries = os.path.join(data_dir, "vocab.json"), None, [], []
-    # run the cleanup below
-    on_term = (
-        signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-        if threading.current_thread() is threading.main_thread()
-        else None
-    )
+    # a SIGTERM runs the clean-up below
+    on_term = None
+    if threading.current_thread() is threading.main_thread():
+        on_term = signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
-        splits, meta = dataset_splits(data_dir, plain_text)
+        splits, meta = dataset_splits(data_dir, args.plain_text)
         held = lock(data_dir)
-        if os.path.exists(vocab_path) and not rebuild_vocab:
+        if os.path.exists(vocab_path) and not args.rebuild_vocab:
             text_tokens, vocab = read_json(vocab_path, ("text_tokens",))["text_tokens"], None
-        else:  # from the training split, a chunk at a time: it may not fit in memory
+        # from the training split, a chunk at a time: it may not fit in memory
+        else:
             train = os.path.join(data_dir, "train.txt")
-            text_tokens = sorted(
-                set().union(
-                    *(
-                        build_text_vocab(lines, train, first)
-                        for first, lines in line_chunks(train, 10_000)
-                    )
-                )
-            )
+            chunks = line_chunks(train, 10_000)
+            text_tokens = sorted(set().union(*(build_text_vocab(c, train, i) for i, c in chunks)))
             vocab = {"built_from": "train.txt", "text_tokens": text_tokens}
         if "val" not in splits and (meta or {}).get("dataset") == "plain text":
             raise FileNotFoundError(
@@ -626,16 +545,8 @@ def write_arrays(
         print(f"{data_dir}: {len(text_tokens)} text tokens in vocab.json")
         vocabs = {enc: make_vocab(text_tokens, enc) for enc in encodings}
         for split in splits:
-            for s in write_split(
-                data_dir,
-                split,
-                encodings,
-                text_tokens,
-                encode_lines,
-                vocabs,
-                workers,
-                staged=staged,
-            ):
+            job = (data_dir, split, encodings, text_tokens, encode_lines, vocabs, args.workers)
+            for s in write_split(*job, staged=staged):
                 summaries.append(s)
                 print(
                     f"{s['encoding']:>6} {split:>18}: {s['samples']} samples, tokens/sample mean"
@@ -649,27 +560,19 @@ def write_arrays(
             if content:
                 atomic_write_text(path, json.dumps(content, indent=1))
     except OSError as e:
+        # ours: a split or folder that is not there
         if isinstance(e, FileNotFoundError) and not e.filename:
-            raise  # ours: a split or folder that is not there
+            raise
+        what = f"{e.filename or data_dir}: {e.strerror or e}; nothing was changed"
         if e.errno in (errno.ENOSPC, errno.EDQUOT):
-            raise OSError(
-                e.errno,
-                f"writing the arrays of {data_dir} failed: the disk is full"
-                f" ({shutil.disk_usage(data_dir).free / 2**20:,.0f} MiB free there); free some and"
-                " run again (no partly written array is kept)",
-            ) from None
-        raise OSError(
-            e.errno,
-            f"writing the arrays of {data_dir} failed: {e.filename or data_dir}: "
-            f"{e.strerror or e}; nothing was changed",
-        ) from None
+            free = shutil.disk_usage(data_dir).free / 2**20
+            what = f"the disk is full ({free:,.0f} MiB free there); free some and run again (no"
+            what += " partly written array is kept)"
+        raise OSError(e.errno, f"writing the arrays of {data_dir} failed: {what}") from None
     finally:
-        # a run that failed leaves nothing behind: its temporaries carry its pid
-        for enc in encodings:
-            folder = os.path.join(data_dir, enc)
-            for f in os.listdir(folder) if os.path.isdir(folder) else ():
-                if f".{os.getpid()}.tmp" in f:
-                    os.remove(os.path.join(folder, f))
+        # a run that failed leaves nothing behind
+        for f in temporaries(data_dir, os.getpid()):
+            os.remove(f)
         for new_dir in new_dirs:
             if os.path.isdir(new_dir) and not os.listdir(new_dir):
                 os.rmdir(new_dir)
@@ -683,58 +586,37 @@ def write_arrays(
 def command(argv, encodings_known, encode_lines, build_text_vocab, make_vocab):
     """tokenize_numbers.py's command line, given its tokenizer: write a dataset's arrays, or print
     its statistics."""
+    known = ", ".join(encodings_known)
     p = argparse.ArgumentParser(
         description="Tokenize a prepared dataset into arrays, or print its token statistics."
     )
-    p.add_argument(
-        "data_dir", help="a folder written by a prepare/ script (train.txt, val.txt, ...)"
-    )
-    p.add_argument(
-        "--encoding", default="xval", help=f"one of {', '.join(encodings_known)}, or 'all'"
-    )
+    folder = "a folder written by a prepare/ script (train.txt, val.txt, ...)"
+    p.add_argument("data_dir", help=folder)
+    p.add_argument("--encoding", default="xval", help=f"one of {known}, or 'all'")
     p.add_argument("--workers", type=int, default=os.cpu_count() or 1)
-    p.add_argument(
-        "--stats",
-        action="store_true",
-        help="print tokens/sample per encoding (tokenizes every encoding)",
-    )
+    stats = "print tokens/sample per encoding (tokenizes every encoding)"
+    p.add_argument("--stats", action="store_true", help=stats)
     p.add_argument("--rebuild-vocab", action="store_true", help="rebuild vocab.json from train.txt")
-    p.add_argument(
-        "--plain-text",
-        action="store_true",
-        help=(
-            "DIR holds <split>.txt files of your own, no meta.json: write one naming them and"
-            " tokenize"
-        ),
+    plain = (
+        "DIR holds <split>.txt files of your own, no meta.json: write one naming them and tokenize"
     )
+    p.add_argument("--plain-text", action="store_true", help=plain)
     args, t0 = p.parse_args(argv), time.time()
     encodings = list(encodings_known) if args.encoding == "all" or args.stats else [args.encoding]
     for e in encodings:
         if e not in encodings_known:
-            p.error(
-                f"unknown encoding {e!r}; expected one of {', '.join(encodings_known)} or 'all'"
-            )
+            p.error(f"unknown encoding {e!r}; expected one of {known} or 'all'")
     try:
-        table = write_arrays(
-            args.data_dir,
-            encodings,
-            encode_lines,
-            build_text_vocab,
-            make_vocab,
-            args.workers,
-            args.plain_text,
-            args.rebuild_vocab,
-        )
+        table = write_arrays(args, encodings, encode_lines, build_text_vocab, make_vocab)
     except (TextError, OSError) as e:
         sys.exit(f"error: {e.strerror if isinstance(e, OSError) and e.strerror else e}")
-    except KeyboardInterrupt:  # Ctrl-C: one line, and the exit code shells expect
+    # Ctrl-C: one line, and the exit code shells expect
+    except KeyboardInterrupt:
         print(f"interrupted: {args.data_dir} is as it was before this run", file=sys.stderr)
         sys.exit(130)
     if args.stats:
-        print(
-            "\n| encoding | tokens/sample mean | max | numbers/sample mean | max"
-            " |\n|---|---|---|---|---|"
-        )
+        print("\n| encoding | tokens/sample mean | max | numbers/sample mean | max |")
+        print("|---|---|---|---|---|")
         for s in (s for s in table if s["split"] == "train"):
             print(
                 f"| {s['encoding']} | {s['tokens_per_sample_mean']} | {s['tokens_per_sample_max']}"

@@ -1,35 +1,12 @@
 """
-The paper's evaluations (paper §3, App. A, C; docs/decisions.md#evaluation) and your own data's:
-mask the numbers a task asks for, fill them in (one forward pass per sample; a causal checkpoint
-generates each from the text before it) and score them on the test split and every OoD split.
+Score checkpoints on a dataset's test split and every OoD split: mask the numbers its task asks
+for (paper §3, App. A, C; your own data's), fill them in and compute the metrics; several seeds of
+one setting give mean ± std. What is masked, scored and written: docs/training.md#evaluate.
 
     python eval.py --ckpt=out/lookup_xval/ckpt_best.pt
     python eval.py --ckpt="out/s1/ckpt_best.pt out/s2/ckpt_best.pt out/s3/ckpt_best.pt" --plots
     python eval.py --ckpt=out/own/ckpt_best.pt --mask_key=t
-
-Masked (all tokens of each number for text encodings), per task:
-- era5: every station's last time step, at once; MSE normalised and in kelvin, beside
-  persistence.
-- planets: Δt, planet0's a, e and m (one pass each), and the last 10 steps of every planet (at
-  once).
-- arithmetic: the right-hand side; MSE, R², adjusted R² (p = 1).
-- lookup: the answer; MSE, accuracy at 3 and 2 significant figures.
-- own data (prepare/text.py, or tokenize_numbers.py --plain-text): the last number under the JSON
-  key --mask_key (--mask_all=True: every number under it, at once); by default each key of
-  meta.json's scales, or for plain text each line's last number. MSE and R², in original units
-  (value · spread + center) where the key has a scale, beside baselines on the same values: the
-  key's training mean, and for a windowed series (meta.json "window") persistence, the previous
-  value of the same key.
-Invalid predictions (text encodings) are left out of MSE and R², count as wrong in accuracy, and
-are reported as a rate; so is the rate at which xVal's token head does not predict [NUM].
-
-Several checkpoints (seeds: runs that differ in nothing but the seed) give each metric as
-mean ± std (ddof=1) and the metrics of the per-point median prediction. Writes <out>.json
-and <out>.md (default: next to the first checkpoint, eval, or eval_<dataset>_<key> for
-another dataset or a --mask_key). A Gaussian-mixture head is also scored as a distribution:
-NLL, CRPS and the coverage of the central 50% and 90% intervals. --plots draws
-<out>_<split>.png (and PIT histograms and densities; see write_plots below). Many reports
-side by side: dev/summarize.py."""
+"""
 
 import glob
 import json
@@ -38,14 +15,22 @@ import os
 import re
 import tempfile
 import time
+import warnings
 
 import numpy as np
 import torch
 
 from configurator import configure
+from dataset import (
+    check_trained_on,
+    json_paths,
+    masked_numbers,
+    number_paths,
+    read_meta,
+    read_samples,
+)
 from mixture import mixture_cdf, mixture_nll, mixture_of, mixture_quantile
-from dataset import check_trained_on, json_paths, masked_numbers, number_paths, read_lines
-from predict import fill_in, load_model
+from predict import ask_numbers, fill_in, load_model
 from tokenize_numbers import TextError, encode_pieces, split_text
 from util import (
     accuracy,
@@ -67,7 +52,7 @@ mask_key = ""  # own data: score the last number under this JSON key; default: e
 mask_all = False  # with mask_key: score every number under the key, masked at once
 max_samples = 0  # evaluate at most this many samples per split; 0 = all
 batch_size = 64
-out = ""  # output path without extension; default: <first checkpoint's folder>/eval (see above)
+out = ""  # output path without extension; default: eval... beside the first checkpoint
 plots = False  # also write PNG figures (needs matplotlib)
 save_predictions = False  # keep every truth and (median) prediction in the JSON report
 changed_data = False  # evaluate on the checkpoint's data_dir although it was prepared again since
@@ -76,32 +61,23 @@ device = "auto"
 # the settings' ranges (setting_checks.py); a number not named here: [0, inf)
 RANGES = dict(batch_size="[1, inf)", device="auto | cpu | mps | cuda | cuda:N")
 
-PLANET_STEPS = 10  # planets: the last 10 time steps of every planet are predicted at once
+# planets: the last 10 time steps of every planet are predicted at once
+PLANET_STEPS = 10
 # GMM heads: predicted densities of this many first numbers per quantity are drawn
 DENSITY_SAMPLES = 4
-# settings that say where or how fast a run computes, not what: seeds of one setting may differ in
-# them
-NOT_THE_SETTING = {
-    "seed",
-    "out_dir",
-    "resume",
-    "overwrite",
-    "device",
-    "compile",
-    "flex_attention",
-    "micro_batch_size",
-    "log_interval",
-    "keep_every",
-    "threads",
-}
+# settings that say where or how fast a run computes, not what: seeds of one setting may differ
+NOT_THE_SETTING = set(
+    "seed out_dir resume overwrite device compile flex_attention micro_batch_size log_interval"
+    " keep_every threads".split()
+)
 
 
 # ------------------------------------------------ metrics (docs/decisions.md#metrics)
 
 
 def metrics(task, y, yhat, meta, scale=None):
-    """Every metric of one quantity (docs/decisions.md#metrics) from truths and predictions (NaN =
-    invalid); with scale, a (center, spread), also in original units (value · spread + center)."""
+    """Every metric of one quantity from truths and predictions (NaN: invalid); with scale, a
+    (center, spread), also in original units (value · spread + center)."""
     y, yhat = np.asarray(y, float), np.asarray(yhat, float)
     valid = int((~np.isnan(yhat)).sum())
     m = {"n": len(y), "valid": valid, "mse": mse(y, yhat)}
@@ -120,8 +96,7 @@ def metrics(task, y, yhat, meta, scale=None):
 
 
 def scale_of(task, meta, quantity):
-    """(center, spread) of a quantity's numbers (original = value · spread + center), or
-    None if the dataset has none."""
+    """(center, spread) of a quantity's numbers, or None if the dataset has none."""
     if task == "era5":
         return meta["normalisation"]["mean"], meta["normalisation"]["std"]
     scales = (meta.get("scales") or {}) if task == "text" else {}
@@ -137,18 +112,15 @@ def mixture_crps(num, y):
 
     def abs_mean(m, var):
         s = var.sqrt()
-        return m * (2 * torch.special.ndtr(m / s) - 1) + 2 * s * torch.exp(
-            -0.5 * (m / s) ** 2
-        ) / math.sqrt(2 * math.pi)
+        phi = torch.exp(-0.5 * (m / s) ** 2) / math.sqrt(2 * math.pi)
+        return m * (2 * torch.special.ndtr(m / s) - 1) + 2 * s * phi
 
     log_w, mu, log_std = mixture_of(num)
     w, var = log_w.exp(), torch.exp(2 * log_std)
     to_truth = (w * abs_mean(y.unsqueeze(-1) - mu, var)).sum(-1)
-    pairs = (
-        w.unsqueeze(-1)
-        * w.unsqueeze(-2)
-        * abs_mean(mu.unsqueeze(-1) - mu.unsqueeze(-2), var.unsqueeze(-1) + var.unsqueeze(-2))
-    )
+    # every pair of components i, j: (..., K, K)
+    (wi, wj), (mi, mj), (vi, vj) = ((t.unsqueeze(-1), t.unsqueeze(-2)) for t in (w, mu, var))
+    pairs = wi * wj * abs_mean(mi - mj, vi + vj)
     return to_truth - 0.5 * pairs.sum((-2, -1))
 
 
@@ -175,7 +147,7 @@ def last_steps(paths):
 
 def masked_groups(task, line, where, keys=(), every=False):
     """The fill-in passes of one sample: (split_text's pieces, {quantity: indices of the numbers
-    masked together}, in reading order). text: dataset.masked_numbers."""
+    masked together}, in reading order)."""
     pieces = split_text(line, where)
     if task in ("arithmetic", "lookup", "text"):
         groups = masked_numbers(line, pieces, where, keys if task == "text" else (), every)
@@ -183,24 +155,20 @@ def masked_groups(task, line, where, keys=(), every=False):
     paths = number_paths(line, sum(kind == "num" for kind, _ in pieces), where, f"a {task} sample")
     if task == "era5":
         return pieces, {"t+1": last_steps(paths)}
-    if task == "planets":  # data[step][planet][x or y]
-        n_steps = 1 + max(p[1] for p in paths if p[0] == "data")
+    # planets: data[step][planet][x or y]
+    if task == "planets":
+        last = max(p[1] for p in paths if p[0] == "data") + 1 - PLANET_STEPS
         find = {p: i for i, p in enumerate(paths)}
-        groups = {
-            "dt": [find[("description", "stepsize")]],
-            **{f"{q}0": [find[("description", "planet0", q)]] for q in "aem"},
-        }
-        groups["steps"] = [
-            i for i, p in enumerate(paths) if p[0] == "data" and p[1] >= n_steps - PLANET_STEPS
-        ]
+        groups = {"dt": [find[("description", "stepsize")]]}
+        groups.update({f"{q}0": [find[("description", "planet0", q)]] for q in "aem"})
+        groups["steps"] = [i for i, p in enumerate(paths) if p[0] == "data" and p[1] >= last]
         return pieces, groups
     raise ValueError(f"unknown task {task!r}")
 
 
 def previous_values(line, indices, where, what):
     """Persistence: for each masked number (index in reading order) the number before it in its
-    list, a series' previous step; None for a number that is not in a list (a key with no series).
-    """
+    list, a series' previous step; None for a number that is not in a list."""
     record = json.loads(line)
     paths, out = list(json_paths(record)), []
     for i in indices:
@@ -216,13 +184,11 @@ def previous_values(line, indices, where, what):
 
 def previous_steps(lines, where):
     """era5: each station's second-to-last step, in the order masked_groups masks the last ones."""
-    return [
-        v
-        for number, line in enumerate(lines, 1)
-        for v in previous_values(
-            line, last_steps(list(json_paths(json.loads(line)))), f"{where}:{number}", "a station"
-        )
-    ]
+    out = []
+    for number, line in enumerate(lines, 1):
+        last = last_steps(list(json_paths(json.loads(line))))
+        out += previous_values(line, last, f"{where}:{number}", "a station")
+    return out
 
 
 def task_of(meta, path):
@@ -231,7 +197,7 @@ def task_of(meta, path):
         return "era5"
     if meta.get("dataset") in ("planets", "arithmetic", "lookup"):
         return meta["dataset"]
-    # prepare/text.py, tokenize_numbers.py --plain-text
+    # prepare/text.py and tokenize_numbers.py --plain-text
     if meta.get("dataset") in ("text", "plain text"):
         return "text"
     raise SystemExit(
@@ -247,58 +213,51 @@ def masked_samples(
     task, lines, vocab, where, keys=(), every=False, persistence=False, block_size=None
 ):
     """Every masked group of every line, encoded: {quantity: (samples, truths, previous)}: fill_in's
-    (ids, values, ask) in line order, the masked numbers, and with persistence each one's previous
-    step. A line longer than the model's block_size is an error naming it."""
+    (ids, values, ask), the masked numbers, and with persistence each one's previous step."""
     jobs = {}
     for number, line in enumerate(lines, 1):
-        pieces, groups = masked_groups(task, line, f"{where}:{number}", keys, every)
-        numbers = [j for j, (kind, _) in enumerate(pieces) if kind == "num"]
+        at = f"{where}:{number}"
+        pieces, groups = masked_groups(task, line, at, keys, every)
         # a record without the key: left out
         for quantity, indices in ((q, i) for q, i in groups.items() if i):
-            asked = list(pieces)
-            for i in indices:
-                asked[numbers[i]] = ("ask", None)
+            asked, positions = ask_numbers(pieces, indices)
             samples, truths, previous = jobs.setdefault(quantity, ([], [], []))
-            samples.append(encode_pieces(asked, vocab, f"{where}:{number}"))
+            samples.append(encode_pieces(asked, vocab, at))
             if block_size and len(samples[-1][0]) > block_size:
                 raise TextError(
-                    f"{where}:{number}: {len(samples[-1][0])} tokens, more than the block_size"
+                    f"{at}: {len(samples[-1][0])} tokens, more than the block_size"
                     f" {block_size} the model was trained with: it cannot read this sample"
                 )
-            truths.extend(pieces[numbers[i]][1] for i in indices)
+            truths.extend(pieces[j][1] for j in positions)
             if persistence:
                 what = "a station" if task == "era5" else f"key {quantity!r}"
-                previous.extend(previous_values(line, indices, f"{where}:{number}", what))
+                previous.extend(previous_values(line, indices, at, what))
     for key in (k for k in keys if k not in jobs and lines):
         raise TextError(
             f"{where}: no record has a number under key {key!r} (--mask_key names a top-level key)"
         )
-    absent = {
-        q: len(lines) - len(samples)
-        for q, (samples, _, _) in jobs.items()
-        if len(samples) < len(lines)
-    }
+    absent = [f"{q} {len(lines) - len(s)}" for q, (s, _, _) in jobs.items() if len(s) < len(lines)]
     if absent and not every:
         print(
             f"note: {where}: records without the key (a value left out as missing) are not scored: "
-            + ", ".join(f"{q} {n}" for q, n in absent.items())
+            + ", ".join(absent)
         )
     return jobs
 
 
 def predict(model, vocab, jobs, dev):
-    """Fill in the masked samples of every quantity: {quantity: (truths, predictions, fill_in's
-    counts, a GMM head's outputs (numbers, 3K) or None)}."""
+    """Fill in the masked samples: {quantity: (truths, predictions (NaN: invalid), fill_in's counts,
+    a GMM head's outputs (numbers, 3K) or None)}."""
     results = {}
     for quantity, (samples, truths, _) in jobs.items():
         # similar lengths share a batch
         order = np.argsort([len(s[0]) for s in samples], kind="stable")
         mixtures = []
-        predicted, counts = fill_in(
-            model, vocab, [samples[i] for i in order], dev, batch_size, mixtures
-        )
-        back = np.argsort(order)  # sorted position of each sample
+        ordered = [samples[i] for i in order]
+        predicted, counts = fill_in(model, vocab, ordered, dev, batch_size, mixtures)
+        back = np.argsort(order)
         preds = np.array([p for i in back for p in predicted[i]], float)
+        preds[~np.isfinite(preds)] = math.nan
         mixture = torch.cat([mixtures[i] for i in back]).double().numpy() if mixtures else None
         results[quantity] = (np.array(truths, float), preds, counts, mixture)
     return results
@@ -306,24 +265,22 @@ def predict(model, vocab, jobs, dev):
 
 def combine(task, runs, meta, scale=None):
     """One quantity over seeds, runs = [(truths, predictions, counts, mixtures)]: each metric's mean
-    and std, and the metrics of the per-point median of the seeds' valid predictions (NaN where none
-    is valid). GMM heads add the distribution's metrics, and the first seed's PIT values and
-    mixtures for plots."""
+    and std, and the metrics of the per-point median of the seeds' valid predictions. GMM heads
+    add the distribution's metrics, and the first seed's PIT values and mixtures for plots."""
     truths = runs[0][0]
     seeds = []
     for _, preds, counts, mixture in runs:
         m = metrics(task, truths, preds, meta, scale)
-        m["invalid_rate"] = counts["invalid"] / max(1, counts["numbers"])
-        m["not_num_rate"] = counts["not_num"] / max(1, counts["numbers"])
+        for k in ("invalid", "not_num"):
+            m[f"{k}_rate"] = counts[k] / max(1, counts["numbers"])
         if mixture is not None:
             m.update(distribution_metrics(truths, mixture))
         seeds.append(m)
-    stack = np.stack([r[1] for r in runs])
-    median = np.array(
-        [np.median(c[~np.isnan(c)]) if (~np.isnan(c)).any() else math.nan for c in stack.T]
-    )
+    # NaN where no seed's prediction is valid
+    with warnings.catch_warnings(action="ignore"):
+        median = np.nanmedian(np.stack([r[1] for r in runs]), axis=0)
     keys = [k for k in seeds[0] if k not in ("n", "valid")]
-    return {
+    r = {
         "n": len(truths),
         "mean": {k: float(np.mean([s[k] for s in seeds])) for k in keys},
         "std": {
@@ -333,39 +290,29 @@ def combine(task, runs, meta, scale=None):
         "per_seed": seeds,
         "truth": truths.tolist(),
         "median": [None if math.isnan(v) else v for v in median.tolist()],
-        **(
-            {
-                "pit": mixture_cdf(torch.as_tensor(runs[0][3]), torch.as_tensor(truths)).tolist(),
-                "mixture": runs[0][3][:DENSITY_SAMPLES].tolist(),
-            }
-            if runs[0][3] is not None
-            else {}
-        ),
     }
+    if (mixture := runs[0][3]) is not None:
+        r["pit"] = mixture_cdf(torch.as_tensor(mixture), torch.as_tensor(truths)).tolist()
+        r["mixture"] = mixture[:DENSITY_SAMPLES].tolist()
+    return r
 
 
 def check_seeds(checkpoints):
-    """Checkpoints averaged as seeds must be runs of one setting: the same encoding, vocabulary and
-    settings but the seed (NOT_THE_SETTING aside), on the same data, each run once. Returns the
-    first one's settings, data_dir and data fingerprint."""
-    first, seen = None, {}
+    """Checkpoints averaged as seeds must be runs of one setting: the same vocabulary, data and
+    settings but the seed (NOT_THE_SETTING aside), each run once. Returns the first one's."""
+    first, seen, seeds = None, set(), {}
     for path in checkpoints:
-        # its settings only: the weights are read once, by load_model
-        c = load_checkpoint(path, mmap=True)
-        c = {
-            "config": c["config"],
-            "vocab": (c["model_args"]["encoding"], c["text_tokens"]),
-            "data_dir": c["data_dir"],
-            "model_args": c["model_args"],
-            "data_fingerprint": c.get("data_fingerprint"),
-        }
         if os.path.realpath(path) in seen:
             raise SystemExit(f"error: {path} is given twice in --ckpt: each seed counts once")
-        seen[os.path.realpath(path)] = c
+        seen.add(os.path.realpath(path))
+        # its settings only: the weights are read once, by load_model
+        c = load_checkpoint(path, mmap=True)
+        vocab = (c["model_args"]["encoding"], c["text_tokens"])
+        c = {k: c.get(k) for k in ("config", "data_dir", "model_args", "data_fingerprint")}
+        c["vocab"] = vocab
         first = first or (path, c)
-        if (c["data_fingerprint"] or {}).get("meta") != (first[1]["data_fingerprint"] or {}).get(
-            "meta"
-        ):
+        data_meta = [(x["data_fingerprint"] or {}).get("meta") for x in (c, first[1])]
+        if data_meta[0] != data_meta[1]:
             raise SystemExit(
                 f"error: {path} was trained on other data than {first[0]} (the dataset was prepared"
                 " again between them): they are not seeds of one setting"
@@ -387,12 +334,12 @@ def check_seeds(checkpoints):
                     f" {b.get(key)!r}): the checkpoints of one setting must agree (but for the"
                     " seed); evaluate each run on its own"
                 )
-        for other, o in list(seen.items())[:-1]:
-            if o["config"].get("seed") == b.get("seed"):
-                raise SystemExit(
-                    f"error: {other} and {path} are the same run (seed {b.get('seed')} and every "
-                    "setting alike): each seed counts once"
-                )
+        if (seed := b.get("seed")) in seeds:
+            raise SystemExit(
+                f"error: {seeds[seed]} and {path} are the same run (seed {seed} and every "
+                "setting alike): each seed counts once"
+            )
+        seeds[seed] = path
     return first[1]
 
 
@@ -400,32 +347,23 @@ def training_means(task, data, keys, every):
     """text: each quantity's mean over the training split's masked numbers, the baseline that
     predicts it."""
     path, numbers = os.path.join(data, "train.txt"), {}
-    with open(path, "rb") as f:
-        for number, line in enumerate(read_lines(f, path), 1):
-            if line.strip():
-                pieces, groups = masked_groups(task, line, f"{path}:{number}", keys, every)
-                values = [v for kind, v in pieces if kind == "num"]
-                for quantity, indices in groups.items():
-                    numbers.setdefault(quantity, []).extend(values[i] for i in indices)
+    for number, line in read_samples(path, required=False):
+        pieces, groups = masked_groups(task, line, f"{path}:{number}", keys, every)
+        values = [v for kind, v in pieces if kind == "num"]
+        for quantity, indices in groups.items():
+            numbers.setdefault(quantity, []).extend(values[i] for i in indices)
     return {quantity: float(np.mean(v)) for quantity, v in numbers.items()}
 
 
 def evaluate(checkpoints, data, split_names, dev):
-    """The report of one setting: every split × quantity, per seed and combined, and the
-    baselines."""
-    meta_path = os.path.join(data, "meta.json")
-    if not os.path.exists(meta_path):
-        raise SystemExit(f"error: {meta_path} not found: is {data} a dataset written by prepare/?")
-    meta = json.load(open(meta_path))
-    task = task_of(meta, meta_path)
+    """The report of one setting: every split × quantity, per seed and combined, the baselines, and
+    warnings."""
+    meta = read_meta(data)
+    task = task_of(meta, os.path.join(data, "meta.json"))
     keys = [mask_key] if mask_key else list(meta.get("scales") or {}) if task == "text" else []
-    if (mask_key or mask_all) and task != "text":
+    if mask_key and task != "text":
         raise SystemExit(
             f"error: --mask_key and --mask_all are for your own data; {data} is a {task} dataset"
-        )
-    if mask_all and not mask_key:
-        raise SystemExit(
-            "error: --mask_all=True needs --mask_key=KEY (the key whose numbers are all masked)"
         )
     persist = task == "era5" or (
         task == "text" and bool(keys) and meta.get("window") is not None and not mask_all
@@ -434,47 +372,32 @@ def evaluate(checkpoints, data, split_names, dev):
         split_names = ["test"] + sorted(
             os.path.basename(p)[:-4] for p in glob.glob(os.path.join(data, "test_ood*.txt"))
         )
-    report = {
-        "task": task,
-        "data_dir": data,
-        "checkpoints": checkpoints,
-        "max_samples": max_samples,
-        "splits": {},
-    }
+    report = dict(task=task, data_dir=data, checkpoints=checkpoints, max_samples=max_samples)
+    report.update(splits={}, warnings=[])
     if task == "text":
         report["masked"] = {"keys": keys, "every": mask_all}
-    jobs = {}  # split -> masked samples, read and encoded once: every seed has the same vocabulary
-    per_seed = []  # [seed][split] -> {quantity: (truths, predictions, counts, mixtures)}
-    try:
-        means = training_means(task, data, keys, mask_all) if task == "text" else {}
-        for path in checkpoints:
-            t0 = time.time()
-            model, vocab, config = load_model(path, dev)
-            report.update(
-                {
-                    "encoding": vocab.encoding,
-                    "config": report.get("config", config),
-                    "causal": model.cfg.causal,
-                }
+    # split -> masked samples, read and encoded once: every seed has the same vocabulary
+    jobs = {}
+    # [seed][split] -> {quantity: (truths, predictions, counts, mixtures)}
+    per_seed = []
+    means = training_means(task, data, keys, mask_all) if task == "text" else {}
+    for path in checkpoints:
+        t0 = time.time()
+        model, vocab, config = load_model(path, dev)
+        report.update(encoding=vocab.encoding, causal=model.cfg.causal)
+        report.setdefault("config", config)
+        for split in (s for s in split_names if s not in jobs):
+            text_path = os.path.join(data, f"{split}.txt")
+            if not os.path.exists(text_path):
+                raise SystemExit(f"error: {text_path} not found")
+            lines = [line for _, line in read_samples(text_path)][: max_samples or None]
+            jobs[split] = masked_samples(
+                task, lines, vocab, text_path, keys, mask_all, persist, model.cfg.block_size
             )
-            for split in split_names:
-                text_path = os.path.join(data, f"{split}.txt")
-                if split not in jobs:
-                    if not os.path.exists(text_path):
-                        raise SystemExit(f"error: {text_path} not found")
-                    with open(text_path, "rb") as f:
-                        lines = [l for l in read_lines(f, text_path) if l.strip()][
-                            : max_samples or None
-                        ]
-                    jobs[split] = masked_samples(
-                        task, lines, vocab, text_path, keys, mask_all, persist, model.cfg.block_size
-                    )
-            per_seed.append(
-                {split: predict(model, vocab, jobs[split], dev) for split in split_names}
-            )
-            print(f"{path}: evaluated in {time.time() - t0:.1f} s")
-    except (TextError, ValueError) as e:
-        raise SystemExit(f"error: {e}")
+            if not jobs[split]:
+                raise TextError(f"{text_path}: no sample holds a number the {task} task predicts")
+        per_seed.append({split: predict(model, vocab, jobs[split], dev) for split in split_names})
+        print(f"{path}: evaluated in {time.time() - t0:.1f} s")
     for split in split_names:
         report["splits"][split] = {}
         for quantity, (_, truths, previous) in jobs[split].items():
@@ -482,6 +405,12 @@ def evaluate(checkpoints, data, split_names, dev):
             r = report["splits"][split][quantity] = combine(
                 task, [s[split][quantity] for s in per_seed], meta, scale
             )
+            invalid = sum(s["n"] - s["valid"] for s in r["per_seed"])
+            if invalid:
+                report["warnings"].append(
+                    f"{split} · {quantity}: {invalid} of {r['n'] * len(per_seed)} predictions"
+                    " are NaN or infinite: left out of MSE and R², counted as invalid"
+                )
             if previous and None not in previous:
                 r["persistence"] = metrics(task, truths, previous, meta, scale)
             if quantity in means:
@@ -493,22 +422,23 @@ def evaluate(checkpoints, data, split_names, dev):
 
 # ---------------------------------------------------------------- output
 
-COLUMNS = {  # metric -> header; only those a report has are shown
-    "mse": "MSE",
-    "mse_kelvin2": "MSE (K²)",
-    "r2": "R²",
-    "adj_r2": "adj. R²",
-    "acc3": "acc @3 s.f.",
-    "acc2": "acc @2 s.f.",
-    "invalid_rate": "invalid",
-    "not_num_rate": "not [NUM]",
-    "nll": "NLL",
-    "crps": "CRPS",
-    "cover50": "50% cover",
-    "cover90": "90% cover",
-    "mse_original": "MSE (original units)",
-    "r2_original": "R² (original units)",
-}
+# metric -> header; only those a report has are shown
+COLUMNS = dict(
+    mse="MSE",
+    mse_kelvin2="MSE (K²)",
+    r2="R²",
+    adj_r2="adj. R²",
+    acc3="acc @3 s.f.",
+    acc2="acc @2 s.f.",
+    invalid_rate="invalid",
+    not_num_rate="not [NUM]",
+    nll="NLL",
+    crps="CRPS",
+    cover50="50% cover",
+    cover90="90% cover",
+    mse_original="MSE (original units)",
+    r2_original="R² (original units)",
+)
 
 
 def fmt(x):
@@ -516,92 +446,49 @@ def fmt(x):
 
 
 def markdown(report):
-    """One table of one setting: split × quantity rows, mean ± std over seeds and the
-    median's MSE."""
-    first = next(iter(next(iter(report["splits"].values())).values()))
+    """The table of one setting (split × quantity: mean ± std over seeds, the median's MSE), the
+    baselines and the warnings."""
+    rows = [(s, q, r) for s, quantities in report["splits"].items() for q, r in quantities.items()]
+    # xVal: the rate of invalid predictions only where there are any
     hidden = "invalid_rate" if report["encoding"] == "xval" else "not_num_rate"
-    keys = [k for k in COLUMNS if k in first["mean"] and k != hidden]
+    if hidden == "invalid_rate" and any(r["mean"]["invalid_rate"] for *_, r in rows):
+        hidden = None
+    keys = [k for k in COLUMNS if k in rows[0][2]["mean"] and k != hidden]
     seeds = len(report["checkpoints"])
-    lines = [
-        f"# {report['task']} · {report['encoding']} · {seeds} seed(s)",
-        "",
-        f"data: `{report['data_dir']}`; checkpoints: "
-        + ", ".join(f"`{c}`" for c in report["checkpoints"]),
-        "",
-        (
-            "causal model: each number generated from the text before it"
-            if report.get("causal")
-            else "masked fill-in: one forward pass per sample"
-        ),
-        "",
-        "| split | quantity | n | " + " | ".join(COLUMNS[k] for k in keys) + " | MSE of median |",
-        "|---|---|---|" + "---|" * len(keys) + "---|",
-    ]
-    for split, quantities in report["splits"].items():
-        for quantity, r in quantities.items():
-            cells = [
-                fmt(r["mean"][k]) + (f" ± {fmt(r['std'][k])}" if seeds > 1 else "") for k in keys
-            ]
-            lines.append(
-                f"| {split} | {quantity} | {r['n']} | "
-                + " | ".join(cells)
-                + f" | {fmt(r['median_prediction']['mse'])} |"
-            )
-    baselines = {
-        "persistence": (
-            "persistence (each station's previous step)"
-            if report["task"] == "era5"
-            else "persistence (the previous value of the same key)"
-        ),
-        "train_mean": "the key's training mean",
-    }
-    for split, quantities in report["splits"].items():
-        for quantity, r in quantities.items():
-            lines += [
-                "",
-                *(
-                    f"{split} · {quantity}: {label} on the same values: "
-                    + ", ".join(f"{COLUMNS[k]} {fmt(r[name][k])}" for k in COLUMNS if k in r[name])
-                    for name, label in baselines.items()
-                    if name in r
-                ),
-            ]
-    lines += [
-        "",
-        "config: `"
-        + json.dumps(
-            {
-                k: report["config"].get(k)
-                for k in (
-                    "encoding",
-                    "n_layer",
-                    "n_head",
-                    "n_embd",
-                    "max_iters",
-                    "batch_size",
-                    "learning_rate",
-                    "seed",
-                )
-            }
-        )
-        + "`",
-        "",
-    ]
+    how = "masked fill-in: one forward pass per sample"
+    if report["causal"]:
+        how = "causal model: each number generated from the text before it"
+    checkpoints = ", ".join(f"`{c}`" for c in report["checkpoints"])
+    header = ["split", "quantity", "n", *(COLUMNS[k] for k in keys), "MSE of median"]
+    lines = [f"# {report['task']} · {report['encoding']} · {seeds} seed(s)", ""]
+    lines += [f"data: `{report['data_dir']}`; checkpoints: {checkpoints}", "", how, ""]
+    lines += ["| " + " | ".join(header) + " |", "|---" * len(header) + "|"]
+    for split, quantity, r in rows:
+        cells = [fmt(r["mean"][k]) + (f" ± {fmt(r['std'][k])}" if seeds > 1 else "") for k in keys]
+        cells = [split, quantity, r["n"], *cells, fmt(r["median_prediction"]["mse"])]
+        lines.append("| " + " | ".join(map(str, cells)) + " |")
+    era5 = report["task"] == "era5"
+    previous = "each station's previous step" if era5 else "the previous value of the same key"
+    baselines = dict(persistence=f"persistence ({previous})", train_mean="the key's training mean")
+    for split, quantity, r in rows:
+        for name in (name for name in baselines if name in r):
+            scores = ", ".join(f"{COLUMNS[k]} {fmt(r[name][k])}" for k in COLUMNS if k in r[name])
+            lines += ["", f"{split} · {quantity}: {baselines[name]} on the same values: {scores}"]
+    warned = [f"- warning: {w}" for w in report["warnings"]]
+    shown = "encoding n_layer n_head n_embd max_iters batch_size learning_rate seed".split()
+    config = json.dumps({k: report["config"].get(k) for k in shown})
+    lines += ["", *warned] + [""] * bool(warned) + [f"config: `{config}`", ""]
     return "\n".join(lines)
 
 
 def report_prefix(checkpoints, data, trained_on):
-    """Where the report goes, checked writable before the evaluation: --out, or next to the first
-    checkpoint eval, named after the dataset if it is not the checkpoint's, after --mask_key and
-    --max_samples."""
-    name = "eval" + (
-        ""
-        if os.path.realpath(data) == os.path.realpath(trained_on)
-        else "_" + os.path.basename(os.path.normpath(data))
-    )
-    name += (
-        re.sub(r"[^\w.-]", "_", f"_{mask_key}" + ("_all" if mask_all else "")) if mask_key else ""
-    )
+    """Where the report goes, checked writable before the evaluation: --out, or beside the first
+    checkpoint (docs/training.md#evaluate)."""
+    name = "eval"
+    if os.path.realpath(data) != os.path.realpath(trained_on):
+        name += "_" + os.path.basename(os.path.normpath(data))
+    if mask_key:
+        name += re.sub(r"[^\w.-]", "_", f"_{mask_key}" + ("_all" if mask_all else ""))
     # never in place of a report of every sample
     name += f"_first{max_samples}" if max_samples else ""
     prefix = out or os.path.join(os.path.dirname(checkpoints[0]) or ".", name)
@@ -624,65 +511,57 @@ def write_plots(report, meta, prefix):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    task = report["task"]
     for split, quantities in report["splits"].items():
-        fig, axes = plt.subplots(
-            1, len(quantities), figsize=(3.6 * len(quantities), 3.4), squeeze=False
-        )
+        n = len(quantities)
+        fig, axes = plt.subplots(1, n, figsize=(3.6 * n, 3.4), squeeze=False)
         for ax, (quantity, r) in zip(axes[0], quantities.items()):
             y = np.array(r["truth"], float)
             p = np.array([math.nan if v is None else v for v in r["median"]], float)
             lo, hi = np.nanmin(np.concatenate([y, p])), np.nanmax(np.concatenate([y, p]))
             ax.plot([lo, hi], [lo, hi], color="0.6", lw=1)
             ax.scatter(y, p, s=4, alpha=0.4)
-            if report["task"] == "planets" and quantity == "dt" and split == "test_ood_stepsize":
+            # the only step sizes seen in training; training's innermost planet has a = 1
+            if task == "planets" and (quantity, split) == ("dt", "test_ood_stepsize"):
                 for s in meta.get("train_stepsizes", []):
-                    ax.axvline(s, color="C3", ls="--", lw=1)  # the only step sizes seen in training
-            if report["task"] == "planets" and quantity == "a0" and split == "test_ood_a0":
-                # training: the innermost planet has a = 1
+                    ax.axvline(s, color="C3", ls="--", lw=1)
+            if task == "planets" and (quantity, split) == ("a0", "test_ood_a0"):
                 ax.axvline(1.0, color="C3", ls="--", lw=1)
-            if report["task"] == "lookup" and split == "test_ood":
-                ax.axvspan(*meta["gap"], color="C3", alpha=0.1)  # values never seen in training
-            ax.set(
-                title=f"{quantity} (MSE {fmt(r['median_prediction']['mse'])})",
-                xlabel="true",
-                ylabel="predicted",
-            )
-        fig.suptitle(f"{report['task']} · {report['encoding']} · {split}")
-        fig.tight_layout()
-        fig.savefig(f"{prefix}_{split}.png", dpi=110)
-        plt.close(fig)
+            # values never seen in training
+            if task == "lookup" and split == "test_ood":
+                ax.axvspan(*meta["gap"], color="C3", alpha=0.1)
+            mse = fmt(r["median_prediction"]["mse"])
+            ax.set(title=f"{quantity} (MSE {mse})", xlabel="true", ylabel="predicted")
+        save_figure(plt, fig, f"{task} · {report['encoding']} · {split}", f"{prefix}_{split}.png")
         if "pit" in next(iter(quantities.values())):
-            write_distribution_plots(report, split, quantities, prefix, plt)
+            write_distribution_plots(task, split, quantities, f"{prefix}_{split}", plt)
 
 
-def write_distribution_plots(report, split, quantities, prefix, plt):
+def save_figure(plt, fig, title, path):
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def write_distribution_plots(task, split, quantities, prefix, plt):
     """GMM heads: PIT histograms per quantity, and the first predicted densities with their
     truths."""
-    fig, axes = plt.subplots(
-        1, len(quantities), figsize=(3.2 * len(quantities), 2.8), squeeze=False
-    )
+    n = len(quantities)
+    fig, axes = plt.subplots(1, n, figsize=(3.2 * n, 2.8), squeeze=False)
     for ax, (quantity, r) in zip(axes[0], quantities.items()):
         ax.hist(r["pit"], bins=20, range=(0, 1), density=True, color="C0", alpha=0.7)
-        ax.axhline(1.0, color="0.4", lw=1, ls="--")  # calibrated: flat at 1
+        # calibrated: flat at 1
+        ax.axhline(1.0, color="0.4", lw=1, ls="--")
         m = r["per_seed"][0]
-        ax.set(
-            title=f"{quantity} (50%: {m['cover50']:.2f}, 90%: {m['cover90']:.2f})",
-            xlabel="PIT",
-            ylim=(0, None),
-        )
-    fig.suptitle(
-        f"{report['task']} · {split} · PIT (predicted CDF at the truth; coverage of central"
-        " intervals)"
-    )
-    fig.tight_layout()
-    fig.savefig(f"{prefix}_{split}_pit.png", dpi=110)
-    plt.close(fig)
-    n = min(DENSITY_SAMPLES, min(len(r["mixture"]) for r in quantities.values()))
-    fig, axes = plt.subplots(
-        len(quantities), n, figsize=(2.8 * n, 2.2 * len(quantities)), squeeze=False
-    )
+        title = f"{quantity} (50%: {m['cover50']:.2f}, 90%: {m['cover90']:.2f})"
+        ax.set(title=title, xlabel="PIT", ylim=(0, None))
+    what = "PIT (predicted CDF at the truth; coverage of central intervals)"
+    save_figure(plt, fig, f"{task} · {split} · {what}", f"{prefix}_pit.png")
+    k = min(DENSITY_SAMPLES, min(len(r["mixture"]) for r in quantities.values()))
+    fig, axes = plt.subplots(n, k, figsize=(2.8 * k, 2.2 * n), squeeze=False)
     for row, (quantity, r) in zip(axes, quantities.items()):
-        for i, ax in enumerate(row[:n]):
+        for i, ax in enumerate(row[:k]):
             num, truth = torch.tensor(r["mixture"][i], dtype=torch.float64), r["truth"][i]
             lo, hi = (float(mixture_quantile(num, q)) for q in (0.002, 0.998))
             lo, hi = min(lo, truth), max(hi, truth)
@@ -691,10 +570,8 @@ def write_distribution_plots(report, split, quantities, prefix, plt):
             ax.axvline(truth, color="C3", lw=1.2)
             ax.set_title(f"{quantity}, sample {i + 1}", fontsize=9)
             ax.set_yticks([])
-    fig.suptitle(f"{report['task']} · {split} · predicted densities (red: truth)")
-    fig.tight_layout()
-    fig.savefig(f"{prefix}_{split}_density.png", dpi=110)
-    plt.close(fig)
+    title = f"{task} · {split} · predicted densities (red: truth)"
+    save_figure(plt, fig, title, f"{prefix}_density.png")
 
 
 def main():
@@ -708,44 +585,36 @@ def main():
     for path in checkpoints:
         if not os.path.exists(path):
             raise SystemExit(f"error: checkpoint {path} not found")
+    if mask_all and not mask_key:
+        raise SystemExit(
+            "error: --mask_all=True needs --mask_key=KEY (the key whose numbers are all masked)"
+        )
     trained = check_seeds(checkpoints)
     data, trained_on = data_dir or trained["data_dir"], trained["data_dir"]
-    # its own dataset: still the data it was trained on?
-    if os.path.realpath(data) == os.path.realpath(trained_on):
-        try:
+    try:
+        # its own dataset: still the data it was trained on?
+        if os.path.realpath(data) == os.path.realpath(trained_on):
             check_trained_on(trained, checkpoints[0], trained_on, changed_data)
-        except (FileNotFoundError, ValueError) as e:
-            raise SystemExit(f"error: {e}")
-    prefix = report_prefix(checkpoints, data, trained_on)
-    report, meta = evaluate(
-        checkpoints, data, [s for s in splits.split(",") if s], pick_device(device)
-    )
-    saved = (
-        report
-        if save_predictions
-        else {
-            **report,
-            "splits": {
-                split: {
-                    q: {
-                        k: v for k, v in r.items() if k not in ("truth", "median", "pit", "mixture")
-                    }
-                    for q, r in quantities.items()
-                }
-                for split, quantities in report["splits"].items()
-            },
+        prefix = report_prefix(checkpoints, data, trained_on)
+        names = [s for s in splits.split(",") if s]
+        report, meta = evaluate(checkpoints, data, names, pick_device(device))
+    except (ValueError, OSError) as e:
+        raise SystemExit(f"error: {e}")
+    # every point's truth and prediction only if asked for
+    per_point = () if save_predictions else ("truth", "median", "pit", "mixture")
+    saved = {**report, "splits": {}}
+    for split, quantities in report["splits"].items():
+        saved["splits"][split] = {
+            q: {k: v for k, v in r.items() if k not in per_point} for q, r in quantities.items()
         }
-    )
     atomic_write_text(prefix + ".json", json.dumps(saved, indent=1) + "\n")
     text = markdown(report)
     atomic_write_text(prefix + ".md", text)
     print(text)
     if plots:
         write_plots(report, meta, prefix)
-    print(
-        f"report: {prefix}.json and {prefix}.md"
-        + (f"; figures: {prefix}_<split>.png" if plots else "")
-    )
+    figures = f"; figures: {prefix}_<split>.png" if plots else ""
+    print(f"report: {prefix}.json and {prefix}.md{figures}")
 
 
 if __name__ == "__main__":

@@ -1,14 +1,14 @@
-"""The Gaussian-mixture number head, the paper's proposed extension (§4): num_head="gmm" makes
-xVal's number head predict K Gaussians per number, trained by their negative log-likelihood, and
-these functions read its outputs num (..., 3K) = K logits, K means, K raw log standard deviations:
-the NLL, the mean (the point prediction), the spread, a draw, the CDF and quantiles."""
+"""The Gaussian-mixture number head, the paper's proposed extension (§4): num_head="gmm" predicts K
+Gaussians per number, trained by their negative log-likelihood. Its outputs num (..., 3K) are K
+logits, K means and K raw log standard deviations; these functions read them."""
 
 import math
 
 import torch
 import torch.nn as nn
 
-MIN_STD = 1e-3  # σ floor of every component (values are of order 1): the NLL stays finite
+# σ floor of every component (values are of order 1): the NLL stays finite
+MIN_STD = 1e-3
 
 
 class MixtureHead(nn.Sequential):
@@ -30,11 +30,8 @@ def mixture_of(num):
     """Log weights, means and log σ (..., K) of GMM head outputs num (..., 3K); log σ =
     log(exp(raw) + MIN_STD) is smooth at the floor, so gradients never vanish or blow up."""
     logits, means, raw = (num if num.dtype == torch.float64 else num.float()).chunk(3, dim=-1)
-    return (
-        torch.log_softmax(logits, -1),
-        means,
-        torch.logaddexp(raw, raw.new_tensor(math.log(MIN_STD))),
-    )
+    log_std = torch.logaddexp(raw, raw.new_tensor(math.log(MIN_STD)))
+    return torch.log_softmax(logits, -1), means, log_std
 
 
 def mixture_nll(num, y):
@@ -53,19 +50,15 @@ def mixture_mean(num):
 def mixture_std(num):
     """The mixture's standard deviation, (...): sqrt(Σ w_i (σ_i² + (μ_i − mean)²))."""
     log_w, mu, log_std = mixture_of(num)
-    return (
-        (log_w.exp() * (torch.exp(2 * log_std) + (mu - mixture_mean(num).unsqueeze(-1)) ** 2))
-        .sum(-1)
-        .sqrt()
-    )
+    spread = torch.exp(2 * log_std) + (mu - mixture_mean(num).unsqueeze(-1)) ** 2
+    return (log_w.exp() * spread).sum(-1).sqrt()
 
 
 def mixture_sample(num, generator=None):
     """One draw from each mixture, (...): a component by its weight, then its Gaussian."""
     log_w, mu, log_std = mixture_of(num)
-    i = torch.multinomial(log_w.exp().reshape(-1, log_w.shape[-1]), 1, generator=generator).view(
-        *log_w.shape[:-1], 1
-    )
+    w = log_w.exp().reshape(-1, log_w.shape[-1])
+    i = torch.multinomial(w, 1, generator=generator).view(*log_w.shape[:-1], 1)
     noise = torch.randn(i.shape, generator=generator, device=num.device)
     return (mu.gather(-1, i) + log_std.exp().gather(-1, i) * noise).squeeze(-1)
 
@@ -80,7 +73,8 @@ def mixture_quantile(num, q, steps=60):
     """The q-quantile of each mixture, (...), by bisection of the CDF (q a float in (0, 1))."""
     _, mu, log_std = mixture_of(num)
     lo, hi = (mu - 10 * log_std.exp()).amin(-1), (mu + 10 * log_std.exp()).amax(-1)
-    for _ in range(steps):  # 60 halvings: far below float precision
+    # 60 halvings: far below float precision
+    for _ in range(steps):
         mid = (lo + hi) / 2
         below = mixture_cdf(num, mid) < q
         lo, hi = torch.where(below, mid, lo), torch.where(below, hi, mid)

@@ -1,5 +1,5 @@
-"""Predictions of a train.py checkpoint, for sample.py and eval.py: a line's numbers to predict
-encoded, filled in and written back into the text; text generated."""
+"""Predictions of a train.py checkpoint, for sample.py and eval.py: numbers asked, filled in and
+written back into the text; text generated."""
 
 import math
 import re
@@ -42,9 +42,8 @@ def generate(
     model, ids, values, max_new_tokens, temperature=0.0, generator=None, gmm="sample", stop=EOS_ID
 ):
     """Append up to max_new_tokens tokens (greedy, or sampled at temperature) until the token stop
-    (None: never). A new [NUM] takes the number head's value (GMM: a draw, or the mean with
-    gmm="mean"), others 1. Returns ids, values, the number head's values and a GMM head's outputs
-    (1, 3K) at the new tokens."""
+    (None: never); a new [NUM] takes the number head's value (GMM: a draw, or the mean). Returns
+    ids, values, and the number head's values and GMM outputs (1, 3K) at the new tokens."""
     ids, values, nums, mixtures = list(ids), list(values), [], []
     dev = next(model.parameters()).device
     for _ in range(max_new_tokens):
@@ -70,8 +69,7 @@ def generate(
 
 
 def predict_masked(model, chunk, device):
-    """MLM, one pass: per sample the token ids, values and GMM outputs predicted at its asked
-    tokens."""
+    """MLM, one pass: per sample the token ids, values and GMM outputs at its asked tokens."""
     batch = to_device(collate([fill_in_example(*s) for s in chunk]), device)
     h = model.trunk(batch["ids"], batch["values"], pos=batch["pos"], doc=batch["doc"])
     # only where something is asked: (N, V), (N,) or (N, 3K)
@@ -84,9 +82,8 @@ def predict_masked(model, chunk, device):
 
 
 def predict_causal(model, vocab, chunk):
-    """A causal model generates each asked number greedily from the text before it: the true text,
-    and the asked numbers before it as generated (never their truth). Same yields as predict_masked.
-    """
+    """A causal model generates each asked number greedily from the true text before it, earlier
+    asked numbers as generated. Same yields as predict_masked."""
     width = TOKENS_PER_NUMBER[vocab.encoding]
     for ids, values, ask in chunk:
         starts, ids, values = np.flatnonzero(ask)[::width], list(ids), list(values)
@@ -105,10 +102,9 @@ def predict_causal(model, vocab, chunk):
 
 @torch.no_grad()
 def fill_in(model, vocab, samples, device="cpu", batch_size=64, mixtures=None):
-    """The numbers asked in samples ((ids, values, ask) from encode()): a list of values per sample
-    and counts of 'numbers', 'invalid' (text encodings: NaN, not a number) and 'not_num' (xVal: the
-    token head's argmax is not [NUM]; the number head's value is kept). GMM: the mixture mean;
-    mixtures receives each sample's (n, 3K)."""
+    """The numbers asked in samples ((ids, values, ask)): a list of values per sample and counts of
+    'numbers', 'invalid' (NaN or inf) and 'not_num' (xVal: the token head's argmax is not [NUM]).
+    GMM: the mixture mean; mixtures receives each sample's (n, 3K)."""
     predictions, counts = [], {"numbers": 0, "invalid": 0, "not_num": 0}
     width = TOKENS_PER_NUMBER[vocab.encoding]
     for start in range(0, len(samples), batch_size):
@@ -120,11 +116,11 @@ def fill_in(model, vocab, samples, device="cpu", batch_size=64, mixtures=None):
         for tokens, nums, raw in predicted:
             if nums is None:
                 values = [vocab.decode_number(t.numpy()) for t in tokens.split(width)]
-                counts["invalid"] += sum(map(math.isnan, values))
             # xVal: the number head's value, whatever the token head says
             else:
                 values = nums.tolist()
                 counts["not_num"] += int((tokens != vocab.num_id).sum())
+            counts["invalid"] += sum(not math.isfinite(v) for v in values)
             counts["numbers"] += len(values)
             predictions.append(values)
             if raw is not None and mixtures is not None:
@@ -138,9 +134,8 @@ def detokenize(ids, values, vocab):
     starts = {s for s, _ in number_spans(ids, vocab)}
     while i < len(ids):
         if i in starts:
-            value = (
-                values[i] if vocab.encoding == "xval" else vocab.decode_number(ids[i : i + width])
-            )
+            xval = vocab.encoding == "xval"
+            value = values[i] if xval else vocab.decode_number(ids[i : i + width])
             # the implied comma
             out.append(("," if i - width in starts else "") + format_number(value))
             i += width
@@ -152,12 +147,21 @@ def detokenize(ids, values, vocab):
     return "".join(out)
 
 
+def ask_numbers(pieces, indices):
+    """pieces with the numbers at indices (in reading order) asked, and their positions."""
+    numbers = [j for j, (kind, _) in enumerate(pieces) if kind == "num"]
+    at = [numbers[i] for i in indices]
+    asked = list(pieces)
+    for j in at:
+        asked[j] = ("ask", None)
+    return asked, at
+
+
 def encode_line(line, where, vocab, block_size, causal=False, mask=None, mask_all=False):
     """((ids, values, ask), truths, text with [?]) of one input line; a TextError naming the line if
     the model cannot predict it. mask: None predicts the line's [?]; "" masks its last number, a
     key the last number under that JSON key (mask_all: every number under it)."""
-    spaced = re.search(r"\[\s*\?\s*\]", line.replace(ASK, ""))
-    if spaced:
+    if spaced := re.search(r"\[\s*\?\s*\]", line.replace(ASK, "")):
         raise TextError(
             f"{where}: {spaced.group()!r} looks like the marker {ASK}; write {ASK} without spaces"
         )
@@ -170,10 +174,11 @@ def encode_line(line, where, vocab, block_size, causal=False, mask=None, mask_al
             raise KeyAbsent(
                 f"{where}: no number under key {mask!r} (--mask_key names a top-level key)"
             )
-        numbers = [j for j, (kind, _) in enumerate(pieces) if kind == "num"]
-        for j in reversed([numbers[i] for i in masked]):
-            truths.insert(0, pieces[j][1])
-            pieces[j], line = ("ask", None), line[: spans[j][0]] + ASK + line[spans[j][1] :]
+        asked, at = ask_numbers(pieces, masked)
+        truths = [pieces[j][1] for j in at]
+        for j in reversed(at):
+            line = line[: spans[j][0]] + ASK + line[spans[j][1] :]
+        pieces = asked
     else:
         pieces = split_text(line, where, not causal)
     ids, values, ask = encode_pieces(pieces, vocab, where)
@@ -191,7 +196,7 @@ def encode_line(line, where, vocab, block_size, causal=False, mask=None, mask_al
 
 def filled(text, values, mixture=None, spread="none"):
     """text with each [?] replaced by its predicted value; a GMM head's (mixture (n, 3K)) as
-    mean±std (spread="std") or [5%|50%|95%] quantiles (spread="quantiles")."""
+    mean±std or [5%|50%|95%] quantiles (spread)."""
     shown = list(map(format_number, values))
     if mixture is not None and spread == "std":
         means, stds = mixture_mean(mixture).tolist(), mixture_std(mixture).tolist()

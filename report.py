@@ -11,8 +11,7 @@ from util import format_duration, peak_flops
 
 
 def describe(config, run, train_data, val_data, vocab, model):
-    """Print the start-up facts: the config, and the settings as used (run: train.py's globals,
-    micro_batch_size, pack_length, dtype, world_size, ...)."""
+    """Print the start-up facts: the settings as used (run: train.py's globals)."""
     mean_length = float(train_data.lengths.mean())
     print(
         f"data: {run['data_dir']} ({run['encoding']}): {len(train_data):,} train /"
@@ -62,8 +61,8 @@ def say_validation(log, step, val, num_loss_name):
 
 
 class Progress:
-    """The speed of training between logged steps (validation time apart: it is not training) and
-    what a logged step prints and writes to log.jsonl (log None: a process that prints nothing)."""
+    """The speed of training between logged steps (validation apart), and what a logged step
+    prints and writes to log.jsonl (log None: a process that prints nothing)."""
 
     def __init__(self, log, step, max_iters, world_size, device, flops_per_token):
         self.log = log
@@ -90,7 +89,7 @@ class Progress:
 
     def log_step(self, step, lr, losses, num_loss_name):
         """Print and log a step (losses: loss, CE, number loss) with the speed since the last, MFU
-        and the training time left; at the first on a CPU, say so if that is more than a day."""
+        and the time left; at the first on a CPU, warn if that is more than a day."""
         dt = time.time() - self.time
         step_s = dt / (step - self.start)
         tokens_per_s = self.tokens * self.world_size / dt
