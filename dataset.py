@@ -46,6 +46,14 @@ def _decoded(f, where):
             raise TextError(
                 f"{where}:{i}: not UTF-8 text (byte {raw[e.start]:#04x} at column {e.start + 1})"
             ) from None
+        # a byte order mark (a spreadsheet's UTF-8 export) marks the encoding: it is no text
+        if i == 1 and line.startswith("\ufeff"):
+            line = line[1:]
+        if "\0" in line:
+            raise TextError(
+                f"{where}:{i}: a NUL byte at column {line.index(chr(0)) + 1}; expected text, not a"
+                " binary file"
+            )
         # a file whose lines end in \r alone would be read as one sample
         if "\r" in line:
             raise TextError(

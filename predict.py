@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from batching import collate, fill_in_example, to_device
-from dataset import KeyAbsent, masked_numbers
+from dataset import MAX_VALUE, KeyAbsent, masked_numbers
 from mixture import mixture_mean, mixture_quantile, mixture_sample, mixture_std
 from model import GPT, GPTConfig
 from tokenize_numbers import (
@@ -165,6 +165,12 @@ def encode_line(line, where, vocab, block_size, causal=False, mask=None, mask_al
         raise TextError(
             f"{where}: {spaced.group()!r} looks like the marker {ASK}; write {ASK} without spaces"
         )
+    # a token spans far fewer characters: no need to tokenize megabytes to refuse them
+    if len(line) > 1000 * block_size:
+        raise TextError(
+            f"{where}: {len(line):,} characters, more than {block_size} tokens (the model's"
+            " block_size) can hold"
+        )
     truths, spans = [], []
     # the chosen numbers become [?], in the pieces and in the text shown
     if mask is not None:
@@ -186,6 +192,11 @@ def encode_line(line, where, vocab, block_size, causal=False, mask=None, mask_al
         raise TextError(
             f"{where}: no {ASK} in the line: write {ASK} where a number is to be predicted (or use"
             " --mask_last or --mask_key)"
+        )
+    if vocab.encoding == "xval" and (far := np.abs(values).max(initial=0)) > MAX_VALUE:
+        raise TextError(
+            f"{where}: the number {far:g} is beyond ±{MAX_VALUE:g}, more than a model can take"
+            " (float32 squares overflow); scale it as the training data was"
         )
     if len(ids) > block_size:
         raise TextError(

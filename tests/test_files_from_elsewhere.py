@@ -169,3 +169,21 @@ def test_an_edited_checkpoint_is_one_line_naming_it(checkpoint, tmp_path, key, v
     r = run("sample.py", f"--ckpt={path}", input="(0.5+0.25)=[?]\n", check=False)
     lines = r.stderr.strip().splitlines()
     assert r.returncode != 0 and len(lines) == 1 and path in lines[0], r.stderr
+
+
+def test_a_byte_order_mark_is_no_token_and_a_nul_byte_is_refused(tmp_path):
+    from dataset import read_samples
+
+    path = tmp_path / "train.txt"
+    path.write_bytes("\ufeff(1+2)=3\n(2+2)=4\n".encode())
+    assert [line for _, line in read_samples(str(path))] == ["(1+2)=3", "(2+2)=4"]
+    path.write_bytes(b"(1+2)=3\n(2+\x002)=4\n")
+    with pytest.raises(ValueError, match=r"train.txt:2: a NUL byte at column 4"):
+        read_samples(str(path))
+
+
+def test_sample_refuses_a_number_no_model_can_take_and_a_line_of_megabytes_at_once(checkpoint):
+    r = run("sample.py", f"--ckpt={checkpoint}", input="(1e25+0.25)=[?]\n", check=False)
+    assert r.returncode != 0 and "beyond ±1e+18" in r.stderr and "stdin:1" in r.stderr
+    r = run("sample.py", f"--ckpt={checkpoint}", input="(0.5+" + "1" * 5_000_000 + ")=[?]\n", check=False)
+    assert r.returncode != 0 and "5,000,010 characters" in r.stderr and len(r.stderr) < 1000
