@@ -27,10 +27,21 @@ from util import format_number, load_checkpoint
 def load_model(path, device="cpu"):
     """The model (eval mode) and vocabulary of a train.py checkpoint."""
     checkpoint = load_checkpoint(path, device)
-    model = GPT(GPTConfig(**checkpoint["model_args"]))
-    model.load_state_dict(checkpoint["model"])
+    args, known = checkpoint["model_args"], GPTConfig.__dataclass_fields__
+    if unknown := sorted(set(args) - set(known)):
+        raise SystemExit(f"error: {path}: model settings this version does not know: {unknown}")
+    try:
+        model = GPT(GPTConfig(**args))
+        model.load_state_dict(checkpoint["model"])
+        vocab = Vocab(checkpoint["text_tokens"], args["encoding"])
+    except (TypeError, ValueError, RuntimeError) as e:
+        raise SystemExit(f"error: {path}: an edited checkpoint? {str(e).strip().splitlines()[-1]}")
+    if len(vocab) != model.cfg.vocab_size:
+        raise SystemExit(
+            f"error: {path}: its {len(checkpoint['text_tokens'])} text tokens make a vocabulary of"
+            f" {len(vocab)}, its model has {model.cfg.vocab_size}: an edited checkpoint?"
+        )
     model.to(device).eval()
-    vocab = Vocab(checkpoint["text_tokens"], checkpoint["model_args"]["encoding"])
     vocab.unknown = (
         "the model knows only the tokens it was trained on: write it as a number or as one of those"
     )

@@ -111,6 +111,10 @@ def main():
             print(text + (f"  (true: {true})" if truths[i] else ""))
         if vocab.encoding == "xval":
             wrong, what = counts["not_num"], f"token head not [NUM] at {counts['not_num']}"
+            # a number head's NaN or inf (a diverged model) is said, never hidden
+            if counts["invalid"]:
+                wrong += counts["invalid"]
+                what += f", {counts['invalid']} not finite"
         else:
             wrong, what = counts["invalid"], f"{counts['invalid']} invalid"
         share = wrong / max(1, counts["numbers"])

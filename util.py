@@ -196,6 +196,9 @@ def load_checkpoint(path, device="cpu", mmap=False):
     kinds = {"model": dict, "model_args": dict, "config": dict, "text_tokens": list}
     if wrong := [k for k, kind in kinds.items() if not isinstance(checkpoint[k], kind)]:
         raise SystemExit(f"error: {path}: {', '.join(wrong)} of the wrong kind (an edited file?)")
+    for part, key in (("config", "data_dir"), ("model_args", "encoding")):
+        if not isinstance(checkpoint[part].get(key), str):
+            raise SystemExit(f"error: {path}: its {part} has no {key} (an edited file?)")
     if not all(isinstance(t, str) for t in checkpoint["text_tokens"]):
         raise SystemExit(f"error: {path}: text_tokens holds something other than strings")
     # the weights of a compiled (torch.compile) or DDP-wrapped model carry a prefix

@@ -110,3 +110,11 @@ def test_sample_on_an_empty_or_blank_input_file_is_one_line_naming_it(checkpoint
     path.write_text(text)
     r = run("sample.py", f"--ckpt={checkpoint}", f"--input={path}", check=False)
     assert f"{path}: no lines to predict" in one_line_error(r) and r.stdout == ""
+
+
+def test_sample_says_how_many_of_a_diverged_models_numbers_are_not_finite(checkpoint, tmp_path):
+    c = torch.load(checkpoint, weights_only=True)
+    c["model"] = {k: v.fill_(math.nan) if k.startswith("num_head.") else v for k, v in c["model"].items()}
+    torch.save(c, tmp_path / "diverged.pt")
+    r = run("sample.py", f"--ckpt={tmp_path / 'diverged.pt'}", input="(0.5+0.25)=[?]\n(0.1+0.2)=[?]\n")
+    assert "2 numbers predicted" in r.stdout and "2 not finite" in r.stdout

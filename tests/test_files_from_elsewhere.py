@@ -163,9 +163,21 @@ def test_the_weights_of_a_compiled_or_ddp_model_load(checkpoint, tmp_path, prefi
     assert run("sample.py", f"--ckpt={path}", input="(0.5+0.25)=[?]\n").stdout == plain.stdout
 
 
-@pytest.mark.parametrize("key, value", [("model", [1]), ("model_args", "x"), ("text_tokens", [1])])
-def test_an_edited_checkpoint_is_one_line_naming_it(checkpoint, tmp_path, key, value):
-    path = edited(checkpoint, tmp_path, lambda c: c.update({key: value}))
+EDITS = {
+    "weights not a dict": lambda c: c.update(model=[1]),
+    "model settings not a dict": lambda c: c.update(model_args="x"),
+    "a token not a string": lambda c: c.update(text_tokens=[1]),
+    "no data_dir": lambda c: c["config"].pop("data_dir"),
+    "a setting of a newer version": lambda c: c["model_args"].update(rotary=True),
+    "a token list longer than the vocabulary": lambda c: c["text_tokens"].append("zz"),
+    "weights of another shape": lambda c: c["model"].update(
+        {k: v[:1] for k, v in c["model"].items() if k.startswith("wte")}),
+}
+
+
+@pytest.mark.parametrize("edit", EDITS)
+def test_an_edited_checkpoint_is_one_line_naming_it(checkpoint, tmp_path, edit):
+    path = edited(checkpoint, tmp_path, EDITS[edit])
     r = run("sample.py", f"--ckpt={path}", input="(0.5+0.25)=[?]\n", check=False)
     lines = r.stderr.strip().splitlines()
     assert r.returncode != 0 and len(lines) == 1 and path in lines[0], r.stderr
