@@ -8,7 +8,7 @@ import re
 import sys
 import traceback
 
-from setting_checks import check_type, error, out_of_range, read_ranges
+from setting_checks import check_type, error, out_of_range, read_ranges, say
 
 
 def defaults(source_file, comments=False):
@@ -50,11 +50,14 @@ def configure(scope, source_file, argv=None):
     numbers = [k for k, v in known.items() if type(v) in (int, float)]
     ranges = {**dict.fromkeys(numbers, "[0, inf)"), **read_ranges(source_file)}
     if "-h" in argv or "--help" in argv:
-        print(f"usage: python {os.path.basename(source_file)} [config.py ...] [--key=value ...]\n")
+        lines = [
+            f"usage: python {os.path.basename(source_file)} [config.py ...] [--key=value ...]\n"
+        ]
         width, range_width = max(map(len, known)), max(map(len, ranges.values()), default=0)
         for k, v in known.items():
             line = f"  --{k:<{width}} = {v!r:<24} {ranges.get(k, ''):<{range_width}}"
-            print(f"{line} {comments[k][1]}".rstrip())
+            lines.append(f"{line} {comments[k][1]}".rstrip())
+        say("\n".join(lines))
         raise SystemExit(0)
     for flag, value in zip(argv, argv[1:]):
         if flag[:2] == "--" and value[:2] != "--" and not os.path.isfile(value):

@@ -6,8 +6,17 @@ SETTING" (unchecked while it is true) and " multiple of SETTING"; or choices, "a
 import ast
 import os
 import re
+import sys
 
 INTERVAL = re.compile(r"([\[(])([^,]+), ([^\])]+)([\])])(?: unless (\w+))?(?: multiple of (\w+))?")
+
+
+def say(text):
+    """Print text; a reader that stops early (| head) ends it quietly, as it ends `cat`."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def error(text):

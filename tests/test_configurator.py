@@ -113,3 +113,15 @@ def test_under_torchrun_a_bad_setting_is_said_once_per_machine(monkeypatch):
         with pytest.raises(SystemExit) as e:
             configurator.configure(scope, os.path.join(ROOT, "train.py"), ["--max_iter=3"])
         assert e.value.code == code
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("script", ["train.py", "tools/curves.py"])
+def test_help_into_a_reader_that_stops_early_ends_quietly(script):
+    import subprocess
+    import sys
+    p = subprocess.Popen([sys.executable, script, "--help"], cwd=ROOT, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    p.stdout.close()  # `| head -0`: the reader is gone before the help is written
+    err = p.stderr.read().decode()
+    assert p.wait() == 0 and "Traceback" not in err and "BrokenPipe" not in err, err
