@@ -543,3 +543,15 @@ def test_a_checkpoint_knows_its_data_by_content_not_by_path(own_data, tmp_path):
     assert "prepared again since" in error and "--changed_data=True" in error
     r = run("eval.py", f"--ckpt={ckpt}", f"--out={tmp_path / 'e3'}", "--changed_data=True", "--max_samples=4")
     assert "warning:" in r.stdout and "evaluating anyway" in r.stdout
+
+
+def test_the_validation_set_does_not_depend_on_the_memory_settings(data, tmp_path):
+    """ckpt_best.pt is chosen by comparing validation losses: a resume with another micro-batch
+    size (a memory setting) must compare losses of the same samples."""
+    val = {}
+    for micro in (8, 2):
+        out = str(tmp_path / f"m{micro}")
+        train(data, out, "--max_iters=1", "--eval_interval=1", "--eval_batches=2", f"--micro_batch_size={micro}")
+        with open(os.path.join(out, "log.jsonl")) as f:
+            val[micro] = [r["val_loss"] for r in map(json.loads, f) if "val_loss" in r]
+    assert val[8][0] == pytest.approx(val[2][0], rel=1e-6)
