@@ -104,7 +104,7 @@ def tidy_out_dir(out_dir, resume, iter_num, earlier_run):
     back to the checkpoint's step (later steps log again); afresh, remove the earlier run's files.
     Returns log.jsonl, to append a row at a time."""
     for name in sorted(os.listdir(out_dir)):
-        if name.endswith(".tmp.pt"):
+        if re.fullmatch(r"ckpt_(latest|best|\d+)(\.\w+)?\.tmp\.pt", name):
             leftover = os.path.join(out_dir, name)
             os.remove(leftover)
             print(f"note: removed {leftover}, a checkpoint cut short by a run that was stopped")
@@ -216,6 +216,12 @@ def resume_from(resume, path, model, optimizer, model_args, config, data_fingerp
     if missing := [k for k in ("optimizer", "iter_num", "best_val_loss") if k not in checkpoint]:
         raise SystemExit(
             f"error: {path} has no {', '.join(missing)}: weights alone cannot be resumed"
+        )
+    step, best = checkpoint["iter_num"], checkpoint["best_val_loss"]
+    if not (type(step) is int and step >= 0 and isinstance(best, float) and best == best):
+        raise SystemExit(
+            f"error: {path}: iter_num {step!r} or best_val_loss {best!r} is no step or loss"
+            " (an edited file?)"
         )
     # a setting added to the model since the checkpoint was written has its default
     defaults = {k: f.default for k, f in GPTConfig.__dataclass_fields__.items()}

@@ -22,17 +22,18 @@ from multiprocessing import Pool
 import numpy as np
 from tqdm import tqdm
 
-from util import TextError, atomic_write_text, open_new, take_lock, worker_signals
+from util import TextError, atomic_write_text, check_regular, open_new, take_lock, worker_signals
 
 _SPLIT_FILE = re.compile(r"(train|val|test|test_ood\w*)\.txt")
 # the largest |number| trained on: float32 squares (the loss, layer norm) overflow past ~1.8e19
 MAX_VALUE = 1e18
 
 
-def first_index(array, bad, chunk=1 << 22):
-    """The first index where bad(a chunk of array) holds, or None, in bounded memory."""
-    for start in range(0, len(array), chunk):
-        hits = np.flatnonzero(bad(np.asarray(array[start : start + chunk])))
+def first_index(n, bad, chunk=1 << 22):
+    """The first index below n where bad(a slice) holds, or None: vectorised, in bounded memory
+    (memory-mapped arrays are read a chunk at a time)."""
+    for start in range(0, n, chunk):
+        hits = np.flatnonzero(bad(slice(start, start + chunk)))
         if len(hits):
             return start + int(hits[0])
     return None
@@ -167,6 +168,7 @@ def dataset_splits(data_dir, plain_text=False):
 def read_json(path, keys=(), again=""):
     """A JSON object from a file; one that is cut short, not an object or without one of `keys`
     is a TextError naming the file."""
+    check_regular(path)
     try:
         with open(path, encoding="utf-8") as f:
             obj = json.load(f)
@@ -406,7 +408,7 @@ def write_split(
 class Split:
     """A tokenized split, memory-mapped: sample i is ids[offsets[i]:offsets[i+1]] (and values)."""
 
-    def __init__(self, data_dir, split, encoding, vocab_size=None):
+    def __init__(self, data_dir, split, encoding, vocab=None):
         check_name(split, "split")
         check_name(encoding, "encoding")
         base = os.path.join(data_dir, encoding, split)
@@ -418,6 +420,8 @@ class Split:
         keys = ("split", "encoding", "samples", "vocab_digest")
         summary = read_json(base + ".json", keys, f"; {again}")
         try:
+            for name in ("ids", "values", "offsets"):
+                check_regular(f"{base}.{name}.npy")
             self.ids = np.load(base + ".ids.npy", mmap_mode="r")
             self.values = np.load(base + ".values.npy", mmap_mode="r")
             self.offsets = np.load(base + ".offsets.npy")
@@ -434,7 +438,8 @@ class Split:
         # the four files are written together: offsets that do not span the others' come from
         # another run
         o, samples = self.offsets, summary["samples"]
-        spans = o.ndim == 1 and len(o) > 1 and o[0] == 0 and np.all(o[1:] >= o[:-1])
+        spans = o.ndim == 1 and o.dtype.kind in "iu" and len(o) > 1 and o[0] == 0
+        spans = spans and bool(np.all(o[1:] > o[:-1]))
         if not (spans and samples == len(o) - 1 and o[-1] == len(self.ids) == len(self.values)):
             raise ValueError(
                 f"{base}.offsets.npy ({len(o) - 1} samples, {int(o[-1]) if len(o) else 0} tokens) "
@@ -450,13 +455,14 @@ class Split:
                 f" then); {again}"
             )
         self.lengths = np.diff(self.offsets)
-        self.check_arrays(vocab_size or summary.get("vocab_size"), again)
+        vocab_size = len(vocab) if vocab else summary.get("vocab_size")
+        self.check_arrays(vocab_size, vocab and vocab.num_id, again)
 
     def sample_of(self, position):
         """The index of the sample holding token `position`."""
         return int(np.searchsorted(self.offsets, position, side="right")) - 1
 
-    def check_arrays(self, vocab_size, again):
+    def check_arrays(self, vocab_size, num_id, again):
         """Refuse token ids outside the vocabulary and numbers not finite or beyond ±MAX_VALUE at
         start, not as a crash or a NaN loss hours in."""
         ids, values, where = self.ids, self.values, self.base
@@ -467,14 +473,23 @@ class Split:
             )
         if not isinstance(vocab_size, int) or vocab_size < 1:
             raise ValueError(f"{where}.json has no vocab_size; {again}")
-        bad = first_index(ids, lambda a: (a < 0) | (a >= vocab_size))
+        bad = first_index(len(ids), lambda s: (ids[s] < 0) | (ids[s] >= vocab_size))
         if bad is not None:
             i = self.sample_of(bad)
             raise ValueError(
                 f"{where}.ids.npy: sample {i} (line {i + 1} of {self.split}.txt) holds token id "
                 f"{int(ids[bad])}, outside the vocabulary of {vocab_size}; {again}"
             )
-        bad = first_index(values, lambda a: ~(np.abs(a) <= MAX_VALUE))
+        # xVal multiplies every embedding by its value: 1.0 but at [NUM]
+        if num_id is not None:
+            bad = first_index(len(ids), lambda s: (ids[s] != num_id) & (values[s] != 1))
+            if bad is not None:
+                i = self.sample_of(bad)
+                raise ValueError(
+                    f"{where}.values.npy: sample {i} (line {i + 1} of {self.split}.txt) holds"
+                    f" {float(values[bad]):g} at a token that is no number (1.0 expected); {again}"
+                )
+        bad = first_index(len(values), lambda s: ~(np.abs(values[s]) <= MAX_VALUE))
         if bad is not None:
             i, x = self.sample_of(bad), float(values[bad])
             what = f"{x:.4g}, beyond ±{MAX_VALUE:g}, which float32 cannot square; scale the numbers"
@@ -552,9 +567,16 @@ def write_arrays(args, encodings, encode_lines, build_text_vocab, make_vocab):
             )
         print(f"{data_dir}: {len(text_tokens)} text tokens in vocab.json")
         vocabs = {enc: make_vocab(text_tokens, enc) for enc in encodings}
+        # a prepared dataset's meta.json counts its samples: a text cut short is not tokenized
+        declared = read_meta(data_dir)["splits"] if meta is None else []
         for split in splits:
             job = (data_dir, split, encodings, text_tokens, encode_lines, vocabs, args.workers)
             for s in write_split(*job, staged=staged):
+                if isinstance(declared, dict) and declared.get(split) not in (None, s["samples"]):
+                    raise TextError(
+                        f"{data_dir}/{split}.txt has {s['samples']:,} samples, its meta.json"
+                        f" {declared[split]:,}: a copy cut short? copy or prepare it again"
+                    )
                 summaries.append(s)
                 print(
                     f"{s['encoding']:>6} {split:>18}: {s['samples']} samples, tokens/sample mean"

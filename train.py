@@ -118,8 +118,8 @@ torch.set_float32_matmul_precision("highest")
 try:
     vocab = Vocab(load_text_vocab(data_dir), encoding)
     # checked at open: ids in the vocabulary, numbers finite and ≤ 1e18
-    train_data = Split(data_dir, "train", encoding, len(vocab))
-    val_data = Split(data_dir, "val", encoding, len(vocab))
+    train_data = Split(data_dir, "train", encoding, vocab)
+    val_data = Split(data_dir, "val", encoding, vocab)
     data_fingerprint = fingerprint(data_dir, encoding)
 except (FileNotFoundError, ValueError) as e:
     # a dataset not found on --resume: say where the checkpoint's data was

@@ -27,6 +27,14 @@ class TextError(ValueError):
     """Bad input text; the message names the file, line or sample and what was expected."""
 
 
+def check_regular(path):
+    """A file to read must be a plain file: a folder fails, and a FIFO or a device would block or
+    never end (a shared folder can hold anything at any name)."""
+    if os.path.exists(path) and not stat.S_ISREG(os.stat(path).st_mode):
+        kind = "folder" if os.path.isdir(path) else "FIFO, device or socket"
+        raise TextError(f"{path} is a {kind}; expected a file")
+
+
 # the permissions a new file gets (the umask read once, at import)
 _UMASK = os.umask(0o022)
 os.umask(_UMASK)
@@ -170,6 +178,7 @@ def load_checkpoint(path, device="cpu", mmap=False):
     import torch
 
     try:
+        check_regular(path)
         checkpoint = torch.load(path, map_location=device, weights_only=True, mmap=mmap)
     except Exception as e:
         if mmap:  # a file torch cannot map: say what a plain load says of it

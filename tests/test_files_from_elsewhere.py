@@ -199,3 +199,75 @@ def test_sample_refuses_a_number_no_model_can_take_and_a_line_of_megabytes_at_on
     assert r.returncode != 0 and "beyond ±1e+18" in r.stderr and "stdin:1" in r.stderr
     r = run("sample.py", f"--ckpt={checkpoint}", input="(0.5+" + "1" * 5_000_000 + ")=[?]\n", check=False)
     assert r.returncode != 0 and "5,000,010 characters" in r.stderr and len(r.stderr) < 1000
+
+
+def test_offsets_that_make_a_sample_empty_are_refused(copy):
+    path = os.path.join(copy, "xval", "train.offsets.npy")
+    offsets = np.load(path)
+    offsets[5] = offsets[4]
+    np.save(path, offsets)
+    with pytest.raises(ValueError, match="the files come from different runs"):
+        Split(copy, "train", "xval")
+
+
+def test_xval_values_other_than_one_outside_num_are_refused(copy):
+    from dataset import load_text_vocab
+    from tokenize_numbers import Vocab
+
+    vocab = Vocab(load_text_vocab(copy), "xval")
+    ids = np.load(os.path.join(copy, "xval", "train.ids.npy"))
+    path = os.path.join(copy, "xval", "train.values.npy")
+    values = np.load(path)
+    text = np.flatnonzero(ids != vocab.num_id)[3]
+    values[text] = 1e6
+    np.save(path, values)
+    with pytest.raises(ValueError, match=r"holds 1e\+06 at a token that is no number"):
+        Split(copy, "train", "xval", vocab)
+
+
+def test_a_text_cut_short_is_not_tokenized(copy):
+    path = os.path.join(copy, "train.txt")
+    lines = open(path).read().splitlines(True)
+    with open(path, "w") as f:
+        f.writelines(lines[: len(lines) // 2])
+    r = run("tokenize_numbers.py", copy, "--encoding=xval", "--workers=1", check=False)
+    assert r.returncode != 0 and "its meta.json" in r.stderr and "a copy cut short?" in r.stderr
+
+
+@pytest.mark.parametrize("name", ["meta.json", "vocab.json", "xval/train.values.npy"])
+def test_a_fifo_in_place_of_a_file_is_refused_not_waited_on(copy, name):
+    os.remove(os.path.join(copy, name))
+    os.mkfifo(os.path.join(copy, name))
+    r = run("train.py", f"--data_dir={copy}", "--out_dir=" + os.path.join(copy, "out"),
+            "--n_layer=1", "--n_head=1", "--n_embd=8", "--max_iters=2", check=False)
+    assert r.returncode != 0 and "FIFO, device or socket; expected a file" in r.stderr
+
+
+def test_a_checkpoint_that_is_a_fifo_or_has_a_nan_best_loss_is_refused(checkpoint, tmp_path):
+    fifo = str(tmp_path / "ckpt.pt")
+    os.mkfifo(fifo)
+    r = run("sample.py", f"--ckpt={fifo}", input="(0.5+0.25)=[?]\n", check=False)
+    assert r.returncode != 0 and "FIFO" in r.stderr
+    import torch
+
+    out = tmp_path / "run"
+    out.mkdir()
+    c = torch.load(checkpoint, weights_only=True)
+    c["best_val_loss"] = float("nan")
+    torch.save(c, out / "ckpt_latest.pt")
+    r = run("train.py", f"--data_dir={c['config']['data_dir']}", f"--out_dir={out}", "--resume",
+            "--n_layer=1", "--n_head=1", "--n_embd=8", "--max_iters=4", "--eval_interval=2",
+            "--batch_size=8", "--micro_batch_size=8", "--eval_batches=1", check=False)
+    assert r.returncode != 0 and "best_val_loss nan is no step or loss" in r.stderr, r.stderr
+
+
+def test_a_resume_keeps_a_users_file_that_only_looks_like_a_temporary(dataset, tmp_path):
+    out = tmp_path / "run"
+    args = [f"--data_dir={dataset}", f"--out_dir={out}", "--n_layer=1", "--n_head=1", "--n_embd=8",
+            "--eval_interval=2", "--batch_size=8", "--micro_batch_size=8", "--eval_batches=1"]
+    run("train.py", *args, "--max_iters=2")
+    (out / "finetune.tmp.pt").write_text("mine")
+    (out / "ckpt_latest.x1y2.tmp.pt").write_text("cut short")
+    run("train.py", *args, "--max_iters=4", "--resume")
+    assert (out / "finetune.tmp.pt").read_text() == "mine"
+    assert not (out / "ckpt_latest.x1y2.tmp.pt").exists()
