@@ -135,6 +135,8 @@ def dataset_splits(data_dir, plain_text=False):
         splits = list(meta["splits"])
         for split in splits:
             check_name(split, f"{meta_path}: split")
+        if not splits or len(set(splits)) < len(splits):
+            raise TextError(f"{meta_path}: splits {splits!r}: none, or one named twice")
     if meta is None or meta.get("dataset") == "plain text":
         files = sorted(f for f in os.listdir(data_dir) if f.endswith(".txt"))
         splits = [f[:-4] for f in files if _SPLIT_FILE.fullmatch(f)]
@@ -195,6 +197,10 @@ def load_text_vocab(data_dir):
     tokens = read_json(path, ("text_tokens",), again)["text_tokens"]
     if not (isinstance(tokens, list) and all(isinstance(t, str) for t in tokens)):
         raise TextError(f"{path}: text_tokens is not a list of strings{again}")
+    # what the tokenizer never writes: a token twice, an empty one, a control token's name
+    named = [t for t in tokens if t[:1] == "[" and re.fullmatch(r"\[\w+\]", t)]
+    if len(set(tokens)) < len(tokens) or "" in tokens or named:
+        raise TextError(f"{path}: text_tokens holds a token twice, an empty one or a [NAME]{again}")
     return tokens
 
 

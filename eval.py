@@ -22,6 +22,7 @@ import torch
 
 from configurator import configure
 from dataset import (
+    check_name,
     check_trained_on,
     json_paths,
     masked_numbers,
@@ -368,6 +369,11 @@ def evaluate(checkpoints, data, split_names, dev):
     persist = task == "era5" or (
         task == "text" and bool(keys) and meta.get("window") is not None and not mask_all
     )
+    for split in split_names:
+        try:
+            check_name(split, "--splits:")
+        except TextError as e:
+            raise SystemExit(f"error: {e}")
     if not split_names:
         split_names = ["test"] + sorted(
             os.path.basename(p)[:-4] for p in glob.glob(os.path.join(data, "test_ood*.txt"))

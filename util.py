@@ -92,6 +92,9 @@ def lock_holder(path):
             pid = int((f.read().split() or [0])[0])  # "pid" or "pid launch" (train.py)
     except (OSError, ValueError):
         return None, False
+    # garbage (a pid no process can have) is no lock
+    if not 0 <= pid < 2**31:
+        return None, False
     try:
         if pid > 0:
             os.kill(pid, 0)

@@ -271,3 +271,32 @@ def test_a_resume_keeps_a_users_file_that_only_looks_like_a_temporary(dataset, t
     run("train.py", *args, "--max_iters=4", "--resume")
     assert (out / "finetune.tmp.pt").read_text() == "mine"
     assert not (out / "ckpt_latest.x1y2.tmp.pt").exists()
+
+
+@pytest.mark.parametrize("tokens", [["a", "a"], ["a", ""], ["a", "[NUM]"]])
+def test_a_vocabulary_the_tokenizer_could_not_have_written_is_refused(copy, tokens):
+    from dataset import load_text_vocab
+
+    with open(os.path.join(copy, "vocab.json"), "w") as f:
+        json.dump({"text_tokens": tokens}, f)
+    with pytest.raises(ValueError, match="text_tokens holds a token twice, an empty one or a"):
+        load_text_vocab(copy)
+
+
+@pytest.mark.parametrize("splits", [[], ["train", "train"]])
+def test_meta_json_with_no_split_or_one_twice_is_refused(tmp_path, splits):
+    (tmp_path / "train.txt").write_text("(1+2)=3\n")
+    (tmp_path / "meta.json").write_text(json.dumps({"dataset": "arithmetic", "splits": splits}))
+    r = run("tokenize_numbers.py", str(tmp_path), "--encoding=xval", "--workers=1", check=False)
+    assert r.returncode != 0 and "none, or one named twice" in r.stderr
+
+
+def test_a_lock_holding_garbage_is_taken_over(tmp_path):
+    lock = tmp_path / "x.lock"
+    lock.write_text("99999999999999999999")
+    assert take_lock(str(lock)) is None and lock.read_text() == str(os.getpid())
+
+
+def test_eval_refuses_a_split_that_names_a_path(checkpoint):
+    r = run("eval.py", f"--ckpt={checkpoint}", "--splits=../x/test", check=False)
+    assert r.returncode != 0 and "not a plain name" in r.stderr
