@@ -28,9 +28,10 @@ import torch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)  # the core modules
-from batching import accumulation_steps, choose_packing, step_batches  # noqa: E402
+from batching import choose_packing, step_batches  # noqa: E402
 from configurator import configure, defaults  # noqa: E402
 from dataset import Split  # noqa: E402
+from preflight import fit_micro_batch  # noqa: E402
 
 TRAIN = os.path.join(ROOT, "train.py")
 OWN = {"steps": 30, "warmup": 10, "nproc": 1, "record": "", "loader": False, "compare": ""}
@@ -133,7 +134,10 @@ def bench_loader(train_args, cfg, own):
     """Time batching.step_batches alone on one CPU thread: process 0's batches of each step."""
     torch.set_num_threads(1)
     world = own["nproc"]
-    accumulation_steps(cfg["batch_size"], cfg["micro_batch_size"], world)  # train.py's own check
+    # as train.py: the largest micro-batch that fits where micro × processes exceeds the batch
+    cfg["micro_batch_size"] = fit_micro_batch(
+        cfg["batch_size"], cfg["micro_batch_size"], world, print
+    )
     try:
         split = Split(cfg["data_dir"], "train", cfg["encoding"])
     except (FileNotFoundError, ValueError) as e:

@@ -33,7 +33,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)  # the core modules
-from batching import accumulation_steps  # noqa: E402
+from preflight import fit_micro_batch  # noqa: E402
 from bench import bench_trainer  # noqa: E402
 from configurator import configure, defaults  # noqa: E402
 from util import atomic_write_text  # noqa: E402
@@ -203,8 +203,9 @@ def run_bench(samples, tiny, n):
             *([f"--micro_batch_size={micro_batch_size}"] if micro_batch_size else []),
         ]
         cfg = configure(defaults(TRAIN), TRAIN, args)
-        # a clear error if n does not divide
-        accum = accumulation_steps(cfg["batch_size"], cfg["micro_batch_size"], n)
+        # as train.py: the largest micro-batch that fits, or a clear error if none does
+        micro = fit_micro_batch(cfg["batch_size"], cfg["micro_batch_size"], n)
+        accum = cfg["batch_size"] // (micro * n)
         print(
             f"$ python tools/bench.py {' '.join(args)} --steps={steps} --warmup={warmup}"
             f" --nproc={n}",
@@ -218,7 +219,7 @@ def run_bench(samples, tiny, n):
         rows.append(
             [
                 enc,
-                f"{cfg['batch_size']} = {cfg['micro_batch_size']} × {n} × {accum}",
+                f"{cfg['batch_size']} = {micro} × {n} × {accum}",
                 f"{row['tokens/s']:,.0f}",
                 "n/a" if row["MFU %"] is None else f"{row['MFU %']:.1f}",
                 f"{row['ms/step']:,.0f}",
