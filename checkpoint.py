@@ -24,10 +24,9 @@ RESUME_REFUSES = {"model_args": SHAPE.split(), "config": ["batch_size", "seed", 
 
 def claim_out_dir(out_dir, resume, overwrite, master):
     """Make out_dir this run's before the data loads: refuse one that cannot be written, or holds a
-    run unless --resume or --overwrite=True; lock it (rank 0): two runs would interleave their log
-    and checkpoints. Returns (resume, the earlier run's files, which a fresh run removes)."""
+    run unless --resume or --overwrite=True; lock it (rank 0) so two runs never interleave. Returns
+    (resume, the earlier run's files, which a fresh run removes)."""
     lock_path = os.path.join(out_dir, "train.lock")
-    ckpt_path = os.path.join(out_dir, "ckpt_latest.pt")
     # torchrun --max-restarts starts the group again with the same command line after a lost
     # worker: it continues what this launch began (the lock names it) from the last checkpoint,
     # never afresh; no other launch resumes by accident
@@ -40,7 +39,7 @@ def claim_out_dir(out_dir, resume, overwrite, master):
         # rank 0's reading: every process continues, or none
         dist.broadcast_object_list(restarted)
     if restarted[0]:
-        resume = os.path.exists(ckpt_path)
+        resume = os.path.exists(os.path.join(out_dir, "ckpt_latest.pt"))
         overwrite = not resume
     if resume and overwrite:
         raise SystemExit(
@@ -74,15 +73,15 @@ def claim_out_dir(out_dir, resume, overwrite, master):
                 " end or choose another --out_dir (if that process is no train.py run, its pid"
                 f" reused after a crash, delete {lock_path})"
             )
-        # released however the run ends; under torchrun it stays for a restart of the launch to read
+        # released however the run ends; under torchrun it stays for a restart to read
         if not launch:
             atexit.register(release_lock, lock_path)
     return resume, earlier_run
 
 
 def run_files(out_dir):
-    """What train.py and eval.py wrote in out_dir, by name: log.jsonl, the checkpoints, and each of
-    eval.py's reports (P.json, which holds one) with its P.md and P_<split>[_pit|_density].png."""
+    """What train.py and eval.py wrote in out_dir: log.jsonl, the checkpoints, and each eval.py
+    report (P.json, if it holds one) with its P.md and P_<split>[_pit|_density].png."""
     names = set(os.listdir(out_dir))
     ours = {n for n in names if re.fullmatch(r"log\.jsonl|ckpt_(latest|best|\d+)\.pt", n)}
     for name in [n for n in names if re.fullmatch(r"eval[\w.-]*\.json", n)]:
@@ -100,9 +99,8 @@ def run_files(out_dir):
 
 
 def tidy_out_dir(out_dir, resume, iter_num, earlier_run):
-    """(rank 0, the run set to start) Remove checkpoints cut short by a kill; on resume, cut the log
-    back to the checkpoint's step (later steps log again); afresh, remove the earlier run's files.
-    Returns log.jsonl, to append a row at a time."""
+    """(rank 0) Remove checkpoints cut short by a kill; on resume, cut the log back to the
+    checkpoint's step; afresh, remove the earlier run's files. Returns log.jsonl to append to."""
     for name in sorted(os.listdir(out_dir)):
         if re.fullmatch(r"ckpt_(latest|best|\d+)(\.\w+)?\.tmp\.pt", name):
             leftover = os.path.join(out_dir, name)
@@ -112,8 +110,7 @@ def tidy_out_dir(out_dir, resume, iter_num, earlier_run):
     if resume and os.path.exists(log_path):
         with open(log_path, encoding="utf-8", errors="replace") as f:
             lines = f.readlines()
-        # the checkpoint is the truth: rows after its step log again, and a row that is not one
-        # (cut short by a kill, edited) goes
+        # the checkpoint is the truth: rows after its step log again; a broken row (a kill) goes
         rows = [log_row(line) for line in lines]
         kept = [line for line, row in zip(lines, rows) if row and row["iter"] <= iter_num]
         broken = sum(row is None for row in rows)
@@ -124,7 +121,7 @@ def tidy_out_dir(out_dir, resume, iter_num, earlier_run):
                 + (f", and {broken} that are not whole JSON rows of a step" if broken else "")
             )
             atomic_write_text(log_path, "".join(kept))
-    # a fresh run (--overwrite=True where out_dir held one) leaves nothing of an earlier run behind
+    # afresh (--overwrite=True), nothing of the earlier run stays
     if not resume and earlier_run:
         for path in earlier_run:
             os.remove(path)
@@ -136,8 +133,7 @@ def tidy_out_dir(out_dir, resume, iter_num, earlier_run):
 
 
 class AppendLog:
-    """log.jsonl, opened for each row it appends: a run that stops anywhere leaves it whole and
-    nothing open, and every row is on disk as soon as it is written."""
+    """log.jsonl, opened for each row it appends: a run that stops anywhere leaves it whole."""
 
     def __init__(self, path):
         self.path = path
@@ -161,7 +157,7 @@ def log_row(line):
 
 
 def trained_on(path):
-    """For an error about the data on --resume: the data the checkpoint at path knew."""
+    """For an error about the data on --resume: the data the checkpoint at path names."""
     data_dir = os.path.exists(path) and load_checkpoint(path, mmap=True)["config"]["data_dir"]
     if not data_dir:
         return ""
@@ -172,8 +168,8 @@ def trained_on(path):
 
 
 def save_checkpoint(path, model, optimizer, iter_num, best_val_loss, meta):
-    """Write weights, optimizer state, step and meta to path atomically (a crash never leaves half
-    a checkpoint); a write that fails stops the run with one line saying why."""
+    """Write weights, optimizer state, step and meta to path atomically; a write that fails stops
+    the run with one line saying why."""
     checkpoint = dict(model=model.state_dict(), optimizer=optimizer.state_dict(), **meta)
     checkpoint.update(iter_num=iter_num, best_val_loss=best_val_loss)
     try:
@@ -190,10 +186,10 @@ def save_checkpoint(path, model, optimizer, iter_num, best_val_loss, meta):
 
 def stop_unless_finite(values, names, step, ckpt_path, validation=False):
     """The values (floats, named) unless one is NaN or infinite: then every process stops, before
-    the optimizer step (or, validation, the checkpoint) that it would spoil."""
-    what, before = "training loss", "the optimizer step"
+    the optimizer step (or, validation, the checkpoint) it would spoil."""
+    what, before = "training", "the optimizer step"
     if validation:
-        what, before = "validation loss", "writing a checkpoint"
+        what, before = "validation", "writing a checkpoint"
     if bad := ", ".join(f"{n} {v}" for n, v in zip(names, values) if not math.isfinite(v)):
         last = "no checkpoint was written"
         if os.path.exists(ckpt_path):
@@ -201,13 +197,13 @@ def stop_unless_finite(values, names, step, ckpt_path, validation=False):
                 f"{ckpt_path} is untouched: fix the data (then add --changed_data=True) or the"
                 " settings, and --resume from it"
             )
-        stop(f"error: step {step}: non-finite {what} ({bad}); stopped before {before}; {last}")
+        stop(f"error: step {step}: non-finite {what} loss ({bad}); stopped before {before}; {last}")
     return values
 
 
 def resume_from(resume, path, model, optimizer, model_args, config, data_fingerprint, say=None):
-    """(step, best validation loss, changed settings): afresh 0, inf, {}; on resume the checkpoint's
-    at path, loaded into model and optimizer (its moments, this config's hyperparameters)."""
+    """(step, best validation loss, changed settings): afresh 0, inf, {}; on resume those of the
+    checkpoint at path, loaded into model and optimizer (its moments, this config's settings)."""
     if not resume:
         return 0, float("inf"), {}
     if not os.path.exists(path):
@@ -223,7 +219,7 @@ def resume_from(resume, path, model, optimizer, model_args, config, data_fingerp
             f"error: {path}: iter_num {step!r} or best_val_loss {best!r} is no step or loss"
             " (an edited file?)"
         )
-    # a setting added to the model since the checkpoint was written has its default
+    # a model setting newer than the checkpoint has its default
     defaults = {k: f.default for k, f in GPTConfig.__dataclass_fields__.items()}
     if unknown := sorted(set(checkpoint["model_args"]) - set(defaults)):
         raise SystemExit(
@@ -245,7 +241,7 @@ def resume_from(resume, path, model, optimizer, model_args, config, data_fingerp
     # this config's hyperparameters (weight_decay, betas; the same values if unchanged)
     for group, new in zip(optimizer.param_groups, hyper):
         group.update(new)
-    return checkpoint["iter_num"], checkpoint["best_val_loss"], changed
+    return step, best, changed
 
 
 def say_changes(changed, config, iter_num, get_lr):
@@ -263,8 +259,8 @@ def say_changes(changed, config, iter_num, get_lr):
 
 def check_resume(checkpoint, path, model_args, config, data_fingerprint, say=None):
     """Refuse to continue `checkpoint` (from path) with another model shape, sample stream or data
-    (by content, not path: a moved folder is the same data), naming both values; returns the other
-    changed settings, {key: (was, is)}, which apply (`say` notes a finished run)."""
+    (by content: a moved folder is the same data); returns the other changed settings, {key: (was,
+    is)}, which apply (`say` notes a finished run)."""
     for part, keys in RESUME_REFUSES.items():
         for key in keys:
             now = (model_args if part == "model_args" else config)[key]
@@ -301,40 +297,30 @@ def check_resume(checkpoint, path, model_args, config, data_fingerprint, say=Non
             " goes on)"
         )
     saved = checkpoint["config"]
+    run_keys = ("resume", "overwrite", "out_dir", "data_dir", "changed_data")
     return {
-        key: (saved.get(key), value)
-        for key, value in config.items()
-        if key not in ("resume", "overwrite", "out_dir", "data_dir", "changed_data")
-        and saved.get(key) != value
+        k: (saved.get(k), v) for k, v in config.items() if k not in run_keys and saved.get(k) != v
     }
 
 
 def finish(log, out_dir, data_dir, seconds):
     """Close the log, release out_dir, and say where the checkpoints are and how to predict with the
-    best (own data, prepare/text.py's, names its keys in meta.json)."""
+    best (for own data, with a key meta.json names)."""
     log.close()
     with open(os.path.join(data_dir, "meta.json")) as f:
         meta = json.load(f)
     release_lock(os.path.join(out_dir, "train.lock"))
-    ckpt_path = os.path.join(out_dir, "ckpt_latest.pt")
-    best_path = os.path.join(out_dir, "ckpt_best.pt")
-    found = [
-        f"{data_dir}/{s}.txt" for s in ("test", "val") if os.path.exists(f"{data_dir}/{s}.txt")
-    ]
-    # none is best when no validation beat step 0
-    best = best_path if os.path.exists(best_path) else ckpt_path
-    which = "--mask_last"
+    last, best = (os.path.join(out_dir, f"ckpt_{name}.pt") for name in ("latest", "best"))
+    found = [f"{data_dir}/{s}.txt" for s in ("test", "val")]
+    found = [path for path in found if os.path.exists(path)] + ["FILE"]
+    which = f"{best} has the lowest validation loss, "
+    if not os.path.exists(best):
+        best, which = last, "no validation beat step 0; "
+    mask = "--mask_last"
     if meta.get("dataset") == "text" and meta.get("scales"):
-        which = f"--mask_key={meta.get('mask_key') or next(iter(meta['scales']))}"
-    predict = shell_line(
-        "python", "sample.py", f"--ckpt={best}", f"--input={(found or ['FILE'])[0]}", which
-    )
+        mask = f"--mask_key={meta.get('mask_key') or next(iter(meta['scales']))}"
+    predict = shell_line("python", "sample.py", f"--ckpt={best}", f"--input={found[0]}", mask)
     print(
-        f"done in {format_duration(seconds)}: checkpoints in {out_dir}/ ("
-        + (
-            f"{best_path} has the lowest validation loss, "
-            if best == best_path
-            else "no validation beat step 0; "
-        )
-        + f"{ckpt_path} the last step); predict with:\n  {predict}"
+        f"done in {format_duration(seconds)}: checkpoints in {out_dir}/ ({which}{last} the last"
+        f" step); predict with:\n  {predict}"
     )

@@ -30,8 +30,8 @@ MAX_VALUE = 1e18
 
 
 def first_index(n, bad, chunk=1 << 22):
-    """The first index below n where bad(a slice) holds, or None: vectorised, in bounded memory
-    (memory-mapped arrays are read a chunk at a time)."""
+    """The first index below n where bad(a slice) holds, or None, a chunk at a time (memory-mapped
+    arrays stay on disk)."""
     for start in range(0, n, chunk):
         hits = np.flatnonzero(bad(slice(start, start + chunk)))
         if len(hits):
@@ -97,8 +97,8 @@ _NAME = re.compile(r"\w[\w.-]*")
 
 
 def check_name(name, what):
-    """A name read from a file that becomes part of a path (a split, an encoding) must be a plain
-    name: the path stays inside its folder."""
+    """A name from a file that becomes part of a path (a split, an encoding) must be plain: the
+    path stays inside its folder."""
     if not (isinstance(name, str) and _NAME.fullmatch(name) and ".." not in name):
         raise TextError(
             f"{what} {name!r} is not a plain name (letters, digits, _ . - and no '..'); "
@@ -125,8 +125,8 @@ def require_dataset(data_dir):
 
 
 def dataset_splits(data_dir, plain_text=False):
-    """The split names of a dataset, train first, and the meta.json to write (None: it stands);
-    text files of your own (plain_text) have the splits their files name."""
+    """A dataset's split names, train first, and the meta.json to write (None: it stands); text
+    files of your own (plain_text) have the splits their files name."""
     meta_path, meta, new_meta = os.path.join(data_dir, "meta.json"), None, None
     if not (plain_text and os.path.isdir(data_dir) and not os.path.exists(meta_path)):
         meta = read_meta(data_dir)
@@ -168,8 +168,8 @@ def dataset_splits(data_dir, plain_text=False):
 
 
 def read_json(path, keys=(), again=""):
-    """A JSON object from a file; one that is cut short, not an object or without one of `keys`
-    is a TextError naming the file."""
+    """A JSON object from a file; one cut short, not an object or without one of `keys` is a
+    TextError naming the file."""
     check_regular(path)
     try:
         with open(path, encoding="utf-8") as f:
@@ -197,7 +197,7 @@ def load_text_vocab(data_dir):
     tokens = read_json(path, ("text_tokens",), again)["text_tokens"]
     if not (isinstance(tokens, list) and all(isinstance(t, str) for t in tokens)):
         raise TextError(f"{path}: text_tokens is not a list of strings{again}")
-    # what the tokenizer never writes: a token twice, an empty one, a control token's name
+    # never written by the tokenizer: a token twice, an empty one, a control token's name
     named = [t for t in tokens if t[:1] == "[" and re.fullmatch(r"\[\w+\]", t)]
     if len(set(tokens)) < len(tokens) or "" in tokens or named:
         raise TextError(f"{path}: text_tokens holds a token twice, an empty one or a [NAME]{again}")
@@ -231,9 +231,8 @@ def number_paths(line, n_numbers, where, what):
 
 
 def masked_numbers(line, pieces, where, keys=(), every=False):
-    """{quantity: indices of the numbers masked together, in reading order} of a line split into
-    pieces: the last number under each JSON key of keys (every: all of them), or without keys the
-    line's last number."""
+    """{quantity: indices of the numbers masked together, in reading order} of a line's pieces: the
+    last number under each JSON key of keys (every: all), or without keys the line's last."""
     n_numbers = sum(kind == "num" for kind, _ in pieces)
     if not keys:
         if not n_numbers:
@@ -246,8 +245,8 @@ def masked_numbers(line, pieces, where, keys=(), every=False):
 
 
 def under_key(names, key, where):
-    """The numbers (indices) under key: a top-level key, or a path (meta.t) to a nested one; names:
-    each number's keys."""
+    """The indices of the numbers under key, a top-level key or a path (meta.t) to a nested one;
+    names: each number's keys."""
     top = [i for i, n in enumerate(names) if n[:1] == [key]]
     path = key.split(".")
     nested = [i for i, n in enumerate(names) if len(path) > 1 and n[: len(path)] == path]
@@ -271,9 +270,9 @@ class KeyAbsent(TextError):
 
 
 def fingerprint(data_dir, encoding):
-    """Short digests of the data a model trains on, which checkpoints record: "meta" of meta.json
-    less the command line, "arrays" of vocab.json and the ends of the train and val arrays (None
-    where they are not written). A moved dataset is the same data; one prepared again is not."""
+    """Short digests of the data a model trains on, for checkpoints: "meta" of meta.json less the
+    command, "arrays" of vocab.json and the ends of the train and val arrays (None: not written).
+    A moved dataset is the same data; one prepared again is not."""
     meta = {k: v for k, v in read_meta(data_dir).items() if k != "command"}
     digests = {"meta": hashlib.sha1(json.dumps(meta, sort_keys=True).encode()).hexdigest()[:16]}
     try:
@@ -314,25 +313,21 @@ def check_trained_on(checkpoint, path, data_dir, changed_data=False):
 
 
 def vocab_digest(text_tokens):
-    """A short fingerprint of a text vocabulary, to catch arrays tokenized with another one."""
+    """A short digest of a text vocabulary, to catch arrays tokenized with another one."""
     return hashlib.sha1(json.dumps(text_tokens).encode()).hexdigest()[:12]
 
 
 def write_split(
     folder, split, encodings, text_tokens, encode_lines, vocabs, workers=1, chunk=1000, staged=None
 ):
-    """Encode <split>.txt into <encoding>/<split>.{ids,values,offsets}.npy and a JSON summary for
-    each of `encodings` with the tokenizer encode_lines, a chunk of lines at a time, in temporary
-    files whose (temporary, final) names are added to `staged` (None: renamed at once)."""
+    """Encode <split>.txt with encode_lines, a chunk of lines at a time, into
+    <encoding>/<split>.{ids,values,offsets}.npy and a JSON summary for each of `encodings`, in
+    temporary files whose (temporary, final) names go to `staged` (None: renamed at once)."""
     path, tmp = os.path.join(folder, f"{split}.txt"), f"{os.getpid()}.tmp"
     bases = {enc: os.path.join(folder, enc, split) for enc in encodings}
     for base in bases.values():
         os.makedirs(os.path.dirname(base), exist_ok=True)
-    raw = {
-        (enc, name): open_new(f"{base}.{name}.{tmp}")
-        for enc, base in bases.items()
-        for name in ("ids", "values")
-    }
+    raw = {(e, n): open_new(f"{b}.{n}.{tmp}") for e, b in bases.items() for n in ("ids", "values")}
     parts = {enc: [] for enc in encodings}
     pool = Pool(workers, worker_signals) if workers > 1 else None
     size = os.path.getsize(path)
@@ -375,25 +370,16 @@ def write_split(
         with open_new(f"{base}.offsets.{tmp}.npy") as out:
             np.save(out, np.r_[0, np.cumsum(lengths)].astype(np.int64))
         counts = {k: sum(p[2][k] for p in parts[enc]) for k in ("clipped", "zero")}
-        summaries.append(
-            dict(
-                split=split,
-                encoding=enc,
-                samples=len(lengths),
-                tokens=int(lengths.sum()),
-                tokens_per_sample_mean=round(float(lengths.mean()), 2),
-                tokens_per_sample_max=int(lengths.max()),
-                numbers_per_sample_mean=round(float(numbers.mean()), 2),
-                numbers_per_sample_max=int(numbers.max()),
-                largest_abs=max(p[3] for p in parts[enc]),
-                clipped=counts["clipped"],
-                flushed_to_zero=counts["zero"],
-                vocab_size=len(vocabs[enc]),
-                vocab_digest=vocab_digest(text_tokens),
-                text_bytes=size,
-            )
-        )
-        atomic_write_text(f"{base}.{tmp}.json", json.dumps(summaries[-1], indent=1))
+        s = dict(split=split, encoding=enc, samples=len(lengths), tokens=int(lengths.sum()))
+        s.update(tokens_per_sample_mean=round(float(lengths.mean()), 2))
+        s.update(tokens_per_sample_max=int(lengths.max()))
+        s.update(numbers_per_sample_mean=round(float(numbers.mean()), 2))
+        s.update(numbers_per_sample_max=int(numbers.max()))
+        s.update(largest_abs=max(p[3] for p in parts[enc]), clipped=counts["clipped"])
+        s.update(flushed_to_zero=counts["zero"], vocab_size=len(vocabs[enc]))
+        s.update(vocab_digest=vocab_digest(text_tokens), text_bytes=size)
+        summaries.append(s)
+        atomic_write_text(f"{base}.{tmp}.json", json.dumps(s, indent=1))
         for name in ("ids", "values", "offsets"):
             moves.append((f"{base}.{name}.{tmp}.npy", f"{base}.{name}.npy"))
         moves.append((f"{base}.{tmp}.json", f"{base}.json"))
@@ -441,8 +427,7 @@ class Split:
                 f"{base}.json describes split {summary['split']!r} of {summary['encoding']!r}, not"
                 f" {split!r} of {encoding!r}; {again}"
             )
-        # the four files are written together: offsets that do not span the others' come from
-        # another run
+        # the four files are written together: offsets not spanning the others' are another run's
         o, samples = self.offsets, summary["samples"]
         spans = o.ndim == 1 and o.dtype.kind in "iu" and len(o) > 1 and o[0] == 0
         spans = spans and bool(np.all(o[1:] > o[:-1]))
@@ -464,13 +449,14 @@ class Split:
         vocab_size = len(vocab) if vocab else summary.get("vocab_size")
         self.check_arrays(vocab_size, vocab and vocab.num_id, again)
 
-    def sample_of(self, position):
-        """The index of the sample holding token `position`."""
-        return int(np.searchsorted(self.offsets, position, side="right")) - 1
+    def at(self, position):
+        """The sample holding token `position`, and its line of the text."""
+        i = int(np.searchsorted(self.offsets, position, side="right")) - 1
+        return f"sample {i} (line {i + 1} of {self.split}.txt)"
 
     def check_arrays(self, vocab_size, num_id, again):
-        """Refuse token ids outside the vocabulary and numbers not finite or beyond ±MAX_VALUE at
-        start, not as a crash or a NaN loss hours in."""
+        """Refuse token ids outside the vocabulary and numbers not finite or beyond ±MAX_VALUE now,
+        not as a crash or a NaN loss hours in."""
         ids, values, where = self.ids, self.values, self.base
         if ids.ndim != 1 or ids.dtype.kind not in "iu" or values.ndim != 1 or values.dtype != "f4":
             raise ValueError(
@@ -481,28 +467,26 @@ class Split:
             raise ValueError(f"{where}.json has no vocab_size; {again}")
         bad = first_index(len(ids), lambda s: (ids[s] < 0) | (ids[s] >= vocab_size))
         if bad is not None:
-            i = self.sample_of(bad)
             raise ValueError(
-                f"{where}.ids.npy: sample {i} (line {i + 1} of {self.split}.txt) holds token id "
-                f"{int(ids[bad])}, outside the vocabulary of {vocab_size}; {again}"
+                f"{where}.ids.npy: {self.at(bad)} holds token id {int(ids[bad])}, outside the"
+                f" vocabulary of {vocab_size}; {again}"
             )
         # xVal multiplies every embedding by its value: 1.0 but at [NUM]
         if num_id is not None:
             bad = first_index(len(ids), lambda s: (ids[s] != num_id) & (values[s] != 1))
             if bad is not None:
-                i = self.sample_of(bad)
                 raise ValueError(
-                    f"{where}.values.npy: sample {i} (line {i + 1} of {self.split}.txt) holds"
-                    f" {float(values[bad]):g} at a token that is no number (1.0 expected); {again}"
+                    f"{where}.values.npy: {self.at(bad)} holds {float(values[bad]):g} at a token"
+                    f" that is no number (1.0 expected); {again}"
                 )
         bad = first_index(len(values), lambda s: ~(np.abs(values[s]) <= MAX_VALUE))
         if bad is not None:
-            i, x = self.sample_of(bad), float(values[bad])
+            x = float(values[bad])
             what = f"{x:.4g}, beyond ±{MAX_VALUE:g}, which float32 cannot square; scale the numbers"
             what = what + " to order 1" if math.isfinite(x) else "a non-finite number"
             raise ValueError(
-                f"{where}.values.npy: sample {i} (line {i + 1} of {self.split}.txt) holds {what}"
-                "; remove or rescale it and tokenize again"
+                f"{where}.values.npy: {self.at(bad)} holds {what}; remove or rescale it and"
+                " tokenize again"
             )
 
     def __len__(self):
@@ -514,7 +498,7 @@ class Split:
 
 
 def temporaries(data_dir, pid):
-    """The temporary files of process pid in a dataset's folders: their names carry its pid."""
+    """The temporary files of process pid in a dataset's folders (their names hold the pid)."""
     if not os.path.isdir(data_dir):
         return []
     folders = [e.path for e in os.scandir(data_dir) if e.is_dir()]
@@ -522,8 +506,8 @@ def temporaries(data_dir, pid):
 
 
 def lock(data_dir):
-    """Take <data_dir>/tokenize.lock: two runs never write one dataset at once; a killed run's
-    lock is replaced and its temporary files removed."""
+    """Take <data_dir>/tokenize.lock: two runs never write one dataset at once; a killed run's lock
+    is replaced, its temporary files removed."""
 
     def clean(pid):
         stale = temporaries(data_dir, pid)
@@ -544,9 +528,9 @@ def lock(data_dir):
 
 
 def write_arrays(args, encodings, encode_lines, build_text_vocab, make_vocab):
-    """Every split of args.data_dir in each of `encodings`, renamed into place only once all are
-    encoded; vocab.json from train.txt if there is none (or --rebuild-vocab). A failed or stopped
-    run (SIGTERM too) leaves the dataset as it was. Returns the summaries."""
+    """Every split of args.data_dir in each of `encodings`, renamed into place once all are encoded;
+    vocab.json from train.txt if there is none (or --rebuild-vocab). A failed or stopped run
+    (SIGTERM too) leaves the dataset as it was. Returns the summaries."""
     data_dir = args.data_dir
     new_dirs = [os.path.join(data_dir, enc) for enc in encodings]
     new_dirs = [d for d in new_dirs if not os.path.exists(d)]
@@ -620,8 +604,7 @@ def write_arrays(args, encodings, encode_lines, build_text_vocab, make_vocab):
 
 
 def command(argv, encodings_known, encode_lines, build_text_vocab, make_vocab):
-    """tokenize_numbers.py's command line, given its tokenizer: write a dataset's arrays, or print
-    its statistics."""
+    """tokenize_numbers.py's command line: write a dataset's arrays, or print its statistics."""
     known = ", ".join(encodings_known)
     p = argparse.ArgumentParser(
         description="Tokenize a prepared dataset into arrays, or print its token statistics."

@@ -13,8 +13,8 @@ from util import pick_device
 
 
 def init_processes(device, threads):
-    """(ddp, rank, local_rank, world_size, device) of this process (device: util.pick_device's).
-    Under torchrun (ddp) it joins the process group: NCCL on a GPU of its own, else gloo."""
+    """(ddp, rank, local_rank, world_size, device) of this process; under torchrun (ddp) it joins
+    the process group: NCCL on a GPU of its own, else gloo."""
     ddp = "RANK" in os.environ
     rank = int(os.environ.get("RANK", 0))
     local_rank = int(os.environ.get("LOCAL_RANK", 0))
@@ -31,16 +31,16 @@ def init_processes(device, threads):
 
 
 def torchrun_launch():
-    """The torchrun launch this process belongs to, the same after torchrun restarts it: its run id
-    (--rdzv_id; a new one each --standalone launch), else its local agent; None outside torchrun."""
+    """This process's torchrun launch, the same after a restart: its run id (--rdzv_id; new each
+    --standalone launch), else its local agent; None outside torchrun."""
     run_id = os.environ.get("TORCHELASTIC_RUN_ID")
     return f"agent-{socket.gethostname()}-{os.getppid()}" if run_id == "none" else run_id
 
 
 def torchrun_store(rank):
     """init_process_group's store under torchrun, or None (env://). torchrun keeps one store across
-    a launch's restarts (torch 2.13), where a restarted group could read the lost group's addresses:
-    a prefix per start of each rank keeps each group to its own keys."""
+    a launch's restarts, where a restarted group could read the lost group's addresses: a prefix
+    per start of each rank keeps each group to its own keys."""
     if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True":
         return None
     store = dist.TCPStore(
@@ -51,7 +51,7 @@ def torchrun_store(rank):
 
 def note_sigterm():
     """From now on a SIGTERM (how SLURM and Kubernetes preempt a job) is noted in the list returned,
-    for the loop to stop where it can save; a second one ends the process at once."""
+    for the loop to stop where it can save; a second ends the process at once."""
     noted = []
 
     def note(signum, frame):
@@ -69,8 +69,8 @@ def print0(*args):
 
 
 def stop(message, barrier=False):
-    """End the run with one line per machine. Every process stops at the same step, so none waits in
-    a collective; barrier: first wait for all (for rank 0's checkpoint)."""
+    """End the run with one line per machine; every process stops at the same step, so none waits in
+    a collective. barrier: first wait for all (for rank 0's checkpoint)."""
     if dist.is_initialized():
         if barrier:
             dist.barrier()
@@ -86,8 +86,8 @@ def stop_after_sigterm(step, ckpt_path):
 
 def end_processes():
     """End a finished run's processes (none outside torchrun): wait for rank 0's last checkpoint,
-    then leave without the interpreter's teardown, in which gloo's threads, still held by DDP, can
-    abort a finished run (exit code -6, 1 run in 25 on a busy CPU)."""
+    then leave without the interpreter's teardown, where gloo's threads, still held by DDP, can
+    abort a finished run (exit code -6)."""
     if dist.is_initialized():
         dist.barrier()
         dist.destroy_process_group()

@@ -21,29 +21,13 @@ import numpy as np
 import torch
 
 from configurator import configure
-from dataset import (
-    check_name,
-    check_trained_on,
-    json_paths,
-    masked_numbers,
-    number_paths,
-    read_meta,
-    read_samples,
-)
+from dataset import check_name, check_trained_on, json_paths, masked_numbers, number_paths
+from dataset import read_meta, read_samples
 from mixture import mixture_cdf, mixture_nll, mixture_of, mixture_quantile
 from predict import ask_numbers, fill_in, load_model
 from tokenize_numbers import TextError, encode_pieces, split_text
-from util import (
-    accuracy,
-    adjusted_r_squared,
-    atomic_write_text,
-    format_number,
-    load_checkpoint,
-    mse,
-    pick_device,
-    r_squared,
-    run_main,
-)
+from util import accuracy, adjusted_r_squared, atomic_write_text, format_number, load_checkpoint
+from util import mse, pick_device, r_squared, run_main
 
 # -- config: python eval.py --help
 ckpt = ""  # checkpoint(s) of one setting, separated by spaces: several seeds are combined
@@ -77,8 +61,8 @@ NOT_THE_SETTING = set(
 
 
 def metrics(task, y, yhat, meta, scale=None):
-    """Every metric of one quantity from truths and predictions (NaN: invalid); with scale, a
-    (center, spread), also in original units (value · spread + center)."""
+    """Every metric of one quantity's predictions (NaN: invalid); with scale (center, spread), also
+    in original units (value · spread + center)."""
     y, yhat = np.asarray(y, float), np.asarray(yhat, float)
     valid = int((~np.isnan(yhat)).sum())
     m = {"n": len(y), "valid": valid, "mse": mse(y, yhat)}
@@ -126,8 +110,7 @@ def mixture_crps(num, y):
 
 
 def distribution_metrics(y, mixture):
-    """The scores of predicted mixtures (n, 3K) against truths y (n,): NLL, CRPS, coverage of the
-    central 50% and 90%."""
+    """NLL, CRPS and coverage of the central 50% and 90% of mixtures (n, 3K) at truths y (n,)."""
     y, num = torch.as_tensor(np.asarray(y, float)), torch.as_tensor(np.asarray(mixture, float))
     pit = mixture_cdf(num, y)
     return {
@@ -147,8 +130,8 @@ def last_steps(paths):
 
 
 def masked_groups(task, line, where, keys=(), every=False):
-    """The fill-in passes of one sample: (split_text's pieces, {quantity: indices of the numbers
-    masked together}, in reading order)."""
+    """(split_text's pieces, {quantity: indices of the numbers masked together, in reading order})
+    of one sample."""
     pieces = split_text(line, where)
     if task in ("arithmetic", "lookup", "text"):
         groups = masked_numbers(line, pieces, where, keys if task == "text" else (), every)
@@ -168,8 +151,8 @@ def masked_groups(task, line, where, keys=(), every=False):
 
 
 def previous_values(line, indices, where, what):
-    """Persistence: for each masked number (index in reading order) the number before it in its
-    list, a series' previous step; None for a number that is not in a list."""
+    """Persistence: each masked number's (index in reading order) predecessor in its list, a series'
+    previous step; None for a number in no list."""
     record = json.loads(line)
     paths, out = list(json_paths(record)), []
     for i in indices:
@@ -213,8 +196,8 @@ def task_of(meta, path):
 def masked_samples(
     task, lines, vocab, where, keys=(), every=False, persistence=False, block_size=None
 ):
-    """Every masked group of every line, encoded: {quantity: (samples, truths, previous)}: fill_in's
-    (ids, values, ask), the masked numbers, and with persistence each one's previous step."""
+    """{quantity: (samples, truths, previous)} of every masked group of every line: fill_in's (ids,
+    values, ask), the masked numbers, and with persistence each one's previous step."""
     jobs = {}
     for number, line in enumerate(lines, 1):
         at = f"{where}:{number}"
@@ -247,8 +230,8 @@ def masked_samples(
 
 
 def predict(model, vocab, jobs, dev):
-    """Fill in the masked samples: {quantity: (truths, predictions (NaN: invalid), fill_in's counts,
-    a GMM head's outputs (numbers, 3K) or None)}."""
+    """{quantity: (truths, predictions (NaN: invalid), fill_in's counts, GMM outputs (numbers, 3K)
+    or None)} of the masked samples."""
     results = {}
     for quantity, (samples, truths, _) in jobs.items():
         # similar lengths share a batch
@@ -266,8 +249,8 @@ def predict(model, vocab, jobs, dev):
 
 def combine(task, runs, meta, scale=None):
     """One quantity over seeds, runs = [(truths, predictions, counts, mixtures)]: each metric's mean
-    and std, and the metrics of the per-point median of the seeds' valid predictions. GMM heads
-    add the distribution's metrics, and the first seed's PIT values and mixtures for plots."""
+    and std, and those of the per-point median of the seeds' valid predictions; GMM heads add the
+    distribution's, and the first seed's PIT values and mixtures."""
     truths = runs[0][0]
     seeds = []
     for _, preds, counts, mixture in runs:
@@ -300,7 +283,7 @@ def combine(task, runs, meta, scale=None):
 
 def check_seeds(checkpoints):
     """Checkpoints averaged as seeds must be runs of one setting: the same vocabulary, data and
-    settings but the seed (NOT_THE_SETTING aside), each run once. Returns the first one's."""
+    settings but the seed (and NOT_THE_SETTING), each once. Returns the first's."""
     first, seen, seeds = None, set(), {}
     for path in checkpoints:
         if os.path.realpath(path) in seen:
@@ -345,8 +328,7 @@ def check_seeds(checkpoints):
 
 
 def training_means(task, data, keys, every):
-    """text: each quantity's mean over the training split's masked numbers, the baseline that
-    predicts it."""
+    """text: each quantity's mean over the training split's masked numbers (a baseline)."""
     path, numbers = os.path.join(data, "train.txt"), {}
     for number, line in read_samples(path, required=False):
         pieces, groups = masked_groups(task, line, f"{path}:{number}", keys, every)
@@ -357,8 +339,7 @@ def training_means(task, data, keys, every):
 
 
 def evaluate(checkpoints, data, split_names, dev):
-    """The report of one setting: every split × quantity, per seed and combined, the baselines, and
-    warnings."""
+    """One setting's report: every split × quantity, per seed and combined, baselines, warnings."""
     meta = read_meta(data)
     task = task_of(meta, os.path.join(data, "meta.json"))
     keys = [mask_key] if mask_key else list(meta.get("scales") or {}) if task == "text" else []
@@ -370,10 +351,7 @@ def evaluate(checkpoints, data, split_names, dev):
         task == "text" and bool(keys) and meta.get("window") is not None and not mask_all
     )
     for split in split_names:
-        try:
-            check_name(split, "--splits:")
-        except TextError as e:
-            raise SystemExit(f"error: {e}")
+        check_name(split, "--splits:")
     if not split_names:
         split_names = ["test"] + sorted(
             os.path.basename(p)[:-4] for p in glob.glob(os.path.join(data, "test_ood*.txt"))
@@ -408,9 +386,8 @@ def evaluate(checkpoints, data, split_names, dev):
         report["splits"][split] = {}
         for quantity, (_, truths, previous) in jobs[split].items():
             scale = scale_of(task, meta, quantity)
-            r = report["splits"][split][quantity] = combine(
-                task, [s[split][quantity] for s in per_seed], meta, scale
-            )
+            runs = [s[split][quantity] for s in per_seed]
+            r = report["splits"][split][quantity] = combine(task, runs, meta, scale)
             invalid = sum(s["n"] - s["valid"] for s in r["per_seed"])
             if invalid:
                 report["warnings"].append(
@@ -420,9 +397,8 @@ def evaluate(checkpoints, data, split_names, dev):
             if previous and None not in previous:
                 r["persistence"] = metrics(task, truths, previous, meta, scale)
             if quantity in means:
-                r["train_mean"] = metrics(
-                    task, truths, [means[quantity]] * len(truths), meta, scale
-                )
+                mean = [means[quantity]] * len(truths)
+                r["train_mean"] = metrics(task, truths, mean, meta, scale)
     return report, meta
 
 
@@ -452,8 +428,8 @@ def fmt(x):
 
 
 def markdown(report):
-    """The table of one setting (split × quantity: mean ± std over seeds, the median's MSE), the
-    baselines and the warnings."""
+    """The table of one setting (split × quantity: mean ± std over seeds, the median's MSE),
+    baselines and warnings."""
     rows = [(s, q, r) for s, quantities in report["splits"].items() for q, r in quantities.items()]
     # xVal: the rate of invalid predictions only where there are any
     hidden = "invalid_rate" if report["encoding"] == "xval" else "not_num_rate"
@@ -488,8 +464,7 @@ def markdown(report):
 
 
 def report_prefix(checkpoints, data, trained_on):
-    """Where the report goes, checked writable before the evaluation: --out, or beside the first
-    checkpoint (docs/training.md#evaluate)."""
+    """Where the report goes (--out, or beside the first checkpoint), checked writable first."""
     name = "eval"
     if os.path.realpath(data) != os.path.realpath(trained_on):
         name += "_" + os.path.basename(os.path.normpath(data))
@@ -518,21 +493,21 @@ def write_plots(report, meta, prefix):
     import matplotlib.pyplot as plt
 
     task = report["task"]
+    # planets: the only step sizes seen in training; training's innermost planet has a = 1
+    seen = {("dt", "test_ood_stepsize"): meta.get("train_stepsizes", [])}
+    seen["a0", "test_ood_a0"] = [1.0]
     for split, quantities in report["splits"].items():
         n = len(quantities)
         fig, axes = plt.subplots(1, n, figsize=(3.6 * n, 3.4), squeeze=False)
         for ax, (quantity, r) in zip(axes[0], quantities.items()):
             y = np.array(r["truth"], float)
             p = np.array([math.nan if v is None else v for v in r["median"]], float)
-            lo, hi = np.nanmin(np.concatenate([y, p])), np.nanmax(np.concatenate([y, p]))
+            both = np.concatenate([y, p])
+            lo, hi = np.nanmin(both), np.nanmax(both)
             ax.plot([lo, hi], [lo, hi], color="0.6", lw=1)
             ax.scatter(y, p, s=4, alpha=0.4)
-            # the only step sizes seen in training; training's innermost planet has a = 1
-            if task == "planets" and (quantity, split) == ("dt", "test_ood_stepsize"):
-                for s in meta.get("train_stepsizes", []):
-                    ax.axvline(s, color="C3", ls="--", lw=1)
-            if task == "planets" and (quantity, split) == ("a0", "test_ood_a0"):
-                ax.axvline(1.0, color="C3", ls="--", lw=1)
+            for x in seen.get((quantity, split), []) if task == "planets" else []:
+                ax.axvline(x, color="C3", ls="--", lw=1)
             # values never seen in training
             if task == "lookup" and split == "test_ood":
                 ax.axvspan(*meta["gap"], color="C3", alpha=0.1)
@@ -551,8 +526,7 @@ def save_figure(plt, fig, title, path):
 
 
 def write_distribution_plots(task, split, quantities, prefix, plt):
-    """GMM heads: PIT histograms per quantity, and the first predicted densities with their
-    truths."""
+    """GMM heads: PIT histograms per quantity, and the first predicted densities with truths."""
     n = len(quantities)
     fig, axes = plt.subplots(1, n, figsize=(3.2 * n, 2.8), squeeze=False)
     for ax, (quantity, r) in zip(axes[0], quantities.items()):
@@ -564,7 +538,7 @@ def write_distribution_plots(task, split, quantities, prefix, plt):
         ax.set(title=title, xlabel="PIT", ylim=(0, None))
     what = "PIT (predicted CDF at the truth; coverage of central intervals)"
     save_figure(plt, fig, f"{task} · {split} · {what}", f"{prefix}_pit.png")
-    k = min(DENSITY_SAMPLES, min(len(r["mixture"]) for r in quantities.values()))
+    k = min(DENSITY_SAMPLES, *(len(r["mixture"]) for r in quantities.values()))
     fig, axes = plt.subplots(n, k, figsize=(2.8 * k, 2.2 * n), squeeze=False)
     for row, (quantity, r) in zip(axes, quantities.items()):
         for i, ax in enumerate(row[:k]):

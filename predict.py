@@ -11,16 +11,8 @@ from batching import collate, fill_in_example, to_device
 from dataset import MAX_VALUE, KeyAbsent, masked_numbers
 from mixture import mixture_mean, mixture_quantile, mixture_sample, mixture_std
 from model import GPT, GPTConfig
-from tokenize_numbers import (
-    ASK,
-    EOS_ID,
-    TOKENS_PER_NUMBER,
-    TextError,
-    Vocab,
-    encode_pieces,
-    number_spans,
-    split_text,
-)
+from tokenize_numbers import ASK, EOS_ID, TOKENS_PER_NUMBER, TextError, Vocab, encode_pieces
+from tokenize_numbers import number_spans, split_text
 from util import format_number, load_checkpoint
 
 
@@ -54,7 +46,7 @@ def generate(
 ):
     """Append up to max_new_tokens tokens (greedy, or sampled at temperature) until the token stop
     (None: never); a new [NUM] takes the number head's value (GMM: a draw, or the mean). Returns
-    ids, values, and the number head's values and GMM outputs (1, 3K) at the new tokens."""
+    ids, values, and the number head's values and GMM outputs (1, 3K) at new tokens."""
     ids, values, nums, mixtures = list(ids), list(values), [], []
     dev = next(model.parameters()).device
     for _ in range(max_new_tokens):
@@ -80,7 +72,7 @@ def generate(
 
 
 def predict_masked(model, chunk, device):
-    """MLM, one pass: per sample the token ids, values and GMM outputs at its asked tokens."""
+    """MLM, one pass: each sample's token ids, values and GMM outputs at its asked tokens."""
     batch = to_device(collate([fill_in_example(*s) for s in chunk]), device)
     h = model.trunk(batch["ids"], batch["values"], pos=batch["pos"], doc=batch["doc"])
     # only where something is asked: (N, V), (N,) or (N, 3K)
@@ -93,8 +85,8 @@ def predict_masked(model, chunk, device):
 
 
 def predict_causal(model, vocab, chunk):
-    """A causal model generates each asked number greedily from the true text before it, earlier
-    asked numbers as generated. Same yields as predict_masked."""
+    """Causal: each asked number generated greedily from the true text before it, earlier asked
+    numbers as generated. Yields as predict_masked."""
     width = TOKENS_PER_NUMBER[vocab.encoding]
     for ids, values, ask in chunk:
         starts, ids, values = np.flatnonzero(ask)[::width], list(ids), list(values)
@@ -113,9 +105,9 @@ def predict_causal(model, vocab, chunk):
 
 @torch.no_grad()
 def fill_in(model, vocab, samples, device="cpu", batch_size=64, mixtures=None):
-    """The numbers asked in samples ((ids, values, ask)): a list of values per sample and counts of
-    'numbers', 'invalid' (NaN or inf) and 'not_num' (xVal: the token head's argmax is not [NUM]).
-    GMM: the mixture mean; mixtures receives each sample's (n, 3K)."""
+    """The numbers asked in samples ((ids, values, ask)): values per sample and counts of 'numbers',
+    'invalid' (NaN or inf) and 'not_num' (xVal: the token head's argmax is not [NUM]). GMM: the
+    mixture mean; mixtures receives each sample's (n, 3K)."""
     predictions, counts = [], {"numbers": 0, "invalid": 0, "not_num": 0}
     width = TOKENS_PER_NUMBER[vocab.encoding]
     for start in range(0, len(samples), batch_size):
@@ -169,9 +161,9 @@ def ask_numbers(pieces, indices):
 
 
 def encode_line(line, where, vocab, block_size, causal=False, mask=None, mask_all=False):
-    """((ids, values, ask), truths, text with [?]) of one input line; a TextError naming the line if
-    the model cannot predict it. mask: None predicts the line's [?]; "" masks its last number, a
-    key the last number under that JSON key (mask_all: every number under it)."""
+    """((ids, values, ask), truths, text with [?]) of an input line, or a TextError naming it. mask:
+    None predicts the line's [?]; "" masks its last number, a key the last number under that JSON
+    key (mask_all: every number under it)."""
     if spaced := re.search(r"\[\s*\?\s*\]", line.replace(ASK, "")):
         raise TextError(
             f"{where}: {spaced.group()!r} looks like the marker {ASK}; write {ASK} without spaces"

@@ -1,6 +1,6 @@
 """What train.py checks and fits to the machine before it builds anything large, each said in one
-line: samples longer than the context, micro-batches the processes cannot share, attention that
-cannot fit, a bad validation split, the precision, torch.compile where it cannot work."""
+line: samples longer than the context, micro-batches, attention memory, the validation split, the
+precision, torch.compile."""
 
 import os
 from contextlib import nullcontext
@@ -27,8 +27,8 @@ def check_lengths(data_dir, encoding, train, val, block_size, packing, pack_leng
 
 
 def fit_micro_batch(batch_size, micro_batch_size, world_size, say=None):
-    """micro_batch_size or, where micro_batch_size × world_size exceeds batch_size, the largest
-    micro-batch that shares it out (`say` tells); an error unless they make up the batch exactly."""
+    """micro_batch_size or, where micro_batch_size × world_size exceeds batch_size, the largest that
+    shares it out (`say` tells); an error unless they make up the batch exactly."""
     fits = [m for m in range(1, micro_batch_size) if batch_size % (m * world_size) == 0]
     if micro_batch_size * world_size > batch_size and fits:
         if say:
@@ -44,9 +44,9 @@ def fit_micro_batch(batch_size, micro_batch_size, world_size, say=None):
 def fit_packing(
     pack_length, split, batch_size, micro_batch_size, world_size, seed, shortest, longest
 ):
-    """(pack_length, rows a micro-batch): the one shape of packed micro-batches. Alone,
-    --packing=True takes those that pad least (batching.choose_packing, rows of shortest to longest
-    tokens); a pack_length as many rows as micro_batch_size samples of mean length fill."""
+    """(pack_length, rows a micro-batch) of packed micro-batches: alone, --packing=True takes those
+    that pad least (batching.choose_packing); a pack_length, as many rows as micro_batch_size
+    samples of mean length fill."""
     if pack_length:
         return pack_length, packed_rows(split, micro_batch_size, pack_length)
     return choose_packing(split, batch_size, micro_batch_size, world_size, seed, shortest, longest)
@@ -54,17 +54,13 @@ def fit_packing(
 
 def check_attention_memory(shapes, n_head, device):
     """Refuse micro-batches whose dense attention (one layer's scores: rows × heads × context²,
-    float32) cannot fit in the device's memory, before anything that large is allocated (a 1 MB
-    record is a 250,000-token sample); shapes: (rows, context) of each kind of micro-batch."""
-    have = (
-        torch.cuda.get_device_properties(device).total_memory
-        if device.startswith("cuda")
-        else (
-            os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-            if hasattr(os, "sysconf")
-            else None
-        )
-    )
+    float32) cannot fit in the device's memory, before allocating it (a 1 MB record can be 250,000
+    tokens); shapes: (rows, context) of each kind of micro-batch."""
+    have = None
+    if device.startswith("cuda"):
+        have = torch.cuda.get_device_properties(device).total_memory
+    elif hasattr(os, "sysconf"):
+        have = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     for rows, context in shapes:
         need = rows * n_head * context**2 * 4
         if have and need > have:
@@ -97,9 +93,8 @@ def pick_precision(dtype, device_type):
 
 
 def pick_compile(compile, device_type, say=None):
-    """torch.compile's setting: 'auto' is on for CUDA and off where it cannot work or rarely pays
-    (CPU, MPS, Windows; `say` prints why); True on the CPU needs a C++ compiler for inductor's code.
-    """
+    """torch.compile's setting: 'auto' is on for CUDA, off where it cannot work or rarely pays (CPU,
+    MPS, Windows; `say` tells); True on the CPU needs a C++ compiler for inductor's code."""
     if compile not in ("auto", True, False):
         raise SystemExit(f"error: compile expects 'auto', True or False, got {compile!r}")
     if compile == "auto":

@@ -61,8 +61,8 @@ def say_validation(log, step, val, num_loss_name):
 
 
 class Progress:
-    """The speed of training between logged steps (validation apart), and what a logged step
-    prints and writes to log.jsonl (log None: a process that prints nothing)."""
+    """The speed of training between logged steps, and what a logged step prints and writes to
+    log.jsonl (log None: a process that prints nothing)."""
 
     def __init__(self, log, step, max_iters, world_size, device, flops_per_token):
         self.log = log
@@ -88,8 +88,8 @@ class Progress:
         self.positions += batch["ids"].numel()
 
     def log_step(self, step, lr, losses, num_loss_name):
-        """Print and log a step (losses: loss, CE, number loss) with the speed since the last, MFU
-        and the time left; at the first on a CPU, warn if that is more than a day."""
+        """Print and log a step (losses: loss, CE, number loss), the speed since the last, MFU and
+        the time left; at the first on a CPU, warn if that is over a day."""
         dt = time.time() - self.time
         step_s = dt / (step - self.start)
         tokens_per_s = self.tokens * self.world_size / dt

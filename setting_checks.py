@@ -46,7 +46,7 @@ def read_ranges(source_file):
 
 
 def out_of_range(value, spec, config):
-    """What is wrong with a value for its range (a bound may name a setting in config), or ""."""
+    """What is wrong with a value for its range (a bound may name a setting), or ""."""
     interval = INTERVAL.fullmatch(spec)
     if not interval:
         choices = spec.replace(" | ", "|").replace(":N", r":\d+")

@@ -1,6 +1,6 @@
 """What every stage does the same way: write a file atomically, take a lock, format a number or a
-time span, read a checkpoint, pick the device, score predicted numbers (NaN marks an invalid
-prediction). torch is imported only where needed: data stages skip it."""
+time span, read a checkpoint, pick the device, score predictions (NaN: invalid). torch is imported
+only where needed: data stages skip it."""
 
 import math
 import os
@@ -28,8 +28,8 @@ class TextError(ValueError):
 
 
 def check_regular(path):
-    """A file to read must be a plain file: a folder fails, and a FIFO or a device would block or
-    never end (a shared folder can hold anything at any name)."""
+    """A file to read must be a plain file: a folder fails, a FIFO or a device would block or never
+    end."""
     if os.path.exists(path) and not stat.S_ISREG(os.stat(path).st_mode):
         kind = "folder" if os.path.isdir(path) else "FIFO, device or socket"
         raise TextError(f"{path} is a {kind}; expected a file")
@@ -41,9 +41,8 @@ os.umask(_UMASK)
 
 
 def open_new(path, mode="wb"):
-    """Open a file this process creates at `path`, never through a symbolic link or into a file
-    someone else left at that name (a shared folder): what stands there is removed first, and a
-    link's target is never touched."""
+    """Open a new file at `path`, never through a symbolic link or into a file left at that name (a
+    shared folder): what stands there is removed first, a link's target never touched."""
 
     def create(name, flags):
         return os.open(name, flags | os.O_EXCL, 0o666)
@@ -57,21 +56,17 @@ def open_new(path, mode="wb"):
 
 @contextmanager
 def atomic_file(path):
-    """Yield a new temporary path next to `path`, unique to this call (x.<random>.tmp.npy: np.save
-    and netCDF4 want the extension); on success it is synced and renamed to `path`, keeping the
-    permissions of the file it replaces, so a crash never leaves half a file under the real name;
-    on an error it is removed."""
+    """Yield a new temporary path beside `path` (x.<random>.tmp.npy: np.save and netCDF4 want the
+    extension); on success it is synced and renamed to `path` with the permissions of the file it
+    replaces, so a crash never leaves half a file under the real name; on an error it is removed."""
     folder, name = os.path.split(path)
     root, ext = os.path.splitext(name)
     fd, tmp = tempfile.mkstemp(prefix=f"{root}.", suffix=f".tmp{ext}", dir=folder or ".")
     os.close(fd)
     try:
         yield tmp
-        fd = os.open(tmp, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        with open(tmp, "rb") as f:
+            os.fsync(f.fileno())
         try:
             old = os.stat(path, follow_symlinks=False)
             mode = old.st_mode & 0o7777 if stat.S_ISREG(old.st_mode) else 0o666 & ~_UMASK
@@ -85,8 +80,7 @@ def atomic_file(path):
 
 
 def lock_holder(path):
-    """(pid, alive) of the process a lock file names; (None, False) where there is no readable
-    lock."""
+    """(pid, alive) of the process a lock file names; (None, False) without a readable lock."""
     try:
         with open(path) as f:
             pid = int((f.read().split() or [0])[0])  # "pid" or "pid launch" (train.py)
@@ -107,9 +101,8 @@ def lock_holder(path):
 
 def take_lock(path, on_stale=None, text=None):
     """Create the lock file `path` naming this process (text: its content, the pid first) in one
-    step (a hard link to a file that already holds it, so no process ever reads it empty): None once
-    taken, else the pid of the live process holding it. The lock of a process that has ended is
-    replaced, after on_stale(pid) has cleaned up."""
+    step, a hard link, so no process reads it empty: None once taken, else the pid of the live
+    process holding it. A lock whose process has ended is replaced after on_stale(pid)."""
     tmp = f"{path}.{os.getpid()}.tmp"
     with open_new(tmp, "w") as f:
         f.write(text or str(os.getpid()))
@@ -130,16 +123,16 @@ def take_lock(path, on_stale=None, text=None):
 
 
 def release_lock(path):
-    """Remove the lock file `path` if it names this process (one in a folder made read-only
-    meanwhile stays: the next run takes it over)."""
+    """Remove the lock file `path` if it names this process (one in a folder made read-only stays:
+    the next run takes it over)."""
     if lock_holder(path)[0] == os.getpid():
         with suppress(OSError):
             os.remove(path)
 
 
 def worker_signals():
-    """A pool worker's signals: Ctrl-C (sent to the whole process group) is the parent's alone to
-    report, and SIGTERM, with which the parent's pool ends its workers, ends a worker at once."""
+    """A pool worker's signals: Ctrl-C (sent to the whole process group) is the parent's to report,
+    and SIGTERM, with which the pool ends its workers, ends a worker at once."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
@@ -151,8 +144,7 @@ def atomic_write_text(path, text):
 
 
 def format_number(x, digits=6):
-    """A number as short text: `digits` significant digits, no trailing zeros, 0 for -0, NaN as
-    'nan'."""
+    """A number as short text: `digits` significant digits, no trailing zeros, 0 for -0, 'nan'."""
     if math.isnan(x):
         return "nan"
     s = f"{x:.{digits}g}"
@@ -161,23 +153,16 @@ def format_number(x, digits=6):
 
 def format_duration(s):
     """A time span in seconds as a person reads it: 42s, 12m30s, 3h05m, 19.4 days."""
-    return (
-        f"{s / 86400:.1f} days"
-        if s >= 86400
-        else (
-            f"{s // 3600:.0f}h{s % 3600 // 60:02.0f}m"
-            if s >= 3600
-            else f"{s // 60:.0f}m{s % 60:02.0f}s"
-            if s >= 60
-            else f"{s:.0f}s"
-        )
-    )
+    if s >= 86400:
+        return f"{s / 86400:.1f} days"
+    if s >= 3600:
+        return f"{s // 3600:.0f}h{s % 3600 // 60:02.0f}m"
+    return f"{s // 60:.0f}m{s % 60:02.0f}s" if s >= 60 else f"{s:.0f}s"
 
 
 def load_checkpoint(path, device="cpu", mmap=False):
     """A train.py checkpoint read as data only (foreign files cannot run code); a bad file is a
-    one-line error naming it. mmap: the tensors are mapped, not read, until used (to look at its
-    settings only)."""
+    one-line error naming it. mmap: tensors are mapped, not read (to look at its settings)."""
     import torch
 
     try:
@@ -196,16 +181,11 @@ def load_checkpoint(path, device="cpu", mmap=False):
         raise SystemExit(
             f"error: {path} is not a readable checkpoint ({type(e).__name__}: {detail})"
         )
-    missing = [
-        k
-        for k in ("model", "model_args", "text_tokens", "config")
-        if not isinstance(checkpoint, dict) or k not in checkpoint
-    ]
-    if missing:
+    kinds = {"model": dict, "model_args": dict, "text_tokens": list, "config": dict}
+    if missing := [k for k in kinds if not isinstance(checkpoint, dict) or k not in checkpoint]:
         raise SystemExit(
             f"error: {path} is not a checkpoint written by train.py (no {', '.join(missing)})"
         )
-    kinds = {"model": dict, "model_args": dict, "config": dict, "text_tokens": list}
     if wrong := [k for k, kind in kinds.items() if not isinstance(checkpoint[k], kind)]:
         raise SystemExit(f"error: {path}: {', '.join(wrong)} of the wrong kind (an edited file?)")
     for part, key in (("config", "data_dir"), ("model_args", "encoding")):
@@ -213,7 +193,7 @@ def load_checkpoint(path, device="cpu", mmap=False):
             raise SystemExit(f"error: {path}: its {part} has no {key} (an edited file?)")
     if not all(isinstance(t, str) for t in checkpoint["text_tokens"]):
         raise SystemExit(f"error: {path}: text_tokens holds something other than strings")
-    # the weights of a compiled (torch.compile) or DDP-wrapped model carry a prefix
+    # a compiled or DDP-wrapped model's weights carry a prefix
     checkpoint["model"] = {
         re.sub(r"^(?:_orig_mod\.|module\.)+", "", k): v for k, v in checkpoint["model"].items()
     }
@@ -244,33 +224,29 @@ def why_not_written(error, folder):
     """The reason a write failed, for a one-line error: a full disk says how much is free."""
     import errno
 
+    def left():
+        return f"{shutil.disk_usage(folder).free / 2**20:,.0f} MiB of disk space left in {folder}"
+
     if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
-        return (
-            f"{error.strerror}; {shutil.disk_usage(folder).free / 2**20:,.0f} MiB of disk space"
-            f" left in {folder}: free some"
-        )
+        return f"{error.strerror}; {left()}: free some"
     if isinstance(error, OSError) and error.strerror:
         return f"{error.strerror}{': ' + error.filename if error.filename else ''}"
     # torch's zip writer: its C++ line
     detail = re.sub(r"^\[enforce fail at [^]]*\][ .]*", "", str(error).strip().split("\n")[0])
     # "open file failed with strerror: Operation not permitted": the OS's words
     detail = detail.split("strerror: ")[-1]
-    return detail + (
-        f"; {shutil.disk_usage(folder).free / 2**20:,.0f} MiB of disk space left in {folder}"
-        if "write" in detail.lower()
-        else ""
-    )  # torch's zip writer says a full disk in its own words
+    # torch's zip writer says a full disk in its own words
+    return detail + (f"; {left()}" if "write" in detail.lower() else "")
 
 
 def shell_line(*words):
-    """A command to copy and paste: each word quoted where the shell needs it (a key or a path with
-    spaces)."""
+    """A command to copy and paste: each word quoted where the shell needs it (spaces, say)."""
     return " ".join(map(shlex.quote, words))
 
 
 def exit_on_ctrl_c(where=lambda: ""):
     """From now on Ctrl-C ends the process with one line, `interrupted (Ctrl-C)` + where() (rank 0's
-    alone under torchrun, whose workers all receive it), and the exit code 130 shells expect."""
+    alone under torchrun), and the exit code 130 shells expect."""
 
     def interrupted(*_):
         if int(os.environ.get("RANK", 0)) == 0:
@@ -282,7 +258,7 @@ def exit_on_ctrl_c(where=lambda: ""):
 
 def run_main(main):
     """Run a script's main() as users expect of a command line tool: Ctrl-C is one line and exit
-    code 130, and output piped into a reader that stops early (| head) ends the script quietly."""
+    code 130, and a reader that stops early (| head) ends the script quietly."""
     try:
         main()
     except KeyboardInterrupt:
@@ -294,29 +270,19 @@ def run_main(main):
 
 
 def pick_device(device="auto", threads=0):
-    """'auto' becomes cuda if a GPU is there, else mps (Apple), else cpu; a device that is
-    not there is an error. On the CPU, torch runs `threads` threads (0: $OMP_NUM_THREADS,
-    else 1): the small models meant for a CPU gain little from more, and a core that another
-    job takes stalls every thread (the quickstart's step: 9-12× slower with 2 threads beside
-    one busy process, as fast with 1; docs/benchmarks.md)."""
+    """'auto' becomes cuda if a GPU is there, else mps (Apple), else cpu; a device that is not
+    there is an error. On the CPU, torch runs `threads` threads (0: $OMP_NUM_THREADS, else 1): the
+    small models meant for a CPU gain little from more, and a core another job takes stalls every
+    thread (9-12× slower with 2 threads beside one busy process; docs/benchmarks.md)."""
     import torch
 
+    mps = torch.backends.mps.is_available()
     if device == "auto":
-        device = (
-            "cuda"
-            if torch.cuda.is_available()
-            else "mps"
-            if torch.backends.mps.is_available()
-            else "cpu"
-        )
+        device = "cuda" if torch.cuda.is_available() else "mps" if mps else "cpu"
     if device == "cpu":
         torch.set_num_threads(threads or int(os.environ.get("OMP_NUM_THREADS", 1)))
     kind, _, index = device.partition(":")
-    count = (
-        torch.cuda.device_count()
-        if kind == "cuda"
-        else int(kind != "mps" or torch.backends.mps.is_available())
-    )
+    count = torch.cuda.device_count() if kind == "cuda" else int(kind != "mps" or mps)
     if count <= int(index or 0):
         raise SystemExit(
             f"error: --device={device}, but torch finds {count} {kind.upper()}"
@@ -333,18 +299,16 @@ def mse(y, yhat):
 
 
 def r_squared(y, yhat):
-    """R² = 1 − Σ(y−ŷ)² / Σ(y−ȳ)², over the valid (non-NaN) predictions; NaN with fewer
-    than 2."""
+    """R² = 1 − Σ(y−ŷ)² / Σ(y−ȳ)², over the valid (non-NaN) predictions; NaN with fewer than 2."""
     y, yhat = np.asarray(y, float), np.asarray(yhat, float)
     y, yhat = y[~np.isnan(yhat)], yhat[~np.isnan(yhat)]
-    return (
-        float(1 - np.sum((y - yhat) ** 2) / np.sum((y - y.mean()) ** 2)) if len(y) > 1 else math.nan
-    )
+    if len(y) < 2:
+        return math.nan
+    return float(1 - np.sum((y - yhat) ** 2) / np.sum((y - y.mean()) ** 2))
 
 
 def adjusted_r_squared(r2, n, p=1):
-    """1 − (1 − R²)(n − 1)/(n − p − 1): R² corrected for p explanatory variables and n
-    points."""
+    """1 − (1 − R²)(n − 1)/(n − p − 1): R² corrected for p explanatory variables and n points."""
     return 1 - (1 - r2) * (n - 1) / (n - p - 1) if n > p + 1 else math.nan
 
 

@@ -25,8 +25,8 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from util import atomic_write_text, format_number, release_lock, take_lock, worker_signals
 
-# the SIGTERMs this run received: a library's bare `except:` (numpy's lazy imports) may swallow the
-# exit a signal raises, so progress() ends the run too
+# the SIGTERMs this run received: a library's bare `except:` (numpy's lazy imports) may swallow
+# the exit, so progress() ends the run too
 STOPPED = []
 
 
@@ -38,18 +38,16 @@ def _stop(*_):
 def _one_line(kind, error, traceback, default=sys.excepthook):
     kept = "nothing partly written was kept"
     if issubclass(kind, KeyboardInterrupt):
-        print(f"interrupted (Ctrl-C); {kept}", file=sys.stderr)
+        line = f"interrupted (Ctrl-C); {kept}"
     elif issubclass(kind, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
-        print(
-            f"error: the disk filled up while writing the dataset ({error.strerror}); {kept}: free"
-            " some space and run again",
-            file=sys.stderr,
-        )
+        line = f"error: the disk filled up while writing the dataset ({error.strerror}); {kept}:"
+        line += " free some space and run again"
     elif issubclass(kind, OSError) and error.strerror:
         where = f": {error.filename}" if error.filename else ""
-        print(f"error: {error.strerror}{where}; {kept}", file=sys.stderr)
+        line = f"error: {error.strerror}{where}; {kept}"
     else:
-        default(kind, error, traceback)
+        return default(kind, error, traceback)
+    print(line, file=sys.stderr)
 
 
 def fail(message):
@@ -57,9 +55,8 @@ def fail(message):
 
 
 def one_line_errors():
-    """Called by each prepare script when it runs as one (importing this module changes nothing):
-    Ctrl-C, SIGTERM, a full disk or another failed read or write ends it with one line, and as its
-    writes are staged (staged_dataset), an earlier dataset in --out stays as it was."""
+    """Called by each prepare script run as one: Ctrl-C, SIGTERM, a full disk or another failed
+    read or write ends it with one line; its writes are staged, so --out stays as it was."""
     STOPPED.clear()
     sys.excepthook = _one_line
     signal.signal(signal.SIGTERM, _stop)
@@ -109,21 +106,13 @@ def base_parser(description, default_out):
     """The flags every prepare script has: --out, --size, --seed, --workers, --force."""
     p = argparse.ArgumentParser(description=description)
     p.add_argument("--out", default=default_out, help=f"output directory (default {default_out})")
-    p.add_argument(
-        "--size",
-        default="small",
-        choices=list(SIZES),
-        help="tiny: seconds, for tests; small: minutes on a laptop; paper: 1M/125k/125k",
-    )
+    size = "tiny: seconds, for tests; small: minutes on a laptop; paper: 1M/125k/125k"
+    p.add_argument("--size", default="small", choices=list(SIZES), help=size)
     p.add_argument(
         "--seed", type=at_least(0), default=1337, help="fixes every sample (default 1337)"
     )
-    p.add_argument(
-        "--workers",
-        type=at_least(1),
-        default=os.cpu_count() or 1,
-        help="processes to use (default: all cores); does not change the output",
-    )
+    workers = "processes to use (default: all cores); does not change the output"
+    p.add_argument("--workers", type=at_least(1), default=os.cpu_count() or 1, help=workers)
     p.add_argument("--force", action="store_true", help="overwrite an existing dataset in --out")
     return p
 
@@ -139,8 +128,7 @@ def sample_rng(seed, split_code, index):
 
 
 def fmt_number(x, digits):
-    """A float as a sample's literal (`digits` significant digits); non-finite numbers are
-    refused."""
+    """A float as a sample's literal (`digits` significant digits); non-finite ones are refused."""
     if not math.isfinite(x):
         raise ValueError(f"refusing to write the non-finite number {x!r} into a sample")
     return format_number(x, digits)
@@ -182,10 +170,9 @@ def _read_meta(out):
 
 
 def dataset_files(out):
-    """(ours, others, prepared): the entries of `out` that a prepare run or the tokenizing of its
-    dataset wrote (the splits its meta.json names, vocab.json, <encoding>/ arrays, their temporary
-    names), the others (a folder as "sub/"), and whether a prepare run's meta.json is there (the
-    splits of a --plain-text dataset are the user's own)."""
+    """(ours, others, prepared): the entries of `out` that prepare/ or tokenize_numbers.py wrote
+    (the splits meta.json names, vocab.json, <encoding>/ arrays, temporaries), the others (a folder
+    as "sub/"), and whether prepare/ wrote meta.json (--plain-text splits are the user's)."""
     from tokenize_numbers import ENCODINGS
 
     meta = _read_meta(out)
@@ -194,11 +181,10 @@ def dataset_files(out):
     if prepared:
         names |= {f"{s}{ext}" for s in meta["splits"] for ext in (".txt", ".ocean.txt")}
     # an interrupted write: atomic_file's x.<random>.tmp.json (or an older x.tmp.json)
-    temporaries = re.compile(
-        "|".join(
-            rf"{re.escape(r)}\.(?:\w+\.)?tmp{re.escape(e)}" for r, e in map(os.path.splitext, names)
-        )
-    )
+    temporaries = [
+        rf"{re.escape(r)}\.(?:\w+\.)?tmp{re.escape(e)}" for r, e in map(os.path.splitext, names)
+    ]
+    temporaries = re.compile("|".join(temporaries))
     ours, others = [], []
     for name in sorted(set(os.listdir(out)) - set(LOCKS)):
         path = os.path.join(out, name)
@@ -221,9 +207,8 @@ def _some(names, n=6):
 
 
 def _check_out(out, force, writes):
-    """Refuse an `out` holding files unless --force, which replaces only what an earlier prepare
-    run wrote there (every other file stays and is named), and a file of the user's that this run
-    would overwrite (`writes`: names in `out`)."""
+    """Refuse an `out` holding files unless --force, which replaces only what a prepare run wrote
+    there (other files stay, named), and a file of the user's this run would write (`writes`)."""
     ours, others, prepared = dataset_files(out)
     if not ours and not others:
         return
@@ -235,11 +220,8 @@ def _check_out(out, force, writes):
             " another --out"
         )
     if not force:
-        what = (
-            "a dataset (meta.json)"
-            if prepared
-            else f"files that are not a dataset ({_some(others)})"
-        )
+        what = f"files that are not a dataset ({_some(others)})"
+        what = "a dataset (meta.json)" if prepared else what
         sys.exit(
             f"error: {out} already holds {what}; pass --force to replace what a prepare run"
             " wrote there (other files stay), or choose another --out"
@@ -256,10 +238,9 @@ def _check_out(out, force, writes):
 
 @contextmanager
 def staged_dataset(out, force, writes):
-    """Yield the folder to write a dataset into, out/.prepare-<pid>.tmp; when the block ends without
-    an error, swap_in() moves the dataset into `out`. A failed or stopped run leaves `out` as it
-    was. The run holds out/prepare.lock and out/tokenize.lock throughout, so another prepare run
-    and a tokenize_numbers.py run on `out` are refused."""
+    """Yield the folder to write a dataset into, out/.prepare-<pid>.tmp, swapped into `out` when the
+    block ends without an error; a failed or stopped run leaves `out` as it was. out/prepare.lock
+    and out/tokenize.lock, held throughout, refuse other prepare and tokenize_numbers.py runs."""
     if os.path.exists(out) and not os.path.isdir(out):
         sys.exit(f"error: --out {out} exists and is not a directory")
     held, swapped, stage = [], False, os.path.join(out, f".prepare-{os.getpid()}.tmp")
@@ -318,8 +299,8 @@ def _signals_held():
 
 def swap_in(out, stage):
     """Replace what an earlier prepare run wrote in `out` by the dataset in `stage`: the old files
-    move aside to stage/.old (meta.json first), the new ones come in (meta.json last), so `out`
-    never looks complete while it is mixed. A move that fails puts every file back."""
+    move to stage/.old (meta.json first), the new ones in (meta.json last), so `out` never looks
+    complete while mixed. A move that fails puts every file back."""
     aside = os.path.join(stage, ".old")
     old = [n.rstrip("/") for n in dataset_files(out)[0]]
     old = sorted([n for n in old if n != os.path.basename(stage)], key=lambda n: n != "meta.json")
@@ -341,9 +322,8 @@ def swap_in(out, stage):
 
 
 class _Interrupted(Exception):
-    """Ctrl-C inside a pool worker, where a library raises KeyboardInterrupt itself (REBOUND's
-    integrate does): a pool waits forever for a worker that dies of a KeyboardInterrupt, but passes
-    an Exception back to the parent, which ends as Ctrl-C does."""
+    """Ctrl-C inside a pool worker whose library raises KeyboardInterrupt itself (REBOUND does): a
+    pool waits forever for a worker dying of it, but passes an Exception back to the parent."""
 
 
 def _make_one(args):
@@ -355,8 +335,7 @@ def _make_one(args):
 
 
 def progress(items, **bar):
-    """items, with a progress bar on stderr where tqdm is installed; a run that received a SIGTERM
-    ends here."""
+    """items, with a progress bar on stderr where tqdm is installed; a SIGTERM ends the run here."""
     try:
         from tqdm import tqdm
 
@@ -396,8 +375,8 @@ def write_meta(out, meta):
 
 
 def write_dataset(args, make_sample, extra_splits=(), meta=None):
-    """Write train, val, test and the extra test splits (OoD sets) as <out>/<split>.txt, a line a
-    sample (make_sample(rng, split) returns one), then <out>/meta.json."""
+    """Write train, val, test and the extra (OoD) test splits as <out>/<split>.txt, a line a sample
+    of make_sample(rng, split), then <out>/meta.json."""
     n_train, n_val, n_test = SIZES[args.size]
     counts = {"train": n_train, "val": n_val, "test": n_test, **dict.fromkeys(extra_splits, n_test)}
     meta = {**(meta or {}), "seed": args.seed, "size": args.size, "splits": counts}

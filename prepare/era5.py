@@ -1,6 +1,6 @@
 """
 The temperature-forecasting dataset of the xVal paper (§3.1, App. C; docs/decisions.md#temperature)
-from ERA5 2 m temperature netCDF files downloaded from the Copernicus CDS. A sample a line:
+from ERA5 2 m temperature netCDF files from the Copernicus CDS. A sample a line:
 
   {"description":{"coords":[[sin lat,sin lon,cos lon],...],
                   "start":[sin ToD,cos ToD,sin ToY,cos ToY]},
@@ -10,9 +10,8 @@ prepare/README.md#temperature-era5-era5py has the sampling, the layouts it reads
 prepare/era5_synthetic.py writes a field to try it without a CDS account.
 
 Two passes, in bounded memory: pass 1 draws every sample's window (a pure function of seed, split
-and index) and cuts the windows out of the files, --block-steps time steps at a time, into a float32
-scratch file in --out; pass 2 standardises them with the training split's mean and std and writes
-the text.
+and index) and cuts them out of the files, --block-steps time steps at a time, into a float32
+scratch file in --out; pass 2 standardises them with the training split's mean and std, as text.
 """
 
 import math
@@ -42,7 +41,7 @@ LAT_UNITS = ("degrees_north", "degree_north", "degrees_n", "degree_n")
 LON_UNITS = ("degrees_east", "degree_east", "degrees_e", "degree_e")
 # samples per drawing job
 PLAN_CHUNK = 4096
-# what a worker needs (field layout, seed, stride...), set by init_worker
+# a worker's context (field layout, seed, stride...), set by init_worker
 CTX = None
 
 
@@ -78,17 +77,15 @@ def find_variable(ds, path, wanted):
     """The variable named `wanted`, or the only one whose CF standard_name is `wanted`."""
     if wanted in ds.variables:
         return wanted
-    by_standard_name = [
-        n for n, v in ds.variables.items() if getattr(v, "standard_name", None) == wanted
-    ]
-    if len(by_standard_name) == 1:
-        return by_standard_name[0]
+    named = [n for n, v in ds.variables.items() if getattr(v, "standard_name", None) == wanted]
+    if len(named) == 1:
+        return named[0]
     present = ", ".join(f"{n}({', '.join(v.dimensions)})" for n, v in ds.variables.items())
     fail(f"{path} has no variable '{wanted}'; it holds: {present} (choose one with --variable)")
 
 
 def axis_of(ds, dim):
-    """'time', 'lat', 'lon' or None: what a dimension is, by its name or its coordinate's CF
+    """'time', 'lat', 'lon' or None: a dimension's kind, by name or by its coordinate's CF
     attributes."""
     coord = ds.variables.get(dim)
     standard, axis, units = (
@@ -105,8 +102,8 @@ def axis_of(ds, dim):
 
 
 def locate_dims(ds, path, name, need_time=True):
-    """{'time', 'lat', 'lon', 'expver'} → dimension name (or None) of variable `name`; other dims
-    must be size 1."""
+    """{'time', 'lat', 'lon', 'expver'} → dimension name (or None) of variable `name`; other
+    dimensions must have size 1."""
     var = ds.variables[name]
     found = {"time": [], "lat": [], "lon": [], "expver": []}
     for dim in var.dimensions:
@@ -153,13 +150,11 @@ def same_grid(a, b):
 
 
 def read_source(src, t0, t1):
-    """Steps [t0, t1) of one file as floats (steps, lat, lon) on the ascending grid, NaN where
-    missing."""
+    """Steps [t0, t1) of a file, (steps, lat, lon) on the ascending grid, NaN where missing."""
     ds = CTX.open_files.get(src.path)
     # each process opens its own handles (netCDF/HDF5 handles do not survive a fork)
     if ds is None:
-        ds = CTX.open_files[src.path] = netCDF4.Dataset(src.path, "r")
-        ds.set_auto_maskandscale(True)
+        ds = CTX.open_files[src.path] = open_netcdf(src.path)
         # a plain array when nothing is missing: masked arithmetic is slow
         ds.set_always_mask(False)
     var = ds.variables[src.variable]
@@ -184,9 +179,9 @@ def read_source(src, t0, t1):
 
 
 def read_steps(t0, t1, out):
-    """Global steps [t0, t1) of the time-concatenated files into out, float32 (steps, lat, lon).
-    Read a few steps per call: netCDF4 unpacks into float64, and arrays over ~32 MB are fresh
-    memory on every call (page faults cost more than the read), so pieces of ~16 MB are fastest."""
+    """Global steps [t0, t1) of the time-concatenated files into out, float32 (steps, lat, lon), in
+    pieces of ~16 MB: netCDF4 unpacks into float64, and arrays over ~32 MB are fresh memory on every
+    call (page faults cost more than the read)."""
     f = CTX.field
     for src, first in zip(f.sources, f.first_step):
         piece = max(1, (16 << 20) // (8 * src.expvers * len(f.lat) * len(f.lon)))
@@ -196,8 +191,7 @@ def read_steps(t0, t1, out):
 
 
 def open_field(paths, wanted):
-    """Everything about the input files except the values: grid, time axis, phases, how to read each
-    file."""
+    """All about the input files but the values: grid, time axis, phases, how to read each file."""
     sources, lat, lon, calendar = [], None, None, None
     for path in paths:
         ds = open_netcdf(path)
@@ -212,9 +206,8 @@ def open_field(paths, wanted):
                 f" 1900-01-01'; found '{units}'"
             )
         file_calendar = getattr(tvar, "calendar", "standard").lower()
-        file_calendar = (
-            "standard" if file_calendar in ("gregorian", "proleptic_gregorian") else file_calendar
-        )
+        if file_calendar in ("gregorian", "proleptic_gregorian"):
+            file_calendar = "standard"
         try:
             dates = netCDF4.num2date(
                 np.asarray(tvar[:]), units, file_calendar, only_use_cftime_datetimes=True
@@ -224,9 +217,8 @@ def open_field(paths, wanted):
                 f"{path}: cannot decode time '{dims['time']}' (units '{units}', calendar"
                 f" '{file_calendar}'): {e}"
             )
-        seconds = np.round(
-            netCDF4.date2num(dates, "seconds since 1970-01-01", file_calendar)
-        ).astype(np.int64)
+        seconds = netCDF4.date2num(dates, "seconds since 1970-01-01", file_calendar)
+        seconds = np.round(seconds).astype(np.int64)
         if len(seconds) == 0 or np.any(np.diff(seconds) <= 0):
             fail(f"{path}: the times of '{dims['time']}' are empty or do not increase")
         grid = (np.sort(file_lat), np.sort(file_lon))
@@ -240,23 +232,14 @@ def open_field(paths, wanted):
         elif file_calendar != calendar:
             fail(f"{path} uses calendar '{file_calendar}' but {first_path} uses '{calendar}'")
         hours = np.array([d.hour + d.minute / 60 + d.second / 3600 for d in dates])
-        sources.append(
-            SimpleNamespace(
-                path=path,
-                variable=name,
-                dims=dims,
-                steps=len(seconds),
-                seconds=seconds,
-                tod=hours / 24,
-                toy=(np.array([d.dayofyr - 1 for d in dates]) + hours / 24) / 365.25,
-                first=str(dates[0]),
-                last=str(dates[-1]),
-                units=getattr(ds.variables[name], "units", "?"),
-                expvers=len(ds.dimensions[dims["expver"]]) if dims["expver"] else 1,
-                lat_descending=bool(file_lat[0] > file_lat[-1]),
-                lon_descending=bool(file_lon[0] > file_lon[-1]),
-            )
-        )
+        src = SimpleNamespace(path=path, variable=name, dims=dims, seconds=seconds, tod=hours / 24)
+        src.toy = (np.array([d.dayofyr - 1 for d in dates]) + hours / 24) / 365.25
+        src.steps, src.first, src.last = len(seconds), str(dates[0]), str(dates[-1])
+        src.units = getattr(ds.variables[name], "units", "?")
+        src.expvers = len(ds.dimensions[dims["expver"]]) if dims["expver"] else 1
+        src.lat_descending = bool(file_lat[0] > file_lat[-1])
+        src.lon_descending = bool(file_lon[0] > file_lon[-1])
+        sources.append(src)
         # workers reopen: a handle must not be inherited across fork
         ds.close()
     sources.sort(key=lambda s: s.seconds[0])
@@ -266,20 +249,12 @@ def open_field(paths, wanted):
                 f"{a.path} ({a.first} .. {a.last}) and {b.path} ({b.first} .. {b.last}) overlap in"
                 " time"
             )
-    first_step = np.cumsum([0] + [s.steps for s in sources[:-1]]).tolist()
-    seconds = np.concatenate([s.seconds for s in sources])
-    tod, toy = (np.concatenate([getattr(s, k) for s in sources]) for k in ("tod", "toy"))
-    return SimpleNamespace(
-        sources=sources,
-        first_step=first_step,
-        lat=lat,
-        lon=lon,
-        seconds=seconds,
-        tod=tod,
-        toy=toy,
-        units=sources[0].units,
-        variable=sources[0].variable,
-    )
+    field = SimpleNamespace(sources=sources, lat=lat, lon=lon, units=sources[0].units)
+    field.variable = sources[0].variable
+    field.first_step = np.cumsum([0] + [s.steps for s in sources[:-1]]).tolist()
+    for key in ("seconds", "tod", "toy"):
+        setattr(field, key, np.concatenate([getattr(s, key) for s in sources]))
+    return field
 
 
 def read_land_sea_mask(path, field):
@@ -288,19 +263,16 @@ def read_land_sea_mask(path, field):
     name = find_variable(ds, path, "lsm")
     dims = locate_dims(ds, path, name, need_time=False)
     lat, lon = coordinate(ds, path, dims["lat"]), coordinate(ds, path, dims["lon"])
-    if not same_grid((np.sort(lat), np.sort(lon)), (field.lat, field.lon)):
+    grid = np.sort(lat), np.sort(lon)
+    if not same_grid(grid, (field.lat, field.lon)):
         fail(
-            f"land-sea mask {path} has grid {describe_grid(np.sort(lat), np.sort(lon))}, but the "
+            f"land-sea mask {path} has grid {describe_grid(*grid)}, but the "
             f"temperature files have {describe_grid(field.lat, field.lon)}; expected the same grid"
         )
     var = ds.variables[name]
     kept = [d for d in var.dimensions if d in (dims["lat"], dims["lon"])]
-    x = np.ma.filled(
-        np.ma.asarray(
-            var[tuple(slice(None) if d in kept else 0 for d in var.dimensions)], dtype=np.float64
-        ),
-        np.nan,
-    )
+    index = tuple(slice(None) if d in kept else 0 for d in var.dimensions)
+    x = np.ma.filled(np.ma.asarray(var[index], dtype=np.float64), np.nan)
     ds.close()
     x = x if kept[0] == dims["lat"] else x.T
     x = x[:: -1 if lat[0] > lat[-1] else 1, :: -1 if lon[0] > lon[-1] else 1]
@@ -313,8 +285,7 @@ def read_land_sea_mask(path, field):
 
 
 def window_starts(seconds, stride, steps):
-    """For each step count n: the starts whose n steps, stride apart, are evenly spaced (span no
-    gap)."""
+    """For each step count n: the starts whose n steps, stride apart, span no gap."""
     diffs = np.diff(seconds)
     values, counts = np.unique(diffs, return_counts=True)
     # the files' time step: the most common one
@@ -345,8 +316,8 @@ def init_pool_worker(ctx):
 
 def draw_window(code, index, attempt):
     """Sample `index` of split `code`: (steps, start, station indices into the ascending lat×lon
-    grid). Sizes are drawn once; a window holding missing values is replaced by the next (start,
-    stations) draw of the same generator, so attempt k is reproducible without storing anything."""
+    grid). Sizes are drawn once; a window with missing values is replaced by the generator's next
+    (start, stations): attempt k is reproducible without storing anything."""
     rng = sample_rng(CTX.seed, code, index)
     n_stations = int(rng.integers(CTX.stations[0], CTX.stations[1] + 1))
     n_steps = int(rng.integers(CTX.steps[0], CTX.steps[1] + 1))
@@ -358,8 +329,7 @@ def draw_window(code, index, attempt):
 
 
 def draw_plan(job):
-    """Worker: (sample ids, their (stations, steps, start) rows) at the samples' current
-    attempts."""
+    """Worker: (sample ids, their (stations, steps, start) rows) at their current attempts."""
     ids, codes, indices, attempts = job
     plan = np.zeros((len(ids), 3), np.int64)
     for row, (code, index, attempt) in enumerate(zip(codes, indices, attempts)):
@@ -369,9 +339,8 @@ def draw_plan(job):
 
 
 def extract_block(job):
-    """Worker: read global steps [b0, b1) once (only those some window uses) and cut out of them the
-    part of every listed sample's window that falls inside: [(sample id, first step k, (stations,
-    steps))]."""
+    """Worker: read the global steps in [b0, b1) that windows use, once, and cut out each listed
+    sample's part: [(sample id, first step k, (stations, steps))]."""
     b0, b1, ids, codes, indices, attempts = job
     stride, n_lon = CTX.stride, len(CTX.field.lon)
     cuts = []
@@ -417,11 +386,8 @@ def format_samples(job):
         tod, toy = 2 * np.pi * f.tod[start], 2 * np.pi * f.toy[start]
         phases = np.round([np.sin(tod), np.cos(tod), np.sin(toy), np.cos(toy)], 4)
         data = (values.astype(np.float64) - mean) / std
-        record = {
-            "description": {"coords": coords.tolist(), "start": phases.tolist()},
-            "data": data.tolist(),
-        }
-        lines.append(dumps(record, digits=4))
+        description = {"coords": coords.tolist(), "start": phases.tolist()}
+        lines.append(dumps({"description": description, "data": data.tolist()}, digits=4))
         # the probe's label (App. C): the first station is over ocean
         if CTX.land_sea_mask is not None:
             labels.append(int(CTX.land_sea_mask[ilat[0], ilon[0]] < 0.5))
@@ -433,37 +399,31 @@ def format_samples(job):
 
 
 def extract_windows(pmap, counts, out, block_steps):
-    """Pass 1, all splits at once (each time step is read once): cut every window out of the files
-    into one float32 file on disk, sample after sample; redraw windows that hold a missing value.
-    Samples get global ids: train 0..n_train-1, then val, then test."""
+    """Pass 1, all splits at once (each time step read once): cut every window out of the files into
+    one float32 file on disk, sample after sample, redrawing those with a missing value. Samples
+    get global ids: train 0..n_train-1, then val, then test."""
     T, stride = len(CTX.field.seconds), CTX.stride
     codes = np.repeat(np.arange(len(counts)), list(counts.values()))
     indices = np.concatenate([np.arange(n) for n in counts.values()])
     attempts = np.zeros(len(codes), np.int64)
     plan = np.zeros((len(codes), 3), np.int64)
-    chunks = [
-        np.arange(i, min(i + PLAN_CHUNK, len(codes))) for i in range(0, len(codes), PLAN_CHUNK)
-    ]
+    every = np.arange(len(codes))
+    chunks = [every[i : i + PLAN_CHUNK] for i in range(0, len(codes), PLAN_CHUNK)]
     # results may come back in any order
     for ids, rows in pmap(draw_plan, [(c, codes[c], indices[c], attempts[c]) for c in chunks]):
         plan[ids] = rows
     n_stations, n_steps, starts = plan.T
     offsets = np.concatenate([[0], np.cumsum(n_stations * n_steps)])
     raw_path = os.path.join(out, RAW_FILE)
-    raw = np.lib.format.open_memmap(
-        raw_path, mode="w+", dtype=np.float32, shape=(int(offsets[-1]),)
-    )
-    todo, skipped = np.arange(len(codes)), np.zeros(len(counts), np.int64)
+    raw = np.lib.format.open_memmap(raw_path, "w+", np.float32, (int(offsets[-1]),))
+    todo, skipped = every, np.zeros(len(counts), np.int64)
     while len(todo):
-        # steps of each window
         first, last = starts[todo], starts[todo] + (n_steps[todo] - 1) * stride
         jobs = []
         for b0 in range(0, T, block_steps):
-            hit = todo[(first < b0 + block_steps) & (last >= b0)]
+            hit, end = todo[(first < b0 + block_steps) & (last >= b0)], min(b0 + block_steps, T)
             if len(hit):
-                jobs.append(
-                    (b0, min(b0 + block_steps, T), hit, codes[hit], indices[hit], attempts[hit])
-                )
+                jobs.append((b0, end, hit, codes[hit], indices[hit], attempts[hit]))
         bad, filled = np.zeros(len(codes), bool), np.zeros(len(codes), np.int64)
         bar = {"total": len(jobs), "desc": "read", "unit": "job", "leave": False}
         for cuts in progress(pmap(extract_block, jobs), **bar):
@@ -488,21 +448,14 @@ def extract_windows(pmap, counts, out, block_steps):
             starts[todo] = draw_plan((todo, codes[todo], indices[todo], attempts[todo]))[1][:, 2]
     raw.flush()
     del raw
-    return SimpleNamespace(
-        raw_path=raw_path,
-        offsets=offsets,
-        attempts=attempts,
-        skipped=dict(zip(counts, skipped.tolist())),
-    )
+    skipped = dict(zip(counts, skipped.tolist()))
+    return SimpleNamespace(raw_path=raw_path, offsets=offsets, attempts=attempts, skipped=skipped)
 
 
 def train_statistics(raw_path, n_values):
-    """Mean and std (float64, fixed chunk order: deterministic) of the first n_values raw values
-    (train)."""
+    """Mean and std (float64, in a fixed order: deterministic) of the first n_values (train)."""
     raw = np.load(raw_path, mmap_mode="r")[:n_values]
-    chunks = lambda: (
-        raw[i : i + (1 << 24)].astype(np.float64) for i in range(0, n_values, 1 << 24)
-    )
+    chunks = lambda: (raw[i : i + 2**24].astype(np.float64) for i in range(0, n_values, 2**24))
     mean = sum(float(c.sum()) for c in chunks()) / n_values
     # two passes: no cancellation
     var = sum(float(np.square(c - mean).sum()) for c in chunks()) / n_values
@@ -510,19 +463,11 @@ def train_statistics(raw_path, n_values):
 
 
 def write_split(pmap, code, split, first, n, out, windows, mean, std):
-    """Pass 2: the samples of one split (global ids first..first+n-1), standardised and written to
-    <split>.txt (and <split>.ocean.txt)."""
+    """Pass 2: one split's samples (global ids first..), standardised, to <split>.txt (and
+    <split>.ocean.txt)."""
+    attempts, offsets, raw = windows.attempts[first:], windows.offsets[first:], windows.raw_path
     jobs = [
-        (
-            code,
-            i,
-            min(i + 256, n),
-            windows.attempts[first + i : first + i + 256],
-            windows.offsets[first + i : first + i + 257],
-            mean,
-            std,
-            windows.raw_path,
-        )
+        (code, i, min(i + 256, n), attempts[i : i + 256], offsets[i : i + 257], mean, std, raw)
         for i in range(0, n, 256)
     ]
     path, labels = os.path.join(out, f"{split}.txt"), []
@@ -532,9 +477,8 @@ def write_split(pmap, code, split, first, n, out, windows, mean, std):
             f.write(text)
             labels.extend(chunk_labels)
     if CTX.land_sea_mask is not None:
-        atomic_write_text(
-            os.path.join(out, f"{split}.ocean.txt"), "".join(f"{v}\n" for v in labels)
-        )
+        text = "".join(f"{v}\n" for v in labels)
+        atomic_write_text(os.path.join(out, f"{split}.ocean.txt"), text)
     return labels
 
 
@@ -544,42 +488,21 @@ def main(argv=None):
         "(docs/decisions.md#temperature); see prepare/README.md",
         default_out="data/era5",
     )
-    p.add_argument(
-        "files", nargs="+", help="ERA5 netCDF files (CDS downloads), concatenated along time"
-    )
-    p.add_argument(
-        "--variable", default="t2m", help="variable name or CF standard_name (default t2m)"
-    )
-    p.add_argument(
-        "--stride",
-        type=at_least(1),
-        default=8,
-        help="file time steps between sample steps (default 8: 8 h)",
-    )
-    p.add_argument(
-        "--block-steps",
-        type=at_least(1),
-        default=32,
-        help="time steps a worker holds at once: block_steps × lat × lon × 4 bytes (default 32)",
-    )
-    p.add_argument(
-        "--land-sea-mask", metavar="FILE", help="ERA5 lsm file: also write <split>.ocean.txt labels"
-    )
+    files = "ERA5 netCDF files (CDS downloads), concatenated along time"
+    p.add_argument("files", nargs="+", help=files)
+    variable = "variable name or CF standard_name (default t2m)"
+    p.add_argument("--variable", default="t2m", help=variable)
+    stride = "file time steps between sample steps (default 8: 8 h)"
+    p.add_argument("--stride", type=at_least(1), default=8, help=stride)
+    block = "time steps a worker holds at once: block_steps × lat × lon × 4 bytes (default 32)"
+    p.add_argument("--block-steps", type=at_least(1), default=32, help=block)
+    mask = "ERA5 lsm file: also write <split>.ocean.txt labels"
+    p.add_argument("--land-sea-mask", metavar="FILE", help=mask)
     paper = "per sample, inclusive (default {},{} as in the paper)"
-    p.add_argument(
-        "--stations",
-        type=int_range(),
-        default=STATIONS,
-        metavar="MIN,MAX",
-        help="distinct grid points " + paper.format(*STATIONS),
-    )
-    p.add_argument(
-        "--steps",
-        type=int_range(),
-        default=STEPS,
-        metavar="MIN,MAX",
-        help="time steps " + paper.format(*STEPS),
-    )
+    points = "distinct grid points " + paper.format(*STATIONS)
+    p.add_argument("--stations", type=int_range(), default=STATIONS, metavar="MIN,MAX", help=points)
+    steps = "time steps " + paper.format(*STEPS)
+    p.add_argument("--steps", type=int_range(), default=STEPS, metavar="MIN,MAX", help=steps)
     args = p.parse_args(argv)
     t_start = time.time()
 
@@ -602,16 +525,9 @@ def main(argv=None):
             " --steps or --stride"
         )
     counts = dict(zip(SPLITS, SIZES[args.size]))
-    ctx = SimpleNamespace(
-        field=field,
-        seed=args.seed,
-        stride=args.stride,
-        starts=starts,
-        n_points=n_points,
-        stations=args.stations,
-        steps=args.steps,
-        land_sea_mask=land_sea_mask,
-    )
+    ctx = SimpleNamespace(field=field, starts=starts, n_points=n_points, seed=args.seed)
+    ctx.stride, ctx.stations, ctx.steps = args.stride, args.stations, args.steps
+    ctx.land_sea_mask = land_sea_mask
     writes = [f"{s}{ext}" for s in SPLITS for ext in (".txt", ".ocean.txt")] + ["meta.json"]
     with staged_dataset(args.out, args.force, writes + [RAW_FILE]) as stage:
         print(
@@ -633,8 +549,7 @@ def main(argv=None):
                 pool.imap_unordered if pool else map, counts, stage, args.block_steps
             )
             t_read = time.time()
-            n_train = counts["train"]
-            mean, std = train_statistics(windows.raw_path, int(windows.offsets[n_train]))
+            mean, std = train_statistics(windows.raw_path, int(windows.offsets[counts["train"]]))
             if not std > 0:
                 fail(
                     f"the training values of '{field.variable}' have zero spread (mean {mean:g});"
@@ -651,8 +566,9 @@ def main(argv=None):
                 pool.terminate()
             for ds in CTX.open_files.values():
                 ds.close()
-            if os.path.exists(os.path.join(stage, RAW_FILE)):
-                os.remove(os.path.join(stage, RAW_FILE))
+            scratch = os.path.join(stage, RAW_FILE)
+            if os.path.exists(scratch):
+                os.remove(scratch)
         meta = {
             "seed": args.seed,
             "size": args.size,
@@ -665,8 +581,7 @@ def main(argv=None):
             "time_step_hours": step_seconds / 3600,
             "sample_interval_hours": args.stride * step_seconds / 3600,
             "files": [
-                {"path": s.path, "first": s.first, "last": s.last, "steps": s.steps}
-                for s in field.sources
+                dict(path=s.path, first=s.first, last=s.last, steps=s.steps) for s in field.sources
             ],
             "grid": [len(field.lat), len(field.lon)],
             "time_gaps": gaps,
@@ -684,10 +599,7 @@ def main(argv=None):
         }
         write_meta(stage, meta)
     seconds, total = time.time() - t_start, sum(counts.values())
-    print(
-        f"train mean {mean:.3f} std {std:.3f} {field.units}; skipped windows"
-        f" {meta['windows_skipped']}"
-    )
+    print(f"train mean {mean:.3f} std {std:.3f} {field.units}; skipped windows {windows.skipped}")
     print(
         f"wrote {total} samples to {args.out} in {seconds:.1f} s ({total / seconds:.0f} samples/s; "
         f"reading {t_read - t_start:.1f} s, writing {time.time() - t_read:.1f} s)"

@@ -81,7 +81,7 @@ def plain_number(cell):
 
 def read_text(path):
     """A file's text (gzip undone): UTF-8 without a byte-order mark, line ends made \\n (CR-only
-    ends noted, a lone \\r refused)."""
+    noted, a lone \\r refused)."""
     try:
         with open(path, "rb") as f:
             data = f.read()
@@ -208,11 +208,9 @@ def read_csv(path, text, columns, text_columns, delimiter, decimal_comma):
         if name not in header:
             fail(f"{path}:1: --columns names {name!r}, not a column here: {', '.join(header)}")
     names = [header[j] for j in wanted]
+    cells = [[row[j].strip() for row in rows] for j in wanted]
     values = [
-        csv_column(
-            name, [row[j].strip() for row in rows], where, name in text_columns, decimal_comma
-        )
-        for j, name in zip(wanted, names)
+        csv_column(n, c, where, n in text_columns, decimal_comma) for n, c in zip(names, cells)
     ]
     return [(dict(zip(names, row)), at) for row, at in zip(zip(*values), where)]
 
@@ -326,21 +324,18 @@ def read_json(path, text, columns, text_keys):
             i = space.match(text, i + 1).end()
         elif array and i < len(text) and text[i] != "]":
             fail(f"{line_at(i)}: expected , or ] after a record of the JSON array")
+    if array and i == len(text):
+        fail(f"{line_at(i)}: the file ends inside the JSON array; expected ] at its end")
     if array and text[i:].strip() != "]":
-        fail(
-            f"{line_at(i)}: the file ends inside the JSON array; expected ] at its end"
-            if i == len(text)
-            else f"{line_at(i)}: expected nothing after the JSON array's ]"
-        )
+        fail(f"{line_at(i)}: expected nothing after the JSON array's ]")
     if not records:
         fail(
             f'{path}: an empty JSON array; expected JSON objects {{"key": value, ...}}, a record'
             " each"
         )
     values = list(records[0][0].values()) if len(records) == 1 else []
-    if len(values) > 1 and all(
-        isinstance(v, (dict, list)) and len(v) == len(values[0]) > 1 for v in values
-    ):
+    by_column = all(isinstance(v, (dict, list)) and len(v) == len(values[0]) > 1 for v in values)
+    if len(values) > 1 and by_column:
         fail(
             f"{path}: one JSON object of columns, each holding {len(values[0])} values (pandas'"
             " to_json writes this by default); expected a record per row: write it with"
