@@ -158,7 +158,7 @@ def log_row(line):
 
 def trained_on(path):
     """For an error about the data on --resume: the data the checkpoint at path names."""
-    data_dir = os.path.exists(path) and load_checkpoint(path, mmap=True)["config"]["data_dir"]
+    data_dir = os.path.exists(path) and load_checkpoint(path, mmap=True)["config"].get("data_dir")
     if not data_dir:
         return ""
     return (

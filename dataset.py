@@ -471,14 +471,6 @@ class Split:
                 f"{where}.ids.npy: {self.at(bad)} holds token id {int(ids[bad])}, outside the"
                 f" vocabulary of {vocab_size}; {again}"
             )
-        # xVal multiplies every embedding by its value: 1.0 but at [NUM]
-        if num_id is not None:
-            bad = first_index(len(ids), lambda s: (ids[s] != num_id) & (values[s] != 1))
-            if bad is not None:
-                raise ValueError(
-                    f"{where}.values.npy: {self.at(bad)} holds {float(values[bad]):g} at a token"
-                    f" that is no number (1.0 expected); {again}"
-                )
         bad = first_index(len(values), lambda s: ~(np.abs(values[s]) <= MAX_VALUE))
         if bad is not None:
             x = float(values[bad])
@@ -488,6 +480,14 @@ class Split:
                 f"{where}.values.npy: {self.at(bad)} holds {what}; remove or rescale it and"
                 " tokenize again"
             )
+        # xVal multiplies every embedding by its value: 1.0 but at [NUM]
+        if num_id is not None:
+            bad = first_index(len(ids), lambda s: (ids[s] != num_id) & (values[s] != 1))
+            if bad is not None:
+                raise ValueError(
+                    f"{where}.values.npy: {self.at(bad)} holds {float(values[bad]):g} at a token"
+                    f" that is no number (1.0 expected); {again}"
+                )
 
     def __len__(self):
         return len(self.offsets) - 1

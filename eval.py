@@ -570,6 +570,8 @@ def main():
             "error: --mask_all=True needs --mask_key=KEY (the key whose numbers are all masked)"
         )
     trained = check_seeds(checkpoints)
+    if not isinstance(trained.get("data_dir"), str):
+        raise SystemExit(f"error: {checkpoints[0]}: its config names no data_dir (an edited file?)")
     data, trained_on = data_dir or trained["data_dir"], trained["data_dir"]
     try:
         # its own dataset: still the data it was trained on?

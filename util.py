@@ -188,9 +188,8 @@ def load_checkpoint(path, device="cpu", mmap=False):
         )
     if wrong := [k for k, kind in kinds.items() if not isinstance(checkpoint[k], kind)]:
         raise SystemExit(f"error: {path}: {', '.join(wrong)} of the wrong kind (an edited file?)")
-    for part, key in (("config", "data_dir"), ("model_args", "encoding")):
-        if not isinstance(checkpoint[part].get(key), str):
-            raise SystemExit(f"error: {path}: its {part} has no {key} (an edited file?)")
+    if not isinstance(checkpoint["model_args"].get("encoding"), str):
+        raise SystemExit(f"error: {path}: its model_args have no encoding (an edited file?)")
     if not all(isinstance(t, str) for t in checkpoint["text_tokens"]):
         raise SystemExit(f"error: {path}: text_tokens holds something other than strings")
     # a compiled or DDP-wrapped model's weights carry a prefix

@@ -167,7 +167,6 @@ EDITS = {
     "weights not a dict": lambda c: c.update(model=[1]),
     "model settings not a dict": lambda c: c.update(model_args="x"),
     "a token not a string": lambda c: c.update(text_tokens=[1]),
-    "no data_dir": lambda c: c["config"].pop("data_dir"),
     "a setting of a newer version": lambda c: c["model_args"].update(rotary=True),
     "a token list longer than the vocabulary": lambda c: c["text_tokens"].append("zz"),
     "weights of another shape": lambda c: c["model"].update(
