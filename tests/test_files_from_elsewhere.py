@@ -15,17 +15,9 @@ from dataset import Split
 from util import atomic_file, atomic_write_text, open_new, take_lock
 
 
-@pytest.fixture(scope="module")
-def dataset(tmp_path_factory):
-    d = str(tmp_path_factory.mktemp("data") / "ops2")
-    run("prepare/arithmetic.py", "--variant=ops2", "--size=tiny", "--out", d, "--workers=1")
-    run("tokenize_numbers.py", d, "--encoding=xval", "--workers=1")
-    return d
-
-
 @pytest.fixture
-def copy(dataset, tmp_path):
-    return shutil.copytree(dataset, str(tmp_path / "ops2"))
+def copy(data, tmp_path):
+    return shutil.copytree(data, str(tmp_path / "ops2"))
 
 
 def test_a_split_named_outside_the_folder_in_meta_json_is_refused_and_nothing_is_written(tmp_path):
@@ -135,9 +127,9 @@ def test_an_empty_data_dir_says_so():
 
 
 @pytest.fixture(scope="module")
-def checkpoint(dataset, tmp_path_factory):
+def checkpoint(data, tmp_path_factory):
     out = str(tmp_path_factory.mktemp("run"))
-    run("train.py", f"--data_dir={dataset}", f"--out_dir={out}", "--n_layer=1", "--n_head=1",
+    run("train.py", f"--data_dir={data}", f"--out_dir={out}", "--n_layer=1", "--n_head=1",
         "--n_embd=8", "--max_iters=2", "--eval_interval=2", "--batch_size=8", "--micro_batch_size=8",
         "--eval_batches=1")
     return os.path.join(out, "ckpt_latest.pt")
@@ -260,9 +252,9 @@ def test_a_checkpoint_that_is_a_fifo_or_has_a_nan_best_loss_is_refused(checkpoin
     assert r.returncode != 0 and "best_val_loss nan is no step or loss" in r.stderr, r.stderr
 
 
-def test_a_resume_keeps_a_users_file_that_only_looks_like_a_temporary(dataset, tmp_path):
+def test_a_resume_keeps_a_users_file_that_only_looks_like_a_temporary(data, tmp_path):
     out = tmp_path / "run"
-    args = [f"--data_dir={dataset}", f"--out_dir={out}", "--n_layer=1", "--n_head=1", "--n_embd=8",
+    args = [f"--data_dir={data}", f"--out_dir={out}", "--n_layer=1", "--n_head=1", "--n_embd=8",
             "--eval_interval=2", "--batch_size=8", "--micro_batch_size=8", "--eval_batches=1"]
     run("train.py", *args, "--max_iters=2")
     (out / "finetune.tmp.pt").write_text("mine")

@@ -2,36 +2,23 @@
 configs on any number of processes; checks made on the shapes actually used."""
 import ast
 import gc
-import json
 import os
 import re
 import warnings
 
 import pytest
 from conftest import ROOT, run
+from helpers import TINY, losses
 
 import preflight
 from batching import choose_packing, step_batches
 from configurator import configure, defaults
 from dataset import Split
 
-TINY = ["--n_layer=2", "--n_head=2", "--n_embd=32", "--block_size=32", "--device=cpu", "--compile=False",
-        "--warmup_iters=0", "--log_interval=1"]
 PAPER_CONFIGS = sorted(f for f in os.listdir(os.path.join(ROOT, "config"))
                        if f.startswith(("arithmetic_", "era5_", "lookup_", "planets_")) and not f.endswith("_small.py"))
 
 
-def losses(out_dir):
-    with open(os.path.join(out_dir, "log.jsonl")) as f:
-        return {r["iter"]: r["loss"] for r in map(json.loads, f) if "loss" in r}
-
-
-@pytest.fixture(scope="module")
-def data(tmp_path_factory):
-    d = str(tmp_path_factory.mktemp("data") / "ops2")
-    run("prepare/arithmetic.py", "--variant=ops2", "--size=tiny", "--out", d, "--workers=1")
-    run("tokenize_numbers.py", d, "--encoding=xval", "--workers=1")
-    return d
 
 
 def test_the_loop_is_at_most_80_lines_each_phase_under_a_heading():
