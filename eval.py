@@ -374,7 +374,15 @@ def evaluate(checkpoints, data, split_names, dev):
             text_path = os.path.join(data, f"{split}.txt")
             if not os.path.exists(text_path):
                 raise SystemExit(f"error: {text_path} not found")
-            lines = [line for _, line in read_samples(text_path)][: max_samples or None]
+            lines = [line for _, line in read_samples(text_path)]
+            # a prepared dataset's meta.json counts its samples: a copy cut short is not scored
+            counted = meta["splits"].get(split) if isinstance(meta["splits"], dict) else None
+            if counted not in (None, len(lines)):
+                raise TextError(
+                    f"{text_path} has {len(lines):,} samples, {data}/meta.json {counted:,}:"
+                    " a copy cut short? copy or prepare it again"
+                )
+            lines = lines[: max_samples or None]
             jobs[split] = masked_samples(
                 task, lines, vocab, text_path, keys, mask_all, persist, model.cfg.block_size
             )

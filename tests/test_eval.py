@@ -326,6 +326,9 @@ def test_a_test_sample_longer_than_the_models_context_is_one_line_naming_it(chec
     with open(os.path.join(own_data, "test.txt"), "a") as f:
         f.write(long + "\n")
     n = sum(1 for _ in open(os.path.join(own_data, "test.txt")))
+    meta = json.load(open(os.path.join(own_data, "meta.json")))
+    meta["splits"]["test"] = n  # as a prepare run counts it
+    json.dump(meta, open(os.path.join(own_data, "meta.json"), "w"))
     error = one_line_error(run("eval.py", f"--ckpt={checkpoint}", f"--data_dir={own_data}", f"--out={tmp_path / 'e'}",
                                check=False))
     assert f"test.txt:{n}:" in error and "more than the block_size" in error

@@ -291,3 +291,12 @@ def test_a_lock_holding_garbage_is_taken_over(tmp_path):
 def test_eval_refuses_a_split_that_names_a_path(checkpoint):
     r = run("eval.py", f"--ckpt={checkpoint}", "--splits=../x/test", check=False)
     assert r.returncode != 0 and "not a plain name" in r.stderr
+
+
+def test_eval_refuses_a_test_split_cut_short(checkpoint, copy):
+    path = os.path.join(copy, "test.txt")
+    lines = open(path).read().splitlines(True)
+    with open(path, "w") as f:
+        f.writelines(lines[:-3] + [lines[-3][:5]])
+    r = run("eval.py", f"--ckpt={checkpoint}", f"--data_dir={copy}", check=False)
+    assert r.returncode != 0 and "a copy cut short?" in r.stderr and "test.txt has" in r.stderr
