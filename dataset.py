@@ -474,8 +474,8 @@ class Split:
         bad = first_index(len(values), lambda s: ~(np.abs(values[s]) <= MAX_VALUE))
         if bad is not None:
             x = float(values[bad])
-            what = f"{x:.4g}, beyond ±{MAX_VALUE:g}, which float32 cannot square; scale the numbers"
-            what = what + " to order 1" if math.isfinite(x) else "a non-finite number"
+            what = f"{x:.4g}, beyond ±{MAX_VALUE:g}, which float32 cannot square; scale the"
+            what = what + " numbers to order 1" if math.isfinite(x) else "a non-finite number"
             raise ValueError(
                 f"{where}.values.npy: {self.at(bad)} holds {what}; remove or rescale it and"
                 " tokenize again"

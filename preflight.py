@@ -27,8 +27,8 @@ def check_lengths(data_dir, encoding, train, val, block_size, packing, pack_leng
 
 
 def fit_micro_batch(batch_size, micro_batch_size, world_size, say=None):
-    """micro_batch_size or, where micro_batch_size × world_size exceeds batch_size, the largest that
-    shares it out (`say` tells); an error unless they make up the batch exactly."""
+    """micro_batch_size or, where micro_batch_size × world_size exceeds batch_size, the largest
+    that shares it out (`say` tells); an error unless they make up the batch exactly."""
     fits = [m for m in range(1, micro_batch_size) if batch_size % (m * world_size) == 0]
     if micro_batch_size * world_size > batch_size and fits:
         if say:

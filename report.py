@@ -30,7 +30,8 @@ def describe(config, run, train_data, val_data, vocab, model):
     )
     batch, micro, world = run["batch_size"], run["micro_batch_size"], run["world_size"]
     tokens = f"~{batch * mean_length:,.0f} tokens/step"
-    steps = f"{micro} × {world} processes × {batch // (micro * world)} accumulation steps, {tokens}"
+    accum = batch // (micro * world)
+    steps = f"{micro} × {world} processes × {accum} accumulation steps, {tokens}"
     if run["packing"]:
         # packed, a step has as many micro-batches as its rows need
         layout = {key: run[key] for key in ("packing", "pack_length", "pack_rows")}

@@ -33,7 +33,7 @@ FLOAT32_OVERFLOW = 2.0**128 - 2.0**103
 
 # numbers in text (docs/decisions.md#numbers-in-text)
 
-# The number grammar, written once: digits with one point at most (12, 12., 1.5, .5), maybe an
+# The number grammar, written once: digits, a point at most (12, 12., 1.5, .5), maybe an
 # exponent (1e-3); a sign first or after _UNARY_AFTER is the number's, else an operator (2-3)
 _UNARY_AFTER = "([{,:=+-*/^<>"
 _MANTISSA = r"(?:[0-9]++\.?+[0-9]*+|\.[0-9]++)"

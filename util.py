@@ -298,7 +298,8 @@ def mse(y, yhat):
 
 
 def r_squared(y, yhat):
-    """R² = 1 − Σ(y−ŷ)² / Σ(y−ȳ)², over the valid (non-NaN) predictions; NaN with fewer than 2."""
+    """R² = 1 − Σ(y−ŷ)² / Σ(y−ȳ)², over the valid (non-NaN) predictions; NaN with fewer
+    than 2."""
     y, yhat = np.asarray(y, float), np.asarray(yhat, float)
     y, yhat = y[~np.isnan(yhat)], yhat[~np.isnan(yhat)]
     if len(y) < 2:
@@ -307,7 +308,8 @@ def r_squared(y, yhat):
 
 
 def adjusted_r_squared(r2, n, p=1):
-    """1 − (1 − R²)(n − 1)/(n − p − 1): R² corrected for p explanatory variables and n points."""
+    """1 − (1 − R²)(n − 1)/(n − p − 1): R² corrected for p explanatory variables and n
+    points."""
     return 1 - (1 - r2) * (n - 1) / (n - p - 1) if n > p + 1 else math.nan
 
 

@@ -1,9 +1,10 @@
 """
-Arithmetic datasets of the paper (App. A): n-digit multiplication, and expressions of + − × over 2
-to 4 operands; one sample a line, the right-hand side exact.
+Arithmetic datasets of the paper (App. A): n-digit multiplication, and expressions of + − × over
+2 to 4 operands; one sample a line, the right-hand side exact.
 
 mult3|mult4|mult5 write the decimal point moved n places in each operand and 2n in the product, so
-every number is of order 1 and the digits are the problem's: 0.123*0.456=0.056088 (123·456 = 56088).
+every number is of order 1 and the digits are the problem's: 0.123*0.456=0.056088 (123·456 =
+56088).
 ops2|ops3|ops4 are fully parenthesised random trees of operands 10^U(0,2) with 3 significant digits,
 written unscaled: ((1.32*32.1)+(1.42-8.20))=35.592. Why, and how an xVal model of them is trained
 (--k=4): prepare/README.md#arithmetic-arithmeticpy.

@@ -1,6 +1,6 @@
 """
-Planetary orbits (paper §3.2), simulated with REBOUND's IAS15: 2-4 coplanar planets around a star of
-mass 1 (G = 1), followed for 30-59 steps. The priors, the out-of-distribution test sets and the
+Planetary orbits (paper §3.2), simulated with REBOUND's IAS15: 2-4 coplanar planets around a star
+of mass 1 (G = 1), followed for 30-59 steps. The priors, the out-of-distribution test sets and the
 choices the paper leaves open: prepare/README.md#planetary-orbits-planetspy and
 docs/decisions.md#planets. One line per sample, numbers to 4 significant digits, m written × 1e5
 and e × 20 so every number is of order 1 (meta.json's scales):
