@@ -124,7 +124,7 @@ try:
 except (FileNotFoundError, ValueError) as e:
     # a dataset not found on --resume: say where the checkpoint's data was
     lost = resume and isinstance(e, FileNotFoundError)
-    raise SystemExit(f"error: {e}" + (checkpoint.trained_on(ckpt_path) if lost else ""))
+    distributed.stop(f"error: {e}" + (checkpoint.trained_on(ckpt_path) if lost else ""))
 longest = max(int(split.lengths.max()) for split in (train_data, val_data))
 # AR appends [EOS] and shifts by one: as many inputs as tokens
 block_size = block_size or longest
