@@ -67,6 +67,10 @@ def main(argv=None):
         "keys": keys,
         "text_keys": [k for k in keys if "text" in kind[k]],
         "scales": scales,
+        # each number key's least and largest number in train, in the file's units
+        "ranges": {
+            k: [float(min(v)), float(max(v))] for k in scales if (v := key_numbers(parts[0], k))
+        },
         "decimals": digits,
         "scale": args.scale,
         "missing": {"markers": list(MISSING), "how": args.missing, "records": missing},
