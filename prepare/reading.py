@@ -1,15 +1,25 @@
 """
-Your files read into records for prepare/text.py (prepare/README.md's "Your own data"): a reader
-returns [(record, where)], a record {key: value}, a value a number (Decimal), text, None (missing),
-or a list or object of these.
+Your files read into a Table for prepare/text.py (prepare/README.md's "Your own data"): a Column
+per key, a row per CSV row or JSON object. A value is a number (Decimal), text, missing, or a JSON
+list or object of these.
+
+A CSV file is read by Python's csv module (C), a block of rows at a time, and each block's distinct
+cells are checked once, so a million rows take seconds and memory grows by about 13 bytes a cell.
+pandas' reader is as fast but fills a row of too few cells with empty ones and cannot say on which
+line a row holding a quoted line break starts; this reader refuses the one and names the other.
 """
 
+import bisect
 import csv
 import gzip
 import io
+import itertools
 import json
+import math
 import re
 from decimal import Decimal
+
+import numpy as np
 
 # common puts the repository's root on the path
 from common import fail
@@ -35,6 +45,10 @@ SEPARATED = re.compile(r"[+-]?\d+(?:,\d+)+(?:\.\d*)?")
 # a leading zero: 01234 is a code (a ZIP code), not a quantity
 CODE = re.compile(r"[+-]?0\d+")
 DELIMITERS = {",": "a comma", ";": "a semicolon", "\t": "a tab", "|": "a bar"}
+# a Column's codes: a number, a missing value, a JSON list or object (else a text's index)
+NUM, GAP, NESTED = -1, -2, -3
+# CSV rows read at a time
+BLOCK = 100_000
 
 
 def is_missing(cell):
@@ -79,67 +93,315 @@ def plain_number(cell):
     return bare if bare != cell and NUMBER.fullmatch(bare) else None
 
 
-def read_text(path):
-    """A file's text (gzip undone): UTF-8 without a byte-order mark, line ends made \\n (CR-only
-    noted, a lone \\r refused)."""
+class Column:
+    """One key's value in every row, kept compact (13 bytes a cell): `code` is NUM (a number), GAP
+    (missing), NESTED (a JSON list or object, in `nested`) or the index of a text value in `texts`;
+    `x` a number's value, `q` the place 10^q of its finest written digit (1013.6: -1)."""
+
+    def __init__(self, name, noun, as_text=False, decimal_comma=False):
+        self.name, self.noun, self.as_text, self.decimal_comma = name, noun, as_text, decimal_comma
+        self.blocks, self.texts, self.index, self.nested = [], [], {}, {}
+        # the first row holding a number, a text, a number with a leading zero; rows counted
+        self.first, self.n_numbers, self.n_present, self.clash = {}, 0, 0, None
+        # the places 10^q of the finest and the coarsest digit written in its numbers
+        self.q_range = [999, -999]
+
+    def text_code(self, value):
+        if value not in self.index:
+            self.index[value] = len(self.texts)
+            self.texts.append(value)
+        return self.index[value]
+
+    def add(self, values, row0, where, parse):
+        """Rows row0... holding `values` (CSV cells or JSON values), each distinct one read once by
+        parse(value, at) -> (code, Decimal or None)."""
+        distinct = list(dict.fromkeys(values))
+        position = {v: i for i, v in enumerate(distinct)}
+        codes = np.fromiter(map(position.__getitem__, values), np.int64, len(values))
+        first_row = np.full(len(distinct), -1)
+        first_row[codes[::-1]] = np.arange(len(codes) - 1, -1, -1)
+        code, x = np.empty(len(distinct), np.int32), np.full(len(distinct), np.nan)
+        floats = {}
+        for i, v in enumerate(distinct):
+            at = lambda: where(row0 + first_row[i])
+            code[i], d = parse(v, at)
+            if d is None:
+                continue
+            x[i], q = self.check_float(d, at), d.as_tuple().exponent
+            self.q_range = [min(self.q_range[0], q), max(self.q_range[1], q)]
+            # two different numbers that are one float64 (20-digit IDs)
+            seen = floats.setdefault(x[i], (d, i))
+            if self.clash is None and seen[0] != d:
+                self.clash = (d, at(), seen[0], where(row0 + first_row[seen[1]]))
+            if code[i] == NUM and CODE.fullmatch(str(v).strip()):
+                self.first.setdefault("code", (row0 + first_row[i], v))
+        rows = code[codes]
+        for kind, mask in (("number", rows == NUM), ("text", rows >= 0)):
+            if mask.any() and kind not in self.first:
+                i = int(np.argmax(mask))
+                self.first[kind] = (row0 + i, values[i])
+        self.n_numbers += int((rows == NUM).sum())
+        self.n_present += int((rows != GAP).sum())
+        self.blocks.append((rows, x[codes]))
+
+    def check_float(self, d, at):
+        """d as a float64, refused if one cannot hold it."""
+        x = float(d)
+        if not math.isfinite(x) or (d and not x):
+            fail(
+                f"{at()}: {self.noun} {self.name!r}: {d} is beyond what a float64 holds (|x| from"
+                " 1e-308 to 1.8e308, or 0); write the key in other units (a power of ten in its"
+                " name)"
+            )
+        return x
+
+    def finish(self, where):
+        """The blocks joined; a column of numbers and text refused (CSV), naming a row."""
+        parts = list(zip(*self.blocks)) or [[np.empty(0, np.int32)], [np.empty(0)]]
+        self.code, self.x = (np.concatenate(p) for p in parts)
+        # a column without text: its codes fit a byte
+        self.code, self.blocks = self.code.astype(np.int32 if self.texts else np.int8), None
+        at = lambda kind: (
+            f"{where(self.first[kind][0])}: column {self.name!r}: {self.first[kind][1]!r}"
+        )
+        if self.noun != "column" or "number" not in self.first:
+            return self
+        if "code" in self.first:
+            fail(
+                f"{at('code')} has a leading zero, a code (a ZIP code?) rather than a quantity;"
+                f" --text {self.name} keeps the codes as words, or leave it out with --columns"
+            )
+        if "text" in self.first and self.n_numbers * 2 >= self.n_present:
+            fail(
+                f"{at('text')} is not a number, but {self.n_numbers} of the column's"
+                f" {self.n_present} values are; write it as one (e.g. 1013.6), or a missing value"
+                f" ({', '.join(MISSING[1:])})"
+            )
+        if "text" in self.first:
+            fail(
+                f"{at('number')} is a number, but most of the column's values are text; make a"
+                f" column all numbers or all text (--text {self.name})"
+            )
+        return self
+
+    @property
+    def gap(self):
+        """Rows whose value is missing, or holds a missing value (a JSON list with a null)."""
+        gap = self.code == GAP
+        for row, value in self.nested.items():
+            gap[row] = "null" in kinds(value)
+        return gap
+
+    def numbers(self):
+        """(values, rows) of every number the column holds, nested ones too."""
+        rows = np.flatnonzero(self.code == NUM)
+        deep = [(r, d) for r, v in self.nested.items() for d in numbers(v)]
+        for _, d in deep:
+            q = d.as_tuple().exponent
+            self.q_range = [min(self.q_range[0], q), max(self.q_range[1], q)]
+        x = np.concatenate([self.x[rows], np.array([float(d) for _, d in deep])])
+        return x, np.concatenate([rows, np.array([r for r, _ in deep], np.int64)])
+
+
+def csv_parser(column):
+    """parse() of a CSV column's cells for Column.add: a number, text or a missing value."""
+    name = column.name
+
+    def parse(cell, at):
+        c = cell.strip()
+        # 12,5 is 12.5; a point would be a thousands separator
+        if column.decimal_comma and not column.as_text:
+            if "." in c and NUMBER.fullmatch(c):
+                fail(
+                    f"{at()}: column {name!r}: {cell!r} holds a point, but --decimal-comma says"
+                    " numbers are written 12,5; write it without the thousands separator (or"
+                    f" --text {name}: text)"
+                )
+            c = re.sub(r"^([+-]?\d*),(\d+(?:[eE][+-]?\d+)?)$", r"\1.\2", c)
+        if is_missing(c):
+            return GAP, None
+        if not column.as_text and SEPARATED.fullmatch(c):
+            fail(
+                f"{at()}: column {name!r}: {c!r} holds a thousands separator or a decimal comma;"
+                f" write {c.replace(',', '')} or {c.replace(',', '.')}, or --decimal-comma for a"
+                f" file of decimal commas (or --text {name}: text)"
+            )
+        if not column.as_text and plain_number(c):
+            fail(
+                f"{at()}: column {name!r}: {c!r} is a number written with a currency or percent"
+                f" sign, digit groups or in hex; write {plain_number(c)} (a unit in the column's"
+                f" name), or --text {name}: text"
+            )
+        if column.as_text or not NUMBER.fullmatch(c):
+            return column.text_code(c), None
+        return NUM, Decimal(c)
+
+    return parse
+
+
+def json_parser(column):
+    """parse() of a JSON key's values for Column.add; with --text its numbers are text."""
+
+    def parse(value, at):
+        if value is None:
+            return GAP, None
+        if isinstance(value, Decimal):
+            return NUM, value
+        if isinstance(value, str) or isinstance(value.value, bool):
+            return column.text_code(getattr(value, "value", value)), None
+        for d in numbers(value.value):
+            column.check_float(d, at)
+        return NESTED, None
+
+    return parse
+
+
+class Table:
+    """The rows of the files read, a Column per key; `where(row)` names a row's file and line."""
+
+    def __init__(self, path, noun, array=False):
+        self.paths, self.nouns, self.arrays, self.starts = [path], [noun], [array], [0, 0]
+        self.cols, self.line = {}, []
+
+    @property
+    def n(self):
+        return self.starts[-1]
+
+    def where(self, row):
+        f = bisect.bisect_right(self.starts, row, hi=len(self.paths)) - 1
+        record = f" (record {row - self.starts[f] + 1})" if self.arrays[f] else ""
+        return f"{self.paths[f]}:{self.line[row]}{record}"
+
+    def file_rows(self):
+        return [np.arange(a, b, dtype=np.int32) for a, b in zip(self.starts, self.starts[1:])]
+
+
+def joined(tables):
+    """One Table of several files' rows, a key that a file lacks missing in its rows."""
+    out = tables[0]
+    if len(tables) == 1:
+        return out
+    keys = list(dict.fromkeys(k for t in tables for k in t.cols))
+    for t in tables[1:]:
+        out.paths += t.paths
+        out.nouns += t.nouns
+        out.arrays += t.arrays
+        out.starts.append(out.n + t.n)
+        out.line = np.concatenate([out.line, t.line])
+    for key in keys:
+        col = Column(key, "key")
+        codes, xs = [], []
+        for t, start in zip(tables, out.starts):
+            part = t.cols.get(key)
+            if part is None:
+                codes.append(np.full(len(t.line), GAP, np.int32))
+                xs.append(np.full(len(t.line), np.nan))
+                continue
+            col.noun = part.noun
+            remap = np.array([col.text_code(v) for v in part.texts] + [NUM, GAP, NESTED], np.int32)
+            codes.append(np.where(part.code >= 0, remap[np.maximum(part.code, 0)], part.code))
+            xs.append(part.x)
+            low, high = part.q_range
+            col.q_range = [min(col.q_range[0], low), max(col.q_range[1], high)]
+            col.nested.update({start + r: v for r, v in part.nested.items()})
+            col.clash = col.clash or part.clash
+        col.code, col.x = np.concatenate(codes), np.concatenate(xs)
+        out.cols[key] = col
+    return out
+
+
+def opened(path):
+    """A file's bytes stream (gzip undone), checked to hold text."""
     try:
-        with open(path, "rb") as f:
-            data = f.read()
+        f = open(path, "rb")
     except OSError as e:
         fail(f"cannot read {path}: {e.strerror}")
-    # gzip (file.csv.gz): read as the file it holds
-    if data.startswith(b"\x1f\x8b"):
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError) as e:
-            fail(
-                f"{path}: a damaged gzip file ({e}); expected a CSV or JSON-lines file, or one"
-                " compressed with gzip"
-            )
-    if data.startswith((b"PK\x03\x04", b"\xd0\xcf\x11\xe0")):
+    if f.peek(2)[:2] == b"\x1f\x8b":
+        f = gzip.GzipFile(fileobj=f)
+    try:
+        head = f.peek(4)[:4]
+    except (OSError, EOFError) as e:
+        fail(
+            f"{path}: a damaged gzip file ({e}); expected a CSV or JSON-lines file, or one"
+            " compressed with gzip"
+        )
+    if head.startswith((b"PK\x03\x04", b"\xd0\xcf\x11\xe0")):
         fail(
             f"{path}: a zip archive or an Excel workbook (.xlsx, .xls), not text; unzip it, or save"
             ' the sheet as "CSV UTF-8"'
         )
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
         fail(
             f'{path}: UTF-16 text (Excel\'s "Unicode Text"); save the file as UTF-8 (Excel: "CSV'
             ' UTF-8")'
         )
+    return f
+
+
+def not_utf8(path, e):
+    """Fail naming the line of the first byte that is not UTF-8."""
+    data = opened(path).read()
     try:
-        # the byte-order mark a spreadsheet may write
-        text = data.decode("utf-8").removeprefix("\ufeff")
+        data.decode("utf-8")
     except UnicodeDecodeError as e:
-        fail(
-            f"{path}:{data[: e.start].count(10) + 1}: not UTF-8 (byte {e.start}); save the file as"
-            " UTF-8"
-        )
-    if "\r" in text and "\n" not in text:
+        line = data[: e.start].count(10) + 1
+        fail(f"{path}:{line}: not UTF-8 (byte {e.start}); save the file as UTF-8")
+    fail(f"{path}: {e}")
+
+
+def lone_cr(path):
+    """Whether a file holds a carriage return that does not end a line as \\r\\n does."""
+    f, pending = opened(path), False
+    while block := f.read(1 << 24):
+        if pending and not block.startswith(b"\n"):
+            return True
+        pending = block.endswith(b"\r")
+        if block.count(b"\r") - block.count(b"\r\n") - pending:
+            return True
+    return pending
+
+
+def text_lines(path):
+    """(the first 64 KiB, the lines of a file): gzip undone, UTF-8 without a byte-order mark;
+    lines that end in \\r alone are read as lines (noted) in a file of them, else refused."""
+    f = io.TextIOWrapper(opened(path), encoding="utf-8-sig", newline="")
+    try:
+        head = f.read(1 << 16) + f.readline()
+    except UnicodeDecodeError as e:
+        not_utf8(path, e)
+    rest = itertools.chain(io.StringIO(head, newline=""), f)
+    cr_only = "\r" in head and "\n" not in head
+    if cr_only:
         print(
             f"note: {path}: its lines end in a carriage return alone (\\r, old Mac files): read as"
             " line ends"
         )
-        return text.replace("\r", "\n")
-    text = text.replace("\r\n", "\n")
-    if "\r" in text:
-        i = text.index("\r")
-        fail(
-            f"{path}:{text.count(chr(10), 0, i) + 1}: a lone carriage return (\\r) at column"
-            f" {i - text.rfind(chr(10), 0, i)} in a file of \\n line ends; expected one line end"
-            " per line (remove it)"
-        )
-    return text
+    elif not lone_cr(path):
+        return head, rest
+
+    def lines():
+        for n, line in enumerate(rest, 1):
+            if line[-1:] == "\r" and not cr_only:
+                fail(
+                    f"{path}:{n}: a lone carriage return (\\r) at column {len(line)} in a file of"
+                    " \\n line ends; expected one line end per line (remove it)"
+                )
+            yield line.rstrip("\r") + "\n" if line[-1:] == "\r" else line
+
+    return head, lines()
 
 
-def read_csv(path, text, columns, text_columns, delimiter, decimal_comma):
-    """[(record, where)] of a CSV file, a record per row."""
-    header_line = text.partition("\n")[0]
-    comments = len(re.match(r"(?:#.*\n)*", text + "\n")[0].split("\n")) - 1
+def read_csv(path, args):
+    """A Table of a CSV file, a row per record, read a block of rows at a time."""
+    head, lines = text_lines(path)
+    header_line = head.partition("\n")[0].rstrip("\r")
+    comments = len(re.match(r"(?:#.*\n)*", head.replace("\r", "\n") + "\n")[0].split("\n")) - 1
     if comments > 1 or comments and not re.search(r"[,;\t|]", header_line):
         fail(
             f"{path}:1: {header_line[:40]!r} is a comment, not a header ({comments} line(s) start"
             " with #); expected the column names on line 1: delete the lines above them"
         )
+    delimiter = args.delimiter
     if not delimiter:
         delimiter = max(DELIMITERS, key=header_line.count)
         if not header_line.count(delimiter) and re.search(r"\S\s+\S", header_line):
@@ -152,46 +414,77 @@ def read_csv(path, text, columns, text_columns, delimiter, decimal_comma):
                 f"note: {path}: columns separated by {DELIMITERS[delimiter]} (the header's most"
                 " frequent of , ; tab |)"
             )
-    reader = csv.reader(io.StringIO(text), delimiter=delimiter, strict=True)
-    rows, spans, end = [], [], 0
+    reader = csv.reader(lines, delimiter=delimiter, strict=True)
     try:
-        for row in reader:
-            rows.append(row)
-            spans.append((end + 1, reader.line_num))
-            end = reader.line_num
+        header = [name.strip() for name in next(reader, [])]
     except csv.Error as e:
-        fail(f'{path}:{end + 1}: {e} (an unterminated quote?); expected cells like 1.5 or "a, b"')
-    while rows and not rows[-1]:
-        rows.pop()
-    header, rows = [name.strip() for name in rows[0]], rows[1:]
-    if not rows:
-        fail(f"{path}: a header and no rows; expected one row per record after the header")
+        fail(f'{path}:1: {e} (an unterminated quote?); expected cells like 1.5 or "a, b"')
+    if not any(header):
+        fail(f"{path}: empty file; expected a CSV header and rows, or one JSON record per line")
     names = header[:-1] if len(header) > 1 and not header[-1] else header
-    if all(len(row) == len(names) + 1 and not row[-1].strip() for row in rows):
+    table, state = Table(path, "column"), {"trailing": None, "blank": None, "multi": []}
+    for rows, first in csv_blocks(path, reader, delimiter, state):
+        rows, first = checked_rows(path, rows, first, header, names, delimiter, state)
+        if table.n == 0 and len(rows):
+            wanted = csv_columns(path, names if state["trailing"] else header, args.columns)
+            check_header(path, [header[j] for j in wanted])
+            columns = [
+                Column(header[j], "column", header[j] in args.text, args.decimal_comma)
+                for j in wanted
+            ]
+            parsers = [csv_parser(c) for c in columns]
+        if not len(rows):
+            continue
+        row0 = table.n
+        table.line.append(first)
+        table.starts[-1] += len(rows)
+        where = lambda r: f"{path}:{first[r - row0]}"
+        cells = list(zip(*rows))
+        for j, column, parse in zip(wanted, columns, parsers):
+            column.add(cells[j], row0, where, parse)
+    if not table.n:
+        fail(f"{path}: a header and no rows; expected one row per record after the header")
+    if state["trailing"]:
         print(
             f"note: {path}: every row ends in {DELIMITERS.get(delimiter, repr(delimiter))}, an"
             " empty last column with no name: left out"
         )
-        header, rows = names, [row[:-1] for row in rows]
-    multi = [(first, last) for first, last in spans[1 : len(rows) + 1] if last > first]
-    if multi:
+    if state["multi"]:
+        (a, b), n = state["multi"][0], len(state["multi"])
         print(
-            f"note: {path}:{multi[0][0]}-{multi[0][1]}: a quoted cell holds a line break, read as"
-            f" part of the cell ({len(multi)} such row(s)); if a quote is unterminated, close it"
+            f"note: {path}:{a}-{b}: a quoted cell holds a line break, read as part of the cell"
+            f" ({n} such row(s)); if a quote is unterminated, close it"
         )
-    where = [f"{path}:{first}" for first, _ in spans[1:]]
-    for row, at in zip(rows, where):
-        if not row:
-            fail(f"{at}: empty line; expected one row per record")
-        if len(row) == len(header):
-            continue
-        hint = " (separated by a comma: another delimiter? --delimiter)" if delimiter == "," else ""
-        if len(row) == len(header) + 1 and not row[-1].strip():
-            hint = (
-                " (the last one empty: a delimiter at the end of some rows but not all? remove it)"
-            )
-        fail(f"{at}: {len(row)} cells, but the header ({path}:1) names {len(header)} columns{hint}")
-    wanted = []
+    table.line = np.concatenate(table.line).astype(np.int32)
+    table.cols = {c.name: c.finish(table.where) for c in columns}
+    return table
+
+
+def csv_blocks(path, reader, delimiter, state):
+    """Blocks of rows, each with the line its rows start on (a quoted cell may hold line
+    breaks: such rows are listed in state["multi"])."""
+    while True:
+        done = reader.line_num
+        try:
+            rows = list(itertools.islice(reader, BLOCK))
+        except UnicodeDecodeError as e:
+            not_utf8(path, e)
+        except csv.Error as e:
+            line = csv_error_line(path, delimiter)
+            fail(f'{path}:{line}: {e} (an unterminated quote?); expected cells like 1.5 or "a, b"')
+        if not rows:
+            return
+        spans = np.ones(len(rows), np.int64)
+        if reader.line_num - done != len(rows):
+            spans = np.array([1 + sum(c.count("\n") for c in row) for row in rows])
+        first = done + 1 + np.concatenate([[0], np.cumsum(spans)[:-1]])
+        state["multi"] += [(first[i], first[i] + spans[i] - 1) for i in np.flatnonzero(spans > 1)]
+        yield rows, first
+
+
+def csv_columns(path, header, wanted):
+    """The indices of the columns to read: named (and asked for with --columns)."""
+    keep = []
     for j, name in enumerate(header):
         if not name and j == 0 and "" not in header[1:]:
             print(f"note: {path}: column 1 has no name (row names, as R writes them): left out")
@@ -202,73 +495,72 @@ def read_csv(path, text, columns, text_columns, delimiter, decimal_comma):
                 f" {'empty' if not name else f'{name!r} again'}; expected one distinct name per"
                 " column"
             )
-        if not columns or name in columns:
-            wanted.append(j)
-    for name in columns or []:
+        if not wanted or name in wanted:
+            keep.append(j)
+    for name in wanted or []:
         if name not in header:
             fail(f"{path}:1: --columns names {name!r}, not a column here: {', '.join(header)}")
-    names = [header[j] for j in wanted]
-    cells = [[row[j].strip() for row in rows] for j in wanted]
-    values = [
-        csv_column(n, c, where, n in text_columns, decimal_comma) for n, c in zip(names, cells)
-    ]
-    return [(dict(zip(names, row)), at) for row, at in zip(zip(*values), where)]
+    return keep
 
 
-def csv_column(name, cells, where, as_text, decimal_comma):
-    """A CSV column's values: numbers if its cells are, else text; where: each cell's file:line."""
-
-    def at(i):
-        return f"{where[i]}: column {name!r}: {cells[i]!r}"
-
-    # 12,5 is 12.5; a point would be a thousands separator
-    if decimal_comma and not as_text:
-        dotted = [i for i, c in enumerate(cells) if "." in c and NUMBER.fullmatch(c)]
-        if dotted:
-            fail(
-                f"{at(dotted[0])} holds a point, but --decimal-comma says numbers are written 12,5;"
-                f" write it without the thousands separator (or --text {name}: text)"
-            )
-        cells = [re.sub(r"^([+-]?\d*),(\d+(?:[eE][+-]?\d+)?)$", r"\1.\2", c) for c in cells]
-    present = [i for i, c in enumerate(cells) if not is_missing(c)]
-    numeric = [i for i in present if NUMBER.fullmatch(cells[i])]
-    checked = [] if as_text else present
-    for i in checked:
-        if SEPARATED.fullmatch(cells[i]):
-            fail(
-                f"{at(i)} holds a thousands separator or a decimal comma; write"
-                f" {cells[i].replace(',', '')} or {cells[i].replace(',', '.')}, or --decimal-comma"
-                f" for a file of decimal commas (or --text {name}: text)"
-            )
-    for i in checked:
-        if plain_number(cells[i]):
-            fail(
-                f"{at(i)} is a number written with a currency or percent sign, digit groups or in"
-                f" hex; write {plain_number(cells[i])} (a unit in the column's name), or --text"
-                f" {name}: text"
-            )
-    if as_text or not numeric:
-        return [None if is_missing(c) else c for c in cells]
-    for i in present:
-        if CODE.fullmatch(cells[i]):
-            fail(
-                f"{at(i)} has a leading zero, a code (a ZIP code?) rather than a quantity; --text"
-                f" {name} keeps the codes as words, or leave it out with --columns"
-            )
-    bad = [i for i in present if not NUMBER.fullmatch(cells[i])]
-    # mostly numbers: the others are malformed
-    if bad and len(numeric) * 2 >= len(present):
+def check_header(path, names):
+    """A first line of numbers is a record, not a header: refused."""
+    numbers = [n for n in names if NUMBER.fullmatch(n)]
+    if numbers and len(numbers) * 2 >= len(names):
         fail(
-            f"{at(bad[0])} is not a number, but {len(numeric)} of the column's {len(present)}"
-            f" values are; write it as one (e.g. 1013.6), or a missing value"
-            f" ({', '.join(MISSING[1:])})"
+            f"{path}:1: the header holds numbers ({', '.join(numbers[:3])}): a file without a"
+            " header row? Its first record would become the column names; add a line of names"
+            " (one per column) above the rows"
         )
+
+
+def checked_rows(path, rows, first, header, names, delimiter, state):
+    """A block's rows, each with a cell per column (an empty last cell that every row has left
+    out); blank lines at the end of the file left out, elsewhere refused."""
+    blank = [i for i, row in enumerate(rows) if not row]
+    if state["blank"] is not None and len(blank) < len(rows):
+        fail(f"{path}:{state['blank']}: empty line; expected one row per record")
+    if blank and blank != list(range(blank[0], len(rows))):
+        fail(f"{path}:{first[blank[0]]}: empty line; expected one row per record")
+    if blank:
+        state["blank"] = state["blank"] or first[blank[0]]
+        rows, first = rows[: blank[0]], first[: blank[0]]
+    if not rows:
+        return rows, first
+    if state["trailing"] is None:
+        state["first"] = (first[0], rows[0])
+        state["trailing"] = all(len(r) == len(names) + 1 and not r[-1].strip() for r in rows)
+    width = len(names) + 1 if state["trailing"] else len(header)
+    bad = [i for i, r in enumerate(rows) if len(r) != width]
+    bad = bad or [i for i, r in enumerate(rows) if state["trailing"] and r[-1].strip()]
     if bad:
+        at, row = first[bad[0]], rows[bad[0]]
+        # not every row ends in an empty cell: each is read against the header
+        if state["trailing"] and width != len(header):
+            at, row = state["first"]
+        hint = " (separated by a comma: another delimiter? --delimiter)" if delimiter == "," else ""
+        if len(row) == len(header) + 1 and not row[-1].strip():
+            hint = (
+                " (the last one empty: a delimiter at the end of some rows but not all? remove it)"
+            )
         fail(
-            f"{at(numeric[0])} is a number, but most of the column's values are text; make a column"
-            f" all numbers or all text (--text {name})"
+            f"{path}:{at}: {len(row)} cells, but the header ({path}:1) names {len(header)}"
+            f" columns{hint}"
         )
-    return [None if is_missing(c) else Decimal(c) for c in cells]
+    return rows, first
+
+
+def csv_error_line(path, delimiter):
+    """The line where the row csv refuses starts (read again row by row to find it)."""
+    _, lines = text_lines(path)
+    reader = csv.reader(lines, delimiter=delimiter, strict=True)
+    end = 0
+    try:
+        for _ in reader:
+            end = reader.line_num
+    except csv.Error:
+        pass
+    return end + 1
 
 
 def _constant(name):
@@ -284,15 +576,34 @@ def _object(pairs):
     return dict(pairs)
 
 
-def read_json(path, text, columns, text_keys):
-    """[(record, where)] of a JSON file: null, NaN and MISSING are None."""
+class Nested:
+    """A JSON list, object or boolean, distinct from every other value."""
+
+    def __init__(self, value):
+        self.value = value
+
+
+def read_json(path, args):
+    """A Table of a JSON file, a row per object: null, NaN and MISSING are missing values."""
+    try:
+        text = (
+            opened(path)
+            .read()
+            .decode("utf-8")
+            .removeprefix("\ufeff")
+            .replace("\r\n", "\n")
+            .rstrip("\n")
+        )
+    except UnicodeDecodeError as e:
+        not_utf8(path, e)
+    columns, text_keys = args.columns, args.text
     decoder = json.JSONDecoder(
         parse_float=Decimal, parse_int=Decimal, parse_constant=_constant, object_pairs_hook=_object
     )
     space = re.compile(r"\s*")
     line_at = lambda i: f"{path}:{text.count(chr(10), 0, i) + 1}"
     to_none = lambda x: None if isinstance(x, str) and is_missing(x) else x
-    records, i, line, at = [], space.match(text).end(), 1, 0
+    records, lines, i, line, at = [], [], space.match(text).end(), 1, 0
     array = text.startswith("[", i)
     i = space.match(text, i + array).end()
     while i < len(text) and not (array and text[i] == "]"):
@@ -318,7 +629,8 @@ def read_json(path, text, columns, text_keys):
                     f" as a JSON number ({plain_number(quoted[0]) or quoted[0].strip()}), or --text"
                     f" {k} keeps the key's strings as words"
                 )
-        records.append((record, where))
+        records.append(record)
+        lines.append(line)
         i = space.match(text, i).end()
         if array and text.startswith(",", i):
             i = space.match(text, i + 1).end()
@@ -333,7 +645,7 @@ def read_json(path, text, columns, text_keys):
             f'{path}: an empty JSON array; expected JSON objects {{"key": value, ...}}, a record'
             " each"
         )
-    values = list(records[0][0].values()) if len(records) == 1 else []
+    values = list(records[0].values()) if len(records) == 1 else []
     by_column = all(isinstance(v, (dict, list)) and len(v) == len(values[0]) > 1 for v in values)
     if len(values) > 1 and by_column:
         fail(
@@ -341,43 +653,66 @@ def read_json(path, text, columns, text_keys):
             " to_json writes this by default); expected a record per row: write it with"
             ' to_json(orient="records", lines=True)'
         )
-    return records
+    table = Table(path, "key", array)
+    table.line, table.starts[-1] = np.array(lines), len(records)
+    for key in dict.fromkeys(k for r in records for k in r):
+        column = Column(key, "key", key in text_keys)
+        values = [r.get(key) for r in records]
+        if column.as_text:
+            values = [rewrite(v, lambda x: str(x) if isinstance(x, Decimal) else x) for v in values]
+        values = [Nested(v) if isinstance(v, (list, dict, bool)) else v for v in values]
+        column.add(values, 0, table.where, json_parser(column))
+        table.cols[key] = column.finish(table.where)
+        column.nested = {int(r): values[r].value for r in np.flatnonzero(column.code == NESTED)}
+    return table
 
 
 def read_file(path, args):
-    """([(record, where)] of a file's rows, what it calls a key: "key" or "column")."""
-    # the newline that ends the last line
-    text = read_text(path).rstrip("\n")
-    if not text.strip():
+    """A Table of a file's rows: JSON (a file that starts with { or [) or CSV."""
+    head, _ = text_lines(path)
+    if not head.strip():
         fail(f"{path}: empty file; expected a CSV header and rows, or one JSON record per line")
-    if text.lstrip().startswith(("{", "[")):
-        return read_json(path, text, args.columns, args.text), "key"
-    rows = read_csv(path, text, args.columns, args.text, args.delimiter, args.decimal_comma)
-    return rows, "column"
+    if head.lstrip().startswith(("{", "[")):
+        return read_json(path, args)
+    return read_csv(path, args)
 
 
-def is_date(x):
-    if isinstance(x, str):
-        return DATE.fullmatch(x) is not None
-    return isinstance(x, Decimal) and YYYYMMDD.fullmatch(str(x)) is not None
-
-
-def date_keys(rows, keys, text_keys):
+def date_keys(table, text_keys):
     """The keys whose every value is a date or time (not forced to text), noted."""
     dates = []
-    for key in keys:
-        values = [r[key] for r, _ in rows if r.get(key) is not None]
-        if key in text_keys or not values or not all(is_date(v) for v in values):
+    for key, col in table.cols.items():
+        present = np.flatnonzero(col.code != GAP)
+        if key in text_keys or not len(present) or (col.code == NESTED).any():
+            continue
+        if (col.code[present] >= 0).all():
+            if not all(DATE.fullmatch(t) for t in col.texts if isinstance(t, str)):
+                continue
+            if any(isinstance(t, bool) for t in col.texts):
+                continue
+            words = np.array([str(t) for t in col.texts] or [""], dtype=object)
+            order = np.argsort(np.argsort(words, kind="stable"))
+            rank, value = order[col.code[present]], words[col.code[present]]
+            sortable = all(re.match(r"\d{4}", str(t)) for t in col.texts)
+        elif (col.code[present] == NUM).all():
+            x = col.x[present]
+            if col.q_range != [0, 0] or not ((x > 18e6) & (x < 21e6)).all():
+                continue
+            if not all(YYYYMMDD.fullmatch(f"{v:.0f}") for v in np.unique(x)):
+                continue
+            rank, value, sortable = x, [f"{x[0]:.0f}", f"{x[-1]:.0f}"], True
+        else:
             continue
         dates.append(key)
-        # ISO dates and yyyymmdd sort as text
-        sortable = all(re.match(r"\d{4}", str(v)) for v in values)
-        pairs = [(a.get(key), b.get(key), w) for (a, _), (b, w) in zip(rows, rows[1:])]
-        back = [w for a, b, w in pairs if sortable and None not in (a, b) and str(b) < str(a)]
+        # ISO dates and yyyymmdd sort as text: rows in file order should not go back in time
+        after = present[1:][(np.diff(rank) < 0) & (np.diff(present) == 1)] if sortable else []
         print(
-            f"note: key {key!r} holds dates or times ({values[0]} ... {values[-1]}): left out;"
+            f"note: key {key!r} holds dates or times ({value[0]} ... {value[-1]}): left out;"
             " the rows are taken in file order"
-            + (f" (they go back in time at {back[0]}: sort the file)" if back else "")
+            + (
+                f" (they go back in time at {table.where(after[0])}: sort the file)"
+                if len(after)
+                else ""
+            )
         )
     return dates
 
@@ -394,16 +729,12 @@ def as_word(text):
     return "_" + word if not word or word[0].isdigit() else word
 
 
-def words_for_tokenizer(rows):
-    """Key names and text values made words (as_word) in every record, noted; {old: new} keys."""
-    renamed, values = {}, {}
-    for record, _ in rows:
-        for key, value in record.items():
-            if key not in renamed:
-                renamed[key] = as_word(key)
-            for x in leaves(value):
-                if isinstance(x, str) and x not in values:
-                    values[x] = as_word(x)
+def words_for_tokenizer(table):
+    """Key names and text values made words (as_word) in every column, noted; {old: new} keys."""
+    renamed = {key: as_word(key) for key in table.cols}
+    strings = [t for c in table.cols.values() for t in c.texts if isinstance(t, str)]
+    strings += [x for c in table.cols.values() for v in c.nested.values() for x in leaves(v)]
+    values = {x: as_word(x) for x in strings if isinstance(x, str)}
     for mapping, what in ((renamed, "key"), (values, "text value")):
         changed = {a: b for a, b in mapping.items() if a != b}
         clash = {}
@@ -418,8 +749,8 @@ def words_for_tokenizer(rows):
                 + (" (--mask_key takes the new name)" if what == "key" else "")
             )
     word = lambda x: values.get(x, x) if isinstance(x, str) else x
-    for record, _ in rows:
-        items = [(renamed[k], rewrite(v, word)) for k, v in record.items()]
-        record.clear()
-        record.update(items)
+    for col in table.cols.values():
+        col.texts = [word(t) for t in col.texts]
+        col.nested = {r: rewrite(v, word) for r, v in col.nested.items()}
+    table.cols = {renamed[k]: c for k, c in table.cols.items()}
     return renamed

@@ -1,91 +1,130 @@
 """
 Records for prepare/text.py: windows of rows, split into train, val and test, missing values left
-out (prepare/README.md's "Records and splits"). A record travels as (record, where, places),
-places the (file, row) pairs it holds, so that every row read is accounted for.
+out (prepare/README.md's "Records and splits"). A split is a Part: each record's rows (an array of
+row numbers of the Table, a window's rows in order) and, per key, the records that leave it out.
 """
-
-import itertools
-import math
-from decimal import Decimal
 
 import numpy as np
 from common import fail
-from reading import MISSING, kinds, numbers
+from reading import MISSING, NESTED, NUM, kinds
 
 SPLITS = ("train", "val", "test")
+# the kinds a key's values may hold (a bit each)
+KINDS = {"number": 1, "text": 2}
 
 
-def check_keys(rows):
+class Part:
+    """A split's records: rows[i] the rows of record i; lacks[key][i] when it leaves key out."""
+
+    def __init__(self, rows, lacks=None):
+        self.rows, self.lacks = rows, lacks or {}
+
+    def __len__(self):
+        return len(self.rows)
+
+    def has(self, key):
+        return ~self.lacks[key] if key in self.lacks else np.ones(len(self.rows), bool)
+
+
+def check_keys(table):
     """{key: the kinds of its values}, the same for every present value of a key."""
-    kind, first = {}, {}
-    for record, where in rows:
-        for key, value in record.items():
-            found = kinds(value) - {"null"}
-            if found and key not in kind:
-                kind[key], first[key] = found, where
-            elif found and found != kind[key]:
-                fail(
-                    f"{where}: key {key!r} holds {' and '.join(sorted(found))}, but "
-                    f"{' and '.join(sorted(kind[key]))} at {first[key]}"
-                )
+    kind = {}
+    for key, col in table.cols.items():
+        bits = np.where(col.code == NUM, 1, np.where(col.code >= 0, 2, 0))
+        for row, value in col.nested.items():
+            bits[row] = sum(KINDS.get(k, 0) for k in kinds(value))
+        present = np.flatnonzero(bits)
+        if not len(present):
+            continue
+        names = lambda b: [k for k, bit in KINDS.items() if b & bit]
+        first = present[0]
+        other = present[bits[present] != bits[first]]
+        if len(other):
+            fail(
+                f"{table.where(other[0])}: key {key!r} holds {' and '.join(names(bits[other[0]]))},"
+                f" but {' and '.join(names(bits[first]))} at {table.where(first)}"
+            )
+        kind[key] = set(names(bits[first]))
     return kind
 
 
-def check_values(files, keys, missing):
-    """Every record given every key (None if it lacks one); refused: a missing value unless
-    --missing, a number a float64 cannot hold."""
-    for _, rows, noun in files:
-        for (record, where), key in itertools.product(rows, keys):
-            record.setdefault(key, None)
-            if missing == "refuse" and "null" in kinds(record[key]):
-                fail(
-                    f"{where}: {noun} {key!r} is missing (no value, or one of"
-                    f" {', '.join(map(repr, MISSING))}, null); --missing=omit leaves it out of the"
-                    " record, --missing=drop drops the record"
-                )
-            for x in numbers(record[key]):
-                if not math.isfinite(float(x)) or (x and not float(x)):
-                    fail(
-                        f"{where}: {noun} {key!r}: {x} is beyond what a float64 holds (|x| from"
-                        " 1e-308 to 1.8e308, or 0); write the key in other units (a power of ten"
-                        " in its name)"
-                    )
+def check_values(table, keys, missing):
+    """Refused unless --missing: a missing value (the first row holding one, its first key)."""
+    if missing != "refuse":
+        return
+    gaps = {key: np.flatnonzero(table.cols[key].gap) for key in keys}
+    gaps = {key: rows[0] for key, rows in gaps.items() if len(rows)}
+    if gaps:
+        key = min(gaps, key=lambda k: (gaps[k], keys.index(k)))
+        row = gaps[key]
+        noun = table.nouns[np.searchsorted(table.starts, row, "right") - 1]
+        fail(
+            f"{table.where(row)}: {noun} {key!r} is missing (no value, or one of"
+            f" {', '.join(map(repr, MISSING))}, null); --missing=omit leaves it out of the record,"
+            " --missing=drop drops the record"
+        )
 
 
-def counts_up(rows, key):
-    """The step by which a key's values go up from row to row, the same each time but perhaps
+def counts_up(x, q):
+    """The step by which a file's numbers go up from row to row, the same each time but perhaps
     wrapping to their least (an hour of the day), else None."""
-    xs = [r.get(key) for r, _ in rows]
-    if len(xs) <= 2 or not all(isinstance(x, Decimal) for x in xs):
+    if len(x) <= 2 or np.isnan(x).any():
         return None
-    low, high = min(xs), max(xs)
-    pairs = list(zip(xs, xs[1:]))
-    step = next((b - a for a, b in pairs if (a, b) != (high, low)), 0)
-    steady = all(b - a == step or (a, b) == (high, low) for a, b in pairs)
-    return step if step > 0 and high - low >= 2 * step and steady else None
+    # exact: the numbers as integers of their finest digit
+    unit = int(q)
+    m = np.rint(x / 10.0**unit)
+    if np.abs(m).max() > 2**53:
+        return None
+    low, high = m.min(), m.max()
+    wrap = (m[:-1] == high) & (m[1:] == low)
+    steps = np.diff(m)[~wrap]
+    if not len(steps) or steps[0] <= 0 or (steps != steps[0]).any() or high - low < 2 * steps[0]:
+        return None
+    return str(np.format_float_positional(steps[0] * 10.0**unit, trim="-"))
 
 
-def counting_keys(files, keys):
+def counting_keys(table, keys):
     """The keys that count rows in every file, noted (train.py's hint names another)."""
-    steps = {k: {counts_up(rows, k) for _, rows, _ in files} for k in keys}
-    counting = [k for k in keys if None not in steps[k]]
-    for key in counting:
+    counting = []
+    for key in keys:
+        col = table.cols[key]
+        steps = {counts_up(col.x[rows], col.q_range[0]) for rows in table.file_rows()}
+        if None in steps or (col.code == NESTED).any():
+            continue
+        counting.append(key)
         print(
-            f"note: key {key!r} goes up by {' or '.join(sorted(map(str, steps[key])))} from row to"
-            " row (a row number, a year, an hour of the day, a timestamp?): kept as a number;"
-            " --columns leaves it out"
+            f"note: key {key!r} goes up by {' or '.join(sorted(steps))} from row to row (a row"
+            " number, a year, an hour of the day, a timestamp?): kept as a number; --columns"
+            " leaves it out"
         )
     return counting
 
 
-def windows(rows, window, stride, file, first=0):
-    """[(record, where, places)], a window of rows starting every stride; rows[0] is row first."""
-    records = []
-    for s in range(0, len(rows) - window + 1, stride):
-        span = rows[s : s + window]
-        record = {k: [r.get(k) for r, _ in span] for k in span[0][0]} if window > 1 else span[0][0]
-        records.append((record, span[0][1], [(file, first + i) for i in range(s, s + window)]))
-    return records
+def series_of(table, group):
+    """[(name, rows)]: each file's rows in order, or with --group each group's rows in a file."""
+    if not group:
+        return list(zip(table.paths, table.file_rows()))
+    col = table.cols[group]
+    gap = np.flatnonzero(col.code < NUM)
+    if len(gap) or (col.code == NESTED).any():
+        fail(
+            f"{table.where(gap[0])}: --group {group}: no value here; every row needs its group"
+            " (a name or a number)"
+        )
+    value = np.where(col.code == NUM, col.x, col.code)
+    out = []
+    for path, rows in zip(table.paths, table.file_rows()):
+        ids, first = np.unique(value[rows], return_index=True)
+        for i in np.argsort(first):
+            label = col.texts[int(ids[i])] if col.code[rows[first[i]]] >= 0 else f"{ids[i]:g}"
+            out.append((f"{path} ({group} {label})", rows[value[rows] == ids[i]]))
+    return out
+
+
+def windows(rows, window, stride, start=0):
+    """Each window's rows (a row of the result), a window starting every stride from start."""
+    starts = np.arange(start, len(rows) - window + 1, stride)
+    return rows[starts[:, None] + np.arange(window)]
 
 
 def split_counts(n, fractions):
@@ -93,81 +132,118 @@ def split_counts(n, fractions):
     return n - n_val - n_test, n_val, n_test
 
 
-def time_parts(path, rows, fractions, window):
-    """Train, val and test rows of one file in time order: the first, the next, the last."""
-    a, b, c = split_counts(len(rows), fractions)
-    if min(a, b, c) < window:
+def time_parts(name, rows, args):
+    """Train, val and test windows of one series in time order: the first rows, the next, the
+    last; with --context-before a val or test window may start in the rows before its own."""
+    a, b, c = split_counts(len(rows), args.fractions)
+    need = 1 if args.context_before else args.window
+    if min(a, b, c) < need:
         fail(
-            f"{path}: --split {','.join(map(str, fractions))} in time order cuts its {len(rows)}"
-            f" rows into {a}/{b}/{c}; each part needs {window} (a window): more rows, other"
-            " fractions, or a smaller --window"
+            f"{name}: --split {','.join(map(str, args.fractions))} in time order cuts its"
+            f" {len(rows)} rows into {a}/{b}/{c}; each part needs {need}"
+            f" {'row' if need == 1 else '(a window)'}: more rows, other fractions, or a smaller"
+            " --window"
         )
-    return [rows[:a], rows[a : a + b], rows[a + b :]]
+    parts = []
+    for lo, hi in ((0, a), (a, a + b), (a + b, len(rows))):
+        back = min(lo, args.window - 1) if args.context_before else 0
+        parts.append(windows(rows[lo - back : hi], args.window, args.stride))
+    return parts
 
 
-def random_parts(records, fractions, seed):
-    """Train, val and test: a random partition of the records (each split in file order)."""
-    counts = split_counts(len(records), fractions)
-    if min(counts) < 1:
-        fail(
-            f"--split {','.join(map(str, fractions))}: {len(records)} records give train/val/test"
-            f" {'/'.join(map(str, counts))}; every split needs a record (more data, or other"
-            " fractions)"
-        )
-    order = np.random.default_rng(seed).permutation(len(records))
-    return [[records[i] for i in sorted(part)] for part in np.split(order, np.cumsum(counts)[:-1])]
-
-
-def split_records(files, args):
-    """Train, val and test records, and their source: the --val and --test files, each file's rows
-    in time order (windows inside each part), or the records at random."""
+def split_records(table, args):
+    """Train, val and test Parts, and their source: the --val and --test files, each series' rows
+    in time order (windows inside each part), the records at random, or the groups at random."""
     window, stride, fractions = args.window, args.stride, args.fractions
     source = {"files": args.files, "fractions": fractions}
-    by_file = [windows(rows, window, stride, i) for i, (_, rows, _) in enumerate(files)]
+    series = series_of(table, args.group)
+    empty = np.empty((0, window), np.int32)
     if args.val:
         n = len(args.files)
-        parts = [[r for f in by_file[:n] for r in f], by_file[n], by_file[n + 1]]
-        return parts, {"train": args.files, "val": args.val, "test": args.test}
+        by_file = [windows(rows, window, stride) for _, rows in series]
+        parts = [np.concatenate(by_file[:n]), by_file[n], by_file[n + 1]]
+        return [Part(p) for p in parts], {"train": args.files, "val": args.val, "test": args.test}
+    if args.group:
+        source["group"] = args.group
     if args.order == "time":
-        parts = [[], [], []]
-        for i, (path, rows, _) in enumerate(files):
-            first = 0
-            for k, part in enumerate(time_parts(path, rows, fractions, window)):
-                parts[k] += windows(part, window, stride, i, first)
-                first += len(part)
-        return parts, {**source, "order": "time"}
-    for _, rows, _ in files:
+        parts = [[empty], [empty], [empty]]
+        for name, rows in series:
+            for k, part in enumerate(time_parts(name, rows, args)):
+                parts[k].append(part)
+        return [Part(np.concatenate(p)) for p in parts], {**source, "order": "time"}
+    for name, rows in series:
         if len(rows) < window:
+            what = f"group {name}" if args.group else "file"
             fail(
-                f"{rows[-1][1]}: the file ends after {len(rows)} rows, before a window of"
-                f" {window} is full; lower --window"
+                f"{table.where(rows[-1])}: the {what} ends after {len(rows)} rows, before a"
+                f" window of {window} is full; lower --window"
             )
-    parts = random_parts([r for f in by_file for r in f], fractions, args.seed)
-    return parts, {**source, "seed": args.seed, "order": "random"}
+    units = [windows(rows, window, stride) for _, rows in series]
+    if not args.group:
+        units = [np.concatenate(units)]
+    what = "groups" if args.group else "records"
+    n = len(units) if args.group else len(units[0])
+    counts = split_counts(n, fractions)
+    if min(counts) < 1:
+        fail(
+            f"--split {','.join(map(str, fractions))}: {n} {what} give train/val/test"
+            f" {'/'.join(map(str, counts))}; every split needs one (more data, other"
+            " fractions" + (", or --order time to split each group in time)" if args.group else ")")
+        )
+    order = np.random.default_rng(args.seed).permutation(n)
+    chosen = [np.sort(p) for p in np.split(order, np.cumsum(counts)[:-1])]
+    if args.group:
+        parts = [np.concatenate([empty] + [units[i] for i in p]) for p in chosen]
+    else:
+        parts = [units[0][p] for p in chosen]
+    return [Part(p) for p in parts], {**source, "seed": args.seed, "order": "random"}
 
 
-def rows_in(parts):
-    return {place for part in parts for _, _, places in part for place in places}
+def rows_in(table, parts):
+    """Which rows the records of the splits hold."""
+    held = np.zeros(table.n, bool)
+    for part in parts:
+        held[part.rows.ravel()] = True
+    return held
 
 
-def leave_out_missing(parts, keys, how):
+def leave_out_missing(table, parts, keys, how):
     """The splits with missing values left out, and {key: records it was left out of or dropped
     for}."""
-    missing, kept = {}, [[], [], []]
-    for part, kept_part in zip(parts, kept):
-        for record, where, places in part:
-            gaps = [key for key in keys if "null" in kinds(record[key])]
-            for key in gaps:
-                missing[key] = missing.get(key, 0) + 1
-            if how == "omit":
-                record = {key: v for key, v in record.items() if key not in gaps}
-            if record and not (how == "drop" and gaps):
-                kept_part.append((record, where, places))
+    missing, kept = {}, []
+    gaps = {key: table.cols[key].gap for key in keys}
+    for part in parts:
+        lacks = {key: gaps[key][part.rows].any(axis=1) for key in keys}
+        for key in keys:
+            if lacks[key].any():
+                missing[key] = missing.get(key, 0) + int(lacks[key].sum())
+        lacking = np.column_stack([lacks[k] for k in keys])
+        keep = ~lacking.any(axis=1) if how == "drop" else ~lacking.all(axis=1)
+        lacks = {k: v[keep] for k, v in lacks.items() if how == "omit" and v.any()}
+        kept.append(Part(part.rows[keep], lacks))
     for split, part in zip(SPLITS, kept):
-        if not part:
+        if not len(part):
             fail(
                 f"the {split} split holds no record once"
                 f" {'missing values are dropped' if missing else 'split'}; more data, other --split"
                 " fractions, or a smaller --window"
             )
     return kept, missing
+
+
+def warn_short(parts, args):
+    """A split of fewer than 30 records scores too few to trust: said, with what to change."""
+    for split, part in zip(SPLITS, parts):
+        if len(part) < 30:
+            more = "--context-before, " if args.window > 1 and not args.context_before else ""
+            print(
+                f"warning: the {split} split holds {len(part)} record(s): a score over fewer than"
+                f" 30 says little; more data, other --split fractions, {more}a smaller --window or"
+                " --stride"
+            )
+
+
+def weights(table, part, key):
+    """How many of a part's records (that hold key) hold each row."""
+    rows = part.rows[part.has(key)].ravel()
+    return np.bincount(rows, minlength=table.n)

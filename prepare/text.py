@@ -15,20 +15,26 @@ scaled in prepare/scaling.py.
 """
 
 import argparse
+import gc
 import hashlib
 import json
 import os
-from decimal import Decimal
+
+import numpy as np
 
 # common puts the repository's root on the path
 from common import at_least, command, dataset_files, fail, one_line_errors, staged_dataset
-from common import write_meta, write_split
-from reading import MISSING, date_keys, leaves, numbers, read_file, words_for_tokenizer
+from common import write_meta
+from reading import MISSING, NESTED, NUM, date_keys, joined, numbers, read_file
+from reading import words_for_tokenizer
 from records import SPLITS, check_keys, check_values, counting_keys, leave_out_missing
-from records import rows_in, split_records
-from scaling import key_numbers, largest, scale
+from records import rows_in, split_records, warn_short, weights
+from scaling import scale, written
 from tokenize_numbers import TextError, split_text
-from util import shell_line
+from util import open_new, shell_line
+
+# records written at a time
+BLOCK = 50_000
 
 
 def main(argv=None):
@@ -36,31 +42,32 @@ def main(argv=None):
     inputs = args.files + ([args.val, args.test] if args.val else [])
     check_inputs(inputs, args.out)
 
-    # read: each file's rows [(record, where)], and what it calls a key
-    files = [(path, *read_file(path, args)) for path in inputs]
-    n_rows = sum(len(rows) for _, rows, _ in files)
+    # read: a Table of every file's rows, a Column per key
+    table = joined([read_file(path, args) for path in inputs])
 
     # clean keys: dates left out, words the tokenizer would misread renamed, values checked
-    keys, kind, dates, renamed = clean_keys(files, args.text)
-    check_values(files, keys, args.missing)
-    index_like = counting_keys(files, keys)
+    keys, kind, dates, renamed = clean_keys(table, args)
+    check_values(table, keys, args.missing)
+    index_like = counting_keys(table, keys)
 
     # records, split into train, val and test
-    parts, source = split_records(files, args)
-    n_windowed = len(rows_in(parts))
+    parts, source = split_records(table, args)
+    n_windowed = rows_in(table, parts).sum()
 
     # missing values left out (omit: of their records; drop: with them)
-    parts, missing = leave_out_missing(parts, keys, args.missing)
+    parts, missing = leave_out_missing(table, parts, keys, args.missing)
+    warn_short(parts, args)
 
     # scale each key's numbers
     number_keys = [k for k in keys if "number" in kind[k]]
-    scales, digits, writers = scale(parts, number_keys, args.scale)
+    scales, digits, largest, ranges = scale(table, parts, number_keys, args.scale)
 
-    # write a line of JSON per record, and meta.json
-    lines, vocab, counts = write_lines(parts, keys, writers)
+    # the tokens of every record, checked; then a line of JSON per record, and meta.json
+    writers = {k: lambda x, k=k: written(x, scales[k], digits[k]) for k in number_keys}
+    vocab, counts = check_tokens(table, parts, keys)
     meta = {
         "dataset": "text",
-        "splits": {s: len(lines[s]) for s in SPLITS},
+        "splits": {s: len(p) for s, p in zip(SPLITS, parts)},
         "source": source,
         "window": args.window if args.window > 1 else None,
         "stride": args.stride if args.window > 1 else None,
@@ -68,26 +75,23 @@ def main(argv=None):
         "text_keys": [k for k in keys if "text" in kind[k]],
         "scales": scales,
         # each number key's least and largest number in train, in the file's units
-        "ranges": {
-            k: [float(min(v)), float(max(v))] for k in scales if (v := key_numbers(parts[0], k))
-        },
+        "ranges": ranges,
         "decimals": digits,
         "scale": args.scale,
         "missing": {"markers": list(MISSING), "how": args.missing, "records": missing},
         "dates_left_out": dates,
         "renamed": {a: b for a, b in renamed.items() if a != b},
-        "mask_key": mask_key_of(parts[0], number_keys, index_like),
-        "rows": {"read": n_rows, "in_records": len(rows_in(parts))},
+        "mask_key": mask_key_of(table, parts[0], args.target, number_keys, index_like),
+        "rows": {"read": table.n, "in_records": int(rows_in(table, parts).sum())},
         "command": command("prepare/text.py", argv),
     }
     with staged_dataset(
         args.out, args.force, [f"{s}.txt" for s in SPLITS] + ["meta.json"]
     ) as stage:
-        for split in SPLITS:
-            write_split(stage, split, lines[split])
+        repeated = write_lines(stage, table, parts, keys, writers)
         write_meta(stage, meta)
 
-    report(args, meta, parts, lines, vocab, counts, n_windowed)
+    report(args, meta, table, parts, largest, vocab, counts, n_windowed, repeated)
 
 
 def parse_args(argv):
@@ -143,6 +147,19 @@ def parse_args(argv):
         help="auto: each key's numbers centred and divided by their spread on train; none: as they"
         " are",
     )
+    add(
+        "--group",
+        metavar="COL",
+        help="rows with the same value of COL are one series (a station, a patient): windows never"
+        " cross groups; split in time within each group, or (--order random) by group",
+    )
+    add(
+        "--context-before",
+        action="store_true",
+        help="with --order time: a val or test window may start in the rows before its part, so"
+        " every row of the part can end a window",
+    )
+    add("--target", metavar="KEY", help="the key of numbers to predict (what eval.py masks)")
     add("--force", action="store_true", help="replace a dataset in --out (other files stay)")
     args = p.parse_args(argv)
     if bool(args.val) != bool(args.test):
@@ -163,6 +180,8 @@ def parse_args(argv):
     args.delimiter = {"tab": "\t", "\\t": "\t"}.get(args.delimiter, args.delimiter)
     args.stride = args.stride or args.window
     args.order = args.order or ("time" if args.window > 1 else "random")
+    if args.context_before and (args.order != "time" or args.window < 2 or args.val):
+        fail("--context-before goes with --window N (N > 1) split in time order (--order time)")
     if args.order == "random" and args.stride < args.window and not args.val:
         fail(
             f"--stride {args.stride} < --window {args.window} with --order random: overlapping"
@@ -200,25 +219,26 @@ def check_inputs(paths, out):
                 )
 
 
-def clean_keys(files, text_keys):
+def clean_keys(table, args):
     """(keys, {key: kinds}, dates, {old: new}); dates left out, misread words renamed."""
-    rows = [row for _, part, _ in files for row in part]
-    keys = list(dict.fromkeys(k for record, _ in rows for k in record))
-    for name in text_keys:
-        if name not in keys:
-            fail(f"--text names {name!r}, not a column or key of the files: {', '.join(keys)}")
-    dates = date_keys(rows, keys, text_keys)
-    for record, _ in rows:
-        for key in dates:
-            record.pop(key, None)
-    renamed = words_for_tokenizer(rows)
-    keys = [renamed[k] for k in keys if k not in dates]
+    keys = list(table.cols)
+    for flag, names in (("--text", args.text), ("--group", [args.group] if args.group else [])):
+        for name in names:
+            if name not in keys:
+                fail(f"{flag} names {name!r}, not a column or key of the files: {', '.join(keys)}")
+    dates = date_keys(table, args.text)
+    if args.group:
+        print(f"note: key {args.group!r} names each row's group (--group): not in the records")
+    for key in dates + ([args.group] if args.group and args.group not in dates else []):
+        table.cols.pop(key)
+    renamed = words_for_tokenizer(table)
+    keys = list(table.cols)
     if not keys:
         fail(
-            f"{files[0][0]}: no key left once the dates are left out; expected a column of numbers"
-            " or text"
+            f"{table.paths[0]}: no key left once the dates are left out; expected a column of"
+            " numbers or text"
         )
-    kind = check_keys(rows)
+    kind = check_keys(table)
     for key in [k for k in keys if k not in kind]:
         fail(
             f"key {key!r} holds no value in any record (each is empty or a missing value); leave it"
@@ -227,64 +247,157 @@ def clean_keys(files, text_keys):
     return keys, kind, dates, renamed
 
 
-def mask_key_of(train, number_keys, index_like):
-    """train.py's hint: the first key whose numbers vary in train and count no rows."""
+def mask_key_of(table, train, target, number_keys, index_like):
+    """train.py's hint: --target, else the first key whose numbers vary in train and count no
+    rows (said, with how to name another)."""
+    if target and target not in number_keys:
+        fail(f"--target {target}: not a key of numbers; expected one of {', '.join(number_keys)}")
+    varies = []
     for k in number_keys:
-        if k not in index_like and len(set(key_numbers(train, k))) > 1:
-            return k
-    return number_keys[0] if number_keys else None
+        x, rows = table.cols[k].numbers()
+        if k not in index_like and len(np.unique(x[weights(table, train, k)[rows] > 0])) > 1:
+            varies.append(k)
+    key = target or (varies or number_keys or [None])[0]
+    if key and not target:
+        print(
+            f"note: eval.py and sample.py predict {key!r} (the first key of numbers that varies);"
+            f" --target KEY names the one to predict ({', '.join(varies[:8])})"
+        )
+    return key
 
 
-def dump(value, writers, key=None):
-    """A value as compact JSON, the numbers under top-level key k written by writers[k]."""
+def dump(value, write):
+    """A JSON value as compact JSON, its numbers written by write (numbers -> their text)."""
     if isinstance(value, dict):
-        items = [
-            f"{json.dumps(k, ensure_ascii=False)}:{dump(v, writers, k if key is None else key)}"
-            for k, v in value.items()
-        ]
+        items = [f"{json.dumps(k, ensure_ascii=False)}:{dump(v, write)}" for k, v in value.items()]
         return "{" + ",".join(items) + "}"
     if isinstance(value, list):
-        return "[" + ",".join(dump(v, writers, key) for v in value) + "]"
-    if isinstance(value, Decimal):
-        return writers.get(key, str)(value)
+        return "[" + ",".join(dump(v, write) for v in value) + "]"
+    if isinstance(value, (int, float)) or type(value).__name__ == "Decimal":
+        return write(np.array([float(value)]))[0]
     return json.dumps(value, ensure_ascii=False)
 
 
-def write_lines(parts, keys, writers):
-    """Each split's lines, train's text tokens, and (numbers, tokens) per record."""
-    lines, vocab, counts = {s: [] for s in SPLITS}, {}, []
+def zeros(x):
+    return np.full(len(x), "0", dtype=object)
+
+
+def lines_of(table, part, keys, writers, lo, hi):
+    """The lines of records lo..hi of a part: {"key":value,...}, a key a record leaves out not in
+    it, a window's values under a key a list."""
+    rows = part.rows[lo:hi]
+    values = {}
+    for key in keys:
+        col, flat = table.cols[key], rows.ravel()
+        text = np.empty(len(flat), dtype=object)
+        code = col.code[flat]
+        write = writers.get(key, zeros)
+        text[code == NUM] = write(col.x[flat[code == NUM]])
+        words = np.array([json.dumps(t, ensure_ascii=False) for t in col.texts] + [""], object)
+        text[code >= 0] = words[code[code >= 0]]
+        for i in np.flatnonzero(code == NESTED):
+            text[i] = dump(col.nested[flat[i]], write)
+        text[code == -2] = "null"
+        if rows.shape[1] > 1:
+            form = "[" + ",".join(["{}"] * rows.shape[1]) + "]"
+            text = np.array(list(map(form.format, *text.reshape(rows.shape).T)), dtype=object)
+        values[key] = text
+    # records alike in the keys they hold are written with one template
+    pattern = sum(part.has(k)[lo:hi].astype(np.int64) << i for i, k in enumerate(keys))
+    lines = np.empty(len(rows), dtype=object)
+    for p in np.unique(pattern):
+        present = [k for i, k in enumerate(keys) if p >> i & 1]
+        name = lambda k: json.dumps(k, ensure_ascii=False).replace("{", "{{").replace("}", "}}")
+        form = "{{" + ",".join(f"{name(k)}:{{}}" for k in present) + "}}"
+        at = np.flatnonzero(pattern == p)
+        lines[at] = list(map(form.format, *(values[k][at] for k in present)))
+    return lines
+
+
+def check_tokens(table, parts, keys):
+    """Train's text tokens, and (numbers, tokens) per record at least and most; refused: a record
+    whose numbers the tokenizer would not read as written, a val or test token train lacks. Each
+    distinct line with its numbers written 0 is tokenized once."""
+    vocab, seen, low, high = {}, {}, [np.inf, np.inf], [0, 0]
+    counts = {k: (table.cols[k].code == NUM).astype(np.int64) for k in keys}
+    for key in keys:
+        for row, value in table.cols[key].nested.items():
+            counts[key][row] = len(numbers(value))
     for split, part in zip(SPLITS, parts):
-        for record, where, _ in part:
-            line = dump({k: record[k] for k in keys if k in record}, writers)
-            try:
-                pieces = split_text(line, where)
-            except TextError as e:
-                fail(f"{e} (written as {line[:60]!r})")
-            tokens = [t for kind, t in pieces if kind == "text"]
-            n_numbers = sum(len(numbers(v)) for v in record.values())
-            if len(pieces) - len(tokens) != n_numbers:
+        for lo in range(0, len(part), BLOCK):
+            hi = min(len(part), lo + BLOCK)
+            lines = lines_of(table, part, keys, {}, lo, hi)
+            held = sum(counts[k][part.rows[lo:hi]].sum(axis=1) * part.has(k)[lo:hi] for k in keys)
+            distinct = dict.fromkeys(lines)
+            at = {line: i for i, line in enumerate(distinct)}
+            which = np.fromiter(map(at.__getitem__, lines), np.int64, len(lines))
+            first = np.full(len(distinct), len(lines))
+            np.minimum.at(first, which, np.arange(len(lines)))
+            where = lambda i: table.where(part.rows[lo + i][0])
+            info = [
+                seen.get(line) or tokens_of(line, where(first[i]))
+                for i, line in enumerate(distinct)
+            ]
+            seen.update(zip(distinct, info))
+            read = np.array([n for n, _, _ in info])[which]
+            wrong = np.flatnonzero(read != held)
+            if len(wrong):
+                i = wrong[0]
                 fail(
-                    f"{where}: the tokenizer reads {len(pieces) - len(tokens)} numbers in the"
-                    f" record written as {line[:60]!r}, which holds {n_numbers}"
+                    f"{where(i)}: the tokenizer reads {read[i]} numbers in the record written as"
+                    f" {lines[i][:60]!r}, which holds {held[i]}"
                 )
-            unseen = [t for t in tokens if t not in vocab]
-            if split != "train" and unseen:
-                fail(
-                    f"{where}: the {split} record holds the text token {unseen[0]!r}, which no"
-                    " training record has, so tokenize_numbers.py could not encode it; add such"
-                    " records to the training data, or write the value as a number or a category"
-                    " train has"
-                )
-            vocab.update(dict.fromkeys(tokens))
-            counts.append((n_numbers, len(pieces)))
-            lines[split].append(line)
-    return lines, vocab, counts
+            for (_, _, tokens), i in zip(info, first):
+                unseen = [t for t in tokens if t not in vocab]
+                if split != "train" and unseen:
+                    fail(
+                        f"{where(i)}: the {split} record holds the text token {unseen[0]!r}, which"
+                        " no training record has, so tokenize_numbers.py could not encode it; add"
+                        " such records to the training data, or write the value as a number or a"
+                        " category train has"
+                    )
+                vocab.update(dict.fromkeys(unseen))
+            pieces = np.array([n for _, n, _ in info])
+            low = [min(low[0], held.min()), min(low[1], pieces.min())]
+            high = [max(high[0], held.max()), max(high[1], pieces.max())]
+    return vocab, (low, high)
 
 
-def report(args, meta, parts, lines, vocab, counts, n_windowed):
+def tokens_of(line, where):
+    """(numbers, pieces, text tokens) of a line as the tokenizer splits it."""
+    try:
+        pieces = split_text(line, where)
+    except TextError as e:
+        fail(f"{e} (written as {line[:60]!r})")
+    tokens = [t for kind, t in pieces if kind == "text"]
+    return len(pieces) - len(tokens), len(pieces), tokens
+
+
+def write_lines(stage, table, parts, keys, writers):
+    """<split>.txt of every split in stage, a block of records at a time; {split: how many of its
+    lines are also, exactly, in train}."""
+    repeated, train = {}, None
+    for split, part in zip(SPLITS, parts):
+        hashes = []
+        with open_new(os.path.join(stage, f"{split}.txt")) as f:
+            for lo in range(0, len(part), BLOCK):
+                lines = lines_of(table, part, keys, writers, lo, min(len(part), lo + BLOCK))
+                f.write(("\n".join(lines) + "\n").encode())
+                hashes.append(np.fromiter(map(hash, lines), np.int64, len(lines)))
+        hashes = np.concatenate(hashes)
+        if train is None:
+            train = hashes
+        else:
+            repeated[split] = int(np.isin(hashes, train).sum())
+    return repeated
+
+
+def report(args, meta, table, parts, largest, vocab, counts, n_windowed, repeated):
     """Records per split, every row read accounted for, missing values, keys, tokens."""
     unit = f" of {args.window} rows each (a window every {args.stride})" if args.window > 1 else ""
     how = "in time order (per file)" if args.order == "time" else "at random"
+    if args.group:
+        how = f"{'in time order' if args.order == 'time' else 'at random, by'} group ({args.group})"
     print(
         f"wrote {args.out}: train {len(parts[0])}, val {len(parts[1])}, test {len(parts[2])}"
         f" records{unit}, split {'from the files' if args.val else how}"
@@ -303,46 +416,44 @@ def report(args, meta, parts, lines, vocab, counts, n_windowed):
         + (f" {what} ({args.missing})" if missing else "")
     )
     scales = meta["scales"]
-    top = {k: largest(parts, k, s) for k, s in scales.items()}
+    written_rows = rows_in(table, parts)
     for k in meta["keys"]:
         s = scales.get(k)
         if s and args.scale == "auto":
             print(
                 f"  {k:>12}: numbers, scaled (x - {s['center']:g}) / {s['spread']:g},"
-                f" {meta['decimals'][k]} decimals, largest |x| written {top[k]:.3g}"
+                f" {meta['decimals'][k]} decimals, largest |x| written {largest[k]:.3g}"
             )
         elif s:
-            print(f"  {k:>12}: numbers, as they are, largest |x| {top[k]:.3g}")
+            print(f"  {k:>12}: numbers, as they are, largest |x| {largest[k]:.3g}")
         if k in meta["text_keys"]:
-            values = [v for part in parts for r, _, _ in part for v in leaves(r.get(k))]
-            values = sorted({v for v in values if not isinstance(v, Decimal)}, key=str)
+            col = table.cols[k]
+            codes = np.unique(col.code[written_rows])
+            values = sorted({col.texts[c] for c in codes[codes >= 0]}, key=str)
             print(
                 f"  {k:>12}: text, {len(values)} value(s): {', '.join(map(str, values[:12]))}"
                 + (" ..." if len(values) > 12 else "")
             )
-    n_numbers, n_pieces = zip(*counts)
-    print(
-        f"numbers per record: {min(n_numbers)}-{max(n_numbers)}; tokens per record (xval): "
-        f"{min(n_pieces)}-{max(n_pieces)}"
-    )
+    (low_n, low_t), (high_n, high_t) = counts
+    print(f"numbers per record: {low_n}-{high_n}; tokens per record (xval): {low_t}-{high_t}")
     print(f"text tokens ({len(vocab)}): {' '.join(sorted(vocab))}")
-    in_train = set(lines["train"])
-    for s in SPLITS[1:]:
-        n = sum(line in in_train for line in lines[s])
+    for s, n in repeated.items():
         if n:
             print(
-                f"note: {n} of the {len(lines[s])} {s} records are also, exactly, in train"
+                f"note: {n} of the {meta['splits'][s]} {s} records are also, exactly, in train"
                 " (duplicate records)"
             )
     for k in scales:
-        if args.scale == "none" and not 0.1 <= top[k] <= 10:
+        if args.scale == "none" and not 0.1 <= largest[k] <= 10:
             print(
-                f"warning: key {k!r}: numbers up to |x| = {top[k]:.4g}; xVal learns best with"
+                f"warning: key {k!r}: numbers up to |x| = {largest[k]:.4g}; xVal learns best with"
                 " values of order 1 (--scale auto scales them)"
             )
     print(f"next: {shell_line('python', 'tokenize_numbers.py', args.out, '--encoding', 'xval')}")
 
 
 if __name__ == "__main__":
+    # millions of small lists and strings, none in a cycle: the cyclic collector only slows them
+    gc.disable()
     one_line_errors()
     main()
