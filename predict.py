@@ -164,12 +164,12 @@ def ask_numbers(pieces, indices):
 
 
 def encode_line(
-    line, where, vocab, block_size, causal=False, mask=None, mask_all=False, units=None
+    line, where, vocab, block_size, causal=False, mask=None, mask_all=False, units=None, scales=None
 ):
-    """((ids, values, ask), truths, text with [?], each asked number's (center, spread)) of an input
-    line, or a TextError naming it. mask: None predicts the line's [?]; "" masks its last number, a
-    key the last number under that JSON key (mask_all: every number under it). units (units_of): a
-    record in the file's own units, scaled here as the model reads it."""
+    """((ids, values, ask), truths, text with [?]) of an input line, or a TextError naming it. mask:
+    None predicts the line's [?]; "" masks its last number, a key the last number under that JSON
+    key (mask_all: every number under it). units (units_of): a record in the file's own units,
+    scaled here as the model reads it; scales receives each asked number's (center, spread)."""
     if units:
         line = written_names(line, units)
     if spaced := re.search(r"\[\s*\?\s*\]", line.replace(ASK, "")):
@@ -198,9 +198,11 @@ def encode_line(
         pieces = asked
     else:
         pieces = split_text(line, where, not causal)
-    scales = []
     if units:
-        pieces, scales = to_model_units(line, pieces, where, units)
+        pieces, asked = to_model_units(line, pieces, where, units)
+        # to print the predictions in the file's units
+        if scales is not None:
+            scales.extend(asked)
     ids, values, ask = encode_pieces(pieces, vocab, where)
     if not causal and not ask.any():
         raise TextError(
@@ -216,7 +218,7 @@ def encode_line(
         raise TextError(
             f"{where}: {len(ids)} tokens, more than the model's block_size {block_size}"
         )
-    return (ids, values, ask), truths, line, scales
+    return (ids, values, ask), truths, line
 
 
 def filled(text, values, mixture=None, spread="none", scales=()):

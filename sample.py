@@ -89,8 +89,9 @@ def main():
     for number, line in lines:
         where = f"{name}:{number}"
         try:
-            sample, truth, text, scale = encode_line(
-                line, where, vocab, model.cfg.block_size, causal, mask, mask_all, units
+            scale = []
+            sample, truth, text = encode_line(
+                line, where, vocab, model.cfg.block_size, causal, mask, mask_all, units, scale
             )
         except KeyAbsent as e:
             absent.append(str(e))
