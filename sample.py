@@ -4,7 +4,9 @@ number) in one forward pass. --mask_last or --mask_key mask true numbers instead
 prediction beside the truth (eval.py scores them: MSE, R², original units, baselines). A causal
 model continues each line until [EOS], a new [NUM] fed back with the number head's value; masked
 numbers it generates from the text before them. A line that cannot be predicted is reported and
-skipped, and the run exits non-zero.
+skipped, and the run exits non-zero. Your own data (prepare/text.py) is read and printed in its
+file's units, a number far outside its key's training range warned of (--scaled: as the dataset's
+text files write them; prepare/README.md#your-own-data-textpy).
 
     echo '0.123*0.456=[?]' | python sample.py --ckpt=out/quickstart/ckpt_best.pt
     python sample.py --ckpt=out/quickstart/ckpt_best.pt --mask_last \
