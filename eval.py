@@ -449,13 +449,16 @@ def markdown(report):
     if report["causal"]:
         how = "causal model: each number generated from the text before it"
     checkpoints = ", ".join(f"`{c}`" for c in report["checkpoints"])
+    # the median's MSE in the file's own units where the data has them
+    median = "mse_original" if "mse_original" in keys else "mse"
     header = ["split", "quantity", "n", *(COLUMNS[k] for k in keys), "MSE of median"]
+    header[-1] += " (original units)" * (median != "mse")
     lines = [f"# {report['task']} · {report['encoding']} · {seeds} seed(s)", ""]
     lines += [f"data: `{report['data_dir']}`; checkpoints: {checkpoints}", "", how, ""]
     lines += ["| " + " | ".join(header) + " |", "|---" * len(header) + "|"]
     for split, quantity, r in rows:
         cells = [fmt(r["mean"][k]) + (f" ± {fmt(r['std'][k])}" if seeds > 1 else "") for k in keys]
-        cells = [split, quantity, r["n"], *cells, fmt(r["median_prediction"]["mse"])]
+        cells = [split, quantity, r["n"], *cells, fmt(r["median_prediction"][median])]
         lines.append("| " + " | ".join(map(str, cells)) + " |")
     era5 = report["task"] == "era5"
     previous = "each station's previous step" if era5 else "the previous value of the same key"
@@ -494,7 +497,8 @@ def report_prefix(checkpoints, data, trained_on):
 
 
 def write_plots(report, meta, prefix):
-    """Predicted (median over seeds) vs true per quantity; training values marked on OoD splits."""
+    """Predicted (median over seeds) vs true per quantity, in the data's own units where it has a
+    scale (your own data's file, era5's kelvin); training values marked on OoD splits."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -510,6 +514,11 @@ def write_plots(report, meta, prefix):
         for ax, (quantity, r) in zip(axes[0], quantities.items()):
             y = np.array(r["truth"], float)
             p = np.array([math.nan if v is None else v for v in r["median"]], float)
+            m, unit = r["median_prediction"], ""
+            mse = m.get("mse_kelvin2", m.get("mse_original", m["mse"]))
+            if scale := scale_of(task, meta, quantity):
+                y, p = y * scale[1] + scale[0], p * scale[1] + scale[0]
+                unit = " (K)" if task == "era5" else " (original units)"
             both = np.concatenate([y, p])
             lo, hi = np.nanmin(both), np.nanmax(both)
             ax.plot([lo, hi], [lo, hi], color="0.6", lw=1)
@@ -519,11 +528,11 @@ def write_plots(report, meta, prefix):
             # values never seen in training
             if task == "lookup" and split == "test_ood":
                 ax.axvspan(*meta["gap"], color="C3", alpha=0.1)
-            mse = fmt(r["median_prediction"]["mse"])
-            ax.set(title=f"{quantity} (MSE {mse})", xlabel="true", ylabel="predicted")
+            ax.set(title=f"{quantity} (MSE {fmt(mse)})", xlabel=f"true{unit}")
+            ax.set(ylabel=f"predicted{unit}")
         save_figure(plt, fig, f"{task} · {report['encoding']} · {split}", f"{prefix}_{split}.png")
         if "pit" in next(iter(quantities.values())):
-            write_distribution_plots(task, split, quantities, f"{prefix}_{split}", plt)
+            write_distribution_plots(task, split, quantities, f"{prefix}_{split}", plt, meta)
 
 
 def save_figure(plt, fig, title, path):
@@ -533,8 +542,9 @@ def save_figure(plt, fig, title, path):
     plt.close(fig)
 
 
-def write_distribution_plots(task, split, quantities, prefix, plt):
-    """GMM heads: PIT histograms per quantity, and the first predicted densities with truths."""
+def write_distribution_plots(task, split, quantities, prefix, plt, meta):
+    """GMM heads: PIT histograms per quantity, and the first predicted densities with truths (in
+    the data's own units where it has a scale)."""
     n = len(quantities)
     fig, axes = plt.subplots(1, n, figsize=(3.2 * n, 2.8), squeeze=False)
     for ax, (quantity, r) in zip(axes[0], quantities.items()):
@@ -549,16 +559,20 @@ def write_distribution_plots(task, split, quantities, prefix, plt):
     k = min(DENSITY_SAMPLES, *(len(r["mixture"]) for r in quantities.values()))
     fig, axes = plt.subplots(n, k, figsize=(2.8 * k, 2.2 * n), squeeze=False)
     for row, (quantity, r) in zip(axes, quantities.items()):
+        # value = center + spread · scaled, density / spread
+        center, spread = scale_of(task, meta, quantity) or (0.0, 1.0)
         for i, ax in enumerate(row[:k]):
             num, truth = torch.tensor(r["mixture"][i], dtype=torch.float64), r["truth"][i]
             lo, hi = (float(mixture_quantile(num, q)) for q in (0.002, 0.998))
             lo, hi = min(lo, truth), max(hi, truth)
             x = torch.linspace(lo - 0.1 * (hi - lo), hi + 0.1 * (hi - lo), 400, dtype=torch.float64)
-            ax.plot(x, torch.exp(-mixture_nll(num.expand(len(x), -1), x)), color="C0")
-            ax.axvline(truth, color="C3", lw=1.2)
+            density = torch.exp(-mixture_nll(num.expand(len(x), -1), x)) / spread
+            ax.plot(x * spread + center, density, color="C0")
+            ax.axvline(truth * spread + center, color="C3", lw=1.2)
             ax.set_title(f"{quantity}, sample {i + 1}", fontsize=9)
             ax.set_yticks([])
     title = f"{task} · {split} · predicted densities (red: truth)"
+    title += ", original units" * any(scale_of(task, meta, q) for q in quantities)
     save_figure(plt, fig, title, f"{prefix}_density.png")
 
 

@@ -1,14 +1,17 @@
 """Predictions of a train.py checkpoint, for sample.py and eval.py: numbers asked, filled in and
 written back into the text; text generated."""
 
+import json
 import math
+import os
 import re
+import sys
 
 import numpy as np
 import torch
 
 from batching import collate, fill_in_example, to_device
-from dataset import MAX_VALUE, KeyAbsent, masked_numbers
+from dataset import MAX_VALUE, KeyAbsent, fingerprint, masked_numbers, number_paths, read_meta
 from mixture import mixture_mean, mixture_quantile, mixture_sample, mixture_std
 from model import GPT, GPTConfig
 from tokenize_numbers import ASK, EOS_ID, TOKENS_PER_NUMBER, TextError, Vocab, encode_pieces
@@ -160,10 +163,15 @@ def ask_numbers(pieces, indices):
     return asked, at
 
 
-def encode_line(line, where, vocab, block_size, causal=False, mask=None, mask_all=False):
+def encode_line(
+    line, where, vocab, block_size, causal=False, mask=None, mask_all=False, units=None, scales=None
+):
     """((ids, values, ask), truths, text with [?]) of an input line, or a TextError naming it. mask:
     None predicts the line's [?]; "" masks its last number, a key the last number under that JSON
-    key (mask_all: every number under it)."""
+    key (mask_all: every number under it). units (units_of): a record in the file's own units,
+    scaled here as the model reads it; scales receives each asked number's (center, spread)."""
+    if units:
+        line = written_names(line, units)
     if spaced := re.search(r"\[\s*\?\s*\]", line.replace(ASK, "")):
         raise TextError(
             f"{where}: {spaced.group()!r} looks like the marker {ASK}; write {ASK} without spaces"
@@ -190,6 +198,11 @@ def encode_line(line, where, vocab, block_size, causal=False, mask=None, mask_al
         pieces = asked
     else:
         pieces = split_text(line, where, not causal)
+    if units:
+        pieces, asked = to_model_units(line, pieces, where, units)
+        # to print the predictions in the file's units
+        if scales is not None:
+            scales.extend(asked)
     ids, values, ask = encode_pieces(pieces, vocab, where)
     if not causal and not ask.any():
         raise TextError(
@@ -208,18 +221,135 @@ def encode_line(line, where, vocab, block_size, causal=False, mask=None, mask_al
     return (ids, values, ask), truths, line
 
 
-def filled(text, values, mixture=None, spread="none"):
+def filled(text, values, mixture=None, spread="none", scales=()):
     """text with each [?] replaced by its predicted value; a GMM head's (mixture (n, 3K)) as
-    mean±std or [5%|50%|95%] quantiles (spread)."""
-    shown = list(map(format_number, values))
+    mean±std or [5%|50%|95%] quantiles (spread). scales: each value's (center, spread), to show
+    center + spread · value (the file's own units)."""
+    scales = scales or [(0.0, 1.0)] * len(values)
+    # a std is only stretched, not shifted
+    own = lambda xs, shift=1: [x * s + c * shift for x, (c, s) in zip(xs, scales)]
+    shown = list(map(format_number, own(values)))
     if mixture is not None and spread == "std":
-        means, stds = mixture_mean(mixture).tolist(), mixture_std(mixture).tolist()
+        means, stds = own(mixture_mean(mixture).tolist()), own(mixture_std(mixture).tolist(), 0)
         shown = [f"{format_number(m)}±{format_number(s)}" for m, s in zip(means, stds)]
     if mixture is not None and spread == "quantiles":
-        quantiles = [mixture_quantile(mixture, p).tolist() for p in (0.05, 0.5, 0.95)]
+        quantiles = [own(mixture_quantile(mixture, p).tolist()) for p in (0.05, 0.5, 0.95)]
         shown = ["[" + "|".join(map(format_number, qs)) + "]" for qs in zip(*quantiles)]
     # [?][?]: two numbers, not one
     text = re.sub(re.escape(ASK) + f"(?={re.escape(ASK)})", ASK + ",", text)
     for value in shown:
         text = text.replace(ASK, value, 1)
+    return text
+
+
+# ---------------------------------------------------------------- your own data in its own units
+
+
+def units_of(path, data_dir, scaled=False, input="-"):
+    """The meta.json of the prepare/text.py dataset that the checkpoint at path was trained on: its
+    scales take records typed in the file's own units to the numbers the model reads, and its
+    predictions back. None where numbers are read and printed as the dataset's text files write
+    them: scaled, an input that is one of those files, or another dataset. Says which on stderr."""
+    try:
+        meta = read_meta(data_dir)
+    except (OSError, ValueError) as e:
+        print(
+            f"note: numbers are read and printed as the model was trained on them: {e} (a dataset"
+            " that moved: name it with --data_dir)",
+            file=sys.stderr,
+        )
+        return None
+    if meta.get("dataset") != "text" or not meta.get("scales"):
+        return None
+    name = os.path.basename(input)
+    split = name.endswith(".txt") and name[:-4] in meta["splits"]
+    split = split and os.path.samefile(os.path.dirname(os.path.abspath(input)), data_dir)
+    if scaled or split:
+        why = "--scaled" if scaled else f"{input} is one of them"
+        print(f"units: as written in {data_dir}'s text files, scaled ({why})", file=sys.stderr)
+        return None
+    print(
+        f"units: the file's own; each key's numbers are scaled by {data_dir}/meta.json for the"
+        " model and back (--scaled: as written in its text files)",
+        file=sys.stderr,
+    )
+    recorded = (load_checkpoint(path, mmap=True).get("data_fingerprint") or {}).get("meta")
+    if recorded and fingerprint(data_dir, "xval")["meta"] != recorded:
+        print(
+            f"warning: {data_dir} has been prepared again since {path} was trained on it: its"
+            " scales may not be the model's",
+            file=sys.stderr,
+        )
+    return meta
+
+
+def written_names(line, units):
+    """A record with each key that prepare/text.py renamed under the name it wrote."""
+    for old, new in (units.get("renamed") or {}).items():
+        key = re.escape(json.dumps(old, ensure_ascii=False)) + r"(?=\s*:)"
+        line = re.sub(key, lambda _, new=new: json.dumps(new, ensure_ascii=False), line)
+    return line
+
+
+def number_keys(line, pieces, where, scales):
+    """The scale (center, spread) of each number and [?] of a record's pieces, by its top-level key
+    (nested numbers take their key's), and the keys."""
+    n = sum(kind != "text" for kind, _ in pieces)
+    paths = number_paths(line.replace(ASK, "0"), n, where, "a record in the file's own units")
+    keys = [p[0] if p and isinstance(p[0], str) else None for p in paths]
+    for key in keys:
+        if key not in scales:
+            raise TextError(
+                f"{where}: a number under {f'key {key!r}' if key else 'no key'}, which the"
+                f" training data has no scale for (its number keys: {', '.join(scales)})"
+            )
+    return [(scales[k]["center"], scales[k]["spread"]) for k in keys], keys
+
+
+def to_model_units(line, pieces, where, units):
+    """pieces of a record in the file's own units, each number x as the model reads it, (x -
+    center) / spread, and each asked number's (center, spread). A number far outside its key's
+    training range, beyond it by more than the range's width, is warned of."""
+    scales, keys = number_keys(line, pieces, where, units["scales"])
+    at = iter(range(len(keys)))
+    out, asked = [], []
+    for kind, x in pieces:
+        i = next(at) if kind != "text" else None
+        if kind == "ask":
+            asked.append(scales[i])
+        if kind == "num":
+            far_outside(x, keys[i], (units.get("ranges") or {}).get(keys[i]), where)
+            x = (x - scales[i][0]) / scales[i][1]
+        out.append((kind, x))
+    return out, asked
+
+
+def far_outside(x, key, known, where):
+    """Warn of a number x of key beyond its training range known (least, largest) by more than the
+    range's width (a key constant in training: any other number)."""
+    if not known:
+        return
+    least, largest = known
+    width = largest - least
+    if not least - width <= x <= largest + width:
+        print(
+            f"warning: {where}: key {key!r}: {x:g} is far outside its training range"
+            f" [{least:g}, {largest:g}] (beyond it by more than its width); predicted all the same,"
+            " but the model never saw the like",
+            file=sys.stderr,
+        )
+
+
+def in_own_units(text, where, units):
+    """A generated record with its numbers in the file's own units; as generated (scaled, said)
+    where it is no complete record."""
+    spans = []
+    pieces = split_text(text, where, spans=spans)
+    try:
+        scales, _ = number_keys(text, pieces, where, units["scales"])
+    except TextError:
+        return text + "  (scaled: not a complete record)"
+    numbers = [(span, x) for (kind, x), span in zip(pieces, spans) if kind == "num"]
+    for ((start, end), x), (c, s) in reversed(list(zip(numbers, scales))):
+        text = text[:start] + format_number(x * s + c) + text[end:]
     return text

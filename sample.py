@@ -4,7 +4,9 @@ number) in one forward pass. --mask_last or --mask_key mask true numbers instead
 prediction beside the truth (eval.py scores them: MSE, R², original units, baselines). A causal
 model continues each line until [EOS], a new [NUM] fed back with the number head's value; masked
 numbers it generates from the text before them. A line that cannot be predicted is reported and
-skipped, and the run exits non-zero.
+skipped, and the run exits non-zero. Your own data (prepare/text.py) is read and printed in its
+file's units, a number far outside its key's training range warned of (--scaled: as the dataset's
+text files write them; prepare/README.md#your-own-data-textpy).
 
     echo '0.123*0.456=[?]' | python sample.py --ckpt=out/quickstart/ckpt_best.pt
     python sample.py --ckpt=out/quickstart/ckpt_best.pt --mask_last \
@@ -20,7 +22,8 @@ import torch
 
 from configurator import configure
 from dataset import KeyAbsent, read_lines
-from predict import detokenize, encode_line, fill_in, filled, generate, load_model
+from predict import detokenize, encode_line, fill_in, filled, generate, in_own_units, load_model
+from predict import units_of
 from tokenize_numbers import ASK, TextError
 from util import format_number, pick_device, run_main, shell_line
 
@@ -39,6 +42,8 @@ seed = 1337
 device = "auto"
 spread = "std"  # GMM models print mean±std (std), [5%|50%|95%] (quantiles) or the mean (none)
 gmm_generate = "sample"  # GMM models, generation: feed back a draw (sample) or the mean (mean)
+scaled = False  # your own data: numbers in and out as its text files write them, not in its units
+data_dir = ""  # your own data: the dataset whose meta.json scales the numbers; default: the model's
 # -- end config
 # the settings' ranges (setting_checks.py); a number not named here: [0, inf)
 RANGES = dict(
@@ -74,18 +79,21 @@ def main():
         )
     dev = pick_device(device)
     torch.manual_seed(seed)
-    model, vocab, _ = load_model(ckpt, dev)
+    model, vocab, config = load_model(ckpt, dev)
+    # your own data: records in the file's units, scaled for the model, predictions scaled back
+    units = units_of(ckpt, data_dir or str(config.get("data_dir")), scaled, input)
     # None: predict the [?] of each line; "": mask its last number; a key: the last under it
     mask = mask_key or ("" if mask_last else None)
     causal = model.cfg.causal and mask is None
     # generation: only the lines shown
     lines = lines[:show] if causal else lines
-    samples, truths, texts, failed, absent = [], [], [], 0, []
+    samples, truths, texts, scales, failed, absent = [], [], [], [], 0, []
     for number, line in lines:
         where = f"{name}:{number}"
         try:
+            scale = []
             sample, truth, text = encode_line(
-                line, where, vocab, model.cfg.block_size, causal, mask, mask_all
+                line, where, vocab, model.cfg.block_size, causal, mask, mask_all, units, scale
             )
         except KeyAbsent as e:
             absent.append(str(e))
@@ -98,15 +106,17 @@ def main():
         samples.append(sample)
         truths.append(truth)
         texts.append(text)
+        scales.append(scale)
     generator = torch.Generator(device=dev).manual_seed(seed)
     for ids, values, _ in samples if causal else []:
         out = generate(model, ids, values, max_new_tokens, temperature, generator, gmm_generate)
-        print(detokenize(out[0], out[1], vocab))
+        text = detokenize(out[0], out[1], vocab)
+        print(in_own_units(text, name, units) if units else text)
     if samples and not causal:
         mixtures = []
         predictions, counts = fill_in(model, vocab, samples, dev, batch_size, mixtures)
         for i, (text, values) in enumerate(list(zip(texts, predictions))[:show]):
-            text = filled(text, values, mixtures[i] if mixtures else None, spread)
+            text = filled(text, values, mixtures[i] if mixtures else None, spread, scales[i])
             true = ", ".join(map(format_number, truths[i]))
             print(text + (f"  (true: {true})" if truths[i] else ""))
         if vocab.encoding == "xval":
