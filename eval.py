@@ -364,9 +364,9 @@ def value_at(record, key):
 class LeastSquares:
     """A least-squares fit (with intercept) of y on predictors x, where a predictor a row lacks
     (NaN) is filled with its training mean. Rows come in chunks and only sums are kept, so memory
-    does not grow with the split: with x0 (x, 0 where missing), q (1 where missing) and the means m,
-    the filled rows x0 + q·m have Σ x xᵀ = S + A·m + (A·m)ᵀ + C·mmᵀ, where S = Σ x0 x0ᵀ, A = Σ x0 qᵀ
-    and C = Σ q qᵀ, over the columns x, 1 (the intercept) and y."""
+    does not grow with the split: with x0 (x, 0 where missing), q (1 where missing) and the
+    means m, the filled rows x0 + q·m have Σ x·x' = S + A·m + (A·m)' + C·m·m', where
+    S = Σ x0·x0', A = Σ x0·q' and C = Σ q·q', over the columns x, 1 (the intercept) and y."""
 
     def __init__(self, predictors):
         self.predictors, n = predictors, len(predictors) + 2
@@ -417,8 +417,8 @@ class LeastSquares:
 
 class Autocorrelation:
     """The autocorrelation of many short series (lists) pooled: each list less its own straight
-    line (a trend within a list is no season), r[k] = Σ x_t x_(t-k) / Σ (x_t² + x_(t-k)²) / 2 over
-    the pairs of values k steps apart in one list."""
+    line (a trend within a list is no season), r[k] = Σ x_t·x_(t-k) / Σ (x_t² + x_(t-k)²) / 2
+    over the pairs of values k steps apart in one list."""
 
     def __init__(self):
         self.lists, self.longest = {}, 0
@@ -542,7 +542,7 @@ def period_notes(fits, series):
 
 
 def verdict(r):
-    """Whether the model (its MSE, the mean over seeds) beats the best baseline; None without any."""
+    """Whether the model (its MSE, the mean over seeds) beats the best baseline; None if none."""
     scored = [(r[b]["mse"], b) for b in BASELINES if b in r and not math.isnan(r[b]["mse"])]
     if not scored:
         return None
