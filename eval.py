@@ -368,13 +368,24 @@ class LeastSquares:
     means m, the filled rows x0 + q·m have Σ x·x' = S + A·m + (A·m)' + C·m·m', where
     S = Σ x0·x0', A = Σ x0·q' and C = Σ q·q', over the columns x, 1 (the intercept) and y."""
 
-    def __init__(self, predictors):
-        self.predictors, n = predictors, len(predictors) + 2
+    def __init__(self, columns):
+        # (key, step): a key's one number (step None), or one step of its list
+        self.columns, n = columns, len(columns) + 2
         self.S, self.A, self.C = np.zeros((n, n)), np.zeros((n, n)), np.zeros((n, n))
         self.total, self.count, self.rows = np.zeros(n), np.zeros(n), []
 
-    def add(self, x, y):
-        self.rows.append([*(v if is_number(v) else math.nan for v in x), 1.0, y])
+    def row(self, record):
+        """The record's predictors, NaN for one it lacks."""
+        values = []
+        for k, step in self.columns:
+            v = record.get(k)
+            if step is not None:
+                v = v[step] if isinstance(v, list) and step < len(v) else None
+            values.append(v if is_number(v) else math.nan)
+        return values
+
+    def add(self, record, y):
+        self.rows.append([*self.row(record), 1.0, y])
         if len(self.rows) == CHUNK:
             self.flush()
 
@@ -396,7 +407,8 @@ class LeastSquares:
         seen = self.count[:-2] > 0
         if not self.count[-1] or not seen.any():
             return None
-        self.predictors = [k for k, s in zip(self.predictors, seen) if s]
+        self.columns = [c for c, s in zip(self.columns, seen) if s]
+        self.predictors = list(dict.fromkeys(k for k, _ in self.columns))
         keep = np.append(seen, [True, True])
         self.means = self.total[keep] / self.count[keep]
         am = self.A[np.ix_(keep, keep)] * self.means
@@ -407,9 +419,7 @@ class LeastSquares:
 
     def predict(self, records):
         """The fit's prediction for each record, and how many lacked a predictor."""
-        x = [[r.get(k) for k in self.predictors] for r in records]
-        x = np.array([[v if is_number(v) else math.nan for v in row] for row in x], float)
-        x = x.reshape(len(records), len(self.predictors))
+        x = np.array([self.row(r) for r in records], float).reshape(len(records), -1)
         filled = int(np.isnan(x).any(1).sum())
         x = np.where(np.isnan(x), self.means[:-2], x)
         return x @ self.weights[:-1] + self.weights[-1], filled
@@ -469,13 +479,25 @@ class Autocorrelation:
         return next(k for k in peaks if r[k] >= best - 0.1), r
 
 
+def fit_target(record, key, window):
+    """The number least squares predicts: key's one number, or the last of its window; or None."""
+    v = record.get(key) if isinstance(record, dict) else None
+    if window:
+        v = v[-1] if isinstance(v, list) and len(v) == window else None
+    return v if is_number(v) else None
+
+
 def training_fits(data, meta, keys, every):
     """Own data (prepare/text.py): what the baselines learn of each masked key from the training
-    split: a least-squares fit of its number on the record's other top-level numbers, where it is
-    one number, and the period of its lists, where it is a list (a series)."""
-    path = os.path.join(data, "train.txt")
+    split: a least-squares fit of its number on the record's other numbers (top-level numbers; in
+    a window every number but the masked one), and the period of its lists (series)."""
+    path, window = os.path.join(data, "train.txt"), meta.get("window")
     numbers = list(meta.get("scales") or {})
-    fits = {key: LeastSquares([k for k in numbers if k != key]) for key in keys}
+    steps = range(window) if window else [None]
+    fits = {}
+    for key in keys if not (window and every) else ():
+        masked = (key, window - 1 if window else None)
+        fits[key] = LeastSquares([(k, i) for k in numbers for i in steps if (k, i) != masked])
     series = {key: Autocorrelation() for key in keys}
     for number, line in read_samples(path, required=False):
         try:
@@ -483,25 +505,27 @@ def training_fits(data, meta, keys, every):
         except json.JSONDecodeError as e:
             raise TextError(f"{path}:{number}: a record must be JSON ({e})")
         for key in keys:
-            y = value_at(record, key)
-            if is_number(y) and key in record:
-                fits[key].add((record.get(k) for k in fits[key].predictors), y)
-            elif isinstance(y, list) and all(map(is_number, y)) and not every:
-                series[key].add(y)
+            if key in fits and (y := fit_target(record, key, window)) is not None:
+                fits[key].add(record, y)
+            v = value_at(record, key)
+            if isinstance(v, list) and all(map(is_number, v)) and not every:
+                series[key].add(v)
     out = {}
     for key in keys:
         found, r = series[key].period()
-        out[key] = dict(fit=fits[key].fit(), period=found, longest=series[key].longest)
+        fit = fits[key].fit() if key in fits else None
+        out[key] = dict(fit=fit, period=found, longest=series[key].longest)
         out[key]["r"] = float(r[found]) if found else None
     return out
 
 
-def baseline_predictions(task, lines, where, keys, lags, fits, strict):
+def baseline_predictions(task, lines, where, keys, lags, fits, window):
     """{quantity: {baseline: predictions}} of one split's lines, in masked_samples' order:
     persistence and seasonal persistence, each masked number's value lags[quantity] = [1, period]
     steps earlier in its list (None where one has none), and own data's least_squares (predictions,
-    records lacking a predictor). strict: a number first in its list is an error."""
+    records lacking a predictor). window (a series): a number first in its list is an error."""
     earlier = {q: {lag: [] for lag in q_lags} for q, q_lags in lags.items()}
+    strict = task == "era5" or window
     for number, line in enumerate(lines if lags else [], 1):
         at = f"{where}:{number}"
         for quantity, indices in masked_groups(task, line, at, keys)[1].items():
@@ -513,7 +537,7 @@ def baseline_predictions(task, lines, where, keys, lags, fits, strict):
         for (lag, values), name in zip(by_lag.items(), ("persistence", "seasonal_persistence")):
             out[quantity][name] = None if None in values else values
     for quantity, fit in ((q, f["fit"]) for q, f in fits.items() if f["fit"]):
-        records = [r for r in map(json.loads, lines) if is_number(r.get(quantity))]
+        records = [r for r in map(json.loads, lines) if fit_target(r, quantity, window) is not None]
         out[quantity]["least_squares"] = fit.predict(records)
     return out
 
@@ -569,7 +593,6 @@ def evaluate(checkpoints, data, split_names, dev):
     for quantity, fit in fits.items() if series else ():
         if lag := period or fit["period"]:
             lags[quantity].append(lag)
-    strict = task == "era5" or meta.get("window") is not None
     for split in split_names:
         check_name(split, "--splits:")
     if not split_names:
@@ -607,7 +630,7 @@ def evaluate(checkpoints, data, split_names, dev):
                 task, lines, vocab, text_path, keys, mask_all, model.cfg.block_size
             )
             baselines[split] = baseline_predictions(
-                task, lines, text_path, keys, lags, fits, strict
+                task, lines, text_path, keys, lags, fits, meta.get("window")
             )
             if not jobs[split]:
                 raise TextError(f"{text_path}: no sample holds a number the {task} task predicts")
