@@ -379,8 +379,11 @@ class LeastSquares:
         values = []
         for k, step in self.columns:
             v = record.get(k)
-            if step is not None:
-                v = v[step] if isinstance(v, list) and step < len(v) else None
+            # a list's step; a key's one number counts as step 0
+            if isinstance(v, list):
+                v = v[step] if step is not None and step < len(v) else None
+            elif step:
+                v = None
             values.append(v if is_number(v) else math.nan)
         return values
 

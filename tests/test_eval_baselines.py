@@ -118,6 +118,8 @@ def test_no_period_is_said_once_and_gives_no_seasonal_row(tmp_path):
     [(report, stdout)] = trained_and_scored(data, str(tmp_path / "run"), "t", [("--splits=test,val",)])
     assert stdout.count("t: no period found in the training lists") == 1
     assert all("seasonal_persistence" not in s["t"] and "persistence" in s["t"] for s in report["splits"].values())
+    # least squares on the window's other numbers: p's three and t's first two
+    assert report["splits"]["test"]["t"]["least_squares"]["predictors"] == ["t", "p"]
 
 
 @pytest.mark.slow
