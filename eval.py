@@ -40,6 +40,7 @@ batch_size = 64
 out = ""  # output path without extension; default: eval... beside the first checkpoint
 plots = False  # also write PNG figures (needs matplotlib)
 save_predictions = False  # keep every truth and (median) prediction in the JSON report
+period = 0  # own series: seasonal persistence's period in steps; 0: detected in the training lists
 changed_data = False  # evaluate on the checkpoint's data_dir although it was prepared again since
 device = "auto"
 # -- end config
@@ -50,6 +51,17 @@ RANGES = dict(batch_size="[1, inf)", device="auto | cpu | mps | cuda | cuda:N")
 PLANET_STEPS = 10
 # GMM heads: predicted densities of this many first numbers per quantity are drawn
 DENSITY_SAMPLES = 4
+# baselines: training records summed at a time; the least autocorrelation of a period's peak, and
+# its least rise above the dip before it
+CHUNK = 4096
+PERIOD_R = 0.3
+# baseline -> its name in the verdict
+BASELINES = dict(
+    train_mean="training mean",
+    least_squares="least squares",
+    persistence="persistence",
+    seasonal_persistence="seasonal persistence",
+)
 # settings that say where or how fast a run computes, not what: seeds of one setting may differ
 NOT_THE_SETTING = set(
     "seed out_dir resume overwrite device compile flex_attention micro_batch_size log_interval"
@@ -150,19 +162,21 @@ def masked_groups(task, line, where, keys=(), every=False):
     raise ValueError(f"unknown task {task!r}")
 
 
-def previous_values(line, indices, where, what):
-    """Persistence: each masked number's (index in reading order) predecessor in its list, a series'
-    previous step; None for a number in no list."""
+def previous_values(line, indices, where, what, lag=1):
+    """Persistence: each masked number's (index in reading order) value lag steps earlier in its
+    list (a series' previous step; a period earlier: seasonal persistence); None for a number in no
+    list or fewer than lag steps into it. what: a number first in its list is an error naming it (a
+    series whose forecast needs two steps); None: it is not."""
     record = json.loads(line)
     paths, out = list(json_paths(record)), []
     for i in indices:
         *parent, step = paths[i]
-        if isinstance(step, int) and step < 1:
+        if what and isinstance(step, int) and step < 1:
             raise TextError(f"{where}: {what} with 1 time step(s); a forecast needs at least 2")
         value = record
         for k in parent:
             value = value[k]
-        out.append(value[step - 1] if isinstance(step, int) else None)
+        out.append(value[step - lag] if isinstance(step, int) and step >= lag else None)
     return out
 
 
@@ -193,11 +207,9 @@ def task_of(meta, path):
 # ---------------------------------------------------------------- running the model
 
 
-def masked_samples(
-    task, lines, vocab, where, keys=(), every=False, persistence=False, block_size=None
-):
-    """{quantity: (samples, truths, previous)} of every masked group of every line: fill_in's (ids,
-    values, ask), the masked numbers, and with persistence each one's previous step."""
+def masked_samples(task, lines, vocab, where, keys=(), every=False, block_size=None):
+    """{quantity: (samples, truths)} of every masked group of every line: fill_in's (ids, values,
+    ask), and the masked numbers."""
     jobs = {}
     for number, line in enumerate(lines, 1):
         at = f"{where}:{number}"
@@ -205,7 +217,7 @@ def masked_samples(
         # a record without the key: left out
         for quantity, indices in ((q, i) for q, i in groups.items() if i):
             asked, positions = ask_numbers(pieces, indices)
-            samples, truths, previous = jobs.setdefault(quantity, ([], [], []))
+            samples, truths = jobs.setdefault(quantity, ([], []))
             samples.append(encode_pieces(asked, vocab, at))
             if block_size and len(samples[-1][0]) > block_size:
                 raise TextError(
@@ -213,14 +225,11 @@ def masked_samples(
                     f" {block_size} the model was trained with: it cannot read this sample"
                 )
             truths.extend(pieces[j][1] for j in positions)
-            if persistence:
-                what = "a station" if task == "era5" else f"key {quantity!r}"
-                previous.extend(previous_values(line, indices, at, what))
     for key in (k for k in keys if k not in jobs and lines):
         raise TextError(
             f"{where}: no record has a number under key {key!r} (--mask_key names a top-level key)"
         )
-    absent = [f"{q} {len(lines) - len(s)}" for q, (s, _, _) in jobs.items() if len(s) < len(lines)]
+    absent = [f"{q} {len(lines) - len(s)}" for q, (s, _) in jobs.items() if len(s) < len(lines)]
     if absent and not every:
         print(
             f"note: {where}: records without the key (a value left out as missing) are not scored: "
@@ -233,7 +242,7 @@ def predict(model, vocab, jobs, dev):
     """{quantity: (truths, predictions (NaN: invalid), fill_in's counts, GMM outputs (numbers, 3K)
     or None)} of the masked samples."""
     results = {}
-    for quantity, (samples, truths, _) in jobs.items():
+    for quantity, (samples, truths) in jobs.items():
         # similar lengths share a batch
         order = np.argsort([len(s[0]) for s in samples], kind="stable")
         mixtures = []
@@ -327,6 +336,9 @@ def check_seeds(checkpoints):
     return first[1]
 
 
+# ---------------------------------------------------------------- baselines
+
+
 def training_means(task, data, keys, every):
     """text: each quantity's mean over the training split's masked numbers (a baseline)."""
     path, numbers = os.path.join(data, "train.txt"), {}
@@ -338,6 +350,235 @@ def training_means(task, data, keys, every):
     return {quantity: float(np.mean(v)) for quantity, v in numbers.items()}
 
 
+def is_number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def value_at(record, key):
+    """The value under a top-level key or a path to a nested one (meta.t); None if there is none."""
+    for k in key.split("."):
+        record = record.get(k) if isinstance(record, dict) else None
+    return record
+
+
+class LeastSquares:
+    """A least-squares fit (with intercept) of y on predictors x, where a predictor a row lacks
+    (NaN) is filled with its training mean. Rows come in chunks and only sums are kept, so memory
+    does not grow with the split: with x0 (x, 0 where missing), q (1 where missing) and the
+    means m, the filled rows x0 + q·m have Σ x·x' = S + A·m + (A·m)' + C·m·m', where
+    S = Σ x0·x0', A = Σ x0·q' and C = Σ q·q', over the columns x, 1 (the intercept) and y."""
+
+    def __init__(self, columns):
+        # (key, step): a key's one number (step None), or one step of its list
+        self.columns, n = columns, len(columns) + 2
+        self.S, self.A, self.C = np.zeros((n, n)), np.zeros((n, n)), np.zeros((n, n))
+        self.total, self.count, self.rows = np.zeros(n), np.zeros(n), []
+
+    def row(self, record):
+        """The record's predictors, NaN for one it lacks."""
+        values = []
+        for k, step in self.columns:
+            v = record.get(k)
+            # a list's step; a key's one number counts as step 0
+            if isinstance(v, list):
+                v = v[step] if step is not None and step < len(v) else None
+            elif step:
+                v = None
+            values.append(v if is_number(v) else math.nan)
+        return values
+
+    def add(self, record, y):
+        self.rows.append([*self.row(record), 1.0, y])
+        if len(self.rows) == CHUNK:
+            self.flush()
+
+    def flush(self):
+        # (rows, predictors + 2)
+        z = np.array(self.rows, float).reshape(-1, len(self.S))
+        missing = np.isnan(z)
+        z0, q = np.where(missing, 0.0, z), missing.astype(float)
+        self.S += z0.T @ z0
+        self.A += z0.T @ q
+        self.C += q.T @ q
+        self.total += z0.sum(0)
+        self.count += len(z) - q.sum(0)
+        self.rows = []
+
+    def fit(self):
+        """Self, with means and weights (the intercept's last); None without rows or predictors."""
+        self.flush()
+        seen = self.count[:-2] > 0
+        if not self.count[-1] or not seen.any():
+            return None
+        self.columns = [c for c, s in zip(self.columns, seen) if s]
+        self.predictors = list(dict.fromkeys(k for k, _ in self.columns))
+        keep = np.append(seen, [True, True])
+        self.means = self.total[keep] / self.count[keep]
+        am = self.A[np.ix_(keep, keep)] * self.means
+        sums = self.S[np.ix_(keep, keep)] + am + am.T
+        sums += self.C[np.ix_(keep, keep)] * np.outer(self.means, self.means)
+        self.weights = np.linalg.lstsq(sums[:-1, :-1], sums[:-1, -1], rcond=None)[0]
+        return self
+
+    def predict(self, records):
+        """The fit's prediction for each record, and how many lacked a predictor."""
+        x = np.array([self.row(r) for r in records], float).reshape(len(records), -1)
+        filled = int(np.isnan(x).any(1).sum())
+        x = np.where(np.isnan(x), self.means[:-2], x)
+        return x @ self.weights[:-1] + self.weights[-1], filled
+
+
+class Autocorrelation:
+    """The autocorrelation of many short series (lists) pooled: each list less its own straight
+    line (a trend within a list is no season), r[k] = Σ x_t·x_(t-k) / Σ (x_t² + x_(t-k)²) / 2
+    over the pairs of values k steps apart in one list."""
+
+    def __init__(self):
+        self.lists, self.longest = {}, 0
+        self.products, self.squares, self.pairs = np.zeros(1), np.zeros(1), np.zeros(1)
+
+    def add(self, values):
+        self.longest = max(self.longest, len(values))
+        self.lists.setdefault(len(values), []).append(values)
+        if len(self.lists[len(values)]) == CHUNK:
+            self.flush(len(values))
+
+    def flush(self, n):
+        # (lists, n), less each list's straight line
+        x = np.array(self.lists.pop(n), float)
+        line = np.stack([np.ones(n), np.arange(n)], 1)
+        x = x - x @ line @ np.linalg.pinv(line)
+        lags = min(n - 1, n // 2 + 1)
+        if lags >= self.pairs.size:
+            grow = (0, lags + 1 - self.pairs.size)
+            self.products, self.squares, self.pairs = (
+                np.pad(a, grow) for a in (self.products, self.squares, self.pairs)
+            )
+        for k in range(1, lags + 1):
+            self.products[k] += np.sum(x[:, k:] * x[:, :-k])
+            self.squares[k] += np.sum(x[:, k:] ** 2 + x[:, :-k] ** 2) / 2
+            self.pairs[k] += len(x) * (n - k)
+
+    def period(self):
+        """The lag (2 to half the longest list) of the highest autocorrelation peak, at least
+        PERIOD_R and PERIOD_R above the dip before it, the shortest of those nearly as high (not a
+        multiple); and each lag's r. None where no lag qualifies."""
+        for n in list(self.lists):
+            self.flush(n)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            r = np.where(self.pairs >= 20, self.products / self.squares, math.nan)
+        r = np.append(r, math.nan)
+        peaks = [
+            k
+            for k in range(2, min(self.longest // 2, r.size - 2) + 1)
+            if r[k] >= PERIOD_R
+            and r[k] > r[k - 1]
+            and not r[k] < r[k + 1]
+            and r[k] - np.nanmin(r[1:k]) >= PERIOD_R
+        ]
+        if not peaks:
+            return None, r
+        best = max(r[k] for k in peaks)
+        return next(k for k in peaks if r[k] >= best - 0.1), r
+
+
+def fit_target(record, key, window):
+    """The number least squares predicts: key's one number, or the last of its window; or None."""
+    v = record.get(key) if isinstance(record, dict) else None
+    if window:
+        v = v[-1] if isinstance(v, list) and len(v) == window else None
+    return v if is_number(v) else None
+
+
+def training_fits(data, meta, keys, every):
+    """Own data (prepare/text.py): what the baselines learn of each masked key from the training
+    split: a least-squares fit of its number on the record's other numbers (top-level numbers; in
+    a window every number but the masked one), and the period of its lists (series)."""
+    path, window = os.path.join(data, "train.txt"), meta.get("window")
+    numbers = list(meta.get("scales") or {})
+    steps = range(window) if window else [None]
+    fits = {}
+    for key in keys if not (window and every) else ():
+        masked = (key, window - 1 if window else None)
+        fits[key] = LeastSquares([(k, i) for k in numbers for i in steps if (k, i) != masked])
+    series = {key: Autocorrelation() for key in keys}
+    for number, line in read_samples(path, required=False):
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise TextError(f"{path}:{number}: a record must be JSON ({e})")
+        for key in keys:
+            if key in fits and (y := fit_target(record, key, window)) is not None:
+                fits[key].add(record, y)
+            v = value_at(record, key)
+            if isinstance(v, list) and all(map(is_number, v)) and not every:
+                series[key].add(v)
+    out = {}
+    for key in keys:
+        found, r = series[key].period()
+        fit = fits[key].fit() if key in fits else None
+        out[key] = dict(fit=fit, period=found, longest=series[key].longest)
+        out[key]["r"] = float(r[found]) if found else None
+    return out
+
+
+def baseline_predictions(task, lines, where, keys, lags, fits, window):
+    """{quantity: {baseline: predictions}} of one split's lines, in masked_samples' order:
+    persistence and seasonal persistence, each masked number's value lags[quantity] = [1, period]
+    steps earlier in its list (None where one has none), and own data's least_squares (predictions,
+    records lacking a predictor). window (a series): a number first in its list is an error."""
+    earlier = {q: {lag: [] for lag in q_lags} for q, q_lags in lags.items()}
+    strict = task == "era5" or window
+    for number, line in enumerate(lines if lags else [], 1):
+        at = f"{where}:{number}"
+        for quantity, indices in masked_groups(task, line, at, keys)[1].items():
+            what = ("a station" if task == "era5" else f"key {quantity!r}") if strict else None
+            for lag, values in earlier.get(quantity, {}).items():
+                values += previous_values(line, indices, at, what, lag)
+    out = {q: {} for q in set(lags) | set(fits)}
+    for quantity, by_lag in earlier.items():
+        for (lag, values), name in zip(by_lag.items(), ("persistence", "seasonal_persistence")):
+            out[quantity][name] = None if None in values else values
+    for quantity, fit in ((q, f["fit"]) for q, f in fits.items() if f["fit"]):
+        records = [r for r in map(json.loads, lines) if fit_target(r, quantity, window) is not None]
+        out[quantity]["least_squares"] = fit.predict(records)
+    return out
+
+
+def period_notes(fits, series):
+    """What seasonal persistence uses for each series key: the period given, the one detected, or
+    none (said once, not per split)."""
+    notes = []
+    for key, fit in fits.items() if series else ():
+        if not fit["longest"]:
+            continue
+        if period:
+            notes.append(f"{key}: seasonal persistence with the period given, --period={period}")
+        elif fit["period"]:
+            notes.append(
+                f"{key}: period {fit['period']} detected in the training lists (autocorrelation"
+                f" {fit['r']:.2f}): seasonal persistence is the value {fit['period']} steps earlier"
+            )
+        else:
+            lags = f"lags 2-{fit['longest'] // 2}" if fit["longest"] >= 4 else "lists too short"
+            notes.append(
+                f"{key}: no period found in the training lists (no autocorrelation peak of at least"
+                f" {PERIOD_R} at {lags}): no seasonal persistence; --period=P names one"
+            )
+    return notes
+
+
+def verdict(r):
+    """Whether the model (its MSE, the mean over seeds) beats the best baseline; None if none."""
+    scored = [(r[b]["mse"], b) for b in BASELINES if b in r and not math.isnan(r[b]["mse"])]
+    if not scored:
+        return None
+    best, name = min(scored)
+    model = r["mean"]["mse"]
+    ratio = model / best if best > 0 else (1.0 if model == 0 else math.inf)
+    return {"best": name, "ratio": ratio, "beats": bool(ratio < 1)}
+
+
 def evaluate(checkpoints, data, split_names, dev):
     """One setting's report: every split × quantity, per seed and combined, baselines, warnings."""
     meta = read_meta(data)
@@ -347,9 +588,14 @@ def evaluate(checkpoints, data, split_names, dev):
         raise SystemExit(
             f"error: --mask_key and --mask_all are for your own data; {data} is a {task} dataset"
         )
-    persist = task == "era5" or (
-        task == "text" and bool(keys) and meta.get("window") is not None and not mask_all
-    )
+    # baselines: persistence of a series masked one number at a time, own data's least squares
+    series = task == "era5" or (task == "text" and bool(keys) and not mask_all)
+    own = task == "text" and meta.get("dataset") == "text" and bool(keys)
+    fits = training_fits(data, meta, keys, mask_all) if own else {}
+    lags = {q: [1] for q in (keys or ["t+1"])} if series else {}
+    for quantity, fit in fits.items() if series else ():
+        if lag := period or fit["period"]:
+            lags[quantity].append(lag)
     for split in split_names:
         check_name(split, "--splits:")
     if not split_names:
@@ -357,11 +603,11 @@ def evaluate(checkpoints, data, split_names, dev):
             os.path.basename(p)[:-4] for p in glob.glob(os.path.join(data, "test_ood*.txt"))
         )
     report = dict(task=task, data_dir=data, checkpoints=checkpoints, max_samples=max_samples)
-    report.update(splits={}, warnings=[])
+    report.update(splits={}, warnings=[], notes=period_notes(fits, series))
     if task == "text":
         report["masked"] = {"keys": keys, "every": mask_all}
     # split -> masked samples, read and encoded once: every seed has the same vocabulary
-    jobs = {}
+    jobs, baselines = {}, {}
     # [seed][split] -> {quantity: (truths, predictions, counts, mixtures)}
     per_seed = []
     means = training_means(task, data, keys, mask_all) if task == "text" else {}
@@ -384,7 +630,10 @@ def evaluate(checkpoints, data, split_names, dev):
                 )
             lines = lines[: max_samples or None]
             jobs[split] = masked_samples(
-                task, lines, vocab, text_path, keys, mask_all, persist, model.cfg.block_size
+                task, lines, vocab, text_path, keys, mask_all, model.cfg.block_size
+            )
+            baselines[split] = baseline_predictions(
+                task, lines, text_path, keys, lags, fits, meta.get("window")
             )
             if not jobs[split]:
                 raise TextError(f"{text_path}: no sample holds a number the {task} task predicts")
@@ -392,7 +641,7 @@ def evaluate(checkpoints, data, split_names, dev):
         print(f"{path}: evaluated in {time.time() - t0:.1f} s")
     for split in split_names:
         report["splits"][split] = {}
-        for quantity, (_, truths, previous) in jobs[split].items():
+        for quantity, (_, truths) in jobs[split].items():
             scale = scale_of(task, meta, quantity)
             runs = [s[split][quantity] for s in per_seed]
             r = report["splits"][split][quantity] = combine(task, runs, meta, scale)
@@ -402,11 +651,25 @@ def evaluate(checkpoints, data, split_names, dev):
                     f"{split} · {quantity}: {invalid} of {r['n'] * len(per_seed)} predictions"
                     " are NaN or infinite: left out of MSE and R², counted as invalid"
                 )
-            if previous and None not in previous:
-                r["persistence"] = metrics(task, truths, previous, meta, scale)
             if quantity in means:
                 mean = [means[quantity]] * len(truths)
                 r["train_mean"] = metrics(task, truths, mean, meta, scale)
+            found = baselines[split].get(quantity, {})
+            if (fitted := found.get("least_squares")) and len(fitted[0]) == len(truths):
+                r["least_squares"] = metrics(task, truths, fitted[0], meta, scale)
+                r["least_squares"].update(predictors=fits[quantity]["fit"].predictors)
+                r["least_squares"].update(filled=fitted[1])
+            for name in ("persistence", "seasonal_persistence"):
+                if found.get(name) is not None:
+                    r[name] = metrics(task, truths, found[name], meta, scale)
+            if "seasonal_persistence" in found and "seasonal_persistence" not in r:
+                report["notes"].append(
+                    f"{split} · {quantity}: no seasonal persistence: a masked number has fewer"
+                    f" than {lags[quantity][1]} values before it in its list"
+                )
+            if "seasonal_persistence" in r:
+                r["seasonal_persistence"]["period"] = lags[quantity][1]
+            r["verdict"] = verdict(r)
     return report, meta
 
 
@@ -435,6 +698,23 @@ def fmt(x):
     return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else format_number(x, 4)
 
 
+def baseline_text(name, scores, task):
+    """What a baseline of the report predicts, in a sentence's words."""
+    if name == "least_squares":
+        filled = f", in {scores['filled']} record(s)" if scores["filled"] else ""
+        return (
+            f"least squares on the record's other numbers ({', '.join(scores['predictors'])};"
+            f" a missing one filled with its training mean{filled})"
+        )
+    if name == "seasonal_persistence":
+        return f"seasonal persistence (the value {scores['period']} steps earlier)"
+    if name == "persistence" and task == "era5":
+        return "persistence (each station's previous step)"
+    if name == "persistence":
+        return "persistence (the previous value of the same key)"
+    return "the key's training mean"
+
+
 def markdown(report):
     """The table of one setting (split × quantity: mean ± std over seeds, the median's MSE),
     baselines and warnings."""
@@ -460,14 +740,18 @@ def markdown(report):
         cells = [fmt(r["mean"][k]) + (f" ± {fmt(r['std'][k])}" if seeds > 1 else "") for k in keys]
         cells = [split, quantity, r["n"], *cells, fmt(r["median_prediction"][median])]
         lines.append("| " + " | ".join(map(str, cells)) + " |")
-    era5 = report["task"] == "era5"
-    previous = "each station's previous step" if era5 else "the previous value of the same key"
-    baselines = dict(persistence=f"persistence ({previous})", train_mean="the key's training mean")
     for split, quantity, r in rows:
-        for name in (name for name in baselines if name in r):
+        for name in (name for name in BASELINES if name in r):
             scores = ", ".join(f"{COLUMNS[k]} {fmt(r[name][k])}" for k in COLUMNS if k in r[name])
-            lines += ["", f"{split} · {quantity}: {baselines[name]} on the same values: {scores}"]
-    warned = [f"- warning: {w}" for w in report["warnings"]]
+            what = baseline_text(name, r[name], report["task"])
+            lines += ["", f"{split} · {quantity}: {what} on the same values: {scores}"]
+        if v := r.get("verdict"):
+            beats = "beats" if v["beats"] else "does not beat"
+            said = f"the model {beats} the best baseline ({BASELINES[v['best']]})"
+            said += f": its MSE is {fmt(v['ratio'])}× the baseline's"
+            lines += ["", f"{split} · {quantity}: verdict: {said}"]
+    warned = [f"- note: {n}" for n in report.get("notes", [])]
+    warned += [f"- warning: {w}" for w in report["warnings"]]
     shown = "encoding n_layer n_head n_embd max_iters batch_size learning_rate seed".split()
     config = json.dumps({k: report["config"].get(k) for k in shown})
     lines += ["", *warned] + [""] * bool(warned) + [f"config: `{config}`", ""]
