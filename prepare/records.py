@@ -104,7 +104,7 @@ def series_of(table, group):
     """[(name, rows)]: each file's rows in order, or with --group each group's rows in a file."""
     if not group:
         return list(zip(table.paths, table.file_rows()))
-    col = table.cols[group]
+    col = table.group
     gap = np.flatnonzero(col.code < NUM)
     if len(gap) or (col.code == NESTED).any():
         fail(

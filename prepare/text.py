@@ -229,8 +229,9 @@ def clean_keys(table, args):
     dates = date_keys(table, args.text)
     if args.group:
         print(f"note: key {args.group!r} names each row's group (--group): not in the records")
-    for key in dates + ([args.group] if args.group and args.group not in dates else []):
-        table.cols.pop(key)
+    table.group = table.cols.pop(args.group) if args.group else None
+    for key in dates:
+        table.cols.pop(key, None)
     renamed = words_for_tokenizer(table)
     keys = list(table.cols)
     if not keys:
@@ -453,7 +454,7 @@ def report(args, meta, table, parts, largest, vocab, counts, n_windowed, repeate
 
 
 if __name__ == "__main__":
+    one_line_errors()
     # millions of small lists and strings, none in a cycle: the cyclic collector only slows them
     gc.disable()
-    one_line_errors()
     main()

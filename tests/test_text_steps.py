@@ -122,6 +122,7 @@ def test_context_before_lets_every_test_row_end_a_window(tmp_path):
 def test_groups_keep_their_rows_together_in_time_or_by_group(tmp_path, capsys):
     content = "animal,w\n" + "".join(f"{'abc'[i % 3]},{i}\n" for i in range(60))
     table = table_of(tmp_path, content)
+    table.group = table.cols["animal"]
     parts, source = records.split_records(table, args(window=4, order="time", group="animal", fractions=[0.5, 0.25, 0.25]))
     animal = table.cols["animal"].code
     assert all((animal[p.rows] == animal[p.rows[:, :1]]).all() for p in parts)  # no window mixes two animals
