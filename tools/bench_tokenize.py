@@ -7,13 +7,25 @@ with its tokenizer.json, through transformers) on the same lines, timed in turn 
     python tools/bench_tokenize.py data/planets --lines 400
     # beside the official tokenizer (needs transformers)
     python tools/bench_tokenize.py data/planets --lines 400 --official /path/to/xVal
+
+With --own-csv ROWS, your own data at scale: prepare/text.py, then tokenize_numbers.py, on a
+generated CSV of ROWS hourly rows (a station name and five numbers, seeded), beside pandas'
+read_csv + to_json(lines=True) of the same file (needs pandas); wall seconds and peak memory of
+each process, and with --repeats the medians; --window N prepares windows of N rows.
+
+    python tools/bench_tokenize.py --own-csv 1000000 --repeats 3
+    python tools/bench_tokenize.py --own-csv 1000000 --window 8
 """
 
 import argparse
 import os
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
+
+import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from dataset import line_chunks  # noqa: E402
@@ -42,9 +54,86 @@ def official_tokenizer(checkout):
     return lambda lines: [tokenize_fnc(line, tokenizer) for line in lines]
 
 
+def write_stations(path, rows, seed=0):
+    """A CSV of hourly rows: station, hour, temp, pressure, humidity, wind."""
+    rng = np.random.default_rng(seed)
+    with open(path, "w") as f:
+        f.write("station,hour,temp,pressure,humidity,wind\n")
+        for start in range(0, rows, 1_000_000):
+            n = min(rows, start + 1_000_000) - start
+            hour = (start + np.arange(n)) % 24
+            columns = [
+                np.array(["north", "coast", "valley", "hill"])[rng.integers(0, 4, n)],
+                hour,
+                np.round(10 + 6 * np.sin(hour / 24 * 2 * np.pi) + rng.normal(0, 2, n), 1),
+                np.round(1013 + rng.normal(0, 5, n), 1),
+                rng.integers(20, 100, n),
+                np.round(np.abs(rng.normal(3, 2, n)), 2),
+            ]
+            f.write("".join(map("{},{},{},{},{},{}\n".format, *(c.tolist() for c in columns))))
+
+
+PANDAS = "import pandas, sys; pandas.read_csv(sys.argv[1]).to_json(sys.argv[2], orient='records', lines=True)"
+
+
+def timed(command):
+    """(wall seconds, peak memory in MB) of a command run as its own process."""
+    t0 = time.perf_counter()
+    child = subprocess.Popen(command, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(child.pid, 0)
+    if status:
+        raise SystemExit(f"error: {' '.join(command)} failed (status {status})")
+    return time.perf_counter() - t0, usage.ru_maxrss / 1024
+
+
+def own_csv(rows, window, repeats):
+    """prepare/text.py and tokenize_numbers.py on ROWS generated rows, beside pandas."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with tempfile.TemporaryDirectory() as folder:
+        csv, out = os.path.join(folder, "stations.csv"), os.path.join(folder, "out")
+        write_stations(csv, rows)
+        flags = ["--window", str(window)] if window > 1 else []
+        runs = {
+            "pandas read_csv + to_json": [sys.executable, "-c", PANDAS, csv, csv + ".jsonl"],
+            "prepare/text.py": [
+                sys.executable,
+                f"{root}/prepare/text.py",
+                csv,
+                "--out",
+                out,
+                "--force",
+                *flags,
+            ],
+            "tokenize_numbers.py": [
+                sys.executable,
+                f"{root}/tokenize_numbers.py",
+                out,
+                "--encoding",
+                "xval",
+                "--workers",
+                "1",
+            ],
+        }
+        results = {name: [] for name in runs}
+        for _ in range(repeats):
+            for name, command in runs.items():
+                results[name].append(timed(command))
+        size = os.path.getsize(csv) / 1e6
+    print(
+        f"{rows:,} rows ({size:.0f} MB){f', --window {window}' if window > 1 else ''};"
+        f" medians of {repeats}\n\n| step | wall | peak memory | × pandas |\n|---|---|---|---|"
+    )
+    base = statistics.median(t for t, _ in results["pandas read_csv + to_json"])
+    for name, runs in results.items():
+        wall, peak = (statistics.median(v) for v in zip(*runs))
+        print(f"| {name} | {wall:.1f} s | {peak:.0f} MB | {wall / base:.1f} |")
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
-    p.add_argument("data_dir", help="a dataset folder with train.txt")
+    p.add_argument("data_dir", nargs="?", help="a dataset folder with train.txt")
+    p.add_argument("--own-csv", type=int, metavar="ROWS", help="time prepare/text.py on ROWS rows")
+    p.add_argument("--window", type=int, default=1, help="with --own-csv: windows of N rows")
     p.add_argument(
         "--lines", type=int, default=400, help="lines of train.txt to time (default 400)"
     )
@@ -57,6 +146,10 @@ def main(argv=None):
         help="a checkout of PolymathicAI/xVal (xval/preprocess.py, tokenizer.json)",
     )
     args = p.parse_args(argv)
+    if args.own_csv:
+        return own_csv(args.own_csv, args.window, args.repeats)
+    if not args.data_dir:
+        p.error("a data_dir, or --own-csv ROWS")
     path = os.path.join(args.data_dir, "train.txt")
     lines = next(line_chunks(path, args.lines))[1]
     text_tokens = build_text_vocab(lines, path)
