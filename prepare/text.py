@@ -320,15 +320,20 @@ def check_tokens(table, parts, keys):
     whose numbers the tokenizer would not read as written, a val or test token train lacks. Each
     distinct line with its numbers written 0 is tokenized once."""
     vocab, seen, low, high = {}, {}, [np.inf, np.inf], [0, 0]
-    counts = {k: (table.cols[k].code == NUM).astype(np.int64) for k in keys}
-    for key in keys:
-        for row, value in table.cols[key].nested.items():
-            counts[key][row] = len(numbers(value))
+    # the numbers a record holds: a number, or those of a JSON list or object, per key it holds
+    deep = {k: {r: len(numbers(v)) for r, v in table.cols[k].nested.items()} for k in keys}
+
+    def held(k, rows):
+        count = (table.cols[k].code[rows] == NUM).astype(np.int64)
+        for i in np.flatnonzero(table.cols[k].code[rows] == NESTED):
+            count.flat[i] = deep[k][rows.flat[i]]
+        return count.sum(axis=1)
+
     for split, part in zip(SPLITS, parts):
         for lo in range(0, len(part), BLOCK):
             hi = min(len(part), lo + BLOCK)
             lines = lines_of(table, part, keys, {}, lo, hi)
-            held = sum(counts[k][part.rows[lo:hi]].sum(axis=1) * part.has(k)[lo:hi] for k in keys)
+            n_numbers = sum(held(k, part.rows[lo:hi]) * part.has(k)[lo:hi] for k in keys)
             distinct = dict.fromkeys(lines)
             at = {line: i for i, line in enumerate(distinct)}
             which = np.fromiter(map(at.__getitem__, lines), np.int64, len(lines))
@@ -341,12 +346,12 @@ def check_tokens(table, parts, keys):
             ]
             seen.update(zip(distinct, info))
             read = np.array([n for n, _, _ in info])[which]
-            wrong = np.flatnonzero(read != held)
+            wrong = np.flatnonzero(read != n_numbers)
             if len(wrong):
                 i = wrong[0]
                 fail(
                     f"{where(i)}: the tokenizer reads {read[i]} numbers in the record written as"
-                    f" {lines[i][:60]!r}, which holds {held[i]}"
+                    f" {lines[i][:60]!r}, which holds {n_numbers[i]}"
                 )
             for (_, _, tokens), i in zip(info, first):
                 unseen = [t for t in tokens if t not in vocab]
@@ -359,8 +364,8 @@ def check_tokens(table, parts, keys):
                     )
                 vocab.update(dict.fromkeys(unseen))
             pieces = np.array([n for _, n, _ in info])
-            low = [min(low[0], held.min()), min(low[1], pieces.min())]
-            high = [max(high[0], held.max()), max(high[1], pieces.max())]
+            low = [min(low[0], n_numbers.min()), min(low[1], pieces.min())]
+            high = [max(high[0], n_numbers.max()), max(high[1], pieces.max())]
     return vocab, (low, high)
 
 

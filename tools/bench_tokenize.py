@@ -79,10 +79,12 @@ PANDAS = "import pandas, sys; pandas.read_csv(sys.argv[1]).to_json(sys.argv[2], 
 def timed(command):
     """(wall seconds, peak memory in MB) of a command run as its own process."""
     t0 = time.perf_counter()
-    child = subprocess.Popen(command, stdout=subprocess.DEVNULL)
-    _, status, usage = os.wait4(child.pid, 0)
-    if status:
-        raise SystemExit(f"error: {' '.join(command)} failed (status {status})")
+    with tempfile.TemporaryFile() as errors:
+        child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=errors)
+        _, status, usage = os.wait4(child.pid, 0)
+        if status:
+            errors.seek(0)
+            raise SystemExit(f"error: {' '.join(command)} failed: {errors.read().decode()[-300:]}")
     return time.perf_counter() - t0, usage.ru_maxrss / 1024
 
 
