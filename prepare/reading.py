@@ -48,7 +48,7 @@ DELIMITERS = {",": "a comma", ";": "a semicolon", "\t": "a tab", "|": "a bar"}
 # a Column's codes: a number, a missing value, a JSON list or object (else a text's index)
 NUM, GAP, NESTED = -1, -2, -3
 # CSV rows read at a time
-BLOCK = 100_000
+BLOCK = 20_000
 
 
 def is_missing(cell):
@@ -99,9 +99,11 @@ class Column:
     in `texts`; `x` a number's value. `q_range` holds the places 10^q of the finest and the coarsest
     digit written in its numbers (1013.6: q = -1)."""
 
-    def __init__(self, name, noun, as_text=False, decimal_comma=False):
+    def __init__(self, name, noun, as_text=False, decimal_comma=False, rows=0):
         self.name, self.noun, self.as_text, self.decimal_comma = name, noun, as_text, decimal_comma
-        self.blocks, self.texts, self.index, self.nested = [], [], {}, {}
+        self.texts, self.index, self.nested = [], {}, {}
+        # room for `rows` rows, taken as they come (a byte a code until a text comes)
+        self.code, self.x, self.n = np.empty(rows, np.int8), np.empty(rows), 0
         # the first row holding a number, a text, a number with a leading zero; rows counted
         self.first, self.n_numbers, self.n_present, self.clash = {}, 0, 0, None
         self.q_range = [999, -999]
@@ -142,7 +144,11 @@ class Column:
                 self.first[kind] = (row0 + i, values[i])
         self.n_numbers += int((rows == NUM).sum())
         self.n_present += int((rows != GAP).sum())
-        self.blocks.append((rows, x[codes]))
+        if rows.max() > 127 and self.code.dtype == np.int8:
+            self.code = self.code.astype(np.int32)
+        self.code[self.n : self.n + len(rows)] = rows
+        self.x[self.n : self.n + len(rows)] = x[codes]
+        self.n += len(rows)
 
     def check_float(self, d, at):
         """d as a float64, refused if one cannot hold it."""
@@ -157,10 +163,7 @@ class Column:
 
     def finish(self, where):
         """The blocks joined; a column of numbers and text refused (CSV), naming a row."""
-        parts = list(zip(*self.blocks)) or [[np.empty(0, np.int32)], [np.empty(0)]]
-        self.code, self.x = (np.concatenate(p) for p in parts)
-        # a column without text: its codes fit a byte
-        self.code, self.blocks = self.code.astype(np.int32 if self.texts else np.int8), None
+        self.code, self.x = self.code[: self.n], self.x[: self.n]
         at = lambda kind: (
             f"{where(self.first[kind][0])}: column {self.name!r}: {self.first[kind][1]!r}"
         )
@@ -349,35 +352,42 @@ def not_utf8(path, e):
     fail(f"{path}: {e}")
 
 
-def lone_cr(path):
-    """Whether a file holds a carriage return that does not end a line as \\r\\n does."""
-    f, pending = opened(path), False
+def scan(path):
+    """(whether a file holds a carriage return that does not end a line as \\r\\n does, how
+    many line ends it holds)."""
+    f, pending, lone, lines = opened(path), False, False, 0
     while block := f.read(1 << 24):
-        if pending and not block.startswith(b"\n"):
-            return True
+        lone = lone or pending and not block.startswith(b"\n")
         pending = block.endswith(b"\r")
-        if block.count(b"\r") - block.count(b"\r\n") - pending:
-            return True
-    return pending
+        lone = lone or block.count(b"\r") - block.count(b"\r\n") - pending > 0
+        lines += block.count(b"\n") + block.count(b"\r") - block.count(b"\r\n")
+    return lone or pending, lines
 
 
-def text_lines(path):
-    """(the first 64 KiB, the lines of a file): gzip undone, UTF-8 without a byte-order mark;
-    lines that end in \\r alone are read as lines (noted) in a file of them, else refused."""
+def head_of(path):
+    """(the first 64 KiB of a file's text and the rest of its lines' stream): gzip undone, UTF-8
+    without a byte-order mark."""
     f = io.TextIOWrapper(opened(path), encoding="utf-8-sig", newline="")
     try:
-        head = f.read(1 << 16) + f.readline()
+        return f.read(1 << 16) + f.readline(), f
     except UnicodeDecodeError as e:
         not_utf8(path, e)
+
+
+def text_lines(path, note=False):
+    """(the first 64 KiB, the lines of a file, how many line ends it holds); lines that end in
+    \\r alone are read as lines (noted) in a file of them, else refused."""
+    head, f = head_of(path)
     rest = itertools.chain(io.StringIO(head, newline=""), f)
+    lone, n_lines = scan(path)
     cr_only = "\r" in head and "\n" not in head
-    if cr_only:
+    if cr_only and note:
         print(
             f"note: {path}: its lines end in a carriage return alone (\\r, old Mac files): read as"
             " line ends"
         )
-    elif not lone_cr(path):
-        return head, rest
+    elif not lone:
+        return head, rest, n_lines
 
     def lines():
         for n, line in enumerate(rest, 1):
@@ -388,12 +398,12 @@ def text_lines(path):
                 )
             yield line.rstrip("\r") + "\n" if line[-1:] == "\r" else line
 
-    return head, lines()
+    return head, lines(), n_lines
 
 
 def read_csv(path, args):
     """A Table of a CSV file, a row per record, read a block of rows at a time."""
-    head, lines = text_lines(path)
+    head, lines, n_lines = text_lines(path, note=True)
     header_line = head.partition("\n")[0].rstrip("\r")
     comments = len(re.match(r"(?:#.*\n)*", head.replace("\r", "\n") + "\n")[0].split("\n")) - 1
     if comments > 1 or comments and not re.search(r"[,;\t|]", header_line):
@@ -429,7 +439,7 @@ def read_csv(path, args):
             wanted = csv_columns(path, names if state["trailing"] else header, args.columns)
             check_header(path, [header[j] for j in wanted])
             columns = [
-                Column(header[j], "column", header[j] in args.text, args.decimal_comma)
+                Column(header[j], "column", header[j] in args.text, args.decimal_comma, n_lines + 1)
                 for j in wanted
             ]
             parsers = [csv_parser(c) for c in columns]
@@ -552,7 +562,7 @@ def checked_rows(path, rows, first, header, names, delimiter, state):
 
 def csv_error_line(path, delimiter):
     """The line where the row csv refuses starts (read again row by row to find it)."""
-    _, lines = text_lines(path)
+    _, lines, _ = text_lines(path)
     reader = csv.reader(lines, delimiter=delimiter, strict=True)
     end = 0
     try:
@@ -656,7 +666,7 @@ def read_json(path, args):
     table = Table(path, "key", array)
     table.line, table.starts[-1] = np.array(lines), len(records)
     for key in dict.fromkeys(k for r in records for k in r):
-        column = Column(key, "key", key in text_keys)
+        column = Column(key, "key", key in text_keys, rows=len(records))
         values = [r.get(key) for r in records]
         if column.as_text:
             values = [rewrite(v, lambda x: str(x) if isinstance(x, Decimal) else x) for v in values]
@@ -669,7 +679,7 @@ def read_json(path, args):
 
 def read_file(path, args):
     """A Table of a file's rows: JSON (a file that starts with { or [) or CSV."""
-    head, _ = text_lines(path)
+    head, _ = head_of(path)
     if not head.strip():
         fail(f"{path}: empty file; expected a CSV header and rows, or one JSON record per line")
     if head.lstrip().startswith(("{", "[")):
