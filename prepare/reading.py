@@ -142,12 +142,18 @@ class Column:
             if mask.any() and kind not in self.first:
                 i = int(np.argmax(mask))
                 self.first[kind] = (row0 + i, values[i])
+        had_numbers = self.n_numbers > 0
         self.n_numbers += int((rows == NUM).sum())
         self.n_present += int((rows != GAP).sum())
         if rows.max() > 127 and self.code.dtype == np.int8:
             self.code = self.code.astype(np.int32)
         self.code[self.n : self.n + len(rows)] = rows
-        self.x[self.n : self.n + len(rows)] = x[codes]
+        # values are written from a column's first number on (the rows before it missing): a
+        # column of text takes no memory for them
+        if self.n_numbers and not had_numbers:
+            self.x[: self.n] = np.nan
+        if self.n_numbers:
+            self.x[self.n : self.n + len(rows)] = x[codes]
         self.n += len(rows)
 
     def check_float(self, d, at):

@@ -78,9 +78,11 @@ def counts_up(x, q):
     low, high = m.min(), m.max()
     wrap = (m[:-1] == high) & (m[1:] == low)
     steps = np.diff(m)[~wrap]
-    if not len(steps) or steps[0] <= 0 or (steps != steps[0]).any() or high - low < 2 * steps[0]:
+    # the same step, but for a rounding of the last digit of a long one (1/12 as 0.0833333333)
+    step = np.median(steps) if len(steps) else 0
+    if step <= 0 or np.ptp(steps) > (step >= 1000) or high - low < 2 * step:
         return None
-    return str(np.format_float_positional(steps[0] * 10.0**unit, trim="-"))
+    return f"{step * 10.0**unit:.10g}"
 
 
 def counting_keys(table, keys):
@@ -88,8 +90,10 @@ def counting_keys(table, keys):
     counting = []
     for key in keys:
         col = table.cols[key]
+        if not (col.code == NUM).all():
+            continue
         steps = {counts_up(col.x[rows], col.q_range[0]) for rows in table.file_rows()}
-        if None in steps or (col.code == NESTED).any():
+        if None in steps:
             continue
         counting.append(key)
         print(

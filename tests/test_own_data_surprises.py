@@ -92,3 +92,13 @@ def test_windows_line_ends_read_as_unix_ones_and_a_stray_carriage_return_far_in_
     lines[69000] = "3\r,4"
     with pytest.raises(SystemExit, match=r"data.csv:69001: a lone carriage return \(\\r\) at column 2"):
         prepare(tmp_path, "\n".join(lines) + "\n")
+
+
+def test_a_key_that_goes_up_by_a_rounded_step_is_noted(tmp_path, capsys):
+    months = "time,t\n" + "".join(f"{1920 + i / 12:.11f},{np.sin(i):.3f}\n" for i in range(60))
+    _, meta = prepare(tmp_path, months)
+    assert "note: key 'time' goes up by 0.08333333333 from row to row" in capsys.readouterr().out
+    assert meta["mask_key"] == "t"
+    steps = "n,t\n" + "".join(f"{i + i // 2},{np.sin(i):.3f}\n" for i in range(60))  # steps of 1 and 2
+    prepare(tmp_path, steps)
+    assert "note: key 'n' goes up" not in capsys.readouterr().out

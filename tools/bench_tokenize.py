@@ -73,7 +73,10 @@ def write_stations(path, rows, seed=0):
             f.write("".join(map("{},{},{},{},{},{}\n".format, *(c.tolist() for c in columns))))
 
 
-PANDAS = "import pandas, sys; pandas.read_csv(sys.argv[1]).to_json(sys.argv[2], orient='records', lines=True)"
+PANDAS = (
+    "import pandas, sys;"
+    " pandas.read_csv(sys.argv[1]).to_json(sys.argv[2], orient='records', lines=True)"
+)
 
 
 def timed(command):
