@@ -284,7 +284,9 @@ def units_of(path, data_dir, scaled=False, input="-"):
 
 
 def written_names(line, units):
-    """A record with each key that prepare/text.py renamed under the name it wrote."""
+    """A record as prepare/text.py writes it: no spaces outside strings (json.dumps puts them
+    after , and :), each key it renamed under the name it wrote."""
+    line = re.sub(r'("(?:\\.|[^"\\])*")|\s+', lambda m: m.group(1) or "", line)
     for old, new in (units.get("renamed") or {}).items():
         key = re.escape(json.dumps(old, ensure_ascii=False)) + r"(?=\s*:)"
         line = re.sub(key, lambda _, new=new: json.dumps(new, ensure_ascii=False), line)

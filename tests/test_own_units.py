@@ -57,6 +57,9 @@ def test_a_record_in_the_files_units_is_predicted_as_the_same_record_scaled_by_h
     # the written name of a renamed key reads the same record
     same = run("sample.py", f"--ckpt={ckpt}", input='{"depth":562,"x_1":12.5,"mag":[?]}\n')
     assert predicted(same) == [depth, x1, mag]
+    # as json.dumps writes it, with spaces after , and :
+    spaced = run("sample.py", f"--ckpt={ckpt}", input='{"depth": 562, "x 1": 12.5, "mag": [?]}\n')
+    assert predicted(spaced) == [depth, x1, mag]
 
 
 def test_a_test_split_masked_in_the_files_units_matches_the_split_as_written(quakes, tmp_path):
