@@ -79,16 +79,23 @@ PANDAS = (
 )
 
 
+# runs a command and prints its wall seconds and peak memory (KB): a small process of its own, so that
+# the peak is the command's, not that of this one, which forked it
+MEASURE = (
+    "import resource, subprocess, sys, time; t = time.perf_counter();"
+    " r = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL);"
+    " print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss);"
+    " sys.exit(r.returncode)"
+)
+
+
 def timed(command):
     """(wall seconds, peak memory in MB) of a command run as its own process."""
-    t0 = time.perf_counter()
-    with tempfile.TemporaryFile() as errors:
-        child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=errors)
-        _, status, usage = os.wait4(child.pid, 0)
-        if status:
-            errors.seek(0)
-            raise SystemExit(f"error: {' '.join(command)} failed: {errors.read().decode()[-300:]}")
-    return time.perf_counter() - t0, usage.ru_maxrss / 1024
+    r = subprocess.run([sys.executable, "-c", MEASURE, *command], capture_output=True, text=True)
+    if r.returncode:
+        raise SystemExit(f"error: {' '.join(command)} failed: {r.stderr[-300:]}")
+    wall, peak = r.stdout.split()
+    return float(wall), int(peak) / 1024
 
 
 def own_csv(rows, window, repeats):
