@@ -697,14 +697,14 @@ def date_keys(table, text_keys):
     """The keys whose every value is a date or time (not forced to text), noted."""
     dates = []
     for key, col in table.cols.items():
+        # what is not a date is seen from the column's distinct values, before any row is read
+        texts = all(isinstance(t, str) and DATE.fullmatch(t) for t in col.texts)
+        if key in text_keys or not texts or col.nested or col.q_range[0] < 0:
+            continue
         present = np.flatnonzero(col.code != GAP)
-        if key in text_keys or not len(present) or (col.code == NESTED).any():
+        if not len(present):
             continue
         if (col.code[present] >= 0).all():
-            if not all(DATE.fullmatch(t) for t in col.texts if isinstance(t, str)):
-                continue
-            if any(isinstance(t, bool) for t in col.texts):
-                continue
             words = np.array([str(t) for t in col.texts] or [""], dtype=object)
             order = np.argsort(np.argsort(words, kind="stable"))
             rank, value = order[col.code[present]], words[col.code[present]]

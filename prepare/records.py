@@ -4,6 +4,8 @@ out (prepare/README.md's "Records and splits"). A split is a Part: each record's
 row numbers of the Table, a window's rows in order) and, per key, the records that leave it out.
 """
 
+from itertools import pairwise
+
 import numpy as np
 from common import fail
 from reading import MISSING, NESTED, NUM, kinds
@@ -30,18 +32,18 @@ def check_keys(table):
     """{key: the kinds of its values}, the same for every present value of a key."""
     kind = {}
     for key, col in table.cols.items():
-        bits = np.where(col.code == NUM, 1, np.where(col.code >= 0, 2, 0))
+        bits = (col.code == NUM).astype(np.int8) + 2 * (col.code >= 0)
         for row, value in col.nested.items():
             bits[row] = sum(KINDS.get(k, 0) for k in kinds(value))
-        present = np.flatnonzero(bits)
-        if not len(present):
+        if not bits.any():
             continue
         names = lambda b: [k for k, bit in KINDS.items() if b & bit]
-        first = present[0]
-        other = present[bits[present] != bits[first]]
-        if len(other):
+        first = int(np.argmax(bits != 0))
+        other = (bits != 0) & (bits != bits[first])
+        if other.any():
+            row = int(np.argmax(other))
             fail(
-                f"{table.where(other[0])}: key {key!r} holds {' and '.join(names(bits[other[0]]))},"
+                f"{table.where(row)}: key {key!r} holds {' and '.join(names(bits[row]))},"
                 f" but {' and '.join(names(bits[first]))} at {table.where(first)}"
             )
         kind[key] = set(names(bits[first]))
@@ -68,7 +70,7 @@ def check_values(table, keys, missing):
 def counts_up(x, q):
     """The step by which a file's numbers go up from row to row, the same each time but perhaps
     wrapping to their least (an hour of the day), else None."""
-    if len(x) <= 2 or np.isnan(x).any():
+    if len(x) <= 2 or np.isnan(x).any() or len(x) > 1000 and not counts_up(x[:1000], q):
         return None
     # exact: the numbers as integers of their finest digit
     unit = int(q)
@@ -92,7 +94,7 @@ def counting_keys(table, keys):
         col = table.cols[key]
         if not (col.code == NUM).all():
             continue
-        steps = {counts_up(col.x[rows], col.q_range[0]) for rows in table.file_rows()}
+        steps = {counts_up(col.x[a:b], col.q_range[0]) for a, b in pairwise(table.starts)}
         if None in steps:
             continue
         counting.append(key)

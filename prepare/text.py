@@ -403,7 +403,8 @@ def report(args, meta, table, parts, largest, vocab, counts, n_windowed, repeate
     unit = f" of {args.window} rows each (a window every {args.stride})" if args.window > 1 else ""
     how = "in time order (per file)" if args.order == "time" else "at random"
     if args.group:
-        how = f"{'in time order' if args.order == 'time' else 'at random, by'} group ({args.group})"
+        how = f"{'in time order within each' if args.order == 'time' else 'at random, by'} group"
+        how += f" ({args.group})"
     print(
         f"wrote {args.out}: train {len(parts[0])}, val {len(parts[1])}, test {len(parts[2])}"
         f" records{unit}, split {'from the files' if args.val else how}"

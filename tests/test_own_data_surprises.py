@@ -69,7 +69,7 @@ def test_groups_keep_their_rows_and_the_split_is_said(tmp_path, capsys):
     out, meta = prepare(tmp_path, content, "--window", "5", "--group", "animal", "--split", "0.6,0.2,0.2")
     printed = capsys.readouterr().out
     assert meta["keys"] == ["day", "weight"] and meta["source"]["group"] == "animal"
-    assert "split in time order group (animal)" in printed and "note: key 'animal' names each row's group" in printed
+    assert "split in time order within each group (animal)" in printed and "note: key 'animal' names each row's group" in printed
     s = meta["scales"]["day"]
     for split in ("train", "val", "test"):
         for r in read(out, split):
