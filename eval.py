@@ -670,7 +670,27 @@ def evaluate(checkpoints, data, split_names, dev):
             if "seasonal_persistence" in r:
                 r["seasonal_persistence"]["period"] = lags[quantity][1]
             r["verdict"] = verdict(r)
+            if note := outside_training(split, quantity, truths, meta, scale):
+                report["notes"].append(note)
     return report, meta
+
+
+def outside_training(split, quantity, truths, meta, scale):
+    """A note where true values lie outside their key's training range (meta.json "ranges"): a
+    trend past it is beyond what a model of the training values learned."""
+    known = (meta.get("ranges") or {}).get(quantity.split(".")[0])
+    if not known or not scale:
+        return None
+    y = np.asarray(truths, float) * scale[1] + scale[0]
+    low, high = (y < known[0]).sum(), (y > known[1]).sum()
+    if low + high:
+        return (
+            f"{split} · {quantity}: {low + high} of {len(y)} true values lie outside the training"
+            f" range [{known[0]:g}, {known[1]:g}] ({low} below, {high} above, from {y.min():g} to"
+            f" {y.max():g}): the model never saw such values, and a trend past the range is beyond"
+            " what it learned"
+        )
+    return None
 
 
 # ---------------------------------------------------------------- output

@@ -216,7 +216,7 @@ def rows_in(table, parts):
 def leave_out_missing(table, parts, keys, how):
     """The splits with missing values left out, and {key: records it was left out of or dropped
     for}."""
-    missing, kept = {}, []
+    missing, kept, emptied = {}, [], 0
     gaps = {key: table.cols[key].gap for key in keys}
     for part in parts:
         lacks = {key: gaps[key][part.rows].any(axis=1) for key in keys}
@@ -225,8 +225,14 @@ def leave_out_missing(table, parts, keys, how):
                 missing[key] = missing.get(key, 0) + int(lacks[key].sum())
         lacking = np.column_stack([lacks[k] for k in keys])
         keep = ~lacking.any(axis=1) if how == "drop" else ~lacking.all(axis=1)
+        emptied += int(lacking.all(axis=1).sum()) if how == "omit" else 0
         lacks = {k: v[keep] for k, v in lacks.items() if how == "omit" and v.any()}
         kept.append(Part(part.rows[keep], lacks))
+    if emptied:
+        print(
+            f"note: {emptied} record(s) left out: every key of theirs missing (--missing=omit leaves"
+            " a key out of a record; a record of none is not written)"
+        )
     for split, part in zip(SPLITS, kept):
         if not len(part):
             fail(

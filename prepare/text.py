@@ -416,6 +416,8 @@ def report(args, meta, table, parts, largest, vocab, counts, n_windowed, repeate
     )
     missing = meta["missing"]["records"]
     what = "records left out" if args.missing == "drop" else "values left out of their records"
+    if args.missing == "omit" and args.window > 1:
+        what = "windows that leave the key out"
     print(
         f"missing values ({', '.join(map(repr, MISSING))} in any case; JSON null, NaN; a key a"
         " record lacks): "

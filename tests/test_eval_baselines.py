@@ -145,3 +145,13 @@ def test_the_verdict_names_the_best_baseline_and_the_ratio_of_mses():
     r["mean"]["mse"] = float("nan")  # no valid prediction: no better than anything
     assert ev.verdict(r)["beats"] is False
     assert ev.verdict({"mean": {"mse": 1.0}}) is None  # a task without baselines
+
+
+def test_true_values_outside_the_training_range_are_noted():
+    meta = {"ranges": {"co2": [310.0, 360.0]}}
+    scale = (330.0, 10.0)  # written (x - 330) / 10
+    note = ev.outside_training("test", "co2", [3.5, 4.0, -1.0], meta, scale)
+    assert note.startswith("test · co2: 2 of 3 true values lie outside the training range [310, 360]")
+    assert "(0 below, 2 above, from 320 to 370)" in note
+    assert ev.outside_training("test", "co2", [0.5, -1.0], meta, scale) is None
+    assert ev.outside_training("test", "co2", [9.0], {}, scale) is None

@@ -102,3 +102,13 @@ def test_a_key_that_goes_up_by_a_rounded_step_is_noted(tmp_path, capsys):
     steps = "n,t\n" + "".join(f"{i + i // 2},{np.sin(i):.3f}\n" for i in range(60))  # steps of 1 and 2
     prepare(tmp_path, steps)
     assert "note: key 'n' goes up" not in capsys.readouterr().out
+
+
+def test_a_record_that_omit_leaves_empty_is_said(tmp_path, capsys):
+    content = "date,co2\n" + "".join(f"2001-01-{1 + i % 28:02d},{'NA' if i % 9 == 4 else f'{300 + i / 7:.3f}'}\n"
+                                      for i in range(90))  # one key, a gap in 10 windows of 3 rows
+    _, meta = prepare(tmp_path, content, "--window", "3", "--missing", "omit")
+    printed = capsys.readouterr().out
+    assert "note: 10 record(s) left out: every key of theirs missing" in printed
+    assert "co2 10 windows that leave the key out (omit)" in printed
+    assert sum(meta["splits"].values()) == 30 - 10
