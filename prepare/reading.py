@@ -16,7 +16,9 @@ import io
 import itertools
 import json
 import math
+import os
 import re
+import tempfile
 from decimal import Decimal
 
 import numpy as np
@@ -49,6 +51,8 @@ DELIMITERS = {",": "a comma", ";": "a semicolon", "\t": "a tab", "|": "a bar"}
 NUM, GAP, NESTED = -1, -2, -3
 # CSV rows read at a time
 BLOCK = 20_000
+# each column's files in a scratch folder
+COLUMNS = itertools.count()
 
 
 def is_missing(cell):
@@ -94,16 +98,17 @@ def plain_number(cell):
 
 
 class Column:
-    """One key's value in every row, kept compact (9 bytes a row, 12 with text): `code` is NUM (a
-    number), GAP (missing), NESTED (a JSON list or object, in `nested`) or the index of a text value
-    in `texts`; `x` a number's value. `q_range` holds the places 10^q of the finest and the coarsest
-    digit written in its numbers (1013.6: q = -1)."""
+    """One key's value in every row, kept on disk (a scratch folder of the Table, 12 bytes a row)
+    and read a part at a time: `code` is NUM (a number), GAP (missing), NESTED (a JSON list or
+    object, in `nested`) or the index of a text value in `texts`; `x` a number's value. `q_range`
+    holds the places 10^q of the finest and the coarsest digit written in its numbers (1013.6: q =
+    -1)."""
 
-    def __init__(self, name, noun, as_text=False, decimal_comma=False, rows=0):
+    def __init__(self, name, noun, scratch, as_text=False, decimal_comma=False):
         self.name, self.noun, self.as_text, self.decimal_comma = name, noun, as_text, decimal_comma
-        self.texts, self.index, self.nested = [], {}, {}
-        # room for `rows` rows, taken as they come (a byte a code until a text comes)
-        self.code, self.x, self.n = np.empty(rows, np.int8), np.empty(rows), 0
+        self.texts, self.index, self.nested, self.n, self.gaps = [], {}, {}, 0, []
+        self.paths = [os.path.join(scratch, f"{next(COLUMNS)}.{part}") for part in ("code", "x")]
+        self.files = [open(path, "xb") for path in self.paths]
         # the first row holding a number, a text, a number with a leading zero; rows counted
         self.first, self.n_numbers, self.n_present, self.clash = {}, 0, 0, None
         self.q_range = [999, -999]
@@ -142,19 +147,18 @@ class Column:
             if mask.any() and kind not in self.first:
                 i = int(np.argmax(mask))
                 self.first[kind] = (row0 + i, values[i])
-        had_numbers = self.n_numbers > 0
         self.n_numbers += int((rows == NUM).sum())
         self.n_present += int((rows != GAP).sum())
-        if rows.max() > 127 and self.code.dtype == np.int8:
-            self.code = self.code.astype(np.int32)
-        self.code[self.n : self.n + len(rows)] = rows
-        # values are written from a column's first number on (the rows before it missing): a
-        # column of text takes no memory for them
-        if self.n_numbers and not had_numbers:
-            self.x[: self.n] = np.nan
-        if self.n_numbers:
-            self.x[self.n : self.n + len(rows)] = x[codes]
-        self.n += len(rows)
+        self.write(rows, x[codes])
+
+    def write(self, code, x):
+        """Rows appended to the column's files; its missing values' rows kept."""
+        self.files[0].write(code.astype(np.int32).tobytes())
+        self.files[1].write(x.astype(np.float64).tobytes())
+        gaps = np.flatnonzero(code == GAP)
+        if len(gaps):
+            self.gaps.append((gaps + self.n).astype(np.int32))
+        self.n += len(code)
 
     def check_float(self, d, at):
         """d as a float64, refused if one cannot hold it."""
@@ -168,8 +172,9 @@ class Column:
         return x
 
     def finish(self, where):
-        """The blocks joined; a column of numbers and text refused (CSV), naming a row."""
-        self.code, self.x = self.code[: self.n], self.x[: self.n]
+        """The files closed; a column of numbers and text refused (CSV), naming a row."""
+        for f in self.files:
+            f.close()
         at = lambda kind: (
             f"{where(self.first[kind][0])}: column {self.name!r}: {self.first[kind][1]!r}"
         )
@@ -193,23 +198,51 @@ class Column:
             )
         return self
 
+    def mapped(self, i, dtype):
+        """The column's file i as an array, read from disk as its parts are used."""
+        if not self.n:
+            return np.empty(0, dtype)
+        return np.memmap(self.paths[i], dtype, "r", shape=(self.n,))
+
+    @property
+    def code(self):
+        return self.mapped(0, np.int32)
+
+    @property
+    def x(self):
+        return self.mapped(1, np.float64)
+
+    @property
+    def has_gaps(self):
+        return bool(self.gaps) or any("null" in kinds(v) for v in self.nested.values())
+
     @property
     def gap(self):
         """Rows whose value is missing, or holds a missing value (a JSON list with a null)."""
-        gap = self.code == GAP
+        gap = np.zeros(self.n, bool)
+        gap[np.concatenate(self.gaps + [np.empty(0, np.int32)])] = True
         for row, value in self.nested.items():
             gap[row] = "null" in kinds(value)
         return gap
 
-    def numbers(self):
-        """(values, rows) of every number the column holds, nested ones too."""
-        rows = np.flatnonzero(self.code == NUM)
-        deep = [(r, d) for r, v in self.nested.items() for d in numbers(v)]
-        for _, d in deep:
-            q = d.as_tuple().exponent
-            self.q_range = [min(self.q_range[0], q), max(self.q_range[1], q)]
-        x = np.concatenate([self.x[rows], np.array([float(d) for _, d in deep])])
-        return x, np.concatenate([rows, np.array([r for r, _ in deep], np.int64)])
+    def pieces(self, rows, weights=None, size=1 << 18):
+        """The numbers in the column's rows (a mask), nested ones too, a piece at a time (memory
+        stays bounded), each piece with its numbers' weights (weights: one per row)."""
+        for lo in range(0, self.n, size):
+            mask = (self.code[lo : lo + size] == NUM) & rows[lo : lo + size]
+            w = weights[lo : lo + size][mask] if weights is not None else None
+            yield self.x[lo : lo + size][mask], w
+        deep = [(r, float(d)) for r, v in self.nested.items() if rows[r] for d in numbers(v)]
+        if deep:
+            rs, x = zip(*deep)
+            yield np.array(x), (weights[list(rs)] if weights is not None else None)
+
+    def row_of(self, value, rows):
+        """The first of rows (a mask) that holds the number value."""
+        found = (self.x == value) & (self.code == NUM) & rows
+        if found.any():
+            return int(np.argmax(found))
+        return min(r for r, v in self.nested.items() if value in map(float, numbers(v)))
 
 
 def csv_parser(column):
@@ -260,6 +293,8 @@ def json_parser(column):
             return column.text_code(getattr(value, "value", value)), None
         for d in numbers(value.value):
             column.check_float(d, at)
+            q = d.as_tuple().exponent
+            column.q_range = [min(column.q_range[0], q), max(column.q_range[1], q)]
         return NESTED, None
 
     return parse
@@ -271,6 +306,8 @@ class Table:
     def __init__(self, path, noun, array=False):
         self.paths, self.nouns, self.arrays, self.starts = [path], [noun], [array], [0, 0]
         self.cols, self.line = {}, []
+        # the columns' files, removed with the Table (or at exit); TMPDIR chooses the place
+        self.scratch = tempfile.TemporaryDirectory(prefix="prepare-text-")
 
     @property
     def n(self):
@@ -298,24 +335,21 @@ def joined(tables):
         out.starts.append(out.n + t.n)
         out.line = np.concatenate([out.line, t.line])
     for key in keys:
-        col = Column(key, "key")
-        codes, xs = [], []
+        col = Column(key, "key", out.scratch.name)
         for t, start in zip(tables, out.starts):
             part = t.cols.get(key)
             if part is None:
-                codes.append(np.full(len(t.line), GAP, np.int32))
-                xs.append(np.full(len(t.line), np.nan))
+                col.write(np.full(t.n, GAP, np.int32), np.full(t.n, np.nan))
                 continue
             col.noun = part.noun
             remap = np.array([col.text_code(v) for v in part.texts] + [NUM, GAP, NESTED], np.int32)
-            codes.append(np.where(part.code >= 0, remap[np.maximum(part.code, 0)], part.code))
-            xs.append(part.x)
+            code = part.code
+            col.write(np.where(code >= 0, remap[np.maximum(code, 0)], code), part.x)
             low, high = part.q_range
             col.q_range = [min(col.q_range[0], low), max(col.q_range[1], high)]
             col.nested.update({start + r: v for r, v in part.nested.items()})
             col.clash = col.clash or part.clash
-        col.code, col.x = np.concatenate(codes), np.concatenate(xs)
-        out.cols[key] = col
+        out.cols[key] = col.finish(out.where)
     return out
 
 
@@ -439,20 +473,23 @@ def read_csv(path, args):
         fail(f"{path}: empty file; expected a CSV header and rows, or one JSON record per line")
     names = header[:-1] if len(header) > 1 and not header[-1] else header
     table, state = Table(path, "column"), {"trailing": None, "blank": None, "multi": []}
+    # each row's first line; the file's line ends bound how many rows it has
+    table.line = np.empty(n_lines + 1, np.int32)
     for rows, first in csv_blocks(path, reader, delimiter, state):
         rows, first = checked_rows(path, rows, first, header, names, delimiter, state)
         if table.n == 0 and len(rows):
             wanted = csv_columns(path, names if state["trailing"] else header, args.columns)
             check_header(path, [header[j] for j in wanted])
+            scratch = table.scratch.name
             columns = [
-                Column(header[j], "column", header[j] in args.text, args.decimal_comma, n_lines + 1)
+                Column(header[j], "column", scratch, header[j] in args.text, args.decimal_comma)
                 for j in wanted
             ]
             parsers = [csv_parser(c) for c in columns]
         if not len(rows):
             continue
         row0 = table.n
-        table.line.append(first)
+        table.line[row0 : row0 + len(rows)] = first
         table.starts[-1] += len(rows)
         where = lambda r: f"{path}:{first[r - row0]}"
         cells = list(zip(*rows))
@@ -471,7 +508,7 @@ def read_csv(path, args):
             f"note: {path}:{a}-{b}: a quoted cell holds a line break, read as part of the cell"
             f" ({n} such row(s)); if a quote is unterminated, close it"
         )
-    table.line = np.concatenate(table.line).astype(np.int32)
+    table.line = table.line[: table.n]
     table.cols = {c.name: c.finish(table.where) for c in columns}
     return table
 
@@ -672,7 +709,7 @@ def read_json(path, args):
     table = Table(path, "key", array)
     table.line, table.starts[-1] = np.array(lines), len(records)
     for key in dict.fromkeys(k for r in records for k in r):
-        column = Column(key, "key", key in text_keys, rows=len(records))
+        column = Column(key, "key", table.scratch.name, key in text_keys)
         values = [r.get(key) for r in records]
         if column.as_text:
             values = [rewrite(v, lambda x: str(x) if isinstance(x, Decimal) else x) for v in values]
@@ -700,6 +737,10 @@ def date_keys(table, text_keys):
         # what is not a date is seen from the column's distinct values, before any row is read
         texts = all(isinstance(t, str) and DATE.fullmatch(t) for t in col.texts)
         if key in text_keys or not texts or col.nested or col.q_range[0] < 0:
+            continue
+        # a column of numbers: yyyymmdd, from 1800 to 2099
+        numeric = col.q_range[0] == 0 and 18e6 < np.nanmin(col.x, initial=np.inf)
+        if col.q_range[0] == 0 and not (numeric and np.nanmax(col.x, initial=0) < 21e6):
             continue
         present = np.flatnonzero(col.code != GAP)
         if not len(present):

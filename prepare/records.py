@@ -32,7 +32,8 @@ def check_keys(table):
     """{key: the kinds of its values}, the same for every present value of a key."""
     kind = {}
     for key, col in table.cols.items():
-        bits = (col.code == NUM).astype(np.int8) + 2 * (col.code >= 0)
+        code = col.code
+        bits = np.where(code == NUM, np.int8(1), np.where(code >= 0, np.int8(2), np.int8(0)))
         for row, value in col.nested.items():
             bits[row] = sum(KINDS.get(k, 0) for k in kinds(value))
         if not bits.any():
@@ -67,24 +68,32 @@ def check_values(table, keys, missing):
         )
 
 
-def counts_up(x, q):
+def counts_up(x, q, size=1 << 18):
     """The step by which a file's numbers go up from row to row, the same each time but perhaps
-    wrapping to their least (an hour of the day), else None."""
-    if len(x) <= 2 or np.isnan(x).any() or len(x) > 1000 and not counts_up(x[:1000], q):
+    wrapping to their least (an hour of the day), else None. Read a piece of `size` rows at a
+    time, exactly: as integers of their finest digit (10^q)."""
+    if len(x) <= 2 or len(x) > 1000 and not counts_up(x[:1000], q):
         return None
-    # exact: the numbers as integers of their finest digit
-    unit = int(q)
-    m = np.rint(x / 10.0**unit)
-    if np.abs(m).max() > 2**53:
-        return None
-    low, high = m.min(), m.max()
-    wrap = (m[:-1] == high) & (m[1:] == low)
-    steps = np.diff(m)[~wrap]
+    unit = 10.0 ** int(q)
+
+    def pieces():
+        for lo in range(0, len(x) - 1, size):
+            yield np.rint(x[lo : lo + size + 1] / unit)
+
+    low, high = np.inf, -np.inf
+    for m in pieces():
+        if np.isnan(m).any() or np.abs(m).max() > 2**53:
+            return None
+        low, high = min(low, m.min()), max(high, m.max())
+    # each piece's steps (a piece ends where the next begins), but where it wraps to its least
+    least, most = np.inf, 0
+    for m in pieces():
+        d = np.diff(m)[(m[:-1] != high) | (m[1:] != low)]
+        least, most = min(least, d.min(initial=np.inf)), max(most, d.max(initial=0))
     # the same step, but for a rounding of the last digit of a long one (1/12 as 0.0833333333)
-    step = np.median(steps) if len(steps) else 0
-    if step <= 0 or np.ptp(steps) > (step >= 1000) or high - low < 2 * step:
+    if least <= 0 or most - least > (least >= 1000) or high - low < 2 * least:
         return None
-    return f"{step * 10.0**unit:.10g}"
+    return f"{least * unit:.10g}"
 
 
 def counting_keys(table, keys):
@@ -217,9 +226,10 @@ def leave_out_missing(table, parts, keys, how):
     """The splits with missing values left out, and {key: records it was left out of or dropped
     for}."""
     missing, kept, emptied = {}, [], 0
-    gaps = {key: table.cols[key].gap for key in keys}
+    gaps = {key: table.cols[key].gap for key in keys if table.cols[key].has_gaps}
     for part in parts:
-        lacks = {key: gaps[key][part.rows].any(axis=1) for key in keys}
+        none = np.zeros(len(part), bool)
+        lacks = {key: gaps[key][part.rows].any(axis=1) if key in gaps else none for key in keys}
         for key in keys:
             if lacks[key].any():
                 missing[key] = missing.get(key, 0) + int(lacks[key].sum())
@@ -257,5 +267,6 @@ def warn_short(parts, args):
 
 def weights(table, part, key):
     """How many of a part's records (that hold key) hold each row."""
-    rows = part.rows[part.has(key)].ravel()
-    return np.bincount(rows, minlength=table.n)
+    w = np.zeros(table.n, np.int32)
+    np.add.at(w, part.rows[part.has(key)].ravel(), 1)
+    return w

@@ -26,23 +26,37 @@ def in_rows(table, parts, key):
     return held
 
 
+def extremes(pieces):
+    """(least, largest, least |x| but 0, largest |x|) of numbers given a piece at a time."""
+    low, high, small = np.inf, -np.inf, np.inf
+    for x, _ in pieces:
+        if len(x):
+            low, high = min(low, x.min()), max(high, x.max())
+            positive = np.min(x, where=x > 0, initial=np.inf)
+            small = min(small, positive, -np.max(x, where=x < 0, initial=-np.inf))
+    return low, high, small, max(high, -low)
+
+
 def scales_of(table, train, keys, mode):
     """{key: {"center", "spread"}} of the keys, from the training records."""
     scales = {}
     for key in keys:
-        x, rows = table.cols[key].numbers()
-        w = weights(table, train, key)[rows]
-        xs, ws = x[w > 0], w[w > 0]
-        if xs.size == 0:
+        col, w = table.cols[key], weights(table, train, key)
+        # the mean, then the spread about it, of the numbers each as often as records hold it
+        total = count = 0.0
+        for x, n in col.pieces(w > 0, w):
+            total, count = total + (x * n).sum(), count + n.sum()
+        if not count:
             fail(
                 f"key {key!r} holds no number in the training split"
                 f" ({table.where(train.rows[0][0])} ...), so it has no scale"
             )
-        mean = np.average(xs, weights=ws)
-        std = math.sqrt(np.average((xs - mean) ** 2, weights=ws))
+        mean = total / count
+        std = math.sqrt(sum((((x - mean) ** 2) * n).sum() for x, n in col.pieces(w > 0, w)) / count)
         if std == 0:
+            first = next(x for x, _ in col.pieces(w > 0) if len(x))[0]
             print(
-                f"note: key {key!r} is constant in train ({xs[0]:g}): nothing to learn from it;"
+                f"note: key {key!r} is constant in train ({first:g}): nothing to learn from it;"
                 " --columns leaves it out"
             )
         if mode == "none":
@@ -78,18 +92,20 @@ def written(x, scale, digits):
     return np.array(text, dtype=object)[inverse.ravel()]
 
 
-def check_resolution(table, key, x, rows, scale, digits):
-    """Warn where two different inputs of a key reach the model as one float32, or the key spans
-    many decades."""
-    clash = table.cols[key].clash
-    if clash is None and len(x):
-        distinct, first = np.unique(x, return_index=True)
+def check_resolution(table, key, held, scale, digits):
+    """Warn where two different inputs of a key (in the rows held) reach the model as one float32
+    (found within each piece of the column), or the key spans many decades."""
+    col = table.cols[key]
+    clash = col.clash
+    for x, _ in col.pieces(held) if not clash else ():
+        distinct = np.unique(x)
         as_read = np.array(written(distinct, scale, digits), dtype=float).astype(np.float32)
         same = np.flatnonzero(as_read[1:] == as_read[:-1])
         if len(same):
-            pair = sorted([first[same[0]], first[same[0] + 1]])
-            clash = [repr(float(x[pair[1]])), table.where(rows[pair[1]])]
-            clash += [repr(float(x[pair[0]])), table.where(rows[pair[0]])]
+            pair = sorted(distinct[same[0] : same[0] + 2], key=lambda v: col.row_of(v, held))
+            clash = [repr(float(pair[1])), table.where(col.row_of(pair[1], held))]
+            clash += [repr(float(pair[0])), table.where(col.row_of(pair[0], held))]
+            break
     if clash:
         a, where, b, seen = clash
         y = np.float32(written([float(a)], scale, digits)[0])
@@ -99,11 +115,11 @@ def check_resolution(table, key, x, rows, scale, digits):
             " range over many decades; write log10 of the key as a column of its own, --scale"
             " none, or leave the key out (--columns) if it is an ID"
         )
-    xs = np.abs(x[x != 0])
-    if len(xs) and xs.max() / xs.min() > 1e6:
+    *_, least, most = extremes(col.pieces(held))
+    if least < np.inf and most / least > 1e6:
         print(
-            f"warning: key {key!r}: |x| from {xs.min():.3g} to {xs.max():.3g},"
-            f" {math.log10(xs.max() / xs.min()):.0f} decades: scaled by its spread, the small ones"
+            f"warning: key {key!r}: |x| from {least:.3g} to {most:.3g},"
+            f" {math.log10(most / least):.0f} decades: scaled by its spread, the small ones"
             " are close to 0; write log10 of the key as a column of its own, or --scale none"
         )
 
@@ -114,15 +130,14 @@ def scale(table, parts, keys, mode):
     scales = scales_of(table, parts[0], keys, mode)
     digits, largest, ranges = {}, {}, {}
     for key in keys:
-        x, rows = table.cols[key].numbers()
-        kept = in_rows(table, parts, key)[rows]
-        x, rows = x[kept], rows[kept]
-        digits[key] = decimals_of(table.cols[key].q_range[0], scales[key]["spread"], mode)
-        z = np.abs(x - scales[key]["center"]) / scales[key]["spread"]
-        largest[key] = float(z.max())
-        train = x[weights(table, parts[0], key)[rows] > 0]
-        ranges[key] = [float(train.min()), float(train.max())]
-        check_resolution(table, key, x, rows, scales[key], digits[key])
+        col, (center, spread) = table.cols[key], scales[key].values()
+        held = in_rows(table, parts, key)
+        low, high, _, _ = extremes(col.pieces(held))
+        digits[key] = decimals_of(col.q_range[0], spread, mode)
+        largest[key] = max(abs(high - center), abs(low - center)) / spread
+        low, high, _, _ = extremes(col.pieces(weights(table, parts[0], key) > 0))
+        ranges[key] = [float(low), float(high)]
+        check_resolution(table, key, held, scales[key], digits[key])
         if mode == "auto" and largest[key] > FAR:
             print(
                 f"warning: key {key!r}: scaled, its numbers reach |x| = {largest[key]:.3g} (a few"

@@ -29,7 +29,7 @@ from reading import MISSING, NESTED, NUM, date_keys, joined, numbers, read_file
 from reading import words_for_tokenizer
 from records import SPLITS, check_keys, check_values, counting_keys, leave_out_missing
 from records import rows_in, split_records, warn_short, weights
-from scaling import scale, written
+from scaling import extremes, scale, written
 from tokenize_numbers import TextError, split_text
 from util import open_new, shell_line
 
@@ -255,8 +255,8 @@ def mask_key_of(table, train, target, number_keys, index_like):
         fail(f"--target {target}: not a key of numbers; expected one of {', '.join(number_keys)}")
     varies = []
     for k in number_keys:
-        x, rows = table.cols[k].numbers()
-        if k not in index_like and len(np.unique(x[weights(table, train, k)[rows] > 0])) > 1:
+        low, high, _, _ = extremes(table.cols[k].pieces(weights(table, train, k) > 0))
+        if k not in index_like and low < high:
             varies.append(k)
     key = target or (varies or number_keys or [None])[0]
     if key and not target:
@@ -381,20 +381,22 @@ def tokens_of(line, where):
 
 def write_lines(stage, table, parts, keys, writers):
     """<split>.txt of every split in stage, a block of records at a time; {split: how many of its
-    lines are also, exactly, in train}."""
-    repeated, train = {}, None
+    lines are also, exactly, in train} (by a hash of each line)."""
+    repeated, train = {}, []
     for split, part in zip(SPLITS, parts):
-        hashes = []
         with open_new(os.path.join(stage, f"{split}.txt")) as f:
             for lo in range(0, len(part), BLOCK):
                 lines = lines_of(table, part, keys, writers, lo, min(len(part), lo + BLOCK))
                 f.write(("\n".join(lines) + "\n").encode())
-                hashes.append(np.fromiter(map(hash, lines), np.int64, len(lines)))
-        hashes = np.concatenate(hashes)
-        if train is None:
-            train = hashes
-        else:
-            repeated[split] = int(np.isin(hashes, train).sum())
+                hashes = np.fromiter(map(hash, lines), np.int64, len(lines))
+                if split == "train":
+                    train.append(hashes)
+                    continue
+                at = np.minimum(np.searchsorted(train, hashes), len(train) - 1)
+                repeated[split] = repeated.get(split, 0) + int((train[at] == hashes).sum())
+        if split == "train":
+            train = np.concatenate(train)
+            train.sort()
     return repeated
 
 
