@@ -4,9 +4,10 @@ per key, a row per CSV row or JSON object. A value is a number (Decimal), text, 
 list or object of these.
 
 A CSV file is read by Python's csv module (C), a block of rows at a time, and each block's distinct
-cells are checked once, so a million rows take seconds and memory grows by about 13 bytes a cell.
-pandas' reader is as fast but fills a row of too few cells with empty ones and cannot say on which
-line a row holding a quoted line break starts; this reader refuses the one and names the other.
+cells are checked once, so a million rows take seconds; each column goes to a scratch folder on disk
+and is read back a piece at a time, so memory stays bounded. pandas' reader is as fast but fills a
+row of too few cells with empty ones and cannot say on which line a row holding a quoted line break
+starts; this reader refuses the one and names the other.
 """
 
 import bisect

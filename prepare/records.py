@@ -240,8 +240,8 @@ def leave_out_missing(table, parts, keys, how):
         kept.append(Part(part.rows[keep], lacks))
     if emptied:
         print(
-            f"note: {emptied} record(s) left out: every key of theirs missing (--missing=omit leaves"
-            " a key out of a record; a record of none is not written)"
+            f"note: {emptied} record(s) left out: every key of theirs missing (--missing=omit"
+            " leaves a key out of a record; a record of none is not written)"
         )
     for split, part in zip(SPLITS, kept):
         if not len(part):

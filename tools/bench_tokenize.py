@@ -79,8 +79,8 @@ PANDAS = (
 )
 
 
-# runs a command and prints its wall seconds and peak memory (KB): a small process of its own, so that
-# the peak is the command's, not that of this one, which forked it
+# runs a command and prints its wall seconds and peak memory (KB): a small process of its own, so
+# that the peak is the command's, not that of this one, which forked it
 MEASURE = (
     "import resource, subprocess, sys, time; t = time.perf_counter();"
     " r = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL);"
