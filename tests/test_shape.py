@@ -36,9 +36,9 @@ def test_the_files_a_learner_reads_stay_within_their_budget():
 
 def test_no_code_is_hidden_to_meet_the_budgets():
     files = glob.glob(os.path.join(ROOT, "*.py")) + glob.glob(os.path.join(ROOT, "prepare", "*.py"))
-    # 310,000 once the core was distilled; your own data at scale (a reader of compact columns, eval's
-    # baselines, sample.py in your units) brought it to 356,000
-    assert sum(characters(f) for f in files) <= 360_000
+    # 310,000 once the core was distilled; your own data at scale (a reader of columns kept on disk,
+    # eval's baselines, sample.py in your units) brought it to 361,000
+    assert sum(characters(f) for f in files) <= 365_000
 
 
 def test_no_line_of_the_reference_passes_100_characters():
