@@ -109,7 +109,9 @@ class Column:
         self.name, self.noun, self.as_text, self.decimal_comma = name, noun, as_text, decimal_comma
         self.texts, self.index, self.nested, self.n, self.gaps = [], {}, {}, 0, []
         self.paths = [os.path.join(scratch, f"{next(COLUMNS)}.{part}") for part in ("code", "x")]
-        self.files = [open(path, "xb") for path in self.paths]
+        # created here, appended to a block at a time (a file of a thousand columns opens none)
+        for path in self.paths:
+            open(path, "xb").close()
         # the first row holding a number, a text, a number with a leading zero; rows counted
         self.first, self.n_numbers, self.n_present, self.clash = {}, 0, 0, None
         self.q_range = [999, -999]
@@ -154,8 +156,9 @@ class Column:
 
     def write(self, code, x):
         """Rows appended to the column's files; its missing values' rows kept."""
-        self.files[0].write(code.astype(np.int32).tobytes())
-        self.files[1].write(x.astype(np.float64).tobytes())
+        for path, values in zip(self.paths, (code.astype(np.int32), x.astype(np.float64))):
+            with open(path, "ab") as f:
+                f.write(values.tobytes())
         gaps = np.flatnonzero(code == GAP)
         if len(gaps):
             self.gaps.append((gaps + self.n).astype(np.int32))
@@ -173,9 +176,7 @@ class Column:
         return x
 
     def finish(self, where):
-        """The files closed; a column of numbers and text refused (CSV), naming a row."""
-        for f in self.files:
-            f.close()
+        """The column read: one of numbers and text refused (CSV), naming a row."""
         at = lambda kind: (
             f"{where(self.first[kind][0])}: column {self.name!r}: {self.first[kind][1]!r}"
         )

@@ -112,3 +112,15 @@ def test_a_record_that_omit_leaves_empty_is_said(tmp_path, capsys):
     assert "note: 10 record(s) left out: every key of theirs missing" in printed
     assert "co2 10 windows that leave the key out (omit)" in printed
     assert sum(meta["splits"].values()) == 30 - 10
+
+
+def test_a_file_of_many_columns_needs_no_file_per_column_open(tmp_path):
+    import resource
+    import subprocess
+    (tmp_path / "wide.csv").write_text(",".join(f"c{j}" for j in range(120)) + "\n" + "".join(
+        ",".join(f"{(i * j) % 97 / 10}" for j in range(120)) + "\n" for i in range(40)))
+    limit = lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (48, 48))  # fewer than the columns
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "prepare", "text.py"), str(tmp_path / "wide.csv"),
+                        "--out", str(tmp_path / "out")], preexec_fn=limit, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert json.loads((tmp_path / "out" / "meta.json").read_text())["keys"][-1] == "c119"
