@@ -12,6 +12,7 @@ starts; this reader refuses the one and names the other.
 
 import bisect
 import csv
+import functools
 import gzip
 import io
 import itertools
@@ -213,6 +214,11 @@ class Column:
     @property
     def x(self):
         return self.mapped(1, np.float64)
+
+    @functools.cached_property
+    def words(self):
+        """Each text value as JSON, as the lines write it (once, whatever the blocks of lines)."""
+        return np.array([json.dumps(t, ensure_ascii=False) for t in self.texts] + [""], object)
 
     @property
     def has_gaps(self):

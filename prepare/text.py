@@ -294,8 +294,7 @@ def lines_of(table, part, keys, writers, lo, hi):
         code = col.code[flat]
         write = writers.get(key, zeros)
         text[code == NUM] = write(col.x[flat[code == NUM]])
-        words = np.array([json.dumps(t, ensure_ascii=False) for t in col.texts] + [""], object)
-        text[code >= 0] = words[code[code >= 0]]
+        text[code >= 0] = col.words[code[code >= 0]]
         for i in np.flatnonzero(code == NESTED):
             text[i] = dump(col.nested[flat[i]], write)
         text[code == -2] = "null"
