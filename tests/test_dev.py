@@ -1,6 +1,5 @@
-"""The study's scripts (dev/) on eval.py reports written here: each tells apart the models it is
-meant to (persistence, averaging the dictionary, recalling step sizes, the description's prior),
-computes its table's numbers by hand, and refuses in one line what it cannot read."""
+"""dev/'s scripts on eval.py reports written here tell apart the models they are meant to, give
+their tables' numbers as computed by hand, and refuse in one line what they cannot read."""
 import contextlib
 import io
 import json
@@ -27,7 +26,7 @@ STEPS = [0.2, 0.3, 0.5, 0.8]  # the planets' training step sizes
 
 
 def script(name, *args):
-    """dev/<name> run as a user runs it (in this process); what it printed."""
+    """What dev/<name> prints, run as a command (in this process)."""
     out = io.StringIO()
     with mock.patch.object(sys, "argv", [name, *args]), contextlib.redirect_stdout(out):
         runpy.run_path(os.path.join(ROOT, "dev", name), run_name="__main__")
@@ -35,7 +34,7 @@ def script(name, *args):
 
 
 def write_report(path, task, split, quantity, truth, pred, **fields):
-    """An eval.py report written with --save_predictions=True: one quantity's truths and medians."""
+    """An eval.py report with one quantity's saved predictions."""
     predictions = {"truth": [float(t) for t in truth], "median": [float(p) for p in pred]}
     path.write_text(json.dumps({"task": task, **fields, "splits": {split: {quantity: predictions}}}))
     return str(path)
@@ -45,7 +44,6 @@ def write_lines(folder, lines):
     (folder / "test.txt").write_text("\n".join(lines) + "\n")
 
 
-# ---------------------------------------------------------------- what every script refuses
 @pytest.mark.parametrize("name", ["era5_persistence.py", "error_by_magnitude.py", "planets_a0.py",
                                   "planets_dt_ood.py"])
 def test_no_reports_is_an_error_that_says_what_is_needed(name):
@@ -77,7 +75,6 @@ def test_error_by_magnitude_names_a_quantity_the_report_lacks(tmp_path, monkeypa
         error_by_magnitude.table([path])
 
 
-# ---------------------------------------------------------------- era5_persistence.py
 def era5_report(tmp_path, model):
     """40 samples of 2-3 stations whose predictions are model(previous step, truth)."""
     rng = np.random.default_rng(0)
@@ -93,22 +90,18 @@ def era5_report(tmp_path, model):
                         data_dir=str(tmp_path))
 
 
-def test_a_model_that_copies_the_previous_step_is_persistence(tmp_path):
+def test_persistence_and_a_model_with_part_of_the_change_blended_with_it(tmp_path):
     n, model, persistence, to_previous, errors, changes, blend = era5_persistence.row(
         era5_report(tmp_path, lambda previous, truth: previous))
     assert n == 100 and model == persistence > 0 and to_previous == 0
     assert errors == pytest.approx(1) and np.isnan(changes)  # no change: no correlation
     assert blend == [pytest.approx(persistence)] * 2
-
-
-def test_a_model_with_part_of_the_change_helps_in_a_blend(tmp_path):
     _, model, persistence, _, _, changes, blend = era5_persistence.row(
         era5_report(tmp_path, lambda previous, truth: previous + 0.5 * (truth - previous)))
     assert model == pytest.approx(0.25 * persistence) and changes == pytest.approx(1)
     assert blend[1] == pytest.approx((1 - 0.25) ** 2 * persistence) and blend[1] < persistence
 
 
-# ---------------------------------------------------------------- error_by_magnitude.py
 def test_each_decade_has_its_count_relative_error_and_share_of_the_squared_error(tmp_path):
     truth = [2.0, 4.0, 5.0, 20.0, 2000.0, -3000.0]
     # xval 10% off, then 90% off; p1000 100% off (one answer invalid), then 10%
@@ -129,7 +122,6 @@ def test_each_decade_has_its_count_relative_error_and_share_of_the_squared_error
     assert f"wrote {out}.md" in printed
 
 
-# ---------------------------------------------------------------- gmm_table.py
 def test_the_mse_head_is_scored_as_a_gaussian_with_its_validation_spread(tmp_path, capsys):
     truth, median = [0.0, 1.0, 2.0, 4.0], [0.5, 1.0, 1.0, 3.0]  # variance of the truth 2.1875
     val_mse = 0.25  # s = 0.5
@@ -154,7 +146,6 @@ def test_the_mse_head_is_scored_as_a_gaussian_with_its_validation_spread(tmp_pat
         gmm_table.main("nowhere.json", "b.json", "c.json")
 
 
-# ---------------------------------------------------------------- lookup_plateau.py
 @pytest.mark.parametrize("model", ["average", "lookup", "copy"])
 def test_averaging_copying_and_matching_keys_are_told_apart(tmp_path, model):
     rng = np.random.default_rng(0)
@@ -183,7 +174,6 @@ def test_averaging_copying_and_matching_keys_are_told_apart(tmp_path, model):
         assert model_nmse > mean_nmse
 
 
-# ---------------------------------------------------------------- planets_a0.py
 @pytest.mark.parametrize("others, n, a0", [
     ([1.5, 2.0], 3, 1.0),  # 1 is missing: planet0 is the innermost
     ([1.0, 1.5, 2.0], 4, 2.5),  # evenly spaced from 1: planet0 is the outermost
@@ -233,7 +223,6 @@ def test_planets_a0_report_columns(tmp_path):
     assert orbit < 1e-6 < desc and 0.5 < fixed < 1
 
 
-# ---------------------------------------------------------------- planets_dt_ood.py
 def dt_report(tmp_path, encoding, truth, pred):
     (tmp_path / "meta.json").write_text(json.dumps({"dataset": "planets", "train_stepsizes": STEPS}))
     return write_report(tmp_path / f"{encoding}.json", "planets", "test_ood_stepsize", "dt", truth,
@@ -263,7 +252,6 @@ def test_planets_dt_ood_writes_the_table_and_figure(tmp_path):
     assert (tmp_path / "dt.png").stat().st_size > 0 and "wrote" in printed
 
 
-# ---------------------------------------------------------------- train_time.py
 def test_steps_and_time_of_each_run_and_the_total(tmp_path, capsys):
     # 10 steps at 100 ms, a validation row, 10 at 200 ms, 5 at 400 ms (off the interval): 0.5 min
     logs = {"a": [{"iter": 10, "loss": 1.0, "ms_per_step": 100.0}, {"iter": 10, "val_loss": 1.0},

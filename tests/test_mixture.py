@@ -1,23 +1,27 @@
-"""The Gaussian-mixture number head: its NLL, mean, CRPS and calibration against hand and Monte-Carlo
-computations, its float32 path, and a tiny GMM model trained, resumed, sampled and evaluated."""
-import json
+"""The Gaussian-mixture number head: its NLL, mean, CRPS and calibration against hand and
+Monte-Carlo computations, its float32 path, and a tiny GMM model trained, resumed, sampled and
+evaluated."""
 import math
 import os
 
 import pytest
 import torch
 
-from eval import mixture_crps
-from mixture import (MIN_STD, MixtureHead, mixture_cdf, mixture_mean, mixture_nll, mixture_of, mixture_quantile,
-                     mixture_sample, mixture_std)
-from model import GPT, IGNORE, GPTConfig
+import eval as ev
 from conftest import run
 from helpers import EVAL_TINY, NUM, TINY, V, evaluated, losses, prepared, sample, tiny
+from mixture import (MIN_STD, MixtureHead, mixture_cdf, mixture_mean, mixture_nll, mixture_of,
+                     mixture_quantile, mixture_sample, mixture_std)
+from model import IGNORE, GPTConfig
+
+TWO = ([0.3, 0.7], [0.0, 2.0], [1.0, 0.5])  # weights, means, standard deviations
+RUN = [*TINY, "--batch_size=8", "--micro_batch_size=8"]
 
 
 def outputs(weights, means, stds):
     """The head outputs (3K,) of a mixture with these weights, means and standard deviations."""
-    return torch.cat([torch.tensor(weights, dtype=torch.float64).log(), torch.tensor(means, dtype=torch.float64),
+    return torch.cat([torch.tensor(weights, dtype=torch.float64).log(),
+                      torch.tensor(means, dtype=torch.float64),
                       (torch.tensor(stds, dtype=torch.float64) - MIN_STD).log()])
 
 
@@ -26,30 +30,23 @@ def normal_pdf(y, mu, s):
 
 
 def draws(num, n, seed=0):
-    """n Monte-Carlo draws from the mixture num (3K,)."""
     return mixture_sample(num.expand(n, -1), torch.Generator().manual_seed(seed))
 
 
-# ---------------------------------------------------------------- the mixture functions
-
-def test_the_head_outputs_read_back_as_the_mixture_they_describe():
-    log_w, mu, log_std = mixture_of(outputs([0.3, 0.7], [0.0, 2.0], [1.0, 0.5]))
-    torch.testing.assert_close(log_w.exp(), torch.tensor([0.3, 0.7], dtype=torch.float64))
-    torch.testing.assert_close(log_std.exp(), torch.tensor([1.0, 0.5], dtype=torch.float64))
+def scalar(y):
+    return torch.tensor(y, dtype=torch.float64)
 
 
-def test_the_nll_of_a_known_mixture_equals_a_hand_computation():
-    num = outputs([0.3, 0.7], [0.0, 2.0], [1.0, 0.5])
+def test_the_nll_equals_a_hand_computation_and_one_component_the_gaussian():
+    log_w, _, log_std = mixture_of(outputs(*TWO))  # the outputs read back as the mixture
+    torch.testing.assert_close(log_w.exp(), scalar(TWO[0]))
+    torch.testing.assert_close(log_std.exp(), scalar(TWO[2]))
     for y in (-1.0, 0.7, 2.2, 6.0):
         hand = -math.log(0.3 * normal_pdf(y, 0.0, 1.0) + 0.7 * normal_pdf(y, 2.0, 0.5))
-        assert float(mixture_nll(num, torch.tensor(y, dtype=torch.float64))) == pytest.approx(hand, rel=1e-9)
-
-
-def test_one_component_gives_the_gaussian_nll():
+        assert float(mixture_nll(outputs(*TWO), scalar(y))) == pytest.approx(hand, rel=1e-9)
     y = torch.linspace(-3, 3, 7, dtype=torch.float64)
-    num = outputs([1.0], [0.4], [0.8]).expand(7, -1)
     gaussian = -torch.distributions.Normal(0.4, 0.8).log_prob(y)
-    torch.testing.assert_close(mixture_nll(num, y), gaussian)
+    torch.testing.assert_close(mixture_nll(outputs([1.0], [0.4], [0.8]).expand(7, -1), y), gaussian)
 
 
 @pytest.mark.parametrize("raw_std,target", [(-60.0, 0.5), (-60.0, 1e4), (0.0, 1e6), (30.0, 0.1)])
@@ -58,58 +55,51 @@ def test_gradients_stay_finite_at_the_std_floor_and_for_far_off_targets(raw_std,
     loss = mixture_nll(num, torch.tensor(target))
     loss.backward()
     assert torch.isfinite(loss) and torch.isfinite(num.grad).all()
-    assert mixture_of(num)[2].exp().min() >= MIN_STD * (1 - 1e-6)  # σ never drops below its floor
+    assert mixture_of(num)[2].exp().min() >= MIN_STD * (1 - 1e-6)  # σ never below its floor
 
 
-def test_mean_and_std_against_hand_computations():
+def test_mean_std_samples_and_quantiles_match_the_mixture():
     num = outputs([0.2, 0.8], [-1.0, 3.0], [0.5, 0.1])
     mean = 0.2 * -1 + 0.8 * 3
-    var = 0.2 * (0.25 + 1) + 0.8 * (0.01 + 9) - mean ** 2
     assert float(mixture_mean(num)) == pytest.approx(mean)
-    assert float(mixture_std(num)) == pytest.approx(math.sqrt(var))
-
-
-def test_sampling_with_a_fixed_seed_is_reproducible_and_matches_the_mixture():
-    num = outputs([0.2, 0.8], [-1.0, 3.0], [0.5, 0.1])
-    x = draws(num, 200_000)
+    variance = 0.2 * (0.25 + 1) + 0.8 * (0.01 + 9) - mean ** 2
+    assert float(mixture_std(num)) == pytest.approx(math.sqrt(variance))
+    x = draws(num, 200_000)  # a fixed seed is reproducible
     assert torch.equal(x, draws(num, 200_000)) and not torch.equal(x, draws(num, 200_000, seed=1))
-    assert float(x.mean()) == pytest.approx(float(mixture_mean(num)), abs=0.02)
-    assert float(x.std()) == pytest.approx(float(mixture_std(num)), rel=0.01)
+    assert float(x.mean()) == pytest.approx(mean, abs=0.02)
+    assert float(x.std()) == pytest.approx(math.sqrt(variance), rel=0.01)
     for y in (-1.2, 0.0, 2.95, 3.1):  # the CDF is the fraction of draws below y
-        assert float((x <= y).double().mean()) == pytest.approx(float(mixture_cdf(num, torch.tensor(y))), abs=0.005)
-
-
-def test_quantiles_invert_the_cdf():
+        below = float((x <= y).double().mean())
+        assert below == pytest.approx(float(mixture_cdf(num, torch.tensor(y))), abs=0.005)
     num = outputs([0.5, 0.5], [0.0, 4.0], [1.0, 0.3])
-    for q in (0.05, 0.25, 0.5, 0.9):
+    for q in (0.05, 0.25, 0.5, 0.9):  # quantiles invert the CDF
         assert float(mixture_cdf(num, mixture_quantile(num, q))) == pytest.approx(q, abs=1e-9)
 
 
 def test_crps_matches_the_gaussian_closed_form_and_monte_carlo():
-    mu, s, y = 0.3, 0.7, 1.5  # one component: CRPS = s[z(2Φ(z) − 1) + 2φ(z) − 1/√π], z = (y − μ)/s
+    mu, s, y = 0.3, 0.7, 1.5  # one component: s[z(2Φ(z) − 1) + 2φ(z) − 1/√π], z = (y − μ)/s
     z = (y - mu) / s
-    gaussian = s * (z * (2 * 0.5 * (1 + math.erf(z / math.sqrt(2))) - 1) + 2 * normal_pdf(z, 0, 1) - 1 / math.sqrt(math.pi))
-    assert float(mixture_crps(outputs([1.0], [mu], [s]), torch.tensor(y, dtype=torch.float64))) == pytest.approx(gaussian, rel=1e-9)
+    gaussian = s * (z * math.erf(z / math.sqrt(2)) + 2 * normal_pdf(z, 0, 1) - 1 / math.sqrt(math.pi))
+    crps = ev.mixture_crps(outputs([1.0], [mu], [s]), scalar(y))
+    assert float(crps) == pytest.approx(gaussian, rel=1e-9)
     num = outputs([0.3, 0.5, 0.2], [-1.0, 0.5, 3.0], [0.4, 1.0, 0.2])
     x, x2 = draws(num, 400_000), draws(num, 400_000, seed=1)
     for y in (-1.0, 0.8, 4.0):  # E|X − y| − ½E|X − X'|
         mc = float((x - y).abs().mean() - 0.5 * (x - x2).abs().mean())
-        assert float(mixture_crps(num, torch.tensor(y, dtype=torch.float64))) == pytest.approx(mc, abs=0.01)
+        assert float(ev.mixture_crps(num, scalar(y))) == pytest.approx(mc, abs=0.01)
 
 
 def test_truths_drawn_from_the_predicted_mixture_are_calibrated():
-    import eval as ev
-    num = outputs([0.3, 0.7], [0.0, 2.0], [1.0, 0.5]).expand(40_000, -1)
+    num = outputs(*TWO).expand(40_000, -1)
     y = mixture_sample(num, torch.Generator().manual_seed(3))
     m = ev.distribution_metrics(y.numpy(), num.numpy())
-    assert m["cover50"] == pytest.approx(0.5, abs=0.01) and m["cover90"] == pytest.approx(0.9, abs=0.01)
+    assert m["cover50"] == pytest.approx(0.5, abs=0.01)
+    assert m["cover90"] == pytest.approx(0.9, abs=0.01)
     assert m["nll"] == pytest.approx(float(mixture_nll(num, y).mean()))
-    assert m["crps"] == pytest.approx(float(mixture_crps(num, y).mean()))
+    assert m["crps"] == pytest.approx(float(ev.mixture_crps(num, y).mean()))
     wide = ev.distribution_metrics(y.numpy(), outputs([1.0], [1.4], [5.0]).expand(40_000, -1).numpy())
-    assert wide["cover50"] > 0.9 and wide["nll"] > m["nll"]  # too wide: over-covers and scores worse
+    assert wide["cover50"] > 0.9 and wide["nll"] > m["nll"]  # too wide: over-covers, scores worse
 
-
-# ---------------------------------------------------------------- the model
 
 def test_the_gmm_head_has_3k_outputs_and_its_loss_is_the_nll_at_masked_numbers():
     model = tiny(num_head="gmm", n_components=3)
@@ -121,36 +111,32 @@ def test_the_gmm_head_has_3k_outputs_and_its_loss_is_the_nll_at_masked_numbers()
     sums = model(ids[None], values[None], targets[None], values[None])
     assert int(sums["n_numbers"]) == 2
     torch.testing.assert_close(sums["num_sum"], mixture_nll(num[0, [0, 3]], values[[0, 3]]).sum())
-
-
-def test_multiscale_gmm_loss_is_the_nll_of_the_normalised_target():
-    model = tiny(num_head="gmm", k=2)
-    ids, values = sample(9)
+    model = tiny(num_head="gmm", k=2)  # multiscale: the NLL of y/s, that of y minus log s
     values = values * 7
     targets = torch.where(ids == NUM, ids, torch.full((9,), IGNORE))
     num = model(ids[None], values[None])[1][0, ids == NUM]
     y = values[ids == NUM]
-    s = torch.sqrt(y ** 2 + model.cfg.nmse_eps)  # the NLL of y/s is that of y minus log s
-    expected = (mixture_nll(num, y) - torch.log(s)).sum()
-    torch.testing.assert_close(model(ids[None], values[None], targets[None], values[None])["num_sum"], expected)
+    expected = (mixture_nll(num, y) - torch.log(torch.sqrt(y ** 2 + model.cfg.nmse_eps))).sum()
+    sums = model(ids[None], values[None], targets[None], values[None])
+    torch.testing.assert_close(sums["num_sum"], expected)
 
 
 @pytest.mark.parametrize("eps", [1e-3, 0.0])
 def test_the_multiscale_gmm_loss_is_the_same_at_every_scale_where_sigma_follows_it(eps):
-    # a mixture whose means and σ scale with the truth y: y/s sees the same mixture at every scale,
-    # so the NLL of y/s must not change from y = 1 to y = 100 (it rose by 2 log 100 with +log s)
+    # means and σ scaling with the truth y: y/s sees the same mixture at every scale
+    def mixture(c):
+        return outputs([0.3, 0.7], [0.8 * c, 1.1 * c], [0.2 * c, 0.4 * c])
+
     def loss(c):
-        num = outputs([0.3, 0.7], [0.8 * c, 1.1 * c], [0.2 * c, 0.4 * c])
-        return float(MixtureHead.loss(num, torch.tensor(c, dtype=torch.float64), eps))
-    assert loss(100.0) == pytest.approx(loss(1.0), abs=1e-3 if eps else 1e-9)  # ε: s = sqrt(1.001) at y = 1
+        return float(MixtureHead.loss(mixture(c), scalar(c), eps))
+    assert loss(100.0) == pytest.approx(loss(1.0), abs=1e-3 if eps else 1e-9)  # ε: s = √1.001 at 1
     if not eps:
         assert loss(1e-2) == pytest.approx(loss(1.0), abs=1e-9)
-    y, c = torch.tensor(3.0, dtype=torch.float64), 3.0  # the closed form: NLL(y) − ½ log(y² + ε)
-    num = outputs([0.3, 0.7], [0.8 * c, 1.1 * c], [0.2 * c, 0.4 * c])
-    assert float(MixtureHead.loss(num, y, eps)) == pytest.approx(float(mixture_nll(num, y)) - 0.5 * math.log(9 + eps), rel=1e-12)
+    closed_form = float(mixture_nll(mixture(3.0), scalar(3.0))) - 0.5 * math.log(9 + eps)
+    assert loss(3.0) == pytest.approx(closed_form, rel=1e-12)  # NLL(y) − ½ log(y² + ε)
 
 
-def test_the_gmm_head_stays_float32_under_bf16_autocast():
+def test_the_gmm_head_stays_float32_under_bf16_autocast_and_needs_xval():
     model = tiny(num_head="gmm")
     ids, values = sample(9)
     h = model.trunk(ids[None], values[None] * 1.2345678)
@@ -159,16 +145,11 @@ def test_the_gmm_head_stays_float32_under_bf16_autocast():
         nll = mixture_nll(num, torch.full(num.shape[:-1], 1.557))
     assert num.dtype == nll.dtype == torch.float32
     torch.testing.assert_close(num, model.heads(h)[1], rtol=1e-6, atol=1e-6)
-
-
-def test_a_gmm_head_needs_xval_and_a_known_name():
     with pytest.raises(ValueError, match="needs the xval encoding"):
         GPTConfig(vocab_size=V, num_head="gmm", encoding="p10")
     with pytest.raises(ValueError, match="num_head must be one of mse, gmm"):
         GPTConfig(vocab_size=V, num_id=NUM, num_head="gauss")
 
-
-# ---------------------------------------------------------------- end to end
 
 @pytest.fixture(scope="module")
 def arithmetic(tmp_path_factory):
@@ -176,66 +157,70 @@ def arithmetic(tmp_path_factory):
 
 
 def test_a_tiny_gmm_model_trains_resumes_samples_and_evaluates(arithmetic, tmp_path):
-    common = [*TINY, f"--data_dir={arithmetic}", "--batch_size=8", "--micro_batch_size=8", "--eval_interval=3",
-              "--learning_rate=3e-3", "--min_lr=3e-3", "--num_head=gmm", "--n_components=4"]
+    common = [*RUN, f"--data_dir={arithmetic}", "--eval_interval=3", "--learning_rate=3e-3",
+              "--min_lr=3e-3", "--num_head=gmm", "--n_components=4"]
     straight, resumed = str(tmp_path / "straight"), str(tmp_path / "resumed")
     r = run("train.py", *common, f"--out_dir={straight}", "--max_iters=6")
     assert "number head gmm (K=4)" in r.stdout and "NLL" in r.stdout
     run("train.py", *common, f"--out_dir={resumed}", "--max_iters=3")
-    r = run("train.py", *common, f"--out_dir={resumed}", "--max_iters=6", "--resume")
+    run("train.py", *common, f"--out_dir={resumed}", "--max_iters=6", "--resume")
     a, b = losses(straight), losses(resumed)
     assert [b[i] for i in (4, 5, 6)] == pytest.approx([a[i] for i in (4, 5, 6)], rel=1e-6)
-    r = run("train.py", *common, f"--out_dir={resumed}", "--max_iters=7", "--resume", "--n_components=8", check=False)
+    r = run("train.py", *common, f"--out_dir={resumed}", "--max_iters=7", "--resume",
+            "--n_components=8", check=False)
     assert r.returncode != 0 and "n_components=4" in r.stderr
 
     ckpt = os.path.join(straight, "ckpt_latest.pt")
-    r = run("sample.py", f"--ckpt={ckpt}", input="(0.5+0.25)=[?]\n")
+    question = "(0.5+0.25)=[?]\n"
+    r = run("sample.py", f"--ckpt={ckpt}", input=question)
     assert r.stdout.startswith("(0.5+0.25)=") and "±" in r.stdout
-    r = run("sample.py", f"--ckpt={ckpt}", "--spread=quantiles", input="(0.5+0.25)=[?]\n")
+    r = run("sample.py", f"--ckpt={ckpt}", "--spread=quantiles", input=question)
     assert r.stdout.count("|") == 2 and "[?]" not in r.stdout
     r = run("sample.py", f"--ckpt={ckpt}", f"--input={arithmetic}/test.txt", "--mask_last")
     assert "50 numbers predicted" in r.stdout and "(true: " in r.stdout
-    r = run("sample.py", f"--ckpt={ckpt}", "--spread=box", input="(0.5+0.25)=[?]\n", check=False)
-    assert r.returncode != 0 and "spread = 'box' (from --spread) is not one of std | quantiles | none" in r.stderr
+    r = run("sample.py", f"--ckpt={ckpt}", "--spread=box", input=question, check=False)
+    assert r.returncode != 0
+    assert "spread = 'box' (from --spread) is not one of std | quantiles | none" in r.stderr
 
     report, stdout, prefix = evaluated(ckpt, extra=["--plots"])
     m = report["splits"]["test"]["answer"]["per_seed"][0]
-    assert {"nll", "crps", "cover50", "cover90"} <= set(m) and 0 <= m["cover50"] <= m["cover90"] <= 1
-    assert math.isfinite(m["nll"]) and m["crps"] > 0 and "CRPS" in stdout
+    assert {"nll", "crps", "cover50", "cover90"} <= set(m)
+    assert 0 <= m["cover50"] <= m["cover90"] <= 1 and "CRPS" in stdout
+    assert math.isfinite(m["nll"]) and m["crps"] > 0
     assert os.path.getsize(f"{prefix}_test_pit.png") > 1000
 
 
 def test_an_older_checkpoint_without_head_settings_loads_as_mse(arithmetic, tmp_path):
     from predict import load_model
-    out = str(tmp_path / "mse")
-    run("train.py", *TINY, f"--data_dir={arithmetic}", f"--out_dir={out}", "--max_iters=1", "--eval_interval=1",
-        "--batch_size=4", "--micro_batch_size=4")
-    path = os.path.join(out, "ckpt_latest.pt")
+    common = [*TINY, f"--data_dir={arithmetic}", f"--out_dir={tmp_path}", "--eval_interval=1",
+              "--batch_size=4", "--micro_batch_size=4"]
+    run("train.py", *common, "--max_iters=1")
+    path = str(tmp_path / "ckpt_latest.pt")
     checkpoint = torch.load(path, weights_only=False)
     for key in ("num_head", "n_components"):
         del checkpoint["model_args"][key]
     torch.save(checkpoint, path)
     model, _, _ = load_model(path)
     assert model.cfg.num_head == "mse" and model.num_head[-1].out_features == 1
-    run("train.py", *TINY, f"--data_dir={arithmetic}", f"--out_dir={out}", "--max_iters=2", "--eval_interval=1",
-        "--batch_size=4", "--micro_batch_size=4", "--resume")
+    run("train.py", *common, "--max_iters=2", "--resume")
 
 
 @pytest.mark.slow
 def test_planets_gmm_evaluation_draws_m0_densities(tmp_path_factory, tmp_path):
     data = prepared(tmp_path_factory, "planets", "prepare/planets.py")
-    out = str(tmp_path / "gmm")
-    run("train.py", *EVAL_TINY, f"--data_dir={data}", f"--out_dir={out}", "--block_size=1024", "--num_head=gmm")
-    report, _, prefix = evaluated(os.path.join(out, "ckpt_best.pt"), extra=["--plots", "--splits=test"])
+    run("train.py", *EVAL_TINY, f"--data_dir={data}", f"--out_dir={tmp_path}", "--block_size=1024",
+        "--num_head=gmm")
+    report, _, prefix = evaluated(str(tmp_path / "ckpt_best.pt"), extra=["--plots", "--splits=test"])
     assert set(report["splits"]["test"]["m0"]["mean"]) >= {"mse", "nll", "crps", "cover50", "cover90"}
     assert os.path.getsize(f"{prefix}_test_density.png") > 1000
 
 
 def test_a_causal_gmm_model_generates_reproducibly_from_a_seed(arithmetic, tmp_path):
-    out = str(tmp_path / "causal")
-    run("train.py", *TINY, f"--data_dir={arithmetic}", f"--out_dir={out}", "--max_iters=3", "--eval_interval=3",
-        "--batch_size=8", "--micro_batch_size=8", "--causal=True", "--num_head=gmm")
-    generate = ["sample.py", f"--ckpt={out}/ckpt_best.pt", "--max_new_tokens=6", "--temperature=1.0"]
+    run("train.py", *RUN, f"--data_dir={arithmetic}", f"--out_dir={tmp_path}", "--max_iters=3",
+        "--eval_interval=3", "--causal=True", "--num_head=gmm")
+    generate = ["sample.py", f"--ckpt={tmp_path}/ckpt_best.pt", "--max_new_tokens=6",
+                "--temperature=1.0"]
     a, b = (run(*generate, input="(0.5+0.25)=\n").stdout for _ in range(2))
     assert a == b and a.startswith("(0.5+0.25)=")
-    assert run(*generate, "--gmm_generate=mean", input="(0.5+0.25)=\n").stdout.startswith("(0.5+0.25)=")
+    mean = run(*generate, "--gmm_generate=mean", input="(0.5+0.25)=\n").stdout
+    assert mean.startswith("(0.5+0.25)=")
