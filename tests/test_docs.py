@@ -2,9 +2,10 @@
 The documentation holds together: every relative link of the markdown files (every report of
 dev/results/ included) resolves (file and #anchor), every docs/decisions.md section the code cites
 exists, the README's Tests command is the one CI runs, and every arithmetic example written in the
-docs is exact.
+docs is exact. The notebook's links too.
 """
 import glob
+import json
 import os
 import re
 from decimal import Decimal
@@ -15,6 +16,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOCS = ["README.md", "prepare/README.md", *sorted(  # dev/results/: every report, not only its README
     os.path.relpath(p, ROOT) for pattern in ("docs/*.md", "dev/results/**/*.md")
     for p in glob.glob(os.path.join(ROOT, pattern), recursive=True))]
+NOTEBOOK = "notebooks/xval_in_15_minutes.ipynb"
 
 
 def read(path):
@@ -22,18 +24,25 @@ def read(path):
         return f.read()
 
 
+def prose(path):
+    """A doc's text outside code blocks (which hold no links and show model output)."""
+    text = read(path)
+    if path.endswith(".ipynb"):  # its markdown cells
+        cells = json.loads(text)["cells"]
+        text = "".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+    return re.sub(r"```.*?```", "", text, flags=re.S)
+
+
 def anchors(path):
     """The anchors GitHub gives the headings of a markdown file."""
-    text = re.sub(r"```.*?```", "", read(path), flags=re.S)
     return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-")
-            for h in re.findall(r"^#+ (.+)$", text, flags=re.M)}
+            for h in re.findall(r"^#+ (.+)$", prose(path), flags=re.M)}
 
 
-@pytest.mark.parametrize("doc", DOCS)
+@pytest.mark.parametrize("doc", DOCS + [NOTEBOOK])
 def test_every_relative_link_of_the_docs_resolves(doc):
-    text = re.sub(r"```.*?```", "", read(doc), flags=re.S)  # code blocks hold no links
     broken = []
-    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+    for target in re.findall(r"\]\(([^)\s]+)\)", prose(doc)):
         if re.match(r"[a-z]+:", target):
             continue  # https:, mailto:
         path, _, anchor = target.partition("#")
@@ -67,8 +76,7 @@ EXPRESSION = re.compile(r"(?<![\w.=-])([-(]*\d[-+*().0-9]*[-+*]\(?\d[-+*().0-9]*
 
 @pytest.mark.parametrize("doc", DOCS + ["prepare/arithmetic.py", "config/quickstart.py"])
 def test_every_arithmetic_example_of_the_docs_is_exact(doc):
-    text = re.sub(r"```.*?```", "", read(doc), flags=re.S)  # code blocks show model output
-    for lhs, rhs in EXPRESSION.findall(text):
+    for lhs, rhs in EXPRESSION.findall(prose(doc)):
         lhs = lhs[lhs.count("(") - lhs.count(")"):]  # an example inside brackets: (0.1*0.2=0.02)
         exact = eval(re.sub(r"\d+\.?\d*", lambda m: f"Decimal('{m.group()}')", lhs), {"Decimal": Decimal})
         assert exact == Decimal(rhs), f"{doc}: {lhs} is {exact}, written {rhs}"
