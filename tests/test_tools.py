@@ -1,0 +1,294 @@
+"""tools/: the maintainers' scripts on tiny data written or prepared here; each reports the numbers
+it promises and refuses a bad flag or file in one line naming it."""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+import conftest
+from conftest import ROOT
+from helpers import STD, TINY, sample_line, write_dataset
+from model import GPT, GPTConfig
+from tokenize_numbers import Vocab, build_text_vocab, encode
+
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+import baselines  # noqa: E402
+import bench  # noqa: E402
+import gpu_check  # noqa: E402
+import probe  # noqa: E402
+
+NUMBER = r"[\d,]+\.\d"
+SHORT = {"train": (5, 4), "val": (0, 1), "test": (1, 0)}  # (too few stations, too few steps)
+
+
+def run(*args, check=True):
+    """A command in a new process of one thread (the tools' own and torchrun's)."""
+    return conftest.run(*args, check=check, env={**os.environ, "OMP_NUM_THREADS": "1"})
+
+
+def rows_of(text, *marks):
+    return [line for line in text.splitlines() if all(m in line for m in marks)]
+
+
+# ---------------------------------------------------------------- baselines.py
+def run_baselines(data, out):
+    r = run("tools/baselines.py", f"--data_dir={data}", f"--out={out}", "--n_stations=3",
+            "--n_steps=4", "--all_width=64", "--single_width=64", "--max_iters=200",
+            "--eval_interval=50")
+    with open(out + ".json") as f:
+        return json.load(f), r.stdout
+
+
+@pytest.mark.slow
+def test_every_baseline_mlp_beats_the_mean_the_same_seed_again(tmp_path):
+    """A temperature set whose last step follows from the earlier ones (a linear trend)."""
+    data = write_dataset(str(tmp_path / "temperature"), short=SHORT)
+    result, printed = run_baselines(data, str(tmp_path / "baselines"))
+    rows = {r["variant"]: r for r in result["results"]}
+    assert set(rows) == {"mean", "persistence", *baselines.INPUTS}
+    for variant in baselines.INPUTS:
+        assert rows[variant]["test_mse"] < 0.3 * rows["mean"]["test_mse"], (variant, rows)
+        assert rows[variant]["test_mse_K2"] == pytest.approx(rows[variant]["test_mse"] * STD ** 2)
+    # coordinates, start and 3 earlier steps per station
+    assert rows["all_stations"]["inputs"] == 3 * 3 + 4 + 3 * 3
+    assert rows["temp_only"]["inputs"] == 3 and rows["single"]["inputs"] == 3 + 3 + 4
+    assert rows["temp_coord"]["inputs"] == 3 + 3 and rows["temp_toy"]["inputs"] == 3 + 2
+    for split, (few_stations, few_steps) in SHORT.items():  # short samples are counted out
+        n = {"train": 200, "val": 40, "test": 40}[split] - few_stations - few_steps
+        assert result["samples"][split] == {"used": n, "excluded": few_stations + few_steps}
+    assert "train: 191 samples used, 9 excluded (fewer than 3 stations or 4 steps)" in printed
+    assert "| All Stations |" in printed and (tmp_path / "baselines.md").exists()
+    again, _ = run_baselines(data, str(tmp_path / "again"))
+    for key in ("test_mse", "val_mse"):
+        assert [r.get(key) for r in again["results"]] == [r.get(key) for r in result["results"]]
+
+
+def test_a_bad_line_is_an_error_naming_file_and_line(tmp_path):
+    good = sample_line(np.random.default_rng(0), 3, 4)
+    for bad in ('{"description":{"coords":[[0,0,1]]}', good.replace('"data":[[', '"data":[[1,')):
+        path = tmp_path / "train.txt"
+        path.write_text(good + "\n" + bad + "\n")
+        with pytest.raises(SystemExit, match=f"{path}:2"):
+            baselines.read_split(str(path), 3, 4)
+
+
+# ---------------------------------------------------------------- bench.py
+@pytest.mark.slow
+def test_bench_compares_packing_and_whether_the_loader_keeps_up(tmp_path):
+    d = str(tmp_path / "lookup")  # 2-6 entries: samples of many lengths
+    conftest.run("prepare/lookup.py", "--size=tiny", "--out", d, "--workers=1")
+    conftest.run("tokenize_numbers.py", d, "--encoding=xval", "--workers=1")
+    lookup = [*TINY, "--block_size=64", f"--data_dir={d}", "--batch_size=16",
+              "--micro_batch_size=8", "--steps=3", "--warmup=1"]
+    out = conftest.run("tools/bench.py", *lookup, "--compare=packing").stdout
+    for packing in ("False", "True"):
+        rows = rows_of(out, "| ", f"--packing={packing} |")
+        assert len(rows) == 2, out  # the trainer's row and the loader's
+        # samples/s, tokens/s, ms/step and padding are numbers
+        assert all(len(re.findall(rf"\| {NUMBER} ", row)) >= 4 for row in rows), rows
+    keeps_up = (rf"loader alone: [\d,]+ samples/s on 1 CPU thread, {NUMBER}× the [\d,]+ samples/s "
+                "the trainer consumes")
+    assert len(re.findall(keeps_up, out)) == 2, out
+    ratio = r"real tokens/s with --packing=True over --packing=False: trainer [\d.]+×, loader [\d.]+×"
+    assert re.search(ratio, out), out
+    out = conftest.run("tools/bench.py", *lookup, "--loader", "--nproc=2").stdout
+    assert "system:" not in out  # the loader alone: train.py did not run
+    rows = rows_of(out, "loader alone, 1 CPU thread, process 0 of 2")
+    assert len(rows) == 1 and len(re.findall(rf"\| {NUMBER} ", rows[0])) >= 4, out
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--compare=speed"], "--compare expects one of packing, got 'speed'"),
+    (["--compare=packing", "--packing=True"], "--compare=packing sets --packing itself"),
+    (["--loader=yes"], "--loader expects True or False, got 'yes'"),
+    (["--steps=5", "--warmup=5"], "--steps (5) must exceed --warmup (5)"),
+    (["--nproc=two"], "--nproc expects int, got 'two'"),
+])
+def test_bench_refuses_bad_flags(args, message):
+    with pytest.raises(SystemExit, match=re.escape(message)):
+        bench.parse(args)
+
+
+# ---------------------------------------------------------------- curves.py
+@pytest.mark.slow
+def test_curves_score_every_kept_checkpoint_at_its_step_and_flops(tmp_path):
+    data = str(tmp_path / "ops2")
+    conftest.run("prepare/arithmetic.py", "--variant=ops2", "--size=tiny", "--out", data, "--workers=1")
+    conftest.run("tokenize_numbers.py", data, "--encoding", "xval", "--workers=1")
+    out_dir, prefix = str(tmp_path / "run"), str(tmp_path / "curves")
+    conftest.run("train.py", *TINY, "--k=4", f"--data_dir={data}", f"--out_dir={out_dir}",
+                 "--batch_size=8", "--micro_batch_size=8", "--max_iters=6", "--eval_interval=6",
+                 "--keep_every=3")
+
+    def curves(*args, runs=out_dir, check=True):
+        return conftest.run("tools/curves.py", f"--runs={runs}", f"--out={prefix}", *args, check=check)
+    curves()
+    with open(prefix + ".json") as f:
+        (curve,) = json.load(f)["curves"]
+    steps, flops = [p["step"] for p in curve["points"]], [p["flops"] for p in curve["points"]]
+    assert steps == [3, 6] and flops[1] == 2 * flops[0] > 0  # FLOPs grow with the steps taken
+    assert all(p["nmse"] > 0 and p["invalid_rate"] == 0 for p in curve["points"])
+    assert os.path.exists(prefix + ".png") and os.path.exists(os.path.join(out_dir, "eval_6.json"))
+    curves("--max_samples=5")  # another sample count: scored again
+    with open(os.path.join(out_dir, "eval_6.json")) as f:
+        kept = json.load(f)
+    assert kept["max_samples"] == 5 and kept["splits"]["test"]["answer"]["n"] == 5
+    curves("--split=val")  # another split: its own report
+    assert os.path.exists(os.path.join(out_dir, "eval_6_val.json"))
+    r = curves(runs=tmp_path, check=False)
+    assert r.returncode != 0 and "holds no ckpt_<step>.pt" in r.stderr
+
+
+# ---------------------------------------------------------------- gpu_check.py
+@pytest.mark.slow
+def test_the_gpu_check_dry_run_passes_and_writes_its_table(tmp_path):
+    """Every stage (data, tests, ddp, bench) on the CPU at tiny sizes, two processes."""
+    table = tmp_path / "gpu_check.md"
+    out = run("tools/gpu_check.py", "--device=cpu", "--tiny=True", f"--data_dir={tmp_path / 'data'}",
+              f"--record={table}", "--encodings=xval p10", "--steps=4", "--warmup=2").stdout
+    assert "== GPU check passed" in out and "resuming at step 10" in out
+    assert "== 2 processes (gloo)" in out
+    assert "2 processes give the losses of one process at steps 1-10" in out
+    rows = [line for line in table.read_text().splitlines() if line.startswith(("| xval", "| p10"))]
+    # the configs' batches (64 in micro-batches of 16) over two processes, a projected wall time
+    assert len(rows) == 2 and all("| 64 = 16 × 2 × 2 |" in row and "h |" in row for row in rows)
+    r = run("tools/gpu_check.py", "--device=cpu", "--stages=data bnech", check=False)
+    assert r.returncode != 0 and "unknown stage 'bnech'" in r.stderr
+
+
+def test_n_processes_must_log_the_losses_of_one():
+    one = {1: 2.0, 2: 1.5, 3: 1.25}
+    same = gpu_check.same_losses(one, {1: 2.0, 2: 1.5001, 3: 1.25}, 2, 3, 1e-3)
+    assert same == pytest.approx(1e-4 / 1.5)
+    with pytest.raises(SystemExit, match=r"4 processes log other losses .* \{2: \(1.5, 1.6\)\}"):
+        gpu_check.same_losses(one, {1: 2.0, 2: 1.6, 3: 1.25}, 4, 3, 1e-3)
+    with pytest.raises(SystemExit, match=r"no training loss logged at steps \[3\]"):
+        gpu_check.same_losses(one, {1: 2.0, 2: 1.5}, 2, 3, 1e-3)
+
+
+# ---------------------------------------------------------------- plot_log.py
+@pytest.mark.slow
+def test_a_log_becomes_a_png(tmp_path):
+    rows = [{"iter": 0, "val_loss": 3.0, "val_ce": 2.0, "val_mse": 1.0}]
+    rows += [{"iter": i, "loss": 3.0 / i, "ce": 2.0 / i, "mse": 1.0 / i, "lr": 1e-3} for i in range(1, 11)]
+    rows += [{"iter": 10, "val_loss": 0.5, "val_ce": 0.3, "val_mse": 0.2}]
+    (tmp_path / "log.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = run("tools/plot_log.py", str(tmp_path)).stdout
+    assert f"wrote {tmp_path / 'loss.png'} (10 logged steps, 2 evaluations)" in out
+    png = (tmp_path / "loss.png").read_bytes()
+    assert png.startswith(b"\x89PNG") and len(png) > 5000
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["log.jsonl", "loss.png"]  # no temporary
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("log,expected", [
+    (None, "cannot read"),
+    ('{"iter": 1, "loss": 2}\nnot json\n', "log.jsonl:2: not a row of train.py's log"),
+    ('{"iter": 1, "lr": 0.1}\n', "holds no loss yet"),
+])
+def test_a_missing_or_broken_log_is_a_one_line_error(tmp_path, log, expected):
+    if log is not None:
+        (tmp_path / "log.jsonl").write_text(log)
+    r = run("tools/plot_log.py", str(tmp_path), check=False)
+    assert r.returncode == 1 and expected in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "loss.png").exists()
+
+
+# ---------------------------------------------------------------- probe.py
+@pytest.mark.parametrize("labels,scores,auc", [
+    ([0, 0, 1, 1], [0.1, 0.4, 0.35, 0.8], 0.75),  # 3 of the 4 (positive, negative) pairs ordered
+    ([0, 1, 0, 1], [0.5, 0.5, 0.2, 0.9], 0.875),  # the tied pair counts one half: 3.5 / 4
+    ([0, 0, 1, 1, 1], [1, 2, 3, 4, 5], 1.0),  # perfect ranking
+    ([1, 1, 0, 0], [1, 2, 3, 4], 0.0),  # inverted
+    ([1, 0, 1, 0], [7, 7, 7, 7], 0.5),  # all tied
+])
+def test_roc_auc_by_hand(labels, scores, auc):
+    assert probe.roc_auc(labels, scores) == pytest.approx(auc)
+    with pytest.raises(ValueError, match="both classes"):
+        probe.roc_auc([1, 1, 1], [0.1, 0.2, 0.3])
+
+
+def test_logistic_regression_separates_reaches_the_minimum_and_l2_shrinks_it():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(200, 2))
+    x = x[np.abs(x.sum(1)) > 0.3]  # a margin around the boundary x0 + x1 = 0
+    y = (x.sum(1) > 0).astype(int)
+    w, b = probe.fit_logistic(x, y, l2=1e-3)
+    assert np.all(((x @ w + b) > 0) == y) and probe.roc_auc(y, x @ w + b) == 1.0
+    assert np.linalg.norm(probe.fit_logistic(x, y, l2=10.0)[0]) < 0.2 * np.linalg.norm(w)
+    x = np.random.default_rng(1).normal(size=(300, 4))
+    y = (x[:, 0] - x[:, 1] + np.random.default_rng(2).normal(size=300) > 0).astype(int)  # overlap
+    w, b = probe.fit_logistic(x, y, l2=0.1)
+    p = 1 / (1 + np.exp(-(x @ w + b)))
+    assert np.abs(x.T @ (p - y) / len(y) + 0.1 * w).max() < 1e-8  # zero gradient
+    assert abs(np.mean(p - y)) < 1e-8
+
+
+def test_probe_features_are_the_last_block_output_averaged_over_real_tokens():
+    texts = ("{x=[1.5,2,-3]}", "x=0.25", "[1,2,3,4,5,6,7,8]")
+    vocab = Vocab(build_text_vocab(texts), "xval")
+    model = GPT(GPTConfig(vocab_size=len(vocab), num_id=vocab.num_id, block_size=32, n_layer=2,
+                          n_head=2, n_embd=16)).eval()
+    samples = [encode(text, vocab)[:2] for text in texts]
+    batched = probe.embed_samples(model, samples, "cpu", batch_size=3)  # padded to the longest
+    for (ids, values), row in zip(samples, batched):
+        ids, values = torch.from_numpy(ids)[None], torch.from_numpy(values)[None]
+        x = model.embed(ids, values) + model.wpe(torch.arange(ids.shape[1]))
+        for block in model.blocks:
+            x = block(x, None, False)
+        # no final LayerNorm, no padding
+        assert row == pytest.approx(x[0].mean(0).detach().numpy(), abs=1e-5)
+
+
+@pytest.mark.slow
+def test_probe_end_to_end_and_without_labels(tmp_path):
+    """A tiny xVal model trained 3 steps on a tiny temperature set with ocean labels."""
+    sizes = {"train": 60, "val": 10, "test": 20}
+    data = write_dataset(str(tmp_path / "temperature"), sizes, ocean=True)
+    run("tokenize_numbers.py", data, "--encoding=xval", "--workers=1")
+    run("train.py", *TINY, f"--data_dir={data}", f"--out_dir={tmp_path / 'run'}", "--block_size=64",
+        "--max_iters=3", "--eval_interval=3", "--batch_size=8", "--micro_batch_size=8")
+    probing = ["tools/probe.py", f"--ckpt={tmp_path / 'run/ckpt_best.pt'}", f"--out={tmp_path / 'p'}",
+               "--n_train=40"]
+    r = run(*probing, f"--data_dir={data}", "--l2_grid=[0.01, 1.0]", "--folds=2")
+    assert "note: the test split has only 20 samples (n_test = 5000)" in r.stdout
+    with open(tmp_path / "p.json") as f:
+        result = json.load(f)
+    assert 0.0 <= result["test_auc"] <= 1.0 and result["l2"] in (0.01, 1.0)
+    assert (result["n_train"], result["n_test"], result["encoding"]) == (40, 20, "xval")
+    assert "| xval | 40 | 20 |" in (tmp_path / "p.md").read_text()
+    r = run(*probing, f"--data_dir={data}", "--n_test=10", "--l2_grid=[0.1]")
+    with open(tmp_path / "p.json") as f:
+        assert json.load(f)["n_test"] == 10 and "note:" not in r.stdout
+    bare = shutil.copytree(data, tmp_path / "bare", ignore=shutil.ignore_patterns("*.ocean.txt"))
+    r = run(*probing, f"--data_dir={bare}", check=False)
+    assert r.returncode != 0 and "train.ocean.txt not found" in r.stderr
+    assert "--land-sea-mask" in r.stderr
+
+
+# ---------------------------------------------------------------- slurm.sh
+def test_the_slurm_script_starts_one_torchrun_agent_per_node_with_the_job_as_launch(tmp_path):
+    """tools/slurm.sh run elsewhere (sbatch runs a copy) under stand-ins for srun (runs the
+    command once), scontrol and torchrun (prints its line), 50 times: each run must pass."""
+    assert subprocess.run(["bash", "-n", "tools/slurm.sh"], cwd=ROOT).returncode == 0
+    for name, body in (("srun", 'while [[ $1 == --* ]]; do shift; done; exec "$@"'),
+                       ("scontrol", 'printf "gpu07\\ngpu08\\n"'), ("torchrun", 'echo "torchrun $*"')):
+        (tmp_path / name).write_text(f"#!/usr/bin/env bash\n{body}\n")
+        (tmp_path / name).chmod(0o755)
+    env = {**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}", "SLURM_NNODES": "2",
+           "SLURM_JOB_NODELIST": "gpu[07-08]", "SLURM_JOB_ID": "4242", "SLURM_GPUS_ON_NODE": "4",
+           "SLURM_SUBMIT_DIR": ROOT}
+    line = ("torchrun --nnodes=2 --nproc_per_node=4 --max-restarts=3 --rdzv_backend=c10d "
+            "--rdzv_endpoint=gpu07:29500 --rdzv_id=4242 train.py config/era5_xval.py --resume")
+    # a race in the script (such as a pipe closed early under pipefail) fails some runs, not all
+    runs = [subprocess.run(["bash", os.path.join(ROOT, "tools/slurm.sh"), "config/era5_xval.py",
+                            "--resume"], cwd=str(tmp_path), env=env, capture_output=True, text=True)
+            for _ in range(50)]
+    failed = [r for r in runs if r.returncode != 0 or r.stdout.strip() != line]
+    assert not failed, f"{len(failed)} of 50 failed; the first: {failed[0].returncode}, {failed[0].stderr}"
