@@ -36,7 +36,8 @@ def script(name, *args):
 def write_report(path, task, split, quantity, truth, pred, **fields):
     """An eval.py report with one quantity's saved predictions."""
     predictions = {"truth": [float(t) for t in truth], "median": [float(p) for p in pred]}
-    path.write_text(json.dumps({"task": task, **fields, "splits": {split: {quantity: predictions}}}))
+    report = {"task": task, **fields, "splits": {split: {quantity: predictions}}}
+    path.write_text(json.dumps(report))
     return str(path)
 
 
@@ -52,18 +53,18 @@ def test_no_reports_is_an_error_that_says_what_is_needed(name):
 
 
 @pytest.mark.parametrize("read,content,message", [
-    (era5_persistence.row, {"task": "planets", "splits": {"test": {"a0": {}}}}, "era5 test split"),
-    (lookup_plateau.rows, {"task": "arithmetic", "splits": {"test": {"answer": {}}}},
+    (era5_persistence.row, '{"task": "planets", "splits": {"test": {"a0": {}}}}',
+     "era5 test split"),
+    (lookup_plateau.rows, '{"task": "arithmetic", "splits": {"test": {"answer": {}}}}',
      "lookup test split with 'answer', got task 'arithmetic'"),
-    (planets_a0.rows, {"task": "lookup", "splits": {"test": {"answer": {}}}},
+    (planets_a0.rows, '{"task": "lookup", "splits": {"test": {"answer": {}}}}',
      "planets test split with .a0."),
     (lambda path: error_by_magnitude.table([path]), "not json", "eval.json: not an eval.py report"),
     (lambda path: error_by_magnitude.table([path]), None, "eval.json: no such report"),
 ])
 def test_a_report_it_cannot_read_is_refused_naming_it(tmp_path, read, content, message):
     if content is not None:
-        text = content if isinstance(content, str) else json.dumps(content)
-        (tmp_path / "eval.json").write_text(text)
+        (tmp_path / "eval.json").write_text(content)
     with pytest.raises(SystemExit, match=message):
         read(str(tmp_path / "eval.json"))
 
@@ -128,7 +129,8 @@ def test_the_mse_head_is_scored_as_a_gaussian_with_its_validation_spread(tmp_pat
     gmm = {"mse": 0.1, "nll": -0.5, "crps": 0.2, "cover50": 0.5, "cover90": 0.9}
     reports = {
         "val": {"val": {"a0": {"mean": {"mse": val_mse}}}},
-        "mse": {"test": {"a0": {"n": 4, "truth": truth, "median": median, "mean": {"mse": 0.5625}}}},
+        "mse": {"test": {"a0": {"n": 4, "truth": truth, "median": median,
+                                "mean": {"mse": 0.5625}}}},
         "gmm": {"test": {"a0": {"mean": gmm}}},
     }
     for name, splits in reports.items():
@@ -224,7 +226,8 @@ def test_planets_a0_report_columns(tmp_path):
 
 
 def dt_report(tmp_path, encoding, truth, pred):
-    (tmp_path / "meta.json").write_text(json.dumps({"dataset": "planets", "train_stepsizes": STEPS}))
+    meta = {"dataset": "planets", "train_stepsizes": STEPS}
+    (tmp_path / "meta.json").write_text(json.dumps(meta))
     return write_report(tmp_path / f"{encoding}.json", "planets", "test_ood_stepsize", "dt", truth,
                         pred, encoding=encoding, data_dir=str(tmp_path))
 
@@ -246,7 +249,8 @@ def test_recalling_and_interpolating_models_are_told_apart(tmp_path):
 def test_planets_dt_ood_writes_the_table_and_figure(tmp_path):
     truth = np.linspace(0.33, 0.47, 20)  # 0.03 or more from every training step size
     paths = [dt_report(tmp_path, encoding, truth, truth) for encoding in ("xval", "p10")]
-    printed = script("planets_dt_ood.py", f"--reports={' '.join(paths)}", f"--out={tmp_path / 'dt'}")
+    printed = script("planets_dt_ood.py", f"--reports={' '.join(paths)}",
+                     f"--out={tmp_path / 'dt'}")
     table = (tmp_path / "dt.md").read_text()
     assert table.count("| `") == 2 and "| xval | 20 | 0 | 1.000 | 0% |" in table
     assert (tmp_path / "dt.png").stat().st_size > 0 and "wrote" in printed
@@ -263,7 +267,8 @@ def test_steps_and_time_of_each_run_and_the_total(tmp_path, capsys):
         (tmp_path / name / "log.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     train_time.main([str(tmp_path / "a"), str(tmp_path / "b")])
     assert capsys.readouterr().out.splitlines() == [
-        f"{tmp_path / 'a'}: 25 steps, 5s (0.00 h)", f"{tmp_path / 'b'}: 3,600 steps, 1h00m (1.00 h)",
+        f"{tmp_path / 'a'}: 25 steps, 5s (0.00 h)",
+        f"{tmp_path / 'b'}: 3,600 steps, 1h00m (1.00 h)",
         "total: 2 runs, 1.0 h of training"]
 
 

@@ -13,9 +13,9 @@ from decimal import Decimal
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DOCS = ["README.md", "prepare/README.md", *sorted(  # dev/results/: every report, not only its README
-    os.path.relpath(p, ROOT) for pattern in ("docs/*.md", "dev/results/**/*.md")
-    for p in glob.glob(os.path.join(ROOT, pattern), recursive=True))]
+MARKDOWN = glob.glob(os.path.join(ROOT, "docs/*.md"))
+MARKDOWN += glob.glob(os.path.join(ROOT, "dev/results/**/*.md"), recursive=True)  # every report
+DOCS = ["README.md", "prepare/README.md", *sorted(os.path.relpath(p, ROOT) for p in MARKDOWN)]
 NOTEBOOK = "notebooks/xval_in_15_minutes.ipynb"
 
 
@@ -71,12 +71,14 @@ def test_the_readme_tests_command_is_the_one_ci_runs():
 
 
 # an arithmetic example: numbers joined by + - * and brackets, "=", the written answer
-EXPRESSION = re.compile(r"(?<![\w.=-])([-(]*\d[-+*().0-9]*[-+*]\(?\d[-+*().0-9]*)=(-?\d[0-9.]*\d|-?\d)(?![\w.])")
+EXPRESSION = re.compile(r"(?<![\w.=-])([-(]*\d[-+*().0-9]*[-+*]\(?\d[-+*().0-9]*)"
+                        r"=(-?\d[0-9.]*\d|-?\d)(?![\w.])")
 
 
 @pytest.mark.parametrize("doc", DOCS + ["prepare/arithmetic.py", "config/quickstart.py"])
 def test_every_arithmetic_example_of_the_docs_is_exact(doc):
     for lhs, rhs in EXPRESSION.findall(prose(doc)):
         lhs = lhs[lhs.count("(") - lhs.count(")"):]  # an example inside brackets: (0.1*0.2=0.02)
-        exact = eval(re.sub(r"\d+\.?\d*", lambda m: f"Decimal('{m.group()}')", lhs), {"Decimal": Decimal})
+        decimals = re.sub(r"\d+\.?\d*", lambda m: f"Decimal('{m.group()}')", lhs)
+        exact = eval(decimals, {"Decimal": Decimal})
         assert exact == Decimal(rhs), f"{doc}: {lhs} is {exact}, written {rhs}"

@@ -77,9 +77,10 @@ def test_mean_std_samples_and_quantiles_match_the_mixture():
 
 
 def test_crps_matches_the_gaussian_closed_form_and_monte_carlo():
-    mu, s, y = 0.3, 0.7, 1.5  # one component: s[z(2Φ(z) − 1) + 2φ(z) − 1/√π], z = (y − μ)/s
+    # one component: s[z(2Φ(z) − 1) + 2φ(z) − 1/√π], z = (y − μ)/s
+    mu, s, y = 0.3, 0.7, 1.5
     z = (y - mu) / s
-    gaussian = s * (z * math.erf(z / math.sqrt(2)) + 2 * normal_pdf(z, 0, 1) - 1 / math.sqrt(math.pi))
+    gaussian = s * (z * math.erf(z / math.sqrt(2)) + 2 * normal_pdf(z, 0, 1) - math.pi ** -0.5)
     crps = ev.mixture_crps(outputs([1.0], [mu], [s]), scalar(y))
     assert float(crps) == pytest.approx(gaussian, rel=1e-9)
     num = outputs([0.3, 0.5, 0.2], [-1.0, 0.5, 3.0], [0.4, 1.0, 0.2])
@@ -97,7 +98,8 @@ def test_truths_drawn_from_the_predicted_mixture_are_calibrated():
     assert m["cover90"] == pytest.approx(0.9, abs=0.01)
     assert m["nll"] == pytest.approx(float(mixture_nll(num, y).mean()))
     assert m["crps"] == pytest.approx(float(ev.mixture_crps(num, y).mean()))
-    wide = ev.distribution_metrics(y.numpy(), outputs([1.0], [1.4], [5.0]).expand(40_000, -1).numpy())
+    wide = outputs([1.0], [1.4], [5.0]).expand(40_000, -1)
+    wide = ev.distribution_metrics(y.numpy(), wide.numpy())
     assert wide["cover50"] > 0.9 and wide["nll"] > m["nll"]  # too wide: over-covers, scores worse
 
 
@@ -129,7 +131,8 @@ def test_the_multiscale_gmm_loss_is_the_same_at_every_scale_where_sigma_follows_
 
     def loss(c):
         return float(MixtureHead.loss(mixture(c), scalar(c), eps))
-    assert loss(100.0) == pytest.approx(loss(1.0), abs=1e-3 if eps else 1e-9)  # ε: s = √1.001 at 1
+    # with ε, s = √1.001 at y = 1
+    assert loss(100.0) == pytest.approx(loss(1.0), abs=1e-3 if eps else 1e-9)
     if not eps:
         assert loss(1e-2) == pytest.approx(loss(1.0), abs=1e-9)
     closed_form = float(mixture_nll(mixture(3.0), scalar(3.0))) - 0.5 * math.log(9 + eps)
@@ -210,8 +213,10 @@ def test_planets_gmm_evaluation_draws_m0_densities(tmp_path_factory, tmp_path):
     data = prepared(tmp_path_factory, "planets", "prepare/planets.py")
     run("train.py", *EVAL_TINY, f"--data_dir={data}", f"--out_dir={tmp_path}", "--block_size=1024",
         "--num_head=gmm")
-    report, _, prefix = evaluated(str(tmp_path / "ckpt_best.pt"), extra=["--plots", "--splits=test"])
-    assert set(report["splits"]["test"]["m0"]["mean"]) >= {"mse", "nll", "crps", "cover50", "cover90"}
+    ckpt = str(tmp_path / "ckpt_best.pt")
+    report, _, prefix = evaluated(ckpt, extra=["--plots", "--splits=test"])
+    metrics = set(report["splits"]["test"]["m0"]["mean"])
+    assert metrics >= {"mse", "nll", "crps", "cover50", "cover90"}
     assert os.path.getsize(f"{prefix}_test_density.png") > 1000
 
 

@@ -75,7 +75,8 @@ def test_the_stored_outputs_come_from_the_current_code():
 def test_every_cell_ran_and_every_cell_that_draws_shows_its_figure():
     cells = code_cells(stored())
     assert [i for i, c in enumerate(cells) if c.execution_count is None] == []
-    assert [i for i, c in enumerate(cells) if any(o.output_type == "error" for o in c.outputs)] == []
+    failed = [i for i, c in enumerate(cells) if any(o.output_type == "error" for o in c.outputs)]
+    assert failed == []
     # a cell that shows a figure: plt.show(), or a training whose loss curve is drawn
     drawing = [i for i, c in enumerate(cells)
                if "plt.show()" in c.source or re.search(r"= train_model\(", c.source)]
@@ -91,15 +92,16 @@ def test_the_notebook_runs_top_to_bottom_within_five_minutes():
         cell.outputs, cell.execution_count = [], None
     seconds = execute(nb)
     assert seconds <= LIMIT_S, f"the notebook took {seconds:.0f} s; a learner's CPU has {LIMIT_S} s"
-    assert pictures(nb) == pictures(stored()), f"the stored pictures are not where the code draws: `{UPDATE}`"
+    assert pictures(nb) == pictures(stored()), f"pictures stored elsewhere than drawn: `{UPDATE}`"
 
 
 if __name__ == "__main__":
     if sys.argv[1:] != ["--update"]:
-        sys.exit(f"usage: {UPDATE}    (re-executes {os.path.relpath(NOTEBOOK, ROOT)} and stores its outputs)")
+        sys.exit(f"usage: {UPDATE}    (re-executes the notebook and stores its outputs)")
     nb = stored()
     seconds = execute(nb)
-    nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
+    nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python",
+                                 "name": "python3"}
     nb.metadata["xval"] = {"fingerprint": fingerprint(nb), "note": f"outputs stored by `{UPDATE}`"}
     nbformat.write(nb, NOTEBOOK)
     print(f"{os.path.relpath(NOTEBOOK, ROOT)}: executed in {seconds:.0f} s and stored")

@@ -28,7 +28,7 @@ SHORT = {"train": (5, 4), "val": (0, 1), "test": (1, 0)}  # (too few stations, t
 
 
 def run(*args, check=True):
-    """A command in a new process of one thread (the tools' own and torchrun's)."""
+    """A command in a new process of one thread."""
     return conftest.run(*args, check=check, env={**os.environ, "OMP_NUM_THREADS": "1"})
 
 
@@ -36,7 +36,7 @@ def rows_of(text, *marks):
     return [line for line in text.splitlines() if all(m in line for m in marks)]
 
 
-# ---------------------------------------------------------------- baselines.py
+# tools/baselines.py
 def run_baselines(data, out):
     r = run("tools/baselines.py", f"--data_dir={data}", f"--out={out}", "--n_stations=3",
             "--n_steps=4", "--all_width=64", "--single_width=64", "--max_iters=200",
@@ -78,7 +78,7 @@ def test_a_bad_line_is_an_error_naming_file_and_line(tmp_path):
             baselines.read_split(str(path), 3, 4)
 
 
-# ---------------------------------------------------------------- bench.py
+# tools/bench.py
 @pytest.mark.slow
 def test_bench_compares_packing_and_whether_the_loader_keeps_up(tmp_path):
     d = str(tmp_path / "lookup")  # 2-6 entries: samples of many lengths
@@ -95,7 +95,8 @@ def test_bench_compares_packing_and_whether_the_loader_keeps_up(tmp_path):
     keeps_up = (rf"loader alone: [\d,]+ samples/s on 1 CPU thread, {NUMBER}× the [\d,]+ samples/s "
                 "the trainer consumes")
     assert len(re.findall(keeps_up, out)) == 2, out
-    ratio = r"real tokens/s with --packing=True over --packing=False: trainer [\d.]+×, loader [\d.]+×"
+    ratio = (r"real tokens/s with --packing=True over --packing=False: "
+             r"trainer [\d.]+×, loader [\d.]+×")
     assert re.search(ratio, out), out
     out = conftest.run("tools/bench.py", *lookup, "--loader", "--nproc=2").stdout
     assert "system:" not in out  # the loader alone: train.py did not run
@@ -115,11 +116,12 @@ def test_bench_refuses_bad_flags(args, message):
         bench.parse(args)
 
 
-# ---------------------------------------------------------------- curves.py
+# tools/curves.py
 @pytest.mark.slow
 def test_curves_score_every_kept_checkpoint_at_its_step_and_flops(tmp_path):
     data = str(tmp_path / "ops2")
-    conftest.run("prepare/arithmetic.py", "--variant=ops2", "--size=tiny", "--out", data, "--workers=1")
+    conftest.run("prepare/arithmetic.py", "--variant=ops2", "--size=tiny", "--out", data,
+                 "--workers=1")
     conftest.run("tokenize_numbers.py", data, "--encoding", "xval", "--workers=1")
     out_dir, prefix = str(tmp_path / "run"), str(tmp_path / "curves")
     conftest.run("train.py", *TINY, "--k=4", f"--data_dir={data}", f"--out_dir={out_dir}",
@@ -127,7 +129,8 @@ def test_curves_score_every_kept_checkpoint_at_its_step_and_flops(tmp_path):
                  "--keep_every=3")
 
     def curves(*args, runs=out_dir, check=True):
-        return conftest.run("tools/curves.py", f"--runs={runs}", f"--out={prefix}", *args, check=check)
+        return conftest.run("tools/curves.py", f"--runs={runs}", f"--out={prefix}", *args,
+                            check=check)
     curves()
     with open(prefix + ".json") as f:
         (curve,) = json.load(f)["curves"]
@@ -145,13 +148,14 @@ def test_curves_score_every_kept_checkpoint_at_its_step_and_flops(tmp_path):
     assert r.returncode != 0 and "holds no ckpt_<step>.pt" in r.stderr
 
 
-# ---------------------------------------------------------------- gpu_check.py
+# tools/gpu_check.py
 @pytest.mark.slow
 def test_the_gpu_check_dry_run_passes_and_writes_its_table(tmp_path):
     """Every stage (data, tests, ddp, bench) on the CPU at tiny sizes, two processes."""
     table = tmp_path / "gpu_check.md"
-    out = run("tools/gpu_check.py", "--device=cpu", "--tiny=True", f"--data_dir={tmp_path / 'data'}",
-              f"--record={table}", "--encodings=xval p10", "--steps=4", "--warmup=2").stdout
+    out = run("tools/gpu_check.py", "--device=cpu", "--tiny=True", f"--record={table}",
+              f"--data_dir={tmp_path / 'data'}", "--encodings=xval p10", "--steps=4",
+              "--warmup=2").stdout
     assert "== GPU check passed" in out and "resuming at step 10" in out
     assert "== 2 processes (gloo)" in out
     assert "2 processes give the losses of one process at steps 1-10" in out
@@ -172,11 +176,12 @@ def test_n_processes_must_log_the_losses_of_one():
         gpu_check.same_losses(one, {1: 2.0, 2: 1.5}, 2, 3, 1e-3)
 
 
-# ---------------------------------------------------------------- plot_log.py
+# tools/plot_log.py
 @pytest.mark.slow
 def test_a_log_becomes_a_png(tmp_path):
     rows = [{"iter": 0, "val_loss": 3.0, "val_ce": 2.0, "val_mse": 1.0}]
-    rows += [{"iter": i, "loss": 3.0 / i, "ce": 2.0 / i, "mse": 1.0 / i, "lr": 1e-3} for i in range(1, 11)]
+    rows += [{"iter": i, "loss": 3.0 / i, "ce": 2.0 / i, "mse": 1.0 / i, "lr": 1e-3}
+             for i in range(1, 11)]
     rows += [{"iter": 10, "val_loss": 0.5, "val_ce": 0.3, "val_mse": 0.2}]
     (tmp_path / "log.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     out = run("tools/plot_log.py", str(tmp_path)).stdout
@@ -200,7 +205,7 @@ def test_a_missing_or_broken_log_is_a_one_line_error(tmp_path, log, expected):
     assert not (tmp_path / "loss.png").exists()
 
 
-# ---------------------------------------------------------------- probe.py
+# tools/probe.py
 @pytest.mark.parametrize("labels,scores,auc", [
     ([0, 0, 1, 1], [0.1, 0.4, 0.35, 0.8], 0.75),  # 3 of the 4 (positive, negative) pairs ordered
     ([0, 1, 0, 1], [0.5, 0.5, 0.2, 0.9], 0.875),  # the tied pair counts one half: 3.5 / 4
@@ -254,8 +259,8 @@ def test_probe_end_to_end_and_without_labels(tmp_path):
     run("tokenize_numbers.py", data, "--encoding=xval", "--workers=1")
     run("train.py", *TINY, f"--data_dir={data}", f"--out_dir={tmp_path / 'run'}", "--block_size=64",
         "--max_iters=3", "--eval_interval=3", "--batch_size=8", "--micro_batch_size=8")
-    probing = ["tools/probe.py", f"--ckpt={tmp_path / 'run/ckpt_best.pt'}", f"--out={tmp_path / 'p'}",
-               "--n_train=40"]
+    probing = ["tools/probe.py", f"--ckpt={tmp_path / 'run/ckpt_best.pt'}",
+               f"--out={tmp_path / 'p'}", "--n_train=40"]
     r = run(*probing, f"--data_dir={data}", "--l2_grid=[0.01, 1.0]", "--folds=2")
     assert "note: the test split has only 20 samples (n_test = 5000)" in r.stdout
     with open(tmp_path / "p.json") as f:
@@ -272,13 +277,14 @@ def test_probe_end_to_end_and_without_labels(tmp_path):
     assert "--land-sea-mask" in r.stderr
 
 
-# ---------------------------------------------------------------- slurm.sh
+# tools/slurm.sh
 def test_the_slurm_script_starts_one_torchrun_agent_per_node_with_the_job_as_launch(tmp_path):
-    """tools/slurm.sh run elsewhere (sbatch runs a copy) under stand-ins for srun (runs the
-    command once), scontrol and torchrun (prints its line), 50 times: each run must pass."""
+    """Run elsewhere (as sbatch runs a copy) under stand-ins for srun (runs the command once),
+    scontrol and torchrun (prints its line), 50 times: each run must pass."""
     assert subprocess.run(["bash", "-n", "tools/slurm.sh"], cwd=ROOT).returncode == 0
     for name, body in (("srun", 'while [[ $1 == --* ]]; do shift; done; exec "$@"'),
-                       ("scontrol", 'printf "gpu07\\ngpu08\\n"'), ("torchrun", 'echo "torchrun $*"')):
+                       ("scontrol", 'printf "gpu07\\ngpu08\\n"'),
+                       ("torchrun", 'echo "torchrun $*"')):
         (tmp_path / name).write_text(f"#!/usr/bin/env bash\n{body}\n")
         (tmp_path / name).chmod(0o755)
     env = {**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}", "SLURM_NNODES": "2",
@@ -291,4 +297,4 @@ def test_the_slurm_script_starts_one_torchrun_agent_per_node_with_the_job_as_lau
                             "--resume"], cwd=str(tmp_path), env=env, capture_output=True, text=True)
             for _ in range(50)]
     failed = [r for r in runs if r.returncode != 0 or r.stdout.strip() != line]
-    assert not failed, f"{len(failed)} of 50 failed; the first: {failed[0].returncode}, {failed[0].stderr}"
+    assert not failed, f"{len(failed)} of 50 failed; the first: {failed[0].stderr}"
