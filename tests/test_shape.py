@@ -107,13 +107,15 @@ def is_script(path):
 
 
 def writes_arrays(path):
-    """A file that writes arrays: calls np.save*, open_memmap, or an array's tobytes or tofile."""
+    """A file that writes arrays: np.save*, open_memmap, tofile, or a write of an array's bytes."""
     for node in ast.walk(parse(path)):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            if node.func.attr in ("tobytes", "tofile", "open_memmap"):
+            call = ast.unparse(node)
+            if call.startswith(("np.save", "numpy.save")):
                 return True
-            numpy = ast.unparse(node.func.value) in ("np", "numpy")
-            if numpy and node.func.attr.startswith("save"):
+            if node.func.attr in ("tofile", "open_memmap"):
+                return True
+            if node.func.attr == "write" and ".tobytes()" in call:
                 return True
     return False
 
