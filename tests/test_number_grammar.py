@@ -1,4 +1,4 @@
-"""The number grammar is written once, in tokenize_numbers.py, and every reader of numbers is built from it: the
+"""The number grammar is written once, in tokenize_line.py, and every reader of numbers is built from it: the
 public NUMBER reads exactly what prepare/text.py's own pattern read, xval_encode (copied as the README says) reads
 the numbers split_text reads, and the vectorised many-lines path gives what the line-at-a-time path gives."""
 import inspect
@@ -9,8 +9,12 @@ import numpy as np
 import pytest
 
 import tokenize_fast
+import tokenize_line
 import tokenize_numbers
-from tokenize_numbers import NUMBER, TextError, Vocab, build_text_vocab, encode, encode_lines, split_text, xval_encode
+from dataset import ENCODINGS, Vocab
+from tokenize_fast import build_text_vocab, encode_lines
+from tokenize_line import NUMBER, encode, split_text, xval_encode
+from util import TextError
 
 # prepare/text.py's pattern before it imported NUMBER
 OLD_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
@@ -36,20 +40,21 @@ def test_number_matches_exactly_what_prepare_texts_old_pattern_matched(strings):
 
 
 def test_the_grammar_is_written_once_and_every_pattern_is_built_from_it():
-    source = inspect.getsource(tokenize_numbers) + inspect.getsource(tokenize_fast)
-    for piece in (tokenize_numbers._MANTISSA, tokenize_numbers._EXPONENT, tokenize_numbers._UNARY_AFTER):
+    line = tokenize_line
+    source = "".join(inspect.getsource(m) for m in (tokenize_line, tokenize_fast, tokenize_numbers))
+    for piece in (line._MANTISSA, line._EXPONENT, line._UNARY_AFTER):
         assert source.count(piece) == 1, piece
-    run = tokenize_fast._run(tokenize_numbers._GRAMMAR).pattern
-    for pattern in (NUMBER.pattern, tokenize_numbers._XVAL_NUMBER.pattern, tokenize_numbers._LITERAL.pattern, run):
-        assert tokenize_numbers._MANTISSA in pattern and tokenize_numbers._EXPONENT in pattern, pattern
-    for pattern in (tokenize_numbers._XVAL_NUMBER.pattern, tokenize_numbers._PUNCT_END, run):
-        assert re.escape(tokenize_numbers._UNARY_AFTER) in pattern, pattern
+    run = tokenize_fast._RUN.pattern
+    for pattern in (NUMBER.pattern, line._XVAL_NUMBER.pattern, line._LITERAL.pattern, run):
+        assert line._MANTISSA in pattern and line._EXPONENT in pattern, pattern
+    for pattern in (line._XVAL_NUMBER.pattern, line._PUNCT_END, run):
+        assert re.escape(line._UNARY_AFTER) in pattern, pattern
 
 
 def copied_xval_encode():
-    """xval_encode as the README says to copy it: `import re` and the lines of tokenize_numbers.py from
+    """xval_encode as the README says to copy it: `import re` and the lines of tokenize_line.py from
     _UNARY_AFTER to the end of xval_encode, run in a namespace of their own."""
-    source = inspect.getsource(tokenize_numbers)
+    source = inspect.getsource(tokenize_line)
     start = source.index("_UNARY_AFTER = ")
     body = source.index("\n\n\n", source.index("def xval_encode"))
     namespace = {}
@@ -87,7 +92,7 @@ def test_the_copied_xval_encode_reads_the_numbers_split_text_reads():
         if expected is not None:
             checked += 1
             assert numbers == expected, line
-        for m in tokenize_numbers._XVAL_NUMBER.finditer(line):
+        for m in tokenize_line._XVAL_NUMBER.finditer(line):
             assert NUMBER.fullmatch(m[m.lastindex]), (line, m[m.lastindex])
     assert checked > 2000
 
@@ -125,12 +130,12 @@ def test_the_vectorised_path_gives_what_split_text_gives_a_line_at_a_time(seed):
     text_tokens = sorted({t for line in good for kind, t in split_text(line) if kind == "text"})
     assert build_text_vocab(good) == text_tokens
     # the lines the vectorised path takes on (the others go a line at a time), in chunks it takes whole
-    vectorised = [line for line in good if tokenize_fast._split_lines(tokenize_numbers._PLAIN, [line])[1]]
+    vectorised = [line for line in good if tokenize_fast._split_lines([line])[1]]
     assert len(vectorised) > 1500
-    encodings = list(tokenize_numbers.ENCODINGS)
+    encodings = list(ENCODINGS)
     for start in range(0, len(vectorised), 200):
         chunk = vectorised[start:start + 200]
-        assert tokenize_fast._split_lines(tokenize_numbers._PLAIN, chunk)[1] is not None
+        assert tokenize_fast._split_lines(chunk)[1] is not None
         assert build_text_vocab(chunk) == sorted({t for line in chunk for kind, t in split_text(line) if kind == "text"})
         assert many_at_once(chunk, text_tokens, encodings, "d.txt") == line_at_a_time(chunk, text_tokens, encodings,
                                                                                        "d.txt")

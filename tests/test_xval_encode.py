@@ -14,7 +14,10 @@ from conftest import ROOT
 from helpers import (BRACKETS, DECIMALS, EDGES, EXPONENTS, NEAR_LIMITS, SIGNS, SPACES, TIES, UNICODE, WORDS,
                      generated)
 
-from tokenize_numbers import TextError, Vocab, build_text_vocab, encode, split_text, xval_encode
+from dataset import Vocab
+from tokenize_fast import build_text_vocab
+from tokenize_line import encode, split_text, xval_encode
+from util import TextError
 
 sys.path.insert(0, os.path.join(ROOT, "prepare"))
 import era5  # noqa: E402

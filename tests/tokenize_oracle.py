@@ -1,16 +1,15 @@
-"""
-The oracle the tokenizer is checked against: the definition of the split, one character at a time
-as the rules read (docs/decisions.md#numbers-in-text), and the scalar rounding of the text
-encodings. Slow and plain on purpose; tokenize_numbers.py must give exactly its pieces, tokens,
-errors and arrays (tests/test_tokenize.py).
-"""
+"""The oracle the tokenizer is checked against: the split one character at a time as the rules read
+(docs/decisions.md#numbers-in-text) and the scalar rounding of the text encodings. Slow and plain on
+purpose; tokenize_line.py and tokenize_fast.py must give exactly its pieces, tokens, errors and arrays."""
 import functools
 import math
 import re
 
 import numpy as np
 
-from tokenize_numbers import ASK, FLOAT32_OVERFLOW, MAX_EXP, MIN_EXP, TextError, Vocab
+from dataset import ASK, MAX_EXP, MIN_EXP, Vocab
+from tokenize_line import FLOAT32_OVERFLOW
+from util import TextError
 
 # A number literal: digits with an optional decimal point, or .digits; optional exponent.
 _NUMBER = re.compile(r"(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
@@ -21,8 +20,8 @@ _UNARY_AFTER = set("([{,:=+-*/^<>")
 DIGITS = "0123456789"
 
 
-def split_text(text, where="text", allow_ask=False, spans=None):
-    """The pieces of one sample, as tokenize_numbers.split_text gives them."""
+def split_text(text, where="text", allow_ask=False):
+    """The pieces of one sample, as tokenize_line.split_text gives them."""
     pieces = []
     i, n = 0, len(text)
     prev = None  # previous non-space piece, to tell a unary sign from a binary operator
@@ -34,8 +33,6 @@ def split_text(text, where="text", allow_ask=False, spans=None):
             continue
         if allow_ask and text.startswith(ASK, i):
             pieces.append(("ask", None))
-            if spans is not None:
-                spans.append((i, i + len(ASK)))
             prev, i = ("num", None), i + len(ASK)
             continue
         # a sign belongs to the number only where it cannot be an operator
@@ -65,8 +62,6 @@ def split_text(text, where="text", allow_ask=False, spans=None):
             if not math.isfinite(value):
                 raise TextError(f"{where}: number literal {literal!r} overflows float64")
             pieces.append(("num", value))
-            if spans is not None:
-                spans.append((i, m.end()))
             prev, i, last_number = pieces[-1], m.end(), (i, m.end())
             continue
         if m and text[start:m.end()].replace(".", "").isdigit() and "." in text[start:m.end()]:
@@ -79,15 +74,11 @@ def split_text(text, where="text", allow_ask=False, spans=None):
         if not q and token.lower() in ("nan", "inf", "infinity"):
             raise TextError(f"{where}: {token!r} is not a finite number; nan and inf are not allowed")
         pieces.append(("text", token))
-        if spans is not None:
-            spans.append((i, i + len(token)))
         prev, i = pieces[-1], i + len(token)
     # a comma between two numbers costs no token
     keep = [not (piece == ("text", ",") and 0 < j < len(pieces) - 1
                  and pieces[j - 1][0] != "text" and pieces[j + 1][0] != "text")
             for j, piece in enumerate(pieces)]
-    if spans is not None:
-        spans[:] = [span for span, k in zip(spans, keep) if k]
     return [piece for piece, k in zip(pieces, keep) if k]
 
 
@@ -111,11 +102,6 @@ def _punctuation_run(text, i, allow_ask):
             break
         j += 1
     return text[i:j]
-
-
-def extract_numbers(text):
-    """All the numbers of a text, in order: extract_numbers('e=-1.33,x1:.25') == [-1.33, 0.25]."""
-    return [v for kind, v in split_text(text) if kind == "num"]
 
 
 def round_number(x):
@@ -180,7 +166,7 @@ def encode_pieces(pieces, vocab, where="text", counts=None):
 
 
 def encode_lines(lines, text_tokens, encodings, path="text", first_line=0):
-    """tokenize_numbers.encode_lines one line at a time through the oracle's split and encoding."""
+    """tokenize_fast.encode_lines one line at a time through the oracle's split and encoding."""
     vocabs = {enc: Vocab(text_tokens, enc) for enc in encodings}
     out = {enc: {"ids": [], "values": [], "lengths": [], "numbers": [], "counts": {"clipped": 0, "zero": 0}}
            for enc in vocabs}
