@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 from conftest import ROOT
 from helpers import (BRACKETS, DECIMALS, EDGES, EXPONENTS, MALFORMED, NEAR_LIMITS, SIGNS, SPACES, TIES,
-                     UNICODE, WORDS, generated)
+                     UNICODE, WORDS, generated, number_lines)
 
 import tokenize_fast
 from dataset import ENCODINGS, Vocab
 from tokenize_fast import build_text_vocab, encode_lines, encode_split
-from tokenize_line import FLOAT32_OVERFLOW, encode, round_numbers
+from tokenize_line import FLOAT32_OVERFLOW, encode, round_numbers, split_text
 from tokenize_oracle import encode_lines as encode_lines_reference
 from tokenize_oracle import round_number
 from tokenize_oracle import text_vocab as reference_vocab
@@ -177,3 +177,49 @@ def test_the_cache_of_split_text_stays_bounded_whatever_the_text(monkeypatch):
         assert len(tokenize_fast._TABLE) <= 50 + 20
         encode_lines(lines[start:start + 20], build_text_vocab(lines[start:start + 20]), ["xval"])
         assert len(tokenize_fast._TABLE) <= 50 + 20
+
+
+def line_at_a_time(lines, text_tokens, encodings, path, first_line=0):
+    """encode_lines' answer from tokenize_line.encode, one line at a time."""
+    vocabs = {enc: Vocab(text_tokens, enc) for enc in encodings}
+    counts = {enc: {"clipped": 0, "zero": 0} for enc in encodings}
+    rows = [{enc: encode(line, vocab, f"{path}:{j}", counts=counts[enc])[:2] for enc, vocab in vocabs.items()}
+            for j, line in enumerate(lines, first_line + 1)]
+    numbers = np.array([sum(kind == "num" for kind, _ in split_text(line)) for line in lines])
+    out = {}
+    for enc, vocab in vocabs.items():
+        ids = [row[enc][0].astype(np.uint16 if len(vocab) < 2**16 else np.int32) for row in rows]
+        values = np.concatenate([row[enc][1] for row in rows])
+        out[enc] = (np.concatenate(ids), values, np.array([len(i) for i in ids]), numbers, counts[enc])
+    return out
+
+
+def accepted(line):
+    try:
+        split_text(line)
+    except TextError:
+        return False
+    return True
+
+
+def text_tokens(lines):
+    return sorted({t for line in lines for kind, t in split_text(line) if kind == "text"})
+
+
+@pytest.mark.parametrize("seed", [4, 5])
+def test_the_vectorised_path_gives_what_tokenize_line_gives_a_line_at_a_time(seed):
+    lines = number_lines(3000, seed)
+    good = [line for line in lines if accepted(line)]
+    assert build_text_vocab(good) == text_tokens(good)
+    # the lines the vectorised path takes on (the others go a line at a time), in chunks it takes whole
+    vectorised = [line for line in good if tokenize_fast._split_lines([line])[1]]
+    assert len(vectorised) > 1500
+    for start in range(0, len(vectorised), 200):
+        chunk = vectorised[start:start + 200]
+        assert tokenize_fast._split_lines(chunk)[1] is not None and build_text_vocab(chunk) == text_tokens(chunk)
+        assert outcome(encode_lines, chunk, text_tokens(good)) == outcome(line_at_a_time, chunk, text_tokens(good))
+    # every line, refused ones included: the same arrays or the same first error, naming the same line
+    for start in range(0, len(lines), 100):
+        chunk = lines[start:start + 100]
+        want = outcome(line_at_a_time, chunk, text_tokens(good), ["xval"])
+        assert outcome(encode_lines, chunk, text_tokens(good), ["xval"]) == want
