@@ -8,7 +8,6 @@ from dataset import ENCODINGS, TOKENS_PER_NUMBER, Vocab, number_vocab, tokens_to
 from tokenize_fast import build_text_vocab
 from tokenize_line import encode, number_spans, split_text
 from tokenize_oracle import round_number
-from util import TextError
 
 TEXT_ENCODINGS = [e for e in ENCODINGS if e != "xval"]
 
@@ -94,23 +93,6 @@ def test_signs_quoted_keys_punctuation_runs_and_commas_between_numbers():
     vocab = Vocab(build_text_vocab(["[1,2]"]), "p1000")
     ids, _, _ = encode("[1,-2,0]", vocab)
     assert len(ids) == 2 + 3 * 3 and len(number_spans(ids, vocab)) == 3
-
-
-@pytest.mark.parametrize("text,expected", [
-    ("x=nan", "'nan' is not a finite number"), ("[inf,1]", "inf"), ("-Infinity", "Infinity"),
-    ("1e999", "1e999"), ("1.5x", "1.5"), ('{"a":1.2.3}', "malformed number '1.2.3'"),
-    ('{"b":--5}', "malformed number '--5'"), ("[1,000,000]", "malformed number '1,000'"),
-    ("v=5..5", "malformed number '5..5'"),
-])
-def test_non_finite_and_malformed_literals_are_errors_naming_the_sample(text, expected):
-    with pytest.raises(TextError, match=f"^train.txt:7: .*{expected}"):
-        split_text(text, "train.txt:7")
-
-
-def test_unknown_text_is_an_error_naming_the_sample():
-    vocab = Vocab(build_text_vocab(["{a:1}"]), "xval")
-    with pytest.raises(TextError, match=r"val.txt:3.*'b'"):
-        encode("{b:1}", vocab, "val.txt:3")
 
 
 def test_operator_minus_and_sign_minus_are_different_tokens():

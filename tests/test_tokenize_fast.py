@@ -1,6 +1,7 @@
 """tokenize_fast.py (encode_lines, build_text_vocab, the arrays it writes) and round_numbers give exactly
 what the oracle (tests/tokenize_oracle.py) gives: the same bytes on every prepare script's output and on
 adversarial lines, and the same errors naming the same file and line."""
+import functools
 import os
 import random
 import sys
@@ -12,6 +13,7 @@ from helpers import (BRACKETS, DECIMALS, EDGES, EXPONENTS, MALFORMED, NEAR_LIMIT
                      UNICODE, WORDS, generated, number_lines)
 
 import tokenize_fast
+import tokenize_line
 from dataset import ENCODINGS, Vocab
 from tokenize_fast import build_text_vocab, encode_lines, encode_split
 from tokenize_line import FLOAT32_OVERFLOW, encode, round_numbers, split_text
@@ -116,7 +118,9 @@ def test_random_lines_give_the_reference_bytes_or_error():
     assert len(good) > 1000
 
 
-BAD = [("x=nan", "nan"), ("[inf,1]", "inf"), ("-Infinity", "Infinity"), ("[1,1e999]", "1e999"),
+# the errors split_text gives, as encode_lines gives them
+BAD = [("x=nan", "'nan' is not a finite number"), ("[inf,1]", "inf"), ("-Infinity", "Infinity"),
+       ("[1,1e999]", "number literal '1e999' overflows float64"),
        ("{a:1.5x}", "'1.5' runs into"), ("{a:.5x}", "'.5' runs into"), ("5.x", "'5.' runs into"), ("1.e", "'1.' runs"),
        ("{a:-2.5_}", "'2.5' runs into"), ("1.5µ", "'1.5' runs into"), ("{a:1.2.3}", "malformed number '1.2.3'"),
        ("{b:--5}", "malformed number '--5'"), ("[1,000,000]", "malformed number '1,000'"), ("x=+-5", "'+-5'"),
@@ -179,21 +183,6 @@ def test_the_cache_of_split_text_stays_bounded_whatever_the_text(monkeypatch):
         assert len(tokenize_fast._TABLE) <= 50 + 20
 
 
-def line_at_a_time(lines, text_tokens, encodings, path, first_line=0):
-    """encode_lines' answer from tokenize_line.encode, one line at a time."""
-    vocabs = {enc: Vocab(text_tokens, enc) for enc in encodings}
-    counts = {enc: {"clipped": 0, "zero": 0} for enc in encodings}
-    rows = [{enc: encode(line, vocab, f"{path}:{j}", counts=counts[enc])[:2] for enc, vocab in vocabs.items()}
-            for j, line in enumerate(lines, first_line + 1)]
-    numbers = np.array([sum(kind == "num" for kind, _ in split_text(line)) for line in lines])
-    out = {}
-    for enc, vocab in vocabs.items():
-        ids = [row[enc][0].astype(np.uint16 if len(vocab) < 2**16 else np.int32) for row in rows]
-        values = np.concatenate([row[enc][1] for row in rows])
-        out[enc] = (np.concatenate(ids), values, np.array([len(i) for i in ids]), numbers, counts[enc])
-    return out
-
-
 def accepted(line):
     try:
         split_text(line)
@@ -204,6 +193,11 @@ def accepted(line):
 
 def text_tokens(lines):
     return sorted({t for line in lines for kind, t in split_text(line) if kind == "text"})
+
+
+# encode_lines a line at a time through tokenize_line.py
+line_at_a_time = functools.partial(encode_lines_reference, split=tokenize_line.split_text,
+                                   encode=tokenize_line.encode_pieces)
 
 
 @pytest.mark.parametrize("seed", [4, 5])

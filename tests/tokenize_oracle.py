@@ -165,17 +165,19 @@ def encode_pieces(pieces, vocab, where="text", counts=None):
     return np.array(ids, np.int64), values, np.array(ask, bool)
 
 
-def encode_lines(lines, text_tokens, encodings, path="text", first_line=0):
-    """tokenize_fast.encode_lines one line at a time through the oracle's split and encoding."""
+def encode_lines(lines, text_tokens, encodings, path="text", first_line=0, split=None, encode=None):
+    """tokenize_fast.encode_lines one line at a time through the oracle's split and encoding (or
+    those given)."""
+    split, encode = split or split_text, encode or encode_pieces
     vocabs = {enc: Vocab(text_tokens, enc) for enc in encodings}
     out = {enc: {"ids": [], "values": [], "lengths": [], "numbers": [], "counts": {"clipped": 0, "zero": 0}}
            for enc in vocabs}
     for j, line in enumerate(lines):
         where = f"{path}:{first_line + j + 1}"
-        pieces = split_text(line, where)
+        pieces = split(line, where)
         n_numbers = sum(kind == "num" for kind, _ in pieces)
         for enc, o in out.items():
-            ids, values, _ = encode_pieces(pieces, vocabs[enc], where, o["counts"])
+            ids, values, _ = encode(pieces, vocabs[enc], where, o["counts"])
             o["ids"].append(ids.astype(np.uint16 if len(vocabs[enc]) < 2**16 else np.int32))
             o["values"].append(values)
             o["lengths"].append(len(ids))
