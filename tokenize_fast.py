@@ -200,8 +200,7 @@ def encode_lines(lines, text_tokens, encodings, path="text", first_line=0):
     rounded = round_numbers(values) if set(vocabs) - {"xval"} else None
     out = {}
     for enc, vocab in vocabs.items():
-        counts = {"clipped": 0, "zero": 0}
-        spelled, values32 = number_ids(values, vocab, counts, rounded)
+        spelled, values32, counts = number_ids(values, vocab, rounded)
         text_ids = vocab.first_text_id + text_index
         ids, vals, _ = lay_out(is_num, text_ids, spelled, values32, len(vocab))
         out[enc] = (ids, vals, text + spelled.shape[1] * numbers, numbers, counts)
@@ -213,8 +212,11 @@ def _line_at_a_time(lines, vocabs, path, first_line):
     out = {enc: ([], [], [], [], {"clipped": 0, "zero": 0}) for enc in vocabs}
     for j, line in enumerate(lines, first_line + 1):
         pieces = split_text(line, where := f"{path}:{j}")
+        line_numbers = np.array([v for kind, v in pieces if kind == "num"], np.float64)
         for enc, (ids, values, lengths, numbers, counts) in out.items():
-            i, v, _ = encode_pieces(pieces, vocabs[enc], where, counts)
+            i, v, _ = encode_pieces(pieces, vocabs[enc], where)
+            for key, n in number_ids(line_numbers, vocabs[enc])[2].items():
+                counts[key] += n
             ids.append(i.astype(np.uint16 if len(vocabs[enc]) < 2**16 else np.int32))
             values.append(v)
             lengths.append(len(i))

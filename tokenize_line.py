@@ -162,28 +162,28 @@ def round_numbers(x):
     return (x < 0) & (status != 1), mantissa, exponent, status
 
 
-def lay_out(is_num, text_ids, number_ids, values, vocab_size):
-    """Ids and float32 values of pieces (is_num (P,)): text_ids, or a number's k ids (number_ids
+def lay_out(is_num, text_ids, spelled, values, vocab_size):
+    """Ids and float32 values of pieces (is_num (P,)): text_ids, or a number's k ids (spelled
     (N, k)) and value; and each piece's token count."""
     ids = np.zeros(len(is_num), np.uint16 if vocab_size < 2**16 else np.int32)
     vals = np.ones(len(is_num), np.float32)
     ids[~is_num], vals[is_num] = text_ids, values
     reps, numeric = 1, is_num
     # a number's k tokens
-    if (k := number_ids.shape[1]) > 1:
+    if (k := spelled.shape[1]) > 1:
         reps = np.where(is_num, k, 1)
         ids, vals, numeric = (np.repeat(a, reps) for a in (ids, vals, is_num))
-    ids[numeric] = number_ids.ravel() if k > 1 else number_ids[:, 0]
+    ids[numeric] = spelled.ravel() if k > 1 else spelled[:, 0]
     return ids, vals, reps
 
 
-def encode(text, vocab, where="text", allow_ask=False, counts=None):
+def encode(text, vocab, where="text", allow_ask=False):
     """One sample -> (ids, values, ask): int64 ids, float32 values (a number's at its tokens, 1.0
-    elsewhere), and True at [?]'s tokens. counts (a dict) gains the numbers clipped or zeroed."""
-    return encode_pieces(split_text(text, where, allow_ask), vocab, where, counts)
+    elsewhere), and True at [?]'s tokens."""
+    return encode_pieces(split_text(text, where, allow_ask), vocab, where)
 
 
-def encode_pieces(pieces, vocab, where="text", counts=None):
+def encode_pieces(pieces, vocab, where="text"):
     """encode() for text already split by split_text."""
     text_ids = []
     # in order, so that the first error is raised
@@ -197,15 +197,15 @@ def encode_pieces(pieces, vocab, where="text", counts=None):
             )
     is_num = np.array([kind != "text" for kind, _ in pieces], bool)
     values = [1.0 if kind == "ask" else v for kind, v in pieces if kind != "text"]
-    spelled = number_ids(np.array(values, np.float64), vocab, {} if counts is None else counts)
-    ids, values, reps = lay_out(is_num, text_ids, *spelled, len(vocab))
+    spelled, values32, _ = number_ids(np.array(values, np.float64), vocab)
+    ids, values, reps = lay_out(is_num, text_ids, spelled, values32, len(vocab))
     ask = np.repeat([kind == "ask" for kind, _ in pieces], reps).astype(bool)
     return ids.astype(np.int64), values, ask
 
 
-def number_ids(values, vocab, counts, rounded=None):
-    """The ids (N, k) and float32 values (N,) of numbers (rounded: round_numbers(values) if known);
-    counts as in encode."""
+def number_ids(values, vocab, rounded=None):
+    """The ids (N, k) and float32 values (N,) of numbers (rounded: round_numbers(values) if known),
+    and how many were clipped or became zero."""
     # beyond float32: inf, unused by the text encodings
     with np.errstate(over="ignore", under="ignore"):
         values32 = values.astype(np.float32)
@@ -217,9 +217,9 @@ def number_ids(values, vocab, counts, rounded=None):
         negative, mantissa, exponent, status = round_numbers(values) if rounded is None else rounded
         table = number_table(vocab.encoding)[0]
         ids = table[negative.astype(np.int64), mantissa, exponent - MIN_EXP]
-    for key, code in (("zero", 1), ("clipped", 2)):
-        counts[key] = counts.get(key, 0) + int(np.count_nonzero(status == code))
-    return ids, values32
+    counts = {"clipped": int(np.count_nonzero(status == 2))}
+    counts["zero"] = int(np.count_nonzero(status == 1))
+    return ids, values32, counts
 
 
 def number_spans(ids, vocab):

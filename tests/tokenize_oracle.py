@@ -122,13 +122,11 @@ def round_number(x):
     return sign, mantissa, exponent, "ok"
 
 
-def number_to_tokens(x, encoding, counts=None):
+def number_to_tokens(x, encoding):
     """The tokens of one number, spelled from round_number."""
     if encoding == "xval":
         return ["[NUM]"]
     sign, m, e, status = round_number(x)
-    if counts is not None and status != "ok":
-        counts[status] = counts.get(status, 0) + 1
     mant = f"{m:03d}"
     return {"p10": [sign, *mant, f"E{e}"], "p1000": [sign, mant, f"E{e}"], "b1999": [sign + mant, f"E{e}"],
             "fp15": [f"{sign}{mant}E{e}"]}[encoding]
@@ -141,7 +139,16 @@ def number_ids(encoding):
     return {t: i for i, t in enumerate(vocab.number_tokens, vocab.first_number_id)}
 
 
-def encode_pieces(pieces, vocab, where="text", counts=None):
+def number_counts(pieces, encoding):
+    """How many numbers of the pieces are clipped or become zero."""
+    numbers = [v for kind, v in pieces if kind == "num"]
+    if encoding == "xval":  # below float32's least
+        return {"clipped": 0, "zero": sum(v != 0 and np.float32(v) == 0 for v in numbers)}
+    status = [round_number(v)[3] for v in numbers]
+    return {"clipped": status.count("clipped"), "zero": status.count("zero")}
+
+
+def encode_pieces(pieces, vocab, where="text"):
     """(ids, values, ask) of pieces, a piece at a time."""
     ids, values, ask = [], [], []
     for kind, v in pieces:
@@ -154,9 +161,7 @@ def encode_pieces(pieces, vocab, where="text", counts=None):
         if vocab.encoding == "xval" and abs(value) >= FLOAT32_OVERFLOW:
             raise TextError(f"{where}: the number {value!r} overflows float32, the dtype of xVal's values "
                             f"(at most {np.finfo(np.float32).max:.7g} in magnitude)")
-        if vocab.encoding == "xval" and counts is not None and value != 0 and np.float32(value) == 0:
-            counts["zero"] = counts.get("zero", 0) + 1
-        toks = number_to_tokens(value, vocab.encoding, counts if kind == "num" else None)
+        toks = number_to_tokens(value, vocab.encoding)
         ids += [number_ids(vocab.encoding)[t] for t in toks]
         values += [value] * len(toks)
         ask += [kind == "ask"] * len(toks)
@@ -177,7 +182,9 @@ def encode_lines(lines, text_tokens, encodings, path="text", first_line=0, split
         pieces = split(line, where)
         n_numbers = sum(kind == "num" for kind, _ in pieces)
         for enc, o in out.items():
-            ids, values, _ = encode(pieces, vocabs[enc], where, o["counts"])
+            ids, values, _ = encode(pieces, vocabs[enc], where)
+            for key, n in number_counts(pieces, enc).items():
+                o["counts"][key] += n
             o["ids"].append(ids.astype(np.uint16 if len(vocabs[enc]) < 2**16 else np.int32))
             o["values"].append(values)
             o["lengths"].append(len(ids))
