@@ -2,7 +2,7 @@
 such as '],[', quoted keys, words); whitespace is dropped, and so is a comma between two numbers.
 -60.2 becomes: P10 - 6 0 2 E-1, P1000 - 602 E-1, B1999 -602 E-1, FP15 -602E-1 (3 significant
 digits, ±m·10^E, m in 100..999, E in -10..5), xVal [NUM] with -60.2 in a parallel float array.
-xval_encode is xVal's alone, to copy; tokenize_fast.py encodes many lines at once.
+xval_encode is xVal's alone, to copy; tokenize_arrays.py encodes many lines at once.
 """
 
 import itertools

@@ -5,7 +5,7 @@ becomes arrays, or a table of its token statistics:
     python tokenize_numbers.py data/planets --stats                   # token statistics table
 
 tokenize_line.py turns one sample into ids (the number grammar, split_text, xval_encode to copy),
-tokenize_fast.py many lines at once into a dataset's arrays, dataset.py holds the vocabulary;
+tokenize_arrays.py many lines at once into a dataset's arrays, dataset.py holds the vocabulary;
 their names are importable from here too.
 """
 
@@ -15,7 +15,7 @@ import sys
 import time
 
 from dataset import ENCODINGS, Vocab, tokens_to_number
-from tokenize_fast import build_text_vocab, encode_lines, write_arrays
+from tokenize_arrays import build_text_vocab, encode_lines, write_arrays
 from tokenize_line import NUMBER, encode, split_text, xval_encode
 from util import TextError
 

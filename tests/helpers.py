@@ -247,7 +247,7 @@ BRACKETS = ["[[1,2],[3,4]]", "[[1,2]],[[-3]]", "[1],[x]", "[1],[-.5]", "[1]],[[2
             '{"data":[[[1.896,-0.5563],[1.296,-0.7366]],[[1.974,0.01111],[1.485,-0.1105]]]}', "[1],[2],[3]"]
 EDGES = [",", "1,2", ",", ",", "5", "1,", ",1", "x", "", "y", ",", "-1,-2", "[1,2]", "", ""]  # lines without numbers
 
-# malformed numbers are errors (docs/decisions.md#numbers-in-text): checked with BAD in test_tokenize_fast.py
+# malformed numbers are errors (docs/decisions.md#numbers-in-text): checked with BAD in test_tokenize_arrays.py
 MALFORMED = ["+-.5++4e1", "--.5-+4e1", "(--5", "-+5", "1e5.5", "5..5", "1.2.3"]
 SIGNS, EXPONENTS, DECIMALS = ([s for s in lines if s not in MALFORMED] for lines in (SIGNS, EXPONENTS, DECIMALS))
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from dataset import ENCODINGS, TOKENS_PER_NUMBER, Vocab, number_vocab, tokens_to_number
-from tokenize_fast import build_text_vocab, encode_lines
+from tokenize_arrays import build_text_vocab, encode_lines
 from tokenize_line import encode, number_spans, split_text
 from tokenize_oracle import round_number
 

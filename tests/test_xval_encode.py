@@ -17,11 +17,11 @@ from conftest import ROOT
 from helpers import (BRACKETS, DECIMALS, EDGES, EXPONENTS, NEAR_LIMITS, SIGNS, SPACES, TIES, UNICODE, WORDS,
                      generated, number_lines)
 
-import tokenize_fast
+import tokenize_arrays
 import tokenize_line
 import tokenize_numbers
 from dataset import Vocab
-from tokenize_fast import build_text_vocab
+from tokenize_arrays import build_text_vocab
 from tokenize_line import NUMBER, encode, split_text, xval_encode
 from util import TextError
 
@@ -52,12 +52,12 @@ def test_number_matches_exactly_what_prepare_texts_old_pattern_matched(strings):
 
 def test_the_grammar_is_written_once_and_every_pattern_is_built_from_it():
     line = tokenize_line
-    source = "".join(inspect.getsource(m) for m in (tokenize_line, tokenize_fast, tokenize_numbers))
+    source = "".join(inspect.getsource(m) for m in (tokenize_line, tokenize_arrays, tokenize_numbers))
     for piece in (line._MANTISSA, line._EXPONENT, line._UNARY_AFTER):
         assert source.count(piece) == 1, piece
-    for pattern in (NUMBER.pattern, line._XVAL_NUMBER.pattern, line._LITERAL.pattern, tokenize_fast._RUN.pattern):
+    for pattern in (NUMBER.pattern, line._XVAL_NUMBER.pattern, line._LITERAL.pattern, tokenize_arrays._RUN.pattern):
         assert line._MANTISSA in pattern and line._EXPONENT in pattern, pattern
-    for pattern in (line._XVAL_NUMBER.pattern, line._PUNCT_END, tokenize_fast._RUN.pattern):
+    for pattern in (line._XVAL_NUMBER.pattern, line._PUNCT_END, tokenize_arrays._RUN.pattern):
         assert re.escape(line._UNARY_AFTER) in pattern, pattern
 
 

@@ -1,6 +1,6 @@
 """The oracle the tokenizer is checked against: the split one character at a time as the rules read
 (docs/decisions.md#numbers-in-text) and the scalar rounding of the text encodings. Slow and plain on
-purpose; tokenize_line.py and tokenize_fast.py must give exactly its pieces, tokens, errors and arrays."""
+purpose; tokenize_line.py and tokenize_arrays.py must give exactly its pieces, tokens, errors and arrays."""
 import functools
 import math
 import re
@@ -171,7 +171,7 @@ def encode_pieces(pieces, vocab, where="text"):
 
 
 def encode_lines(lines, text_tokens, encodings, path="text", first_line=0, split=None, encode=None):
-    """tokenize_fast.encode_lines one line at a time through the oracle's split and encoding (or
+    """tokenize_arrays.encode_lines one line at a time through the oracle's split and encoding (or
     those given)."""
     split, encode = split or split_text, encode or encode_pieces
     vocabs = {enc: Vocab(text_tokens, enc) for enc in encodings}

@@ -28,7 +28,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from tokenize_fast import build_text_vocab, encode_lines, line_chunks  # noqa: E402
+from tokenize_arrays import build_text_vocab, encode_lines, line_chunks  # noqa: E402
 from tokenize_numbers import ENCODINGS  # noqa: E402
 
 

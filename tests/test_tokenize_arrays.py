@@ -1,4 +1,4 @@
-"""tokenize_fast.py (encode_lines, build_text_vocab, the arrays it writes) and round_numbers give exactly
+"""tokenize_arrays.py (encode_lines, build_text_vocab, the arrays it writes) and round_numbers give exactly
 what the oracle (tests/tokenize_oracle.py) gives: the same bytes on every prepare script's output and on
 adversarial lines, and the same errors naming the same file and line."""
 import functools
@@ -12,10 +12,10 @@ from conftest import ROOT
 from helpers import (BRACKETS, DECIMALS, EDGES, EXPONENTS, MALFORMED, NEAR_LIMITS, SIGNS, SPACES, TIES,
                      UNICODE, WORDS, generated, number_lines)
 
-import tokenize_fast
+import tokenize_arrays
 import tokenize_line
 from dataset import ENCODINGS, Vocab
-from tokenize_fast import build_text_vocab, encode_lines, encode_split
+from tokenize_arrays import build_text_vocab, encode_lines, encode_split
 from tokenize_line import FLOAT32_OVERFLOW, encode, round_numbers, split_text
 from tokenize_oracle import encode_lines as encode_lines_reference
 from tokenize_oracle import round_number
@@ -174,13 +174,13 @@ def test_round_numbers_is_percent_2e_with_its_zero_and_clip_rules():
 
 
 def test_the_cache_of_split_text_stays_bounded_whatever_the_text(monkeypatch):
-    monkeypatch.setattr(tokenize_fast, "_TABLE_MAX", 50)
+    monkeypatch.setattr(tokenize_arrays, "_TABLE_MAX", 50)
     lines = [f'{{"key{i}":1.5}}' for i in range(400)]  # 400 distinct texts around the numbers
     for start in range(0, 400, 20):
         assert build_text_vocab(lines[start:start + 20]) == reference_vocab(lines[start:start + 20])
-        assert len(tokenize_fast._TABLE) <= 50 + 20
+        assert len(tokenize_arrays._TABLE) <= 50 + 20
         encode_lines(lines[start:start + 20], build_text_vocab(lines[start:start + 20]), ["xval"])
-        assert len(tokenize_fast._TABLE) <= 50 + 20
+        assert len(tokenize_arrays._TABLE) <= 50 + 20
 
 
 def accepted(line):
@@ -206,11 +206,11 @@ def test_the_vectorised_path_gives_what_tokenize_line_gives_a_line_at_a_time(see
     good = [line for line in lines if accepted(line)]
     assert build_text_vocab(good) == text_tokens(good)
     # the lines the vectorised path takes on (the others go a line at a time), in chunks it takes whole
-    vectorised = [line for line in good if tokenize_fast._split_lines([line])[1]]
+    vectorised = [line for line in good if tokenize_arrays._split_lines([line])[1]]
     assert len(vectorised) > 1500
     for start in range(0, len(vectorised), 200):
         chunk = vectorised[start:start + 200]
-        assert tokenize_fast._split_lines(chunk)[1] is not None and build_text_vocab(chunk) == text_tokens(chunk)
+        assert tokenize_arrays._split_lines(chunk)[1] is not None and build_text_vocab(chunk) == text_tokens(chunk)
         assert outcome(encode_lines, chunk, text_tokens(good)) == outcome(line_at_a_time, chunk, text_tokens(good))
     # every line, refused ones included: the same arrays or the same first error, naming the same line
     for start in range(0, len(lines), 100):

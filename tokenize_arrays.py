@@ -1,5 +1,5 @@
 """Many lines at once, into a dataset's arrays. encode_lines gives tokenize_line.py's ids byte for
-byte (tests/test_tokenize_fast.py): a regex finds runs of numbers (joined by ',' or '],['), the
+byte (tests/test_tokenize_arrays.py): a regex finds runs of numbers (joined by ',' or '],['), the
 text between is split once per distinct string, numbers are read, rounded and laid out with numpy;
 a chunk with a rare case (odd spaces, a malformed number, an unknown token) goes a line at a time,
 naming the line. write_arrays writes every split of a dataset with it, a chunk at a time.
