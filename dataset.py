@@ -1,9 +1,6 @@
-"""
-A tokenized dataset as train.py, sample.py and eval.py read it: the vocabulary (control, number
-and text tokens), the <split>.txt files a prepare/ script writes (meta.json last), vocab.json and
-<encoding>/<split>.{ids,values,offsets}.npy with a JSON summary each (tokenize_numbers.py writes
-them), which Split reads.
-"""
+"""A tokenized dataset as train.py, sample.py and eval.py read it: the vocabulary, the <split>.txt
+files of prepare/ (meta.json last), and vocab.json and <encoding>/<split>.{ids,values,offsets}.npy
+with a JSON summary each (tokenize_numbers.py writes them)."""
 
 import functools
 import hashlib

@@ -1,8 +1,6 @@
-"""Many lines at once, into a dataset's arrays. encode_lines gives tokenize_line.py's ids byte for
-byte (tests/test_tokenize_arrays.py): a regex finds runs of numbers (joined by ',' or '],['), the
-text between is split once per distinct string, numbers are read, rounded and laid out with numpy;
-a chunk with a rare case (odd spaces, a malformed number, an unknown token) goes a line at a time,
-naming the line. write_arrays writes every split of a dataset with it, a chunk at a time.
+"""Many lines at once into a dataset's arrays, byte for byte as tokenize_line.py: a regex finds
+runs of numbers, the text between is split once per distinct string, numbers are laid out with
+numpy; a chunk with a rare case (odd spaces, a malformed number) goes a line at a time.
 """
 
 import errno
@@ -302,9 +300,8 @@ def dataset_splits(data_dir, plain_text=False):
 
 
 def _encode_chunks(path, split, files, text_tokens, vocabs, workers, chunk):
-    """<split>.txt encoded a chunk of lines at a time into `files` (each encoding's ids and
-    values). Returns each encoding's (lengths, numbers, counts, largest |number|, ids dtype) of
-    each chunk."""
+    """<split>.txt into `files` (each encoding's ids and values), a chunk of lines at a time; each
+    chunk's (lengths, numbers, counts, largest |number|, ids dtype) per encoding."""
     parts = {enc: [] for enc in vocabs}
     pool = Pool(workers, worker_signals) if workers > 1 else None
     size = os.path.getsize(path)
@@ -360,9 +357,8 @@ def _summary(split, enc, parts, vocab_size, text_tokens, text_bytes):
 
 
 def encode_split(folder, split, text_tokens, vocabs, workers=1, chunk=1000):
-    """Encode <split>.txt, a chunk of lines at a time, into temporary files of
-    <encoding>/<split>.{ids,values,offsets}.npy and a JSON summary for each encoding of `vocabs`.
-    Returns the summaries and the (temporary, final) names to rename once all splits are written."""
+    """<split>.txt as temporary <encoding>/<split>.{ids,values,offsets}.npy and JSON summaries:
+    the summaries, and the (temporary, final) names to rename once all splits are written."""
     path, tmp = os.path.join(folder, f"{split}.txt"), f"{os.getpid()}.tmp"
     bases = {enc: os.path.join(folder, enc, split) for enc in vocabs}
     for base in bases.values():
@@ -433,8 +429,8 @@ def lock(data_dir):
 
 
 def _text_tokens(data_dir, rebuild_vocab):
-    """vocab.json's text tokens, and the vocab.json to write (None: it stands): built from the
-    training split a chunk at a time (it may not fit in memory) if absent or rebuild_vocab."""
+    """vocab.json's text tokens and the vocab.json to write (None: it stands), built from
+    train.txt a chunk at a time if absent or rebuild_vocab."""
     vocab_path = os.path.join(data_dir, "vocab.json")
     if os.path.exists(vocab_path) and not rebuild_vocab:
         return read_json_object(vocab_path, ("text_tokens",))["text_tokens"], None
@@ -445,7 +441,7 @@ def _text_tokens(data_dir, rebuild_vocab):
 
 
 def _write_all(data_dir, encodings, workers, rebuild_vocab, plain_text):
-    """write_arrays' work, its files renamed into place once all are encoded."""
+    """write_arrays' work under the dataset's lock."""
     splits, meta = dataset_splits(data_dir, plain_text)
     held = lock(data_dir)
     try:
@@ -487,9 +483,8 @@ def _write_all(data_dir, encodings, workers, rebuild_vocab, plain_text):
 
 
 def write_arrays(data_dir, encodings, workers=1, rebuild_vocab=False, plain_text=False):
-    """Every split of data_dir in each of `encodings`; vocab.json from train.txt if there is none
-    (or rebuild_vocab). A failed or stopped run (SIGTERM too) leaves the dataset as it was.
-    Returns the summaries."""
+    """Every split of data_dir in each of `encodings`, and the summaries; vocab.json from train.txt
+    if absent (or rebuild_vocab). A failed or stopped run (SIGTERM too) changes nothing."""
     new_dirs = [os.path.join(data_dir, enc) for enc in encodings]
     new_dirs = [d for d in new_dirs if not os.path.exists(d)]
     # a SIGTERM runs the clean-up below
@@ -505,8 +500,7 @@ def write_arrays(data_dir, encodings, workers=1, rebuild_vocab=False, plain_text
         what = f"{e.filename or data_dir}: {e.strerror or e}; nothing was changed"
         if e.errno in (errno.ENOSPC, errno.EDQUOT):
             free = shutil.disk_usage(data_dir).free / 2**20
-            what = f"the disk is full ({free:,.0f} MiB free there); free some and run again (no"
-            what += " partly written array is kept)"
+            what = f"the disk is full ({free:,.0f} MiB free there); free some and run again"
         raise OSError(e.errno, f"writing the arrays of {data_dir} failed: {what}") from None
     finally:
         # a run that failed leaves nothing behind

@@ -1,12 +1,9 @@
-"""Text to token ids: numbers in text and the paper's five number encodings. A dataset's text
-becomes arrays, or a table of its token statistics:
+"""A dataset's text to token arrays in the paper's five number encodings, or its token statistics:
 
     python tokenize_numbers.py data/arithmetic_ops2 --encoding xval   # a dataset's arrays
     python tokenize_numbers.py data/planets --stats                   # token statistics table
 
-tokenize_line.py turns one sample into ids (the number grammar, split_text, xval_encode to copy),
-tokenize_arrays.py many lines at once into a dataset's arrays, dataset.py holds the vocabulary;
-their names are importable from here too.
+tokenize_line.py tokenizes one sample, tokenize_arrays.py many; dataset.py holds the vocabulary.
 """
 
 import argparse
