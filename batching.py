@@ -7,8 +7,8 @@ import functools
 import numpy as np
 import torch
 
+from dataset import EOS_ID, MASK_ID, PAD_ID
 from model import IGNORE
-from tokenize_numbers import EOS_ID, MASK_ID, PAD_ID
 
 # the "step" whose masks validation uses: fixed, and never a training step
 VAL_STEP = 2**40

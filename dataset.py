@@ -1,32 +1,135 @@
-"""
-A dataset on disk: the <split>.txt files a prepare/ script writes (meta.json last), and what
-tokenize_numbers.py makes of them: vocab.json and <encoding>/<split>.{ids,values,offsets}.npy with a
-JSON summary each, which Split reads for train.py. The tokenizer is handed in: data flows one way.
-"""
+"""A tokenized dataset as train.py, sample.py and eval.py read it: the vocabulary, the <split>.txt
+files of prepare/ (meta.json last), and vocab.json and <encoding>/<split>.{ids,values,offsets}.npy
+with a JSON summary each (tokenize_numbers.py writes them)."""
 
-import argparse
-import errno
+import functools
 import hashlib
 import itertools
 import json
 import math
 import os
 import re
-import shutil
-import signal
-import sys
-import threading
-import time
-from multiprocessing import Pool
 
 import numpy as np
-from tqdm import tqdm
 
-from util import TextError, atomic_write_text, check_regular, open_new, take_lock, worker_signals
+from util import TextError, check_regular
 
-_SPLIT_FILE = re.compile(r"(train|val|test|test_ood\w*)\.txt")
+ENCODINGS = ("xval", "p10", "p1000", "b1999", "fp15")
+TOKENS_PER_NUMBER = {"xval": 1, "p10": 5, "p1000": 3, "b1999": 2, "fp15": 1}
+CONTROL_TOKENS = ("[PAD]", "[MASK]", "[EOS]")
+PAD_ID, MASK_ID, EOS_ID = 0, 1, 2
+# ASK: a number for sample.py to predict
+NUM, ASK = "[NUM]", "[?]"
+# of the integer mantissa m in 100..999
+MIN_EXP, MAX_EXP = -10, 5
+EXPONENTS = [f"E{e}" for e in range(MIN_EXP, MAX_EXP + 1)]
 # the largest |number| trained on: float32 squares (the loss, layer norm) overflow past ~1.8e19
 MAX_VALUE = 1e18
+
+# the vocabulary
+
+
+def shown(text, most=60):
+    """Text for an error message: quoted, cut short if long (a 10 MB word)."""
+    return repr(text) if len(text) <= most else f"{text[:most]!r}… ({len(text):,} characters)"
+
+
+def number_vocab(encoding):
+    """The number tokens of an encoding, in id order (zero's extra token last)."""
+    signs, mantissas = ["+", "-"], [str(m) for m in range(100, 1000)]
+    tokens = {
+        "xval": [NUM],
+        "p10": signs + [str(d) for d in range(10)] + EXPONENTS,
+        "p1000": signs + mantissas + EXPONENTS + ["000"],
+        "b1999": [s + m for s in signs for m in mantissas] + EXPONENTS + ["+000"],
+        "fp15": [s + m + e for s in signs for m in mantissas for e in EXPONENTS] + ["+000E0"],
+    }
+    if encoding not in tokens:
+        raise ValueError(f"unknown encoding {encoding!r}; expected one of {', '.join(ENCODINGS)}")
+    return tokens[encoding]
+
+
+def number_tokens(negative, mantissa, exponent, encoding):
+    """The tokens of ±mantissa·10^exponent: number_tokens(True, 602, -1, "b1999") == ["-602",
+    "E-1"]."""
+    sign, mant, e = "-" if negative else "+", f"{mantissa:03d}", f"E{exponent}"
+    return {
+        "p10": [sign, *mant, e],
+        "p1000": [sign, mant, e],
+        "b1999": [sign + mant, e],
+        "fp15": [sign + mant + e],
+    }[encoding]
+
+
+@functools.cache
+def number_table(encoding):
+    """A text encoding's numbers: ids table[negative, mantissa, exponent - MIN_EXP] and
+    {tokens: value}."""
+    ids = dict(zip(number_vocab(encoding), itertools.count(len(CONTROL_TOKENS))))
+    shape = (2, 1000, MAX_EXP - MIN_EXP + 1, TOKENS_PER_NUMBER[encoding])
+    table, values = np.zeros(shape, np.int64), {}
+    every = itertools.product((0, 1), range(100, 1000), range(MIN_EXP, MAX_EXP + 1))
+    for n, m, e in [(0, 0, 0), *every]:
+        tokens = number_tokens(n, m, e, encoding)
+        values[tuple(tokens)] = float(f"{'-' * n}{m}e{e}")
+        table[n, m, e - MIN_EXP] = [ids[t] for t in tokens]
+    return table, values
+
+
+def tokens_to_number(tokens, encoding):
+    """One number's value, NaN unless its tokens are exactly one of the encoding's:
+    tokens_to_number(["-602E-1"], "fp15") == -60.2."""
+    if encoding == "xval":
+        raise ValueError("xval numbers carry their value in the values array, not in tokens")
+    tokens = tuple(t if isinstance(t, str) else None for t in tokens)
+    return number_table(encoding)[1].get(tokens, float("nan"))
+
+
+class Vocab:
+    """Token strings <-> ids for one encoding: specials, number tokens, the dataset's text tokens.
+    Number and text tokens never share an id: the operator '-' is not the sign '-'."""
+
+    def __init__(self, text_tokens, encoding):
+        self.encoding, self.text_tokens = encoding, list(text_tokens)
+        self.number_tokens = number_vocab(encoding)
+        self.itos = [*CONTROL_TOKENS, *self.number_tokens, *self.text_tokens]
+        self.first_number_id = len(CONTROL_TOKENS)
+        self.first_text_id = self.first_number_id + len(self.number_tokens)
+        self.num_id = self.first_number_id if encoding == "xval" else None
+        self._text_ids = {t: i for i, t in enumerate(self.text_tokens, self.first_text_id)}
+        # sample.py sets a trained model's own
+        self.unknown = (
+            "add a sample with it to train.txt and tokenize with --rebuild-vocab, or write it as a"
+            " number or a token the vocabulary has"
+        )
+        # a number's first token, with its sign: how spans are found in arrays
+        starts = enumerate(self.number_tokens, self.first_number_id)
+        self.number_start_ids = np.array([i for i, t in starts if t[0] in "+-" or t == NUM])
+
+    def __len__(self):
+        return len(self.itos)
+
+    def text_id(self, token, where="text"):
+        if token not in self._text_ids:
+            raise TextError(
+                f"{where}: {shown(token)} is not in the vocabulary built from the training split "
+                f"({len(self.text_tokens)} text tokens); {self.unknown}"
+            )
+        return self._text_ids[token]
+
+    def is_number(self, ids):
+        ids = np.asarray(ids)
+        return (ids >= self.first_number_id) & (ids < self.first_text_id)
+
+    def decode_number(self, ids):
+        """A text-encoded number's value from its ids, NaN unless exactly a number."""
+        ids = [int(i) for i in ids]
+        if not all(self.first_number_id <= i < self.first_text_id for i in ids):
+            return float("nan")
+        return tokens_to_number([self.itos[i] for i in ids], self.encoding)
+
+
+# the files
 
 
 def first_index(n, bad, chunk=1 << 22):
@@ -39,7 +142,8 @@ def first_index(n, bad, chunk=1 << 22):
     return None
 
 
-def _decoded(f, where):
+def decoded_lines(f, where):
+    """The lines of a binary file object, decoded as UTF-8 (else a TextError naming where:line)."""
     for i, raw in enumerate(f, 1):
         try:
             line = raw.decode("utf-8").rstrip("\r\n")
@@ -65,32 +169,18 @@ def _decoded(f, where):
 
 
 def read_lines(f, where):
-    """The lines of a binary file object, decoded as UTF-8 (else a TextError naming where:line)."""
-    return list(_decoded(f, where))
+    """decoded_lines as a list."""
+    return list(decoded_lines(f, where))
 
 
 def read_samples(path, required=True):
     """(line number, line) of a file's lines that are not blank; required: none is an error."""
     with open(path, "rb") as f:
-        lines = [(i, line) for i, line in enumerate(_decoded(f, path), 1) if line.strip()]
+        lines = [(i, line) for i, line in enumerate(decoded_lines(f, path), 1) if line.strip()]
     if required and not lines:
         empty = "an empty file" if os.path.getsize(path) == 0 else "blank lines only"
         raise TextError(f"{path}: no sample ({empty}); expected one sample per line")
     return lines
-
-
-def line_chunks(path, chunk, bar=None):
-    """(first line index, lines) chunks of a text file, read lazily."""
-    with open(path, "rb") as f:
-        numbered = enumerate(_decoded(f, path))
-        while part := list(itertools.islice(numbered, chunk)):
-            for i, line in part:
-                if not line.strip():
-                    raise TextError(f"{path}:{i + 1}: empty line; expected one sample per line")
-            lines = [line for _, line in part]
-            if bar:
-                bar.update(sum(map(len, lines)) + len(lines))
-            yield part[0][0], lines
 
 
 _NAME = re.compile(r"\w[\w.-]*")
@@ -124,50 +214,7 @@ def require_dataset(data_dir):
     return meta
 
 
-def dataset_splits(data_dir, plain_text=False):
-    """A dataset's split names, train first, and the meta.json to write (None: it stands); text
-    files of your own (plain_text) have the splits their files name."""
-    meta_path, meta, new_meta = os.path.join(data_dir, "meta.json"), None, None
-    if not (plain_text and os.path.isdir(data_dir) and not os.path.exists(meta_path)):
-        meta = read_meta(data_dir)
-        if not isinstance(meta["splits"], (list, dict)):
-            raise TextError(f"{meta_path}: 'splits' is not a list of split names")
-        splits = list(meta["splits"])
-        for split in splits:
-            check_name(split, f"{meta_path}: split")
-        if not splits or len(set(splits)) < len(splits):
-            raise TextError(f"{meta_path}: splits {splits!r}: none, or one named twice")
-    if meta is None or meta.get("dataset") == "plain text":
-        files = sorted(f for f in os.listdir(data_dir) if f.endswith(".txt"))
-        splits = [f[:-4] for f in files if _SPLIT_FILE.fullmatch(f)]
-        if others := [f for f in files if not _SPLIT_FILE.fullmatch(f)]:
-            print(
-                f"note: {', '.join(others)} not taken as splits (a split is train.txt, val.txt,"
-                " test.txt or test_ood*.txt)"
-            )
-        if "train" not in splits:
-            raise FileNotFoundError(
-                f"{data_dir}: no train.txt; --plain-text expects <split>.txt files, train among"
-                " them"
-            )
-        if meta is None or meta["splits"] != splits:
-            command = " ".join(["python"] + sys.argv)
-            new_meta = {"dataset": "plain text", "splits": splits, "command": command}
-    # every split has a sample before anything is written
-    for split in splits:
-        path = os.path.join(data_dir, f"{split}.txt")
-        if not os.path.exists(path):
-            raise FileNotFoundError(f"{path} not found, but {meta_path} lists split {split!r}")
-        with open(path, encoding="utf-8", errors="replace") as f:
-            if not f.readline().strip():
-                raise TextError(
-                    f"{path}:1: {'empty file' if os.path.getsize(path) == 0 else 'empty line'}; "
-                    "expected one sample per line"
-                )
-    return sorted(splits, key=lambda s: (s != "train", s != "val")), new_meta
-
-
-def read_json(path, keys=(), again=""):
+def read_json_object(path, keys=(), again=""):
     """A JSON object from a file; one cut short, not an object or without one of `keys` is a
     TextError naming the file."""
     check_regular(path)
@@ -185,7 +232,7 @@ def read_json(path, keys=(), again=""):
 
 def read_meta(data_dir):
     """A complete dataset's meta.json."""
-    return read_json(require_dataset(data_dir), ("splits",), "; prepare the dataset again")
+    return read_json_object(require_dataset(data_dir), ("splits",), "; prepare the dataset again")
 
 
 def load_text_vocab(data_dir):
@@ -194,7 +241,7 @@ def load_text_vocab(data_dir):
     again = f"; run: python tokenize_numbers.py {data_dir} --rebuild-vocab"
     if not os.path.exists(path):
         raise FileNotFoundError(f"{path} not found; run: python tokenize_numbers.py {data_dir}")
-    tokens = read_json(path, ("text_tokens",), again)["text_tokens"]
+    tokens = read_json_object(path, ("text_tokens",), again)["text_tokens"]
     if not (isinstance(tokens, list) and all(isinstance(t, str) for t in tokens)):
         raise TextError(f"{path}: text_tokens is not a list of strings{again}")
     # never written by the tokenizer: a token twice, an empty one, a control token's name
@@ -317,86 +364,6 @@ def vocab_digest(text_tokens):
     return hashlib.sha1(json.dumps(text_tokens).encode()).hexdigest()[:12]
 
 
-def write_split(
-    folder, split, encodings, text_tokens, encode_lines, vocabs, workers=1, chunk=1000, staged=None
-):
-    """Encode <split>.txt with encode_lines, a chunk of lines at a time, into
-    <encoding>/<split>.{ids,values,offsets}.npy and a JSON summary for each of `encodings`, in
-    temporary files whose (temporary, final) names go to `staged` (None: renamed at once)."""
-    path, tmp = os.path.join(folder, f"{split}.txt"), f"{os.getpid()}.tmp"
-    bases = {enc: os.path.join(folder, enc, split) for enc in encodings}
-    for base in bases.values():
-        os.makedirs(os.path.dirname(base), exist_ok=True)
-    raw = {(e, n): open_new(f"{b}.{n}.{tmp}") for e, b in bases.items() for n in ("ids", "values")}
-    parts = {enc: [] for enc in encodings}
-    pool = Pool(workers, worker_signals) if workers > 1 else None
-    size = os.path.getsize(path)
-    bar = tqdm(
-        total=size, unit="B", unit_scale=True, desc=split, disable=size < 1 << 26, leave=False
-    )
-    jobs = ((lines, text_tokens, encodings, path, i) for i, lines in line_chunks(path, chunk, bar))
-    # waves of `workers` chunks: the text is read as it is encoded, never all at once
-    try:
-        for wave in iter(lambda: list(itertools.islice(jobs, max(workers, 1))), []):
-            for result in (pool.starmap if pool else itertools.starmap)(encode_lines, wave):
-                for enc, (ids, values, lengths, numbers, counts) in result.items():
-                    raw[enc, "ids"].write(ids.tobytes())
-                    raw[enc, "values"].write(values.tobytes())
-                    largest = np.abs(values[vocabs[enc].is_number(ids)]).max(initial=0)
-                    parts[enc].append((lengths, numbers, counts, float(largest), ids.dtype))
-    except BaseException:
-        for f in raw.values():
-            os.remove(f.name)
-        raise
-    finally:
-        bar.close()
-        for f in raw.values():
-            f.close()
-        if pool:
-            pool.terminate()
-    moves, summaries = [], []
-    for enc, base in bases.items():
-        lengths, numbers = (np.concatenate([p[i] for p in parts[enc]]) for i in (0, 1))
-        for name, dtype in (("ids", parts[enc][0][4]), ("values", np.float32)):
-            header = {"descr": np.lib.format.dtype_to_descr(np.dtype(dtype))}
-            header.update(fortran_order=False, shape=(int(lengths.sum()),))
-            # an .npy header, then the bytes
-            part = f"{base}.{name}.{tmp}"
-            with open_new(part + ".npy") as out, open(part, "rb") as f:
-                np.lib.format.write_array_header_1_0(out, header)
-                shutil.copyfileobj(f, out, 1 << 24)
-            os.remove(part)
-        # sample i: [o[i], o[i+1])
-        with open_new(f"{base}.offsets.{tmp}.npy") as out:
-            np.save(out, np.r_[0, np.cumsum(lengths)].astype(np.int64))
-        counts = {k: sum(p[2][k] for p in parts[enc]) for k in ("clipped", "zero")}
-        s = dict(split=split, encoding=enc, samples=len(lengths), tokens=int(lengths.sum()))
-        s.update(tokens_per_sample_mean=round(float(lengths.mean()), 2))
-        s.update(tokens_per_sample_max=int(lengths.max()))
-        s.update(numbers_per_sample_mean=round(float(numbers.mean()), 2))
-        s.update(numbers_per_sample_max=int(numbers.max()))
-        s.update(largest_abs=max(p[3] for p in parts[enc]), clipped=counts["clipped"])
-        s.update(flushed_to_zero=counts["zero"], vocab_size=len(vocabs[enc]))
-        s.update(vocab_digest=vocab_digest(text_tokens), text_bytes=size)
-        summaries.append(s)
-        atomic_write_text(f"{base}.{tmp}.json", json.dumps(s, indent=1))
-        for name in ("ids", "values", "offsets"):
-            moves.append((f"{base}.{name}.{tmp}.npy", f"{base}.{name}.npy"))
-        moves.append((f"{base}.{tmp}.json", f"{base}.json"))
-        if counts["clipped"]:
-            clipped = counts["clipped"]
-            print(f"warning: {split}: {clipped} numbers beyond ±9.99e7 were clipped ({enc})")
-        if counts["zero"]:
-            print(
-                f"note: {split}: {counts['zero']} numbers below"
-                f" {'1.4e-45 (float32)' if enc == 'xval' else '1e-8'} in magnitude became 0 ({enc})"
-            )
-    for tmp_name, final in moves if staged is None else ():
-        os.replace(tmp_name, final)
-    (staged if staged is not None else []).extend(moves)
-    return summaries
-
-
 class Split:
     """A tokenized split, memory-mapped: sample i is ids[offsets[i]:offsets[i+1]] (and values)."""
 
@@ -410,7 +377,7 @@ class Split:
             raise FileNotFoundError(f"{base}.ids.npy not found; run: {command}")
         again = f"run again: {command}"
         keys = ("split", "encoding", "samples", "vocab_digest")
-        summary = read_json(base + ".json", keys, f"; {again}")
+        summary = read_json_object(base + ".json", keys, f"; {again}")
         try:
             for name in ("ids", "values", "offsets"):
                 check_regular(f"{base}.{name}.npy")
@@ -495,150 +462,3 @@ class Split:
     def __getitem__(self, i):
         a, b = self.offsets[i], self.offsets[i + 1]
         return np.asarray(self.ids[a:b], np.int64), np.asarray(self.values[a:b], np.float32)
-
-
-def temporaries(data_dir, pid):
-    """The temporary files of process pid in a dataset's folders (their names hold the pid)."""
-    if not os.path.isdir(data_dir):
-        return []
-    folders = [e.path for e in os.scandir(data_dir) if e.is_dir()]
-    return [os.path.join(d, f) for d in folders for f in os.listdir(d) if f".{pid}.tmp" in f]
-
-
-def lock(data_dir):
-    """Take <data_dir>/tokenize.lock: two runs never write one dataset at once; a killed run's lock
-    is replaced, its temporary files removed."""
-
-    def clean(pid):
-        stale = temporaries(data_dir, pid)
-        print(
-            f"note: removing {path} of process {pid}, which ended without releasing it, and"
-            f" {len(stale)} temporary files it left"
-        )
-        for f in stale:
-            os.remove(f)
-
-    path = os.path.join(data_dir, "tokenize.lock")
-    if (pid := take_lock(path, clean)) is not None:
-        raise TextError(
-            f"{path}: another tokenize_numbers.py run (pid {pid}) is writing {data_dir}; "
-            "wait for it to end (or delete the lock if that process is not tokenizing)"
-        )
-    return path
-
-
-def write_arrays(args, encodings, encode_lines, build_text_vocab, make_vocab):
-    """Every split of args.data_dir in each of `encodings`, renamed into place once all are encoded;
-    vocab.json from train.txt if there is none (or --rebuild-vocab). A failed or stopped run
-    (SIGTERM too) leaves the dataset as it was. Returns the summaries."""
-    data_dir = args.data_dir
-    new_dirs = [os.path.join(data_dir, enc) for enc in encodings]
-    new_dirs = [d for d in new_dirs if not os.path.exists(d)]
-    vocab_path, held, staged, summaries = os.path.join(data_dir, "vocab.json"), None, [], []
-    # a SIGTERM runs the clean-up below
-    on_term = None
-    if threading.current_thread() is threading.main_thread():
-        on_term = signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    try:
-        splits, meta = dataset_splits(data_dir, args.plain_text)
-        held = lock(data_dir)
-        if os.path.exists(vocab_path) and not args.rebuild_vocab:
-            text_tokens, vocab = read_json(vocab_path, ("text_tokens",))["text_tokens"], None
-        # from the training split, a chunk at a time: it may not fit in memory
-        else:
-            train = os.path.join(data_dir, "train.txt")
-            chunks = line_chunks(train, 10_000)
-            text_tokens = sorted(set().union(*(build_text_vocab(c, train, i) for i, c in chunks)))
-            vocab = {"built_from": "train.txt", "text_tokens": text_tokens}
-        if "val" not in splits and (meta or {}).get("dataset") == "plain text":
-            raise FileNotFoundError(
-                f"{data_dir}: no val.txt; train.py validates on it: put some samples (not those of "
-                "train.txt) in val.txt, one per line"
-            )
-        print(f"{data_dir}: {len(text_tokens)} text tokens in vocab.json")
-        vocabs = {enc: make_vocab(text_tokens, enc) for enc in encodings}
-        # a prepared dataset's meta.json counts its samples: a text cut short is not tokenized
-        declared = read_meta(data_dir)["splits"] if meta is None else []
-        for split in splits:
-            job = (data_dir, split, encodings, text_tokens, encode_lines, vocabs, args.workers)
-            for s in write_split(*job, staged=staged):
-                if isinstance(declared, dict) and declared.get(split) not in (None, s["samples"]):
-                    raise TextError(
-                        f"{data_dir}/{split}.txt has {s['samples']:,} samples, its meta.json"
-                        f" {declared[split]:,}: a copy cut short? copy or prepare it again"
-                    )
-                summaries.append(s)
-                print(
-                    f"{s['encoding']:>6} {split:>18}: {s['samples']} samples, tokens/sample mean"
-                    f" {s['tokens_per_sample_mean']} max {s['tokens_per_sample_max']},"
-                    f" numbers/sample {s['numbers_per_sample_mean']}, largest |x|"
-                    f" {s['largest_abs']:.4g}, vocab {s['vocab_size']}"
-                )
-        for tmp, final in staged:
-            os.replace(tmp, final)
-        for path, content in ((vocab_path, vocab), (os.path.join(data_dir, "meta.json"), meta)):
-            if content:
-                atomic_write_text(path, json.dumps(content, indent=1))
-    except OSError as e:
-        # ours: a split or folder that is not there
-        if isinstance(e, FileNotFoundError) and not e.filename:
-            raise
-        what = f"{e.filename or data_dir}: {e.strerror or e}; nothing was changed"
-        if e.errno in (errno.ENOSPC, errno.EDQUOT):
-            free = shutil.disk_usage(data_dir).free / 2**20
-            what = f"the disk is full ({free:,.0f} MiB free there); free some and run again (no"
-            what += " partly written array is kept)"
-        raise OSError(e.errno, f"writing the arrays of {data_dir} failed: {what}") from None
-    finally:
-        # a run that failed leaves nothing behind
-        for f in temporaries(data_dir, os.getpid()):
-            os.remove(f)
-        for new_dir in new_dirs:
-            if os.path.isdir(new_dir) and not os.listdir(new_dir):
-                os.rmdir(new_dir)
-        if held:
-            os.remove(held)
-        if on_term is not None:
-            signal.signal(signal.SIGTERM, on_term)
-    return summaries
-
-
-def command(argv, encodings_known, encode_lines, build_text_vocab, make_vocab):
-    """tokenize_numbers.py's command line: write a dataset's arrays, or print its statistics."""
-    known = ", ".join(encodings_known)
-    p = argparse.ArgumentParser(
-        description="Tokenize a prepared dataset into arrays, or print its token statistics."
-    )
-    folder = "a folder written by a prepare/ script (train.txt, val.txt, ...)"
-    p.add_argument("data_dir", help=folder)
-    p.add_argument("--encoding", default="xval", help=f"one of {known}, or 'all'")
-    p.add_argument("--workers", type=int, default=os.cpu_count() or 1)
-    stats = "print tokens/sample per encoding (tokenizes every encoding)"
-    p.add_argument("--stats", action="store_true", help=stats)
-    p.add_argument("--rebuild-vocab", action="store_true", help="rebuild vocab.json from train.txt")
-    plain = (
-        "DIR holds <split>.txt files of your own, no meta.json: write one naming them and tokenize"
-    )
-    p.add_argument("--plain-text", action="store_true", help=plain)
-    args, t0 = p.parse_args(argv), time.time()
-    encodings = list(encodings_known) if args.encoding == "all" or args.stats else [args.encoding]
-    for e in encodings:
-        if e not in encodings_known:
-            p.error(f"unknown encoding {e!r}; expected one of {known} or 'all'")
-    try:
-        table = write_arrays(args, encodings, encode_lines, build_text_vocab, make_vocab)
-    except (TextError, OSError) as e:
-        sys.exit(f"error: {e.strerror if isinstance(e, OSError) and e.strerror else e}")
-    # Ctrl-C: one line, and the exit code shells expect
-    except KeyboardInterrupt:
-        print(f"interrupted: {args.data_dir} is as it was before this run", file=sys.stderr)
-        sys.exit(130)
-    if args.stats:
-        print("\n| encoding | tokens/sample mean | max | numbers/sample mean | max |")
-        print("|---|---|---|---|---|")
-        for s in (s for s in table if s["split"] == "train"):
-            print(
-                f"| {s['encoding']} | {s['tokens_per_sample_mean']} | {s['tokens_per_sample_max']}"
-                f" | {s['numbers_per_sample_mean']} | {s['numbers_per_sample_max']} |"
-            )
-    print(f"done in {time.time() - t0:.1f} s")

@@ -11,12 +11,12 @@ import numpy as np
 import torch
 
 from batching import collate, fill_in_example, to_device
-from dataset import MAX_VALUE, KeyAbsent, fingerprint, masked_numbers, number_paths, read_meta
+from dataset import ASK, EOS_ID, MAX_VALUE, TOKENS_PER_NUMBER, KeyAbsent, Vocab, fingerprint
+from dataset import masked_numbers, number_paths, read_meta
 from mixture import mixture_mean, mixture_quantile, mixture_sample, mixture_std
 from model import GPT, GPTConfig
-from tokenize_numbers import ASK, EOS_ID, TOKENS_PER_NUMBER, TextError, Vocab, encode_pieces
-from tokenize_numbers import number_spans, split_text
-from util import format_number, load_checkpoint
+from tokenize_line import encode_pieces, number_spans, split_text, split_text_spans
+from util import TextError, format_number, load_checkpoint
 
 
 def load_model(path, device="cpu"):
@@ -185,7 +185,7 @@ def encode_line(
     truths, spans = [], []
     # the chosen numbers become [?], in the pieces and in the text shown
     if mask is not None:
-        pieces = split_text(line, where, spans=spans)
+        pieces, spans = split_text_spans(line, where)
         (masked,) = masked_numbers(line, pieces, where, [mask] if mask else [], mask_all).values()
         if not masked:
             raise KeyAbsent(
@@ -345,8 +345,7 @@ def far_outside(x, key, known, where):
 def in_own_units(text, where, units):
     """A generated record with its numbers in the file's own units; as generated (scaled, said)
     where it is no complete record."""
-    spans = []
-    pieces = split_text(text, where, spans=spans)
+    pieces, spans = split_text_spans(text, where)
     try:
         scales, _ = number_keys(text, pieces, where, units["scales"])
     except TextError:

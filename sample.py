@@ -21,11 +21,10 @@ from contextlib import nullcontext
 import torch
 
 from configurator import configure
-from dataset import KeyAbsent, read_lines
+from dataset import ASK, KeyAbsent, read_lines
 from predict import detokenize, encode_line, fill_in, filled, generate, in_own_units, load_model
 from predict import units_of
-from tokenize_numbers import ASK, TextError
-from util import format_number, pick_device, run_main, shell_line
+from util import TextError, format_number, pick_device, run_main, shell_line
 
 # -- config: python sample.py --help
 ckpt = "out/quickstart/ckpt_best.pt"  # checkpoint written by train.py

@@ -23,10 +23,9 @@ import preflight
 import report
 from batching import VAL_STEP, collate, step_batches, step_samples, to_device, training_examples
 from configurator import configure
-from dataset import Split, fingerprint, load_text_vocab
+from dataset import Split, Vocab, fingerprint, load_text_vocab
 from distributed import print0
 from model import GPT, GPTConfig, configure_optimizer, flops_per_token, loss_from
-from tokenize_numbers import Vocab
 from util import exit_on_ctrl_c
 
 # -- config: overridden by config files, then --key=value

@@ -247,7 +247,7 @@ BRACKETS = ["[[1,2],[3,4]]", "[[1,2]],[[-3]]", "[1],[x]", "[1],[-.5]", "[1]],[[2
             '{"data":[[[1.896,-0.5563],[1.296,-0.7366]],[[1.974,0.01111],[1.485,-0.1105]]]}', "[1],[2],[3]"]
 EDGES = [",", "1,2", ",", ",", "5", "1,", ",1", "x", "", "y", ",", "-1,-2", "[1,2]", "", ""]  # lines without numbers
 
-# malformed numbers are errors (docs/decisions.md#numbers-in-text): checked with BAD in test_tokenize_fast.py
+# malformed numbers are errors (docs/decisions.md#numbers-in-text): checked with BAD in test_tokenize_arrays.py
 MALFORMED = ["+-.5++4e1", "--.5-+4e1", "(--5", "-+5", "1e5.5", "5..5", "1.2.3"]
 SIGNS, EXPONENTS, DECIMALS = ([s for s in lines if s not in MALFORMED] for lines in (SIGNS, EXPONENTS, DECIMALS))
 
@@ -281,3 +281,16 @@ def diverging_after(steps):
         yield
     finally:
         torch.optim.AdamW.step = original
+
+
+# numbers joined by text: where the many-lines tokenizer and xval_encode are checked against split_text
+NUMBERS = ["0", "7", "12", "-3", "+4", "1.5", "-0.25", ".5", "-.5", "5.", "1e5", "-2.5E-3", "+6e+2", "1.e3", ".5e1",
+           "1e308", "1e-320", "99999999999", "007"]
+GLUE = [",", ", ", "],[", "]],[[", " ", "  ", "(", ")", "=", " = ", "-", " - ", "+", "*", "/", "^", "<", ">", ":",
+        "[", "]", "{", "}", '"t":', "x", "t2m", " x ", "_", "\t", "'k':", "e", "E"]
+
+
+def number_lines(n, seed):
+    import random
+    rng = random.Random(seed)
+    return ["".join(rng.choice(NUMBERS if k % 2 else GLUE) for k in range(rng.randint(1, 14))) for _ in range(n)]

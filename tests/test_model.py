@@ -9,7 +9,7 @@ from helpers import NUM, V, sample, tiny
 from batching import collate, mlm_mask
 from model import GPT, IGNORE, GPTConfig, flops_per_token, loss_from
 from util import peak_flops
-from tokenize_numbers import MASK_ID
+from dataset import MASK_ID
 
 
 @pytest.mark.parametrize("encoding,causal", [("xval", False), ("xval", True), ("p10", False)])

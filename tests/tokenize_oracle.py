@@ -1,16 +1,15 @@
-"""
-The oracle the tokenizer is checked against: the definition of the split, one character at a time
-as the rules read (docs/decisions.md#numbers-in-text), and the scalar rounding of the text
-encodings. Slow and plain on purpose; tokenize_numbers.py must give exactly its pieces, tokens,
-errors and arrays (tests/test_tokenize.py).
-"""
+"""The oracle the tokenizer is checked against: the split one character at a time as the rules read
+(docs/decisions.md#numbers-in-text) and the scalar rounding of the text encodings. Slow and plain on
+purpose; tokenize_line.py and tokenize_arrays.py must give exactly its pieces, tokens, errors and arrays."""
 import functools
 import math
 import re
 
 import numpy as np
 
-from tokenize_numbers import ASK, FLOAT32_OVERFLOW, MAX_EXP, MIN_EXP, TextError, Vocab
+from dataset import ASK, MAX_EXP, MIN_EXP, Vocab
+from tokenize_line import FLOAT32_OVERFLOW
+from util import TextError
 
 # A number literal: digits with an optional decimal point, or .digits; optional exponent.
 _NUMBER = re.compile(r"(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
@@ -21,8 +20,8 @@ _UNARY_AFTER = set("([{,:=+-*/^<>")
 DIGITS = "0123456789"
 
 
-def split_text(text, where="text", allow_ask=False, spans=None):
-    """The pieces of one sample, as tokenize_numbers.split_text gives them."""
+def split_text(text, where="text", allow_ask=False):
+    """The pieces of one sample, as tokenize_line.split_text gives them."""
     pieces = []
     i, n = 0, len(text)
     prev = None  # previous non-space piece, to tell a unary sign from a binary operator
@@ -34,8 +33,6 @@ def split_text(text, where="text", allow_ask=False, spans=None):
             continue
         if allow_ask and text.startswith(ASK, i):
             pieces.append(("ask", None))
-            if spans is not None:
-                spans.append((i, i + len(ASK)))
             prev, i = ("num", None), i + len(ASK)
             continue
         # a sign belongs to the number only where it cannot be an operator
@@ -65,8 +62,6 @@ def split_text(text, where="text", allow_ask=False, spans=None):
             if not math.isfinite(value):
                 raise TextError(f"{where}: number literal {literal!r} overflows float64")
             pieces.append(("num", value))
-            if spans is not None:
-                spans.append((i, m.end()))
             prev, i, last_number = pieces[-1], m.end(), (i, m.end())
             continue
         if m and text[start:m.end()].replace(".", "").isdigit() and "." in text[start:m.end()]:
@@ -79,15 +74,11 @@ def split_text(text, where="text", allow_ask=False, spans=None):
         if not q and token.lower() in ("nan", "inf", "infinity"):
             raise TextError(f"{where}: {token!r} is not a finite number; nan and inf are not allowed")
         pieces.append(("text", token))
-        if spans is not None:
-            spans.append((i, i + len(token)))
         prev, i = pieces[-1], i + len(token)
     # a comma between two numbers costs no token
     keep = [not (piece == ("text", ",") and 0 < j < len(pieces) - 1
                  and pieces[j - 1][0] != "text" and pieces[j + 1][0] != "text")
             for j, piece in enumerate(pieces)]
-    if spans is not None:
-        spans[:] = [span for span, k in zip(spans, keep) if k]
     return [piece for piece, k in zip(pieces, keep) if k]
 
 
@@ -113,11 +104,6 @@ def _punctuation_run(text, i, allow_ask):
     return text[i:j]
 
 
-def extract_numbers(text):
-    """All the numbers of a text, in order: extract_numbers('e=-1.33,x1:.25') == [-1.33, 0.25]."""
-    return [v for kind, v in split_text(text) if kind == "num"]
-
-
 def round_number(x):
     """
     (sign, mantissa, exponent, status) with x ≈ sign·mantissa·10^exponent, 3 significant digits,
@@ -136,13 +122,11 @@ def round_number(x):
     return sign, mantissa, exponent, "ok"
 
 
-def number_to_tokens(x, encoding, counts=None):
+def number_to_tokens(x, encoding):
     """The tokens of one number, spelled from round_number."""
     if encoding == "xval":
         return ["[NUM]"]
     sign, m, e, status = round_number(x)
-    if counts is not None and status != "ok":
-        counts[status] = counts.get(status, 0) + 1
     mant = f"{m:03d}"
     return {"p10": [sign, *mant, f"E{e}"], "p1000": [sign, mant, f"E{e}"], "b1999": [sign + mant, f"E{e}"],
             "fp15": [f"{sign}{mant}E{e}"]}[encoding]
@@ -155,7 +139,16 @@ def number_ids(encoding):
     return {t: i for i, t in enumerate(vocab.number_tokens, vocab.first_number_id)}
 
 
-def encode_pieces(pieces, vocab, where="text", counts=None):
+def number_counts(pieces, encoding):
+    """How many numbers of the pieces are clipped or become zero."""
+    numbers = [v for kind, v in pieces if kind == "num"]
+    if encoding == "xval":  # below float32's least
+        return {"clipped": 0, "zero": sum(v != 0 and np.float32(v) == 0 for v in numbers)}
+    status = [round_number(v)[3] for v in numbers]
+    return {"clipped": status.count("clipped"), "zero": status.count("zero")}
+
+
+def encode_pieces(pieces, vocab, where="text"):
     """(ids, values, ask) of pieces, a piece at a time."""
     ids, values, ask = [], [], []
     for kind, v in pieces:
@@ -168,9 +161,7 @@ def encode_pieces(pieces, vocab, where="text", counts=None):
         if vocab.encoding == "xval" and abs(value) >= FLOAT32_OVERFLOW:
             raise TextError(f"{where}: the number {value!r} overflows float32, the dtype of xVal's values "
                             f"(at most {np.finfo(np.float32).max:.7g} in magnitude)")
-        if vocab.encoding == "xval" and counts is not None and value != 0 and np.float32(value) == 0:
-            counts["zero"] = counts.get("zero", 0) + 1
-        toks = number_to_tokens(value, vocab.encoding, counts if kind == "num" else None)
+        toks = number_to_tokens(value, vocab.encoding)
         ids += [number_ids(vocab.encoding)[t] for t in toks]
         values += [value] * len(toks)
         ask += [kind == "ask"] * len(toks)
@@ -179,17 +170,21 @@ def encode_pieces(pieces, vocab, where="text", counts=None):
     return np.array(ids, np.int64), values, np.array(ask, bool)
 
 
-def encode_lines(lines, text_tokens, encodings, path="text", first_line=0):
-    """tokenize_numbers.encode_lines one line at a time through the oracle's split and encoding."""
+def encode_lines(lines, text_tokens, encodings, path="text", first_line=0, split=None, encode=None):
+    """tokenize_arrays.encode_lines one line at a time through the oracle's split and encoding (or
+    those given)."""
+    split, encode = split or split_text, encode or encode_pieces
     vocabs = {enc: Vocab(text_tokens, enc) for enc in encodings}
     out = {enc: {"ids": [], "values": [], "lengths": [], "numbers": [], "counts": {"clipped": 0, "zero": 0}}
            for enc in vocabs}
     for j, line in enumerate(lines):
         where = f"{path}:{first_line + j + 1}"
-        pieces = split_text(line, where)
+        pieces = split(line, where)
         n_numbers = sum(kind == "num" for kind, _ in pieces)
         for enc, o in out.items():
-            ids, values, _ = encode_pieces(pieces, vocabs[enc], where, o["counts"])
+            ids, values, _ = encode(pieces, vocabs[enc], where)
+            for key, n in number_counts(pieces, enc).items():
+                o["counts"][key] += n
             o["ids"].append(ids.astype(np.uint16 if len(vocabs[enc]) < 2**16 else np.int32))
             o["values"].append(values)
             o["lengths"].append(len(ids))

@@ -28,8 +28,8 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from dataset import line_chunks  # noqa: E402
-from tokenize_numbers import ENCODINGS, build_text_vocab, encode_lines  # noqa: E402
+from tokenize_arrays import build_text_vocab, encode_lines, line_chunks  # noqa: E402
+from tokenize_numbers import ENCODINGS  # noqa: E402
 
 
 def cpu_seconds(fn):

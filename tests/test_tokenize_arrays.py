@@ -1,6 +1,7 @@
-"""The tokenizer (encode_lines, build_text_vocab, round_numbers) gives exactly what the oracle
-(tests/tokenize_oracle.py: the split a character at a time, round_number) gives: the same bytes on every
-prepare script's output and on adversarial lines, and the same errors naming the same file and line."""
+"""tokenize_arrays.py (encode_lines, build_text_vocab, the arrays it writes) and round_numbers give exactly
+what the oracle (tests/tokenize_oracle.py) gives: the same bytes on every prepare script's output and on
+adversarial lines, and the same errors naming the same file and line."""
+import functools
 import os
 import random
 import sys
@@ -9,12 +10,17 @@ import numpy as np
 import pytest
 from conftest import ROOT
 from helpers import (BRACKETS, DECIMALS, EDGES, EXPONENTS, MALFORMED, NEAR_LIMITS, SIGNS, SPACES, TIES,
-                     UNICODE, WORDS, generated)
+                     UNICODE, WORDS, generated, number_lines)
 
-import tokenize_oracle as oracle
-from dataset import write_split
-from tokenize_numbers import (ENCODINGS, FLOAT32_OVERFLOW, TextError, Vocab, build_text_vocab, encode, encode_lines,
-                              round_numbers, split_text)
+import tokenize_arrays
+import tokenize_line
+from dataset import ENCODINGS, Vocab
+from tokenize_arrays import build_text_vocab, encode_lines, encode_split
+from tokenize_line import FLOAT32_OVERFLOW, encode, round_numbers, split_text
+from tokenize_oracle import encode_lines as encode_lines_reference
+from tokenize_oracle import round_number
+from tokenize_oracle import text_vocab as reference_vocab
+from util import TextError
 
 sys.path.insert(0, os.path.join(ROOT, "prepare"))
 import arithmetic  # noqa: E402
@@ -39,9 +45,6 @@ def assert_same_as_reference(lines, text_tokens, encodings=ENCODINGS, path="data
     return fast
 
 
-encode_lines_reference, round_number, reference_vocab = oracle.encode_lines, oracle.round_number, oracle.text_vocab
-
-
 def assert_dataset_same_as_reference(splits):
     """splits: {split: lines}; the vocabulary comes from train, as the tokenize command builds it."""
     text_tokens = build_text_vocab(splits["train"])
@@ -50,17 +53,11 @@ def assert_dataset_same_as_reference(splits):
         assert not isinstance(assert_same_as_reference(lines, text_tokens, path=f"{split}.txt"), str), split
 
 
-@pytest.mark.parametrize("variant", sorted(arithmetic.VARIANTS))
-def test_arithmetic_arrays_are_the_reference_bytes(variant):
-    assert_dataset_same_as_reference(generated(arithmetic.Sample(variant), ("train", "val", "test"), 100))
-
-
-def test_lookup_arrays_are_the_reference_bytes():
-    assert_dataset_same_as_reference(generated(lookup.make_sample, lookup.SPLITS, 100))
-
-
-def test_planets_arrays_are_the_reference_bytes():
-    assert_dataset_same_as_reference(generated(planets.make_sample, planets.SPLITS, 8))
+@pytest.mark.parametrize("make,splits,n", [(arithmetic.Sample(v), ("train", "val", "test"), 100)
+                                           for v in sorted(arithmetic.VARIANTS)]
+                         + [(lookup.make_sample, lookup.SPLITS, 100), (planets.make_sample, planets.SPLITS, 8)])
+def test_arithmetic_lookup_and_planets_arrays_are_the_reference_bytes(make, splits, n):
+    assert_dataset_same_as_reference(generated(make, splits, n))
 
 
 def test_temperature_arrays_are_the_reference_bytes(tmp_path):
@@ -79,7 +76,9 @@ def test_tokenizing_a_split_with_two_workers_writes_the_reference_arrays(tmp_pat
     (tmp_path / "meta.json").write_text('{"dataset": "arithmetic", "splits": ["train"]}')
     text_tokens = build_text_vocab(lines)
     vocabs = {enc: Vocab(text_tokens, enc) for enc in ENCODINGS}
-    summaries = write_split(str(tmp_path), "train", list(ENCODINGS), text_tokens, encode_lines, vocabs, workers=2, chunk=40)  # 8 chunks
+    summaries, moves = encode_split(str(tmp_path), "train", text_tokens, vocabs, workers=2, chunk=40)  # 8 chunks
+    for temporary, final in moves:
+        os.replace(temporary, final)
     reference = encode_lines_reference(lines, text_tokens, ENCODINGS, "train.txt")
     for enc, summary in zip(ENCODINGS, summaries):
         ids, values, lengths, numbers, counts = reference[enc]
@@ -91,9 +90,7 @@ def test_tokenizing_a_split_with_two_workers_writes_the_reference_arrays(tmp_pat
 
 
 @pytest.mark.parametrize("lines", [SIGNS, EXPONENTS, DECIMALS, WORDS, BRACKETS, SPACES, EDGES, UNICODE, TIES,
-                                   NEAR_LIMITS],
-                         ids=["signs", "exponents", "decimals", "words", "brackets", "spaces", "edges", "unicode",
-                              "ties", "near_limits"])
+                                   NEAR_LIMITS])
 def test_adversarial_lines_give_the_reference_bytes(lines):
     text_tokens = build_text_vocab(lines)
     assert text_tokens == reference_vocab(lines)
@@ -121,7 +118,9 @@ def test_random_lines_give_the_reference_bytes_or_error():
     assert len(good) > 1000
 
 
-BAD = [("x=nan", "nan"), ("[inf,1]", "inf"), ("-Infinity", "Infinity"), ("[1,1e999]", "1e999"),
+# the errors split_text gives, as encode_lines gives them
+BAD = [("x=nan", "'nan' is not a finite number"), ("[inf,1]", "inf"), ("-Infinity", "Infinity"),
+       ("[1,1e999]", "number literal '1e999' overflows float64"),
        ("{a:1.5x}", "'1.5' runs into"), ("{a:.5x}", "'.5' runs into"), ("5.x", "'5.' runs into"), ("1.e", "'1.' runs"),
        ("{a:-2.5_}", "'2.5' runs into"), ("1.5µ", "'1.5' runs into"), ("{a:1.2.3}", "malformed number '1.2.3'"),
        ("{b:--5}", "malformed number '--5'"), ("[1,000,000]", "malformed number '1,000'"), ("x=+-5", "'+-5'"),
@@ -175,11 +174,46 @@ def test_round_numbers_is_percent_2e_with_its_zero_and_clip_rules():
 
 
 def test_the_cache_of_split_text_stays_bounded_whatever_the_text(monkeypatch):
-    import tokenize_fast as tokenize_numbers
-    monkeypatch.setattr(tokenize_numbers, "_TABLE_MAX", 50)
+    monkeypatch.setattr(tokenize_arrays, "_TABLE_MAX", 50)
     lines = [f'{{"key{i}":1.5}}' for i in range(400)]  # 400 distinct texts around the numbers
     for start in range(0, 400, 20):
         assert build_text_vocab(lines[start:start + 20]) == reference_vocab(lines[start:start + 20])
-        assert len(tokenize_numbers._TABLE) <= 50 + 20
+        assert len(tokenize_arrays._TABLE) <= 50 + 20
         encode_lines(lines[start:start + 20], build_text_vocab(lines[start:start + 20]), ["xval"])
-        assert len(tokenize_numbers._TABLE) <= 50 + 20
+        assert len(tokenize_arrays._TABLE) <= 50 + 20
+
+
+def accepted(line):
+    try:
+        split_text(line)
+    except TextError:
+        return False
+    return True
+
+
+def text_tokens(lines):
+    return sorted({t for line in lines for kind, t in split_text(line) if kind == "text"})
+
+
+# encode_lines a line at a time through tokenize_line.py
+line_at_a_time = functools.partial(encode_lines_reference, split=tokenize_line.split_text,
+                                   encode=tokenize_line.encode_pieces)
+
+
+@pytest.mark.parametrize("seed", [4, 5])
+def test_the_vectorised_path_gives_what_tokenize_line_gives_a_line_at_a_time(seed):
+    lines = number_lines(3000, seed)
+    good = [line for line in lines if accepted(line)]
+    assert build_text_vocab(good) == text_tokens(good)
+    # the lines the vectorised path takes on (the others go a line at a time), in chunks it takes whole
+    vectorised = [line for line in good if tokenize_arrays._split_lines([line])[1]]
+    assert len(vectorised) > 1500
+    for start in range(0, len(vectorised), 200):
+        chunk = vectorised[start:start + 200]
+        assert tokenize_arrays._split_lines(chunk)[1] is not None and build_text_vocab(chunk) == text_tokens(chunk)
+        assert outcome(encode_lines, chunk, text_tokens(good)) == outcome(line_at_a_time, chunk, text_tokens(good))
+    # every line, refused ones included: the same arrays or the same first error, naming the same line
+    for start in range(0, len(lines), 100):
+        chunk = lines[start:start + 100]
+        want = outcome(line_at_a_time, chunk, text_tokens(good), ["xval"])
+        assert outcome(encode_lines, chunk, text_tokens(good), ["xval"]) == want

@@ -1,0 +1,513 @@
+"""Many lines at once into a dataset's arrays, byte for byte as tokenize_line.py: a regex finds
+runs of numbers, the text between is split once per distinct string, numbers are laid out with
+numpy; a chunk with a rare case (odd spaces, a malformed number) goes a line at a time.
+"""
+
+import errno
+import functools
+import itertools
+import json
+import os
+import re
+import shutil
+import signal
+import sys
+import threading
+import warnings
+from multiprocessing import Pool
+
+import numpy as np
+from tqdm import tqdm
+
+from dataset import Vocab, check_name, decoded_lines, read_json_object, read_meta, vocab_digest
+from tokenize_line import (
+    _EXPONENT,
+    _MANTISSA,
+    _UNARY_AFTER,
+    encode_pieces,
+    lay_out,
+    number_ids,
+    round_numbers,
+    split_text,
+)
+from util import TextError, atomic_write_text, open_new, take_lock, worker_signals
+
+_LITERALS_ONLY = str.maketrans({"[": None, "]": None, ";": ","})
+# spaces the look-behinds of _RUN cannot see through
+_ODD_SPACE = re.compile(r"[^\S \n]|  ")
+_WORD_CHAR = re.compile(r"\w")
+# a run of numbers joined by ',' or '],[', the first where split_text reads one; its first
+# character comes before the look-behinds, for a fast search
+_FIRST = (
+    rf"[0-9.+-](?:(?<=[0-9])(?<![\w.][0-9])(?:{_MANTISSA}|\.)?+|(?<=\.)[0-9]++"
+    rf"|(?:(?<=[\n{re.escape(_UNARY_AFTER)}][+-])|(?<=[\n{re.escape(_UNARY_AFTER)}] [+-]))"
+    rf"[+-]?+{_MANTISSA}){_EXPONENT}(?!\w)"
+)
+# a word touching a later number starts the next text (_Segments)
+_RUN = re.compile(rf"({_FIRST}(?:(?:,|\]++,\[++)[+-]?+{_MANTISSA}{_EXPONENT})*+)")
+
+
+def _bracket_count(chars, at, step, byte):
+    """How many `byte`s follow (step 1) or precede (step -1) each position of `at`."""
+    count, going = np.zeros(len(at), np.int64), np.ones(len(at), bool)
+    while going.any():
+        going &= chars[at + step * (count + 1)] == byte
+        count += going
+    return count
+
+
+class _Segments(dict):
+    """Texts between runs -> their index, each split once: its tokens (indices in token_index; a
+    line end -1) and whether its lines need split_text (`unsure`)."""
+
+    def __init__(self):
+        super().__init__()
+        self.tokens, self.unsure, self.token_index = [], [], {"\n": -1}
+        # token_index's tokens in order
+        self.names = []
+
+    def __missing__(self, segment):
+        # odd spaces, or a word touching the number before (1,2x)
+        unsure = _ODD_SPACE.search(segment) is not None or _WORD_CHAR.match(segment) is not None
+        tokens = []
+        for part in segment.split("\n"):
+            try:
+                pieces = split_text(part)
+            # nan, 1.5x: split_text says it again, naming the line
+            except TextError:
+                pieces, unsure = [], True
+            unsure |= any(kind != "text" for kind, _ in pieces)
+            tokens += [t for _, t in pieces] + ["\n"]
+        # a lone comma lies between two numbers
+        tokens = [] if tokens == [",", "\n"] else tokens[:-1]
+        self.tokens.append([self.index(t) for t in tokens])
+        self.unsure.append(unsure)
+        self[segment] = len(self.tokens) - 1
+        return self[segment]
+
+    def index(self, token):
+        if token not in self.token_index:
+            self.token_index[token] = len(self.names)
+            self.names.append(token)
+        return self.token_index[token]
+
+
+def _numbers_and_brackets(table, chars, commas, ends, n_numbers):
+    """The numbers in order (-2 - i), a bracket token ('],[') inserted after the number before its
+    comma; and the run of each bracket token."""
+    at = commas[chars[commas - 1] == ord("]")]
+    closing, opening = (_bracket_count(chars, at, step, byte) for step, byte in ((-1, 93), (1, 91)))
+    shapes, which = np.unique(closing * 1024 + opening, return_inverse=True)
+    brackets = [table.index("]" * (s // 1024) + "," + "[" * (s % 1024)) for s in shapes]
+    brackets = np.array(brackets, np.int64)[which]
+    run = np.searchsorted(ends, at)
+    pieces = np.insert(-2 - np.arange(n_numbers), np.searchsorted(commas, at) + run + 1, brackets)
+    return pieces, run
+
+
+def _split_lines(lines):
+    """The segments' cache (emptied at _TABLE_MAX: bounded whatever the text) and the lines'
+    pieces, None if a line needs split_text: pieces (P,), a text token's index in token_index or
+    -2 - i for number i; values (N,); text and numbers (L,), each line's pieces."""
+    global _TABLE
+    if len(_TABLE) >= _TABLE_MAX:
+        _TABLE = _Segments()
+    table, chunk = _TABLE, "\n" + "\n".join(lines) + "\n"
+    # text, run, text, run, ..., text; a run never spans lines
+    parts = _RUN.split(chunk)
+    segments, runs = parts[0::2], parts[1::2]
+    # a line end in a line; 1.2.3
+    if chunk.count("\n") != len(lines) + 1 or "" in segments:
+        return table, None
+    segment = np.fromiter(map(table.__getitem__, segments), np.int64, len(segments))
+    joined = ";".join(runs)
+    # parsed by float()'s own routine: a malformed literal (--5) stops it
+    try:
+        with warnings.catch_warnings():
+            # numpy < 2.3 warns where later ones raise
+            warnings.simplefilter("error", DeprecationWarning)
+            values = np.fromstring(joined.translate(_LITERALS_ONLY), sep=",")
+    except (ValueError, DeprecationWarning):
+        return table, None
+    chars = np.frombuffer(f"{joined};".encode(), np.uint8)
+    commas, ends = np.flatnonzero(chars == ord(",")), np.flatnonzero(chars == ord(";"))[: len(runs)]
+    per_run = np.diff(np.searchsorted(commas, ends), prepend=0) + 1
+    # past a sign: 1,000 and 1,-05 are malformed
+    zero = commas + 1 + np.isin(chars[commas + 1], (43, 45))
+    if (
+        len(values) != len(commas) + len(runs)
+        or not np.isfinite(values).all()
+        or any(table.unsure[i] for i in np.unique(segment))
+        or ((chars[zero] == 48) & (chars[zero + 1] >= 48) & (chars[zero + 1] <= 57)).any()
+    ):
+        return table, None
+    pieces, run = _numbers_and_brackets(table, chars, commas, ends, len(values))
+    # each text's tokens go before the run after it: the tokens of the texts this chunk holds
+    # (not of the whole table: it grows)
+    used, segment = np.unique(segment, return_inverse=True)
+    tokens = [table.tokens[i] for i in used]
+    lengths = np.array([len(t) for t in tokens], np.int64)
+    n_tokens, offsets = lengths[segment], np.cumsum(lengths) - lengths
+    flat = np.array([t for ts in tokens for t in ts], np.int64)
+    within = np.arange(n_tokens.sum()) - np.repeat(np.cumsum(n_tokens) - n_tokens, n_tokens)
+    # of each text
+    items_before = np.r_[0, np.cumsum(per_run + np.bincount(run, minlength=len(runs)))]
+    pieces = np.insert(
+        pieces,
+        np.repeat(items_before, n_tokens),
+        flat[np.repeat(offsets[segment], n_tokens) + within],
+    )
+    line_end = np.flatnonzero(pieces == -1)
+    numbers = np.diff(np.cumsum(pieces <= -2)[line_end])
+    return table, (pieces[pieces != -1], values, np.diff(line_end) - 1 - numbers, numbers)
+
+
+_TABLE, _TABLE_MAX = _Segments(), 100_000
+
+
+_LAST = [None, None, None]
+
+
+@functools.lru_cache(maxsize=4)
+def _vocabs(text_tokens, encodings):
+    vocabs = {enc: Vocab(text_tokens, enc) for enc in encodings}
+    return vocabs, {t: i for i, t in enumerate(text_tokens)}
+
+
+def encode_lines(lines, text_tokens, encodings, path="text", first_line=0):
+    """Lines in each encoding, split once: {encoding: (ids, values, lengths, numbers, counts)}: ids
+    (uint16 if the vocabulary allows, else int32) and float32 values of all lines end to end, tokens
+    and numbers per line, numbers clipped or zeroed. Errors name path:line, from first_line + 1."""
+    # the same list as the chunk before: no hash of a large vocabulary per chunk
+    if _LAST[0] is not text_tokens or _LAST[1] != tuple(encodings):
+        found = _vocabs(tuple(text_tokens), tuple(encodings))
+        _LAST[:] = text_tokens, tuple(encodings), found
+    vocabs, position = _LAST[2]
+    table, split = _split_lines(lines)
+    if split is not None:
+        pieces, values, text, numbers = split
+        is_num = pieces <= -2
+        # the vocabulary's index of each distinct text token in the chunk (-1: unknown)
+        used, where = np.unique(pieces[~is_num], return_inverse=True)
+        text_index = np.array([position.get(table.names[i], -1) for i in used], np.int64)[where]
+        # beyond float32: xVal's error
+        with np.errstate(over="ignore"):
+            too_large = "xval" in vocabs and np.isinf(values.astype(np.float32)).any()
+    if split is None or (text_index < 0).any() or too_large:
+        return _line_at_a_time(lines, vocabs, path, first_line)
+    rounded = round_numbers(values) if set(vocabs) - {"xval"} else None
+    out = {}
+    for enc, vocab in vocabs.items():
+        spelled, values32, counts = number_ids(values, vocab, rounded)
+        text_ids = vocab.first_text_id + text_index
+        ids, vals, _ = lay_out(is_num, text_ids, spelled, values32, len(vocab))
+        out[enc] = (ids, vals, text + spelled.shape[1] * numbers, numbers, counts)
+    return out
+
+
+def _line_at_a_time(lines, vocabs, path, first_line):
+    """encode_lines for a chunk with a rare case: the first error names its line."""
+    out = {enc: ([], [], [], [], {"clipped": 0, "zero": 0}) for enc in vocabs}
+    for j, line in enumerate(lines, first_line + 1):
+        pieces = split_text(line, where := f"{path}:{j}")
+        line_numbers = np.array([v for kind, v in pieces if kind == "num"], np.float64)
+        for enc, (ids, values, lengths, numbers, counts) in out.items():
+            i, v, _ = encode_pieces(pieces, vocabs[enc], where)
+            for key, n in number_ids(line_numbers, vocabs[enc])[2].items():
+                counts[key] += n
+            ids.append(i.astype(np.uint16 if len(vocabs[enc]) < 2**16 else np.int32))
+            values.append(v)
+            lengths.append(len(i))
+            numbers.append(sum(kind == "num" for kind, _ in pieces))
+    return {
+        enc: (np.concatenate(o[0]), np.concatenate(o[1]), np.array(o[2]), np.array(o[3]), o[4])
+        for enc, o in out.items()
+    }
+
+
+def build_text_vocab(lines, where="train", first_line=0):
+    """The sorted text tokens of some lines (numbers excluded); first_line numbers errors."""
+    table, split = _split_lines(lines)
+    if split is None:
+        numbered = enumerate(lines, first_line + 1)
+        pieces = [p for j, line in numbered for p in split_text(line, f"{where}:{j}")]
+        return sorted({t for kind, t in pieces if kind == "text"})
+    tokens = list(table.token_index)[1:]
+    return sorted(tokens[i] for i in np.unique(split[0][split[0] >= 0]))
+
+
+# a dataset's arrays
+
+
+def line_chunks(path, chunk, bar=None):
+    """(first line index, lines) chunks of a text file, read lazily."""
+    with open(path, "rb") as f:
+        numbered = enumerate(decoded_lines(f, path))
+        while part := list(itertools.islice(numbered, chunk)):
+            for i, line in part:
+                if not line.strip():
+                    raise TextError(f"{path}:{i + 1}: empty line; expected one sample per line")
+            lines = [line for _, line in part]
+            if bar:
+                bar.update(sum(map(len, lines)) + len(lines))
+            yield part[0][0], lines
+
+
+_SPLIT_FILE = re.compile(r"(train|val|test|test_ood\w*)\.txt")
+
+
+def dataset_splits(data_dir, plain_text=False):
+    """A dataset's split names, train first, and the meta.json to write (None: it stands); text
+    files of your own (plain_text) have the splits their files name."""
+    meta_path, meta, new_meta = os.path.join(data_dir, "meta.json"), None, None
+    if not (plain_text and os.path.isdir(data_dir) and not os.path.exists(meta_path)):
+        meta = read_meta(data_dir)
+        if not isinstance(meta["splits"], (list, dict)):
+            raise TextError(f"{meta_path}: 'splits' is not a list of split names")
+        splits = list(meta["splits"])
+        for split in splits:
+            check_name(split, f"{meta_path}: split")
+        if not splits or len(set(splits)) < len(splits):
+            raise TextError(f"{meta_path}: splits {splits!r}: none, or one named twice")
+    if meta is None or meta.get("dataset") == "plain text":
+        files = sorted(f for f in os.listdir(data_dir) if f.endswith(".txt"))
+        splits = [f[:-4] for f in files if _SPLIT_FILE.fullmatch(f)]
+        if others := [f for f in files if not _SPLIT_FILE.fullmatch(f)]:
+            print(
+                f"note: {', '.join(others)} not taken as splits (a split is train.txt, val.txt,"
+                " test.txt or test_ood*.txt)"
+            )
+        if "train" not in splits:
+            raise FileNotFoundError(
+                f"{data_dir}: no train.txt; --plain-text expects <split>.txt files, train among"
+                " them"
+            )
+        if meta is None or meta["splits"] != splits:
+            command = " ".join(["python"] + sys.argv)
+            new_meta = {"dataset": "plain text", "splits": splits, "command": command}
+    # every split has a sample before anything is written
+    for split in splits:
+        path = os.path.join(data_dir, f"{split}.txt")
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"{path} not found, but {meta_path} lists split {split!r}")
+        with open(path, encoding="utf-8", errors="replace") as f:
+            if not f.readline().strip():
+                raise TextError(
+                    f"{path}:1: {'empty file' if os.path.getsize(path) == 0 else 'empty line'}; "
+                    "expected one sample per line"
+                )
+    return sorted(splits, key=lambda s: (s != "train", s != "val")), new_meta
+
+
+def _encode_chunks(path, split, files, text_tokens, vocabs, workers, chunk):
+    """<split>.txt into `files` (each encoding's ids and values), a chunk of lines at a time; each
+    chunk's (lengths, numbers, counts, largest |number|, ids dtype) per encoding."""
+    parts = {enc: [] for enc in vocabs}
+    pool = Pool(workers, worker_signals) if workers > 1 else None
+    size = os.path.getsize(path)
+    bar = tqdm(
+        total=size, unit="B", unit_scale=True, desc=split, disable=size < 1 << 26, leave=False
+    )
+    chunks = line_chunks(path, chunk, bar)
+    jobs = ((lines, text_tokens, list(vocabs), path, i) for i, lines in chunks)
+    # waves of `workers` chunks: the text is read as it is encoded, never all at once
+    try:
+        for wave in iter(lambda: list(itertools.islice(jobs, max(workers, 1))), []):
+            for result in (pool.starmap if pool else itertools.starmap)(encode_lines, wave):
+                for enc, (ids, values, lengths, numbers, counts) in result.items():
+                    files[enc, "ids"].write(ids.tobytes())
+                    files[enc, "values"].write(values.tobytes())
+                    largest = np.abs(values[vocabs[enc].is_number(ids)]).max(initial=0)
+                    parts[enc].append((lengths, numbers, counts, float(largest), ids.dtype))
+    finally:
+        bar.close()
+        if pool:
+            pool.terminate()
+    return parts
+
+
+def _summary(split, enc, parts, vocab_size, text_tokens, text_bytes):
+    """A split's JSON summary in one encoding, from its chunks' parts."""
+    lengths, numbers = (np.concatenate([p[i] for p in parts]) for i in (0, 1))
+    counts = {k: sum(p[2][k] for p in parts) for k in ("clipped", "zero")}
+    s = {
+        "split": split,
+        "encoding": enc,
+        "samples": len(lengths),
+        "tokens": int(lengths.sum()),
+        "tokens_per_sample_mean": round(float(lengths.mean()), 2),
+        "tokens_per_sample_max": int(lengths.max()),
+        "numbers_per_sample_mean": round(float(numbers.mean()), 2),
+        "numbers_per_sample_max": int(numbers.max()),
+        "largest_abs": max(p[3] for p in parts),
+        "clipped": counts["clipped"],
+        "flushed_to_zero": counts["zero"],
+        "vocab_size": vocab_size,
+        "vocab_digest": vocab_digest(text_tokens),
+        "text_bytes": text_bytes,
+    }
+    if counts["clipped"]:
+        print(f"warning: {split}: {counts['clipped']} numbers beyond ±9.99e7 were clipped ({enc})")
+    if counts["zero"]:
+        print(
+            f"note: {split}: {counts['zero']} numbers below"
+            f" {'1.4e-45 (float32)' if enc == 'xval' else '1e-8'} in magnitude became 0 ({enc})"
+        )
+    return s, lengths
+
+
+def encode_split(folder, split, text_tokens, vocabs, workers=1, chunk=1000):
+    """<split>.txt as temporary <encoding>/<split>.{ids,values,offsets}.npy and JSON summaries:
+    the summaries, and the (temporary, final) names to rename once all splits are written."""
+    path, tmp = os.path.join(folder, f"{split}.txt"), f"{os.getpid()}.tmp"
+    bases = {enc: os.path.join(folder, enc, split) for enc in vocabs}
+    for base in bases.values():
+        os.makedirs(os.path.dirname(base), exist_ok=True)
+    names = itertools.product(bases.items(), ("ids", "values"))
+    files = {(enc, n): open_new(f"{base}.{n}.{tmp}") for (enc, base), n in names}
+    try:
+        parts = _encode_chunks(path, split, files, text_tokens, vocabs, workers, chunk)
+    except BaseException:
+        for f in files.values():
+            os.remove(f.name)
+        raise
+    finally:
+        for f in files.values():
+            f.close()
+    moves, summaries = [], []
+    for enc, base in bases.items():
+        size = os.path.getsize(path)
+        s, lengths = _summary(split, enc, parts[enc], len(vocabs[enc]), text_tokens, size)
+        for name, dtype in (("ids", parts[enc][0][4]), ("values", np.float32)):
+            header = {"descr": np.lib.format.dtype_to_descr(np.dtype(dtype))}
+            header.update(fortran_order=False, shape=(s["tokens"],))
+            # an .npy header, then the bytes
+            part = f"{base}.{name}.{tmp}"
+            with open_new(part + ".npy") as out, open(part, "rb") as f:
+                np.lib.format.write_array_header_1_0(out, header)
+                shutil.copyfileobj(f, out, 1 << 24)
+            os.remove(part)
+        # sample i: [o[i], o[i+1])
+        with open_new(f"{base}.offsets.{tmp}.npy") as out:
+            np.save(out, np.r_[0, np.cumsum(lengths)].astype(np.int64))
+        summaries.append(s)
+        atomic_write_text(f"{base}.{tmp}.json", json.dumps(s, indent=1))
+        for name in ("ids", "values", "offsets"):
+            moves.append((f"{base}.{name}.{tmp}.npy", f"{base}.{name}.npy"))
+        moves.append((f"{base}.{tmp}.json", f"{base}.json"))
+    return summaries, moves
+
+
+def temporaries(data_dir, pid):
+    """The temporary files of process pid in a dataset's folders (their names hold the pid)."""
+    if not os.path.isdir(data_dir):
+        return []
+    folders = [e.path for e in os.scandir(data_dir) if e.is_dir()]
+    return [os.path.join(d, f) for d in folders for f in os.listdir(d) if f".{pid}.tmp" in f]
+
+
+def lock(data_dir):
+    """Take <data_dir>/tokenize.lock: two runs never write one dataset at once; a killed run's lock
+    is replaced, its temporary files removed."""
+
+    def clean(pid):
+        stale = temporaries(data_dir, pid)
+        print(
+            f"note: removing {path} of process {pid}, which ended without releasing it, and"
+            f" {len(stale)} temporary files it left"
+        )
+        for f in stale:
+            os.remove(f)
+
+    path = os.path.join(data_dir, "tokenize.lock")
+    if (pid := take_lock(path, clean)) is not None:
+        raise TextError(
+            f"{path}: another tokenize_numbers.py run (pid {pid}) is writing {data_dir}; "
+            "wait for it to end (or delete the lock if that process is not tokenizing)"
+        )
+    return path
+
+
+def _text_tokens(data_dir, rebuild_vocab):
+    """vocab.json's text tokens and the vocab.json to write (None: it stands), built from
+    train.txt a chunk at a time if absent or rebuild_vocab."""
+    vocab_path = os.path.join(data_dir, "vocab.json")
+    if os.path.exists(vocab_path) and not rebuild_vocab:
+        return read_json_object(vocab_path, ("text_tokens",))["text_tokens"], None
+    train = os.path.join(data_dir, "train.txt")
+    chunks = line_chunks(train, 10_000)
+    text_tokens = sorted(set().union(*(build_text_vocab(c, train, i) for i, c in chunks)))
+    return text_tokens, {"built_from": "train.txt", "text_tokens": text_tokens}
+
+
+def _write_all(data_dir, encodings, workers, rebuild_vocab, plain_text):
+    """write_arrays' work under the dataset's lock."""
+    splits, meta = dataset_splits(data_dir, plain_text)
+    held = lock(data_dir)
+    try:
+        text_tokens, vocab = _text_tokens(data_dir, rebuild_vocab)
+        if "val" not in splits and (meta or {}).get("dataset") == "plain text":
+            raise FileNotFoundError(
+                f"{data_dir}: no val.txt; train.py validates on it: put some samples (not those of "
+                "train.txt) in val.txt, one per line"
+            )
+        print(f"{data_dir}: {len(text_tokens)} text tokens in vocab.json")
+        vocabs = {enc: Vocab(text_tokens, enc) for enc in encodings}
+        # a prepared dataset's meta.json counts its samples: a text cut short is not tokenized
+        declared = read_meta(data_dir)["splits"] if meta is None else []
+        staged, summaries = [], []
+        for split in splits:
+            written, moves = encode_split(data_dir, split, text_tokens, vocabs, workers)
+            staged += moves
+            for s in written:
+                if isinstance(declared, dict) and declared.get(split) not in (None, s["samples"]):
+                    raise TextError(
+                        f"{data_dir}/{split}.txt has {s['samples']:,} samples, its meta.json"
+                        f" {declared[split]:,}: a copy cut short? copy or prepare it again"
+                    )
+                summaries.append(s)
+                print(
+                    f"{s['encoding']:>6} {split:>18}: {s['samples']} samples, tokens/sample mean"
+                    f" {s['tokens_per_sample_mean']} max {s['tokens_per_sample_max']},"
+                    f" numbers/sample {s['numbers_per_sample_mean']}, largest |x|"
+                    f" {s['largest_abs']:.4g}, vocab {s['vocab_size']}"
+                )
+        for tmp, final in staged:
+            os.replace(tmp, final)
+        for name, content in (("vocab.json", vocab), ("meta.json", meta)):
+            if content:
+                atomic_write_text(os.path.join(data_dir, name), json.dumps(content, indent=1))
+    finally:
+        os.remove(held)
+    return summaries
+
+
+def write_arrays(data_dir, encodings, workers=1, rebuild_vocab=False, plain_text=False):
+    """Every split of data_dir in each of `encodings`, and the summaries; vocab.json from train.txt
+    if absent (or rebuild_vocab). A failed or stopped run (SIGTERM too) changes nothing."""
+    new_dirs = [os.path.join(data_dir, enc) for enc in encodings]
+    new_dirs = [d for d in new_dirs if not os.path.exists(d)]
+    # a SIGTERM runs the clean-up below
+    on_term = None
+    if threading.current_thread() is threading.main_thread():
+        on_term = signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    try:
+        return _write_all(data_dir, encodings, workers, rebuild_vocab, plain_text)
+    except OSError as e:
+        # ours: a split or folder that is not there
+        if isinstance(e, FileNotFoundError) and not e.filename:
+            raise
+        what = f"{e.filename or data_dir}: {e.strerror or e}; nothing was changed"
+        if e.errno in (errno.ENOSPC, errno.EDQUOT):
+            free = shutil.disk_usage(data_dir).free / 2**20
+            what = f"the disk is full ({free:,.0f} MiB free there); free some and run again"
+        raise OSError(e.errno, f"writing the arrays of {data_dir} failed: {what}") from None
+    finally:
+        # a run that failed leaves nothing behind
+        for f in temporaries(data_dir, os.getpid()):
+            os.remove(f)
+        for new_dir in new_dirs:
+            if os.path.isdir(new_dir) and not os.listdir(new_dir):
+                os.rmdir(new_dir)
+        if on_term is not None:
+            signal.signal(signal.SIGTERM, on_term)

@@ -1,0 +1,229 @@
+"""One sample's text to token ids. A sample splits into numbers and text tokens (punctuation runs
+such as '],[', quoted keys, words); whitespace is dropped, and so is a comma between two numbers.
+-60.2 becomes: P10 - 6 0 2 E-1, P1000 - 602 E-1, B1999 -602 E-1, FP15 -602E-1 (3 significant
+digits, ±m·10^E, m in 100..999, E in -10..5), xVal [NUM] with -60.2 in a parallel float array.
+xval_encode is xVal's alone, to copy; tokenize_arrays.py encodes many lines at once.
+"""
+
+import itertools
+import re
+
+import numpy as np
+
+from dataset import ASK, MAX_EXP, MIN_EXP, TOKENS_PER_NUMBER, number_table, shown
+from util import TextError
+
+# the least magnitude float32 (xVal's values) rounds to inf
+FLOAT32_OVERFLOW = 2.0**128 - 2.0**103
+
+# numbers in text (docs/decisions.md#numbers-in-text)
+
+# The number grammar, written once: digits, a point at most (12, 12., 1.5, .5), maybe an
+# exponent (1e-3); a sign first or after _UNARY_AFTER is the number's, else an operator (2-3)
+_UNARY_AFTER = "([{,:=+-*/^<>"
+_MANTISSA = r"(?:[0-9]++\.?+[0-9]*+|\.[0-9]++)"
+_EXPONENT = r"(?:[eE][+-]?+[0-9]++)?+"
+_UNSIGNED = _MANTISSA + _EXPONENT
+# a string that is one number (a CSV cell)
+NUMBER = re.compile(rf"[+-]?+{_UNSIGNED}")
+# xVal's numbers: signed where a sign is theirs, else not touching a word (x.5 is x, .5)
+_XVAL_NUMBER = re.compile(
+    rf"(?:^|(?<=[{re.escape(_UNARY_AFTER)}]))\s*+([+-]{_UNSIGNED})(?!\w)"
+    rf"|(?:(?<!\w)|(?=\.))({_UNSIGNED})(?!\w)"
+)
+
+
+def xval_encode(text, text_ids, num_id):
+    """xVal's tokenizer on its own (copy it with `import re` and the lines from _UNARY_AFTER):
+    each number becomes the token num_id, its value in a parallel list (1.0 at other tokens); the
+    text between goes to text_ids(str) -> ids, any tokenizer. x = -3 holds -3, 2-3 holds 2 and 3,
+    t2m none; a comma between numbers costs no token. Embed token i as values[i] * wte[ids[i]].
+
+    >>> xval_encode("[-1.5, 20]", lambda s: [ord(c) for c in s if c != " "], 0)
+    ([91, 0, 0, 93], [1.0, -1.5, 20.0, 1.0])
+    """
+    ids, values, at, numbers = [], [], 0, list(_XVAL_NUMBER.finditer(text))
+    for k, m in enumerate(numbers + [None]):
+        between = text[at : m.start(m.lastindex) if m else len(text)]
+        if between and not (0 < k < len(numbers) and between.strip() == ","):
+            ids += (new := text_ids(between))
+            values += [1.0] * len(new)
+        if m:
+            ids.append(num_id)
+            values.append(float(m[m.lastindex]))
+            at = m.end()
+    return ids, values
+
+
+# split_text's pieces: numbers (two signs read, to name --5 malformed), words, punctuation
+_LITERAL = re.compile(rf"([+-]{{0,2}})({_UNSIGNED})")
+# a quoted key ("planet0") or a word (t2m)
+_WORD = re.compile(r"""(["'])[^\W\d]\w*\1|\w+""")
+# a run of punctuation ('],[') stops before a number's sign or point
+_PUNCT_END = rf"""[\w"']|\.[0-9]|(?<=[{re.escape(_UNARY_AFTER)}])[+-][0-9.]"""
+_PUNCT = [
+    re.compile(rf"""["']|\S(?:(?!{_PUNCT_END})\S)*"""),
+    re.compile(rf"""["']|\S(?:(?!{_PUNCT_END}|{re.escape(ASK)})\S)*"""),
+]
+_SPACE, _WORD_CHAR = re.compile(r"\s*"), re.compile(r"\w")
+
+
+def split_text(text, where="text", allow_ask=False):
+    """One sample's pieces: ("num", float), ("text", str), and ("ask", None) for [?] if allow_ask.
+    `where` names the sample in errors.
+
+    >>> split_text("(1.42-8.20)")
+    [('text', '('), ('num', 1.42), ('text', '-'), ('num', 8.2), ('text', ')')]
+    """
+    return split_text_spans(text, where, allow_ask)[0]
+
+
+def split_text_spans(text, where="text", allow_ask=False):
+    """split_text's pieces, and each piece's (start, end) in the text."""
+    # num_at: the last number's span
+    pieces, at, i, num_at = [], [], _SPACE.match(text).end(), (-9, -9)
+    while i < len(text):
+        unary = not pieces or (pieces[-1][0] == "text" and pieces[-1][1][-1] in _UNARY_AFTER)
+        m = _LITERAL.match(text, i)
+        m = m if m and (unary or not m[1]) else None
+        if allow_ask and text.startswith(ASK, i):
+            piece, end = ("ask", None), i + len(ASK)
+        elif m and not _WORD_CHAR.match(text, m.end()):
+            # malformed: --5 (or (--5, the first sign apart), 1.2.3 (two touch), 1,000
+            signs = m[1] and i and text[i - 1] in "+-" and (i == 1 or text[i - 2] in _UNARY_AFTER)
+            touch = num_at[1] == i or (
+                num_at[1] == i - 1 and pieces[-1] == ("text", ",") and re.match("0[0-9]", m[2])
+            )
+            if len(m[1]) == 2 or signs or touch:
+                bad = shown(text[i if len(m[1]) == 2 else i - 1 if signs else num_at[0] : m.end()])
+                raise TextError(
+                    f"{where}: malformed number {bad} (two points, two signs or a thousands comma);"
+                    " write one plain number"
+                )
+            if abs(value := float(m.group())) == float("inf"):
+                raise TextError(f"{where}: number literal {shown(m.group())} overflows float64")
+            piece, end, num_at = ("num", value), m.end(), (i, m.end())
+        elif m and "." in m[2] and not re.search("[eE]", m[2]):
+            raise TextError(
+                f"{where}: number {shown(m[2])} runs into the word starting at column {m.end()};"
+                " separate them"
+            )
+        else:
+            w = _WORD.match(text, i)
+            token = w.group() if w else _PUNCT[allow_ask].match(text, i).group()
+            if not (w and w[1]) and token.lower() in ("nan", "inf", "infinity"):
+                raise TextError(
+                    f"{where}: {token!r} is not a finite number; nan and inf are not allowed"
+                )
+            piece, end = ("text", token), i + len(token)
+        pieces.append(piece)
+        at.append((i, end))
+        i = _SPACE.match(text, end).end()
+    # a comma between numbers costs no token ([[1,2],[3,4]] -> [[ N N ],[ N N ]]), as the
+    # paper's context lengths imply
+    kinds = ["text", *(kind for kind, _ in pieces), "text"]
+    keep = [p != ("text", ",") or "text" in (kinds[j], kinds[j + 2]) for j, p in enumerate(pieces)]
+    return list(itertools.compress(pieces, keep)), list(itertools.compress(at, keep))
+
+
+# the five encodings' ids
+
+# 10^k, k = -16..12, exactly rounded
+_POW10 = np.array([float(f"1e{k}") for k in range(-16, 13)])
+
+
+def round_numbers(x):
+    """Numbers rounded as '%.2e' rounds them: (negative, mantissa, exponent, status) arrays,
+    x ≈ ±mantissa·10^exponent; status 0 ok, 1 zero (|x| < 1e-8: +0) or 2 clipped (|x| > 9.99e7:
+    ±9.99e7). The scaled value is off by under 1e-12; near a tie or a decade, Python's formatting
+    rounds."""
+    x = np.asarray(x, np.float64)
+    if not np.isfinite(x).all():
+        raise ValueError(f"cannot encode the non-finite number {x[~np.isfinite(x)][0]!r}")
+    # beyond these, zero or clipped anyway
+    a = np.clip(np.abs(x), 1e-12, 1e10)
+    # scaled into [100, 1000): log10 can miss a decade
+    exponent = np.floor(np.log10(a)).astype(np.int64) - 2
+    scaled = a / _POW10[exponent + 16]
+    exponent += (scaled >= 1000).astype(np.int64) - (scaled < 100)
+    scaled = a / _POW10[exponent + 16]
+    mantissa = np.rint(scaled).astype(np.int64)
+    # 999.5 and above round to 1.00 of the next decade
+    up = mantissa == 1000
+    mantissa[up], exponent[up] = 100, exponent[up] + 1
+    near = np.abs(scaled - np.floor(scaled) - 0.5) < 1e-9
+    for i in np.flatnonzero(near | (scaled < 100 + 1e-9) | (scaled > 1000 - 1e-9)):
+        digits, exp10 = f"{a[i]:.2e}".split("e")
+        mantissa[i], exponent[i] = int(digits.replace(".", "")), int(exp10) - 2
+    status = np.select([x == 0, exponent < MIN_EXP, exponent > MAX_EXP], [0, 1, 2], 0)
+    mantissa[status == 2], exponent[status == 2] = 999, MAX_EXP
+    zero = (status == 1) | (x == 0)
+    mantissa[zero], exponent[zero] = 0, 0
+    return (x < 0) & (status != 1), mantissa, exponent, status
+
+
+def lay_out(is_num, text_ids, spelled, values, vocab_size):
+    """Ids and float32 values of pieces (is_num (P,)): text_ids, or a number's k ids (spelled
+    (N, k)) and value; and each piece's token count."""
+    ids = np.zeros(len(is_num), np.uint16 if vocab_size < 2**16 else np.int32)
+    vals = np.ones(len(is_num), np.float32)
+    ids[~is_num], vals[is_num] = text_ids, values
+    reps, numeric = 1, is_num
+    # a number's k tokens
+    if (k := spelled.shape[1]) > 1:
+        reps = np.where(is_num, k, 1)
+        ids, vals, numeric = (np.repeat(a, reps) for a in (ids, vals, is_num))
+    ids[numeric] = spelled.ravel() if k > 1 else spelled[:, 0]
+    return ids, vals, reps
+
+
+def encode(text, vocab, where="text", allow_ask=False):
+    """One sample -> (ids, values, ask): int64 ids, float32 values (a number's at its tokens, 1.0
+    elsewhere), and True at [?]'s tokens."""
+    return encode_pieces(split_text(text, where, allow_ask), vocab, where)
+
+
+def encode_pieces(pieces, vocab, where="text"):
+    """encode() for text already split by split_text."""
+    text_ids = []
+    # in order, so that the first error is raised
+    for kind, v in pieces:
+        if kind == "text":
+            text_ids.append(vocab.text_id(v, where))
+        elif vocab.encoding == "xval" and kind == "num" and abs(v) >= FLOAT32_OVERFLOW:
+            raise TextError(
+                f"{where}: the number {v!r} overflows float32, the dtype of xVal's values "
+                f"(at most {np.finfo(np.float32).max:.7g} in magnitude)"
+            )
+    is_num = np.array([kind != "text" for kind, _ in pieces], bool)
+    values = [1.0 if kind == "ask" else v for kind, v in pieces if kind != "text"]
+    spelled, values32, _ = number_ids(np.array(values, np.float64), vocab)
+    ids, values, reps = lay_out(is_num, text_ids, spelled, values32, len(vocab))
+    ask = np.repeat([kind == "ask" for kind, _ in pieces], reps).astype(bool)
+    return ids.astype(np.int64), values, ask
+
+
+def number_ids(values, vocab, rounded=None):
+    """The ids (N, k) and float32 values (N,) of numbers (rounded: round_numbers(values) if known),
+    and how many were clipped or became zero."""
+    # beyond float32: inf, unused by the text encodings
+    with np.errstate(over="ignore", under="ignore"):
+        values32 = values.astype(np.float32)
+    if vocab.encoding == "xval":
+        # xVal's zero: below float32's least
+        status = (values32 == 0) & (values != 0)
+        ids = np.broadcast_to(vocab.num_id, (len(values), 1))
+    else:
+        negative, mantissa, exponent, status = round_numbers(values) if rounded is None else rounded
+        table = number_table(vocab.encoding)[0]
+        ids = table[negative.astype(np.int64), mantissa, exponent - MIN_EXP]
+    counts = {"clipped": int(np.count_nonzero(status == 2))}
+    counts["zero"] = int(np.count_nonzero(status == 1))
+    return ids, values32, counts
+
+
+def number_spans(ids, vocab):
+    """(start, end) token ranges of the numbers in one sample's ids."""
+    width = TOKENS_PER_NUMBER[vocab.encoding]
+    starts = np.flatnonzero(np.isin(np.asarray(ids), vocab.number_start_ids))
+    return [(int(s), int(s) + width) for s in starts]
