@@ -1,14 +1,13 @@
 """
 What every prepare script shares (prepare/README.md#what-every-script-does): the flags, the split
-sizes, per-sample seeding (sample i of split s has its own generator, seeded by (seed, s, i), so the
-files are byte-identical whatever --workers is), compact JSON-like records, and the writing of a
+sizes, per-sample seeding (sample i of split s draws from a generator seeded by (seed, s, i), so
+the files are the same whatever --workers is), compact JSON-like records, and the writing of a
 dataset: staged, under a lock, swapped in whole.
 """
 
 import argparse
 import errno
 import json
-import math
 import os
 import re
 import shlex
@@ -55,8 +54,8 @@ def fail(message):
 
 
 def one_line_errors():
-    """Called by each prepare script run as one: Ctrl-C, SIGTERM, a full disk or another failed
-    read or write ends it with one line; its writes are staged, so --out stays as it was."""
+    """Ctrl-C, SIGTERM, a full disk or another failed read or write end a prepare script with one
+    line; its writes are staged, so --out stays as it was."""
     STOPPED.clear()
     sys.excepthook = _one_line
     signal.signal(signal.SIGTERM, _stop)
@@ -108,9 +107,8 @@ def base_parser(description, default_out):
     p.add_argument("--out", default=default_out, help=f"output directory (default {default_out})")
     size = "tiny: seconds, for tests; small: minutes on a laptop; paper: 1M/125k/125k"
     p.add_argument("--size", default="small", choices=list(SIZES), help=size)
-    p.add_argument(
-        "--seed", type=at_least(0), default=1337, help="fixes every sample (default 1337)"
-    )
+    seed = "fixes every sample (default 1337)"
+    p.add_argument("--seed", type=at_least(0), default=1337, help=seed)
     workers = "processes to use (default: all cores); does not change the output"
     p.add_argument("--workers", type=at_least(1), default=os.cpu_count() or 1, help=workers)
     p.add_argument("--force", action="store_true", help="overwrite an existing dataset in --out")
@@ -127,28 +125,15 @@ def sample_rng(seed, split_code, index):
     return np.random.default_rng(np.random.SeedSequence([seed, split_code, index]))
 
 
-def fmt_number(x, digits):
-    """A float as a sample's literal (`digits` significant digits); non-finite ones are refused."""
-    if not math.isfinite(x):
-        raise ValueError(f"refusing to write the non-finite number {x!r} into a sample")
-    return format_number(x, digits)
-
-
 def dumps(obj, digits=4):
     """Compact JSON (no spaces) with floats written to `digits` significant digits."""
     if isinstance(obj, dict):
         return "{" + ",".join(f'"{k}":{dumps(v, digits)}' for k, v in obj.items()) + "}"
     if isinstance(obj, (list, tuple)):
         return "[" + ",".join(dumps(v, digits) for v in obj) + "]"
-    if isinstance(obj, (bool, np.bool_)):
-        return "true" if obj else "false"
-    if isinstance(obj, (int, np.integer)):
-        return str(int(obj))
-    if isinstance(obj, (float, np.floating)):
-        return fmt_number(float(obj), digits)
-    if isinstance(obj, str):
-        return json.dumps(obj)
-    raise TypeError(f"cannot write {type(obj).__name__} into a record")
+    if isinstance(obj, float):
+        return format_number(obj, digits)
+    return json.dumps(obj)
 
 
 # where a prepare run writes its dataset before swap_in
@@ -159,28 +144,24 @@ TOKENIZED = re.compile(r"\w+\.(ids|values|offsets|json|tmp)\b.*")
 LOCKS = ("prepare.lock", "tokenize.lock")
 
 
-def _read_meta(out):
-    """The meta.json in `out` as a dict, or None when there is none or it is not a dataset's."""
-    try:
-        with open(os.path.join(out, "meta.json")) as f:
-            meta = json.load(f)
-    except (OSError, ValueError):
-        return None
-    return meta if isinstance(meta, dict) and isinstance(meta.get("splits"), (dict, list)) else None
-
-
 def dataset_files(out):
     """(ours, others, prepared): the entries of `out` that prepare/ or tokenize_numbers.py wrote
     (the splits meta.json names, vocab.json, <encoding>/ arrays, temporaries), the others (a folder
     as "sub/"), and whether prepare/ wrote meta.json (--plain-text splits are the user's)."""
     from tokenize_numbers import ENCODINGS
 
-    meta = _read_meta(out)
+    try:
+        with open(os.path.join(out, "meta.json")) as f:
+            meta = json.load(f)
+    except (OSError, ValueError):
+        meta = None
+    if not (isinstance(meta, dict) and isinstance(meta.get("splits"), (dict, list))):
+        meta = None
     prepared = meta is not None and meta.get("dataset") != "plain text"
     names = {"vocab.json", ".raw.npy.tmp"} | ({"meta.json"} if meta is not None else set())
     if prepared:
         names |= {f"{s}{ext}" for s in meta["splits"] for ext in (".txt", ".ocean.txt")}
-    # an interrupted write: atomic_file's x.<random>.tmp.json (or an older x.tmp.json)
+    # an interrupted write: atomic_file's x.<random>.tmp.json (or x.tmp.json)
     temporaries = [
         rf"{re.escape(r)}\.(?:\w+\.)?tmp{re.escape(e)}" for r, e in map(os.path.splitext, names)
     ]
@@ -214,23 +195,22 @@ def _check_out(out, force, writes):
         return
     clash = [n for n in others if n in writes or n.rstrip("/") in writes]
     if clash and not prepared:
-        sys.exit(
-            f"error: {out} holds {_some(clash)}, which this run would overwrite but no prepare"
-            " run wrote (no meta.json of a prepared dataset names it); move it away or choose"
-            " another --out"
+        fail(
+            f"{out} holds {_some(clash)}, which this run would overwrite but no prepare run wrote"
+            " (no meta.json of a prepared dataset names it); move it away or choose another --out"
         )
     if not force:
         what = f"files that are not a dataset ({_some(others)})"
         what = "a dataset (meta.json)" if prepared else what
-        sys.exit(
-            f"error: {out} already holds {what}; pass --force to replace what a prepare run"
-            " wrote there (other files stay), or choose another --out"
+        fail(
+            f"{out} already holds {what}; pass --force to replace what a prepare run wrote there"
+            " (other files stay), or choose another --out"
         )
     stuck = sorted({os.path.dirname(os.path.join(out, n)) for n in ours} - {out})
     for folder in [f for f in stuck if not os.access(f, os.W_OK | os.X_OK)]:
-        sys.exit(
-            f"error: {folder} is not writable, so --force could not replace the files in it; "
-            "make it writable (nothing was changed)"
+        fail(
+            f"{folder} is not writable, so --force could not replace the files in it; make it"
+            " writable (nothing was changed)"
         )
     if others:
         print(f"note: {out}: left alone, not written by a prepare run: {_some(others)}")
@@ -242,7 +222,7 @@ def staged_dataset(out, force, writes):
     block ends without an error; a failed or stopped run leaves `out` as it was. out/prepare.lock
     and out/tokenize.lock, held throughout, refuse other prepare and tokenize_numbers.py runs."""
     if os.path.exists(out) and not os.path.isdir(out):
-        sys.exit(f"error: --out {out} exists and is not a directory")
+        fail(f"--out {out} exists and is not a directory")
     held, swapped, stage = [], False, os.path.join(out, f".prepare-{os.getpid()}.tmp")
     try:
         for name in LOCKS:
@@ -251,15 +231,15 @@ def staged_dataset(out, force, writes):
                 os.makedirs(out, exist_ok=True)
                 pid = take_lock(path)
             except OSError as e:
-                sys.exit(f"error: cannot write to output directory {out}: {e.strerror}")
+                fail(f"cannot write to output directory {out}: {e.strerror}")
             if pid is not None and name == "prepare.lock":
-                sys.exit(
-                    f"error: {out} is being written by another prepare run, process {pid}"
-                    f" ({path}); wait for it to end (or delete the lock if that process is not one)"
+                fail(
+                    f"{out} is being written by another prepare run, process {pid} ({path}); wait"
+                    " for it to end (or delete the lock if that process is not one)"
                 )
             if pid is not None:
-                sys.exit(
-                    f"error: {out} is being tokenized by process {pid} ({path}); wait for that"
+                fail(
+                    f"{out} is being tokenized by process {pid} ({path}); wait for that"
                     " tokenize_numbers.py run to end"
                 )
             held.append(path)
@@ -298,9 +278,9 @@ def _signals_held():
 
 
 def swap_in(out, stage):
-    """Replace what an earlier prepare run wrote in `out` by the dataset in `stage`: the old files
-    move to stage/.old (meta.json first), the new ones in (meta.json last), so `out` never looks
-    complete while mixed. A move that fails puts every file back."""
+    """Replace what a prepare run wrote in `out` by the dataset in `stage`: the old files move to
+    stage/.old (meta.json first), the new ones in (meta.json last), so `out` never looks complete
+    while mixed. A move that fails puts every file back."""
     aside = os.path.join(stage, ".old")
     old = [n.rstrip("/") for n in dataset_files(out)[0]]
     old = sorted([n for n in old if n != os.path.basename(stage)], key=lambda n: n != "meta.json")
@@ -315,15 +295,15 @@ def swap_in(out, stage):
     except OSError as e:
         for a, b in reversed(done):
             os.renames(b, a)
-        sys.exit(
-            f"error: cannot replace {e.filename} ({e.strerror}); {out} is as it was (the new"
-            " dataset is not kept)"
+        fail(
+            f"cannot replace {e.filename} ({e.strerror}); {out} is as it was (the new dataset is"
+            " not kept)"
         )
 
 
 class _Interrupted(Exception):
-    """Ctrl-C inside a pool worker whose library raises KeyboardInterrupt itself (REBOUND does): a
-    pool waits forever for a worker dying of it, but passes an Exception back to the parent."""
+    """Ctrl-C in a pool worker whose library raises KeyboardInterrupt itself (REBOUND does): a pool
+    waits forever for a worker dying of it, but passes an Exception back to the parent."""
 
 
 def _make_one(args):
@@ -361,14 +341,6 @@ def generate_split(make_sample, split, code, n, seed, workers, chunksize=64):
         raise KeyboardInterrupt from None
 
 
-def write_split(out, split, lines):
-    """<out>/<split>.txt, one line per sample, written atomically."""
-    for i, line in enumerate(lines):
-        if "\n" in line:
-            raise ValueError(f"sample {i} of {split} spans several lines")
-    atomic_write_text(os.path.join(out, f"{split}.txt"), "\n".join(lines) + "\n")
-
-
 def write_meta(out, meta):
     """<out>/meta.json, written last: its presence marks a complete dataset."""
     atomic_write_text(os.path.join(out, "meta.json"), json.dumps(meta, indent=2) + "\n")
@@ -387,7 +359,7 @@ def write_dataset(args, make_sample, extra_splits=(), meta=None):
         # split codes: train 0, val 1, test 2, extras 3..
         for code, (split, n) in enumerate(counts.items()):
             lines = generate_split(make_sample, split, code, n, args.seed, args.workers)
-            write_split(stage, split, lines)
+            atomic_write_text(os.path.join(stage, f"{split}.txt"), "\n".join(lines) + "\n")
         write_meta(stage, meta)
     seconds, total = time.time() - t0, sum(counts.values())
     print(

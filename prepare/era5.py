@@ -1,19 +1,17 @@
 """
-The temperature-forecasting dataset of the xVal paper (§3.1, App. C; docs/decisions.md#temperature)
-from ERA5 2 m temperature netCDF files from the Copernicus CDS. A sample a line:
+The temperature-forecasting dataset of the xVal paper (§3.1, App. C) from ERA5 2 m temperature
+netCDF files; prepare/README.md#temperature-era5-era5py has the sampling, layouts and download. A
+sample a line:
 
   {"description":{"coords":[[sin lat,sin lon,cos lon],...],
                   "start":[sin ToD,cos ToD,sin ToY,cos ToY]},
    "data":[[T at each step] per station]}
 
-prepare/README.md#temperature-era5-era5py has the sampling, the layouts it reads and the download;
-prepare/era5_synthetic.py writes a field to try it without a CDS account.
-
-Two passes, in bounded memory: pass 1 draws every sample's window (a pure function of seed, split
-and index) and cuts them out of the files, --block-steps time steps at a time, into a float32
-scratch file in --out; pass 2 standardises them with the training split's mean and std, as text.
+Pass 1 cuts every window out of the files into a float32 scratch file in --out, --block-steps time
+steps at a time; pass 2 writes them as text, standardised with the training split's mean and std.
 """
 
+import itertools
 import math
 import os
 import time
@@ -41,7 +39,7 @@ LAT_UNITS = ("degrees_north", "degree_north", "degrees_n", "degree_n")
 LON_UNITS = ("degrees_east", "degree_east", "degrees_e", "degree_e")
 # samples per drawing job
 PLAN_CHUNK = 4096
-# a worker's context (field layout, seed, stride...), set by init_worker
+# a worker's field, settings and open files, set by init_worker
 CTX = None
 
 
@@ -50,7 +48,7 @@ CTX = None
 
 
 def open_netcdf(path):
-    """Open a netCDF file, with a clear refusal for what CDS downloads sometimes are instead."""
+    """Open a netCDF file, or refuse what CDS downloads sometimes are instead."""
     if not os.path.isfile(path):
         fail(f"{path}: no such file")
     with open(path, "rb") as f:
@@ -85,8 +83,7 @@ def find_variable(ds, path, wanted):
 
 
 def axis_of(ds, dim):
-    """'time', 'lat', 'lon' or None: a dimension's kind, by name or by its coordinate's CF
-    attributes."""
+    """'time', 'lat', 'lon' or None: a dimension's kind, by name or its coordinate's attributes."""
     coord = ds.variables.get(dim)
     standard, axis, units = (
         str(getattr(coord, key, "")).lower() for key in ("standard_name", "axis", "units")
@@ -190,67 +187,75 @@ def read_steps(t0, t1, out):
             out[a - t0 : b - t0] = read_source(src, a - first, b - first)
 
 
+def read_times(ds, path, dim):
+    """A file's time axis: (dates, int64 seconds since 1970, calendar)."""
+    tvar = ds.variables.get(dim)
+    units = getattr(tvar, "units", "")
+    if tvar is None or " since " not in units:
+        fail(
+            f"{path}: time coordinate '{dim}' needs units like 'hours since 1900-01-01'; found"
+            f" '{units}'"
+        )
+    calendar = getattr(tvar, "calendar", "standard").lower()
+    if calendar in ("gregorian", "proleptic_gregorian"):
+        calendar = "standard"
+    try:
+        dates = netCDF4.num2date(
+            np.asarray(tvar[:]), units, calendar, only_use_cftime_datetimes=True
+        )
+    except ValueError as e:
+        fail(f"{path}: cannot decode time '{dim}' (units '{units}', calendar '{calendar}'): {e}")
+    seconds = netCDF4.date2num(dates, "seconds since 1970-01-01", calendar)
+    seconds = np.round(seconds).astype(np.int64)
+    if len(seconds) == 0 or np.any(np.diff(seconds) <= 0):
+        fail(f"{path}: the times of '{dim}' are empty or do not increase")
+    return dates, seconds, calendar
+
+
+def open_source(path, wanted):
+    """One file: its grid and times, and how to read its values."""
+    ds = open_netcdf(path)
+    name = find_variable(ds, path, wanted)
+    dims = locate_dims(ds, path, name)
+    lat, lon = coordinate(ds, path, dims["lat"]), coordinate(ds, path, dims["lon"])
+    dates, seconds, calendar = read_times(ds, path, dims["time"])
+    hours = np.array([d.hour + d.minute / 60 + d.second / 3600 for d in dates])
+    src = SimpleNamespace(path=path, variable=name, dims=dims, seconds=seconds, tod=hours / 24)
+    src.toy = (np.array([d.dayofyr - 1 for d in dates]) + hours / 24) / 365.25
+    src.steps, src.first, src.last = len(seconds), str(dates[0]), str(dates[-1])
+    src.units = getattr(ds.variables[name], "units", "?")
+    src.expvers = len(ds.dimensions[dims["expver"]]) if dims["expver"] else 1
+    src.lat_descending = bool(lat[0] > lat[-1])
+    src.lon_descending = bool(lon[0] > lon[-1])
+    src.grid, src.calendar = (np.sort(lat), np.sort(lon)), calendar
+    # workers reopen: a handle must not be inherited across fork
+    ds.close()
+    return src
+
+
 def open_field(paths, wanted):
     """All about the input files but the values: grid, time axis, phases, how to read each file."""
-    sources, lat, lon, calendar = [], None, None, None
-    for path in paths:
-        ds = open_netcdf(path)
-        name = find_variable(ds, path, wanted)
-        dims = locate_dims(ds, path, name)
-        file_lat, file_lon = coordinate(ds, path, dims["lat"]), coordinate(ds, path, dims["lon"])
-        tvar = ds.variables.get(dims["time"])
-        units = getattr(tvar, "units", "")
-        if tvar is None or " since " not in units:
+    sources = [open_source(paths[0], wanted)]
+    first = sources[0]
+    for path in paths[1:]:
+        src = open_source(path, wanted)
+        if not same_grid(src.grid, first.grid):
             fail(
-                f"{path}: time coordinate '{dims['time']}' needs units like 'hours since"
-                f" 1900-01-01'; found '{units}'"
+                f"{path} has grid {describe_grid(*src.grid)} but {first.path} has"
+                f" {describe_grid(*first.grid)}: all files must share one grid"
             )
-        file_calendar = getattr(tvar, "calendar", "standard").lower()
-        if file_calendar in ("gregorian", "proleptic_gregorian"):
-            file_calendar = "standard"
-        try:
-            dates = netCDF4.num2date(
-                np.asarray(tvar[:]), units, file_calendar, only_use_cftime_datetimes=True
-            )
-        except ValueError as e:
-            fail(
-                f"{path}: cannot decode time '{dims['time']}' (units '{units}', calendar"
-                f" '{file_calendar}'): {e}"
-            )
-        seconds = netCDF4.date2num(dates, "seconds since 1970-01-01", file_calendar)
-        seconds = np.round(seconds).astype(np.int64)
-        if len(seconds) == 0 or np.any(np.diff(seconds) <= 0):
-            fail(f"{path}: the times of '{dims['time']}' are empty or do not increase")
-        grid = (np.sort(file_lat), np.sort(file_lon))
-        if lat is None:
-            lat, lon, calendar, first_path = *grid, file_calendar, path
-        elif not same_grid(grid, (lat, lon)):
-            fail(
-                f"{path} has grid {describe_grid(*grid)} but {first_path} has"
-                f" {describe_grid(lat, lon)}: all files must share one grid"
-            )
-        elif file_calendar != calendar:
-            fail(f"{path} uses calendar '{file_calendar}' but {first_path} uses '{calendar}'")
-        hours = np.array([d.hour + d.minute / 60 + d.second / 3600 for d in dates])
-        src = SimpleNamespace(path=path, variable=name, dims=dims, seconds=seconds, tod=hours / 24)
-        src.toy = (np.array([d.dayofyr - 1 for d in dates]) + hours / 24) / 365.25
-        src.steps, src.first, src.last = len(seconds), str(dates[0]), str(dates[-1])
-        src.units = getattr(ds.variables[name], "units", "?")
-        src.expvers = len(ds.dimensions[dims["expver"]]) if dims["expver"] else 1
-        src.lat_descending = bool(file_lat[0] > file_lat[-1])
-        src.lon_descending = bool(file_lon[0] > file_lon[-1])
+        if src.calendar != first.calendar:
+            fail(f"{path} uses calendar '{src.calendar}' but {first.path} uses '{first.calendar}'")
         sources.append(src)
-        # workers reopen: a handle must not be inherited across fork
-        ds.close()
     sources.sort(key=lambda s: s.seconds[0])
-    for a, b in zip(sources, sources[1:]):
+    for a, b in itertools.pairwise(sources):
         if b.seconds[0] <= a.seconds[-1]:
             fail(
                 f"{a.path} ({a.first} .. {a.last}) and {b.path} ({b.first} .. {b.last}) overlap in"
                 " time"
             )
-    field = SimpleNamespace(sources=sources, lat=lat, lon=lon, units=sources[0].units)
-    field.variable = sources[0].variable
+    field = SimpleNamespace(sources=sources, lat=first.grid[0], lon=first.grid[1])
+    field.units, field.variable = sources[0].units, sources[0].variable
     field.first_step = np.cumsum([0] + [s.steps for s in sources[:-1]]).tolist()
     for key in ("seconds", "tod", "toy"):
         setattr(field, key, np.concatenate([getattr(s, key) for s in sources]))
@@ -290,7 +295,8 @@ def window_starts(seconds, stride, steps):
     values, counts = np.unique(diffs, return_counts=True)
     # the files' time step: the most common one
     step = values[np.argmax(counts)] if len(diffs) else 0
-    gaps_before = np.concatenate([[0], np.cumsum(diffs != step)])  # uneven steps before step i
+    # uneven steps before step i
+    gaps_before = np.concatenate([[0], np.cumsum(diffs != step)])
     starts = {}
     for n in range(steps[0], steps[1] + 1):
         span = (n - 1) * stride
@@ -317,7 +323,7 @@ def init_pool_worker(ctx):
 def draw_window(code, index, attempt):
     """Sample `index` of split `code`: (steps, start, station indices into the ascending lat×lon
     grid). Sizes are drawn once; a window with missing values is replaced by the generator's next
-    (start, stations): attempt k is reproducible without storing anything."""
+    (start, stations), so attempt k is reproducible without storing anything."""
     rng = sample_rng(CTX.seed, code, index)
     n_stations = int(rng.integers(CTX.stations[0], CTX.stations[1] + 1))
     n_steps = int(rng.integers(CTX.steps[0], CTX.steps[1] + 1))
@@ -339,35 +345,24 @@ def draw_plan(job):
 
 
 def extract_block(job):
-    """Worker: read the global steps in [b0, b1) that windows use, once, and cut out each listed
-    sample's part: [(sample id, first step k, (stations, steps))]."""
+    """Worker: read global steps [b0, b1) once and cut out each listed sample's part of them:
+    [(sample id, first step k, (stations, steps))]."""
     b0, b1, ids, codes, indices, attempts = job
     stride, n_lon = CTX.stride, len(CTX.field.lon)
-    cuts = []
+    # (steps, lat, lon)
+    block = np.empty((b1 - b0, len(CTX.field.lat), n_lon), np.float32)
+    read_steps(b0, b1, block)
+    out = []
     for sample, code, index, attempt in zip(ids, codes, indices, attempts):
         n_steps, start, stations = draw_window(int(code), int(index), int(attempt))
-        k0 = max(0, -(-(b0 - start) // stride))  # first step at or after b0
-        k1 = min(n_steps, -(-(b1 - start) // stride))  # one past the last step before b1
-        if k0 < k1:
-            cuts.append((int(sample), k0, start + stride * np.arange(k0, k1), stations))
-    if not cuts:
-        return []
-    needed = np.unique(np.concatenate([steps for _, _, steps, _ in cuts]))
-    runs = np.split(needed, np.flatnonzero(np.diff(needed) > 1) + 1)  # contiguous reads are fastest
-    # (needed steps, lat, lon)
-    fields = np.empty((len(needed), len(CTX.field.lat), n_lon), np.float32)
-    row = 0
-    for run in runs:
-        read_steps(int(run[0]), int(run[-1]) + 1, fields[row : row + len(run)])
-        row += len(run)
-    row_of = np.zeros(b1 - b0, np.int64)
-    row_of[needed - b0] = np.arange(len(needed))
-    out = []
-    for sample, k0, steps, stations in cuts:
+        # the first step at or after b0, and one past the last before b1
+        k0 = max(0, -(-(b0 - start) // stride))
+        k1 = min(n_steps, -(-(b1 - start) // stride))
+        steps = start + stride * np.arange(k0, k1) - b0
         ilat, ilon = np.divmod(stations, n_lon)
         # (steps, stations)
-        values = fields[row_of[steps - b0][:, None], ilat[None, :], ilon[None, :]]
-        out.append((sample, k0, values.T.copy()))
+        values = block[steps[:, None], ilat[None, :], ilon[None, :]]
+        out.append((int(sample), k0, values.T.copy()))
     return out
 
 
@@ -424,15 +419,13 @@ def extract_windows(pmap, counts, out, block_steps):
             hit, end = todo[(first < b0 + block_steps) & (last >= b0)], min(b0 + block_steps, T)
             if len(hit):
                 jobs.append((b0, end, hit, codes[hit], indices[hit], attempts[hit]))
-        bad, filled = np.zeros(len(codes), bool), np.zeros(len(codes), np.int64)
+        bad = np.zeros(len(codes), bool)
         bar = {"total": len(jobs), "desc": "read", "unit": "job", "leave": False}
         for cuts in progress(pmap(extract_block, jobs), **bar):
             for sample, k0, values in cuts:
                 window = raw[offsets[sample] : offsets[sample + 1]].reshape(n_stations[sample], -1)
                 window[:, k0 : k0 + values.shape[1]] = values
-                filled[sample] += values.shape[1]
                 bad[sample] |= not np.isfinite(values).all()
-        assert np.array_equal(filled[todo], n_steps[todo]), "a window step was never read"
         todo = np.flatnonzero(bad)
         skipped += np.bincount(codes[todo], minlength=len(counts))
         attempts[todo] += 1
@@ -462,7 +455,7 @@ def train_statistics(raw_path, n_values):
     return mean, math.sqrt(var)
 
 
-def write_split(pmap, code, split, first, n, out, windows, mean, std):
+def write_era5_split(pmap, code, split, first, n, out, windows, mean, std):
     """Pass 2: one split's samples (global ids first..), standardised, to <split>.txt (and
     <split>.ocean.txt)."""
     attempts, offsets, raw = windows.attempts[first:], windows.offsets[first:], windows.raw_path
@@ -482,7 +475,43 @@ def write_split(pmap, code, split, first, n, out, windows, mean, std):
     return labels
 
 
-def main(argv=None):
+def both_passes(ctx, counts, stage, workers, block_steps):
+    """Pass 1 and 2 by `workers` processes: (windows, mean, std, ocean fractions, end of pass 1)."""
+    pool = Pool(workers, init_pool_worker, (ctx,)) if workers > 1 else None
+    # the parent draws too (and reads, without a pool)
+    init_worker(ctx)
+    try:
+        # pass 1 writes disjoint slots (any order will do); pass 2 streams lines in order
+        windows = extract_windows(pool.imap_unordered if pool else map, counts, stage, block_steps)
+        t_read = time.time()
+        mean, std = train_statistics(windows.raw_path, int(windows.offsets[counts["train"]]))
+        if not std > 0:
+            fail(
+                f"the training values of '{ctx.field.variable}' have zero spread (mean {mean:g});"
+                " cannot standardise"
+            )
+        ocean, first = {}, 0
+        for code, (split, n) in enumerate(counts.items()):
+            pmap = pool.imap if pool else map
+            labels = write_era5_split(pmap, code, split, first, n, stage, windows, mean, std)
+            ocean[split] = round(float(np.mean(labels)), 4) if labels else None
+            first += n
+    finally:
+        if pool:
+            pool.terminate()
+        for ds in CTX.open_files.values():
+            ds.close()
+        scratch = os.path.join(stage, RAW_FILE)
+        if os.path.exists(scratch):
+            os.remove(scratch)
+    return windows, mean, std, ocean, t_read
+
+
+# ----------------------------------------------------------------------------------------------
+# the command line
+
+
+def parse_args(argv):
     p = base_parser(
         "Prepare the xVal temperature-forecasting dataset from ERA5 2 m temperature netCDF files "
         "(docs/decisions.md#temperature); see prepare/README.md",
@@ -503,12 +532,11 @@ def main(argv=None):
     p.add_argument("--stations", type=int_range(), default=STATIONS, metavar="MIN,MAX", help=points)
     steps = "time steps " + paper.format(*STEPS)
     p.add_argument("--steps", type=int_range(), default=STEPS, metavar="MIN,MAX", help=steps)
-    args = p.parse_args(argv)
-    t_start = time.time()
+    return p.parse_args(argv)
 
-    field = open_field(args.files, args.variable)
-    land_sea_mask = read_land_sea_mask(args.land_sea_mask, field) if args.land_sea_mask else None
-    starts, step_seconds, gaps = window_starts(field.seconds, args.stride, args.steps)
+
+def check_windows_fit(args, field, starts, gaps):
+    """Refuse --stations and --steps the grid and the time axis cannot hold."""
     n_points, T = len(field.lat) * len(field.lon), len(field.seconds)
     if args.stations[1] > n_points:
         fail(
@@ -524,6 +552,16 @@ def main(argv=None):
             f" time steps, but {', '.join(args.files)} hold {T} steps with {gaps} gap(s); lower"
             " --steps or --stride"
         )
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    t_start = time.time()
+    field = open_field(args.files, args.variable)
+    land_sea_mask = read_land_sea_mask(args.land_sea_mask, field) if args.land_sea_mask else None
+    starts, step_seconds, gaps = window_starts(field.seconds, args.stride, args.steps)
+    check_windows_fit(args, field, starts, gaps)
+    n_points, hours = len(field.lat) * len(field.lon), step_seconds / 3600
     counts = dict(zip(SPLITS, SIZES[args.size]))
     ctx = SimpleNamespace(field=field, starts=starts, n_points=n_points, seed=args.seed)
     ctx.stride, ctx.stations, ctx.steps = args.stride, args.stations, args.steps
@@ -531,44 +569,17 @@ def main(argv=None):
     writes = [f"{s}{ext}" for s in SPLITS for ext in (".txt", ".ocean.txt")] + ["meta.json"]
     with staged_dataset(args.out, args.force, writes + [RAW_FILE]) as stage:
         print(
-            f"{field.variable} [{field.units}]: {len(field.sources)} file(s), {T} steps of"
-            f" {step_seconds / 3600:g} h from {field.sources[0].first} to"
+            f"{field.variable} [{field.units}]: {len(field.sources)} file(s),"
+            f" {len(field.seconds)} steps of {hours:g} h from {field.sources[0].first} to"
             f" {field.sources[-1].last} ({gaps} gap(s)), grid {describe_grid(field.lat, field.lon)}"
         )
         print(
-            f"sample steps every {args.stride * step_seconds / 3600:g} h; {args.workers} worker(s),"
-            f" each holding {args.block_steps} steps"
-            f" ({args.block_steps * n_points * 4 / 2**20:.0f} MiB) of the field at a time"
+            f"sample steps every {args.stride * step_seconds / 3600:g} h; {args.workers} worker(s), each holding"
+            f" {args.block_steps} steps ({args.block_steps * n_points * 4 / 2**20:.0f} MiB) of the"
+            " field at a time"
         )
-        pool = Pool(args.workers, init_pool_worker, (ctx,)) if args.workers > 1 else None
-        # the parent draws too (and reads, without a pool)
-        init_worker(ctx)
-        try:
-            # pass 1 writes disjoint slots (any order will do); pass 2 streams lines in order
-            windows = extract_windows(
-                pool.imap_unordered if pool else map, counts, stage, args.block_steps
-            )
-            t_read = time.time()
-            mean, std = train_statistics(windows.raw_path, int(windows.offsets[counts["train"]]))
-            if not std > 0:
-                fail(
-                    f"the training values of '{field.variable}' have zero spread (mean {mean:g});"
-                    " cannot standardise"
-                )
-            ocean, first = {}, 0
-            for code, (split, n) in enumerate(counts.items()):
-                pmap = pool.imap if pool else map
-                labels = write_split(pmap, code, split, first, n, stage, windows, mean, std)
-                ocean[split] = round(float(np.mean(labels)), 4) if labels else None
-                first += n
-        finally:
-            if pool:
-                pool.terminate()
-            for ds in CTX.open_files.values():
-                ds.close()
-            scratch = os.path.join(stage, RAW_FILE)
-            if os.path.exists(scratch):
-                os.remove(scratch)
+        passes = both_passes(ctx, counts, stage, args.workers, args.block_steps)
+        windows, mean, std, ocean, t_read = passes
         meta = {
             "seed": args.seed,
             "size": args.size,
@@ -578,10 +589,11 @@ def main(argv=None):
             "units": field.units,
             "normalisation": {"mean": mean, "std": std, "units": field.units, "from": "train"},
             "stride": args.stride,
-            "time_step_hours": step_seconds / 3600,
+            "time_step_hours": hours,
             "sample_interval_hours": args.stride * step_seconds / 3600,
             "files": [
-                dict(path=s.path, first=s.first, last=s.last, steps=s.steps) for s in field.sources
+                {"path": s.path, "first": s.first, "last": s.last, "steps": s.steps}
+                for s in field.sources
             ],
             "grid": [len(field.lat), len(field.lon)],
             "time_gaps": gaps,

@@ -3,11 +3,10 @@ A synthetic ERA5-like 2 m temperature file and land-sea mask that prepare/era5.p
 temperature pipeline without a Copernicus CDS account (prepare/README.md, "Without a CDS account").
 It is NOT data for science: no model trained on it says anything about the weather.
 
-The field (kelvin, hourly from 2021-01-01 00 UTC) sums a latitude climatology (300 K at the equator
-to 250 K at the poles, colder over high-latitude land), a seasonal cycle of opposite sign in the two
-hemispheres, a diurnal cycle by local solar time (warmest at 15 h), weather (low-order spatial modes
-whose amplitudes follow an AR(1) in time and drift east) and white noise; the cycles are larger over
-land, a fixed map of smooth "continents". The same --seed gives the same bytes.
+The field (kelvin, hourly from 2021-01-01 00 UTC) sums a latitude climatology, a seasonal cycle of
+opposite sign in the two hemispheres, a diurnal cycle by local solar time, weather (spatial modes
+whose amplitudes follow an AR(1) in time and drift east) and white noise; the cycles are larger
+over land, a fixed map of smooth "continents". The same --seed gives the same bytes.
 """
 
 import argparse
@@ -25,16 +24,8 @@ START = datetime.datetime(2021, 1, 1)
 TIME_UNITS = "hours since 1900-01-01 00:00:00.0"
 FILL = -32767
 # (lat, lon, radius) in degrees: caps of land, coasts a logistic 2° scale
-CONTINENTS = [
-    (50, 80, 35),
-    (45, 20, 18),
-    (5, 20, 25),
-    (45, 260, 25),
-    (-15, 300, 18),
-    (-25, 135, 14),
-    (-90, 0, 25),
-    (72, 318, 10),
-]
+CONTINENTS = [(50, 80, 35), (45, 20, 18), (5, 20, 25), (45, 260, 25), (-15, 300, 18)]
+CONTINENTS += [(-25, 135, 14), (-90, 0, 25), (72, 318, 10)]
 # (zonal wavenumber, power of sin lat)
 MODES = [(0, 1), (0, 2)] + [(m, k) for m in range(1, 5) for k in range(3)]
 # the AR(1) time scale of the weather modes, and the kelvin std of a mode's amplitude and the noise
@@ -48,9 +39,8 @@ def land_fraction(lat, lon):
     phi, lam = np.radians(lat)[:, None], np.radians(lon)[None, :]
     land = np.zeros((len(lat), len(lon)))
     for clat, clon, radius in CONTINENTS:
-        cos_d = np.sin(phi) * np.sin(np.radians(clat)) + np.cos(phi) * np.cos(
-            np.radians(clat)
-        ) * np.cos(lam - np.radians(clon))
+        clat, clon = np.radians(clat), np.radians(clon)
+        cos_d = np.sin(phi) * np.sin(clat) + np.cos(phi) * np.cos(clat) * np.cos(lam - clon)
         # great-circle distance to the cap's centre
         distance = np.degrees(np.arccos(np.clip(cos_d, -1, 1)))
         land += 1 / (1 + np.exp((distance - radius) / 2))
@@ -101,9 +91,7 @@ def write_t2m(path, lat, lon, lsm, days, seed):
     rho = np.exp(-1 / CORRELATION_HOURS)
     # decay, and drift east ~8°/day × m
     turn = rho * np.exp(-1j * np.radians([8 * m / 24 for m, _ in MODES]))
-    gauss = lambda *shape: (
-        (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)) / np.sqrt(2)
-    )
+    gauss = lambda *shape: (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)) / 2**0.5
     # complex mode amplitudes, stationary start
     z = WEATHER_K * gauss(len(MODES))
     hour0 = int(netCDF4.date2num(START, TIME_UNITS, "gregorian"))
@@ -142,19 +130,15 @@ def write_lsm(path, lat, lon, lsm):
 
 def main(argv=None):
     p = argparse.ArgumentParser(
-        description=(
-            "Write a synthetic ERA5-like t2m file and land-sea mask for "
-            "prepare/era5.py (a pipeline check, not data for science)"
-        )
+        description="Write a synthetic ERA5-like t2m file and land-sea mask for prepare/era5.py"
+        " (a pipeline check, not data for science)"
     )
     p.add_argument("--out", required=True, help="directory for t2m.nc and lsm.nc")
     p.add_argument("--days", type=at_least(1), default=60, help="days of hourly data (default 60)")
-    p.add_argument(
-        "--resolution", type=float, default=2.5, help="grid spacing in degrees (default 2.5)"
-    )
-    p.add_argument(
-        "--seed", type=at_least(0), default=1337, help="fixes the weather and noise (default 1337)"
-    )
+    resolution = "grid spacing in degrees (default 2.5)"
+    p.add_argument("--resolution", type=float, default=2.5, help=resolution)
+    seed = "fixes the weather and noise (default 1337)"
+    p.add_argument("--seed", type=at_least(0), default=1337, help=seed)
     p.add_argument("--force", action="store_true", help="overwrite existing t2m.nc/lsm.nc in --out")
     args = p.parse_args(argv)
     if not (0 < args.resolution <= 90 and (180 / args.resolution) % 1 < 1e-9):
@@ -168,17 +152,13 @@ def main(argv=None):
         sys.exit(f"error: {', '.join(existing)} already exist(s); pass --force to overwrite")
     os.makedirs(args.out, exist_ok=True)
     n_lat = round(180 / args.resolution) + 1
-    lat, lon = (
-        90 - args.resolution * np.arange(n_lat),
-        args.resolution * np.arange(round(360 / args.resolution)),
-    )
+    lat = 90 - args.resolution * np.arange(n_lat)
+    lon = args.resolution * np.arange(round(360 / args.resolution))
     lsm = land_fraction(lat, lon)
-    for name, write in (
-        ("t2m", lambda path: write_t2m(path, lat, lon, lsm, args.days, args.seed)),
-        ("lsm", lambda path: write_lsm(path, lat, lon, lsm)),
-    ):
-        with atomic_file(paths[name]) as tmp:
-            write(tmp)
+    with atomic_file(paths["t2m"]) as tmp:
+        write_t2m(tmp, lat, lon, lsm, args.days, args.seed)
+    with atomic_file(paths["lsm"]) as tmp:
+        write_lsm(tmp, lat, lon, lsm)
     print(
         f"wrote {paths['t2m']} ({args.days * 24} hourly steps, grid {len(lat)}x{len(lon)}) and"
         f" {paths['lsm']} (land fraction {lsm.mean():.2f} of grid points); synthetic, not data for"

@@ -11,7 +11,9 @@ digits; no value as written lies in the gap (0.3, 0.5) but the queried one of te
 import functools
 import string
 
-from common import base_parser, fmt_number, int_range, one_line_errors, write_dataset
+from common import base_parser, int_range, one_line_errors, write_dataset
+
+from util import format_number
 
 # significant digits of every value
 DIGITS = 3
@@ -33,15 +35,13 @@ def draw_value(rng, inside_gap):
     lo, hi = GAP if inside_gap else VALUE_RANGE
     # the written value is tested, so rounding never carries a value across the gap's edge
     while True:
-        text = fmt_number(rng.uniform(lo, hi), DIGITS)
+        text = format_number(rng.uniform(lo, hi), DIGITS)
         if in_gap(text) == inside_gap:
             return text
 
 
 def make_sample(rng, split, entries=ENTRIES):
     """One look-up as one line of text; entries: (min, max) per dictionary."""
-    if split not in SPLITS:
-        raise ValueError(f"unknown split {split!r}; expected one of {SPLITS}")
     n = int(rng.integers(entries[0], entries[1] + 1))
     keys = [KEYS[i] for i in rng.choice(len(KEYS), size=n, replace=False)]
     values = [draw_value(rng, inside_gap=False) for _ in range(n)]

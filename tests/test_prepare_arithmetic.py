@@ -1,13 +1,14 @@
 """prepare/arithmetic.py: every written equation is exact and is the paper's problem up to its stated scale."""
+import math
+import os
 import re
 import sys
 from decimal import Decimal
-from pathlib import Path
 
 import pytest
+from conftest import ROOT
 
-PREPARE = Path(__file__).resolve().parent.parent / "prepare"
-sys.path.insert(0, str(PREPARE))
+sys.path.insert(0, os.path.join(ROOT, "prepare"))
 import arithmetic  # noqa: E402
 from common import sample_rng  # noqa: E402
 
@@ -47,6 +48,8 @@ def samples(variant, n=400):
 @pytest.mark.parametrize("variant", ["ops2", "ops3", "ops4"])
 def test_operand_trees_are_the_papers_problems_and_exact(variant):
     n_operands = arithmetic.VARIANTS[variant]
+    ops = "".join(re.sub(r"[0-9.]|(?<=[(=])-", "", line.split("=")[0]) for line in samples(variant))
+    assert {"+", "-", "*"} <= set(ops)  # every operator is used
     for line in samples(variant):
         lhs, rhs = line.split("=")
         value, operands = evaluate(lhs)
@@ -55,11 +58,6 @@ def test_operand_trees_are_the_papers_problems_and_exact(variant):
         for op in operands:  # unscaled 10^U(0,2) with 3 significant digits, trailing zeros kept
             digits = op.replace(".", "").lstrip("0")
             assert len(digits) == 3 and 1 <= Decimal(op) <= 100, f"{op!r} in {line!r}"
-
-
-def test_operand_trees_use_every_operator():
-    ops = "".join(re.sub(r"[0-9.]|(?<=[(=])-", "", line.split("=")[0]) for line in samples("ops2"))
-    assert {"+", "-", "*"} <= set(ops)
 
 
 @pytest.mark.parametrize("variant", ["mult3", "mult4", "mult5"])
@@ -75,21 +73,13 @@ def test_multiplications_are_integer_problems_with_the_point_moved(variant):
 
 
 def test_the_papers_example_is_exact_unscaled():
-    value, _ = evaluate("((1.32*32.1)+(1.42-8.20))")
-    assert value == Decimal("35.592")
-
-
-class FixedDraw:
-    """An rng whose uniform() returns one chosen exponent."""
-
-    def __init__(self, exponent):
-        self.exponent = exponent
-
-    def uniform(self, lo, hi):
-        return self.exponent
+    assert evaluate("((1.32*32.1)+(1.42-8.20))")[0] == Decimal("35.592")
 
 
 @pytest.mark.parametrize("x,written", [(99.96, "100"), (9.996, "10.0"), (99.94, "99.9"), (1.0, "1.00")])
 def test_an_operand_keeps_three_significant_digits_when_rounding_carries(x, written):
-    import math
-    assert str(arithmetic.operand(FixedDraw(math.log10(x)))) == written
+    class FixedDraw:  # an rng whose uniform() returns the exponent of x
+        def uniform(self, lo, hi):
+            return math.log10(x)
+
+    assert str(arithmetic.operand(FixedDraw())) == written
