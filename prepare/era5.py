@@ -43,7 +43,6 @@ PLAN_CHUNK = 4096
 CTX = None
 
 
-# ----------------------------------------------------------------------------------------------
 # reading the files
 
 
@@ -305,8 +304,7 @@ def window_starts(seconds, stride, steps):
     return starts, int(step), int(gaps_before[-1])
 
 
-# ----------------------------------------------------------------------------------------------
-# drawing windows (pure functions of seed, split, index, attempt: output independent of --workers)
+# drawing windows: pure functions of seed, split, index and attempt, whatever --workers is
 
 
 def init_worker(ctx):
@@ -324,13 +322,14 @@ def draw_window(code, index, attempt):
     """Sample `index` of split `code`: (steps, start, station indices into the ascending lat×lon
     grid). Sizes are drawn once; a window with missing values is replaced by the generator's next
     (start, stations), so attempt k is reproducible without storing anything."""
-    rng = sample_rng(CTX.seed, code, index)
-    n_stations = int(rng.integers(CTX.stations[0], CTX.stations[1] + 1))
-    n_steps = int(rng.integers(CTX.steps[0], CTX.steps[1] + 1))
-    starts = CTX.starts[n_steps]
+    args, starts = CTX.args, CTX.starts
+    rng = sample_rng(args.seed, code, index)
+    n_stations = int(rng.integers(args.stations[0], args.stations[1] + 1))
+    n_steps = int(rng.integers(args.steps[0], args.steps[1] + 1))
+    n_points = len(CTX.field.lat) * len(CTX.field.lon)
     for _ in range(attempt + 1):
-        start = int(starts[rng.integers(len(starts))])
-        stations = rng.choice(CTX.n_points, n_stations, replace=False)
+        start = int(starts[n_steps][rng.integers(len(starts[n_steps]))])
+        stations = rng.choice(n_points, n_stations, replace=False)
     return n_steps, start, stations
 
 
@@ -348,7 +347,7 @@ def extract_block(job):
     """Worker: read global steps [b0, b1) once and cut out each listed sample's part of them:
     [(sample id, first step k, (stations, steps))]."""
     b0, b1, ids, codes, indices, attempts = job
-    stride, n_lon = CTX.stride, len(CTX.field.lon)
+    stride, n_lon = CTX.args.stride, len(CTX.field.lon)
     # (steps, lat, lon)
     block = np.empty((b1 - b0, len(CTX.field.lat), n_lon), np.float32)
     read_steps(b0, b1, block)
@@ -389,7 +388,6 @@ def format_samples(job):
     return "".join(line + "\n" for line in lines), labels
 
 
-# ----------------------------------------------------------------------------------------------
 # the two passes
 
 
@@ -397,7 +395,7 @@ def extract_windows(pmap, counts, out, block_steps):
     """Pass 1, all splits at once (each time step read once): cut every window out of the files into
     one float32 file on disk, sample after sample, redrawing those with a missing value. Samples
     get global ids: train 0..n_train-1, then val, then test."""
-    T, stride = len(CTX.field.seconds), CTX.stride
+    T, stride = len(CTX.field.seconds), CTX.args.stride
     codes = np.repeat(np.arange(len(counts)), list(counts.values()))
     indices = np.concatenate([np.arange(n) for n in counts.values()])
     attempts = np.zeros(len(codes), np.int64)
@@ -475,8 +473,9 @@ def write_era5_split(pmap, code, split, first, n, out, windows, mean, std):
     return labels
 
 
-def both_passes(ctx, counts, stage, workers, block_steps):
-    """Pass 1 and 2 by `workers` processes: (windows, mean, std, ocean fractions, end of pass 1)."""
+def both_passes(ctx, counts, stage):
+    """Pass 1 and 2 by --workers processes: (windows, mean, std, ocean fractions, end of pass 1)."""
+    workers, block_steps = ctx.args.workers, ctx.args.block_steps
     pool = Pool(workers, init_pool_worker, (ctx,)) if workers > 1 else None
     # the parent draws too (and reads, without a pool)
     init_worker(ctx)
@@ -507,7 +506,6 @@ def both_passes(ctx, counts, stage, workers, block_steps):
     return windows, mean, std, ocean, t_read
 
 
-# ----------------------------------------------------------------------------------------------
 # the command line
 
 
@@ -562,10 +560,9 @@ def main(argv=None):
     starts, step_seconds, gaps = window_starts(field.seconds, args.stride, args.steps)
     check_windows_fit(args, field, starts, gaps)
     n_points, hours = len(field.lat) * len(field.lon), step_seconds / 3600
+    interval = args.stride * step_seconds / 3600
     counts = dict(zip(SPLITS, SIZES[args.size]))
-    ctx = SimpleNamespace(field=field, starts=starts, n_points=n_points, seed=args.seed)
-    ctx.stride, ctx.stations, ctx.steps = args.stride, args.stations, args.steps
-    ctx.land_sea_mask = land_sea_mask
+    ctx = SimpleNamespace(args=args, field=field, starts=starts, land_sea_mask=land_sea_mask)
     writes = [f"{s}{ext}" for s in SPLITS for ext in (".txt", ".ocean.txt")] + ["meta.json"]
     with staged_dataset(args.out, args.force, writes + [RAW_FILE]) as stage:
         print(
@@ -574,12 +571,11 @@ def main(argv=None):
             f" {field.sources[-1].last} ({gaps} gap(s)), grid {describe_grid(field.lat, field.lon)}"
         )
         print(
-            f"sample steps every {args.stride * step_seconds / 3600:g} h; {args.workers} worker(s), each holding"
+            f"sample steps every {interval:g} h; {args.workers} worker(s), each holding"
             f" {args.block_steps} steps ({args.block_steps * n_points * 4 / 2**20:.0f} MiB) of the"
             " field at a time"
         )
-        passes = both_passes(ctx, counts, stage, args.workers, args.block_steps)
-        windows, mean, std, ocean, t_read = passes
+        windows, mean, std, ocean, t_read = both_passes(ctx, counts, stage)
         meta = {
             "seed": args.seed,
             "size": args.size,
@@ -590,10 +586,9 @@ def main(argv=None):
             "normalisation": {"mean": mean, "std": std, "units": field.units, "from": "train"},
             "stride": args.stride,
             "time_step_hours": hours,
-            "sample_interval_hours": args.stride * step_seconds / 3600,
+            "sample_interval_hours": interval,
             "files": [
-                {"path": s.path, "first": s.first, "last": s.last, "steps": s.steps}
-                for s in field.sources
+                dict(path=s.path, first=s.first, last=s.last, steps=s.steps) for s in field.sources
             ],
             "grid": [len(field.lat), len(field.lon)],
             "time_gaps": gaps,

@@ -66,31 +66,23 @@ def test_prepare_refuses_a_negative_seed(tmp_path):
 
 
 def test_force_keeps_files_a_prepare_run_did_not_write(tmp_path):
-    (tmp_path / "lab_notes.txt").write_text("notes\n")
+    """Notes, a folder, a repository clone: refused without --force, left alone with it."""
+    mine = {"lab_notes.txt": "notes\n", "sub/paper.tex": "draft\n"}
+    mine.update({name: name for name in ("README.md", "model.py", "requirements.txt")})
     (tmp_path / "sub").mkdir()
-    (tmp_path / "sub" / "paper.tex").write_text("draft\n")
+    for name, text in mine.items():
+        (tmp_path / name).write_text(text)
+    listed = "README.md, lab_notes.txt, model.py, requirements.txt, sub/"
     r = prepare(tmp_path, check=False)
-    assert r.returncode != 0 and "lab_notes.txt" in r.stderr and "sub/" in r.stderr
-    assert sorted(os.listdir(tmp_path)) == ["lab_notes.txt", "sub"]  # refused: nothing written
+    assert r.returncode != 0 and "not a dataset" in r.stderr and listed in r.stderr
+    assert sorted(os.listdir(tmp_path)) == ["README.md", "lab_notes.txt", "model.py", "requirements.txt", "sub"]
     r = prepare(tmp_path, "--force", tokenize=True)
-    assert "left alone" in r.stdout and "lab_notes.txt, sub/" in r.stdout
+    assert f"left alone, not written by a prepare run: {listed}" in r.stdout
     (tmp_path / "xval" / "mine.md").write_text("a note among the arrays\n")
     prepare(tmp_path, "--force", "--seed=2")
-    assert (tmp_path / "lab_notes.txt").read_text() == "notes\n"
-    assert (tmp_path / "sub" / "paper.tex").read_text() == "draft\n"
+    assert all((tmp_path / name).read_text() == text for name, text in mine.items())
     assert sorted(os.listdir(tmp_path / "xval")) == ["mine.md"]  # the arrays of the old dataset are gone
-    assert not (tmp_path / "vocab.json").exists() and seed_of(tmp_path) == 2
-
-
-def test_force_in_a_repository_clone_deletes_nothing_of_it(tmp_path):
-    for name in ("requirements.txt", "README.md", "model.py"):
-        (tmp_path / name).write_text(name)
-    r = prepare(tmp_path, check=False)
-    assert "not a dataset" in r.stderr and "requirements.txt" in r.stderr
-    prepare(tmp_path, "--force")
-    for name in ("requirements.txt", "README.md", "model.py"):
-        assert (tmp_path / name).read_text() == name
-    assert (tmp_path / "train.txt").exists() and (tmp_path / "meta.json").exists()
+    assert not (tmp_path / "vocab.json").exists() and seed_of(tmp_path) == 2 and (tmp_path / "train.txt").exists()
 
 
 def test_a_file_of_yours_that_a_run_would_overwrite_is_refused(tmp_path):

@@ -103,7 +103,7 @@ def old_layout(tmp_path_factory):
     field = truth_field()
     path = write_old_layout(tmp / "era5_old.nc", field)
     meta = prepare(tmp / "out", path)
-    return SimpleNamespace(tmp=tmp, path=path, values=field[0], out=tmp / "out", meta=meta)
+    return SimpleNamespace(path=path, values=field[0], out=tmp / "out", meta=meta)
 
 
 def test_samples_have_the_paper_layout_and_hold_the_source_values(old_layout):
