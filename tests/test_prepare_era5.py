@@ -21,9 +21,9 @@ TOL = 5.1e-4  # 4 significant digits of a standardised value below 10
 SPLITS = ("train", "val", "test")
 
 
-def write_nc(path, dims, variables, format="NETCDF4"):
+def write_nc(path, dims, variables):
     """A netCDF file: dims {name: size}, variables {name: (dtype, dims, values, {attribute: value})}."""
-    with netCDF4.Dataset(path, "w", format=format) as ds:
+    with netCDF4.Dataset(path, "w", format="NETCDF4") as ds:
         for name, n in dims.items():
             ds.createDimension(name, n)
         for name, (dtype, var_dims, values, attrs) in variables.items():
