@@ -59,15 +59,13 @@ def open_netcdf(path):
         )
     if magic.startswith(b"GRIB"):
         fail(f"{path} is a GRIB file; expected netCDF (ask the CDS for data_format 'netcdf')")
+    # netCDF4 unpacks int16 (scale_factor·x + add_offset) and masks fill values
     try:
-        ds = netCDF4.Dataset(path, "r")
+        return netCDF4.Dataset(path, "r")
     except OSError as e:
         fail(
             f"{path} is not a netCDF file netCDF4 can read ({e}); expected an ERA5 netCDF download"
         )
-    # int16 → scale_factor·x + add_offset; fill/missing → masked
-    ds.set_auto_maskandscale(True)
-    return ds
 
 
 def find_variable(ds, path, wanted):
