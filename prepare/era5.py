@@ -478,7 +478,7 @@ def both_passes(ctx, counts, stage):
     # the parent draws too (and reads, without a pool)
     init_worker(ctx)
     try:
-        # pass 1 writes disjoint slots (any order will do); pass 2 streams lines in order
+        # pass 1 writes disjoint slots: any order will do
         windows = extract_windows(pool.imap_unordered if pool else map, counts, stage, block_steps)
         t_read = time.time()
         mean, std = train_statistics(windows.raw_path, int(windows.offsets[counts["train"]]))
@@ -487,9 +487,10 @@ def both_passes(ctx, counts, stage):
                 f"the training values of '{ctx.field.variable}' have zero spread (mean {mean:g});"
                 " cannot standardise"
             )
+        # pass 2 streams lines in order
+        pmap = pool.imap if pool else map
         ocean, first = {}, 0
         for code, (split, n) in enumerate(counts.items()):
-            pmap = pool.imap if pool else map
             labels = write_era5_split(pmap, code, split, first, n, stage, windows, mean, std)
             ocean[split] = round(float(np.mean(labels)), 4) if labels else None
             first += n
