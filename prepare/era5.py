@@ -1,14 +1,8 @@
 """
 The temperature-forecasting dataset of the xVal paper (§3.1, App. C) from ERA5 2 m temperature
-netCDF files; prepare/README.md#temperature-era5-era5py has the sampling, layouts and download. A
-sample a line:
-
-  {"description":{"coords":[[sin lat,sin lon,cos lon],...],
-                  "start":[sin ToD,cos ToD,sin ToY,cos ToY]},
-   "data":[[T at each step] per station]}
-
-Pass 1 cuts every window out of the files into a float32 scratch file in --out, --block-steps time
-steps at a time; pass 2 writes them as text, standardised with the training split's mean and std.
+netCDF files (prepare/README.md#temperature-era5-era5py). Pass 1 cuts every window out of the
+files into a float32 scratch file in --out; pass 2 writes them as text, standardised with the
+training split's mean and std.
 """
 
 import itertools
@@ -25,14 +19,12 @@ from common import SIZES, at_least, base_parser, command, dumps, fail, int_range
 from common import one_line_errors, sample_rng, staged_dataset, write_meta
 from util import atomic_file, atomic_write_text, worker_signals
 
-# grid points and time steps per sample, inclusive: the paper's (docs/decisions.md#temperature)
+# grid points and time steps per sample, inclusive (docs/decisions.md#temperature)
 STATIONS = (60, 89)
 STEPS = (8, 15)
-# redraws of one sample whose windows keep hitting missing values
 MAX_ATTEMPTS = 100
-# split code = position, as in common.write_dataset
 SPLITS = ("train", "val", "test")
-# pass 1 → pass 2: the windows, float32, on disk in the stage
+# pass 1's windows, read by pass 2
 RAW_FILE = ".raw.npy.tmp"
 TIME_NAMES, LAT_NAMES, LON_NAMES = ("time", "valid_time"), ("latitude", "lat"), ("longitude", "lon")
 LAT_UNITS = ("degrees_north", "degree_north", "degrees_n", "degree_n")
@@ -43,29 +35,19 @@ PLAN_CHUNK = 4096
 CTX = None
 
 
-# reading the files
-
-
 def open_netcdf(path):
-    """Open a netCDF file, or refuse what CDS downloads sometimes are instead."""
     if not os.path.isfile(path):
         fail(f"{path}: no such file")
     with open(path, "rb") as f:
         magic = f.read(8)
     if magic.startswith(b"PK\x03\x04"):
-        fail(
-            f"{path} is a zip archive, not netCDF (the CDS zips downloads that hold several files):"
-            " unzip it first and pass the .nc files inside"
-        )
+        fail(f"{path} is a zip archive: unzip it first and pass the .nc files inside")
     if magic.startswith(b"GRIB"):
-        fail(f"{path} is a GRIB file; expected netCDF (ask the CDS for data_format 'netcdf')")
-    # netCDF4 unpacks int16 (scale_factor·x + add_offset) and masks fill values
+        fail(f"{path} is a GRIB file; expected netCDF")
     try:
         return netCDF4.Dataset(path, "r")
     except OSError as e:
-        fail(
-            f"{path} is not a netCDF file netCDF4 can read ({e}); expected an ERA5 netCDF download"
-        )
+        fail(f"{path} is not a netCDF file ({e})")
 
 
 def find_variable(ds, path, wanted):
@@ -76,7 +58,7 @@ def find_variable(ds, path, wanted):
     if len(named) == 1:
         return named[0]
     present = ", ".join(f"{n}({', '.join(v.dimensions)})" for n, v in ds.variables.items())
-    fail(f"{path} has no variable '{wanted}'; it holds: {present} (choose one with --variable)")
+    fail(f"{path} has no variable '{wanted}' (--variable); it holds: {present}")
 
 
 def axis_of(ds, dim):
@@ -96,8 +78,7 @@ def axis_of(ds, dim):
 
 
 def locate_dims(ds, path, name, need_time=True):
-    """{'time', 'lat', 'lon', 'expver'} → dimension name (or None) of variable `name`; other
-    dimensions must have size 1."""
+    """{'time', 'lat', 'lon', 'expver'} → the dimension of variable `name` (or None)."""
     var = ds.variables[name]
     found = {"time": [], "lat": [], "lon": [], "expver": []}
     for dim in var.dimensions:
@@ -105,33 +86,22 @@ def locate_dims(ds, path, name, need_time=True):
         if kind:
             found[kind].append(dim)
         elif len(ds.dimensions[dim]) != 1:
-            fail(
-                f"{path}: '{name}' has a dimension '{dim}' of size {len(ds.dimensions[dim])};"
-                " expected only time, latitude and longitude (plus expver or dimensions of size 1)"
-            )
+            size = len(ds.dimensions[dim])
+            fail(f"{path}: '{name}' has a dimension '{dim}' of size {size}; expected size 1")
     needed = ("time", "lat", "lon") if need_time else ("lat", "lon")
     if any(not found[k] for k in needed) or any(len(v) > 1 for v in found.values()):
-        fail(
-            f"{path}: '{name}' has dimensions ({', '.join(var.dimensions)}); expected one time"
-            " (time/valid_time), one latitude (latitude/lat) and one longitude (longitude/lon)"
-            " dimension"
-        )
+        dims = ", ".join(var.dimensions)
+        fail(f"{path}: '{name}' has dimensions ({dims}); expected one time, latitude and longitude")
     return {k: v[0] if v else None for k, v in found.items()}
 
 
 def coordinate(ds, path, dim):
     if dim not in ds.variables:
-        fail(
-            f"{path}: dimension '{dim}' has no coordinate variable; expected its values in a"
-            f" variable '{dim}'"
-        )
+        fail(f"{path}: dimension '{dim}' has no coordinate variable")
     values = np.ma.filled(np.ma.asarray(ds.variables[dim][:], dtype=np.float64), np.nan)
     step = np.diff(values)
     if values.ndim != 1 or not (np.all(step > 0) or np.all(step < 0)):
-        fail(
-            f"{path}: coordinate '{dim}' is not strictly monotonic; expected a regular 1-d grid"
-            " axis"
-        )
+        fail(f"{path}: coordinate '{dim}' is not strictly monotonic")
     return values
 
 
@@ -146,7 +116,7 @@ def same_grid(a, b):
 def read_source(src, t0, t1):
     """Steps [t0, t1) of a file, (steps, lat, lon) on the ascending grid, NaN where missing."""
     ds = CTX.open_files.get(src.path)
-    # each process opens its own handles (netCDF/HDF5 handles do not survive a fork)
+    # each process opens its own: netCDF handles do not survive a fork
     if ds is None:
         ds = CTX.open_files[src.path] = open_netcdf(src.path)
         # a plain array when nothing is missing: masked arithmetic is slow
@@ -173,9 +143,8 @@ def read_source(src, t0, t1):
 
 
 def read_steps(t0, t1, out):
-    """Global steps [t0, t1) of the time-concatenated files into out, float32 (steps, lat, lon), in
-    pieces of ~16 MB: netCDF4 unpacks into float64, and arrays over ~32 MB are fresh memory on every
-    call (page faults cost more than the read)."""
+    """Global steps [t0, t1) of the files into out, (steps, lat, lon), in pieces of ~16 MB: larger
+    arrays are fresh memory on every call, whose page faults cost more than the read."""
     f = CTX.field
     for src, first in zip(f.sources, f.first_step):
         piece = max(1, (16 << 20) // (8 * src.expvers * len(f.lat) * len(f.lon)))
@@ -189,10 +158,7 @@ def read_times(ds, path, dim):
     tvar = ds.variables.get(dim)
     units = getattr(tvar, "units", "")
     if tvar is None or " since " not in units:
-        fail(
-            f"{path}: time coordinate '{dim}' needs units like 'hours since 1900-01-01'; found"
-            f" '{units}'"
-        )
+        fail(f"{path}: time '{dim}' has units '{units}'; expected 'hours since 1900-01-01' or so")
     calendar = getattr(tvar, "calendar", "standard").lower()
     if calendar in ("gregorian", "proleptic_gregorian"):
         calendar = "standard"
@@ -201,16 +167,16 @@ def read_times(ds, path, dim):
             np.asarray(tvar[:]), units, calendar, only_use_cftime_datetimes=True
         )
     except ValueError as e:
-        fail(f"{path}: cannot decode time '{dim}' (units '{units}', calendar '{calendar}'): {e}")
+        fail(f"{path}: cannot decode time '{dim}' ({e})")
     seconds = netCDF4.date2num(dates, "seconds since 1970-01-01", calendar)
     seconds = np.round(seconds).astype(np.int64)
     if len(seconds) == 0 or np.any(np.diff(seconds) <= 0):
-        fail(f"{path}: the times of '{dim}' are empty or do not increase")
+        fail(f"{path}: the times of '{dim}' do not increase")
     return dates, seconds, calendar
 
 
 def open_source(path, wanted):
-    """One file: its grid and times, and how to read its values."""
+    """One file's grid and times, and how to read its values."""
     ds = open_netcdf(path)
     name = find_variable(ds, path, wanted)
     dims = locate_dims(ds, path, name)
@@ -225,32 +191,25 @@ def open_source(path, wanted):
     src.lat_descending = bool(lat[0] > lat[-1])
     src.lon_descending = bool(lon[0] > lon[-1])
     src.grid, src.calendar = (np.sort(lat), np.sort(lon)), calendar
-    # workers reopen: a handle must not be inherited across fork
     ds.close()
     return src
 
 
 def open_field(paths, wanted):
-    """All about the input files but the values: grid, time axis, phases, how to read each file."""
+    """The files' grid, time axis and phases, and how to read each."""
     sources = [open_source(paths[0], wanted)]
     first = sources[0]
     for path in paths[1:]:
         src = open_source(path, wanted)
         if not same_grid(src.grid, first.grid):
-            fail(
-                f"{path} has grid {describe_grid(*src.grid)} but {first.path} has"
-                f" {describe_grid(*first.grid)}: all files must share one grid"
-            )
+            fail(f"{path} and {first.path} do not share one grid")
         if src.calendar != first.calendar:
             fail(f"{path} uses calendar '{src.calendar}' but {first.path} uses '{first.calendar}'")
         sources.append(src)
     sources.sort(key=lambda s: s.seconds[0])
     for a, b in itertools.pairwise(sources):
         if b.seconds[0] <= a.seconds[-1]:
-            fail(
-                f"{a.path} ({a.first} .. {a.last}) and {b.path} ({b.first} .. {b.last}) overlap in"
-                " time"
-            )
+            fail(f"{a.path} and {b.path} overlap in time")
     field = SimpleNamespace(sources=sources, lat=first.grid[0], lon=first.grid[1])
     field.units, field.variable = sources[0].units, sources[0].variable
     field.first_step = np.cumsum([0] + [s.steps for s in sources[:-1]]).tolist()
@@ -267,10 +226,7 @@ def read_land_sea_mask(path, field):
     lat, lon = coordinate(ds, path, dims["lat"]), coordinate(ds, path, dims["lon"])
     grid = np.sort(lat), np.sort(lon)
     if not same_grid(grid, (field.lat, field.lon)):
-        fail(
-            f"land-sea mask {path} has grid {describe_grid(*grid)}, but the "
-            f"temperature files have {describe_grid(field.lat, field.lon)}; expected the same grid"
-        )
+        fail(f"land-sea mask {path}: expected the same grid as the temperature files")
     var = ds.variables[name]
     kept = [d for d in var.dimensions if d in (dims["lat"], dims["lon"])]
     index = tuple(slice(None) if d in kept else 0 for d in var.dimensions)
@@ -279,10 +235,7 @@ def read_land_sea_mask(path, field):
     x = x if kept[0] == dims["lat"] else x.T
     x = x[:: -1 if lat[0] > lat[-1] else 1, :: -1 if lon[0] > lon[-1] else 1]
     if np.nanmax(x) > 1 + 1e-6 or np.nanmin(x) < -1e-6:
-        fail(
-            f"land-sea mask {path}: '{name}' ranges {np.nanmin(x):g}..{np.nanmax(x):g}; expected a"
-            " fraction 0..1"
-        )
+        fail(f"land-sea mask {path}: '{name}' is not a fraction 0..1")
     return x
 
 
@@ -302,9 +255,6 @@ def window_starts(seconds, stride, steps):
     return starts, int(step), int(gaps_before[-1])
 
 
-# drawing windows: pure functions of seed, split, index and attempt, whatever --workers is
-
-
 def init_worker(ctx):
     global CTX
     CTX = ctx
@@ -317,9 +267,8 @@ def init_pool_worker(ctx):
 
 
 def draw_window(code, index, attempt):
-    """Sample `index` of split `code`: (steps, start, station indices into the ascending lat×lon
-    grid). Sizes are drawn once; a window with missing values is replaced by the generator's next
-    (start, stations), so attempt k is reproducible without storing anything."""
+    """(steps, start, stations on the ascending lat×lon grid) of a sample: attempt k takes the
+    generator's k-th (start, stations), so a redraw needs nothing stored."""
     args, starts = CTX.args, CTX.starts
     rng = sample_rng(args.seed, code, index)
     n_stations = int(rng.integers(args.stations[0], args.stations[1] + 1))
@@ -332,7 +281,7 @@ def draw_window(code, index, attempt):
 
 
 def draw_plan(job):
-    """Worker: (sample ids, their (stations, steps, start) rows) at their current attempts."""
+    """Worker: (sample ids, their (stations, steps, start) rows)."""
     ids, codes, indices, attempts = job
     plan = np.zeros((len(ids), 3), np.int64)
     for row, (code, index, attempt) in enumerate(zip(codes, indices, attempts)):
@@ -342,22 +291,19 @@ def draw_plan(job):
 
 
 def extract_block(job):
-    """Worker: read global steps [b0, b1) once and cut out each listed sample's part of them:
-    [(sample id, first step k, (stations, steps))]."""
+    """Worker: read steps [b0, b1) and cut out each sample's part: [(id, first step, values)]."""
     b0, b1, ids, codes, indices, attempts = job
     stride, n_lon = CTX.args.stride, len(CTX.field.lon)
-    # (steps, lat, lon)
     block = np.empty((b1 - b0, len(CTX.field.lat), n_lon), np.float32)
     read_steps(b0, b1, block)
     out = []
     for sample, code, index, attempt in zip(ids, codes, indices, attempts):
         n_steps, start, stations = draw_window(int(code), int(index), int(attempt))
-        # the first step at or after b0, and one past the last before b1
+        # the sample's steps in [b0, b1)
         k0 = max(0, -(-(b0 - start) // stride))
         k1 = min(n_steps, -(-(b1 - start) // stride))
         steps = start + stride * np.arange(k0, k1) - b0
         ilat, ilon = np.divmod(stations, n_lon)
-        # (steps, stations)
         values = block[steps[:, None], ilat[None, :], ilon[None, :]]
         out.append((int(sample), k0, values.T.copy()))
     return out
@@ -373,7 +319,6 @@ def format_samples(job):
         values = raw[offsets[index - i0] : offsets[index - i0 + 1]].reshape(len(stations), n_steps)
         ilat, ilon = np.divmod(stations, len(f.lon))
         lat, lon = np.radians(f.lat[ilat]), np.radians(f.lon[ilon])
-        # sines/cosines: absolute precision 1e-4 (4 decimals); temperatures: 4 significant digits
         coords = np.round(np.stack([np.sin(lat), np.sin(lon), np.cos(lon)], axis=1), 4)
         tod, toy = 2 * np.pi * f.tod[start], 2 * np.pi * f.toy[start]
         phases = np.round([np.sin(tod), np.cos(tod), np.sin(toy), np.cos(toy)], 4)
@@ -386,13 +331,9 @@ def format_samples(job):
     return "".join(line + "\n" for line in lines), labels
 
 
-# the two passes
-
-
 def extract_windows(pmap, counts, out, block_steps):
-    """Pass 1, all splits at once (each time step read once): cut every window out of the files into
-    one float32 file on disk, sample after sample, redrawing those with a missing value. Samples
-    get global ids: train 0..n_train-1, then val, then test."""
+    """Pass 1, every split at once: the windows into a float32 file, redrawing those with a missing
+    value. Sample ids run over train, then val, then test."""
     T, stride = len(CTX.field.seconds), CTX.args.stride
     codes = np.repeat(np.arange(len(counts)), list(counts.values()))
     indices = np.concatenate([np.arange(n) for n in counts.values()])
@@ -427,12 +368,8 @@ def extract_windows(pmap, counts, out, block_steps):
         attempts[todo] += 1
         if len(todo) and attempts.max() > MAX_ATTEMPTS:
             worst = int(np.argmax(attempts))
-            fail(
-                f"{list(counts)[codes[worst]]} sample {indices[worst]}: {MAX_ATTEMPTS} windows in a"
-                " row hold missing values (fill values or NaN) in"
-                f" {', '.join(s.path for s in CTX.field.sources)}; is most of"
-                f" '{CTX.field.variable}' missing?"
-            )
+            split = list(counts)[codes[worst]]
+            fail(f"{split} sample {indices[worst]}: {MAX_ATTEMPTS} windows hold missing values")
         if len(todo):
             starts[todo] = draw_plan((todo, codes[todo], indices[todo], attempts[todo]))[1][:, 2]
     raw.flush()
@@ -442,7 +379,7 @@ def extract_windows(pmap, counts, out, block_steps):
 
 
 def train_statistics(raw_path, n_values):
-    """Mean and std (float64, in a fixed order: deterministic) of the first n_values (train)."""
+    """Mean and std (float64, in a fixed order) of the first n_values (train)."""
     raw = np.load(raw_path, mmap_mode="r")[:n_values]
     chunks = lambda: (raw[i : i + 2**24].astype(np.float64) for i in range(0, n_values, 2**24))
     mean = sum(float(c.sum()) for c in chunks()) / n_values
@@ -452,8 +389,7 @@ def train_statistics(raw_path, n_values):
 
 
 def write_era5_split(pmap, code, split, first, n, out, windows, mean, std):
-    """Pass 2: one split's samples (global ids first..), standardised, to <split>.txt (and
-    <split>.ocean.txt)."""
+    """Pass 2: one split's samples (ids first..) to <split>.txt (and <split>.ocean.txt)."""
     attempts, offsets, raw = windows.attempts[first:], windows.offsets[first:], windows.raw_path
     jobs = [
         (code, i, min(i + 256, n), attempts[i : i + 256], offsets[i : i + 257], mean, std, raw)
@@ -472,82 +408,63 @@ def write_era5_split(pmap, code, split, first, n, out, windows, mean, std):
 
 
 def both_passes(ctx, counts, stage):
-    """Pass 1 and 2 by --workers processes: (windows, mean, std, ocean fractions, end of pass 1)."""
+    """Pass 1 and 2: (windows, mean, std, ocean fractions, end of pass 1)."""
     workers, block_steps = ctx.args.workers, ctx.args.block_steps
     pool = Pool(workers, init_pool_worker, (ctx,)) if workers > 1 else None
     # the parent draws too (and reads, without a pool)
     init_worker(ctx)
     try:
-        # pass 1 writes disjoint slots: any order will do
+        # pass 1 writes disjoint slots, in any order; pass 2 streams lines in order
         windows = extract_windows(pool.imap_unordered if pool else map, counts, stage, block_steps)
         t_read = time.time()
         mean, std = train_statistics(windows.raw_path, int(windows.offsets[counts["train"]]))
         if not std > 0:
-            fail(
-                f"the training values of '{ctx.field.variable}' have zero spread (mean {mean:g});"
-                " cannot standardise"
-            )
-        # pass 2 streams lines in order
+            fail(f"the training values of '{ctx.field.variable}' have zero spread")
         pmap = pool.imap if pool else map
         ocean, first = {}, 0
         for code, (split, n) in enumerate(counts.items()):
             labels = write_era5_split(pmap, code, split, first, n, stage, windows, mean, std)
             ocean[split] = round(float(np.mean(labels)), 4) if labels else None
             first += n
+        # a failed run's stage goes whole
+        os.remove(windows.raw_path)
     finally:
         if pool:
             pool.terminate()
         for ds in CTX.open_files.values():
             ds.close()
-        scratch = os.path.join(stage, RAW_FILE)
-        if os.path.exists(scratch):
-            os.remove(scratch)
     return windows, mean, std, ocean, t_read
 
 
-# the command line
-
-
 def parse_args(argv):
-    p = base_parser(
-        "Prepare the xVal temperature-forecasting dataset from ERA5 2 m temperature netCDF files "
-        "(docs/decisions.md#temperature); see prepare/README.md",
-        default_out="data/era5",
-    )
-    files = "ERA5 netCDF files (CDS downloads), concatenated along time"
-    p.add_argument("files", nargs="+", help=files)
+    p = base_parser("The temperature dataset from ERA5 netCDF files.", default_out="data/era5")
+    p.add_argument("files", nargs="+", help="ERA5 netCDF files, concatenated along time")
     variable = "variable name or CF standard_name (default t2m)"
     p.add_argument("--variable", default="t2m", help=variable)
-    stride = "file time steps between sample steps (default 8: 8 h)"
+    stride = "file time steps between sample steps (default 8)"
     p.add_argument("--stride", type=at_least(1), default=8, help=stride)
-    block = "time steps a worker holds at once: block_steps × lat × lon × 4 bytes (default 32)"
+    block = "time steps a worker holds at once (default 32)"
     p.add_argument("--block-steps", type=at_least(1), default=32, help=block)
     mask = "ERA5 lsm file: also write <split>.ocean.txt labels"
     p.add_argument("--land-sea-mask", metavar="FILE", help=mask)
-    paper = "per sample, inclusive (default {},{} as in the paper)"
-    points = "distinct grid points " + paper.format(*STATIONS)
-    p.add_argument("--stations", type=int_range(), default=STATIONS, metavar="MIN,MAX", help=points)
-    steps = "time steps " + paper.format(*STEPS)
-    p.add_argument("--steps", type=int_range(), default=STEPS, metavar="MIN,MAX", help=steps)
+    for flag, default in (("--stations", STATIONS), ("--steps", STEPS)):
+        what = f"per sample, inclusive (default {default[0]},{default[1]})"
+        p.add_argument(flag, type=int_range(), default=default, metavar="MIN,MAX", help=what)
     return p.parse_args(argv)
 
 
 def check_windows_fit(args, field, starts, gaps):
-    """Refuse --stations and --steps the grid and the time axis cannot hold."""
-    n_points, T = len(field.lat) * len(field.lon), len(field.seconds)
+    n_points = len(field.lat) * len(field.lon)
     if args.stations[1] > n_points:
         fail(
-            f"samples need up to {args.stations[1]} distinct grid points (--stations"
-            f" {args.stations[0]},{args.stations[1]}) but the grid"
-            f" {describe_grid(field.lat, field.lon)} of {args.files[0]} has {n_points}; lower"
-            " --stations"
+            f"{args.files[0]}: --stations needs up to {args.stations[1]} distinct grid points;"
+            f" found {n_points}"
         )
     if len(starts[args.steps[1]]) == 0:
         fail(
-            f"a window of {args.steps[1]} steps (--steps {args.steps[0]},{args.steps[1]}) at"
-            f" --stride {args.stride} needs {(args.steps[1] - 1) * args.stride + 1} evenly spaced"
-            f" time steps, but {', '.join(args.files)} hold {T} steps with {gaps} gap(s); lower"
-            " --steps or --stride"
+            f"{args.files[0]}: --steps and --stride need"
+            f" {(args.steps[1] - 1) * args.stride + 1} evenly spaced time steps;"
+            f" found {len(field.seconds)} with {gaps} gap(s)"
         )
 
 
