@@ -105,22 +105,12 @@ def coordinate(ds, path, dim):
     return values
 
 
-def describe_grid(lat, lon):
-    return f"{len(lat)}x{len(lon)} (lat {lat[0]:g}..{lat[-1]:g}, lon {lon[0]:g}..{lon[-1]:g})"
-
-
 def same_grid(a, b):
     return all(len(x) == len(y) and np.allclose(x, y, atol=1e-4) for x, y in zip(a, b))
 
 
-def read_source(src, t0, t1):
-    """Steps [t0, t1) of a file, (steps, lat, lon) on the ascending grid, NaN where missing."""
-    ds = CTX.open_files.get(src.path)
-    # each process opens its own: netCDF handles do not survive a fork
-    if ds is None:
-        ds = CTX.open_files[src.path] = open_netcdf(src.path)
-        # a plain array when nothing is missing: masked arithmetic is slow
-        ds.set_always_mask(False)
+def read_source(ds, src, t0, t1):
+    """Steps [t0, t1) of a file, ([steps,] lat, lon) on the ascending grid, NaN where missing."""
     var = ds.variables[src.variable]
     axes = {src.dims[k]: k for k in ("time", "lat", "lon", "expver") if src.dims[k]}
     index = tuple(
@@ -138,8 +128,8 @@ def read_source(src, t0, t1):
         for row in rows[1:]:
             x = np.where(np.isnan(x), row, x)
         kept.remove("expver")
-    x = np.transpose(x, [kept.index(k) for k in ("time", "lat", "lon")])
-    return x[:, :: -1 if src.lat_descending else 1, :: -1 if src.lon_descending else 1]
+    x = np.transpose(x, [kept.index(k) for k in ("time", "lat", "lon") if k in kept])
+    return x[..., :: -1 if src.lat_descending else 1, :: -1 if src.lon_descending else 1]
 
 
 def read_steps(t0, t1, out):
@@ -147,10 +137,16 @@ def read_steps(t0, t1, out):
     arrays are fresh memory on every call, whose page faults cost more than the read."""
     f = CTX.field
     for src, first in zip(f.sources, f.first_step):
+        ds = CTX.open_files.get(src.path)
+        # each process opens its own: netCDF handles do not survive a fork
+        if ds is None:
+            ds = CTX.open_files[src.path] = open_netcdf(src.path)
+            # a plain array when nothing is missing: masked arithmetic is slow
+            ds.set_always_mask(False)
         piece = max(1, (16 << 20) // (8 * src.expvers * len(f.lat) * len(f.lon)))
         for a in range(max(t0, first), min(t1, first + src.steps), piece):
             b = min(a + piece, t1, first + src.steps)
-            out[a - t0 : b - t0] = read_source(src, a - first, b - first)
+            out[a - t0 : b - t0] = read_source(ds, src, a - first, b - first)
 
 
 def read_times(ds, path, dim):
@@ -175,22 +171,22 @@ def read_times(ds, path, dim):
     return dates, seconds, calendar
 
 
-def open_source(path, wanted):
-    """One file's grid and times, and how to read its values."""
+def open_source(path, wanted, need_time=True):
+    """One file's grid (and times), and how to read its variable `wanted`."""
     ds = open_netcdf(path)
     name = find_variable(ds, path, wanted)
-    dims = locate_dims(ds, path, name)
+    dims = locate_dims(ds, path, name, need_time)
     lat, lon = coordinate(ds, path, dims["lat"]), coordinate(ds, path, dims["lon"])
-    dates, seconds, calendar = read_times(ds, path, dims["time"])
-    hours = np.array([d.hour + d.minute / 60 + d.second / 3600 for d in dates])
-    src = SimpleNamespace(path=path, variable=name, dims=dims, seconds=seconds, tod=hours / 24)
-    src.toy = (np.array([d.dayofyr - 1 for d in dates]) + hours / 24) / 365.25
-    src.steps, src.first, src.last = len(seconds), str(dates[0]), str(dates[-1])
+    src = SimpleNamespace(path=path, variable=name, dims=dims, grid=(np.sort(lat), np.sort(lon)))
+    src.lat_descending, src.lon_descending = bool(lat[0] > lat[-1]), bool(lon[0] > lon[-1])
     src.units = getattr(ds.variables[name], "units", "?")
     src.expvers = len(ds.dimensions[dims["expver"]]) if dims["expver"] else 1
-    src.lat_descending = bool(lat[0] > lat[-1])
-    src.lon_descending = bool(lon[0] > lon[-1])
-    src.grid, src.calendar = (np.sort(lat), np.sort(lon)), calendar
+    if need_time:
+        dates, src.seconds, src.calendar = read_times(ds, path, dims["time"])
+        hours = np.array([d.hour + d.minute / 60 + d.second / 3600 for d in dates])
+        src.tod = hours / 24
+        src.toy = (np.array([d.dayofyr - 1 for d in dates]) + hours / 24) / 365.25
+        src.steps, src.first, src.last = len(dates), str(dates[0]), str(dates[-1])
     ds.close()
     return src
 
@@ -220,22 +216,13 @@ def open_field(paths, wanted):
 
 def read_land_sea_mask(path, field):
     """ERA5 `lsm` (land fraction 0..1) on the field's ascending grid, as (lat, lon)."""
-    ds = open_netcdf(path)
-    name = find_variable(ds, path, "lsm")
-    dims = locate_dims(ds, path, name, need_time=False)
-    lat, lon = coordinate(ds, path, dims["lat"]), coordinate(ds, path, dims["lon"])
-    grid = np.sort(lat), np.sort(lon)
-    if not same_grid(grid, (field.lat, field.lon)):
+    src = open_source(path, "lsm", need_time=False)
+    if not same_grid(src.grid, (field.lat, field.lon)):
         fail(f"land-sea mask {path}: expected the same grid as the temperature files")
-    var = ds.variables[name]
-    kept = [d for d in var.dimensions if d in (dims["lat"], dims["lon"])]
-    index = tuple(slice(None) if d in kept else 0 for d in var.dimensions)
-    x = np.ma.filled(np.ma.asarray(var[index], dtype=np.float64), np.nan)
-    ds.close()
-    x = x if kept[0] == dims["lat"] else x.T
-    x = x[:: -1 if lat[0] > lat[-1] else 1, :: -1 if lon[0] > lon[-1] else 1]
+    with open_netcdf(path) as ds:
+        x = read_source(ds, src, 0, 1).reshape(len(field.lat), len(field.lon))
     if np.nanmax(x) > 1 + 1e-6 or np.nanmin(x) < -1e-6:
-        fail(f"land-sea mask {path}: '{name}' is not a fraction 0..1")
+        fail(f"land-sea mask {path}: '{src.variable}' is not a fraction 0..1")
     return x
 
 
@@ -484,7 +471,8 @@ def main(argv=None):
         print(
             f"{field.variable} [{field.units}]: {len(field.sources)} file(s),"
             f" {len(field.seconds)} steps of {hours:g} h from {field.sources[0].first} to"
-            f" {field.sources[-1].last} ({gaps} gap(s)), grid {describe_grid(field.lat, field.lon)}"
+            f" {field.sources[-1].last} ({gaps} gap(s)), grid {len(field.lat)}x{len(field.lon)}"
+            f" (lat {field.lat[0]:g}..{field.lat[-1]:g}, lon {field.lon[0]:g}..{field.lon[-1]:g})"
         )
         print(
             f"sample steps every {interval:g} h; {args.workers} worker(s), each holding"
