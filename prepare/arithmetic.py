@@ -1,12 +1,8 @@
 """
-Arithmetic datasets of the paper (App. A): n-digit multiplication, and expressions of + − × over
-2 to 4 operands; one sample a line, the right-hand side exact.
-
-mult3|mult4|mult5 move the decimal point n places in each operand and 2n in the product, so every
-number is of order 1: 0.123*0.456=0.056088 (123·456 = 56088).
-ops2|ops3|ops4 are fully parenthesised random trees of operands 10^U(0,2) with 3 significant digits,
-unscaled: ((1.32*32.1)+(1.42-8.20))=35.592. Why, and how an xVal model of them is trained (--k=4):
-prepare/README.md#arithmetic-arithmeticpy.
+Arithmetic datasets of the paper (App. A), one sample a line, the right-hand side exact
+(prepare/README.md#arithmetic-arithmeticpy): mult3|mult4|mult5, n-digit products scaled to order 1
+(0.123*0.456=0.056088), and ops2|ops3|ops4, random trees of + - * over n operands 10^U(0,2)
+with 3 significant digits ((1.32*32.1)+(1.42-8.20))=35.592.
 """
 
 import functools
@@ -57,7 +53,7 @@ def make_sample(rng, split, variant):
 
 if __name__ == "__main__":
     one_line_errors()
-    p = base_parser(__doc__.split("\n\n")[0], "data/arithmetic_<variant>")
+    p = base_parser("Arithmetic datasets of the paper (App. A).", "data/arithmetic_<variant>")
     p.add_argument(
         "--variant",
         default="ops2",

@@ -442,15 +442,17 @@ def parse_args(argv):
 
 def check_windows_fit(args, field, starts, gaps):
     n_points = len(field.lat) * len(field.lon)
-    if args.stations[1] > n_points:
+    lo, hi = args.stations
+    if hi > n_points:
         fail(
-            f"{args.files[0]}: --stations needs up to {args.stations[1]} distinct grid points;"
+            f"{args.files[0]}: --stations {lo},{hi} needs up to {hi} distinct grid points;"
             f" found {n_points}"
         )
-    if len(starts[args.steps[1]]) == 0:
+    lo, hi = args.steps
+    if len(starts[hi]) == 0:
         fail(
-            f"{args.files[0]}: --steps and --stride need"
-            f" {(args.steps[1] - 1) * args.stride + 1} evenly spaced time steps;"
+            f"{args.files[0]}: --steps {lo},{hi} at --stride {args.stride} needs"
+            f" {(hi - 1) * args.stride + 1} evenly spaced time steps;"
             f" found {len(field.seconds)} with {gaps} gap(s)"
         )
 

@@ -1,11 +1,6 @@
 """
-Number look-up (paper App. C): a small dictionary, then one of its keys and the value it holds,
-
-    {d:1.53,e:-1.33,a:2.53,i:0.0232}e=-1.33
-
-2-6 entries (--entries) with distinct one-letter keys, values uniform in [-3, 3] with 3 significant
-digits; no value as written lies in the gap (0.3, 0.5) but the queried one of test_ood, which does
-(prepare/README.md#number-look-up-lookuppy).
+Number look-up (paper App. C): a dictionary of 2-6 one-letter keys and values in [-3, 3], then a
+key and its value: {d:1.53,e:-1.33,a:2.53,i:0.0232}e=-1.33 (prepare/README.md#number-look-up-lookuppy).
 """
 
 import functools
@@ -31,9 +26,9 @@ def in_gap(text):
 
 
 def draw_value(rng, inside_gap):
-    """A value as written (3 significant digits), inside or outside the gap, by rejection."""
+    """A value as written, inside or outside the gap; the written value is tested, so rounding
+    never carries it across the gap's edge."""
     lo, hi = GAP if inside_gap else VALUE_RANGE
-    # the written value is tested, so rounding never carries a value across the gap's edge
     while True:
         text = format_number(rng.uniform(lo, hi), DIGITS)
         if in_gap(text) == inside_gap:

@@ -225,7 +225,7 @@ def test_bad_inputs_are_refused_with_a_clear_message(old_layout, tmp_path):
                              lon=np.arange(10) * 36.0)
     assert "up to 89 distinct grid points" in error_of(small, "--out", out)
     short = write_old_layout(tmp_path / "short.nc", truth_field(n_steps=100))
-    assert "need 113 evenly spaced time steps" in error_of(short, "--out", out)
+    assert "needs 113 evenly spaced time steps" in error_of(short, "--out", out)
     other = write_2024_layout(tmp_path / "shifted.nc", old_layout.values, lon=LON + 1)
     message = error_of(old_layout.path, other, "--out", out)
     assert "shifted.nc" in message and "share one grid" in message
