@@ -1,27 +1,26 @@
-"""prepare/lookup.py: format, the held-out gap (0.3, 0.5), and determinism."""
-import os
+"""prepare/lookup.py: the format, the held-out gap (0.3, 0.5), --entries, and determinism."""
 import re
-import sys
 
 import pytest
-from conftest import ROOT, run
+from conftest import run
+from helpers import generated
 
-sys.path.insert(0, os.path.join(ROOT, "prepare"))
-import lookup  # noqa: E402
-from util import format_number  # noqa: E402
+import lookup
+from util import format_number
 
 VALUE = r"-?[0-9.]+(?:e[-+][0-9]+)?"
 LINE = re.compile(rf"\{{([a-z]:{VALUE}(?:,[a-z]:{VALUE}){{1,5}})\}}([a-z])=({VALUE})")
+SPLITS = ("train", "val", "test", "test_ood")
 
 
 def prepare(out, *flags, check=True):
     return run("prepare/lookup.py", "--size=tiny", "--seed=1", "--out", str(out), *flags, check=check)
 
 
-def samples(out, split):
+def samples(lines):
     """(dict of key -> value text, queried key, answer text) of each line."""
     parsed = []
-    for line in open(out / f"{split}.txt").read().splitlines():
+    for line in lines:
         m = LINE.fullmatch(line)
         assert m, f"not a look-up line: {line!r}"
         entries = [kv.split(":") for kv in m.group(1).split(",")]
@@ -30,22 +29,13 @@ def samples(out, split):
     return parsed
 
 
-@pytest.fixture(scope="module")
-def dataset(tmp_path_factory):
-    out = tmp_path_factory.mktemp("lookup") / "data"
-    prepare(out, "--workers=2")
-    return out
-
-
-@pytest.mark.slow
-def test_lines_are_lookups_whose_answer_is_the_queried_value_and_only_ood_reaches_the_gap(dataset):
+def test_lines_are_lookups_whose_answer_is_the_queried_value_and_only_ood_reaches_the_gap():
     sizes = set()
-    for split in ("train", "val", "test", "test_ood"):
-        for table, key, answer in samples(dataset, split):
+    for split, lines in generated(lookup.make_sample, SPLITS, 400).items():
+        for table, key, answer in samples(lines):
             assert key in table and table[key] == answer
             for v in table.values():
-                assert v == format_number(float(v), 3) and v != "-0"  # 3 significant digits, canonical
-                assert -3 <= float(v) <= 3
+                assert v == format_number(float(v), 3) and v != "-0" and -3 <= float(v) <= 3  # canonical
             sizes.add(len(table))
             assert (0.3 < float(answer) < 0.5) == (split == "test_ood")
             assert not any(0.3 < float(v) < 0.5 for k, v in table.items() if k != key)
@@ -66,18 +56,15 @@ def test_rounding_onto_a_gap_edge_is_decided_on_the_written_value():
 
 
 @pytest.mark.slow
-def test_same_seed_gives_identical_files_for_any_worker_count(dataset, tmp_path):
-    prepare(tmp_path / "one", "--workers=1")
-    for split in ("train", "val", "test", "test_ood"):
-        assert (tmp_path / "one" / f"{split}.txt").read_bytes() == (dataset / f"{split}.txt").read_bytes()
-
-
-@pytest.mark.slow
-def test_entries_sets_the_dictionary_sizes_and_is_recorded(tmp_path):
-    prepare(tmp_path, "--workers=1", "--entries", "2,3")
-    sizes = {len(table) for split in ("train", "test_ood") for table, _, _ in samples(tmp_path, split)}
-    assert sizes == {2, 3}
-    assert '"entries": [\n    2,\n    3\n  ]' in (tmp_path / "meta.json").read_text()
+def test_entries_and_any_worker_count(tmp_path):
+    """--entries sets the dictionary sizes and is recorded; the files do not depend on --workers."""
+    for workers in (1, 2):
+        prepare(tmp_path / str(workers), f"--workers={workers}", "--entries", "2,3")
+    for split in SPLITS:
+        text = (tmp_path / "1" / f"{split}.txt").read_text()
+        assert text == (tmp_path / "2" / f"{split}.txt").read_text()
+        assert {len(table) for table, _, _ in samples(text.splitlines())} == {2, 3}
+    assert '"entries": [\n    2,\n    3\n  ]' in (tmp_path / "1" / "meta.json").read_text()
 
 
 @pytest.mark.slow
