@@ -1,6 +1,5 @@
-"""prepare/era5.py on small netCDF files in the CDS layouts (before and since 2024) and a CMIP-like `tas`: the
-samples hold the source values at the recorded coordinates, whatever the layout, packing, latitude order or worker
-count; bad inputs stop with a message naming the problem."""
+"""prepare/era5.py on netCDF files in the CDS layouts (before and since 2024) and a CMIP-like `tas`: the samples
+hold the source values, whatever the layout, packing, latitude order or worker count; bad inputs are refused."""
 import datetime
 import json
 import os
@@ -22,7 +21,7 @@ SPLITS = ("train", "val", "test")
 
 
 def write_nc(path, dims, variables):
-    """A netCDF file: dims {name: size}, variables {name: (dtype, dims, values, {attribute: value})}."""
+    """dims {name: size}, variables {name: (dtype, dims, values, {attribute: value})}."""
     with netCDF4.Dataset(path, "w", format="NETCDF4") as ds:
         for name, n in dims.items():
             ds.createDimension(name, n)
@@ -34,21 +33,19 @@ def write_nc(path, dims, variables):
 
 
 def write_2024_layout(path, values, lat=LAT, lon=LON, number_dim=False, hour0=0):
-    """CDS since 2024: float32 t2m(valid_time, latitude, longitude), valid_time in seconds since 1970, expver a
-    string coordinate along valid_time, number a scalar (or a size-1 leading dimension)."""
-    units, calendar = "seconds since 1970-01-01", "proleptic_gregorian"
-    t0 = netCDF4.date2num(START, units, calendar)
+    """float32 t2m(valid_time, latitude, longitude), expver a string coordinate, number a scalar (or a size-1
+    leading dimension)."""
+    units, calendar, n = "seconds since 1970-01-01", "proleptic_gregorian", len(values)
+    t = netCDF4.date2num(START, units, calendar) + 3600 * (hour0 + np.arange(n))
     dims = ("number",) * number_dim + ("valid_time", "latitude", "longitude")
-    return write_nc(path, {"valid_time": len(values), "latitude": len(lat), "longitude": len(lon),
-                           **({"number": 1} if number_dim else {})}, {
-        "valid_time": ("i8", ("valid_time",), t0 + 3600 * (hour0 + np.arange(len(values))),
-                       {"units": units, "calendar": calendar, "standard_name": "time"}),
+    t2m = values.astype(np.float32)[(None,) * number_dim]
+    return write_nc(path, {"valid_time": n, "latitude": len(lat), "longitude": len(lon), "number": 1}, {
+        "valid_time": ("i8", ("valid_time",), t, {"units": units, "calendar": calendar, "standard_name": "time"}),
         "latitude": ("f8", ("latitude",), lat, {}), "longitude": ("f8", ("longitude",), lon, {}),
-        "expver": (str, ("valid_time",), np.array(["0001"] * len(values), dtype=object), {}),
+        "expver": (str, ("valid_time",), np.array(["0001"] * n, dtype=object), {}),
         "number": ("i8", dims[:number_dim], 0, {}),
-        "t2m": ("f4", dims, values.astype(np.float32)[(None,) * number_dim], {"_FillValue": np.float32(np.nan),
-                "units": "K", "coordinates": "number valid_time latitude longitude expver"}),
-    })
+        "t2m": ("f4", dims, t2m, {"_FillValue": np.float32(np.nan), "units": "K",
+                                  "coordinates": "number valid_time latitude longitude expver"})})
 
 
 def prepare(out, *files, extra=(), workers=1):
@@ -66,21 +63,17 @@ def read_split(out, split):
     return [json.loads(line) for line in open(os.path.join(out, f"{split}.txt"))]
 
 
-def meta_of(out):
-    return json.loads((out / "meta.json").read_text())
-
-
 def split_files(out):
     return {split: open(os.path.join(out, f"{split}.txt"), "rb").read() for split in SPLITS}
 
 
 def assert_source_values(out, meta, values, lat=LAT, lon=LON, splits=SPLITS):
-    """Each sample's values, un-normalised, are the source's at its decoded stations and start step (4 significant
-    digits of a value of order 1: within 5e-4 std); returns the source values of the samples."""
+    """Each sample's values, un-normalised, are the source's at its decoded stations and start (within 5e-4 std);
+    returns the source values of the samples."""
     hours = np.arange(len(values))
     doy = (START - datetime.datetime(START.year, 1, 1)).days + hours / 24
-    phases = np.stack([np.sin(2 * np.pi * hours / 24), np.cos(2 * np.pi * hours / 24),
-                       np.sin(2 * np.pi * doy / 365.25), np.cos(2 * np.pi * doy / 365.25)], 1)
+    day, year = 2 * np.pi * hours / 24, 2 * np.pi * doy / 365.25
+    phases = np.stack([np.sin(day), np.cos(day), np.sin(year), np.cos(year)], 1)
     mean, std = meta["normalisation"]["mean"], meta["normalisation"]["std"]
     sources = []
     for r in [r for split in splits for r in read_split(out, split)]:
@@ -98,15 +91,14 @@ def assert_source_values(out, meta, values, lat=LAT, lon=LON, splits=SPLITS):
 
 @pytest.fixture(scope="module")
 def old_layout(tmp_path_factory):
-    """One dataset prepared from the pre-2024 layout (packed int16, descending latitude)."""
+    """A dataset prepared from the pre-2024 layout (packed int16, descending latitude)."""
     tmp = tmp_path_factory.mktemp("era5_old")
     field = truth_field()
     path = write_old_layout(tmp / "era5_old.nc", field)
-    meta = prepare(tmp / "out", path)
-    return SimpleNamespace(path=path, values=field[0], out=tmp / "out", meta=meta)
+    return SimpleNamespace(path=path, values=field[0], out=tmp / "out", meta=prepare(tmp / "out", path))
 
 
-def test_samples_have_the_paper_layout_and_hold_the_source_values(old_layout):
+def test_samples_have_the_paper_layout_hold_the_source_values_and_train_is_standardised(old_layout):
     counts = {}
     for split in SPLITS:
         records = read_split(old_layout.out, split)
@@ -118,19 +110,16 @@ def test_samples_have_the_paper_layout_and_hold_the_source_values(old_layout):
             assert all(len(c) == 3 for c in coords) and len(r["description"]["start"]) == 4
             assert 8 <= len(data[0]) <= 15 and all(len(row) == len(data[0]) for row in data)
             assert len({tuple(c) for c in coords}) == len(coords), "stations are distinct"
-    assert counts == old_layout.meta["splits"] == {"train": 400, "val": 50, "test": 50}
-    assert os.path.exists(old_layout.out / "meta.json")
-    assert not [f for f in os.listdir(old_layout.out) if ".tmp" in f]
-    assert_source_values(old_layout.out, old_layout.meta, old_layout.values)
-
-
-def test_training_split_is_standardised_with_its_own_mean_and_std(old_layout):
+    meta = old_layout.meta
+    assert counts == meta["splits"] == {"train": 400, "val": 50, "test": 50}
+    assert not [f for f in os.listdir(old_layout.out) if ".tmp" in f] and (old_layout.out / "meta.json").exists()
+    assert_source_values(old_layout.out, meta, old_layout.values)
     normalised = np.concatenate([np.ravel(r["data"]) for r in read_split(old_layout.out, "train")])
     assert abs(normalised.mean()) < 1e-3 and abs(normalised.std() - 1) < 1e-3
-    source = assert_source_values(old_layout.out, old_layout.meta, old_layout.values, splits=["train"])
-    assert old_layout.meta["normalisation"]["mean"] == pytest.approx(source.mean(), rel=1e-9)
-    assert old_layout.meta["normalisation"]["std"] == pytest.approx(source.std(), rel=1e-6)
-    assert old_layout.meta["windows_skipped"] == {"train": 0, "val": 0, "test": 0}
+    source = assert_source_values(old_layout.out, meta, old_layout.values, splits=["train"])
+    assert meta["normalisation"]["mean"] == pytest.approx(source.mean(), rel=1e-9)
+    assert meta["normalisation"]["std"] == pytest.approx(source.std(), rel=1e-6)
+    assert meta["windows_skipped"] == {"train": 0, "val": 0, "test": 0}
 
 
 def test_other_layouts_file_orders_and_worker_counts_give_identical_samples(old_layout, tmp_path, monkeypatch):
@@ -145,8 +134,8 @@ def test_other_layouts_file_orders_and_worker_counts_give_identical_samples(old_
         meta = prepare(tmp_path / name, *files, workers=workers)
         assert split_files(tmp_path / name) == split_files(old_layout.out), name
         assert meta["normalisation"] == old_layout.meta["normalisation"]
-    assert [f["steps"] for f in meta_of(tmp_path / "two")["files"]] == [120, 80]
-    assert meta_of(tmp_path / "two")["time_gaps"] == 0
+        if name == "two":
+            assert [f["steps"] for f in meta["files"]] == [120, 80] and meta["time_gaps"] == 0
 
 
 def test_cmip_tas_found_by_standard_name(tmp_path):
@@ -161,8 +150,7 @@ def test_cmip_tas_found_by_standard_name(tmp_path):
         "lon": ("f8", ("lon",), lon, {"axis": "X", "standard_name": "longitude"}),
         "height": ("f8", (), 2.0, {}),
         "tas": ("f4", ("time", "lat", "lon"), values.astype(np.float32),
-                {"_FillValue": np.float32(1e20), "standard_name": "air_temperature", "units": "K"}),
-    })
+                {"_FillValue": np.float32(1e20), "standard_name": "air_temperature", "units": "K"})})
     meta = prepare(tmp_path / "out", path, extra=["--variable", "air_temperature"])
     assert meta["variable"] == "tas"
     assert_source_values(tmp_path / "out", meta, values.astype(np.float32), lat=lat, lon=lon, splits=["val"])
@@ -174,8 +162,8 @@ def test_windows_with_missing_values_are_redrawn_and_counted(tmp_path):
     meta = prepare(tmp_path / "out", write_old_layout(tmp_path / "holes.nc", field, missing=missing))
     assert meta["windows_skipped"]["train"] > 0
     for split in SPLITS:
-        text = open(tmp_path / "out" / f"{split}.txt").read()
-        assert "nan" not in text.lower() and "inf" not in text.lower()
+        text = open(tmp_path / "out" / f"{split}.txt").read().lower()
+        assert "nan" not in text and "inf" not in text
     values = field[0].copy()
     values[missing] = np.nan
     assert_source_values(tmp_path / "out", meta, values)
@@ -191,44 +179,42 @@ def test_land_sea_mask_labels_the_first_station(old_layout, tmp_path):
     assert split_files(tmp_path / "out") == split_files(old_layout.out)
     for split in SPLITS:
         labels = [int(x) for x in open(tmp_path / "out" / f"{split}.ocean.txt")]
-        records = read_split(tmp_path / "out", split)
-        first_lon = [np.degrees(np.arctan2(*r["description"]["coords"][0][1:])) % 360 for r in records]
+        first_lon = [np.degrees(np.arctan2(*r["description"]["coords"][0][1:])) % 360
+                     for r in read_split(tmp_path / "out", split)]
         assert labels == [int(x < 171) for x in first_lon]  # ocean: 0..162°, land: 180..342°
         assert meta["ocean_fraction"][split] == pytest.approx(np.mean(labels), abs=1e-4)
     coarse = write_nc(tmp_path / "lsm_coarse.nc", {"latitude": 5, "longitude": 10}, {
         "latitude": ("f8", ("latitude",), np.linspace(80, -80, 5), {}),
         "longitude": ("f8", ("longitude",), np.arange(10) * 36.0, {}), "lsm": ("f4", ("latitude", "longitude"), 0, {})})
     message = error_of(old_layout.path, "--out", tmp_path / "out2", "--land-sea-mask", coarse)
-    assert "lsm_coarse.nc" in message and "expected the same grid" in message  # a mask on another grid
+    assert "lsm_coarse.nc" in message and "expected the same grid" in message
 
 
 def test_bad_inputs_are_refused_with_a_clear_message(old_layout, tmp_path):
     out = tmp_path / "out"
     with zipfile.ZipFile(tmp_path / "download.nc", "w") as z:
         z.write(old_layout.path, "data_stream-oper.nc")
-    assert "unzip it first" in error_of(tmp_path / "download.nc", "--out", out)
     (tmp_path / "notes.txt").write_text("not netCDF\n")
-    message = error_of(tmp_path / "notes.txt", "--out", out)
-    assert "notes.txt" in message and "not a netCDF file" in message
-    message = error_of(old_layout.path, "--variable", "tp", "--out", out)
-    assert "no variable 'tp'" in message and "t2m(time, latitude, longitude)" in message
-    # t2m without a longitude dimension; station series, not a grid
     no_lon = write_nc(tmp_path / "no_lon.nc", {"time": 200, "latitude": 100},
                       {"t2m": ("f4", ("time", "latitude"), 280, {})})
-    message = error_of(no_lon, "--out", out)
-    assert "no_lon.nc" in message and "expected one time" in message and "(time, latitude)" in message
     stations = write_nc(tmp_path / "stations.nc", {"time": 200, "station": 100},
-                        {"t2m": ("f4", ("time", "station"), 280, {})})
-    message = error_of(stations, "--out", out)
-    assert "stations.nc" in message and "dimension 'station' of size 100" in message
+                        {"t2m": ("f4", ("time", "station"), 280, {})})  # station series, not a grid
     small = write_old_layout(tmp_path / "small.nc", truth_field(n_lat=5, n_lon=10), lat=np.linspace(80, -80, 5),
                              lon=np.arange(10) * 36.0)
-    assert "up to 89 distinct grid points" in error_of(small, "--out", out)
     short = write_old_layout(tmp_path / "short.nc", truth_field(n_steps=100))
-    assert "needs 113 evenly spaced time steps" in error_of(short, "--out", out)
-    other = write_2024_layout(tmp_path / "shifted.nc", old_layout.values, lon=LON + 1)
-    message = error_of(old_layout.path, other, "--out", out)
-    assert "shifted.nc" in message and "share one grid" in message
+    shifted = write_2024_layout(tmp_path / "shifted.nc", old_layout.values, lon=LON + 1)
+    for argv, expected in [
+        ([tmp_path / "download.nc"], ["unzip it first"]),
+        ([tmp_path / "notes.txt"], ["notes.txt", "not a netCDF file"]),
+        ([old_layout.path, "--variable", "tp"], ["no variable 'tp'", "t2m(time, latitude, longitude)"]),
+        ([no_lon], ["no_lon.nc", "expected one time", "(time, latitude)"]),
+        ([stations], ["stations.nc", "dimension 'station' of size 100"]),
+        ([small], ["up to 89 distinct grid points"]),
+        ([short], ["needs 113 evenly spaced time steps"]),
+        ([old_layout.path, shifted], ["shifted.nc", "share one grid"]),
+    ]:
+        message = error_of(*argv, "--out", out)
+        assert all(e in message for e in expected), (expected, message)
     assert not out.exists(), "nothing is written for refused inputs"
     (tmp_path / "a_file").write_text("")
     assert "cannot write to output directory" in error_of(old_layout.path, "--out", tmp_path / "a_file" / "sub")
