@@ -68,8 +68,12 @@ def test_entries_and_any_worker_count(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("bad", ["0,3", "3,2", "2,27", "2", "two,3"])
-def test_entries_out_of_range_is_refused_by_name(tmp_path, bad):
-    r = prepare(tmp_path / "x", "--entries", bad, check=False)
-    assert r.returncode == 2 and "--entries" in r.stderr and "expected" in r.stderr
+@pytest.mark.parametrize("flag, bad, expected", [
+    *[("--entries", bad, "expected") for bad in ["0,3", "3,2", "2,27", "2", "two,3"]],
+    ("--seed", "-1", "--seed: expected an integer ≥ 0, got -1"),  # the flags every prepare script has
+    ("--size", "huge", "invalid choice: 'huge'"),
+])
+def test_a_bad_flag_is_refused_by_name(tmp_path, flag, bad, expected):
+    r = prepare(tmp_path / "x", flag, bad, check=False)
+    assert r.returncode == 2 and flag in r.stderr and expected in r.stderr and "Traceback" not in r.stderr
     assert not (tmp_path / "x").exists()

@@ -2,15 +2,13 @@
 import json
 import math
 import os
-import sys
 
 import numpy as np
 import pytest
-from conftest import ROOT, run
+from conftest import run
+from helpers import common
 
-sys.path.insert(0, os.path.join(ROOT, "prepare"))
-import planets  # noqa: E402
-from common import SIZES  # noqa: E402
+import planets
 
 
 def prepare(out, *flags, check=True):
@@ -40,44 +38,36 @@ def planets_of(record):
 
 
 @pytest.mark.slow
-def test_every_split_and_meta_are_written_with_the_right_sizes(dataset, records):
-    n_train, n_val, n_test = SIZES["tiny"]
-    expected = {"train": n_train, "val": n_val, "test": n_test, "test_ood_stepsize": n_test, "test_ood_a0": n_test}
-    assert {split: len(recs) for split, recs in records.items()} == expected
+def test_records_have_the_layout_and_follow_the_priors(dataset, records):
+    n_train, n_val, n_test = common.SIZES["tiny"]
+    sizes = {"train": n_train, "val": n_val, "test": n_test, "test_ood_stepsize": n_test, "test_ood_a0": n_test}
+    assert {split: len(recs) for split, recs in records.items()} == sizes
     meta = json.load(open(dataset / "meta.json"))
-    assert meta["splits"] == expected and meta["scales"] == {"m": 1e5, "e": 20.0}
-
-
-@pytest.mark.slow
-def test_records_have_the_layout_and_follow_the_priors(records):
+    assert meta["splits"] == sizes and meta["scales"] == {"m": 1e5, "e": 20.0}
     for split, recs in records.items():
         for rec in recs:
             assert list(rec) == ["description", "data"]
             ps = planets_of(rec)
             assert 2 <= len(ps) <= 4
             for p in ps:
-                assert list(p) == ["m", "a", "e"]
-                assert 1 <= p["m"] <= 5 and 0 <= p["e"] <= 2 and 1 <= p["a"] <= 3
+                assert list(p) == ["m", "a", "e"] and 1 <= p["m"] <= 5 and 0 <= p["e"] <= 2 and 1 <= p["a"] <= 3
             data = np.array(rec["data"])
             assert data.shape[1:] == (len(ps), 2) and 30 <= data.shape[0] <= 59
             if split != "test_ood_stepsize":
                 assert rec["description"]["stepsize"] in planets.TRAIN_STEPSIZES
-            # semimajor axes evenly spaced, up to the 4 written digits
-            a = sorted(p["a"] for p in ps)
+            a = sorted(p["a"] for p in ps)  # evenly spaced, up to the 4 written digits
             assert np.allclose(np.diff(a), (a[-1] - a[0]) / (len(a) - 1), atol=2e-3)
             if split != "test_ood_a0":
                 assert a[0] == 1 and a[1] >= 1.1667 and a[-1] >= 1.5
-    # planet0 is not always the innermost: the order is shuffled
-    assert {planets_of(r)[0]["a"] == 1 for r in records["train"]} == {True, False}
+    assert {planets_of(r)[0]["a"] == 1 for r in records["train"]} == {True, False}  # the order is shuffled
 
 
 @pytest.mark.slow
 def test_ood_sets_hold_what_no_training_sample_does(records):
-    """Step sizes clear of every training one; planet0 alone in the gap of a no training planet reaches."""
+    """Step sizes clear of every training one; planet0 alone in a gap of a no training planet reaches."""
     steps = [r["description"]["stepsize"] for r in records["test_ood_stepsize"]]
     for s in steps:
-        assert 0.2 <= s <= 0.8
-        assert min(abs(s - t) for t in planets.TRAIN_STEPSIZES) >= planets.OOD_STEPSIZE_MARGIN
+        assert 0.2 <= s <= 0.8 and min(abs(s - t) for t in planets.TRAIN_STEPSIZES) >= planets.OOD_STEPSIZE_MARGIN
     assert len(set(steps)) > len(steps) // 2  # continuous, not a few values
     for rec in records["test_ood_a0"]:
         ps = planets_of(rec)
@@ -88,8 +78,7 @@ def test_ood_sets_hold_what_no_training_sample_does(records):
 
 @pytest.mark.slow
 def test_positions_stay_between_pericentre_and_apocentre(records):
-    # the other planets perturb each orbit a little (1% in rare close encounters); a planet
-    # written with another planet's elements would miss by 5% or more
+    """The other planets perturb an orbit by 1% at most; a planet written with another's elements misses by 5%."""
     excess = []  # per planet: how far outside [a(1 - e), a(1 + e)] it goes, relative to a
     for rec in records["train"]:
         xy = np.array(rec["data"])  # (step, planet, 2)
@@ -104,8 +93,7 @@ def test_a_circular_orbit_stays_at_radius_a_and_closes_after_one_period():
     a, theta = 1.3, 0.4
     period = 2 * math.pi * a**1.5
     xy = planets.simulate([1e-5], [a], [0.0], [theta], period / 40, 41)  # (41, 1, 2)
-    r = np.hypot(xy[..., 0], xy[..., 1])
-    assert np.abs(r - a).max() < 1e-6
+    assert np.abs(np.hypot(xy[..., 0], xy[..., 1]) - a).max() < 1e-6
     assert np.allclose(xy[0, 0], [a * math.cos(theta), a * math.sin(theta)], atol=1e-12)
     assert np.abs(xy[-1] - xy[0]).max() < 1e-4  # back at the start (the planet's mass shifts it ~1e-5)
 
@@ -119,9 +107,6 @@ def test_the_seed_alone_fixes_the_files_and_existing_data_is_kept_unless_forced(
     other = read_all(out)
     assert all(other[name] != data for name, data in read_all(dataset).items())
     r = prepare(out, "--seed=1", "--workers=2", check=False)
-    assert r.returncode != 0 and "--force" in r.stderr
-    assert read_all(out) == other  # untouched
+    assert r.returncode != 0 and "--force" in r.stderr and read_all(out) == other  # untouched
     prepare(out, "--seed=1", "--workers=2", "--force")
     assert read_all(out) == read_all(dataset)
-    r = prepare(tmp_path / "x", "--size=huge", check=False)
-    assert r.returncode != 0 and "invalid choice: 'huge'" in r.stderr
