@@ -1,18 +1,15 @@
-"""prepare/era5_synthetic.py writes a field and land-sea mask that prepare/era5.py takes as a CDS download: the
-samples have the paper's layout, the ocean labels both classes; the same seed gives the same bytes; --stations and
---steps bound every sample, and a bad range is refused naming the flag."""
+"""prepare/era5_synthetic.py writes a field and land-sea mask that prepare/era5.py reads as a CDS download;
+the same seed gives the same bytes; --stations and --steps bound every sample, a bad range is refused by name."""
 import json
 import os
-import sys
 
 import netCDF4
 import numpy as np
 import pytest
-from conftest import ROOT
+from helpers import common  # noqa: F401 (prepare/ on the path)
 
-sys.path.insert(0, os.path.join(ROOT, "prepare"))
-import era5  # noqa: E402
-import era5_synthetic  # noqa: E402
+import era5
+import era5_synthetic
 
 SMALL = ["--days", "6", "--resolution", "10"]  # 19 x 36 grid, 144 hourly steps: enough for 15 steps 8 h apart
 
@@ -25,7 +22,7 @@ def synthetic(tmp_path_factory):
 
 
 def prepare(out, synthetic, *extra):
-    """era5.py on the synthetic field: {split: [(record, ocean label)]} and meta.json."""
+    """{split: [(record, ocean label)]} and meta.json."""
     meta = era5.main([str(synthetic / "t2m.nc"), "--land-sea-mask", str(synthetic / "lsm.nc"), "--out", str(out),
                       "--size", "tiny", "--workers", "1", *extra])
     return {split: list(zip(map(json.loads, open(out / f"{split}.txt")),
