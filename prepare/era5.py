@@ -26,6 +26,7 @@ MAX_ATTEMPTS = 100
 SPLITS = ("train", "val", "test")
 # pass 1's windows, read by pass 2
 RAW_FILE = ".raw.npy.tmp"
+WRITES = [f"{s}{ext}" for s in SPLITS for ext in (".txt", ".ocean.txt")] + ["meta.json", RAW_FILE]
 TIME_NAMES, LAT_NAMES, LON_NAMES = ("time", "valid_time"), ("latitude", "lat"), ("longitude", "lon")
 LAT_UNITS = ("degrees_north", "degree_north", "degrees_n", "degree_n")
 LON_UNITS = ("degrees_east", "degree_east", "degrees_e", "degree_e")
@@ -468,8 +469,7 @@ def main(argv=None):
     interval = args.stride * step_seconds / 3600
     counts = dict(zip(SPLITS, SIZES[args.size]))
     ctx = SimpleNamespace(args=args, field=field, starts=starts, land_sea_mask=land_sea_mask)
-    writes = [f"{s}{ext}" for s in SPLITS for ext in (".txt", ".ocean.txt")] + ["meta.json"]
-    with staged_dataset(args.out, args.force, writes + [RAW_FILE]) as stage:
+    with staged_dataset(args.out, args.force, WRITES) as stage:
         print(
             f"{field.variable} [{field.units}]: {len(field.sources)} file(s),"
             f" {len(field.seconds)} steps of {hours:g} h from {field.sources[0].first} to"

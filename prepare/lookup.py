@@ -1,6 +1,7 @@
 """
 Number look-up (paper App. C): a dictionary of 2-6 one-letter keys and values in [-3, 3], then a
-key and its value: {d:1.53,e:-1.33,a:2.53,i:0.0232}e=-1.33 (prepare/README.md#number-look-up-lookuppy).
+key and its value, {d:1.53,e:-1.33,a:2.53,i:0.0232}e=-1.33; test_ood queries values in a gap
+(prepare/README.md#number-look-up-lookuppy).
 """
 
 import functools
