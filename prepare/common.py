@@ -220,30 +220,20 @@ def staged_dataset(out, force, writes):
         # a SIGTERM whose exit a library swallowed
         if STOPPED:
             sys.exit(143)
-        with _signals_held():
+        # a SIGTERM or Ctrl-C during the swap takes effect once it is done
+        stops = {signal.SIGTERM, signal.SIGINT}
+        signal.pthread_sigmask(signal.SIG_BLOCK, stops)
+        try:
             swap_in(out, stage)
             swapped = True
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, stops)
     finally:
         # not the old dataset, where putting it back failed
         if swapped or not os.path.exists(os.path.join(stage, ".old")):
             shutil.rmtree(stage, ignore_errors=True)
         for path in held:
             release_lock(path)
-
-
-@contextmanager
-def _signals_held():
-    """SIGTERM and Ctrl-C take effect when the block ends."""
-    got = []
-    kinds = (signal.SIGTERM, signal.SIGINT)
-    handlers = {s: signal.signal(s, lambda n, _: got.append(n)) for s in kinds}
-    try:
-        yield
-    finally:
-        for s, handler in handlers.items():
-            signal.signal(s, handler)
-        for s in got[:1]:
-            signal.raise_signal(s)
 
 
 def swap_in(out, stage):
