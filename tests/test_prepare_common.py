@@ -163,16 +163,17 @@ def test_a_force_that_fails_while_writing_leaves_the_old_dataset_whole(tmp_path,
 
 
 @pytest.mark.slow
-def test_a_prepare_stopped_by_sigterm_leaves_the_old_dataset_whole_and_nothing_else(tmp_path):
+def test_a_second_run_is_refused_and_sigterm_leaves_the_old_dataset_whole_and_nothing_else(tmp_path):
     prepare(tmp_path)
     before = dataset_bytes(tmp_path)
     p = planets_started(tmp_path, 1)
-    p.send_signal(signal.SIGTERM)
     try:
+        assert f"process {p.pid}" in one_line_error(prepare(tmp_path, "--force", "--seed=2", check=False))
+        p.send_signal(signal.SIGTERM)
         assert p.wait(timeout=60) == 143
     finally:
         p.kill()  # a run that did not stop must not go on generating beside the other tests
-    assert dataset_bytes(tmp_path) == before  # the old dataset, and no half-written new one
+    assert dataset_bytes(tmp_path) == before  # the old dataset, no half-written new one, neither run's lock
 
 
 @pytest.mark.slow
@@ -259,21 +260,6 @@ def test_a_move_of_the_swap_that_fails_puts_everything_back(tmp_path, monkeypatc
     assert dataset_bytes(tmp_path, stage=False) == before
     if move == "the new meta.json in":
         assert dataset_bytes(tmp_path) == before and sorted(os.listdir(tmp_path)) == SPLITS + ["vocab.json", "xval"]
-
-
-@pytest.mark.slow
-def test_two_prepare_runs_on_one_folder_the_second_is_refused_naming_the_first(tmp_path):
-    prepare(tmp_path)
-    before = dataset_bytes(tmp_path)
-    first = planets_started(tmp_path, 1)
-    try:
-        error = one_line_error(prepare(tmp_path, "--force", "--seed=2", check=False))
-        assert f"process {first.pid}" in error
-        first.send_signal(signal.SIGTERM)
-        assert first.wait(timeout=60) == 143
-    finally:
-        first.kill()
-    assert dataset_bytes(tmp_path) == before  # the old dataset, and neither run's lock
 
 
 def test_prepare_force_removes_the_tokenized_arrays_and_vocabulary_it_replaces(data, tmp_path):
