@@ -356,8 +356,8 @@ def extract_windows(pmap, counts, out, block_steps):
         attempts[todo] += 1
         if len(todo) and attempts.max() > MAX_ATTEMPTS:
             worst = int(np.argmax(attempts))
-            split = list(counts)[codes[worst]]
-            fail(f"{split} sample {indices[worst]}: {MAX_ATTEMPTS} windows hold missing values")
+            where = f"{list(counts)[codes[worst]]} sample {indices[worst]}"
+            fail(f"{where}: {MAX_ATTEMPTS} windows hold missing '{CTX.field.variable}' values")
         if len(todo):
             starts[todo] = draw_plan((todo, codes[todo], indices[todo], attempts[todo]))[1][:, 2]
     raw.flush()
@@ -435,8 +435,9 @@ def parse_args(argv):
     p.add_argument("--block-steps", type=at_least(1), default=32, help=block)
     mask = "ERA5 lsm file: also write <split>.ocean.txt labels"
     p.add_argument("--land-sea-mask", metavar="FILE", help=mask)
-    for flag, default in (("--stations", STATIONS), ("--steps", STEPS)):
-        what = f"per sample, inclusive (default {default[0]},{default[1]})"
+    sizes = (("--stations", "grid points", STATIONS), ("--steps", "steps", STEPS))
+    for flag, what, default in sizes:
+        what += f" per sample, inclusive (default {default[0]},{default[1]})"
         p.add_argument(flag, type=int_range(), default=default, metavar="MIN,MAX", help=what)
     return p.parse_args(argv)
 
