@@ -1,15 +1,11 @@
 """
-Arithmetic datasets of the paper (App. A): n-digit multiplication, and expressions of + − × over
-2 to 4 operands; one sample a line, the right-hand side exact.
-
-mult3|mult4|mult5 write the decimal point moved n places in each operand and 2n in the product, so
-every number is of order 1 and the digits are the problem's: 0.123*0.456=0.056088 (123·456 =
-56088).
-ops2|ops3|ops4 are fully parenthesised random trees of operands 10^U(0,2) with 3 significant digits,
-written unscaled: ((1.32*32.1)+(1.42-8.20))=35.592. Why, and how an xVal model of them is trained
-(--k=4): prepare/README.md#arithmetic-arithmeticpy.
+Arithmetic datasets of the paper (App. A), one sample a line, the right-hand side exact
+(prepare/README.md#arithmetic-arithmeticpy): mult3|mult4|mult5, n-digit products scaled to order 1
+(0.123*0.456=0.056088), and ops2|ops3|ops4, random trees of + - * over n operands 10^U(0,2)
+with 3 significant digits ((1.32*32.1)+(1.42-8.20))=35.592.
 """
 
+import functools
 from decimal import Decimal
 
 from common import base_parser, one_line_errors, write_dataset
@@ -55,19 +51,9 @@ def make_sample(rng, split, variant):
     return f"{text}={plain(value)}"
 
 
-class Sample:
-    """make_sample bound to one variant, picklable for the worker pool."""
-
-    def __init__(self, variant):
-        self.variant = variant
-
-    def __call__(self, rng, split):
-        return make_sample(rng, split, self.variant)
-
-
 if __name__ == "__main__":
     one_line_errors()
-    p = base_parser(__doc__.split("\n\n")[0], "data/arithmetic_<variant>")
+    p = base_parser("Arithmetic datasets of the paper (App. A).", "data/arithmetic_<variant>")
     p.add_argument(
         "--variant",
         default="ops2",
@@ -77,18 +63,9 @@ if __name__ == "__main__":
     args = p.parse_args()
     args.out = args.out.replace("<variant>", args.variant)
     n = VARIANTS[args.variant]
-    scales = (
-        {"operands": f"1e-{n}", "result": f"1e-{2 * n}"}
-        if args.variant.startswith("mult")
-        else {"operands": "1", "result": "1"}
-    )
-    write_dataset(
-        args,
-        Sample(args.variant),
-        meta={
-            "dataset": "arithmetic",
-            "variant": args.variant,
-            # a number in the text = the number of the original problem × scale
-            "scales": scales,
-        },
-    )
+    # a number in the text = the number of the original problem × scale
+    scales = {"operands": "1", "result": "1"}
+    if args.variant.startswith("mult"):
+        scales = {"operands": f"1e-{n}", "result": f"1e-{2 * n}"}
+    meta = {"dataset": "arithmetic", "variant": args.variant, "scales": scales}
+    write_dataset(args, functools.partial(make_sample, variant=args.variant), meta=meta)

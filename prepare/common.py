@@ -1,14 +1,12 @@
 """
 What every prepare script shares (prepare/README.md#what-every-script-does): the flags, the split
-sizes, per-sample seeding (sample i of split s has its own generator, seeded by (seed, s, i), so the
-files are byte-identical whatever --workers is), compact JSON-like records, and the writing of a
-dataset: staged, under a lock, swapped in whole.
+sizes, per-sample seeding by (seed, split, index), compact records, and the writing of a dataset:
+staged, under a lock, swapped in whole.
 """
 
 import argparse
 import errno
 import json
-import math
 import os
 import re
 import shlex
@@ -25,8 +23,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from util import atomic_write_text, format_number, release_lock, take_lock, worker_signals
 
-# the SIGTERMs this run received: a library's bare `except:` (numpy's lazy imports) may swallow
-# the exit, so progress() ends the run too
+# the SIGTERMs this run received: a library's bare `except:` may swallow the exit
 STOPPED = []
 
 
@@ -40,8 +37,7 @@ def _one_line(kind, error, traceback, default=sys.excepthook):
     if issubclass(kind, KeyboardInterrupt):
         line = f"interrupted (Ctrl-C); {kept}"
     elif issubclass(kind, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
-        line = f"error: the disk filled up while writing the dataset ({error.strerror}); {kept}:"
-        line += " free some space and run again"
+        line = f"error: the disk filled up while writing the dataset ({error.strerror}); {kept}"
     elif issubclass(kind, OSError) and error.strerror:
         where = f": {error.filename}" if error.filename else ""
         line = f"error: {error.strerror}{where}; {kept}"
@@ -55,8 +51,7 @@ def fail(message):
 
 
 def one_line_errors():
-    """Called by each prepare script run as one: Ctrl-C, SIGTERM, a full disk or another failed
-    read or write ends it with one line; its writes are staged, so --out stays as it was."""
+    """Ctrl-C, SIGTERM and a failed read or write end a prepare script with one line."""
     STOPPED.clear()
     sys.excepthook = _one_line
     signal.signal(signal.SIGTERM, _stop)
@@ -71,15 +66,13 @@ SIZES = {
 
 
 def at_least(low):
-    """An argparse type: an integer ≥ low."""
-
     def parse(text):
         value = int(text)
         if value < low:
             raise argparse.ArgumentTypeError(f"expected an integer ≥ {low}, got {value}")
         return value
 
-    # argparse names the type in its message for a non-integer
+    # the name argparse gives a non-integer
     parse.__name__ = "integer"
     return parse
 
@@ -91,9 +84,7 @@ def int_range(most=None):
         try:
             low, high = (int(x) for x in text.split(","))
         except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"expected MIN,MAX (two integers, e.g. 2,6); found '{text}'"
-            ) from None
+            raise argparse.ArgumentTypeError(f"expected MIN,MAX; found '{text}'") from None
         if not 1 <= low <= high <= (most or high):
             limit = f" <= {most}" if most else ""
             raise argparse.ArgumentTypeError(f"expected 1 <= MIN <= MAX{limit}; found {low},{high}")
@@ -103,14 +94,12 @@ def int_range(most=None):
 
 
 def base_parser(description, default_out):
-    """The flags every prepare script has: --out, --size, --seed, --workers, --force."""
     p = argparse.ArgumentParser(description=description)
     p.add_argument("--out", default=default_out, help=f"output directory (default {default_out})")
     size = "tiny: seconds, for tests; small: minutes on a laptop; paper: 1M/125k/125k"
     p.add_argument("--size", default="small", choices=list(SIZES), help=size)
-    p.add_argument(
-        "--seed", type=at_least(0), default=1337, help="fixes every sample (default 1337)"
-    )
+    seed = "fixes every sample (default 1337)"
+    p.add_argument("--seed", type=at_least(0), default=1337, help=seed)
     workers = "processes to use (default: all cores); does not change the output"
     p.add_argument("--workers", type=at_least(1), default=os.cpu_count() or 1, help=workers)
     p.add_argument("--force", action="store_true", help="overwrite an existing dataset in --out")
@@ -118,20 +107,11 @@ def base_parser(description, default_out):
 
 
 def command(script=None, argv=None):
-    """The command line of this run, for meta.json."""
     return shlex.join(["python", script or sys.argv[0], *(sys.argv[1:] if argv is None else argv)])
 
 
 def sample_rng(seed, split_code, index):
-    """The generator of one sample: a pure function of (seed, split, index)."""
     return np.random.default_rng(np.random.SeedSequence([seed, split_code, index]))
-
-
-def fmt_number(x, digits):
-    """A float as a sample's literal (`digits` significant digits); non-finite ones are refused."""
-    if not math.isfinite(x):
-        raise ValueError(f"refusing to write the non-finite number {x!r} into a sample")
-    return format_number(x, digits)
 
 
 def dumps(obj, digits=4):
@@ -140,18 +120,12 @@ def dumps(obj, digits=4):
         return "{" + ",".join(f'"{k}":{dumps(v, digits)}' for k, v in obj.items()) + "}"
     if isinstance(obj, (list, tuple)):
         return "[" + ",".join(dumps(v, digits) for v in obj) + "]"
-    if isinstance(obj, (bool, np.bool_)):
-        return "true" if obj else "false"
-    if isinstance(obj, (int, np.integer)):
-        return str(int(obj))
-    if isinstance(obj, (float, np.floating)):
-        return fmt_number(float(obj), digits)
-    if isinstance(obj, str):
-        return json.dumps(obj)
-    raise TypeError(f"cannot write {type(obj).__name__} into a record")
+    if isinstance(obj, float):
+        return format_number(obj, digits)
+    return json.dumps(obj)
 
 
-# where a prepare run writes its dataset before swap_in
+# a prepare run's dataset before its swap
 STAGE = re.compile(r"\.prepare-\d+\.tmp")
 # what tokenize_numbers.py writes in <encoding>/
 TOKENIZED = re.compile(r"\w+\.(ids|values|offsets|json|tmp)\b.*")
@@ -159,28 +133,23 @@ TOKENIZED = re.compile(r"\w+\.(ids|values|offsets|json|tmp)\b.*")
 LOCKS = ("prepare.lock", "tokenize.lock")
 
 
-def _read_meta(out):
-    """The meta.json in `out` as a dict, or None when there is none or it is not a dataset's."""
+def dataset_files(out):
+    """(ours, others, prepared): the entries of `out` a prepare or tokenize_numbers.py run wrote,
+    the others (a folder as "sub/"), and whether a prepare run wrote meta.json."""
+    from tokenize_numbers import ENCODINGS
+
     try:
         with open(os.path.join(out, "meta.json")) as f:
             meta = json.load(f)
     except (OSError, ValueError):
-        return None
-    return meta if isinstance(meta, dict) and isinstance(meta.get("splits"), (dict, list)) else None
-
-
-def dataset_files(out):
-    """(ours, others, prepared): the entries of `out` that prepare/ or tokenize_numbers.py wrote
-    (the splits meta.json names, vocab.json, <encoding>/ arrays, temporaries), the others (a folder
-    as "sub/"), and whether prepare/ wrote meta.json (--plain-text splits are the user's)."""
-    from tokenize_numbers import ENCODINGS
-
-    meta = _read_meta(out)
+        meta = None
+    if not (isinstance(meta, dict) and isinstance(meta.get("splits"), (dict, list))):
+        meta = None
     prepared = meta is not None and meta.get("dataset") != "plain text"
     names = {"vocab.json", ".raw.npy.tmp"} | ({"meta.json"} if meta is not None else set())
     if prepared:
         names |= {f"{s}{ext}" for s in meta["splits"] for ext in (".txt", ".ocean.txt")}
-    # an interrupted write: atomic_file's x.<random>.tmp.json (or an older x.tmp.json)
+    # atomic_file's x.<random>.tmp.json (or x.tmp.json), left by a stopped write
     temporaries = [
         rf"{re.escape(r)}\.(?:\w+\.)?tmp{re.escape(e)}" for r, e in map(os.path.splitext, names)
     ]
@@ -194,7 +163,6 @@ def dataset_files(out):
                 (ours if is_ours else others).append(f"{name}/{f}")
         elif (name in names or temporaries.fullmatch(name)) and os.path.isfile(path):
             ours.append(name)
-        # a prepare run's new dataset, before its swap
         elif STAGE.fullmatch(name) and os.path.isdir(path):
             ours.append(name + "/")
         else:
@@ -207,42 +175,30 @@ def _some(names, n=6):
 
 
 def _check_out(out, force, writes):
-    """Refuse an `out` holding files unless --force, which replaces only what a prepare run wrote
-    there (other files stay, named), and a file of the user's this run would write (`writes`)."""
+    """Refuse an `out` holding files without --force, and a file of the user's in `writes`."""
     ours, others, prepared = dataset_files(out)
     if not ours and not others:
         return
     clash = [n for n in others if n in writes or n.rstrip("/") in writes]
     if clash and not prepared:
-        sys.exit(
-            f"error: {out} holds {_some(clash)}, which this run would overwrite but no prepare"
-            " run wrote (no meta.json of a prepared dataset names it); move it away or choose"
-            " another --out"
-        )
+        fail(f"{out} holds {_some(clash)}, not a prepare run's, which this run would overwrite")
     if not force:
         what = f"files that are not a dataset ({_some(others)})"
         what = "a dataset (meta.json)" if prepared else what
-        sys.exit(
-            f"error: {out} already holds {what}; pass --force to replace what a prepare run"
-            " wrote there (other files stay), or choose another --out"
-        )
+        fail(f"{out} already holds {what}; pass --force to replace it")
     stuck = sorted({os.path.dirname(os.path.join(out, n)) for n in ours} - {out})
     for folder in [f for f in stuck if not os.access(f, os.W_OK | os.X_OK)]:
-        sys.exit(
-            f"error: {folder} is not writable, so --force could not replace the files in it; "
-            "make it writable (nothing was changed)"
-        )
+        fail(f"{folder} is not writable, so --force cannot replace the files in it")
     if others:
         print(f"note: {out}: left alone, not written by a prepare run: {_some(others)}")
 
 
 @contextmanager
 def staged_dataset(out, force, writes):
-    """Yield the folder to write a dataset into, out/.prepare-<pid>.tmp, swapped into `out` when the
-    block ends without an error; a failed or stopped run leaves `out` as it was. out/prepare.lock
-    and out/tokenize.lock, held throughout, refuse other prepare and tokenize_numbers.py runs."""
+    """Yield out/.prepare-<pid>.tmp, swapped into `out` when the block ends without an error,
+    holding out/prepare.lock and out/tokenize.lock throughout."""
     if os.path.exists(out) and not os.path.isdir(out):
-        sys.exit(f"error: --out {out} exists and is not a directory")
+        fail(f"--out {out} exists and is not a directory")
     held, swapped, stage = [], False, os.path.join(out, f".prepare-{os.getpid()}.tmp")
     try:
         for name in LOCKS:
@@ -251,17 +207,11 @@ def staged_dataset(out, force, writes):
                 os.makedirs(out, exist_ok=True)
                 pid = take_lock(path)
             except OSError as e:
-                sys.exit(f"error: cannot write to output directory {out}: {e.strerror}")
+                fail(f"cannot write to output directory {out}: {e.strerror}")
             if pid is not None and name == "prepare.lock":
-                sys.exit(
-                    f"error: {out} is being written by another prepare run, process {pid}"
-                    f" ({path}); wait for it to end (or delete the lock if that process is not one)"
-                )
+                fail(f"{out} is being written by another prepare run, process {pid} ({path})")
             if pid is not None:
-                sys.exit(
-                    f"error: {out} is being tokenized by process {pid} ({path}); wait for that"
-                    " tokenize_numbers.py run to end"
-                )
+                fail(f"{out} is being tokenized by process {pid} ({path})")
             held.append(path)
         _check_out(out, force, writes)
         shutil.rmtree(stage, ignore_errors=True)
@@ -270,10 +220,14 @@ def staged_dataset(out, force, writes):
         # a SIGTERM whose exit a library swallowed
         if STOPPED:
             sys.exit(143)
-        # a SIGTERM or Ctrl-C that comes during the swap waits until it is done
-        with _signals_held():
+        # a SIGTERM or Ctrl-C during the swap takes effect once it is done
+        stops = {signal.SIGTERM, signal.SIGINT}
+        signal.pthread_sigmask(signal.SIG_BLOCK, stops)
+        try:
             swap_in(out, stage)
             swapped = True
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, stops)
     finally:
         # not the old dataset, where putting it back failed
         if swapped or not os.path.exists(os.path.join(stage, ".old")):
@@ -282,25 +236,9 @@ def staged_dataset(out, force, writes):
             release_lock(path)
 
 
-@contextmanager
-def _signals_held():
-    """SIGTERM and Ctrl-C take effect when the block ends, not inside it."""
-    got = []
-    kinds = (signal.SIGTERM, signal.SIGINT)
-    handlers = {s: signal.signal(s, lambda n, _: got.append(n)) for s in kinds}
-    try:
-        yield
-    finally:
-        for s, handler in handlers.items():
-            signal.signal(s, handler)
-        for s in got[:1]:
-            signal.raise_signal(s)
-
-
 def swap_in(out, stage):
-    """Replace what an earlier prepare run wrote in `out` by the dataset in `stage`: the old files
-    move to stage/.old (meta.json first), the new ones in (meta.json last), so `out` never looks
-    complete while mixed. A move that fails puts every file back."""
+    """Replace what a prepare run wrote in `out` by `stage`: the old files aside (meta.json first),
+    the new ones in (meta.json last); a move that fails puts every file back."""
     aside = os.path.join(stage, ".old")
     old = [n.rstrip("/") for n in dataset_files(out)[0]]
     old = sorted([n for n in old if n != os.path.basename(stage)], key=lambda n: n != "meta.json")
@@ -315,15 +253,12 @@ def swap_in(out, stage):
     except OSError as e:
         for a, b in reversed(done):
             os.renames(b, a)
-        sys.exit(
-            f"error: cannot replace {e.filename} ({e.strerror}); {out} is as it was (the new"
-            " dataset is not kept)"
-        )
+        fail(f"cannot replace {e.filename} ({e.strerror}); {out} is as it was")
 
 
 class _Interrupted(Exception):
-    """Ctrl-C inside a pool worker whose library raises KeyboardInterrupt itself (REBOUND does): a
-    pool waits forever for a worker dying of it, but passes an Exception back to the parent."""
+    """Ctrl-C in a pool worker (REBOUND raises KeyboardInterrupt itself): a pool waits forever
+    for a worker dying of it, but passes an Exception back."""
 
 
 def _make_one(args):
@@ -335,7 +270,7 @@ def _make_one(args):
 
 
 def progress(items, **bar):
-    """items, with a progress bar on stderr where tqdm is installed; a SIGTERM ends the run here."""
+    """items, with a progress bar where tqdm is installed; a SIGTERM ends the run here."""
     try:
         from tqdm import tqdm
 
@@ -361,24 +296,16 @@ def generate_split(make_sample, split, code, n, seed, workers, chunksize=64):
         raise KeyboardInterrupt from None
 
 
-def write_split(out, split, lines):
-    """<out>/<split>.txt, one line per sample, written atomically."""
-    for i, line in enumerate(lines):
-        if "\n" in line:
-            raise ValueError(f"sample {i} of {split} spans several lines")
-    atomic_write_text(os.path.join(out, f"{split}.txt"), "\n".join(lines) + "\n")
-
-
 def write_meta(out, meta):
     """<out>/meta.json, written last: its presence marks a complete dataset."""
     atomic_write_text(os.path.join(out, "meta.json"), json.dumps(meta, indent=2) + "\n")
 
 
 def write_dataset(args, make_sample, extra_splits=(), meta=None):
-    """Write train, val, test and the extra (OoD) test splits as <out>/<split>.txt, a line a sample
-    of make_sample(rng, split), then <out>/meta.json."""
-    n_train, n_val, n_test = SIZES[args.size]
-    counts = {"train": n_train, "val": n_val, "test": n_test, **dict.fromkeys(extra_splits, n_test)}
+    """<out>/<split>.txt for train, val, test and the extra splits, a line a sample of
+    make_sample(rng, split), then <out>/meta.json."""
+    counts = dict(zip(("train", "val", "test"), SIZES[args.size]))
+    counts.update(dict.fromkeys(extra_splits, counts["test"]))
     meta = {**(meta or {}), "seed": args.seed, "size": args.size, "splits": counts}
     meta["command"] = command()
     t0 = time.time()
@@ -387,7 +314,7 @@ def write_dataset(args, make_sample, extra_splits=(), meta=None):
         # split codes: train 0, val 1, test 2, extras 3..
         for code, (split, n) in enumerate(counts.items()):
             lines = generate_split(make_sample, split, code, n, args.seed, args.workers)
-            write_split(stage, split, lines)
+            atomic_write_text(os.path.join(stage, f"{split}.txt"), "\n".join(lines) + "\n")
         write_meta(stage, meta)
     seconds, total = time.time() - t0, sum(counts.values())
     print(

@@ -1,19 +1,11 @@
 """
-The temperature-forecasting dataset of the xVal paper (§3.1, App. C; docs/decisions.md#temperature)
-from ERA5 2 m temperature netCDF files from the Copernicus CDS. A sample a line:
-
-  {"description":{"coords":[[sin lat,sin lon,cos lon],...],
-                  "start":[sin ToD,cos ToD,sin ToY,cos ToY]},
-   "data":[[T at each step] per station]}
-
-prepare/README.md#temperature-era5-era5py has the sampling, the layouts it reads and the download;
-prepare/era5_synthetic.py writes a field to try it without a CDS account.
-
-Two passes, in bounded memory: pass 1 draws every sample's window (a pure function of seed, split
-and index) and cuts them out of the files, --block-steps time steps at a time, into a float32
-scratch file in --out; pass 2 standardises them with the training split's mean and std, as text.
+The temperature-forecasting dataset of the xVal paper (§3.1, App. C) from ERA5 2 m temperature
+netCDF files (prepare/README.md#temperature-era5-era5py). Pass 1 cuts every window out of the
+files into a float32 scratch file in --out; pass 2 writes them as text, standardised with the
+training split's mean and std.
 """
 
+import itertools
 import math
 import os
 import time
@@ -27,50 +19,36 @@ from common import SIZES, at_least, base_parser, command, dumps, fail, int_range
 from common import one_line_errors, sample_rng, staged_dataset, write_meta
 from util import atomic_file, atomic_write_text, worker_signals
 
-# grid points and time steps per sample, inclusive: the paper's (docs/decisions.md#temperature)
+# grid points and time steps per sample, inclusive (docs/decisions.md#temperature)
 STATIONS = (60, 89)
 STEPS = (8, 15)
-# redraws of one sample whose windows keep hitting missing values
 MAX_ATTEMPTS = 100
-# split code = position, as in common.write_dataset
 SPLITS = ("train", "val", "test")
-# pass 1 → pass 2: the windows, float32, on disk in the stage
+# pass 1's windows, read by pass 2
 RAW_FILE = ".raw.npy.tmp"
+WRITES = [f"{s}{ext}" for s in SPLITS for ext in (".txt", ".ocean.txt")] + ["meta.json", RAW_FILE]
 TIME_NAMES, LAT_NAMES, LON_NAMES = ("time", "valid_time"), ("latitude", "lat"), ("longitude", "lon")
 LAT_UNITS = ("degrees_north", "degree_north", "degrees_n", "degree_n")
 LON_UNITS = ("degrees_east", "degree_east", "degrees_e", "degree_e")
 # samples per drawing job
 PLAN_CHUNK = 4096
-# a worker's context (field layout, seed, stride...), set by init_worker
+# a worker's field, settings and open files, set by init_worker
 CTX = None
 
 
-# ----------------------------------------------------------------------------------------------
-# reading the files
-
-
 def open_netcdf(path):
-    """Open a netCDF file, with a clear refusal for what CDS downloads sometimes are instead."""
     if not os.path.isfile(path):
         fail(f"{path}: no such file")
     with open(path, "rb") as f:
         magic = f.read(8)
     if magic.startswith(b"PK\x03\x04"):
-        fail(
-            f"{path} is a zip archive, not netCDF (the CDS zips downloads that hold several files):"
-            " unzip it first and pass the .nc files inside"
-        )
+        fail(f"{path} is a zip archive: unzip it first and pass the .nc files inside")
     if magic.startswith(b"GRIB"):
-        fail(f"{path} is a GRIB file; expected netCDF (ask the CDS for data_format 'netcdf')")
+        fail(f"{path} is a GRIB file; expected netCDF")
     try:
-        ds = netCDF4.Dataset(path, "r")
+        return netCDF4.Dataset(path, "r")
     except OSError as e:
-        fail(
-            f"{path} is not a netCDF file netCDF4 can read ({e}); expected an ERA5 netCDF download"
-        )
-    # int16 → scale_factor·x + add_offset; fill/missing → masked
-    ds.set_auto_maskandscale(True)
-    return ds
+        fail(f"{path} is not a netCDF file ({e})")
 
 
 def find_variable(ds, path, wanted):
@@ -81,12 +59,11 @@ def find_variable(ds, path, wanted):
     if len(named) == 1:
         return named[0]
     present = ", ".join(f"{n}({', '.join(v.dimensions)})" for n, v in ds.variables.items())
-    fail(f"{path} has no variable '{wanted}'; it holds: {present} (choose one with --variable)")
+    fail(f"{path} has no variable '{wanted}' (--variable); it holds: {present}")
 
 
 def axis_of(ds, dim):
-    """'time', 'lat', 'lon' or None: a dimension's kind, by name or by its coordinate's CF
-    attributes."""
+    """'time', 'lat', 'lon' or None: a dimension's kind, by name or its coordinate's attributes."""
     coord = ds.variables.get(dim)
     standard, axis, units = (
         str(getattr(coord, key, "")).lower() for key in ("standard_name", "axis", "units")
@@ -102,8 +79,7 @@ def axis_of(ds, dim):
 
 
 def locate_dims(ds, path, name, need_time=True):
-    """{'time', 'lat', 'lon', 'expver'} → dimension name (or None) of variable `name`; other
-    dimensions must have size 1."""
+    """{'time', 'lat', 'lon', 'expver'} → the dimension of variable `name` (or None)."""
     var = ds.variables[name]
     found = {"time": [], "lat": [], "lon": [], "expver": []}
     for dim in var.dimensions:
@@ -111,52 +87,31 @@ def locate_dims(ds, path, name, need_time=True):
         if kind:
             found[kind].append(dim)
         elif len(ds.dimensions[dim]) != 1:
-            fail(
-                f"{path}: '{name}' has a dimension '{dim}' of size {len(ds.dimensions[dim])};"
-                " expected only time, latitude and longitude (plus expver or dimensions of size 1)"
-            )
+            size = len(ds.dimensions[dim])
+            fail(f"{path}: '{name}' has a dimension '{dim}' of size {size}; expected size 1")
     needed = ("time", "lat", "lon") if need_time else ("lat", "lon")
     if any(not found[k] for k in needed) or any(len(v) > 1 for v in found.values()):
-        fail(
-            f"{path}: '{name}' has dimensions ({', '.join(var.dimensions)}); expected one time"
-            " (time/valid_time), one latitude (latitude/lat) and one longitude (longitude/lon)"
-            " dimension"
-        )
+        dims = ", ".join(var.dimensions)
+        fail(f"{path}: '{name}' has dimensions ({dims}); expected one time, latitude and longitude")
     return {k: v[0] if v else None for k, v in found.items()}
 
 
 def coordinate(ds, path, dim):
     if dim not in ds.variables:
-        fail(
-            f"{path}: dimension '{dim}' has no coordinate variable; expected its values in a"
-            f" variable '{dim}'"
-        )
+        fail(f"{path}: dimension '{dim}' has no coordinate variable")
     values = np.ma.filled(np.ma.asarray(ds.variables[dim][:], dtype=np.float64), np.nan)
     step = np.diff(values)
     if values.ndim != 1 or not (np.all(step > 0) or np.all(step < 0)):
-        fail(
-            f"{path}: coordinate '{dim}' is not strictly monotonic; expected a regular 1-d grid"
-            " axis"
-        )
+        fail(f"{path}: coordinate '{dim}' is not strictly monotonic")
     return values
-
-
-def describe_grid(lat, lon):
-    return f"{len(lat)}x{len(lon)} (lat {lat[0]:g}..{lat[-1]:g}, lon {lon[0]:g}..{lon[-1]:g})"
 
 
 def same_grid(a, b):
     return all(len(x) == len(y) and np.allclose(x, y, atol=1e-4) for x, y in zip(a, b))
 
 
-def read_source(src, t0, t1):
-    """Steps [t0, t1) of a file, (steps, lat, lon) on the ascending grid, NaN where missing."""
-    ds = CTX.open_files.get(src.path)
-    # each process opens its own handles (netCDF/HDF5 handles do not survive a fork)
-    if ds is None:
-        ds = CTX.open_files[src.path] = open_netcdf(src.path)
-        # a plain array when nothing is missing: masked arithmetic is slow
-        ds.set_always_mask(False)
+def read_source(ds, src, t0, t1):
+    """Steps [t0, t1) of a file, ([steps,] lat, lon) on the ascending grid, NaN where missing."""
     var = ds.variables[src.variable]
     axes = {src.dims[k]: k for k in ("time", "lat", "lon", "expver") if src.dims[k]}
     index = tuple(
@@ -174,83 +129,86 @@ def read_source(src, t0, t1):
         for row in rows[1:]:
             x = np.where(np.isnan(x), row, x)
         kept.remove("expver")
-    x = np.transpose(x, [kept.index(k) for k in ("time", "lat", "lon")])
-    return x[:, :: -1 if src.lat_descending else 1, :: -1 if src.lon_descending else 1]
+    x = np.transpose(x, [kept.index(k) for k in ("time", "lat", "lon") if k in kept])
+    return x[..., :: -1 if src.lat_descending else 1, :: -1 if src.lon_descending else 1]
 
 
 def read_steps(t0, t1, out):
-    """Global steps [t0, t1) of the time-concatenated files into out, float32 (steps, lat, lon), in
-    pieces of ~16 MB: netCDF4 unpacks into float64, and arrays over ~32 MB are fresh memory on every
-    call (page faults cost more than the read)."""
+    """Global steps [t0, t1) of the files into out, (steps, lat, lon), in pieces of ~16 MB: larger
+    arrays are fresh memory on every call, whose page faults cost more than the read."""
     f = CTX.field
     for src, first in zip(f.sources, f.first_step):
+        ds = CTX.open_files.get(src.path)
+        # each process opens its own: netCDF handles do not survive a fork
+        if ds is None:
+            ds = CTX.open_files[src.path] = open_netcdf(src.path)
+            # a plain array when nothing is missing: masked arithmetic is slow
+            ds.set_always_mask(False)
         piece = max(1, (16 << 20) // (8 * src.expvers * len(f.lat) * len(f.lon)))
         for a in range(max(t0, first), min(t1, first + src.steps), piece):
             b = min(a + piece, t1, first + src.steps)
-            out[a - t0 : b - t0] = read_source(src, a - first, b - first)
+            out[a - t0 : b - t0] = read_source(ds, src, a - first, b - first)
+
+
+def read_times(ds, path, dim):
+    """A file's time axis: (dates, int64 seconds since 1970, calendar)."""
+    tvar = ds.variables.get(dim)
+    units = getattr(tvar, "units", "")
+    if tvar is None or " since " not in units:
+        fail(f"{path}: time '{dim}' has units '{units}'; expected 'hours since 1900-01-01' or so")
+    calendar = getattr(tvar, "calendar", "standard").lower()
+    if calendar in ("gregorian", "proleptic_gregorian"):
+        calendar = "standard"
+    try:
+        dates = netCDF4.num2date(
+            np.asarray(tvar[:]), units, calendar, only_use_cftime_datetimes=True
+        )
+    except ValueError as e:
+        fail(f"{path}: cannot decode time '{dim}' ({e})")
+    seconds = netCDF4.date2num(dates, "seconds since 1970-01-01", calendar)
+    seconds = np.round(seconds).astype(np.int64)
+    if len(seconds) == 0 or np.any(np.diff(seconds) <= 0):
+        fail(f"{path}: the times of '{dim}' do not increase")
+    return dates, seconds, calendar
+
+
+def open_source(path, wanted, need_time=True):
+    """One file's grid (and times), and how to read its variable `wanted`."""
+    ds = open_netcdf(path)
+    name = find_variable(ds, path, wanted)
+    dims = locate_dims(ds, path, name, need_time)
+    lat, lon = coordinate(ds, path, dims["lat"]), coordinate(ds, path, dims["lon"])
+    src = SimpleNamespace(path=path, variable=name, dims=dims, grid=(np.sort(lat), np.sort(lon)))
+    src.lat_descending, src.lon_descending = bool(lat[0] > lat[-1]), bool(lon[0] > lon[-1])
+    src.units = getattr(ds.variables[name], "units", "?")
+    src.expvers = len(ds.dimensions[dims["expver"]]) if dims["expver"] else 1
+    if need_time:
+        dates, src.seconds, src.calendar = read_times(ds, path, dims["time"])
+        hours = np.array([d.hour + d.minute / 60 + d.second / 3600 for d in dates])
+        src.tod = hours / 24
+        src.toy = (np.array([d.dayofyr - 1 for d in dates]) + hours / 24) / 365.25
+        src.steps, src.first, src.last = len(dates), str(dates[0]), str(dates[-1])
+    ds.close()
+    return src
 
 
 def open_field(paths, wanted):
-    """All about the input files but the values: grid, time axis, phases, how to read each file."""
-    sources, lat, lon, calendar = [], None, None, None
-    for path in paths:
-        ds = open_netcdf(path)
-        name = find_variable(ds, path, wanted)
-        dims = locate_dims(ds, path, name)
-        file_lat, file_lon = coordinate(ds, path, dims["lat"]), coordinate(ds, path, dims["lon"])
-        tvar = ds.variables.get(dims["time"])
-        units = getattr(tvar, "units", "")
-        if tvar is None or " since " not in units:
-            fail(
-                f"{path}: time coordinate '{dims['time']}' needs units like 'hours since"
-                f" 1900-01-01'; found '{units}'"
-            )
-        file_calendar = getattr(tvar, "calendar", "standard").lower()
-        if file_calendar in ("gregorian", "proleptic_gregorian"):
-            file_calendar = "standard"
-        try:
-            dates = netCDF4.num2date(
-                np.asarray(tvar[:]), units, file_calendar, only_use_cftime_datetimes=True
-            )
-        except ValueError as e:
-            fail(
-                f"{path}: cannot decode time '{dims['time']}' (units '{units}', calendar"
-                f" '{file_calendar}'): {e}"
-            )
-        seconds = netCDF4.date2num(dates, "seconds since 1970-01-01", file_calendar)
-        seconds = np.round(seconds).astype(np.int64)
-        if len(seconds) == 0 or np.any(np.diff(seconds) <= 0):
-            fail(f"{path}: the times of '{dims['time']}' are empty or do not increase")
-        grid = (np.sort(file_lat), np.sort(file_lon))
-        if lat is None:
-            lat, lon, calendar, first_path = *grid, file_calendar, path
-        elif not same_grid(grid, (lat, lon)):
-            fail(
-                f"{path} has grid {describe_grid(*grid)} but {first_path} has"
-                f" {describe_grid(lat, lon)}: all files must share one grid"
-            )
-        elif file_calendar != calendar:
-            fail(f"{path} uses calendar '{file_calendar}' but {first_path} uses '{calendar}'")
-        hours = np.array([d.hour + d.minute / 60 + d.second / 3600 for d in dates])
-        src = SimpleNamespace(path=path, variable=name, dims=dims, seconds=seconds, tod=hours / 24)
-        src.toy = (np.array([d.dayofyr - 1 for d in dates]) + hours / 24) / 365.25
-        src.steps, src.first, src.last = len(seconds), str(dates[0]), str(dates[-1])
-        src.units = getattr(ds.variables[name], "units", "?")
-        src.expvers = len(ds.dimensions[dims["expver"]]) if dims["expver"] else 1
-        src.lat_descending = bool(file_lat[0] > file_lat[-1])
-        src.lon_descending = bool(file_lon[0] > file_lon[-1])
+    """The files' grid, time axis and phases, and how to read each."""
+    sources = [open_source(paths[0], wanted)]
+    first = sources[0]
+    for path in paths[1:]:
+        src = open_source(path, wanted)
+        if not same_grid(src.grid, first.grid):
+            fail(f"{path} and {first.path} do not share one grid")
+        if src.calendar != first.calendar:
+            fail(f"{path} uses calendar '{src.calendar}' but {first.path} uses '{first.calendar}'")
         sources.append(src)
-        # workers reopen: a handle must not be inherited across fork
-        ds.close()
     sources.sort(key=lambda s: s.seconds[0])
-    for a, b in zip(sources, sources[1:]):
+    for a, b in itertools.pairwise(sources):
         if b.seconds[0] <= a.seconds[-1]:
-            fail(
-                f"{a.path} ({a.first} .. {a.last}) and {b.path} ({b.first} .. {b.last}) overlap in"
-                " time"
-            )
-    field = SimpleNamespace(sources=sources, lat=lat, lon=lon, units=sources[0].units)
-    field.variable = sources[0].variable
+            fail(f"{a.path} and {b.path} overlap in time")
+    field = SimpleNamespace(sources=sources, lat=first.grid[0], lon=first.grid[1])
+    field.units, field.variable = sources[0].units, sources[0].variable
     field.first_step = np.cumsum([0] + [s.steps for s in sources[:-1]]).tolist()
     for key in ("seconds", "tod", "toy"):
         setattr(field, key, np.concatenate([getattr(s, key) for s in sources]))
@@ -259,28 +217,13 @@ def open_field(paths, wanted):
 
 def read_land_sea_mask(path, field):
     """ERA5 `lsm` (land fraction 0..1) on the field's ascending grid, as (lat, lon)."""
-    ds = open_netcdf(path)
-    name = find_variable(ds, path, "lsm")
-    dims = locate_dims(ds, path, name, need_time=False)
-    lat, lon = coordinate(ds, path, dims["lat"]), coordinate(ds, path, dims["lon"])
-    grid = np.sort(lat), np.sort(lon)
-    if not same_grid(grid, (field.lat, field.lon)):
-        fail(
-            f"land-sea mask {path} has grid {describe_grid(*grid)}, but the "
-            f"temperature files have {describe_grid(field.lat, field.lon)}; expected the same grid"
-        )
-    var = ds.variables[name]
-    kept = [d for d in var.dimensions if d in (dims["lat"], dims["lon"])]
-    index = tuple(slice(None) if d in kept else 0 for d in var.dimensions)
-    x = np.ma.filled(np.ma.asarray(var[index], dtype=np.float64), np.nan)
-    ds.close()
-    x = x if kept[0] == dims["lat"] else x.T
-    x = x[:: -1 if lat[0] > lat[-1] else 1, :: -1 if lon[0] > lon[-1] else 1]
+    src = open_source(path, "lsm", need_time=False)
+    if not same_grid(src.grid, (field.lat, field.lon)):
+        fail(f"land-sea mask {path}: expected the same grid as the temperature files")
+    with open_netcdf(path) as ds:
+        x = read_source(ds, src, 0, 1).reshape(len(field.lat), len(field.lon))
     if np.nanmax(x) > 1 + 1e-6 or np.nanmin(x) < -1e-6:
-        fail(
-            f"land-sea mask {path}: '{name}' ranges {np.nanmin(x):g}..{np.nanmax(x):g}; expected a"
-            " fraction 0..1"
-        )
+        fail(f"land-sea mask {path}: '{src.variable}' is not a fraction 0..1")
     return x
 
 
@@ -290,17 +233,14 @@ def window_starts(seconds, stride, steps):
     values, counts = np.unique(diffs, return_counts=True)
     # the files' time step: the most common one
     step = values[np.argmax(counts)] if len(diffs) else 0
-    gaps_before = np.concatenate([[0], np.cumsum(diffs != step)])  # uneven steps before step i
+    # uneven steps before step i
+    gaps_before = np.concatenate([[0], np.cumsum(diffs != step)])
     starts = {}
     for n in range(steps[0], steps[1] + 1):
         span = (n - 1) * stride
         s = np.arange(max(len(seconds) - span, 0), dtype=np.int32)
         starts[n] = s[gaps_before[s + span] == gaps_before[s]]
     return starts, int(step), int(gaps_before[-1])
-
-
-# ----------------------------------------------------------------------------------------------
-# drawing windows (pure functions of seed, split, index, attempt: output independent of --workers)
 
 
 def init_worker(ctx):
@@ -315,21 +255,21 @@ def init_pool_worker(ctx):
 
 
 def draw_window(code, index, attempt):
-    """Sample `index` of split `code`: (steps, start, station indices into the ascending lat×lon
-    grid). Sizes are drawn once; a window with missing values is replaced by the generator's next
-    (start, stations): attempt k is reproducible without storing anything."""
-    rng = sample_rng(CTX.seed, code, index)
-    n_stations = int(rng.integers(CTX.stations[0], CTX.stations[1] + 1))
-    n_steps = int(rng.integers(CTX.steps[0], CTX.steps[1] + 1))
-    starts = CTX.starts[n_steps]
+    """(steps, start, stations on the ascending lat×lon grid) of a sample: attempt k takes the
+    generator's k-th (start, stations), so a redraw needs nothing stored."""
+    args, starts = CTX.args, CTX.starts
+    rng = sample_rng(args.seed, code, index)
+    n_stations = int(rng.integers(args.stations[0], args.stations[1] + 1))
+    n_steps = int(rng.integers(args.steps[0], args.steps[1] + 1))
+    n_points = len(CTX.field.lat) * len(CTX.field.lon)
     for _ in range(attempt + 1):
-        start = int(starts[rng.integers(len(starts))])
-        stations = rng.choice(CTX.n_points, n_stations, replace=False)
+        start = int(starts[n_steps][rng.integers(len(starts[n_steps]))])
+        stations = rng.choice(n_points, n_stations, replace=False)
     return n_steps, start, stations
 
 
 def draw_plan(job):
-    """Worker: (sample ids, their (stations, steps, start) rows) at their current attempts."""
+    """Worker: (sample ids, their (stations, steps, start) rows)."""
     ids, codes, indices, attempts = job
     plan = np.zeros((len(ids), 3), np.int64)
     for row, (code, index, attempt) in enumerate(zip(codes, indices, attempts)):
@@ -339,35 +279,21 @@ def draw_plan(job):
 
 
 def extract_block(job):
-    """Worker: read the global steps in [b0, b1) that windows use, once, and cut out each listed
-    sample's part: [(sample id, first step k, (stations, steps))]."""
+    """Worker: read steps [b0, b1) and cut out each sample's part: [(id, first step, values)]."""
     b0, b1, ids, codes, indices, attempts = job
-    stride, n_lon = CTX.stride, len(CTX.field.lon)
-    cuts = []
+    stride, n_lon = CTX.args.stride, len(CTX.field.lon)
+    block = np.empty((b1 - b0, len(CTX.field.lat), n_lon), np.float32)
+    read_steps(b0, b1, block)
+    out = []
     for sample, code, index, attempt in zip(ids, codes, indices, attempts):
         n_steps, start, stations = draw_window(int(code), int(index), int(attempt))
-        k0 = max(0, -(-(b0 - start) // stride))  # first step at or after b0
-        k1 = min(n_steps, -(-(b1 - start) // stride))  # one past the last step before b1
-        if k0 < k1:
-            cuts.append((int(sample), k0, start + stride * np.arange(k0, k1), stations))
-    if not cuts:
-        return []
-    needed = np.unique(np.concatenate([steps for _, _, steps, _ in cuts]))
-    runs = np.split(needed, np.flatnonzero(np.diff(needed) > 1) + 1)  # contiguous reads are fastest
-    # (needed steps, lat, lon)
-    fields = np.empty((len(needed), len(CTX.field.lat), n_lon), np.float32)
-    row = 0
-    for run in runs:
-        read_steps(int(run[0]), int(run[-1]) + 1, fields[row : row + len(run)])
-        row += len(run)
-    row_of = np.zeros(b1 - b0, np.int64)
-    row_of[needed - b0] = np.arange(len(needed))
-    out = []
-    for sample, k0, steps, stations in cuts:
+        # the sample's steps in [b0, b1)
+        k0 = max(0, -(-(b0 - start) // stride))
+        k1 = min(n_steps, -(-(b1 - start) // stride))
+        steps = start + stride * np.arange(k0, k1) - b0
         ilat, ilon = np.divmod(stations, n_lon)
-        # (steps, stations)
-        values = fields[row_of[steps - b0][:, None], ilat[None, :], ilon[None, :]]
-        out.append((sample, k0, values.T.copy()))
+        values = block[steps[:, None], ilat[None, :], ilon[None, :]]
+        out.append((int(sample), k0, values.T.copy()))
     return out
 
 
@@ -381,7 +307,6 @@ def format_samples(job):
         values = raw[offsets[index - i0] : offsets[index - i0 + 1]].reshape(len(stations), n_steps)
         ilat, ilon = np.divmod(stations, len(f.lon))
         lat, lon = np.radians(f.lat[ilat]), np.radians(f.lon[ilon])
-        # sines/cosines: absolute precision 1e-4 (4 decimals); temperatures: 4 significant digits
         coords = np.round(np.stack([np.sin(lat), np.sin(lon), np.cos(lon)], axis=1), 4)
         tod, toy = 2 * np.pi * f.tod[start], 2 * np.pi * f.toy[start]
         phases = np.round([np.sin(tod), np.cos(tod), np.sin(toy), np.cos(toy)], 4)
@@ -394,15 +319,10 @@ def format_samples(job):
     return "".join(line + "\n" for line in lines), labels
 
 
-# ----------------------------------------------------------------------------------------------
-# the two passes
-
-
 def extract_windows(pmap, counts, out, block_steps):
-    """Pass 1, all splits at once (each time step read once): cut every window out of the files into
-    one float32 file on disk, sample after sample, redrawing those with a missing value. Samples
-    get global ids: train 0..n_train-1, then val, then test."""
-    T, stride = len(CTX.field.seconds), CTX.stride
+    """Pass 1, every split at once: the windows into a float32 file, redrawing those with a missing
+    value. Sample ids run over train, then val, then test."""
+    T, stride = len(CTX.field.seconds), CTX.args.stride
     codes = np.repeat(np.arange(len(counts)), list(counts.values()))
     indices = np.concatenate([np.arange(n) for n in counts.values()])
     attempts = np.zeros(len(codes), np.int64)
@@ -424,26 +344,20 @@ def extract_windows(pmap, counts, out, block_steps):
             hit, end = todo[(first < b0 + block_steps) & (last >= b0)], min(b0 + block_steps, T)
             if len(hit):
                 jobs.append((b0, end, hit, codes[hit], indices[hit], attempts[hit]))
-        bad, filled = np.zeros(len(codes), bool), np.zeros(len(codes), np.int64)
+        bad = np.zeros(len(codes), bool)
         bar = {"total": len(jobs), "desc": "read", "unit": "job", "leave": False}
         for cuts in progress(pmap(extract_block, jobs), **bar):
             for sample, k0, values in cuts:
                 window = raw[offsets[sample] : offsets[sample + 1]].reshape(n_stations[sample], -1)
                 window[:, k0 : k0 + values.shape[1]] = values
-                filled[sample] += values.shape[1]
                 bad[sample] |= not np.isfinite(values).all()
-        assert np.array_equal(filled[todo], n_steps[todo]), "a window step was never read"
         todo = np.flatnonzero(bad)
         skipped += np.bincount(codes[todo], minlength=len(counts))
         attempts[todo] += 1
         if len(todo) and attempts.max() > MAX_ATTEMPTS:
             worst = int(np.argmax(attempts))
-            fail(
-                f"{list(counts)[codes[worst]]} sample {indices[worst]}: {MAX_ATTEMPTS} windows in a"
-                " row hold missing values (fill values or NaN) in"
-                f" {', '.join(s.path for s in CTX.field.sources)}; is most of"
-                f" '{CTX.field.variable}' missing?"
-            )
+            where = f"{list(counts)[codes[worst]]} sample {indices[worst]}"
+            fail(f"{where}: {MAX_ATTEMPTS} windows hold missing '{CTX.field.variable}' values")
         if len(todo):
             starts[todo] = draw_plan((todo, codes[todo], indices[todo], attempts[todo]))[1][:, 2]
     raw.flush()
@@ -453,7 +367,7 @@ def extract_windows(pmap, counts, out, block_steps):
 
 
 def train_statistics(raw_path, n_values):
-    """Mean and std (float64, in a fixed order: deterministic) of the first n_values (train)."""
+    """Mean and std (float64, in a fixed order) of the first n_values (train)."""
     raw = np.load(raw_path, mmap_mode="r")[:n_values]
     chunks = lambda: (raw[i : i + 2**24].astype(np.float64) for i in range(0, n_values, 2**24))
     mean = sum(float(c.sum()) for c in chunks()) / n_values
@@ -462,9 +376,8 @@ def train_statistics(raw_path, n_values):
     return mean, math.sqrt(var)
 
 
-def write_split(pmap, code, split, first, n, out, windows, mean, std):
-    """Pass 2: one split's samples (global ids first..), standardised, to <split>.txt (and
-    <split>.ocean.txt)."""
+def write_era5_split(pmap, code, split, first, n, out, windows, mean, std):
+    """Pass 2: one split's samples (ids first..) to <split>.txt (and <split>.ocean.txt)."""
     attempts, offsets, raw = windows.attempts[first:], windows.offsets[first:], windows.raw_path
     jobs = [
         (code, i, min(i + 256, n), attempts[i : i + 256], offsets[i : i + 257], mean, std, raw)
@@ -482,93 +395,94 @@ def write_split(pmap, code, split, first, n, out, windows, mean, std):
     return labels
 
 
-def main(argv=None):
-    p = base_parser(
-        "Prepare the xVal temperature-forecasting dataset from ERA5 2 m temperature netCDF files "
-        "(docs/decisions.md#temperature); see prepare/README.md",
-        default_out="data/era5",
-    )
-    files = "ERA5 netCDF files (CDS downloads), concatenated along time"
-    p.add_argument("files", nargs="+", help=files)
+def both_passes(ctx, counts, stage):
+    """Pass 1 and 2: (windows, mean, std, ocean fractions, end of pass 1)."""
+    workers, block_steps = ctx.args.workers, ctx.args.block_steps
+    pool = Pool(workers, init_pool_worker, (ctx,)) if workers > 1 else None
+    # the parent draws too (and reads, without a pool)
+    init_worker(ctx)
+    try:
+        # pass 1 writes disjoint slots, in any order; pass 2 streams lines in order
+        windows = extract_windows(pool.imap_unordered if pool else map, counts, stage, block_steps)
+        t_read = time.time()
+        mean, std = train_statistics(windows.raw_path, int(windows.offsets[counts["train"]]))
+        if not std > 0:
+            fail(f"the training values of '{ctx.field.variable}' have zero spread")
+        pmap = pool.imap if pool else map
+        ocean, first = {}, 0
+        for code, (split, n) in enumerate(counts.items()):
+            labels = write_era5_split(pmap, code, split, first, n, stage, windows, mean, std)
+            ocean[split] = round(float(np.mean(labels)), 4) if labels else None
+            first += n
+        # a failed run's stage goes whole
+        os.remove(windows.raw_path)
+    finally:
+        if pool:
+            pool.terminate()
+        for ds in CTX.open_files.values():
+            ds.close()
+    return windows, mean, std, ocean, t_read
+
+
+def parse_args(argv):
+    p = base_parser("The temperature dataset from ERA5 netCDF files.", default_out="data/era5")
+    p.add_argument("files", nargs="+", help="ERA5 netCDF files, concatenated along time")
     variable = "variable name or CF standard_name (default t2m)"
     p.add_argument("--variable", default="t2m", help=variable)
-    stride = "file time steps between sample steps (default 8: 8 h)"
+    stride = "file time steps between sample steps (default 8)"
     p.add_argument("--stride", type=at_least(1), default=8, help=stride)
-    block = "time steps a worker holds at once: block_steps × lat × lon × 4 bytes (default 32)"
+    block = "time steps a worker holds at once (default 32)"
     p.add_argument("--block-steps", type=at_least(1), default=32, help=block)
     mask = "ERA5 lsm file: also write <split>.ocean.txt labels"
     p.add_argument("--land-sea-mask", metavar="FILE", help=mask)
-    paper = "per sample, inclusive (default {},{} as in the paper)"
-    points = "distinct grid points " + paper.format(*STATIONS)
-    p.add_argument("--stations", type=int_range(), default=STATIONS, metavar="MIN,MAX", help=points)
-    steps = "time steps " + paper.format(*STEPS)
-    p.add_argument("--steps", type=int_range(), default=STEPS, metavar="MIN,MAX", help=steps)
-    args = p.parse_args(argv)
-    t_start = time.time()
+    sizes = (("--stations", "grid points", STATIONS), ("--steps", "steps", STEPS))
+    for flag, what, default in sizes:
+        what += f" per sample, inclusive (default {default[0]},{default[1]})"
+        p.add_argument(flag, type=int_range(), default=default, metavar="MIN,MAX", help=what)
+    return p.parse_args(argv)
 
+
+def check_windows_fit(args, field, starts, gaps):
+    n_points = len(field.lat) * len(field.lon)
+    lo, hi = args.stations
+    if hi > n_points:
+        fail(
+            f"{args.files[0]}: --stations {lo},{hi} needs up to {hi} distinct grid points;"
+            f" found {n_points}"
+        )
+    lo, hi = args.steps
+    if len(starts[hi]) == 0:
+        fail(
+            f"{args.files[0]}: --steps {lo},{hi} at --stride {args.stride} needs"
+            f" {(hi - 1) * args.stride + 1} evenly spaced time steps;"
+            f" found {len(field.seconds)} with {gaps} gap(s)"
+        )
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    t_start = time.time()
     field = open_field(args.files, args.variable)
     land_sea_mask = read_land_sea_mask(args.land_sea_mask, field) if args.land_sea_mask else None
     starts, step_seconds, gaps = window_starts(field.seconds, args.stride, args.steps)
-    n_points, T = len(field.lat) * len(field.lon), len(field.seconds)
-    if args.stations[1] > n_points:
-        fail(
-            f"samples need up to {args.stations[1]} distinct grid points (--stations"
-            f" {args.stations[0]},{args.stations[1]}) but the grid"
-            f" {describe_grid(field.lat, field.lon)} of {args.files[0]} has {n_points}; lower"
-            " --stations"
-        )
-    if len(starts[args.steps[1]]) == 0:
-        fail(
-            f"a window of {args.steps[1]} steps (--steps {args.steps[0]},{args.steps[1]}) at"
-            f" --stride {args.stride} needs {(args.steps[1] - 1) * args.stride + 1} evenly spaced"
-            f" time steps, but {', '.join(args.files)} hold {T} steps with {gaps} gap(s); lower"
-            " --steps or --stride"
-        )
+    check_windows_fit(args, field, starts, gaps)
+    n_points, hours = len(field.lat) * len(field.lon), step_seconds / 3600
+    interval = args.stride * step_seconds / 3600
     counts = dict(zip(SPLITS, SIZES[args.size]))
-    ctx = SimpleNamespace(field=field, starts=starts, n_points=n_points, seed=args.seed)
-    ctx.stride, ctx.stations, ctx.steps = args.stride, args.stations, args.steps
-    ctx.land_sea_mask = land_sea_mask
-    writes = [f"{s}{ext}" for s in SPLITS for ext in (".txt", ".ocean.txt")] + ["meta.json"]
-    with staged_dataset(args.out, args.force, writes + [RAW_FILE]) as stage:
+    ctx = SimpleNamespace(args=args, field=field, starts=starts, land_sea_mask=land_sea_mask)
+    with staged_dataset(args.out, args.force, WRITES) as stage:
         print(
-            f"{field.variable} [{field.units}]: {len(field.sources)} file(s), {T} steps of"
-            f" {step_seconds / 3600:g} h from {field.sources[0].first} to"
-            f" {field.sources[-1].last} ({gaps} gap(s)), grid {describe_grid(field.lat, field.lon)}"
+            f"{field.variable} [{field.units}]: {len(field.sources)} file(s),"
+            f" {len(field.seconds)} steps of {hours:g} h from {field.sources[0].first} to"
+            f" {field.sources[-1].last} ({gaps} gap(s)), grid {len(field.lat)}x{len(field.lon)}"
+            f" (lat {field.lat[0]:g}..{field.lat[-1]:g}, lon {field.lon[0]:g}..{field.lon[-1]:g})"
         )
         print(
-            f"sample steps every {args.stride * step_seconds / 3600:g} h; {args.workers} worker(s),"
-            f" each holding {args.block_steps} steps"
-            f" ({args.block_steps * n_points * 4 / 2**20:.0f} MiB) of the field at a time"
+            f"sample steps every {interval:g} h; {args.workers} worker(s), each holding"
+            f" {args.block_steps} steps ({args.block_steps * n_points * 4 / 2**20:.0f} MiB) of the"
+            " field at a time"
         )
-        pool = Pool(args.workers, init_pool_worker, (ctx,)) if args.workers > 1 else None
-        # the parent draws too (and reads, without a pool)
-        init_worker(ctx)
-        try:
-            # pass 1 writes disjoint slots (any order will do); pass 2 streams lines in order
-            windows = extract_windows(
-                pool.imap_unordered if pool else map, counts, stage, args.block_steps
-            )
-            t_read = time.time()
-            mean, std = train_statistics(windows.raw_path, int(windows.offsets[counts["train"]]))
-            if not std > 0:
-                fail(
-                    f"the training values of '{field.variable}' have zero spread (mean {mean:g});"
-                    " cannot standardise"
-                )
-            ocean, first = {}, 0
-            for code, (split, n) in enumerate(counts.items()):
-                pmap = pool.imap if pool else map
-                labels = write_split(pmap, code, split, first, n, stage, windows, mean, std)
-                ocean[split] = round(float(np.mean(labels)), 4) if labels else None
-                first += n
-        finally:
-            if pool:
-                pool.terminate()
-            for ds in CTX.open_files.values():
-                ds.close()
-            scratch = os.path.join(stage, RAW_FILE)
-            if os.path.exists(scratch):
-                os.remove(scratch)
+        windows, mean, std, ocean, t_read = both_passes(ctx, counts, stage)
         meta = {
             "seed": args.seed,
             "size": args.size,
@@ -578,8 +492,8 @@ def main(argv=None):
             "units": field.units,
             "normalisation": {"mean": mean, "std": std, "units": field.units, "from": "train"},
             "stride": args.stride,
-            "time_step_hours": step_seconds / 3600,
-            "sample_interval_hours": args.stride * step_seconds / 3600,
+            "time_step_hours": hours,
+            "sample_interval_hours": interval,
             "files": [
                 dict(path=s.path, first=s.first, last=s.last, steps=s.steps) for s in field.sources
             ],

@@ -1,13 +1,7 @@
 """
-A synthetic ERA5-like 2 m temperature file and land-sea mask that prepare/era5.py reads, to try the
-temperature pipeline without a Copernicus CDS account (prepare/README.md, "Without a CDS account").
-It is NOT data for science: no model trained on it says anything about the weather.
-
-The field (kelvin, hourly from 2021-01-01 00 UTC) sums a latitude climatology (300 K at the equator
-to 250 K at the poles, colder over high-latitude land), a seasonal cycle of opposite sign in the two
-hemispheres, a diurnal cycle by local solar time (warmest at 15 h), weather (low-order spatial modes
-whose amplitudes follow an AR(1) in time and drift east) and white noise; the cycles are larger over
-land, a fixed map of smooth "continents". The same --seed gives the same bytes.
+A synthetic ERA5-like 2 m temperature file and land-sea mask for prepare/era5.py, to try the
+temperature pipeline without a CDS account. NOT data for science: climatology, seasonal and diurnal
+cycles (larger over smooth "continents"), AR(1) weather modes drifting east, and noise.
 """
 
 import argparse
@@ -24,34 +18,23 @@ from util import atomic_file
 START = datetime.datetime(2021, 1, 1)
 TIME_UNITS = "hours since 1900-01-01 00:00:00.0"
 FILL = -32767
-# (lat, lon, radius) in degrees: caps of land, coasts a logistic 2° scale
-CONTINENTS = [
-    (50, 80, 35),
-    (45, 20, 18),
-    (5, 20, 25),
-    (45, 260, 25),
-    (-15, 300, 18),
-    (-25, 135, 14),
-    (-90, 0, 25),
-    (72, 318, 10),
-]
+# (lat, lon, radius) in degrees: caps of land
+CONTINENTS = [(50, 80, 35), (45, 20, 18), (5, 20, 25), (45, 260, 25), (-15, 300, 18)]
+CONTINENTS += [(-25, 135, 14), (-90, 0, 25), (72, 318, 10)]
 # (zonal wavenumber, power of sin lat)
 MODES = [(0, 1), (0, 2)] + [(m, k) for m in range(1, 5) for k in range(3)]
-# the AR(1) time scale of the weather modes, and the kelvin std of a mode's amplitude and the noise
+# the weather modes' AR(1) time scale; the kelvin std of a mode's amplitude and of the noise
 CORRELATION_HOURS = 72
 WEATHER_K = 2.5
 NOISE_K = 0.3
 
 
 def land_fraction(lat, lon):
-    """Smooth land fraction 0..1 on the (lat, lon) grid (degrees)."""
     phi, lam = np.radians(lat)[:, None], np.radians(lon)[None, :]
     land = np.zeros((len(lat), len(lon)))
     for clat, clon, radius in CONTINENTS:
-        cos_d = np.sin(phi) * np.sin(np.radians(clat)) + np.cos(phi) * np.cos(
-            np.radians(clat)
-        ) * np.cos(lam - np.radians(clon))
-        # great-circle distance to the cap's centre
+        clat, clon = np.radians(clat), np.radians(clon)
+        cos_d = np.sin(phi) * np.sin(clat) + np.cos(phi) * np.cos(clat) * np.cos(lam - clon)
         distance = np.degrees(np.arccos(np.clip(cos_d, -1, 1)))
         land += 1 / (1 + np.exp((distance - radius) / 2))
     return np.minimum(land, 1)
@@ -61,7 +44,7 @@ def packed_variable(ds, name, scale, offset, long_name, units):
     v = ds.createVariable(name, "i2", ("time", "latitude", "longitude"), fill_value=FILL)
     v.scale_factor, v.add_offset, v.missing_value = scale, offset, np.int16(FILL)
     v.units, v.long_name = units, long_name
-    # pack() packs, deterministically
+    # pack() packs, the same on every platform
     v.set_auto_maskandscale(False)
     return v
 
@@ -94,21 +77,16 @@ def write_t2m(path, lat, lon, lsm, days, seed):
     climate = 300 - 50 * sin2 - 15 * lsm * sin2  # (lat, lon)
     seasonal_amp = (3 + 12 * lsm) * np.sin(phi)  # opposite sign north and south
     diurnal_amp = (0.5 + 5 * lsm) * np.cos(phi)
-    # stormier mid/high latitudes and land
     weather_amp = (0.5 + np.abs(np.sin(phi))) * (1 + 0.5 * lsm)
     # (M, lat, lon)
     modes = np.stack([np.cos(phi) ** m * np.sin(phi) ** k * np.exp(1j * m * lam) for m, k in MODES])
     rho = np.exp(-1 / CORRELATION_HOURS)
     # decay, and drift east ~8°/day × m
     turn = rho * np.exp(-1j * np.radians([8 * m / 24 for m, _ in MODES]))
-    gauss = lambda *shape: (
-        (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)) / np.sqrt(2)
-    )
-    # complex mode amplitudes, stationary start
+    gauss = lambda *shape: (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)) / 2**0.5
     z = WEATHER_K * gauss(len(MODES))
     hour0 = int(netCDF4.date2num(START, TIME_UNITS, "gregorian"))
     with create(path, lat, lon) as ds:
-        # holds 178..342 K
         t2m = packed_variable(ds, "t2m", 0.0025, 260.0, "2 metre temperature", "K")
         for day in range(days):  # one day in memory at a time
             hours = 24 * day + np.arange(24)
@@ -142,43 +120,31 @@ def write_lsm(path, lat, lon, lsm):
 
 def main(argv=None):
     p = argparse.ArgumentParser(
-        description=(
-            "Write a synthetic ERA5-like t2m file and land-sea mask for "
-            "prepare/era5.py (a pipeline check, not data for science)"
-        )
+        description="A synthetic ERA5-like t2m.nc and lsm.nc for prepare/era5.py (not data)"
     )
     p.add_argument("--out", required=True, help="directory for t2m.nc and lsm.nc")
     p.add_argument("--days", type=at_least(1), default=60, help="days of hourly data (default 60)")
-    p.add_argument(
-        "--resolution", type=float, default=2.5, help="grid spacing in degrees (default 2.5)"
-    )
-    p.add_argument(
-        "--seed", type=at_least(0), default=1337, help="fixes the weather and noise (default 1337)"
-    )
+    resolution = "grid spacing in degrees (default 2.5)"
+    p.add_argument("--resolution", type=float, default=2.5, help=resolution)
+    seed = "fixes the weather and noise (default 1337)"
+    p.add_argument("--seed", type=at_least(0), default=1337, help=seed)
     p.add_argument("--force", action="store_true", help="overwrite existing t2m.nc/lsm.nc in --out")
     args = p.parse_args(argv)
     if not (0 < args.resolution <= 90 and (180 / args.resolution) % 1 < 1e-9):
-        p.error(
-            "--resolution must divide 180 degrees (e.g. 0.25, 1, 2.5, 10); found"
-            f" {args.resolution:g}"
-        )
+        p.error(f"--resolution must divide 180 degrees; found {args.resolution:g}")
     paths = {name: os.path.join(args.out, f"{name}.nc") for name in ("t2m", "lsm")}
     existing = [path for path in paths.values() if os.path.exists(path)]
     if existing and not args.force:
         sys.exit(f"error: {', '.join(existing)} already exist(s); pass --force to overwrite")
     os.makedirs(args.out, exist_ok=True)
     n_lat = round(180 / args.resolution) + 1
-    lat, lon = (
-        90 - args.resolution * np.arange(n_lat),
-        args.resolution * np.arange(round(360 / args.resolution)),
-    )
+    lat = 90 - args.resolution * np.arange(n_lat)
+    lon = args.resolution * np.arange(round(360 / args.resolution))
     lsm = land_fraction(lat, lon)
-    for name, write in (
-        ("t2m", lambda path: write_t2m(path, lat, lon, lsm, args.days, args.seed)),
-        ("lsm", lambda path: write_lsm(path, lat, lon, lsm)),
-    ):
-        with atomic_file(paths[name]) as tmp:
-            write(tmp)
+    with atomic_file(paths["t2m"]) as tmp:
+        write_t2m(tmp, lat, lon, lsm, args.days, args.seed)
+    with atomic_file(paths["lsm"]) as tmp:
+        write_lsm(tmp, lat, lon, lsm)
     print(
         f"wrote {paths['t2m']} ({args.days * 24} hourly steps, grid {len(lat)}x{len(lon)}) and"
         f" {paths['lsm']} (land fraction {lsm.mean():.2f} of grid points); synthetic, not data for"

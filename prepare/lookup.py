@@ -1,17 +1,15 @@
 """
-Number look-up (paper App. C): a small dictionary, then one of its keys and the value it holds,
-
-    {d:1.53,e:-1.33,a:2.53,i:0.0232}e=-1.33
-
-2-6 entries (--entries) with distinct one-letter keys, values uniform in [-3, 3] with 3 significant
-digits; no value as written lies in the gap (0.3, 0.5) but the queried one of test_ood, which does
+Number look-up (paper App. C): a dictionary of 2-6 one-letter keys and values in [-3, 3], then a
+key and its value, {d:1.53,e:-1.33,a:2.53,i:0.0232}e=-1.33; test_ood queries values in a gap
 (prepare/README.md#number-look-up-lookuppy).
 """
 
 import functools
 import string
 
-from common import base_parser, fmt_number, int_range, one_line_errors, write_dataset
+from common import base_parser, int_range, one_line_errors, write_dataset
+
+from util import format_number
 
 # significant digits of every value
 DIGITS = 3
@@ -29,19 +27,17 @@ def in_gap(text):
 
 
 def draw_value(rng, inside_gap):
-    """A value as written (3 significant digits), inside or outside the gap, by rejection."""
+    """A value as written, inside or outside the gap; the written value is tested, so rounding
+    never carries it across the gap's edge."""
     lo, hi = GAP if inside_gap else VALUE_RANGE
-    # the written value is tested, so rounding never carries a value across the gap's edge
     while True:
-        text = fmt_number(rng.uniform(lo, hi), DIGITS)
+        text = format_number(rng.uniform(lo, hi), DIGITS)
         if in_gap(text) == inside_gap:
             return text
 
 
 def make_sample(rng, split, entries=ENTRIES):
     """One look-up as one line of text; entries: (min, max) per dictionary."""
-    if split not in SPLITS:
-        raise ValueError(f"unknown split {split!r}; expected one of {SPLITS}")
     n = int(rng.integers(entries[0], entries[1] + 1))
     keys = [KEYS[i] for i in rng.choice(len(KEYS), size=n, replace=False)]
     values = [draw_value(rng, inside_gap=False) for _ in range(n)]

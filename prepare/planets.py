@@ -1,11 +1,8 @@
 """
-Planetary orbits (paper §3.2), simulated with REBOUND's IAS15: 2-4 coplanar planets around a star
-of mass 1 (G = 1), followed for 30-59 steps. The priors, the out-of-distribution test sets and the
-choices the paper leaves open: prepare/README.md#planetary-orbits-planetspy and
-docs/decisions.md#planets. One line per sample, numbers to 4 significant digits, m written × 1e5
-and e × 20 so every number is of order 1 (meta.json's scales):
+Planetary orbits (paper §3.2) simulated with REBOUND's IAS15: 2-4 coplanar planets around a star
+of mass 1 (prepare/README.md#planetary-orbits-planetspy), written with m × 1e5 and e × 20:
 
-    {"description":{"planet0":{"m":2.381,"a":1.4,"e":1.73},"planet1":{...},...,"stepsize":0.2},
+    {"description":{"planet0":{"m":2.381,"a":1.4,"e":1.73},...,"stepsize":0.2},
      "data":[[[x,y] per planet] per step]}
 """
 
@@ -29,13 +26,11 @@ SPLITS = ("train", "val", "test", "test_ood_stepsize", "test_ood_a0")
 
 
 def round_sig(x, digits=DIGITS):
-    """x rounded to the significant digits it will be written with."""
     return float(f"{x:.{digits}g}")
 
 
 def simulate(masses, semimajor_axes, eccentricities, angles, stepsize, n_steps):
-    """The planets' positions relative to the star at t = 0, stepsize, ..., (n_steps - 1) *
-    stepsize, (n_steps, n_planets, 2); masses in the star's, angles true longitudes in radians."""
+    """The planets' (x, y) relative to the star every stepsize, (n_steps, n_planets, 2)."""
     sim = rebound.Simulation()
     sim.G = 1.0
     sim.integrator = "ias15"
@@ -44,10 +39,8 @@ def simulate(masses, semimajor_axes, eccentricities, angles, stepsize, n_steps):
         # heliocentric elements (REBOUND's default would be Jacobi elements)
         sim.add(m=m, a=a, e=e, theta=theta, primary=sim.particles[0])
     sim.move_to_com()
-    # (step, body, xyz)
     xyz = np.empty((n_steps, sim.N, 3))
     for k in range(n_steps):
-        # exact_finish_time (REBOUND's default): lands on the output time
         sim.integrate(k * stepsize)
         sim.serialize_particle_data(xyz=xyz[k])
     return xyz[:, 1:, :2] - xyz[:, :1, :2]
@@ -75,9 +68,6 @@ def draw_innermost_a(rng, split):
 
 
 def make_sample(rng, split):
-    """One system as one line of text."""
-    if split not in SPLITS:
-        raise ValueError(f"unknown split {split!r}; expected one of {SPLITS}")
     n = int(rng.integers(2, 5))
     # m * 1e5 and e * 20, rounded as written before simulating
     m_text = [round_sig(rng.uniform(1, 5)) for _ in range(n)]
@@ -95,14 +85,8 @@ def make_sample(rng, split):
     else:
         order = [int(i) for i in rng.permutation(n)]
 
-    positions = simulate(
-        [m / SCALES["m"] for m in m_text],
-        a,
-        [e / SCALES["e"] for e in e_text],
-        angles,
-        stepsize,
-        n_steps,
-    )
+    masses, eccentricities = [m / SCALES["m"] for m in m_text], [e / SCALES["e"] for e in e_text]
+    positions = simulate(masses, a, eccentricities, angles, stepsize, n_steps)
     description = {
         f"planet{j}": {"m": m_text[i], "a": a[i], "e": e_text[i]} for j, i in enumerate(order)
     }

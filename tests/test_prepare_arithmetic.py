@@ -1,95 +1,61 @@
-"""prepare/arithmetic.py: every written equation is exact and is the paper's problem up to its stated scale."""
+"""prepare/arithmetic.py: every equation is exact and the paper's problem up to its stated scale."""
+import ast
+import math
 import re
-import sys
 from decimal import Decimal
-from pathlib import Path
 
 import pytest
+from helpers import generated
 
-PREPARE = Path(__file__).resolve().parent.parent / "prepare"
-sys.path.insert(0, str(PREPARE))
-import arithmetic  # noqa: E402
-from common import sample_rng  # noqa: E402
-
-TOKEN = re.compile(r"\(|\)|[+*]|-(?=[0-9(])|[0-9]+\.?[0-9]*")
+import arithmetic
 
 
 def evaluate(text):
-    """(exact value, operands) of a fully parenthesised expression, parsed with Decimal only."""
-    tokens = TOKEN.findall(text)
-    assert "".join(tokens) == text, f"unexpected characters in {text!r}"
-    pos = 0
+    """(exact value, operands) of a fully parenthesised expression, in Decimal."""
+    def walk(node):
+        if not isinstance(node, ast.BinOp):
+            token = ast.get_source_segment(text, node)
+            return Decimal(token), [token], token
+        (a, left, lt), (b, right, rt) = walk(node.left), walk(node.right)
+        op = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*"}[type(node.op)]
+        value = a + b if op == "+" else a - b if op == "-" else a * b
+        return value, left + right, f"({lt}{op}{rt})"
 
-    def term():
-        nonlocal pos
-        tok = tokens[pos]
-        pos += 1
-        if tok != "(":
-            return Decimal(tok), [tok]
-        left, lops = term()
-        op = tokens[pos]
-        pos += 1
-        right, rops = term()
-        assert tokens[pos] == ")", f"unbalanced parentheses in {text!r}"
-        pos += 1
-        value = left + right if op == "+" else left - right if op == "-" else left * right
-        return value, lops + rops
-
-    value, operands = term()
-    assert pos == len(tokens), f"trailing text in {text!r}"
+    value, operands, rebuilt = walk(ast.parse(text, mode="eval").body)
+    assert rebuilt == text, f"not fully parenthesised: {text!r}"
     return value, operands
 
 
 def samples(variant, n=400):
-    return [arithmetic.make_sample(sample_rng(7, 0, i), "train", variant) for i in range(n)]
+    return generated(lambda rng, split: arithmetic.make_sample(rng, split, variant), ["train"], n)["train"]
 
 
 @pytest.mark.parametrize("variant", ["ops2", "ops3", "ops4"])
 def test_operand_trees_are_the_papers_problems_and_exact(variant):
-    n_operands = arithmetic.VARIANTS[variant]
-    for line in samples(variant):
+    lines = samples(variant)
+    assert {"+", "-", "*"} <= set("".join(line.split("=")[0] for line in lines))  # every operator is used
+    for line in lines:
         lhs, rhs = line.split("=")
         value, operands = evaluate(lhs)
-        assert Decimal(rhs) == value, f"{line!r}: the left-hand side is {value}"
-        assert len(operands) == n_operands, line
+        assert Decimal(rhs) == value and len(operands) == arithmetic.VARIANTS[variant], line
         for op in operands:  # unscaled 10^U(0,2) with 3 significant digits, trailing zeros kept
-            digits = op.replace(".", "").lstrip("0")
-            assert len(digits) == 3 and 1 <= Decimal(op) <= 100, f"{op!r} in {line!r}"
-
-
-def test_operand_trees_use_every_operator():
-    ops = "".join(re.sub(r"[0-9.]|(?<=[(=])-", "", line.split("=")[0]) for line in samples("ops2"))
-    assert {"+", "-", "*"} <= set(ops)
+            assert len(op.replace(".", "").lstrip("0")) == 3 and 1 <= Decimal(op) <= 100, f"{op!r} in {line!r}"
+    assert evaluate("((1.32*32.1)+(1.42-8.20))")[0] == Decimal("35.592")  # the paper's example
 
 
 @pytest.mark.parametrize("variant", ["mult3", "mult4", "mult5"])
 def test_multiplications_are_integer_problems_with_the_point_moved(variant):
     n = arithmetic.VARIANTS[variant]
     for line in samples(variant, 200):
-        m = re.fullmatch(r"0\.([0-9]+)\*0\.([0-9]+)=0\.([0-9]+)", line)
-        assert m, line
-        a, b, c = m.groups()
+        a, b, c = re.fullmatch(r"0\.([0-9]+)\*0\.([0-9]+)=0\.([0-9]+)", line).groups()
         assert len(a) == len(b) == n and len(c) == 2 * n and a[0] != "0" and b[0] != "0", line
         assert int(a) * int(b) == int(c), line  # operands × 10^n, the product × 10^2n
-        assert Decimal("0." + a) * Decimal("0." + b) == Decimal("0." + c), line
-
-
-def test_the_papers_example_is_exact_unscaled():
-    value, _ = evaluate("((1.32*32.1)+(1.42-8.20))")
-    assert value == Decimal("35.592")
-
-
-class FixedDraw:
-    """An rng whose uniform() returns one chosen exponent."""
-
-    def __init__(self, exponent):
-        self.exponent = exponent
-
-    def uniform(self, lo, hi):
-        return self.exponent
 
 
 @pytest.mark.parametrize("x,written", [(99.96, "100"), (9.996, "10.0"), (99.94, "99.9"), (1.0, "1.00")])
 def test_an_operand_keeps_three_significant_digits_when_rounding_carries(x, written):
-    import math
-    assert str(arithmetic.operand(FixedDraw(math.log10(x)))) == written
+    class FixedDraw:  # an rng whose uniform() returns the exponent of x
+        def uniform(self, lo, hi):
+            return math.log10(x)
+
+    assert str(arithmetic.operand(FixedDraw())) == written

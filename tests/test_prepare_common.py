@@ -1,12 +1,273 @@
-"""prepare/common.py: what every prepare script shares, here its checked flags."""
+"""prepare/common.py: --force replaces only what a prepare run wrote; a run locks its folder; Ctrl-C, SIGTERM or a
+failure at any point leaves one whole dataset and one line of error."""
+import errno
+import json
 import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
 
 import pytest
-from conftest import run
+from conftest import ROOT, run
+from helpers import one_line_error, train
+
+import common
+
+LOCKS = ("prepare.lock", "tokenize.lock")
+SPLITS = ["meta.json", "test.txt", "train.txt", "val.txt"]
+
+
+def prepare(out, *flags, check=True, tokenize=False):
+    r = run("prepare/arithmetic.py", "--size=tiny", "--workers=1", "--out", str(out), *flags, check=check)
+    if tokenize:
+        run("tokenize_numbers.py", str(out), "--encoding=xval", "--workers=1")
+    return r
+
+
+def dataset_bytes(folder, stage=True):
+    """{path: bytes} of every file under folder (with an unfinished run's stage if stage)."""
+    return {os.path.relpath(os.path.join(d, f), folder): open(os.path.join(d, f), "rb").read()
+            for d, _, files in os.walk(folder) for f in files
+            if stage or not os.path.relpath(d, folder).startswith(".prepare-")}
+
+
+def seed_of(folder):
+    return json.loads((folder / "meta.json").read_text())["seed"]
+
+
+def python(code):
+    """`python -c` with a prepare script's one-line errors."""
+    code = "import sys; sys.path.insert(0, 'prepare'); import common; common.one_line_errors()\n" + code
+    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+
+
+def sleeper():
+    return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+
+
+def planets_started(out, workers, **popen):
+    p = subprocess.Popen([sys.executable, "prepare/planets.py", "--size=small", f"--workers={workers}", "--force",
+                          "--out", str(out)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **popen)
+    deadline = time.time() + 60
+    while not [f for f in os.listdir(out) if f.startswith(".prepare-")] and time.time() < deadline:
+        time.sleep(0.05)
+    return p
+
+
+def test_force_keeps_files_a_prepare_run_did_not_write(tmp_path):
+    mine = {"lab_notes.txt": "notes\n", "sub/paper.tex": "draft\n"}
+    mine.update({name: name for name in ("README.md", "model.py", "requirements.txt")})
+    (tmp_path / "sub").mkdir()
+    for name, text in mine.items():
+        (tmp_path / name).write_text(text)
+    listed = "README.md, lab_notes.txt, model.py, requirements.txt, sub/"
+    r = prepare(tmp_path, check=False)
+    assert r.returncode != 0 and "not a dataset" in r.stderr and listed in r.stderr
+    assert sorted(os.listdir(tmp_path)) == ["README.md", "lab_notes.txt", "model.py", "requirements.txt", "sub"]
+    r = prepare(tmp_path, "--force", tokenize=True)
+    assert f"left alone, not written by a prepare run: {listed}" in r.stdout
+    (tmp_path / "xval" / "mine.md").write_text("a note among the arrays\n")
+    prepare(tmp_path, "--force", "--seed=2")
+    assert all((tmp_path / name).read_text() == text for name, text in mine.items())
+    assert sorted(os.listdir(tmp_path / "xval")) == ["mine.md"]  # the arrays of the old dataset are gone
+    assert not (tmp_path / "vocab.json").exists() and seed_of(tmp_path) == 2 and (tmp_path / "train.txt").exists()
+
+
+def test_a_file_of_yours_that_a_run_would_overwrite_is_refused(tmp_path):
+    """Your own train.txt (a plain-text dataset, or no meta.json) is never overwritten."""
+    (tmp_path / "train.txt").write_text("{a:1}\n")
+    (tmp_path / "val.txt").write_text("{a:2}\n")
+    run("tokenize_numbers.py", str(tmp_path), "--plain-text", "--encoding=xval", "--workers=1")
+    (tmp_path / "no_meta").mkdir()
+    (tmp_path / "no_meta" / "train.txt").write_text("{a:1}\n")
+    for folder in (tmp_path, tmp_path / "no_meta"):
+        before = sorted(os.listdir(folder))
+        r = prepare(folder, "--force", check=False)
+        assert r.returncode != 0 and "train.txt" in r.stderr and "would overwrite" in r.stderr
+        assert sorted(os.listdir(folder)) == before and (folder / "train.txt").read_text() == "{a:1}\n"
+
+
+@pytest.mark.parametrize("lock", LOCKS)
+def test_a_folder_another_run_holds_is_refused_naming_it_until_that_run_ends(tmp_path, lock):
+    prepare(tmp_path)
+    assert not [n for n in LOCKS if (tmp_path / n).exists()]  # a finished run leaves no lock
+    before = dataset_bytes(tmp_path)
+    other = sleeper()
+    try:
+        (tmp_path / lock).write_text(str(other.pid))
+        error = one_line_error(prepare(tmp_path, "--force", "--seed=2", check=False))
+        what = {"prepare.lock": "being written by another prepare run,", "tokenize.lock": "being tokenized by"}[lock]
+        assert f"{what} process {other.pid}" in error
+        assert dataset_bytes(tmp_path) == {**before, lock: str(other.pid).encode()}  # its lock stays
+    finally:
+        other.kill()
+        other.wait()
+    prepare(tmp_path, "--force", "--seed=2")  # the lock of a process that has ended stops nothing
+    assert seed_of(tmp_path) == 2 and not [n for n in LOCKS if (tmp_path / n).exists()]
+
+
+def test_tokenize_numbers_is_refused_a_folder_a_prepare_run_is_writing(tmp_path, monkeypatch):
+    prepare(tmp_path)
+    tried = []
+
+    def meta_and_a_tokenizer(out, meta):  # a tokenize_numbers.py run starts while the dataset is written
+        tried.append(subprocess.run([sys.executable, "tokenize_numbers.py", str(tmp_path), "--encoding=xval",
+                                     "--workers=1"], cwd=ROOT, capture_output=True, text=True))
+        return real(out, meta)
+    real = common.write_meta
+    monkeypatch.setattr(common, "write_meta", meta_and_a_tokenizer)
+    prepare(tmp_path, "--force", "--seed=2")
+    assert tried[0].returncode != 0 and f"pid {os.getpid()}" in tried[0].stderr, tried[0].stderr
+    assert not (tmp_path / "xval").exists() and not [n for n in LOCKS if (tmp_path / n).exists()]
 
 
 @pytest.mark.slow
-def test_prepare_refuses_a_negative_seed(tmp_path):
-    r = run("prepare/lookup.py", "--size=tiny", "--seed", "-1", "--out", str(tmp_path / "d"), check=False)
-    assert r.returncode != 0 and "--seed: expected an integer ≥ 0, got -1" in r.stderr and "Traceback" not in r.stderr
-    assert not os.path.exists(tmp_path / "d")
+def test_a_full_disk_or_failed_write_ends_a_prepare_script_with_one_line():
+    r = python("import errno, os; raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))")  # a write to a full disk
+    assert r.returncode != 0 and "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert r.stderr.startswith("error: the disk filled up while writing the dataset (No space left on device)")
+    r = python("import errno, os; raise OSError(errno.EFBIG, os.strerror(errno.EFBIG), 'out/train.txt')")
+    assert r.returncode != 0 and r.stderr == "error: File too large: out/train.txt; nothing partly written was kept\n"
+    r = python("1 / 0")
+    assert "Traceback" in r.stderr and "ZeroDivisionError" in r.stderr  # any other error keeps its traceback
+    r = subprocess.run([sys.executable, "-c", "import sys; hook = sys.excepthook; sys.path.insert(0, 'prepare'); "
+                        "import common, arithmetic, era5, lookup, planets, text; print(sys.excepthook is hook)"],
+                       cwd=ROOT, capture_output=True, text=True)
+    assert r.stdout.strip() == "True", r.stderr  # importing a prepare module leaves the interpreter's hook alone
+    for script in ("arithmetic", "lookup", "planets", "era5", "era5_synthetic", "text"):  # each script sets it itself
+        source = open(f"{ROOT}/prepare/{script}.py").read()
+        assert 'if __name__ == "__main__":\n    one_line_errors()' in source, script
+
+
+def test_a_force_that_fails_while_writing_leaves_the_old_dataset_whole(tmp_path, monkeypatch):
+    prepare(tmp_path, tokenize=True)
+    before = dataset_bytes(tmp_path)
+    written = []
+
+    def full_after_one(path, text):  # the disk fills up at the second split
+        if written:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        written.append(os.path.basename(path))
+        return real(path, text)
+    real = common.atomic_write_text
+    monkeypatch.setattr(common, "atomic_write_text", full_after_one)
+    r = prepare(tmp_path, "--force", "--seed=2", check=False)
+    assert r.returncode != 0 and written == ["train.txt"]
+    assert dataset_bytes(tmp_path, stage=False) == before  # meta, splits, vocab, arrays
+    monkeypatch.undo()
+    prepare(tmp_path, "--force", "--seed=2")  # the next run replaces it, and the left-over folder with it
+    assert not [f for f in os.listdir(tmp_path) if f.startswith(".prepare-")] and not (tmp_path / "xval").exists()
+    assert seed_of(tmp_path) == 2
+
+
+@pytest.mark.slow
+def test_a_second_run_is_refused_and_sigterm_leaves_the_old_dataset_whole_and_nothing_else(tmp_path):
+    prepare(tmp_path)
+    before = dataset_bytes(tmp_path)
+    p = planets_started(tmp_path, 1)
+    try:
+        assert f"process {p.pid}" in one_line_error(prepare(tmp_path, "--force", "--seed=2", check=False))
+        p.send_signal(signal.SIGTERM)
+        assert p.wait(timeout=60) == 143
+    finally:
+        p.kill()  # a run that did not stop must not go on generating beside the other tests
+    assert dataset_bytes(tmp_path) == before  # the old dataset, no half-written new one, neither run's lock
+
+
+@pytest.mark.slow
+def test_ctrl_c_in_a_prepare_with_workers_is_one_line_and_leaves_the_old_dataset_whole(tmp_path):
+    prepare(tmp_path)
+    before = dataset_bytes(tmp_path)
+    p = planets_started(tmp_path, 2, text=True, start_new_session=True)
+    time.sleep(1)  # the pool's workers are drawing samples
+    os.killpg(p.pid, signal.SIGINT)  # Ctrl-C reaches the parent and every worker
+    _, err = p.communicate(timeout=60)
+    assert p.returncode in (130, -signal.SIGINT) and "Traceback" not in err, err  # a shell shows both as 130
+    assert err.strip().splitlines()[-1] == "interrupted (Ctrl-C); nothing partly written was kept", err
+    assert dataset_bytes(tmp_path) == before
+
+
+@pytest.mark.slow
+def test_a_pool_worker_interrupted_inside_a_library_ends_the_run_as_ctrl_c_does():
+    """REBOUND raises KeyboardInterrupt itself, where a pool would wait for the lost worker forever."""
+    r = python("def make_sample(rng, split):\n    raise KeyboardInterrupt\n"
+               "common.generate_split(make_sample, 'train', 0, 200, 1, 2)")
+    assert r.returncode in (130, -signal.SIGINT) and "Traceback" not in r.stderr, r.stderr
+    assert r.stderr.strip().splitlines()[-1] == "interrupted (Ctrl-C); nothing partly written was kept"
+
+
+def test_a_sigterm_whose_exit_a_library_swallows_still_stops_the_run():
+    """numpy's lazy imports catch everything, a SIGTERM's SystemExit included."""
+    r = python("import signal\n"
+               "def make_sample(rng, split):\n"
+               "    try:\n"
+               "        signal.raise_signal(signal.SIGTERM)\n"
+               "    except BaseException:\n"
+               "        pass\n"
+               "    return 'x'\n"
+               "common.generate_split(make_sample, 'train', 0, 200_000, 1, 1)\n"
+               "print('went on')")
+    assert r.returncode == 143 and "went on" not in r.stdout, r.stderr
+
+
+def test_a_sigterm_at_any_move_of_the_swap_leaves_one_whole_dataset(tmp_path, monkeypatch):
+    prepare(tmp_path / "new", "--seed=2")
+    new = {k: v for k, v in dataset_bytes(tmp_path / "new").items() if k != "meta.json"}
+    real, k = os.renames, 0
+    try:
+        while True:
+            out = tmp_path / f"d{k}"
+            prepare(out, tokenize=True)
+            moves = []
+
+            def stopped_at_move_k(old, new):
+                moves.append(old)
+                if len(moves) == k + 1:
+                    signal.raise_signal(signal.SIGTERM)
+                return real(old, new)
+            monkeypatch.setattr(common.os, "renames", stopped_at_move_k)
+            r = prepare(out, "--force", "--seed=2", check=False)
+            monkeypatch.undo()
+            if len(moves) <= k:
+                break  # every move of the swap has been tried
+            assert r.returncode == 143, (k, r.stderr)
+            after = dataset_bytes(out)
+            assert json.loads(after.pop("meta.json"))["seed"] == 2 and after == new, (k, moves[k], sorted(after))
+            assert sorted(os.listdir(out)) == SPLITS  # no stage, no lock
+            k += 1
+    finally:
+        common.STOPPED.clear()  # the stop was this test's, not a later in-process run's
+    assert k > 10  # the old dataset, its vocabulary and arrays, and the new one's files
+
+
+@pytest.mark.parametrize("move", ["an old array aside", "the new meta.json in"])
+def test_a_move_of_the_swap_that_fails_puts_everything_back(tmp_path, monkeypatch, move):
+    prepare(tmp_path, tokenize=True)
+    before = dataset_bytes(tmp_path)
+    real = os.renames
+
+    def stuck(old, new):  # an immutable file (root ignores chmod, so the refusal is simulated)
+        if move == "an old array aside" and old.endswith("train.ids.npy") and ".old" in new:
+            raise PermissionError(1, "Operation not permitted", old)
+        if move == "the new meta.json in" and old.endswith(".tmp/meta.json") and new == str(tmp_path / "meta.json"):
+            raise PermissionError(1, "Operation not permitted", old)  # the swap's last move
+        return real(old, new)
+    monkeypatch.setattr(common.os, "renames", stuck)
+    r = prepare(tmp_path, "--force", "--seed=2", check=False)
+    assert r.returncode != 0 and "cannot replace" in r.stderr and "is as it was" in r.stderr
+    assert dataset_bytes(tmp_path, stage=False) == before
+    if move == "the new meta.json in":
+        assert dataset_bytes(tmp_path) == before and sorted(os.listdir(tmp_path)) == SPLITS + ["vocab.json", "xval"]
+
+
+def test_prepare_force_removes_the_tokenized_arrays_and_vocabulary_it_replaces(data, tmp_path):
+    d = shutil.copytree(os.path.join(data), str(tmp_path / "d"))
+    (tmp_path / "d" / "test_ood.txt").write_text("{a:1}a=1\n")  # a split of an earlier dataset
+    (tmp_path / "d" / "notes.md").write_text("mine\n")
+    run("prepare/lookup.py", "--size=tiny", "--out", d, "--workers=1", "--force")
+    assert sorted(os.listdir(d)) == ["meta.json", "notes.md", "test.txt", "test_ood.txt", "train.txt", "val.txt"]
+    assert open(os.path.join(d, "test_ood.txt")).read() != "{a:1}a=1\n"
+    error = one_line_error(train(d, str(tmp_path / "out"), "--max_iters=1", check=False))
+    assert "vocab.json not found; run: python tokenize_numbers.py" in error

@@ -2,48 +2,33 @@
 import json
 import math
 import os
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import run
+from helpers import common
 
-PREPARE = Path(__file__).resolve().parent.parent / "prepare"
-SCRIPT = PREPARE / "planets.py"
-sys.path.insert(0, str(PREPARE))
-import planets  # noqa: E402  (the script's own helpers, for the physics checks)
-from common import SIZES  # noqa: E402
-
-SPLITS = ("train", "val", "test", "test_ood_stepsize", "test_ood_a0")
+import planets
 
 
-def run(*args):
-    return subprocess.run([sys.executable, str(SCRIPT), "--size", "tiny", *args],
-                          capture_output=True, text=True, timeout=120)
-
-
-def read_split(out, split):
-    with open(os.path.join(out, f"{split}.txt")) as f:
-        return f.read().splitlines()
+def prepare(out, *flags, check=True):
+    return run("prepare/planets.py", "--size=tiny", "--out", str(out), *flags, check=check)
 
 
 def read_all(out):
-    return {name: open(os.path.join(out, name), "rb").read()
-            for name in sorted(os.listdir(out)) if name.endswith(".txt")}
+    return {name: open(os.path.join(out, name), "rb").read() for name in os.listdir(out) if name.endswith(".txt")}
 
 
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory):
-    out = str(tmp_path_factory.mktemp("planets") / "data")
-    r = run("--out", out, "--seed", "1", "--workers", "2")
-    assert r.returncode == 0, r.stderr
+    out = tmp_path_factory.mktemp("planets") / "data"
+    prepare(out, "--seed=1", "--workers=2")
     return out
 
 
 @pytest.fixture(scope="module")
 def records(dataset):
-    return {split: [json.loads(line) for line in read_split(dataset, split)] for split in SPLITS}
+    return {split: [json.loads(line) for line in open(dataset / f"{split}.txt")] for split in planets.SPLITS}
 
 
 def planets_of(record):
@@ -53,64 +38,47 @@ def planets_of(record):
 
 
 @pytest.mark.slow
-def test_every_split_and_meta_are_written_with_the_right_sizes(dataset):
-    n_train, n_val, n_test = SIZES["tiny"]
-    expected = {"train": n_train, "val": n_val, "test": n_test,
-                "test_ood_stepsize": n_test, "test_ood_a0": n_test}
-    for split, n in expected.items():
-        assert len(read_split(dataset, split)) == n
-    meta = json.load(open(os.path.join(dataset, "meta.json")))
-    assert meta["splits"] == expected
-    assert meta["scales"] == {"m": 1e5, "e": 20.0}
-
-
-@pytest.mark.slow
-def test_records_have_the_layout_and_follow_the_priors(records):
+def test_records_have_the_layout_and_follow_the_priors(dataset, records):
+    n_train, n_val, n_test = common.SIZES["tiny"]
+    sizes = {"train": n_train, "val": n_val, "test": n_test, "test_ood_stepsize": n_test, "test_ood_a0": n_test}
+    assert {split: len(recs) for split, recs in records.items()} == sizes
+    meta = json.load(open(dataset / "meta.json"))
+    assert meta["splits"] == sizes and meta["scales"] == {"m": 1e5, "e": 20.0}
     for split, recs in records.items():
         for rec in recs:
             assert list(rec) == ["description", "data"]
             ps = planets_of(rec)
             assert 2 <= len(ps) <= 4
             for p in ps:
-                assert list(p) == ["m", "a", "e"]
-                assert 1 <= p["m"] <= 5 and 0 <= p["e"] <= 2 and 1 <= p["a"] <= 3
+                assert list(p) == ["m", "a", "e"] and 1 <= p["m"] <= 5 and 0 <= p["e"] <= 2 and 1 <= p["a"] <= 3
             data = np.array(rec["data"])
             assert data.shape[1:] == (len(ps), 2) and 30 <= data.shape[0] <= 59
-            stepsize = rec["description"]["stepsize"]
             if split != "test_ood_stepsize":
-                assert stepsize in planets.TRAIN_STEPSIZES
-            # semimajor axes evenly spaced, up to the 4 written digits
-            a = sorted(p["a"] for p in ps)
+                assert rec["description"]["stepsize"] in planets.TRAIN_STEPSIZES
+            a = sorted(p["a"] for p in ps)  # evenly spaced, up to the 4 written digits
             assert np.allclose(np.diff(a), (a[-1] - a[0]) / (len(a) - 1), atol=2e-3)
             if split != "test_ood_a0":
                 assert a[0] == 1 and a[1] >= 1.1667 and a[-1] >= 1.5
-    # planet0 is not always the innermost: the order is shuffled
-    assert {planets_of(r)[0]["a"] == 1 for r in records["train"]} == {True, False}
+    assert {planets_of(r)[0]["a"] == 1 for r in records["train"]} == {True, False}  # the order is shuffled
 
 
 @pytest.mark.slow
-def test_ood_stepsizes_stay_clear_of_every_training_stepsize(records):
+def test_ood_sets_hold_what_no_training_sample_does(records):
+    """Step sizes clear of every training one; planet0 alone in a gap of a no training planet reaches."""
     steps = [r["description"]["stepsize"] for r in records["test_ood_stepsize"]]
     for s in steps:
-        assert 0.2 <= s <= 0.8
-        assert min(abs(s - t) for t in planets.TRAIN_STEPSIZES) >= planets.OOD_STEPSIZE_MARGIN
+        assert 0.2 <= s <= 0.8 and min(abs(s - t) for t in planets.TRAIN_STEPSIZES) >= planets.OOD_STEPSIZE_MARGIN
     assert len(set(steps)) > len(steps) // 2  # continuous, not a few values
-
-
-@pytest.mark.slow
-def test_ood_a0_puts_planet0_alone_in_the_gap_no_training_planet_reaches(records):
     for rec in records["test_ood_a0"]:
         ps = planets_of(rec)
-        assert 1 < ps[0]["a"] < 1.16
-        assert all(p["a"] > 1.16 for p in ps[1:])
+        assert 1 < ps[0]["a"] < 1.16 and all(p["a"] > 1.16 for p in ps[1:])
     for split in ("train", "val", "test", "test_ood_stepsize"):
         assert not any(1 < p["a"] < 1.16 for r in records[split] for p in planets_of(r))
 
 
 @pytest.mark.slow
 def test_positions_stay_between_pericentre_and_apocentre(records):
-    # the other planets perturb each orbit a little (1% in rare close encounters); a planet
-    # written with another planet's elements would miss by 5% or more
+    """The other planets perturb an orbit by 1% at most; a planet written with another's elements misses by 5%."""
     excess = []  # per planet: how far outside [a(1 - e), a(1 + e)] it goes, relative to a
     for rec in records["train"]:
         xy = np.array(rec["data"])  # (step, planet, 2)
@@ -125,37 +93,20 @@ def test_a_circular_orbit_stays_at_radius_a_and_closes_after_one_period():
     a, theta = 1.3, 0.4
     period = 2 * math.pi * a**1.5
     xy = planets.simulate([1e-5], [a], [0.0], [theta], period / 40, 41)  # (41, 1, 2)
-    r = np.hypot(xy[..., 0], xy[..., 1])
-    assert np.abs(r - a).max() < 1e-6
+    assert np.abs(np.hypot(xy[..., 0], xy[..., 1]) - a).max() < 1e-6
     assert np.allclose(xy[0, 0], [a * math.cos(theta), a * math.sin(theta)], atol=1e-12)
     assert np.abs(xy[-1] - xy[0]).max() < 1e-4  # back at the start (the planet's mass shifts it ~1e-5)
 
 
 @pytest.mark.slow
-def test_same_seed_gives_identical_files_for_any_worker_count(dataset, tmp_path):
-    r = run("--out", str(tmp_path / "one"), "--seed", "1", "--workers", "1")
-    assert r.returncode == 0, r.stderr
-    assert read_all(tmp_path / "one") == read_all(dataset)
-
-
-@pytest.mark.slow
-def test_other_seed_differs_and_existing_data_is_kept_unless_forced(dataset, tmp_path):
-    out = str(tmp_path / "other")
-    assert run("--out", out, "--seed", "2", "--workers", "2").returncode == 0
+def test_the_seed_alone_fixes_the_files_and_existing_data_is_kept_unless_forced(dataset, tmp_path):
+    prepare(tmp_path / "one", "--seed=1", "--workers=1")
+    assert read_all(tmp_path / "one") == read_all(dataset)  # whatever the worker count
+    out = tmp_path / "other"
+    prepare(out, "--seed=2", "--workers=2")
     other = read_all(out)
     assert all(other[name] != data for name, data in read_all(dataset).items())
-
-    r = run("--out", out, "--seed", "1", "--workers", "2")
-    assert r.returncode != 0 and "--force" in r.stderr
-    assert read_all(out) == other  # untouched
-
-    r = run("--out", out, "--seed", "1", "--workers", "2", "--force")
-    assert r.returncode == 0, r.stderr
+    r = prepare(out, "--seed=1", "--workers=2", check=False)
+    assert r.returncode != 0 and "--force" in r.stderr and read_all(out) == other  # untouched
+    prepare(out, "--seed=1", "--workers=2", "--force")
     assert read_all(out) == read_all(dataset)
-
-
-@pytest.mark.slow
-def test_bad_size_is_a_clear_error(tmp_path):
-    r = subprocess.run([sys.executable, str(SCRIPT), "--size", "huge", "--out", str(tmp_path / "x")],
-                       capture_output=True, text=True)
-    assert r.returncode != 0 and "invalid choice: 'huge'" in r.stderr

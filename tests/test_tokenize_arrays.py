@@ -53,7 +53,7 @@ def assert_dataset_same_as_reference(splits):
         assert not isinstance(assert_same_as_reference(lines, text_tokens, path=f"{split}.txt"), str), split
 
 
-@pytest.mark.parametrize("make,splits,n", [(arithmetic.Sample(v), ("train", "val", "test"), 100)
+@pytest.mark.parametrize("make,splits,n", [(functools.partial(arithmetic.make_sample, variant=v), ("train", "val", "test"), 100)
                                            for v in sorted(arithmetic.VARIANTS)]
                          + [(lookup.make_sample, lookup.SPLITS, 100), (planets.make_sample, planets.SPLITS, 8)])
 def test_arithmetic_lookup_and_planets_arrays_are_the_reference_bytes(make, splits, n):
@@ -71,7 +71,7 @@ def test_temperature_arrays_are_the_reference_bytes(tmp_path):
 
 
 def test_tokenizing_a_split_with_two_workers_writes_the_reference_arrays(tmp_path):
-    lines = generated(arithmetic.Sample("ops3"), ("train",), 300)["train"]
+    lines = generated(functools.partial(arithmetic.make_sample, variant="ops3"), ("train",), 300)["train"]
     (tmp_path / "train.txt").write_text("\n".join(lines) + "\n")
     (tmp_path / "meta.json").write_text('{"dataset": "arithmetic", "splits": ["train"]}')
     text_tokens = build_text_vocab(lines)

@@ -1,18 +1,15 @@
-"""prepare/era5_synthetic.py writes a field and land-sea mask that prepare/era5.py takes as a CDS download:
-the samples have the paper's layout, the ocean labels both classes; the same seed gives the same bytes;
---stations and --steps bound every sample, and a bad range is refused naming the flag."""
+"""prepare/era5_synthetic.py writes a field and land-sea mask that prepare/era5.py reads as a CDS download;
+the same seed gives the same bytes; --stations and --steps bound every sample, a bad range is refused by name."""
 import json
 import os
-import sys
 
 import netCDF4
 import numpy as np
 import pytest
+from helpers import common  # noqa: F401 (prepare/ on the path)
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "prepare"))
-import era5  # noqa: E402
-import era5_synthetic  # noqa: E402
+import era5
+import era5_synthetic
 
 SMALL = ["--days", "6", "--resolution", "10"]  # 19 x 36 grid, 144 hourly steps: enough for 15 steps 8 h apart
 
@@ -25,12 +22,12 @@ def synthetic(tmp_path_factory):
 
 
 def prepare(out, synthetic, *extra):
-    return era5.main([str(synthetic / "t2m.nc"), "--land-sea-mask", str(synthetic / "lsm.nc"), "--out", str(out),
+    """{split: [(record, ocean label)]} and meta.json."""
+    meta = era5.main([str(synthetic / "t2m.nc"), "--land-sea-mask", str(synthetic / "lsm.nc"), "--out", str(out),
                       "--size", "tiny", "--workers", "1", *extra])
-
-
-def records(out, split):
-    return [json.loads(line) for line in open(os.path.join(out, f"{split}.txt"))]
+    return {split: list(zip(map(json.loads, open(out / f"{split}.txt")),
+                            map(int, open(out / f"{split}.ocean.txt")), strict=True))
+            for split in ("train", "val", "test")}, meta
 
 
 def test_synthetic_file_has_the_old_cds_layout_and_a_plausible_field(synthetic):
@@ -48,26 +45,29 @@ def test_synthetic_file_has_the_old_cds_layout_and_a_plausible_field(synthetic):
         lsm = ds["lsm"][0]
     assert lsm.shape == (19, 36) and lsm.min() >= 0 and lsm.max() <= 1 + 1e-6
     daily = values.reshape(6, 24, 19, 36).mean(0)  # mean day at every point
-    swing = (daily.max(0) - daily.min(0))[6:13]     # within 30° of the equator
+    swing = (daily.max(0) - daily.min(0))[6:13]  # within 30° of the equator
     land, ocean = lsm[6:13] > 0.9, lsm[6:13] < 0.1
     assert land.any() and ocean.any() and swing[land].mean() > 2 * swing[ocean].mean(), "land swings more"
 
 
-def test_prepare_era5_reads_it_with_the_paper_layout_and_ocean_labels(synthetic, tmp_path):
-    meta = prepare(tmp_path / "out", synthetic)
-    assert meta["stations"] == [60, 89] and meta["steps"] == [8, 15] and meta["grid"] == [19, 36]
+@pytest.mark.parametrize("flags, stations, steps", [((), (60, 89), (8, 15)),
+                                                    (("--stations", "10,19", "--steps", "8,10"), (10, 19), (8, 10))])
+def test_prepare_era5_reads_it_with_the_paper_layout_and_ocean_labels(synthetic, tmp_path, flags, stations, steps):
+    splits, meta = prepare(tmp_path / "out", synthetic, *flags)
+    assert meta["stations"] == list(stations) and meta["steps"] == list(steps) and meta["grid"] == [19, 36]
+    sizes, lengths = set(), set()
     for split, n in (("train", 400), ("val", 50), ("test", 50)):
-        rs = records(tmp_path / "out", split)
-        assert len(rs) == n
-        for r in rs:
+        assert len(splits[split]) == n
+        for r, label in splits[split]:
             assert list(r) == ["description", "data"] and list(r["description"]) == ["coords", "start"]
             coords, data = r["description"]["coords"], r["data"]
-            assert 60 <= len(coords) <= 89 and len(data) == len(coords) and len(r["description"]["start"]) == 4
-            assert 8 <= len(data[0]) <= 15 and all(len(row) == len(data[0]) for row in data)
-        labels = [int(x) for x in open(tmp_path / "out" / f"{split}.ocean.txt")]
-        assert len(labels) == n and set(labels) <= {0, 1}
-    train_labels = [int(x) for x in open(tmp_path / "out" / "train.ocean.txt")]
-    assert 0.2 < np.mean(train_labels) < 0.9, "both classes, neither rare"
+            assert len(data) == len(coords) and len(r["description"]["start"]) == 4 and label in (0, 1)
+            assert all(len(row) == len(data[0]) for row in data)
+            sizes.add(len(data))
+            lengths.add(len(data[0]))
+    assert stations[0] <= min(sizes) and max(sizes) <= stations[1] and len(sizes) > 5
+    assert lengths == set(range(steps[0], steps[1] + 1))
+    assert 0.2 < np.mean([label for _, label in splits["train"]]) < 0.9, "both classes, neither rare"
 
 
 def test_same_seed_gives_the_same_bytes_and_another_seed_other_weather(synthetic, tmp_path):
@@ -85,36 +85,18 @@ def test_same_seed_gives_the_same_bytes_and_another_seed_other_weather(synthetic
     assert (tmp_path / "a" / "t2m.nc").read_bytes() == (tmp_path / "b" / "t2m.nc").read_bytes()
 
 
-def test_stations_and_steps_ranges_bound_every_sample(synthetic, tmp_path):
-    meta = prepare(tmp_path / "out", synthetic, "--stations", "10,19", "--steps", "8,10")
-    assert meta["stations"] == [10, 19] and meta["steps"] == [8, 10]
-    stations, steps = set(), set()
-    for split in ("train", "val", "test"):
-        for r in records(tmp_path / "out", split):
-            stations.add(len(r["data"]))
-            steps.update(len(row) for row in r["data"])
-    assert min(stations) >= 10 and max(stations) <= 19 and len(stations) > 5
-    assert steps == {8, 9, 10}
-
-
 @pytest.mark.parametrize("flag, value, expected", [
-    ("--stations", "10", "expected MIN,MAX"),
-    ("--stations", "19,10", "expected 1 <= MIN <= MAX"),
-    ("--steps", "0,3", "expected 1 <= MIN <= MAX"),
+    ("--stations", "10", "argument --stations: expected MIN,MAX"),
+    ("--stations", "19,10", "argument --stations: expected 1 <= MIN <= MAX"),
+    ("--steps", "0,3", "argument --steps: expected 1 <= MIN <= MAX"),
+    ("--stations", "10,700", "--stations 10,700"),  # the grid has 684 points
+    ("--steps", "8,20", "--steps 8,20"),  # 144 steps hold at most 18
 ])
-def test_a_malformed_range_is_refused_naming_the_flag(synthetic, tmp_path, capsys, flag, value, expected):
+def test_a_bad_range_is_refused_naming_the_flag(synthetic, tmp_path, capsys, flag, value, expected):
     with pytest.raises(SystemExit) as e:
         prepare(tmp_path / "out", synthetic, flag, value)
-    assert e.value.code == 2
-    err = capsys.readouterr().err
-    assert f"argument {flag}" in err and expected in err
-    assert not (tmp_path / "out").exists()
-
-
-def test_a_range_the_data_cannot_hold_is_refused_naming_the_flag(synthetic, tmp_path):
-    for flag, value, expected in (("--stations", "10,700", "--stations 10,700"),   # grid has 684 points
-                                  ("--steps", "8,20", "--steps 8,20")):            # 144 steps hold at most 18
-        with pytest.raises(SystemExit) as e:
-            prepare(tmp_path / "out", synthetic, flag, value)
+    if "argument" in expected:  # by argparse
+        assert e.value.code == 2 and expected in capsys.readouterr().err
+    else:
         assert expected in str(e.value.code)
     assert not (tmp_path / "out").exists()
