@@ -207,6 +207,12 @@ def step_batches(
     ]
 
 
+def predicted(batches, num_id):
+    """(tokens, numbers) that micro-batches predict: their targets, and those that are [NUM]."""
+    tokens = sum(len(b["pred"]) for b in batches)
+    return tokens, sum(int((b["targets"] == num_id).sum()) for b in batches)
+
+
 def to_device(batch, device):
     """Move a batch to the device; on CUDA pinned (if it is not yet) and without blocking."""
     cuda = torch.device(device).type == "cuda"

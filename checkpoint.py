@@ -14,7 +14,7 @@ import torch.distributed as dist
 
 from distributed import stop, torchrun_launch
 from model import GPTConfig
-from util import atomic_file, atomic_write_text, format_duration, load_checkpoint, release_lock
+from util import atomic_file, atomic_write_text, check_regular, format_duration, release_lock
 from util import shell_line, take_lock, why_not_written
 
 # what --resume cannot change: the weights' shapes, and the sample stream a data position belongs to
@@ -66,8 +66,7 @@ def claim_out_dir(out_dir, resume, overwrite, master):
         )
     if master:
         holder = take_lock(lock_path, text=f"{os.getpid()} {launch}")
-        # os.getpid(): an earlier run in this process (tests run in-process)
-        if holder not in (None, os.getpid()):
+        if holder is not None:
             raise SystemExit(
                 f"error: {out_dir} is in use by another train.py run (pid {holder}); wait for it to"
                 " end or choose another --out_dir (if that process is no train.py run, its pid"
@@ -154,6 +153,43 @@ def log_row(line):
         return None
     ok = isinstance(row, dict) and type(row.get("iter")) is int
     return row if ok else None
+
+
+def load_checkpoint(path, device="cpu", mmap=False):
+    """A train.py checkpoint read as data only (foreign files cannot run code); a bad file is a
+    one-line error naming it. mmap: tensors are mapped, not read (to look at its settings)."""
+    try:
+        check_regular(path)
+        checkpoint = torch.load(path, map_location=device, weights_only=True, mmap=mmap)
+    except Exception as e:
+        if mmap:  # a file torch cannot map: say what a plain load says of it
+            return load_checkpoint(path, device)
+        detail = str(e).strip().splitlines()[0] if str(e).strip() else "no detail"
+        # never torch's advice to load it unsafely
+        if "weights_only" in str(e) or "Weights only" in detail:
+            detail = (
+                "it holds Python objects besides tensors and plain data, which are never loaded:"
+                " they could run code"
+            )
+        raise SystemExit(
+            f"error: {path} is not a readable checkpoint ({type(e).__name__}: {detail})"
+        )
+    kinds = {"model": dict, "model_args": dict, "text_tokens": list, "config": dict}
+    if missing := [k for k in kinds if not isinstance(checkpoint, dict) or k not in checkpoint]:
+        raise SystemExit(
+            f"error: {path} is not a checkpoint written by train.py (no {', '.join(missing)})"
+        )
+    if wrong := [k for k, kind in kinds.items() if not isinstance(checkpoint[k], kind)]:
+        raise SystemExit(f"error: {path}: {', '.join(wrong)} of the wrong kind (an edited file?)")
+    if not isinstance(checkpoint["model_args"].get("encoding"), str):
+        raise SystemExit(f"error: {path}: its model_args have no encoding (an edited file?)")
+    if not all(isinstance(t, str) for t in checkpoint["text_tokens"]):
+        raise SystemExit(f"error: {path}: text_tokens holds something other than strings")
+    # a compiled or DDP-wrapped model's weights carry a prefix
+    checkpoint["model"] = {
+        re.sub(r"^(?:_orig_mod\.|module\.)+", "", k): v for k, v in checkpoint["model"].items()
+    }
+    return checkpoint
 
 
 def trained_on(path):

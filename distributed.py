@@ -62,6 +62,22 @@ def note_sigterm():
     return noted
 
 
+def sigterm_noted(noted, device):
+    """Whether any process has noted a SIGTERM (note_sigterm's list; torchrun: one all_reduce)."""
+    if not dist.is_initialized():
+        return bool(noted)
+    count = torch.tensor([len(noted)], device=device)
+    dist.all_reduce(count)
+    return count.item() > 0
+
+
+def sum_over_processes(tensor):
+    """A tensor summed over all processes (one all_reduce under torchrun), as a list of floats."""
+    if dist.is_initialized():
+        dist.all_reduce(tensor)
+    return tensor.tolist()
+
+
 def print0(*args):
     """print, on rank 0 alone."""
     if int(os.environ.get("RANK", 0)) == 0:

@@ -11,12 +11,13 @@ import numpy as np
 import torch
 
 from batching import collate, fill_in_example, to_device
+from checkpoint import load_checkpoint
 from dataset import MAX_VALUE, KeyAbsent, fingerprint, masked_numbers, number_paths, read_meta
 from mixture import mixture_mean, mixture_quantile, mixture_sample, mixture_std
 from model import GPT, GPTConfig
 from tokenize_numbers import ASK, EOS_ID, TOKENS_PER_NUMBER, TextError, Vocab, encode_pieces
 from tokenize_numbers import number_spans, split_text
-from util import format_number, load_checkpoint
+from util import format_number
 
 
 def load_model(path, device="cpu"):

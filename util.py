@@ -1,6 +1,6 @@
 """What every stage does the same way: write a file atomically, take a lock, format a number or a
-time span, read a checkpoint, pick the device, score predictions (NaN: invalid). torch is imported
-only where needed: data stages skip it."""
+time span, pick the device, score predictions (NaN: invalid). torch is imported only where needed:
+data stages skip it."""
 
 import math
 import os
@@ -20,7 +20,7 @@ if sys.version_info < (3, 11):
         " Python 3.11 or newer (the tokenizer's regular expressions use possessive quantifiers)"
     )
 
-import numpy as np  # noqa: E402
+import numpy as np
 
 
 class TextError(ValueError):
@@ -158,65 +158,6 @@ def format_duration(s):
     if s >= 3600:
         return f"{s // 3600:.0f}h{s % 3600 // 60:02.0f}m"
     return f"{s // 60:.0f}m{s % 60:02.0f}s" if s >= 60 else f"{s:.0f}s"
-
-
-def load_checkpoint(path, device="cpu", mmap=False):
-    """A train.py checkpoint read as data only (foreign files cannot run code); a bad file is a
-    one-line error naming it. mmap: tensors are mapped, not read (to look at its settings)."""
-    import torch
-
-    try:
-        check_regular(path)
-        checkpoint = torch.load(path, map_location=device, weights_only=True, mmap=mmap)
-    except Exception as e:
-        if mmap:  # a file torch cannot map: say what a plain load says of it
-            return load_checkpoint(path, device)
-        detail = str(e).strip().splitlines()[0] if str(e).strip() else "no detail"
-        # never torch's advice to load it unsafely
-        if "weights_only" in str(e) or "Weights only" in detail:
-            detail = (
-                "it holds Python objects besides tensors and plain data, which are never loaded:"
-                " they could run code"
-            )
-        raise SystemExit(
-            f"error: {path} is not a readable checkpoint ({type(e).__name__}: {detail})"
-        )
-    kinds = {"model": dict, "model_args": dict, "text_tokens": list, "config": dict}
-    if missing := [k for k in kinds if not isinstance(checkpoint, dict) or k not in checkpoint]:
-        raise SystemExit(
-            f"error: {path} is not a checkpoint written by train.py (no {', '.join(missing)})"
-        )
-    if wrong := [k for k, kind in kinds.items() if not isinstance(checkpoint[k], kind)]:
-        raise SystemExit(f"error: {path}: {', '.join(wrong)} of the wrong kind (an edited file?)")
-    if not isinstance(checkpoint["model_args"].get("encoding"), str):
-        raise SystemExit(f"error: {path}: its model_args have no encoding (an edited file?)")
-    if not all(isinstance(t, str) for t in checkpoint["text_tokens"]):
-        raise SystemExit(f"error: {path}: text_tokens holds something other than strings")
-    # a compiled or DDP-wrapped model's weights carry a prefix
-    checkpoint["model"] = {
-        re.sub(r"^(?:_orig_mod\.|module\.)+", "", k): v for k, v in checkpoint["model"].items()
-    }
-    return checkpoint
-
-
-# peak dense bf16 FLOP/s for MFU; the first key in the device's name counts: PCIe and NVL before SXM
-PEAK_FLOPS = {
-    "H100 PCIe": 756e12,
-    "H100 NVL": 835e12,
-    "H100": 989e12,
-    "H200": 989e12,
-    "GH200": 989e12,
-    "A100": 312e12,
-    "L40S": 362e12,
-    "A10G": 70e12,
-    "RTX 4090": 165e12,
-    "RTX 3090": 71e12,
-}
-
-
-def peak_flops(device_name):
-    """The bf16 dense peak of a GPU from its name (torch.cuda.get_device_name), else None."""
-    return next((value for key, value in PEAK_FLOPS.items() if key in device_name), None)
 
 
 def why_not_written(error, folder):

@@ -207,7 +207,7 @@ def host_reads(data, out, steps, log_interval):
     def counted(name):
         def read(self, *args):
             if threading.current_thread() is threading.main_thread() and \
-                    sys._getframe(1).f_code.co_filename == os.path.join(ROOT, "train.py"):
+                    os.path.dirname(sys._getframe(1).f_code.co_filename) == ROOT:
                 reads.append(name)
             return originals[name](self, *args)
         return read
