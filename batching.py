@@ -1,6 +1,6 @@
-"""From tokenized samples to model inputs: each step's samples, MLM masks (paper §2,
-docs/decisions.md#masking) or AR targets, padded or packed in (B, T) arrays. What is random is a
-function of (seed, step, sample position): neither the processes nor a resume change it."""
+"""From tokenized samples to model inputs: each step's samples, MLM masks (paper §2) or AR targets,
+padded or packed in (B, T) arrays. What is random is a function of (seed, step, sample position):
+neither the processes nor a resume change it."""
 
 import functools
 
@@ -24,7 +24,7 @@ def epoch_order(n, seed, epoch):
 
 
 def step_samples(n, batch_size, step, seed):
-    """(positions in the infinite training stream, sample indices) of one optimizer step."""
+    """(positions in the endless training stream, sample indices) of one optimizer step."""
     g = np.arange(step * batch_size, (step + 1) * batch_size)
     epochs, within = np.divmod(g, n)
     idx = np.empty_like(g)
@@ -34,8 +34,8 @@ def step_samples(n, batch_size, step, seed):
 
 
 def fill_in_example(ids, values, ask):
-    """Mask exactly the tokens marked `ask`: each becomes [MASK] with value input 1. Returns
-    (inputs, input values, targets, target values); targets IGNORE where nothing is asked."""
+    """Mask the tokens marked `ask` ([MASK], value 1): (inputs, input values, targets, target
+    values); targets IGNORE where nothing is asked."""
     inputs, input_values = np.where(ask, MASK_ID, ids), np.where(ask, 1.0, values)
     return inputs, input_values.astype(np.float32), np.where(ask, ids, IGNORE), values
 
@@ -53,13 +53,13 @@ def ar_example(ids, values):
 
 def collate(examples):
     """Pad (inputs, values, targets, target values) examples one to a row: a dict of (B, T) tensors
-    ('doc' None where no row is padded: attention takes its unmasked path)."""
+    ('doc' None where no row is padded)."""
     return _rows([[e] for e in examples])
 
 
 def fill_rows(lengths, row_length):
     """Samples (indices into lengths) in rows of row_length tokens: each row the longest sample
-    left, then the subset of the others that fills it best (subset sum, docs/benchmarks.md)."""
+    left, then the subset of the others that fills it best (subset sum)."""
     left, rows = sorted(range(len(lengths)), key=lambda i: -lengths[i]), []
     if left and lengths[left[0]] > row_length:
         raise ValueError(
@@ -84,14 +84,14 @@ def fill_rows(lengths, row_length):
 
 def pack(examples, row_length=None):
     """Pack examples several to a row of row_length tokens (default: the longest): 'doc' numbers a
-    row's samples (attention stays within each), positions restart at each."""
+    row's samples, positions restart at each."""
     rows = fill_rows([len(e[0]) for e in examples], row_length or max(len(e[0]) for e in examples))
     return _rows([[examples[i] for i in row] for row in rows])
 
 
 def _rows(rows, shape=None):
     """Rows of examples as (B, T) tensors, with pred (the predicted positions, flat) and n_real
-    (tokens that are not padding); shape: a fixed (B, T) to pad to (default: what they need)."""
+    (tokens that are not padding); shape: a fixed (B, T) to pad to."""
     lengths = [sum(len(e[0]) for e in row) for row in rows]
     B, T = shape or (len(rows), max(lengths))
     ids, targets = np.full((B, T), PAD_ID, np.int64), np.full((B, T), IGNORE, np.int64)
@@ -140,7 +140,7 @@ def choose_packing(
 ):
     """(pack_length, rows a micro-batch) for packing alone: of lengths in [shortest, longest]
     (multiples of 64) and rows up to what micro_batch_size samples fill, the pair that holds the
-    first steps in the fewest positions (docs/benchmarks.md); on a tie, the larger."""
+    first steps in the fewest positions; on a tie, the larger."""
     lengths, mean, cost = np.asarray(split.lengths), float(np.mean(split.lengths)), {}
     steps = [lengths[step_samples(len(split), batch_size, s, seed)[1]] for s in range(steps)]
     for n in range(-(-shortest // 64) * 64, longest + 1, 64):
@@ -152,29 +152,16 @@ def choose_packing(
 
 
 def packed_rows(split, micro_batch_size, pack_length):
-    """The rows of pack_length tokens a packed micro-batch holds: what micro_batch_size samples of
-    mean length fill."""
+    """Rows of a packed micro-batch: what micro_batch_size samples of mean length fill."""
     return max(1, round(micro_batch_size * float(np.mean(split.lengths)) / pack_length))
 
 
-def step_batches(
-    split,
-    step,
-    seed,
-    batch_size,
-    micro_batch_size,
-    rank=0,
-    world_size=1,
-    causal=False,
-    mlm_probability=0.2,
-    packing=False,
-    pack_length=0,
-    pin=False,
-    pack_rows=0,
-):
+def step_batches(split, step, seed, batch_size, micro_batch_size, rank=0, world_size=1,
+                 causal=False, mlm_probability=0.2, packing=False, pack_length=0, pin=False,
+                 pack_rows=0):
     """One process's micro-batches of a step sorted by length: of micro_batch_size samples, padded
     or packed in rows of their longest; or, with pack_length, all (R, pack_length), rows dealt to
-    the processes, R = pack_rows or the rows micro_batch_size samples fill. pin: page-locked."""
+    the processes, R = pack_rows or packed_rows. pin: page-locked."""
     positions, indices = step_samples(len(split), batch_size, step, seed)
     lengths = np.asarray(split.lengths)[indices]
     fixed = packing and pack_length
@@ -214,7 +201,7 @@ def predicted(batches, num_id):
 
 
 def to_device(batch, device):
-    """Move a batch to the device; on CUDA pinned (if it is not yet) and without blocking."""
+    """Move a batch to the device; on CUDA pinned and without blocking."""
     cuda = torch.device(device).type == "cuda"
 
     def move(v):

@@ -1,6 +1,6 @@
-"""A run's folder behind one call each from train.py: claiming out_dir (one run at a time, none
-replaced by accident, a torchrun restart continuing its launch), tidying it, saving checkpoints
-atomically, resuming one, and the closing note naming the command to run next."""
+"""A run's folder: claiming out_dir (one run at a time, none replaced by accident, a torchrun
+restart continuing its launch), tidying it, saving, loading and resuming checkpoints, and the
+closing note naming the command to run next."""
 
 import atexit
 import json
@@ -23,20 +23,16 @@ RESUME_REFUSES = {"model_args": SHAPE.split(), "config": ["batch_size", "seed", 
 
 
 def claim_out_dir(out_dir, resume, overwrite, master):
-    """Make out_dir this run's before the data loads: refuse one that cannot be written, or holds a
-    run unless --resume or --overwrite=True; lock it (rank 0) so two runs never interleave. Returns
-    (resume, the earlier run's files, which a fresh run removes)."""
+    """Make out_dir this run's: refuse one that cannot be written, or holds a run unless --resume or
+    --overwrite=True; lock it (rank 0). Returns (resume, the earlier run's files)."""
     lock_path = os.path.join(out_dir, "train.lock")
-    # torchrun --max-restarts starts the group again with the same command line after a lost
-    # worker: it continues what this launch began (the lock names it) from the last checkpoint,
-    # never afresh; no other launch resumes by accident
+    # a torchrun restart (same command, lost worker) continues its launch (the lock names it)
     launch = torchrun_launch()
     restarted = [master and bool(launch) and os.path.exists(lock_path)]
     if restarted[0]:
         with open(lock_path) as f:
             restarted = [f.read().split()[1:] == [launch]]
     if dist.is_initialized():
-        # rank 0's reading: every process continues, or none
         dist.broadcast_object_list(restarted)
     if restarted[0]:
         resume = os.path.exists(os.path.join(out_dir, "ckpt_latest.pt"))
@@ -50,7 +46,7 @@ def claim_out_dir(out_dir, resume, overwrite, master):
         raise SystemExit(
             "error: --out_dir is empty; name a folder for the checkpoints and log.jsonl"
         )
-    # a folder that cannot take a checkpoint fails now, not at the first save
+    # fail now, not at the first save
     try:
         os.makedirs(out_dir, exist_ok=True)
         tempfile.TemporaryFile(dir=out_dir).close()
@@ -79,8 +75,8 @@ def claim_out_dir(out_dir, resume, overwrite, master):
 
 
 def run_files(out_dir):
-    """What train.py and eval.py wrote in out_dir: log.jsonl, the checkpoints, and each eval.py
-    report (P.json, if it holds one) with its P.md and P_<split>[_pit|_density].png."""
+    """What train.py and eval.py wrote in out_dir: log.jsonl, checkpoints, and each eval.py report
+    (P.json) with its P.md and P_<split>[_pit|_density].png."""
     names = set(os.listdir(out_dir))
     ours = {n for n in names if re.fullmatch(r"log\.jsonl|ckpt_(latest|best|\d+)\.pt", n)}
     for name in [n for n in names if re.fullmatch(r"eval[\w.-]*\.json", n)]:
@@ -99,7 +95,7 @@ def run_files(out_dir):
 
 def tidy_out_dir(out_dir, resume, iter_num, earlier_run):
     """(rank 0) Remove checkpoints cut short by a kill; on resume, cut the log back to the
-    checkpoint's step; afresh, remove the earlier run's files. Returns log.jsonl to append to."""
+    checkpoint's step; afresh, remove the earlier run's files. Returns the log's path."""
     for name in sorted(os.listdir(out_dir)):
         if re.fullmatch(r"ckpt_(latest|best|\d+)(\.\w+)?\.tmp\.pt", name):
             leftover = os.path.join(out_dir, name)
@@ -109,7 +105,7 @@ def tidy_out_dir(out_dir, resume, iter_num, earlier_run):
     if resume and os.path.exists(log_path):
         with open(log_path, encoding="utf-8", errors="replace") as f:
             lines = f.readlines()
-        # the checkpoint is the truth: rows after its step log again; a broken row (a kill) goes
+        # rows after the checkpoint's step log again; a broken row (a kill) goes
         rows = [log_row(line) for line in lines]
         kept = [line for line, row in zip(lines, rows) if row and row["iter"] <= iter_num]
         broken = sum(row is None for row in rows)
@@ -120,7 +116,6 @@ def tidy_out_dir(out_dir, resume, iter_num, earlier_run):
                 + (f", and {broken} that are not whole JSON rows of a step" if broken else "")
             )
             atomic_write_text(log_path, "".join(kept))
-    # afresh (--overwrite=True), nothing of the earlier run stays
     if not resume and earlier_run:
         for path in earlier_run:
             os.remove(path)
@@ -128,21 +123,7 @@ def tidy_out_dir(out_dir, resume, iter_num, earlier_run):
             "note: --overwrite=True removed the earlier run's"
             f" {', '.join(map(os.path.basename, earlier_run))}"
         )
-    return AppendLog(log_path)
-
-
-class AppendLog:
-    """log.jsonl, opened for each row it appends: a run that stops anywhere leaves it whole."""
-
-    def __init__(self, path):
-        self.path = path
-
-    def write(self, text):
-        with open(self.path, "a", encoding="utf-8") as f:
-            f.write(text)
-
-    def close(self):
-        pass
+    return log_path
 
 
 def log_row(line):
@@ -156,13 +137,14 @@ def log_row(line):
 
 
 def load_checkpoint(path, device="cpu", mmap=False):
-    """A train.py checkpoint read as data only (foreign files cannot run code); a bad file is a
-    one-line error naming it. mmap: tensors are mapped, not read (to look at its settings)."""
+    """A train.py checkpoint read as data only (it cannot run code); a bad file is a one-line error.
+    mmap: tensors are mapped, not read (to look at its settings)."""
     try:
         check_regular(path)
         checkpoint = torch.load(path, map_location=device, weights_only=True, mmap=mmap)
     except Exception as e:
-        if mmap:  # a file torch cannot map: say what a plain load says of it
+        # a file torch cannot map: what a plain load says of it
+        if mmap:
             return load_checkpoint(path, device)
         detail = str(e).strip().splitlines()[0] if str(e).strip() else "no detail"
         # never torch's advice to load it unsafely
@@ -193,7 +175,7 @@ def load_checkpoint(path, device="cpu", mmap=False):
 
 
 def trained_on(path):
-    """For an error about the data on --resume: the data the checkpoint at path names."""
+    """For an error about the data on --resume: where the checkpoint's data was."""
     data_dir = os.path.exists(path) and load_checkpoint(path, mmap=True)["config"].get("data_dir")
     if not data_dir:
         return ""
@@ -204,8 +186,7 @@ def trained_on(path):
 
 
 def save_checkpoint(path, model, optimizer, iter_num, best_val_loss, meta):
-    """Write weights, optimizer state, step and meta to path atomically; a write that fails stops
-    the run with one line saying why."""
+    """Write weights, optimizer state, step and meta to path atomically, or stop saying why."""
     checkpoint = dict(model=model.state_dict(), optimizer=optimizer.state_dict(), **meta)
     checkpoint.update(iter_num=iter_num, best_val_loss=best_val_loss)
     try:
@@ -221,8 +202,8 @@ def save_checkpoint(path, model, optimizer, iter_num, best_val_loss, meta):
 
 
 def stop_unless_finite(values, names, step, ckpt_path, validation=False):
-    """The values (floats, named) unless one is NaN or infinite: then every process stops, before
-    the optimizer step (or, validation, the checkpoint) it would spoil."""
+    """The values (floats, named) unless one is not finite: then every process stops, before the
+    optimizer step (or, validation, the checkpoint) it would spoil."""
     what, before = "training", "the optimizer step"
     if validation:
         what, before = "validation", "writing a checkpoint"
@@ -238,8 +219,8 @@ def stop_unless_finite(values, names, step, ckpt_path, validation=False):
 
 
 def resume_from(resume, path, model, optimizer, model_args, config, data_fingerprint, say=None):
-    """(step, best validation loss, changed settings): afresh 0, inf, {}; on resume those of the
-    checkpoint at path, loaded into model and optimizer (its moments, this config's settings)."""
+    """(step, best validation loss, changed settings): afresh 0, inf, {}; on resume the checkpoint
+    at path's, loaded into model and optimizer (its moments, this config's settings)."""
     if not resume:
         return 0, float("inf"), {}
     if not os.path.exists(path):
@@ -294,9 +275,8 @@ def say_changes(changed, config, iter_num, get_lr):
 
 
 def check_resume(checkpoint, path, model_args, config, data_fingerprint, say=None):
-    """Refuse to continue `checkpoint` (from path) with another model shape, sample stream or data
-    (by content: a moved folder is the same data); returns the other changed settings, {key: (was,
-    is)}, which apply (`say` notes a finished run)."""
+    """Refuse to continue `checkpoint` with another model shape, sample stream or data (by content:
+    a moved folder is the same data); returns the other changed settings, {key: (was, is)}."""
     for part, keys in RESUME_REFUSES.items():
         for key in keys:
             now = (model_args if part == "model_args" else config)[key]
@@ -309,7 +289,6 @@ def check_resume(checkpoint, path, model_args, config, data_fingerprint, say=Non
     recorded = checkpoint.get("data_fingerprint")
     if recorded is not None and recorded != data_fingerprint and not config["changed_data"]:
         now, then = config["data_dir"], checkpoint["config"]["data_dir"]
-        # another folder: most likely the wrong config or --data_dir
         if os.path.realpath(now) != os.path.realpath(then):
             raise SystemExit(
                 f"error: {now} is not the data {path} was trained on ({then}); resume with the"
@@ -339,10 +318,8 @@ def check_resume(checkpoint, path, model_args, config, data_fingerprint, say=Non
     }
 
 
-def finish(log, out_dir, data_dir, seconds):
-    """Close the log, release out_dir, and say where the checkpoints are and how to predict with the
-    best (for own data, with a key meta.json names)."""
-    log.close()
+def finish(out_dir, data_dir, seconds):
+    """Release out_dir, and say where the checkpoints are and how to predict with the best."""
     with open(os.path.join(data_dir, "meta.json")) as f:
         meta = json.load(f)
     release_lock(os.path.join(out_dir, "train.lock"))

@@ -73,13 +73,19 @@ def describe(config, used, resumed_at, train_data, val_data, vocab, model):
     )
 
 
+def append_row(log, row):
+    """Append a JSON row to log.jsonl, opened each time: a run stopped anywhere leaves it whole."""
+    with open(log, "a", encoding="utf-8") as f:
+        f.write(json.dumps(row) + "\n")
+
+
 def say_validation(log, step, val, num_loss_name):
     """Print and log an evaluation (val: val_loss, val_ce and val_mse)."""
     print(
         f"step {step}: val loss {val['val_loss']:.4f} (CE {val['val_ce']:.4f}, number"
         f" {num_loss_name} {val['val_mse']:.4g})"
     )
-    log.write(json.dumps({"iter": step, **val}) + "\n")
+    append_row(log, {"iter": step, **val})
 
 
 class Progress:
@@ -134,6 +140,6 @@ class Progress:
                     f" ~{format_duration(left)} on the CPU: a paper-scale run; for a CPU try"
                     " config/own_small.py (or config/*_small.py)"
                 )
-            self.log.write(json.dumps({**row, "peak_memory_gib": memory}) + "\n")
+            append_row(self.log, {**row, "peak_memory_gib": memory})
         self.first = False
         self.restart(step)

@@ -107,7 +107,6 @@ dtype, autocast = preflight.pick_precision(dtype, device_type)
 compile = preflight.pick_compile(compile, device_type, print0)
 # FlexAttention where it is fast (compiled, no dropout), else a dense mask
 flex = flex_attention and compile and device_type == "cuda" and dropout == 0
-# where micro_batch_size × processes exceeds the batch: the largest that fits
 micro_batch_size = preflight.fit_micro_batch(batch_size, micro_batch_size, world_size, print0)
 # the same initialisation on every rank
 torch.manual_seed(seed)
@@ -129,7 +128,7 @@ longest = max(int(split.lengths.max()) for split in (train_data, val_data))
 # AR appends [EOS] and shifts by one: as many inputs as tokens
 block_size = block_size or longest
 preflight.check_lengths(data_dir, encoding, train_data, val_data, block_size, packing, pack_length)
-# packed micro-batches: pack_rows rows of pack_length tokens
+# packed: micro-batches of pack_rows rows of pack_length tokens
 pack_rows = 0
 if packing:
     args = (train_data, batch_size, micro_batch_size, world_size, seed, longest, 4 * block_size)
@@ -201,7 +200,7 @@ def micro_batches(step):
 
 
 def step_counts(counts):
-    """The step's predicted tokens and numbers: each process's counts, summed (one all_reduce)."""
+    """The step's predicted tokens and numbers: every process's counts, summed."""
     if not ddp:
         return counts
     counts = torch.tensor(counts, device=device)
@@ -245,7 +244,7 @@ t_start = time.time()
 # the speed between logged steps; what they print and log
 progress = report.Progress(log, iter_num, max_iters, world_size, device, flops_tok)
 stopping = False
-# every loss and gradient norm since the last check, summed on the device: finite while all are
+# the losses and gradient norms since the last check, summed on the device: finite while all are
 unchecked = torch.zeros(1, device=device)
 sigterm = distributed.note_sigterm()
 # a thread builds the next step's micro-batches while this one computes
@@ -273,7 +272,7 @@ with ThreadPoolExecutor(max_workers=1) as loader:
             save(f"ckpt_{iter_num}.pt")
         if iter_num >= max_iters:
             break
-        # after a SIGTERM noted at the last check: save (unless just saved), and stop
+        # after a SIGTERM: save (unless just saved), and stop
         if stopping:
             if master and iter_num % eval_interval:
                 save("ckpt_latest.pt")
@@ -304,7 +303,7 @@ with ThreadPoolExecutor(max_workers=1) as loader:
         if checking or not ddp:
             stopping = distributed.sigterm_noted(sigterm, device)
         # check the losses where the host reads them (logged steps, before a save): a non-finite
-        # one since the last check stops every process before the optimizer step spoils the weights
+        # one since the last check stops every process before the optimizer step
         if checking or stopping:
             losses = distributed.sum_over_processes(torch.cat([loss_sum, unchecked]))
             checkpoint.stop_unless_finite(losses, CHECKED, done, ckpt_path)
@@ -319,7 +318,7 @@ with ThreadPoolExecutor(max_workers=1) as loader:
 
 # -- the end
 if master:
-    # close the log, release out_dir, print what to run next
-    checkpoint.finish(log, out_dir, data_dir, time.time() - t_start)
+    # release out_dir, print what to run next
+    checkpoint.finish(out_dir, data_dir, time.time() - t_start)
 # every process waits for rank 0's last checkpoint, then leaves
 distributed.end_processes()
