@@ -8,7 +8,7 @@ from helpers import NUM, V, sample, tiny
 
 from batching import collate, mlm_mask
 from model import GPT, IGNORE, GPTConfig, flops_per_token, loss_from
-from util import peak_flops
+from report import peak_flops
 from tokenize_numbers import MASK_ID
 
 

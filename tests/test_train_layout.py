@@ -31,7 +31,7 @@ def test_the_loop_is_at_most_80_lines_each_phase_under_a_heading():
                     "# clip the gradient", "# step the optimizer", "# timing and logging"):
         assert heading in loop, heading
     assert loop.index("learning rate") < loop.index("# evaluate") < loop.index("backward") < loop.index("clip") \
-        < loop.index("optimizer.step()") < loop.index("# timing and logging")
+        < loop.index("# timing and logging") < loop.index("optimizer.step()")
 
 
 def test_train_py_has_no_tuple_of_six_targets_and_no_dict_keyed_by_a_sentence():
