@@ -37,24 +37,33 @@ def one_line_error(r):
     return lines[0]
 
 
+def train_args(data_dir, out, *args):
+    """train.py's flags for a tiny run of 2 steps of 8 samples on data_dir; args override them."""
+    return [*TINY, f"--data_dir={data_dir}", f"--out_dir={out}", "--batch_size=8", "--micro_batch_size=8",
+            "--max_iters=2", "--eval_interval=2", "--eval_batches=1", "--learning_rate=1e-3", "--min_lr=1e-3",
+            *args]
+
+
 def train(data_dir, out, *args, check=True):
-    return run("train.py", *TINY, f"--data_dir={data_dir}", f"--out_dir={out}", "--batch_size=8",
-               "--micro_batch_size=8", "--eval_interval=2", "--eval_batches=1", "--learning_rate=1e-3", "--min_lr=1e-3",
-               *args,
-               check=check)
+    return run("train.py", *train_args(data_dir, out, *args), check=check)
+
+
+def torchrun(n, *args, check=True):
+    """train.py args on n processes (gloo, one thread each), as torchrun --standalone starts them."""
+    return run("-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={n}", "train.py", *args,
+               env={**os.environ, "OMP_NUM_THREADS": "1"}, check=check)
 
 
 def resumed_losses_match(data, tmp_path, device="cpu", rel=1e-6, abs=1e-7):
-    """Steps 4-6 of a run stopped after step 3 and resumed with the same settings log the losses of an
-    uninterrupted run (its checkpoint of step 3 stands for the stopped run's last one)."""
-    common = [*[a for a in TINY if not a.startswith("--device")], f"--device={device}", f"--data_dir={data}",
-              "--batch_size=8", "--micro_batch_size=4", "--eval_interval=3", "--learning_rate=1e-3",
-              "--min_lr=1e-4", "--dropout=0.1", "--max_iters=6", "--keep_every=3"]  # a decaying lr and dropout
-    straight, resumed = str(tmp_path / "straight"), str(tmp_path / "resumed")
-    run("train.py", *common, f"--out_dir={straight}")
+    """Steps 4-6 of a run resumed from its checkpoint of step 3 log the losses of an uninterrupted run
+    (with a decaying lr and dropout)."""
+    flags = [f"--device={device}", "--micro_batch_size=4", "--eval_interval=3", "--min_lr=1e-4", "--dropout=0.1",
+             "--max_iters=6", "--keep_every=3"]
+    straight, resumed = tmp_path / "straight", tmp_path / "resumed"
+    train(data, straight, *flags)
     os.makedirs(resumed)
-    shutil.copy(os.path.join(straight, "ckpt_3.pt"), os.path.join(resumed, "ckpt_latest.pt"))
-    r = run("train.py", *common, f"--out_dir={resumed}", "--resume")
+    shutil.copy(straight / "ckpt_3.pt", resumed / "ckpt_latest.pt")
+    r = train(data, resumed, *flags, "--resume")
     assert "resuming at step 3" in r.stdout and "changed" not in r.stdout
     a, b = losses(straight), losses(resumed)
     for i in (4, 5, 6):
