@@ -31,7 +31,8 @@ def peak_flops(device_name):
 
 def describe(config, used, resumed_at, train_data, val_data, vocab, model):
     """Print the start-up facts: the settings as given (config) and as fitted to the machine and
-    the data (used: micro_batch_size, world_size, pack_length, pack_rows, device, dtype, compile)."""
+    the data (used: micro_batch_size, world_size, pack_length, pack_rows, device, dtype,
+    compile)."""
     mean_length = float(train_data.lengths.mean())
     print(
         f"data: {config['data_dir']} ({config['encoding']}): {len(train_data):,} train /"
@@ -55,8 +56,8 @@ def describe(config, used, resumed_at, train_data, val_data, vocab, model):
     if config["packing"]:
         # packed, a step has as many micro-batches as its rows need
         length, rows = used["pack_length"], used["pack_rows"]
-        layout = dict(packing=True, pack_length=length, pack_rows=rows)
-        first = step_batches(train_data, 0, config["seed"], batch, micro, world_size=world, **layout)
+        layout = dict(world_size=world, packing=True, pack_length=length, pack_rows=rows)
+        first = step_batches(train_data, 0, config["seed"], batch, micro, **layout)
         least = "" if config["pack_length"] else " (the least padding)"
         steps = (
             f"{tokens}, packed in rows of {length} tokens, {rows} a micro-batch{least};"
