@@ -3,8 +3,8 @@ micro-batches, attention memory, compile on the CPU), each in one line."""
 import os
 
 import pytest
-from conftest import ROOT, run
-from helpers import TINY, losses, one_line_error, train
+from conftest import ROOT
+from helpers import losses, one_line_error, train
 
 import preflight
 from batching import choose_packing, step_batches

@@ -1,6 +1,5 @@
 """report.py: what a run prints and logs (the start-up facts, each logged step with its speed and MFU, the time
 left, what to run next)."""
-import os
 
 import pytest
 import torch

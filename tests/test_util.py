@@ -7,8 +7,7 @@ import sys
 
 import pytest
 import torch
-from conftest import ROOT, run
-from helpers import one_line_error
+from conftest import ROOT
 
 
 def test_a_checkpoint_write_that_torch_refuses_says_why_in_the_oss_words(tmp_path):
@@ -23,8 +22,6 @@ def test_a_checkpoint_write_that_torch_refuses_says_why_in_the_oss_words(tmp_pat
 
 
 def test_on_the_cpu_torch_runs_one_thread_unless_asked(monkeypatch):
-    import torch
-
     from util import pick_device
     saved = torch.get_num_threads()
     try:
