@@ -140,13 +140,6 @@ def test_each_script_starts_as_its_own_process(script):
     assert r.returncode == 0 and "--" in r.stdout and not r.stderr.strip()
 
 
-def test_resume_refuses_settings_that_change_the_sample_stream(data, tmp_path):
-    train(data, tmp_path, "--micro_batch_size=4")
-    for flag in ("--batch_size=4", "--seed=7", "--mlm_probability=0.3"):
-        r = train(data, tmp_path, "--micro_batch_size=4", flag, "--max_iters=4", "--resume", check=False)
-        assert r.returncode != 0 and flag.split("=")[0][2:] + "=" in r.stderr, r.stderr
-
-
 @pytest.mark.parametrize("device", ["cpu", "cuda"])
 def test_float32_matmuls_stay_float32_and_the_number_head_matches_float64(data, tmp_path, device):
     """TF32 would round the float32 number path's matmuls to a 10-bit mantissa (~1e-3 relative)."""
@@ -199,22 +192,6 @@ def test_the_host_waits_for_the_device_once_a_logged_step_not_every_step(data, t
 
 # ---------------------------------------------------------------- runs
 
-def test_a_second_run_in_an_out_dir_in_use_is_refused_even_with_overwrite(data, tmp_path):
-    train(data, tmp_path)
-    assert not os.path.exists(tmp_path / "train.lock")  # released at the end
-    log = (tmp_path / "log.jsonl").read_text()
-    other = subprocess.Popen(["sleep", "60"])  # stands for a run still writing out_dir
-    try:
-        (tmp_path / "train.lock").write_text(str(other.pid))
-        error = one_line_error(train(data, tmp_path, "--overwrite=True", check=False))
-        assert f"in use by another train.py run (pid {other.pid})" in error
-        assert (tmp_path / "log.jsonl").read_text() == log  # nothing deleted
-    finally:
-        other.kill()
-        other.wait()
-    train(data, tmp_path, "--overwrite=True")  # the lock of a process that has ended is taken over
-
-
 @pytest.mark.slow
 def test_a_run_that_ends_in_an_error_releases_its_lock_but_a_torchrun_worker_keeps_it(tmp_path):
     for env in (None, {**os.environ, "TORCHELASTIC_RUN_ID": "launch-a"}):  # one process; a worker torchrun may restart
@@ -224,13 +201,23 @@ def test_a_run_that_ends_in_an_error_releases_its_lock_but_a_torchrun_worker_kee
         assert os.path.exists(tmp_path / "train.lock") == (env is not None)  # a restart reads the launch in it
 
 
-def test_a_finished_run_is_never_overwritten_without_resume_or_overwrite(data, tmp_path):
+def test_a_run_is_never_replaced_without_overwrite_nor_while_another_holds_its_out_dir(data, tmp_path):
     train(data, tmp_path)
-    before = (tmp_path / "ckpt_best.pt").read_bytes()
+    assert not os.path.exists(tmp_path / "train.lock")  # released at the end
+    before, log = (tmp_path / "ckpt_best.pt").read_bytes(), (tmp_path / "log.jsonl").read_text()
     error = one_line_error(train(data, tmp_path, check=False))
     assert "--resume" in error and "--overwrite=True" in error and "ckpt_best.pt" in error
-    assert (tmp_path / "ckpt_best.pt").read_bytes() == before and sorted(losses(tmp_path)) == [1, 2]
-    train(data, tmp_path, "--max_iters=1", "--overwrite=True")  # afresh: nothing of the first run is left
+    other = subprocess.Popen(["sleep", "60"])  # stands for a run still writing out_dir
+    try:
+        (tmp_path / "train.lock").write_text(str(other.pid))
+        error = one_line_error(train(data, tmp_path, "--overwrite=True", check=False))
+        assert f"in use by another train.py run (pid {other.pid})" in error
+    finally:
+        other.kill()
+        other.wait()
+    assert (tmp_path / "ckpt_best.pt").read_bytes() == before and (tmp_path / "log.jsonl").read_text() == log
+    # the lock of a process that has ended is taken over; afresh, nothing of the first run is left
+    train(data, tmp_path, "--max_iters=1", "--overwrite=True")
     assert sorted(losses(tmp_path)) == [1]
     assert torch.load(tmp_path / "ckpt_best.pt", weights_only=False)["iter_num"] == 1
 
@@ -253,21 +240,15 @@ def test_a_non_finite_loss_stops_training_before_a_checkpoint_and_the_last_one_r
     assert "resuming at step 2" in r.stdout and sorted(losses(tmp_path)) == [1, 2, 3, 4]
 
 
-def test_a_non_finite_loss_between_logged_steps_stops_at_the_next_check_before_any_checkpoint(own_data, tmp_path):
+def test_a_non_finite_loss_between_logged_steps_or_in_validation_stops_before_any_checkpoint(own_data, tmp_path):
     """The host reads the device only on a logged step or one before a save: a NaN in step 3 of 4 (logging every 4)
-    stops every process at step 4, with the last good checkpoint untouched."""
+    stops every process at step 4, with the last good checkpoint untouched; so does a NaN validation loss."""
     train(own_data, tmp_path)
     good = (tmp_path / "ckpt_latest.pt").read_bytes()
     with diverging_after(1):  # step 3 of the run: its weights are NaN, step 4 is checked
         r = train(own_data, tmp_path, "--max_iters=6", "--log_interval=4", "--eval_interval=6", "--resume", check=False)
     error = one_line_error(r)
     assert error.startswith("error: step 4: non-finite training loss") and "since the last check nan" in error, error
-    assert (tmp_path / "ckpt_latest.pt").read_bytes() == good
-
-
-def test_a_non_finite_validation_loss_stops_before_the_checkpoint(own_data, tmp_path):
-    train(own_data, tmp_path)
-    good = (tmp_path / "ckpt_latest.pt").read_bytes()
     with diverging_after(2):  # the training loss of step 4 is checked before its optimizer step leaves NaN
         error = one_line_error(train(own_data, tmp_path, "--max_iters=4", "--resume", check=False))
     assert error.startswith("error: step 4: non-finite validation loss")
@@ -302,30 +283,23 @@ def test_resume_cuts_the_log_back_to_the_checkpoint(data, tmp_path):
 
 # ---------------------------------------------------------------- resume, disk, devices, leftovers
 
-def test_resume_applies_changed_settings_refuses_a_changed_shape_and_says_so(data, tmp_path):
-    train(data, tmp_path)
-    error = one_line_error(train(data, tmp_path, "--resume", "--max_iters=4", "--block_size=64", check=False))
-    assert "block_size=32" in error and "64" in error
-    r = train(data, tmp_path, "--resume", "--max_iters=4", "--dropout=0.5", "--eval_interval=4")
-    assert "resume: changed settings applied: " in r.stdout and "dropout 0.0 → 0.5" in r.stdout
-    assert torch.load(tmp_path / "ckpt_latest.pt", weights_only=True)["model_args"]["dropout"] == 0.5
-
-
-def test_resume_with_a_longer_schedule_says_what_the_learning_rate_was_and_is(data, tmp_path):
+def test_resume_refuses_what_would_not_continue_the_run_and_applies_and_says_the_rest(data, tmp_path):
     train(data, tmp_path, "--max_iters=4", "--min_lr=1e-4")  # a decaying learning rate
-    r = train(data, tmp_path, "--resume", "--max_iters=8", "--min_lr=1e-4")
-    # step 4 of 4 is the end of the cosine (min_lr); of 8 its middle: (1e-3 + 1e-4) / 2
-    assert "max_iters 4 → 8" in r.stdout
-    assert "at step 4 the learning rate was 1.00e-04 and now is 5.50e-04" in r.stdout
-    assert read_log(tmp_path, "lr")[5] == pytest.approx(5.5e-4)
-
-
-def test_resume_with_max_iters_below_the_steps_done_is_an_error(data, tmp_path):
-    train(data, tmp_path, "--max_iters=4")
+    for was, now in (("batch_size=8", "4"), ("seed=1337", "7"), ("mlm_probability=0.2", "0.3"), ("block_size=32", "64")):
+        flag = f"--{was.split('=')[0]}={now}"  # another sample stream or model shape
+        error = one_line_error(train(data, tmp_path, flag, "--max_iters=8", "--resume", check=False))
+        assert f"trained with {was}, the config asks for {now}" in error, error
     error = one_line_error(train(data, tmp_path, "--resume", "--max_iters=2", check=False))
     assert "--max_iters=2 is below the 4 steps" in error
     r = train(data, tmp_path, "--resume", "--max_iters=4")  # a finished run: nothing to do, and it says so
     assert "has done all 4 steps; nothing to train" in r.stdout
+    r = train(data, tmp_path, "--resume", "--max_iters=8", "--min_lr=1e-4", "--dropout=0.5")
+    assert "resume: changed settings applied: " in r.stdout and "dropout 0.0 → 0.5" in r.stdout
+    assert torch.load(tmp_path / "ckpt_latest.pt", weights_only=True)["model_args"]["dropout"] == 0.5
+    # step 4 of 4 is the end of the cosine (min_lr); of 8 its middle: (1e-3 + 1e-4) / 2
+    assert "max_iters 4 → 8" in r.stdout
+    assert "at step 4 the learning rate was 1.00e-04 and now is 5.50e-04" in r.stdout
+    assert read_log(tmp_path, "lr")[5] == pytest.approx(5.5e-4)
 
 
 def test_a_checkpoint_that_cannot_be_written_is_a_one_line_error_naming_the_disk_only_when_full(data, tmp_path,
