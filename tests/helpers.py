@@ -14,6 +14,7 @@ import pytest
 import torch
 from conftest import ROOT, run
 
+from batching import ar_example, mlm_mask
 from model import GPT, GPTConfig
 
 sys.path.insert(0, os.path.join(ROOT, "prepare"))
@@ -95,10 +96,22 @@ V, NUM = 12, 3  # a tiny vocabulary: specials 0..2, [NUM] 3, text tokens 4..11
 
 
 def tiny(encoding="xval", **kw):
+    """The tests' tiny model (2 layers, width 32, vocabulary V; kw: other GPTConfig settings), in eval mode."""
     torch.manual_seed(0)
-    cfg = GPTConfig(vocab_size=V, num_id=NUM if encoding == "xval" else -1, block_size=32,
-                    n_layer=2, n_head=2, n_embd=32, encoding=encoding, **kw)
-    return GPT(cfg).eval()
+    settings = dict(vocab_size=V, num_id=NUM if encoding == "xval" else -1, block_size=32, n_layer=2, n_head=2,
+                    n_embd=32, encoding=encoding)
+    return GPT(GPTConfig(**{**settings, **kw})).eval()
+
+
+def random_examples(rng, lengths, causal=False, mlm_probability=0.3, spread=1.0):
+    """AR or MLM-masked examples of random text tokens, every third a [NUM] of value ~ N(0, spread²)."""
+    examples = []
+    for n in lengths:
+        ids = rng.integers(4, V, int(n))
+        ids[::3] = NUM
+        values = np.where(ids == NUM, rng.standard_normal(len(ids)) * spread, 1.0).astype(np.float32)
+        examples.append(ar_example(ids, values) if causal else mlm_mask(ids, values, mlm_probability, rng))
+    return examples
 
 
 def sample(T, seed=0):
