@@ -4,7 +4,7 @@ import pytest
 import torch
 from helpers import Samples
 
-from batching import mlm_mask, pack, step_batches, step_samples
+from batching import mlm_mask, pack, predicted, step_batches, step_samples
 
 
 def samples_in(batch):
@@ -19,11 +19,15 @@ def test_over_an_epoch_the_ranks_load_every_sample_exactly_once(packing, pack_le
     lengths = [3 + i % 7 for i in range(48)]
     split = Samples((np.full(n, 9), np.full(n, float(i), np.float32)) for i, n in enumerate(lengths))
     seen = []
+    layout = dict(seed=3, batch_size=8, micro_batch_size=2, packing=packing, pack_length=pack_length)
     for step in range(48 // 8):  # one epoch of steps of 8 samples, 4 per rank in micro-batches of 2
+        counts = []
         for rank in range(2):
-            for batch in step_batches(split, step, seed=3, batch_size=8, micro_batch_size=2, rank=rank,
-                                      world_size=2, packing=packing, pack_length=pack_length):
-                seen += samples_in(batch)
+            batches = step_batches(split, step, rank=rank, world_size=2, **layout)
+            seen += [s for batch in batches for s in samples_in(batch)]
+            counts.append(predicted(batches, num_id=9))
+        # the ranks' predicted tokens and numbers add up to the step's
+        assert tuple(map(sum, zip(*counts))) == predicted(step_batches(split, step, **layout), num_id=9)
     assert sorted(seen) == list(enumerate(lengths))  # each sample once, and whole
 
 
