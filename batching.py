@@ -156,9 +156,21 @@ def packed_rows(split, micro_batch_size, pack_length):
     return max(1, round(micro_batch_size * float(np.mean(split.lengths)) / pack_length))
 
 
-def step_batches(split, step, seed, batch_size, micro_batch_size, rank=0, world_size=1,
-                 causal=False, mlm_probability=0.2, packing=False, pack_length=0, pin=False,
-                 pack_rows=0):
+def step_batches(
+    split,
+    step,
+    seed,
+    batch_size,
+    micro_batch_size,
+    rank=0,
+    world_size=1,
+    causal=False,
+    mlm_probability=0.2,
+    packing=False,
+    pack_length=0,
+    pin=False,
+    pack_rows=0,
+):
     """One process's micro-batches of a step sorted by length: of micro_batch_size samples, padded
     or packed in rows of their longest; or, with pack_length, all (R, pack_length), rows dealt to
     the processes, R = pack_rows or packed_rows. pin: page-locked."""
