@@ -3,6 +3,8 @@ padded or packed in (B, T) arrays. What is random is a function of (seed, step, 
 neither the processes nor a resume change it."""
 
 import functools
+import itertools
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import torch
@@ -210,6 +212,16 @@ def predicted(batches, num_id):
     """(tokens, numbers) that micro-batches predict: their targets, and those that are [NUM]."""
     tokens = sum(len(b["pred"]) for b in batches)
     return tokens, sum(int((b["targets"] == num_id).sum()) for b in batches)
+
+
+def prefetched(make, first):
+    """make(first), make(first + 1), ...: each built on a thread while the caller uses the last."""
+    with ThreadPoolExecutor(max_workers=1) as loader:
+        upcoming = loader.submit(make, first)
+        for step in itertools.count(first + 1):
+            ready = upcoming.result()
+            upcoming = loader.submit(make, step)
+            yield ready
 
 
 def to_device(batch, device):

@@ -9,7 +9,6 @@ import math
 import os
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 
 import numpy as np
@@ -21,7 +20,8 @@ import checkpoint
 import distributed
 import preflight
 import report
-from batching import VAL_STEP, collate, predicted, step_batches, to_device, training_examples
+from batching import VAL_STEP, collate, predicted, prefetched, step_batches, to_device
+from batching import training_examples
 from configurator import configure
 from dataset import Split, fingerprint, load_text_vocab
 from distributed import print0
@@ -248,73 +248,71 @@ stopping = False
 unchecked = torch.zeros(1, device=device)
 sigterm = distributed.note_sigterm()
 # a thread builds the next step's micro-batches while this one computes
-with ThreadPoolExecutor(max_workers=1) as loader:
-    upcoming = loader.submit(micro_batches, iter_num)
-    while True:
-        # determine and set the learning rate for this step
-        lr = get_lr(iter_num, config)
-        for group in optimizer.param_groups:
-            group["lr"] = lr
-        # evaluate, and write the latest and best checkpoints
-        if (iter_num % eval_interval == 0 or iter_num == max_iters) and iter_num != resumed_at:
-            val = evaluate()
-            if master:
-                report.say_validation(log, iter_num, val, num_loss_name)
-                improved = val["val_loss"] < best_val_loss
-                best_val_loss = min(best_val_loss, val["val_loss"])
-                if iter_num > 0 and improved:
-                    save("ckpt_best.pt")
-                if iter_num > 0:
-                    save("ckpt_latest.pt")
-            # validation is not training time
-            progress.restart(iter_num)
-        if master and keep_every and iter_num % keep_every == 0 and iter_num not in (0, resumed_at):
-            save(f"ckpt_{iter_num}.pt")
-        if iter_num >= max_iters:
-            break
-        # after a SIGTERM: save (unless just saved), and stop
-        if stopping:
-            if master and iter_num % eval_interval:
+steps = prefetched(micro_batches, iter_num)
+while True:
+    # determine and set the learning rate for this step
+    lr = get_lr(iter_num, config)
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+    # evaluate, and write the latest and best checkpoints
+    if (iter_num % eval_interval == 0 or iter_num == max_iters) and iter_num != resumed_at:
+        val = evaluate()
+        if master:
+            report.say_validation(log, iter_num, val, num_loss_name)
+            improved = val["val_loss"] < best_val_loss
+            best_val_loss = min(best_val_loss, val["val_loss"])
+            if iter_num > 0 and improved:
+                save("ckpt_best.pt")
+            if iter_num > 0:
                 save("ckpt_latest.pt")
-            distributed.stop_after_sigterm(iter_num, ckpt_path)
-        # dropout's randomness follows (seed, rank, step): a resume repeats it
-        torch.manual_seed(int(np.random.SeedSequence([seed, rank, iter_num]).generate_state(1)[0]))
-        # this step's micro-batches, and the next step's begun
-        batches, counts = upcoming.result()
-        upcoming = loader.submit(micro_batches, iter_num + 1)
-        n_tokens, n_numbers = step_counts(counts)
-        # forward and backward; DDP averages the gradients at the last micro-batch
-        loss_sum = torch.zeros(3, device=device)
-        for i, cpu_batch in enumerate(batches):
-            with model.no_sync() if ddp and i < len(batches) - 1 else nullcontext(), autocast:
-                sums = forward(model, to_device(cpu_batch, device))
-                loss, ce, num = loss_from(sums, num_loss_weight, n_tokens, n_numbers)
-            # DDP averages world_size × each process's share: the global batch's mean
-            (loss * world_size).backward()
-            loss_sum += torch.stack([loss, ce, num]).detach()
-            progress.count(cpu_batch)
-        # clip the gradient (grad_clip 0: measured only)
-        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip or math.inf)
-        unchecked += loss_sum.sum() + grad_norm
-        done = iter_num + 1
-        logging = done % log_interval == 0 or done == max_iters
-        checking = logging or done % eval_interval == 0 or (keep_every and done % keep_every == 0)
-        # a SIGTERM noted by any process: all save and stop after this step (torchrun: at a check)
-        if checking or not ddp:
-            stopping = distributed.sigterm_noted(sigterm, device)
-        # check the losses where the host reads them (logged steps, before a save): a non-finite
-        # one since the last check stops every process before the optimizer step
-        if checking or stopping:
-            losses = distributed.sum_over_processes(torch.cat([loss_sum, unchecked]))
-            checkpoint.stop_unless_finite(losses, CHECKED, done, ckpt_path)
-            unchecked.zero_()
-            # timing and logging
-            if logging:
-                progress.log_step(done, lr, losses[:3], num_loss_name)
-        # step the optimizer, and flush the gradients
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-        iter_num += 1
+        # validation is not training time
+        progress.restart(iter_num)
+    if master and keep_every and iter_num % keep_every == 0 and iter_num not in (0, resumed_at):
+        save(f"ckpt_{iter_num}.pt")
+    if iter_num >= max_iters:
+        break
+    # after a SIGTERM: save (unless just saved), and stop
+    if stopping:
+        if master and iter_num % eval_interval:
+            save("ckpt_latest.pt")
+        distributed.stop_after_sigterm(iter_num, ckpt_path)
+    # dropout's randomness follows (seed, rank, step): a resume repeats it
+    torch.manual_seed(int(np.random.SeedSequence([seed, rank, iter_num]).generate_state(1)[0]))
+    # this step's micro-batches
+    batches, counts = next(steps)
+    n_tokens, n_numbers = step_counts(counts)
+    # forward and backward; DDP averages the gradients at the last micro-batch
+    loss_sum = torch.zeros(3, device=device)
+    for i, cpu_batch in enumerate(batches):
+        with model.no_sync() if ddp and i < len(batches) - 1 else nullcontext(), autocast:
+            sums = forward(model, to_device(cpu_batch, device))
+            loss, ce, num = loss_from(sums, num_loss_weight, n_tokens, n_numbers)
+        # DDP averages world_size × each process's share: the global batch's mean
+        (loss * world_size).backward()
+        loss_sum += torch.stack([loss, ce, num]).detach()
+        progress.count(cpu_batch)
+    # clip the gradient (grad_clip 0: measured only)
+    grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip or math.inf)
+    unchecked += loss_sum.sum() + grad_norm
+    done = iter_num + 1
+    logging = done % log_interval == 0 or done == max_iters
+    checking = logging or done % eval_interval == 0 or (keep_every and done % keep_every == 0)
+    # a SIGTERM noted by any process: all save and stop after this step (torchrun: at a check)
+    if checking or not ddp:
+        stopping = distributed.sigterm_noted(sigterm, device)
+    # check the losses where the host reads them (logged steps, before a save): a non-finite
+    # one since the last check stops every process before the optimizer step
+    if checking or stopping:
+        losses = distributed.sum_over_processes(torch.cat([loss_sum, unchecked]))
+        checkpoint.stop_unless_finite(losses, CHECKED, done, ckpt_path)
+        unchecked.zero_()
+        # timing and logging
+        if logging:
+            progress.log_step(done, lr, losses[:3], num_loss_name)
+    # step the optimizer, and flush the gradients
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    iter_num += 1
 
 # -- the end
 if master:
