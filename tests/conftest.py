@@ -1,3 +1,4 @@
+import atexit
 import contextlib
 import io
 import os
@@ -68,10 +69,17 @@ def run_in_process(args, input):
     sys.argv, sys.stdin = [script, *args[1:]], stdin
     sys.path.insert(0, os.path.dirname(script))
     os.chdir(ROOT)
-    code, at_exit = 0, []
+    code, at_exit, register = 0, [], atexit.register
+
+    def at_script_exit(f, *args):
+        """The project's exit handlers (train.py's lock release) run as the script ends here, others at ours."""
+        source = getattr(f, "__code__", None)
+        if source and os.path.dirname(source.co_filename) == ROOT:
+            return at_exit.append((f, args))
+        return register(f, *args)
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
-                mock.patch("atexit.register", lambda f, *a: at_exit.append((f, a))):
+                mock.patch("atexit.register", at_script_exit):
             try:
                 runpy.run_path(script, run_name="__main__")
             except SystemExit as e:
