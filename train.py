@@ -107,6 +107,7 @@ dtype, autocast = preflight.pick_precision(dtype, device_type)
 compile = preflight.pick_compile(compile, device_type, print0)
 # FlexAttention where it is fast (compiled, no dropout), else a dense mask
 flex = flex_attention and compile and device_type == "cuda" and dropout == 0
+# where micro_batch_size × processes exceeds the batch: the largest that fits
 micro_batch_size = preflight.fit_micro_batch(batch_size, micro_batch_size, world_size, print0)
 # the same initialisation on every rank
 torch.manual_seed(seed)
