@@ -26,7 +26,7 @@ def epoch_order(n, seed, epoch):
 
 
 def step_samples(n, batch_size, step, seed):
-    """(positions in the endless training stream, sample indices) of one optimizer step."""
+    """(positions in the infinite training stream, sample indices) of one optimizer step."""
     g = np.arange(step * batch_size, (step + 1) * batch_size)
     epochs, within = np.divmod(g, n)
     idx = np.empty_like(g)
