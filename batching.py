@@ -92,8 +92,8 @@ def pack(examples, row_length=None):
 
 
 def _rows(rows, shape=None):
-    """Rows of examples as (B, T) tensors, with pred (the predicted positions, flat) and n_real
-    (tokens that are not padding); shape: a fixed (B, T) to pad to."""
+    """Rows of examples as (B, T) tensors, with pred (predicted positions, flat) and n_real (tokens
+    not padding); shape: a fixed (B, T)."""
     lengths = [sum(len(e[0]) for e in row) for row in rows]
     B, T = shape or (len(rows), max(lengths))
     ids, targets = np.full((B, T), PAD_ID, np.int64), np.full((B, T), IGNORE, np.int64)
@@ -140,9 +140,9 @@ def accumulation_steps(batch_size, micro_batch_size, world_size):
 def choose_packing(
     split, batch_size, micro_batch_size, world_size, seed, shortest, longest, steps=20
 ):
-    """(pack_length, rows a micro-batch) for packing alone: of lengths in [shortest, longest]
-    (multiples of 64) and rows up to what micro_batch_size samples fill, the pair that holds the
-    first steps in the fewest positions; on a tie, the larger."""
+    """(pack_length, rows a micro-batch) that hold the first steps in the fewest positions (on a
+    tie, the larger): lengths multiples of 64 in [shortest, longest], rows up to what
+    micro_batch_size samples fill."""
     lengths, mean, cost = np.asarray(split.lengths), float(np.mean(split.lengths)), {}
     steps = [lengths[step_samples(len(split), batch_size, s, seed)[1]] for s in range(steps)]
     for n in range(-(-shortest // 64) * 64, longest + 1, 64):
@@ -173,9 +173,9 @@ def step_batches(
     pin=False,
     pack_rows=0,
 ):
-    """One process's micro-batches of a step sorted by length: of micro_batch_size samples, padded
-    or packed in rows of their longest; or, with pack_length, all (R, pack_length), rows dealt to
-    the processes, R = pack_rows or packed_rows. pin: page-locked."""
+    """One process's micro-batches of a step sorted by length: micro_batch_size samples padded or
+    packed in rows of their longest; or, with pack_length, (R, pack_length) rows dealt to the
+    processes (R: pack_rows or packed_rows). pin: page-locked."""
     positions, indices = step_samples(len(split), batch_size, step, seed)
     lengths = np.asarray(split.lengths)[indices]
     fixed = packing and pack_length
@@ -208,12 +208,6 @@ def step_batches(
     ]
 
 
-def predicted(batches, num_id):
-    """(tokens, numbers) that micro-batches predict: their targets, and those that are [NUM]."""
-    tokens = sum(len(b["pred"]) for b in batches)
-    return tokens, sum(int((b["targets"] == num_id).sum()) for b in batches)
-
-
 def prefetched(make, first):
     """make(first), make(first + 1), ...: each built on a thread while the caller uses the last."""
     with ThreadPoolExecutor(max_workers=1) as loader:
@@ -225,7 +219,7 @@ def prefetched(make, first):
 
 
 def to_device(batch, device):
-    """Move a batch to the device; on CUDA pinned and without blocking."""
+    """Move a batch to the device (CUDA: pinned, not blocking)."""
     cuda = torch.device(device).type == "cuda"
 
     def move(v):

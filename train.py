@@ -20,8 +20,7 @@ import checkpoint
 import distributed
 import preflight
 import report
-from batching import VAL_STEP, collate, predicted, prefetched, step_batches, to_device
-from batching import training_examples
+from batching import VAL_STEP, collate, prefetched, step_batches, to_device, training_examples
 from configurator import configure
 from dataset import Split, fingerprint, load_text_vocab
 from distributed import print0
@@ -197,7 +196,8 @@ def micro_batches(step):
     tokens and numbers they predict."""
     how = (rank, world_size, causal, mlm_probability, packing, pack_length, device_type == "cuda")
     batches = step_batches(train_data, step, seed, batch_size, micro_batch_size, *how, pack_rows)
-    return batches, predicted(batches, gptconf.num_id)
+    numbers = sum(int((b["targets"] == gptconf.num_id).sum()) for b in batches)
+    return batches, (sum(len(b["pred"]) for b in batches), numbers)
 
 
 def step_counts(counts):

@@ -283,9 +283,8 @@ NEAR_LIMITS = [repr(float(np.nextafter(x, toward))) for x in (1e-8, 9.99e7, 9.99
 
 @contextlib.contextmanager
 def diverging_after(steps):
-    """A run in this process whose optimizer, from its `steps`-th step on, leaves NaN in every
-    weight (a model that diverges): the losses after it are not finite. Data cannot do this: the
-    arrays are refused at start where a number is not finite or beyond what float32 squares."""
+    """A run in this process whose optimizer, from its `steps`-th step on, leaves NaN in every weight (a model
+    that diverges; data cannot: train.py refuses non-finite numbers at start)."""
     original, calls = torch.optim.AdamW.step, []
 
     def step(self, *args, **kwargs):
