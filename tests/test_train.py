@@ -97,7 +97,8 @@ def test_sample_fills_in_marked_numbers_and_reports_r2(data, tmp_path):
     assert lines[0].startswith("(0.5+0.25)=") and "[?]" not in lines[0]
     assert lines[1].endswith("*0.1)=0.05") and "[?]" not in lines[1] and "2 numbers predicted" in lines[-1]
     r = run("sample.py", ckpt, f"--input={data}/test.txt", "--mask_last", "--show=2")
-    assert "50 numbers predicted" in r.stdout and r.stdout.count("(true: ") == 2 and "python eval.py --ckpt=" in r.stdout
+    assert "50 numbers predicted" in r.stdout and r.stdout.count("(true: ") == 2
+    assert "python eval.py --ckpt=" in r.stdout
     r = run("sample.py", ckpt, input="(0.5+0.25)=[?]\n\n(a+0.25)=[?]\n", check=False)
     assert r.returncode != 0 and "stdin:3" in r.stderr and "'a'" in r.stderr  # blank lines still count
 
@@ -285,7 +286,8 @@ def test_resume_cuts_the_log_back_to_the_checkpoint(data, tmp_path):
 
 def test_resume_refuses_what_would_not_continue_the_run_and_applies_and_says_the_rest(data, tmp_path):
     train(data, tmp_path, "--max_iters=4", "--min_lr=1e-4")  # a decaying learning rate
-    for was, now in (("batch_size=8", "4"), ("seed=1337", "7"), ("mlm_probability=0.2", "0.3"), ("block_size=32", "64")):
+    refused = (("batch_size=8", "4"), ("seed=1337", "7"), ("mlm_probability=0.2", "0.3"), ("block_size=32", "64"))
+    for was, now in refused:
         flag = f"--{was.split('=')[0]}={now}"  # another sample stream or model shape
         error = one_line_error(train(data, tmp_path, flag, "--max_iters=8", "--resume", check=False))
         assert f"trained with {was}, the config asks for {now}" in error, error
