@@ -38,14 +38,9 @@ def claim_out_dir(out_dir, resume, overwrite, master):
         resume = os.path.exists(os.path.join(out_dir, "ckpt_latest.pt"))
         overwrite = not resume
     if resume and overwrite:
-        raise SystemExit(
-            "error: --resume continues the run in out_dir and --overwrite=True replaces it;"
-            " pick one"
-        )
+        raise SystemExit("error: --resume or --overwrite=True: pick one")
     if not out_dir:
-        raise SystemExit(
-            "error: --out_dir is empty; name a folder for the checkpoints and log.jsonl"
-        )
+        raise SystemExit("error: --out_dir is empty")
     # fail now, not at the first save
     try:
         os.makedirs(out_dir, exist_ok=True)
@@ -57,16 +52,15 @@ def claim_out_dir(out_dir, resume, overwrite, master):
     if earlier_run and not (resume or overwrite):
         raise SystemExit(
             f"error: {out_dir} holds a run ({', '.join(map(os.path.basename, earlier_run))});"
-            " continue it with --resume, delete it and start afresh with --overwrite=True, or"
-            " choose another --out_dir"
+            " continue it with --resume, replace it with --overwrite=True, or choose another"
+            " --out_dir"
         )
     if master:
         holder = take_lock(lock_path, text=f"{os.getpid()} {launch}")
         if holder is not None:
             raise SystemExit(
-                f"error: {out_dir} is in use by another train.py run (pid {holder}); wait for it to"
-                " end or choose another --out_dir (if that process is no train.py run, its pid"
-                f" reused after a crash, delete {lock_path})"
+                f"error: {out_dir} is in use by another train.py run (pid {holder}); if there is"
+                f" none, delete {lock_path}"
             )
         # released however the run ends; under torchrun it stays for a restart to read
         if not launch:
@@ -75,8 +69,7 @@ def claim_out_dir(out_dir, resume, overwrite, master):
 
 
 def run_files(out_dir):
-    """What train.py and eval.py wrote in out_dir: log.jsonl, checkpoints, and each eval.py report
-    (P.json) with its P.md and P_<split>[_pit|_density].png."""
+    """What train.py and eval.py wrote in out_dir: log.jsonl, checkpoints, eval.py's reports."""
     names = set(os.listdir(out_dir))
     ours = {n for n in names if re.fullmatch(r"log\.jsonl|ckpt_(latest|best|\d+)\.pt", n)}
     for name in [n for n in names if re.fullmatch(r"eval[\w.-]*\.json", n)]:
@@ -100,7 +93,7 @@ def tidy_out_dir(out_dir, resume, iter_num, earlier_run):
         if re.fullmatch(r"ckpt_(latest|best|\d+)(\.\w+)?\.tmp\.pt", name):
             leftover = os.path.join(out_dir, name)
             os.remove(leftover)
-            print(f"note: removed {leftover}, a checkpoint cut short by a run that was stopped")
+            print(f"note: removed {leftover}, a checkpoint cut short")
     log_path = os.path.join(out_dir, "log.jsonl")
     if resume and os.path.exists(log_path):
         with open(log_path, encoding="utf-8", errors="replace") as f:
@@ -112,7 +105,7 @@ def tidy_out_dir(out_dir, resume, iter_num, earlier_run):
         if len(kept) < len(lines):
             print(
                 f"note: {log_path}: {len(lines) - len(kept) - broken} rows after step {iter_num}"
-                " removed (they are logged again)"
+                " removed"
                 + (f", and {broken} that are not whole JSON rows of a step" if broken else "")
             )
             atomic_write_text(log_path, "".join(kept))
@@ -149,10 +142,7 @@ def load_checkpoint(path, device="cpu", mmap=False):
         detail = str(e).strip().splitlines()[0] if str(e).strip() else "no detail"
         # never torch's advice to load it unsafely
         if "weights_only" in str(e) or "Weights only" in detail:
-            detail = (
-                "it holds Python objects besides tensors and plain data, which are never loaded:"
-                " they could run code"
-            )
+            detail = "it holds Python objects, which could run code"
         raise SystemExit(
             f"error: {path} is not a readable checkpoint ({type(e).__name__}: {detail})"
         )
@@ -162,9 +152,9 @@ def load_checkpoint(path, device="cpu", mmap=False):
             f"error: {path} is not a checkpoint written by train.py (no {', '.join(missing)})"
         )
     if wrong := [k for k, kind in kinds.items() if not isinstance(checkpoint[k], kind)]:
-        raise SystemExit(f"error: {path}: {', '.join(wrong)} of the wrong kind (an edited file?)")
+        raise SystemExit(f"error: {path}: {', '.join(wrong)} of the wrong kind")
     if not isinstance(checkpoint["model_args"].get("encoding"), str):
-        raise SystemExit(f"error: {path}: its model_args have no encoding (an edited file?)")
+        raise SystemExit(f"error: {path}: its model_args have no encoding")
     if not all(isinstance(t, str) for t in checkpoint["text_tokens"]):
         raise SystemExit(f"error: {path}: text_tokens holds something other than strings")
     # a compiled or DDP-wrapped model's weights carry a prefix
@@ -179,10 +169,7 @@ def trained_on(path):
     data_dir = os.path.exists(path) and load_checkpoint(path, mmap=True)["config"].get("data_dir")
     if not data_dir:
         return ""
-    return (
-        f"; {path} was trained on {data_dir}: resume with the config it was trained with, or"
-        " --data_dir=DIR where that data is now"
-    )
+    return f"; {path} was trained on {data_dir}: give --data_dir=DIR where that data is now"
 
 
 def save_checkpoint(path, model, optimizer, iter_num, best_val_loss, meta):
@@ -196,8 +183,8 @@ def save_checkpoint(path, model, optimizer, iter_num, best_val_loss, meta):
     except (OSError, RuntimeError) as e:
         out_dir = os.path.dirname(path)
         stop(
-            f"error: writing {path} failed ({why_not_written(e, out_dir)}); then --resume (from the"
-            f" last whole checkpoint, {os.path.join(out_dir, 'ckpt_latest.pt')}, if any)"
+            f"error: writing {path} failed ({why_not_written(e, out_dir)}); --resume goes on from"
+            f" {os.path.join(out_dir, 'ckpt_latest.pt')}, if any"
         )
 
 
@@ -210,17 +197,14 @@ def stop_unless_finite(values, names, step, ckpt_path, validation=False):
     if bad := ", ".join(f"{n} {v}" for n, v in zip(names, values) if not math.isfinite(v)):
         last = "no checkpoint was written"
         if os.path.exists(ckpt_path):
-            last = (
-                f"{ckpt_path} is untouched: fix the data (then add --changed_data=True) or the"
-                " settings, and --resume from it"
-            )
+            last = f"{ckpt_path} is untouched: fix the data or settings, and --resume from it"
         stop(f"error: step {step}: non-finite {what} loss ({bad}); stopped before {before}; {last}")
     return values
 
 
 def resume_from(resume, path, model, optimizer, model_args, config, data_fingerprint, say=None):
     """(step, best validation loss, changed settings): afresh 0, inf, {}; on resume the checkpoint
-    at path's, loaded into model and optimizer (its moments, this config's settings)."""
+    at path's, loaded into model and optimizer."""
     if not resume:
         return 0, float("inf"), {}
     if not os.path.exists(path):
@@ -234,14 +218,12 @@ def resume_from(resume, path, model, optimizer, model_args, config, data_fingerp
     if not (type(step) is int and step >= 0 and isinstance(best, float) and best == best):
         raise SystemExit(
             f"error: {path}: iter_num {step!r} or best_val_loss {best!r} is no step or loss"
-            " (an edited file?)"
         )
     # a model setting newer than the checkpoint has its default
     defaults = {k: f.default for k, f in GPTConfig.__dataclass_fields__.items()}
     if unknown := sorted(set(checkpoint["model_args"]) - set(defaults)):
         raise SystemExit(
-            f"error: {path} has model settings this version does not know ({', '.join(unknown)});"
-            " resume it with the version that wrote it"
+            f"error: {path} has model settings this version does not know ({', '.join(unknown)})"
         )
     checkpoint["model_args"] = {**defaults, **checkpoint["model_args"]}
     changed = check_resume(checkpoint, path, model_args, config, data_fingerprint, say)
@@ -253,7 +235,7 @@ def resume_from(resume, path, model, optimizer, model_args, config, data_fingerp
         lines = str(e).strip().splitlines()
         raise SystemExit(
             f"error: {path}: its weights or optimizer state do not fit its model settings"
-            f" ({lines[-1].strip() if lines else type(e).__name__}); an edited file?"
+            f" ({lines[-1].strip() if lines else type(e).__name__})"
         )
     # this config's hyperparameters (weight_decay, betas; the same values if unchanged)
     for group, new in zip(optimizer.param_groups, hyper):
@@ -262,7 +244,7 @@ def resume_from(resume, path, model, optimizer, model_args, config, data_fingerp
 
 
 def say_changes(changed, config, iter_num, get_lr):
-    """Print the settings a resume changed and, for the schedule, the learning rate then and now."""
+    """Print the settings a resume changed and the learning rate then and now."""
     if changed:
         pairs = ", ".join(f"{name} {a!r} → {b!r}" for name, (a, b) in changed.items())
         print(f"resume: changed settings applied: {pairs}")
@@ -275,42 +257,35 @@ def say_changes(changed, config, iter_num, get_lr):
 
 
 def check_resume(checkpoint, path, model_args, config, data_fingerprint, say=None):
-    """Refuse to continue `checkpoint` with another model shape, sample stream or data (by content:
-    a moved folder is the same data); returns the other changed settings, {key: (was, is)}."""
+    """Refuse another model shape, sample stream or data (by content); returns the other changed
+    settings, {key: (was, is)}."""
     for part, keys in RESUME_REFUSES.items():
         for key in keys:
             now = (model_args if part == "model_args" else config)[key]
             if key in checkpoint[part] and checkpoint[part][key] != now:
                 raise SystemExit(
                     f"error: {path} was trained with {key}={checkpoint[part][key]!r}, the config"
-                    f" asks for {now!r}; resuming would not continue the same model and sample"
-                    " stream"
+                    f" asks for {now!r}"
                 )
     recorded = checkpoint.get("data_fingerprint")
     if recorded is not None and recorded != data_fingerprint and not config["changed_data"]:
         now, then = config["data_dir"], checkpoint["config"]["data_dir"]
         if os.path.realpath(now) != os.path.realpath(then):
             raise SystemExit(
-                f"error: {now} is not the data {path} was trained on ({then}); resume with the"
-                f" config it was trained with or --data_dir={then}, or start afresh on {now} with"
-                " --overwrite=True"
+                f"error: {now} is not the data {path} was trained on ({then}): give"
+                f" --data_dir={then}, or --overwrite=True to start afresh on {now}"
             )
         raise SystemExit(
             f"error: {now} is not the data {path} was trained on (prepared or tokenized again"
-            " since: other samples, scales or vocabulary); start afresh with --overwrite=True, or"
-            " continue on it with --changed_data=True (a mended sample, say)"
+            " since); start afresh with --overwrite=True, or go on with --changed_data=True"
         )
     done = checkpoint["iter_num"]
     if config["max_iters"] < done:
         raise SystemExit(
-            f"error: --max_iters={config['max_iters']} is below the {done} steps {path} has done;"
-            f" to go on, set it above {done}"
+            f"error: --max_iters={config['max_iters']} is below the {done} steps {path} has done"
         )
     if config["max_iters"] == done and say:
-        say(
-            f"note: {path} has done all {done} steps; nothing to train (a higher --max_iters"
-            " goes on)"
-        )
+        say(f"note: {path} has done all {done} steps; nothing to train")
     saved = checkpoint["config"]
     run_keys = ("resume", "overwrite", "out_dir", "data_dir", "changed_data")
     return {

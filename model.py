@@ -1,7 +1,7 @@
 """The xVal paper's network (App. B): a GPT-2 style pre-LayerNorm transformer without biases, its
-loss (cross-entropy + λ·MSE on masked numbers), optimizer groups and FLOPs for MFU. To copy, each
-standing alone: `xval_embedding` (k = 0 and eq. 1) and `NumberHead` with its loss. num_head="gmm"
-swaps in mixture.py's Gaussian mixture `MixtureHead` (the paper's §4 future work)."""
+loss (cross-entropy + λ·MSE on masked numbers), optimizer groups and FLOPs for MFU. To copy:
+`xval_embedding` (k = 0 and eq. 1) and `NumberHead` with its loss. num_head="gmm" swaps in
+mixture.py's `MixtureHead` (the paper's §4 future work)."""
 
 from dataclasses import dataclass
 
@@ -192,8 +192,7 @@ class GPT(nn.Module):
 
     def trunk(self, ids, values=None, pos=None, doc=None):
         """Hidden states after the final LayerNorm, (B, T, C). pos (B, T): positions, restarting at
-        each sample of a packed row; doc (B, T): each token's sample, attention stays within it
-        (padding -1)."""
+        each sample of a packed row; doc (B, T): each token's sample (padding -1)."""
         B, T = ids.shape
         if pos is None:
             if T > self.cfg.block_size:
@@ -282,7 +281,7 @@ def configure_optimizer(model, weight_decay, learning_rate, betas, device_type):
 
 def flops_per_token(model, attended_tokens, predicted_fraction):
     """Training FLOPs per token: 6 per trunk weight, 6 per head weight at the predicted fraction of
-    positions (the heads run only there), 12·n_layer·n_embd per attended token (attention)."""
+    positions, 12·n_layer·n_embd per attended token (attention)."""
     heads = [model.token_head, model.num_head] if model.xval else [model.token_head]
     head = sum(p.numel() for h in heads for p in h.parameters())
     return (

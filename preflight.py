@@ -62,20 +62,16 @@ def check_attention_memory(shapes, n_head, device):
         if have and need > have:
             raise SystemExit(
                 f"error: a context of {context:,} tokens needs {need / 2**30:,.0f} GiB for one"
-                f" layer's attention scores ({rows} rows × {n_head} heads × {context:,}² × 4"
-                f" bytes), more than the {have / 2**30:,.0f} GiB of {device}: shorten the samples"
-                " (prepare/text.py --window N for a series) or lower block_size, pack_length or"
-                " micro_batch_size"
+                f" layer's attention scores, more than the {have / 2**30:,.0f} GiB of {device}:"
+                " shorten the samples (prepare/text.py --window) or lower block_size, pack_length"
+                " or micro_batch_size"
             )
 
 
 def check_val(val_data, data_dir, say=None):
     """Warn of a validation split too small to choose the best checkpoint on."""
     if len(val_data) < 16 and say:
-        say(
-            f"warning: {data_dir}/val.txt has {len(val_data)} sample(s): validation losses, and the"
-            " choice of ckpt_best.pt, rest on them; a few dozen make them worth reading"
-        )
+        say(f"warning: {data_dir}/val.txt has {len(val_data)} sample(s): few for ckpt_best.pt")
 
 
 def pick_precision(dtype, device_type):

@@ -137,9 +137,8 @@ class Progress:
             )
             if self.first and self.device == "cpu" and left > 86400:
                 print(
-                    f"warning: at {step_s:.2f} s/step this run of {self.max_iters:,} steps takes"
-                    f" ~{format_duration(left)} on the CPU: a paper-scale run; for a CPU try"
-                    " config/own_small.py (or config/*_small.py)"
+                    f"warning: this run of {self.max_iters:,} steps takes ~{format_duration(left)}"
+                    " on the CPU; try config/own_small.py (or config/*_small.py)"
                 )
             append_row(self.log, {**row, "peak_memory_gib": memory})
         self.first = False
