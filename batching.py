@@ -1,8 +1,10 @@
-"""From tokenized samples to model inputs: each step's samples, MLM masks (paper §2,
-docs/decisions.md#masking) or AR targets, padded or packed in (B, T) arrays. What is random is a
-function of (seed, step, sample position): neither the processes nor a resume change it."""
+"""From tokenized samples to model inputs: each step's samples, MLM masks (paper §2) or AR targets,
+padded or packed in (B, T) arrays. What is random is a function of (seed, step, sample position):
+neither the processes nor a resume change it."""
 
 import functools
+import itertools
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import torch
@@ -34,8 +36,8 @@ def step_samples(n, batch_size, step, seed):
 
 
 def fill_in_example(ids, values, ask):
-    """Mask exactly the tokens marked `ask`: each becomes [MASK] with value input 1. Returns
-    (inputs, input values, targets, target values); targets IGNORE where nothing is asked."""
+    """Mask the tokens marked `ask` ([MASK], value 1): (inputs, input values, targets, target
+    values); targets IGNORE where nothing is asked."""
     inputs, input_values = np.where(ask, MASK_ID, ids), np.where(ask, 1.0, values)
     return inputs, input_values.astype(np.float32), np.where(ask, ids, IGNORE), values
 
@@ -53,13 +55,13 @@ def ar_example(ids, values):
 
 def collate(examples):
     """Pad (inputs, values, targets, target values) examples one to a row: a dict of (B, T) tensors
-    ('doc' None where no row is padded: attention takes its unmasked path)."""
+    ('doc' None where no row is padded)."""
     return _rows([[e] for e in examples])
 
 
 def fill_rows(lengths, row_length):
     """Samples (indices into lengths) in rows of row_length tokens: each row the longest sample
-    left, then the subset of the others that fills it best (subset sum, docs/benchmarks.md)."""
+    left, then the subset of the others that fills it best (subset sum)."""
     left, rows = sorted(range(len(lengths)), key=lambda i: -lengths[i]), []
     if left and lengths[left[0]] > row_length:
         raise ValueError(
@@ -84,14 +86,14 @@ def fill_rows(lengths, row_length):
 
 def pack(examples, row_length=None):
     """Pack examples several to a row of row_length tokens (default: the longest): 'doc' numbers a
-    row's samples (attention stays within each), positions restart at each."""
+    row's samples, positions restart at each."""
     rows = fill_rows([len(e[0]) for e in examples], row_length or max(len(e[0]) for e in examples))
     return _rows([[examples[i] for i in row] for row in rows])
 
 
 def _rows(rows, shape=None):
-    """Rows of examples as (B, T) tensors, with pred (the predicted positions, flat) and n_real
-    (tokens that are not padding); shape: a fixed (B, T) to pad to (default: what they need)."""
+    """Rows of examples as (B, T) tensors, with pred (predicted positions, flat) and n_real (tokens
+    not padding); shape: a fixed (B, T)."""
     lengths = [sum(len(e[0]) for e in row) for row in rows]
     B, T = shape or (len(rows), max(lengths))
     ids, targets = np.full((B, T), PAD_ID, np.int64), np.full((B, T), IGNORE, np.int64)
@@ -138,9 +140,9 @@ def accumulation_steps(batch_size, micro_batch_size, world_size):
 def choose_packing(
     split, batch_size, micro_batch_size, world_size, seed, shortest, longest, steps=20
 ):
-    """(pack_length, rows a micro-batch) for packing alone: of lengths in [shortest, longest]
-    (multiples of 64) and rows up to what micro_batch_size samples fill, the pair that holds the
-    first steps in the fewest positions (docs/benchmarks.md); on a tie, the larger."""
+    """(pack_length, rows a micro-batch) that hold the first steps in the fewest positions (on a
+    tie, the larger): lengths multiples of 64 in [shortest, longest], rows up to what
+    micro_batch_size samples fill."""
     lengths, mean, cost = np.asarray(split.lengths), float(np.mean(split.lengths)), {}
     steps = [lengths[step_samples(len(split), batch_size, s, seed)[1]] for s in range(steps)]
     for n in range(-(-shortest // 64) * 64, longest + 1, 64):
@@ -152,8 +154,7 @@ def choose_packing(
 
 
 def packed_rows(split, micro_batch_size, pack_length):
-    """The rows of pack_length tokens a packed micro-batch holds: what micro_batch_size samples of
-    mean length fill."""
+    """Rows of a packed micro-batch: what micro_batch_size samples of mean length fill."""
     return max(1, round(micro_batch_size * float(np.mean(split.lengths)) / pack_length))
 
 
@@ -172,9 +173,9 @@ def step_batches(
     pin=False,
     pack_rows=0,
 ):
-    """One process's micro-batches of a step sorted by length: of micro_batch_size samples, padded
-    or packed in rows of their longest; or, with pack_length, all (R, pack_length), rows dealt to
-    the processes, R = pack_rows or the rows micro_batch_size samples fill. pin: page-locked."""
+    """One process's micro-batches of a step sorted by length: micro_batch_size samples padded or
+    packed in rows of their longest; or, with pack_length, (R, pack_length) rows dealt to the
+    processes (R: pack_rows or packed_rows). pin: page-locked."""
     positions, indices = step_samples(len(split), batch_size, step, seed)
     lengths = np.asarray(split.lengths)[indices]
     fixed = packing and pack_length
@@ -207,8 +208,18 @@ def step_batches(
     ]
 
 
+def prefetched(make, first):
+    """make(first), make(first + 1), ...: each built on a thread while the caller uses the last."""
+    with ThreadPoolExecutor(max_workers=1) as loader:
+        upcoming = loader.submit(make, first)
+        for step in itertools.count(first + 1):
+            ready = upcoming.result()
+            upcoming = loader.submit(make, step)
+            yield ready
+
+
 def to_device(batch, device):
-    """Move a batch to the device; on CUDA pinned (if it is not yet) and without blocking."""
+    """Move a batch to the device (CUDA: pinned, not blocking)."""
     cuda = torch.device(device).type == "cuda"
 
     def move(v):

@@ -62,10 +62,7 @@ def configure(scope, source_file, argv=None):
     for flag, value in zip(argv, argv[1:]):
         if flag[:2] == "--" and value[:2] != "--" and not os.path.isfile(value):
             if type(known.get(flag[2:], True)) is not bool:
-                raise error(
-                    f"{value!r} follows {flag} as its value would, but a value needs '=': "
-                    f"write {flag}={value} (anything else on the line is a config file)"
-                )
+                raise error(f"{value!r} after {flag}: write {flag}={value}")
     # config files in order, then flags: a flag beats any file
     config, set_by = dict(known), {}
     for path in (a for a in argv if a[:2] != "--"):

@@ -1,5 +1,5 @@
-"""The processes of a torchrun launch as one run: each one's rank, device and process group, a
-SIGTERM noted rather than fatal, and one way for all to stop with one message, or to end."""
+"""The processes of a torchrun launch as one run: rank, device and process group, a SIGTERM noted
+rather than fatal, and one way for all to stop with one message, or to end."""
 
 import os
 import signal
@@ -13,8 +13,7 @@ from util import pick_device
 
 
 def init_processes(device, threads):
-    """(ddp, rank, local_rank, world_size, device) of this process; under torchrun (ddp) it joins
-    the process group: NCCL on a GPU of its own, else gloo."""
+    """(ddp, rank, local_rank, world_size, device); under torchrun it joins the process group."""
     ddp = "RANK" in os.environ
     rank = int(os.environ.get("RANK", 0))
     local_rank = int(os.environ.get("LOCAL_RANK", 0))
@@ -31,16 +30,14 @@ def init_processes(device, threads):
 
 
 def torchrun_launch():
-    """This process's torchrun launch, the same after a restart: its run id (--rdzv_id; new each
-    --standalone launch), else its local agent; None outside torchrun."""
+    """This torchrun launch, the same after a restart: its --rdzv_id, else its local agent."""
     run_id = os.environ.get("TORCHELASTIC_RUN_ID")
     return f"agent-{socket.gethostname()}-{os.getppid()}" if run_id == "none" else run_id
 
 
 def torchrun_store(rank):
-    """init_process_group's store under torchrun, or None (env://). torchrun keeps one store across
-    a launch's restarts, where a restarted group could read the lost group's addresses: a prefix
-    per start of each rank keeps each group to its own keys."""
+    """init_process_group's store under torchrun, or None (env://): a prefix per start keeps a
+    restarted group from the lost group's keys in the store torchrun keeps across restarts."""
     if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True":
         return None
     store = dist.TCPStore(
@@ -50,8 +47,8 @@ def torchrun_store(rank):
 
 
 def note_sigterm():
-    """From now on a SIGTERM (how SLURM and Kubernetes preempt a job) is noted in the list returned,
-    for the loop to stop where it can save; a second ends the process at once."""
+    """From now on a SIGTERM (a preemption) is noted in the list returned, for the loop to stop
+    where it can save; a second ends the process at once."""
     noted = []
 
     def note(signum, frame):
@@ -62,6 +59,22 @@ def note_sigterm():
     return noted
 
 
+def sigterm_noted(noted, device):
+    """Whether any process has noted a SIGTERM (note_sigterm's list; torchrun: one all_reduce)."""
+    if not dist.is_initialized():
+        return bool(noted)
+    count = torch.tensor([len(noted)], device=device)
+    dist.all_reduce(count)
+    return count.item() > 0
+
+
+def sum_over_processes(tensor):
+    """A tensor summed over all processes (one all_reduce under torchrun), as a list of floats."""
+    if dist.is_initialized():
+        dist.all_reduce(tensor)
+    return tensor.tolist()
+
+
 def print0(*args):
     """print, on rank 0 alone."""
     if int(os.environ.get("RANK", 0)) == 0:
@@ -69,8 +82,8 @@ def print0(*args):
 
 
 def stop(message, barrier=False):
-    """End the run with one line per machine; every process stops at the same step, so none waits in
-    a collective. barrier: first wait for all (for rank 0's checkpoint)."""
+    """End the run with one line per machine (all stop at the same step). barrier: first wait for
+    all (for rank 0's checkpoint)."""
     if dist.is_initialized():
         if barrier:
             dist.barrier()
@@ -79,15 +92,14 @@ def stop(message, barrier=False):
 
 
 def stop_after_sigterm(step, ckpt_path):
-    """Stop every process, once rank 0 has saved, after a SIGTERM noted at the last check."""
+    """Stop every process once rank 0 has saved, after a SIGTERM."""
     message = f"stopped by a SIGTERM after step {step}, saved in {ckpt_path}"
     stop(f"{message}: continue with the same command and --resume", barrier=True)
 
 
 def end_processes():
-    """End a finished run's processes (none outside torchrun): wait for rank 0's last checkpoint,
-    then leave without the interpreter's teardown, where gloo's threads, still held by DDP, can
-    abort a finished run (exit code -6)."""
+    """End a finished torchrun run: wait for rank 0's last checkpoint, then leave without the
+    interpreter's teardown (gloo's threads, held by DDP, can abort it)."""
     if dist.is_initialized():
         dist.barrier()
         dist.destroy_process_group()

@@ -20,6 +20,7 @@ import warnings
 import numpy as np
 import torch
 
+from checkpoint import load_checkpoint
 from configurator import configure
 from dataset import check_name, check_trained_on, json_paths, masked_numbers, number_paths
 from dataset import read_meta, read_samples
@@ -27,7 +28,6 @@ from mixture import mixture_cdf, mixture_nll, mixture_of, mixture_quantile
 from predict import ask_numbers, fill_in, load_model
 from tokenize_line import encode_pieces, split_text
 from util import TextError, accuracy, adjusted_r_squared, atomic_write_text, format_number
-from util import load_checkpoint
 from util import mse, pick_device, r_squared, run_main
 
 # -- config: python eval.py --help

@@ -1,6 +1,6 @@
 """The Gaussian-mixture number head, the paper's proposed extension (§4): num_head="gmm" predicts K
-Gaussians per number, trained by their negative log-likelihood. Its outputs num (..., 3K) are K
-logits, K means and K raw log standard deviations; these functions read them."""
+Gaussians per number, trained by their NLL. Its outputs num (..., 3K) are K logits, K means and K
+raw log standard deviations; these functions read them."""
 
 import math
 
@@ -12,23 +12,21 @@ MIN_STD = 1e-3
 
 
 class MixtureHead(nn.Sequential):
-    """num_head="gmm": NumberHead's MLP with 3K outputs (mixture_of), trained by the mixture's
-    NLL."""
+    """num_head="gmm": NumberHead's MLP with 3K outputs (mixture_of), trained by their NLL."""
 
     def __init__(self, n_embd, n_components):
         super().__init__(nn.Linear(n_embd, n_embd), nn.GELU(), nn.Linear(n_embd, 3 * n_components))
 
     @staticmethod
     def loss(num, y, nmse_eps=None):
-        # multi-scale: NLL of y/s, s = sqrt(y² + ε), as NMSE is the MSE of y/s; - log s keeps the
-        # logged loss comparable
+        # multi-scale: NLL of y/s, s = sqrt(y² + ε), as NMSE is the MSE of y/s
         nll = mixture_nll(num, y)
         return nll if nmse_eps is None else nll - 0.5 * torch.log(y**2 + nmse_eps)
 
 
 def mixture_of(num):
-    """Log weights, means and log σ (..., K) of GMM head outputs num (..., 3K); log σ =
-    log(exp(raw) + MIN_STD) is smooth at the floor, so gradients never vanish or blow up."""
+    """Log weights, means and log σ (..., K) of outputs num (..., 3K); log σ = log(exp(raw) +
+    MIN_STD) is smooth at the floor."""
     logits, means, raw = (num if num.dtype == torch.float64 else num.float()).chunk(3, dim=-1)
     log_std = torch.logaddexp(raw, raw.new_tensor(math.log(MIN_STD)))
     return torch.log_softmax(logits, -1), means, log_std
@@ -73,7 +71,6 @@ def mixture_quantile(num, q, steps=60):
     """The q-quantile of each mixture, (...), by bisection of the CDF (q a float in (0, 1))."""
     _, mu, log_std = mixture_of(num)
     lo, hi = (mu - 10 * log_std.exp()).amin(-1), (mu + 10 * log_std.exp()).amax(-1)
-    # 60 halvings: far below float precision
     for _ in range(steps):
         mid = (lo + hi) / 2
         below = mixture_cdf(num, mid) < q

@@ -1,7 +1,7 @@
 """The xVal paper's network (App. B): a GPT-2 style pre-LayerNorm transformer without biases, its
-loss (cross-entropy + λ·MSE on masked numbers), optimizer groups and FLOPs for MFU. To copy, each
-standing alone: `xval_embedding` (k = 0 and eq. 1) and `NumberHead` with its loss. num_head="gmm"
-swaps in mixture.py's Gaussian mixture `MixtureHead` (the paper's §4 future work)."""
+loss (cross-entropy + λ·MSE on masked numbers), optimizer groups and FLOPs for MFU. To copy:
+`xval_embedding` (k = 0 and eq. 1) and `NumberHead` with its loss. num_head="gmm" swaps in
+mixture.py's `MixtureHead` (the paper's §4 future work)."""
 
 from dataclasses import dataclass
 
@@ -119,10 +119,9 @@ def xval_embedding(tok_emb, values, is_num=None, num_embed=None):
 
 
 class NumberHead(nn.Sequential):
-    """xVal's number head (paper §2, App. B): an MLP with biases, hidden states (..., C) -> values
-    (...). loss: the squared error, or multi-scale (nmse_eps given) (num - y)² / (y² + ε) so that
-    every scale counts; λ times its mean over the true [NUM] positions is added to the
-    cross-entropy."""
+    """xVal's number head (paper §2, App. B): an MLP with biases, (..., C) -> values (...). loss:
+    the squared error, or multi-scale (nmse_eps given) (num - y)² / (y² + ε); λ times its mean over
+    the true [NUM] positions is added to the cross-entropy."""
 
     def __init__(self, n_embd):
         super().__init__(nn.Linear(n_embd, n_embd), nn.GELU(), nn.Linear(n_embd, 1))
@@ -166,8 +165,7 @@ class GPT(nn.Module):
         else:  # one linear token head tied to the input embedding, as in GPT-2
             self.token_head = nn.Linear(C, cfg.vocab_size, bias=False)
             self.token_head.weight = self.wte.weight
-        # paper App. B: weights ~ N(0, (2·fan_in·n_layer)^-1) against residual growth; embeddings
-        # N(0, 0.02²)
+        # paper App. B: weights ~ N(0, (2·fan_in·n_layer)^-1), embeddings N(0, 0.02²)
         for module in self.modules():
             if isinstance(module, nn.Linear) and module.weight is not self.wte.weight:
                 std = (2 * module.in_features * cfg.n_layer) ** -0.5
@@ -194,8 +192,7 @@ class GPT(nn.Module):
 
     def trunk(self, ids, values=None, pos=None, doc=None):
         """Hidden states after the final LayerNorm, (B, T, C). pos (B, T): positions, restarting at
-        each sample of a packed row; doc (B, T): each token's sample, attention stays within it
-        (padding -1)."""
+        each sample of a packed row; doc (B, T): each token's sample (padding -1)."""
         B, T = ids.shape
         if pos is None:
             if T > self.cfg.block_size:
@@ -236,9 +233,8 @@ class GPT(nn.Module):
         self, ids, values=None, targets=None, target_values=None, pos=None, doc=None, pred=None
     ):
         """Without targets: (logits (B, T, V), num (B, T) or None). With targets (B, T; IGNORE: not
-        predicted): sums and counts for loss_from, so that means span a distributed batch. The heads
-        run only at pred (N,), the targets' flat indices, passed by the loader so that no compiled
-        shape depends on values."""
+        predicted): sums and counts for loss_from. The heads run only at pred (N,), the targets'
+        flat indices (from the loader: no compiled shape depends on values)."""
         h = self.trunk(ids, values, pos, doc)
         if targets is None:
             return self.heads(h)
@@ -262,8 +258,8 @@ class GPT(nn.Module):
 
 
 def loss_from(sums, num_loss_weight, n_tokens=None, n_numbers=None):
-    """CE + λ·(N)MSE, means over n_tokens and n_numbers (default: this batch's); no number adds 0,
-    not NaN. Counts may be tensors on the device: then no host sync."""
+    """CE + λ·(N)MSE, means over n_tokens and n_numbers (default: this batch's; tensors or ints);
+    no number adds 0, not NaN."""
 
     def mean(total, n):
         return total / (n.clamp(min=1) if torch.is_tensor(n) else max(int(n), 1))
@@ -285,7 +281,7 @@ def configure_optimizer(model, weight_decay, learning_rate, betas, device_type):
 
 def flops_per_token(model, attended_tokens, predicted_fraction):
     """Training FLOPs per token: 6 per trunk weight, 6 per head weight at the predicted fraction of
-    positions (the heads run only there), 12·n_layer·n_embd per attended token (attention)."""
+    positions, 12·n_layer·n_embd per attended token (attention)."""
     heads = [model.token_head, model.num_head] if model.xval else [model.token_head]
     head = sum(p.numel() for h in heads for p in h.parameters())
     return (

@@ -11,12 +11,13 @@ import numpy as np
 import torch
 
 from batching import collate, fill_in_example, to_device
+from checkpoint import load_checkpoint
 from dataset import ASK, EOS_ID, MAX_VALUE, TOKENS_PER_NUMBER, KeyAbsent, Vocab, fingerprint
 from dataset import masked_numbers, number_paths, read_meta
 from mixture import mixture_mean, mixture_quantile, mixture_sample, mixture_std
 from model import GPT, GPTConfig
 from tokenize_line import encode_pieces, number_spans, split_text, split_text_spans
-from util import TextError, format_number, load_checkpoint
+from util import TextError, format_number
 
 
 def load_model(path, device="cpu"):

@@ -1,6 +1,5 @@
-"""What train.py checks and fits to the machine before it builds anything large, each said in one
-line: samples longer than the context, micro-batches, attention memory, the validation split, the
-precision, torch.compile."""
+"""What train.py checks and fits to the machine before it builds anything large: samples longer
+than the context, micro-batches, attention memory, the validation split, precision, compile."""
 
 import os
 from contextlib import nullcontext
@@ -28,7 +27,7 @@ def check_lengths(data_dir, encoding, train, val, block_size, packing, pack_leng
 
 def fit_micro_batch(batch_size, micro_batch_size, world_size, say=None):
     """micro_batch_size or, where micro_batch_size × world_size exceeds batch_size, the largest
-    that shares it out (`say` tells); an error unless they make up the batch exactly."""
+    that shares it out; an error unless they make up the batch exactly."""
     fits = [m for m in range(1, micro_batch_size) if batch_size % (m * world_size) == 0]
     if micro_batch_size * world_size > batch_size and fits:
         if say:
@@ -44,9 +43,7 @@ def fit_micro_batch(batch_size, micro_batch_size, world_size, say=None):
 def fit_packing(
     pack_length, split, batch_size, micro_batch_size, world_size, seed, shortest, longest
 ):
-    """(pack_length, rows a micro-batch) of packed micro-batches: alone, --packing=True takes those
-    that pad least (batching.choose_packing); a pack_length, as many rows as micro_batch_size
-    samples of mean length fill."""
+    """(pack_length, rows a micro-batch): those that pad least, or a pack_length's rows."""
     if pack_length:
         return pack_length, packed_rows(split, micro_batch_size, pack_length)
     return choose_packing(split, batch_size, micro_batch_size, world_size, seed, shortest, longest)
@@ -54,8 +51,7 @@ def fit_packing(
 
 def check_attention_memory(shapes, n_head, device):
     """Refuse micro-batches whose dense attention (one layer's scores: rows × heads × context²,
-    float32) cannot fit in the device's memory, before allocating it (a 1 MB record can be 250,000
-    tokens); shapes: (rows, context) of each kind of micro-batch."""
+    float32) cannot fit in the device's memory; shapes: (rows, context) of each kind."""
     have = None
     if device.startswith("cuda"):
         have = torch.cuda.get_device_properties(device).total_memory
@@ -66,20 +62,16 @@ def check_attention_memory(shapes, n_head, device):
         if have and need > have:
             raise SystemExit(
                 f"error: a context of {context:,} tokens needs {need / 2**30:,.0f} GiB for one"
-                f" layer's attention scores ({rows} rows × {n_head} heads × {context:,}² × 4"
-                f" bytes), more than the {have / 2**30:,.0f} GiB of {device}: shorten the samples"
-                " (prepare/text.py --window N for a series) or lower block_size, pack_length or"
-                " micro_batch_size"
+                f" layer's attention scores, more than the {have / 2**30:,.0f} GiB of {device}:"
+                " shorten the samples (prepare/text.py --window) or lower block_size, pack_length"
+                " or micro_batch_size"
             )
 
 
 def check_val(val_data, data_dir, say=None):
-    """Warn (`say`) of a validation split too small to choose the best checkpoint on."""
+    """Warn of a validation split too small to choose the best checkpoint on."""
     if len(val_data) < 16 and say:
-        say(
-            f"warning: {data_dir}/val.txt has {len(val_data)} sample(s): validation losses, and the"
-            " choice of ckpt_best.pt, rest on them; a few dozen make them worth reading"
-        )
+        say(f"warning: {data_dir}/val.txt has {len(val_data)} sample(s): few for ckpt_best.pt")
 
 
 def pick_precision(dtype, device_type):
@@ -93,8 +85,8 @@ def pick_precision(dtype, device_type):
 
 
 def pick_compile(compile, device_type, say=None):
-    """torch.compile's setting: 'auto' is on for CUDA, off where it cannot work or rarely pays (CPU,
-    MPS, Windows; `say` tells); True on the CPU needs a C++ compiler for inductor's code."""
+    """torch.compile's setting: 'auto' is on for CUDA, off elsewhere (CPU, MPS, Windows); True on
+    the CPU needs a C++ compiler."""
     if compile not in ("auto", True, False):
         raise SystemExit(f"error: compile expects 'auto', True or False, got {compile!r}")
     if compile == "auto":

@@ -7,49 +7,77 @@ import time
 import torch
 
 from batching import step_batches
-from util import format_duration, peak_flops
+from util import format_duration
+
+# peak dense bf16 FLOP/s for MFU; the first key in the device's name counts: PCIe and NVL before SXM
+PEAK_FLOPS = {
+    "H100 PCIe": 756e12,
+    "H100 NVL": 835e12,
+    "H100": 989e12,
+    "H200": 989e12,
+    "GH200": 989e12,
+    "A100": 312e12,
+    "L40S": 362e12,
+    "A10G": 70e12,
+    "RTX 4090": 165e12,
+    "RTX 3090": 71e12,
+}
 
 
-def describe(config, run, train_data, val_data, vocab, model):
-    """Print the start-up facts: the settings as used (run: train.py's globals)."""
+def peak_flops(device_name):
+    """The bf16 dense peak of a GPU from its name (torch.cuda.get_device_name), else None."""
+    return next((value for key, value in PEAK_FLOPS.items() if key in device_name), None)
+
+
+def describe(config, used, resumed_at, train_data, val_data, vocab, model):
+    """Print the start-up facts: the settings as given (config) and as fitted to the machine and
+    the data (used: micro_batch_size, world_size, pack_length, pack_rows, device, dtype,
+    compile)."""
     mean_length = float(train_data.lengths.mean())
     print(
-        f"data: {run['data_dir']} ({run['encoding']}): {len(train_data):,} train /"
+        f"data: {config['data_dir']} ({config['encoding']}): {len(train_data):,} train /"
         f" {len(val_data):,} val samples, {mean_length:.0f} tokens/sample (max"
         f" {int(train_data.lengths.max())}), vocab {len(vocab)}"
     )
     cfg = model.cfg
     heads = f", number head {cfg.num_head}" if cfg.encoding == "xval" else ""
     heads += f" (K={cfg.n_components})" if heads and cfg.num_head == "gmm" else ""
-    objective = "causal" if cfg.causal else f"bidirectional (MLM p={run['mlm_probability']:g})"
+    objective = "causal" if cfg.causal else f"bidirectional (MLM p={config['mlm_probability']:g})"
     from_data = "" if config["block_size"] else " (the longest sample)"
     print(
         f"model: {model.num_params() / 1e6:.2f}M parameters, {cfg.n_layer} layers × {cfg.n_head}"
         f" heads × {cfg.n_embd // cfg.n_head}, block_size {cfg.block_size}{from_data},"
         f" {objective}, k={cfg.k}{heads}"
     )
-    batch, micro, world = run["batch_size"], run["micro_batch_size"], run["world_size"]
+    batch, micro, world = config["batch_size"], used["micro_batch_size"], used["world_size"]
     tokens = f"~{batch * mean_length:,.0f} tokens/step"
     accum = batch // (micro * world)
     steps = f"{micro} × {world} processes × {accum} accumulation steps, {tokens}"
-    if run["packing"]:
+    if config["packing"]:
         # packed, a step has as many micro-batches as its rows need
-        layout = {key: run[key] for key in ("packing", "pack_length", "pack_rows")}
-        first = step_batches(train_data, 0, run["seed"], batch, micro, world_size=world, **layout)
+        length, rows = used["pack_length"], used["pack_rows"]
+        layout = dict(world_size=world, packing=True, pack_length=length, pack_rows=rows)
+        first = step_batches(train_data, 0, config["seed"], batch, micro, **layout)
         least = "" if config["pack_length"] else " (the least padding)"
         steps = (
-            f"{tokens}, packed in rows of {run['pack_length']} tokens, {run['pack_rows']} a"
-            f" micro-batch{least}; {len(first)} micro-batches × {world} processes at step 0"
+            f"{tokens}, packed in rows of {length} tokens, {rows} a micro-batch{least};"
+            f" {len(first)} micro-batches × {world} processes at step 0"
         )
     print(f"batch: {batch} samples/step = {steps}")
-    device, device_type = run["device"], torch.device(run["device"]).type
+    device, device_type = used["device"], torch.device(used["device"]).type
     gpu = torch.cuda.get_device_name(device) if device_type == "cuda" else device_type
     threads = f", {torch.get_num_threads()} threads" if device_type == "cpu" else ""
-    start = f"resuming at step {run['iter_num']}" if run["resume"] else "from scratch"
+    start = "from scratch" if resumed_at is None else f"resuming at step {resumed_at}"
     print(
-        f"system: {device} ({gpu}{threads}), {run['dtype']}, compile={run['compile']}, attention"
+        f"system: {device} ({gpu}{threads}), {used['dtype']}, compile={used['compile']}, attention"
         f" {'flex' if model.flex_attention else 'sdpa'}, world size {world}, {start}"
     )
+
+
+def append_row(log, row):
+    """Append a JSON row to log.jsonl, opened each time: a run stopped anywhere leaves it whole."""
+    with open(log, "a", encoding="utf-8") as f:
+        f.write(json.dumps(row) + "\n")
 
 
 def say_validation(log, step, val, num_loss_name):
@@ -58,7 +86,7 @@ def say_validation(log, step, val, num_loss_name):
         f"step {step}: val loss {val['val_loss']:.4f} (CE {val['val_ce']:.4f}, number"
         f" {num_loss_name} {val['val_mse']:.4g})"
     )
-    log.write(json.dumps({"iter": step, **val}) + "\n")
+    append_row(log, {"iter": step, **val})
 
 
 class Progress:
@@ -109,10 +137,9 @@ class Progress:
             )
             if self.first and self.device == "cpu" and left > 86400:
                 print(
-                    f"warning: at {step_s:.2f} s/step this run of {self.max_iters:,} steps takes"
-                    f" ~{format_duration(left)} on the CPU: a paper-scale run; for a CPU try"
-                    " config/own_small.py (or config/*_small.py)"
+                    f"warning: this run of {self.max_iters:,} steps takes ~{format_duration(left)}"
+                    " on the CPU; try config/own_small.py (or config/*_small.py)"
                 )
-            self.log.write(json.dumps({**row, "peak_memory_gib": memory}) + "\n")
+            append_row(self.log, {**row, "peak_memory_gib": memory})
         self.first = False
         self.restart(step)

@@ -1,7 +1,6 @@
-"""The checks a setting passes: its default's type, and the range its script gives it in
-`RANGES = dict(key="range", ...)` after '# -- end config'. A range reads as --help prints it:
-"[low, high)" ("]" takes high, "(" leaves out low, a bound may name a setting), then " unless
-SETTING" (unchecked while it is true) and " multiple of SETTING"; or choices, "a | b | cuda:N"."""
+"""The checks a setting passes: its default's type, and its range in the script's `RANGES =
+dict(key="range", ...)`: "[low, high)" (a bound may name a setting), then " unless SETTING"
+(unchecked while it is true) and " multiple of SETTING"; or choices, "a | b | cuda:N"."""
 
 import ast
 import os
@@ -12,7 +11,7 @@ INTERVAL = re.compile(r"([\[(])([^,]+), ([^\])]+)([\])])(?: unless (\w+))?(?: mu
 
 
 def say(text):
-    """Print text; a reader that stops early (| head) ends it quietly, as it ends `cat`."""
+    """Print text; a reader that stops early (| head) ends it quietly."""
     try:
         print(text, flush=True)
     except BrokenPipeError:
@@ -20,7 +19,7 @@ def say(text):
 
 
 def error(text):
-    """A one-line error; under torchrun only the first process on each machine says it."""
+    """A one-line error (under torchrun, the first process's on each machine)."""
     return SystemExit(f"error: {text}" if int(os.environ.get("LOCAL_RANK", 0)) == 0 else 1)
 
 

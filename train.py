@@ -9,7 +9,6 @@ import math
 import os
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 
 import numpy as np
@@ -21,7 +20,7 @@ import checkpoint
 import distributed
 import preflight
 import report
-from batching import VAL_STEP, collate, step_batches, step_samples, to_device, training_examples
+from batching import VAL_STEP, collate, prefetched, step_batches, to_device, training_examples
 from configurator import configure
 from dataset import Split, Vocab, fingerprint, load_text_vocab
 from distributed import print0
@@ -128,7 +127,7 @@ longest = max(int(split.lengths.max()) for split in (train_data, val_data))
 # AR appends [EOS] and shifts by one: as many inputs as tokens
 block_size = block_size or longest
 preflight.check_lengths(data_dir, encoding, train_data, val_data, block_size, packing, pack_length)
-# packed micro-batches: pack_rows rows of pack_length tokens
+# packed: micro-batches of pack_rows rows of pack_length tokens
 pack_rows = 0
 if packing:
     args = (train_data, batch_size, micro_batch_size, world_size, seed, longest, 4 * block_size)
@@ -143,9 +142,10 @@ preflight.check_val(val_data, data_dir, print0)
 num_loss_name = "NLL" if num_head == "gmm" else "NMSE" if k > 0 else "MSE"
 
 # -- model and optimizer
-# GPTConfig's fields: this config's, and the vocabulary's
-model_args = {key: globals()[key] for key in GPTConfig.__dataclass_fields__ if key in config}
-model_args.update(vocab_size=len(vocab), num_id=-1 if vocab.num_id is None else vocab.num_id)
+# GPTConfig's fields: this config's, the context and the vocabulary's
+model_args = {key: config[key] for key in GPTConfig.__dataclass_fields__ if key in config}
+model_args.update(block_size=block_size, vocab_size=len(vocab))
+model_args.update(num_id=-1 if vocab.num_id is None else vocab.num_id)
 try:
     gptconf = GPTConfig(**model_args)
 except ValueError as e:
@@ -179,8 +179,10 @@ def get_lr(it, s):
 # leftovers of a killed run go, and a resume's log rows after its step
 log = checkpoint.tidy_out_dir(out_dir, resume, iter_num, earlier_run) if master else None
 if master:
-    # the facts that make a log explain itself
-    report.describe(config, globals(), train_data, val_data, vocab, raw_model)
+    # the facts that make a log explain itself: the settings as given and as used
+    used = dict(micro_batch_size=micro_batch_size, world_size=world_size, pack_length=pack_length)
+    used.update(pack_rows=pack_rows, device=device, dtype=dtype, compile=compile)
+    report.describe(config, used, resumed_at, train_data, val_data, vocab, raw_model)
     checkpoint.say_changes(changed, config, iter_num, get_lr)
 
 
@@ -189,22 +191,26 @@ def forward(m, b):
 
 
 def micro_batches(step):
-    """This process's micro-batches of a step, and the whole step's predicted tokens and numbers
-    (every process counts them all, so that all agree without a collective)."""
-    positions, indices = step_samples(len(train_data), batch_size, step, seed)
-    # this process's share, masked, padded or packed
+    """This process's share of a step's samples (masked, padded or packed micro-batches), and the
+    tokens and numbers they predict."""
     how = (rank, world_size, causal, mlm_probability, packing, pack_length, device_type == "cuda")
     batches = step_batches(train_data, step, seed, batch_size, micro_batch_size, *how, pack_rows)
-    everyone = batches
-    if world_size > 1:
-        args = (train_data, indices, positions, step, seed, causal, mlm_probability)
-        everyone = [collate(training_examples(*args))]
-    targets = torch.cat([b["targets"].flatten() for b in everyone])
-    return batches, sum(len(b["pred"]) for b in everyone), int((targets == gptconf.num_id).sum())
+    numbers = sum(int((b["targets"] == gptconf.num_id).sum()) for b in batches)
+    return batches, (sum(len(b["pred"]) for b in batches), numbers)
+
+
+def step_counts(counts):
+    """The step's predicted tokens and numbers: every process's counts, summed."""
+    if not ddp:
+        return counts
+    counts = torch.tensor(counts, device=device)
+    dist.all_reduce(counts)
+    return counts[0], counts[1]
 
 
 SUMS = ("ce_sum", "n_tokens", "num_sum", "n_numbers")
 VAL = ("val_loss", "val_ce", "val_mse")
+CHECKED = ("loss", "CE", num_loss_name, "a loss or gradient norm since the last check")
 
 
 @torch.no_grad()
@@ -234,88 +240,83 @@ def save(name):
 
 
 # -- training loop
-# a thread builds the next step's micro-batches while this one computes
 t_start = time.time()
 # the speed between logged steps; what they print and log
 progress = report.Progress(log, iter_num, max_iters, world_size, device, flops_tok)
 stopping = False
-upcoming = None
-health = torch.zeros(1, device=device)
+# the losses and gradient norms since the last check, summed on the device: finite while all are
+unchecked = torch.zeros(1, device=device)
 sigterm = distributed.note_sigterm()
-CHECKED = ("loss", "CE", num_loss_name, "a loss or gradient norm since the last check", "SIGTERMs")
-with ThreadPoolExecutor(max_workers=1) as loader:
-    while True:
-        # determine and set the learning rate for this step
-        lr = get_lr(iter_num, config)
-        for group in optimizer.param_groups:
-            group["lr"] = lr
-        # evaluate, and write the latest and best checkpoints
-        if (iter_num % eval_interval == 0 or iter_num == max_iters) and iter_num != resumed_at:
-            val = evaluate()
-            if master:
-                report.say_validation(log, iter_num, val, num_loss_name)
-                improved = val["val_loss"] < best_val_loss
-                best_val_loss = min(best_val_loss, val["val_loss"])
-                if iter_num > 0 and improved:
-                    save("ckpt_best.pt")
-                if iter_num > 0:
-                    save("ckpt_latest.pt")
-            # validation is not training time
-            progress.restart(iter_num)
-        if master and keep_every and iter_num % keep_every == 0 and iter_num not in (0, resumed_at):
-            save(f"ckpt_{iter_num}.pt")
-        if iter_num >= max_iters:
-            break
-        # after a SIGTERM noted at the last check: save (unless just saved), and stop
-        if stopping:
-            if master and iter_num % eval_interval:
+# a thread builds the next step's micro-batches while this one computes
+steps = prefetched(micro_batches, iter_num)
+while True:
+    # determine and set the learning rate for this step
+    lr = get_lr(iter_num, config)
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+    # evaluate, and write the latest and best checkpoints
+    if (iter_num % eval_interval == 0 or iter_num == max_iters) and iter_num != resumed_at:
+        val = evaluate()
+        if master:
+            report.say_validation(log, iter_num, val, num_loss_name)
+            improved = val["val_loss"] < best_val_loss
+            best_val_loss = min(best_val_loss, val["val_loss"])
+            if iter_num > 0 and improved:
+                save("ckpt_best.pt")
+            if iter_num > 0:
                 save("ckpt_latest.pt")
-            distributed.stop_after_sigterm(iter_num, ckpt_path)
-        # dropout's randomness follows (seed, rank, step): a resume repeats it
-        torch.manual_seed(int(np.random.SeedSequence([seed, rank, iter_num]).generate_state(1)[0]))
-        # this step's micro-batches; the next step's begin
-        step = upcoming or loader.submit(micro_batches, iter_num)
-        try:
-            batches, n_tokens, n_numbers = step.result()
-        except SystemExit as e:
-            distributed.stop(e.code)
-        upcoming = loader.submit(micro_batches, iter_num + 1) if iter_num + 1 < max_iters else None
-        # forward and backward; DDP averages the gradients at the last micro-batch
-        loss_sum = torch.zeros(3, device=device)
-        for i, cpu_batch in enumerate(batches):
-            with model.no_sync() if ddp and i < len(batches) - 1 else nullcontext(), autocast:
-                sums = forward(model, to_device(cpu_batch, device))
-                loss, ce, num = loss_from(sums, num_loss_weight, n_tokens, n_numbers)
-            # DDP averages world_size × each process's share: the global batch's mean
-            (loss * world_size).backward()
-            loss_sum += torch.stack([loss, ce, num]).detach()
-            progress.count(cpu_batch)
-        # clip the gradient (grad_clip 0: measured only)
-        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip or math.inf)
-        # on the device, no wait: 0 while all are finite, NaN for ever after (inf·0)
-        health += (loss_sum.sum() + grad_norm) * 0
-        # check the loss, any NaN and SIGTERMs (on logged steps, before a save, after a SIGTERM)
-        done = iter_num + 1
-        logging = done % log_interval == 0 or done == max_iters
-        saving = done % eval_interval == 0 or (keep_every and done % keep_every == 0)
-        if logging or saving or (sigterm and not ddp):
-            noted = torch.tensor([float(len(sigterm))], device=device)
-            shared = torch.cat([loss_sum, health, noted])
-            if ddp:
-                dist.all_reduce(shared)
-            checked = checkpoint.stop_unless_finite(shared.tolist(), CHECKED, done, ckpt_path)
-            stopping = checked[-1] > 0
-        # step the optimizer, and flush the gradients
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-        iter_num += 1
+        # validation is not training time
+        progress.restart(iter_num)
+    if master and keep_every and iter_num % keep_every == 0 and iter_num not in (0, resumed_at):
+        save(f"ckpt_{iter_num}.pt")
+    if iter_num >= max_iters:
+        break
+    # after a SIGTERM: save (unless just saved), and stop
+    if stopping:
+        if master and iter_num % eval_interval:
+            save("ckpt_latest.pt")
+        distributed.stop_after_sigterm(iter_num, ckpt_path)
+    # dropout's randomness follows (seed, rank, step): a resume repeats it
+    torch.manual_seed(int(np.random.SeedSequence([seed, rank, iter_num]).generate_state(1)[0]))
+    # this step's micro-batches
+    batches, counts = next(steps)
+    n_tokens, n_numbers = step_counts(counts)
+    # forward and backward; DDP averages the gradients at the last micro-batch
+    loss_sum = torch.zeros(3, device=device)
+    for i, cpu_batch in enumerate(batches):
+        with model.no_sync() if ddp and i < len(batches) - 1 else nullcontext(), autocast:
+            sums = forward(model, to_device(cpu_batch, device))
+            loss, ce, num = loss_from(sums, num_loss_weight, n_tokens, n_numbers)
+        # DDP averages world_size × each process's share: the global batch's mean
+        (loss * world_size).backward()
+        loss_sum += torch.stack([loss, ce, num]).detach()
+        progress.count(cpu_batch)
+    # clip the gradient (grad_clip 0: measured only)
+    grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip or math.inf)
+    unchecked += loss_sum.sum() + grad_norm
+    done = iter_num + 1
+    logging = done % log_interval == 0 or done == max_iters
+    checking = logging or done % eval_interval == 0 or (keep_every and done % keep_every == 0)
+    # a SIGTERM noted by any process: all save and stop after this step (torchrun: at a check)
+    if checking or not ddp:
+        stopping = distributed.sigterm_noted(sigterm, device)
+    # check the losses where the host reads them (logged steps, before a save): a non-finite
+    # one since the last check stops every process before the optimizer step
+    if checking or stopping:
+        losses = distributed.sum_over_processes(torch.cat([loss_sum, unchecked]))
+        checkpoint.stop_unless_finite(losses, CHECKED, done, ckpt_path)
+        unchecked.zero_()
         # timing and logging
         if logging:
-            progress.log_step(iter_num, lr, checked[:3], num_loss_name)
+            progress.log_step(done, lr, losses[:3], num_loss_name)
+    # step the optimizer, and flush the gradients
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    iter_num += 1
 
 # -- the end
 if master:
-    # close the log, release out_dir, print what to run next
-    checkpoint.finish(log, out_dir, data_dir, time.time() - t_start)
+    # release out_dir, print what to run next
+    checkpoint.finish(out_dir, data_dir, time.time() - t_start)
 # every process waits for rank 0's last checkpoint, then leaves
 distributed.end_processes()

@@ -1,3 +1,4 @@
+import atexit
 import contextlib
 import io
 import os
@@ -7,6 +8,7 @@ import signal
 import subprocess
 import sys
 import traceback
+from unittest import mock
 
 import pytest
 
@@ -67,9 +69,17 @@ def run_in_process(args, input):
     sys.argv, sys.stdin = [script, *args[1:]], stdin
     sys.path.insert(0, os.path.dirname(script))
     os.chdir(ROOT)
-    code = 0
+    code, at_exit, register = 0, [], atexit.register
+
+    def at_script_exit(f, *args):
+        """The project's exit handlers (train.py's lock release) run as the script ends here, others at ours."""
+        source = getattr(f, "__code__", None)
+        if source and os.path.dirname(source.co_filename) == ROOT:
+            return at_exit.append((f, args))
+        return register(f, *args)
     try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
+                mock.patch("atexit.register", at_script_exit):
             try:
                 runpy.run_path(script, run_name="__main__")
             except SystemExit as e:
@@ -80,6 +90,8 @@ def run_in_process(args, input):
                 traceback.print_exc()
                 code = 1
     finally:
+        for f, a in at_exit:  # what the script's process would do at its exit (release its lock)
+            f(*a)
         sys.argv, sys.stdin, sys.path[:] = saved[0], saved[1], saved[2]
         os.environ.clear()
         os.environ.update(saved[3])

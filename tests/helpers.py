@@ -14,6 +14,7 @@ import pytest
 import torch
 from conftest import ROOT, run
 
+from batching import ar_example, mlm_mask
 from model import GPT, GPTConfig
 
 sys.path.insert(0, os.path.join(ROOT, "prepare"))
@@ -37,24 +38,33 @@ def one_line_error(r):
     return lines[0]
 
 
+def train_args(data_dir, out, *args):
+    """train.py's flags for a tiny run of 2 steps of 8 samples on data_dir; args override them."""
+    return [*TINY, f"--data_dir={data_dir}", f"--out_dir={out}", "--batch_size=8", "--micro_batch_size=8",
+            "--max_iters=2", "--eval_interval=2", "--eval_batches=1", "--learning_rate=1e-3", "--min_lr=1e-3",
+            *args]
+
+
 def train(data_dir, out, *args, check=True):
-    return run("train.py", *TINY, f"--data_dir={data_dir}", f"--out_dir={out}", "--batch_size=8",
-               "--micro_batch_size=8", "--eval_interval=2", "--eval_batches=1", "--learning_rate=1e-3", "--min_lr=1e-3",
-               *args,
-               check=check)
+    return run("train.py", *train_args(data_dir, out, *args), check=check)
+
+
+def torchrun(n, *args, check=True):
+    """train.py args on n processes (gloo, one thread each), as torchrun --standalone starts them."""
+    return run("-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={n}", "train.py", *args,
+               env={**os.environ, "OMP_NUM_THREADS": "1"}, check=check)
 
 
 def resumed_losses_match(data, tmp_path, device="cpu", rel=1e-6, abs=1e-7):
-    """Steps 4-6 of a run stopped after step 3 and resumed with the same settings log the losses of an
-    uninterrupted run (its checkpoint of step 3 stands for the stopped run's last one)."""
-    common = [*[a for a in TINY if not a.startswith("--device")], f"--device={device}", f"--data_dir={data}",
-              "--batch_size=8", "--micro_batch_size=4", "--eval_interval=3", "--learning_rate=1e-3",
-              "--min_lr=1e-4", "--dropout=0.1", "--max_iters=6", "--keep_every=3"]  # a decaying lr and dropout
-    straight, resumed = str(tmp_path / "straight"), str(tmp_path / "resumed")
-    run("train.py", *common, f"--out_dir={straight}")
+    """Steps 4-6 of a run resumed from its checkpoint of step 3 log the losses of an uninterrupted run
+    (with a decaying lr and dropout)."""
+    flags = [f"--device={device}", "--micro_batch_size=4", "--eval_interval=3", "--min_lr=1e-4", "--dropout=0.1",
+             "--max_iters=6", "--keep_every=3"]
+    straight, resumed = tmp_path / "straight", tmp_path / "resumed"
+    train(data, straight, *flags)
     os.makedirs(resumed)
-    shutil.copy(os.path.join(straight, "ckpt_3.pt"), os.path.join(resumed, "ckpt_latest.pt"))
-    r = run("train.py", *common, f"--out_dir={resumed}", "--resume")
+    shutil.copy(straight / "ckpt_3.pt", resumed / "ckpt_latest.pt")
+    r = train(data, resumed, *flags, "--resume")
     assert "resuming at step 3" in r.stdout and "changed" not in r.stdout
     a, b = losses(straight), losses(resumed)
     for i in (4, 5, 6):
@@ -86,10 +96,22 @@ V, NUM = 12, 3  # a tiny vocabulary: specials 0..2, [NUM] 3, text tokens 4..11
 
 
 def tiny(encoding="xval", **kw):
+    """The tests' tiny model (2 layers, width 32, vocabulary V; kw: other GPTConfig settings), in eval mode."""
     torch.manual_seed(0)
-    cfg = GPTConfig(vocab_size=V, num_id=NUM if encoding == "xval" else -1, block_size=32,
-                    n_layer=2, n_head=2, n_embd=32, encoding=encoding, **kw)
-    return GPT(cfg).eval()
+    settings = dict(vocab_size=V, num_id=NUM if encoding == "xval" else -1, block_size=32, n_layer=2, n_head=2,
+                    n_embd=32, encoding=encoding)
+    return GPT(GPTConfig(**{**settings, **kw})).eval()
+
+
+def random_examples(rng, lengths, causal=False, mlm_probability=0.3, spread=1.0):
+    """AR or MLM-masked examples of random text tokens, every third a [NUM] of value ~ N(0, spread²)."""
+    examples = []
+    for n in lengths:
+        ids = rng.integers(4, V, int(n))
+        ids[::3] = NUM
+        values = np.where(ids == NUM, rng.standard_normal(len(ids)) * spread, 1.0).astype(np.float32)
+        examples.append(ar_example(ids, values) if causal else mlm_mask(ids, values, mlm_probability, rng))
+    return examples
 
 
 def sample(T, seed=0):
@@ -261,9 +283,8 @@ NEAR_LIMITS = [repr(float(np.nextafter(x, toward))) for x in (1e-8, 9.99e7, 9.99
 
 @contextlib.contextmanager
 def diverging_after(steps):
-    """A run in this process whose optimizer, from its `steps`-th step on, leaves NaN in every
-    weight (a model that diverges): the losses after it are not finite. Data cannot do this: the
-    arrays are refused at start where a number is not finite or beyond what float32 squares."""
+    """A run in this process whose optimizer, from its `steps`-th step on, leaves NaN in every weight (a model
+    that diverges; data cannot: train.py refuses non-finite numbers at start)."""
     original, calls = torch.optim.AdamW.step, []
 
     def step(self, *args, **kwargs):

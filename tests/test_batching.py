@@ -19,11 +19,15 @@ def test_over_an_epoch_the_ranks_load_every_sample_exactly_once(packing, pack_le
     lengths = [3 + i % 7 for i in range(48)]
     split = Samples((np.full(n, 9), np.full(n, float(i), np.float32)) for i, n in enumerate(lengths))
     seen = []
+    layout = dict(seed=3, batch_size=8, micro_batch_size=2, packing=packing, pack_length=pack_length)
     for step in range(48 // 8):  # one epoch of steps of 8 samples, 4 per rank in micro-batches of 2
+        counts = []
         for rank in range(2):
-            for batch in step_batches(split, step, seed=3, batch_size=8, micro_batch_size=2, rank=rank,
-                                      world_size=2, packing=packing, pack_length=pack_length):
-                seen += samples_in(batch)
+            batches = step_batches(split, step, rank=rank, world_size=2, **layout)
+            seen += [s for batch in batches for s in samples_in(batch)]
+            counts.append(predicted(batches))
+        # the ranks' predicted tokens and numbers add up to the step's
+        assert tuple(map(sum, zip(*counts))) == predicted(step_batches(split, step, **layout))
     assert sorted(seen) == list(enumerate(lengths))  # each sample once, and whole
 
 
@@ -56,6 +60,11 @@ def temperature_like(n=256, seed=0):
     """Samples of 800-1800 tokens, as 60-89 stations × 8-15 steps give in xVal (block_size 1798)."""
     rng = np.random.default_rng(seed)
     return Samples((np.full(n, 5), np.ones(n, np.float32)) for n in rng.integers(800, 1799, n))
+
+
+def predicted(batches):
+    """The tokens and numbers ([NUM] is 9 here) that micro-batches predict, as train.py counts them."""
+    return sum(len(b["pred"]) for b in batches), sum(int((b["targets"] == 9).sum()) for b in batches)
 
 
 def padded_fraction(batches):

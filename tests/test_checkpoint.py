@@ -1,12 +1,15 @@
-"""checkpoint.py: a run's folder holds what train.py and eval.py wrote and nothing of theirs goes
-that they did not write; a damaged log or an edited checkpoint is one line or a note, and the
-checkpoint is the truth a resume continues from."""
+"""checkpoint.py: a run's folder holds what train.py and eval.py wrote and nothing of theirs goes that they did
+not write; a damaged log, a checkpoint cut short, foreign or edited is one line or a note, and the checkpoint is
+the truth a resume continues from."""
 
 import json
 import os
+import pathlib
 
+import numpy as np
 import pytest
 import torch
+from conftest import run
 from helpers import losses, one_line_error, train
 
 from checkpoint import run_files
@@ -76,3 +79,31 @@ def test_an_edited_checkpoint_is_refused_on_resume_in_one_line(data, tmp_path, e
     torch.save(c, path)
     error = one_line_error(train(data, out, "--max_iters=4", "--resume", check=False))
     assert error.startswith(f"error: {path}") and says in error, error
+
+
+def test_a_truncated_or_empty_checkpoint_is_a_one_line_error_naming_it(checkpoint, data, tmp_path):
+    truncated, empty = str(tmp_path / "ckpt_latest.pt"), str(tmp_path / "empty.pt")
+    with open(truncated, "wb") as f:
+        f.write(open(checkpoint, "rb").read()[:1000])
+    open(empty, "wb").close()
+    for bad, r in ((truncated, train(data, str(tmp_path), "--max_iters=4", "--resume", check=False)),
+                   (empty, run("sample.py", f"--ckpt={empty}", input="(0.5+0.25)=[?]\n", check=False)),
+                   (truncated, run("eval.py", f"--ckpt={truncated}", f"--data_dir={data}", check=False))):
+        assert f"{bad} is not a readable checkpoint" in one_line_error(r)
+
+
+def test_a_foreign_checkpoint_cannot_run_code_and_is_a_clear_error(data, tmp_path):
+    marker = tmp_path / "ran"
+
+    class Payload:
+        def __reduce__(self):
+            return pathlib.Path.touch, (marker,)
+    out = tmp_path / "out"
+    out.mkdir()
+    torch.save({"model": Payload()}, str(out / "ckpt_latest.pt"))
+    error = one_line_error(train(data, str(out), "--resume", "--max_iters=4", check=False))
+    assert f"{out / 'ckpt_latest.pt'} is not a readable checkpoint" in error and not marker.exists()
+    assert "weights_only" not in error and "could run code" in error  # never the advice to load it unsafely
+    (out / "random.pt").write_bytes(np.random.default_rng(0).bytes(5000))  # random bytes: a plain one-line error
+    error = one_line_error(run("eval.py", f"--ckpt={out / 'random.pt'}", check=False))
+    assert f"{out / 'random.pt'} is not a readable checkpoint" in error and "weights_only" not in error

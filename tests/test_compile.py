@@ -8,26 +8,17 @@ import pytest
 import torch
 import torch._dynamo.utils
 
-from batching import ar_example, collate, mlm_mask, pack, step_batches
-from model import GPT, GPTConfig, loss_from
-from helpers import Samples
+from helpers import V, Samples, random_examples, tiny
 
-V, NUM = 20, 3
-
+from batching import collate, pack, step_batches
+from model import loss_from
 
 def model(encoding="xval", **kw):
-    torch.manual_seed(0)
-    return GPT(GPTConfig(vocab_size=V, num_id=NUM if encoding == "xval" else -1, block_size=64,
-                         n_layer=1, n_head=2, n_embd=32, encoding=encoding, **kw))
+    return tiny(encoding, block_size=64, n_layer=1, **kw).train()
 
 
 def batch(rng, packed, causal, n=4):
-    examples = []
-    for length in rng.integers(5, 40, n):
-        ids = rng.integers(4, V, int(length))
-        ids[::3] = NUM
-        values = np.where(ids == NUM, rng.standard_normal(len(ids)) * 2, 1.0).astype(np.float32)
-        examples.append(ar_example(ids, values) if causal else mlm_mask(ids, values, 0.3, rng))
+    examples = random_examples(rng, rng.integers(5, 40, n), causal, spread=2.0)
     return pack(examples) if packed else collate(examples)
 
 

@@ -9,27 +9,21 @@ import numpy as np
 import pytest
 import torch
 
-from batching import collate, mlm_mask, pack, ar_example
-from model import GPT, GPTConfig, loss_from
+from helpers import random_examples, tiny
+
+from batching import collate, pack
+from model import loss_from
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
-V, NUM = 40, 3
 
 
 def model(causal=False, k=0):
-    torch.manual_seed(0)
-    cfg = GPTConfig(vocab_size=V, num_id=NUM, block_size=512, n_layer=2, n_head=4, n_embd=128, causal=causal, k=k)
-    return GPT(cfg).cuda()
+    return tiny(block_size=512, n_head=4, n_embd=128, causal=causal, k=k).train().cuda()
 
 
 def batch(seed, packed, causal, n=6):
     rng = np.random.default_rng(seed)
-    examples = []
-    for length in rng.integers(20, 300, n):
-        ids = rng.integers(4, V, int(length))
-        ids[::3] = NUM
-        values = np.where(ids == NUM, rng.standard_normal(len(ids)), 1.0).astype(np.float32)
-        examples.append(ar_example(ids, values) if causal else mlm_mask(ids, values, 0.2, rng))
+    examples = random_examples(rng, rng.integers(20, 300, n), causal, mlm_probability=0.2)
     b = pack(examples, 512) if packed else collate(examples)
     return {k: v.cuda() if isinstance(v, torch.Tensor) else v for k, v in b.items()}
 

@@ -8,7 +8,6 @@ from helpers import NUM, V, sample, tiny
 
 from batching import collate, mlm_mask
 from model import GPT, IGNORE, GPTConfig, flops_per_token, loss_from
-from util import peak_flops
 from dataset import MASK_ID
 
 
@@ -252,12 +251,6 @@ def test_the_number_path_stays_float32_under_bf16_autocast(k):
     assert num.dtype == torch.float32 and embedded.dtype == torch.float32
     torch.testing.assert_close(num, model.heads(h)[1], rtol=1e-6, atol=1e-6)
     torch.testing.assert_close(embedded, model.embed(ids[None], values[None]), rtol=1e-6, atol=1e-6)
-
-
-@pytest.mark.parametrize("name,peak", [("NVIDIA H100 80GB HBM3", 989e12), ("NVIDIA H100 PCIe", 756e12),
-                                       ("NVIDIA H200", 989e12), ("NVIDIA A100-SXM4-80GB", 312e12), ("Tesla T4", None)])
-def test_mfu_uses_the_peak_of_the_board_in_hand(name, peak):
-    assert peak_flops(name) == peak
 
 
 # ---------------------------------------------------------------- causal models are evaluated by generation
