@@ -435,10 +435,10 @@ def parse_args(argv):
     p.add_argument("--block-steps", type=at_least(1), default=32, help=block)
     mask = "ERA5 lsm file: also write <split>.ocean.txt labels"
     p.add_argument("--land-sea-mask", metavar="FILE", help=mask)
-    sizes = (("--stations", "grid points", STATIONS), ("--steps", "steps", STEPS))
-    for flag, what, default in sizes:
-        what += f" per sample, inclusive (default {default[0]},{default[1]})"
-        p.add_argument(flag, type=int_range(), default=default, metavar="MIN,MAX", help=what)
+    stations = "grid points per sample, inclusive (default 60,89)"
+    p.add_argument("--stations", type=int_range(), default=STATIONS, metavar="MIN,MAX", help=stations)
+    steps = "steps per sample, inclusive (default 8,15)"
+    p.add_argument("--steps", type=int_range(), default=STEPS, metavar="MIN,MAX", help=steps)
     return p.parse_args(argv)
 
 
