@@ -76,10 +76,10 @@ def test_reading_a_csv_gives_numbers_text_and_missing_values_with_their_lines(tm
 
 
 def test_a_block_of_rows_at_a_time_names_the_same_lines(tmp_path, monkeypatch):
-    """Rows read in blocks (here of 3) keep their lines, a quoted line break included."""
+    """Rows read in blocks (here of 8 bytes) keep their lines, a quoted line break included."""
     content = "t,note\n" + "".join(f'{i},"{"a" + chr(10) + "b" if i == 4 else "c"}"\n' for i in range(8))
     whole = table_of(tmp_path, content)
-    monkeypatch.setattr(reading, "BLOCK", 3)
+    monkeypatch.setattr(reading, "BLOCK", 8)
     blocks = table_of(tmp_path, content)
     assert list(blocks.line) == list(whole.line) == [2, 3, 4, 5, 6, 8, 9, 10]
     assert list(blocks.cols["t"].x) == list(range(8)) and blocks.cols["note"].texts == ["c", "a\nb"]
