@@ -303,10 +303,12 @@ def lines_of(table, part, keys, writers, lo, hi):
             text = np.array(list(map(form.format, *text.reshape(rows.shape).T)), dtype=object)
         values[key] = text
     # records alike in the keys they hold are written with one template
-    pattern = sum(part.has(k)[lo:hi].astype(np.int64) << i for i, k in enumerate(keys))
+    held = np.column_stack([part.has(k)[lo:hi] for k in keys])
+    patterns, pattern = np.unique(held, axis=0, return_inverse=True)
+    pattern = pattern.ravel()
     lines = np.empty(len(rows), dtype=object)
-    for p in np.unique(pattern):
-        present = [k for i, k in enumerate(keys) if p >> i & 1]
+    for p, has in enumerate(patterns):
+        present = [k for k, h in zip(keys, has) if h]
         name = lambda k: json.dumps(k, ensure_ascii=False).replace("{", "{{").replace("}", "}}")
         form = "{{" + ",".join(f"{name(k)}:{{}}" for k in present) + "}}"
         at = np.flatnonzero(pattern == p)

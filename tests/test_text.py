@@ -438,3 +438,12 @@ def test_decimal_commas_as_european_spreadsheets_write_them(tmp_path):
                      error(tmp_path, "t;p\n1;1014\n2;1.013,5\n3;1012\n", "--decimal-comma"))
     assert re.search(r"bad.csv:3: column 'p': '1.5' holds a point, but --decimal-comma says numbers are written 12,5",
                      error(tmp_path, "t;p\n1;1014\n2;1.5\n3;1012\n", "--decimal-comma"))
+
+
+def test_a_record_leaves_out_its_missing_keys_whatever_the_number_of_keys(tmp_path):
+    header = ",".join(f"c{j}" for j in range(70))
+    rows = "".join(",".join("" if j == 64 and i % 2 else f"{i * j % 13}.5" for j in range(70)) + "\n" for i in range(100))
+    out, meta = prepare(tmp_path, header + "\n" + rows, "--missing", "omit")
+    lines = [line for s in SPLITS for line in (out / f"{s}.txt").read_text().splitlines()]
+    assert meta["missing"]["records"] == {"c64": 50} and "null" not in "".join(lines)
+    assert sum("c64" not in json.loads(line) for line in lines) == 50 and len(lines) == 100
