@@ -633,10 +633,23 @@ class Nested:
         self.value = value
 
 
-def read_json(path, args):
-    """A Table of a JSON file, a row per object: null, NaN and MISSING are missing values."""
+def quoted_numbers(where, record, text_keys):
+    """A number written as a JSON string ("12.5", "45%") refused, unless its key is --text."""
+    for k, v in record.items():
+        strings = [x for x in leaves(v) if isinstance(x, str) and k not in text_keys]
+        quoted = [x for x in strings if NUMBER.fullmatch(x.strip()) or plain_number(x)]
+        if quoted:
+            fail(
+                f"{where}: key {k!r}: {quoted[0]!r} is a number written as a string; write it"
+                f" as a JSON number ({plain_number(quoted[0]) or quoted[0].strip()}), or --text"
+                f" {k} keeps the key's strings as words"
+            )
+
+
+def json_records(path, args):
+    """(the records of a JSON file, the line each starts on, whether they are a JSON array):
+    objects one after another, or an array of them; null, NaN and MISSING are None."""
     text = opened(path).read().decode().removeprefix("\ufeff").replace("\r\n", "\n").rstrip("\n")
-    columns, text_keys = args.columns, args.text
     decoder = json.JSONDecoder(
         parse_float=Decimal, parse_int=Decimal, parse_constant=_constant, object_pairs_hook=_object
     )
@@ -656,19 +669,9 @@ def read_json(path, args):
         except ValueError as e:
             fail(f"{where}: {e}")
         if not isinstance(record, dict) or not record:
-            fail(
-                f'{where}: expected a JSON object {{"key": value, ...}}, found {text[at:i][:40]!r}'
-            )
-        record = {k: rewrite(v, to_none) for k, v in record.items() if not columns or k in columns}
-        for k, v in record.items():
-            strings = [x for x in leaves(v) if isinstance(x, str) and k not in text_keys]
-            quoted = [x for x in strings if NUMBER.fullmatch(x.strip()) or plain_number(x)]
-            if quoted:
-                fail(
-                    f"{where}: key {k!r}: {quoted[0]!r} is a number written as a string; write it"
-                    f" as a JSON number ({plain_number(quoted[0]) or quoted[0].strip()}), or --text"
-                    f" {k} keeps the key's strings as words"
-                )
+            fail(f'{where}: expected a JSON object {{"key": value, ...}}, found {text[at:i][:40]!r}')
+        record = {k: rewrite(v, to_none) for k, v in record.items() if k in (args.columns or record)}
+        quoted_numbers(where, record, args.text)
         records.append(record)
         lines.append(line)
         i = space.match(text, i).end()
@@ -680,11 +683,14 @@ def read_json(path, args):
         fail(f"{line_at(i)}: the file ends inside the JSON array; expected ] at its end")
     if array and text[i:].strip() != "]":
         fail(f"{line_at(i)}: expected nothing after the JSON array's ]")
+    return records, lines, array
+
+
+def read_json(path, args):
+    """A Table of a JSON file, a row per object: null, NaN and MISSING are missing values."""
+    records, lines, array = json_records(path, args)
     if not records:
-        fail(
-            f'{path}: an empty JSON array; expected JSON objects {{"key": value, ...}}, a record'
-            " each"
-        )
+        fail(f'{path}: an empty JSON array; expected JSON objects {{"key": value, ...}}, a record each')
     values = list(records[0].values()) if len(records) == 1 else []
     by_column = all(isinstance(v, (dict, list)) and len(v) == len(values[0]) > 1 for v in values)
     if len(values) > 1 and by_column:
@@ -696,7 +702,7 @@ def read_json(path, args):
     table = Table(path, "key", array)
     table.line, table.starts[-1] = np.array(lines), len(records)
     for key in dict.fromkeys(k for r in records for k in r):
-        column = Column(key, "key", table.scratch.name, key in text_keys)
+        column = Column(key, "key", table.scratch.name, key in args.text)
         values = [r.get(key) for r in records]
         if column.as_text:
             values = [rewrite(v, lambda x: str(x) if isinstance(x, Decimal) else x) for v in values]

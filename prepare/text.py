@@ -94,74 +94,46 @@ def main(argv=None):
     report(args, meta, table, parts, largest, vocab, counts, n_windowed, repeated)
 
 
-def parse_args(argv):
-    """The command line, checked; args.fractions, .stride and .order set."""
+def parser():
+    """text.py's command line."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add = p.add_argument
-    add(
-        "files",
-        nargs="+",
-        metavar="FILE",
-        help="CSV or JSON-lines files (the training data with --val)",
-    )
+    add("files", nargs="+", metavar="FILE", help="CSV or JSON-lines files (the training data with"
+        " --val)")
     add("--out", required=True, help="output directory")
     add("--window", type=at_least(1), default=1, help="N consecutive rows of a file per record")
-    add(
-        "--stride",
-        type=at_least(1),
-        help="with --window: a window starts every S rows (default N: no overlap)",
-    )
-    add(
-        "--order",
-        choices=("time", "random"),
-        help="split in time order (default with --window) or at random",
-    )
-    add(
-        "--split",
-        default="0.8,0.1,0.1",
-        help="train,val,test fractions (of the rows in time order)",
-    )
+    add("--stride", type=at_least(1), help="with --window: a window starts every S rows (default"
+        " N: no overlap)")
+    add("--order", choices=("time", "random"), help="split in time order (default with --window)"
+        " or at random")
+    add("--split", default="0.8,0.1,0.1", help="train,val,test fractions (of the rows in time"
+        " order)")
     add("--seed", type=at_least(0), default=1337, help="seed of the random split (default 1337)")
     add("--val", metavar="FILE", help="validation records from FILE instead of a split")
     add("--test", metavar="FILE", help="test records from FILE (with --val)")
-    add(
-        "--missing",
-        choices=("refuse", "omit", "drop"),
-        default="refuse",
+    add("--missing", choices=("refuse", "omit", "drop"), default="refuse",
         help=f"a missing value ({', '.join(map(repr, MISSING))}, any case; JSON null, NaN): refuse"
-        " (default), omit (leave its key out of the record) or drop (leave the record out)",
-    )
+        " (default), omit (leave its key out of the record) or drop (leave the record out)")
     add("--columns", help="the columns (CSV) or top-level keys (JSON) to keep, comma-separated")
     add("--text", default="", help="columns to read as text, not numbers or dates, comma-separated")
     add("--delimiter", help="the CSV delimiter (default: the header's most frequent of , ; tab |)")
-    add(
-        "--decimal-comma",
-        action="store_true",
-        help="CSV numbers are written 12,5 (as European spreadsheets write them, with ; or tab"
-        " between cells)",
-    )
-    add(
-        "--scale",
-        choices=("auto", "none"),
-        default="auto",
-        help="auto: each key's numbers centred and divided by their spread on train; none: as they"
-        " are",
-    )
-    add(
-        "--group",
-        metavar="COL",
-        help="rows with the same value of COL are one series (a station, a patient): windows never"
-        " cross groups; split in time within each group, or (--order random) by group",
-    )
-    add(
-        "--context-before",
-        action="store_true",
-        help="with --order time: a val or test window may start in the rows before its part, so"
-        " every row of the part can end a window",
-    )
+    add("--decimal-comma", action="store_true", help="CSV numbers are written 12,5 (as European"
+        " spreadsheets write them, with ; or tab between cells)")
+    add("--scale", choices=("auto", "none"), default="auto", help="auto: each key's numbers"
+        " centred and divided by their spread on train; none: as they are")
+    add("--group", metavar="COL", help="rows with the same value of COL are one series (a station,"
+        " a patient): windows never cross groups; split in time within each group, or (--order"
+        " random) by group")
+    add("--context-before", action="store_true", help="with --order time: a val or test window may"
+        " start in the rows before its part, so every row of the part can end a window")
     add("--target", metavar="KEY", help="the key of numbers to predict (what eval.py masks)")
     add("--force", action="store_true", help="replace a dataset in --out (other files stay)")
-    args = p.parse_args(argv)
+    return p
+
+
+def parse_args(argv):
+    """The command line, checked; args.fractions, .stride and .order set."""
+    args = parser().parse_args(argv)
     if bool(args.val) != bool(args.test):
         fail("--val and --test go together (or neither, for a --split)")
     if args.stride and args.window <= 1:
@@ -401,6 +373,28 @@ def write_lines(stage, table, parts, keys, writers):
     return repeated
 
 
+def print_keys(args, meta, table, written_rows, largest):
+    """Each key's scale, or its text values (in the records written)."""
+    scales = meta["scales"]
+    for k in meta["keys"]:
+        s = scales.get(k)
+        if s and args.scale == "auto":
+            print(
+                f"  {k:>12}: numbers, scaled (x - {s['center']:g}) / {s['spread']:g},"
+                f" {meta['decimals'][k]} decimals, largest |x| written {largest[k]:.3g}"
+            )
+        elif s:
+            print(f"  {k:>12}: numbers, as they are, largest |x| {largest[k]:.3g}")
+        if k in meta["text_keys"]:
+            col = table.cols[k]
+            codes = np.unique(col.code[written_rows])
+            values = sorted({col.texts[c] for c in codes[codes >= 0]}, key=str)
+            print(
+                f"  {k:>12}: text, {len(values)} value(s): {', '.join(map(str, values[:12]))}"
+                + (" ..." if len(values) > 12 else "")
+            )
+
+
 def report(args, meta, table, parts, largest, vocab, counts, n_windowed, repeated):
     """Records per split, every row read accounted for, missing values, keys, tokens."""
     unit = f" of {args.window} rows each (a window every {args.stride})" if args.window > 1 else ""
@@ -427,25 +421,7 @@ def report(args, meta, table, parts, largest, vocab, counts, n_windowed, repeate
         + (", ".join(f"{k} {n}" for k, n in missing.items()) if missing else "none")
         + (f" {what} ({args.missing})" if missing else "")
     )
-    scales = meta["scales"]
-    written_rows = rows_in(table, parts)
-    for k in meta["keys"]:
-        s = scales.get(k)
-        if s and args.scale == "auto":
-            print(
-                f"  {k:>12}: numbers, scaled (x - {s['center']:g}) / {s['spread']:g},"
-                f" {meta['decimals'][k]} decimals, largest |x| written {largest[k]:.3g}"
-            )
-        elif s:
-            print(f"  {k:>12}: numbers, as they are, largest |x| {largest[k]:.3g}")
-        if k in meta["text_keys"]:
-            col = table.cols[k]
-            codes = np.unique(col.code[written_rows])
-            values = sorted({col.texts[c] for c in codes[codes >= 0]}, key=str)
-            print(
-                f"  {k:>12}: text, {len(values)} value(s): {', '.join(map(str, values[:12]))}"
-                + (" ..." if len(values) > 12 else "")
-            )
+    print_keys(args, meta, table, rows_in(table, parts), largest)
     (low_n, low_t), (high_n, high_t) = counts
     print(f"numbers per record: {low_n}-{high_n}; tokens per record (xval): {low_t}-{high_t}")
     print(f"text tokens ({len(vocab)}): {' '.join(sorted(vocab))}")
@@ -455,7 +431,7 @@ def report(args, meta, table, parts, largest, vocab, counts, n_windowed, repeate
                 f"note: {n} of the {meta['splits'][s]} {s} records are also, exactly, in train"
                 " (duplicate records)"
             )
-    for k in scales:
+    for k in meta["scales"]:
         if args.scale == "none" and not 0.1 <= largest[k] <= 10:
             print(
                 f"warning: key {k!r}: numbers up to |x| = {largest[k]:.4g}; xVal learns best with"
