@@ -281,3 +281,14 @@ def diverging_after(steps):
         yield
     finally:
         torch.optim.AdamW.step = original
+
+
+# ---------------------------------------------------------------- prepare/text.py's steps
+def own_table(tmp_path, content, name="d.csv", **flags):
+    """prepare/reading.py's Table of `content`, read with text.py's default settings or `flags`."""
+    import argparse
+
+    import reading
+    (tmp_path / name).write_text(content)
+    settings = dict(columns=None, text=set(), delimiter=None, decimal_comma=False)
+    return reading.read_file(str(tmp_path / name), argparse.Namespace(**{**settings, **flags}))
