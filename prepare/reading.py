@@ -1,13 +1,8 @@
 """
-Your files read into a Table for prepare/text.py (prepare/README.md's "Your own data"): a Column
-per key, a row per CSV row or JSON object. A value is a number (Decimal), text, missing, or a JSON
-list or object of these.
-
-A CSV file is read by Python's csv module (C), a block of rows at a time, and each block's distinct
-cells are checked once, so a million rows take seconds; each column goes to a scratch folder on disk
-and is read back a piece at a time, so memory stays bounded. pandas' reader is as fast but fills a
-row of too few cells with empty ones and cannot say on which line a row holding a quoted line break
-starts; this reader refuses the one and names the other.
+Your files read into a Table for prepare/text.py: a Column per key, a row per CSV row or JSON
+object; a value is a number (Decimal), text, missing, or a JSON list or object of these. CSV is
+read by pyarrow's streaming reader, a block at a time, each block's distinct cells checked once;
+each column goes to a scratch folder on disk, so memory stays bounded.
 """
 
 import bisect
@@ -104,17 +99,15 @@ def plain_number(cell):
 
 
 class Column:
-    """One key's value in every row, kept on disk (a scratch folder of the Table, 12 bytes a row)
-    and read a part at a time: `code` is NUM (a number), GAP (missing), NESTED (a JSON list or
-    object, in `nested`) or the index of a text value in `texts`; `x` a number's value. `q_range`
-    holds the places 10^q of the finest and the coarsest digit written in its numbers (1013.6: q =
-    -1)."""
+    """One key's value in every row, on disk (12 bytes a row): `code` is NUM, GAP, NESTED (in
+    `nested`) or a text's index in `texts`; `x` a number. `q_range`: the places 10^q of the finest
+    and coarsest digit of its numbers (1013.6: q = -1)."""
 
     def __init__(self, name, noun, scratch, as_text=False, decimal_comma=False):
         self.name, self.noun, self.as_text, self.decimal_comma = name, noun, as_text, decimal_comma
         self.texts, self.index, self.nested, self.n, self.gaps = [], {}, {}, 0, []
         self.paths = [os.path.join(scratch, f"{next(COLUMNS)}.{part}") for part in ("code", "x")]
-        # created here, appended to a block at a time (a file of a thousand columns opens none)
+        # appended to a block at a time: a file of a thousand columns holds none open
         for path in self.paths:
             open(path, "xb").close()
         # the first row holding a number, a text, a number with a leading zero; rows counted
@@ -128,9 +121,8 @@ class Column:
         return self.index[value]
 
     def add(self, distinct, codes, row0, where, parse):
-        """Rows row0... holding distinct[codes] (CSV cells or JSON values), each distinct one read
-        once by parse(value, at) -> (code, Decimal or None)."""
-        # the first row holding each distinct value
+        """Rows row0... holding distinct[codes], each distinct value read once by parse(value,
+        at) -> (code, Decimal or None)."""
         first_row = np.unique(codes, return_index=True)[1]
         code, x = np.empty(len(distinct), np.int32), np.full(len(distinct), np.nan)
         floats = {}
@@ -178,7 +170,7 @@ class Column:
         return x
 
     def finish(self, where):
-        """The column read: one of numbers and text refused (CSV), naming a row."""
+        """The column, refused where it mixes numbers and text (CSV)."""
         at = lambda kind: (
             f"{where(self.first[kind][0])}: column {self.name!r}: {self.first[kind][1]!r}"
         )
@@ -203,7 +195,6 @@ class Column:
         return self
 
     def mapped(self, i, dtype):
-        """The column's file i as an array, read from disk as its parts are used."""
         if not self.n:
             return np.empty(0, dtype)
         return np.memmap(self.paths[i], dtype, "r", shape=(self.n,))
@@ -218,7 +209,7 @@ class Column:
 
     @functools.cached_property
     def words(self):
-        """Each text value as JSON, as the lines write it (once, whatever the blocks of lines)."""
+        """Each text value as JSON, as the lines write it."""
         return np.array([json.dumps(t, ensure_ascii=False) for t in self.texts] + [""], object)
 
     @property
@@ -235,8 +226,8 @@ class Column:
         return gap
 
     def pieces(self, rows, weights=None, size=1 << 18):
-        """The numbers in the column's rows (a mask), nested ones too, a piece at a time (memory
-        stays bounded), each piece with its numbers' weights (weights: one per row)."""
+        """The numbers in rows (a mask), nested ones too, a piece at a time, each with its
+        numbers' weights (given one per row)."""
         for lo in range(0, self.n, size):
             mask = (self.code[lo : lo + size] == NUM) & rows[lo : lo + size]
             w = weights[lo : lo + size][mask] if weights is not None else None
@@ -255,12 +246,11 @@ class Column:
 
 
 def csv_parser(column):
-    """parse() of a CSV column's cells for Column.add: a number, text or a missing value."""
+    """parse() of a CSV column's cells for Column.add."""
     name = column.name
 
     def parse(cell, at):
         c = cell.strip()
-        # 12,5 is 12.5; a point would be a thousands separator
         if column.decimal_comma and not column.as_text:
             if "." in c and NUMBER.fullmatch(c):
                 fail(
@@ -291,7 +281,7 @@ def csv_parser(column):
 
 
 def json_parser(column):
-    """parse() of a JSON key's values for Column.add; with --text its numbers are text."""
+    """parse() of a JSON key's values for Column.add."""
 
     def parse(value, at):
         if value is None:
@@ -310,12 +300,12 @@ def json_parser(column):
 
 
 class Table:
-    """The rows of the files read, a Column per key; `where(row)` names a row's file and line."""
+    """The rows of the files read, a Column per key; where(row) names a row's file and line."""
 
     def __init__(self, path, noun, array=False):
         self.paths, self.nouns, self.arrays, self.starts = [path], [noun], [array], [0, 0]
         self.cols, self.line = {}, []
-        # the columns' files, removed with the Table (or at exit); TMPDIR chooses the place
+        # removed with the Table; TMPDIR chooses the place
         self.scratch = tempfile.TemporaryDirectory(prefix="prepare-text-")
 
     @property
@@ -332,7 +322,7 @@ class Table:
 
 
 def joined(tables):
-    """One Table of several files' rows, a key that a file lacks missing in its rows."""
+    """One Table of several files' rows; a key a file lacks is missing in its rows."""
     out = tables[0]
     if len(tables) == 1:
         return out
@@ -363,7 +353,7 @@ def joined(tables):
 
 
 def opened(path):
-    """A file's bytes stream (gzip undone), checked to hold text."""
+    """A file's bytes (gzip undone), refused unless text."""
     try:
         f = open(path, "rb")
     except OSError as e:
@@ -391,9 +381,8 @@ def opened(path):
 
 
 def scan(path):
-    """(the first 64 KiB of a file's text, whether its lines end in \\r alone, the line of its first
-    empty line or 0), read a block at a time; refused: a byte that is not UTF-8, a lone \\r in a
-    file of \\n line ends."""
+    """(a file's first 64 KiB of text, whether its lines end in \\r alone, the line of its first
+    empty line or 0); refused: a byte not UTF-8, a lone \\r in a file of \\n line ends."""
     f, decoder = opened(path), codecs.getincrementaldecoder("utf-8-sig")()
     head, cr_only, blank, lines, done, last = "", None, 0, 1, 0, b""
     while block := f.read(1 << 24):
@@ -421,7 +410,7 @@ def scan(path):
 
 
 def csv_delimiter(path, header_line, delimiter):
-    """The delimiter: --delimiter, or the header's most frequent of , ; tab | (noted)."""
+    """--delimiter, or the header's most frequent of , ; tab | (noted)."""
     if delimiter:
         return delimiter
     delimiter = max(DELIMITERS, key=header_line.count)
@@ -439,7 +428,7 @@ def csv_delimiter(path, header_line, delimiter):
 
 
 def csv_head(path, head, delimiter):
-    """(header, its first row, delimiter) of a CSV file's first 64 KiB; comments refused."""
+    """(header, first row, delimiter) of a CSV file's head; comment lines refused."""
     header_line = re.split("\r?\n|\r", head)[0]
     comments = len(re.match(r"(?:#.*\n)*", head.replace("\r", "\n") + "\n")[0].split("\n")) - 1
     if comments > 1 or comments and not re.search(r"[,;\t|]", header_line):
@@ -460,8 +449,8 @@ def csv_head(path, head, delimiter):
 
 
 def bad_row(path, header, delimiter, trailing, error=None):
-    """Fail naming the first row the csv module refuses or finds of another width than the
-    header's (read again row by row: only a file that is refused reads it twice)."""
+    """Fail naming the first row the csv module refuses, or of another width than the header's
+    (a file refused is read twice)."""
     width = len(header) + (trailing and bool(header[-1]))
     reader = csv.reader(io.TextIOWrapper(opened(path), "utf-8-sig", newline=""), delimiter=delimiter,
                         strict=True)
@@ -488,8 +477,7 @@ def bad_row(path, header, delimiter, trailing, error=None):
 
 
 def read_csv(path, args, head, cr_only, blank):
-    """A Table of a CSV file (scanned: its head, line ends and first empty line), a row per
-    record, read by pyarrow a block of rows at a time."""
+    """A Table of a CSV file (scanned: head, line ends, first empty line), a row per record."""
     if cr_only:
         print(
             f"note: {path}: its lines end in a carriage return alone (\\r, old Mac files): read as"
@@ -538,7 +526,7 @@ def read_csv(path, args, head, cr_only, blank):
 
 
 def arrow_batches(path, header, delimiter, trailing):
-    """pyarrow's blocks of rows, every cell a string; a row it refuses named by bad_row."""
+    """pyarrow's blocks of rows, every cell a string."""
     width = len(header) + (trailing and bool(header[-1]))
     names = [f"c{j}" for j in range(width)]
     try:
@@ -557,9 +545,8 @@ def arrow_batches(path, header, delimiter, trailing):
 
 
 def csv_batches(path, header, delimiter, trailing, cr_only, blank):
-    """Blocks of rows: each block's columns, the line each row starts on and the line after it (a
-    quoted cell may hold line breaks); empty lines at the end of the file left out, elsewhere
-    refused."""
+    """Blocks of rows: their columns, and the line each row starts on then the line after (a
+    quoted cell may hold line breaks); empty lines refused but at the end."""
     line, ended, cells = 2, False, []
     for batch in arrow_batches(path, header, delimiter, trailing):
         cells = batch.columns
@@ -582,7 +569,7 @@ def csv_batches(path, header, delimiter, trailing, cr_only, blank):
 
 
 def csv_columns(path, header, wanted):
-    """The indices of the columns to read: named (and asked for with --columns)."""
+    """The indices of the columns to read: named, and in --columns."""
     keep = []
     for j, name in enumerate(header):
         if not name and j == 0 and "" not in header[1:]:
@@ -603,7 +590,7 @@ def csv_columns(path, header, wanted):
 
 
 def check_header(path, names):
-    """A first line of numbers is a record, not a header: refused."""
+    """A first line of numbers (a record, not a header) refused."""
     numbers = [n for n in names if NUMBER.fullmatch(n)]
     if numbers and len(numbers) * 2 >= len(names):
         fail(
@@ -634,7 +621,7 @@ class Nested:
 
 
 def quoted_numbers(where, record, text_keys):
-    """A number written as a JSON string ("12.5", "45%") refused, unless its key is --text."""
+    """A number written as a JSON string ("12.5", "45%") refused, but under --text keys."""
     for k, v in record.items():
         strings = [x for x in leaves(v) if isinstance(x, str) and k not in text_keys]
         quoted = [x for x in strings if NUMBER.fullmatch(x.strip()) or plain_number(x)]
@@ -647,8 +634,7 @@ def quoted_numbers(where, record, text_keys):
 
 
 def json_records(path, args):
-    """(the records of a JSON file, the line each starts on, whether they are a JSON array):
-    objects one after another, or an array of them; null, NaN and MISSING are None."""
+    """(a JSON file's records, the line of each, whether in an array); missing values None."""
     text = opened(path).read().decode().removeprefix("\ufeff").replace("\r\n", "\n").rstrip("\n")
     decoder = json.JSONDecoder(
         parse_float=Decimal, parse_int=Decimal, parse_constant=_constant, object_pairs_hook=_object
@@ -687,7 +673,7 @@ def json_records(path, args):
 
 
 def read_json(path, args):
-    """A Table of a JSON file, a row per object: null, NaN and MISSING are missing values."""
+    """A Table of a JSON file, a row per object."""
     records, lines, array = json_records(path, args)
     if not records:
         fail(f'{path}: an empty JSON array; expected JSON objects {{"key": value, ...}}, a record each')
@@ -727,10 +713,9 @@ def read_file(path, args):
 
 
 def date_keys(table, text_keys):
-    """The keys whose every value is a date or time (not forced to text), noted."""
+    """The keys (not --text) whose every value is a date or time, noted."""
     dates = []
     for key, col in table.cols.items():
-        # what is not a date is seen from the column's distinct values, before any row is read
         texts = all(isinstance(t, str) and DATE.fullmatch(t) for t in col.texts)
         if key in text_keys or not texts or col.nested or col.q_range[0] < 0:
             continue
@@ -771,8 +756,7 @@ def date_keys(table, text_keys):
 
 
 def as_word(text):
-    """text, or where the tokenizer would read a number in it, one word: every character but
-    letters, digits and _ made _ ("room_12", "_01234")."""
+    """text, or if the tokenizer would read a number in it, one word ("room_12", "_01234")."""
     try:
         if all(kind != "num" for kind, _ in split_text(json.dumps(text, ensure_ascii=False))):
             return text
@@ -783,7 +767,7 @@ def as_word(text):
 
 
 def words_for_tokenizer(table):
-    """Key names and text values made words (as_word) in every column, noted; {old: new} keys."""
+    """Key names and text values made words (as_word), noted; {old: new} of the keys."""
     renamed = {key: as_word(key) for key in table.cols}
     strings = [t for c in table.cols.values() for t in c.texts if isinstance(t, str)]
     strings += [x for c in table.cols.values() for v in c.nested.values() for x in leaves(v)]

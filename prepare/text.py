@@ -10,8 +10,8 @@ by each value, docs/decisions.md#scaling). prepare/README.md#your-own-data-textp
     python prepare/text.py a.jsonl b.jsonl --split 0.9,0.05,0.05 --seed 1 --out data/mine
     python prepare/text.py train.jsonl --val val.jsonl --test test.jsonl --out data/mine
 
-The files are read in prepare/reading.py, made records and split in prepare/records.py, and
-scaled in prepare/scaling.py.
+Read in prepare/reading.py, made records and split in prepare/records.py, scaled in
+prepare/scaling.py.
 """
 
 import argparse
@@ -164,7 +164,7 @@ def parse_args(argv):
 
 
 def check_inputs(paths, out):
-    """No file given twice, under one name or two, nor one that writing to out replaces."""
+    """No file given twice (under any name), nor one that writing to out replaces."""
     seen = {}
     for path in paths:
         try:
@@ -221,8 +221,7 @@ def clean_keys(table, args):
 
 
 def mask_key_of(table, train, target, number_keys, index_like):
-    """train.py's hint: --target, else the first key whose numbers vary in train and count no
-    rows (said, with how to name another)."""
+    """--target, else the first key whose numbers vary in train and count no rows (said)."""
     if target and target not in number_keys:
         fail(f"--target {target}: not a key of numbers; expected one of {', '.join(number_keys)}")
     varies = []
@@ -240,7 +239,7 @@ def mask_key_of(table, train, target, number_keys, index_like):
 
 
 def dump(value, write):
-    """A JSON value as compact JSON, its numbers written by write (numbers -> their text)."""
+    """A JSON value as compact JSON, its numbers written by write."""
     if isinstance(value, dict):
         items = [f"{json.dumps(k, ensure_ascii=False)}:{dump(v, write)}" for k, v in value.items()]
         return "{" + ",".join(items) + "}"
@@ -256,8 +255,8 @@ def zeros(x):
 
 
 def lines_of(table, part, keys, writers, lo, hi):
-    """The lines of records lo..hi of a part: {"key":value,...}, a key a record leaves out not in
-    it, a window's values under a key a list."""
+    """The lines of records lo..hi of a part, without the keys a record leaves out; a window's
+    values under a key a list."""
     rows = part.rows[lo:hi]
     values = {}
     for key in keys:
@@ -290,8 +289,8 @@ def lines_of(table, part, keys, writers, lo, hi):
 
 def check_tokens(table, parts, keys):
     """Train's text tokens, and (numbers, tokens) per record at least and most; refused: a record
-    whose numbers the tokenizer would not read as written, a val or test token train lacks. Each
-    distinct line with its numbers written 0 is tokenized once."""
+    whose numbers the tokenizer misreads, a val or test token train lacks. Each distinct line,
+    its numbers written 0, is tokenized once."""
     vocab, seen, low, high = {}, {}, [np.inf, np.inf], [0, 0]
     # the numbers a record holds: a number, or those of a JSON list or object, per key it holds
     deep = {k: {r: len(numbers(v)) for r, v in table.cols[k].nested.items()} for k in keys}
@@ -354,7 +353,7 @@ def tokens_of(line, where):
 
 def write_lines(stage, table, parts, keys, writers):
     """<split>.txt of every split in stage, a block of records at a time; {split: how many of its
-    lines are also, exactly, in train} (by a hash of each line)."""
+    lines are also in train} (by a hash of each line)."""
     repeated, train = {}, []
     for split, part in zip(SPLITS, parts):
         with open_new(os.path.join(stage, f"{split}.txt")) as f:
