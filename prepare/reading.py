@@ -51,7 +51,7 @@ DELIMITERS = {",": "a comma", ";": "a semicolon", "\t": "a tab", "|": "a bar"}
 # a Column's codes: a number, a missing value, a JSON list or object (else a text's index)
 NUM, GAP, NESTED = -1, -2, -3
 # bytes of CSV read at a time
-BLOCK = 1 << 22
+BLOCK = 1 << 20
 # each column's files in a scratch folder
 COLUMNS = itertools.count()
 
@@ -385,7 +385,7 @@ def scan(path):
     empty line or 0); refused: a byte not UTF-8, a lone \\r in a file of \\n line ends."""
     f, decoder = opened(path), codecs.getincrementaldecoder("utf-8-sig")()
     head, cr_only, blank, lines, done, last = "", None, 0, 1, 0, b""
-    while block := f.read(1 << 24):
+    while block := f.read(1 << 22):
         try:
             head += decoder.decode(block)[: (1 << 16) - len(head)]
         except UnicodeDecodeError as e:
