@@ -452,8 +452,8 @@ def bad_row(path, header, delimiter, trailing, error=None):
     """Fail naming the first row the csv module refuses, or of another width than the header's
     (a file refused is read twice)."""
     width = len(header) + (trailing and bool(header[-1]))
-    reader = csv.reader(io.TextIOWrapper(opened(path), "utf-8-sig", newline=""), delimiter=delimiter,
-                        strict=True)
+    lines = io.TextIOWrapper(opened(path), "utf-8-sig", newline="")
+    reader = csv.reader(lines, delimiter=delimiter, strict=True)
     at, end = 1, 0
     try:
         for row in reader:
@@ -533,7 +533,7 @@ def arrow_batches(path, header, delimiter, trailing):
         yield from pa_csv.open_csv(
             opened(path),
             pa_csv.ReadOptions(column_names=names, skip_rows=1, block_size=BLOCK),
-            pa_csv.ParseOptions(delimiter=delimiter, newlines_in_values=True, ignore_empty_lines=False),
+            pa_csv.ParseOptions(delimiter, newlines_in_values=True, ignore_empty_lines=False),
             pa_csv.ConvertOptions(
                 column_types=dict.fromkeys(names, pa.string()),
                 strings_can_be_null=False,
@@ -655,8 +655,10 @@ def json_records(path, args):
         except ValueError as e:
             fail(f"{where}: {e}")
         if not isinstance(record, dict) or not record:
-            fail(f'{where}: expected a JSON object {{"key": value, ...}}, found {text[at:i][:40]!r}')
-        record = {k: rewrite(v, to_none) for k, v in record.items() if k in (args.columns or record)}
+            found = text[at:i][:40]
+            fail(f'{where}: expected a JSON object {{"key": value, ...}}, found {found!r}')
+        keep = args.columns or record
+        record = {k: rewrite(v, to_none) for k, v in record.items() if k in keep}
         quoted_numbers(where, record, args.text)
         records.append(record)
         lines.append(line)
@@ -676,7 +678,10 @@ def read_json(path, args):
     """A Table of a JSON file, a row per object."""
     records, lines, array = json_records(path, args)
     if not records:
-        fail(f'{path}: an empty JSON array; expected JSON objects {{"key": value, ...}}, a record each')
+        fail(
+            f'{path}: an empty JSON array; expected JSON objects {{"key": value, ...}}, a record'
+            " each"
+        )
     values = list(records[0].values()) if len(records) == 1 else []
     by_column = all(isinstance(v, (dict, list)) and len(v) == len(values[0]) > 1 for v in values)
     if len(values) > 1 and by_column:
