@@ -533,7 +533,9 @@ def arrow_batches(path, header, delimiter, trailing):
         yield from pa_csv.open_csv(
             opened(path),
             pa_csv.ReadOptions(column_names=names, skip_rows=1, block_size=BLOCK),
-            pa_csv.ParseOptions(delimiter, newlines_in_values=True, ignore_empty_lines=False),
+            pa_csv.ParseOptions(
+                delimiter=delimiter, newlines_in_values=True, ignore_empty_lines=False
+            ),
             pa_csv.ConvertOptions(
                 column_types=dict.fromkeys(names, pa.string()),
                 strings_can_be_null=False,
