@@ -384,7 +384,7 @@ def scan(path):
     """(a file's first 64 KiB of text, whether its lines end in \\r alone, the line of its first
     empty line or 0); refused: a byte not UTF-8, a lone \\r in a file of \\n line ends."""
     f, decoder = opened(path), codecs.getincrementaldecoder("utf-8-sig")()
-    head, cr_only, blank, lines, done, last = "", None, 0, 1, 0, b""
+    head, cr_only, blank, lines, done = "", None, 0, 1, 0
     while block := f.read(1 << 22):
         try:
             head += decoder.decode(block)[: (1 << 16) - len(head)]
@@ -402,10 +402,10 @@ def scan(path):
                 f"{path}:{at}: a lone carriage return (\\r) at column {column} in a file of"
                 " \\n line ends; expected one line end per line (remove it)"
             )
-        empty = re.search(ends + rb"\r?" + ends, last[-2:] + block)
+        empty = re.search(ends + rb"\r?" + ends, block)
         if empty and not blank:
-            blank = lines + (last[-2:] + block).count(ends, 0, empty.start()) + 1
-        lines, done, last = lines + block.count(ends), done + len(block), block
+            blank = lines + block.count(ends, 0, empty.start()) + 1
+        lines, done = lines + block.count(ends), done + len(block)
     return head, cr_only, blank
 
 
