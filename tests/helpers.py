@@ -290,5 +290,5 @@ def own_table(tmp_path, content, name="d.csv", **flags):
 
     import reading
     (tmp_path / name).write_text(content)
-    settings = dict(columns=None, text=set(), delimiter=None, decimal_comma=False)
+    settings = {"columns": None, "text": set(), "delimiter": None, "decimal_comma": False}
     return reading.read_file(str(tmp_path / name), argparse.Namespace(**{**settings, **flags}))

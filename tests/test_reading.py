@@ -1,7 +1,6 @@
 """prepare/reading.py: a file's rows become a Table of a Column per key, each row's file and line kept."""
-from helpers import own_table
-
 import reading
+from helpers import own_table
 
 
 def test_a_csv_gives_numbers_text_and_missing_values_with_their_lines(tmp_path):

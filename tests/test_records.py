@@ -3,15 +3,14 @@ import argparse
 
 import numpy as np
 import pytest
-from helpers import own_table
-
 import records
+from helpers import own_table
 
 
 def args(**flags):
     """text.py's settings after parse_args, as split_records sees them."""
-    defaults = dict(files=["a.csv"], val=None, test=None, window=1, stride=1, order="random",
-                    fractions=[0.6, 0.2, 0.2], seed=1, group=None, context_before=False)
+    defaults = {"files": ["a.csv"], "val": None, "test": None, "window": 1, "stride": 1, "order": "random",
+                "fractions": [0.6, 0.2, 0.2], "seed": 1, "group": None, "context_before": False}
     return argparse.Namespace(**{**defaults, **flags})
 
 

@@ -3,9 +3,8 @@ from decimal import Decimal
 
 import numpy as np
 import pytest
-from helpers import own_table
-
 import scaling
+from helpers import own_table
 from records import Part
 
 
