@@ -89,6 +89,7 @@ def test_scales_are_recorded_and_undone_exactly(tmp_path, content, name):
     for key, s in meta["scales"].items():  # the multisets of numbers per key
         inputs = sorted(Decimal(x) for r in rows for x in np.ravel(r[key]).tolist())
         written = sorted(Decimal(repr(float(x) * s["spread"] + s["center"])) for r in read(out) for x in np.ravel(r[key]))
+        assert len(written) == len(inputs)
         assert sorted(w.quantize(x) for w, x in zip(written, inputs)) == inputs, key  # every digit comes back
 
 
@@ -96,7 +97,8 @@ def test_dates_are_left_out_and_text_with_digits_is_one_word_everywhere(tmp_path
     csv = "\ufeffdate,day,hour,site,room,zip,pm2.5\n" + "".join(
         f"2021-03-{d:02d},202103{d:02d},{d % 24:02d}:00,b7,room {d % 3},0{1000 + d % 2},{d / 4}\n" for d in range(1, 21))
     out, meta = prepare(tmp_path, csv, "--text", "zip")
-    assert meta["dates_left_out"] == ["date", "day", "hour"] and "note: key 'date' holds dates" in capsys.readouterr().out
+    assert meta["dates_left_out"] == ["date", "day", "hour"]
+    assert "note: key 'date' holds dates or times" in capsys.readouterr().out
     assert meta["keys"] == ["site", "room", "zip", "pm2_5"] and meta["renamed"] == {"pm2.5": "pm2_5"}
     assert {r["room"] for r in read(out)} == {"room_0", "room_1", "room_2"} and {r["zip"] for r in read(out)} == {
         "_01000", "_01001"}
@@ -130,7 +132,9 @@ def test_val_and_test_files_an_unseen_text_value_and_force(tmp_path):
     (tmp_path / "o" / "lab_notes.txt").write_text("mine\n")
     with pytest.raises(SystemExit, match="--force"):
         text.main(flags)
-    text.main([*flags, "--force"])
+    (tmp_path / "test.csv").write_text("station,t\na,1.25\nb,1.5\n")
+    text.main([*flags, "--force"])  # the dataset replaced, other files kept
+    assert json.loads((tmp_path / "o" / "meta.json").read_text())["splits"]["test"] == 2
     assert (tmp_path / "o" / "lab_notes.txt").read_text() == "mine\n"
 
 
