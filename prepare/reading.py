@@ -529,9 +529,12 @@ def arrow_batches(path, header, delimiter, trailing):
     """pyarrow's blocks of rows, every cell a string."""
     width = len(header) + (trailing and bool(header[-1]))
     names = [f"c{j}" for j in range(width)]
+    # read by pyarrow itself: no thread of its reader calls back into Python
+    with opened(path) as f:
+        source = pa.input_stream(path, "gzip" if isinstance(f, gzip.GzipFile) else None)
     try:
         yield from pa_csv.open_csv(
-            opened(path),
+            source,
             pa_csv.ReadOptions(column_names=names, skip_rows=1, block_size=BLOCK),
             pa_csv.ParseOptions(
                 delimiter=delimiter, newlines_in_values=True, ignore_empty_lines=False
