@@ -499,7 +499,7 @@ def read_csv(path, args, head, cr_only, blank):
         if trailing and pc.any(pc.not_equal(pc.utf8_trim_whitespace(cells[-1]), "")).as_py():
             bad_row(path, header, delimiter, trailing)
         row0 = table.n
-        lines.append(first[:-1])
+        lines.append(first[:-1].astype(np.int32))
         table.starts[-1] += len(first) - 1
         spans = np.diff(first)
         multi += [(a, a + n - 1) for a, n in zip(first[:-1][spans > 1], spans[spans > 1])]
@@ -520,7 +520,7 @@ def read_csv(path, args, head, cr_only, blank):
             f"note: {path}:{multi[0][0]}-{multi[0][1]}: a quoted cell holds a line break, read as"
             f" part of the cell ({len(multi)} such row(s)); if a quote is unterminated, close it"
         )
-    table.line = np.concatenate(lines).astype(np.int32)
+    table.line = np.concatenate(lines)
     table.cols = {c.name: c.finish(table.where) for c in columns}
     return table
 

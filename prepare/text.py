@@ -354,7 +354,7 @@ def tokens_of(line, where):
 def write_lines(stage, table, parts, keys, writers):
     """<split>.txt of every split in stage, a block of records at a time; {split: how many of its
     lines are also in train} (by a hash of each line)."""
-    repeated, train = {}, []
+    repeated, train = {}, np.empty(len(parts[0]), np.int64)
     for split, part in zip(SPLITS, parts):
         with open_new(os.path.join(stage, f"{split}.txt")) as f:
             for lo in range(0, len(part), BLOCK):
@@ -362,12 +362,11 @@ def write_lines(stage, table, parts, keys, writers):
                 f.write(("\n".join(lines) + "\n").encode())
                 hashes = np.fromiter(map(hash, lines), np.int64, len(lines))
                 if split == "train":
-                    train.append(hashes)
+                    train[lo : lo + len(lines)] = hashes
                     continue
                 at = np.minimum(np.searchsorted(train, hashes), len(train) - 1)
                 repeated[split] = repeated.get(split, 0) + int((train[at] == hashes).sum())
         if split == "train":
-            train = np.concatenate(train)
             train.sort()
     return repeated
 
