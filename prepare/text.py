@@ -275,14 +275,18 @@ def lines_of(table, part, keys, writers, lo, hi):
         values[key] = text
     # records alike in the keys they hold are written with one template
     held = np.column_stack([part.has(k)[lo:hi] for k in keys])
-    patterns, pattern = np.unique(held, axis=0, return_inverse=True)
-    pattern = pattern.ravel()
+    pattern = np.zeros(len(rows), np.int64)
+    for i, has in enumerate(held.T):
+        pattern = pattern * 2 + has
+        # any number of keys: every 40 bits made ranks (below BLOCK < 2^16), within an int64
+        if i % 40 == 39:
+            pattern = np.unique(pattern, return_inverse=True)[1].ravel()
     lines = np.empty(len(rows), dtype=object)
-    for p, has in enumerate(patterns):
-        present = [k for k, h in zip(keys, has) if h]
+    for p in np.unique(pattern):
+        at = np.flatnonzero(pattern == p)
+        present = [k for k, h in zip(keys, held[at[0]]) if h]
         name = lambda k: json.dumps(k, ensure_ascii=False).replace("{", "{{").replace("}", "}}")
         form = "{{" + ",".join(f"{name(k)}:{{}}" for k in present) + "}}"
-        at = np.flatnonzero(pattern == p)
         lines[at] = list(map(form.format, *(values[k][at] for k in present)))
     return lines
 
