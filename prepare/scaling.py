@@ -106,16 +106,15 @@ def check_resolution(table, key, held, scale, digits):
         y = np.float32(written([float(a)], scale, digits)[0])
         print(
             f"warning: {where}: key {key!r}: {a} and {b} ({seen}) reach the model as one value"
-            f" ({y:g} after scaling): too many digits for a float32 beside the key's spread, or a"
-            " range over many decades; write log10 of the key as a column of its own, --scale"
-            " none, or leave the key out (--columns) if it is an ID"
+            f" ({y:g} scaled); write log10 of the key as a column, --scale none, or leave an ID"
+            " out (--columns)"
         )
     *_, least, most = extremes(col.pieces(held))
     if least < np.inf and most / least > 1e6:
         print(
             f"warning: key {key!r}: |x| from {least:.3g} to {most:.3g},"
-            f" {math.log10(most / least):.0f} decades: scaled by its spread, the small ones"
-            " are close to 0; write log10 of the key as a column of its own, or --scale none"
+            f" {math.log10(most / least):.0f} decades: scaled, the small ones are near 0; write"
+            " log10 of the key as a column, or --scale none"
         )
 
 
@@ -135,9 +134,7 @@ def scale(table, parts, keys, mode):
         check_resolution(table, key, held, scales[key], digits[key])
         if mode == "auto" and largest[key] > FAR:
             print(
-                f"warning: key {key!r}: scaled, its numbers reach |x| = {largest[key]:.3g} (a few"
-                " far from the rest, or a spread small beside the range): xVal learns best with"
-                " numbers of order 1; write log10 of the key as a column of its own, or leave the"
-                " outliers out"
+                f"warning: key {key!r}: scaled, its numbers reach |x| = {largest[key]:.3g}; xVal"
+                " learns best with numbers of order 1: write log10 of the key, or leave outliers out"
             )
     return scales, digits, largest, ranges

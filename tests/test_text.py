@@ -388,7 +388,7 @@ def test_what_the_model_cannot_use_well_is_named(tmp_path, capsys):
     prepare(tmp_path, "day,t\n" + "".join(f"{d},{np.sin(i):.3f}\n" for i, d in enumerate([1] * 60 + [40])))
     assert "warning: key 'day'" not in capsys.readouterr().out  # |x| 7.8 once scaled
     prepare(tmp_path, "day,t\n" + "".join(f"{d},{np.sin(i):.3f}\n" for i, d in enumerate([1] * 300 + [40])))
-    assert re.search(r"warning: key 'day': scaled, its numbers reach \|x\| = 1\d\.\d .*order 1", capsys.readouterr().out)
+    assert re.search(r"warning: key 'day': scaled, its numbers reach \|x\| = 1\d\.\d; .*order 1", capsys.readouterr().out)
 
 
 def test_the_key_to_predict_is_said_and_target_names_it(tmp_path, capsys):
