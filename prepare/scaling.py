@@ -135,6 +135,7 @@ def scale(table, parts, keys, mode):
         if mode == "auto" and largest[key] > FAR:
             print(
                 f"warning: key {key!r}: scaled, its numbers reach |x| = {largest[key]:.3g}; xVal"
-                " learns best with numbers of order 1: write log10 of the key, or leave outliers out"
+                " learns best with numbers of order 1: write log10 of the key, or leave outliers"
+                " out"
             )
     return scales, digits, largest, ranges
