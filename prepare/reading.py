@@ -1,16 +1,12 @@
 """
-Your files read into a Table for prepare/text.py (prepare/README.md's "Your own data"): a Column
-per key, a row per CSV row or JSON object. A value is a number (Decimal), text, missing, or a JSON
-list or object of these.
-
-A CSV file is read by Python's csv module (C), a block of rows at a time, and each block's distinct
-cells are checked once, so a million rows take seconds; each column goes to a scratch folder on disk
-and is read back a piece at a time, so memory stays bounded. pandas' reader is as fast but fills a
-row of too few cells with empty ones and cannot say on which line a row holding a quoted line break
-starts; this reader refuses the one and names the other.
+Your files read into a Table for prepare/text.py: a Column per key, a row per CSV row or JSON
+object; a value is a number (Decimal), text, missing, or a JSON list or object of these. CSV is
+read by pyarrow's streaming reader, a block at a time, each block's distinct cells checked once;
+each column goes to a scratch folder on disk, so memory stays bounded.
 """
 
 import bisect
+import codecs
 import csv
 import functools
 import gzip
@@ -24,6 +20,9 @@ import tempfile
 from decimal import Decimal
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pa_csv
 
 # common puts the repository's root on the path
 from common import fail
@@ -51,8 +50,8 @@ CODE = re.compile(r"[+-]?0\d+")
 DELIMITERS = {",": "a comma", ";": "a semicolon", "\t": "a tab", "|": "a bar"}
 # a Column's codes: a number, a missing value, a JSON list or object (else a text's index)
 NUM, GAP, NESTED = -1, -2, -3
-# CSV rows read at a time
-BLOCK = 20_000
+# bytes of CSV read at a time
+BLOCK = 1 << 20
 # each column's files in a scratch folder
 COLUMNS = itertools.count()
 
@@ -100,17 +99,15 @@ def plain_number(cell):
 
 
 class Column:
-    """One key's value in every row, kept on disk (a scratch folder of the Table, 12 bytes a row)
-    and read a part at a time: `code` is NUM (a number), GAP (missing), NESTED (a JSON list or
-    object, in `nested`) or the index of a text value in `texts`; `x` a number's value. `q_range`
-    holds the places 10^q of the finest and the coarsest digit written in its numbers (1013.6: q =
-    -1)."""
+    """One key's value in every row, on disk (12 bytes a row): `code` is NUM, GAP, NESTED (in
+    `nested`) or a text's index in `texts`; `x` a number. `q_range`: the places 10^q of the finest
+    and coarsest digit of its numbers (1013.6: q = -1)."""
 
     def __init__(self, name, noun, scratch, as_text=False, decimal_comma=False):
         self.name, self.noun, self.as_text, self.decimal_comma = name, noun, as_text, decimal_comma
         self.texts, self.index, self.nested, self.n, self.gaps = [], {}, {}, 0, []
         self.paths = [os.path.join(scratch, f"{next(COLUMNS)}.{part}") for part in ("code", "x")]
-        # created here, appended to a block at a time (a file of a thousand columns opens none)
+        # appended to a block at a time: a file of a thousand columns holds none open
         for path in self.paths:
             open(path, "xb").close()
         # the first row holding a number, a text, a number with a leading zero; rows counted
@@ -123,13 +120,9 @@ class Column:
             self.texts.append(value)
         return self.index[value]
 
-    def add(self, values, row0, where, parse):
-        """Rows row0... holding `values` (CSV cells or JSON values), each distinct one read once by
-        parse(value, at) -> (code, Decimal or None)."""
-        distinct = list(dict.fromkeys(values))
-        position = {v: i for i, v in enumerate(distinct)}
-        codes = np.fromiter(map(position.__getitem__, values), np.int64, len(values))
-        # the first row holding each distinct value
+    def add(self, distinct, codes, row0, where, parse):
+        """Rows row0... holding distinct[codes], each distinct value read once by parse(value,
+        at) -> (code, Decimal or None)."""
         first_row = np.unique(codes, return_index=True)[1]
         code, x = np.empty(len(distinct), np.int32), np.full(len(distinct), np.nan)
         floats = {}
@@ -150,7 +143,7 @@ class Column:
         for kind, mask in (("number", rows == NUM), ("text", rows >= 0)):
             if mask.any() and kind not in self.first:
                 i = int(np.argmax(mask))
-                self.first[kind] = (row0 + i, values[i])
+                self.first[kind] = (row0 + i, distinct[codes[i]])
         self.n_numbers += int((rows == NUM).sum())
         self.n_present += int((rows != GAP).sum())
         self.write(rows, x[codes])
@@ -177,7 +170,7 @@ class Column:
         return x
 
     def finish(self, where):
-        """The column read: one of numbers and text refused (CSV), naming a row."""
+        """The column, refused where it mixes numbers and text (CSV)."""
         at = lambda kind: (
             f"{where(self.first[kind][0])}: column {self.name!r}: {self.first[kind][1]!r}"
         )
@@ -202,7 +195,6 @@ class Column:
         return self
 
     def mapped(self, i, dtype):
-        """The column's file i as an array, read from disk as its parts are used."""
         if not self.n:
             return np.empty(0, dtype)
         return np.memmap(self.paths[i], dtype, "r", shape=(self.n,))
@@ -217,7 +209,7 @@ class Column:
 
     @functools.cached_property
     def words(self):
-        """Each text value as JSON, as the lines write it (once, whatever the blocks of lines)."""
+        """Each text value as JSON, as the lines write it."""
         return np.array([json.dumps(t, ensure_ascii=False) for t in self.texts] + [""], object)
 
     @property
@@ -234,8 +226,8 @@ class Column:
         return gap
 
     def pieces(self, rows, weights=None, size=1 << 18):
-        """The numbers in the column's rows (a mask), nested ones too, a piece at a time (memory
-        stays bounded), each piece with its numbers' weights (weights: one per row)."""
+        """The numbers in rows (a mask), nested ones too, a piece at a time, each with its
+        numbers' weights (given one per row)."""
         for lo in range(0, self.n, size):
             mask = (self.code[lo : lo + size] == NUM) & rows[lo : lo + size]
             w = weights[lo : lo + size][mask] if weights is not None else None
@@ -254,12 +246,11 @@ class Column:
 
 
 def csv_parser(column):
-    """parse() of a CSV column's cells for Column.add: a number, text or a missing value."""
+    """parse() of a CSV column's cells for Column.add."""
     name = column.name
 
     def parse(cell, at):
         c = cell.strip()
-        # 12,5 is 12.5; a point would be a thousands separator
         if column.decimal_comma and not column.as_text:
             if "." in c and NUMBER.fullmatch(c):
                 fail(
@@ -290,7 +281,7 @@ def csv_parser(column):
 
 
 def json_parser(column):
-    """parse() of a JSON key's values for Column.add; with --text its numbers are text."""
+    """parse() of a JSON key's values for Column.add."""
 
     def parse(value, at):
         if value is None:
@@ -309,12 +300,12 @@ def json_parser(column):
 
 
 class Table:
-    """The rows of the files read, a Column per key; `where(row)` names a row's file and line."""
+    """The rows of the files read, a Column per key; where(row) names a row's file and line."""
 
     def __init__(self, path, noun, array=False):
         self.paths, self.nouns, self.arrays, self.starts = [path], [noun], [array], [0, 0]
         self.cols, self.line = {}, []
-        # the columns' files, removed with the Table (or at exit); TMPDIR chooses the place
+        # removed with the Table; TMPDIR chooses the place
         self.scratch = tempfile.TemporaryDirectory(prefix="prepare-text-")
 
     @property
@@ -331,7 +322,7 @@ class Table:
 
 
 def joined(tables):
-    """One Table of several files' rows, a key that a file lacks missing in its rows."""
+    """One Table of several files' rows; a key a file lacks is missing in its rows."""
     out = tables[0]
     if len(tables) == 1:
         return out
@@ -362,7 +353,7 @@ def joined(tables):
 
 
 def opened(path):
-    """A file's bytes stream (gzip undone), checked to hold text."""
+    """A file's bytes (gzip undone), refused unless text."""
     try:
         f = open(path, "rb")
     except OSError as e:
@@ -389,162 +380,201 @@ def opened(path):
     return f
 
 
-def not_utf8(path, e):
-    """Fail naming the line of the first byte that is not UTF-8."""
-    data = opened(path).read()
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line = data[: e.start].count(10) + 1
-        fail(f"{path}:{line}: not UTF-8 (byte {e.start}); save the file as UTF-8")
-    fail(f"{path}: {e}")
-
-
 def scan(path):
-    """(whether a file holds a carriage return that does not end a line as \\r\\n does, how
-    many line ends it holds)."""
-    f, pending, lone, lines = opened(path), False, False, 0
-    while block := f.read(1 << 24):
-        lone = lone or pending and not block.startswith(b"\n")
-        pending = block.endswith(b"\r")
-        lone = lone or block.count(b"\r") - block.count(b"\r\n") - pending > 0
-        lines += block.count(b"\n") + block.count(b"\r") - block.count(b"\r\n")
-    return lone or pending, lines
+    """(a file's first 64 KiB of text, whether its lines end in \\r alone, the line of its first
+    empty line or 0); refused: a byte not UTF-8, a lone \\r in a file of \\n line ends."""
+    f, decoder = opened(path), codecs.getincrementaldecoder("utf-8-sig")()
+    head, cr_only, blank, lines, done = "", None, 0, 1, 0
+    while block := f.read(1 << 22):
+        try:
+            head += decoder.decode(block)[: (1 << 16) - len(head)]
+        except UnicodeDecodeError as e:
+            line = lines + block[: e.start].count(b"\n")
+            fail(f"{path}:{line}: not UTF-8 (byte {done + e.start}); save the file as UTF-8")
+        if cr_only is None:
+            cr_only = "\r" in head and "\n" not in head
+        ends = b"\r" if cr_only else b"\n"
+        lone = None if cr_only else re.search(rb"\r(?!\n)", block)
+        if lone and (lone.end() < len(block) or not f.peek(1).startswith(b"\n")):
+            at = lines + block.count(b"\n", 0, lone.start())
+            column = lone.start() - block.rfind(b"\n", 0, lone.start())
+            fail(
+                f"{path}:{at}: a lone carriage return (\\r) at column {column} in a file of"
+                " \\n line ends; expected one line end per line (remove it)"
+            )
+        empty = re.search(ends + rb"\r?" + ends, block)
+        if empty and not blank:
+            blank = lines + block.count(ends, 0, empty.start()) + 1
+        lines, done = lines + block.count(ends), done + len(block)
+    return head, cr_only, blank
 
 
-def head_of(path):
-    """(the first 64 KiB of a file's text and the rest of its lines' stream): gzip undone, UTF-8
-    without a byte-order mark."""
-    f = io.TextIOWrapper(opened(path), encoding="utf-8-sig", newline="")
-    try:
-        return f.read(1 << 16) + f.readline(), f
-    except UnicodeDecodeError as e:
-        not_utf8(path, e)
-
-
-def text_lines(path, note=False):
-    """(the first 64 KiB, the lines of a file, how many line ends it holds); lines that end in
-    \\r alone are read as lines (noted) in a file of them, else refused."""
-    head, f = head_of(path)
-    rest = itertools.chain(io.StringIO(head, newline=""), f)
-    lone, n_lines = scan(path)
-    cr_only = "\r" in head and "\n" not in head
-    if cr_only and note:
-        print(
-            f"note: {path}: its lines end in a carriage return alone (\\r, old Mac files): read as"
-            " line ends"
+def csv_delimiter(path, header_line, delimiter):
+    """--delimiter, or the header's most frequent of , ; tab | (noted)."""
+    if delimiter:
+        return delimiter
+    delimiter = max(DELIMITERS, key=header_line.count)
+    if not header_line.count(delimiter) and re.search(r"\S\s+\S", header_line):
+        fail(
+            f"{path}:1: the header holds no , ; tab or | but spaces: a file separated by"
+            " spaces? write it as CSV, or name the delimiter with --delimiter"
         )
-    elif not lone:
-        return head, rest, n_lines
-
-    def lines():
-        for n, line in enumerate(rest, 1):
-            if line[-1:] == "\r" and not cr_only:
-                fail(
-                    f"{path}:{n}: a lone carriage return (\\r) at column {len(line)} in a file of"
-                    " \\n line ends; expected one line end per line (remove it)"
-                )
-            yield line.rstrip("\r") + "\n" if line[-1:] == "\r" else line
-
-    return head, lines(), n_lines
+    if delimiter != ",":
+        print(
+            f"note: {path}: columns separated by {DELIMITERS[delimiter]} (the header's most"
+            " frequent of , ; tab |)"
+        )
+    return delimiter
 
 
-def read_csv(path, args):
-    """A Table of a CSV file, a row per record, read a block of rows at a time."""
-    head, lines, n_lines = text_lines(path, note=True)
-    header_line = head.partition("\n")[0].rstrip("\r")
+def csv_head(path, head, delimiter):
+    """(header, first row, delimiter) of a CSV file's head; comment lines refused."""
+    header_line = re.split("\r?\n|\r", head)[0]
     comments = len(re.match(r"(?:#.*\n)*", head.replace("\r", "\n") + "\n")[0].split("\n")) - 1
     if comments > 1 or comments and not re.search(r"[,;\t|]", header_line):
         fail(
             f"{path}:1: {header_line[:40]!r} is a comment, not a header ({comments} line(s) start"
             " with #); expected the column names on line 1: delete the lines above them"
         )
-    delimiter = args.delimiter
-    if not delimiter:
-        delimiter = max(DELIMITERS, key=header_line.count)
-        if not header_line.count(delimiter) and re.search(r"\S\s+\S", header_line):
-            fail(
-                f"{path}:1: the header holds no , ; tab or | but spaces: a file separated by"
-                " spaces? write it as CSV, or name the delimiter with --delimiter"
-            )
-        if delimiter != ",":
-            print(
-                f"note: {path}: columns separated by {DELIMITERS[delimiter]} (the header's most"
-                " frequent of , ; tab |)"
-            )
-    reader = csv.reader(lines, delimiter=delimiter, strict=True)
+    delimiter = csv_delimiter(path, header_line, delimiter)
+    reader = csv.reader(io.StringIO(head, newline=""), delimiter=delimiter)
     try:
         header = [name.strip() for name in next(reader, [])]
+        row = next(reader, [])
     except csv.Error as e:
         fail(f'{path}:1: {e} (an unterminated quote?); expected cells like 1.5 or "a, b"')
     if not any(header):
         fail(f"{path}: empty file; expected a CSV header and rows, or one JSON record per line")
+    return header, row, delimiter
+
+
+def bad_row(path, header, delimiter, trailing, error=None):
+    """Fail naming the first row the csv module refuses, or of another width than the header's
+    (a file refused is read twice)."""
+    width = len(header) + (trailing and bool(header[-1]))
+    lines = io.TextIOWrapper(opened(path), "utf-8-sig", newline="")
+    reader = csv.reader(lines, delimiter=delimiter, strict=True)
+    at, end = 1, 0
+    try:
+        for row in reader:
+            at, end = end + 1, reader.line_num
+            if at > 1 and row and (len(row) != width or trailing and row[-1].strip()):
+                break
+        else:
+            fail(f"{path}: {error}")
+    except csv.Error as e:
+        fail(f'{path}:{end + 1}: {e} (an unterminated quote?); expected cells like 1.5 or "a, b"')
+    # not every row ends in an empty cell: each is read against the header
+    if trailing and width != len(header):
+        at, row = 2, csv_head(path, scan(path)[0], delimiter)[1]
+    hint = " (separated by a comma: another delimiter? --delimiter)" if delimiter == "," else ""
+    if len(row) == len(header) + 1 and not row[-1].strip():
+        hint = " (the last one empty: a delimiter at the end of some rows but not all? remove it)"
+    fail(
+        f"{path}:{at}: {len(row)} cells, but the header ({path}:1) names {len(header)}"
+        f" columns{hint}"
+    )
+
+
+def read_csv(path, args, head, cr_only, blank):
+    """A Table of a CSV file (scanned: head, line ends, first empty line), a row per record."""
+    if cr_only:
+        print(
+            f"note: {path}: its lines end in a carriage return alone (\\r, old Mac files): read as"
+            " line ends"
+        )
+    header, row, delimiter = csv_head(path, head, args.delimiter)
     names = header[:-1] if len(header) > 1 and not header[-1] else header
-    table, state = Table(path, "column"), {"trailing": None, "blank": None, "multi": []}
-    # each row's first line; the file's line ends bound how many rows it has
-    table.line = np.empty(n_lines + 1, np.int32)
-    for rows, first in csv_blocks(path, reader, delimiter, state):
-        rows, first = checked_rows(path, rows, first, header, names, delimiter, state)
-        if table.n == 0 and len(rows):
-            wanted = csv_columns(path, names if state["trailing"] else header, args.columns)
-            check_header(path, [header[j] for j in wanted])
-            scratch = table.scratch.name
-            columns = [
-                Column(header[j], "column", scratch, header[j] in args.text, args.decimal_comma)
-                for j in wanted
-            ]
-            parsers = [csv_parser(c) for c in columns]
-        if not len(rows):
-            continue
+    trailing = len(row) == len(names) + 1 and not row[-1].strip()
+    wanted = csv_columns(path, names if trailing else header, args.columns)
+    check_header(path, [header[j] for j in wanted])
+    table = Table(path, "column")
+    columns = [
+        Column(header[j], "column", table.scratch.name, header[j] in args.text, args.decimal_comma)
+        for j in wanted
+    ]
+    parsers = [csv_parser(c) for c in columns]
+    lines, multi = [], []
+    for cells, first in csv_batches(path, header, delimiter, trailing, cr_only, blank):
+        if trailing and pc.any(pc.not_equal(pc.utf8_trim_whitespace(cells[-1]), "")).as_py():
+            bad_row(path, header, delimiter, trailing)
         row0 = table.n
-        table.line[row0 : row0 + len(rows)] = first
-        table.starts[-1] += len(rows)
+        lines.append(first[:-1].astype(np.int32))
+        table.starts[-1] += len(first) - 1
+        spans = np.diff(first)
+        multi += [(a, a + n - 1) for a, n in zip(first[:-1][spans > 1], spans[spans > 1])]
         where = lambda r: f"{path}:{first[r - row0]}"
-        cells = list(zip(*rows))
         for j, column, parse in zip(wanted, columns, parsers):
-            column.add(cells[j], row0, where, parse)
+            encoded = pc.dictionary_encode(cells[j])
+            values = encoded.dictionary.to_pylist()
+            column.add(values, encoded.indices.to_numpy(), row0, where, parse)
     if not table.n:
         fail(f"{path}: a header and no rows; expected one row per record after the header")
-    if state["trailing"]:
+    if trailing:
         print(
             f"note: {path}: every row ends in {DELIMITERS.get(delimiter, repr(delimiter))}, an"
             " empty last column with no name: left out"
         )
-    if state["multi"]:
-        (a, b), n = state["multi"][0], len(state["multi"])
+    if multi:
         print(
-            f"note: {path}:{a}-{b}: a quoted cell holds a line break, read as part of the cell"
-            f" ({n} such row(s)); if a quote is unterminated, close it"
+            f"note: {path}:{multi[0][0]}-{multi[0][1]}: a quoted cell holds a line break, read as"
+            f" part of the cell ({len(multi)} such row(s)); if a quote is unterminated, close it"
         )
-    table.line = table.line[: table.n]
+    table.line = np.concatenate(lines)
     table.cols = {c.name: c.finish(table.where) for c in columns}
     return table
 
 
-def csv_blocks(path, reader, delimiter, state):
-    """Blocks of rows, each with the line its rows start on (a quoted cell may hold line
-    breaks: such rows are listed in state["multi"])."""
-    while True:
-        done = reader.line_num
-        try:
-            rows = list(itertools.islice(reader, BLOCK))
-        except UnicodeDecodeError as e:
-            not_utf8(path, e)
-        except csv.Error as e:
-            line = csv_error_line(path, delimiter)
-            fail(f'{path}:{line}: {e} (an unterminated quote?); expected cells like 1.5 or "a, b"')
-        if not rows:
-            return
-        spans = np.ones(len(rows), np.int64)
-        if reader.line_num - done != len(rows):
-            spans = np.array([1 + sum(c.count("\n") for c in row) for row in rows])
-        first = done + 1 + np.concatenate([[0], np.cumsum(spans)[:-1]])
-        state["multi"] += [(first[i], first[i] + spans[i] - 1) for i in np.flatnonzero(spans > 1)]
-        yield rows, first
+def arrow_batches(path, header, delimiter, trailing):
+    """pyarrow's blocks of rows, every cell a string."""
+    width = len(header) + (trailing and bool(header[-1]))
+    names = [f"c{j}" for j in range(width)]
+    # read by pyarrow itself: no thread of its reader calls back into Python
+    with opened(path) as f:
+        source = pa.input_stream(path, "gzip" if isinstance(f, gzip.GzipFile) else None)
+    try:
+        yield from pa_csv.open_csv(
+            source,
+            pa_csv.ReadOptions(column_names=names, skip_rows=1, block_size=BLOCK),
+            pa_csv.ParseOptions(
+                delimiter=delimiter, newlines_in_values=True, ignore_empty_lines=False
+            ),
+            pa_csv.ConvertOptions(
+                column_types=dict.fromkeys(names, pa.string()),
+                strings_can_be_null=False,
+                null_values=[],
+            ),
+        )
+    except pa.ArrowInvalid as e:
+        bad_row(path, header, delimiter, trailing, e)
+
+
+def csv_batches(path, header, delimiter, trailing, cr_only, blank):
+    """Blocks of rows: their columns, and the line each row starts on then the line after (a
+    quoted cell may hold line breaks); empty lines refused but at the end."""
+    line, ended, cells = 2, False, []
+    for batch in arrow_batches(path, header, delimiter, trailing):
+        cells = batch.columns
+        if cr_only:
+            cells = [pc.replace_substring(c, "\r", "\n") for c in cells]
+        breaks = sum(pc.count_substring(c, "\n").to_numpy(zero_copy_only=False) for c in cells)
+        first = line + np.concatenate([[0], np.cumsum(1 + breaks)])
+        line = first[-1]
+        cut = np.flatnonzero(first[:-1] == blank)[:1] if not ended else [0]
+        if len(cut):
+            rest = [c.slice(cut[0]) for c in cells]
+            if not all(pc.all(pc.equal(c, "")).as_py() in (True, None) for c in rest):
+                fail(f"{path}:{blank}: empty line; expected one row per record")
+            ended, cells, first = True, [c.slice(0, cut[0]) for c in cells], first[: cut[0] + 1]
+        if len(first) > 1:
+            yield cells, first
+    # an unterminated quote takes the rest of the file into its cell
+    if cells and len(cells[0]) and any(pc.ends_with(c[-1:], "\n")[0].as_py() for c in cells):
+        bad_row(path, header, delimiter, trailing)
 
 
 def csv_columns(path, header, wanted):
-    """The indices of the columns to read: named (and asked for with --columns)."""
+    """The indices of the columns to read: named, and in --columns."""
     keep = []
     for j, name in enumerate(header):
         if not name and j == 0 and "" not in header[1:]:
@@ -565,7 +595,7 @@ def csv_columns(path, header, wanted):
 
 
 def check_header(path, names):
-    """A first line of numbers is a record, not a header: refused."""
+    """A first line of numbers (a record, not a header) refused."""
     numbers = [n for n in names if NUMBER.fullmatch(n)]
     if numbers and len(numbers) * 2 >= len(names):
         fail(
@@ -573,55 +603,6 @@ def check_header(path, names):
             " header row? Its first record would become the column names; add a line of names"
             " (one per column) above the rows"
         )
-
-
-def checked_rows(path, rows, first, header, names, delimiter, state):
-    """A block's rows, each with a cell per column (an empty last cell that every row has left
-    out); blank lines at the end of the file left out, elsewhere refused."""
-    blank = [i for i, row in enumerate(rows) if not row]
-    if state["blank"] is not None and len(blank) < len(rows):
-        fail(f"{path}:{state['blank']}: empty line; expected one row per record")
-    if blank and blank != list(range(blank[0], len(rows))):
-        fail(f"{path}:{first[blank[0]]}: empty line; expected one row per record")
-    if blank:
-        state["blank"] = state["blank"] or first[blank[0]]
-        rows, first = rows[: blank[0]], first[: blank[0]]
-    if not rows:
-        return rows, first
-    if state["trailing"] is None:
-        state["first"] = (first[0], rows[0])
-        state["trailing"] = all(len(r) == len(names) + 1 and not r[-1].strip() for r in rows)
-    width = len(names) + 1 if state["trailing"] else len(header)
-    bad = [i for i, r in enumerate(rows) if len(r) != width]
-    bad = bad or [i for i, r in enumerate(rows) if state["trailing"] and r[-1].strip()]
-    if bad:
-        at, row = first[bad[0]], rows[bad[0]]
-        # not every row ends in an empty cell: each is read against the header
-        if state["trailing"] and width != len(header):
-            at, row = state["first"]
-        hint = " (separated by a comma: another delimiter? --delimiter)" if delimiter == "," else ""
-        if len(row) == len(header) + 1 and not row[-1].strip():
-            hint = (
-                " (the last one empty: a delimiter at the end of some rows but not all? remove it)"
-            )
-        fail(
-            f"{path}:{at}: {len(row)} cells, but the header ({path}:1) names {len(header)}"
-            f" columns{hint}"
-        )
-    return rows, first
-
-
-def csv_error_line(path, delimiter):
-    """The line where the row csv refuses starts (read again row by row to find it)."""
-    _, lines, _ = text_lines(path)
-    reader = csv.reader(lines, delimiter=delimiter, strict=True)
-    end = 0
-    try:
-        for _ in reader:
-            end = reader.line_num
-    except csv.Error:
-        pass
-    return end + 1
 
 
 def _constant(name):
@@ -644,20 +625,22 @@ class Nested:
         self.value = value
 
 
-def read_json(path, args):
-    """A Table of a JSON file, a row per object: null, NaN and MISSING are missing values."""
-    try:
-        text = (
-            opened(path)
-            .read()
-            .decode("utf-8")
-            .removeprefix("\ufeff")
-            .replace("\r\n", "\n")
-            .rstrip("\n")
-        )
-    except UnicodeDecodeError as e:
-        not_utf8(path, e)
-    columns, text_keys = args.columns, args.text
+def quoted_numbers(where, record, text_keys):
+    """A number written as a JSON string ("12.5", "45%") refused, but under --text keys."""
+    for k, v in record.items():
+        strings = [x for x in leaves(v) if isinstance(x, str) and k not in text_keys]
+        quoted = [x for x in strings if NUMBER.fullmatch(x.strip()) or plain_number(x)]
+        if quoted:
+            fail(
+                f"{where}: key {k!r}: {quoted[0]!r} is a number written as a string; write it"
+                f" as a JSON number ({plain_number(quoted[0]) or quoted[0].strip()}), or --text"
+                f" {k} keeps the key's strings as words"
+            )
+
+
+def json_records(path, args):
+    """(a JSON file's records, the line of each, whether in an array); missing values None."""
+    text = opened(path).read().decode().removeprefix("\ufeff").replace("\r\n", "\n").rstrip("\n")
     decoder = json.JSONDecoder(
         parse_float=Decimal, parse_int=Decimal, parse_constant=_constant, object_pairs_hook=_object
     )
@@ -677,19 +660,11 @@ def read_json(path, args):
         except ValueError as e:
             fail(f"{where}: {e}")
         if not isinstance(record, dict) or not record:
-            fail(
-                f'{where}: expected a JSON object {{"key": value, ...}}, found {text[at:i][:40]!r}'
-            )
-        record = {k: rewrite(v, to_none) for k, v in record.items() if not columns or k in columns}
-        for k, v in record.items():
-            strings = [x for x in leaves(v) if isinstance(x, str) and k not in text_keys]
-            quoted = [x for x in strings if NUMBER.fullmatch(x.strip()) or plain_number(x)]
-            if quoted:
-                fail(
-                    f"{where}: key {k!r}: {quoted[0]!r} is a number written as a string; write it"
-                    f" as a JSON number ({plain_number(quoted[0]) or quoted[0].strip()}), or --text"
-                    f" {k} keeps the key's strings as words"
-                )
+            found = text[at:i][:40]
+            fail(f'{where}: expected a JSON object {{"key": value, ...}}, found {found!r}')
+        keep = args.columns or record
+        record = {k: rewrite(v, to_none) for k, v in record.items() if k in keep}
+        quoted_numbers(where, record, args.text)
         records.append(record)
         lines.append(line)
         i = space.match(text, i).end()
@@ -701,6 +676,12 @@ def read_json(path, args):
         fail(f"{line_at(i)}: the file ends inside the JSON array; expected ] at its end")
     if array and text[i:].strip() != "]":
         fail(f"{line_at(i)}: expected nothing after the JSON array's ]")
+    return records, lines, array
+
+
+def read_json(path, args):
+    """A Table of a JSON file, a row per object."""
+    records, lines, array = json_records(path, args)
     if not records:
         fail(
             f'{path}: an empty JSON array; expected JSON objects {{"key": value, ...}}, a record'
@@ -717,12 +698,15 @@ def read_json(path, args):
     table = Table(path, "key", array)
     table.line, table.starts[-1] = np.array(lines), len(records)
     for key in dict.fromkeys(k for r in records for k in r):
-        column = Column(key, "key", table.scratch.name, key in text_keys)
+        column = Column(key, "key", table.scratch.name, key in args.text)
         values = [r.get(key) for r in records]
         if column.as_text:
             values = [rewrite(v, lambda x: str(x) if isinstance(x, Decimal) else x) for v in values]
         values = [Nested(v) if isinstance(v, (list, dict, bool)) else v for v in values]
-        column.add(values, 0, table.where, json_parser(column))
+        distinct = list(dict.fromkeys(values))
+        position = {v: i for i, v in enumerate(distinct)}
+        codes = np.fromiter(map(position.__getitem__, values), np.int64, len(values))
+        column.add(distinct, codes, 0, table.where, json_parser(column))
         table.cols[key] = column.finish(table.where)
         column.nested = {int(r): values[r].value for r in np.flatnonzero(column.code == NESTED)}
     return table
@@ -730,19 +714,18 @@ def read_json(path, args):
 
 def read_file(path, args):
     """A Table of a file's rows: JSON (a file that starts with { or [) or CSV."""
-    head, _ = head_of(path)
+    head, cr_only, blank = scan(path)
     if not head.strip():
         fail(f"{path}: empty file; expected a CSV header and rows, or one JSON record per line")
     if head.lstrip().startswith(("{", "[")):
         return read_json(path, args)
-    return read_csv(path, args)
+    return read_csv(path, args, head, cr_only, blank)
 
 
 def date_keys(table, text_keys):
-    """The keys whose every value is a date or time (not forced to text), noted."""
+    """The keys (not --text) whose every value is a date or time, noted."""
     dates = []
     for key, col in table.cols.items():
-        # what is not a date is seen from the column's distinct values, before any row is read
         texts = all(isinstance(t, str) and DATE.fullmatch(t) for t in col.texts)
         if key in text_keys or not texts or col.nested or col.q_range[0] < 0:
             continue
@@ -783,8 +766,7 @@ def date_keys(table, text_keys):
 
 
 def as_word(text):
-    """text, or where the tokenizer would read a number in it, one word: every character but
-    letters, digits and _ made _ ("room_12", "_01234")."""
+    """text, or if the tokenizer would read a number in it, one word ("room_12", "_01234")."""
     try:
         if all(kind != "num" for kind, _ in split_text(json.dumps(text, ensure_ascii=False))):
             return text
@@ -795,7 +777,7 @@ def as_word(text):
 
 
 def words_for_tokenizer(table):
-    """Key names and text values made words (as_word) in every column, noted; {old: new} keys."""
+    """Key names and text values made words (as_word), noted; {old: new} of the keys."""
     renamed = {key: as_word(key) for key in table.cols}
     strings = [t for c in table.cols.values() for t in c.texts if isinstance(t, str)]
     strings += [x for c in table.cols.values() for v in c.nested.values() for x in leaves(v)]

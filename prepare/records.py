@@ -1,7 +1,7 @@
 """
 Records for prepare/text.py: windows of rows, split into train, val and test, missing values left
-out (prepare/README.md's "Records and splits"). A split is a Part: each record's rows (an array of
-row numbers of the Table, a window's rows in order) and, per key, the records that leave it out.
+out. A split is a Part: each record's rows (a window's rows in order) and, per key, the records
+that leave it out.
 """
 
 from itertools import pairwise
@@ -69,9 +69,8 @@ def check_values(table, keys, missing):
 
 
 def counts_up(x, q, size=1 << 18):
-    """The step by which a file's numbers go up from row to row, the same each time but perhaps
-    wrapping to their least (an hour of the day), else None. Read a piece of `size` rows at a
-    time, exactly: as integers of their finest digit (10^q)."""
+    """The step by which a file's numbers go up from row to row, perhaps wrapping to their least
+    (an hour of the day), else None; read a piece at a time, as integers of their finest digit."""
     if len(x) <= 2 or len(x) > 1000 and not counts_up(x[:1000], q):
         return None
     unit = 10.0 ** int(q)
@@ -116,7 +115,7 @@ def counting_keys(table, keys):
 
 
 def series_of(table, group):
-    """[(name, rows)]: each file's rows in order, or with --group each group's rows in a file."""
+    """[(name, rows)]: each file's rows, or with --group each group's rows in a file."""
     if not group:
         return list(zip(table.paths, table.file_rows()))
     col = table.group
@@ -137,7 +136,7 @@ def series_of(table, group):
 
 
 def windows(rows, window, stride, start=0):
-    """Each window's rows (a row of the result), a window starting every stride from start."""
+    """Each window's rows (a row of the result), one starting every stride from start."""
     starts = np.arange(start, len(rows) - window + 1, stride)
     return rows[starts[:, None] + np.arange(window)]
 
@@ -148,8 +147,8 @@ def split_counts(n, fractions):
 
 
 def time_parts(name, rows, args):
-    """Train, val and test windows of one series in time order: the first rows, the next, the
-    last; with --context-before a val or test window may start in the rows before its own."""
+    """Train, val and test windows of one series in time order; with --context-before a val or
+    test window may start in the rows before its own."""
     a, b, c = split_counts(len(rows), args.fractions)
     need = 1 if args.context_before else args.window
     if min(a, b, c) < need:
@@ -167,8 +166,8 @@ def time_parts(name, rows, args):
 
 
 def split_records(table, args):
-    """Train, val and test Parts, and their source: the --val and --test files, each series' rows
-    in time order (windows inside each part), the records at random, or the groups at random."""
+    """Train, val and test Parts and their source: the --val and --test files, each series in
+    time order, the records at random, or the groups at random."""
     window, stride, fractions = args.window, args.stride, args.fractions
     source = {"files": args.files, "fractions": fractions}
     series = series_of(table, args.group)
@@ -223,8 +222,7 @@ def rows_in(table, parts):
 
 
 def leave_out_missing(table, parts, keys, how):
-    """The splits with missing values left out, and {key: records it was left out of or dropped
-    for}."""
+    """The splits with missing values left out, and {key: records it was missing from}."""
     missing, kept, emptied = {}, [], 0
     gaps = {key: table.cols[key].gap for key in keys if table.cols[key].has_gaps}
     for part in parts:
@@ -254,7 +252,7 @@ def leave_out_missing(table, parts, keys, how):
 
 
 def warn_short(parts, args):
-    """A split of fewer than 30 records scores too few to trust: said, with what to change."""
+    """A split of fewer than 30 records warned of, with what to change."""
     for split, part in zip(SPLITS, parts):
         if len(part) < 30:
             more = "--context-before, " if args.window > 1 and not args.context_before else ""

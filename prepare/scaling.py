@@ -1,11 +1,7 @@
 """
-The scaling of prepare/text.py, here to be changed; eval.py and sample.py undo it from meta.json's
-"scales".
-
---scale auto: every number under a key, at any depth, becomes (x - center) / spread, center and
-spread the mean and standard deviation of the key's numbers in train (spread 1 for a constant key),
-so original = written * spread + center; --scale none writes them as they are (center 0, spread 1).
-Two different inputs that the model would see as one float32 are named in a warning.
+The scaling of prepare/text.py (eval.py and sample.py undo it from meta.json's "scales"): --scale
+auto makes every number under a key (x - center) / spread, the mean and standard deviation of the
+key's numbers in train (spread 1 for a constant key); --scale none keeps them (center 0, spread 1).
 """
 
 import math
@@ -19,7 +15,7 @@ FAR = 10
 
 
 def in_rows(table, parts, key):
-    """Which rows a record that holds key holds, in any of the parts."""
+    """The rows of the parts' records that hold key."""
     held = np.zeros(table.n, bool)
     for part in parts:
         held[part.rows[part.has(key)].ravel()] = True
@@ -42,7 +38,7 @@ def scales_of(table, train, keys, mode):
     scales = {}
     for key in keys:
         col, w = table.cols[key], weights(table, train, key)
-        # the mean, then the spread about it, of the numbers each as often as records hold it
+        # each number counted as often as records hold it
         total = count = 0.0
         for x, n in col.pieces(w > 0, w):
             total, count = total + (x * n).sum(), count + n.sum()
@@ -62,8 +58,7 @@ def scales_of(table, train, keys, mode):
         if mode == "none":
             scales[key] = {"center": 0.0, "spread": 1.0}
             continue
-        # 6 significant digits (the center's to a millionth of the spread): readable, and exactly
-        # what is applied
+        # 6 significant digits (the center's to a millionth of the spread), exactly as applied
         spread = float(f"{std:.6g}") or 1.0
         digits = 6 + max(0, math.ceil(math.log10(abs(mean) / spread))) if mean else 6
         scales[key] = {"center": float(f"{mean:.{digits}g}"), "spread": spread}
@@ -81,8 +76,8 @@ def decimals_of(q, spread, mode):
 
 
 def written(x, scale, digits):
-    """Numbers as the text writes them: (x - center) / spread with `digits` decimals, no trailing
-    zeros, each distinct number formatted once."""
+    """Numbers as the text writes them: (x - center) / spread, `digits` decimals, no trailing
+    zeros."""
     z = (np.asarray(x, float) - scale["center"]) / scale["spread"]
     distinct, inverse = np.unique(z, return_inverse=True)
     text = ("{:.%df}\0" % digits * len(distinct)).format(*distinct.tolist()).split("\0")[:-1]
@@ -93,8 +88,8 @@ def written(x, scale, digits):
 
 
 def check_resolution(table, key, held, scale, digits):
-    """Warn where two different inputs of a key (in the rows held) reach the model as one float32
-    (found within each piece of the column), or the key spans many decades."""
+    """Warn where two inputs of a key reach the model as one float32 (within a piece of the
+    column), or the key spans many decades."""
     col = table.cols[key]
     clash = col.clash
     for x, _ in col.pieces(held) if not clash else ():
@@ -111,22 +106,21 @@ def check_resolution(table, key, held, scale, digits):
         y = np.float32(written([float(a)], scale, digits)[0])
         print(
             f"warning: {where}: key {key!r}: {a} and {b} ({seen}) reach the model as one value"
-            f" ({y:g} after scaling): too many digits for a float32 beside the key's spread, or a"
-            " range over many decades; write log10 of the key as a column of its own, --scale"
-            " none, or leave the key out (--columns) if it is an ID"
+            f" ({y:g} scaled); write log10 of the key as a column, --scale none, or leave an ID"
+            " out (--columns)"
         )
     *_, least, most = extremes(col.pieces(held))
     if least < np.inf and most / least > 1e6:
         print(
             f"warning: key {key!r}: |x| from {least:.3g} to {most:.3g},"
-            f" {math.log10(most / least):.0f} decades: scaled by its spread, the small ones"
-            " are close to 0; write log10 of the key as a column of its own, or --scale none"
+            f" {math.log10(most / least):.0f} decades: scaled, the small ones are near 0; write"
+            " log10 of the key as a column, or --scale none"
         )
 
 
 def scale(table, parts, keys, mode):
     """({key: scale}, {key: decimals}, {key: largest |x| written}, {key: [least, largest] in
-    train}), the scales from train; what the model could not tell apart warned of."""
+    train}), from train."""
     scales = scales_of(table, parts[0], keys, mode)
     digits, largest, ranges = {}, {}, {}
     for key in keys:
@@ -140,9 +134,8 @@ def scale(table, parts, keys, mode):
         check_resolution(table, key, held, scales[key], digits[key])
         if mode == "auto" and largest[key] > FAR:
             print(
-                f"warning: key {key!r}: scaled, its numbers reach |x| = {largest[key]:.3g} (a few"
-                " far from the rest, or a spread small beside the range): xVal learns best with"
-                " numbers of order 1; write log10 of the key as a column of its own, or leave the"
-                " outliers out"
+                f"warning: key {key!r}: scaled, its numbers reach |x| = {largest[key]:.3g}; xVal"
+                " learns best with numbers of order 1: write log10 of the key, or leave outliers"
+                " out"
             )
     return scales, digits, largest, ranges

@@ -10,8 +10,8 @@ by each value, docs/decisions.md#scaling). prepare/README.md#your-own-data-textp
     python prepare/text.py a.jsonl b.jsonl --split 0.9,0.05,0.05 --seed 1 --out data/mine
     python prepare/text.py train.jsonl --val val.jsonl --test test.jsonl --out data/mine
 
-The files are read in prepare/reading.py, made records and split in prepare/records.py, and
-scaled in prepare/scaling.py.
+Read in prepare/reading.py, made records and split in prepare/records.py, scaled in
+prepare/scaling.py.
 """
 
 import argparse
@@ -94,74 +94,46 @@ def main(argv=None):
     report(args, meta, table, parts, largest, vocab, counts, n_windowed, repeated)
 
 
-def parse_args(argv):
-    """The command line, checked; args.fractions, .stride and .order set."""
+def parser():
+    """text.py's command line."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add = p.add_argument
-    add(
-        "files",
-        nargs="+",
-        metavar="FILE",
-        help="CSV or JSON-lines files (the training data with --val)",
-    )
+    add("files", nargs="+", metavar="FILE", help="CSV or JSON-lines files (the training data with"
+        " --val)")
     add("--out", required=True, help="output directory")
     add("--window", type=at_least(1), default=1, help="N consecutive rows of a file per record")
-    add(
-        "--stride",
-        type=at_least(1),
-        help="with --window: a window starts every S rows (default N: no overlap)",
-    )
-    add(
-        "--order",
-        choices=("time", "random"),
-        help="split in time order (default with --window) or at random",
-    )
-    add(
-        "--split",
-        default="0.8,0.1,0.1",
-        help="train,val,test fractions (of the rows in time order)",
-    )
+    add("--stride", type=at_least(1), help="with --window: a window starts every S rows (default"
+        " N: no overlap)")
+    add("--order", choices=("time", "random"), help="split in time order (default with --window)"
+        " or at random")
+    add("--split", default="0.8,0.1,0.1", help="train,val,test fractions (of the rows in time"
+        " order)")
     add("--seed", type=at_least(0), default=1337, help="seed of the random split (default 1337)")
     add("--val", metavar="FILE", help="validation records from FILE instead of a split")
     add("--test", metavar="FILE", help="test records from FILE (with --val)")
-    add(
-        "--missing",
-        choices=("refuse", "omit", "drop"),
-        default="refuse",
+    add("--missing", choices=("refuse", "omit", "drop"), default="refuse",
         help=f"a missing value ({', '.join(map(repr, MISSING))}, any case; JSON null, NaN): refuse"
-        " (default), omit (leave its key out of the record) or drop (leave the record out)",
-    )
+        " (default), omit (leave its key out of the record) or drop (leave the record out)")
     add("--columns", help="the columns (CSV) or top-level keys (JSON) to keep, comma-separated")
     add("--text", default="", help="columns to read as text, not numbers or dates, comma-separated")
     add("--delimiter", help="the CSV delimiter (default: the header's most frequent of , ; tab |)")
-    add(
-        "--decimal-comma",
-        action="store_true",
-        help="CSV numbers are written 12,5 (as European spreadsheets write them, with ; or tab"
-        " between cells)",
-    )
-    add(
-        "--scale",
-        choices=("auto", "none"),
-        default="auto",
-        help="auto: each key's numbers centred and divided by their spread on train; none: as they"
-        " are",
-    )
-    add(
-        "--group",
-        metavar="COL",
-        help="rows with the same value of COL are one series (a station, a patient): windows never"
-        " cross groups; split in time within each group, or (--order random) by group",
-    )
-    add(
-        "--context-before",
-        action="store_true",
-        help="with --order time: a val or test window may start in the rows before its part, so"
-        " every row of the part can end a window",
-    )
+    add("--decimal-comma", action="store_true", help="CSV numbers are written 12,5 (as European"
+        " spreadsheets write them, with ; or tab between cells)")
+    add("--scale", choices=("auto", "none"), default="auto", help="auto: each key's numbers"
+        " centred and divided by their spread on train; none: as they are")
+    add("--group", metavar="COL", help="rows with the same value of COL are one series (a station,"
+        " a patient): windows never cross groups; split in time within each group, or (--order"
+        " random) by group")
+    add("--context-before", action="store_true", help="with --order time: a val or test window may"
+        " start in the rows before its part, so every row of the part can end a window")
     add("--target", metavar="KEY", help="the key of numbers to predict (what eval.py masks)")
     add("--force", action="store_true", help="replace a dataset in --out (other files stay)")
-    args = p.parse_args(argv)
+    return p
+
+
+def parse_args(argv):
+    """The command line, checked; args.fractions, .stride and .order set."""
+    args = parser().parse_args(argv)
     if bool(args.val) != bool(args.test):
         fail("--val and --test go together (or neither, for a --split)")
     if args.stride and args.window <= 1:
@@ -192,7 +164,7 @@ def parse_args(argv):
 
 
 def check_inputs(paths, out):
-    """No file given twice, under one name or two, nor one that writing to out replaces."""
+    """No file given twice (under any name), nor one that writing to out replaces."""
     seen = {}
     for path in paths:
         try:
@@ -249,8 +221,7 @@ def clean_keys(table, args):
 
 
 def mask_key_of(table, train, target, number_keys, index_like):
-    """train.py's hint: --target, else the first key whose numbers vary in train and count no
-    rows (said, with how to name another)."""
+    """--target, else the first key whose numbers vary in train and count no rows (said)."""
     if target and target not in number_keys:
         fail(f"--target {target}: not a key of numbers; expected one of {', '.join(number_keys)}")
     varies = []
@@ -268,7 +239,7 @@ def mask_key_of(table, train, target, number_keys, index_like):
 
 
 def dump(value, write):
-    """A JSON value as compact JSON, its numbers written by write (numbers -> their text)."""
+    """A JSON value as compact JSON, its numbers written by write."""
     if isinstance(value, dict):
         items = [f"{json.dumps(k, ensure_ascii=False)}:{dump(v, write)}" for k, v in value.items()]
         return "{" + ",".join(items) + "}"
@@ -284,8 +255,8 @@ def zeros(x):
 
 
 def lines_of(table, part, keys, writers, lo, hi):
-    """The lines of records lo..hi of a part: {"key":value,...}, a key a record leaves out not in
-    it, a window's values under a key a list."""
+    """The lines of records lo..hi of a part, without the keys a record leaves out; a window's
+    values under a key a list."""
     rows = part.rows[lo:hi]
     values = {}
     for key in keys:
@@ -303,21 +274,27 @@ def lines_of(table, part, keys, writers, lo, hi):
             text = np.array(list(map(form.format, *text.reshape(rows.shape).T)), dtype=object)
         values[key] = text
     # records alike in the keys they hold are written with one template
-    pattern = sum(part.has(k)[lo:hi].astype(np.int64) << i for i, k in enumerate(keys))
+    held = np.column_stack([part.has(k)[lo:hi] for k in keys])
+    pattern = np.zeros(len(rows), np.int64)
+    for i, has in enumerate(held.T):
+        pattern = pattern * 2 + has
+        # any number of keys: every 40 bits made ranks (below BLOCK < 2^16), within an int64
+        if i % 40 == 39:
+            pattern = np.unique(pattern, return_inverse=True)[1].ravel()
     lines = np.empty(len(rows), dtype=object)
     for p in np.unique(pattern):
-        present = [k for i, k in enumerate(keys) if p >> i & 1]
+        at = np.flatnonzero(pattern == p)
+        present = [k for k, h in zip(keys, held[at[0]]) if h]
         name = lambda k: json.dumps(k, ensure_ascii=False).replace("{", "{{").replace("}", "}}")
         form = "{{" + ",".join(f"{name(k)}:{{}}" for k in present) + "}}"
-        at = np.flatnonzero(pattern == p)
         lines[at] = list(map(form.format, *(values[k][at] for k in present)))
     return lines
 
 
 def check_tokens(table, parts, keys):
     """Train's text tokens, and (numbers, tokens) per record at least and most; refused: a record
-    whose numbers the tokenizer would not read as written, a val or test token train lacks. Each
-    distinct line with its numbers written 0 is tokenized once."""
+    whose numbers the tokenizer misreads, a val or test token train lacks. Each distinct line,
+    its numbers written 0, is tokenized once."""
     vocab, seen, low, high = {}, {}, [np.inf, np.inf], [0, 0]
     # the numbers a record holds: a number, or those of a JSON list or object, per key it holds
     deep = {k: {r: len(numbers(v)) for r, v in table.cols[k].nested.items()} for k in keys}
@@ -357,9 +334,7 @@ def check_tokens(table, parts, keys):
                 if split != "train" and unseen:
                     fail(
                         f"{where(i)}: the {split} record holds the text token {unseen[0]!r}, which"
-                        " no training record has, so tokenize_numbers.py could not encode it; add"
-                        " such records to the training data, or write the value as a number or a"
-                        " category train has"
+                        " no training record has (tokenize_numbers.py could not encode it)"
                     )
                 vocab.update(dict.fromkeys(unseen))
             pieces = np.array([n for _, n, _ in info])
@@ -380,8 +355,8 @@ def tokens_of(line, where):
 
 def write_lines(stage, table, parts, keys, writers):
     """<split>.txt of every split in stage, a block of records at a time; {split: how many of its
-    lines are also, exactly, in train} (by a hash of each line)."""
-    repeated, train = {}, []
+    lines are also in train} (by a hash of each line)."""
+    repeated, train = {}, np.empty(len(parts[0]), np.int64)
     for split, part in zip(SPLITS, parts):
         with open_new(os.path.join(stage, f"{split}.txt")) as f:
             for lo in range(0, len(part), BLOCK):
@@ -389,14 +364,35 @@ def write_lines(stage, table, parts, keys, writers):
                 f.write(("\n".join(lines) + "\n").encode())
                 hashes = np.fromiter(map(hash, lines), np.int64, len(lines))
                 if split == "train":
-                    train.append(hashes)
+                    train[lo : lo + len(lines)] = hashes
                     continue
                 at = np.minimum(np.searchsorted(train, hashes), len(train) - 1)
                 repeated[split] = repeated.get(split, 0) + int((train[at] == hashes).sum())
         if split == "train":
-            train = np.concatenate(train)
             train.sort()
     return repeated
+
+
+def print_keys(args, meta, table, written_rows, largest):
+    """Each key's scale, or its text values (in the records written)."""
+    scales = meta["scales"]
+    for k in meta["keys"]:
+        s = scales.get(k)
+        if s and args.scale == "auto":
+            print(
+                f"  {k:>12}: numbers, scaled (x - {s['center']:g}) / {s['spread']:g},"
+                f" {meta['decimals'][k]} decimals, largest |x| written {largest[k]:.3g}"
+            )
+        elif s:
+            print(f"  {k:>12}: numbers, as they are, largest |x| {largest[k]:.3g}")
+        if k in meta["text_keys"]:
+            col = table.cols[k]
+            codes = np.unique(col.code[written_rows])
+            values = sorted({col.texts[c] for c in codes[codes >= 0]}, key=str)
+            print(
+                f"  {k:>12}: text, {len(values)} value(s): {', '.join(map(str, values[:12]))}"
+                + (" ..." if len(values) > 12 else "")
+            )
 
 
 def report(args, meta, table, parts, largest, vocab, counts, n_windowed, repeated):
@@ -425,25 +421,7 @@ def report(args, meta, table, parts, largest, vocab, counts, n_windowed, repeate
         + (", ".join(f"{k} {n}" for k, n in missing.items()) if missing else "none")
         + (f" {what} ({args.missing})" if missing else "")
     )
-    scales = meta["scales"]
-    written_rows = rows_in(table, parts)
-    for k in meta["keys"]:
-        s = scales.get(k)
-        if s and args.scale == "auto":
-            print(
-                f"  {k:>12}: numbers, scaled (x - {s['center']:g}) / {s['spread']:g},"
-                f" {meta['decimals'][k]} decimals, largest |x| written {largest[k]:.3g}"
-            )
-        elif s:
-            print(f"  {k:>12}: numbers, as they are, largest |x| {largest[k]:.3g}")
-        if k in meta["text_keys"]:
-            col = table.cols[k]
-            codes = np.unique(col.code[written_rows])
-            values = sorted({col.texts[c] for c in codes[codes >= 0]}, key=str)
-            print(
-                f"  {k:>12}: text, {len(values)} value(s): {', '.join(map(str, values[:12]))}"
-                + (" ..." if len(values) > 12 else "")
-            )
+    print_keys(args, meta, table, rows_in(table, parts), largest)
     (low_n, low_t), (high_n, high_t) = counts
     print(f"numbers per record: {low_n}-{high_n}; tokens per record (xval): {low_t}-{high_t}")
     print(f"text tokens ({len(vocab)}): {' '.join(sorted(vocab))}")
@@ -453,7 +431,7 @@ def report(args, meta, table, parts, largest, vocab, counts, n_windowed, repeate
                 f"note: {n} of the {meta['splits'][s]} {s} records are also, exactly, in train"
                 " (duplicate records)"
             )
-    for k in scales:
+    for k in meta["scales"]:
         if args.scale == "none" and not 0.1 <= largest[k] <= 10:
             print(
                 f"warning: key {k!r}: numbers up to |x| = {largest[k]:.4g}; xVal learns best with"

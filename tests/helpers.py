@@ -315,3 +315,14 @@ def number_lines(n, seed):
     import random
     rng = random.Random(seed)
     return ["".join(rng.choice(NUMBERS if k % 2 else GLUE) for k in range(rng.randint(1, 14))) for _ in range(n)]
+
+
+# ---------------------------------------------------------------- prepare/text.py's steps
+def own_table(tmp_path, content, name="d.csv", **flags):
+    """prepare/reading.py's Table of `content`, read with text.py's default settings or `flags`."""
+    import argparse
+
+    import reading
+    (tmp_path / name).write_text(content)
+    settings = {"columns": None, "text": set(), "delimiter": None, "decimal_comma": False}
+    return reading.read_file(str(tmp_path / name), argparse.Namespace(**{**settings, **flags}))

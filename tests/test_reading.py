@@ -1,0 +1,34 @@
+"""prepare/reading.py: a file's rows become a Table of a Column per key, each row's file and line kept."""
+import reading
+from helpers import own_table
+
+
+def test_a_csv_gives_numbers_text_and_missing_values_with_their_lines(tmp_path):
+    table = own_table(tmp_path, "t;p;sky\n1;1013,5;dry\n2;;rain\n", decimal_comma=True)
+    assert [table.where(r) for r in range(table.n)] == [f"{tmp_path / 'd.csv'}:2", f"{tmp_path / 'd.csv'}:3"]
+    t, p, sky = (table.cols[k] for k in ("t", "p", "sky"))
+    assert list(t.x) == [1.0, 2.0] and p.x[0] == 1013.5 and p.code[1] == reading.GAP
+    assert [sky.texts[c] for c in sky.code] == ["dry", "rain"] and list(p.q_range) == [-1, -1]
+
+
+def test_a_block_of_rows_at_a_time_names_the_same_lines(tmp_path, monkeypatch):
+    """Rows read in blocks (here of 8 bytes) keep their lines, a quoted line break included."""
+    content = "t,note\n" + "".join(f'{i},"{"a" + chr(10) + "b" if i == 4 else "c"}"\n' for i in range(8))
+    whole = own_table(tmp_path, content)
+    monkeypatch.setattr(reading, "BLOCK", 8)
+    blocks = own_table(tmp_path, content)
+    assert list(blocks.line) == list(whole.line) == [2, 3, 4, 5, 6, 8, 9, 10]
+    assert list(blocks.cols["t"].x) == list(range(8)) and blocks.cols["note"].texts == ["c", "a\nb"]
+
+
+def test_a_json_array_keeps_the_digits_and_names_each_record(tmp_path):
+    table = own_table(tmp_path, '[{"a": 1.50, "b": ["x", null]},\n {"a": 2, "b": ["NA", "y"]}]', name="d.json")
+    assert table.where(1).endswith("d.json:2 (record 2)") and list(table.cols["a"].q_range) == [-2, 0]
+    assert table.cols["b"].nested == {0: ["x", None], 1: [None, "y"]} and list(table.cols["b"].gap) == [True, True]
+
+
+def test_words_the_tokenizer_would_read_as_numbers_are_renamed_in_place(tmp_path, capsys):
+    table = own_table(tmp_path, "pm2.5,room\n1,room 12\n")
+    assert reading.words_for_tokenizer(table) == {"pm2.5": "pm2_5", "room": "room"}
+    assert list(table.cols) == ["pm2_5", "room"] and table.cols["room"].texts == ["room_12"]
+    assert "written as one word" in capsys.readouterr().out
