@@ -21,13 +21,11 @@ import numpy as np
 import torch
 
 from configurator import configure
-from dataset import check_name, check_trained_on, json_paths, masked_numbers, number_paths
-from dataset import read_meta, read_samples
+from dataset import check_name, check_trained_on, read_meta, read_samples
 from mixture import mixture_cdf, mixture_nll, mixture_of, mixture_quantile
-from predict import ask_numbers, fill_in, load_model
+from predict import ask_numbers, fill_in, json_paths, load_model, masked_numbers, number_paths
 from tokenize_numbers import TextError, encode_pieces, split_text
-from util import accuracy, adjusted_r_squared, atomic_write_text, format_number, load_checkpoint
-from util import mse, pick_device, r_squared, run_main
+from util import atomic_write_text, format_number, load_checkpoint, pick_device, run_main
 
 # -- config: python eval.py --help
 ckpt = ""  # checkpoint(s) of one setting, separated by spaces: several seeds are combined
@@ -70,6 +68,37 @@ NOT_THE_SETTING = set(
 
 
 # ------------------------------------------------ metrics (docs/decisions.md#metrics)
+
+
+def mse(y, yhat):
+    """Mean squared error over the valid (non-NaN) predictions; NaN if there are none."""
+    y, yhat = np.asarray(y, float), np.asarray(yhat, float)
+    ok = ~np.isnan(yhat)
+    return float(np.mean((y[ok] - yhat[ok]) ** 2)) if ok.any() else math.nan
+
+
+def r_squared(y, yhat):
+    """R² = 1 − Σ(y−ŷ)² / Σ(y−ȳ)², over the valid (non-NaN) predictions; NaN with fewer
+    than 2."""
+    y, yhat = np.asarray(y, float), np.asarray(yhat, float)
+    y, yhat = y[~np.isnan(yhat)], yhat[~np.isnan(yhat)]
+    if len(y) < 2:
+        return math.nan
+    return float(1 - np.sum((y - yhat) ** 2) / np.sum((y - y.mean()) ** 2))
+
+
+def adjusted_r_squared(r2, n, p=1):
+    """1 − (1 − R²)(n − 1)/(n − p − 1): R² corrected for p explanatory variables and n
+    points."""
+    return 1 - (1 - r2) * (n - 1) / (n - p - 1) if n > p + 1 else math.nan
+
+
+def accuracy(y, yhat, figures):
+    """Fraction of predictions equal to the truth at `figures` significant figures; NaN is wrong."""
+    fmt = f"{{:.{figures - 1}e}}"
+    return float(
+        np.mean([not math.isnan(p) and fmt.format(p) == fmt.format(t) for t, p in zip(y, yhat)])
+    )
 
 
 def metrics(task, y, yhat, meta, scale=None):
@@ -245,9 +274,8 @@ def predict(model, vocab, jobs, dev):
     for quantity, (samples, truths) in jobs.items():
         # similar lengths share a batch
         order = np.argsort([len(s[0]) for s in samples], kind="stable")
-        mixtures = []
         ordered = [samples[i] for i in order]
-        predicted, counts = fill_in(model, vocab, ordered, dev, batch_size, mixtures)
+        predicted, counts, mixtures = fill_in(model, vocab, ordered, dev, batch_size)
         back = np.argsort(order)
         preds = np.array([p for i in back for p in predicted[i]], float)
         preds[~np.isfinite(preds)] = math.nan

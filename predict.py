@@ -11,12 +11,76 @@ import numpy as np
 import torch
 
 from batching import collate, fill_in_example, to_device
-from dataset import MAX_VALUE, KeyAbsent, fingerprint, masked_numbers, number_paths, read_meta
+from dataset import MAX_VALUE, fingerprint, read_meta
 from mixture import mixture_mean, mixture_quantile, mixture_sample, mixture_std
 from model import GPT, GPTConfig
 from tokenize_numbers import ASK, EOS_ID, TOKENS_PER_NUMBER, TextError, Vocab, encode_pieces
 from tokenize_numbers import number_spans, split_text
 from util import format_number, load_checkpoint
+
+# ---------------------------------------------------------------- which numbers lie under a JSON key
+
+
+def json_paths(obj, path=()):
+    """The path of every number of a JSON value, in the order the numbers are written."""
+    if isinstance(obj, (dict, list)):
+        for key, v in obj.items() if isinstance(obj, dict) else enumerate(obj):
+            yield from json_paths(v, path + (key,))
+    elif isinstance(obj, (int, float)) and not isinstance(obj, bool):
+        yield path
+
+
+def number_paths(line, n_numbers, where, what):
+    """The JSON path of each of a line's n_numbers numbers; what: the kind of line expected."""
+    try:
+        paths = list(json_paths(json.loads(line)))
+    except json.JSONDecodeError as e:
+        raise TextError(f"{where}: {what} must be JSON ({e})")
+    if len(paths) != n_numbers:
+        raise TextError(
+            f"{where}: JSON holds {len(paths)} numbers but the tokenizer reads {n_numbers}"
+        )
+    return paths
+
+
+def masked_numbers(line, pieces, where, keys=(), every=False):
+    """{quantity: indices of the numbers masked together, in reading order} of a line's pieces: the
+    last number under each JSON key of keys (every: all), or without keys the line's last."""
+    n_numbers = sum(kind == "num" for kind, _ in pieces)
+    if not keys:
+        if not n_numbers:
+            raise TextError(f"{where}: the line has no number to predict")
+        return {"last": [n_numbers - 1]}
+    paths = number_paths(line, n_numbers, where, "a record for --mask_key")
+    names = [[k for k in p if isinstance(k, str)] for p in paths]
+    groups = {key: under_key(names, key, where) for key in keys}
+    return {key: found if every else found[-1:] for key, found in groups.items()}
+
+
+def under_key(names, key, where):
+    """The indices of the numbers under key, a top-level key or a path (meta.t) to a nested one;
+    names: each number's keys."""
+    top = [i for i, n in enumerate(names) if n[:1] == [key]]
+    path = key.split(".")
+    nested = [i for i, n in enumerate(names) if len(path) > 1 and n[: len(path)] == path]
+    if top and nested:
+        raise TextError(
+            f"{where}: --mask_key={key} names a top-level key and a path to a nested one;"
+            " rename one"
+        )
+    paths = sorted({".".join(n[: n.index(key) + 1]) for n in names if key in n})
+    if not top + nested and paths:
+        raise TextError(
+            f"{where}: no number under key {key!r} (--mask_key names a top-level key); a nested key"
+            f" is named by its path: {', '.join(paths)}"
+        )
+    # empty for a record without the key (prepare/text.py --missing=omit)
+    return top + nested
+
+
+class KeyAbsent(TextError):
+    """A record without the --mask_key (a value left out as missing): not predicted, but counted."""
+
 
 
 def load_model(path, device="cpu"):
@@ -107,11 +171,11 @@ def predict_causal(model, vocab, chunk):
 
 
 @torch.no_grad()
-def fill_in(model, vocab, samples, device="cpu", batch_size=64, mixtures=None):
-    """The numbers asked in samples ((ids, values, ask)): values per sample and counts of 'numbers',
-    'invalid' (NaN or inf) and 'not_num' (xVal: the token head's argmax is not [NUM]). GMM: the
-    mixture mean; mixtures receives each sample's (n, 3K)."""
-    predictions, counts = [], {"numbers": 0, "invalid": 0, "not_num": 0}
+def fill_in(model, vocab, samples, device="cpu", batch_size=64):
+    """The numbers asked in samples ((ids, values, ask)): values per sample; counts of 'numbers',
+    'invalid' (NaN or inf) and 'not_num' (xVal: the token head's argmax is not [NUM]); GMM heads:
+    each sample's mixture (n, 3K), the values being its mean (else no mixtures)."""
+    predictions, mixtures, counts = [], [], {"numbers": 0, "invalid": 0, "not_num": 0}
     width = TOKENS_PER_NUMBER[vocab.encoding]
     for start in range(0, len(samples), batch_size):
         chunk = samples[start : start + batch_size]
@@ -129,9 +193,9 @@ def fill_in(model, vocab, samples, device="cpu", batch_size=64, mixtures=None):
             counts["invalid"] += sum(not math.isfinite(v) for v in values)
             counts["numbers"] += len(values)
             predictions.append(values)
-            if raw is not None and mixtures is not None:
+            if raw is not None:
                 mixtures.append(raw)
-    return predictions, counts
+    return predictions, counts, mixtures
 
 
 def detokenize(ids, values, vocab):
@@ -163,13 +227,12 @@ def ask_numbers(pieces, indices):
     return asked, at
 
 
-def encode_line(
-    line, where, vocab, block_size, causal=False, mask=None, mask_all=False, units=None, scales=None
-):
-    """((ids, values, ask), truths, text with [?]) of an input line, or a TextError naming it. mask:
-    None predicts the line's [?]; "" masks its last number, a key the last number under that JSON
-    key (mask_all: every number under it). units (units_of): a record in the file's own units,
-    scaled here as the model reads it; scales receives each asked number's (center, spread)."""
+def encode_line(line, where, vocab, block_size, causal=False, mask=None, mask_all=False, units=None):
+    """((ids, values, ask), truths, text with [?], scales) of an input line, or a TextError naming
+    it. mask: None predicts the line's [?]; "" masks its last number, a key the last number under
+    that JSON key (mask_all: every number under it). units (units_of): a record in the file's own
+    units, scaled here as the model reads it; scales: each asked number's (center, spread) in them,
+    to print the predictions in the file's units (empty without units)."""
     if units:
         line = written_names(line, units)
     if spaced := re.search(r"\[\s*\?\s*\]", line.replace(ASK, "")):
@@ -182,7 +245,7 @@ def encode_line(
             f"{where}: {len(line):,} characters, more than {block_size} tokens (the model's"
             " block_size) can hold"
         )
-    truths, spans = [], []
+    truths, spans, scales = [], [], []
     # the chosen numbers become [?], in the pieces and in the text shown
     if mask is not None:
         pieces = split_text(line, where, spans=spans)
@@ -199,10 +262,7 @@ def encode_line(
     else:
         pieces = split_text(line, where, not causal)
     if units:
-        pieces, asked = to_model_units(line, pieces, where, units)
-        # to print the predictions in the file's units
-        if scales is not None:
-            scales.extend(asked)
+        pieces, scales = to_model_units(line, pieces, where, units)
     ids, values, ask = encode_pieces(pieces, vocab, where)
     if not causal and not ask.any():
         raise TextError(
@@ -218,7 +278,7 @@ def encode_line(
         raise TextError(
             f"{where}: {len(ids)} tokens, more than the model's block_size {block_size}"
         )
-    return (ids, values, ask), truths, line
+    return (ids, values, ask), truths, line, scales
 
 
 def filled(text, values, mixture=None, spread="none", scales=()):

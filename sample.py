@@ -21,9 +21,9 @@ from contextlib import nullcontext
 import torch
 
 from configurator import configure
-from dataset import KeyAbsent, read_lines
+from dataset import read_lines
 from predict import detokenize, encode_line, fill_in, filled, generate, in_own_units, load_model
-from predict import units_of
+from predict import KeyAbsent, units_of
 from tokenize_numbers import ASK, TextError
 from util import format_number, pick_device, run_main, shell_line
 
@@ -91,9 +91,8 @@ def main():
     for number, line in lines:
         where = f"{name}:{number}"
         try:
-            scale = []
-            sample, truth, text = encode_line(
-                line, where, vocab, model.cfg.block_size, causal, mask, mask_all, units, scale
+            sample, truth, text, scale = encode_line(
+                line, where, vocab, model.cfg.block_size, causal, mask, mask_all, units
             )
         except KeyAbsent as e:
             absent.append(str(e))
@@ -113,8 +112,7 @@ def main():
         text = detokenize(out[0], out[1], vocab)
         print(in_own_units(text, name, units) if units else text)
     if samples and not causal:
-        mixtures = []
-        predictions, counts = fill_in(model, vocab, samples, dev, batch_size, mixtures)
+        predictions, counts, mixtures = fill_in(model, vocab, samples, dev, batch_size)
         for i, (text, values) in enumerate(list(zip(texts, predictions))[:show]):
             text = filled(text, values, mixtures[i] if mixtures else None, spread, scales[i])
             true = ", ".join(map(format_number, truths[i]))

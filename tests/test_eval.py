@@ -12,34 +12,34 @@ from helpers import EVAL_TINY as TINY
 from helpers import evaluated, one_line_error, prepared
 
 import eval as ev
-import util as metrics
+
 
 
 # ---------------------------------------------------------------- metrics
 
 def test_mse_leaves_invalid_predictions_out():
-    assert metrics.mse([1, 2, 3], [1, 4, math.nan]) == pytest.approx(2.0)  # (0 + 4) / 2
-    assert math.isnan(metrics.mse([1, 2], [math.nan, math.nan]))
+    assert ev.mse([1, 2, 3], [1, 4, math.nan]) == pytest.approx(2.0)  # (0 + 4) / 2
+    assert math.isnan(ev.mse([1, 2], [math.nan, math.nan]))
 
 
 def test_r_squared_and_adjusted_r_squared_by_hand():
     # SS_res = 1, SS_tot = 2 (mean 2): R² = 0.5; adjusted with n = 3, p = 1: 1 − 0.5·2/1 = 0
-    assert metrics.r_squared([1, 2, 3], [1, 2, 4]) == pytest.approx(0.5)
-    assert metrics.adjusted_r_squared(0.5, 3) == pytest.approx(0.0)
+    assert ev.r_squared([1, 2, 3], [1, 2, 4]) == pytest.approx(0.5)
+    assert ev.adjusted_r_squared(0.5, 3) == pytest.approx(0.0)
     # n = 5: 1 − (1 − 0.9)·4/3
-    assert metrics.adjusted_r_squared(0.9, 5) == pytest.approx(1 - 0.1 * 4 / 3)
-    assert math.isnan(metrics.adjusted_r_squared(0.9, 2))  # n − p − 1 = 0
-    assert metrics.r_squared([1, 2, 3, 10], [1, 2, 4, math.nan]) == pytest.approx(0.5)  # NaN left out
+    assert ev.adjusted_r_squared(0.9, 5) == pytest.approx(1 - 0.1 * 4 / 3)
+    assert math.isnan(ev.adjusted_r_squared(0.9, 2))  # n − p − 1 = 0
+    assert ev.r_squared([1, 2, 3, 10], [1, 2, 4, math.nan]) == pytest.approx(0.5)  # NaN left out
 
 
 def test_accuracy_at_significant_figures():
     y = [1.234, 0.5, -2.0, 1234.0]
     p = [1.2341, 0.5049, math.nan, 1236.0]
     # 3 s.f.: 1.23e+00 = 1.23e+00; 5.00e-01 ≠ 5.05e-01; NaN wrong; 1.23e+03 ≠ 1.24e+03
-    assert metrics.accuracy(y, p, 3) == pytest.approx(1 / 4)
+    assert ev.accuracy(y, p, 3) == pytest.approx(1 / 4)
     # 2 s.f.: 1.2e+00 =; 5.0e-01 = 5.0e-01; NaN wrong; 1.2e+03 = 1.2e+03
-    assert metrics.accuracy(y, p, 2) == pytest.approx(3 / 4)
-    assert metrics.accuracy([-0.31], [0.31], 2) == 0.0  # the sign counts
+    assert ev.accuracy(y, p, 2) == pytest.approx(3 / 4)
+    assert ev.accuracy([-0.31], [0.31], 2) == 0.0  # the sign counts
 
 
 def test_seeds_combine_into_mean_std_and_the_median_prediction():

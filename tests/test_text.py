@@ -104,7 +104,7 @@ def test_dates_are_left_out_and_text_with_digits_is_one_word_everywhere(tmp_path
     assert meta["keys"] == ["site", "room", "zip", "pm2_5"] and meta["renamed"] == {"pm2.5": "pm2_5"}
     records = [r for split in ("train", "val", "test") for r in read(out, split)]
     assert {r["room"] for r in records} == {"room_0", "room_1", "room_2"} and {r["zip"] for r in records} == {"_01000", "_01001"}
-    from dataset import masked_numbers
+    from predict import masked_numbers
     from tokenize_numbers import split_text
     for split in ("train", "val", "test"):
         for i, line in enumerate((out / f"{split}.txt").read_text().splitlines()):
@@ -321,7 +321,7 @@ def test_the_same_data_in_two_splits_is_refused_or_reported(tmp_path, capsys):
 
 
 def test_mask_key_names_a_top_level_key_or_a_dotted_path(tmp_path):
-    from dataset import masked_numbers
+    from predict import masked_numbers
     from tokenize_numbers import split_text
     line = '{"t":[1,2],"meta":{"t":3,"u":4},"a.b":5}'
     assert masked_numbers(line, split_text(line), "x", ["t"]) == {"t": [1]}  # not meta's t
