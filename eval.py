@@ -78,8 +78,7 @@ def mse(y, yhat):
 
 
 def r_squared(y, yhat):
-    """R² = 1 − Σ(y−ŷ)² / Σ(y−ȳ)², over the valid (non-NaN) predictions; NaN with fewer
-    than 2."""
+    """R² = 1 − Σ(y−ŷ)² / Σ(y−ȳ)² over the valid (non-NaN) predictions; NaN with fewer than 2."""
     y, yhat = np.asarray(y, float), np.asarray(yhat, float)
     y, yhat = y[~np.isnan(yhat)], yhat[~np.isnan(yhat)]
     if len(y) < 2:
@@ -88,20 +87,18 @@ def r_squared(y, yhat):
 
 
 def adjusted_r_squared(r2, n, p=1):
-    """1 − (1 − R²)(n − 1)/(n − p − 1): R² corrected for p explanatory variables and n
-    points."""
+    """R² corrected for p explanatory variables and n points: 1 − (1 − R²)(n − 1)/(n − p − 1)."""
     return 1 - (1 - r2) * (n - 1) / (n - p - 1) if n > p + 1 else math.nan
 
 
 def accuracy(y, yhat, figures):
     """Fraction of predictions equal to the truth at `figures` significant figures; NaN is wrong."""
     fmt = f"{{:.{figures - 1}e}}"
-    return float(
-        np.mean([not math.isnan(p) and fmt.format(p) == fmt.format(t) for t, p in zip(y, yhat)])
-    )
+    same = [not math.isnan(p) and fmt.format(p) == fmt.format(t) for t, p in zip(y, yhat)]
+    return float(np.mean(same))
 
 
-def metrics(task, y, yhat, meta, scale=None):
+def metrics(task, y, yhat, scale=None):
     """Every metric of one quantity's predictions (NaN: invalid); with scale (center, spread), also
     in original units (value · spread + center)."""
     y, yhat = np.asarray(y, float), np.asarray(yhat, float)
@@ -132,8 +129,8 @@ def scale_of(task, meta, quantity):
 
 
 def mixture_crps(num, y):
-    """The CRPS E|X − y| − ½E|X − X'| of GMM outputs num at truth y, (...), in closed
-    form: Σ_i w_i A(y − μ_i, σ_i²) − ½ Σ_ij w_i w_j A(μ_i − μ_j, σ_i² + σ_j²),
+    """The CRPS E|X − y| − ½E|X − X'| of GMM outputs num at truth y, (...), in closed form:
+    Σ_i w_i A(y − μ_i, σ_i²) − ½ Σ_ij w_i w_j A(μ_i − μ_j, σ_i² + σ_j²), with
     A(m, s²) = E|N(m, s²)| = m(2Φ(m/s) − 1) + 2s φ(m/s)."""
 
     def abs_mean(m, var):
@@ -181,21 +178,18 @@ def masked_groups(task, line, where, keys=(), every=False):
     if task == "era5":
         return pieces, {"t+1": last_steps(paths)}
     # planets: data[step][planet][x or y]
-    if task == "planets":
-        last = max(p[1] for p in paths if p[0] == "data") + 1 - PLANET_STEPS
-        find = {p: i for i, p in enumerate(paths)}
-        groups = {"dt": [find[("description", "stepsize")]]}
-        groups.update({f"{q}0": [find[("description", "planet0", q)]] for q in "aem"})
-        groups["steps"] = [i for i, p in enumerate(paths) if p[0] == "data" and p[1] >= last]
-        return pieces, groups
-    raise ValueError(f"unknown task {task!r}")
+    last = max(p[1] for p in paths if p[0] == "data") + 1 - PLANET_STEPS
+    find = {p: i for i, p in enumerate(paths)}
+    groups = {"dt": [find[("description", "stepsize")]]}
+    groups.update({f"{q}0": [find[("description", "planet0", q)]] for q in "aem"})
+    groups["steps"] = [i for i, p in enumerate(paths) if p[0] == "data" and p[1] >= last]
+    return pieces, groups
 
 
 def previous_values(line, indices, where, what, lag=1):
     """Persistence: each masked number's (index in reading order) value lag steps earlier in its
-    list (a series' previous step; a period earlier: seasonal persistence); None for a number in no
-    list or fewer than lag steps into it. what: a number first in its list is an error naming it (a
-    series whose forecast needs two steps); None: it is not."""
+    list; None for a number in no list or fewer than lag steps into it. what: a number first in
+    its list is an error naming it (a series whose forecast needs two steps); None: it is not."""
     record = json.loads(line)
     paths, out = list(json_paths(record)), []
     for i in indices:
@@ -236,7 +230,7 @@ def task_of(meta, path):
 # ---------------------------------------------------------------- running the model
 
 
-def masked_samples(task, lines, vocab, where, keys=(), every=False, block_size=None):
+def masked_samples(task, lines, vocab, where, block_size, keys=(), every=False):
     """{quantity: (samples, truths)} of every masked group of every line: fill_in's (ids, values,
     ask), and the masked numbers."""
     jobs = {}
@@ -248,26 +242,27 @@ def masked_samples(task, lines, vocab, where, keys=(), every=False, block_size=N
             asked, positions = ask_numbers(pieces, indices)
             samples, truths = jobs.setdefault(quantity, ([], []))
             samples.append(encode_pieces(asked, vocab, at))
-            if block_size and len(samples[-1][0]) > block_size:
+            if len(samples[-1][0]) > block_size:
                 raise TextError(
-                    f"{at}: {len(samples[-1][0])} tokens, more than the block_size"
-                    f" {block_size} the model was trained with: it cannot read this sample"
+                    f"{at}: {len(samples[-1][0])} tokens, more than the block_size {block_size}"
+                    " the model was trained with: it cannot read this sample"
                 )
             truths.extend(pieces[j][1] for j in positions)
-    for key in (k for k in keys if k not in jobs and lines):
+    if lines and (missing := [k for k in keys if k not in jobs]):
         raise TextError(
-            f"{where}: no record has a number under key {key!r} (--mask_key names a top-level key)"
+            f"{where}: no record has a number under key {missing[0]!r} (--mask_key names a"
+            " top-level key)"
         )
     absent = [f"{q} {len(lines) - len(s)}" for q, (s, _) in jobs.items() if len(s) < len(lines)]
     if absent and not every:
         print(
-            f"note: {where}: records without the key (a value left out as missing) are not scored: "
-            + ", ".join(absent)
+            f"note: {where}: records without the key (a value left out as missing) are not"
+            " scored: " + ", ".join(absent)
         )
     return jobs
 
 
-def predict(model, vocab, jobs, dev):
+def run_model(model, vocab, jobs, dev):
     """{quantity: (truths, predictions (NaN: invalid), fill_in's counts, GMM outputs (numbers, 3K)
     or None)} of the masked samples."""
     results = {}
@@ -284,14 +279,14 @@ def predict(model, vocab, jobs, dev):
     return results
 
 
-def combine(task, runs, meta, scale=None):
+def combine(task, runs, scale=None):
     """One quantity over seeds, runs = [(truths, predictions, counts, mixtures)]: each metric's mean
     and std, and those of the per-point median of the seeds' valid predictions; GMM heads add the
     distribution's, and the first seed's PIT values and mixtures."""
     truths = runs[0][0]
     seeds = []
     for _, preds, counts, mixture in runs:
-        m = metrics(task, truths, preds, meta, scale)
+        m = metrics(task, truths, preds, scale)
         for k in ("invalid", "not_num"):
             m[f"{k}_rate"] = counts[k] / max(1, counts["numbers"])
         if mixture is not None:
@@ -301,13 +296,12 @@ def combine(task, runs, meta, scale=None):
     with warnings.catch_warnings(action="ignore"):
         median = np.nanmedian(np.stack([r[1] for r in runs]), axis=0)
     keys = [k for k in seeds[0] if k not in ("n", "valid")]
+    spread = lambda k: float(np.std([s[k] for s in seeds], ddof=1)) if len(seeds) > 1 else 0.0
     r = {
         "n": len(truths),
         "mean": {k: float(np.mean([s[k] for s in seeds])) for k in keys},
-        "std": {
-            k: float(np.std([s[k] for s in seeds], ddof=1)) if len(seeds) > 1 else 0.0 for k in keys
-        },
-        "median_prediction": metrics(task, truths, median, meta, scale),
+        "std": {k: spread(k) for k in keys},
+        "median_prediction": metrics(task, truths, median, scale),
         "per_seed": seeds,
         "truth": truths.tolist(),
         "median": [None if math.isnan(v) else v for v in median.tolist()],
@@ -330,28 +324,27 @@ def check_seeds(checkpoints):
         c = load_checkpoint(path, mmap=True)
         vocab = (c["model_args"]["encoding"], c["text_tokens"])
         c = {k: c.get(k) for k in ("config", "data_dir", "model_args", "data_fingerprint")}
-        c["vocab"] = vocab
-        first = first or (path, c)
-        data_meta = [(x["data_fingerprint"] or {}).get("meta") for x in (c, first[1])]
-        if data_meta[0] != data_meta[1]:
+        c.update(vocab=vocab, data=(c["data_fingerprint"] or {}).get("meta"))
+        first = first or c
+        if c["data"] != first["data"]:
             raise SystemExit(
-                f"error: {path} was trained on other data than {first[0]} (the dataset was prepared"
-                " again between them): they are not seeds of one setting"
+                f"error: {path} was trained on other data than {checkpoints[0]} (the dataset was"
+                " prepared again between them): they are not seeds of one setting"
             )
-        if c["vocab"] != first[1]["vocab"]:
+        if c["vocab"] != first["vocab"]:
             raise SystemExit(
-                f"error: {path} has another encoding or vocabulary than {first[0]}: "
+                f"error: {path} has another encoding or vocabulary than {checkpoints[0]}: "
                 "the checkpoints of one setting must share both"
             )
-        a, b = first[1]["config"], c["config"]
-        for key in sorted(set(a) | set(b)):
+        a, b = first["config"], c["config"]
+        for key in sorted((set(a) | set(b)) - NOT_THE_SETTING):
             x, y = a.get(key), b.get(key)
             # one dataset named two ways (data/x, /home/me/data/x) is one dataset
             if key == "data_dir":
                 x, y = os.path.realpath(x or ""), os.path.realpath(y or "")
-            if key not in NOT_THE_SETTING and x != y:
+            if x != y:
                 raise SystemExit(
-                    f"error: {first[0]} and {path} differ in {key} ({a.get(key)!r} vs"
+                    f"error: {checkpoints[0]} and {path} differ in {key} ({a.get(key)!r} vs"
                     f" {b.get(key)!r}): the checkpoints of one setting must agree (but for the"
                     " seed); evaluate each run on its own"
                 )
@@ -361,7 +354,7 @@ def check_seeds(checkpoints):
                 "setting alike): each seed counts once"
             )
         seeds[seed] = path
-    return first[1]
+    return first
 
 
 # ---------------------------------------------------------------- baselines
@@ -390,17 +383,12 @@ def value_at(record, key):
 
 
 class LeastSquares:
-    """A least-squares fit (with intercept) of y on predictors x, where a predictor a row lacks
-    (NaN) is filled with its training mean. Rows come in chunks and only sums are kept, so memory
-    does not grow with the split: with x0 (x, 0 where missing), q (1 where missing) and the
-    means m, the filled rows x0 + q·m have Σ x·x' = S + A·m + (A·m)' + C·m·m', where
-    S = Σ x0·x0', A = Σ x0·q' and C = Σ q·q', over the columns x, 1 (the intercept) and y."""
+    """A least-squares fit (with intercept) of y on the predictors columns, each (key, step): a
+    key's one number (step None) or one step of its list; one a record lacks is filled with its
+    training mean."""
 
     def __init__(self, columns):
-        # (key, step): a key's one number (step None), or one step of its list
-        self.columns, n = columns, len(columns) + 2
-        self.S, self.A, self.C = np.zeros((n, n)), np.zeros((n, n)), np.zeros((n, n))
-        self.total, self.count, self.rows = np.zeros(n), np.zeros(n), []
+        self.columns, self.rows = columns, []
 
     def row(self, record):
         """The record's predictors, NaN for one it lacks."""
@@ -416,98 +404,62 @@ class LeastSquares:
         return values
 
     def add(self, record, y):
-        self.rows.append([*self.row(record), 1.0, y])
-        if len(self.rows) == CHUNK:
-            self.flush()
-
-    def flush(self):
-        # (rows, predictors + 2)
-        z = np.array(self.rows, float).reshape(-1, len(self.S))
-        missing = np.isnan(z)
-        z0, q = np.where(missing, 0.0, z), missing.astype(float)
-        self.S += z0.T @ z0
-        self.A += z0.T @ q
-        self.C += q.T @ q
-        self.total += z0.sum(0)
-        self.count += len(z) - q.sum(0)
-        self.rows = []
+        self.rows.append([*self.row(record), y])
 
     def fit(self):
         """Self, with means and weights (the intercept's last); None without rows or predictors."""
-        self.flush()
-        seen = self.count[:-2] > 0
-        if not self.count[-1] or not seen.any():
+        # (rows, predictors + 1)
+        z = np.array(self.rows, float).reshape(-1, len(self.columns) + 1)
+        x, y = z[:, :-1], z[:, -1]
+        seen = ~np.isnan(x).all(0)
+        if not len(y) or not seen.any():
             return None
         self.columns = [c for c, s in zip(self.columns, seen) if s]
         self.predictors = list(dict.fromkeys(k for k, _ in self.columns))
-        keep = np.append(seen, [True, True])
-        self.means = self.total[keep] / self.count[keep]
-        am = self.A[np.ix_(keep, keep)] * self.means
-        sums = self.S[np.ix_(keep, keep)] + am + am.T
-        sums += self.C[np.ix_(keep, keep)] * np.outer(self.means, self.means)
-        self.weights = np.linalg.lstsq(sums[:-1, :-1], sums[:-1, -1], rcond=None)[0]
+        self.means = np.nanmean(x[:, seen], 0)
+        x = np.where(np.isnan(x[:, seen]), self.means, x[:, seen])
+        self.weights = np.linalg.lstsq(np.c_[x, np.ones(len(y))], y, rcond=None)[0]
         return self
 
     def predict(self, records):
         """The fit's prediction for each record, and how many lacked a predictor."""
         x = np.array([self.row(r) for r in records], float).reshape(len(records), -1)
         filled = int(np.isnan(x).any(1).sum())
-        x = np.where(np.isnan(x), self.means[:-2], x)
+        x = np.where(np.isnan(x), self.means, x)
         return x @ self.weights[:-1] + self.weights[-1], filled
 
 
-class Autocorrelation:
-    """The autocorrelation of many short series (lists) pooled: each list less its own straight
-    line (a trend within a list is no season), r[k] = Σ x_t·x_(t-k) / Σ (x_t² + x_(t-k)²) / 2
-    over the pairs of values k steps apart in one list."""
-
-    def __init__(self):
-        self.lists, self.longest = {}, 0
-        self.products, self.squares, self.pairs = np.zeros(1), np.zeros(1), np.zeros(1)
-
-    def add(self, values):
-        self.longest = max(self.longest, len(values))
-        self.lists.setdefault(len(values), []).append(values)
-        if len(self.lists[len(values)]) == CHUNK:
-            self.flush(len(values))
-
-    def flush(self, n):
+def period_of(lists):
+    """The period of many short series (lists): each list less its own straight line (a trend
+    within a list is no season), the autocorrelation pooled over the pairs of values k steps apart
+    in one list, r[k] = Σ x_t·x_(t-k) / Σ (x_t² + x_(t-k)²) / 2, and the lag (2 to half the
+    longest list) of its highest peak of at least PERIOD_R and PERIOD_R above the dip before it,
+    the shortest of those nearly as high (not a multiple). None where no lag qualifies; and r."""
+    longest = max(map(len, lists), default=0)
+    products, squares, pairs = np.zeros((3, longest + 2))
+    for n in set(map(len, lists)):
         # (lists, n), less each list's straight line
-        x = np.array(self.lists.pop(n), float)
+        x = np.array([v for v in lists if len(v) == n], float)
         line = np.stack([np.ones(n), np.arange(n)], 1)
         x = x - x @ line @ np.linalg.pinv(line)
-        lags = min(n - 1, n // 2 + 1)
-        if lags >= self.pairs.size:
-            grow = (0, lags + 1 - self.pairs.size)
-            self.products, self.squares, self.pairs = (
-                np.pad(a, grow) for a in (self.products, self.squares, self.pairs)
-            )
-        for k in range(1, lags + 1):
-            self.products[k] += np.sum(x[:, k:] * x[:, :-k])
-            self.squares[k] += np.sum(x[:, k:] ** 2 + x[:, :-k] ** 2) / 2
-            self.pairs[k] += len(x) * (n - k)
-
-    def period(self):
-        """The lag (2 to half the longest list) of the highest autocorrelation peak, at least
-        PERIOD_R and PERIOD_R above the dip before it, the shortest of those nearly as high (not a
-        multiple); and each lag's r. None where no lag qualifies."""
-        for n in list(self.lists):
-            self.flush(n)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            r = np.where(self.pairs >= 20, self.products / self.squares, math.nan)
-        r = np.append(r, math.nan)
-        peaks = [
-            k
-            for k in range(2, min(self.longest // 2, r.size - 2) + 1)
-            if r[k] >= PERIOD_R
-            and r[k] > r[k - 1]
-            and not r[k] < r[k + 1]
-            and r[k] - np.nanmin(r[1:k]) >= PERIOD_R
-        ]
-        if not peaks:
-            return None, r
-        best = max(r[k] for k in peaks)
-        return next(k for k in peaks if r[k] >= best - 0.1), r
+        for k in range(1, min(n - 1, n // 2 + 1) + 1):
+            products[k] += np.sum(x[:, k:] * x[:, :-k])
+            squares[k] += np.sum(x[:, k:] ** 2 + x[:, :-k] ** 2) / 2
+            pairs[k] += len(x) * (n - k)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = np.where(pairs >= 20, products / squares, math.nan)
+    peaks = [
+        k
+        for k in range(2, longest // 2 + 1)
+        if r[k] >= PERIOD_R
+        and r[k] > r[k - 1]
+        and not r[k] < r[k + 1]
+        and r[k] - np.nanmin(r[1:k]) >= PERIOD_R
+    ]
+    if not peaks:
+        return None, r
+    best = max(r[k] for k in peaks)
+    return next(k for k in peaks if r[k] >= best - 0.1), r
 
 
 def fit_target(record, key, window):
@@ -523,13 +475,13 @@ def training_fits(data, meta, keys, every):
     split: a least-squares fit of its number on the record's other numbers (top-level numbers; in
     a window every number but the masked one), and the period of its lists (series)."""
     path, window = os.path.join(data, "train.txt"), meta.get("window")
-    numbers = list(meta.get("scales") or {})
     steps = range(window) if window else [None]
+    columns = [(k, i) for k in meta.get("scales") or {} for i in steps]
     fits = {}
     for key in keys if not (window and every) else ():
         masked = (key, window - 1 if window else None)
-        fits[key] = LeastSquares([(k, i) for k in numbers for i in steps if (k, i) != masked])
-    series = {key: Autocorrelation() for key in keys}
+        fits[key] = LeastSquares([c for c in columns if c != masked])
+    series = {key: [] for key in keys}
     for number, line in read_samples(path, required=False):
         try:
             record = json.loads(line)
@@ -540,12 +492,13 @@ def training_fits(data, meta, keys, every):
                 fits[key].add(record, y)
             v = value_at(record, key)
             if isinstance(v, list) and all(map(is_number, v)) and not every:
-                series[key].add(v)
+                series[key].append(v)
     out = {}
     for key in keys:
-        found, r = series[key].period()
+        found, r = period_of(series[key])
         fit = fits[key].fit() if key in fits else None
-        out[key] = dict(fit=fit, period=found, longest=series[key].longest)
+        longest = max(map(len, series[key]), default=0)
+        out[key] = dict(fit=fit, period=found, longest=longest)
         out[key]["r"] = float(r[found]) if found else None
     return out
 
@@ -573,11 +526,11 @@ def baseline_predictions(task, lines, where, keys, lags, fits, window):
     return out
 
 
-def period_notes(fits, series):
+def period_notes(fits):
     """What seasonal persistence uses for each series key: the period given, the one detected, or
     none (said once, not per split)."""
     notes = []
-    for key, fit in fits.items() if series else ():
+    for key, fit in fits.items():
         if not fit["longest"]:
             continue
         if period:
@@ -607,6 +560,64 @@ def verdict(r):
     return {"best": name, "ratio": ratio, "beats": bool(ratio < 1)}
 
 
+def outside_training(quantity, truths, meta, scale):
+    """A note where true values lie outside their key's training range (meta.json "ranges"): a
+    trend past it is beyond what a model of the training values learned."""
+    known = (meta.get("ranges") or {}).get(quantity.split(".")[0])
+    if not known or not scale:
+        return None
+    y = np.asarray(truths, float) * scale[1] + scale[0]
+    low, high = (y < known[0]).sum(), (y > known[1]).sum()
+    if low + high:
+        return (
+            f"{low + high} of {len(y)} true values lie outside the training"
+            f" range [{known[0]:g}, {known[1]:g}] ({low} below, {high} above, from {y.min():g} to"
+            f" {y.max():g}): the model never saw such values, and a trend past the range is beyond"
+            " what it learned"
+        )
+    return None
+
+
+# ---------------------------------------------------------------- the report
+
+
+def split_lines(data, split, meta):
+    """A split's samples, the first max_samples; one cut short of what meta.json counts is refused."""
+    path = os.path.join(data, f"{split}.txt")
+    if not os.path.exists(path):
+        raise SystemExit(f"error: {path} not found")
+    lines = [line for _, line in read_samples(path)]
+    counted = meta["splits"].get(split) if isinstance(meta["splits"], dict) else None
+    if counted not in (None, len(lines)):
+        raise TextError(
+            f"{path} has {len(lines):,} samples, {data}/meta.json {counted:,}:"
+            " a copy cut short? copy or prepare it again"
+        )
+    return lines[: max_samples or None]
+
+
+def baseline_scores(task, truths, scale, found, mean, fit, lags):
+    """{baseline: its metrics on the same values} (mean: the training mean; found:
+    baseline_predictions'; fit, lags: training_fits' and the quantity's lags), and a note where
+    seasonal persistence has too few values."""
+    r = {}
+    if mean is not None:
+        r["train_mean"] = metrics(task, truths, [mean] * len(truths), scale)
+    if (fitted := found.get("least_squares")) and len(fitted[0]) == len(truths):
+        r["least_squares"] = metrics(task, truths, fitted[0], scale)
+        r["least_squares"].update(predictors=fit["fit"].predictors, filled=fitted[1])
+    for name in ("persistence", "seasonal_persistence"):
+        if found.get(name) is not None:
+            r[name] = metrics(task, truths, found[name], scale)
+    note = None
+    if "seasonal_persistence" in r:
+        r["seasonal_persistence"]["period"] = lags[1]
+    elif "seasonal_persistence" in found:
+        note = f"no seasonal persistence: a masked number has fewer than {lags[1]} values before it"
+        note += " in its list"
+    return r, note
+
+
 def evaluate(checkpoints, data, split_names, dev):
     """One setting's report: every split × quantity, per seed and combined, baselines, warnings."""
     meta = read_meta(data)
@@ -626,99 +637,51 @@ def evaluate(checkpoints, data, split_names, dev):
             lags[quantity].append(lag)
     for split in split_names:
         check_name(split, "--splits:")
-    if not split_names:
-        split_names = ["test"] + sorted(
-            os.path.basename(p)[:-4] for p in glob.glob(os.path.join(data, "test_ood*.txt"))
-        )
+    ood = glob.glob(os.path.join(data, "test_ood*.txt"))
+    split_names = split_names or ["test"] + sorted(os.path.basename(p)[:-4] for p in ood)
     report = dict(task=task, data_dir=data, checkpoints=checkpoints, max_samples=max_samples)
-    report.update(splits={}, warnings=[], notes=period_notes(fits, series))
+    report.update(splits={}, warnings=[], notes=period_notes(fits if series else {}))
     if task == "text":
         report["masked"] = {"keys": keys, "every": mask_all}
-    # split -> masked samples, read and encoded once: every seed has the same vocabulary
-    jobs, baselines = {}, {}
-    # [seed][split] -> {quantity: (truths, predictions, counts, mixtures)}
-    per_seed = []
     means = training_means(task, data, keys, mask_all) if task == "text" else {}
+    # split -> masked samples, read and encoded once: every seed has the same vocabulary
+    jobs, baselines, per_seed = {}, {}, []
     for path in checkpoints:
         t0 = time.time()
         model, vocab, config = load_model(path, dev)
         report.update(encoding=vocab.encoding, causal=model.cfg.causal)
         report.setdefault("config", config)
         for split in (s for s in split_names if s not in jobs):
-            text_path = os.path.join(data, f"{split}.txt")
-            if not os.path.exists(text_path):
-                raise SystemExit(f"error: {text_path} not found")
-            lines = [line for _, line in read_samples(text_path)]
-            # a prepared dataset's meta.json counts its samples: a copy cut short is not scored
-            counted = meta["splits"].get(split) if isinstance(meta["splits"], dict) else None
-            if counted not in (None, len(lines)):
-                raise TextError(
-                    f"{text_path} has {len(lines):,} samples, {data}/meta.json {counted:,}:"
-                    " a copy cut short? copy or prepare it again"
-                )
-            lines = lines[: max_samples or None]
-            jobs[split] = masked_samples(
-                task, lines, vocab, text_path, keys, mask_all, model.cfg.block_size
-            )
+            lines, where = split_lines(data, split, meta), os.path.join(data, f"{split}.txt")
+            block_size = model.cfg.block_size
+            jobs[split] = masked_samples(task, lines, vocab, where, block_size, keys, mask_all)
             baselines[split] = baseline_predictions(
-                task, lines, text_path, keys, lags, fits, meta.get("window")
+                task, lines, where, keys, lags, fits, meta.get("window")
             )
             if not jobs[split]:
-                raise TextError(f"{text_path}: no sample holds a number the {task} task predicts")
-        per_seed.append({split: predict(model, vocab, jobs[split], dev) for split in split_names})
+                raise TextError(f"{where}: no sample holds a number the {task} task predicts")
+        # [seed][split] -> {quantity: (truths, predictions, counts, mixtures)}
+        per_seed.append({split: run_model(model, vocab, jobs[split], dev) for split in split_names})
         print(f"{path}: evaluated in {time.time() - t0:.1f} s")
     for split in split_names:
         report["splits"][split] = {}
         for quantity, (_, truths) in jobs[split].items():
             scale = scale_of(task, meta, quantity)
-            runs = [s[split][quantity] for s in per_seed]
-            r = report["splits"][split][quantity] = combine(task, runs, meta, scale)
-            invalid = sum(s["n"] - s["valid"] for s in r["per_seed"])
-            if invalid:
+            r = combine(task, [s[split][quantity] for s in per_seed], scale)
+            if invalid := sum(s["n"] - s["valid"] for s in r["per_seed"]):
                 report["warnings"].append(
                     f"{split} · {quantity}: {invalid} of {r['n'] * len(per_seed)} predictions"
                     " are NaN or infinite: left out of MSE and R², counted as invalid"
                 )
-            if quantity in means:
-                mean = [means[quantity]] * len(truths)
-                r["train_mean"] = metrics(task, truths, mean, meta, scale)
             found = baselines[split].get(quantity, {})
-            if (fitted := found.get("least_squares")) and len(fitted[0]) == len(truths):
-                r["least_squares"] = metrics(task, truths, fitted[0], meta, scale)
-                r["least_squares"].update(predictors=fits[quantity]["fit"].predictors)
-                r["least_squares"].update(filled=fitted[1])
-            for name in ("persistence", "seasonal_persistence"):
-                if found.get(name) is not None:
-                    r[name] = metrics(task, truths, found[name], meta, scale)
-            if "seasonal_persistence" in found and "seasonal_persistence" not in r:
-                report["notes"].append(
-                    f"{split} · {quantity}: no seasonal persistence: a masked number has fewer"
-                    f" than {lags[quantity][1]} values before it in its list"
-                )
-            if "seasonal_persistence" in r:
-                r["seasonal_persistence"]["period"] = lags[quantity][1]
+            learned = (means.get(quantity), fits.get(quantity), lags.get(quantity))
+            scores, note = baseline_scores(task, truths, scale, found, *learned)
+            r.update(scores)
             r["verdict"] = verdict(r)
-            if note := outside_training(split, quantity, truths, meta, scale):
-                report["notes"].append(note)
+            report["splits"][split][quantity] = r
+            notes = [note, outside_training(quantity, truths, meta, scale)]
+            report["notes"] += [f"{split} · {quantity}: {n}" for n in notes if n]
     return report, meta
-
-
-def outside_training(split, quantity, truths, meta, scale):
-    """A note where true values lie outside their key's training range (meta.json "ranges"): a
-    trend past it is beyond what a model of the training values learned."""
-    known = (meta.get("ranges") or {}).get(quantity.split(".")[0])
-    if not known or not scale:
-        return None
-    y = np.asarray(truths, float) * scale[1] + scale[0]
-    low, high = (y < known[0]).sum(), (y > known[1]).sum()
-    if low + high:
-        return (
-            f"{split} · {quantity}: {low + high} of {len(y)} true values lie outside the training"
-            f" range [{known[0]:g}, {known[1]:g}] ({low} below, {high} above, from {y.min():g} to"
-            f" {y.max():g}): the model never saw such values, and a trend past the range is beyond"
-            " what it learned"
-        )
-    return None
 
 
 # ---------------------------------------------------------------- output

@@ -48,7 +48,7 @@ def test_seeds_combine_into_mean_std_and_the_median_prediction():
     runs = [(truth, np.array([1.0, 2.0, math.nan]), counts(1), None),
             (truth, np.array([3.0, math.nan, math.nan]), counts(2), None),
             (truth, np.array([2.0, 4.0, math.nan]), counts(1), None)]
-    r = ev.combine("arithmetic", runs, meta={})
+    r = ev.combine("arithmetic", runs)
     # per seed MSE: 0; 4; (1 + 4)/2 = 2.5 → mean 13/6, sample std
     assert r["mean"]["mse"] == pytest.approx(13 / 6)
     assert r["std"]["mse"] == pytest.approx(np.std([0, 4, 2.5], ddof=1))
@@ -221,8 +221,8 @@ def test_own_data_masks_the_last_or_every_number_under_a_key():
     assert ev.masked_groups("text", "1+2=3", "x:1")[1] == {"last": [2]}  # plain text: the last number
     assert ev.masked_groups("text", line, "x:1", ["q"])[1] == {"q": []}  # a record without q (a missing value)
     with pytest.raises(ev.TextError, match="x: no record has a number under key 'q'"):
-        ev.masked_samples("text", [line], None, "x", ["q"])
-    m = ev.metrics("text", [0.0, 1.0, 2.0], [0.0, 1.0, 3.0], {}, scale=(280.0, 5.0))
+        ev.masked_samples("text", [line], None, "x", 64, ["q"])
+    m = ev.metrics("text", [0.0, 1.0, 2.0], [0.0, 1.0, 3.0], scale=(280.0, 5.0))
     assert m["mse_original"] == pytest.approx(m["mse"] * 25) and m["r2_original"] == pytest.approx(m["r2"])
 
 

@@ -75,10 +75,7 @@ def test_the_period_of_a_sine_is_found_and_a_random_walk_or_a_trend_has_none():
     rng = np.random.default_rng(2)
 
     def period(make):
-        acf = ev.Autocorrelation()
-        for start in range(0, 24 * 150, 24):
-            acf.add(make(np.arange(start, start + 24)).tolist())
-        return acf.period()[0]
+        return ev.period_of([make(np.arange(s, s + 24)).tolist() for s in range(0, 24 * 150, 24)])[0]
 
     assert period(lambda t: np.sin(2 * np.pi * t / 7) + rng.normal(0, 0.5, t.size)) == 7
     assert period(lambda t: np.sin(2 * np.pi * t / 5) + 0.1 * t) == 5  # not its multiples 10, 15
@@ -150,8 +147,8 @@ def test_the_verdict_names_the_best_baseline_and_the_ratio_of_mses():
 def test_true_values_outside_the_training_range_are_noted():
     meta = {"ranges": {"co2": [310.0, 360.0]}}
     scale = (330.0, 10.0)  # written (x - 330) / 10
-    note = ev.outside_training("test", "co2", [3.5, 4.0, -1.0], meta, scale)
-    assert note.startswith("test · co2: 2 of 3 true values lie outside the training range [310, 360]")
+    note = ev.outside_training("co2", [3.5, 4.0, -1.0], meta, scale)
+    assert note.startswith("2 of 3 true values lie outside the training range [310, 360]")
     assert "(0 below, 2 above, from 320 to 370)" in note
-    assert ev.outside_training("test", "co2", [0.5, -1.0], meta, scale) is None
-    assert ev.outside_training("test", "co2", [9.0], {}, scale) is None
+    assert ev.outside_training("co2", [0.5, -1.0], meta, scale) is None
+    assert ev.outside_training("co2", [9.0], {}, scale) is None
