@@ -22,8 +22,10 @@ import torch
 
 from configurator import configure
 from dataset import check_name, check_trained_on, read_meta, read_samples
+from eval_baselines import BASELINES, baseline_predictions, baseline_text, last_steps
+from eval_baselines import outside_training, period_notes, training_fits, verdict
 from mixture import mixture_cdf, mixture_nll, mixture_of, mixture_quantile
-from predict import ask_numbers, fill_in, json_paths, load_model, masked_numbers, number_paths
+from predict import ask_numbers, fill_in, load_model, masked_numbers, number_paths
 from tokenize_numbers import TextError, encode_pieces, split_text
 from util import atomic_write_text, format_number, load_checkpoint, pick_device, run_main
 
@@ -49,17 +51,6 @@ RANGES = dict(batch_size="[1, inf)", device="auto | cpu | mps | cuda | cuda:N")
 PLANET_STEPS = 10
 # GMM heads: predicted densities of this many first numbers per quantity are drawn
 DENSITY_SAMPLES = 4
-# baselines: training records summed at a time; the least autocorrelation of a period's peak, and
-# its least rise above the dip before it
-CHUNK = 4096
-PERIOD_R = 0.3
-# baseline -> its name in the verdict
-BASELINES = dict(
-    train_mean="training mean",
-    least_squares="least squares",
-    persistence="persistence",
-    seasonal_persistence="seasonal persistence",
-)
 # settings that say where or how fast a run computes, not what: seeds of one setting may differ
 NOT_THE_SETTING = set(
     "seed out_dir resume overwrite device compile flex_attention micro_batch_size log_interval"
@@ -162,11 +153,6 @@ def distribution_metrics(y, mixture):
 # ---------------------------------------------------------------- what each task masks
 
 
-def last_steps(paths):
-    """era5 (data[station][step]): the index of each station's last step."""
-    return sorted({p[1]: i for i, p in enumerate(paths) if p[0] == "data"}.values())
-
-
 def masked_groups(task, line, where, keys=(), every=False):
     """(split_text's pieces, {quantity: indices of the numbers masked together, in reading order})
     of one sample."""
@@ -184,32 +170,6 @@ def masked_groups(task, line, where, keys=(), every=False):
     groups.update({f"{q}0": [find[("description", "planet0", q)]] for q in "aem"})
     groups["steps"] = [i for i, p in enumerate(paths) if p[0] == "data" and p[1] >= last]
     return pieces, groups
-
-
-def previous_values(line, indices, where, what, lag=1):
-    """Persistence: each masked number's (index in reading order) value lag steps earlier in its
-    list; None for a number in no list or fewer than lag steps into it. what: a number first in
-    its list is an error naming it (a series whose forecast needs two steps); None: it is not."""
-    record = json.loads(line)
-    paths, out = list(json_paths(record)), []
-    for i in indices:
-        *parent, step = paths[i]
-        if what and isinstance(step, int) and step < 1:
-            raise TextError(f"{where}: {what} with 1 time step(s); a forecast needs at least 2")
-        value = record
-        for k in parent:
-            value = value[k]
-        out.append(value[step - lag] if isinstance(step, int) and step >= lag else None)
-    return out
-
-
-def previous_steps(lines, where):
-    """era5: each station's second-to-last step, in the order masked_groups masks the last ones."""
-    out = []
-    for number, line in enumerate(lines, 1):
-        last = last_steps(list(json_paths(json.loads(line))))
-        out += previous_values(line, last, f"{where}:{number}", "a station")
-    return out
 
 
 def task_of(meta, path):
@@ -232,11 +192,12 @@ def task_of(meta, path):
 
 def masked_samples(task, lines, vocab, where, block_size, keys=(), every=False):
     """{quantity: (samples, truths)} of every masked group of every line: fill_in's (ids, values,
-    ask), and the masked numbers."""
-    jobs = {}
+    ask), and the masked numbers; and each line's groups (masked_groups')."""
+    jobs, masked = {}, []
     for number, line in enumerate(lines, 1):
         at = f"{where}:{number}"
         pieces, groups = masked_groups(task, line, at, keys, every)
+        masked.append(groups)
         # a record without the key: left out
         for quantity, indices in ((q, i) for q, i in groups.items() if i):
             asked, positions = ask_numbers(pieces, indices)
@@ -259,7 +220,7 @@ def masked_samples(task, lines, vocab, where, block_size, keys=(), every=False):
             f"note: {where}: records without the key (a value left out as missing) are not"
             " scored: " + ", ".join(absent)
         )
-    return jobs
+    return jobs, masked
 
 
 def run_model(model, vocab, jobs, dev):
@@ -296,11 +257,12 @@ def combine(task, runs, scale=None):
     with warnings.catch_warnings(action="ignore"):
         median = np.nanmedian(np.stack([r[1] for r in runs]), axis=0)
     keys = [k for k in seeds[0] if k not in ("n", "valid")]
-    spread = lambda k: float(np.std([s[k] for s in seeds], ddof=1)) if len(seeds) > 1 else 0.0
     r = {
         "n": len(truths),
         "mean": {k: float(np.mean([s[k] for s in seeds])) for k in keys},
-        "std": {k: spread(k) for k in keys},
+        "std": {
+            k: float(np.std([s[k] for s in seeds], ddof=1)) if len(seeds) > 1 else 0.0 for k in keys
+        },
         "median_prediction": metrics(task, truths, median, scale),
         "per_seed": seeds,
         "truth": truths.tolist(),
@@ -371,218 +333,11 @@ def training_means(task, data, keys, every):
     return {quantity: float(np.mean(v)) for quantity, v in numbers.items()}
 
 
-def is_number(value):
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def value_at(record, key):
-    """The value under a top-level key or a path to a nested one (meta.t); None if there is none."""
-    for k in key.split("."):
-        record = record.get(k) if isinstance(record, dict) else None
-    return record
-
-
-class LeastSquares:
-    """A least-squares fit (with intercept) of y on the predictors columns, each (key, step): a
-    key's one number (step None) or one step of its list; one a record lacks is filled with its
-    training mean."""
-
-    def __init__(self, columns):
-        self.columns, self.rows = columns, []
-
-    def row(self, record):
-        """The record's predictors, NaN for one it lacks."""
-        values = []
-        for k, step in self.columns:
-            v = record.get(k)
-            # a list's step; a key's one number counts as step 0
-            if isinstance(v, list):
-                v = v[step] if step is not None and step < len(v) else None
-            elif step:
-                v = None
-            values.append(v if is_number(v) else math.nan)
-        return values
-
-    def add(self, record, y):
-        self.rows.append([*self.row(record), y])
-
-    def fit(self):
-        """Self, with means and weights (the intercept's last); None without rows or predictors."""
-        # (rows, predictors + 1)
-        z = np.array(self.rows, float).reshape(-1, len(self.columns) + 1)
-        x, y = z[:, :-1], z[:, -1]
-        seen = ~np.isnan(x).all(0)
-        if not len(y) or not seen.any():
-            return None
-        self.columns = [c for c, s in zip(self.columns, seen) if s]
-        self.predictors = list(dict.fromkeys(k for k, _ in self.columns))
-        self.means = np.nanmean(x[:, seen], 0)
-        x = np.where(np.isnan(x[:, seen]), self.means, x[:, seen])
-        self.weights = np.linalg.lstsq(np.c_[x, np.ones(len(y))], y, rcond=None)[0]
-        return self
-
-    def predict(self, records):
-        """The fit's prediction for each record, and how many lacked a predictor."""
-        x = np.array([self.row(r) for r in records], float).reshape(len(records), -1)
-        filled = int(np.isnan(x).any(1).sum())
-        x = np.where(np.isnan(x), self.means, x)
-        return x @ self.weights[:-1] + self.weights[-1], filled
-
-
-def period_of(lists):
-    """The period of many short series (lists): each list less its own straight line (a trend
-    within a list is no season), the autocorrelation pooled over the pairs of values k steps apart
-    in one list, r[k] = Σ x_t·x_(t-k) / Σ (x_t² + x_(t-k)²) / 2, and the lag (2 to half the
-    longest list) of its highest peak of at least PERIOD_R and PERIOD_R above the dip before it,
-    the shortest of those nearly as high (not a multiple). None where no lag qualifies; and r."""
-    longest = max(map(len, lists), default=0)
-    products, squares, pairs = np.zeros((3, longest + 2))
-    for n in set(map(len, lists)):
-        # (lists, n), less each list's straight line
-        x = np.array([v for v in lists if len(v) == n], float)
-        line = np.stack([np.ones(n), np.arange(n)], 1)
-        x = x - x @ line @ np.linalg.pinv(line)
-        for k in range(1, min(n - 1, n // 2 + 1) + 1):
-            products[k] += np.sum(x[:, k:] * x[:, :-k])
-            squares[k] += np.sum(x[:, k:] ** 2 + x[:, :-k] ** 2) / 2
-            pairs[k] += len(x) * (n - k)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        r = np.where(pairs >= 20, products / squares, math.nan)
-    peaks = [
-        k
-        for k in range(2, longest // 2 + 1)
-        if r[k] >= PERIOD_R
-        and r[k] > r[k - 1]
-        and not r[k] < r[k + 1]
-        and r[k] - np.nanmin(r[1:k]) >= PERIOD_R
-    ]
-    if not peaks:
-        return None, r
-    best = max(r[k] for k in peaks)
-    return next(k for k in peaks if r[k] >= best - 0.1), r
-
-
-def fit_target(record, key, window):
-    """The number least squares predicts: key's one number, or the last of its window; or None."""
-    v = record.get(key) if isinstance(record, dict) else None
-    if window:
-        v = v[-1] if isinstance(v, list) and len(v) == window else None
-    return v if is_number(v) else None
-
-
-def training_fits(data, meta, keys, every):
-    """Own data (prepare/text.py): what the baselines learn of each masked key from the training
-    split: a least-squares fit of its number on the record's other numbers (top-level numbers; in
-    a window every number but the masked one), and the period of its lists (series)."""
-    path, window = os.path.join(data, "train.txt"), meta.get("window")
-    steps = range(window) if window else [None]
-    columns = [(k, i) for k in meta.get("scales") or {} for i in steps]
-    fits = {}
-    for key in keys if not (window and every) else ():
-        masked = (key, window - 1 if window else None)
-        fits[key] = LeastSquares([c for c in columns if c != masked])
-    series = {key: [] for key in keys}
-    for number, line in read_samples(path, required=False):
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise TextError(f"{path}:{number}: a record must be JSON ({e})")
-        for key in keys:
-            if key in fits and (y := fit_target(record, key, window)) is not None:
-                fits[key].add(record, y)
-            v = value_at(record, key)
-            if isinstance(v, list) and all(map(is_number, v)) and not every:
-                series[key].append(v)
-    out = {}
-    for key in keys:
-        found, r = period_of(series[key])
-        fit = fits[key].fit() if key in fits else None
-        longest = max(map(len, series[key]), default=0)
-        out[key] = dict(fit=fit, period=found, longest=longest)
-        out[key]["r"] = float(r[found]) if found else None
-    return out
-
-
-def baseline_predictions(task, lines, where, keys, lags, fits, window):
-    """{quantity: {baseline: predictions}} of one split's lines, in masked_samples' order:
-    persistence and seasonal persistence, each masked number's value lags[quantity] = [1, period]
-    steps earlier in its list (None where one has none), and own data's least_squares (predictions,
-    records lacking a predictor). window (a series): a number first in its list is an error."""
-    earlier = {q: {lag: [] for lag in q_lags} for q, q_lags in lags.items()}
-    strict = task == "era5" or window
-    for number, line in enumerate(lines if lags else [], 1):
-        at = f"{where}:{number}"
-        for quantity, indices in masked_groups(task, line, at, keys)[1].items():
-            what = ("a station" if task == "era5" else f"key {quantity!r}") if strict else None
-            for lag, values in earlier.get(quantity, {}).items():
-                values += previous_values(line, indices, at, what, lag)
-    out = {q: {} for q in set(lags) | set(fits)}
-    for quantity, by_lag in earlier.items():
-        for (lag, values), name in zip(by_lag.items(), ("persistence", "seasonal_persistence")):
-            out[quantity][name] = None if None in values else values
-    for quantity, fit in ((q, f["fit"]) for q, f in fits.items() if f["fit"]):
-        records = [r for r in map(json.loads, lines) if fit_target(r, quantity, window) is not None]
-        out[quantity]["least_squares"] = fit.predict(records)
-    return out
-
-
-def period_notes(fits):
-    """What seasonal persistence uses for each series key: the period given, the one detected, or
-    none (said once, not per split)."""
-    notes = []
-    for key, fit in fits.items():
-        if not fit["longest"]:
-            continue
-        if period:
-            notes.append(f"{key}: seasonal persistence with the period given, --period={period}")
-        elif fit["period"]:
-            notes.append(
-                f"{key}: period {fit['period']} detected in the training lists (autocorrelation"
-                f" {fit['r']:.2f}): seasonal persistence is the value {fit['period']} steps earlier"
-            )
-        else:
-            lags = f"lags 2-{fit['longest'] // 2}" if fit["longest"] >= 4 else "lists too short"
-            notes.append(
-                f"{key}: no period found in the training lists (no autocorrelation peak of at least"
-                f" {PERIOD_R} at {lags}): no seasonal persistence; --period=P names one"
-            )
-    return notes
-
-
-def verdict(r):
-    """Whether the model (its MSE, the mean over seeds) beats the best baseline; None if none."""
-    scored = [(r[b]["mse"], b) for b in BASELINES if b in r and not math.isnan(r[b]["mse"])]
-    if not scored:
-        return None
-    best, name = min(scored)
-    model = r["mean"]["mse"]
-    ratio = model / best if best > 0 else (1.0 if model == 0 else math.inf)
-    return {"best": name, "ratio": ratio, "beats": bool(ratio < 1)}
-
-
-def outside_training(quantity, truths, meta, scale):
-    """A note where true values lie outside their key's training range (meta.json "ranges"): a
-    trend past it is beyond what a model of the training values learned."""
-    known = (meta.get("ranges") or {}).get(quantity.split(".")[0])
-    if not known or not scale:
-        return None
-    y = np.asarray(truths, float) * scale[1] + scale[0]
-    low, high = (y < known[0]).sum(), (y > known[1]).sum()
-    if low + high:
-        return (
-            f"{low + high} of {len(y)} true values lie outside the training"
-            f" range [{known[0]:g}, {known[1]:g}] ({low} below, {high} above, from {y.min():g} to"
-            f" {y.max():g}): the model never saw such values, and a trend past the range is beyond"
-            " what it learned"
-        )
-    return None
-
-
 # ---------------------------------------------------------------- the report
 
 
 def split_lines(data, split, meta):
-    """A split's samples, the first max_samples; one cut short of what meta.json counts is refused."""
+    """A split's first max_samples samples; a copy cut short of what meta.json counts is refused."""
     path = os.path.join(data, f"{split}.txt")
     if not os.path.exists(path):
         raise SystemExit(f"error: {path} not found")
@@ -640,7 +395,7 @@ def evaluate(checkpoints, data, split_names, dev):
     ood = glob.glob(os.path.join(data, "test_ood*.txt"))
     split_names = split_names or ["test"] + sorted(os.path.basename(p)[:-4] for p in ood)
     report = dict(task=task, data_dir=data, checkpoints=checkpoints, max_samples=max_samples)
-    report.update(splits={}, warnings=[], notes=period_notes(fits if series else {}))
+    report.update(splits={}, warnings=[], notes=period_notes(fits if series else {}, period))
     if task == "text":
         report["masked"] = {"keys": keys, "every": mask_all}
     means = training_means(task, data, keys, mask_all) if task == "text" else {}
@@ -654,9 +409,11 @@ def evaluate(checkpoints, data, split_names, dev):
         for split in (s for s in split_names if s not in jobs):
             lines, where = split_lines(data, split, meta), os.path.join(data, f"{split}.txt")
             block_size = model.cfg.block_size
-            jobs[split] = masked_samples(task, lines, vocab, where, block_size, keys, mask_all)
+            jobs[split], masked = masked_samples(
+                task, lines, vocab, where, block_size, keys, mask_all
+            )
             baselines[split] = baseline_predictions(
-                task, lines, where, keys, lags, fits, meta.get("window")
+                task, lines, masked, where, lags, fits, meta.get("window")
             )
             if not jobs[split]:
                 raise TextError(f"{where}: no sample holds a number the {task} task predicts")
@@ -707,23 +464,6 @@ COLUMNS = dict(
 
 def fmt(x):
     return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else format_number(x, 4)
-
-
-def baseline_text(name, scores, task):
-    """What a baseline of the report predicts, in a sentence's words."""
-    if name == "least_squares":
-        filled = f", in {scores['filled']} record(s)" if scores["filled"] else ""
-        return (
-            f"least squares on the record's other numbers ({', '.join(scores['predictors'])};"
-            f" a missing one filled with its training mean{filled})"
-        )
-    if name == "seasonal_persistence":
-        return f"seasonal persistence (the value {scores['period']} steps earlier)"
-    if name == "persistence" and task == "era5":
-        return "persistence (each station's previous step)"
-    if name == "persistence":
-        return "persistence (the previous value of the same key)"
-    return "the key's training mean"
 
 
 def markdown(report):

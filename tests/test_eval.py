@@ -12,6 +12,7 @@ from helpers import EVAL_TINY as TINY
 from helpers import evaluated, one_line_error, prepared
 
 import eval as ev
+import eval_baselines
 
 
 
@@ -79,10 +80,10 @@ def test_temperature_masks_every_stations_last_step():
     pieces, groups = ev.masked_groups("era5", json.dumps(record), "x:1")
     numbers = [v for kind, v in pieces if kind == "num"]
     assert [numbers[i] for i in groups["t+1"]] == [0.75, -1.125]
-    assert ev.previous_steps([json.dumps(record)], "x") == [-0.25, 1.0]  # persistence forecasts the same values
+    assert eval_baselines.previous_steps([json.dumps(record)], "x") == [-0.25, 1.0]  # persistence forecasts the same values
     record["data"][1] = [2.0]
     with pytest.raises(ev.TextError, match="x:1: a station with 1 time step"):
-        ev.previous_steps([json.dumps(record)], "x")
+        eval_baselines.previous_steps([json.dumps(record)], "x")
 
 
 def test_a_sample_that_is_not_the_tasks_json_is_refused_with_its_line():
@@ -217,7 +218,7 @@ def test_own_data_masks_the_last_or_every_number_under_a_key():
     assert {q: [numbers[i] for i in idx] for q, idx in groups.items()} == {"t": [1.21], "p": [0.42]}
     _, groups = ev.masked_groups("text", line, "x:1", ["t"], every=True)
     assert [numbers[i] for i in groups["t"]] == [1.35, 1.36, 1.21]
-    assert ev.previous_values(line, groups["t"][-1:], "x:1", "key 't'") == [1.36]  # persistence
+    assert eval_baselines.previous_values(line, groups["t"][-1:], "x:1", "key 't'") == [1.36]  # persistence
     assert ev.masked_groups("text", "1+2=3", "x:1")[1] == {"last": [2]}  # plain text: the last number
     assert ev.masked_groups("text", line, "x:1", ["q"])[1] == {"q": []}  # a record without q (a missing value)
     with pytest.raises(ev.TextError, match="x: no record has a number under key 'q'"):

@@ -9,7 +9,7 @@ import pytest
 from conftest import run
 from helpers import EVAL_TINY, write_own_data
 
-import eval as ev
+import eval_baselines as ev
 
 
 def scored(tmp_path, name, content, *flags, key, evals=((),)):
