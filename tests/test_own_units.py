@@ -9,7 +9,7 @@ import pytest
 from conftest import run
 from helpers import EVAL_TINY as TINY
 
-import eval as ev
+import eval_report
 import predict
 
 
@@ -117,19 +117,19 @@ def test_eval_writes_its_table_and_plots_in_the_files_units(quakes, monkeypatch)
     mag = report["splits"]["test"]["mag"]
     row = next(l for l in r.stdout.splitlines() if l.startswith("| test | mag"))
     assert "MSE of median (original units)" in r.stdout
-    assert row.endswith(f"| {ev.fmt(mag['median_prediction']['mse_original'])} |")
+    assert row.endswith(f"| {eval_report.fmt(mag['median_prediction']['mse_original'])} |")
     assert mag["mean"]["mse_original"] == pytest.approx(mag["mean"]["mse"] * s["spread"] ** 2)
     figures = []
-    monkeypatch.setattr(ev, "save_figure", lambda plt, fig, title, path: figures.append((fig, title)))
+    monkeypatch.setattr(eval_report, "save_figure", lambda plt, fig, title, path: figures.append((fig, title)))
     mixture = [[0.0, 0.0, 0.0, 0.0, -1.0, -1.0]] * len(mag["truth"])
     mag.update(pit=[0.5] * len(mag["truth"]), mixture=mixture, per_seed=[{"cover50": 0.5, "cover90": 0.9}])
-    ev.write_plots(report, meta, "unused")
+    eval_report.write_plots(report, meta, {"mag": (s["center"], s["spread"])}, "unused")
     (scatter, _), _, (densities, title) = figures
     ax = scatter.axes[0]
     assert ax.get_xlabel() == "true (original units)" and ax.get_ylabel() == "predicted (original units)"
     truth, median = np.array(mag["truth"]), np.array(mag["median"])
     assert np.allclose(ax.collections[0].get_offsets(), np.stack([truth, median], 1) * s["spread"] + s["center"])
-    assert f"MSE {ev.fmt(mag['median_prediction']['mse_original'])}" in ax.get_title()
+    assert f"MSE {eval_report.fmt(mag['median_prediction']['mse_original'])}" in ax.get_title()
     # a density of mean 0 (scaled) peaks at the key's center, and integrates to 1 in the file's units
     x, y = densities.axes[0].lines[0].get_data()
     assert x[np.argmax(y)] == pytest.approx(s["center"], abs=0.02 * s["spread"])
