@@ -22,8 +22,13 @@ import torch
 
 from configurator import configure
 from dataset import check_name, check_trained_on, read_meta, read_samples
-from eval_baselines import baseline_predictions, last_steps, outside_training, period_notes
-from eval_baselines import training_fits, verdict
+from eval_baselines import (
+    baseline_predictions,
+    last_steps,
+    learn_baselines,
+    outside_training,
+    verdict,
+)
 from eval_report import markdown, write_plots
 from mixture import mixture_cdf, mixture_nll, mixture_of
 from predict import ask_numbers, fill_in, load_model, masked_numbers, number_paths
@@ -383,20 +388,13 @@ def evaluate(checkpoints, data, split_names, dev):
         raise SystemExit(
             f"error: --mask_key and --mask_all are for your own data; {data} is a {task} dataset"
         )
-    # baselines: persistence of a series masked one number at a time, own data's least squares
-    series = task == "era5" or (task == "text" and bool(keys) and not mask_all)
-    own = task == "text" and meta.get("dataset") == "text" and bool(keys)
-    fits = training_fits(data, meta, keys, mask_all) if own else {}
-    lags = {q: [1] for q in (keys or ["t+1"])} if series else {}
-    for quantity, fit in fits.items() if series else ():
-        if lag := period or fit["period"]:
-            lags[quantity].append(lag)
+    fits, lags, notes = learn_baselines(task, data, meta, keys, mask_all, period)
     for split in split_names:
         check_name(split, "--splits:")
     ood = glob.glob(os.path.join(data, "test_ood*.txt"))
     split_names = split_names or ["test"] + sorted(os.path.basename(p)[:-4] for p in ood)
     report = dict(task=task, data_dir=data, checkpoints=checkpoints, max_samples=max_samples)
-    report.update(splits={}, warnings=[], notes=period_notes(fits if series else {}, period))
+    report.update(splits={}, warnings=[], notes=notes)
     if task == "text":
         report["masked"] = {"keys": keys, "every": mask_all}
     means = training_means(task, data, keys, mask_all) if task == "text" else {}

@@ -213,6 +213,20 @@ def baseline_predictions(task, lines, masked, where, lags, fits, window):
     return out
 
 
+def learn_baselines(task, data, meta, keys, every, period):
+    """What the baselines learn from the training split: training_fits' of own data's keys; each
+    quantity's lags [1, period] where a series is masked one number at a time (persistence); and
+    the notes on the periods."""
+    series = task == "era5" or (task == "text" and bool(keys) and not every)
+    own = task == "text" and meta.get("dataset") == "text" and bool(keys)
+    fits = training_fits(data, meta, keys, every) if own else {}
+    lags = {q: [1] for q in (keys or ["t+1"])} if series else {}
+    for quantity, fit in fits.items() if series else ():
+        if lag := period or fit["period"]:
+            lags[quantity].append(lag)
+    return fits, lags, period_notes(fits if series else {}, period)
+
+
 def period_notes(fits, period):
     """What seasonal persistence uses for each series key: the period given, the one detected, or
     none (said once, not per split)."""
