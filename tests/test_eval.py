@@ -234,6 +234,35 @@ def test_own_data_scored_in_original_units_beside_its_baselines(own):
     assert every["n"] == 3 * len(test) and "persistence" not in every and "train_mean" in every
 
 
+def test_the_table_and_plots_are_in_the_files_units(own, monkeypatch):
+    import eval_report
+    data, ckpt = own
+    s = json.load(open(os.path.join(data, "meta.json")))["scales"]["t"]
+    r = run("eval.py", f"--ckpt={ckpt}", "--mask_key=t", "--save_predictions=True")
+    report = json.load(open(os.path.join(os.path.dirname(ckpt), "eval_t.json")))
+    t = report["splits"]["test"]["t"]
+    row = next(l for l in r.stdout.splitlines() if l.startswith("| test | t"))
+    assert "MSE of median (original units)" in r.stdout
+    assert row.endswith(f"| {eval_report.fmt(t['median_prediction']['mse_original'])} |")
+    figures = []
+    monkeypatch.setattr(eval_report, "save_figure", lambda plt, fig, title, path: figures.append((fig, title)))
+    t.update(pit=[0.5] * len(t["truth"]), mixture=[[0.0, 0.0, 0.0, 0.0, -1.0, -1.0]] * len(t["truth"]),
+             per_seed=[{"cover50": 0.5, "cover90": 0.9}])
+    report["splits"]["test"] = {"t": t}
+    eval_report.write_plots(report, {}, {"t": (s["center"], s["spread"])}, "unused")
+    (scatter, _), _, (densities, title) = figures
+    ax = scatter.axes[0]
+    assert ax.get_xlabel() == "true (original units)" and ax.get_ylabel() == "predicted (original units)"
+    truth, median = np.array(t["truth"]), np.array(t["median"])
+    assert np.allclose(ax.collections[0].get_offsets(), np.stack([truth, median], 1) * s["spread"] + s["center"])
+    assert f"MSE {eval_report.fmt(t['median_prediction']['mse_original'])}" in ax.get_title()
+    # a density of mean 0 (scaled) peaks at the key's center, and integrates to 1 in the file's units
+    x, y = densities.axes[0].lines[0].get_data()
+    assert x[np.argmax(y)] == pytest.approx(s["center"], abs=0.02 * s["spread"])
+    assert np.trapezoid(y, x) == pytest.approx(1, abs=0.02) and "original units" in title
+    assert densities.axes[0].lines[1].get_xdata()[0] == pytest.approx(truth[0] * s["spread"] + s["center"])
+
+
 def test_a_plain_text_folder_is_scored_on_its_last_number(tmp_path):
     d = tmp_path / "plain"
     d.mkdir()

@@ -6,9 +6,8 @@ import pytest
 import torch
 from conftest import run
 
-
 from model import GPT, GPTConfig
-from predict import KeyAbsent, detokenize, encode_line, fill_in, filled, generate, load_model
+from predict import KeyAbsent, detokenize, encode_line, fill_in, filled, generate, in_own_units, load_model
 from tokenize_numbers import TextError, Vocab, build_text_vocab
 
 LINES = ["(0.5+0.25)=[?]", "([?]+0.125)=0.75", "([?][?]+1)=[?]"]
@@ -68,3 +67,9 @@ def test_a_masked_number_is_encoded_as_a_marker_written_in_its_place():
         encode_line('{"t":[1,2,3]}', "x", vocab, 64, mask="q")
     with pytest.raises(TextError, match="more than the model's block_size 4"):
         encode_line("(0.5+0.25)=[?]", "x", vocab, 4)
+
+
+def test_a_generated_record_is_printed_in_the_files_units():
+    meta = {"scales": {"a": {"center": 10.0, "spread": 2.0}, "b": {"center": -1.0, "spread": 0.5}}}
+    assert in_own_units('{"a":0.5,"b":[1,-2]}', "x", meta) == '{"a":11,"b":[-0.5,-2]}'
+    assert in_own_units('{"a":0.5,"b":[1', "x", meta).endswith("(scaled: not a complete record)")
