@@ -82,7 +82,6 @@ class KeyAbsent(TextError):
     """A record without the --mask_key (a value left out as missing): not predicted, but counted."""
 
 
-
 def load_model(path, device="cpu"):
     """The model (eval mode) and vocabulary of a train.py checkpoint."""
     checkpoint = load_checkpoint(path, device)
@@ -227,7 +226,9 @@ def ask_numbers(pieces, indices):
     return asked, at
 
 
-def encode_line(line, where, vocab, block_size, causal=False, mask=None, mask_all=False, units=None):
+def encode_line(
+    line, where, vocab, block_size, causal=False, mask=None, mask_all=False, units=None
+):
     """((ids, values, ask), truths, text with [?], scales) of an input line, or a TextError naming
     it. mask: None predicts the line's [?]; "" masks its last number, a key the last number under
     that JSON key (mask_all: every number under it). units (units_of): a record in the file's own
