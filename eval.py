@@ -379,7 +379,7 @@ def baseline_scores(task, truths, scale, found, mean, fit, lags):
     return r, note
 
 
-def evaluate(checkpoints, data, split_names, dev):
+def score_setting(checkpoints, data, split_names, dev):
     """One setting's report: every split × quantity, per seed and combined, baselines, warnings."""
     meta = read_meta(data)
     task = task_of(meta, os.path.join(data, "meta.json"))
@@ -487,7 +487,7 @@ def main():
             check_trained_on(trained, checkpoints[0], trained_on, changed_data)
         prefix = report_prefix(checkpoints, data, trained_on)
         names = [s for s in splits.split(",") if s]
-        report, meta = evaluate(checkpoints, data, names, pick_device(device))
+        report, meta = score_setting(checkpoints, data, names, pick_device(device))
     except (ValueError, OSError) as e:
         raise SystemExit(f"error: {e}")
     # every point's truth and prediction only if asked for

@@ -12,7 +12,7 @@ import os
 import numpy as np
 
 from dataset import read_samples
-from predict import json_paths
+from predict import is_json_number, json_paths
 from tokenize_numbers import TextError
 
 # the least autocorrelation of a period's peak, and its least rise above the dip before it
@@ -57,10 +57,6 @@ def previous_steps(lines, where):
     return out
 
 
-def is_number(value):
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
 def value_at(record, key):
     """The value under a top-level key or a path to a nested one (meta.t); None if there is none."""
     for k in key.split("."):
@@ -86,7 +82,7 @@ class LeastSquares:
                 v = v[step] if step is not None and step < len(v) else None
             elif step:
                 v = None
-            values.append(v if is_number(v) else math.nan)
+            values.append(v if is_json_number(v) else math.nan)
         return values
 
     def add(self, record, y):
@@ -153,7 +149,7 @@ def fit_target(record, key, window):
     v = record.get(key) if isinstance(record, dict) else None
     if window:
         v = v[-1] if isinstance(v, list) and len(v) == window else None
-    return v if is_number(v) else None
+    return v if is_json_number(v) else None
 
 
 def training_fits(data, meta, keys, every):
@@ -177,7 +173,7 @@ def training_fits(data, meta, keys, every):
             if key in fits and (y := fit_target(record, key, window)) is not None:
                 fits[key].add(record, y)
             v = value_at(record, key)
-            if isinstance(v, list) and all(map(is_number, v)) and not every:
+            if isinstance(v, list) and all(map(is_json_number, v)) and not every:
                 series[key].append(v)
     out = {}
     for key in keys:

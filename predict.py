@@ -18,7 +18,11 @@ from tokenize_numbers import ASK, EOS_ID, TOKENS_PER_NUMBER, TextError, Vocab, e
 from tokenize_numbers import number_spans, split_text
 from util import format_number, load_checkpoint
 
-# ---------------------------------------------------------------- which numbers lie under a JSON key
+# ------------------------------------------------------------ which numbers lie under a JSON key
+
+
+def is_json_number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def json_paths(obj, path=()):
@@ -26,7 +30,7 @@ def json_paths(obj, path=()):
     if isinstance(obj, (dict, list)):
         for key, v in obj.items() if isinstance(obj, dict) else enumerate(obj):
             yield from json_paths(v, path + (key,))
-    elif isinstance(obj, (int, float)) and not isinstance(obj, bool):
+    elif is_json_number(obj):
         yield path
 
 
@@ -371,8 +375,8 @@ def number_keys(line, pieces, where, scales):
 
 def to_model_units(line, pieces, where, units):
     """pieces of a record in the file's own units, each number x as the model reads it, (x -
-    center) / spread, and each asked number's (center, spread). A number far outside its key's
-    training range, beyond it by more than the range's width, is warned of."""
+    center) / spread, and each asked number's (center, spread). A number beyond its key's training
+    range by more than the range's width (a key constant in training: any other) is warned of."""
     scales, keys = number_keys(line, pieces, where, units["scales"])
     at = iter(range(len(keys)))
     out, asked = [], []
@@ -380,27 +384,20 @@ def to_model_units(line, pieces, where, units):
         i = next(at) if kind != "text" else None
         if kind == "ask":
             asked.append(scales[i])
+        if kind == "num" and (known := (units.get("ranges") or {}).get(keys[i])):
+            least, largest = known
+            width = largest - least
+            if not least - width <= x <= largest + width:
+                print(
+                    f"warning: {where}: key {keys[i]!r}: {x:g} is far outside its training range"
+                    f" [{least:g}, {largest:g}] (beyond it by more than its width); predicted all"
+                    " the same, but the model never saw the like",
+                    file=sys.stderr,
+                )
         if kind == "num":
-            far_outside(x, keys[i], (units.get("ranges") or {}).get(keys[i]), where)
             x = (x - scales[i][0]) / scales[i][1]
         out.append((kind, x))
     return out, asked
-
-
-def far_outside(x, key, known, where):
-    """Warn of a number x of key beyond its training range known (least, largest) by more than the
-    range's width (a key constant in training: any other number)."""
-    if not known:
-        return
-    least, largest = known
-    width = largest - least
-    if not least - width <= x <= largest + width:
-        print(
-            f"warning: {where}: key {key!r}: {x:g} is far outside its training range"
-            f" [{least:g}, {largest:g}] (beyond it by more than its width); predicted all the same,"
-            " but the model never saw the like",
-            file=sys.stderr,
-        )
 
 
 def in_own_units(text, where, units):
