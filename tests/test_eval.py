@@ -103,8 +103,13 @@ def evaluate(ckpt, data, tmp_path, *extra, check=False):
     return run("eval.py", f"--ckpt={ckpt}", f"--data_dir={data}", f"--out={prefix}", *extra, check=check), prefix
 
 
-def test_arithmetic_end_to_end_text_encoding(tmp_path_factory, tmp_path):
-    data = prepared(tmp_path_factory, "mult3", "prepare/arithmetic.py", "--variant=mult3", encodings=("p10",))
+@pytest.fixture(scope="module")
+def mult3(tmp_path_factory):
+    return prepared(tmp_path_factory, "mult3", "prepare/arithmetic.py", "--variant=mult3", encodings=("p10", "xval"))
+
+
+def test_arithmetic_end_to_end_text_encoding(mult3, tmp_path):
+    data = mult3
     report, stdout, _ = evaluated(trained(data, str(tmp_path / "p10"), "p10", block_size=32))
     assert report["task"] == "arithmetic" and report["encoding"] == "p10" and list(report["splits"]) == ["test"]
     r = report["splits"]["test"]["answer"]
@@ -122,8 +127,8 @@ def test_arithmetic_end_to_end_text_encoding(tmp_path_factory, tmp_path):
     assert r.returncode != 0 and "test.txt:3" in r.stderr
 
 
-def test_a_causal_checkpoint_is_scored_by_generation_and_says_so(tmp_path_factory, tmp_path):
-    data = prepared(tmp_path_factory, "mult3c", "prepare/arithmetic.py", "--variant=mult3", encodings=("xval",))
+def test_a_causal_checkpoint_is_scored_by_generation_and_says_so(mult3, tmp_path):
+    data = mult3
     causal = trained(data, str(tmp_path / "causal"), block_size=32, extra=["--causal=True"])
     report, stdout, prefix = evaluated(causal)
     assert report["causal"] is True and "each number generated from the text before it" in open(prefix + ".md").read()
@@ -210,12 +215,14 @@ def own(tmp_path_factory):
     return data, trained(data, str(tmp_path_factory.mktemp("own_run")), block_size=64)
 
 
-def test_own_data_scored_in_original_units_beside_its_baselines(own):
+def test_own_data_scored_in_original_units_beside_its_baselines_with_plots(own, monkeypatch):
+    import eval_report
     data, ckpt = own
     r = run("eval.py", f"--ckpt={ckpt}", "--mask_key=t", "--save_predictions=True")
     prefix = os.path.join(os.path.dirname(ckpt), "eval_t")  # named after the key: no other report is replaced
     assert f"report: {prefix}.json and {prefix}.md" in r.stdout
-    t = json.load(open(prefix + ".json"))["splits"]["test"]["t"]
+    report = json.load(open(prefix + ".json"))
+    t = report["splits"]["test"]["t"]
     test = [json.loads(l)["t"] for l in open(os.path.join(data, "test.txt"))]
     assert t["truth"] == [row[-1] for row in test]
     assert t["mean"]["mse_original"] == pytest.approx(t["mean"]["mse"] * 25)
@@ -225,26 +232,13 @@ def test_own_data_scored_in_original_units_beside_its_baselines(own):
     assert t["persistence"]["mse_original"] == pytest.approx(by_hand * 25)
     mean = np.mean([json.loads(l)["t"][-1] for l in open(os.path.join(data, "train.txt"))])
     assert t["train_mean"]["mse"] == pytest.approx(np.mean([(row[-1] - mean) ** 2 for row in test]))
-    for said in ("persistence (the previous value of the same key)", "the key's training mean", "MSE (original units)"):
+    for said in ("persistence (the previous value of the same key)", "the key's training mean",
+                 "MSE (original units)", "MSE of median (original units)"):
         assert said in r.stdout
-    report = evaluated(ckpt)[0]
-    assert report["task"] == "text" and set(report["splits"]["test"]) == {"t", "p"}  # every scaled key
-    run("eval.py", f"--ckpt={ckpt}", "--mask_key=t", "--mask_all=True")
-    every = json.load(open(os.path.join(os.path.dirname(ckpt), "eval_t_all.json")))["splits"]["test"]["t"]
-    assert every["n"] == 3 * len(test) and "persistence" not in every and "train_mean" in every
-
-
-def test_the_table_and_plots_are_in_the_files_units(own, monkeypatch):
-    import eval_report
-    data, ckpt = own
-    s = json.load(open(os.path.join(data, "meta.json")))["scales"]["t"]
-    r = run("eval.py", f"--ckpt={ckpt}", "--mask_key=t", "--save_predictions=True")
-    report = json.load(open(os.path.join(os.path.dirname(ckpt), "eval_t.json")))
-    t = report["splits"]["test"]["t"]
     row = next(l for l in r.stdout.splitlines() if l.startswith("| test | t"))
-    assert "MSE of median (original units)" in r.stdout
     assert row.endswith(f"| {eval_report.fmt(t['median_prediction']['mse_original'])} |")
-    figures = []
+    # the figures, in the file's units
+    figures, s = [], json.load(open(os.path.join(data, "meta.json")))["scales"]["t"]
     monkeypatch.setattr(eval_report, "save_figure", lambda plt, fig, title, path: figures.append((fig, title)))
     t.update(pit=[0.5] * len(t["truth"]), mixture=[[0.0, 0.0, 0.0, 0.0, -1.0, -1.0]] * len(t["truth"]),
              per_seed=[{"cover50": 0.5, "cover90": 0.9}])
@@ -261,6 +255,11 @@ def test_the_table_and_plots_are_in_the_files_units(own, monkeypatch):
     assert x[np.argmax(y)] == pytest.approx(s["center"], abs=0.02 * s["spread"])
     assert np.trapezoid(y, x) == pytest.approx(1, abs=0.02) and "original units" in title
     assert densities.axes[0].lines[1].get_xdata()[0] == pytest.approx(truth[0] * s["spread"] + s["center"])
+    report = evaluated(ckpt)[0]
+    assert report["task"] == "text" and set(report["splits"]["test"]) == {"t", "p"}  # every scaled key
+    run("eval.py", f"--ckpt={ckpt}", "--mask_key=t", "--mask_all=True")
+    every = json.load(open(os.path.join(os.path.dirname(ckpt), "eval_t_all.json")))["splits"]["test"]["t"]
+    assert every["n"] == 3 * len(test) and "persistence" not in every and "train_mean" in every
 
 
 def test_a_plain_text_folder_is_scored_on_its_last_number(tmp_path):
