@@ -22,13 +22,8 @@ import torch
 
 from configurator import configure
 from dataset import check_name, check_trained_on, read_meta, read_samples
-from eval_baselines import (
-    baseline_predictions,
-    last_steps,
-    learn_baselines,
-    outside_training,
-    verdict,
-)
+from eval_baselines import baseline_predictions, last_steps, learn_baselines
+from eval_baselines import outside_training, verdict
 from eval_report import markdown, write_plots
 from mixture import mixture_cdf, mixture_nll, mixture_of
 from predict import ask_numbers, fill_in, load_model, masked_numbers, number_paths
