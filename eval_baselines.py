@@ -48,15 +48,6 @@ def previous_values(line, indices, where, what, lag=1):
     return out
 
 
-def previous_steps(lines, where):
-    """era5: each station's second-to-last step, in the order masked_groups masks the last ones."""
-    out = []
-    for number, line in enumerate(lines, 1):
-        last = last_steps(list(json_paths(json.loads(line))))
-        out += previous_values(line, last, f"{where}:{number}", "a station")
-    return out
-
-
 def value_at(record, key):
     """The value under a top-level key or a path to a nested one (meta.t); None if there is none."""
     for k in key.split("."):

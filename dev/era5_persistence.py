@@ -13,6 +13,7 @@ beside each station's previous step (persistence, the reference forecast):
 
     python dev/era5_persistence.py --reports="dev/results/era5_cpu/xval.json dev/results/era5_cpu_s5/xval.json"
 """
+import json
 import os
 import sys
 
@@ -20,7 +21,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from configurator import configure  # noqa: E402
-from eval_baselines import previous_steps  # noqa: E402
+from eval_baselines import last_steps, previous_values  # noqa: E402
+from predict import json_paths  # noqa: E402
 from predictions import saved_predictions  # noqa: E402
 
 # -- config: python dev/era5_persistence.py --help
@@ -29,6 +31,15 @@ data_dir = ""  # the temperature dataset; default: the report's
 # -- end config
 
 BLENDS = (0.25, 0.5)  # weights of the model in the blend with persistence
+
+
+def previous_steps(lines, where):
+    """era5: each station's second-to-last step, in the order masked_groups masks the last ones."""
+    out = []
+    for number, line in enumerate(lines, 1):
+        last = last_steps(list(json_paths(json.loads(line))))
+        out += previous_values(line, last, f"{where}:{number}", "a station")
+    return out
 
 
 def corr(a, b):

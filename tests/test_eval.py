@@ -68,10 +68,12 @@ def test_what_each_task_masks():
               "data": [[1.5, -0.25, 0.75], [2.0, 1.0, -1.125]]}
     pieces, groups = ev.masked_groups("era5", json.dumps(record), "x:1")
     assert numbers(pieces, groups["t+1"]) == [0.75, -1.125]  # every station's last step
-    assert eval_baselines.previous_steps([json.dumps(record)], "x") == [-0.25, 1.0]  # persistence
+    previous = eval_baselines.previous_values(json.dumps(record), groups["t+1"], "x:1", "a station")
+    assert previous == [-0.25, 1.0]  # persistence
     record["data"][1] = [2.0]
     with pytest.raises(ev.TextError, match="x:1: a station with 1 time step"):
-        eval_baselines.previous_steps([json.dumps(record)], "x")
+        line = json.dumps(record)
+        eval_baselines.previous_values(line, ev.masked_groups("era5", line, "x:1")[1]["t+1"], "x:1", "a station")
     # own data: the last or every number under a key
     line = '{"station":"b","t":[1.35,1.36,1.21],"p":0.42}'
     pieces, groups = ev.masked_groups("text", line, "x:1", ["t", "p"])
