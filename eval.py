@@ -1,7 +1,7 @@
 """
 Score checkpoints on a dataset's test split and every OoD split: mask the numbers its task asks
-for (paper §3, App. A, C; your own data's), fill them in and compute the metrics; several seeds of
-one setting give mean ± std. What is masked, scored and written: docs/training.md#evaluate.
+for, fill them in, compute the metrics beside baselines a model must beat; several seeds of one
+setting give mean ± std. What is masked, scored and written: docs/training.md#evaluate.
 
     python eval.py --ckpt=out/lookup_xval/ckpt_best.pt
     python eval.py --ckpt="out/s1/ckpt_best.pt out/s2/ckpt_best.pt out/s3/ckpt_best.pt" --plots
@@ -22,8 +22,7 @@ import torch
 
 from configurator import configure
 from dataset import check_name, check_trained_on, read_meta, read_samples
-from eval_baselines import baseline_predictions, last_steps, learn_baselines
-from eval_baselines import outside_training, verdict
+from eval_baselines import baseline_predictions, learn_baselines, outside_training, verdict
 from eval_report import markdown, write_plots
 from mixture import mixture_cdf, mixture_nll, mixture_of
 from predict import ask_numbers, fill_in, load_model, masked_numbers, number_paths
@@ -48,29 +47,23 @@ device = "auto"
 # the settings' ranges (setting_checks.py); a number not named here: [0, inf)
 RANGES = dict(batch_size="[1, inf)", device="auto | cpu | mps | cuda | cuda:N")
 
-# planets: the last 10 time steps of every planet are predicted at once
-PLANET_STEPS = 10
-# GMM heads: predicted densities of this many first numbers per quantity are drawn
-DENSITY_SAMPLES = 4
-# settings that say where or how fast a run computes, not what: seeds of one setting may differ
-NOT_THE_SETTING = set(
-    "seed out_dir resume overwrite device compile flex_attention micro_batch_size log_interval"
-    " keep_every threads".split()
-)
+PLANET_STEPS = 10  # planets: the last 10 steps of every planet are masked at once
+DENSITY_SAMPLES = 4  # GMM heads: the predicted densities drawn per quantity
+# settings that say where or how fast a run computes: seeds of one setting may differ in them
+NOT_THE_SETTING = {"seed", "out_dir", "resume", "overwrite", "device", "compile", "flex_attention"}
+NOT_THE_SETTING |= {"micro_batch_size", "log_interval", "keep_every", "threads"}
 
 
-# ------------------------------------------------ metrics (docs/decisions.md#metrics)
+# ---------------------------------------------------------------- metrics (NaN: invalid)
 
 
 def mse(y, yhat):
-    """Mean squared error over the valid (non-NaN) predictions; NaN if there are none."""
     y, yhat = np.asarray(y, float), np.asarray(yhat, float)
     ok = ~np.isnan(yhat)
     return float(np.mean((y[ok] - yhat[ok]) ** 2)) if ok.any() else math.nan
 
 
 def r_squared(y, yhat):
-    """R² = 1 − Σ(y−ŷ)² / Σ(y−ȳ)² over the valid (non-NaN) predictions; NaN with fewer than 2."""
     y, yhat = np.asarray(y, float), np.asarray(yhat, float)
     y, yhat = y[~np.isnan(yhat)], yhat[~np.isnan(yhat)]
     if len(y) < 2:
@@ -79,20 +72,18 @@ def r_squared(y, yhat):
 
 
 def adjusted_r_squared(r2, n, p=1):
-    """R² corrected for p explanatory variables and n points: 1 − (1 − R²)(n − 1)/(n − p − 1)."""
     return 1 - (1 - r2) * (n - 1) / (n - p - 1) if n > p + 1 else math.nan
 
 
 def accuracy(y, yhat, figures):
-    """Fraction of predictions equal to the truth at `figures` significant figures; NaN is wrong."""
+    """The share of predictions equal to the truth at `figures` significant figures."""
     fmt = f"{{:.{figures - 1}e}}"
     same = [not math.isnan(p) and fmt.format(p) == fmt.format(t) for t, p in zip(y, yhat)]
     return float(np.mean(same))
 
 
 def metrics(task, y, yhat, scale=None):
-    """Every metric of one quantity's predictions (NaN: invalid); with scale (center, spread), also
-    in original units (value · spread + center)."""
+    """Every metric of one quantity; with scale (center, spread) also in the data's own units."""
     y, yhat = np.asarray(y, float), np.asarray(yhat, float)
     valid = int((~np.isnan(yhat)).sum())
     m = {"n": len(y), "valid": valid, "mse": mse(y, yhat)}
@@ -111,19 +102,17 @@ def metrics(task, y, yhat, scale=None):
 
 
 def scale_of(task, meta, quantity):
-    """(center, spread) of a quantity's numbers, or None if the dataset has none."""
+    """(center, spread) of a quantity's numbers (meta.t: its top-level key's), or None."""
     if task == "era5":
         return meta["normalisation"]["mean"], meta["normalisation"]["std"]
     scales = (meta.get("scales") or {}) if task == "text" else {}
-    # meta.t: the top-level key's scale
     s = scales.get(quantity) or scales.get(quantity.split(".")[0])
     return (s["center"], s["spread"]) if s else None
 
 
 def mixture_crps(num, y):
-    """The CRPS E|X − y| − ½E|X − X'| of GMM outputs num at truth y, (...), in closed form:
-    Σ_i w_i A(y − μ_i, σ_i²) − ½ Σ_ij w_i w_j A(μ_i − μ_j, σ_i² + σ_j²), with
-    A(m, s²) = E|N(m, s²)| = m(2Φ(m/s) − 1) + 2s φ(m/s)."""
+    """The CRPS E|X − y| − ½E|X − X'| of GMM outputs num at truth y in closed form, with
+    A(m, s²) = E|N(m, s²)|: Σ_i w_i A(y − μ_i, σ_i²) − ½ Σ_ij w_i w_j A(μ_i − μ_j, σ_i² + σ_j²)."""
 
     def abs_mean(m, var):
         s = var.sqrt()
@@ -135,8 +124,7 @@ def mixture_crps(num, y):
     to_truth = (w * abs_mean(y.unsqueeze(-1) - mu, var)).sum(-1)
     # every pair of components i, j: (..., K, K)
     (wi, wj), (mi, mj), (vi, vj) = ((t.unsqueeze(-1), t.unsqueeze(-2)) for t in (w, mu, var))
-    pairs = wi * wj * abs_mean(mi - mj, vi + vj)
-    return to_truth - 0.5 * pairs.sum((-2, -1))
+    return to_truth - 0.5 * (wi * wj * abs_mean(mi - mj, vi + vj)).sum((-2, -1))
 
 
 def distribution_metrics(y, mixture):
@@ -155,15 +143,16 @@ def distribution_metrics(y, mixture):
 
 
 def masked_groups(task, line, where, keys=(), every=False):
-    """(split_text's pieces, {quantity: indices of the numbers masked together, in reading order})
-    of one sample."""
+    """(split_text's pieces, {quantity: indices of the numbers masked together}) of a sample."""
     pieces = split_text(line, where)
     if task in ("arithmetic", "lookup", "text"):
         groups = masked_numbers(line, pieces, where, keys if task == "text" else (), every)
         return pieces, groups if task == "text" else {"answer": groups["last"]}
     paths = number_paths(line, sum(kind == "num" for kind, _ in pieces), where, f"a {task} sample")
     if task == "era5":
-        return pieces, {"t+1": last_steps(paths)}
+        # data[station][step]: each station's last step
+        last = {p[1]: i for i, p in enumerate(paths) if p[0] == "data"}
+        return pieces, {"t+1": sorted(last.values())}
     # planets: data[step][planet][x or y]
     last = max(p[1] for p in paths if p[0] == "data") + 1 - PLANET_STEPS
     find = {p: i for i, p in enumerate(paths)}
@@ -174,26 +163,31 @@ def masked_groups(task, line, where, keys=(), every=False):
 
 
 def task_of(meta, path):
-    """The task a dataset's meta.json describes."""
     if "normalisation" in meta and "variable" in meta:
         return "era5"
     if meta.get("dataset") in ("planets", "arithmetic", "lookup"):
         return meta["dataset"]
-    # prepare/text.py and tokenize_numbers.py --plain-text
     if meta.get("dataset") in ("text", "plain text"):
         return "text"
-    raise SystemExit(
-        f"error: {path}: not a dataset written by prepare/ or tokenize_numbers.py (no known"
-        " 'dataset' key)"
-    )
+    raise SystemExit(f"error: {path}: not a dataset of prepare/ or tokenize_numbers.py")
 
 
-# ---------------------------------------------------------------- running the model
+def split_lines(data, split, meta):
+    """A split's first max_samples samples; a copy cut short of what meta.json counts is refused."""
+    path = os.path.join(data, f"{split}.txt")
+    if not os.path.exists(path):
+        raise SystemExit(f"error: {path} not found")
+    lines = [line for _, line in read_samples(path)]
+    counted = meta["splits"].get(split) if isinstance(meta["splits"], dict) else None
+    if counted not in (None, len(lines)):
+        raise TextError(
+            f"{path} has {len(lines):,} samples, meta.json {counted:,}: a copy cut short?"
+        )
+    return lines[: max_samples or None]
 
 
 def masked_samples(task, lines, vocab, where, block_size, keys=(), every=False):
-    """{quantity: (samples, truths)} of every masked group of every line: fill_in's (ids, values,
-    ask), and the masked numbers; and each line's groups (masked_groups')."""
+    """{quantity: (fill_in's samples, masked numbers)} of every line, and each line's groups."""
     jobs, masked = {}, []
     for number, line in enumerate(lines, 1):
         at = f"{where}:{number}"
@@ -205,28 +199,18 @@ def masked_samples(task, lines, vocab, where, block_size, keys=(), every=False):
             samples, truths = jobs.setdefault(quantity, ([], []))
             samples.append(encode_pieces(asked, vocab, at))
             if len(samples[-1][0]) > block_size:
-                raise TextError(
-                    f"{at}: {len(samples[-1][0])} tokens, more than the block_size {block_size}"
-                    " the model was trained with: it cannot read this sample"
-                )
+                raise TextError(f"{at}: {len(samples[-1][0])} tokens, more than the block_size")
             truths.extend(pieces[j][1] for j in positions)
     if lines and (missing := [k for k in keys if k not in jobs]):
-        raise TextError(
-            f"{where}: no record has a number under key {missing[0]!r} (--mask_key names a"
-            " top-level key)"
-        )
+        raise TextError(f"{where}: no record has a number under key {missing[0]!r}")
     absent = [f"{q} {len(lines) - len(s)}" for q, (s, _) in jobs.items() if len(s) < len(lines)]
     if absent and not every:
-        print(
-            f"note: {where}: records without the key (a value left out as missing) are not"
-            " scored: " + ", ".join(absent)
-        )
+        print(f"note: {where}: records without the key are not scored: " + ", ".join(absent))
     return jobs, masked
 
 
 def run_model(model, vocab, jobs, dev):
-    """{quantity: (truths, predictions (NaN: invalid), fill_in's counts, GMM outputs (numbers, 3K)
-    or None)} of the masked samples."""
+    """{quantity: (truths, predictions (NaN: invalid), counts, GMM outputs (n, 3K) or None)}."""
     results = {}
     for quantity, (samples, truths) in jobs.items():
         # similar lengths share a batch
@@ -242,11 +226,9 @@ def run_model(model, vocab, jobs, dev):
 
 
 def combine(task, runs, scale=None):
-    """One quantity over seeds, runs = [(truths, predictions, counts, mixtures)]: each metric's mean
-    and std, and those of the per-point median of the seeds' valid predictions; GMM heads add the
-    distribution's, and the first seed's PIT values and mixtures."""
-    truths = runs[0][0]
-    seeds = []
+    """One quantity over seeds' runs (run_model's): each metric's mean and std, those of the
+    per-point median prediction; GMM heads: the first seed's PIT values and mixtures."""
+    truths, seeds = runs[0][0], []
     for _, preds, counts, mixture in runs:
         m = metrics(task, truths, preds, scale)
         for k in ("invalid", "not_num"):
@@ -258,12 +240,11 @@ def combine(task, runs, scale=None):
     with warnings.catch_warnings(action="ignore"):
         median = np.nanmedian(np.stack([r[1] for r in runs]), axis=0)
     keys = [k for k in seeds[0] if k not in ("n", "valid")]
+    std = lambda k: float(np.std([s[k] for s in seeds], ddof=1)) if len(seeds) > 1 else 0.0  # noqa: E731
     r = {
         "n": len(truths),
         "mean": {k: float(np.mean([s[k] for s in seeds])) for k in keys},
-        "std": {
-            k: float(np.std([s[k] for s in seeds], ddof=1)) if len(seeds) > 1 else 0.0 for k in keys
-        },
+        "std": {k: std(k) for k in keys},
         "median_prediction": metrics(task, truths, median, scale),
         "per_seed": seeds,
         "truth": truths.tolist(),
@@ -276,55 +257,46 @@ def combine(task, runs, scale=None):
 
 
 def check_seeds(checkpoints):
-    """Checkpoints averaged as seeds must be runs of one setting: the same vocabulary, data and
-    settings but the seed (and NOT_THE_SETTING), each once. Returns the first's."""
+    """Checkpoints of one setting: the same vocabulary, data and settings but NOT_THE_SETTING,
+    each once. Returns the first's."""
     first, seen, seeds = None, set(), {}
     for path in checkpoints:
         if os.path.realpath(path) in seen:
-            raise SystemExit(f"error: {path} is given twice in --ckpt: each seed counts once")
+            raise SystemExit(f"error: {path} is given twice in --ckpt")
         seen.add(os.path.realpath(path))
-        # its settings only: the weights are read once, by load_model
+        # its settings only: load_model reads the weights
         c = load_checkpoint(path, mmap=True)
         vocab = (c["model_args"]["encoding"], c["text_tokens"])
         c = {k: c.get(k) for k in ("config", "data_dir", "model_args", "data_fingerprint")}
         c.update(vocab=vocab, data=(c["data_fingerprint"] or {}).get("meta"))
         first = first or c
         if c["data"] != first["data"]:
-            raise SystemExit(
-                f"error: {path} was trained on other data than {checkpoints[0]} (the dataset was"
-                " prepared again between them): they are not seeds of one setting"
-            )
+            raise SystemExit(f"error: {path} was trained on other data than {checkpoints[0]}")
         if c["vocab"] != first["vocab"]:
             raise SystemExit(
-                f"error: {path} has another encoding or vocabulary than {checkpoints[0]}: "
-                "the checkpoints of one setting must share both"
+                f"error: {path} has another encoding or vocabulary than {checkpoints[0]}"
             )
         a, b = first["config"], c["config"]
         for key in sorted((set(a) | set(b)) - NOT_THE_SETTING):
             x, y = a.get(key), b.get(key)
-            # one dataset named two ways (data/x, /home/me/data/x) is one dataset
             if key == "data_dir":
                 x, y = os.path.realpath(x or ""), os.path.realpath(y or "")
             if x != y:
                 raise SystemExit(
                     f"error: {checkpoints[0]} and {path} differ in {key} ({a.get(key)!r} vs"
-                    f" {b.get(key)!r}): the checkpoints of one setting must agree (but for the"
-                    " seed); evaluate each run on its own"
+                    f" {b.get(key)!r}): the seeds of one setting must agree"
                 )
         if (seed := b.get("seed")) in seeds:
-            raise SystemExit(
-                f"error: {seeds[seed]} and {path} are the same run (seed {seed} and every "
-                "setting alike): each seed counts once"
-            )
+            raise SystemExit(f"error: {seeds[seed]} and {path} are the same run (seed {seed})")
         seeds[seed] = path
     return first
 
 
-# ---------------------------------------------------------------- baselines
+# ---------------------------------------------------------------- the report
 
 
 def training_means(task, data, keys, every):
-    """text: each quantity's mean over the training split's masked numbers (a baseline)."""
+    """text: each quantity's mean over the training split's masked numbers."""
     path, numbers = os.path.join(data, "train.txt"), {}
     for number, line in read_samples(path, required=False):
         pieces, groups = masked_groups(task, line, f"{path}:{number}", keys, every)
@@ -334,28 +306,9 @@ def training_means(task, data, keys, every):
     return {quantity: float(np.mean(v)) for quantity, v in numbers.items()}
 
 
-# ---------------------------------------------------------------- the report
-
-
-def split_lines(data, split, meta):
-    """A split's first max_samples samples; a copy cut short of what meta.json counts is refused."""
-    path = os.path.join(data, f"{split}.txt")
-    if not os.path.exists(path):
-        raise SystemExit(f"error: {path} not found")
-    lines = [line for _, line in read_samples(path)]
-    counted = meta["splits"].get(split) if isinstance(meta["splits"], dict) else None
-    if counted not in (None, len(lines)):
-        raise TextError(
-            f"{path} has {len(lines):,} samples, {data}/meta.json {counted:,}:"
-            " a copy cut short? copy or prepare it again"
-        )
-    return lines[: max_samples or None]
-
-
 def baseline_scores(task, truths, scale, found, mean, fit, lags):
-    """{baseline: its metrics on the same values} (mean: the training mean; found:
-    baseline_predictions'; fit, lags: training_fits' and the quantity's lags), and a note where
-    seasonal persistence has too few values."""
+    """{baseline: its metrics on the same values}, and a note where seasonal persistence has too
+    few values (found: baseline_predictions'; fit, lags: learn_baselines')."""
     r = {}
     if mean is not None:
         r["train_mean"] = metrics(task, truths, [mean] * len(truths), scale)
@@ -370,19 +323,16 @@ def baseline_scores(task, truths, scale, found, mean, fit, lags):
         r["seasonal_persistence"]["period"] = lags[1]
     elif "seasonal_persistence" in found:
         note = f"no seasonal persistence: a masked number has fewer than {lags[1]} values before it"
-        note += " in its list"
     return r, note
 
 
 def score_setting(checkpoints, data, split_names, dev):
-    """One setting's report: every split × quantity, per seed and combined, baselines, warnings."""
+    """One setting's report: every split × quantity, per seed and combined, beside baselines."""
     meta = read_meta(data)
     task = task_of(meta, os.path.join(data, "meta.json"))
     keys = [mask_key] if mask_key else list(meta.get("scales") or {}) if task == "text" else []
     if mask_key and task != "text":
-        raise SystemExit(
-            f"error: --mask_key and --mask_all are for your own data; {data} is a {task} dataset"
-        )
+        raise SystemExit(f"error: --mask_key is for your own data; {data} is a {task} dataset")
     fits, lags, notes = learn_baselines(task, data, meta, keys, mask_all, period)
     for split in split_names:
         check_name(split, "--splits:")
@@ -410,7 +360,7 @@ def score_setting(checkpoints, data, split_names, dev):
                 task, lines, masked, where, lags, fits, meta.get("window")
             )
             if not jobs[split]:
-                raise TextError(f"{where}: no sample holds a number the {task} task predicts")
+                raise TextError(f"{where}: no sample holds a number to predict")
         # [seed][split] -> {quantity: (truths, predictions, counts, mixtures)}
         per_seed.append({split: run_model(model, vocab, jobs[split], dev) for split in split_names})
         print(f"{path}: evaluated in {time.time() - t0:.1f} s")
@@ -422,7 +372,7 @@ def score_setting(checkpoints, data, split_names, dev):
             if invalid := sum(s["n"] - s["valid"] for s in r["per_seed"]):
                 report["warnings"].append(
                     f"{split} · {quantity}: {invalid} of {r['n'] * len(per_seed)} predictions"
-                    " are NaN or infinite: left out of MSE and R², counted as invalid"
+                    " are NaN or infinite: counted as invalid"
                 )
             found = baselines[split].get(quantity, {})
             learned = (means.get(quantity), fits.get(quantity), lags.get(quantity))
@@ -436,7 +386,7 @@ def score_setting(checkpoints, data, split_names, dev):
 
 
 def report_prefix(checkpoints, data, trained_on):
-    """Where the report goes (--out, or beside the first checkpoint), checked writable first."""
+    """Where the report goes (--out, or beside the first checkpoint), checked writable."""
     name = "eval"
     if os.path.realpath(data) != os.path.realpath(trained_on):
         name += "_" + os.path.basename(os.path.normpath(data))
@@ -450,10 +400,7 @@ def report_prefix(checkpoints, data, trained_on):
         os.makedirs(folder, exist_ok=True)
         tempfile.TemporaryFile(dir=folder).close()
     except OSError as e:
-        raise SystemExit(
-            f"error: cannot write the report {prefix}.json in {folder} ({e.strerror or e}): "
-            "choose a writable --out"
-        )
+        raise SystemExit(f"error: cannot write the report in {folder} ({e.strerror or e}): --out")
     return prefix
 
 
@@ -462,19 +409,15 @@ def main():
     # one file whose path holds a space
     checkpoints = [ckpt] if os.path.isfile(ckpt) else ckpt.replace(",", " ").split()
     if not checkpoints:
-        raise SystemExit(
-            "error: --ckpt is required (one checkpoint, or several seeds separated by spaces)"
-        )
+        raise SystemExit("error: --ckpt is required (one checkpoint, or seeds separated by spaces)")
     for path in checkpoints:
         if not os.path.exists(path):
             raise SystemExit(f"error: checkpoint {path} not found")
     if mask_all and not mask_key:
-        raise SystemExit(
-            "error: --mask_all=True needs --mask_key=KEY (the key whose numbers are all masked)"
-        )
+        raise SystemExit("error: --mask_all=True needs --mask_key=KEY")
     trained = check_seeds(checkpoints)
     if not isinstance(trained.get("data_dir"), str):
-        raise SystemExit(f"error: {checkpoints[0]}: its config names no data_dir (an edited file?)")
+        raise SystemExit(f"error: {checkpoints[0]}: its config names no data_dir")
     data, trained_on = data_dir or trained["data_dir"], trained["data_dir"]
     try:
         # its own dataset: still the data it was trained on?

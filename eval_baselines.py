@@ -1,9 +1,6 @@
-"""
-The baselines eval.py scores beside a model, on the same masked values: what a model must beat to
-be of use (docs/training.md#evaluate). Your own data gets its key's training mean and a
-least-squares fit on the record's other numbers; a number last in a list (a series, era5's
-stations) persistence and seasonal persistence. The verdict names the best of them.
-"""
+"""The baselines a model must beat, scored by eval.py on the same values: own data's training mean
+and least squares on the record's other numbers; persistence and seasonal persistence of a series;
+the verdict names the best (docs/training.md#evaluate)."""
 
 import json
 import math
@@ -26,15 +23,9 @@ BASELINES = dict(
 )
 
 
-def last_steps(paths):
-    """era5 (data[station][step]): the index of each station's last step."""
-    return sorted({p[1]: i for i, p in enumerate(paths) if p[0] == "data"}.values())
-
-
 def previous_values(line, indices, where, what, lag=1):
-    """Persistence: each masked number's (index in reading order) value lag steps earlier in its
-    list; None for a number in no list or fewer than lag steps into it. what: a number first in
-    its list is an error naming it (a series whose forecast needs two steps); None: it is not."""
+    """Each masked number's value lag steps earlier in its list (None: none); what: a number first
+    in its list is an error naming it (a series' forecast needs two steps)."""
     record = json.loads(line)
     paths, out = list(json_paths(record)), []
     for i in indices:
@@ -49,26 +40,23 @@ def previous_values(line, indices, where, what, lag=1):
 
 
 def value_at(record, key):
-    """The value under a top-level key or a path to a nested one (meta.t); None if there is none."""
+    """The value under a key or a path to a nested one (meta.t), or None."""
     for k in key.split("."):
         record = record.get(k) if isinstance(record, dict) else None
     return record
 
 
 class LeastSquares:
-    """A least-squares fit (with intercept) of y on the predictors columns, each (key, step): a
-    key's one number (step None) or one step of its list; one a record lacks is filled with its
-    training mean."""
+    """Least squares (with intercept) of y on columns (key, step: None for a key's one number); a
+    predictor a record lacks is filled with its training mean."""
 
     def __init__(self, columns):
         self.columns, self.rows = columns, []
 
     def row(self, record):
-        """The record's predictors, NaN for one it lacks."""
         values = []
         for k, step in self.columns:
             v = record.get(k)
-            # a list's step; a key's one number counts as step 0
             if isinstance(v, list):
                 v = v[step] if step is not None and step < len(v) else None
             elif step:
@@ -81,7 +69,6 @@ class LeastSquares:
 
     def fit(self):
         """Self, with means and weights (the intercept's last); None without rows or predictors."""
-        # (rows, predictors + 1)
         z = np.array(self.rows, float).reshape(-1, len(self.columns) + 1)
         x, y = z[:, :-1], z[:, -1]
         seen = ~np.isnan(x).all(0)
@@ -103,11 +90,9 @@ class LeastSquares:
 
 
 def period_of(lists):
-    """The period of many short series (lists): each list less its own straight line (a trend
-    within a list is no season), the autocorrelation pooled over the pairs of values k steps apart
-    in one list, r[k] = Σ x_t·x_(t-k) / Σ (x_t² + x_(t-k)²) / 2, and the lag (2 to half the
-    longest list) of its highest peak of at least PERIOD_R and PERIOD_R above the dip before it,
-    the shortest of those nearly as high (not a multiple). None where no lag qualifies; and r."""
+    """The period of short series (lists, each less its straight line): the shortest lag nearly as
+    high as the highest peak of their pooled autocorrelation r (at least PERIOD_R, and PERIOD_R
+    above the dip before it), or None; and r."""
     longest = max(map(len, lists), default=0)
     products, squares, pairs = np.zeros((3, longest + 2))
     for n in set(map(len, lists)):
@@ -136,7 +121,7 @@ def period_of(lists):
 
 
 def fit_target(record, key, window):
-    """The number least squares predicts: key's one number, or the last of its window; or None."""
+    """key's one number, or the last of its window: what least squares predicts; or None."""
     v = record.get(key) if isinstance(record, dict) else None
     if window:
         v = v[-1] if isinstance(v, list) and len(v) == window else None
@@ -144,9 +129,8 @@ def fit_target(record, key, window):
 
 
 def training_fits(data, meta, keys, every):
-    """Own data (prepare/text.py): what the baselines learn of each masked key from the training
-    split: a least-squares fit of its number on the record's other numbers (top-level numbers; in
-    a window every number but the masked one), and the period of its lists (series)."""
+    """Each own-data key's least-squares fit on the record's other numbers (in a window every
+    number but the masked one) and the period of its lists, from the training split."""
     path, window = os.path.join(data, "train.txt"), meta.get("window")
     steps = range(window) if window else [None]
     columns = [(k, i) for k in meta.get("scales") or {} for i in steps]
@@ -177,11 +161,9 @@ def training_fits(data, meta, keys, every):
 
 
 def baseline_predictions(task, lines, masked, where, lags, fits, window):
-    """{quantity: {baseline: predictions}} of one split's lines, whose masked numbers are masked
-    ({quantity: indices} per line), in the order eval.py masks them: persistence and seasonal
-    persistence, each masked number's value lags[quantity] = [1, period] steps earlier in its list
-    (None where one has none), and own data's least_squares (predictions, records lacking a
-    predictor). window (a series): a number first in its list is an error."""
+    """{quantity: {baseline: predictions}} of a split's lines (masked: each line's groups):
+    persistence and seasonal persistence (lags [1, period]; None where a number has no earlier
+    value) and least_squares (predictions, records lacking a predictor)."""
     earlier = {q: {lag: [] for lag in q_lags} for q, q_lags in lags.items()}
     strict = task == "era5" or window
     for number, (line, groups) in enumerate(zip(lines, masked) if lags else [], 1):
@@ -201,9 +183,7 @@ def baseline_predictions(task, lines, masked, where, lags, fits, window):
 
 
 def learn_baselines(task, data, meta, keys, every, period):
-    """What the baselines learn from the training split: training_fits' of own data's keys; each
-    quantity's lags [1, period] where a series is masked one number at a time (persistence); and
-    the notes on the periods."""
+    """training_fits' of own data; each series quantity's lags [1, period]; the notes on periods."""
     series = task == "era5" or (task == "text" and bool(keys) and not every)
     own = task == "text" and meta.get("dataset") == "text" and bool(keys)
     fits = training_fits(data, meta, keys, every) if own else {}
@@ -215,8 +195,7 @@ def learn_baselines(task, data, meta, keys, every, period):
 
 
 def period_notes(fits, period):
-    """What seasonal persistence uses for each series key: the period given, the one detected, or
-    none (said once, not per split)."""
+    """Each series key's period: given, detected or none (said once, not per split)."""
     notes = []
     for key, fit in fits.items():
         if not fit["longest"]:
@@ -238,7 +217,7 @@ def period_notes(fits, period):
 
 
 def verdict(r):
-    """Whether the model (its MSE, the mean over seeds) beats the best baseline; None if none."""
+    """Whether the model's mean MSE beats the best baseline's; None without baselines."""
     scored = [(r[b]["mse"], b) for b in BASELINES if b in r and not math.isnan(r[b]["mse"])]
     if not scored:
         return None
@@ -249,8 +228,7 @@ def verdict(r):
 
 
 def outside_training(quantity, truths, meta, scale):
-    """A note where true values lie outside their key's training range (meta.json "ranges"): a
-    trend past it is beyond what a model of the training values learned."""
+    """A note where true values lie outside their key's training range (meta.json "ranges")."""
     known = (meta.get("ranges") or {}).get(quantity.split(".")[0])
     if not known or not scale:
         return None
@@ -260,14 +238,13 @@ def outside_training(quantity, truths, meta, scale):
         return (
             f"{low + high} of {len(y)} true values lie outside the training"
             f" range [{known[0]:g}, {known[1]:g}] ({low} below, {high} above, from {y.min():g} to"
-            f" {y.max():g}): the model never saw such values, and a trend past the range is beyond"
-            " what it learned"
+            f" {y.max():g}): the model never saw such values"
         )
     return None
 
 
 def baseline_text(name, scores, task):
-    """What a baseline of the report predicts, in a sentence's words."""
+    """What a baseline predicts, in words."""
     if name == "least_squares":
         filled = f", in {scores['filled']} record(s)" if scores["filled"] else ""
         return (

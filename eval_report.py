@@ -35,7 +35,7 @@ def fmt(x):
 
 def markdown(report):
     """The table of one setting (split × quantity: mean ± std over seeds, the median's MSE),
-    baselines and warnings."""
+    baselines, notes and warnings."""
     rows = [(s, q, r) for s, quantities in report["splits"].items() for q, r in quantities.items()]
     # xVal: the rate of invalid predictions only where there are any
     hidden = "invalid_rate" if report["encoding"] == "xval" else "not_num_rate"
@@ -77,9 +77,8 @@ def markdown(report):
 
 
 def write_plots(report, meta, scales, prefix):
-    """Predicted (median over seeds) vs true per quantity, in the data's own units where it has a
-    scale (scales: each quantity's (center, spread) or None; your own data's file, era5's kelvin);
-    training values marked on OoD splits."""
+    """Predicted (median over seeds) vs true per quantity, in the data's own units where scales
+    has its (center, spread); training values marked on OoD splits."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -124,8 +123,7 @@ def save_figure(plt, fig, title, path):
 
 
 def write_distribution_plots(task, split, quantities, prefix, plt, scales):
-    """GMM heads: PIT histograms per quantity, and the first predicted densities with truths (in
-    the data's own units where it has a scale)."""
+    """GMM heads: PIT histograms, and the first predicted densities with their truths."""
     n = len(quantities)
     fig, axes = plt.subplots(1, n, figsize=(3.2 * n, 2.8), squeeze=False)
     for ax, (quantity, r) in zip(axes[0], quantities.items()):

@@ -13,7 +13,6 @@ beside each station's previous step (persistence, the reference forecast):
 
     python dev/era5_persistence.py --reports="dev/results/era5_cpu/xval.json dev/results/era5_cpu_s5/xval.json"
 """
-import json
 import os
 import sys
 
@@ -21,8 +20,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from configurator import configure  # noqa: E402
-from eval_baselines import last_steps, previous_values  # noqa: E402
-from predict import json_paths  # noqa: E402
+from eval import masked_groups  # noqa: E402
+from eval_baselines import previous_values  # noqa: E402
 from predictions import saved_predictions  # noqa: E402
 
 # -- config: python dev/era5_persistence.py --help
@@ -37,8 +36,8 @@ def previous_steps(lines, where):
     """era5: each station's second-to-last step, in the order masked_groups masks the last ones."""
     out = []
     for number, line in enumerate(lines, 1):
-        last = last_steps(list(json_paths(json.loads(line))))
-        out += previous_values(line, last, f"{where}:{number}", "a station")
+        at = f"{where}:{number}"
+        out += previous_values(line, masked_groups("era5", line, at)[1]["t+1"], at, "a station")
     return out
 
 
