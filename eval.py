@@ -240,11 +240,11 @@ def combine(task, runs, scale=None):
     with warnings.catch_warnings(action="ignore"):
         median = np.nanmedian(np.stack([r[1] for r in runs]), axis=0)
     keys = [k for k in seeds[0] if k not in ("n", "valid")]
-    std = lambda k: float(np.std([s[k] for s in seeds], ddof=1)) if len(seeds) > 1 else 0.0  # noqa: E731
+    one = len(seeds) == 1
     r = {
         "n": len(truths),
         "mean": {k: float(np.mean([s[k] for s in seeds])) for k in keys},
-        "std": {k: std(k) for k in keys},
+        "std": {k: 0.0 if one else float(np.std([s[k] for s in seeds], ddof=1)) for k in keys},
         "median_prediction": metrics(task, truths, median, scale),
         "per_seed": seeds,
         "truth": truths.tolist(),
