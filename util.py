@@ -21,7 +21,6 @@ if sys.version_info < (3, 11):
     )
 
 
-
 class TextError(ValueError):
     """Bad input text; the message names the file, line or sample and what was expected."""
 
@@ -287,4 +286,3 @@ def pick_device(device="auto", threads=0):
             f" device{'s' * (count != 1)} here; use --device=auto or --device=cpu"
         )
     return device
-
