@@ -197,22 +197,15 @@ def learn_baselines(task, data, meta, keys, every, period):
 def period_notes(fits, period):
     """Each series key's period: given, detected or none (said once, not per split)."""
     notes = []
-    for key, fit in fits.items():
-        if not fit["longest"]:
-            continue
+    for key, fit in ((k, f) for k, f in fits.items() if f["longest"]):
         if period:
             notes.append(f"{key}: seasonal persistence with the period given, --period={period}")
-        elif fit["period"]:
+        elif found := fit["period"]:
             notes.append(
-                f"{key}: period {fit['period']} detected in the training lists (autocorrelation"
-                f" {fit['r']:.2f}): seasonal persistence is the value {fit['period']} steps earlier"
+                f"{key}: period {found} detected in the training lists (r = {fit['r']:.2f})"
             )
         else:
-            lags = f"lags 2-{fit['longest'] // 2}" if fit["longest"] >= 4 else "lists too short"
-            notes.append(
-                f"{key}: no period found in the training lists (no autocorrelation peak of at least"
-                f" {PERIOD_R} at {lags}): no seasonal persistence; --period=P names one"
-            )
+            notes.append(f"{key}: no period found in the training lists: no seasonal persistence")
     return notes
 
 
