@@ -1,7 +1,7 @@
 """
 Score checkpoints on a dataset's test split and every OoD split: mask the numbers its task asks
-for (paper §3, App. A, C; your own data's), fill them in and compute the metrics; several seeds of
-one setting give mean ± std. What is masked, scored and written: docs/training.md#evaluate.
+for, fill them in, compute the metrics beside baselines a model must beat; several seeds of one
+setting give mean ± std. What is masked, scored and written: docs/training.md#evaluate.
 
     python eval.py --ckpt=out/lookup_xval/ckpt_best.pt
     python eval.py --ckpt="out/s1/ckpt_best.pt out/s2/ckpt_best.pt out/s3/ckpt_best.pt" --plots
@@ -22,13 +22,13 @@ import torch
 
 from checkpoint import load_checkpoint
 from configurator import configure
-from dataset import check_name, check_trained_on, json_paths, masked_numbers, number_paths
-from dataset import read_meta, read_samples
-from mixture import mixture_cdf, mixture_nll, mixture_of, mixture_quantile
-from predict import ask_numbers, fill_in, load_model
+from dataset import check_name, check_trained_on, read_meta, read_samples
+from eval_baselines import baseline_predictions, learn_baselines, outside_training, verdict
+from eval_report import markdown, write_plots
+from mixture import mixture_cdf, mixture_nll, mixture_of
+from predict import ask_numbers, fill_in, load_model, masked_numbers, number_paths
 from tokenize_line import encode_pieces, split_text
-from util import TextError, accuracy, adjusted_r_squared, atomic_write_text, format_number
-from util import mse, pick_device, r_squared, run_main
+from util import TextError, atomic_write_text, pick_device, run_main
 
 # -- config: python eval.py --help
 ckpt = ""  # checkpoint(s) of one setting, separated by spaces: several seeds are combined
@@ -48,34 +48,43 @@ device = "auto"
 # the settings' ranges (setting_checks.py); a number not named here: [0, inf)
 RANGES = dict(batch_size="[1, inf)", device="auto | cpu | mps | cuda | cuda:N")
 
-# planets: the last 10 time steps of every planet are predicted at once
-PLANET_STEPS = 10
-# GMM heads: predicted densities of this many first numbers per quantity are drawn
-DENSITY_SAMPLES = 4
-# baselines: training records summed at a time; the least autocorrelation of a period's peak, and
-# its least rise above the dip before it
-CHUNK = 4096
-PERIOD_R = 0.3
-# baseline -> its name in the verdict
-BASELINES = dict(
-    train_mean="training mean",
-    least_squares="least squares",
-    persistence="persistence",
-    seasonal_persistence="seasonal persistence",
-)
-# settings that say where or how fast a run computes, not what: seeds of one setting may differ
-NOT_THE_SETTING = set(
-    "seed out_dir resume overwrite device compile flex_attention micro_batch_size log_interval"
-    " keep_every threads".split()
-)
+PLANET_STEPS = 10  # planets: the last 10 steps of every planet are masked at once
+DENSITY_SAMPLES = 4  # GMM heads: the predicted densities drawn per quantity
+# settings that say where or how fast a run computes: seeds of one setting may differ in them
+NOT_THE_SETTING = {"seed", "out_dir", "resume", "overwrite", "device", "compile", "flex_attention"}
+NOT_THE_SETTING |= {"micro_batch_size", "log_interval", "keep_every", "threads"}
 
 
-# ------------------------------------------------ metrics (docs/decisions.md#metrics)
+# ---------------------------------------------------------------- metrics (NaN: invalid)
 
 
-def metrics(task, y, yhat, meta, scale=None):
-    """Every metric of one quantity's predictions (NaN: invalid); with scale (center, spread), also
-    in original units (value · spread + center)."""
+def mse(y, yhat):
+    y, yhat = np.asarray(y, float), np.asarray(yhat, float)
+    ok = ~np.isnan(yhat)
+    return float(np.mean((y[ok] - yhat[ok]) ** 2)) if ok.any() else math.nan
+
+
+def r_squared(y, yhat):
+    y, yhat = np.asarray(y, float), np.asarray(yhat, float)
+    y, yhat = y[~np.isnan(yhat)], yhat[~np.isnan(yhat)]
+    if len(y) < 2:
+        return math.nan
+    return float(1 - np.sum((y - yhat) ** 2) / np.sum((y - y.mean()) ** 2))
+
+
+def adjusted_r_squared(r2, n, p=1):
+    return 1 - (1 - r2) * (n - 1) / (n - p - 1) if n > p + 1 else math.nan
+
+
+def accuracy(y, yhat, figures):
+    """The share of predictions equal to the truth at `figures` significant figures."""
+    fmt = f"{{:.{figures - 1}e}}"
+    same = [not math.isnan(p) and fmt.format(p) == fmt.format(t) for t, p in zip(y, yhat)]
+    return float(np.mean(same))
+
+
+def metrics(task, y, yhat, scale=None):
+    """Every metric of one quantity; with scale (center, spread) also in the data's own units."""
     y, yhat = np.asarray(y, float), np.asarray(yhat, float)
     valid = int((~np.isnan(yhat)).sum())
     m = {"n": len(y), "valid": valid, "mse": mse(y, yhat)}
@@ -94,19 +103,17 @@ def metrics(task, y, yhat, meta, scale=None):
 
 
 def scale_of(task, meta, quantity):
-    """(center, spread) of a quantity's numbers, or None if the dataset has none."""
+    """(center, spread) of a quantity's numbers (meta.t: its top-level key's), or None."""
     if task == "era5":
         return meta["normalisation"]["mean"], meta["normalisation"]["std"]
     scales = (meta.get("scales") or {}) if task == "text" else {}
-    # meta.t: the top-level key's scale
     s = scales.get(quantity) or scales.get(quantity.split(".")[0])
     return (s["center"], s["spread"]) if s else None
 
 
 def mixture_crps(num, y):
-    """The CRPS E|X − y| − ½E|X − X'| of GMM outputs num at truth y, (...), in closed
-    form: Σ_i w_i A(y − μ_i, σ_i²) − ½ Σ_ij w_i w_j A(μ_i − μ_j, σ_i² + σ_j²),
-    A(m, s²) = E|N(m, s²)| = m(2Φ(m/s) − 1) + 2s φ(m/s)."""
+    """The CRPS E|X − y| − ½E|X − X'| of GMM outputs num at truth y in closed form, with
+    A(m, s²) = E|N(m, s²)|: Σ_i w_i A(y − μ_i, σ_i²) − ½ Σ_ij w_i w_j A(μ_i − μ_j, σ_i² + σ_j²)."""
 
     def abs_mean(m, var):
         s = var.sqrt()
@@ -118,8 +125,7 @@ def mixture_crps(num, y):
     to_truth = (w * abs_mean(y.unsqueeze(-1) - mu, var)).sum(-1)
     # every pair of components i, j: (..., K, K)
     (wi, wj), (mi, mj), (vi, vj) = ((t.unsqueeze(-1), t.unsqueeze(-2)) for t in (w, mu, var))
-    pairs = wi * wj * abs_mean(mi - mj, vi + vj)
-    return to_truth - 0.5 * pairs.sum((-2, -1))
+    return to_truth - 0.5 * (wi * wj * abs_mean(mi - mj, vi + vj)).sum((-2, -1))
 
 
 def distribution_metrics(y, mixture):
@@ -137,118 +143,81 @@ def distribution_metrics(y, mixture):
 # ---------------------------------------------------------------- what each task masks
 
 
-def last_steps(paths):
-    """era5 (data[station][step]): the index of each station's last step."""
-    return sorted({p[1]: i for i, p in enumerate(paths) if p[0] == "data"}.values())
-
-
 def masked_groups(task, line, where, keys=(), every=False):
-    """(split_text's pieces, {quantity: indices of the numbers masked together, in reading order})
-    of one sample."""
+    """(split_text's pieces, {quantity: indices of the numbers masked together}) of a sample."""
     pieces = split_text(line, where)
     if task in ("arithmetic", "lookup", "text"):
         groups = masked_numbers(line, pieces, where, keys if task == "text" else (), every)
         return pieces, groups if task == "text" else {"answer": groups["last"]}
     paths = number_paths(line, sum(kind == "num" for kind, _ in pieces), where, f"a {task} sample")
     if task == "era5":
-        return pieces, {"t+1": last_steps(paths)}
+        # data[station][step]: each station's last step
+        last = {p[1]: i for i, p in enumerate(paths) if p[0] == "data"}
+        return pieces, {"t+1": sorted(last.values())}
     # planets: data[step][planet][x or y]
-    if task == "planets":
-        last = max(p[1] for p in paths if p[0] == "data") + 1 - PLANET_STEPS
-        find = {p: i for i, p in enumerate(paths)}
-        groups = {"dt": [find[("description", "stepsize")]]}
-        groups.update({f"{q}0": [find[("description", "planet0", q)]] for q in "aem"})
-        groups["steps"] = [i for i, p in enumerate(paths) if p[0] == "data" and p[1] >= last]
-        return pieces, groups
-    raise ValueError(f"unknown task {task!r}")
-
-
-def previous_values(line, indices, where, what, lag=1):
-    """Persistence: each masked number's (index in reading order) value lag steps earlier in its
-    list (a series' previous step; a period earlier: seasonal persistence); None for a number in no
-    list or fewer than lag steps into it. what: a number first in its list is an error naming it (a
-    series whose forecast needs two steps); None: it is not."""
-    record = json.loads(line)
-    paths, out = list(json_paths(record)), []
-    for i in indices:
-        *parent, step = paths[i]
-        if what and isinstance(step, int) and step < 1:
-            raise TextError(f"{where}: {what} with 1 time step(s); a forecast needs at least 2")
-        value = record
-        for k in parent:
-            value = value[k]
-        out.append(value[step - lag] if isinstance(step, int) and step >= lag else None)
-    return out
-
-
-def previous_steps(lines, where):
-    """era5: each station's second-to-last step, in the order masked_groups masks the last ones."""
-    out = []
-    for number, line in enumerate(lines, 1):
-        last = last_steps(list(json_paths(json.loads(line))))
-        out += previous_values(line, last, f"{where}:{number}", "a station")
-    return out
+    last = max(p[1] for p in paths if p[0] == "data") + 1 - PLANET_STEPS
+    find = {p: i for i, p in enumerate(paths)}
+    groups = {"dt": [find[("description", "stepsize")]]}
+    groups.update({f"{q}0": [find[("description", "planet0", q)]] for q in "aem"})
+    groups["steps"] = [i for i, p in enumerate(paths) if p[0] == "data" and p[1] >= last]
+    return pieces, groups
 
 
 def task_of(meta, path):
-    """The task a dataset's meta.json describes."""
     if "normalisation" in meta and "variable" in meta:
         return "era5"
     if meta.get("dataset") in ("planets", "arithmetic", "lookup"):
         return meta["dataset"]
-    # prepare/text.py and tokenize_numbers.py --plain-text
     if meta.get("dataset") in ("text", "plain text"):
         return "text"
-    raise SystemExit(
-        f"error: {path}: not a dataset written by prepare/ or tokenize_numbers.py (no known"
-        " 'dataset' key)"
-    )
+    raise SystemExit(f"error: {path}: not a dataset of prepare/ or tokenize_numbers.py")
 
 
-# ---------------------------------------------------------------- running the model
+def split_lines(data, split, meta):
+    """A split's first max_samples samples; a copy cut short of what meta.json counts is refused."""
+    path = os.path.join(data, f"{split}.txt")
+    if not os.path.exists(path):
+        raise SystemExit(f"error: {path} not found")
+    lines = [line for _, line in read_samples(path)]
+    counted = meta["splits"].get(split) if isinstance(meta["splits"], dict) else None
+    if counted not in (None, len(lines)):
+        raise TextError(
+            f"{path} has {len(lines):,} samples, meta.json {counted:,}: a copy cut short?"
+        )
+    return lines[: max_samples or None]
 
 
-def masked_samples(task, lines, vocab, where, keys=(), every=False, block_size=None):
-    """{quantity: (samples, truths)} of every masked group of every line: fill_in's (ids, values,
-    ask), and the masked numbers."""
-    jobs = {}
+def masked_samples(task, lines, vocab, where, block_size, keys=(), every=False):
+    """{quantity: (fill_in's samples, masked numbers)} of every line, and each line's groups."""
+    jobs, masked = {}, []
     for number, line in enumerate(lines, 1):
         at = f"{where}:{number}"
         pieces, groups = masked_groups(task, line, at, keys, every)
+        masked.append(groups)
         # a record without the key: left out
         for quantity, indices in ((q, i) for q, i in groups.items() if i):
             asked, positions = ask_numbers(pieces, indices)
             samples, truths = jobs.setdefault(quantity, ([], []))
             samples.append(encode_pieces(asked, vocab, at))
-            if block_size and len(samples[-1][0]) > block_size:
-                raise TextError(
-                    f"{at}: {len(samples[-1][0])} tokens, more than the block_size"
-                    f" {block_size} the model was trained with: it cannot read this sample"
-                )
+            if len(samples[-1][0]) > block_size:
+                raise TextError(f"{at}: {len(samples[-1][0])} tokens, more than the block_size")
             truths.extend(pieces[j][1] for j in positions)
-    for key in (k for k in keys if k not in jobs and lines):
-        raise TextError(
-            f"{where}: no record has a number under key {key!r} (--mask_key names a top-level key)"
-        )
+    if lines and (missing := [k for k in keys if k not in jobs]):
+        raise TextError(f"{where}: no record has a number under key {missing[0]!r}")
     absent = [f"{q} {len(lines) - len(s)}" for q, (s, _) in jobs.items() if len(s) < len(lines)]
     if absent and not every:
-        print(
-            f"note: {where}: records without the key (a value left out as missing) are not scored: "
-            + ", ".join(absent)
-        )
-    return jobs
+        print(f"note: {where}: records without the key are not scored: " + ", ".join(absent))
+    return jobs, masked
 
 
-def predict(model, vocab, jobs, dev):
-    """{quantity: (truths, predictions (NaN: invalid), fill_in's counts, GMM outputs (numbers, 3K)
-    or None)} of the masked samples."""
+def run_model(model, vocab, jobs, dev):
+    """{quantity: (truths, predictions (NaN: invalid), counts, GMM outputs (n, 3K) or None)}."""
     results = {}
     for quantity, (samples, truths) in jobs.items():
         # similar lengths share a batch
         order = np.argsort([len(s[0]) for s in samples], kind="stable")
-        mixtures = []
         ordered = [samples[i] for i in order]
-        predicted, counts = fill_in(model, vocab, ordered, dev, batch_size, mixtures)
+        predicted, counts, mixtures = fill_in(model, vocab, ordered, dev, batch_size)
         back = np.argsort(order)
         preds = np.array([p for i in back for p in predicted[i]], float)
         preds[~np.isfinite(preds)] = math.nan
@@ -257,14 +226,12 @@ def predict(model, vocab, jobs, dev):
     return results
 
 
-def combine(task, runs, meta, scale=None):
-    """One quantity over seeds, runs = [(truths, predictions, counts, mixtures)]: each metric's mean
-    and std, and those of the per-point median of the seeds' valid predictions; GMM heads add the
-    distribution's, and the first seed's PIT values and mixtures."""
-    truths = runs[0][0]
-    seeds = []
+def combine(task, runs, scale=None):
+    """One quantity over seeds' runs (run_model's): each metric's mean and std, those of the
+    per-point median prediction; GMM heads: the first seed's PIT values and mixtures."""
+    truths, seeds = runs[0][0], []
     for _, preds, counts, mixture in runs:
-        m = metrics(task, truths, preds, meta, scale)
+        m = metrics(task, truths, preds, scale)
         for k in ("invalid", "not_num"):
             m[f"{k}_rate"] = counts[k] / max(1, counts["numbers"])
         if mixture is not None:
@@ -274,13 +241,12 @@ def combine(task, runs, meta, scale=None):
     with warnings.catch_warnings(action="ignore"):
         median = np.nanmedian(np.stack([r[1] for r in runs]), axis=0)
     keys = [k for k in seeds[0] if k not in ("n", "valid")]
+    one = len(seeds) == 1
     r = {
         "n": len(truths),
         "mean": {k: float(np.mean([s[k] for s in seeds])) for k in keys},
-        "std": {
-            k: float(np.std([s[k] for s in seeds], ddof=1)) if len(seeds) > 1 else 0.0 for k in keys
-        },
-        "median_prediction": metrics(task, truths, median, meta, scale),
+        "std": {k: 0.0 if one else float(np.std([s[k] for s in seeds], ddof=1)) for k in keys},
+        "median_prediction": metrics(task, truths, median, scale),
         "per_seed": seeds,
         "truth": truths.tolist(),
         "median": [None if math.isnan(v) else v for v in median.tolist()],
@@ -292,56 +258,46 @@ def combine(task, runs, meta, scale=None):
 
 
 def check_seeds(checkpoints):
-    """Checkpoints averaged as seeds must be runs of one setting: the same vocabulary, data and
-    settings but the seed (and NOT_THE_SETTING), each once. Returns the first's."""
+    """Checkpoints of one setting: the same vocabulary, data and settings but NOT_THE_SETTING,
+    each once. Returns the first's."""
     first, seen, seeds = None, set(), {}
     for path in checkpoints:
         if os.path.realpath(path) in seen:
-            raise SystemExit(f"error: {path} is given twice in --ckpt: each seed counts once")
+            raise SystemExit(f"error: {path} is given twice in --ckpt")
         seen.add(os.path.realpath(path))
-        # its settings only: the weights are read once, by load_model
+        # its settings only: load_model reads the weights
         c = load_checkpoint(path, mmap=True)
         vocab = (c["model_args"]["encoding"], c["text_tokens"])
         c = {k: c.get(k) for k in ("config", "data_dir", "model_args", "data_fingerprint")}
-        c["vocab"] = vocab
-        first = first or (path, c)
-        data_meta = [(x["data_fingerprint"] or {}).get("meta") for x in (c, first[1])]
-        if data_meta[0] != data_meta[1]:
+        c.update(vocab=vocab, data=(c["data_fingerprint"] or {}).get("meta"))
+        first = first or c
+        if c["data"] != first["data"]:
+            raise SystemExit(f"error: {path} was trained on other data than {checkpoints[0]}")
+        if c["vocab"] != first["vocab"]:
             raise SystemExit(
-                f"error: {path} was trained on other data than {first[0]} (the dataset was prepared"
-                " again between them): they are not seeds of one setting"
+                f"error: {path} has another encoding or vocabulary than {checkpoints[0]}"
             )
-        if c["vocab"] != first[1]["vocab"]:
-            raise SystemExit(
-                f"error: {path} has another encoding or vocabulary than {first[0]}: "
-                "the checkpoints of one setting must share both"
-            )
-        a, b = first[1]["config"], c["config"]
-        for key in sorted(set(a) | set(b)):
+        a, b = first["config"], c["config"]
+        for key in sorted((set(a) | set(b)) - NOT_THE_SETTING):
             x, y = a.get(key), b.get(key)
-            # one dataset named two ways (data/x, /home/me/data/x) is one dataset
             if key == "data_dir":
                 x, y = os.path.realpath(x or ""), os.path.realpath(y or "")
-            if key not in NOT_THE_SETTING and x != y:
+            if x != y:
                 raise SystemExit(
-                    f"error: {first[0]} and {path} differ in {key} ({a.get(key)!r} vs"
-                    f" {b.get(key)!r}): the checkpoints of one setting must agree (but for the"
-                    " seed); evaluate each run on its own"
+                    f"error: {checkpoints[0]} and {path} differ in {key} ({a.get(key)!r} vs"
+                    f" {b.get(key)!r}): the seeds of one setting must agree"
                 )
         if (seed := b.get("seed")) in seeds:
-            raise SystemExit(
-                f"error: {seeds[seed]} and {path} are the same run (seed {seed} and every "
-                "setting alike): each seed counts once"
-            )
+            raise SystemExit(f"error: {seeds[seed]} and {path} are the same run (seed {seed})")
         seeds[seed] = path
-    return first[1]
+    return first
 
 
-# ---------------------------------------------------------------- baselines
+# ---------------------------------------------------------------- the report
 
 
 def training_means(task, data, keys, every):
-    """text: each quantity's mean over the training split's masked numbers (a baseline)."""
+    """text: each quantity's mean over the training split's masked numbers."""
     path, numbers = os.path.join(data, "train.txt"), {}
     for number, line in read_samples(path, required=False):
         pieces, groups = masked_groups(task, line, f"{path}:{number}", keys, every)
@@ -351,436 +307,87 @@ def training_means(task, data, keys, every):
     return {quantity: float(np.mean(v)) for quantity, v in numbers.items()}
 
 
-def is_number(value):
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+def baseline_scores(task, truths, scale, found, mean, fit, lags):
+    """{baseline: its metrics on the same values}, and a note where seasonal persistence has too
+    few values (found: baseline_predictions'; fit, lags: learn_baselines')."""
+    r = {}
+    if mean is not None:
+        r["train_mean"] = metrics(task, truths, [mean] * len(truths), scale)
+    if (fitted := found.get("least_squares")) and len(fitted[0]) == len(truths):
+        r["least_squares"] = metrics(task, truths, fitted[0], scale)
+        r["least_squares"].update(predictors=fit["fit"].predictors, filled=fitted[1])
+    for name in ("persistence", "seasonal_persistence"):
+        if found.get(name) is not None:
+            r[name] = metrics(task, truths, found[name], scale)
+    note = None
+    if "seasonal_persistence" in r:
+        r["seasonal_persistence"]["period"] = lags[1]
+    elif "seasonal_persistence" in found:
+        note = f"no seasonal persistence: a masked number has fewer than {lags[1]} values before it"
+    return r, note
 
 
-def value_at(record, key):
-    """The value under a top-level key or a path to a nested one (meta.t); None if there is none."""
-    for k in key.split("."):
-        record = record.get(k) if isinstance(record, dict) else None
-    return record
-
-
-class LeastSquares:
-    """A least-squares fit (with intercept) of y on predictors x, where a predictor a row lacks
-    (NaN) is filled with its training mean. Rows come in chunks and only sums are kept, so memory
-    does not grow with the split: with x0 (x, 0 where missing), q (1 where missing) and the
-    means m, the filled rows x0 + q·m have Σ x·x' = S + A·m + (A·m)' + C·m·m', where
-    S = Σ x0·x0', A = Σ x0·q' and C = Σ q·q', over the columns x, 1 (the intercept) and y."""
-
-    def __init__(self, columns):
-        # (key, step): a key's one number (step None), or one step of its list
-        self.columns, n = columns, len(columns) + 2
-        self.S, self.A, self.C = np.zeros((n, n)), np.zeros((n, n)), np.zeros((n, n))
-        self.total, self.count, self.rows = np.zeros(n), np.zeros(n), []
-
-    def row(self, record):
-        """The record's predictors, NaN for one it lacks."""
-        values = []
-        for k, step in self.columns:
-            v = record.get(k)
-            # a list's step; a key's one number counts as step 0
-            if isinstance(v, list):
-                v = v[step] if step is not None and step < len(v) else None
-            elif step:
-                v = None
-            values.append(v if is_number(v) else math.nan)
-        return values
-
-    def add(self, record, y):
-        self.rows.append([*self.row(record), 1.0, y])
-        if len(self.rows) == CHUNK:
-            self.flush()
-
-    def flush(self):
-        # (rows, predictors + 2)
-        z = np.array(self.rows, float).reshape(-1, len(self.S))
-        missing = np.isnan(z)
-        z0, q = np.where(missing, 0.0, z), missing.astype(float)
-        self.S += z0.T @ z0
-        self.A += z0.T @ q
-        self.C += q.T @ q
-        self.total += z0.sum(0)
-        self.count += len(z) - q.sum(0)
-        self.rows = []
-
-    def fit(self):
-        """Self, with means and weights (the intercept's last); None without rows or predictors."""
-        self.flush()
-        seen = self.count[:-2] > 0
-        if not self.count[-1] or not seen.any():
-            return None
-        self.columns = [c for c, s in zip(self.columns, seen) if s]
-        self.predictors = list(dict.fromkeys(k for k, _ in self.columns))
-        keep = np.append(seen, [True, True])
-        self.means = self.total[keep] / self.count[keep]
-        am = self.A[np.ix_(keep, keep)] * self.means
-        sums = self.S[np.ix_(keep, keep)] + am + am.T
-        sums += self.C[np.ix_(keep, keep)] * np.outer(self.means, self.means)
-        self.weights = np.linalg.lstsq(sums[:-1, :-1], sums[:-1, -1], rcond=None)[0]
-        return self
-
-    def predict(self, records):
-        """The fit's prediction for each record, and how many lacked a predictor."""
-        x = np.array([self.row(r) for r in records], float).reshape(len(records), -1)
-        filled = int(np.isnan(x).any(1).sum())
-        x = np.where(np.isnan(x), self.means[:-2], x)
-        return x @ self.weights[:-1] + self.weights[-1], filled
-
-
-class Autocorrelation:
-    """The autocorrelation of many short series (lists) pooled: each list less its own straight
-    line (a trend within a list is no season), r[k] = Σ x_t·x_(t-k) / Σ (x_t² + x_(t-k)²) / 2
-    over the pairs of values k steps apart in one list."""
-
-    def __init__(self):
-        self.lists, self.longest = {}, 0
-        self.products, self.squares, self.pairs = np.zeros(1), np.zeros(1), np.zeros(1)
-
-    def add(self, values):
-        self.longest = max(self.longest, len(values))
-        self.lists.setdefault(len(values), []).append(values)
-        if len(self.lists[len(values)]) == CHUNK:
-            self.flush(len(values))
-
-    def flush(self, n):
-        # (lists, n), less each list's straight line
-        x = np.array(self.lists.pop(n), float)
-        line = np.stack([np.ones(n), np.arange(n)], 1)
-        x = x - x @ line @ np.linalg.pinv(line)
-        lags = min(n - 1, n // 2 + 1)
-        if lags >= self.pairs.size:
-            grow = (0, lags + 1 - self.pairs.size)
-            self.products, self.squares, self.pairs = (
-                np.pad(a, grow) for a in (self.products, self.squares, self.pairs)
-            )
-        for k in range(1, lags + 1):
-            self.products[k] += np.sum(x[:, k:] * x[:, :-k])
-            self.squares[k] += np.sum(x[:, k:] ** 2 + x[:, :-k] ** 2) / 2
-            self.pairs[k] += len(x) * (n - k)
-
-    def period(self):
-        """The lag (2 to half the longest list) of the highest autocorrelation peak, at least
-        PERIOD_R and PERIOD_R above the dip before it, the shortest of those nearly as high (not a
-        multiple); and each lag's r. None where no lag qualifies."""
-        for n in list(self.lists):
-            self.flush(n)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            r = np.where(self.pairs >= 20, self.products / self.squares, math.nan)
-        r = np.append(r, math.nan)
-        peaks = [
-            k
-            for k in range(2, min(self.longest // 2, r.size - 2) + 1)
-            if r[k] >= PERIOD_R
-            and r[k] > r[k - 1]
-            and not r[k] < r[k + 1]
-            and r[k] - np.nanmin(r[1:k]) >= PERIOD_R
-        ]
-        if not peaks:
-            return None, r
-        best = max(r[k] for k in peaks)
-        return next(k for k in peaks if r[k] >= best - 0.1), r
-
-
-def fit_target(record, key, window):
-    """The number least squares predicts: key's one number, or the last of its window; or None."""
-    v = record.get(key) if isinstance(record, dict) else None
-    if window:
-        v = v[-1] if isinstance(v, list) and len(v) == window else None
-    return v if is_number(v) else None
-
-
-def training_fits(data, meta, keys, every):
-    """Own data (prepare/text.py): what the baselines learn of each masked key from the training
-    split: a least-squares fit of its number on the record's other numbers (top-level numbers; in
-    a window every number but the masked one), and the period of its lists (series)."""
-    path, window = os.path.join(data, "train.txt"), meta.get("window")
-    numbers = list(meta.get("scales") or {})
-    steps = range(window) if window else [None]
-    fits = {}
-    for key in keys if not (window and every) else ():
-        masked = (key, window - 1 if window else None)
-        fits[key] = LeastSquares([(k, i) for k in numbers for i in steps if (k, i) != masked])
-    series = {key: Autocorrelation() for key in keys}
-    for number, line in read_samples(path, required=False):
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise TextError(f"{path}:{number}: a record must be JSON ({e})")
-        for key in keys:
-            if key in fits and (y := fit_target(record, key, window)) is not None:
-                fits[key].add(record, y)
-            v = value_at(record, key)
-            if isinstance(v, list) and all(map(is_number, v)) and not every:
-                series[key].add(v)
-    out = {}
-    for key in keys:
-        found, r = series[key].period()
-        fit = fits[key].fit() if key in fits else None
-        out[key] = dict(fit=fit, period=found, longest=series[key].longest)
-        out[key]["r"] = float(r[found]) if found else None
-    return out
-
-
-def baseline_predictions(task, lines, where, keys, lags, fits, window):
-    """{quantity: {baseline: predictions}} of one split's lines, in masked_samples' order:
-    persistence and seasonal persistence, each masked number's value lags[quantity] = [1, period]
-    steps earlier in its list (None where one has none), and own data's least_squares (predictions,
-    records lacking a predictor). window (a series): a number first in its list is an error."""
-    earlier = {q: {lag: [] for lag in q_lags} for q, q_lags in lags.items()}
-    strict = task == "era5" or window
-    for number, line in enumerate(lines if lags else [], 1):
-        at = f"{where}:{number}"
-        for quantity, indices in masked_groups(task, line, at, keys)[1].items():
-            what = ("a station" if task == "era5" else f"key {quantity!r}") if strict else None
-            for lag, values in earlier.get(quantity, {}).items():
-                values += previous_values(line, indices, at, what, lag)
-    out = {q: {} for q in set(lags) | set(fits)}
-    for quantity, by_lag in earlier.items():
-        for (lag, values), name in zip(by_lag.items(), ("persistence", "seasonal_persistence")):
-            out[quantity][name] = None if None in values else values
-    for quantity, fit in ((q, f["fit"]) for q, f in fits.items() if f["fit"]):
-        records = [r for r in map(json.loads, lines) if fit_target(r, quantity, window) is not None]
-        out[quantity]["least_squares"] = fit.predict(records)
-    return out
-
-
-def period_notes(fits, series):
-    """What seasonal persistence uses for each series key: the period given, the one detected, or
-    none (said once, not per split)."""
-    notes = []
-    for key, fit in fits.items() if series else ():
-        if not fit["longest"]:
-            continue
-        if period:
-            notes.append(f"{key}: seasonal persistence with the period given, --period={period}")
-        elif fit["period"]:
-            notes.append(
-                f"{key}: period {fit['period']} detected in the training lists (autocorrelation"
-                f" {fit['r']:.2f}): seasonal persistence is the value {fit['period']} steps earlier"
-            )
-        else:
-            lags = f"lags 2-{fit['longest'] // 2}" if fit["longest"] >= 4 else "lists too short"
-            notes.append(
-                f"{key}: no period found in the training lists (no autocorrelation peak of at least"
-                f" {PERIOD_R} at {lags}): no seasonal persistence; --period=P names one"
-            )
-    return notes
-
-
-def verdict(r):
-    """Whether the model (its MSE, the mean over seeds) beats the best baseline; None if none."""
-    scored = [(r[b]["mse"], b) for b in BASELINES if b in r and not math.isnan(r[b]["mse"])]
-    if not scored:
-        return None
-    best, name = min(scored)
-    model = r["mean"]["mse"]
-    ratio = model / best if best > 0 else (1.0 if model == 0 else math.inf)
-    return {"best": name, "ratio": ratio, "beats": bool(ratio < 1)}
-
-
-def evaluate(checkpoints, data, split_names, dev):
-    """One setting's report: every split × quantity, per seed and combined, baselines, warnings."""
+def score_setting(checkpoints, data, split_names, dev):
+    """One setting's report: every split × quantity, per seed and combined, beside baselines."""
     meta = read_meta(data)
     task = task_of(meta, os.path.join(data, "meta.json"))
     keys = [mask_key] if mask_key else list(meta.get("scales") or {}) if task == "text" else []
     if mask_key and task != "text":
-        raise SystemExit(
-            f"error: --mask_key and --mask_all are for your own data; {data} is a {task} dataset"
-        )
-    # baselines: persistence of a series masked one number at a time, own data's least squares
-    series = task == "era5" or (task == "text" and bool(keys) and not mask_all)
-    own = task == "text" and meta.get("dataset") == "text" and bool(keys)
-    fits = training_fits(data, meta, keys, mask_all) if own else {}
-    lags = {q: [1] for q in (keys or ["t+1"])} if series else {}
-    for quantity, fit in fits.items() if series else ():
-        if lag := period or fit["period"]:
-            lags[quantity].append(lag)
+        raise SystemExit(f"error: --mask_key is for your own data; {data} is a {task} dataset")
+    fits, lags, notes = learn_baselines(task, data, meta, keys, mask_all, period)
     for split in split_names:
         check_name(split, "--splits:")
-    if not split_names:
-        split_names = ["test"] + sorted(
-            os.path.basename(p)[:-4] for p in glob.glob(os.path.join(data, "test_ood*.txt"))
-        )
+    ood = glob.glob(os.path.join(data, "test_ood*.txt"))
+    split_names = split_names or ["test"] + sorted(os.path.basename(p)[:-4] for p in ood)
     report = dict(task=task, data_dir=data, checkpoints=checkpoints, max_samples=max_samples)
-    report.update(splits={}, warnings=[], notes=period_notes(fits, series))
+    report.update(splits={}, warnings=[], notes=notes)
     if task == "text":
         report["masked"] = {"keys": keys, "every": mask_all}
-    # split -> masked samples, read and encoded once: every seed has the same vocabulary
-    jobs, baselines = {}, {}
-    # [seed][split] -> {quantity: (truths, predictions, counts, mixtures)}
-    per_seed = []
     means = training_means(task, data, keys, mask_all) if task == "text" else {}
+    # split -> masked samples, read and encoded once: every seed has the same vocabulary
+    jobs, baselines, per_seed = {}, {}, []
     for path in checkpoints:
         t0 = time.time()
         model, vocab, config = load_model(path, dev)
         report.update(encoding=vocab.encoding, causal=model.cfg.causal)
         report.setdefault("config", config)
         for split in (s for s in split_names if s not in jobs):
-            text_path = os.path.join(data, f"{split}.txt")
-            if not os.path.exists(text_path):
-                raise SystemExit(f"error: {text_path} not found")
-            lines = [line for _, line in read_samples(text_path)]
-            # a prepared dataset's meta.json counts its samples: a copy cut short is not scored
-            counted = meta["splits"].get(split) if isinstance(meta["splits"], dict) else None
-            if counted not in (None, len(lines)):
-                raise TextError(
-                    f"{text_path} has {len(lines):,} samples, {data}/meta.json {counted:,}:"
-                    " a copy cut short? copy or prepare it again"
-                )
-            lines = lines[: max_samples or None]
-            jobs[split] = masked_samples(
-                task, lines, vocab, text_path, keys, mask_all, model.cfg.block_size
+            lines, where = split_lines(data, split, meta), os.path.join(data, f"{split}.txt")
+            block_size = model.cfg.block_size
+            jobs[split], masked = masked_samples(
+                task, lines, vocab, where, block_size, keys, mask_all
             )
             baselines[split] = baseline_predictions(
-                task, lines, text_path, keys, lags, fits, meta.get("window")
+                task, lines, masked, where, lags, fits, meta.get("window")
             )
             if not jobs[split]:
-                raise TextError(f"{text_path}: no sample holds a number the {task} task predicts")
-        per_seed.append({split: predict(model, vocab, jobs[split], dev) for split in split_names})
+                raise TextError(f"{where}: no sample holds a number to predict")
+        # [seed][split] -> {quantity: (truths, predictions, counts, mixtures)}
+        per_seed.append({split: run_model(model, vocab, jobs[split], dev) for split in split_names})
         print(f"{path}: evaluated in {time.time() - t0:.1f} s")
     for split in split_names:
         report["splits"][split] = {}
         for quantity, (_, truths) in jobs[split].items():
             scale = scale_of(task, meta, quantity)
-            runs = [s[split][quantity] for s in per_seed]
-            r = report["splits"][split][quantity] = combine(task, runs, meta, scale)
-            invalid = sum(s["n"] - s["valid"] for s in r["per_seed"])
-            if invalid:
+            r = combine(task, [s[split][quantity] for s in per_seed], scale)
+            if invalid := sum(s["n"] - s["valid"] for s in r["per_seed"]):
                 report["warnings"].append(
                     f"{split} · {quantity}: {invalid} of {r['n'] * len(per_seed)} predictions"
-                    " are NaN or infinite: left out of MSE and R², counted as invalid"
+                    " are NaN or infinite: counted as invalid"
                 )
-            if quantity in means:
-                mean = [means[quantity]] * len(truths)
-                r["train_mean"] = metrics(task, truths, mean, meta, scale)
             found = baselines[split].get(quantity, {})
-            if (fitted := found.get("least_squares")) and len(fitted[0]) == len(truths):
-                r["least_squares"] = metrics(task, truths, fitted[0], meta, scale)
-                r["least_squares"].update(predictors=fits[quantity]["fit"].predictors)
-                r["least_squares"].update(filled=fitted[1])
-            for name in ("persistence", "seasonal_persistence"):
-                if found.get(name) is not None:
-                    r[name] = metrics(task, truths, found[name], meta, scale)
-            if "seasonal_persistence" in found and "seasonal_persistence" not in r:
-                report["notes"].append(
-                    f"{split} · {quantity}: no seasonal persistence: a masked number has fewer"
-                    f" than {lags[quantity][1]} values before it in its list"
-                )
-            if "seasonal_persistence" in r:
-                r["seasonal_persistence"]["period"] = lags[quantity][1]
+            learned = (means.get(quantity), fits.get(quantity), lags.get(quantity))
+            scores, note = baseline_scores(task, truths, scale, found, *learned)
+            r.update(scores)
             r["verdict"] = verdict(r)
-            if note := outside_training(split, quantity, truths, meta, scale):
-                report["notes"].append(note)
+            report["splits"][split][quantity] = r
+            notes = [note, outside_training(quantity, truths, meta, scale)]
+            report["notes"] += [f"{split} · {quantity}: {n}" for n in notes if n]
     return report, meta
 
 
-def outside_training(split, quantity, truths, meta, scale):
-    """A note where true values lie outside their key's training range (meta.json "ranges"): a
-    trend past it is beyond what a model of the training values learned."""
-    known = (meta.get("ranges") or {}).get(quantity.split(".")[0])
-    if not known or not scale:
-        return None
-    y = np.asarray(truths, float) * scale[1] + scale[0]
-    low, high = (y < known[0]).sum(), (y > known[1]).sum()
-    if low + high:
-        return (
-            f"{split} · {quantity}: {low + high} of {len(y)} true values lie outside the training"
-            f" range [{known[0]:g}, {known[1]:g}] ({low} below, {high} above, from {y.min():g} to"
-            f" {y.max():g}): the model never saw such values, and a trend past the range is beyond"
-            " what it learned"
-        )
-    return None
-
-
-# ---------------------------------------------------------------- output
-
-# metric -> header; only those a report has are shown
-COLUMNS = dict(
-    mse="MSE",
-    mse_kelvin2="MSE (K²)",
-    r2="R²",
-    adj_r2="adj. R²",
-    acc3="acc @3 s.f.",
-    acc2="acc @2 s.f.",
-    invalid_rate="invalid",
-    not_num_rate="not [NUM]",
-    nll="NLL",
-    crps="CRPS",
-    cover50="50% cover",
-    cover90="90% cover",
-    mse_original="MSE (original units)",
-    r2_original="R² (original units)",
-)
-
-
-def fmt(x):
-    return "—" if x is None or (isinstance(x, float) and math.isnan(x)) else format_number(x, 4)
-
-
-def baseline_text(name, scores, task):
-    """What a baseline of the report predicts, in a sentence's words."""
-    if name == "least_squares":
-        filled = f", in {scores['filled']} record(s)" if scores["filled"] else ""
-        return (
-            f"least squares on the record's other numbers ({', '.join(scores['predictors'])};"
-            f" a missing one filled with its training mean{filled})"
-        )
-    if name == "seasonal_persistence":
-        return f"seasonal persistence (the value {scores['period']} steps earlier)"
-    if name == "persistence" and task == "era5":
-        return "persistence (each station's previous step)"
-    if name == "persistence":
-        return "persistence (the previous value of the same key)"
-    return "the key's training mean"
-
-
-def markdown(report):
-    """The table of one setting (split × quantity: mean ± std over seeds, the median's MSE),
-    baselines and warnings."""
-    rows = [(s, q, r) for s, quantities in report["splits"].items() for q, r in quantities.items()]
-    # xVal: the rate of invalid predictions only where there are any
-    hidden = "invalid_rate" if report["encoding"] == "xval" else "not_num_rate"
-    if hidden == "invalid_rate" and any(r["mean"]["invalid_rate"] for *_, r in rows):
-        hidden = None
-    keys = [k for k in COLUMNS if k in rows[0][2]["mean"] and k != hidden]
-    seeds = len(report["checkpoints"])
-    how = "masked fill-in: one forward pass per sample"
-    if report["causal"]:
-        how = "causal model: each number generated from the text before it"
-    checkpoints = ", ".join(f"`{c}`" for c in report["checkpoints"])
-    # the median's MSE in the file's own units where the data has them
-    median = "mse_original" if "mse_original" in keys else "mse"
-    header = ["split", "quantity", "n", *(COLUMNS[k] for k in keys), "MSE of median"]
-    header[-1] += " (original units)" * (median != "mse")
-    lines = [f"# {report['task']} · {report['encoding']} · {seeds} seed(s)", ""]
-    lines += [f"data: `{report['data_dir']}`; checkpoints: {checkpoints}", "", how, ""]
-    lines += ["| " + " | ".join(header) + " |", "|---" * len(header) + "|"]
-    for split, quantity, r in rows:
-        cells = [fmt(r["mean"][k]) + (f" ± {fmt(r['std'][k])}" if seeds > 1 else "") for k in keys]
-        cells = [split, quantity, r["n"], *cells, fmt(r["median_prediction"][median])]
-        lines.append("| " + " | ".join(map(str, cells)) + " |")
-    for split, quantity, r in rows:
-        for name in (name for name in BASELINES if name in r):
-            scores = ", ".join(f"{COLUMNS[k]} {fmt(r[name][k])}" for k in COLUMNS if k in r[name])
-            what = baseline_text(name, r[name], report["task"])
-            lines += ["", f"{split} · {quantity}: {what} on the same values: {scores}"]
-        if v := r.get("verdict"):
-            beats = "beats" if v["beats"] else "does not beat"
-            said = f"the model {beats} the best baseline ({BASELINES[v['best']]})"
-            said += f": its MSE is {fmt(v['ratio'])}× the baseline's"
-            lines += ["", f"{split} · {quantity}: verdict: {said}"]
-    warned = [f"- note: {n}" for n in report.get("notes", [])]
-    warned += [f"- warning: {w}" for w in report["warnings"]]
-    shown = "encoding n_layer n_head n_embd max_iters batch_size learning_rate seed".split()
-    config = json.dumps({k: report["config"].get(k) for k in shown})
-    lines += ["", *warned] + [""] * bool(warned) + [f"config: `{config}`", ""]
-    return "\n".join(lines)
-
-
 def report_prefix(checkpoints, data, trained_on):
-    """Where the report goes (--out, or beside the first checkpoint), checked writable first."""
+    """Where the report goes (--out, or beside the first checkpoint), checked writable."""
     name = "eval"
     if os.path.realpath(data) != os.path.realpath(trained_on):
         name += "_" + os.path.basename(os.path.normpath(data))
@@ -794,91 +401,8 @@ def report_prefix(checkpoints, data, trained_on):
         os.makedirs(folder, exist_ok=True)
         tempfile.TemporaryFile(dir=folder).close()
     except OSError as e:
-        raise SystemExit(
-            f"error: cannot write the report {prefix}.json in {folder} ({e.strerror or e}): "
-            "choose a writable --out"
-        )
+        raise SystemExit(f"error: cannot write the report in {folder} ({e.strerror or e}): --out")
     return prefix
-
-
-def write_plots(report, meta, prefix):
-    """Predicted (median over seeds) vs true per quantity, in the data's own units where it has a
-    scale (your own data's file, era5's kelvin); training values marked on OoD splits."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    task = report["task"]
-    # planets: the only step sizes seen in training; training's innermost planet has a = 1
-    seen = {("dt", "test_ood_stepsize"): meta.get("train_stepsizes", [])}
-    seen["a0", "test_ood_a0"] = [1.0]
-    for split, quantities in report["splits"].items():
-        n = len(quantities)
-        fig, axes = plt.subplots(1, n, figsize=(3.6 * n, 3.4), squeeze=False)
-        for ax, (quantity, r) in zip(axes[0], quantities.items()):
-            y = np.array(r["truth"], float)
-            p = np.array([math.nan if v is None else v for v in r["median"]], float)
-            m, unit = r["median_prediction"], ""
-            mse = m.get("mse_kelvin2", m.get("mse_original", m["mse"]))
-            if scale := scale_of(task, meta, quantity):
-                y, p = y * scale[1] + scale[0], p * scale[1] + scale[0]
-                unit = " (K)" if task == "era5" else " (original units)"
-            both = np.concatenate([y, p])
-            lo, hi = np.nanmin(both), np.nanmax(both)
-            ax.plot([lo, hi], [lo, hi], color="0.6", lw=1)
-            ax.scatter(y, p, s=4, alpha=0.4)
-            for x in seen.get((quantity, split), []) if task == "planets" else []:
-                ax.axvline(x, color="C3", ls="--", lw=1)
-            # values never seen in training
-            if task == "lookup" and split == "test_ood":
-                ax.axvspan(*meta["gap"], color="C3", alpha=0.1)
-            ax.set(title=f"{quantity} (MSE {fmt(mse)})", xlabel=f"true{unit}")
-            ax.set(ylabel=f"predicted{unit}")
-        save_figure(plt, fig, f"{task} · {report['encoding']} · {split}", f"{prefix}_{split}.png")
-        if "pit" in next(iter(quantities.values())):
-            write_distribution_plots(task, split, quantities, f"{prefix}_{split}", plt, meta)
-
-
-def save_figure(plt, fig, title, path):
-    fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
-
-def write_distribution_plots(task, split, quantities, prefix, plt, meta):
-    """GMM heads: PIT histograms per quantity, and the first predicted densities with truths (in
-    the data's own units where it has a scale)."""
-    n = len(quantities)
-    fig, axes = plt.subplots(1, n, figsize=(3.2 * n, 2.8), squeeze=False)
-    for ax, (quantity, r) in zip(axes[0], quantities.items()):
-        ax.hist(r["pit"], bins=20, range=(0, 1), density=True, color="C0", alpha=0.7)
-        # calibrated: flat at 1
-        ax.axhline(1.0, color="0.4", lw=1, ls="--")
-        m = r["per_seed"][0]
-        title = f"{quantity} (50%: {m['cover50']:.2f}, 90%: {m['cover90']:.2f})"
-        ax.set(title=title, xlabel="PIT", ylim=(0, None))
-    what = "PIT (predicted CDF at the truth; coverage of central intervals)"
-    save_figure(plt, fig, f"{task} · {split} · {what}", f"{prefix}_pit.png")
-    k = min(DENSITY_SAMPLES, *(len(r["mixture"]) for r in quantities.values()))
-    fig, axes = plt.subplots(n, k, figsize=(2.8 * k, 2.2 * n), squeeze=False)
-    for row, (quantity, r) in zip(axes, quantities.items()):
-        # value = center + spread · scaled, density / spread
-        center, spread = scale_of(task, meta, quantity) or (0.0, 1.0)
-        for i, ax in enumerate(row[:k]):
-            num, truth = torch.tensor(r["mixture"][i], dtype=torch.float64), r["truth"][i]
-            lo, hi = (float(mixture_quantile(num, q)) for q in (0.002, 0.998))
-            lo, hi = min(lo, truth), max(hi, truth)
-            x = torch.linspace(lo - 0.1 * (hi - lo), hi + 0.1 * (hi - lo), 400, dtype=torch.float64)
-            density = torch.exp(-mixture_nll(num.expand(len(x), -1), x)) / spread
-            ax.plot(x * spread + center, density, color="C0")
-            ax.axvline(truth * spread + center, color="C3", lw=1.2)
-            ax.set_title(f"{quantity}, sample {i + 1}", fontsize=9)
-            ax.set_yticks([])
-    title = f"{task} · {split} · predicted densities (red: truth)"
-    title += ", original units" * any(scale_of(task, meta, q) for q in quantities)
-    save_figure(plt, fig, title, f"{prefix}_density.png")
 
 
 def main():
@@ -886,19 +410,15 @@ def main():
     # one file whose path holds a space
     checkpoints = [ckpt] if os.path.isfile(ckpt) else ckpt.replace(",", " ").split()
     if not checkpoints:
-        raise SystemExit(
-            "error: --ckpt is required (one checkpoint, or several seeds separated by spaces)"
-        )
+        raise SystemExit("error: --ckpt is required (one checkpoint, or seeds separated by spaces)")
     for path in checkpoints:
         if not os.path.exists(path):
             raise SystemExit(f"error: checkpoint {path} not found")
     if mask_all and not mask_key:
-        raise SystemExit(
-            "error: --mask_all=True needs --mask_key=KEY (the key whose numbers are all masked)"
-        )
+        raise SystemExit("error: --mask_all=True needs --mask_key=KEY")
     trained = check_seeds(checkpoints)
     if not isinstance(trained.get("data_dir"), str):
-        raise SystemExit(f"error: {checkpoints[0]}: its config names no data_dir (an edited file?)")
+        raise SystemExit(f"error: {checkpoints[0]}: its config names no data_dir")
     data, trained_on = data_dir or trained["data_dir"], trained["data_dir"]
     try:
         # its own dataset: still the data it was trained on?
@@ -906,7 +426,7 @@ def main():
             check_trained_on(trained, checkpoints[0], trained_on, changed_data)
         prefix = report_prefix(checkpoints, data, trained_on)
         names = [s for s in splits.split(",") if s]
-        report, meta = evaluate(checkpoints, data, names, pick_device(device))
+        report, meta = score_setting(checkpoints, data, names, pick_device(device))
     except (ValueError, OSError) as e:
         raise SystemExit(f"error: {e}")
     # every point's truth and prediction only if asked for
@@ -921,7 +441,9 @@ def main():
     atomic_write_text(prefix + ".md", text)
     print(text)
     if plots:
-        write_plots(report, meta, prefix)
+        quantities = {q for split in report["splits"].values() for q in split}
+        scales = {q: scale_of(report["task"], meta, q) for q in quantities}
+        write_plots(report, meta, scales, prefix)
     figures = f"; figures: {prefix}_<split>.png" if plots else ""
     print(f"report: {prefix}.json and {prefix}.md{figures}")
 

@@ -1,5 +1,5 @@
-"""Predictions of a train.py checkpoint, for sample.py and eval.py: numbers asked, filled in and
-written back into the text; text generated."""
+"""Predictions of a train.py checkpoint for sample.py and eval.py: the numbers under a JSON key
+masked, numbers filled in and written back into the text, text generated."""
 
 import json
 import math
@@ -12,35 +12,93 @@ import torch
 
 from batching import collate, fill_in_example, to_device
 from checkpoint import load_checkpoint
-from dataset import ASK, EOS_ID, MAX_VALUE, TOKENS_PER_NUMBER, KeyAbsent, Vocab, fingerprint
-from dataset import masked_numbers, number_paths, read_meta
+from dataset import ASK, EOS_ID, MAX_VALUE, TOKENS_PER_NUMBER, Vocab, fingerprint, read_meta
 from mixture import mixture_mean, mixture_quantile, mixture_sample, mixture_std
 from model import GPT, GPTConfig
 from tokenize_line import encode_pieces, number_spans, split_text, split_text_spans
 from util import TextError, format_number
 
+# ------------------------------------------------------------ which numbers lie under a JSON key
+
+
+def is_json_number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def json_paths(obj, path=()):
+    """The path of every number of a JSON value, in written order."""
+    if isinstance(obj, (dict, list)):
+        for key, v in obj.items() if isinstance(obj, dict) else enumerate(obj):
+            yield from json_paths(v, path + (key,))
+    elif is_json_number(obj):
+        yield path
+
+
+def number_paths(line, n_numbers, where, what):
+    """The JSON path of each of a line's n_numbers numbers; what: the kind of line."""
+    try:
+        paths = list(json_paths(json.loads(line)))
+    except json.JSONDecodeError as e:
+        raise TextError(f"{where}: {what} must be JSON ({e})")
+    if len(paths) != n_numbers:
+        raise TextError(
+            f"{where}: JSON holds {len(paths)} numbers but the tokenizer reads {n_numbers}"
+        )
+    return paths
+
+
+def masked_numbers(line, pieces, where, keys=(), every=False):
+    """{quantity: indices of the numbers masked together}: the last number under each key (every:
+    all), or without keys the line's last."""
+    n_numbers = sum(kind == "num" for kind, _ in pieces)
+    if not keys:
+        if not n_numbers:
+            raise TextError(f"{where}: the line has no number to predict")
+        return {"last": [n_numbers - 1]}
+    paths = number_paths(line, n_numbers, where, "a record for --mask_key")
+    names = [[k for k in p if isinstance(k, str)] for p in paths]
+    groups = {key: under_key(names, key, where) for key in keys}
+    return {key: found if every else found[-1:] for key, found in groups.items()}
+
+
+def under_key(names, key, where):
+    """The indices of the numbers under key (or a path: meta.t); names: each number's keys."""
+    top = [i for i, n in enumerate(names) if n[:1] == [key]]
+    path = key.split(".")
+    nested = [i for i, n in enumerate(names) if len(path) > 1 and n[: len(path)] == path]
+    if top and nested:
+        raise TextError(
+            f"{where}: --mask_key={key} names a top-level key and a path to a nested one;"
+            " rename one"
+        )
+    paths = sorted({".".join(n[: n.index(key) + 1]) for n in names if key in n})
+    if not top + nested and paths:
+        raise TextError(
+            f"{where}: no number under key {key!r} (--mask_key names a top-level key); a nested key"
+            f" is named by its path: {', '.join(paths)}"
+        )
+    return top + nested
+
+
+class KeyAbsent(TextError):
+    """A record without the --mask_key: not predicted, but counted."""
+
 
 def load_model(path, device="cpu"):
     """The model (eval mode) and vocabulary of a train.py checkpoint."""
     checkpoint = load_checkpoint(path, device)
-    args, known = checkpoint["model_args"], GPTConfig.__dataclass_fields__
-    if unknown := sorted(set(args) - set(known)):
-        raise SystemExit(f"error: {path}: model settings this version does not know: {unknown}")
     try:
-        model = GPT(GPTConfig(**args))
+        model = GPT(GPTConfig(**checkpoint["model_args"]))
         model.load_state_dict(checkpoint["model"])
-        vocab = Vocab(checkpoint["text_tokens"], args["encoding"])
+        vocab = Vocab(checkpoint["text_tokens"], model.cfg.encoding)
     except (TypeError, ValueError, RuntimeError) as e:
         raise SystemExit(f"error: {path}: an edited checkpoint? {str(e).strip().splitlines()[-1]}")
     if len(vocab) != model.cfg.vocab_size:
         raise SystemExit(
-            f"error: {path}: its {len(checkpoint['text_tokens'])} text tokens make a vocabulary of"
-            f" {len(vocab)}, its model has {model.cfg.vocab_size}: an edited checkpoint?"
+            f"error: {path}: a vocabulary of {len(vocab)}, a model of {model.cfg.vocab_size}"
         )
     model.to(device).eval()
-    vocab.unknown = (
-        "the model knows only the tokens it was trained on: write it as a number or as one of those"
-    )
+    vocab.unknown = "the model knows only the tokens it was trained on"
     return model, vocab, checkpoint["config"]
 
 
@@ -48,9 +106,9 @@ def load_model(path, device="cpu"):
 def generate(
     model, ids, values, max_new_tokens, temperature=0.0, generator=None, gmm="sample", stop=EOS_ID
 ):
-    """Append up to max_new_tokens tokens (greedy, or sampled at temperature) until the token stop
-    (None: never); a new [NUM] takes the number head's value (GMM: a draw, or the mean). Returns
-    ids, values, and the number head's values and GMM outputs (1, 3K) at new tokens."""
+    """Up to max_new_tokens tokens appended (greedy, or sampled at temperature) until stop, a new
+    [NUM] taking the number head's value (GMM: a draw, or the mean): ids, values, and the number
+    head's values and GMM outputs (1, 3K) at new tokens."""
     ids, values, nums, mixtures = list(ids), list(values), [], []
     dev = next(model.parameters()).device
     for _ in range(max_new_tokens):
@@ -89,15 +147,12 @@ def predict_masked(model, chunk, device):
 
 
 def predict_causal(model, vocab, chunk):
-    """Causal: each asked number generated greedily from the true text before it, earlier asked
-    numbers as generated. Yields as predict_masked."""
+    """Causal: each asked number generated greedily from the text before it (as predict_masked)."""
     width = TOKENS_PER_NUMBER[vocab.encoding]
     for ids, values, ask in chunk:
         starts, ids, values = np.flatnonzero(ask)[::width], list(ids), list(values)
         if len(starts) and starts[0] == 0:
-            raise ValueError(
-                "a causal model cannot predict a number at the very start of a sample (no prompt)"
-            )
+            raise ValueError("a causal model cannot predict a sample's first number")
         tokens, nums, raws = [], [], []
         for s in starts:
             out = generate(model, ids[:s], values[:s], width, gmm="mean", stop=None)
@@ -108,11 +163,10 @@ def predict_causal(model, vocab, chunk):
 
 
 @torch.no_grad()
-def fill_in(model, vocab, samples, device="cpu", batch_size=64, mixtures=None):
-    """The numbers asked in samples ((ids, values, ask)): values per sample and counts of 'numbers',
-    'invalid' (NaN or inf) and 'not_num' (xVal: the token head's argmax is not [NUM]). GMM: the
-    mixture mean; mixtures receives each sample's (n, 3K)."""
-    predictions, counts = [], {"numbers": 0, "invalid": 0, "not_num": 0}
+def fill_in(model, vocab, samples, device="cpu", batch_size=64):
+    """The numbers asked in samples ((ids, values, ask)) per sample; counts of 'numbers', 'invalid'
+    (NaN, inf) and 'not_num' (xVal: the token head's argmax is not [NUM]); GMM: each mixture."""
+    predictions, mixtures, counts = [], [], {"numbers": 0, "invalid": 0, "not_num": 0}
     width = TOKENS_PER_NUMBER[vocab.encoding]
     for start in range(0, len(samples), batch_size):
         chunk = samples[start : start + batch_size]
@@ -130,13 +184,13 @@ def fill_in(model, vocab, samples, device="cpu", batch_size=64, mixtures=None):
             counts["invalid"] += sum(not math.isfinite(v) for v in values)
             counts["numbers"] += len(values)
             predictions.append(values)
-            if raw is not None and mixtures is not None:
+            if raw is not None:
                 mixtures.append(raw)
-    return predictions, counts
+    return predictions, counts, mixtures
 
 
 def detokenize(ids, values, vocab):
-    """Token ids back to text (whitespace is not kept); numbers as 6 significant digits."""
+    """Token ids back to text, numbers to 6 significant digits."""
     out, i, width = [], 0, TOKENS_PER_NUMBER[vocab.encoding]
     starts = {s for s, _ in number_spans(ids, vocab)}
     while i < len(ids):
@@ -155,7 +209,7 @@ def detokenize(ids, values, vocab):
 
 
 def ask_numbers(pieces, indices):
-    """pieces with the numbers at indices (in reading order) asked, and their positions."""
+    """pieces with the numbers at indices asked, and their positions."""
     numbers = [j for j, (kind, _) in enumerate(pieces) if kind == "num"]
     at = [numbers[i] for i in indices]
     asked = list(pieces)
@@ -165,33 +219,26 @@ def ask_numbers(pieces, indices):
 
 
 def encode_line(
-    line, where, vocab, block_size, causal=False, mask=None, mask_all=False, units=None, scales=None
+    line, where, vocab, block_size, causal=False, mask=None, mask_all=False, units=None
 ):
-    """((ids, values, ask), truths, text with [?]) of an input line, or a TextError naming it. mask:
-    None predicts the line's [?]; "" masks its last number, a key the last number under that JSON
-    key (mask_all: every number under it). units (units_of): a record in the file's own units,
-    scaled here as the model reads it; scales receives each asked number's (center, spread)."""
+    """((ids, values, ask), truths, text with [?], scales) of a line. mask: None predicts its [?];
+    "" masks its last number, a key the last under it (mask_all: all). units (units_of): a record
+    in the file's units, scaled here; scales: each asked number's (center, spread)."""
     if units:
         line = written_names(line, units)
     if spaced := re.search(r"\[\s*\?\s*\]", line.replace(ASK, "")):
         raise TextError(
             f"{where}: {spaced.group()!r} looks like the marker {ASK}; write {ASK} without spaces"
         )
-    # a token spans far fewer characters: no need to tokenize megabytes to refuse them
+    # no need to tokenize megabytes to refuse them
     if len(line) > 1000 * block_size:
-        raise TextError(
-            f"{where}: {len(line):,} characters, more than {block_size} tokens (the model's"
-            " block_size) can hold"
-        )
-    truths, spans = [], []
-    # the chosen numbers become [?], in the pieces and in the text shown
+        raise TextError(f"{where}: {len(line):,} characters, more than the block_size can hold")
+    truths, spans, scales = [], [], []
     if mask is not None:
         pieces, spans = split_text_spans(line, where)
         (masked,) = masked_numbers(line, pieces, where, [mask] if mask else [], mask_all).values()
         if not masked:
-            raise KeyAbsent(
-                f"{where}: no number under key {mask!r} (--mask_key names a top-level key)"
-            )
+            raise KeyAbsent(f"{where}: no number under key {mask!r}")
         asked, at = ask_numbers(pieces, masked)
         truths = [pieces[j][1] for j in at]
         for j in reversed(at):
@@ -200,32 +247,22 @@ def encode_line(
     else:
         pieces = split_text(line, where, not causal)
     if units:
-        pieces, asked = to_model_units(line, pieces, where, units)
-        # to print the predictions in the file's units
-        if scales is not None:
-            scales.extend(asked)
+        pieces, scales = to_model_units(line, pieces, where, units)
     ids, values, ask = encode_pieces(pieces, vocab, where)
     if not causal and not ask.any():
-        raise TextError(
-            f"{where}: no {ASK} in the line: write {ASK} where a number is to be predicted (or use"
-            " --mask_last or --mask_key)"
-        )
+        raise TextError(f"{where}: no {ASK} in the line (or use --mask_last or --mask_key)")
     if vocab.encoding == "xval" and (far := np.abs(values).max(initial=0)) > MAX_VALUE:
-        raise TextError(
-            f"{where}: the number {far:g} is beyond ±{MAX_VALUE:g}, more than a model can take"
-            " (float32 squares overflow); scale it as the training data was"
-        )
+        raise TextError(f"{where}: the number {far:g} is beyond ±{MAX_VALUE:g}: scale it")
     if len(ids) > block_size:
         raise TextError(
             f"{where}: {len(ids)} tokens, more than the model's block_size {block_size}"
         )
-    return (ids, values, ask), truths, line
+    return (ids, values, ask), truths, line, scales
 
 
 def filled(text, values, mixture=None, spread="none", scales=()):
-    """text with each [?] replaced by its predicted value; a GMM head's (mixture (n, 3K)) as
-    mean±std or [5%|50%|95%] quantiles (spread). scales: each value's (center, spread), to show
-    center + spread · value (the file's own units)."""
+    """text with each [?] replaced by its value; a GMM's (mixture (n, 3K)) as mean±std or
+    [5%|50%|95%] (spread); scales: each value's (center, spread) in the file's units."""
     scales = scales or [(0.0, 1.0)] * len(values)
     # a std is only stretched, not shifted
     own = lambda xs, shift=1: [x * s + c * shift for x, (c, s) in zip(xs, scales)]
@@ -247,18 +284,13 @@ def filled(text, values, mixture=None, spread="none", scales=()):
 
 
 def units_of(path, data_dir, scaled=False, input="-"):
-    """The meta.json of the prepare/text.py dataset that the checkpoint at path was trained on: its
-    scales take records typed in the file's own units to the numbers the model reads, and its
-    predictions back. None where numbers are read and printed as the dataset's text files write
-    them: scaled, an input that is one of those files, or another dataset. Says which on stderr."""
+    """The meta.json whose scales take records in the file's own units to the model's numbers and
+    back; None where numbers are as the text files write them (scaled, an input that is one, or
+    another dataset). Says which on stderr."""
     try:
         meta = read_meta(data_dir)
     except (OSError, ValueError) as e:
-        print(
-            f"note: numbers are read and printed as the model was trained on them: {e} (a dataset"
-            " that moved: name it with --data_dir)",
-            file=sys.stderr,
-        )
+        print(f"note: numbers as the model was trained on them: {e} (--data_dir)", file=sys.stderr)
         return None
     if meta.get("dataset") != "text" or not meta.get("scales"):
         return None
@@ -269,24 +301,15 @@ def units_of(path, data_dir, scaled=False, input="-"):
         why = "--scaled" if scaled else f"{input} is one of them"
         print(f"units: as written in {data_dir}'s text files, scaled ({why})", file=sys.stderr)
         return None
-    print(
-        f"units: the file's own; each key's numbers are scaled by {data_dir}/meta.json for the"
-        " model and back (--scaled: as written in its text files)",
-        file=sys.stderr,
-    )
+    print(f"units: the file's own, scaled by {data_dir}/meta.json (--scaled: not)", file=sys.stderr)
     recorded = (load_checkpoint(path, mmap=True).get("data_fingerprint") or {}).get("meta")
     if recorded and fingerprint(data_dir, "xval")["meta"] != recorded:
-        print(
-            f"warning: {data_dir} has been prepared again since {path} was trained on it: its"
-            " scales may not be the model's",
-            file=sys.stderr,
-        )
+        print(f"warning: {data_dir} has been prepared again since {path}", file=sys.stderr)
     return meta
 
 
 def written_names(line, units):
-    """A record as prepare/text.py writes it: no spaces outside strings (json.dumps puts them
-    after , and :), each key it renamed under the name it wrote."""
+    """A record as prepare/text.py writes it: no spaces outside strings, renamed keys renamed."""
     line = re.sub(r'("(?:\\.|[^"\\])*")|\s+', lambda m: m.group(1) or "", line)
     for old, new in (units.get("renamed") or {}).items():
         key = re.escape(json.dumps(old, ensure_ascii=False)) + r"(?=\s*:)"
@@ -295,24 +318,22 @@ def written_names(line, units):
 
 
 def number_keys(line, pieces, where, scales):
-    """The scale (center, spread) of each number and [?] of a record's pieces, by its top-level key
-    (nested numbers take their key's), and the keys."""
+    """The (center, spread) of each number and [?] of a record, by its top-level key; the keys."""
     n = sum(kind != "text" for kind, _ in pieces)
     paths = number_paths(line.replace(ASK, "0"), n, where, "a record in the file's own units")
     keys = [p[0] if p and isinstance(p[0], str) else None for p in paths]
     for key in keys:
         if key not in scales:
+            what = f"key {key!r}" if key else "no key"
             raise TextError(
-                f"{where}: a number under {f'key {key!r}' if key else 'no key'}, which the"
-                f" training data has no scale for (its number keys: {', '.join(scales)})"
+                f"{where}: a number under {what} (its number keys: {', '.join(scales)})"
             )
     return [(scales[k]["center"], scales[k]["spread"]) for k in keys], keys
 
 
 def to_model_units(line, pieces, where, units):
-    """pieces of a record in the file's own units, each number x as the model reads it, (x -
-    center) / spread, and each asked number's (center, spread). A number far outside its key's
-    training range, beyond it by more than the range's width, is warned of."""
+    """A record's pieces as the model reads them, (x - center) / spread, each asked number's
+    (center, spread); a number beyond its key's training range by more than its width warned of."""
     scales, keys = number_keys(line, pieces, where, units["scales"])
     at = iter(range(len(keys)))
     out, asked = [], []
@@ -320,32 +341,23 @@ def to_model_units(line, pieces, where, units):
         i = next(at) if kind != "text" else None
         if kind == "ask":
             asked.append(scales[i])
+        if kind == "num" and (known := (units.get("ranges") or {}).get(keys[i])):
+            least, largest = known
+            width = largest - least
+            if not least - width <= x <= largest + width:
+                print(
+                    f"warning: {where}: key {keys[i]!r}: {x:g} is far outside its training range"
+                    f" [{least:g}, {largest:g}]",
+                    file=sys.stderr,
+                )
         if kind == "num":
-            far_outside(x, keys[i], (units.get("ranges") or {}).get(keys[i]), where)
             x = (x - scales[i][0]) / scales[i][1]
         out.append((kind, x))
     return out, asked
 
 
-def far_outside(x, key, known, where):
-    """Warn of a number x of key beyond its training range known (least, largest) by more than the
-    range's width (a key constant in training: any other number)."""
-    if not known:
-        return
-    least, largest = known
-    width = largest - least
-    if not least - width <= x <= largest + width:
-        print(
-            f"warning: {where}: key {key!r}: {x:g} is far outside its training range"
-            f" [{least:g}, {largest:g}] (beyond it by more than its width); predicted all the same,"
-            " but the model never saw the like",
-            file=sys.stderr,
-        )
-
-
 def in_own_units(text, where, units):
-    """A generated record with its numbers in the file's own units; as generated (scaled, said)
-    where it is no complete record."""
+    """A generated record in the file's own units (said where it is no complete record)."""
     pieces, spans = split_text_spans(text, where)
     try:
         scales, _ = number_keys(text, pieces, where, units["scales"])

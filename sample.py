@@ -1,11 +1,9 @@
 r"""
-Load a checkpoint and predict numbers. An MLM model fills in every [?] of a line (all tokens of a
-number) in one forward pass. --mask_last or --mask_key mask true numbers instead and show each
-prediction beside the truth (eval.py scores them: MSE, R², original units, baselines). A causal
-model continues each line until [EOS], a new [NUM] fed back with the number head's value; masked
-numbers it generates from the text before them. A line that cannot be predicted is reported and
-skipped, and the run exits non-zero. Your own data (prepare/text.py) is read and printed in its
-file's units, a number far outside its key's training range warned of (--scaled: as the dataset's
+Load a checkpoint and predict numbers. An MLM model fills in every [?] of a line at once;
+--mask_last or --mask_key mask true numbers instead and show each prediction beside the truth
+(eval.py scores them). A causal model continues each line until [EOS], a new [NUM] fed back with
+the number head's value. A line that cannot be predicted is reported and skipped, and the run exits
+non-zero. Your own data (prepare/text.py) is read and printed in its file's units (--scaled: as its
 text files write them; prepare/README.md#your-own-data-textpy).
 
     echo '0.123*0.456=[?]' | python sample.py --ckpt=out/quickstart/ckpt_best.pt
@@ -21,9 +19,9 @@ from contextlib import nullcontext
 import torch
 
 from configurator import configure
-from dataset import ASK, KeyAbsent, read_lines
+from dataset import ASK, read_lines
 from predict import detokenize, encode_line, fill_in, filled, generate, in_own_units, load_model
-from predict import units_of
+from predict import KeyAbsent, units_of
 from util import TextError, format_number, pick_device, run_main, shell_line
 
 # -- config: python sample.py --help
@@ -55,6 +53,61 @@ RANGES = dict(
 )
 
 
+def read_input(name):
+    """The first max_lines lines not blank, with their numbers."""
+    try:
+        with open(input, "rb") if input != "-" else nullcontext(sys.stdin.buffer) as f:
+            lines = [(i, line) for i, line in enumerate(read_lines(f, name), 1) if line.strip()]
+    except (TextError, IsADirectoryError) as e:
+        raise SystemExit(f"error: {e}")
+    if not lines:
+        raise SystemExit(
+            f"error: {name}: no lines to predict; expected one sample per line, e.g."
+            f" 0.123*0.456={ASK}"
+        )
+    return lines[: max_lines or None]
+
+
+def encoded(lines, name, vocab, block_size, causal, mask, units):
+    """encode_line's answer for each line it encodes; the lines without the key; how many failed."""
+    done, absent, failed = [], [], 0
+    for number, line in lines:
+        where = f"{name}:{number}"
+        try:
+            done.append(encode_line(line, where, vocab, block_size, causal, mask, mask_all, units))
+        except KeyAbsent as e:
+            absent.append(str(e))
+        # reported and counted; the other lines are still predicted
+        except TextError as e:
+            print(f"error: {e}", file=sys.stderr)
+            failed += 1
+    return done, absent, failed
+
+
+def print_filled(model, vocab, done, dev, mask):
+    """Each line with its [?] filled in; the count of numbers predicted."""
+    samples = [sample for sample, *_ in done]
+    predictions, counts, mixtures = fill_in(model, vocab, samples, dev, batch_size)
+    for i, (_, truths, text, scales) in enumerate(done[:show]):
+        text = filled(text, predictions[i], mixtures[i] if mixtures else None, spread, scales)
+        true = ", ".join(map(format_number, truths))
+        print(text + (f"  (true: {true})" if truths else ""))
+    if vocab.encoding == "xval":
+        wrong, what = counts["not_num"], f"token head not [NUM] at {counts['not_num']}"
+        # a number head's NaN or inf (a diverged model) is said, never hidden
+        if counts["invalid"]:
+            wrong += counts["invalid"]
+            what += f", {counts['invalid']} not finite"
+    else:
+        wrong, what = counts["invalid"], f"{counts['invalid']} invalid"
+    share = wrong / max(1, counts["numbers"])
+    print(f"{counts['numbers']} numbers predicted, {what} ({share:.2%})")
+    if mask is not None:
+        keyed = [f"--mask_key={mask_key}"] if mask_key else []
+        hint = shell_line("python", "eval.py", f"--ckpt={ckpt}", *keyed)
+        print(f"score a dataset's test split: {hint}")
+
+
 def main():
     configure(globals(), __file__)
     for path in (ckpt, input):
@@ -65,81 +118,33 @@ def main():
             "error: --mask_all=True needs --mask_key=KEY (the key whose numbers are all masked)"
         )
     name = "stdin" if input == "-" else input
-    try:
-        with open(input, "rb") if input != "-" else nullcontext(sys.stdin.buffer) as f:
-            lines = [(i + 1, l) for i, l in enumerate(read_lines(f, name)) if l.strip()]
-    except (TextError, IsADirectoryError) as e:
-        raise SystemExit(f"error: {e}")
-    lines = lines[: max_lines or None]
-    if not lines:
-        raise SystemExit(
-            f"error: {name}: no lines to predict; expected one sample per line, e.g."
-            f" 0.123*0.456={ASK}"
-        )
+    lines = read_input(name)
     dev = pick_device(device)
     torch.manual_seed(seed)
     model, vocab, config = load_model(ckpt, dev)
-    # your own data: records in the file's units, scaled for the model, predictions scaled back
+    # own data: read and printed in the file's units
     units = units_of(ckpt, data_dir or str(config.get("data_dir")), scaled, input)
     # None: predict the [?] of each line; "": mask its last number; a key: the last under it
     mask = mask_key or ("" if mask_last else None)
     causal = model.cfg.causal and mask is None
     # generation: only the lines shown
     lines = lines[:show] if causal else lines
-    samples, truths, texts, scales, failed, absent = [], [], [], [], 0, []
-    for number, line in lines:
-        where = f"{name}:{number}"
-        try:
-            scale = []
-            sample, truth, text = encode_line(
-                line, where, vocab, model.cfg.block_size, causal, mask, mask_all, units, scale
-            )
-        except KeyAbsent as e:
-            absent.append(str(e))
-            continue
-        # this line is reported and counted; the others are still predicted
-        except TextError as e:
-            print(f"error: {e}", file=sys.stderr)
-            failed += 1
-            continue
-        samples.append(sample)
-        truths.append(truth)
-        texts.append(text)
-        scales.append(scale)
+    done, absent, failed = encoded(lines, name, vocab, model.cfg.block_size, causal, mask, units)
     generator = torch.Generator(device=dev).manual_seed(seed)
-    for ids, values, _ in samples if causal else []:
+    for (ids, values, _), *_ in done if causal else []:
         out = generate(model, ids, values, max_new_tokens, temperature, generator, gmm_generate)
         text = detokenize(out[0], out[1], vocab)
         print(in_own_units(text, name, units) if units else text)
-    if samples and not causal:
-        mixtures = []
-        predictions, counts = fill_in(model, vocab, samples, dev, batch_size, mixtures)
-        for i, (text, values) in enumerate(list(zip(texts, predictions))[:show]):
-            text = filled(text, values, mixtures[i] if mixtures else None, spread, scales[i])
-            true = ", ".join(map(format_number, truths[i]))
-            print(text + (f"  (true: {true})" if truths[i] else ""))
-        if vocab.encoding == "xval":
-            wrong, what = counts["not_num"], f"token head not [NUM] at {counts['not_num']}"
-            # a number head's NaN or inf (a diverged model) is said, never hidden
-            if counts["invalid"]:
-                wrong += counts["invalid"]
-                what += f", {counts['invalid']} not finite"
-        else:
-            wrong, what = counts["invalid"], f"{counts['invalid']} invalid"
-        share = wrong / max(1, counts["numbers"])
-        print(f"{counts['numbers']} numbers predicted, {what} ({share:.2%})")
-        if mask is not None:
-            keyed = [f"--mask_key={mask_key}"] if mask_key else []
-            hint = shell_line("python", "eval.py", f"--ckpt={ckpt}", *keyed)
-            print(f"score a dataset's test split: {hint}")
-    # with every line absent, the key is not a key of the records
+    if done and not causal:
+        print_filled(model, vocab, done, dev, mask)
+    # no line has the key: it is no key of the records
     if absent:
         print(
-            f"{'error' if not samples else 'note'}: {len(absent)} of {len(lines)} lines have no"
+            f"{'error' if not done else 'note'}: {len(absent)} of {len(lines)} lines have no"
             f" number under key {mask_key!r}, left out (the first: {absent[0]})",
             file=sys.stderr,
         )
-    if failed or not samples:
+    if failed or not done:
         raise SystemExit(
             f"error: {failed or len(absent)} of {len(lines)} lines could not be predicted (reported"
             " above)"

@@ -1,5 +1,5 @@
-"""What every stage does the same way: write files atomically, take locks, format numbers and time
-spans, pick the device, score predictions. torch is imported only where needed."""
+"""What every stage does the same way: write a file atomically, take a lock, format a number or a
+time span, pick the device. torch is imported only where needed: data stages skip it."""
 
 import math
 import os
@@ -17,8 +17,6 @@ if sys.version_info < (3, 11):
         f"error: Python {'.'.join(map(str, sys.version_info[:3]))} is too old: this code needs"
         " Python 3.11 or newer (the tokenizer's regular expressions use possessive quantifiers)"
     )
-
-import numpy as np
 
 
 class TextError(ValueError):
@@ -220,34 +218,3 @@ def pick_device(device="auto", threads=0):
             f" device{'s' * (count != 1)} here; use --device=auto or --device=cpu"
         )
     return device
-
-
-def mse(y, yhat):
-    """Mean squared error over the valid (non-NaN) predictions; NaN if there are none."""
-    y, yhat = np.asarray(y, float), np.asarray(yhat, float)
-    ok = ~np.isnan(yhat)
-    return float(np.mean((y[ok] - yhat[ok]) ** 2)) if ok.any() else math.nan
-
-
-def r_squared(y, yhat):
-    """R² = 1 − Σ(y−ŷ)² / Σ(y−ȳ)², over the valid (non-NaN) predictions; NaN with fewer
-    than 2."""
-    y, yhat = np.asarray(y, float), np.asarray(yhat, float)
-    y, yhat = y[~np.isnan(yhat)], yhat[~np.isnan(yhat)]
-    if len(y) < 2:
-        return math.nan
-    return float(1 - np.sum((y - yhat) ** 2) / np.sum((y - y.mean()) ** 2))
-
-
-def adjusted_r_squared(r2, n, p=1):
-    """1 − (1 − R²)(n − 1)/(n − p − 1): R² corrected for p explanatory variables and n
-    points."""
-    return 1 - (1 - r2) * (n - 1) / (n - p - 1) if n > p + 1 else math.nan
-
-
-def accuracy(y, yhat, figures):
-    """Fraction of predictions equal to the truth at `figures` significant figures; NaN is wrong."""
-    fmt = f"{{:.{figures - 1}e}}"
-    return float(
-        np.mean([not math.isnan(p) and fmt.format(p) == fmt.format(t) for t, p in zip(y, yhat)])
-    )

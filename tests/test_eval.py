@@ -1,8 +1,10 @@
-"""eval.py: the metrics against hand-computed values, what each task masks, the combination of seeds,
-and tiny trained checkpoints evaluated end to end on every task (with its OoD splits)."""
+"""eval.py: the metrics against hand-computed values, what each task masks, the combination of
+seeds, tiny checkpoints evaluated end to end on every task, and a bad score never hidden: NaN or
+inf predictions are counted, warned about and reported; an empty file is one line naming it."""
 import json
 import math
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -12,82 +14,77 @@ from helpers import EVAL_TINY as TINY
 from helpers import evaluated, one_line_error, prepared
 
 import eval as ev
-import util as metrics
+import eval_baselines
+import model
 
 
-# ---------------------------------------------------------------- metrics
-
-def test_mse_leaves_invalid_predictions_out():
-    assert metrics.mse([1, 2, 3], [1, 4, math.nan]) == pytest.approx(2.0)  # (0 + 4) / 2
-    assert math.isnan(metrics.mse([1, 2], [math.nan, math.nan]))
-
-
-def test_r_squared_and_adjusted_r_squared_by_hand():
+def test_metrics_by_hand():
+    assert ev.mse([1, 2, 3], [1, 4, math.nan]) == pytest.approx(2.0)  # (0 + 4) / 2
+    assert math.isnan(ev.mse([1, 2], [math.nan, math.nan]))
     # SS_res = 1, SS_tot = 2 (mean 2): R² = 0.5; adjusted with n = 3, p = 1: 1 − 0.5·2/1 = 0
-    assert metrics.r_squared([1, 2, 3], [1, 2, 4]) == pytest.approx(0.5)
-    assert metrics.adjusted_r_squared(0.5, 3) == pytest.approx(0.0)
-    # n = 5: 1 − (1 − 0.9)·4/3
-    assert metrics.adjusted_r_squared(0.9, 5) == pytest.approx(1 - 0.1 * 4 / 3)
-    assert math.isnan(metrics.adjusted_r_squared(0.9, 2))  # n − p − 1 = 0
-    assert metrics.r_squared([1, 2, 3, 10], [1, 2, 4, math.nan]) == pytest.approx(0.5)  # NaN left out
-
-
-def test_accuracy_at_significant_figures():
-    y = [1.234, 0.5, -2.0, 1234.0]
-    p = [1.2341, 0.5049, math.nan, 1236.0]
-    # 3 s.f.: 1.23e+00 = 1.23e+00; 5.00e-01 ≠ 5.05e-01; NaN wrong; 1.23e+03 ≠ 1.24e+03
-    assert metrics.accuracy(y, p, 3) == pytest.approx(1 / 4)
-    # 2 s.f.: 1.2e+00 =; 5.0e-01 = 5.0e-01; NaN wrong; 1.2e+03 = 1.2e+03
-    assert metrics.accuracy(y, p, 2) == pytest.approx(3 / 4)
-    assert metrics.accuracy([-0.31], [0.31], 2) == 0.0  # the sign counts
+    assert ev.r_squared([1, 2, 3], [1, 2, 4]) == pytest.approx(0.5)
+    assert ev.adjusted_r_squared(0.5, 3) == pytest.approx(0.0)
+    assert ev.adjusted_r_squared(0.9, 5) == pytest.approx(1 - 0.1 * 4 / 3)
+    assert math.isnan(ev.adjusted_r_squared(0.9, 2))  # n − p − 1 = 0
+    assert ev.r_squared([1, 2, 3, 10], [1, 2, 4, math.nan]) == pytest.approx(0.5)  # NaN left out
+    y, p = [1.234, 0.5, -2.0, 1234.0], [1.2341, 0.5049, math.nan, 1236.0]
+    assert ev.accuracy(y, p, 3) == pytest.approx(1 / 4)  # 5.00e-01 ≠ 5.05e-01; NaN wrong; 1.23e+03 ≠ 1.24e+03
+    assert ev.accuracy(y, p, 2) == pytest.approx(3 / 4)
+    assert ev.accuracy([-0.31], [0.31], 2) == 0.0  # the sign counts
+    m = ev.metrics("text", [0.0, 1.0, 2.0], [0.0, 1.0, 3.0], scale=(280.0, 5.0))
+    assert m["mse_original"] == pytest.approx(m["mse"] * 25) and m["r2_original"] == pytest.approx(m["r2"])
 
 
 def test_seeds_combine_into_mean_std_and_the_median_prediction():
     truth = np.array([1.0, 2.0, 3.0])
-    counts = lambda invalid: {"numbers": 3, "invalid": invalid, "not_num": 0}
-    runs = [(truth, np.array([1.0, 2.0, math.nan]), counts(1), None),
-            (truth, np.array([3.0, math.nan, math.nan]), counts(2), None),
-            (truth, np.array([2.0, 4.0, math.nan]), counts(1), None)]
-    r = ev.combine("arithmetic", runs, meta={})
+    runs = [(truth, np.array(p), {"numbers": 3, "invalid": bad, "not_num": 0}, None)
+            for p, bad in (([1.0, 2.0, math.nan], 1), ([3.0, math.nan, math.nan], 2), ([2.0, 4.0, math.nan], 1))]
+    r = ev.combine("arithmetic", runs)
     # per seed MSE: 0; 4; (1 + 4)/2 = 2.5 → mean 13/6, sample std
-    assert r["mean"]["mse"] == pytest.approx(13 / 6)
-    assert r["std"]["mse"] == pytest.approx(np.std([0, 4, 2.5], ddof=1))
+    assert r["mean"]["mse"] == pytest.approx(13 / 6) and r["std"]["mse"] == pytest.approx(np.std([0, 4, 2.5], ddof=1))
     assert r["mean"]["invalid_rate"] == pytest.approx(4 / 9)
     # medians of the valid predictions per point: 2, 3 (of 2 and 4), none
-    assert r["median"] == [2.0, 3.0, None]
-    assert r["median_prediction"]["mse"] == pytest.approx((1 + 1) / 2)
+    assert r["median"] == [2.0, 3.0, None] and r["median_prediction"]["mse"] == pytest.approx(1.0)
     assert r["median_prediction"]["valid"] == 2
 
 
-# ---------------------------------------------------------------- what is masked
+def numbers(pieces, indices):
+    values = [v for kind, v in pieces if kind == "num"]
+    return [values[i] for i in indices]
 
-def test_planets_mask_dt_planet0_and_the_last_ten_steps():
+
+def test_what_each_task_masks():
     data = [[[s + 0.1 * p, -s - 0.1 * p] for p in range(2)] for s in range(12)]
     record = {"description": {"planet0": {"m": 2.5, "a": 1.2, "e": 0.4}, "planet1": {"m": 1.5, "a": 2, "e": 1},
                               "stepsize": 0.3}, "data": data}
     pieces, groups = ev.masked_groups("planets", json.dumps(record, separators=(",", ":")), "x:1")
-    numbers = [v for kind, v in pieces if kind == "num"]
-    assert [numbers[i] for i in groups["dt"]] == [0.3]
-    assert [numbers[i] for i in groups["a0"] + groups["e0"] + groups["m0"]] == [1.2, 0.4, 2.5]
-    expected = [v for step in data[2:] for planet in step for v in planet]  # steps 2..11, both planets, x and y
-    assert [numbers[i] for i in groups["steps"]] == pytest.approx(expected)
-
-
-def test_temperature_masks_every_stations_last_step():
+    assert numbers(pieces, groups["dt"]) == [0.3]
+    assert numbers(pieces, groups["a0"] + groups["e0"] + groups["m0"]) == [1.2, 0.4, 2.5]
+    expected = [v for step in data[2:] for planet in step for v in planet]  # the last 10 steps, both planets
+    assert numbers(pieces, groups["steps"]) == pytest.approx(expected)
+    with pytest.raises(ev.TextError, match="test.txt:7"):
+        ev.masked_groups("planets", "{not json 1 2}", "test.txt:7")
     record = {"description": {"coords": [[0.1, 0.2, 0.3], [-0.4, 0.5, 0.6]], "start": [0, 1, 0.5, -0.5]},
               "data": [[1.5, -0.25, 0.75], [2.0, 1.0, -1.125]]}
     pieces, groups = ev.masked_groups("era5", json.dumps(record), "x:1")
-    numbers = [v for kind, v in pieces if kind == "num"]
-    assert [numbers[i] for i in groups["t+1"]] == [0.75, -1.125]
-    assert ev.previous_steps([json.dumps(record)], "x") == [-0.25, 1.0]  # persistence forecasts the same values
+    assert numbers(pieces, groups["t+1"]) == [0.75, -1.125]  # every station's last step
+    previous = eval_baselines.previous_values(json.dumps(record), groups["t+1"], "x:1", "a station")
+    assert previous == [-0.25, 1.0]  # persistence
     record["data"][1] = [2.0]
     with pytest.raises(ev.TextError, match="x:1: a station with 1 time step"):
-        ev.previous_steps([json.dumps(record)], "x")
-
-
-def test_a_sample_that_is_not_the_tasks_json_is_refused_with_its_line():
-    with pytest.raises(ev.TextError, match="test.txt:7"):
-        ev.masked_groups("planets", "{not json 1 2}", "test.txt:7")
+        line = json.dumps(record)
+        eval_baselines.previous_values(line, ev.masked_groups("era5", line, "x:1")[1]["t+1"], "x:1", "a station")
+    # own data: the last or every number under a key
+    line = '{"station":"b","t":[1.35,1.36,1.21],"p":0.42}'
+    pieces, groups = ev.masked_groups("text", line, "x:1", ["t", "p"])
+    assert {q: numbers(pieces, idx) for q, idx in groups.items()} == {"t": [1.21], "p": [0.42]}
+    _, groups = ev.masked_groups("text", line, "x:1", ["t"], every=True)
+    assert numbers(pieces, groups["t"]) == [1.35, 1.36, 1.21]
+    assert eval_baselines.previous_values(line, groups["t"][-1:], "x:1", "key 't'") == [1.36]
+    assert ev.masked_groups("text", "1+2=3", "x:1")[1] == {"last": [2]}  # plain text: the last number
+    assert ev.masked_groups("text", line, "x:1", ["q"])[1] == {"q": []}  # a record without q
+    with pytest.raises(ev.TextError, match="x: no record has a number under key 'q'"):
+        ev.masked_samples("text", [line], None, "x", 64, ["q"])
 
 
 # ---------------------------------------------------------------- end to end
@@ -102,31 +99,38 @@ def lines(data, split):
     return sum(1 for _ in open(os.path.join(data, f"{split}.txt")))
 
 
-def test_arithmetic_end_to_end_text_encoding(tmp_path_factory, tmp_path):
-    data = prepared(tmp_path_factory, "mult3", "prepare/arithmetic.py", "--variant=mult3", encodings=("p10",))
+def evaluate(ckpt, data, tmp_path, *extra, check=False):
+    """eval.py on data, its report written to tmp_path/e: (CompletedProcess, report prefix)."""
+    prefix = str(tmp_path / "e")
+    return run("eval.py", f"--ckpt={ckpt}", f"--data_dir={data}", f"--out={prefix}", *extra, check=check), prefix
+
+
+@pytest.fixture(scope="module")
+def mult3(tmp_path_factory):
+    return prepared(tmp_path_factory, "mult3", "prepare/arithmetic.py", "--variant=mult3", encodings=("p10", "xval"))
+
+
+def test_arithmetic_end_to_end_text_encoding(mult3, tmp_path):
+    data = mult3
     report, stdout, _ = evaluated(trained(data, str(tmp_path / "p10"), "p10", block_size=32))
     assert report["task"] == "arithmetic" and report["encoding"] == "p10" and list(report["splits"]) == ["test"]
     r = report["splits"]["test"]["answer"]
-    assert r["n"] == lines(data, "test")
     m = r["per_seed"][0]
-    assert 0 <= r["mean"]["invalid_rate"] <= 1 and m["valid"] == round(r["n"] * (1 - r["mean"]["invalid_rate"]))
+    assert r["n"] == lines(data, "test") and 0 <= r["mean"]["invalid_rate"] <= 1
+    assert m["valid"] == round(r["n"] * (1 - r["mean"]["invalid_rate"]))
     if m["valid"] > 2:
         assert math.isfinite(m["r2"]) and m["adj_r2"] <= m["r2"]
     assert report["config"]["encoding"] == "p10" and "| test | answer |" in stdout
-
-    import shutil  # a test line with text the vocabulary never saw: an error naming the line
-    bad = str(tmp_path / "bad")
-    shutil.copytree(data, bad)
+    bad = shutil.copytree(data, str(tmp_path / "bad"))  # text the vocabulary never saw: an error naming the line
     rows = open(os.path.join(bad, "test.txt")).read().splitlines()
     rows[2] = "zz" + rows[2]
     open(os.path.join(bad, "test.txt"), "w").write("\n".join(rows) + "\n")
-    r = run("eval.py", f"--ckpt={tmp_path / 'p10' / 'ckpt_best.pt'}", f"--data_dir={bad}", f"--out={tmp_path / 'x'}",
-            check=False)
+    r, _ = evaluate(tmp_path / "p10" / "ckpt_best.pt", bad, tmp_path)
     assert r.returncode != 0 and "test.txt:3" in r.stderr
 
 
-def test_a_causal_checkpoint_is_scored_by_generation_and_says_so(tmp_path_factory, tmp_path):
-    data = prepared(tmp_path_factory, "mult3c", "prepare/arithmetic.py", "--variant=mult3", encodings=("xval",))
+def test_a_causal_checkpoint_is_scored_by_generation_and_says_so(mult3, tmp_path):
+    data = mult3
     causal = trained(data, str(tmp_path / "causal"), block_size=32, extra=["--causal=True"])
     report, stdout, prefix = evaluated(causal)
     assert report["causal"] is True and "each number generated from the text before it" in open(prefix + ".md").read()
@@ -139,8 +143,7 @@ def test_a_causal_checkpoint_is_scored_by_generation_and_says_so(tmp_path_factor
 
 def test_lookup_end_to_end_with_two_seeds_and_plots(tmp_path_factory, tmp_path):
     data = prepared(tmp_path_factory, "lookup", "prepare/lookup.py")
-    ckpts = [trained(data, str(tmp_path / f"s{s}"), seed=s) for s in (1, 2)]
-    report, _, prefix = evaluated(*ckpts, extra=["--plots"])
+    report, _, prefix = evaluated(*[trained(data, str(tmp_path / f"s{s}"), seed=s) for s in (1, 2)], extra=["--plots"])
     assert list(report["splits"]) == ["test", "test_ood"]
     for split in ("test", "test_ood"):
         r = report["splits"][split]["answer"]
@@ -149,8 +152,7 @@ def test_lookup_end_to_end_with_two_seeds_and_plots(tmp_path_factory, tmp_path):
         assert r["mean"]["acc3"] <= r["mean"]["acc2"] + 1e-12  # 3 figures right implies 2 right
         assert r["std"]["mse"] == pytest.approx(abs(r["per_seed"][0]["mse"] - r["per_seed"][1]["mse"]) / math.sqrt(2))
         assert os.path.getsize(f"{prefix}_{split}.png") > 1000
-    truths = [float(l.rsplit("=", 1)[1]) for l in open(os.path.join(data, "test_ood.txt"))]
-    assert all(0.3 < t < 0.5 for t in report["splits"]["test_ood"]["answer"]["truth"]) and len(truths) > 0
+    assert all(0.3 < t < 0.5 for t in report["splits"]["test_ood"]["answer"]["truth"]) and lines(data, "test_ood")
 
 
 @pytest.mark.slow
@@ -158,9 +160,8 @@ def test_planets_end_to_end_on_both_ood_sets(tmp_path_factory, tmp_path):
     data = prepared(tmp_path_factory, "planets", "prepare/planets.py")
     report, _, _ = evaluated(trained(data, str(tmp_path / "xval"), block_size=1024))
     assert list(report["splits"]) == ["test", "test_ood_a0", "test_ood_stepsize"]
-    n = lines(data, "test")
     test = report["splits"]["test"]
-    assert [test[q]["n"] for q in ("dt", "a0", "e0", "m0")] == [n] * 4
+    assert [test[q]["n"] for q in ("dt", "a0", "e0", "m0")] == [lines(data, "test")] * 4
     planets = [sum(1 for k in json.loads(l)["description"] if k.startswith("planet"))
                for l in open(os.path.join(data, "test.txt"))]
     assert test["steps"]["n"] == 10 * 2 * sum(planets)  # 10 steps × (x, y) × every planet
@@ -172,33 +173,32 @@ def test_planets_end_to_end_on_both_ood_sets(tmp_path_factory, tmp_path):
 def test_temperature_end_to_end_in_kelvin(tmp_path_factory, tmp_path):
     from helpers import truth_field, write_old_layout
     tmp = tmp_path_factory.mktemp("era5")
-    nc = write_old_layout(tmp / "t2m.nc", truth_field())
     data = str(tmp / "data")
-    run("prepare/era5.py", str(nc), "--size=tiny", "--out", data, "--workers=1")
+    run("prepare/era5.py", str(write_old_layout(tmp / "t2m.nc", truth_field())), "--size=tiny", "--out", data,
+        "--workers=1")
     run("tokenize_numbers.py", data, "--encoding", "xval", "--workers=1")
     report, _, prefix = evaluated(trained(data, str(tmp_path / "xval"), block_size=2048), extra=["--max_samples=20"])
-    out = open(prefix + ".md").read()
     r = report["splits"]["test"]["t+1"]
-    stations = [len(json.loads(l)["data"]) for l in list(open(os.path.join(data, "test.txt")))[:20]]
-    assert r["n"] == sum(stations)
+    rows = [row for l in list(open(os.path.join(data, "test.txt")))[:20] for row in json.loads(l)["data"]]
+    assert r["n"] == len(rows)
     std = json.load(open(os.path.join(data, "meta.json")))["normalisation"]["std"]
     assert r["mean"]["mse_kelvin2"] == pytest.approx(r["mean"]["mse"] * std ** 2)
-    rows = [row for l in list(open(os.path.join(data, "test.txt")))[:20] for row in json.loads(l)["data"]]
     by_hand = sum((row[-1] - row[-2]) ** 2 for row in rows) / len(rows)  # persistence: the previous step
-    assert r["persistence"]["mse"] == pytest.approx(by_hand) and "persistence (each station's previous step)" in out
+    assert r["persistence"]["mse"] == pytest.approx(by_hand)
+    assert "persistence (each station's previous step)" in open(prefix + ".md").read()
 
 
 @pytest.mark.slow
 def test_summary_puts_encodings_side_by_side(tmp_path_factory, tmp_path):
     data = prepared(tmp_path_factory, "ops2", "prepare/arithmetic.py", "--variant=ops2", encodings=("xval", "fp15"))
+    runs = tmp_path / "runs"
     for enc in ("fp15", "xval"):  # folders <setting>_<encoding>: one table per setting
-        ckpt = trained(data, str(tmp_path / "runs" / f"ops2_{enc}"), enc, block_size=32)
-        run("eval.py", f"--ckpt={ckpt}", f"--out={tmp_path / 'runs' / f'ops2_{enc}' / 'eval'}")
-    out = run("dev/summarize.py", str(tmp_path / "runs")).stdout
+        ckpt = trained(data, str(runs / f"ops2_{enc}"), enc, block_size=32)
+        run("eval.py", f"--ckpt={ckpt}", f"--out={runs / f'ops2_{enc}' / 'eval'}")
+    out = run("dev/summarize.py", str(runs)).stdout
     assert out.count("## ") == 1 and "## ops2" in out and "| xval | fp15 |" in out
-    assert "tokens/sample mean (max) | 6 (6) | 6 (6) |" in out
-    assert os.path.exists(tmp_path / "runs" / "summary.md")
-    mixed = " ".join(str(tmp_path / "runs" / f"ops2_{enc}" / "ckpt_best.pt") for enc in ("fp15", "xval"))
+    assert "tokens/sample mean (max) | 6 (6) | 6 (6) |" in out and os.path.exists(runs / "summary.md")
+    mixed = " ".join(str(runs / f"ops2_{enc}" / "ckpt_best.pt") for enc in ("fp15", "xval"))
     r = run("eval.py", f"--ckpt={mixed}", f"--out={tmp_path / 'mixed'}", check=False)
     assert r.returncode != 0 and "another encoding or vocabulary" in r.stderr  # seeds of one setting only
 
@@ -208,23 +208,7 @@ def test_a_missing_checkpoint_is_a_clear_error(tmp_path):
     assert r.returncode != 0 and "nope.pt not found" in r.stderr
 
 
-# ---------------------------------------------------------------- your own data (issue 21)
-
-def test_own_data_masks_the_last_or_every_number_under_a_key():
-    line = '{"station":"b","t":[1.35,1.36,1.21],"p":0.42}'
-    pieces, groups = ev.masked_groups("text", line, "x:1", ["t", "p"])
-    numbers = [v for kind, v in pieces if kind == "num"]
-    assert {q: [numbers[i] for i in idx] for q, idx in groups.items()} == {"t": [1.21], "p": [0.42]}
-    _, groups = ev.masked_groups("text", line, "x:1", ["t"], every=True)
-    assert [numbers[i] for i in groups["t"]] == [1.35, 1.36, 1.21]
-    assert ev.previous_values(line, groups["t"][-1:], "x:1", "key 't'") == [1.36]  # persistence
-    assert ev.masked_groups("text", "1+2=3", "x:1")[1] == {"last": [2]}  # plain text: the last number
-    assert ev.masked_groups("text", line, "x:1", ["q"])[1] == {"q": []}  # a record without q (a missing value)
-    with pytest.raises(ev.TextError, match="x: no record has a number under key 'q'"):
-        ev.masked_samples("text", [line], None, "x", ["q"])
-    m = ev.metrics("text", [0.0, 1.0, 2.0], [0.0, 1.0, 3.0], {}, scale=(280.0, 5.0))
-    assert m["mse_original"] == pytest.approx(m["mse"] * 25) and m["r2_original"] == pytest.approx(m["r2"])
-
+# ---------------------------------------------------------------- your own data
 
 @pytest.fixture(scope="module")
 def own(tmp_path_factory):
@@ -233,7 +217,8 @@ def own(tmp_path_factory):
     return data, trained(data, str(tmp_path_factory.mktemp("own_run")), block_size=64)
 
 
-def test_own_data_scored_in_original_units_beside_its_baselines(own):
+def test_own_data_scored_in_original_units_beside_its_baselines_with_plots(own, monkeypatch):
+    import eval_report
     data, ckpt = own
     r = run("eval.py", f"--ckpt={ckpt}", "--mask_key=t", "--save_predictions=True")
     prefix = os.path.join(os.path.dirname(ckpt), "eval_t")  # named after the key: no other report is replaced
@@ -241,19 +226,40 @@ def test_own_data_scored_in_original_units_beside_its_baselines(own):
     report = json.load(open(prefix + ".json"))
     t = report["splits"]["test"]["t"]
     test = [json.loads(l)["t"] for l in open(os.path.join(data, "test.txt"))]
-    assert report["task"] == "text" and t["truth"] == [row[-1] for row in test]
+    assert t["truth"] == [row[-1] for row in test]
     assert t["mean"]["mse_original"] == pytest.approx(t["mean"]["mse"] * 25)
     assert t["mean"]["r2_original"] == pytest.approx(t["mean"]["r2"], abs=1e-9)
     by_hand = np.mean([(row[-1] - row[-2]) ** 2 for row in test])
-    assert t["persistence"]["mse"] == pytest.approx(by_hand) and t["persistence"]["mse_original"] == pytest.approx(by_hand * 25)
+    assert t["persistence"]["mse"] == pytest.approx(by_hand)
+    assert t["persistence"]["mse_original"] == pytest.approx(by_hand * 25)
     mean = np.mean([json.loads(l)["t"][-1] for l in open(os.path.join(data, "train.txt"))])
     assert t["train_mean"]["mse"] == pytest.approx(np.mean([(row[-1] - mean) ** 2 for row in test]))
-    assert "persistence (the previous value of the same key)" in r.stdout and "the key's training mean" in r.stdout
-    assert "MSE (original units)" in r.stdout
-
+    for said in ("persistence (the previous value of the same key)", "the key's training mean",
+                 "MSE (original units)", "MSE of median (original units)"):
+        assert said in r.stdout
+    row = next(l for l in r.stdout.splitlines() if l.startswith("| test | t"))
+    assert row.endswith(f"| {eval_report.fmt(t['median_prediction']['mse_original'])} |")
+    # the figures, in the file's units
+    figures, s = [], json.load(open(os.path.join(data, "meta.json")))["scales"]["t"]
+    monkeypatch.setattr(eval_report, "save_figure", lambda plt, fig, title, path: figures.append((fig, title)))
+    t.update(pit=[0.5] * len(t["truth"]), mixture=[[0.0, 0.0, 0.0, 0.0, -1.0, -1.0]] * len(t["truth"]),
+             per_seed=[{"cover50": 0.5, "cover90": 0.9}])
+    report["splits"]["test"] = {"t": t}
+    eval_report.write_plots(report, {}, {"t": (s["center"], s["spread"])}, "unused")
+    (scatter, _), _, (densities, title) = figures
+    ax = scatter.axes[0]
+    assert ax.get_xlabel() == "true (original units)" and ax.get_ylabel() == "predicted (original units)"
+    truth, median = np.array(t["truth"]), np.array(t["median"])
+    assert np.allclose(ax.collections[0].get_offsets(), np.stack([truth, median], 1) * s["spread"] + s["center"])
+    assert f"MSE {eval_report.fmt(t['median_prediction']['mse_original'])}" in ax.get_title()
+    # a density of mean 0 (scaled) peaks at the key's center, and integrates to 1 in the file's units
+    x, y = densities.axes[0].lines[0].get_data()
+    assert x[np.argmax(y)] == pytest.approx(s["center"], abs=0.02 * s["spread"])
+    assert np.trapezoid(y, x) == pytest.approx(1, abs=0.02) and "original units" in title
+    assert densities.axes[0].lines[1].get_xdata()[0] == pytest.approx(truth[0] * s["spread"] + s["center"])
     report = evaluated(ckpt)[0]
-    assert set(report["splits"]["test"]) == {"t", "p"}  # without --mask_key: every scaled key
-    r = run("eval.py", f"--ckpt={ckpt}", "--mask_key=t", "--mask_all=True")
+    assert report["task"] == "text" and set(report["splits"]["test"]) == {"t", "p"}  # every scaled key
+    run("eval.py", f"--ckpt={ckpt}", "--mask_key=t", "--mask_all=True")
     every = json.load(open(os.path.join(os.path.dirname(ckpt), "eval_t_all.json")))["splits"]["test"]["t"]
     assert every["n"] == 3 * len(test) and "persistence" not in every and "train_mean" in every
 
@@ -263,36 +269,31 @@ def test_a_plain_text_folder_is_scored_on_its_last_number(tmp_path):
     d.mkdir()
     rng = np.random.default_rng(1)
     for split, n in (("train", 40), ("val", 8), ("test", 8)):
-        rows = [(a, b) for a, b in rng.uniform(0, 1, (n, 2)).round(2)]
-        (d / f"{split}.txt").write_text("".join(f"{a}+{b}={round(a + b, 2)}\n" for a, b in rows))
+        (d / f"{split}.txt").write_text("".join(f"{a}+{b}={round(a + b, 2)}\n" for a, b in rng.uniform(0, 1, (n, 2)).round(2)))
     run("tokenize_numbers.py", str(d), "--encoding", "xval", "--workers=1", "--plain-text")
-    report, stdout, _ = evaluated(trained(str(d), str(tmp_path / "run"), block_size=32))
+    report, _, _ = evaluated(trained(str(d), str(tmp_path / "run"), block_size=32))
     r = report["splits"]["test"]["last"]
     assert report["task"] == "text" and r["n"] == 8 and "r2" in r["mean"] and "mse_original" not in r["mean"]
     assert "train_mean" in r and "persistence" not in r
 
 
-# ---------------------------------------------------------------- what eval.py refuses (issue 23)
-
 def test_only_seeds_of_one_setting_are_averaged(own, tmp_path):
-    import shutil
     data, ckpt = own
-    other = trained(data, str(tmp_path / "lr"), block_size=64, seed=2, extra=["--learning_rate=1e-3"])
+    other = trained(data, str(tmp_path / "lr"), seed=2, extra=["--learning_rate=1e-3"])
     r = run("eval.py", f"--ckpt={ckpt} {other}", check=False)
-    assert r.returncode != 0 and "differ in learning_rate (0.0002 vs 0.001)" in r.stderr and "must agree" in r.stderr and "evaluated in" not in r.stdout
+    assert "differ in learning_rate (0.0002 vs 0.001)" in r.stderr and "must agree" in r.stderr
+    assert r.returncode != 0 and "evaluated in" not in r.stdout
     r = run("eval.py", f"--ckpt={ckpt} {ckpt}", check=False)
     assert r.returncode != 0 and "is given twice" in r.stderr
-    relative = trained(os.path.relpath(data, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                       str(tmp_path / "relative"), block_size=64, seed=3)  # the same dataset, named relative to the repository
-    report, _, _ = evaluated(ckpt, relative)
-    assert len(report["checkpoints"]) == 2
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the same dataset, named relative to it
+    relative = trained(os.path.relpath(data, root), str(tmp_path / "relative"), seed=3)
+    assert len(evaluated(ckpt, relative)[0]["checkpoints"]) == 2
     shutil.copy(ckpt, tmp_path / "copy.pt")
     r = run("eval.py", f"--ckpt={ckpt} {tmp_path / 'copy.pt'}", check=False)
     assert r.returncode != 0 and "are the same run (seed 1" in r.stderr and "evaluated in" not in r.stdout
 
 
 def test_the_report_goes_where_it_can_be_written_and_replaces_no_other(own, tmp_path):
-    import shutil
     data, ckpt = own
     (tmp_path / "file").write_text("")
     r = run("eval.py", f"--ckpt={ckpt}", f"--out={tmp_path / 'file' / 'report'}", check=False)
@@ -301,8 +302,7 @@ def test_the_report_goes_where_it_can_be_written_and_replaces_no_other(own, tmp_
     own_report = os.path.join(os.path.dirname(ckpt), "eval.json")
     run("eval.py", f"--ckpt={ckpt}")
     before = open(own_report).read()
-    copy = str(tmp_path / "copy_of_data")
-    shutil.copytree(data, copy)
+    copy = shutil.copytree(data, str(tmp_path / "copy_of_data"))
     r = run("eval.py", f"--ckpt={ckpt}", f"--data_dir={copy}")
     assert os.path.join(os.path.dirname(ckpt), "eval_copy_of_data.json") in r.stdout
     assert open(own_report).read() == before and json.load(open(own_report))["data_dir"] == data
@@ -317,7 +317,7 @@ def test_eval_reads_each_checkpoints_weights_once(checkpoint, data, tmp_path, mo
         full.extend([] if kwargs.get("mmap") else [path])
         return real(path, *args, **kwargs)
     monkeypatch.setattr(torch, "load", load)
-    run("eval.py", f"--ckpt={checkpoint}", f"--data_dir={data}", f"--out={tmp_path / 'eval'}", "--max_samples=4")
+    evaluate(checkpoint, data, tmp_path, "--max_samples=4", check=True)
     assert full == [checkpoint]
 
 
@@ -325,12 +325,11 @@ def test_a_test_sample_longer_than_the_models_context_is_one_line_naming_it(chec
     long = "(" + "+".join(["0.5"] * 40) + ")=20"  # far more tokens than the tiny model's block_size
     with open(os.path.join(own_data, "test.txt"), "a") as f:
         f.write(long + "\n")
-    n = sum(1 for _ in open(os.path.join(own_data, "test.txt")))
+    n = lines(own_data, "test")
     meta = json.load(open(os.path.join(own_data, "meta.json")))
     meta["splits"]["test"] = n  # as a prepare run counts it
     json.dump(meta, open(os.path.join(own_data, "meta.json"), "w"))
-    error = one_line_error(run("eval.py", f"--ckpt={checkpoint}", f"--data_dir={own_data}", f"--out={tmp_path / 'e'}",
-                               check=False))
+    error = one_line_error(evaluate(checkpoint, own_data, tmp_path)[0])
     assert f"test.txt:{n}:" in error and "more than the block_size" in error
     r = run("sample.py", f"--ckpt={checkpoint}", input=f"(0.5+0.25)=[?]\n{long[:-2]}[?]\n", check=False)
     assert r.returncode != 0 and "stdin:2" in r.stderr and "block_size" in r.stderr and "Traceback" not in r.stderr
@@ -342,5 +341,80 @@ def test_a_report_of_some_samples_never_replaces_the_report_of_all(checkpoint, d
     run("eval.py", f"--ckpt={checkpoint}", f"--data_dir={data}")
     full = open(os.path.join(folder, "eval.json")).read()
     r = run("eval.py", f"--ckpt={checkpoint}", f"--data_dir={data}", "--max_samples=5")
-    assert open(os.path.join(folder, "eval.json")).read() == full
-    assert json.load(open(os.path.join(folder, "eval_first5.json")))["max_samples"] == 5 and "eval_first5.md" in r.stdout
+    assert open(os.path.join(folder, "eval.json")).read() == full and "eval_first5.md" in r.stdout
+    assert json.load(open(os.path.join(folder, "eval_first5.json")))["max_samples"] == 5
+
+
+# ---------------------------------------------------------------- a bad score is never hidden
+
+def test_a_number_head_giving_nan_or_inf_is_counted_warned_and_reported(checkpoint, data, tmp_path, monkeypatch):
+    forward, planted = model.NumberHead.forward, []
+
+    def diverging(self, h):  # every third prediction NaN, the next one inf
+        out = forward(self, h).clone()
+        out[0::3], out[1::3] = math.nan, math.inf
+        planted.append(len(out[0::3]) + len(out[1::3]))
+        return out
+    monkeypatch.setattr(model.NumberHead, "forward", diverging)
+    r, prefix = evaluate(checkpoint, data, tmp_path, "--save_predictions=True", check=True)
+    report, bad, md = json.load(open(prefix + ".json")), sum(planted), open(prefix + ".md").read()
+    a = report["splits"]["test"]["answer"]
+    n = a["n"]
+    assert 0 < bad < n and a["per_seed"][0]["valid"] == n - bad and a["mean"]["invalid_rate"] == pytest.approx(bad / n)
+    warning = f"warning: test · answer: {bad} of {n} predictions are NaN or infinite"
+    assert warning in r.stdout and warning in md and any(w.startswith(warning[9:]) for w in report["warnings"])
+    assert "| invalid |" in md  # shown for xVal too, where there are any
+    # the MSE is over the finite predictions: a number, not inf, and the one computed by hand
+    truth, median = np.array(a["truth"]), np.array([math.nan if v is None else v for v in a["median"]])
+    ok = np.isfinite(median)
+    assert ok.sum() == n - bad and a["mean"]["mse"] == pytest.approx(float(np.mean((truth[ok] - median[ok]) ** 2)))
+
+
+def test_a_diverged_checkpoint_is_not_scored_silently_and_xval_hides_a_zero_invalid_column(checkpoint, data, tmp_path):
+    r, _ = evaluate(checkpoint, data, tmp_path)
+    assert "| not [NUM] |" in r.stdout and "| invalid |" not in r.stdout and "warning" not in r.stdout
+    c = torch.load(checkpoint, weights_only=True)
+    c["model"] = {k: v.fill_(math.nan) if k.startswith("num_head.") else v for k, v in c["model"].items()}
+    torch.save(c, tmp_path / "diverged.pt")
+    r, prefix = evaluate(tmp_path / "diverged.pt", data, tmp_path, check=True)
+    a = json.load(open(prefix + ".json"))["splits"]["test"]["answer"]
+    assert a["per_seed"][0]["valid"] == 0 and a["mean"]["invalid_rate"] == 1.0
+    assert f"warning: test · answer: {a['n']} of {a['n']} predictions are NaN or infinite" in r.stdout
+    table = next(line for line in r.stdout.splitlines() if line.startswith("| test | answer |"))
+    assert "| 1 |" in table  # the invalid rate, beside the MSE that has no value
+
+
+@pytest.mark.parametrize("split,text,what", [("test", "", "an empty file"), ("test", "\n  \n", "blank lines only"),
+                                              ("test_ood", "", "an empty file")])
+def test_an_empty_or_blank_split_is_one_line_and_no_report(checkpoint, own_data, tmp_path, split, text, what):
+    open(os.path.join(own_data, f"{split}.txt"), "w").write(text)
+    r, prefix = evaluate(checkpoint, own_data, tmp_path)
+    assert f"{os.path.join(own_data, split)}.txt: no sample ({what})" in one_line_error(r)
+    assert not os.path.exists(prefix + ".json") and not os.path.exists(prefix + ".md")
+
+
+def own_checkpoint(checkpoint, data_dir, path):
+    """The checkpoint, as if it had been trained on data_dir (its own dataset: the fingerprint is checked)."""
+    c = torch.load(checkpoint, weights_only=True)
+    c["data_dir"] = c["config"]["data_dir"] = data_dir
+    torch.save(c, path)
+    return str(path)
+
+
+@pytest.mark.parametrize("text", ["", " \n"])
+@pytest.mark.parametrize("own", [False, True])
+def test_an_empty_meta_json_is_one_line_naming_it(checkpoint, own_data, tmp_path, text, own):
+    ckpt = own_checkpoint(checkpoint, own_data, tmp_path / "own.pt") if own else checkpoint
+    open(os.path.join(own_data, "meta.json"), "w").write(text)
+    r, prefix = evaluate(ckpt, own_data, tmp_path)
+    assert f"{os.path.join(own_data, 'meta.json')}: not readable JSON" in one_line_error(r)
+    assert not os.path.exists(prefix + ".json")
+
+
+def test_an_empty_vocab_json_is_named_where_it_is_read(checkpoint, own_data, tmp_path):
+    open(os.path.join(own_data, "vocab.json"), "w").close()
+    # eval.py and sample.py read the vocabulary from the checkpoint, which holds it
+    ckpt = own_checkpoint(checkpoint, own_data, tmp_path / "own.pt")
+    assert run("eval.py", f"--ckpt={ckpt}", f"--out={tmp_path / 'e'}").returncode == 0
+    error = one_line_error(run("tokenize_numbers.py", own_data, "--workers=1", check=False))
+    assert f"{os.path.join(own_data, 'vocab.json')}: not readable JSON" in error

@@ -266,7 +266,7 @@ def test_a_causal_model_fills_in_by_generating_each_number_from_the_text_before_
     ids, values, _ = encode("(0.5+0.25)=0.75", vocab)
     ask = np.zeros(len(ids), bool)
     ask[-len(encode("0.75", vocab)[0]):] = True  # the answer's tokens
-    (predicted,), counts = fill_in(model, vocab, [(ids, values, ask)])
+    (predicted,), counts, _ = fill_in(model, vocab, [(ids, values, ask)])
     # by hand: greedy tokens from the prompt, the number head at the last position of the prompt
     prompt = int(np.flatnonzero(ask)[0])
     x, v = torch.tensor(ids[None, :prompt]), torch.tensor(values[None, :prompt])

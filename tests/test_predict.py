@@ -6,9 +6,8 @@ import pytest
 import torch
 from conftest import run
 
-from dataset import KeyAbsent
 from model import GPT, GPTConfig
-from predict import detokenize, encode_line, fill_in, filled, generate, load_model
+from predict import KeyAbsent, detokenize, encode_line, fill_in, filled, generate, in_own_units, load_model
 from tokenize_numbers import TextError, Vocab, build_text_vocab
 
 LINES = ["(0.5+0.25)=[?]", "([?]+0.125)=0.75", "([?][?]+1)=[?]"]
@@ -33,8 +32,7 @@ def test_sample_prints_the_numbers_fill_in_predicts(tmp_path, encoding, head, sp
     r = run("sample.py", f"--ckpt={path}", "--device=cpu", f"--spread={spread}", input="\n".join(LINES) + "\n")
     model, vocab, _ = load_model(path)
     samples = [encode_line(line, f"stdin:{i}", vocab, 64)[0] for i, line in enumerate(LINES, 1)]
-    mixtures = []
-    predictions, counts = fill_in(model, vocab, samples, mixtures=mixtures)
+    predictions, counts, mixtures = fill_in(model, vocab, samples)
     shown = [filled(line, values, mixtures[i] if mixtures else None, spread)
              for i, (line, values) in enumerate(zip(LINES, predictions))]
     assert r.stdout.splitlines()[:3] == shown and "[?]" not in "".join(shown)
@@ -49,7 +47,7 @@ def test_a_causal_model_prints_what_generate_writes(tmp_path, head):
     r = run("sample.py", f"--ckpt={path}", "--device=cpu", "--max_new_tokens=6", "--temperature=1.0",
             input="(0.5+0.25)=\n")
     model, vocab, _ = load_model(path)
-    (ids, values, _), _, _ = encode_line("(0.5+0.25)=", "stdin:1", vocab, 64, causal=True)
+    (ids, values, _), *_ = encode_line("(0.5+0.25)=", "stdin:1", vocab, 64, causal=True)
     out = generate(model, ids, values, 6, 1.0, torch.Generator().manual_seed(1337))
     assert len(out[0]) > len(ids) and r.stdout == detokenize(out[0], out[1], vocab) + "\n"
 
@@ -57,15 +55,21 @@ def test_a_causal_model_prints_what_generate_writes(tmp_path, head):
 def test_a_masked_number_is_encoded_as_a_marker_written_in_its_place():
     record = '{"t":[1,2,3],"p":4}'
     vocab = Vocab(build_text_vocab([record, "(0.5+0.25)=0.75"]), "xval")
-    asked, _, _ = encode_line("(0.5+0.25)=[?]", "x", vocab, 64)
-    masked, truths, text = encode_line("(0.5+0.25)=0.75", "x", vocab, 64, mask="")
+    asked, *_ = encode_line("(0.5+0.25)=[?]", "x", vocab, 64)
+    masked, truths, text, _ = encode_line("(0.5+0.25)=0.75", "x", vocab, 64, mask="")
     assert text == "(0.5+0.25)=[?]" and truths == [0.75]
     assert all((a == b).all() for a, b in zip(asked, masked))
-    _, truths, text = encode_line(record, "x", vocab, 64, mask="t")
+    _, truths, text, _ = encode_line(record, "x", vocab, 64, mask="t")
     assert text == '{"t":[1,2,[?]],"p":4}' and truths == [3]
-    _, truths, text = encode_line(record, "x", vocab, 64, mask="t", mask_all=True)
+    _, truths, text, _ = encode_line(record, "x", vocab, 64, mask="t", mask_all=True)
     assert text == '{"t":[[?],[?],[?]],"p":4}' and truths == [1, 2, 3]
     with pytest.raises(KeyAbsent, match="x: no number under key 'q'"):
         encode_line('{"t":[1,2,3]}', "x", vocab, 64, mask="q")
     with pytest.raises(TextError, match="more than the model's block_size 4"):
         encode_line("(0.5+0.25)=[?]", "x", vocab, 4)
+
+
+def test_a_generated_record_is_printed_in_the_files_units():
+    meta = {"scales": {"a": {"center": 10.0, "spread": 2.0}, "b": {"center": -1.0, "spread": 0.5}}}
+    assert in_own_units('{"a":0.5,"b":[1,-2]}', "x", meta) == '{"a":11,"b":[-0.5,-2]}'
+    assert in_own_units('{"a":0.5,"b":[1', "x", meta).endswith("(scaled: not a complete record)")

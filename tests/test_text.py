@@ -13,7 +13,8 @@ from conftest import ROOT, run
 sys.path.insert(0, os.path.join(ROOT, "prepare"))
 import text
 
-from dataset import Split, masked_numbers
+from dataset import Split
+from predict import masked_numbers
 from tokenize_numbers import split_text
 
 SPLITS = ("train", "val", "test")

@@ -1,0 +1,253 @@
+"""The baselines a model must beat, scored by eval.py on the same values: own data's training mean
+and least squares on the record's other numbers; persistence and seasonal persistence of a series;
+the verdict names the best (docs/training.md#evaluate)."""
+
+import json
+import math
+import os
+
+import numpy as np
+
+from dataset import read_samples
+from predict import is_json_number, json_paths
+from tokenize_numbers import TextError
+
+# the least autocorrelation of a period's peak, and its least rise above the dip before it
+PERIOD_R = 0.3
+# baseline -> its name in the verdict
+BASELINES = dict(
+    train_mean="training mean",
+    least_squares="least squares",
+    persistence="persistence",
+    seasonal_persistence="seasonal persistence",
+)
+
+
+def previous_values(line, indices, where, what, lag=1):
+    """Each masked number's value lag steps earlier in its list (None: none); what: a number first
+    in its list is an error naming it (a series' forecast needs two steps)."""
+    record = json.loads(line)
+    paths, out = list(json_paths(record)), []
+    for i in indices:
+        *parent, step = paths[i]
+        if what and isinstance(step, int) and step < 1:
+            raise TextError(f"{where}: {what} with 1 time step(s); a forecast needs at least 2")
+        value = record
+        for k in parent:
+            value = value[k]
+        out.append(value[step - lag] if isinstance(step, int) and step >= lag else None)
+    return out
+
+
+def value_at(record, key):
+    """The value under a key or a path to a nested one (meta.t), or None."""
+    for k in key.split("."):
+        record = record.get(k) if isinstance(record, dict) else None
+    return record
+
+
+class LeastSquares:
+    """Least squares (with intercept) of y on columns (key, step: None for a key's one number); a
+    predictor a record lacks is filled with its training mean."""
+
+    def __init__(self, columns):
+        self.columns, self.rows = columns, []
+
+    def row(self, record):
+        values = []
+        for k, step in self.columns:
+            v = record.get(k)
+            if isinstance(v, list):
+                v = v[step] if step is not None and step < len(v) else None
+            elif step:
+                v = None
+            values.append(v if is_json_number(v) else math.nan)
+        return values
+
+    def add(self, record, y):
+        self.rows.append([*self.row(record), y])
+
+    def fit(self):
+        """Self, with means and weights (the intercept's last); None without rows or predictors."""
+        z = np.array(self.rows, float).reshape(-1, len(self.columns) + 1)
+        x, y = z[:, :-1], z[:, -1]
+        seen = ~np.isnan(x).all(0)
+        if not len(y) or not seen.any():
+            return None
+        self.columns = [c for c, s in zip(self.columns, seen) if s]
+        self.predictors = list(dict.fromkeys(k for k, _ in self.columns))
+        self.means = np.nanmean(x[:, seen], 0)
+        x = np.where(np.isnan(x[:, seen]), self.means, x[:, seen])
+        self.weights = np.linalg.lstsq(np.c_[x, np.ones(len(y))], y, rcond=None)[0]
+        return self
+
+    def predict(self, records):
+        """The fit's prediction for each record, and how many lacked a predictor."""
+        x = np.array([self.row(r) for r in records], float).reshape(len(records), -1)
+        filled = int(np.isnan(x).any(1).sum())
+        x = np.where(np.isnan(x), self.means, x)
+        return x @ self.weights[:-1] + self.weights[-1], filled
+
+
+def period_of(lists):
+    """The period of short series (lists, each less its straight line): the shortest lag nearly as
+    high as the highest peak of their pooled autocorrelation r (at least PERIOD_R, and PERIOD_R
+    above the dip before it), or None; and r."""
+    longest = max(map(len, lists), default=0)
+    products, squares, pairs = np.zeros((3, longest + 2))
+    for n in set(map(len, lists)):
+        # (lists, n), less each list's straight line
+        x = np.array([v for v in lists if len(v) == n], float)
+        line = np.stack([np.ones(n), np.arange(n)], 1)
+        x = x - x @ line @ np.linalg.pinv(line)
+        for k in range(1, min(n - 1, n // 2 + 1) + 1):
+            products[k] += np.sum(x[:, k:] * x[:, :-k])
+            squares[k] += np.sum(x[:, k:] ** 2 + x[:, :-k] ** 2) / 2
+            pairs[k] += len(x) * (n - k)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = np.where(pairs >= 20, products / squares, math.nan)
+    peaks = [
+        k
+        for k in range(2, longest // 2 + 1)
+        if r[k] >= PERIOD_R
+        and r[k] > r[k - 1]
+        and not r[k] < r[k + 1]
+        and r[k] - np.nanmin(r[1:k]) >= PERIOD_R
+    ]
+    if not peaks:
+        return None, r
+    best = max(r[k] for k in peaks)
+    return next(k for k in peaks if r[k] >= best - 0.1), r
+
+
+def fit_target(record, key, window):
+    """key's one number, or the last of its window: what least squares predicts; or None."""
+    v = record.get(key) if isinstance(record, dict) else None
+    if window:
+        v = v[-1] if isinstance(v, list) and len(v) == window else None
+    return v if is_json_number(v) else None
+
+
+def training_fits(data, meta, keys, every):
+    """Each own-data key's least-squares fit on the record's other numbers (in a window every
+    number but the masked one) and the period of its lists, from the training split."""
+    path, window = os.path.join(data, "train.txt"), meta.get("window")
+    steps = range(window) if window else [None]
+    columns = [(k, i) for k in meta.get("scales") or {} for i in steps]
+    fits = {}
+    for key in keys if not (window and every) else ():
+        masked = (key, window - 1 if window else None)
+        fits[key] = LeastSquares([c for c in columns if c != masked])
+    series = {key: [] for key in keys}
+    for number, line in read_samples(path, required=False):
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise TextError(f"{path}:{number}: a record must be JSON ({e})")
+        for key in keys:
+            if key in fits and (y := fit_target(record, key, window)) is not None:
+                fits[key].add(record, y)
+            v = value_at(record, key)
+            if isinstance(v, list) and all(map(is_json_number, v)) and not every:
+                series[key].append(v)
+    out = {}
+    for key in keys:
+        found, r = period_of(series[key])
+        fit = fits[key].fit() if key in fits else None
+        longest = max(map(len, series[key]), default=0)
+        out[key] = dict(fit=fit, period=found, longest=longest)
+        out[key]["r"] = float(r[found]) if found else None
+    return out
+
+
+def baseline_predictions(task, lines, masked, where, lags, fits, window):
+    """{quantity: {baseline: predictions}} of a split's lines (masked: each line's groups):
+    persistence and seasonal persistence (lags [1, period]; None where a number has no earlier
+    value) and least_squares (predictions, records lacking a predictor)."""
+    earlier = {q: {lag: [] for lag in q_lags} for q, q_lags in lags.items()}
+    strict = task == "era5" or window
+    for number, (line, groups) in enumerate(zip(lines, masked) if lags else [], 1):
+        at = f"{where}:{number}"
+        for quantity, indices in groups.items():
+            what = ("a station" if task == "era5" else f"key {quantity!r}") if strict else None
+            for lag, values in earlier.get(quantity, {}).items():
+                values += previous_values(line, indices, at, what, lag)
+    out = {q: {} for q in set(lags) | set(fits)}
+    for quantity, by_lag in earlier.items():
+        for (lag, values), name in zip(by_lag.items(), ("persistence", "seasonal_persistence")):
+            out[quantity][name] = None if None in values else values
+    for quantity, fit in ((q, f["fit"]) for q, f in fits.items() if f["fit"]):
+        records = [r for r in map(json.loads, lines) if fit_target(r, quantity, window) is not None]
+        out[quantity]["least_squares"] = fit.predict(records)
+    return out
+
+
+def learn_baselines(task, data, meta, keys, every, period):
+    """training_fits' of own data; each series quantity's lags [1, period]; the notes on periods."""
+    series = task == "era5" or (task == "text" and bool(keys) and not every)
+    own = task == "text" and meta.get("dataset") == "text" and bool(keys)
+    fits = training_fits(data, meta, keys, every) if own else {}
+    lags = {q: [1] for q in (keys or ["t+1"])} if series else {}
+    for quantity, fit in fits.items() if series else ():
+        if lag := period or fit["period"]:
+            lags[quantity].append(lag)
+    return fits, lags, period_notes(fits if series else {}, period)
+
+
+def period_notes(fits, period):
+    """Each series key's period: given, detected or none (said once, not per split)."""
+    notes = []
+    for key, fit in ((k, f) for k, f in fits.items() if f["longest"]):
+        if period:
+            notes.append(f"{key}: seasonal persistence with the period given, --period={period}")
+        elif found := fit["period"]:
+            notes.append(
+                f"{key}: period {found} detected in the training lists (r = {fit['r']:.2f})"
+            )
+        else:
+            notes.append(f"{key}: no period found in the training lists: no seasonal persistence")
+    return notes
+
+
+def verdict(r):
+    """Whether the model's mean MSE beats the best baseline's; None without baselines."""
+    scored = [(r[b]["mse"], b) for b in BASELINES if b in r and not math.isnan(r[b]["mse"])]
+    if not scored:
+        return None
+    best, name = min(scored)
+    model = r["mean"]["mse"]
+    ratio = model / best if best > 0 else (1.0 if model == 0 else math.inf)
+    return {"best": name, "ratio": ratio, "beats": bool(ratio < 1)}
+
+
+def outside_training(quantity, truths, meta, scale):
+    """A note where true values lie outside their key's training range (meta.json "ranges")."""
+    known = (meta.get("ranges") or {}).get(quantity.split(".")[0])
+    if not known or not scale:
+        return None
+    y = np.asarray(truths, float) * scale[1] + scale[0]
+    low, high = (y < known[0]).sum(), (y > known[1]).sum()
+    if low + high:
+        return (
+            f"{low + high} of {len(y)} true values lie outside the training"
+            f" range [{known[0]:g}, {known[1]:g}] ({low} below, {high} above, from {y.min():g} to"
+            f" {y.max():g}): the model never saw such values"
+        )
+    return None
+
+
+def baseline_text(name, scores, task):
+    """What a baseline predicts, in words."""
+    if name == "least_squares":
+        filled = f", in {scores['filled']} record(s)" if scores["filled"] else ""
+        return (
+            f"least squares on the record's other numbers ({', '.join(scores['predictors'])};"
+            f" a missing one filled with its training mean{filled})"
+        )
+    if name == "seasonal_persistence":
+        return f"seasonal persistence (the value {scores['period']} steps earlier)"
+    if name == "persistence" and task == "era5":
+        return "persistence (each station's previous step)"
+    if name == "persistence":
+        return "persistence (the previous value of the same key)"
+    return "the key's training mean"
