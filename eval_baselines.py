@@ -10,7 +10,7 @@ import numpy as np
 
 from dataset import read_samples
 from predict import is_json_number, json_paths
-from tokenize_numbers import TextError
+from util import TextError
 
 # the least autocorrelation of a period's peak, and its least rise above the dip before it
 PERIOD_R = 0.3

@@ -11,14 +11,9 @@ import os
 import sys
 import time
 
-from dataset import ENCODINGS, Vocab, tokens_to_number
-from tokenize_arrays import build_text_vocab, encode_lines, write_arrays
-from tokenize_line import NUMBER, encode, split_text, xval_encode
+from dataset import ENCODINGS
+from tokenize_arrays import write_arrays
 from util import TextError
-
-# what prepare/, tools/ and the notebook import from here
-__all__ = ["ENCODINGS", "NUMBER", "TextError", "Vocab", "build_text_vocab", "encode"]
-__all__ += ["encode_lines", "split_text", "tokens_to_number", "xval_encode"]
 
 
 def parse_args(argv):

@@ -136,7 +136,7 @@ LOCKS = ("prepare.lock", "tokenize.lock")
 def dataset_files(out):
     """(ours, others, prepared): the entries of `out` a prepare or tokenize_numbers.py run wrote,
     the others (a folder as "sub/"), and whether a prepare run wrote meta.json."""
-    from tokenize_numbers import ENCODINGS
+    from dataset import ENCODINGS
 
     try:
         with open(os.path.join(out, "meta.json")) as f:

@@ -26,7 +26,8 @@ import pyarrow.csv as pa_csv
 
 # common puts the repository's root on the path
 from common import fail
-from tokenize_numbers import NUMBER, TextError, split_text
+from tokenize_line import NUMBER, split_text
+from util import TextError
 
 # a missing value, in any case
 MISSING = ("", "NA", "N/A", "NaN", "null", "None", "?", "-", "--", ".", "#N/A")

@@ -30,8 +30,8 @@ from reading import words_for_tokenizer
 from records import SPLITS, check_keys, check_values, counting_keys, leave_out_missing
 from records import rows_in, split_records, warn_short, weights
 from scaling import extremes, scale, written
-from tokenize_numbers import TextError, split_text
-from util import open_new, shell_line
+from tokenize_line import split_text
+from util import TextError, open_new, shell_line
 
 # records written at a time
 BLOCK = 50_000

@@ -7,7 +7,7 @@ import pytest
 from conftest import CHECKED, RANGE, ROOT, run
 from helpers import one_line_error
 
-import tokenize_numbers
+import dataset
 from configurator import configure, defaults
 
 TRAIN = os.path.join(ROOT, "train.py")
@@ -21,7 +21,7 @@ def test_every_numeric_setting_has_a_range_and_the_defaults_lie_in_it(script):
 
 
 def test_the_encoding_choices_are_the_tokenizers():
-    assert RANGE["encoding"] == " | ".join(tokenize_numbers.ENCODINGS)
+    assert RANGE["encoding"] == " | ".join(dataset.ENCODINGS)
 
 
 def test_every_range_is_one_some_script_has():

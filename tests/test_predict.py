@@ -8,7 +8,9 @@ from conftest import run
 
 from model import GPT, GPTConfig
 from predict import KeyAbsent, detokenize, encode_line, fill_in, filled, generate, in_own_units, load_model
-from tokenize_numbers import TextError, Vocab, build_text_vocab
+from dataset import Vocab
+from tokenize_arrays import build_text_vocab
+from util import TextError
 
 LINES = ["(0.5+0.25)=[?]", "([?]+0.125)=0.75", "([?][?]+1)=[?]"]
 
