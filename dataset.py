@@ -98,10 +98,7 @@ class Vocab:
         self.num_id = self.first_number_id if encoding == "xval" else None
         self._text_ids = {t: i for i, t in enumerate(self.text_tokens, self.first_text_id)}
         # sample.py sets a trained model's own
-        self.unknown = (
-            "add a sample with it to train.txt and tokenize with --rebuild-vocab, or write it as a"
-            " number or a token the vocabulary has"
-        )
+        self.unknown = "add a sample with it to train.txt and tokenize with --rebuild-vocab"
         # a number's first token, with its sign: how spans are found in arrays
         starts = enumerate(self.number_tokens, self.first_number_id)
         self.number_start_ids = np.array([i for i, t in starts if t[0] in "+-" or t == NUM])
@@ -151,26 +148,15 @@ def decoded_lines(f, where):
             raise TextError(
                 f"{where}:{i}: not UTF-8 text (byte {raw[e.start]:#04x} at column {e.start + 1})"
             ) from None
-        # a byte order mark (a spreadsheet's UTF-8 export) marks the encoding: it is no text
+        # a byte order mark (a spreadsheet's UTF-8 export) is no text
         if i == 1 and line.startswith("\ufeff"):
             line = line[1:]
         if "\0" in line:
-            raise TextError(
-                f"{where}:{i}: a NUL byte at column {line.index(chr(0)) + 1}; expected text, not a"
-                " binary file"
-            )
+            raise TextError(f"{where}:{i}: a NUL byte at column {line.index(chr(0)) + 1}")
         # a file whose lines end in \r alone would be read as one sample
         if "\r" in line:
-            raise TextError(
-                f"{where}:{i}: a carriage return inside the line (a file with \\r line ends?);"
-                " write one sample per line, ended by \\n"
-            )
+            raise TextError(f"{where}:{i}: a carriage return inside the line; end lines with \\n")
         yield line
-
-
-def read_lines(f, where):
-    """decoded_lines as a list."""
-    return list(decoded_lines(f, where))
 
 
 def read_samples(path, required=True):
@@ -187,13 +173,9 @@ _NAME = re.compile(r"\w[\w.-]*")
 
 
 def check_name(name, what):
-    """A name from a file that becomes part of a path (a split, an encoding) must be plain: the
-    path stays inside its folder."""
+    """A name that becomes part of a path (a split, an encoding) stays inside its folder."""
     if not (isinstance(name, str) and _NAME.fullmatch(name) and ".." not in name):
-        raise TextError(
-            f"{what} {name!r} is not a plain name (letters, digits, _ . - and no '..'); "
-            "it names a file inside the dataset's folder"
-        )
+        raise TextError(f"{what} {name!r} is not a plain name (letters, digits, _ . - and no '..')")
 
 
 def require_dataset(data_dir):
@@ -201,22 +183,18 @@ def require_dataset(data_dir):
     if not data_dir:
         raise FileNotFoundError("data_dir is empty; name the folder of a prepared dataset")
     if not os.path.isdir(data_dir):
-        raise FileNotFoundError(
-            f"{data_dir} is not a directory; expected a dataset written by a prepare/ script"
-        )
+        raise FileNotFoundError(f"{data_dir} is not a directory; expected a prepared dataset")
     meta = os.path.join(data_dir, "meta.json")
     if not os.path.exists(meta):
         raise FileNotFoundError(
-            f"{meta} not found: {data_dir} is not a complete dataset (did a prepare/ run stop "
-            "early? run it again); for text files of your own: python tokenize_numbers.py "
-            f"{data_dir} --plain-text"
+            f"{meta} not found: {data_dir} is not a complete dataset (prepare it again); for text"
+            f" files of your own: python tokenize_numbers.py {data_dir} --plain-text"
         )
     return meta
 
 
 def read_json_object(path, keys=(), again=""):
-    """A JSON object from a file; one cut short, not an object or without one of `keys` is a
-    TextError naming the file."""
+    """A JSON object from a file, with each of `keys`, else a TextError naming the file."""
     check_regular(path)
     try:
         with open(path, encoding="utf-8") as f:
@@ -252,9 +230,8 @@ def load_text_vocab(data_dir):
 
 
 def fingerprint(data_dir, encoding):
-    """Short digests of the data a model trains on, for checkpoints: "meta" of meta.json less the
-    command, "arrays" of vocab.json and the ends of the train and val arrays (None: not written).
-    A moved dataset is the same data; one prepared again is not."""
+    """Short digests of the data a model trains on: "meta" of meta.json less the command, "arrays"
+    of vocab.json and the ends of the train and val arrays (None: not written)."""
     meta = {k: v for k, v in read_meta(data_dir).items() if k != "command"}
     digests = {"meta": hashlib.sha1(json.dumps(meta, sort_keys=True).encode()).hexdigest()[:16]}
     try:
@@ -280,16 +257,12 @@ def check_trained_on(checkpoint, path, data_dir, changed_data=False):
         )
     recorded = checkpoint.get("data_fingerprint")
     if recorded is None:
-        print(
-            f"note: {path} does not record its data's fingerprint (an older train.py); {data_dir}"
-            " is not checked"
-        )
+        print(f"note: {path} records no data fingerprint; {data_dir} is not checked")
     elif fingerprint(data_dir, checkpoint["model_args"]["encoding"])["meta"] != recorded["meta"]:
         what = f"{data_dir} has been prepared again since {path} was trained on it"
         if not changed_data:
             raise ValueError(
-                f"{what}: its scales and samples may differ; evaluate anyway with"
-                " --changed_data=True, or train again"
+                f"{what}; evaluate anyway with --changed_data=True, or train again"
             )
         print(f"warning: {what}; evaluating anyway (--changed_data=True)")
 
@@ -319,25 +292,20 @@ class Split:
             self.ids = np.load(base + ".ids.npy", mmap_mode="r")
             self.values = np.load(base + ".values.npy", mmap_mode="r")
             self.offsets = np.load(base + ".offsets.npy")
-        # missing, truncated or not an array
         except (OSError, ValueError, EOFError) as e:
-            raise ValueError(f"{base}: unreadable arrays ({type(e).__name__}: {e}); {again}")
+            raise ValueError(f"{base}: unreadable arrays ({e}); {again}")
         if summary["vocab_digest"] != vocab_digest(load_text_vocab(data_dir)):
             raise ValueError(f"{base}.ids.npy was tokenized with another vocab.json; {again}")
         if (summary["split"], summary["encoding"]) != (split, encoding):
-            raise ValueError(
-                f"{base}.json describes split {summary['split']!r} of {summary['encoding']!r}, not"
-                f" {split!r} of {encoding!r}; {again}"
-            )
-        # the four files are written together: offsets not spanning the others' are another run's
+            raise ValueError(f"{base}.json describes another split or encoding; {again}")
+        # the four files are written together
         o, samples = self.offsets, summary["samples"]
         spans = o.ndim == 1 and o.dtype.kind in "iu" and len(o) > 1 and o[0] == 0
         spans = spans and bool(np.all(o[1:] > o[:-1]))
         if not (spans and samples == len(o) - 1 and o[-1] == len(self.ids) == len(self.values)):
             raise ValueError(
-                f"{base}.offsets.npy ({len(o) - 1} samples, {int(o[-1]) if len(o) else 0} tokens) "
-                f"does not match {base}.json ({samples} samples) and .ids.npy ({len(self.ids)} "
-                f"tokens): the files come from different runs; {again}"
+                f"{base}.offsets.npy, .json and .ids.npy disagree: the files come from different"
+                f" runs; {again}"
             )
         # an edited text would train on its old arrays
         text = os.path.join(data_dir, f"{split}.txt")
@@ -357,14 +325,11 @@ class Split:
         return f"sample {i} (line {i + 1} of {self.split}.txt)"
 
     def check_arrays(self, vocab_size, num_id, again):
-        """Refuse token ids outside the vocabulary and numbers not finite or beyond ±MAX_VALUE now,
-        not as a crash or a NaN loss hours in."""
+        """Refuse ids outside the vocabulary and numbers beyond ±MAX_VALUE now, not as a crash or a
+        NaN loss hours in."""
         ids, values, where = self.ids, self.values, self.base
         if ids.ndim != 1 or ids.dtype.kind not in "iu" or values.ndim != 1 or values.dtype != "f4":
-            raise ValueError(
-                f"{where}.ids.npy/.values.npy hold {ids.dtype} {ids.shape} and {values.dtype} "
-                f"{values.shape}, expected integer ids and float32 values, one-dimensional; {again}"
-            )
+            raise ValueError(f"{where}: expected 1-D integer ids and float32 values; {again}")
         if not isinstance(vocab_size, int) or vocab_size < 1:
             raise ValueError(f"{where}.json has no vocab_size; {again}")
         bad = first_index(len(ids), lambda s: (ids[s] < 0) | (ids[s] >= vocab_size))

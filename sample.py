@@ -19,7 +19,7 @@ from contextlib import nullcontext
 import torch
 
 from configurator import configure
-from dataset import ASK, read_lines
+from dataset import ASK, decoded_lines
 from predict import detokenize, encode_line, fill_in, filled, generate, in_own_units, load_model
 from predict import KeyAbsent, units_of
 from util import TextError, format_number, pick_device, run_main, shell_line
@@ -57,7 +57,7 @@ def read_input(name):
     """The first max_lines lines not blank, with their numbers."""
     try:
         with open(input, "rb") if input != "-" else nullcontext(sys.stdin.buffer) as f:
-            lines = [(i, line) for i, line in enumerate(read_lines(f, name), 1) if line.strip()]
+            lines = [(i, line) for i, line in enumerate(decoded_lines(f, name), 1) if line.strip()]
     except (TextError, IsADirectoryError) as e:
         raise SystemExit(f"error: {e}")
     if not lines:

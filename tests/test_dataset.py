@@ -126,7 +126,7 @@ def test_val_is_tokenized_after_train_and_an_unseen_token_says_what_to_do(tmp_pa
 def test_plain_text_splits_are_the_split_files_and_a_later_test_txt_is_tokenized(tmp_path, capsys):
     (tmp_path / "train.txt").write_text("{a:1}\n{a:2}\n")
     (tmp_path / "README.txt").write_text("my notes\n")
-    with pytest.raises(SystemExit, match="no val.txt; train.py validates on it"):
+    with pytest.raises(SystemExit, match="no val.txt; put samples"):
         tokenize(tmp_path, "--plain-text")
     assert "README.txt not taken as splits" in capsys.readouterr().out
     assert sorted(os.listdir(tmp_path)) == ["README.txt", "train.txt"]
