@@ -77,12 +77,9 @@ def number_table(encoding):
 
 
 def tokens_to_number(tokens, encoding):
-    """One number's value, NaN unless its tokens are exactly one of the encoding's:
+    """One number's value, NaN unless its tokens are exactly one of the text encoding's:
     tokens_to_number(["-602E-1"], "fp15") == -60.2."""
-    if encoding == "xval":
-        raise ValueError("xval numbers carry their value in the values array, not in tokens")
-    tokens = tuple(t if isinstance(t, str) else None for t in tokens)
-    return number_table(encoding)[1].get(tokens, float("nan"))
+    return number_table(encoding)[1].get(tuple(tokens), float("nan"))
 
 
 class Vocab:
@@ -108,10 +105,7 @@ class Vocab:
 
     def text_id(self, token, where="text"):
         if token not in self._text_ids:
-            raise TextError(
-                f"{where}: {shown(token)} is not in the vocabulary built from the training split "
-                f"({len(self.text_tokens)} text tokens); {self.unknown}"
-            )
+            raise TextError(f"{where}: {shown(token)} is not in the vocabulary; {self.unknown}")
         return self._text_ids[token]
 
     def is_number(self, ids):
@@ -130,8 +124,7 @@ class Vocab:
 
 
 def first_index(n, bad, chunk=1 << 22):
-    """The first index below n where bad(a slice) holds, or None, a chunk at a time (memory-mapped
-    arrays stay on disk)."""
+    """The first index below n where bad(a slice) holds, or None, a chunk at a time."""
     for start in range(0, n, chunk):
         hits = np.flatnonzero(bad(slice(start, start + chunk)))
         if len(hits):
@@ -140,7 +133,7 @@ def first_index(n, bad, chunk=1 << 22):
 
 
 def decoded_lines(f, where):
-    """The lines of a binary file object, decoded as UTF-8 (else a TextError naming where:line)."""
+    """The lines of a binary file object, decoded as UTF-8."""
     for i, raw in enumerate(f, 1):
         try:
             line = raw.decode("utf-8").rstrip("\r\n")
@@ -160,7 +153,7 @@ def decoded_lines(f, where):
 
 
 def read_samples(path, required=True):
-    """(line number, line) of a file's lines that are not blank; required: none is an error."""
+    """(line number, line) of a file's lines that are not blank; required: at least one."""
     with open(path, "rb") as f:
         lines = [(i, line) for i, line in enumerate(decoded_lines(f, path), 1) if line.strip()]
     if required and not lines:
@@ -179,9 +172,9 @@ def check_name(name, what):
 
 
 def require_dataset(data_dir):
-    """meta.json's path: without it a folder is not a whole dataset (prepare/ writes it last)."""
+    """meta.json's path: prepare/ writes it last."""
     if not data_dir:
-        raise FileNotFoundError("data_dir is empty; name the folder of a prepared dataset")
+        raise FileNotFoundError("data_dir is empty; name a prepared dataset's folder")
     if not os.path.isdir(data_dir):
         raise FileNotFoundError(f"{data_dir} is not a directory; expected a prepared dataset")
     meta = os.path.join(data_dir, "meta.json")
@@ -222,7 +215,6 @@ def load_text_vocab(data_dir):
     tokens = read_json_object(path, ("text_tokens",), again)["text_tokens"]
     if not (isinstance(tokens, list) and all(isinstance(t, str) for t in tokens)):
         raise TextError(f"{path}: text_tokens is not a list of strings{again}")
-    # never written by the tokenizer: a token twice, an empty one, a control token's name
     named = [t for t in tokens if t[:1] == "[" and re.fullmatch(r"\[\w+\]", t)]
     if len(set(tokens)) < len(tokens) or "" in tokens or named:
         raise TextError(f"{path}: text_tokens holds a token twice, an empty one or a [NAME]{again}")
@@ -268,7 +260,7 @@ def check_trained_on(checkpoint, path, data_dir, changed_data=False):
 
 
 def vocab_digest(text_tokens):
-    """A short digest of a text vocabulary, to catch arrays tokenized with another one."""
+    """A short digest of a text vocabulary."""
     return hashlib.sha1(json.dumps(text_tokens).encode()).hexdigest()[:12]
 
 
@@ -307,7 +299,6 @@ class Split:
                 f"{base}.offsets.npy, .json and .ids.npy disagree: the files come from different"
                 f" runs; {again}"
             )
-        # an edited text would train on its old arrays
         text = os.path.join(data_dir, f"{split}.txt")
         size = os.path.getsize(text) if os.path.exists(text) else None
         if size is not None and summary.get("text_bytes", size) != size:
@@ -320,7 +311,7 @@ class Split:
         self.check_arrays(vocab_size, vocab and vocab.num_id, again)
 
     def at(self, position):
-        """The sample holding token `position`, and its line of the text."""
+        """The sample holding token `position`."""
         i = int(np.searchsorted(self.offsets, position, side="right")) - 1
         return f"sample {i} (line {i + 1} of {self.split}.txt)"
 
@@ -329,7 +320,7 @@ class Split:
         NaN loss hours in."""
         ids, values, where = self.ids, self.values, self.base
         if ids.ndim != 1 or ids.dtype.kind not in "iu" or values.ndim != 1 or values.dtype != "f4":
-            raise ValueError(f"{where}: expected 1-D integer ids and float32 values; {again}")
+            raise ValueError(f"{where}: expected integer ids and float32 values, 1-D; {again}")
         if not isinstance(vocab_size, int) or vocab_size < 1:
             raise ValueError(f"{where}.json has no vocab_size; {again}")
         bad = first_index(len(ids), lambda s: (ids[s] < 0) | (ids[s] >= vocab_size))
@@ -341,8 +332,7 @@ class Split:
         bad = first_index(len(values), lambda s: ~(np.abs(values[s]) <= MAX_VALUE))
         if bad is not None:
             x = float(values[bad])
-            what = f"{x:.4g}, beyond ±{MAX_VALUE:g}, which float32 cannot square; scale the"
-            what = what + " numbers to order 1" if math.isfinite(x) else "a non-finite number"
+            what = f"{x:.4g}, beyond ±{MAX_VALUE:g}" if math.isfinite(x) else "a non-finite number"
             raise ValueError(
                 f"{where}.values.npy: {self.at(bad)} holds {what}; remove or rescale it and"
                 " tokenize again"
@@ -353,7 +343,7 @@ class Split:
             if bad is not None:
                 raise ValueError(
                     f"{where}.values.npy: {self.at(bad)} holds {float(values[bad]):g} at a token"
-                    f" that is no number (1.0 expected); {again}"
+                    f" that is no number; {again}"
                 )
 
     def __len__(self):

@@ -258,10 +258,7 @@ def dataset_splits(data_dir, plain_text=False):
         files = sorted(f for f in os.listdir(data_dir) if f.endswith(".txt"))
         splits = [f[:-4] for f in files if _SPLIT_FILE.fullmatch(f)]
         if others := [f for f in files if not _SPLIT_FILE.fullmatch(f)]:
-            print(
-                f"note: {', '.join(others)} not taken as splits (a split is train.txt, val.txt,"
-                " test.txt or test_ood*.txt)"
-            )
+            print(f"note: {', '.join(others)} not taken as splits (train, val, test, test_ood*)")
         if "train" not in splits:
             raise FileNotFoundError(f"{data_dir}: no train.txt for --plain-text")
         if meta is None or meta["splits"] != splits:
@@ -274,10 +271,8 @@ def dataset_splits(data_dir, plain_text=False):
             raise FileNotFoundError(f"{path} not found, but {meta_path} lists split {split!r}")
         with open(path, encoding="utf-8", errors="replace") as f:
             if not f.readline().strip():
-                raise TextError(
-                    f"{path}:1: {'empty file' if os.path.getsize(path) == 0 else 'empty line'}; "
-                    "expected one sample per line"
-                )
+                empty = "empty file" if os.path.getsize(path) == 0 else "empty line"
+                raise TextError(f"{path}:1: {empty}; expected one sample per line")
     return sorted(splits, key=lambda s: (s != "train", s != "val")), new_meta
 
 
@@ -292,7 +287,7 @@ def _encode_chunks(path, split, files, text_tokens, vocabs, workers, chunk):
     )
     chunks = line_chunks(path, chunk, bar)
     jobs = ((lines, text_tokens, list(vocabs), path, i) for i, lines in chunks)
-    # waves of `workers` chunks: the text is read as it is encoded, never all at once
+    # waves of `workers` chunks: the text is never read all at once
     try:
         for wave in iter(lambda: list(itertools.islice(jobs, max(workers, 1))), []):
             for result in (pool.starmap if pool else itertools.starmap)(encode_lines, wave):
