@@ -114,10 +114,9 @@ class Vocab:
 
     def decode_number(self, ids):
         """A text-encoded number's value from its ids, NaN unless exactly a number."""
-        ids = [int(i) for i in ids]
-        if not all(self.first_number_id <= i < self.first_text_id for i in ids):
+        if not self.is_number(ids).all():
             return float("nan")
-        return tokens_to_number([self.itos[i] for i in ids], self.encoding)
+        return tokens_to_number([self.itos[int(i)] for i in ids], self.encoding)
 
 
 # the files
@@ -253,9 +252,7 @@ def check_trained_on(checkpoint, path, data_dir, changed_data=False):
     elif fingerprint(data_dir, checkpoint["model_args"]["encoding"])["meta"] != recorded["meta"]:
         what = f"{data_dir} has been prepared again since {path} was trained on it"
         if not changed_data:
-            raise ValueError(
-                f"{what}; evaluate anyway with --changed_data=True, or train again"
-            )
+            raise ValueError(f"{what}; evaluate anyway with --changed_data=True, or train again")
         print(f"warning: {what}; evaluating anyway (--changed_data=True)")
 
 

@@ -342,12 +342,9 @@ def encode_split(folder, split, text_tokens, vocabs, workers=1, chunk=1000):
         os.makedirs(os.path.dirname(base), exist_ok=True)
     names = itertools.product(bases.items(), ("ids", "values"))
     files = {(enc, n): open_new(f"{base}.{n}.{tmp}") for (enc, base), n in names}
+    # on a failure, write_arrays removes the temporary files
     try:
         parts = _encode_chunks(path, split, files, text_tokens, vocabs, workers, chunk)
-    except BaseException:
-        for f in files.values():
-            os.remove(f.name)
-        raise
     finally:
         for f in files.values():
             f.close()
@@ -388,7 +385,7 @@ def lock(data_dir):
 
     def clean(pid):
         stale = temporaries(data_dir, pid)
-        print(f"note: removing {path} of process {pid}, ended, and its {len(stale)} temporary files")
+        print(f"note: removing {path} of process {pid} (ended) and {len(stale)} temporary files")
         for f in stale:
             os.remove(f)
 
