@@ -1,5 +1,5 @@
 """Many lines at once into a dataset's arrays, as tokenize_line.py encodes each: a regex finds runs
-of numbers, each distinct text between is split once; a chunk with a rare case goes a line at a time.
+of numbers, each distinct text between is split once; a chunk with a rare case goes line by line.
 """
 
 import errno
@@ -60,7 +60,9 @@ class _Segments(dict):
 
     def __init__(self):
         super().__init__()
-        self.tokens, self.unsure, self.token_index, self.names = [], [], {"\n": -1}, []
+        self.tokens, self.unsure = [], []
+        # token -> index, and the tokens in order
+        self.token_index, self.names = {"\n": -1}, []
 
     def __missing__(self, segment):
         # odd spaces, or a word touching the number before (1,2x)
@@ -381,7 +383,7 @@ def temporaries(data_dir, pid):
 
 
 def lock(data_dir):
-    """Take <data_dir>/tokenize.lock; a killed run's lock is replaced, its temporary files removed."""
+    """Take <data_dir>/tokenize.lock; a killed run's lock and temporary files are removed."""
 
     def clean(pid):
         stale = temporaries(data_dir, pid)
