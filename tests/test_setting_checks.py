@@ -47,8 +47,8 @@ def test_every_range_is_one_some_script_has():
     ("train.py", ["--k=39"], "k = 39 (from --k) is out of its range [0, 38]"),
     ("train.py", ["--grad_clip=-1"], "grad_clip = -1.0 (from --grad_clip) is out of its range [0, inf)"),
     ("train.py", ["--learning_rate=0"], "learning_rate = 0.0"),
-    ("train.py", ["--learning_rate=1e-3", "--min_lr=1e-2"], "min_lr = 0.01 (from --min_lr) is out of its range "
-                                                            "[0, learning_rate] (learning_rate = 0.001)"),
+    ("train.py", ["--learning_rate=1e-3", "--min_lr=1e-2"], ("min_lr = 0.01 (from --min_lr) is out of its range "
+                                                             "[0, learning_rate] (learning_rate = 0.001)")),
     ("train.py", ["--seed=-1"], "seed = -1"),
     ("train.py", ["--dtype=fp16"], "dtype = 'fp16' (from --dtype) is not one of auto | bfloat16 | float32"),
     ("train.py", ["--encoding=p11"], "encoding = 'p11' (from --encoding) is not one of xval | p10 | p1000 | b1999 | fp15"),
