@@ -300,7 +300,7 @@ def test_resume_refuses_what_would_not_continue_the_run_and_applies_and_says_the
     assert torch.load(tmp_path / "ckpt_latest.pt", weights_only=True)["model_args"]["dropout"] == 0.5
     # step 4 of 4 is the end of the cosine (min_lr); of 8 its middle: (1e-3 + 1e-4) / 2
     assert "max_iters 4 → 8" in r.stdout
-    assert "at step 4 the learning rate was 1.00e-04 and now is 5.50e-04" in r.stdout
+    assert "at step 4 was 1.00e-04, now 5.50e-04" in r.stdout
     assert read_log(tmp_path, "lr")[5] == pytest.approx(5.5e-4)
 
 
