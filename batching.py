@@ -1,5 +1,5 @@
-"""From tokenized samples to model inputs: each step's samples, MLM masks or AR targets, padded or
-packed. What is random depends on (seed, step, sample position) alone."""
+"""From tokenized samples to model inputs: MLM masks or AR targets, padded or packed. What is
+random depends on (seed, step, sample position) alone."""
 
 import functools
 import itertools
@@ -206,7 +206,6 @@ def prefetched(make, first):
 
 
 def to_device(batch, device):
-    """Move a batch to the device."""
     cuda = torch.device(device).type == "cuda"
 
     def move(v):

@@ -1,5 +1,4 @@
-"""A run's folder: claiming and tidying out_dir, saving, loading and resuming checkpoints, and the
-closing note."""
+"""A run's folder: claiming and tidying out_dir, saving, loading and resuming checkpoints."""
 
 import atexit
 import json
@@ -11,7 +10,7 @@ import tempfile
 import torch
 import torch.distributed as dist
 
-from distributed import stop, torchrun_launch
+from distributed import print0, stop, torchrun_launch
 from model import GPTConfig
 from util import atomic_file, atomic_write_text, check_regular, format_duration, release_lock
 from util import shell_line, take_lock, why_not_written
@@ -145,7 +144,6 @@ def load_checkpoint(path, device="cpu", mmap=False):
 
 
 def trained_on(path):
-    """Where the checkpoint's data was, for an error on --resume."""
     data_dir = os.path.exists(path) and load_checkpoint(path, mmap=True)["config"].get("data_dir")
     if not data_dir:
         return ""
@@ -179,7 +177,7 @@ def stop_unless_finite(values, names, step, ckpt_path, validation=False):
     return values
 
 
-def resume_from(resume, path, model, optimizer, model_args, config, data_fingerprint, say=None):
+def resume_from(resume, path, model, optimizer, model_args, config, data_fingerprint):
     """(step, best validation loss, changed settings), loading model and optimizer on resume."""
     if not resume:
         return 0, float("inf"), {}
@@ -196,7 +194,7 @@ def resume_from(resume, path, model, optimizer, model_args, config, data_fingerp
     if unknown := sorted(set(checkpoint["model_args"]) - set(defaults)):
         raise SystemExit(f"error: {path} has unknown model settings ({', '.join(unknown)})")
     checkpoint["model_args"] = {**defaults, **checkpoint["model_args"]}
-    changed = check_resume(checkpoint, path, model_args, config, data_fingerprint, say)
+    changed = check_resume(checkpoint, path, model_args, config, data_fingerprint)
     try:
         model.load_state_dict(checkpoint["model"])
         hyper = [{k: v for k, v in g.items() if k != "params"} for g in optimizer.param_groups]
@@ -212,7 +210,6 @@ def resume_from(resume, path, model, optimizer, model_args, config, data_fingerp
 
 
 def say_changes(changed, config, iter_num, get_lr):
-    """Print the settings a resume changed."""
     if changed:
         pairs = ", ".join(f"{name} {a!r} → {b!r}" for name, (a, b) in changed.items())
         print(f"resume: changed settings applied: {pairs}")
@@ -222,7 +219,7 @@ def say_changes(changed, config, iter_num, get_lr):
         print(f"resume: the learning rate at step {iter_num} was {was:.2e}, now {now:.2e}")
 
 
-def check_resume(checkpoint, path, model_args, config, data_fingerprint, say=None):
+def check_resume(checkpoint, path, model_args, config, data_fingerprint):
     """Refuse another model shape, sample stream or data; returns {changed key: (was, is)}."""
     for part, keys in RESUME_REFUSES.items():
         for key in keys:
@@ -245,9 +242,9 @@ def check_resume(checkpoint, path, model_args, config, data_fingerprint, say=Non
     done = checkpoint["iter_num"]
     if config["max_iters"] < done:
         max_iters = config["max_iters"]
-        raise SystemExit(f"error: --max_iters={max_iters} is below the {done} steps {path} has done")
-    if config["max_iters"] == done and say:
-        say(f"note: {path} has done all {done} steps; nothing to train")
+        raise SystemExit(f"error: --max_iters={max_iters} is below the {done} steps in {path}")
+    if config["max_iters"] == done:
+        print0(f"note: {path} has done all {done} steps; nothing to train")
     saved = checkpoint["config"]
     run_keys = ("resume", "overwrite", "out_dir", "data_dir", "changed_data")
     return {

@@ -57,7 +57,6 @@ def note_sigterm():
 
 
 def sigterm_noted(noted, device):
-    """Whether any process has noted a SIGTERM."""
     if not dist.is_initialized():
         return bool(noted)
     count = torch.tensor([len(noted)], device=device)
@@ -66,7 +65,6 @@ def sigterm_noted(noted, device):
 
 
 def sum_over_processes(tensor):
-    """A tensor summed over all processes, as a list."""
     if dist.is_initialized():
         dist.all_reduce(tensor)
     return tensor.tolist()

@@ -1,6 +1,5 @@
-"""The xVal paper's network (App. B): a GPT-2 style transformer without biases, its loss
-(cross-entropy + λ·MSE on masked numbers), optimizer groups and FLOPs. To copy: `xval_embedding`
-and `NumberHead`."""
+"""The xVal paper's network (App. B): a GPT-2 style transformer without biases, its loss,
+optimizer groups and FLOPs. To copy: `xval_embedding` and `NumberHead`."""
 
 from dataclasses import dataclass
 
@@ -12,7 +11,6 @@ from torch.nn.attention.flex_attention import BlockMask, create_block_mask, flex
 from mixture import MixtureHead
 
 IGNORE = -100  # the target id of positions that are not predicted (cross-entropy's ignore_index)
-NUM_HEADS = ("mse", "gmm")
 
 
 @dataclass
@@ -39,8 +37,8 @@ class GPTConfig:
             raise ValueError("an xval model needs num_id, the id of the [NUM] token")
         if self.k < 0:
             raise ValueError(f"k must be >= 0, got {self.k}")
-        if self.num_head not in NUM_HEADS:
-            raise ValueError(f"num_head must be mse or gmm, got {self.num_head!r}")
+        if self.num_head not in ("mse", "gmm"):
+            raise ValueError(f"num_head must be one of mse, gmm, got {self.num_head!r}")
         if self.num_head == "gmm" and self.encoding != "xval":
             raise ValueError(f"num_head 'gmm' needs the xval encoding, got {self.encoding!r}")
         if self.n_components < 1:
@@ -175,7 +173,6 @@ class GPT(nn.Module):
         return sum(p.numel() for m in modules for p in m.parameters())
 
     def embed(self, ids, values):
-        """Token embedding with the numbers' values applied."""
         x = self.wte(ids)  # (B, T, C)
         if not self.xval:
             return x

@@ -6,6 +6,7 @@ from contextlib import nullcontext
 import torch
 
 from batching import accumulation_steps, choose_packing, packed_rows
+from distributed import print0
 
 
 def check_lengths(data_dir, encoding, train, val, block_size, packing, pack_length):
@@ -59,9 +60,9 @@ def check_attention_memory(shapes, n_head, device):
             raise SystemExit(f"error: a context of {context:,} tokens needs {gib}: {shorter}")
 
 
-def check_val(val_data, data_dir, say=None):
-    if len(val_data) < 16 and say:
-        say(f"warning: {data_dir}/val.txt has {len(val_data)} sample(s): few for ckpt_best.pt")
+def check_val(val_data, data_dir):
+    if len(val_data) < 16:
+        print0(f"warning: {data_dir}/val.txt has {len(val_data)} sample(s): few for ckpt_best.pt")
 
 
 def pick_precision(dtype, device_type):
@@ -74,14 +75,14 @@ def pick_precision(dtype, device_type):
     return dtype, nullcontext()
 
 
-def pick_compile(compile, device_type, say=None):
+def pick_compile(compile, device_type):
     """'auto' is on for CUDA, off elsewhere; True on the CPU needs a C++ compiler."""
     if compile not in ("auto", True, False):
         raise SystemExit(f"error: compile expects 'auto', True or False, got {compile!r}")
     if compile == "auto":
         compile = device_type == "cuda" and os.name != "nt"
-        if not compile and say:
-            say(f"note: torch.compile is off on {device_type}; --compile=True forces it")
+        if not compile:
+            print0(f"note: torch.compile is off on {device_type}; --compile=True forces it")
     elif compile and device_type == "cpu":
         from torch._inductor.cpp_builder import get_cpp_compiler
 

@@ -71,13 +71,11 @@ def describe(config, used, resumed_at, train_data, val_data, vocab, model):
 
 
 def append_row(log, row):
-    """Append a JSON row to log.jsonl."""
     with open(log, "a", encoding="utf-8") as f:
         f.write(json.dumps(row) + "\n")
 
 
 def say_validation(log, step, val, num_loss_name):
-    """Print and log an evaluation."""
     print(
         f"step {step}: val loss {val['val_loss']:.4f} (CE {val['val_ce']:.4f}, number"
         f" {num_loss_name} {val['val_mse']:.4g})"

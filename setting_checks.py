@@ -28,11 +28,8 @@ def check_type(key, value, default, where):
         value = float(value)
     if default is None or type(value) is type(default) or default == "auto" and type(value) is bool:
         return value
-    expects = f"{where}: {key} expects {type(default).__name__}"
-    if value is not None and bool in (type(value), type(default)):
-        raise error(f"{expects}, got {value!r}")
-    got = f"{type(value).__name__} {value!r}" if value is not None else "None"
-    raise error(f"{expects} (default {default!r}), got {got}")
+    expects = f"{key} expects {type(default).__name__} (default {default!r})"
+    raise error(f"{where}: {expects}, got {value!r}")
 
 
 def read_ranges(source_file):

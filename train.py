@@ -100,7 +100,7 @@ device_type = "cuda" if device.startswith("cuda") else device
 resume, earlier_run = checkpoint.claim_out_dir(out_dir, resume, overwrite, master)
 ckpt_path = os.path.join(out_dir, "ckpt_latest.pt")
 dtype, autocast = preflight.pick_precision(dtype, device_type)
-compile = preflight.pick_compile(compile, device_type, print0)
+compile = preflight.pick_compile(compile, device_type)
 # FlexAttention where it is fast, else a dense mask
 flex = flex_attention and compile and device_type == "cuda" and dropout == 0
 micro_batch_size = preflight.fit_micro_batch(batch_size, micro_batch_size, world_size, print0)
@@ -129,7 +129,7 @@ if not flex:
     shapes = [(micro_batch_size, block_size), (pack_rows, pack_length)]
     preflight.check_attention_memory(shapes, n_head, device)
 n_val = min(len(val_data), eval_batches * batch_size)
-preflight.check_val(val_data, data_dir, print0)
+preflight.check_val(val_data, data_dir)
 num_loss_name = "NLL" if num_head == "gmm" else "NMSE" if k > 0 else "MSE"
 
 # -- model and optimizer
@@ -143,7 +143,7 @@ except ValueError as e:
 model = raw_model = GPT(gptconf).to(device)
 optimizer = configure_optimizer(model, weight_decay, learning_rate, (beta1, beta2), device_type)
 # --resume: weights, optimizer, step
-args = (ckpt_path, model, optimizer, model_args, config, data_fingerprint, print0)
+args = (ckpt_path, model, optimizer, model_args, config, data_fingerprint)
 iter_num, best_val_loss, changed = checkpoint.resume_from(resume, *args)
 resumed_at = iter_num if resume else None
 model.flex_attention = flex
@@ -185,7 +185,6 @@ def micro_batches(step):
 
 
 def step_counts(counts):
-    """Every process's counts, summed."""
     if not ddp:
         return counts
     counts = torch.tensor(counts, device=device)

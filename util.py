@@ -123,7 +123,6 @@ def worker_signals():
 
 
 def atomic_write_text(path, text):
-    """Write text (UTF-8) to path atomically."""
     with atomic_file(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
         f.write(text)
 
@@ -167,7 +166,7 @@ def shell_line(*words):
     return " ".join(map(shlex.quote, words))
 
 
-def exit_on_ctrl_c(where=lambda: ""):
+def exit_on_ctrl_c(where):
     """Ctrl-C ends the process with one line and exit code 130."""
 
     def interrupted(*_):

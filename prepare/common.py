@@ -1,5 +1,5 @@
-"""What every prepare script shares: the flags, the split sizes, per-sample seeding, compact
-records, and the writing of a dataset: staged, under a lock, swapped in whole."""
+"""What every prepare script shares: flags, split sizes, seeding, records, and writing a dataset:
+staged, under a lock, swapped in whole."""
 
 import argparse
 import errno
@@ -278,7 +278,7 @@ def progress(items, **bar):
 
 
 def generate_split(make_sample, split, code, n, seed, workers, chunksize=64):
-    """The n lines of one split, in index order, made by `workers` processes."""
+    """The n lines of one split, in order, made by `workers` processes."""
     jobs = ((make_sample, seed, code, i, split) for i in range(n))
     bar = {"total": n, "desc": f"{split:>16}", "unit": "sample"}
     try:

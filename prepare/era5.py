@@ -131,7 +131,7 @@ def read_source(ds, src, t0, t1):
 
 
 def read_steps(t0, t1, out):
-    """Global steps [t0, t1) of the files into out, in pieces of ~16 MB (larger page-fault)."""
+    """Global steps [t0, t1) of the files into out, in pieces of ~16 MB."""
     f = CTX.field
     for src, first in zip(f.sources, f.first_step):
         ds = CTX.open_files.get(src.path)
@@ -147,7 +147,7 @@ def read_steps(t0, t1, out):
 
 
 def read_times(ds, path, dim):
-    """A file's time axis: (dates, int64 seconds since 1970, calendar)."""
+    """(dates, seconds since 1970, calendar) of a file."""
     tvar = ds.variables.get(dim)
     units = getattr(tvar, "units", "")
     if tvar is None or " since " not in units:
@@ -224,7 +224,7 @@ def read_land_sea_mask(path, field):
 
 
 def window_starts(seconds, stride, steps):
-    """For each step count n: the starts whose n steps, stride apart, span no gap."""
+    """For each step count n: the starts whose n steps span no gap."""
     diffs = np.diff(seconds)
     values, counts = np.unique(diffs, return_counts=True)
     step = values[np.argmax(counts)] if len(diffs) else 0
@@ -263,7 +263,7 @@ def draw_window(code, index, attempt):
 
 
 def draw_plan(job):
-    """Worker: (sample ids, their (stations, steps, start) rows)."""
+    """Worker: (sample ids, their (stations, steps, start))."""
     ids, codes, indices, attempts = job
     plan = np.zeros((len(ids), 3), np.int64)
     for row, (code, index, attempt) in enumerate(zip(codes, indices, attempts)):
@@ -273,7 +273,7 @@ def draw_plan(job):
 
 
 def extract_block(job):
-    """Worker: read steps [b0, b1) and cut out each sample's part: [(id, first step, values)]."""
+    """Worker: each sample's part of steps [b0, b1), [(id, first step, values)]."""
     b0, b1, ids, codes, indices, attempts = job
     stride, n_lon = CTX.args.stride, len(CTX.field.lon)
     block = np.empty((b1 - b0, len(CTX.field.lat), n_lon), np.float32)
@@ -292,7 +292,7 @@ def extract_block(job):
 
 
 def format_samples(job):
-    """Worker: the text lines (and ocean labels) of samples [i0, i1) of one split."""
+    """Worker: the lines (and ocean labels) of samples [i0, i1) of a split."""
     code, i0, i1, attempts, offsets, mean, std, raw_path = job
     f, raw = CTX.field, np.load(raw_path, mmap_mode="r")
     lines, labels = [], []
@@ -360,7 +360,7 @@ def extract_windows(pmap, counts, out, block_steps):
 
 
 def train_statistics(raw_path, n_values):
-    """Mean and std (float64, in a fixed order) of the first n_values (train)."""
+    """Mean and std of the first n_values (train), in a fixed order."""
     raw = np.load(raw_path, mmap_mode="r")[:n_values]
     chunks = lambda: (raw[i : i + 2**24].astype(np.float64) for i in range(0, n_values, 2**24))
     mean = sum(float(c.sum()) for c in chunks()) / n_values
@@ -389,7 +389,6 @@ def write_era5_split(pmap, code, split, first, n, out, windows, mean, std):
 
 
 def both_passes(ctx, counts, stage):
-    """Pass 1 and 2: (windows, mean, std, ocean fractions, end of pass 1)."""
     workers, block_steps = ctx.args.workers, ctx.args.block_steps
     pool = Pool(workers, init_pool_worker, (ctx,)) if workers > 1 else None
     init_worker(ctx)
