@@ -1,6 +1,4 @@
-"""checkpoint.py: a run's folder holds what train.py and eval.py wrote and nothing of theirs goes that they did
-not write; a damaged log, a checkpoint cut short, foreign or edited is one line or a note, and the checkpoint is
-the truth a resume continues from."""
+"""checkpoint.py: a run's folder, its log and checkpoints; damage is one line or a note."""
 
 import json
 import os

@@ -1,5 +1,4 @@
-"""preflight.py: what train.py refuses or fits before it builds anything large (samples longer than the context,
-micro-batches, attention memory, compile on the CPU), each in one line."""
+"""preflight.py: what train.py refuses or fits before it builds anything large."""
 import os
 
 import pytest

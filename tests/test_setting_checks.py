@@ -1,5 +1,4 @@
-"""setting_checks.py: every numeric setting has a range its default lies in; a value out of its
-range or of the wrong type is one line naming key, value and where it came from."""
+"""setting_checks.py: each setting's range and type; a bad value is one line."""
 import os
 
 import pytest

@@ -1,6 +1,4 @@
-"""train.py end to end on a tiny arithmetic set: the recipe as a user runs it, and nothing lost, nothing silent: runs
-are not overwritten, non-finite losses stop training before a checkpoint, resume says what changed, bad input is a
-one-line error naming where it is; and the loop reads as nanoGPT's."""
+"""train.py end to end on a tiny arithmetic set: nothing lost, nothing silent, the loop as nanoGPT's."""
 import ast
 import copy
 import errno
