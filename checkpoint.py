@@ -93,9 +93,8 @@ def tidy_out_dir(out_dir, resume, iter_num, earlier_run):
         kept = [line for line, row in zip(lines, rows) if row and row["iter"] <= iter_num]
         broken = sum(row is None for row in rows)
         if len(kept) < len(lines):
-            after = len(lines) - len(kept) - broken
-            removed = f"{after} rows after step {iter_num} and {broken} broken rows removed"
-            print(f"note: {log_path}: {removed}")
+            note = f"note: {log_path}: {len(lines) - len(kept) - broken} rows after step {iter_num}"
+            print(note + (f" and {broken} broken rows" if broken else "") + " removed")
             atomic_write_text(log_path, "".join(kept))
     if not resume and earlier_run:
         for path in earlier_run:

@@ -30,7 +30,7 @@ from util import exit_on_ctrl_c
 # -- config
 out_dir = "out"  # checkpoints (ckpt_latest.pt, ckpt_best.pt) and log.jsonl
 data_dir = "data/arithmetic_ops2"  # a dataset tokenized by tokenize_numbers.py
-encoding = "xval"  # how numbers become tokens
+encoding = "xval"  # how numbers become tokens: xVal, or a text encoding of the paper
 k = 0  # multi-scale xVal: 2k+1 number embeddings (paper eq. 1); 0 = plain xVal
 # model
 n_layer = 6
