@@ -86,7 +86,7 @@ def pack(examples, row_length=None):
 
 
 def _rows(rows, shape=None):
-    """Rows of examples as (B, T) tensors, with pred (flat) and n_real (tokens not padding)."""
+    """Rows of examples as (B, T) tensors, with pred and n_real (tokens not padding)."""
     lengths = [sum(len(e[0]) for e in row) for row in rows]
     B, T = shape or (len(rows), max(lengths))
     ids, targets = np.full((B, T), PAD_ID, np.int64), np.full((B, T), IGNORE, np.int64)

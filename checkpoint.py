@@ -177,7 +177,7 @@ def stop_unless_finite(values, names, step, ckpt_path, validation=False):
 
 
 def resume_from(resume, path, model, optimizer, model_args, config, data_fingerprint):
-    """(step, best validation loss, changed settings), loading model and optimizer on resume."""
+    """(step, best validation loss, changed settings); loads model and optimizer."""
     if not resume:
         return 0, float("inf"), {}
     if not os.path.exists(path):
@@ -219,7 +219,7 @@ def say_changes(changed, config, iter_num, get_lr):
 
 
 def check_resume(checkpoint, path, model_args, config, data_fingerprint):
-    """Refuse another model shape, sample stream or data; returns {changed key: (was, is)}."""
+    """Refuse another model, sample stream or data; returns {changed key: (was, is)}."""
     for part, keys in RESUME_REFUSES.items():
         for key in keys:
             now = (model_args if part == "model_args" else config)[key]

@@ -33,7 +33,7 @@ os.umask(_UMASK)
 
 
 def open_new(path, mode="wb"):
-    """Open a new file at `path`, never through a symbolic link: what stands there goes first."""
+    """Open a new file at `path`, never through a symbolic link."""
 
     def create(name, flags):
         return os.open(name, flags | os.O_EXCL, 0o666)
@@ -88,8 +88,8 @@ def lock_holder(path):
 
 
 def take_lock(path, on_stale=None, text=None):
-    """Create the lock file `path` (text: pid first): None once taken, else the live holder's pid.
-    A dead holder's lock is replaced after on_stale(pid)."""
+    """Create the lock file `path`: None once taken, else the live holder's pid (a dead one's
+    lock is replaced after on_stale(pid))."""
     tmp = f"{path}.{os.getpid()}.tmp"
     with open_new(tmp, "w") as f:
         f.write(text or str(os.getpid()))
@@ -178,7 +178,7 @@ def exit_on_ctrl_c(where):
 
 
 def run_main(main):
-    """Run main(): Ctrl-C is one line; a reader that stops early (| head) ends it quietly."""
+    """Run main(): Ctrl-C is one line; | head ends it quietly."""
     try:
         main()
     except KeyboardInterrupt:

@@ -252,7 +252,7 @@ def swap_in(out, stage):
 
 
 class _Interrupted(Exception):
-    """Ctrl-C in a pool worker: a pool hangs on KeyboardInterrupt, but passes an Exception back."""
+    """Ctrl-C in a pool worker: a pool hangs on KeyboardInterrupt, not on an Exception."""
 
 
 def _make_one(args):

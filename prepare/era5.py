@@ -250,7 +250,7 @@ def init_pool_worker(ctx):
 
 
 def draw_window(code, index, attempt):
-    """(steps, start, stations) of a sample: attempt k takes the generator's k-th draw."""
+    """(steps, start, stations) of a sample's k-th attempt: a redraw needs nothing stored."""
     args, starts = CTX.args, CTX.starts
     rng = sample_rng(args.seed, code, index)
     n_stations = int(rng.integers(args.stations[0], args.stations[1] + 1))
@@ -273,7 +273,7 @@ def draw_plan(job):
 
 
 def extract_block(job):
-    """Worker: each sample's part of steps [b0, b1), [(id, first step, values)]."""
+    """Worker: each sample's part of steps [b0, b1)."""
     b0, b1, ids, codes, indices, attempts = job
     stride, n_lon = CTX.args.stride, len(CTX.field.lon)
     block = np.empty((b1 - b0, len(CTX.field.lat), n_lon), np.float32)
