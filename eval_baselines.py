@@ -1,6 +1,6 @@
-"""The baselines a model must beat, scored by eval.py on the same values: own data's training mean
-and least squares on the record's other numbers; persistence and seasonal persistence of a series;
-the verdict names the best (docs/training.md#evaluate)."""
+"""The baselines eval.py scores a model against: own data's training mean and least squares on
+the record's other numbers; a series' persistence and seasonal persistence
+(docs/training.md#evaluate)."""
 
 import json
 import math
@@ -25,7 +25,7 @@ BASELINES = dict(
 
 def previous_values(line, indices, where, what, lag=1):
     """Each masked number's value lag steps earlier in its list (None: none); what: a number first
-    in its list is an error naming it (a series' forecast needs two steps)."""
+    in its list is an error naming it."""
     record = json.loads(line)
     paths, out = list(json_paths(record)), []
     for i in indices:
@@ -90,9 +90,8 @@ class LeastSquares:
 
 
 def period_of(lists):
-    """The period of short series (lists, each less its straight line): the shortest lag nearly as
-    high as the highest peak of their pooled autocorrelation r (at least PERIOD_R, and PERIOD_R
-    above the dip before it), or None; and r."""
+    """The period of short series (each less its straight line): the shortest lag nearly as high as
+    the highest peak of their pooled autocorrelation r, or None; and r."""
     longest = max(map(len, lists), default=0)
     products, squares, pairs = np.zeros((3, longest + 2))
     for n in set(map(len, lists)):
@@ -129,8 +128,8 @@ def fit_target(record, key, window):
 
 
 def training_fits(data, meta, keys, every):
-    """Each own-data key's least-squares fit on the record's other numbers (in a window every
-    number but the masked one) and the period of its lists, from the training split."""
+    """Each own-data key's least-squares fit on the record's other numbers and the period of its
+    lists, from the training split."""
     path, window = os.path.join(data, "train.txt"), meta.get("window")
     steps = range(window) if window else [None]
     columns = [(k, i) for k in meta.get("scales") or {} for i in steps]
@@ -161,9 +160,8 @@ def training_fits(data, meta, keys, every):
 
 
 def baseline_predictions(task, lines, masked, where, lags, fits, window):
-    """{quantity: {baseline: predictions}} of a split's lines (masked: each line's groups):
-    persistence and seasonal persistence (lags [1, period]; None where a number has no earlier
-    value) and least_squares (predictions, records lacking a predictor)."""
+    """{quantity: {baseline: predictions}} of a split's lines (masked: each line's groups);
+    least_squares': (predictions, records lacking a predictor)."""
     earlier = {q: {lag: [] for lag in q_lags} for q, q_lags in lags.items()}
     strict = task == "era5" or window
     for number, (line, groups) in enumerate(zip(lines, masked) if lags else [], 1):
@@ -183,7 +181,7 @@ def baseline_predictions(task, lines, masked, where, lags, fits, window):
 
 
 def learn_baselines(task, data, meta, keys, every, period):
-    """training_fits' of own data; each series quantity's lags [1, period]; the notes on periods."""
+    """training_fits' of own data; each series quantity's lags [1, period]; notes on periods."""
     series = task == "era5" or (task == "text" and bool(keys) and not every)
     own = task == "text" and meta.get("dataset") == "text" and bool(keys)
     fits = training_fits(data, meta, keys, every) if own else {}
@@ -195,15 +193,14 @@ def learn_baselines(task, data, meta, keys, every, period):
 
 
 def period_notes(fits, period):
-    """Each series key's period: given, detected or none (said once, not per split)."""
+    """Each series key's period: given, detected or none."""
     notes = []
     for key, fit in ((k, f) for k, f in fits.items() if f["longest"]):
         if period:
             notes.append(f"{key}: seasonal persistence with the period given, --period={period}")
         elif found := fit["period"]:
-            notes.append(
-                f"{key}: period {found} detected in the training lists (r = {fit['r']:.2f})"
-            )
+            r = fit["r"]
+            notes.append(f"{key}: period {found} detected in the training lists (r = {r:.2f})")
         else:
             notes.append(f"{key}: no period found in the training lists: no seasonal persistence")
     return notes
@@ -231,7 +228,7 @@ def outside_training(quantity, truths, meta, scale):
         return (
             f"{low + high} of {len(y)} true values lie outside the training"
             f" range [{known[0]:g}, {known[1]:g}] ({low} below, {high} above, from {y.min():g} to"
-            f" {y.max():g}): the model never saw such values"
+            f" {y.max():g})"
         )
     return None
 

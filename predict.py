@@ -1,5 +1,5 @@
-"""Predictions of a train.py checkpoint for sample.py and eval.py: the numbers under a JSON key
-masked, numbers filled in and written back into the text, text generated."""
+"""A checkpoint's predictions for sample.py and eval.py: numbers masked, filled in and written
+back into the text, text generated."""
 
 import json
 import math
@@ -17,8 +17,6 @@ from mixture import mixture_mean, mixture_quantile, mixture_sample, mixture_std
 from model import GPT, GPTConfig
 from tokenize_line import encode_pieces, number_spans, split_text, split_text_spans
 from util import TextError, format_number
-
-# ------------------------------------------------------------ which numbers lie under a JSON key
 
 
 def is_json_number(value):
@@ -67,10 +65,7 @@ def under_key(names, key, where):
     path = key.split(".")
     nested = [i for i, n in enumerate(names) if len(path) > 1 and n[: len(path)] == path]
     if top and nested:
-        raise TextError(
-            f"{where}: --mask_key={key} names a top-level key and a path to a nested one;"
-            " rename one"
-        )
+        raise TextError(f"{where}: {key} names a top-level key and a path to a nested one")
     paths = sorted({".".join(n[: n.index(key) + 1]) for n in names if key in n})
     if not top + nested and paths:
         raise TextError(
@@ -91,12 +86,10 @@ def load_model(path, device="cpu"):
         model = GPT(GPTConfig(**checkpoint["model_args"]))
         model.load_state_dict(checkpoint["model"])
         vocab = Vocab(checkpoint["text_tokens"], model.cfg.encoding)
+        if len(vocab) != model.cfg.vocab_size:
+            raise ValueError(f"a vocabulary of {len(vocab)}, a model of {model.cfg.vocab_size}")
     except (TypeError, ValueError, RuntimeError) as e:
         raise SystemExit(f"error: {path}: an edited checkpoint? {str(e).strip().splitlines()[-1]}")
-    if len(vocab) != model.cfg.vocab_size:
-        raise SystemExit(
-            f"error: {path}: a vocabulary of {len(vocab)}, a model of {model.cfg.vocab_size}"
-        )
     model.to(device).eval()
     vocab.unknown = "the model knows only the tokens it was trained on"
     return model, vocab, checkpoint["config"]
@@ -221,9 +214,8 @@ def ask_numbers(pieces, indices):
 def encode_line(
     line, where, vocab, block_size, causal=False, mask=None, mask_all=False, units=None
 ):
-    """((ids, values, ask), truths, text with [?], scales) of a line. mask: None predicts its [?];
-    "" masks its last number, a key the last under it (mask_all: all). units (units_of): a record
-    in the file's units, scaled here; scales: each asked number's (center, spread)."""
+    """((ids, values, ask), truths, text with [?], scales) of a line. mask: None predicts its [?],
+    "" masks its last number, a key the last under it (mask_all: all); units: units_of's."""
     if units:
         line = written_names(line, units)
     if spaced := re.search(r"\[\s*\?\s*\]", line.replace(ASK, "")):
@@ -281,12 +273,9 @@ def filled(text, values, mixture=None, spread="none", scales=()):
 
 
 # ---------------------------------------------------------------- your own data in its own units
-
-
 def units_of(path, data_dir, scaled=False, input="-"):
-    """The meta.json whose scales take records in the file's own units to the model's numbers and
-    back; None where numbers are as the text files write them (scaled, an input that is one, or
-    another dataset). Says which on stderr."""
+    """The meta.json whose scales take the file's own units to the model's and back; None where
+    numbers are as the text files write them (--scaled, an input that is one, another dataset)."""
     try:
         meta = read_meta(data_dir)
     except (OSError, ValueError) as e:
@@ -322,36 +311,30 @@ def number_keys(line, pieces, where, scales):
     n = sum(kind != "text" for kind, _ in pieces)
     paths = number_paths(line.replace(ASK, "0"), n, where, "a record in the file's own units")
     keys = [p[0] if p and isinstance(p[0], str) else None for p in paths]
-    for key in keys:
-        if key not in scales:
-            what = f"key {key!r}" if key else "no key"
-            raise TextError(
-                f"{where}: a number under {what} (its number keys: {', '.join(scales)})"
-            )
+    for key in (k for k in keys if k not in scales):
+        what = f"key {key!r}" if key else "no key"
+        raise TextError(f"{where}: a number under {what} (its number keys: {', '.join(scales)})")
     return [(scales[k]["center"], scales[k]["spread"]) for k in keys], keys
 
 
 def to_model_units(line, pieces, where, units):
-    """A record's pieces as the model reads them, (x - center) / spread, each asked number's
-    (center, spread); a number beyond its key's training range by more than its width warned of."""
+    """A record's pieces as the model reads them, (x - center) / spread, and each asked number's
+    (center, spread); a number far outside its key's training range warned of."""
     scales, keys = number_keys(line, pieces, where, units["scales"])
-    at = iter(range(len(keys)))
-    out, asked = [], []
+    ranges = units.get("ranges") or {}
+    out, asked, i = [], [], 0
     for kind, x in pieces:
-        i = next(at) if kind != "text" else None
         if kind == "ask":
             asked.append(scales[i])
-        if kind == "num" and (known := (units.get("ranges") or {}).get(keys[i])):
-            least, largest = known
-            width = largest - least
-            if not least - width <= x <= largest + width:
-                print(
-                    f"warning: {where}: key {keys[i]!r}: {x:g} is far outside its training range"
-                    f" [{least:g}, {largest:g}]",
-                    file=sys.stderr,
-                )
+        if kind == "num" and (known := ranges.get(keys[i])):
+            low, high = known
+            width = high - low
+            if not low - width <= x <= high + width:
+                say = f"{x:g} is far outside its training range [{low:g}, {high:g}]"
+                print(f"warning: {where}: key {keys[i]!r}: {say}", file=sys.stderr)
         if kind == "num":
             x = (x - scales[i][0]) / scales[i][1]
+        i += kind != "text"
         out.append((kind, x))
     return out, asked
 

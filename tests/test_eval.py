@@ -218,7 +218,6 @@ def own(tmp_path_factory):
 
 
 def test_own_data_scored_in_original_units_beside_its_baselines_with_plots(own, monkeypatch):
-    import eval_report
     data, ckpt = own
     r = run("eval.py", f"--ckpt={ckpt}", "--mask_key=t", "--save_predictions=True")
     prefix = os.path.join(os.path.dirname(ckpt), "eval_t")  # named after the key: no other report is replaced
@@ -238,20 +237,20 @@ def test_own_data_scored_in_original_units_beside_its_baselines_with_plots(own, 
                  "MSE (original units)", "MSE of median (original units)"):
         assert said in r.stdout
     row = next(l for l in r.stdout.splitlines() if l.startswith("| test | t"))
-    assert row.endswith(f"| {eval_report.fmt(t['median_prediction']['mse_original'])} |")
+    assert row.endswith(f"| {ev.fmt(t['median_prediction']['mse_original'])} |")
     # the figures, in the file's units
     figures, s = [], json.load(open(os.path.join(data, "meta.json")))["scales"]["t"]
-    monkeypatch.setattr(eval_report, "save_figure", lambda plt, fig, title, path: figures.append((fig, title)))
+    monkeypatch.setattr(ev, "save_figure", lambda plt, fig, title, path: figures.append((fig, title)))
     t.update(pit=[0.5] * len(t["truth"]), mixture=[[0.0, 0.0, 0.0, 0.0, -1.0, -1.0]] * len(t["truth"]),
              per_seed=[{"cover50": 0.5, "cover90": 0.9}])
     report["splits"]["test"] = {"t": t}
-    eval_report.write_plots(report, {}, {"t": (s["center"], s["spread"])}, "unused")
+    ev.write_plots(report, {"scales": {"t": s}}, "unused")
     (scatter, _), _, (densities, title) = figures
     ax = scatter.axes[0]
     assert ax.get_xlabel() == "true (original units)" and ax.get_ylabel() == "predicted (original units)"
     truth, median = np.array(t["truth"]), np.array(t["median"])
     assert np.allclose(ax.collections[0].get_offsets(), np.stack([truth, median], 1) * s["spread"] + s["center"])
-    assert f"MSE {eval_report.fmt(t['median_prediction']['mse_original'])}" in ax.get_title()
+    assert f"MSE {ev.fmt(t['median_prediction']['mse_original'])}" in ax.get_title()
     # a density of mean 0 (scaled) peaks at the key's center, and integrates to 1 in the file's units
     x, y = densities.axes[0].lines[0].get_data()
     assert x[np.argmax(y)] == pytest.approx(s["center"], abs=0.02 * s["spread"])
