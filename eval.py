@@ -22,17 +22,10 @@ import torch
 from checkpoint import load_checkpoint
 from configurator import configure
 from dataset import check_name, check_trained_on, read_meta, read_samples
-from eval_baselines import (
-    BASELINES,
-    baseline_predictions,
-    baseline_text,
-    learn_baselines,
-    outside_training,
-    verdict,
-)
+from eval_baselines import BASELINES, baseline_predictions, baseline_text, learn_baselines
+from eval_baselines import outside_training, training_means, verdict
 from mixture import mixture_cdf, mixture_nll, mixture_of, mixture_quantile
-from predict import ask_numbers, fill_in, load_model, masked_numbers, number_paths
-from tokenize_line import encode_pieces, split_text
+from predict import fill_in, load_model, masked_samples
 from util import TextError, atomic_write_text, format_number, pick_device, run_main
 
 # -- config: python eval.py --help
@@ -53,7 +46,6 @@ device = "auto"
 # the settings' ranges (setting_checks.py); a number not named here: [0, inf)
 RANGES = dict(batch_size="[1, inf)", device="auto | cpu | mps | cuda | cuda:N")
 
-PLANET_STEPS = 10  # planets: the last 10 steps of every planet are masked at once
 DENSITY_SAMPLES = 4  # GMM heads: the predicted densities drawn per quantity
 # where or how fast a run computes: seeds of one setting may differ in these
 NOT_THE_SETTING = {"seed", "out_dir", "resume", "overwrite", "device", "compile", "flex_attention"}
@@ -142,36 +134,12 @@ def distribution_metrics(y, mixture):
     }
 
 
-# ---------------------------------------------------------------- what each task masks
-
-
-def masked_groups(task, line, where, keys=(), every=False):
-    """(split_text's pieces, {quantity: indices of the numbers masked together}) of a sample."""
-    pieces = split_text(line, where)
-    if task in ("arithmetic", "lookup", "text"):
-        groups = masked_numbers(line, pieces, where, keys if task == "text" else (), every)
-        return pieces, groups if task == "text" else {"answer": groups["last"]}
-    paths = number_paths(line, sum(kind == "num" for kind, _ in pieces), where, f"a {task} sample")
-    if task == "era5":
-        # data[station][step]: each station's last step
-        last = {p[1]: i for i, p in enumerate(paths) if p[0] == "data"}
-        return pieces, {"t+1": sorted(last.values())}
-    # planets: data[step][planet][x or y]
-    last = max(p[1] for p in paths if p[0] == "data") + 1 - PLANET_STEPS
-    find = {p: i for i, p in enumerate(paths)}
-    groups = {"dt": [find[("description", "stepsize")]]}
-    groups.update({f"{q}0": [find[("description", "planet0", q)]] for q in "aem"})
-    groups["steps"] = [i for i, p in enumerate(paths) if p[0] == "data" and p[1] >= last]
-    return pieces, groups
-
-
 def task_of(meta, path):
     if "normalisation" in meta and "variable" in meta:
         return "era5"
-    if meta.get("dataset") in ("planets", "arithmetic", "lookup"):
-        return meta["dataset"]
-    if meta.get("dataset") in ("text", "plain text"):
-        return "text"
+    task = meta.get("dataset")
+    if task in ("planets", "arithmetic", "lookup", "text", "plain text"):
+        return "text" if task == "plain text" else task
     raise SystemExit(f"error: {path}: not a dataset of prepare/ or tokenize_numbers.py")
 
 
@@ -187,41 +155,14 @@ def split_lines(data, split, meta):
     return lines[: max_samples or None]
 
 
-def masked_samples(task, lines, vocab, where, block_size, keys=(), every=False):
-    """{quantity: (fill_in's samples, masked numbers)} of every line, and each line's groups."""
-    jobs, masked = {}, []
-    for number, line in enumerate(lines, 1):
-        at = f"{where}:{number}"
-        pieces, groups = masked_groups(task, line, at, keys, every)
-        masked.append(groups)
-        # a record without the key: left out
-        for quantity, indices in ((q, i) for q, i in groups.items() if i):
-            asked, positions = ask_numbers(pieces, indices)
-            samples, truths = jobs.setdefault(quantity, ([], []))
-            samples.append(encode_pieces(asked, vocab, at))
-            if len(samples[-1][0]) > block_size:
-                raise TextError(f"{at}: {len(samples[-1][0])} tokens, more than the block_size")
-            truths.extend(pieces[j][1] for j in positions)
-    if lines and (missing := [k for k in keys if k not in jobs]):
-        raise TextError(f"{where}: no record has a number under key {missing[0]!r}")
-    absent = [f"{q} {len(lines) - len(s)}" for q, (s, _) in jobs.items() if len(s) < len(lines)]
-    if absent and not every:
-        print(f"note: {where}: records without the key are not scored: " + ", ".join(absent))
-    return jobs, masked
-
-
 def run_model(model, vocab, jobs, dev):
     """{quantity: (truths, predictions (NaN: invalid), counts, GMM outputs (n, 3K) or None)}."""
     results = {}
     for quantity, (samples, truths) in jobs.items():
-        # similar lengths share a batch
-        order = np.argsort([len(s[0]) for s in samples], kind="stable")
-        ordered = [samples[i] for i in order]
-        predicted, counts, mixtures = fill_in(model, vocab, ordered, dev, batch_size)
-        back = np.argsort(order)
-        preds = np.array([p for i in back for p in predicted[i]], float)
+        predicted, counts, mixtures = fill_in(model, vocab, samples, dev, batch_size)
+        preds = np.array([p for values in predicted for p in values], float)
         preds[~np.isfinite(preds)] = math.nan
-        mixture = torch.cat([mixtures[i] for i in back]).double().numpy() if mixtures else None
+        mixture = torch.cat(mixtures).double().numpy() if mixtures else None
         results[quantity] = (np.array(truths, float), preds, counts, mixture)
     return results
 
@@ -259,11 +200,10 @@ def combine(task, runs, scale=None):
 
 def check_seeds(checkpoints):
     """The first checkpoint's settings; all must agree but in NOT_THE_SETTING, each given once."""
-    first, seen, seeds = None, set(), {}
+    first, seeds = None, {}
     for path in checkpoints:
-        if os.path.realpath(path) in seen:
+        if os.path.realpath(path) in map(os.path.realpath, seeds.values()):
             raise SystemExit(f"error: {path} is given twice in --ckpt")
-        seen.add(os.path.realpath(path))
         # its settings only: load_model reads the weights
         c = load_checkpoint(path, mmap=True)
         vocab = (c["model_args"]["encoding"], c["text_tokens"])
@@ -291,17 +231,6 @@ def check_seeds(checkpoints):
 
 
 # ---------------------------------------------------------------- the report
-
-
-def training_means(task, data, keys, every):
-    """text: each quantity's mean over the training split's masked numbers."""
-    path, numbers = os.path.join(data, "train.txt"), {}
-    for number, line in read_samples(path, required=False):
-        pieces, groups = masked_groups(task, line, f"{path}:{number}", keys, every)
-        values = [v for kind, v in pieces if kind == "num"]
-        for quantity, indices in groups.items():
-            numbers.setdefault(quantity, []).extend(values[i] for i in indices)
-    return {quantity: float(np.mean(v)) for quantity, v in numbers.items()}
 
 
 def baseline_scores(task, truths, scale, found, mean, fit, lags):
@@ -528,7 +457,7 @@ def write_distribution_plots(task, split, quantities, prefix, plt, scales):
     fig, axes = plt.subplots(n, k, figsize=(2.8 * k, 2.2 * n), squeeze=False)
     for row, (quantity, r) in zip(axes, quantities.items()):
         center, spread = scales[quantity] or (0.0, 1.0)
-        for i, ax in enumerate(row[:k]):
+        for i, ax in enumerate(row):
             num, truth = torch.tensor(r["mixture"][i], dtype=torch.float64), r["truth"][i]
             lo, hi = (float(mixture_quantile(num, q)) for q in (0.002, 0.998))
             lo, hi = min(lo, truth), max(hi, truth)

@@ -9,7 +9,7 @@ import os
 import numpy as np
 
 from dataset import read_samples
-from predict import is_json_number, json_paths
+from predict import is_json_number, json_paths, masked_groups
 from tokenize_numbers import TextError
 
 # the least autocorrelation of a period's peak, and its least rise above the dip before it
@@ -125,6 +125,17 @@ def fit_target(record, key, window):
     if window:
         v = v[-1] if isinstance(v, list) and len(v) == window else None
     return v if is_json_number(v) else None
+
+
+def training_means(task, data, keys, every):
+    """text: each quantity's mean over the training split's masked numbers."""
+    path, numbers = os.path.join(data, "train.txt"), {}
+    for number, line in read_samples(path, required=False):
+        pieces, groups = masked_groups(task, line, f"{path}:{number}", keys, every)
+        values = [v for kind, v in pieces if kind == "num"]
+        for quantity, indices in groups.items():
+            numbers.setdefault(quantity, []).extend(values[i] for i in indices)
+    return {quantity: float(np.mean(v)) for quantity, v in numbers.items()}
 
 
 def training_fits(data, meta, keys, every):

@@ -18,6 +18,8 @@ from model import GPT, GPTConfig
 from tokenize_line import encode_pieces, number_spans, split_text, split_text_spans
 from util import TextError, format_number
 
+PLANET_STEPS = 10  # planets: the last 10 steps of every planet are masked at once
+
 
 def is_json_number(value):
     return isinstance(value, (int, float)) and not isinstance(value, bool)
@@ -65,7 +67,7 @@ def under_key(names, key, where):
     path = key.split(".")
     nested = [i for i, n in enumerate(names) if len(path) > 1 and n[: len(path)] == path]
     if top and nested:
-        raise TextError(f"{where}: {key} names a top-level key and a path to a nested one")
+        raise TextError(f"{where}: {key!r} names a top-level key and a path to a nested one")
     paths = sorted({".".join(n[: n.index(key) + 1]) for n in names if key in n})
     if not top + nested and paths:
         raise TextError(
@@ -73,6 +75,26 @@ def under_key(names, key, where):
             f" is named by its path: {', '.join(paths)}"
         )
     return top + nested
+
+
+def masked_groups(task, line, where, keys=(), every=False):
+    """(split_text's pieces, {quantity: indices of the numbers masked together}) of a sample."""
+    pieces = split_text(line, where)
+    if task in ("arithmetic", "lookup", "text"):
+        groups = masked_numbers(line, pieces, where, keys if task == "text" else (), every)
+        return pieces, groups if task == "text" else {"answer": groups["last"]}
+    paths = number_paths(line, sum(kind == "num" for kind, _ in pieces), where, f"a {task} sample")
+    if task == "era5":
+        # data[station][step]: each station's last step
+        last = {p[1]: i for i, p in enumerate(paths) if p[0] == "data"}
+        return pieces, {"t+1": sorted(last.values())}
+    # planets: data[step][planet][x or y]
+    last = max(p[1] for p in paths if p[0] == "data") + 1 - PLANET_STEPS
+    find = {p: i for i, p in enumerate(paths)}
+    groups = {"dt": [find[("description", "stepsize")]]}
+    groups.update({f"{q}0": [find[("description", "planet0", q)]] for q in "aem"})
+    groups["steps"] = [i for i, p in enumerate(paths) if p[0] == "data" and p[1] >= last]
+    return pieces, groups
 
 
 class KeyAbsent(TextError):
@@ -161,8 +183,10 @@ def fill_in(model, vocab, samples, device="cpu", batch_size=64):
     (NaN, inf) and 'not_num' (xVal: the token head's argmax is not [NUM]); GMM: each mixture."""
     predictions, mixtures, counts = [], [], {"numbers": 0, "invalid": 0, "not_num": 0}
     width = TOKENS_PER_NUMBER[vocab.encoding]
+    # similar lengths share a batch
+    order = np.argsort([len(s[0]) for s in samples], kind="stable")
     for start in range(0, len(samples), batch_size):
-        chunk = samples[start : start + batch_size]
+        chunk = [samples[i] for i in order[start : start + batch_size]]
         if model.cfg.causal:
             predicted = predict_causal(model, vocab, chunk)
         else:
@@ -179,7 +203,8 @@ def fill_in(model, vocab, samples, device="cpu", batch_size=64):
             predictions.append(values)
             if raw is not None:
                 mixtures.append(raw)
-    return predictions, counts, mixtures
+    back = np.argsort(order)
+    return [predictions[i] for i in back], counts, [mixtures[i] for i in back] if mixtures else []
 
 
 def detokenize(ids, values, vocab):
@@ -252,6 +277,29 @@ def encode_line(
     return (ids, values, ask), truths, line, scales
 
 
+def masked_samples(task, lines, vocab, where, block_size, keys=(), every=False):
+    """{quantity: (fill_in's samples, masked numbers)} of every line, and each line's groups."""
+    jobs, masked = {}, []
+    for number, line in enumerate(lines, 1):
+        at = f"{where}:{number}"
+        pieces, groups = masked_groups(task, line, at, keys, every)
+        masked.append(groups)
+        # a record without the key: left out
+        for quantity, indices in ((q, i) for q, i in groups.items() if i):
+            asked, positions = ask_numbers(pieces, indices)
+            samples, truths = jobs.setdefault(quantity, ([], []))
+            samples.append(encode_pieces(asked, vocab, at))
+            if len(samples[-1][0]) > block_size:
+                raise TextError(f"{at}: {len(samples[-1][0])} tokens, more than the block_size")
+            truths.extend(pieces[j][1] for j in positions)
+    if lines and (missing := [k for k in keys if k not in jobs]):
+        raise TextError(f"{where}: no record has a number under key {missing[0]!r}")
+    absent = [f"{q} {len(lines) - len(s)}" for q, (s, _) in jobs.items() if len(s) < len(lines)]
+    if absent and not every:
+        print(f"note: {where}: records without the key are not scored: " + ", ".join(absent))
+    return jobs, masked
+
+
 def filled(text, values, mixture=None, spread="none", scales=()):
     """text with each [?] replaced by its value; a GMM's (mixture (n, 3K)) as mean±std or
     [5%|50%|95%] (spread); scales: each value's (center, spread) in the file's units."""
@@ -311,8 +359,8 @@ def number_keys(line, pieces, where, scales):
     n = sum(kind != "text" for kind, _ in pieces)
     paths = number_paths(line.replace(ASK, "0"), n, where, "a record in the file's own units")
     keys = [p[0] if p and isinstance(p[0], str) else None for p in paths]
-    for key in (k for k in keys if k not in scales):
-        what = f"key {key!r}" if key else "no key"
+    if missing := [k for k in keys if k not in scales]:
+        what = f"key {missing[0]!r}" if missing[0] else "no key"
         raise TextError(f"{where}: a number under {what} (its number keys: {', '.join(scales)})")
     return [(scales[k]["center"], scales[k]["spread"]) for k in keys], keys
 
