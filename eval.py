@@ -23,7 +23,7 @@ from checkpoint import load_checkpoint
 from configurator import configure
 from dataset import check_name, check_trained_on, read_meta, read_samples
 from eval_baselines import BASELINES, baseline_predictions, baseline_text, learn_baselines
-from eval_baselines import outside_training, training_means, verdict
+from eval_baselines import outside_training, verdict
 from mixture import mixture_cdf, mixture_nll, mixture_of, mixture_quantile
 from predict import fill_in, load_model, masked_samples
 from util import TextError, atomic_write_text, format_number, pick_device, run_main
@@ -233,25 +233,6 @@ def check_seeds(checkpoints):
 # ---------------------------------------------------------------- the report
 
 
-def baseline_scores(task, truths, scale, found, mean, fit, lags):
-    """{baseline: its metrics}, and a note where seasonal persistence lacks values."""
-    r = {}
-    if mean is not None:
-        r["train_mean"] = metrics(task, truths, [mean] * len(truths), scale)
-    if (fitted := found.get("least_squares")) and len(fitted[0]) == len(truths):
-        r["least_squares"] = metrics(task, truths, fitted[0], scale)
-        r["least_squares"].update(predictors=fit["fit"].predictors, filled=fitted[1])
-    for name in ("persistence", "seasonal_persistence"):
-        if found.get(name) is not None:
-            r[name] = metrics(task, truths, found[name], scale)
-    note = None
-    if "seasonal_persistence" in r:
-        r["seasonal_persistence"]["period"] = lags[1]
-    elif "seasonal_persistence" in found:
-        note = f"no seasonal persistence: a masked number has fewer than {lags[1]} values before it"
-    return r, note
-
-
 def score_setting(checkpoints, data, split_names, dev):
     """One setting's report: every split × quantity, per seed and combined, and baselines."""
     meta = read_meta(data)
@@ -259,7 +240,7 @@ def score_setting(checkpoints, data, split_names, dev):
     keys = [mask_key] if mask_key else list(meta.get("scales") or {}) if task == "text" else []
     if mask_key and task != "text":
         raise SystemExit(f"error: --mask_key is for your own data; {data} is a {task} dataset")
-    fits, lags, notes = learn_baselines(task, data, meta, keys, mask_all, period)
+    learned, notes = learn_baselines(task, data, meta, keys, mask_all, period)
     for split in split_names:
         check_name(split, "--splits:")
     ood = glob.glob(os.path.join(data, "test_ood*.txt"))
@@ -268,7 +249,6 @@ def score_setting(checkpoints, data, split_names, dev):
     report.update(splits={}, warnings=[], notes=notes)
     if task == "text":
         report["masked"] = {"keys": keys, "every": mask_all}
-    means = training_means(task, data, keys, mask_all) if task == "text" else {}
     # read and encoded once: every seed has the same vocabulary
     jobs, baselines, per_seed = {}, {}, []
     for path in checkpoints:
@@ -283,7 +263,7 @@ def score_setting(checkpoints, data, split_names, dev):
                 task, lines, vocab, where, block_size, keys, mask_all
             )
             baselines[split] = baseline_predictions(
-                task, lines, masked, where, lags, fits, meta.get("window")
+                task, lines, masked, where, learned, meta.get("window")
             )
         # [seed][split] -> {quantity: (truths, predictions, counts, mixtures)}
         per_seed.append({split: run_model(model, vocab, jobs[split], dev) for split in split_names})
@@ -298,13 +278,12 @@ def score_setting(checkpoints, data, split_names, dev):
                     f"{split} · {quantity}: {invalid} of {r['n'] * len(per_seed)} predictions"
                     " are NaN or infinite: counted as invalid"
                 )
-            found = baselines[split].get(quantity, {})
-            learned = (means.get(quantity), fits.get(quantity), lags.get(quantity))
-            scores, note = baseline_scores(task, truths, scale, found, *learned)
-            r.update(scores)
+            found, note = baselines[split]
+            for name, (predicted, extra) in found.get(quantity, {}).items():
+                r[name] = {**metrics(task, truths, predicted, scale), **extra}
             r["verdict"] = verdict(r)
             report["splits"][split][quantity] = r
-            notes = [note, outside_training(quantity, truths, meta, scale)]
+            notes = [note.get(quantity), outside_training(quantity, truths, meta, scale)]
             report["notes"] += [f"{split} · {quantity}: {n}" for n in notes if n]
     return report, meta
 

@@ -170,9 +170,10 @@ def training_fits(data, meta, keys, every):
     return out
 
 
-def baseline_predictions(task, lines, masked, where, lags, fits, window):
-    """{quantity: {baseline: predictions}} of a split's lines (masked: each line's groups);
-    least_squares': (predictions, records lacking a predictor)."""
+def baseline_predictions(task, lines, masked, where, learned, window):
+    """{quantity: {baseline: (predictions, what its report adds)}} of a split's lines (masked: each
+    line's groups); {quantity: note} where seasonal persistence lacks values."""
+    lags, fits = learned["lags"], learned["fits"]
     earlier = {q: {lag: [] for lag in q_lags} for q, q_lags in lags.items()}
     strict = task == "era5" or window
     for number, (line, groups) in enumerate(zip(lines, masked) if lags else [], 1):
@@ -181,18 +182,29 @@ def baseline_predictions(task, lines, masked, where, lags, fits, window):
             what = ("a station" if task == "era5" else f"key {quantity!r}") if strict else None
             for lag, values in earlier.get(quantity, {}).items():
                 values += previous_values(line, indices, at, what, lag)
-    out = {q: {} for q in set(lags) | set(fits)}
-    for quantity, by_lag in earlier.items():
-        for (lag, values), name in zip(by_lag.items(), ("persistence", "seasonal_persistence")):
-            out[quantity][name] = None if None in values else values
+    out, notes = {q: {} for q in set(lags) | set(fits) | set(learned["means"])}, {}
+    counts = {q: sum(len(groups.get(q, [])) for groups in masked) for q in out}
+    for quantity, mean in learned["means"].items():
+        out[quantity]["train_mean"] = ([mean] * counts[quantity], {})
     for quantity, fit in ((q, f["fit"]) for q, f in fits.items() if f["fit"]):
         records = [r for r in map(json.loads, lines) if fit_target(r, quantity, window) is not None]
-        out[quantity]["least_squares"] = fit.predict(records)
-    return out
+        predicted, filled = fit.predict(records)
+        if len(predicted) == counts[quantity]:
+            extra = {"predictors": fit.predictors, "filled": filled}
+            out[quantity]["least_squares"] = (predicted, extra)
+    for quantity, by_lag in earlier.items():
+        for (lag, values), name in zip(by_lag.items(), ("persistence", "seasonal_persistence")):
+            if None not in values:
+                out[quantity][name] = (values, {"period": lag} if lag > 1 else {})
+            elif lag > 1:
+                few = f"a masked number has fewer than {lag} values before it"
+                notes[quantity] = f"no seasonal persistence: {few}"
+    return out, notes
 
 
 def learn_baselines(task, data, meta, keys, every, period):
-    """training_fits' of own data; each series quantity's lags [1, period]; notes on periods."""
+    """From the training split: own data's means and least-squares fits, each series quantity's
+    lags [1, period]; notes on periods."""
     series = task == "era5" or (task == "text" and bool(keys) and not every)
     own = task == "text" and meta.get("dataset") == "text" and bool(keys)
     fits = training_fits(data, meta, keys, every) if own else {}
@@ -200,7 +212,9 @@ def learn_baselines(task, data, meta, keys, every, period):
     for quantity, fit in fits.items() if series else ():
         if lag := period or fit["period"]:
             lags[quantity].append(lag)
-    return fits, lags, period_notes(fits if series else {}, period)
+    means = training_means(task, data, keys, every) if task == "text" else {}
+    learned = {"means": means, "fits": fits, "lags": lags}
+    return learned, period_notes(fits if series else {}, period)
 
 
 def period_notes(fits, period):
