@@ -149,11 +149,8 @@ def training_fits(data, meta, keys, every):
         masked = (key, window - 1 if window else None)
         fits[key] = LeastSquares([c for c in columns if c != masked])
     series = {key: [] for key in keys}
-    for number, line in read_samples(path, required=False):
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise TextError(f"{path}:{number}: a record must be JSON ({e})")
+    for _, line in read_samples(path, required=False):
+        record = json.loads(line)
         for key in keys:
             if key in fits and (y := fit_target(record, key, window)) is not None:
                 fits[key].add(record, y)
@@ -207,12 +204,13 @@ def learn_baselines(task, data, meta, keys, every, period):
     lags [1, period]; notes on periods."""
     series = task == "era5" or (task == "text" and bool(keys) and not every)
     own = task == "text" and meta.get("dataset") == "text" and bool(keys)
+    # first: it refuses a line that is no JSON record
+    means = training_means(task, data, keys, every) if task == "text" else {}
     fits = training_fits(data, meta, keys, every) if own else {}
     lags = {q: [1] for q in (keys or ["t+1"])} if series else {}
     for quantity, fit in fits.items() if series else ():
         if lag := period or fit["period"]:
             lags[quantity].append(lag)
-    means = training_means(task, data, keys, every) if task == "text" else {}
     learned = {"means": means, "fits": fits, "lags": lags}
     return learned, period_notes(fits if series else {}, period)
 
