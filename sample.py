@@ -18,7 +18,7 @@ from contextlib import nullcontext
 import torch
 
 from configurator import configure
-from dataset import ASK, decoded_lines
+from dataset import decoded_lines
 from predict import detokenize, encode_line, fill_in, filled, generate, in_own_units, load_model
 from predict import KeyAbsent, units_of
 from util import TextError, format_number, pick_device, run_main, shell_line
