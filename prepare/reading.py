@@ -1,8 +1,6 @@
 """
 Your files read into a Table for prepare/text.py: a Column per key, a row per CSV row or JSON
-object; a value is a number (Decimal), text, missing, or a JSON list or object of these. CSV is
-read by pyarrow's streaming reader, a block at a time, each block's distinct cells checked once;
-each column goes to a scratch folder on disk, so memory stays bounded.
+object. CSV is read by pyarrow's streaming reader a block at a time; columns go to disk.
 """
 
 import bisect
@@ -48,7 +46,7 @@ SEPARATED = re.compile(r"[+-]?\d+(?:,\d+)+(?:\.\d*)?")
 # a leading zero: 01234 is a code (a ZIP code), not a quantity
 CODE = re.compile(r"[+-]?0\d+")
 DELIMITERS = {",": "a comma", ";": "a semicolon", "\t": "a tab", "|": "a bar"}
-# a Column's codes: a number, a missing value, a JSON list or object (else a text's index)
+# a Column's codes (else a text's index)
 NUM, GAP, NESTED = -1, -2, -3
 # bytes of CSV read at a time
 BLOCK = 1 << 20
@@ -68,14 +66,14 @@ def rewrite(value, f):
 
 
 def leaves(value):
-    """The numbers (Decimal), strings, booleans and nulls under a value, in order."""
+    """The numbers, strings, booleans and nulls under a value, in order."""
     if isinstance(value, dict):
         value = list(value.values())
     return [x for v in value for x in leaves(v)] if isinstance(value, list) else [value]
 
 
 def kinds(value):
-    """The kinds of a value's leaves: 'number', 'text' (also booleans), 'null'."""
+    """The kinds of a value's leaves: 'number', 'text', 'null'."""
     return {
         "number" if isinstance(x, Decimal) else "null" if x is None else "text"
         for x in leaves(value)
@@ -87,21 +85,19 @@ def numbers(value):
 
 
 def plain_number(cell):
-    """The number a cell writes with a currency or percent sign, digit groups or in hex ("$12.50",
-    "45%", "1_000", "0x1F"), which the tokenizer would read as a word or two numbers; else None."""
+    """The number in "$12.50", "45%", "1_000" or "0x1F", else None."""
     if re.fullmatch(r"[+-]?0[xX][0-9a-fA-F]+", cell):
         return str(int(cell, 16))
     bare = re.sub(r"^([+-]?)\s*[$€£¥]\s*|\s*[%‰]$", r"\1", cell)
-    # 1_000, 1,000 (after a sign)
     if re.fullmatch(r"[+-]?(?:\d+(?:_\d+)+|\d{1,3}(?:,\d{3})+)(?:\.\d*)?", bare):
         bare = re.sub("[_,]", "", bare)
     return bare if bare != cell and NUMBER.fullmatch(bare) else None
 
 
 class Column:
-    """One key's value in every row, on disk (12 bytes a row): `code` is NUM, GAP, NESTED (in
-    `nested`) or a text's index in `texts`; `x` a number. `q_range`: the places 10^q of the finest
-    and coarsest digit of its numbers (1013.6: q = -1)."""
+    """One key's value in every row, on disk: `code` (NUM, GAP, NESTED or a text's index in
+    `texts`) and `x` (a number). `q_range`: the places 10^q of its numbers' finest and coarsest
+    digits (1013.6: q = -1)."""
 
     def __init__(self, name, noun, scratch, as_text=False, decimal_comma=False):
         self.name, self.noun, self.as_text, self.decimal_comma = name, noun, as_text, decimal_comma
@@ -110,7 +106,7 @@ class Column:
         # appended to a block at a time: a file of a thousand columns holds none open
         for path in self.paths:
             open(path, "xb").close()
-        # the first row holding a number, a text, a number with a leading zero; rows counted
+        # the first row holding a number, a text, a leading zero
         self.first, self.n_numbers, self.n_present, self.clash = {}, 0, 0, None
         self.q_range = [999, -999]
 
@@ -119,6 +115,9 @@ class Column:
             self.index[value] = len(self.texts)
             self.texts.append(value)
         return self.index[value]
+
+    def widen(self, low, high):
+        self.q_range = [min(self.q_range[0], low), max(self.q_range[1], high)]
 
     def add(self, distinct, codes, row0, where, parse):
         """Rows row0... holding distinct[codes], each distinct value read once by parse(value,
@@ -132,7 +131,7 @@ class Column:
             if d is None:
                 continue
             x[i], q = self.check_float(d, at), d.as_tuple().exponent
-            self.q_range = [min(self.q_range[0], q), max(self.q_range[1], q)]
+            self.widen(q, q)
             # two different numbers that are one float64 (20-digit IDs)
             seen = floats.setdefault(x[i], (d, i))
             if self.clash is None and seen[0] != d:
@@ -149,7 +148,7 @@ class Column:
         self.write(rows, x[codes])
 
     def write(self, code, x):
-        """Rows appended to the column's files; its missing values' rows kept."""
+        """Rows appended to the column's files."""
         for path, values in zip(self.paths, (code.astype(np.int32), x.astype(np.float64))):
             with open(path, "ab") as f:
                 f.write(values.tobytes())
@@ -163,35 +162,27 @@ class Column:
         x = float(d)
         if not math.isfinite(x) or (d and not x):
             fail(
-                f"{at()}: {self.noun} {self.name!r}: {d} is beyond what a float64 holds (|x| from"
-                " 1e-308 to 1.8e308, or 0); write the key in other units (a power of ten in its"
-                " name)"
+                f"{at()}: {self.noun} {self.name!r}: {d} is beyond what a float64 holds; write the"
+                " key in other units"
             )
         return x
 
     def finish(self, where):
         """The column, refused where it mixes numbers and text (CSV)."""
-        at = lambda kind: (
-            f"{where(self.first[kind][0])}: column {self.name!r}: {self.first[kind][1]!r}"
-        )
         if self.noun != "column" or "number" not in self.first:
             return self
+
+        def at(kind):
+            row, value = self.first[kind]
+            return f"{where(row)}: column {self.name!r}: {value!r}"
+
+        hint = f"--text {self.name} reads it as text"
         if "code" in self.first:
-            fail(
-                f"{at('code')} has a leading zero, a code (a ZIP code?) rather than a quantity;"
-                f" --text {self.name} keeps the codes as words, or leave it out with --columns"
-            )
+            fail(f"{at('code')} has a leading zero, a code rather than a quantity; {hint}")
         if "text" in self.first and self.n_numbers * 2 >= self.n_present:
-            fail(
-                f"{at('text')} is not a number, but {self.n_numbers} of the column's"
-                f" {self.n_present} values are; write it as one (e.g. 1013.6), or a missing value"
-                f" ({', '.join(MISSING[1:])})"
-            )
+            fail(f"{at('text')} is not a number, but most of the column's values are")
         if "text" in self.first:
-            fail(
-                f"{at('number')} is a number, but most of the column's values are text; make a"
-                f" column all numbers or all text (--text {self.name})"
-            )
+            fail(f"{at('number')} is a number, but most of the column's values are text; {hint}")
         return self
 
     def mapped(self, i, dtype):
@@ -247,33 +238,28 @@ class Column:
 
 def csv_parser(column):
     """parse() of a CSV column's cells for Column.add."""
-    name = column.name
+    name, numeric = column.name, not column.as_text
 
     def parse(cell, at):
+        refuse = lambda fact: fail(f"{at()}: column {name!r}: {fact}, or --text {name}")
         c = cell.strip()
-        if column.decimal_comma and not column.as_text:
+        if column.decimal_comma and numeric:
             if "." in c and NUMBER.fullmatch(c):
-                fail(
-                    f"{at()}: column {name!r}: {cell!r} holds a point, but --decimal-comma says"
-                    " numbers are written 12,5; write it without the thousands separator (or"
-                    f" --text {name}: text)"
-                )
+                refuse(f"{cell!r} holds a point, but --decimal-comma says numbers are written 12,5")
             c = re.sub(r"^([+-]?\d*),(\d+(?:[eE][+-]?\d+)?)$", r"\1.\2", c)
         if is_missing(c):
             return GAP, None
-        if not column.as_text and SEPARATED.fullmatch(c):
-            fail(
-                f"{at()}: column {name!r}: {c!r} holds a thousands separator or a decimal comma;"
-                f" write {c.replace(',', '')} or {c.replace(',', '.')}, or --decimal-comma for a"
-                f" file of decimal commas (or --text {name}: text)"
+        if numeric and SEPARATED.fullmatch(c):
+            refuse(
+                f"{c!r} holds a thousands separator or a decimal comma; write"
+                f" {c.replace(',', '')} or {c.replace(',', '.')}, or --decimal-comma"
             )
-        if not column.as_text and plain_number(c):
-            fail(
-                f"{at()}: column {name!r}: {c!r} is a number written with a currency or percent"
-                f" sign, digit groups or in hex; write {plain_number(c)} (a unit in the column's"
-                f" name), or --text {name}: text"
+        if numeric and plain_number(c):
+            refuse(
+                f"{c!r} is a number written with a currency or percent sign, digit groups or in"
+                f" hex; write {plain_number(c)}"
             )
-        if column.as_text or not NUMBER.fullmatch(c):
+        if not numeric or not NUMBER.fullmatch(c):
             return column.text_code(c), None
         return NUM, Decimal(c)
 
@@ -292,8 +278,7 @@ def json_parser(column):
             return column.text_code(getattr(value, "value", value)), None
         for d in numbers(value.value):
             column.check_float(d, at)
-            q = d.as_tuple().exponent
-            column.q_range = [min(column.q_range[0], q), max(column.q_range[1], q)]
+            column.widen(d.as_tuple().exponent, d.as_tuple().exponent)
         return NESTED, None
 
     return parse
@@ -344,8 +329,7 @@ def joined(tables):
             remap = np.array([col.text_code(v) for v in part.texts] + [NUM, GAP, NESTED], np.int32)
             code = part.code
             col.write(np.where(code >= 0, remap[np.maximum(code, 0)], code), part.x)
-            low, high = part.q_range
-            col.q_range = [min(col.q_range[0], low), max(col.q_range[1], high)]
+            col.widen(*part.q_range)
             col.nested.update({start + r: v for r, v in part.nested.items()})
             col.clash = col.clash or part.clash
         out.cols[key] = col.finish(out.where)
@@ -363,26 +347,17 @@ def opened(path):
     try:
         head = f.peek(4)[:4]
     except (OSError, EOFError) as e:
-        fail(
-            f"{path}: a damaged gzip file ({e}); expected a CSV or JSON-lines file, or one"
-            " compressed with gzip"
-        )
+        fail(f"{path}: a damaged gzip file ({e})")
     if head.startswith((b"PK\x03\x04", b"\xd0\xcf\x11\xe0")):
-        fail(
-            f"{path}: a zip archive or an Excel workbook (.xlsx, .xls), not text; unzip it, or save"
-            ' the sheet as "CSV UTF-8"'
-        )
+        fail(f'{path}: a zip archive or an Excel workbook (.xlsx), not text; save it as "CSV UTF-8"')
     if head.startswith((b"\xff\xfe", b"\xfe\xff")):
-        fail(
-            f'{path}: UTF-16 text (Excel\'s "Unicode Text"); save the file as UTF-8 (Excel: "CSV'
-            ' UTF-8")'
-        )
+        fail(f"{path}: UTF-16 text (Excel's Unicode Text); save the file as UTF-8")
     return f
 
 
 def scan(path):
-    """(a file's first 64 KiB of text, whether its lines end in \\r alone, the line of its first
-    empty line or 0); refused: a byte not UTF-8, a lone \\r in a file of \\n line ends."""
+    """(a file's first 64 KiB of text, whether its lines end in \\r alone, its first empty line or
+    0); refused: a byte not UTF-8, a lone \\r in a file of \\n line ends."""
     f, decoder = opened(path), codecs.getincrementaldecoder("utf-8-sig")()
     head, cr_only, blank, lines, done = "", None, 0, 1, 0
     while block := f.read(1 << 22):
@@ -398,10 +373,7 @@ def scan(path):
         if lone and (lone.end() < len(block) or not f.peek(1).startswith(b"\n")):
             at = lines + block.count(b"\n", 0, lone.start())
             column = lone.start() - block.rfind(b"\n", 0, lone.start())
-            fail(
-                f"{path}:{at}: a lone carriage return (\\r) at column {column} in a file of"
-                " \\n line ends; expected one line end per line (remove it)"
-            )
+            fail(f"{path}:{at}: a lone carriage return (\\r) at column {column}; remove it")
         empty = re.search(ends + rb"\r?" + ends, block)
         if empty and not blank:
             blank = lines + block.count(ends, 0, empty.start()) + 1
@@ -415,15 +387,9 @@ def csv_delimiter(path, header_line, delimiter):
         return delimiter
     delimiter = max(DELIMITERS, key=header_line.count)
     if not header_line.count(delimiter) and re.search(r"\S\s+\S", header_line):
-        fail(
-            f"{path}:1: the header holds no , ; tab or | but spaces: a file separated by"
-            " spaces? write it as CSV, or name the delimiter with --delimiter"
-        )
+        fail(f"{path}:1: the header holds no , ; tab or | but spaces; name it with --delimiter")
     if delimiter != ",":
-        print(
-            f"note: {path}: columns separated by {DELIMITERS[delimiter]} (the header's most"
-            " frequent of , ; tab |)"
-        )
+        print(f"note: {path}: columns separated by {DELIMITERS[delimiter]}")
     return delimiter
 
 
@@ -434,7 +400,7 @@ def csv_head(path, head, delimiter):
     if comments > 1 or comments and not re.search(r"[,;\t|]", header_line):
         fail(
             f"{path}:1: {header_line[:40]!r} is a comment, not a header ({comments} line(s) start"
-            " with #); expected the column names on line 1: delete the lines above them"
+            " with #); expected the column names on line 1"
         )
     delimiter = csv_delimiter(path, header_line, delimiter)
     reader = csv.reader(io.StringIO(head, newline=""), delimiter=delimiter)
@@ -442,15 +408,14 @@ def csv_head(path, head, delimiter):
         header = [name.strip() for name in next(reader, [])]
         row = next(reader, [])
     except csv.Error as e:
-        fail(f'{path}:1: {e} (an unterminated quote?); expected cells like 1.5 or "a, b"')
+        fail(f"{path}:1: {e} (an unterminated quote?)")
     if not any(header):
-        fail(f"{path}: empty file; expected a CSV header and rows, or one JSON record per line")
+        fail(f"{path}: empty file; expected a CSV header and rows, or JSON records")
     return header, row, delimiter
 
 
 def bad_row(path, header, delimiter, trailing, error=None):
-    """Fail naming the first row the csv module refuses, or of another width than the header's
-    (a file refused is read twice)."""
+    """Fail naming the first row the csv module refuses, or of another width than the header's."""
     width = len(header) + (trailing and bool(header[-1]))
     lines = io.TextIOWrapper(opened(path), "utf-8-sig", newline="")
     reader = csv.reader(lines, delimiter=delimiter, strict=True)
@@ -463,26 +428,20 @@ def bad_row(path, header, delimiter, trailing, error=None):
         else:
             fail(f"{path}: {error}")
     except csv.Error as e:
-        fail(f'{path}:{end + 1}: {e} (an unterminated quote?); expected cells like 1.5 or "a, b"')
-    # not every row ends in an empty cell: each is read against the header
+        fail(f"{path}:{end + 1}: {e} (an unterminated quote?)")
     if trailing and width != len(header):
         at, row = 2, csv_head(path, scan(path)[0], delimiter)[1]
-    hint = " (separated by a comma: another delimiter? --delimiter)" if delimiter == "," else ""
+    hint = " (another delimiter? --delimiter)" if delimiter == "," else ""
     if len(row) == len(header) + 1 and not row[-1].strip():
         hint = " (the last one empty: a delimiter at the end of some rows but not all? remove it)"
-    fail(
-        f"{path}:{at}: {len(row)} cells, but the header ({path}:1) names {len(header)}"
-        f" columns{hint}"
-    )
+    names = f"the header ({path}:1) names {len(header)} columns"
+    fail(f"{path}:{at}: {len(row)} cells, but {names}{hint}")
 
 
 def read_csv(path, args, head, cr_only, blank):
     """A Table of a CSV file (scanned: head, line ends, first empty line), a row per record."""
     if cr_only:
-        print(
-            f"note: {path}: its lines end in a carriage return alone (\\r, old Mac files): read as"
-            " line ends"
-        )
+        print(f"note: {path}: its lines end in a carriage return alone (\\r): read as line ends")
     header, row, delimiter = csv_head(path, head, args.delimiter)
     names = header[:-1] if len(header) > 1 and not header[-1] else header
     trailing = len(row) == len(names) + 1 and not row[-1].strip()
@@ -509,7 +468,7 @@ def read_csv(path, args, head, cr_only, blank):
             values = encoded.dictionary.to_pylist()
             column.add(values, encoded.indices.to_numpy(), row0, where, parse)
     if not table.n:
-        fail(f"{path}: a header and no rows; expected one row per record after the header")
+        fail(f"{path}: a header and no rows")
     if trailing:
         print(
             f"note: {path}: every row ends in {DELIMITERS.get(delimiter, repr(delimiter))}, an"
@@ -517,8 +476,8 @@ def read_csv(path, args, head, cr_only, blank):
         )
     if multi:
         print(
-            f"note: {path}:{multi[0][0]}-{multi[0][1]}: a quoted cell holds a line break, read as"
-            f" part of the cell ({len(multi)} such row(s)); if a quote is unterminated, close it"
+            f"note: {path}:{multi[0][0]}-{multi[0][1]}: a quoted cell holds a line break"
+            f" ({len(multi)} such row(s)); if a quote is unterminated, close it"
         )
     table.line = np.concatenate(lines)
     table.cols = {c.name: c.finish(table.where) for c in columns}
@@ -550,8 +509,8 @@ def arrow_batches(path, header, delimiter, trailing):
 
 
 def csv_batches(path, header, delimiter, trailing, cr_only, blank):
-    """Blocks of rows: their columns, and the line each row starts on then the line after (a
-    quoted cell may hold line breaks); empty lines refused but at the end."""
+    """Blocks of rows: their columns, and the line each row starts on then the line after;
+    empty lines refused but at the end."""
     line, ended, cells = 2, False, []
     for batch in arrow_batches(path, header, delimiter, trailing):
         cells = batch.columns
@@ -581,11 +540,8 @@ def csv_columns(path, header, wanted):
             print(f"note: {path}: column 1 has no name (row names, as R writes them): left out")
             continue
         if not name or name in header[:j]:
-            fail(
-                f"{path}:1: column {j + 1} of the header is"
-                f" {'empty' if not name else f'{name!r} again'}; expected one distinct name per"
-                " column"
-            )
+            what = f"{name!r} again" if name else "empty"
+            fail(f"{path}:1: column {j + 1} of the header is {what}")
         if not wanted or name in wanted:
             keep.append(j)
     for name in wanted or []:
@@ -600,8 +556,7 @@ def check_header(path, names):
     if numbers and len(numbers) * 2 >= len(names):
         fail(
             f"{path}:1: the header holds numbers ({', '.join(numbers[:3])}): a file without a"
-            " header row? Its first record would become the column names; add a line of names"
-            " (one per column) above the rows"
+            " header row? add a line of names"
         )
 
 
@@ -614,7 +569,7 @@ def _object(pairs):
     keys = [k for k, _ in pairs]
     for k in keys:
         if keys.count(k) > 1:
-            raise ValueError(f"key {k!r} is repeated in one object; expected each key once")
+            raise ValueError(f"key {k!r} is repeated in one object")
     return dict(pairs)
 
 
@@ -631,10 +586,10 @@ def quoted_numbers(where, record, text_keys):
         strings = [x for x in leaves(v) if isinstance(x, str) and k not in text_keys]
         quoted = [x for x in strings if NUMBER.fullmatch(x.strip()) or plain_number(x)]
         if quoted:
+            number = plain_number(quoted[0]) or quoted[0].strip()
             fail(
                 f"{where}: key {k!r}: {quoted[0]!r} is a number written as a string; write it"
-                f" as a JSON number ({plain_number(quoted[0]) or quoted[0].strip()}), or --text"
-                f" {k} keeps the key's strings as words"
+                f" as a JSON number ({number}), or --text {k}"
             )
 
 
@@ -661,7 +616,7 @@ def json_records(path, args):
             fail(f"{where}: {e}")
         if not isinstance(record, dict) or not record:
             found = text[at:i][:40]
-            fail(f'{where}: expected a JSON object {{"key": value, ...}}, found {found!r}')
+            fail(f"{where}: expected a JSON object, found {found!r}")
         keep = args.columns or record
         record = {k: rewrite(v, to_none) for k, v in record.items() if k in keep}
         quoted_numbers(where, record, args.text)
@@ -673,7 +628,7 @@ def json_records(path, args):
         elif array and i < len(text) and text[i] != "]":
             fail(f"{line_at(i)}: expected , or ] after a record of the JSON array")
     if array and i == len(text):
-        fail(f"{line_at(i)}: the file ends inside the JSON array; expected ] at its end")
+        fail(f"{line_at(i)}: the file ends inside the JSON array")
     if array and text[i:].strip() != "]":
         fail(f"{line_at(i)}: expected nothing after the JSON array's ]")
     return records, lines, array
@@ -683,17 +638,13 @@ def read_json(path, args):
     """A Table of a JSON file, a row per object."""
     records, lines, array = json_records(path, args)
     if not records:
-        fail(
-            f'{path}: an empty JSON array; expected JSON objects {{"key": value, ...}}, a record'
-            " each"
-        )
+        fail(f"{path}: an empty JSON array; expected a JSON object per record")
     values = list(records[0].values()) if len(records) == 1 else []
     by_column = all(isinstance(v, (dict, list)) and len(v) == len(values[0]) > 1 for v in values)
     if len(values) > 1 and by_column:
         fail(
-            f"{path}: one JSON object of columns, each holding {len(values[0])} values (pandas'"
-            " to_json writes this by default); expected a record per row: write it with"
-            ' to_json(orient="records", lines=True)'
+            f"{path}: one JSON object of columns of {len(values[0])} values; expected a record"
+            ' per row: pandas\' to_json(orient="records", lines=True)'
         )
     table = Table(path, "key", array)
     table.line, table.starts[-1] = np.array(lines), len(records)
@@ -716,7 +667,7 @@ def read_file(path, args):
     """A Table of a file's rows: JSON (a file that starts with { or [) or CSV."""
     head, cr_only, blank = scan(path)
     if not head.strip():
-        fail(f"{path}: empty file; expected a CSV header and rows, or one JSON record per line")
+        fail(f"{path}: empty file; expected a CSV header and rows, or JSON records")
     if head.lstrip().startswith(("{", "[")):
         return read_json(path, args)
     return read_csv(path, args, head, cr_only, blank)
