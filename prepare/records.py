@@ -1,16 +1,31 @@
 """
-Records for prepare/text.py: windows of rows, split into train, val and test, missing values left
-out. A split is a Part: each record's rows (a window's rows in order) and, per key, the records
-that leave it out.
+Records for prepare/text.py: keys checked (dates left out, words the tokenizer would misread
+renamed), windows of rows, split into train, val and test, missing values left out. A split is a
+Part: each record's rows (a window's rows in order) and, per key, the records that leave it out.
 """
 
+import json
+import re
 from itertools import pairwise
 
 import numpy as np
 from common import fail
-from reading import MISSING, NESTED, NUM, kinds
+from reading import GAP, MISSING, NESTED, NUM, kinds, leaves, rewrite
+from tokenize_numbers import TextError, split_text
 
 SPLITS = ("train", "val", "test")
+# 12:30, 05:06:07.5, 5:06 PM
+TIME = r"\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?: ?[ap]\.?m\.?)?"
+MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"
+DATE = re.compile(
+    rf"(?:\d{{4}}-\d{{1,2}}(?:-\d{{1,2}})?|\d{{4}}/\d{{1,2}}/\d{{1,2}}"
+    rf"|\d{{1,2}}[/.]\d{{1,2}}[/.](?:\d{{4}}|\d\d)"
+    # 4-Mar-2021, Mar 4, 2021, Mar-2021
+    rf"|\d{{1,2}}[- ]{MONTH}[- ](?:\d{{4}}|\d\d)|{MONTH} \d{{1,2}},? \d{{4}}|{MONTH}[- ]\d{{4}})"
+    rf"(?:[T ]{TIME}(?:Z| ?UTC| ?GMT|[+-]\d{{2}}:?\d{{2}})?)?|{TIME}",
+    re.IGNORECASE,
+)
+YYYYMMDD = re.compile(r"(?:1[89]|20)\d\d(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])")
 # the kinds a key's values may hold (a bit each)
 KINDS = {"number": 1, "text": 2}
 
@@ -268,3 +283,84 @@ def weights(table, part, key):
     w = np.zeros(table.n, np.int32)
     np.add.at(w, part.rows[part.has(key)].ravel(), 1)
     return w
+
+
+def date_keys(table, text_keys):
+    """The keys (not --text) whose every value is a date or time, noted."""
+    dates = []
+    for key, col in table.cols.items():
+        texts = all(isinstance(t, str) and DATE.fullmatch(t) for t in col.texts)
+        if key in text_keys or not texts or col.nested or col.q_range[0] < 0:
+            continue
+        # a column of numbers: yyyymmdd, from 1800 to 2099
+        numeric = col.q_range[0] == 0 and 18e6 < np.nanmin(col.x, initial=np.inf)
+        if col.q_range[0] == 0 and not (numeric and np.nanmax(col.x, initial=0) < 21e6):
+            continue
+        present = np.flatnonzero(col.code != GAP)
+        if not len(present):
+            continue
+        if (col.code[present] >= 0).all():
+            words = np.array([str(t) for t in col.texts] or [""], dtype=object)
+            order = np.argsort(np.argsort(words, kind="stable"))
+            rank, value = order[col.code[present]], words[col.code[present]]
+            sortable = all(re.match(r"\d{4}", str(t)) for t in col.texts)
+        elif (col.code[present] == NUM).all():
+            x = col.x[present]
+            if col.q_range != [0, 0] or not ((x > 18e6) & (x < 21e6)).all():
+                continue
+            if not all(YYYYMMDD.fullmatch(f"{v:.0f}") for v in np.unique(x)):
+                continue
+            rank, value, sortable = x, [f"{x[0]:.0f}", f"{x[-1]:.0f}"], True
+        else:
+            continue
+        dates.append(key)
+        # ISO dates and yyyymmdd sort as text: rows in file order should not go back in time
+        after = present[1:][(np.diff(rank) < 0) & (np.diff(present) == 1)] if sortable else []
+        print(
+            f"note: key {key!r} holds dates or times ({value[0]} ... {value[-1]}): left out;"
+            " the rows are taken in file order"
+            + (
+                f" (they go back in time at {table.where(after[0])}: sort the file)"
+                if len(after)
+                else ""
+            )
+        )
+    return dates
+
+
+def as_word(text):
+    """text, or if the tokenizer would read a number in it, one word ("room_12", "_01234")."""
+    try:
+        if all(kind != "num" for kind, _ in split_text(json.dumps(text, ensure_ascii=False))):
+            return text
+    except TextError:
+        pass
+    word = re.sub(r"\W", "_", text)
+    return "_" + word if not word or word[0].isdigit() else word
+
+
+def words_for_tokenizer(table):
+    """Key names and text values made words (as_word), noted; {old: new} of the keys."""
+    renamed = {key: as_word(key) for key in table.cols}
+    strings = [t for c in table.cols.values() for t in c.texts if isinstance(t, str)]
+    strings += [x for c in table.cols.values() for v in c.nested.values() for x in leaves(v)]
+    values = {x: as_word(x) for x in strings if isinstance(x, str)}
+    for mapping, what in ((renamed, "key"), (values, "text value")):
+        changed = {a: b for a, b in mapping.items() if a != b}
+        clash = {}
+        for a, b in mapping.items():
+            if clash.setdefault(b, a) != a:
+                fail(f"the {what}s {clash[b]!r} and {a!r} would both be written {b!r}; rename one")
+        if changed:
+            a, b = next(iter(changed.items()))
+            print(
+                f"note: {len(changed)} {what}(s) the tokenizer would read as numbers written as one"
+                f" word each: {a!r} as {b!r}"
+                + (" (--mask_key takes the new name)" if what == "key" else "")
+            )
+    word = lambda x: values.get(x, x) if isinstance(x, str) else x
+    for col in table.cols.values():
+        col.texts = [word(t) for t in col.texts]
+        col.nested = {r: rewrite(v, word) for r, v in col.nested.items()}
+    table.cols = {renamed[k]: c for k, c in table.cols.items()}
+    return renamed

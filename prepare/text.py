@@ -25,10 +25,9 @@ import numpy as np
 # common puts the repository's root on the path
 from common import at_least, command, dataset_files, fail, one_line_errors, staged_dataset
 from common import write_meta
-from reading import MISSING, NESTED, NUM, date_keys, joined, numbers, read_file
-from reading import words_for_tokenizer
-from records import SPLITS, check_keys, check_values, counting_keys, leave_out_missing
-from records import rows_in, split_records, warn_short, weights
+from reading import MISSING, NESTED, NUM, joined, numbers, read_file
+from records import SPLITS, check_keys, check_values, counting_keys, date_keys, leave_out_missing
+from records import rows_in, split_records, warn_short, weights, words_for_tokenizer
 from scaling import extremes, scale, written
 from tokenize_numbers import TextError, split_text
 from util import open_new, shell_line

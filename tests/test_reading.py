@@ -26,9 +26,3 @@ def test_a_json_array_keeps_the_digits_and_names_each_record(tmp_path):
     assert table.where(1).endswith("d.json:2 (record 2)") and list(table.cols["a"].q_range) == [-2, 0]
     assert table.cols["b"].nested == {0: ["x", None], 1: [None, "y"]} and list(table.cols["b"].gap) == [True, True]
 
-
-def test_words_the_tokenizer_would_read_as_numbers_are_renamed_in_place(tmp_path, capsys):
-    table = own_table(tmp_path, "pm2.5,room\n1,room 12\n")
-    assert reading.words_for_tokenizer(table) == {"pm2.5": "pm2_5", "room": "room"}
-    assert list(table.cols) == ["pm2_5", "room"] and table.cols["room"].texts == ["room_12"]
-    assert "written as one word" in capsys.readouterr().out
