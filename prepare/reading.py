@@ -60,14 +60,6 @@ def leaves(value):
     return [x for v in value for x in leaves(v)] if isinstance(value, list) else [value]
 
 
-def kinds(value):
-    """The kinds of a value's leaves: 'number', 'text', 'null'."""
-    return {
-        "number" if isinstance(x, Decimal) else "null" if x is None else "text"
-        for x in leaves(value)
-    }
-
-
 def numbers(value):
     return [x for x in leaves(value) if isinstance(x, Decimal)]
 
@@ -191,19 +183,6 @@ class Column:
         """Each text value as JSON, as the lines write it."""
         return np.array([json.dumps(t, ensure_ascii=False) for t in self.texts] + [""], object)
 
-    @property
-    def has_gaps(self):
-        return bool(self.gaps) or any("null" in kinds(v) for v in self.nested.values())
-
-    @property
-    def gap(self):
-        """Rows whose value is missing, or holds a missing value (a JSON list with a null)."""
-        gap = np.zeros(self.n, bool)
-        gap[np.concatenate(self.gaps + [np.empty(0, np.int32)])] = True
-        for row, value in self.nested.items():
-            gap[row] = "null" in kinds(value)
-        return gap
-
     def pieces(self, rows, weights=None, size=1 << 18):
         """The numbers in rows (a mask), nested ones too, a piece at a time, each with its
         numbers' weights (given one per row)."""
@@ -215,13 +194,6 @@ class Column:
         if deep:
             rs, x = zip(*deep)
             yield np.array(x), (weights[list(rs)] if weights is not None else None)
-
-    def row_of(self, value, rows):
-        """The first of rows (a mask) that holds the number value."""
-        found = (self.x == value) & (self.code == NUM) & rows
-        if found.any():
-            return int(np.argmax(found))
-        return min(r for r, v in self.nested.items() if value in map(float, numbers(v)))
 
 
 def csv_parser(column):
@@ -646,7 +618,7 @@ def read_json(path, args):
         position = {v: i for i, v in enumerate(distinct)}
         codes = np.fromiter(map(position.__getitem__, values), np.int64, len(values))
         column.add(distinct, codes, 0, table.where, json_parser(column))
-        table.cols[key] = column.finish(table.where)
+        table.cols[key] = column
         column.nested = {int(r): values[r].value for r in np.flatnonzero(column.code == NESTED)}
     return table
 

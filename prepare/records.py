@@ -6,11 +6,12 @@ Part: each record's rows (a window's rows in order) and, per key, the records th
 
 import json
 import re
+from decimal import Decimal
 from itertools import pairwise
 
 import numpy as np
 from common import fail
-from reading import GAP, MISSING, NESTED, NUM, kinds, leaves, rewrite
+from reading import GAP, MISSING, NESTED, NUM, leaves, rewrite
 from tokenize_numbers import TextError, split_text
 
 SPLITS = ("train", "val", "test")
@@ -28,6 +29,23 @@ DATE = re.compile(
 YYYYMMDD = re.compile(r"(?:1[89]|20)\d\d(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])")
 # the kinds a key's values may hold (a bit each)
 KINDS = {"number": 1, "text": 2}
+
+
+def kinds(value):
+    """The kinds of a value's leaves: 'number', 'text', 'null'."""
+    return {
+        "number" if isinstance(x, Decimal) else "null" if x is None else "text"
+        for x in leaves(value)
+    }
+
+
+def missing_rows(col):
+    """A column's rows whose value is missing, or holds a missing value (a JSON list with a null)."""
+    gap = np.zeros(col.n, bool)
+    gap[np.concatenate(col.gaps + [np.empty(0, np.int32)])] = True
+    for row, value in col.nested.items():
+        gap[row] = "null" in kinds(value)
+    return gap
 
 
 class Part:
@@ -70,7 +88,7 @@ def check_values(table, keys, missing):
     """Refused unless --missing: a missing value (the first row holding one, its first key)."""
     if missing != "refuse":
         return
-    gaps = {key: np.flatnonzero(table.cols[key].gap) for key in keys}
+    gaps = {key: np.flatnonzero(missing_rows(table.cols[key])) for key in keys}
     gaps = {key: rows[0] for key, rows in gaps.items() if len(rows)}
     if gaps:
         key = min(gaps, key=lambda k: (gaps[k], keys.index(k)))
@@ -239,7 +257,8 @@ def rows_in(table, parts):
 def leave_out_missing(table, parts, keys, how):
     """The splits with missing values left out, and {key: records it was missing from}."""
     missing, kept, emptied = {}, [], 0
-    gaps = {key: table.cols[key].gap for key in keys if table.cols[key].has_gaps}
+    cols = {key: table.cols[key] for key in keys}
+    gaps = {key: missing_rows(col) for key, col in cols.items() if col.gaps or col.nested}
     for part in parts:
         none = np.zeros(len(part), bool)
         lacks = {key: gaps[key][part.rows].any(axis=1) if key in gaps else none for key in keys}

@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 from common import fail
+from reading import NUM, numbers
 from records import weights
 
 # scaled numbers beyond this are far from order 1: warned of
@@ -87,6 +88,14 @@ def written(x, scale, digits):
     return np.array(text, dtype=object)[inverse.ravel()]
 
 
+def row_of(col, value, rows):
+    """The first of rows (a mask) that holds the number value."""
+    found = (col.x == value) & (col.code == NUM) & rows
+    if found.any():
+        return int(np.argmax(found))
+    return min(r for r, v in col.nested.items() if value in map(float, numbers(v)))
+
+
 def check_resolution(table, key, held, scale, digits):
     """Warn where two inputs of a key reach the model as one float32 (within a piece of the
     column), or the key spans many decades."""
@@ -97,9 +106,9 @@ def check_resolution(table, key, held, scale, digits):
         as_read = np.array(written(distinct, scale, digits), dtype=float).astype(np.float32)
         same = np.flatnonzero(as_read[1:] == as_read[:-1])
         if len(same):
-            pair = sorted(distinct[same[0] : same[0] + 2], key=lambda v: col.row_of(v, held))
-            clash = [repr(float(pair[1])), table.where(col.row_of(pair[1], held))]
-            clash += [repr(float(pair[0])), table.where(col.row_of(pair[0], held))]
+            pair = sorted(distinct[same[0] : same[0] + 2], key=lambda v: row_of(col, v, held))
+            clash = [repr(float(pair[1])), table.where(row_of(col, pair[1], held))]
+            clash += [repr(float(pair[0])), table.where(row_of(col, pair[0], held))]
             break
     if clash:
         a, where, b, seen = clash
