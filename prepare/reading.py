@@ -183,18 +183,6 @@ class Column:
         """Each text value as JSON, as the lines write it."""
         return np.array([json.dumps(t, ensure_ascii=False) for t in self.texts] + [""], object)
 
-    def pieces(self, rows, weights=None, size=1 << 18):
-        """The numbers in rows (a mask), nested ones too, a piece at a time, each with its
-        numbers' weights (given one per row)."""
-        for lo in range(0, self.n, size):
-            mask = (self.code[lo : lo + size] == NUM) & rows[lo : lo + size]
-            w = weights[lo : lo + size][mask] if weights is not None else None
-            yield self.x[lo : lo + size][mask], w
-        deep = [(r, float(d)) for r, v in self.nested.items() if rows[r] for d in numbers(v)]
-        if deep:
-            rs, x = zip(*deep)
-            yield np.array(x), (weights[list(rs)] if weights is not None else None)
-
 
 def csv_parser(column):
     """parse() of a CSV column's cells for Column.add."""
@@ -234,9 +222,18 @@ def json_parser(column):
             return GAP, None
         if isinstance(value, Decimal):
             return NUM, value
-        if isinstance(value, str) or isinstance(value.value, bool):
-            return column.text_code(getattr(value, "value", value)), None
-        for d in numbers(value.value):
+        leaf = getattr(value, "value", value)
+        strings = [x for x in leaves(leaf) if isinstance(x, str) and not column.as_text]
+        for x in strings:
+            if NUMBER.fullmatch(x.strip()) or plain_number(x):
+                number = plain_number(x) or x.strip()
+                fail(
+                    f"{at()}: key {column.name!r}: {x!r} is a number written as a string; write"
+                    f" it as a JSON number ({number}), or --text {column.name}"
+                )
+        if isinstance(value, str) or isinstance(leaf, bool):
+            return column.text_code(leaf), None
+        for d in numbers(leaf):
             column.check_float(d, at)
             column.widen(d.as_tuple().exponent, d.as_tuple().exponent)
         return NESTED, None
@@ -262,9 +259,6 @@ class Table:
         record = f" (record {row - self.starts[f] + 1})" if self.arrays[f] else ""
         return f"{self.paths[f]}:{self.line[row]}{record}"
 
-    def file_rows(self):
-        return [np.arange(a, b, dtype=np.int32) for a, b in zip(self.starts, self.starts[1:])]
-
 
 def joined(tables):
     """One Table of several files' rows; a key a file lacks is missing in its rows."""
@@ -285,14 +279,13 @@ def joined(tables):
             if part is None:
                 col.write(np.full(t.n, GAP, np.int32), np.full(t.n, np.nan))
                 continue
-            col.noun = part.noun
             remap = np.array([col.text_code(v) for v in part.texts] + [NUM, GAP, NESTED], np.int32)
             code = part.code
             col.write(np.where(code >= 0, remap[np.maximum(code, 0)], code), part.x)
             col.widen(*part.q_range)
             col.nested.update({start + r: v for r, v in part.nested.items()})
             col.clash = col.clash or part.clash
-        out.cols[key] = col.finish(out.where)
+        out.cols[key] = col
     return out
 
 
@@ -309,7 +302,7 @@ def opened(path):
     except (OSError, EOFError) as e:
         fail(f"{path}: a damaged gzip file ({e})")
     if head.startswith((b"PK\x03\x04", b"\xd0\xcf\x11\xe0")):
-        fail(f'{path}: a zip archive or an Excel workbook (.xlsx), not text; save it as "CSV UTF-8"')
+        fail(f'{path}: a zip archive or an Excel workbook (.xlsx), not text; save as "CSV UTF-8"')
     if head.startswith((b"\xff\xfe", b"\xfe\xff")):
         fail(f"{path}: UTF-16 text (Excel's Unicode Text); save the file as UTF-8")
     return f
@@ -341,20 +334,9 @@ def scan(path):
     return head, cr_only, blank
 
 
-def csv_delimiter(path, header_line, delimiter):
-    """--delimiter, or the header's most frequent of , ; tab | (noted)."""
-    if delimiter:
-        return delimiter
-    delimiter = max(DELIMITERS, key=header_line.count)
-    if not header_line.count(delimiter) and re.search(r"\S\s+\S", header_line):
-        fail(f"{path}:1: the header holds no , ; tab or | but spaces; name it with --delimiter")
-    if delimiter != ",":
-        print(f"note: {path}: columns separated by {DELIMITERS[delimiter]}")
-    return delimiter
-
-
 def csv_head(path, head, delimiter):
-    """(header, first row, delimiter) of a CSV file's head; comment lines refused."""
+    """(header, first row, delimiter) of a CSV file's head; comment lines refused. The delimiter:
+    --delimiter, or the header's most frequent of , ; tab | (noted)."""
     header_line = re.split("\r?\n|\r", head)[0]
     comments = len(re.match(r"(?:#.*\n)*", head.replace("\r", "\n") + "\n")[0].split("\n")) - 1
     if comments > 1 or comments and not re.search(r"[,;\t|]", header_line):
@@ -362,7 +344,12 @@ def csv_head(path, head, delimiter):
             f"{path}:1: {header_line[:40]!r} is a comment, not a header ({comments} line(s) start"
             " with #); expected the column names on line 1"
         )
-    delimiter = csv_delimiter(path, header_line, delimiter)
+    if not delimiter:
+        delimiter = max(DELIMITERS, key=header_line.count)
+        if not header_line.count(delimiter) and re.search(r"\S\s+\S", header_line):
+            fail(f"{path}:1: the header holds no , ; tab or | but spaces; name it with --delimiter")
+        if delimiter != ",":
+            print(f"note: {path}: columns separated by {DELIMITERS[delimiter]}")
     reader = csv.reader(io.StringIO(head, newline=""), delimiter=delimiter)
     try:
         header = [name.strip() for name in next(reader, [])]
@@ -406,7 +393,6 @@ def read_csv(path, args, head, cr_only, blank):
     names = header[:-1] if len(header) > 1 and not header[-1] else header
     trailing = len(row) == len(names) + 1 and not row[-1].strip()
     wanted = csv_columns(path, names if trailing else header, args.columns)
-    check_header(path, [header[j] for j in wanted])
     table = Table(path, "column")
     columns = [
         Column(header[j], "column", table.scratch.name, header[j] in args.text, args.decimal_comma)
@@ -493,7 +479,8 @@ def csv_batches(path, header, delimiter, trailing, cr_only, blank):
 
 
 def csv_columns(path, header, wanted):
-    """The indices of the columns to read: named, and in --columns."""
+    """The indices of the columns to read: named, and in --columns; a header of numbers (a
+    record, not a header) refused."""
     keep = []
     for j, name in enumerate(header):
         if not name and j == 0 and "" not in header[1:]:
@@ -507,17 +494,13 @@ def csv_columns(path, header, wanted):
     for name in wanted or []:
         if name not in header:
             fail(f"{path}:1: --columns names {name!r}, not a column here: {', '.join(header)}")
-    return keep
-
-
-def check_header(path, names):
-    """A first line of numbers (a record, not a header) refused."""
-    numbers = [n for n in names if NUMBER.fullmatch(n)]
-    if numbers and len(numbers) * 2 >= len(names):
+    numeric = [header[j] for j in keep if NUMBER.fullmatch(header[j])]
+    if numeric and len(numeric) * 2 >= len(keep):
         fail(
-            f"{path}:1: the header holds numbers ({', '.join(numbers[:3])}): a file without a"
+            f"{path}:1: the header holds numbers ({', '.join(numeric[:3])}): a file without a"
             " header row? add a line of names"
         )
+    return keep
 
 
 def _constant(name):
@@ -538,19 +521,6 @@ class Nested:
 
     def __init__(self, value):
         self.value = value
-
-
-def quoted_numbers(where, record, text_keys):
-    """A number written as a JSON string ("12.5", "45%") refused, but under --text keys."""
-    for k, v in record.items():
-        strings = [x for x in leaves(v) if isinstance(x, str) and k not in text_keys]
-        quoted = [x for x in strings if NUMBER.fullmatch(x.strip()) or plain_number(x)]
-        if quoted:
-            number = plain_number(quoted[0]) or quoted[0].strip()
-            fail(
-                f"{where}: key {k!r}: {quoted[0]!r} is a number written as a string; write it"
-                f" as a JSON number ({number}), or --text {k}"
-            )
 
 
 def json_records(path, args):
@@ -579,7 +549,6 @@ def json_records(path, args):
             fail(f"{where}: expected a JSON object, found {found!r}")
         keep = args.columns or record
         record = {k: rewrite(v, to_none) for k, v in record.items() if k in keep}
-        quoted_numbers(where, record, args.text)
         records.append(record)
         lines.append(line)
         i = space.match(text, i).end()

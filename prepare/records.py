@@ -40,7 +40,7 @@ def kinds(value):
 
 
 def missing_rows(col):
-    """A column's rows whose value is missing, or holds a missing value (a JSON list with a null)."""
+    """A column's rows whose value is missing, or holds one (a JSON list with a null)."""
     gap = np.zeros(col.n, bool)
     gap[np.concatenate(col.gaps + [np.empty(0, np.int32)])] = True
     for row, value in col.nested.items():
@@ -150,7 +150,7 @@ def counting_keys(table, keys):
 def series_of(table, group):
     """[(name, rows)]: each file's rows, or with --group each group's rows in a file."""
     if not group:
-        return list(zip(table.paths, table.file_rows()))
+        return list(zip(table.paths, file_rows(table)))
     col = table.group
     gap = np.flatnonzero(col.code < NUM)
     if len(gap) or (col.code == NESTED).any():
@@ -160,12 +160,16 @@ def series_of(table, group):
         )
     value = np.where(col.code == NUM, col.x, col.code)
     out = []
-    for path, rows in zip(table.paths, table.file_rows()):
+    for path, rows in zip(table.paths, file_rows(table)):
         ids, first = np.unique(value[rows], return_index=True)
         for i in np.argsort(first):
             label = col.texts[int(ids[i])] if col.code[rows[first[i]]] >= 0 else f"{ids[i]:g}"
             out.append((f"{path} ({group} {label})", rows[value[rows] == ids[i]]))
     return out
+
+
+def file_rows(table):
+    return [np.arange(a, b, dtype=np.int32) for a, b in pairwise(table.starts)]
 
 
 def windows(rows, window, stride, start=0):

@@ -23,6 +23,19 @@ def in_rows(table, parts, key):
     return held
 
 
+def number_pieces(col, rows, weights=None, size=1 << 18):
+    """A column's numbers in rows (a mask), nested ones too, a piece at a time, each with its
+    numbers' weights (given one per row)."""
+    for lo in range(0, col.n, size):
+        mask = (col.code[lo : lo + size] == NUM) & rows[lo : lo + size]
+        w = weights[lo : lo + size][mask] if weights is not None else None
+        yield col.x[lo : lo + size][mask], w
+    deep = [(r, float(d)) for r, v in col.nested.items() if rows[r] for d in numbers(v)]
+    if deep:
+        rs, x = zip(*deep)
+        yield np.array(x), (weights[list(rs)] if weights is not None else None)
+
+
 def extremes(pieces):
     """(least, largest, least |x| but 0, largest |x|) of numbers given a piece at a time."""
     low, high, small = np.inf, -np.inf, np.inf
@@ -41,7 +54,7 @@ def scales_of(table, train, keys, mode):
         col, w = table.cols[key], weights(table, train, key)
         # each number counted as often as records hold it
         total = count = 0.0
-        for x, n in col.pieces(w > 0, w):
+        for x, n in number_pieces(col, w > 0, w):
             total, count = total + (x * n).sum(), count + n.sum()
         if not count:
             fail(
@@ -49,9 +62,10 @@ def scales_of(table, train, keys, mode):
                 f" ({table.where(train.rows[0][0])} ...), so it has no scale"
             )
         mean = total / count
-        std = math.sqrt(sum((((x - mean) ** 2) * n).sum() for x, n in col.pieces(w > 0, w)) / count)
+        squares = sum((((x - mean) ** 2) * n).sum() for x, n in number_pieces(col, w > 0, w))
+        std = math.sqrt(squares / count)
         if std == 0:
-            first = next(x for x, _ in col.pieces(w > 0) if len(x))[0]
+            first = next(x for x, _ in number_pieces(col, w > 0) if len(x))[0]
             print(
                 f"note: key {key!r} is constant in train ({first:g}): nothing to learn from it;"
                 " --columns leaves it out"
@@ -101,7 +115,7 @@ def check_resolution(table, key, held, scale, digits):
     column), or the key spans many decades."""
     col = table.cols[key]
     clash = col.clash
-    for x, _ in col.pieces(held) if not clash else ():
+    for x, _ in number_pieces(col, held) if not clash else ():
         distinct = np.unique(x)
         as_read = np.array(written(distinct, scale, digits), dtype=float).astype(np.float32)
         same = np.flatnonzero(as_read[1:] == as_read[:-1])
@@ -118,7 +132,7 @@ def check_resolution(table, key, held, scale, digits):
             f" ({y:g} scaled); write log10 of the key as a column, --scale none, or leave an ID"
             " out (--columns)"
         )
-    *_, least, most = extremes(col.pieces(held))
+    *_, least, most = extremes(number_pieces(col, held))
     if least < np.inf and most / least > 1e6:
         print(
             f"warning: key {key!r}: |x| from {least:.3g} to {most:.3g},"
@@ -135,10 +149,10 @@ def scale(table, parts, keys, mode):
     for key in keys:
         col, (center, spread) = table.cols[key], scales[key].values()
         held = in_rows(table, parts, key)
-        low, high, _, _ = extremes(col.pieces(held))
+        low, high, _, _ = extremes(number_pieces(col, held))
         digits[key] = decimals_of(col.q_range[0], spread, mode)
         largest[key] = max(abs(high - center), abs(low - center)) / spread
-        low, high, _, _ = extremes(col.pieces(weights(table, parts[0], key) > 0))
+        low, high, _, _ = extremes(number_pieces(col, weights(table, parts[0], key) > 0))
         ranges[key] = [float(low), float(high)]
         check_resolution(table, key, held, scales[key], digits[key])
         if mode == "auto" and largest[key] > FAR:

@@ -28,7 +28,7 @@ from common import write_meta
 from reading import MISSING, NESTED, NUM, joined, numbers, read_file
 from records import SPLITS, check_keys, check_values, counting_keys, date_keys, leave_out_missing
 from records import rows_in, split_records, warn_short, weights, words_for_tokenizer
-from scaling import extremes, scale, written
+from scaling import extremes, number_pieces, scale, written
 from tokenize_numbers import TextError, split_text
 from util import open_new, shell_line
 
@@ -225,7 +225,7 @@ def mask_key_of(table, train, target, number_keys, index_like):
         fail(f"--target {target}: not a key of numbers; expected one of {', '.join(number_keys)}")
     varies = []
     for k in number_keys:
-        low, high, _, _ = extremes(table.cols[k].pieces(weights(table, train, k) > 0))
+        low, high, _, _ = extremes(number_pieces(table.cols[k], weights(table, train, k) > 0))
         if k not in index_like and low < high:
             varies.append(k)
     key = target or (varies or number_keys or [None])[0]
