@@ -3,7 +3,6 @@ Your files read into a Table for prepare/text.py: a Column per key, a row per CS
 object. CSV is read by pyarrow's streaming reader a block at a time; columns go to disk.
 """
 
-import bisect
 import codecs
 import csv
 import functools
@@ -75,9 +74,8 @@ def plain_number(cell):
 
 
 class Column:
-    """One key's value in every row, on disk: `code` (NUM, GAP, NESTED or a text's index in
-    `texts`) and `x` (a number). `q_range`: the places 10^q of its numbers' finest and coarsest
-    digits (1013.6: q = -1)."""
+    """One key's value in every row, on disk: `code` (NUM, GAP, NESTED or an index in `texts`),
+    `x` (a number); `q_range`: the places 10^q of its numbers' finest and coarsest digits."""
 
     def __init__(self, name, noun, scratch, as_text=False, decimal_comma=False):
         self.name, self.noun, self.as_text, self.decimal_comma = name, noun, as_text, decimal_comma
@@ -100,8 +98,7 @@ class Column:
         self.q_range = [min(self.q_range[0], low), max(self.q_range[1], high)]
 
     def add(self, distinct, codes, row0, where, parse):
-        """Rows row0... holding distinct[codes], each distinct value read once by parse(value,
-        at) -> (code, Decimal or None)."""
+        """Rows row0... holding distinct[codes], each read once by parse -> (code, Decimal)."""
         first_row = np.unique(codes, return_index=True)[1]
         code, x = np.empty(len(distinct), np.int32), np.full(len(distinct), np.nan)
         floats = {}
@@ -128,7 +125,6 @@ class Column:
         self.write(rows, x[codes])
 
     def write(self, code, x):
-        """Rows appended to the column's files."""
         for path, values in zip(self.paths, (code.astype(np.int32), x.astype(np.float64))):
             with open(path, "ab") as f:
                 f.write(values.tobytes())
@@ -165,6 +161,51 @@ class Column:
             fail(f"{at('number')} is a number, but most of the column's values are text; {hint}")
         return self
 
+    def parse_cell(self, cell, at):
+        """parse() of a CSV cell for add()."""
+        refuse = lambda fact: fail(f"{at()}: column {self.name!r}: {fact}, or --text {self.name}")
+        c = cell.strip()
+        if self.decimal_comma and not self.as_text:
+            if "." in c and NUMBER.fullmatch(c):
+                refuse(f"{cell!r} holds a point, but --decimal-comma says numbers are written 12,5")
+            c = re.sub(r"^([+-]?\d*),(\d+(?:[eE][+-]?\d+)?)$", r"\1.\2", c)
+        if is_missing(c):
+            return GAP, None
+        if not self.as_text and SEPARATED.fullmatch(c):
+            refuse(
+                f"{c!r} holds a thousands separator or a decimal comma; write"
+                f" {c.replace(',', '')} or {c.replace(',', '.')}, or --decimal-comma"
+            )
+        if not self.as_text and plain_number(c):
+            refuse(
+                f"{c!r} is a number written with a currency or percent sign, digit groups or in"
+                f" hex; write {plain_number(c)}"
+            )
+        if self.as_text or not NUMBER.fullmatch(c):
+            return self.text_code(c), None
+        return NUM, Decimal(c)
+
+    def parse_json(self, value, at):
+        """parse() of a JSON value for add()."""
+        if value is None:
+            return GAP, None
+        if isinstance(value, Decimal):
+            return NUM, value
+        leaf = getattr(value, "value", value)
+        for x in leaves(leaf) if not self.as_text else []:
+            if isinstance(x, str) and (NUMBER.fullmatch(x.strip()) or plain_number(x)):
+                number = plain_number(x) or x.strip()
+                fail(
+                    f"{at()}: key {self.name!r}: {x!r} is a number written as a string; write"
+                    f" it as a JSON number ({number}), or --text {self.name}"
+                )
+        if isinstance(value, str) or isinstance(leaf, bool):
+            return self.text_code(leaf), None
+        for d in numbers(leaf):
+            self.check_float(d, at)
+            self.widen(d.as_tuple().exponent, d.as_tuple().exponent)
+        return NESTED, None
+
     def mapped(self, i, dtype):
         if not self.n:
             return np.empty(0, dtype)
@@ -184,63 +225,6 @@ class Column:
         return np.array([json.dumps(t, ensure_ascii=False) for t in self.texts] + [""], object)
 
 
-def csv_parser(column):
-    """parse() of a CSV column's cells for Column.add."""
-    name, numeric = column.name, not column.as_text
-
-    def parse(cell, at):
-        refuse = lambda fact: fail(f"{at()}: column {name!r}: {fact}, or --text {name}")
-        c = cell.strip()
-        if column.decimal_comma and numeric:
-            if "." in c and NUMBER.fullmatch(c):
-                refuse(f"{cell!r} holds a point, but --decimal-comma says numbers are written 12,5")
-            c = re.sub(r"^([+-]?\d*),(\d+(?:[eE][+-]?\d+)?)$", r"\1.\2", c)
-        if is_missing(c):
-            return GAP, None
-        if numeric and SEPARATED.fullmatch(c):
-            refuse(
-                f"{c!r} holds a thousands separator or a decimal comma; write"
-                f" {c.replace(',', '')} or {c.replace(',', '.')}, or --decimal-comma"
-            )
-        if numeric and plain_number(c):
-            refuse(
-                f"{c!r} is a number written with a currency or percent sign, digit groups or in"
-                f" hex; write {plain_number(c)}"
-            )
-        if not numeric or not NUMBER.fullmatch(c):
-            return column.text_code(c), None
-        return NUM, Decimal(c)
-
-    return parse
-
-
-def json_parser(column):
-    """parse() of a JSON key's values for Column.add."""
-
-    def parse(value, at):
-        if value is None:
-            return GAP, None
-        if isinstance(value, Decimal):
-            return NUM, value
-        leaf = getattr(value, "value", value)
-        strings = [x for x in leaves(leaf) if isinstance(x, str) and not column.as_text]
-        for x in strings:
-            if NUMBER.fullmatch(x.strip()) or plain_number(x):
-                number = plain_number(x) or x.strip()
-                fail(
-                    f"{at()}: key {column.name!r}: {x!r} is a number written as a string; write"
-                    f" it as a JSON number ({number}), or --text {column.name}"
-                )
-        if isinstance(value, str) or isinstance(leaf, bool):
-            return column.text_code(leaf), None
-        for d in numbers(leaf):
-            column.check_float(d, at)
-            column.widen(d.as_tuple().exponent, d.as_tuple().exponent)
-        return NESTED, None
-
-    return parse
-
-
 class Table:
     """The rows of the files read, a Column per key; where(row) names a row's file and line."""
 
@@ -255,7 +239,7 @@ class Table:
         return self.starts[-1]
 
     def where(self, row):
-        f = bisect.bisect_right(self.starts, row, hi=len(self.paths)) - 1
+        f = np.searchsorted(self.starts, row, "right") - 1
         record = f" (record {row - self.starts[f] + 1})" if self.arrays[f] else ""
         return f"{self.paths[f]}:{self.line[row]}{record}"
 
@@ -291,10 +275,7 @@ def joined(tables):
 
 def opened(path):
     """A file's bytes (gzip undone), refused unless text."""
-    try:
-        f = open(path, "rb")
-    except OSError as e:
-        fail(f"cannot read {path}: {e.strerror}")
+    f = open(path, "rb")
     if f.peek(2)[:2] == b"\x1f\x8b":
         f = gzip.GzipFile(fileobj=f)
     try:
@@ -309,16 +290,16 @@ def opened(path):
 
 
 def scan(path):
-    """(a file's first 64 KiB of text, whether its lines end in \\r alone, its first empty line or
-    0); refused: a byte not UTF-8, a lone \\r in a file of \\n line ends."""
+    """(the first 64 KiB of text, whether lines end in \\r alone, the first empty line or 0);
+    refused: a byte not UTF-8, a lone \\r."""
     f, decoder = opened(path), codecs.getincrementaldecoder("utf-8-sig")()
-    head, cr_only, blank, lines, done = "", None, 0, 1, 0
+    head, cr_only, blank, lines = "", None, 0, 1
     while block := f.read(1 << 22):
         try:
             head += decoder.decode(block)[: (1 << 16) - len(head)]
         except UnicodeDecodeError as e:
             line = lines + block[: e.start].count(b"\n")
-            fail(f"{path}:{line}: not UTF-8 (byte {done + e.start}); save the file as UTF-8")
+            fail(f"{path}:{line}: not UTF-8; save the file as UTF-8")
         if cr_only is None:
             cr_only = "\r" in head and "\n" not in head
         ends = b"\r" if cr_only else b"\n"
@@ -330,7 +311,7 @@ def scan(path):
         empty = re.search(ends + rb"\r?" + ends, block)
         if empty and not blank:
             blank = lines + block.count(ends, 0, empty.start()) + 1
-        lines, done = lines + block.count(ends), done + len(block)
+        lines += block.count(ends)
     return head, cr_only, blank
 
 
@@ -386,7 +367,7 @@ def bad_row(path, header, delimiter, trailing, error=None):
 
 
 def read_csv(path, args, head, cr_only, blank):
-    """A Table of a CSV file (scanned: head, line ends, first empty line), a row per record."""
+    """A Table of a CSV file (scanned: head, line ends, first empty line)."""
     if cr_only:
         print(f"note: {path}: its lines end in a carriage return alone (\\r): read as line ends")
     header, row, delimiter = csv_head(path, head, args.delimiter)
@@ -398,7 +379,6 @@ def read_csv(path, args, head, cr_only, blank):
         Column(header[j], "column", table.scratch.name, header[j] in args.text, args.decimal_comma)
         for j in wanted
     ]
-    parsers = [csv_parser(c) for c in columns]
     lines, multi = [], []
     for cells, first in csv_batches(path, header, delimiter, trailing, cr_only, blank):
         if trailing and pc.any(pc.not_equal(pc.utf8_trim_whitespace(cells[-1]), "")).as_py():
@@ -406,13 +386,13 @@ def read_csv(path, args, head, cr_only, blank):
         row0 = table.n
         lines.append(first[:-1].astype(np.int32))
         table.starts[-1] += len(first) - 1
-        spans = np.diff(first)
-        multi += [(a, a + n - 1) for a, n in zip(first[:-1][spans > 1], spans[spans > 1])]
+        tall = np.diff(first) > 1
+        multi += zip(first[:-1][tall], first[1:][tall] - 1)
         where = lambda r: f"{path}:{first[r - row0]}"
-        for j, column, parse in zip(wanted, columns, parsers):
+        for j, column in zip(wanted, columns):
             encoded = pc.dictionary_encode(cells[j])
             values = encoded.dictionary.to_pylist()
-            column.add(values, encoded.indices.to_numpy(), row0, where, parse)
+            column.add(values, encoded.indices.to_numpy(), row0, where, column.parse_cell)
     if not table.n:
         fail(f"{path}: a header and no rows")
     if trailing:
@@ -432,8 +412,7 @@ def read_csv(path, args, head, cr_only, blank):
 
 def arrow_batches(path, header, delimiter, trailing):
     """pyarrow's blocks of rows, every cell a string."""
-    width = len(header) + (trailing and bool(header[-1]))
-    names = [f"c{j}" for j in range(width)]
+    names = [f"c{j}" for j in range(len(header) + (trailing and bool(header[-1])))]
     # read by pyarrow itself: no thread of its reader calls back into Python
     with opened(path) as f:
         source = pa.input_stream(path, "gzip" if isinstance(f, gzip.GzipFile) else None)
@@ -479,8 +458,7 @@ def csv_batches(path, header, delimiter, trailing, cr_only, blank):
 
 
 def csv_columns(path, header, wanted):
-    """The indices of the columns to read: named, and in --columns; a header of numbers (a
-    record, not a header) refused."""
+    """The indices of the columns to read: named, and in --columns; a header of numbers refused."""
     keep = []
     for j, name in enumerate(header):
         if not name and j == 0 and "" not in header[1:]:
@@ -545,8 +523,7 @@ def json_records(path, args):
         except ValueError as e:
             fail(f"{where}: {e}")
         if not isinstance(record, dict) or not record:
-            found = text[at:i][:40]
-            fail(f"{where}: expected a JSON object, found {found!r}")
+            fail(f"{where}: expected a JSON object, found {text[at:i][:40]!r}")
         keep = args.columns or record
         record = {k: rewrite(v, to_none) for k, v in record.items() if k in keep}
         records.append(record)
@@ -573,7 +550,7 @@ def read_json(path, args):
     if len(values) > 1 and by_column:
         fail(
             f"{path}: one JSON object of columns of {len(values[0])} values; expected a record"
-            ' per row: pandas\' to_json(orient="records", lines=True)'
+            ' per row (to_json(orient="records", lines=True))'
         )
     table = Table(path, "key", array)
     table.line, table.starts[-1] = np.array(lines), len(records)
@@ -586,7 +563,7 @@ def read_json(path, args):
         distinct = list(dict.fromkeys(values))
         position = {v: i for i, v in enumerate(distinct)}
         codes = np.fromiter(map(position.__getitem__, values), np.int64, len(values))
-        column.add(distinct, codes, 0, table.where, json_parser(column))
+        column.add(distinct, codes, 0, table.where, column.parse_json)
         table.cols[key] = column
         column.nested = {int(r): values[r].value for r in np.flatnonzero(column.code == NESTED)}
     return table
