@@ -30,14 +30,14 @@ MISSING = ("", "NA", "N/A", "NaN", "null", "None", "?", "-", "--", ".", "#N/A")
 _MISSING = {m.lower() for m in MISSING}
 # 33,231 (a thousands separator) or 12,5 (a decimal comma)
 SEPARATED = re.compile(r"[+-]?\d+(?:,\d+)+(?:\.\d*)?")
-# a leading zero: 01234 is a code (a ZIP code), not a quantity
+# 01234: a code (a ZIP code), not a quantity
 CODE = re.compile(r"[+-]?0\d+")
 DELIMITERS = {",": "a comma", ";": "a semicolon", "\t": "a tab", "|": "a bar"}
 # a Column's codes (else a text's index)
 NUM, GAP, NESTED = -1, -2, -3
 # bytes of CSV read at a time
 BLOCK = 1 << 20
-# each column's files in a scratch folder
+# names each column's files
 COLUMNS = itertools.count()
 
 
@@ -53,7 +53,7 @@ def rewrite(value, f):
 
 
 def leaves(value):
-    """The numbers, strings, booleans and nulls under a value, in order."""
+    """The numbers, strings, booleans and nulls under a JSON value."""
     if isinstance(value, dict):
         value = list(value.values())
     return [x for v in value for x in leaves(v)] if isinstance(value, list) else [value]
@@ -113,7 +113,7 @@ class Column:
             seen = floats.setdefault(x[i], (d, i))
             if self.clash is None and seen[0] != d:
                 self.clash = (d, at(), seen[0], where(row0 + first_row[seen[1]]))
-            if code[i] == NUM and CODE.fullmatch(str(v).strip()):
+            if CODE.fullmatch(str(v).strip()):
                 self.first.setdefault("code", (row0 + first_row[i], v))
         rows = code[codes]
         for kind, mask in (("number", rows == NUM), ("text", rows >= 0)):
@@ -316,8 +316,8 @@ def scan(path):
 
 
 def csv_head(path, head, delimiter):
-    """(header, first row, delimiter) of a CSV file's head; comment lines refused. The delimiter:
-    --delimiter, or the header's most frequent of , ; tab | (noted)."""
+    """(header, first row, delimiter: --delimiter or the header's most frequent of , ; tab |) of
+    a CSV file's head; comment lines refused."""
     header_line = re.split("\r?\n|\r", head)[0]
     comments = len(re.match(r"(?:#.*\n)*", head.replace("\r", "\n") + "\n")[0].split("\n")) - 1
     if comments > 1 or comments and not re.search(r"[,;\t|]", header_line):
@@ -347,10 +347,11 @@ def bad_row(path, header, delimiter, trailing, error=None):
     width = len(header) + (trailing and bool(header[-1]))
     lines = io.TextIOWrapper(opened(path), "utf-8-sig", newline="")
     reader = csv.reader(lines, delimiter=delimiter, strict=True)
-    at, end = 1, 0
+    at, end, second = 1, 0, []
     try:
         for row in reader:
             at, end = end + 1, reader.line_num
+            second = row if at == 2 else second
             if at > 1 and row and (len(row) != width or trailing and row[-1].strip()):
                 break
         else:
@@ -358,7 +359,7 @@ def bad_row(path, header, delimiter, trailing, error=None):
     except csv.Error as e:
         fail(f"{path}:{end + 1}: {e} (an unterminated quote?)")
     if trailing and width != len(header):
-        at, row = 2, csv_head(path, scan(path)[0], delimiter)[1]
+        at, row = 2, second
     hint = " (another delimiter? --delimiter)" if delimiter == "," else ""
     if len(row) == len(header) + 1 and not row[-1].strip():
         hint = " (the last one empty: a delimiter at the end of some rows but not all? remove it)"
@@ -544,7 +545,7 @@ def read_json(path, args):
     """A Table of a JSON file, a row per object."""
     records, lines, array = json_records(path, args)
     if not records:
-        fail(f"{path}: an empty JSON array; expected a JSON object per record")
+        fail(f"{path}: an empty JSON array; expected a record per object")
     values = list(records[0].values()) if len(records) == 1 else []
     by_column = all(isinstance(v, (dict, list)) and len(v) == len(values[0]) > 1 for v in values)
     if len(values) > 1 and by_column:
@@ -560,10 +561,9 @@ def read_json(path, args):
         if column.as_text:
             values = [rewrite(v, lambda x: str(x) if isinstance(x, Decimal) else x) for v in values]
         values = [Nested(v) if isinstance(v, (list, dict, bool)) else v for v in values]
-        distinct = list(dict.fromkeys(values))
-        position = {v: i for i, v in enumerate(distinct)}
-        codes = np.fromiter(map(position.__getitem__, values), np.int64, len(values))
-        column.add(distinct, codes, 0, table.where, column.parse_json)
+        position = {}
+        codes = np.array([position.setdefault(v, len(position)) for v in values])
+        column.add(list(position), codes, 0, table.where, column.parse_json)
         table.cols[key] = column
         column.nested = {int(r): values[r].value for r in np.flatnonzero(column.code == NESTED)}
     return table
