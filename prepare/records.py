@@ -250,11 +250,11 @@ def split_records(table, args):
     return [Part(p) for p in parts], {**source, "seed": args.seed, "order": "random"}
 
 
-def rows_in(table, parts):
-    """Which rows the records of the splits hold."""
+def rows_in(table, parts, key=None):
+    """Which rows the records of the splits hold (those that hold key)."""
     held = np.zeros(table.n, bool)
     for part in parts:
-        held[part.rows.ravel()] = True
+        held[part.rows[part.has(key)].ravel() if key else part.rows.ravel()] = True
     return held
 
 

@@ -9,18 +9,10 @@ import math
 import numpy as np
 from common import fail
 from reading import NUM, numbers
-from records import weights
+from records import rows_in, weights
 
 # scaled numbers beyond this are far from order 1: warned of
 FAR = 10
-
-
-def in_rows(table, parts, key):
-    """The rows of the parts' records that hold key."""
-    held = np.zeros(table.n, bool)
-    for part in parts:
-        held[part.rows[part.has(key)].ravel()] = True
-    return held
 
 
 def number_pieces(col, rows, weights=None, size=1 << 18):
@@ -148,7 +140,7 @@ def scale(table, parts, keys, mode):
     digits, largest, ranges = {}, {}, {}
     for key in keys:
         col, (center, spread) = table.cols[key], scales[key].values()
-        held = in_rows(table, parts, key)
+        held = rows_in(table, parts, key)
         low, high, _, _ = extremes(number_pieces(col, held))
         digits[key] = decimals_of(col.q_range[0], spread, mode)
         largest[key] = max(abs(high - center), abs(low - center)) / spread

@@ -172,11 +172,7 @@ def check_inputs(paths, out):
         except OSError as e:
             fail(f"cannot read {path}: {e.strerror}")
         if digest in seen:
-            fail(
-                f"{path} holds the same bytes as {seen[digest]}: a file given twice (or a val/test"
-                " file equal to train) would put the same records in two splits; give each file"
-                " once"
-            )
+            fail(f"{path} holds the same bytes as {seen[digest]}: a file given twice; give it once")
         seen[digest] = path
     # --force would delete an input before it is read back
     if os.path.isdir(out):
@@ -184,10 +180,7 @@ def check_inputs(paths, out):
         replaced = {os.path.realpath(os.path.join(out, name)) for name in names}
         for path in paths:
             if os.path.realpath(path) in replaced:
-                fail(
-                    f"{path} is a file that writing a dataset to {out} replaces; choose another"
-                    " --out"
-                )
+                fail(f"{path}: writing a dataset to {out} replaces it; choose another --out")
 
 
 def clean_keys(table, args):
@@ -206,16 +199,10 @@ def clean_keys(table, args):
     renamed = words_for_tokenizer(table)
     keys = list(table.cols)
     if not keys:
-        fail(
-            f"{table.paths[0]}: no key left once the dates are left out; expected a column of"
-            " numbers or text"
-        )
+        fail(f"{table.paths[0]}: no key left once the dates are left out")
     kind = check_keys(table)
     for key in [k for k in keys if k not in kind]:
-        fail(
-            f"key {key!r} holds no value in any record (each is empty or a missing value); leave it"
-            " out with --columns"
-        )
+        fail(f"key {key!r} holds no value in any record; leave it out with --columns")
     return keys, kind, dates, renamed
 
 
@@ -254,8 +241,7 @@ def zeros(x):
 
 
 def lines_of(table, part, keys, writers, lo, hi):
-    """The lines of records lo..hi of a part, without the keys a record leaves out; a window's
-    values under a key a list."""
+    """The lines of records lo..hi of a part, without the keys a record leaves out."""
     rows = part.rows[lo:hi]
     values = {}
     for key in keys:
@@ -292,8 +278,8 @@ def lines_of(table, part, keys, writers, lo, hi):
 
 def check_tokens(table, parts, keys):
     """Train's text tokens, and (numbers, tokens) per record at least and most; refused: a record
-    whose numbers the tokenizer misreads, a val or test token train lacks. Each distinct line,
-    its numbers written 0, is tokenized once."""
+    whose numbers the tokenizer misreads, a val or test token train lacks. Each distinct line
+    (numbers written 0) is tokenized once."""
     vocab, seen, low, high = {}, {}, [np.inf, np.inf], [0, 0]
     # the numbers a record holds: a number, or those of a JSON list or object, per key it holds
     deep = {k: {r: len(numbers(v)) for r, v in table.cols[k].nested.items()} for k in keys}
@@ -333,7 +319,7 @@ def check_tokens(table, parts, keys):
                 if split != "train" and unseen:
                     fail(
                         f"{where(i)}: the {split} record holds the text token {unseen[0]!r}, which"
-                        " no training record has (tokenize_numbers.py could not encode it)"
+                        " no training record has"
                     )
                 vocab.update(dict.fromkeys(unseen))
             pieces = np.array([n for _, n, _ in info])
@@ -353,8 +339,7 @@ def tokens_of(line, where):
 
 
 def write_lines(stage, table, parts, keys, writers):
-    """<split>.txt of every split in stage, a block of records at a time; {split: how many of its
-    lines are also in train} (by a hash of each line)."""
+    """<split>.txt of every split in stage; {split: how many of its lines are also in train}."""
     repeated, train = {}, np.empty(len(parts[0]), np.int64)
     for split, part in zip(SPLITS, parts):
         with open_new(os.path.join(stage, f"{split}.txt")) as f:
