@@ -154,10 +154,7 @@ def series_of(table, group):
     col = table.group
     gap = np.flatnonzero(col.code < NUM)
     if len(gap) or (col.code == NESTED).any():
-        fail(
-            f"{table.where(gap[0])}: --group {group}: no value here; every row needs its group"
-            " (a name or a number)"
-        )
+        fail(f"{table.where(gap[0])}: --group {group}: no value here; every row needs its group")
     value = np.where(col.code == NUM, col.x, col.code)
     out = []
     for path, rows in zip(table.paths, file_rows(table)):
@@ -191,9 +188,8 @@ def time_parts(name, rows, args):
     if min(a, b, c) < need:
         fail(
             f"{name}: --split {','.join(map(str, args.fractions))} in time order cuts its"
-            f" {len(rows)} rows into {a}/{b}/{c}; each part needs {need}"
-            f" {'row' if need == 1 else '(a window)'}: more rows, other fractions, or a smaller"
-            " --window"
+            f" {len(rows)} rows into {a}/{b}/{c}; each part needs {need} row(s): more rows, other"
+            " fractions, or a smaller --window"
         )
     parts = []
     for lo, hi in ((0, a), (a, a + b), (a + b, len(rows))):
@@ -275,17 +271,11 @@ def leave_out_missing(table, parts, keys, how):
         lacks = {k: v[keep] for k, v in lacks.items() if how == "omit" and v.any()}
         kept.append(Part(part.rows[keep], lacks))
     if emptied:
-        print(
-            f"note: {emptied} record(s) left out: every key of theirs missing (--missing=omit"
-            " leaves a key out of a record; a record of none is not written)"
-        )
+        print(f"note: {emptied} record(s) left out: every key of theirs missing")
     for split, part in zip(SPLITS, kept):
         if not len(part):
-            fail(
-                f"the {split} split holds no record once"
-                f" {'missing values are dropped' if missing else 'split'}; more data, other --split"
-                " fractions, or a smaller --window"
-            )
+            how = "missing values are dropped" if missing else "split"
+            fail(f"the {split} split holds no record once {how}; more data or a smaller --window")
     return kept, missing
 
 

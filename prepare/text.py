@@ -136,7 +136,7 @@ def parse_args(argv):
     if bool(args.val) != bool(args.test):
         fail("--val and --test go together (or neither, for a --split)")
     if args.stride and args.window <= 1:
-        fail("--stride goes with --window N (N > 1): the rows between the starts of two windows")
+        fail("--stride goes with --window N (N > 1)")
     try:
         args.fractions = [float(x) for x in args.split.split(",")]
     except ValueError:
@@ -156,8 +156,7 @@ def parse_args(argv):
     if args.order == "random" and args.stride < args.window and not args.val:
         fail(
             f"--stride {args.stride} < --window {args.window} with --order random: overlapping"
-            " windows would share rows between train and test; use --order time, or a stride of"
-            " at least the window"
+            " windows would share rows between train and test; use --order time"
         )
     return args
 
