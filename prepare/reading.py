@@ -23,6 +23,7 @@ import pyarrow.csv as pa_csv
 
 # common puts the repository's root on the path
 from common import fail
+
 from tokenize_numbers import NUMBER
 
 # a missing value, in any case
@@ -37,7 +38,7 @@ DELIMITERS = {",": "a comma", ";": "a semicolon", "\t": "a tab", "|": "a bar"}
 NUM, GAP, NESTED = -1, -2, -3
 # bytes of CSV read at a time
 BLOCK = 1 << 20
-# names each column's files
+# each column's files in a scratch folder
 COLUMNS = itertools.count()
 
 
@@ -316,8 +317,8 @@ def scan(path):
 
 
 def csv_head(path, head, delimiter):
-    """(header, first row, delimiter: --delimiter or the header's most frequent of , ; tab |) of
-    a CSV file's head; comment lines refused."""
+    """(header, first row, delimiter: --delimiter or the header's most frequent of , ; tab |);
+    comment lines refused."""
     header_line = re.split("\r?\n|\r", head)[0]
     comments = len(re.match(r"(?:#.*\n)*", head.replace("\r", "\n") + "\n")[0].split("\n")) - 1
     if comments > 1 or comments and not re.search(r"[,;\t|]", header_line):

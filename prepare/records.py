@@ -12,6 +12,7 @@ from itertools import pairwise
 import numpy as np
 from common import fail
 from reading import GAP, MISSING, NESTED, NUM, leaves, rewrite
+
 from tokenize_numbers import TextError, split_text
 
 SPLITS = ("train", "val", "test")
