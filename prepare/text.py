@@ -167,7 +167,7 @@ def check_inputs(paths, out):
     for path in paths:
         try:
             with open(path, "rb") as f:
-                digest = hashlib.sha256(f.read()).hexdigest()
+                digest = hashlib.file_digest(f, "sha256").hexdigest()
         except OSError as e:
             fail(f"cannot read {path}: {e.strerror}")
         if digest in seen:
