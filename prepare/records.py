@@ -306,10 +306,6 @@ def date_keys(table, text_keys):
         texts = all(isinstance(t, str) and DATE.fullmatch(t) for t in col.texts)
         if key in text_keys or not texts or col.nested or col.q_range[0] < 0:
             continue
-        # a column of numbers: yyyymmdd, from 1800 to 2099
-        numeric = col.q_range[0] == 0 and 18e6 < np.nanmin(col.x, initial=np.inf)
-        if col.q_range[0] == 0 and not (numeric and np.nanmax(col.x, initial=0) < 21e6):
-            continue
         present = np.flatnonzero(col.code != GAP)
         if not len(present):
             continue
@@ -319,6 +315,7 @@ def date_keys(table, text_keys):
             rank, value = order[col.code[present]], words[col.code[present]]
             sortable = all(re.match(r"\d{4}", str(t)) for t in col.texts)
         elif (col.code[present] == NUM).all():
+            # a column of numbers: yyyymmdd, from 1800 to 2099
             x = col.x[present]
             if col.q_range != [0, 0] or not ((x > 18e6) & (x < 21e6)).all():
                 continue
@@ -330,14 +327,12 @@ def date_keys(table, text_keys):
         dates.append(key)
         # ISO dates and yyyymmdd sort as text: rows in file order should not go back in time
         after = present[1:][(np.diff(rank) < 0) & (np.diff(present) == 1)] if sortable else []
+        back = ""
+        if len(after):
+            back = f" (they go back in time at {table.where(after[0])}: sort the file)"
         print(
             f"note: key {key!r} holds dates or times ({value[0]} ... {value[-1]}): left out;"
-            " the rows are taken in file order"
-            + (
-                f" (they go back in time at {table.where(after[0])}: sort the file)"
-                if len(after)
-                else ""
-            )
+            f" the rows are taken in file order{back}"
         )
     return dates
 
