@@ -1,6 +1,5 @@
-"""From tokenized samples to model inputs: each step's samples, MLM masks (paper §2) or AR targets,
-padded or packed in (B, T) arrays. What is random is a function of (seed, step, sample position):
-neither the processes nor a resume change it."""
+"""From tokenized samples to model inputs: MLM masks or AR targets, padded or packed. What is
+random depends on (seed, step, sample position) alone."""
 
 import functools
 import itertools
@@ -19,14 +18,14 @@ VAL_STEP = 2**40
 # a step spans at most two epochs
 @functools.lru_cache(maxsize=2)
 def epoch_order(n, seed, epoch):
-    """The order of the n training samples in an epoch (read-only: steps share it)."""
+    """The order of the n training samples in an epoch."""
     order = np.random.default_rng([seed, epoch]).permutation(n)
     order.flags.writeable = False
     return order
 
 
 def step_samples(n, batch_size, step, seed):
-    """(positions in the infinite training stream, sample indices) of one optimizer step."""
+    """(stream positions, sample indices) of one optimizer step."""
     g = np.arange(step * batch_size, (step + 1) * batch_size)
     epochs, within = np.divmod(g, n)
     idx = np.empty_like(g)
@@ -36,8 +35,7 @@ def step_samples(n, batch_size, step, seed):
 
 
 def fill_in_example(ids, values, ask):
-    """Mask the tokens marked `ask` ([MASK], value 1): (inputs, input values, targets, target
-    values); targets IGNORE where nothing is asked."""
+    """Mask the tokens marked `ask`: (inputs, input values, targets, target values)."""
     inputs, input_values = np.where(ask, MASK_ID, ids), np.where(ask, 1.0, values)
     return inputs, input_values.astype(np.float32), np.where(ask, ids, IGNORE), values
 
@@ -54,19 +52,16 @@ def ar_example(ids, values):
 
 
 def collate(examples):
-    """Pad (inputs, values, targets, target values) examples one to a row: a dict of (B, T) tensors
-    ('doc' None where no row is padded)."""
+    """Pad examples one to a row: a dict of (B, T) tensors."""
     return _rows([[e] for e in examples])
 
 
 def fill_rows(lengths, row_length):
-    """Samples (indices into lengths) in rows of row_length tokens: each row the longest sample
-    left, then the subset of the others that fills it best (subset sum)."""
+    """Samples in rows of row_length tokens: the longest left, then the subset filling it best."""
     left, rows = sorted(range(len(lengths)), key=lambda i: -lengths[i]), []
     if left and lengths[left[0]] > row_length:
-        raise ValueError(
-            f"a sample of {lengths[left[0]]} tokens does not fit a row of {row_length}"
-        )
+        longest = lengths[left[0]]
+        raise ValueError(f"a sample of {longest} tokens does not fit a row of {row_length}")
     while left:
         row, rest, room = [left[0]], left[1:], row_length - lengths[left[0]]
         # reach[k, n]: some of rest[:k] sum to n
@@ -85,15 +80,13 @@ def fill_rows(lengths, row_length):
 
 
 def pack(examples, row_length=None):
-    """Pack examples several to a row of row_length tokens (default: the longest): 'doc' numbers a
-    row's samples, positions restart at each."""
+    """Pack examples several to a row of row_length tokens (default: the longest)."""
     rows = fill_rows([len(e[0]) for e in examples], row_length or max(len(e[0]) for e in examples))
     return _rows([[examples[i] for i in row] for row in rows])
 
 
 def _rows(rows, shape=None):
-    """Rows of examples as (B, T) tensors, with pred (predicted positions, flat) and n_real (tokens
-    not padding); shape: a fixed (B, T)."""
+    """Rows of examples as (B, T) tensors, with pred and n_real (tokens not padding)."""
     lengths = [sum(len(e[0]) for e in row) for row in rows]
     B, T = shape or (len(rows), max(lengths))
     ids, targets = np.full((B, T), PAD_ID, np.int64), np.full((B, T), IGNORE, np.int64)
@@ -117,8 +110,7 @@ def _rows(rows, shape=None):
 
 
 def training_examples(split, indices, positions, step, seed, causal, mlm_probability):
-    """The masked (MLM) or shifted (AR) examples of samples at one step; the mask of sample i at
-    stream position g depends on nothing else."""
+    """The masked (MLM) or shifted (AR) examples of samples at one step."""
     samples = [split[int(i)] for i in indices]
     if causal:
         return [ar_example(*s) for s in samples]
@@ -127,7 +119,7 @@ def training_examples(split, indices, positions, step, seed, causal, mlm_probabi
 
 
 def accumulation_steps(batch_size, micro_batch_size, world_size):
-    """Micro-batches per process per step; an error unless they divide the global batch exactly."""
+    """Micro-batches per process per step."""
     accum, rem = divmod(batch_size, micro_batch_size * world_size)
     if rem or accum == 0:
         raise SystemExit(
@@ -140,13 +132,10 @@ def accumulation_steps(batch_size, micro_batch_size, world_size):
 def choose_packing(
     split, batch_size, micro_batch_size, world_size, seed, shortest, longest, steps=20
 ):
-    """(pack_length, rows a micro-batch) that hold the first steps in the fewest positions (on a
-    tie, the larger): lengths multiples of 64 in [shortest, longest], rows up to what
-    micro_batch_size samples fill."""
+    """(pack_length, rows a micro-batch) that hold the first steps in the fewest positions."""
     lengths, mean, cost = np.asarray(split.lengths), float(np.mean(split.lengths)), {}
     steps = [lengths[step_samples(len(split), batch_size, s, seed)[1]] for s in range(steps)]
     for n in range(-(-shortest // 64) * 64, longest + 1, 64):
-        # the rows of n tokens each step needs; a process's positions: micro-batches of r rows
         counts = [len(fill_rows(step.tolist(), n)) for step in steps]
         for r in range(1, max(1, int(micro_batch_size * mean // n)) + 1):
             cost[n, r] = sum(-(-c // (r * world_size)) * r * n for c in counts), -r * n
@@ -154,7 +143,7 @@ def choose_packing(
 
 
 def packed_rows(split, micro_batch_size, pack_length):
-    """Rows of a packed micro-batch: what micro_batch_size samples of mean length fill."""
+    """Rows a micro_batch_size samples of mean length fill."""
     return max(1, round(micro_batch_size * float(np.mean(split.lengths)) / pack_length))
 
 
@@ -173,9 +162,7 @@ def step_batches(
     pin=False,
     pack_rows=0,
 ):
-    """One process's micro-batches of a step sorted by length: micro_batch_size samples padded or
-    packed in rows of their longest; or, with pack_length, (R, pack_length) rows dealt to the
-    processes (R: pack_rows or packed_rows). pin: page-locked."""
+    """One process's micro-batches of a step, padded or packed; pin: page-locked."""
     positions, indices = step_samples(len(split), batch_size, step, seed)
     lengths = np.asarray(split.lengths)[indices]
     fixed = packing and pack_length
@@ -209,7 +196,7 @@ def step_batches(
 
 
 def prefetched(make, first):
-    """make(first), make(first + 1), ...: each built on a thread while the caller uses the last."""
+    """make(first), make(first + 1), ...: each built on a thread."""
     with ThreadPoolExecutor(max_workers=1) as loader:
         upcoming = loader.submit(make, first)
         for step in itertools.count(first + 1):
@@ -219,7 +206,6 @@ def prefetched(make, first):
 
 
 def to_device(batch, device):
-    """Move a batch to the device (CUDA: pinned, not blocking)."""
     cuda = torch.device(device).type == "cuda"
 
     def move(v):

@@ -1,6 +1,5 @@
-"""Settings the nanoGPT way: a script declares them with one-line comments between '# -- config'
-and '# -- end config', their ranges just after, and calls configure(globals(), __file__). Config
-files, then --key=value flags, override them; each is checked (setting_checks.py)."""
+"""Settings the nanoGPT way: a script declares them between '# -- config' and '# -- end config'
+and calls configure(globals(), __file__); config files, then --key=value flags, override them."""
 
 import ast
 import os
@@ -12,7 +11,7 @@ from setting_checks import check_type, error, out_of_range, read_ranges, say
 
 
 def defaults(source_file, comments=False):
-    """key -> default (comments: (default, comment)) of a script's settings (read, not run)."""
+    """key -> default (or (default, comment)) of a script's settings (read, not run)."""
     with open(source_file) as f:
         block = f.read().partition("\n# -- config")[2].partition("\n# -- end config")[0]
     found = re.findall(r"^(\w+) *= *(.+?) *(?:# *(.*))?$", block, re.M)
@@ -20,7 +19,7 @@ def defaults(source_file, comments=False):
 
 
 def run_config_file(path):
-    """The settings a config file defines (not its imports, functions or _names)."""
+    """The settings a config file defines."""
     try:
         with open(path, encoding="utf-8") as f:
             exec(compile(f.read(), path, "exec"), namespace := {})
@@ -28,7 +27,7 @@ def run_config_file(path):
         raise error(f"config file {path} is not UTF-8 text (byte {e.start})")
     except OSError as e:
         if os.path.isdir(path):
-            raise error(f"config file {path} is a directory; expected a Python file of settings")
+            raise error(f"config file {path} is a directory")
         if isinstance(e, FileNotFoundError):
             raise error(f"config file {path} not found")
         raise error(f"cannot read config file {path}: {e.strerror}")
@@ -42,7 +41,7 @@ def run_config_file(path):
 
 
 def configure(scope, source_file, argv=None):
-    """Apply config files, then flags, to the settings in `scope` (a globals() dict); check them."""
+    """Apply config files, then flags, to the settings in `scope`; check them."""
     argv = sys.argv[1:] if argv is None else argv
     comments = defaults(source_file, True)
     known = {k: scope[k] for k in comments}

@@ -77,12 +77,9 @@ def number_table(encoding):
 
 
 def tokens_to_number(tokens, encoding):
-    """One number's value, NaN unless its tokens are exactly one of the encoding's:
+    """One number's value, NaN unless its tokens are exactly one of the text encoding's:
     tokens_to_number(["-602E-1"], "fp15") == -60.2."""
-    if encoding == "xval":
-        raise ValueError("xval numbers carry their value in the values array, not in tokens")
-    tokens = tuple(t if isinstance(t, str) else None for t in tokens)
-    return number_table(encoding)[1].get(tokens, float("nan"))
+    return number_table(encoding)[1].get(tuple(tokens), float("nan"))
 
 
 class Vocab:
@@ -98,10 +95,7 @@ class Vocab:
         self.num_id = self.first_number_id if encoding == "xval" else None
         self._text_ids = {t: i for i, t in enumerate(self.text_tokens, self.first_text_id)}
         # sample.py sets a trained model's own
-        self.unknown = (
-            "add a sample with it to train.txt and tokenize with --rebuild-vocab, or write it as a"
-            " number or a token the vocabulary has"
-        )
+        self.unknown = "add a sample with it to train.txt and tokenize with --rebuild-vocab"
         # a number's first token, with its sign: how spans are found in arrays
         starts = enumerate(self.number_tokens, self.first_number_id)
         self.number_start_ids = np.array([i for i, t in starts if t[0] in "+-" or t == NUM])
@@ -111,10 +105,7 @@ class Vocab:
 
     def text_id(self, token, where="text"):
         if token not in self._text_ids:
-            raise TextError(
-                f"{where}: {shown(token)} is not in the vocabulary built from the training split "
-                f"({len(self.text_tokens)} text tokens); {self.unknown}"
-            )
+            raise TextError(f"{where}: {shown(token)} is not in the vocabulary; {self.unknown}")
         return self._text_ids[token]
 
     def is_number(self, ids):
@@ -123,18 +114,16 @@ class Vocab:
 
     def decode_number(self, ids):
         """A text-encoded number's value from its ids, NaN unless exactly a number."""
-        ids = [int(i) for i in ids]
-        if not all(self.first_number_id <= i < self.first_text_id for i in ids):
+        if not self.is_number(ids).all():
             return float("nan")
-        return tokens_to_number([self.itos[i] for i in ids], self.encoding)
+        return tokens_to_number([self.itos[int(i)] for i in ids], self.encoding)
 
 
 # the files
 
 
 def first_index(n, bad, chunk=1 << 22):
-    """The first index below n where bad(a slice) holds, or None, a chunk at a time (memory-mapped
-    arrays stay on disk)."""
+    """The first index below n where bad(a slice) holds, or None, a chunk at a time."""
     for start in range(0, n, chunk):
         hits = np.flatnonzero(bad(slice(start, start + chunk)))
         if len(hits):
@@ -143,7 +132,7 @@ def first_index(n, bad, chunk=1 << 22):
 
 
 def decoded_lines(f, where):
-    """The lines of a binary file object, decoded as UTF-8 (else a TextError naming where:line)."""
+    """The lines of a binary file object, decoded as UTF-8."""
     for i, raw in enumerate(f, 1):
         try:
             line = raw.decode("utf-8").rstrip("\r\n")
@@ -151,30 +140,19 @@ def decoded_lines(f, where):
             raise TextError(
                 f"{where}:{i}: not UTF-8 text (byte {raw[e.start]:#04x} at column {e.start + 1})"
             ) from None
-        # a byte order mark (a spreadsheet's UTF-8 export) marks the encoding: it is no text
+        # a byte order mark (a spreadsheet's UTF-8 export) is no text
         if i == 1 and line.startswith("\ufeff"):
             line = line[1:]
         if "\0" in line:
-            raise TextError(
-                f"{where}:{i}: a NUL byte at column {line.index(chr(0)) + 1}; expected text, not a"
-                " binary file"
-            )
+            raise TextError(f"{where}:{i}: a NUL byte at column {line.index(chr(0)) + 1}")
         # a file whose lines end in \r alone would be read as one sample
         if "\r" in line:
-            raise TextError(
-                f"{where}:{i}: a carriage return inside the line (a file with \\r line ends?);"
-                " write one sample per line, ended by \\n"
-            )
+            raise TextError(f"{where}:{i}: a carriage return inside the line; end lines with \\n")
         yield line
 
 
-def read_lines(f, where):
-    """decoded_lines as a list."""
-    return list(decoded_lines(f, where))
-
-
 def read_samples(path, required=True):
-    """(line number, line) of a file's lines that are not blank; required: none is an error."""
+    """(line number, line) of a file's lines that are not blank; required: at least one."""
     with open(path, "rb") as f:
         lines = [(i, line) for i, line in enumerate(decoded_lines(f, path), 1) if line.strip()]
     if required and not lines:
@@ -187,36 +165,28 @@ _NAME = re.compile(r"\w[\w.-]*")
 
 
 def check_name(name, what):
-    """A name from a file that becomes part of a path (a split, an encoding) must be plain: the
-    path stays inside its folder."""
+    """A name that becomes part of a path (a split, an encoding) stays inside its folder."""
     if not (isinstance(name, str) and _NAME.fullmatch(name) and ".." not in name):
-        raise TextError(
-            f"{what} {name!r} is not a plain name (letters, digits, _ . - and no '..'); "
-            "it names a file inside the dataset's folder"
-        )
+        raise TextError(f"{what} {name!r} is not a plain name (letters, digits, _ . - and no '..')")
 
 
 def require_dataset(data_dir):
-    """meta.json's path: without it a folder is not a whole dataset (prepare/ writes it last)."""
+    """meta.json's path: prepare/ writes it last."""
     if not data_dir:
-        raise FileNotFoundError("data_dir is empty; name the folder of a prepared dataset")
+        raise FileNotFoundError("data_dir is empty; name a prepared dataset's folder")
     if not os.path.isdir(data_dir):
-        raise FileNotFoundError(
-            f"{data_dir} is not a directory; expected a dataset written by a prepare/ script"
-        )
+        raise FileNotFoundError(f"{data_dir} is not a directory; expected a prepared dataset")
     meta = os.path.join(data_dir, "meta.json")
     if not os.path.exists(meta):
         raise FileNotFoundError(
-            f"{meta} not found: {data_dir} is not a complete dataset (did a prepare/ run stop "
-            "early? run it again); for text files of your own: python tokenize_numbers.py "
-            f"{data_dir} --plain-text"
+            f"{meta} not found: {data_dir} is not a complete dataset (prepare it again); for text"
+            f" files of your own: python tokenize_numbers.py {data_dir} --plain-text"
         )
     return meta
 
 
 def read_json_object(path, keys=(), again=""):
-    """A JSON object from a file; one cut short, not an object or without one of `keys` is a
-    TextError naming the file."""
+    """A JSON object from a file, with each of `keys`, else a TextError naming the file."""
     check_regular(path)
     try:
         with open(path, encoding="utf-8") as f:
@@ -244,7 +214,6 @@ def load_text_vocab(data_dir):
     tokens = read_json_object(path, ("text_tokens",), again)["text_tokens"]
     if not (isinstance(tokens, list) and all(isinstance(t, str) for t in tokens)):
         raise TextError(f"{path}: text_tokens is not a list of strings{again}")
-    # never written by the tokenizer: a token twice, an empty one, a control token's name
     named = [t for t in tokens if t[:1] == "[" and re.fullmatch(r"\[\w+\]", t)]
     if len(set(tokens)) < len(tokens) or "" in tokens or named:
         raise TextError(f"{path}: text_tokens holds a token twice, an empty one or a [NAME]{again}")
@@ -252,9 +221,8 @@ def load_text_vocab(data_dir):
 
 
 def fingerprint(data_dir, encoding):
-    """Short digests of the data a model trains on, for checkpoints: "meta" of meta.json less the
-    command, "arrays" of vocab.json and the ends of the train and val arrays (None: not written).
-    A moved dataset is the same data; one prepared again is not."""
+    """Short digests of the data a model trains on: "meta" of meta.json less the command, "arrays"
+    of vocab.json and the ends of the train and val arrays (None: not written)."""
     meta = {k: v for k, v in read_meta(data_dir).items() if k != "command"}
     digests = {"meta": hashlib.sha1(json.dumps(meta, sort_keys=True).encode()).hexdigest()[:16]}
     try:
@@ -280,22 +248,16 @@ def check_trained_on(checkpoint, path, data_dir, changed_data=False):
         )
     recorded = checkpoint.get("data_fingerprint")
     if recorded is None:
-        print(
-            f"note: {path} does not record its data's fingerprint (an older train.py); {data_dir}"
-            " is not checked"
-        )
+        print(f"note: {path} records no data fingerprint; {data_dir} is not checked")
     elif fingerprint(data_dir, checkpoint["model_args"]["encoding"])["meta"] != recorded["meta"]:
         what = f"{data_dir} has been prepared again since {path} was trained on it"
         if not changed_data:
-            raise ValueError(
-                f"{what}: its scales and samples may differ; evaluate anyway with"
-                " --changed_data=True, or train again"
-            )
+            raise ValueError(f"{what}; evaluate anyway with --changed_data=True, or train again")
         print(f"warning: {what}; evaluating anyway (--changed_data=True)")
 
 
 def vocab_digest(text_tokens):
-    """A short digest of a text vocabulary, to catch arrays tokenized with another one."""
+    """A short digest of a text vocabulary."""
     return hashlib.sha1(json.dumps(text_tokens).encode()).hexdigest()[:12]
 
 
@@ -319,27 +281,21 @@ class Split:
             self.ids = np.load(base + ".ids.npy", mmap_mode="r")
             self.values = np.load(base + ".values.npy", mmap_mode="r")
             self.offsets = np.load(base + ".offsets.npy")
-        # missing, truncated or not an array
         except (OSError, ValueError, EOFError) as e:
-            raise ValueError(f"{base}: unreadable arrays ({type(e).__name__}: {e}); {again}")
+            raise ValueError(f"{base}: unreadable arrays ({e}); {again}")
         if summary["vocab_digest"] != vocab_digest(load_text_vocab(data_dir)):
             raise ValueError(f"{base}.ids.npy was tokenized with another vocab.json; {again}")
         if (summary["split"], summary["encoding"]) != (split, encoding):
-            raise ValueError(
-                f"{base}.json describes split {summary['split']!r} of {summary['encoding']!r}, not"
-                f" {split!r} of {encoding!r}; {again}"
-            )
-        # the four files are written together: offsets not spanning the others' are another run's
+            raise ValueError(f"{base}.json describes another split or encoding; {again}")
+        # the four files are written together
         o, samples = self.offsets, summary["samples"]
         spans = o.ndim == 1 and o.dtype.kind in "iu" and len(o) > 1 and o[0] == 0
         spans = spans and bool(np.all(o[1:] > o[:-1]))
         if not (spans and samples == len(o) - 1 and o[-1] == len(self.ids) == len(self.values)):
             raise ValueError(
-                f"{base}.offsets.npy ({len(o) - 1} samples, {int(o[-1]) if len(o) else 0} tokens) "
-                f"does not match {base}.json ({samples} samples) and .ids.npy ({len(self.ids)} "
-                f"tokens): the files come from different runs; {again}"
+                f"{base}.offsets.npy, .json and .ids.npy disagree: the files come from different"
+                f" runs; {again}"
             )
-        # an edited text would train on its old arrays
         text = os.path.join(data_dir, f"{split}.txt")
         size = os.path.getsize(text) if os.path.exists(text) else None
         if size is not None and summary.get("text_bytes", size) != size:
@@ -352,19 +308,16 @@ class Split:
         self.check_arrays(vocab_size, vocab and vocab.num_id, again)
 
     def at(self, position):
-        """The sample holding token `position`, and its line of the text."""
+        """The sample holding token `position`."""
         i = int(np.searchsorted(self.offsets, position, side="right")) - 1
         return f"sample {i} (line {i + 1} of {self.split}.txt)"
 
     def check_arrays(self, vocab_size, num_id, again):
-        """Refuse token ids outside the vocabulary and numbers not finite or beyond ±MAX_VALUE now,
-        not as a crash or a NaN loss hours in."""
+        """Refuse ids outside the vocabulary and numbers beyond ±MAX_VALUE now, not as a crash or a
+        NaN loss hours in."""
         ids, values, where = self.ids, self.values, self.base
         if ids.ndim != 1 or ids.dtype.kind not in "iu" or values.ndim != 1 or values.dtype != "f4":
-            raise ValueError(
-                f"{where}.ids.npy/.values.npy hold {ids.dtype} {ids.shape} and {values.dtype} "
-                f"{values.shape}, expected integer ids and float32 values, one-dimensional; {again}"
-            )
+            raise ValueError(f"{where}: expected integer ids and float32 values, 1-D; {again}")
         if not isinstance(vocab_size, int) or vocab_size < 1:
             raise ValueError(f"{where}.json has no vocab_size; {again}")
         bad = first_index(len(ids), lambda s: (ids[s] < 0) | (ids[s] >= vocab_size))
@@ -376,8 +329,7 @@ class Split:
         bad = first_index(len(values), lambda s: ~(np.abs(values[s]) <= MAX_VALUE))
         if bad is not None:
             x = float(values[bad])
-            what = f"{x:.4g}, beyond ±{MAX_VALUE:g}, which float32 cannot square; scale the"
-            what = what + " numbers to order 1" if math.isfinite(x) else "a non-finite number"
+            what = f"{x:.4g}, beyond ±{MAX_VALUE:g}" if math.isfinite(x) else "a non-finite number"
             raise ValueError(
                 f"{where}.values.npy: {self.at(bad)} holds {what}; remove or rescale it and"
                 " tokenize again"
@@ -388,7 +340,7 @@ class Split:
             if bad is not None:
                 raise ValueError(
                     f"{where}.values.npy: {self.at(bad)} holds {float(values[bad]):g} at a token"
-                    f" that is no number (1.0 expected); {again}"
+                    f" that is no number; {again}"
                 )
 
     def __len__(self):

@@ -1,5 +1,4 @@
-"""The processes of a torchrun launch as one run: rank, device and process group, a SIGTERM noted
-rather than fatal, and one way for all to stop with one message, or to end."""
+"""The processes of a torchrun launch as one run: set-up, SIGTERM, stopping together."""
 
 import os
 import signal
@@ -13,7 +12,7 @@ from util import pick_device
 
 
 def init_processes(device, threads):
-    """(ddp, rank, local_rank, world_size, device); under torchrun it joins the process group."""
+    """(ddp, rank, local_rank, world_size, device)."""
     ddp = "RANK" in os.environ
     rank = int(os.environ.get("RANK", 0))
     local_rank = int(os.environ.get("LOCAL_RANK", 0))
@@ -30,14 +29,13 @@ def init_processes(device, threads):
 
 
 def torchrun_launch():
-    """This torchrun launch, the same after a restart: its --rdzv_id, else its local agent."""
+    """This torchrun launch, the same after a restart."""
     run_id = os.environ.get("TORCHELASTIC_RUN_ID")
     return f"agent-{socket.gethostname()}-{os.getppid()}" if run_id == "none" else run_id
 
 
 def torchrun_store(rank):
-    """init_process_group's store under torchrun, or None (env://): a prefix per start keeps a
-    restarted group from the lost group's keys in the store torchrun keeps across restarts."""
+    """torchrun's store, with a prefix per start (a restart must not read the lost group's keys)."""
     if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True":
         return None
     store = dist.TCPStore(
@@ -47,8 +45,7 @@ def torchrun_store(rank):
 
 
 def note_sigterm():
-    """From now on a SIGTERM (a preemption) is noted in the list returned, for the loop to stop
-    where it can save; a second ends the process at once."""
+    """A SIGTERM is noted in the list returned; a second ends the process."""
     noted = []
 
     def note(signum, frame):
@@ -60,7 +57,6 @@ def note_sigterm():
 
 
 def sigterm_noted(noted, device):
-    """Whether any process has noted a SIGTERM (note_sigterm's list; torchrun: one all_reduce)."""
     if not dist.is_initialized():
         return bool(noted)
     count = torch.tensor([len(noted)], device=device)
@@ -69,21 +65,18 @@ def sigterm_noted(noted, device):
 
 
 def sum_over_processes(tensor):
-    """A tensor summed over all processes (one all_reduce under torchrun), as a list of floats."""
     if dist.is_initialized():
         dist.all_reduce(tensor)
     return tensor.tolist()
 
 
 def print0(*args):
-    """print, on rank 0 alone."""
     if int(os.environ.get("RANK", 0)) == 0:
         print(*args)
 
 
 def stop(message, barrier=False):
-    """End the run with one line per machine (all stop at the same step). barrier: first wait for
-    all (for rank 0's checkpoint)."""
+    """End the run with one line per machine; barrier: first wait for all."""
     if dist.is_initialized():
         if barrier:
             dist.barrier()
@@ -92,14 +85,12 @@ def stop(message, barrier=False):
 
 
 def stop_after_sigterm(step, ckpt_path):
-    """Stop every process once rank 0 has saved, after a SIGTERM."""
     message = f"stopped by a SIGTERM after step {step}, saved in {ckpt_path}"
     stop(f"{message}: continue with the same command and --resume", barrier=True)
 
 
 def end_processes():
-    """End a finished torchrun run: wait for rank 0's last checkpoint, then leave without the
-    interpreter's teardown (gloo's threads, held by DDP, can abort it)."""
+    """Wait for rank 0's last checkpoint, then leave (gloo's threads can abort the teardown)."""
     if dist.is_initialized():
         dist.barrier()
         dist.destroy_process_group()

@@ -1,7 +1,6 @@
 """
-Score checkpoints on a dataset's test split and every OoD split: mask the numbers its task asks
-for, fill them in, compute the metrics beside baselines a model must beat; several seeds of one
-setting give mean ± std. What is masked, scored and written: docs/training.md#evaluate.
+Score checkpoints on a dataset's test and OoD splits beside the baselines a model must beat;
+seeds of one setting give mean ± std. What is masked, scored and written: docs/training.md#evaluate.
 
     python eval.py --ckpt=out/lookup_xval/ckpt_best.pt
     python eval.py --ckpt="out/s1/ckpt_best.pt out/s2/ckpt_best.pt out/s3/ckpt_best.pt" --plots
@@ -23,12 +22,11 @@ import torch
 from checkpoint import load_checkpoint
 from configurator import configure
 from dataset import check_name, check_trained_on, read_meta, read_samples
-from eval_baselines import baseline_predictions, learn_baselines, outside_training, verdict
-from eval_report import markdown, write_plots
-from mixture import mixture_cdf, mixture_nll, mixture_of
-from predict import ask_numbers, fill_in, load_model, masked_numbers, number_paths
-from tokenize_line import encode_pieces, split_text
-from util import TextError, atomic_write_text, pick_device, run_main
+from eval_baselines import BASELINES, baseline_predictions, baseline_text, learn_baselines
+from eval_baselines import outside_training, verdict
+from mixture import mixture_cdf, mixture_nll, mixture_of, mixture_quantile
+from predict import fill_in, load_model, masked_samples
+from util import TextError, atomic_write_text, format_number, pick_device, run_main
 
 # -- config: python eval.py --help
 ckpt = ""  # checkpoint(s) of one setting, separated by spaces: several seeds are combined
@@ -48,9 +46,8 @@ device = "auto"
 # the settings' ranges (setting_checks.py); a number not named here: [0, inf)
 RANGES = dict(batch_size="[1, inf)", device="auto | cpu | mps | cuda | cuda:N")
 
-PLANET_STEPS = 10  # planets: the last 10 steps of every planet are masked at once
 DENSITY_SAMPLES = 4  # GMM heads: the predicted densities drawn per quantity
-# settings that say where or how fast a run computes: seeds of one setting may differ in them
+# where or how fast a run computes: seeds of one setting may differ in these
 NOT_THE_SETTING = {"seed", "out_dir", "resume", "overwrite", "device", "compile", "flex_attention"}
 NOT_THE_SETTING |= {"micro_batch_size", "log_interval", "keep_every", "threads"}
 
@@ -66,10 +63,8 @@ def mse(y, yhat):
 
 def r_squared(y, yhat):
     y, yhat = np.asarray(y, float), np.asarray(yhat, float)
-    y, yhat = y[~np.isnan(yhat)], yhat[~np.isnan(yhat)]
-    if len(y) < 2:
-        return math.nan
-    return float(1 - np.sum((y - yhat) ** 2) / np.sum((y - y.mean()) ** 2))
+    ok = ~np.isnan(yhat)
+    return float(1 - mse(y, yhat) / np.var(y[ok])) if ok.sum() > 1 else math.nan
 
 
 def adjusted_r_squared(r2, n, p=1):
@@ -112,8 +107,7 @@ def scale_of(task, meta, quantity):
 
 
 def mixture_crps(num, y):
-    """The CRPS E|X − y| − ½E|X − X'| of GMM outputs num at truth y in closed form, with
-    A(m, s²) = E|N(m, s²)|: Σ_i w_i A(y − μ_i, σ_i²) − ½ Σ_ij w_i w_j A(μ_i − μ_j, σ_i² + σ_j²)."""
+    """The CRPS E|X − y| − ½E|X − X'| of GMM outputs num at truth y, in closed form."""
 
     def abs_mean(m, var):
         s = var.sqrt()
@@ -140,44 +134,18 @@ def distribution_metrics(y, mixture):
     }
 
 
-# ---------------------------------------------------------------- what each task masks
-
-
-def masked_groups(task, line, where, keys=(), every=False):
-    """(split_text's pieces, {quantity: indices of the numbers masked together}) of a sample."""
-    pieces = split_text(line, where)
-    if task in ("arithmetic", "lookup", "text"):
-        groups = masked_numbers(line, pieces, where, keys if task == "text" else (), every)
-        return pieces, groups if task == "text" else {"answer": groups["last"]}
-    paths = number_paths(line, sum(kind == "num" for kind, _ in pieces), where, f"a {task} sample")
-    if task == "era5":
-        # data[station][step]: each station's last step
-        last = {p[1]: i for i, p in enumerate(paths) if p[0] == "data"}
-        return pieces, {"t+1": sorted(last.values())}
-    # planets: data[step][planet][x or y]
-    last = max(p[1] for p in paths if p[0] == "data") + 1 - PLANET_STEPS
-    find = {p: i for i, p in enumerate(paths)}
-    groups = {"dt": [find[("description", "stepsize")]]}
-    groups.update({f"{q}0": [find[("description", "planet0", q)]] for q in "aem"})
-    groups["steps"] = [i for i, p in enumerate(paths) if p[0] == "data" and p[1] >= last]
-    return pieces, groups
-
-
 def task_of(meta, path):
     if "normalisation" in meta and "variable" in meta:
         return "era5"
-    if meta.get("dataset") in ("planets", "arithmetic", "lookup"):
-        return meta["dataset"]
-    if meta.get("dataset") in ("text", "plain text"):
-        return "text"
+    task = meta.get("dataset")
+    if task in ("planets", "arithmetic", "lookup", "text", "plain text"):
+        return "text" if task == "plain text" else task
     raise SystemExit(f"error: {path}: not a dataset of prepare/ or tokenize_numbers.py")
 
 
 def split_lines(data, split, meta):
-    """A split's first max_samples samples; a copy cut short of what meta.json counts is refused."""
+    """A split's first max_samples samples; refused if fewer than meta.json counts."""
     path = os.path.join(data, f"{split}.txt")
-    if not os.path.exists(path):
-        raise SystemExit(f"error: {path} not found")
     lines = [line for _, line in read_samples(path)]
     counted = meta["splits"].get(split) if isinstance(meta["splits"], dict) else None
     if counted not in (None, len(lines)):
@@ -187,48 +155,21 @@ def split_lines(data, split, meta):
     return lines[: max_samples or None]
 
 
-def masked_samples(task, lines, vocab, where, block_size, keys=(), every=False):
-    """{quantity: (fill_in's samples, masked numbers)} of every line, and each line's groups."""
-    jobs, masked = {}, []
-    for number, line in enumerate(lines, 1):
-        at = f"{where}:{number}"
-        pieces, groups = masked_groups(task, line, at, keys, every)
-        masked.append(groups)
-        # a record without the key: left out
-        for quantity, indices in ((q, i) for q, i in groups.items() if i):
-            asked, positions = ask_numbers(pieces, indices)
-            samples, truths = jobs.setdefault(quantity, ([], []))
-            samples.append(encode_pieces(asked, vocab, at))
-            if len(samples[-1][0]) > block_size:
-                raise TextError(f"{at}: {len(samples[-1][0])} tokens, more than the block_size")
-            truths.extend(pieces[j][1] for j in positions)
-    if lines and (missing := [k for k in keys if k not in jobs]):
-        raise TextError(f"{where}: no record has a number under key {missing[0]!r}")
-    absent = [f"{q} {len(lines) - len(s)}" for q, (s, _) in jobs.items() if len(s) < len(lines)]
-    if absent and not every:
-        print(f"note: {where}: records without the key are not scored: " + ", ".join(absent))
-    return jobs, masked
-
-
 def run_model(model, vocab, jobs, dev):
     """{quantity: (truths, predictions (NaN: invalid), counts, GMM outputs (n, 3K) or None)}."""
     results = {}
     for quantity, (samples, truths) in jobs.items():
-        # similar lengths share a batch
-        order = np.argsort([len(s[0]) for s in samples], kind="stable")
-        ordered = [samples[i] for i in order]
-        predicted, counts, mixtures = fill_in(model, vocab, ordered, dev, batch_size)
-        back = np.argsort(order)
-        preds = np.array([p for i in back for p in predicted[i]], float)
+        predicted, counts, mixtures = fill_in(model, vocab, samples, dev, batch_size)
+        preds = np.array([p for values in predicted for p in values], float)
         preds[~np.isfinite(preds)] = math.nan
-        mixture = torch.cat([mixtures[i] for i in back]).double().numpy() if mixtures else None
+        mixture = torch.cat(mixtures).double().numpy() if mixtures else None
         results[quantity] = (np.array(truths, float), preds, counts, mixture)
     return results
 
 
 def combine(task, runs, scale=None):
     """One quantity over seeds' runs (run_model's): each metric's mean and std, those of the
-    per-point median prediction; GMM heads: the first seed's PIT values and mixtures."""
+    median prediction; GMM heads: the first seed's PIT values and mixtures."""
     truths, seeds = runs[0][0], []
     for _, preds, counts, mixture in runs:
         m = metrics(task, truths, preds, scale)
@@ -258,13 +199,11 @@ def combine(task, runs, scale=None):
 
 
 def check_seeds(checkpoints):
-    """Checkpoints of one setting: the same vocabulary, data and settings but NOT_THE_SETTING,
-    each once. Returns the first's."""
-    first, seen, seeds = None, set(), {}
+    """The first checkpoint's settings; all must agree but in NOT_THE_SETTING, each given once."""
+    first, seeds = None, {}
     for path in checkpoints:
-        if os.path.realpath(path) in seen:
+        if os.path.realpath(path) in map(os.path.realpath, seeds.values()):
             raise SystemExit(f"error: {path} is given twice in --ckpt")
-        seen.add(os.path.realpath(path))
         # its settings only: load_model reads the weights
         c = load_checkpoint(path, mmap=True)
         vocab = (c["model_args"]["encoding"], c["text_tokens"])
@@ -274,9 +213,7 @@ def check_seeds(checkpoints):
         if c["data"] != first["data"]:
             raise SystemExit(f"error: {path} was trained on other data than {checkpoints[0]}")
         if c["vocab"] != first["vocab"]:
-            raise SystemExit(
-                f"error: {path} has another encoding or vocabulary than {checkpoints[0]}"
-            )
+            raise SystemExit(f"error: {path}: another encoding or vocabulary than {checkpoints[0]}")
         a, b = first["config"], c["config"]
         for key in sorted((set(a) | set(b)) - NOT_THE_SETTING):
             x, y = a.get(key), b.get(key)
@@ -285,7 +222,7 @@ def check_seeds(checkpoints):
             if x != y:
                 raise SystemExit(
                     f"error: {checkpoints[0]} and {path} differ in {key} ({a.get(key)!r} vs"
-                    f" {b.get(key)!r}): the seeds of one setting must agree"
+                    f" {b.get(key)!r}): seeds must agree"
                 )
         if (seed := b.get("seed")) in seeds:
             raise SystemExit(f"error: {seeds[seed]} and {path} are the same run (seed {seed})")
@@ -296,45 +233,14 @@ def check_seeds(checkpoints):
 # ---------------------------------------------------------------- the report
 
 
-def training_means(task, data, keys, every):
-    """text: each quantity's mean over the training split's masked numbers."""
-    path, numbers = os.path.join(data, "train.txt"), {}
-    for number, line in read_samples(path, required=False):
-        pieces, groups = masked_groups(task, line, f"{path}:{number}", keys, every)
-        values = [v for kind, v in pieces if kind == "num"]
-        for quantity, indices in groups.items():
-            numbers.setdefault(quantity, []).extend(values[i] for i in indices)
-    return {quantity: float(np.mean(v)) for quantity, v in numbers.items()}
-
-
-def baseline_scores(task, truths, scale, found, mean, fit, lags):
-    """{baseline: its metrics on the same values}, and a note where seasonal persistence has too
-    few values (found: baseline_predictions'; fit, lags: learn_baselines')."""
-    r = {}
-    if mean is not None:
-        r["train_mean"] = metrics(task, truths, [mean] * len(truths), scale)
-    if (fitted := found.get("least_squares")) and len(fitted[0]) == len(truths):
-        r["least_squares"] = metrics(task, truths, fitted[0], scale)
-        r["least_squares"].update(predictors=fit["fit"].predictors, filled=fitted[1])
-    for name in ("persistence", "seasonal_persistence"):
-        if found.get(name) is not None:
-            r[name] = metrics(task, truths, found[name], scale)
-    note = None
-    if "seasonal_persistence" in r:
-        r["seasonal_persistence"]["period"] = lags[1]
-    elif "seasonal_persistence" in found:
-        note = f"no seasonal persistence: a masked number has fewer than {lags[1]} values before it"
-    return r, note
-
-
 def score_setting(checkpoints, data, split_names, dev):
-    """One setting's report: every split × quantity, per seed and combined, beside baselines."""
+    """One setting's report: every split × quantity, per seed and combined, and baselines."""
     meta = read_meta(data)
     task = task_of(meta, os.path.join(data, "meta.json"))
     keys = [mask_key] if mask_key else list(meta.get("scales") or {}) if task == "text" else []
     if mask_key and task != "text":
         raise SystemExit(f"error: --mask_key is for your own data; {data} is a {task} dataset")
-    fits, lags, notes = learn_baselines(task, data, meta, keys, mask_all, period)
+    learned, notes = learn_baselines(task, data, meta, keys, mask_all, period)
     for split in split_names:
         check_name(split, "--splits:")
     ood = glob.glob(os.path.join(data, "test_ood*.txt"))
@@ -343,8 +249,7 @@ def score_setting(checkpoints, data, split_names, dev):
     report.update(splits={}, warnings=[], notes=notes)
     if task == "text":
         report["masked"] = {"keys": keys, "every": mask_all}
-    means = training_means(task, data, keys, mask_all) if task == "text" else {}
-    # split -> masked samples, read and encoded once: every seed has the same vocabulary
+    # read and encoded once: every seed has the same vocabulary
     jobs, baselines, per_seed = {}, {}, []
     for path in checkpoints:
         t0 = time.time()
@@ -358,10 +263,8 @@ def score_setting(checkpoints, data, split_names, dev):
                 task, lines, vocab, where, block_size, keys, mask_all
             )
             baselines[split] = baseline_predictions(
-                task, lines, masked, where, lags, fits, meta.get("window")
+                task, lines, masked, where, learned, meta.get("window")
             )
-            if not jobs[split]:
-                raise TextError(f"{where}: no sample holds a number to predict")
         # [seed][split] -> {quantity: (truths, predictions, counts, mixtures)}
         per_seed.append({split: run_model(model, vocab, jobs[split], dev) for split in split_names})
         print(f"{path}: evaluated in {time.time() - t0:.1f} s")
@@ -375,13 +278,12 @@ def score_setting(checkpoints, data, split_names, dev):
                     f"{split} · {quantity}: {invalid} of {r['n'] * len(per_seed)} predictions"
                     " are NaN or infinite: counted as invalid"
                 )
-            found = baselines[split].get(quantity, {})
-            learned = (means.get(quantity), fits.get(quantity), lags.get(quantity))
-            scores, note = baseline_scores(task, truths, scale, found, *learned)
-            r.update(scores)
+            found, note = baselines[split]
+            for name, (predicted, extra) in found.get(quantity, {}).items():
+                r[name] = {**metrics(task, truths, predicted, scale), **extra}
             r["verdict"] = verdict(r)
             report["splits"][split][quantity] = r
-            notes = [note, outside_training(quantity, truths, meta, scale)]
+            notes = [note.get(quantity), outside_training(quantity, truths, meta, scale)]
             report["notes"] += [f"{split} · {quantity}: {n}" for n in notes if n]
     return report, meta
 
@@ -405,12 +307,156 @@ def report_prefix(checkpoints, data, trained_on):
     return prefix
 
 
+# metric -> header; only those a report has are shown
+COLUMNS = dict(
+    mse="MSE",
+    mse_kelvin2="MSE (K²)",
+    r2="R²",
+    adj_r2="adj. R²",
+    acc3="acc @3 s.f.",
+    acc2="acc @2 s.f.",
+    invalid_rate="invalid",
+    not_num_rate="not [NUM]",
+    nll="NLL",
+    crps="CRPS",
+    cover50="50% cover",
+    cover90="90% cover",
+    mse_original="MSE (original units)",
+    r2_original="R² (original units)",
+)
+
+
+def fmt(x):
+    return "—" if x is None or math.isnan(x) else format_number(x, 4)
+
+
+def markdown(report):
+    """The table of one setting (split × quantity: mean ± std over seeds, the median's MSE),
+    baselines, notes and warnings."""
+    rows = [(s, q, r) for s, quantities in report["splits"].items() for q, r in quantities.items()]
+    # xVal: the rate of invalid predictions only where there are any
+    hidden = "invalid_rate" if report["encoding"] == "xval" else "not_num_rate"
+    if hidden == "invalid_rate" and any(r["mean"]["invalid_rate"] for *_, r in rows):
+        hidden = None
+    keys = [k for k in COLUMNS if k in rows[0][2]["mean"] and k != hidden]
+    seeds = len(report["checkpoints"])
+    how = "masked fill-in: one forward pass per sample"
+    if report["causal"]:
+        how = "causal model: each number generated from the text before it"
+    checkpoints = ", ".join(f"`{c}`" for c in report["checkpoints"])
+    # the median's MSE in the file's own units where the data has them
+    median = "mse_original" if "mse_original" in keys else "mse"
+    header = ["split", "quantity", "n", *(COLUMNS[k] for k in keys), "MSE of median"]
+    header[-1] += " (original units)" * (median != "mse")
+    lines = [f"# {report['task']} · {report['encoding']} · {seeds} seed(s)", ""]
+    lines += [f"data: `{report['data_dir']}`; checkpoints: {checkpoints}", "", how, ""]
+    lines += ["| " + " | ".join(header) + " |", "|---" * len(header) + "|"]
+    for split, quantity, r in rows:
+        cells = [fmt(r["mean"][k]) + (f" ± {fmt(r['std'][k])}" if seeds > 1 else "") for k in keys]
+        cells = [split, quantity, r["n"], *cells, fmt(r["median_prediction"][median])]
+        lines.append("| " + " | ".join(map(str, cells)) + " |")
+    for split, quantity, r in rows:
+        for name in (name for name in BASELINES if name in r):
+            scores = ", ".join(f"{COLUMNS[k]} {fmt(r[name][k])}" for k in COLUMNS if k in r[name])
+            what = baseline_text(name, r[name], report["task"])
+            lines += ["", f"{split} · {quantity}: {what} on the same values: {scores}"]
+        if v := r.get("verdict"):
+            beats = "beats" if v["beats"] else "does not beat"
+            said = f"the model {beats} the best baseline ({BASELINES[v['best']]})"
+            said += f": its MSE is {fmt(v['ratio'])}× the baseline's"
+            lines += ["", f"{split} · {quantity}: verdict: {said}"]
+    warned = [f"- note: {n}" for n in report.get("notes", [])]
+    warned += [f"- warning: {w}" for w in report["warnings"]]
+    shown = "encoding n_layer n_head n_embd max_iters batch_size learning_rate seed".split()
+    config = json.dumps({k: report["config"].get(k) for k in shown})
+    lines += ["", *warned] + [""] * bool(warned) + [f"config: `{config}`", ""]
+    return "\n".join(lines)
+
+
+def write_plots(report, meta, prefix):
+    """Predicted (median over seeds) vs true per quantity, in the data's own units where it has
+    them; training values marked on OoD splits."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    task = report["task"]
+    scales = {q: scale_of(task, meta, q) for split in report["splits"].values() for q in split}
+    # planets: the step sizes seen in training; training's innermost planet has a = 1
+    seen = {("dt", "test_ood_stepsize"): meta.get("train_stepsizes"), ("a0", "test_ood_a0"): [1]}
+    for split, quantities in report["splits"].items():
+        n = len(quantities)
+        fig, axes = plt.subplots(1, n, figsize=(3.6 * n, 3.4), squeeze=False)
+        for ax, (quantity, r) in zip(axes[0], quantities.items()):
+            y = np.array(r["truth"], float)
+            p = np.array([math.nan if v is None else v for v in r["median"]], float)
+            m, unit = r["median_prediction"], ""
+            mse = m.get("mse_kelvin2", m.get("mse_original", m["mse"]))
+            if scale := scales[quantity]:
+                y, p = y * scale[1] + scale[0], p * scale[1] + scale[0]
+                unit = " (K)" if task == "era5" else " (original units)"
+            both = np.concatenate([y, p])
+            lo, hi = np.nanmin(both), np.nanmax(both)
+            ax.plot([lo, hi], [lo, hi], color="0.6", lw=1)
+            ax.scatter(y, p, s=4, alpha=0.4)
+            for x in (seen.get((quantity, split)) or []) if task == "planets" else []:
+                ax.axvline(x, color="C3", ls="--", lw=1)
+            # values never seen in training
+            if task == "lookup" and split == "test_ood":
+                ax.axvspan(*meta["gap"], color="C3", alpha=0.1)
+            ax.set(title=f"{quantity} (MSE {fmt(mse)})", xlabel=f"true{unit}")
+            ax.set(ylabel=f"predicted{unit}")
+        save_figure(plt, fig, f"{task} · {report['encoding']} · {split}", f"{prefix}_{split}.png")
+        if "pit" in next(iter(quantities.values())):
+            write_distribution_plots(task, split, quantities, f"{prefix}_{split}", plt, scales)
+
+
+def save_figure(plt, fig, title, path):
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def write_distribution_plots(task, split, quantities, prefix, plt, scales):
+    """GMM heads: PIT histograms, and the first predicted densities with their truths."""
+    n = len(quantities)
+    fig, axes = plt.subplots(1, n, figsize=(3.2 * n, 2.8), squeeze=False)
+    for ax, (quantity, r) in zip(axes[0], quantities.items()):
+        ax.hist(r["pit"], bins=20, range=(0, 1), density=True, color="C0", alpha=0.7)
+        # calibrated where flat at 1
+        ax.axhline(1.0, color="0.4", lw=1, ls="--")
+        m = r["per_seed"][0]
+        title = f"{quantity} (50%: {m['cover50']:.2f}, 90%: {m['cover90']:.2f})"
+        ax.set(title=title, xlabel="PIT", ylim=(0, None))
+    what = "PIT (predicted CDF at the truth; coverage of central intervals)"
+    save_figure(plt, fig, f"{task} · {split} · {what}", f"{prefix}_pit.png")
+    k = min(len(r["mixture"]) for r in quantities.values())
+    fig, axes = plt.subplots(n, k, figsize=(2.8 * k, 2.2 * n), squeeze=False)
+    for row, (quantity, r) in zip(axes, quantities.items()):
+        center, spread = scales[quantity] or (0.0, 1.0)
+        for i, ax in enumerate(row):
+            num, truth = torch.tensor(r["mixture"][i], dtype=torch.float64), r["truth"][i]
+            lo, hi = (float(mixture_quantile(num, q)) for q in (0.002, 0.998))
+            lo, hi = min(lo, truth), max(hi, truth)
+            x = torch.linspace(lo - 0.1 * (hi - lo), hi + 0.1 * (hi - lo), 400, dtype=torch.float64)
+            density = torch.exp(-mixture_nll(num.expand(len(x), -1), x)) / spread
+            ax.plot(x * spread + center, density, color="C0")
+            ax.axvline(truth * spread + center, color="C3", lw=1.2)
+            ax.set_title(f"{quantity}, sample {i + 1}", fontsize=9)
+            ax.set_yticks([])
+    title = f"{task} · {split} · predicted densities (red: truth)"
+    title += ", original units" * any(scales[q] for q in quantities)
+    save_figure(plt, fig, title, f"{prefix}_density.png")
+
+
 def main():
     configure(globals(), __file__)
-    # one file whose path holds a space
+    # or one file whose path holds a space
     checkpoints = [ckpt] if os.path.isfile(ckpt) else ckpt.replace(",", " ").split()
     if not checkpoints:
-        raise SystemExit("error: --ckpt is required (one checkpoint, or seeds separated by spaces)")
+        raise SystemExit("error: --ckpt is required")
     for path in checkpoints:
         if not os.path.exists(path):
             raise SystemExit(f"error: checkpoint {path} not found")
@@ -429,7 +475,6 @@ def main():
         report, meta = score_setting(checkpoints, data, names, pick_device(device))
     except (ValueError, OSError) as e:
         raise SystemExit(f"error: {e}")
-    # every point's truth and prediction only if asked for
     per_point = () if save_predictions else ("truth", "median", "pit", "mixture")
     saved = {**report, "splits": {}}
     for split, quantities in report["splits"].items():
@@ -441,9 +486,7 @@ def main():
     atomic_write_text(prefix + ".md", text)
     print(text)
     if plots:
-        quantities = {q for split in report["splits"].values() for q in split}
-        scales = {q: scale_of(report["task"], meta, q) for q in quantities}
-        write_plots(report, meta, scales, prefix)
+        write_plots(report, meta, prefix)
     figures = f"; figures: {prefix}_<split>.png" if plots else ""
     print(f"report: {prefix}.json and {prefix}.md{figures}")
 

@@ -1,6 +1,6 @@
-"""The baselines a model must beat, scored by eval.py on the same values: own data's training mean
-and least squares on the record's other numbers; persistence and seasonal persistence of a series;
-the verdict names the best (docs/training.md#evaluate)."""
+"""The baselines eval.py scores a model against: own data's training mean and least squares on
+the record's other numbers; a series' persistence and seasonal persistence
+(docs/training.md#evaluate)."""
 
 import json
 import math
@@ -9,8 +9,8 @@ import os
 import numpy as np
 
 from dataset import read_samples
-from predict import is_json_number, json_paths
-from tokenize_numbers import TextError
+from predict import is_json_number, json_paths, masked_groups
+from util import TextError
 
 # the least autocorrelation of a period's peak, and its least rise above the dip before it
 PERIOD_R = 0.3
@@ -25,7 +25,7 @@ BASELINES = dict(
 
 def previous_values(line, indices, where, what, lag=1):
     """Each masked number's value lag steps earlier in its list (None: none); what: a number first
-    in its list is an error naming it (a series' forecast needs two steps)."""
+    in its list is an error naming it."""
     record = json.loads(line)
     paths, out = list(json_paths(record)), []
     for i in indices:
@@ -90,9 +90,8 @@ class LeastSquares:
 
 
 def period_of(lists):
-    """The period of short series (lists, each less its straight line): the shortest lag nearly as
-    high as the highest peak of their pooled autocorrelation r (at least PERIOD_R, and PERIOD_R
-    above the dip before it), or None; and r."""
+    """The period of short series (each less its straight line): the shortest lag nearly as high as
+    the highest peak of their pooled autocorrelation r, or None; and r."""
     longest = max(map(len, lists), default=0)
     products, squares, pairs = np.zeros((3, longest + 2))
     for n in set(map(len, lists)):
@@ -128,9 +127,20 @@ def fit_target(record, key, window):
     return v if is_json_number(v) else None
 
 
+def training_means(task, data, keys, every):
+    """text: each quantity's mean over the training split's masked numbers."""
+    path, numbers = os.path.join(data, "train.txt"), {}
+    for number, line in read_samples(path, required=False):
+        pieces, groups = masked_groups(task, line, f"{path}:{number}", keys, every)
+        values = [v for kind, v in pieces if kind == "num"]
+        for quantity, indices in groups.items():
+            numbers.setdefault(quantity, []).extend(values[i] for i in indices)
+    return {quantity: float(np.mean(v)) for quantity, v in numbers.items()}
+
+
 def training_fits(data, meta, keys, every):
-    """Each own-data key's least-squares fit on the record's other numbers (in a window every
-    number but the masked one) and the period of its lists, from the training split."""
+    """Each own-data key's least-squares fit on the record's other numbers and the period of its
+    lists, from the training split."""
     path, window = os.path.join(data, "train.txt"), meta.get("window")
     steps = range(window) if window else [None]
     columns = [(k, i) for k in meta.get("scales") or {} for i in steps]
@@ -139,11 +149,8 @@ def training_fits(data, meta, keys, every):
         masked = (key, window - 1 if window else None)
         fits[key] = LeastSquares([c for c in columns if c != masked])
     series = {key: [] for key in keys}
-    for number, line in read_samples(path, required=False):
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise TextError(f"{path}:{number}: a record must be JSON ({e})")
+    for _, line in read_samples(path, required=False):
+        record = json.loads(line)
         for key in keys:
             if key in fits and (y := fit_target(record, key, window)) is not None:
                 fits[key].add(record, y)
@@ -160,10 +167,10 @@ def training_fits(data, meta, keys, every):
     return out
 
 
-def baseline_predictions(task, lines, masked, where, lags, fits, window):
-    """{quantity: {baseline: predictions}} of a split's lines (masked: each line's groups):
-    persistence and seasonal persistence (lags [1, period]; None where a number has no earlier
-    value) and least_squares (predictions, records lacking a predictor)."""
+def baseline_predictions(task, lines, masked, where, learned, window):
+    """{quantity: {baseline: (predictions, what its report adds)}} of a split's lines (masked: each
+    line's groups); {quantity: note} where seasonal persistence lacks values."""
+    lags, fits = learned["lags"], learned["fits"]
     earlier = {q: {lag: [] for lag in q_lags} for q, q_lags in lags.items()}
     strict = task == "era5" or window
     for number, (line, groups) in enumerate(zip(lines, masked) if lags else [], 1):
@@ -172,38 +179,51 @@ def baseline_predictions(task, lines, masked, where, lags, fits, window):
             what = ("a station" if task == "era5" else f"key {quantity!r}") if strict else None
             for lag, values in earlier.get(quantity, {}).items():
                 values += previous_values(line, indices, at, what, lag)
-    out = {q: {} for q in set(lags) | set(fits)}
-    for quantity, by_lag in earlier.items():
-        for (lag, values), name in zip(by_lag.items(), ("persistence", "seasonal_persistence")):
-            out[quantity][name] = None if None in values else values
+    out, notes = {q: {} for q in set(lags) | set(fits) | set(learned["means"])}, {}
+    counts = {q: sum(len(groups.get(q, [])) for groups in masked) for q in out}
+    for quantity, mean in learned["means"].items():
+        out[quantity]["train_mean"] = ([mean] * counts[quantity], {})
     for quantity, fit in ((q, f["fit"]) for q, f in fits.items() if f["fit"]):
         records = [r for r in map(json.loads, lines) if fit_target(r, quantity, window) is not None]
-        out[quantity]["least_squares"] = fit.predict(records)
-    return out
+        predicted, filled = fit.predict(records)
+        if len(predicted) == counts[quantity]:
+            extra = {"predictors": fit.predictors, "filled": filled}
+            out[quantity]["least_squares"] = (predicted, extra)
+    for quantity, by_lag in earlier.items():
+        for (lag, values), name in zip(by_lag.items(), ("persistence", "seasonal_persistence")):
+            if None not in values:
+                out[quantity][name] = (values, {"period": lag} if lag > 1 else {})
+            elif lag > 1:
+                few = f"a masked number has fewer than {lag} values before it"
+                notes[quantity] = f"no seasonal persistence: {few}"
+    return out, notes
 
 
 def learn_baselines(task, data, meta, keys, every, period):
-    """training_fits' of own data; each series quantity's lags [1, period]; the notes on periods."""
+    """From the training split: own data's means and least-squares fits, each series quantity's
+    lags [1, period]; notes on periods."""
     series = task == "era5" or (task == "text" and bool(keys) and not every)
     own = task == "text" and meta.get("dataset") == "text" and bool(keys)
+    # first: it refuses a line that is no JSON record
+    means = training_means(task, data, keys, every) if task == "text" else {}
     fits = training_fits(data, meta, keys, every) if own else {}
     lags = {q: [1] for q in (keys or ["t+1"])} if series else {}
     for quantity, fit in fits.items() if series else ():
         if lag := period or fit["period"]:
             lags[quantity].append(lag)
-    return fits, lags, period_notes(fits if series else {}, period)
+    learned = {"means": means, "fits": fits, "lags": lags}
+    return learned, period_notes(fits if series else {}, period)
 
 
 def period_notes(fits, period):
-    """Each series key's period: given, detected or none (said once, not per split)."""
+    """Each series key's period: given, detected or none."""
     notes = []
     for key, fit in ((k, f) for k, f in fits.items() if f["longest"]):
         if period:
             notes.append(f"{key}: seasonal persistence with the period given, --period={period}")
         elif found := fit["period"]:
-            notes.append(
-                f"{key}: period {found} detected in the training lists (r = {fit['r']:.2f})"
-            )
+            r = fit["r"]
+            notes.append(f"{key}: period {found} detected in the training lists (r = {r:.2f})")
         else:
             notes.append(f"{key}: no period found in the training lists: no seasonal persistence")
     return notes
@@ -231,7 +251,7 @@ def outside_training(quantity, truths, meta, scale):
         return (
             f"{low + high} of {len(y)} true values lie outside the training"
             f" range [{known[0]:g}, {known[1]:g}] ({low} below, {high} above, from {y.min():g} to"
-            f" {y.max():g}): the model never saw such values"
+            f" {y.max():g})"
         )
     return None
 

@@ -1,7 +1,5 @@
-"""The xVal paper's network (App. B): a GPT-2 style pre-LayerNorm transformer without biases, its
-loss (cross-entropy + λ·MSE on masked numbers), optimizer groups and FLOPs for MFU. To copy:
-`xval_embedding` (k = 0 and eq. 1) and `NumberHead` with its loss. num_head="gmm" swaps in
-mixture.py's `MixtureHead` (the paper's §4 future work)."""
+"""The xVal paper's network (App. B): a GPT-2 style transformer without biases, its loss,
+optimizer groups and FLOPs. To copy: `xval_embedding` and `NumberHead`."""
 
 from dataclasses import dataclass
 
@@ -13,7 +11,6 @@ from torch.nn.attention.flex_attention import BlockMask, create_block_mask, flex
 from mixture import MixtureHead
 
 IGNORE = -100  # the target id of positions that are not predicted (cross-entropy's ignore_index)
-NUM_HEADS = ("mse", "gmm")
 
 
 @dataclass
@@ -40,15 +37,10 @@ class GPTConfig:
             raise ValueError("an xval model needs num_id, the id of the [NUM] token")
         if self.k < 0:
             raise ValueError(f"k must be >= 0, got {self.k}")
-        if self.num_head not in NUM_HEADS:
-            raise ValueError(
-                f"num_head must be one of {', '.join(NUM_HEADS)}, got {self.num_head!r}"
-            )
+        if self.num_head not in ("mse", "gmm"):
+            raise ValueError(f"num_head must be one of mse, gmm, got {self.num_head!r}")
         if self.num_head == "gmm" and self.encoding != "xval":
-            raise ValueError(
-                "num_head 'gmm' needs the xval encoding (a text encoding has no number head), got"
-                f" {self.encoding!r}"
-            )
+            raise ValueError(f"num_head 'gmm' needs the xval encoding, got {self.encoding!r}")
         if self.n_components < 1:
             raise ValueError(f"n_components must be >= 1, got {self.n_components}")
 
@@ -93,10 +85,10 @@ class Block(nn.Module):
         return x + self.drop(self.mlp(self.ln_2(x)))
 
 
-# built eagerly (its own compiled kernel on CUDA), outside the model's graph
+# built outside the model's graph
 @torch.compiler.disable
 def sample_block_mask(doc, causal):
-    """FlexAttention's mask: each token attends within its sample (causal: earlier tokens only)."""
+    """FlexAttention's mask: each token attends within its sample."""
 
     def allowed(b, h, q, k):
         return (doc[b, q] == doc[b, k]) & (q >= k) if causal else doc[b, q] == doc[b, k]
@@ -136,7 +128,7 @@ class NumberHead(nn.Sequential):
 
 
 def float32(t):
-    """Autocast off on t's device: the number path keeps float32 precision under bf16 training."""
+    """Autocast off on t's device: the number path stays float32."""
     return torch.autocast(t.device.type, enabled=False)
 
 
@@ -146,7 +138,6 @@ class GPT(nn.Module):
         self.cfg = cfg
         self.xval = cfg.encoding == "xval"
         C = cfg.n_embd
-        # packed/padded rows: SDPA with a dense mask, or FlexAttention (CUDA, compiled)
         self.flex_attention = False
         self.wte = nn.Embedding(cfg.vocab_size, C)
         self.wpe = nn.Embedding(cfg.block_size, C)
@@ -177,22 +168,20 @@ class GPT(nn.Module):
                 nn.init.normal_(p, mean=0.0, std=0.02)
 
     def num_params(self, trunk_only=False):
-        """Parameters, a tied weight counted once; trunk_only: the blocks and final norm."""
+        """Parameters; trunk_only: the blocks and final norm."""
         modules = [self.blocks, self.ln_f] if trunk_only else [self]
         return sum(p.numel() for m in modules for p in m.parameters())
 
     def embed(self, ids, values):
-        """Token embedding with the numbers' values applied. ids, values: (B, T)."""
         x = self.wte(ids)  # (B, T, C)
         if not self.xval:
             return x
         num_embed = self.num_embed.float() if self.cfg.k > 0 else None
-        with float32(ids):  # a bf16 matmul (k > 0) would keep only 2-3 digits of each input value
+        with float32(ids):  # bf16 would keep 2-3 digits of each value
             return xval_embedding(x, values.float(), ids == self.cfg.num_id, num_embed)
 
     def trunk(self, ids, values=None, pos=None, doc=None):
-        """Hidden states after the final LayerNorm, (B, T, C). pos (B, T): positions, restarting at
-        each sample of a packed row; doc (B, T): each token's sample (padding -1)."""
+        """Hidden states (B, T, C). pos: positions in each sample; doc: each token's sample."""
         B, T = ids.shape
         if pos is None:
             if T > self.cfg.block_size:
@@ -206,7 +195,6 @@ class GPT(nn.Module):
                 f"a sample is longer than block_size {self.cfg.block_size}",
             )
         values = torch.ones(ids.shape, device=ids.device) if values is None else values
-        # positions added after the number scaling
         x = self.drop(self.embed(ids, values) + self.wpe(pos))
         mask = None
         if doc is not None and self.flex_attention:
@@ -221,20 +209,18 @@ class GPT(nn.Module):
         return self.ln_f(x)
 
     def heads(self, h):
-        """Token logits (..., V) and, for xVal, the number head's output: a value (...) or, gmm,
-        (..., 3K)."""
+        """Token logits and, for xVal, the number head's output."""
         logits = self.token_head(h)
         if not self.xval:
             return logits, None
-        with float32(h):  # under bf16 autocast the number head would round 1.557 to 1.5547
+        with float32(h):  # bf16 would round 1.557 to 1.5547
             return logits, self.num_head(h.float())
 
     def forward(
         self, ids, values=None, targets=None, target_values=None, pos=None, doc=None, pred=None
     ):
-        """Without targets: (logits (B, T, V), num (B, T) or None). With targets (B, T; IGNORE: not
-        predicted): sums and counts for loss_from. The heads run only at pred (N,), the targets'
-        flat indices (from the loader: no compiled shape depends on values)."""
+        """Without targets: (logits, num or None). With targets: sums and counts for loss_from; the
+        heads run only at pred, the targets' flat indices."""
         h = self.trunk(ids, values, pos, doc)
         if targets is None:
             return self.heads(h)
@@ -243,14 +229,11 @@ class GPT(nn.Module):
         logits, num = self.heads(h.flatten(0, 1)[pred])  # (N, V), (N,)
         t = targets.flatten()[pred]  # (N,)
         ce_sum = F.cross_entropy(logits.float(), t, reduction="sum")
-        # counts as tensors: no host sync
         sums = {"ce_sum": ce_sum, "n_tokens": torch.ones_like(t).sum()}
         if not self.xval:
             zero = ce_sum.new_zeros(())
             return {**sums, "num_sum": zero, "n_numbers": zero.long()}
-        # the number loss counts where the true token is [NUM]
         is_num = t == self.cfg.num_id
-        # at every predicted position: no graph break
         y = target_values.flatten()[pred].float()
         with float32(y):
             err = self.num_head.loss(num, y, self.cfg.nmse_eps if self.cfg.k > 0 else None)
@@ -258,8 +241,7 @@ class GPT(nn.Module):
 
 
 def loss_from(sums, num_loss_weight, n_tokens=None, n_numbers=None):
-    """CE + λ·(N)MSE, means over n_tokens and n_numbers (default: this batch's; tensors or ints);
-    no number adds 0, not NaN."""
+    """CE + λ·(N)MSE, means over n_tokens and n_numbers (default: this batch's)."""
 
     def mean(total, n):
         return total / (n.clamp(min=1) if torch.is_tensor(n) else max(int(n), 1))
@@ -270,7 +252,7 @@ def loss_from(sums, num_loss_weight, n_tokens=None, n_numbers=None):
 
 
 def configure_optimizer(model, weight_decay, learning_rate, betas, device_type):
-    """AdamW with weight decay on matrices and embeddings (dim >= 2) only; fused on CUDA."""
+    """AdamW, weight decay on matrices and embeddings only."""
     params = [p for p in model.parameters() if p.requires_grad]
     groups = [
         {"params": [p for p in params if p.dim() >= 2], "weight_decay": weight_decay},
@@ -280,8 +262,7 @@ def configure_optimizer(model, weight_decay, learning_rate, betas, device_type):
 
 
 def flops_per_token(model, attended_tokens, predicted_fraction):
-    """Training FLOPs per token: 6 per trunk weight, 6 per head weight at the predicted fraction of
-    positions, 12·n_layer·n_embd per attended token (attention)."""
+    """Training FLOPs per token: 6 per weight (heads at the predicted fraction), and attention."""
     heads = [model.token_head, model.num_head] if model.xval else [model.token_head]
     head = sum(p.numel() for h in heads for p in h.parameters())
     return (

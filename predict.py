@@ -1,5 +1,5 @@
-"""Predictions of a train.py checkpoint for sample.py and eval.py: the numbers under a JSON key
-masked, numbers filled in and written back into the text, text generated."""
+"""A checkpoint's predictions for sample.py and eval.py: numbers masked, filled in and written
+back into the text, text generated."""
 
 import json
 import math
@@ -18,7 +18,7 @@ from model import GPT, GPTConfig
 from tokenize_line import encode_pieces, number_spans, split_text, split_text_spans
 from util import TextError, format_number
 
-# ------------------------------------------------------------ which numbers lie under a JSON key
+PLANET_STEPS = 10  # planets: the last 10 steps of every planet are masked at once
 
 
 def is_json_number(value):
@@ -67,10 +67,7 @@ def under_key(names, key, where):
     path = key.split(".")
     nested = [i for i, n in enumerate(names) if len(path) > 1 and n[: len(path)] == path]
     if top and nested:
-        raise TextError(
-            f"{where}: --mask_key={key} names a top-level key and a path to a nested one;"
-            " rename one"
-        )
+        raise TextError(f"{where}: {key!r} names a top-level key and a path to a nested one")
     paths = sorted({".".join(n[: n.index(key) + 1]) for n in names if key in n})
     if not top + nested and paths:
         raise TextError(
@@ -78,6 +75,26 @@ def under_key(names, key, where):
             f" is named by its path: {', '.join(paths)}"
         )
     return top + nested
+
+
+def masked_groups(task, line, where, keys=(), every=False):
+    """(split_text's pieces, {quantity: indices of the numbers masked together}) of a sample."""
+    pieces = split_text(line, where)
+    if task in ("arithmetic", "lookup", "text"):
+        groups = masked_numbers(line, pieces, where, keys if task == "text" else (), every)
+        return pieces, groups if task == "text" else {"answer": groups["last"]}
+    paths = number_paths(line, sum(kind == "num" for kind, _ in pieces), where, f"a {task} sample")
+    if task == "era5":
+        # data[station][step]: each station's last step
+        last = {p[1]: i for i, p in enumerate(paths) if p[0] == "data"}
+        return pieces, {"t+1": sorted(last.values())}
+    # planets: data[step][planet][x or y]
+    last = max(p[1] for p in paths if p[0] == "data") + 1 - PLANET_STEPS
+    find = {p: i for i, p in enumerate(paths)}
+    groups = {"dt": [find[("description", "stepsize")]]}
+    groups.update({f"{q}0": [find[("description", "planet0", q)]] for q in "aem"})
+    groups["steps"] = [i for i, p in enumerate(paths) if p[0] == "data" and p[1] >= last]
+    return pieces, groups
 
 
 class KeyAbsent(TextError):
@@ -91,12 +108,10 @@ def load_model(path, device="cpu"):
         model = GPT(GPTConfig(**checkpoint["model_args"]))
         model.load_state_dict(checkpoint["model"])
         vocab = Vocab(checkpoint["text_tokens"], model.cfg.encoding)
+        if len(vocab) != model.cfg.vocab_size:
+            raise ValueError(f"a vocabulary of {len(vocab)}, a model of {model.cfg.vocab_size}")
     except (TypeError, ValueError, RuntimeError) as e:
         raise SystemExit(f"error: {path}: an edited checkpoint? {str(e).strip().splitlines()[-1]}")
-    if len(vocab) != model.cfg.vocab_size:
-        raise SystemExit(
-            f"error: {path}: a vocabulary of {len(vocab)}, a model of {model.cfg.vocab_size}"
-        )
     model.to(device).eval()
     vocab.unknown = "the model knows only the tokens it was trained on"
     return model, vocab, checkpoint["config"]
@@ -168,8 +183,10 @@ def fill_in(model, vocab, samples, device="cpu", batch_size=64):
     (NaN, inf) and 'not_num' (xVal: the token head's argmax is not [NUM]); GMM: each mixture."""
     predictions, mixtures, counts = [], [], {"numbers": 0, "invalid": 0, "not_num": 0}
     width = TOKENS_PER_NUMBER[vocab.encoding]
+    # similar lengths share a batch
+    order = np.argsort([len(s[0]) for s in samples], kind="stable")
     for start in range(0, len(samples), batch_size):
-        chunk = samples[start : start + batch_size]
+        chunk = [samples[i] for i in order[start : start + batch_size]]
         if model.cfg.causal:
             predicted = predict_causal(model, vocab, chunk)
         else:
@@ -186,7 +203,8 @@ def fill_in(model, vocab, samples, device="cpu", batch_size=64):
             predictions.append(values)
             if raw is not None:
                 mixtures.append(raw)
-    return predictions, counts, mixtures
+    back = np.argsort(order)
+    return [predictions[i] for i in back], counts, [mixtures[i] for i in back] if mixtures else []
 
 
 def detokenize(ids, values, vocab):
@@ -221,9 +239,8 @@ def ask_numbers(pieces, indices):
 def encode_line(
     line, where, vocab, block_size, causal=False, mask=None, mask_all=False, units=None
 ):
-    """((ids, values, ask), truths, text with [?], scales) of a line. mask: None predicts its [?];
-    "" masks its last number, a key the last under it (mask_all: all). units (units_of): a record
-    in the file's units, scaled here; scales: each asked number's (center, spread)."""
+    """((ids, values, ask), truths, text with [?], scales) of a line. mask: None predicts its [?],
+    "" masks its last number, a key the last under it (mask_all: all); units: units_of's."""
     if units:
         line = written_names(line, units)
     if spaced := re.search(r"\[\s*\?\s*\]", line.replace(ASK, "")):
@@ -260,6 +277,29 @@ def encode_line(
     return (ids, values, ask), truths, line, scales
 
 
+def masked_samples(task, lines, vocab, where, block_size, keys=(), every=False):
+    """{quantity: (fill_in's samples, masked numbers)} of every line, and each line's groups."""
+    jobs, masked = {}, []
+    for number, line in enumerate(lines, 1):
+        at = f"{where}:{number}"
+        pieces, groups = masked_groups(task, line, at, keys, every)
+        masked.append(groups)
+        # a record without the key: left out
+        for quantity, indices in ((q, i) for q, i in groups.items() if i):
+            asked, positions = ask_numbers(pieces, indices)
+            samples, truths = jobs.setdefault(quantity, ([], []))
+            samples.append(encode_pieces(asked, vocab, at))
+            if len(samples[-1][0]) > block_size:
+                raise TextError(f"{at}: {len(samples[-1][0])} tokens, more than the block_size")
+            truths.extend(pieces[j][1] for j in positions)
+    if lines and (missing := [k for k in keys if k not in jobs]):
+        raise TextError(f"{where}: no record has a number under key {missing[0]!r}")
+    absent = [f"{q} {len(lines) - len(s)}" for q, (s, _) in jobs.items() if len(s) < len(lines)]
+    if absent and not every:
+        print(f"note: {where}: records without the key are not scored: " + ", ".join(absent))
+    return jobs, masked
+
+
 def filled(text, values, mixture=None, spread="none", scales=()):
     """text with each [?] replaced by its value; a GMM's (mixture (n, 3K)) as mean±std or
     [5%|50%|95%] (spread); scales: each value's (center, spread) in the file's units."""
@@ -281,12 +321,9 @@ def filled(text, values, mixture=None, spread="none", scales=()):
 
 
 # ---------------------------------------------------------------- your own data in its own units
-
-
 def units_of(path, data_dir, scaled=False, input="-"):
-    """The meta.json whose scales take records in the file's own units to the model's numbers and
-    back; None where numbers are as the text files write them (scaled, an input that is one, or
-    another dataset). Says which on stderr."""
+    """The meta.json whose scales take the file's own units to the model's and back; None where
+    numbers are as the text files write them (--scaled, an input that is one, another dataset)."""
     try:
         meta = read_meta(data_dir)
     except (OSError, ValueError) as e:
@@ -322,36 +359,30 @@ def number_keys(line, pieces, where, scales):
     n = sum(kind != "text" for kind, _ in pieces)
     paths = number_paths(line.replace(ASK, "0"), n, where, "a record in the file's own units")
     keys = [p[0] if p and isinstance(p[0], str) else None for p in paths]
-    for key in keys:
-        if key not in scales:
-            what = f"key {key!r}" if key else "no key"
-            raise TextError(
-                f"{where}: a number under {what} (its number keys: {', '.join(scales)})"
-            )
+    if missing := [k for k in keys if k not in scales]:
+        what = f"key {missing[0]!r}" if missing[0] else "no key"
+        raise TextError(f"{where}: a number under {what} (its number keys: {', '.join(scales)})")
     return [(scales[k]["center"], scales[k]["spread"]) for k in keys], keys
 
 
 def to_model_units(line, pieces, where, units):
-    """A record's pieces as the model reads them, (x - center) / spread, each asked number's
-    (center, spread); a number beyond its key's training range by more than its width warned of."""
+    """A record's pieces as the model reads them, (x - center) / spread, and each asked number's
+    (center, spread); a number far outside its key's training range warned of."""
     scales, keys = number_keys(line, pieces, where, units["scales"])
-    at = iter(range(len(keys)))
-    out, asked = [], []
+    ranges = units.get("ranges") or {}
+    out, asked, i = [], [], 0
     for kind, x in pieces:
-        i = next(at) if kind != "text" else None
         if kind == "ask":
             asked.append(scales[i])
-        if kind == "num" and (known := (units.get("ranges") or {}).get(keys[i])):
-            least, largest = known
-            width = largest - least
-            if not least - width <= x <= largest + width:
-                print(
-                    f"warning: {where}: key {keys[i]!r}: {x:g} is far outside its training range"
-                    f" [{least:g}, {largest:g}]",
-                    file=sys.stderr,
-                )
+        if kind == "num" and (known := ranges.get(keys[i])):
+            low, high = known
+            width = high - low
+            if not low - width <= x <= high + width:
+                say = f"{x:g} is far outside its training range [{low:g}, {high:g}]"
+                print(f"warning: {where}: key {keys[i]!r}: {say}", file=sys.stderr)
         if kind == "num":
             x = (x - scales[i][0]) / scales[i][1]
+        i += kind != "text"
         out.append((kind, x))
     return out, asked
 

@@ -1,5 +1,4 @@
-"""What train.py checks and fits to the machine before it builds anything large: samples longer
-than the context, micro-batches, attention memory, the validation split, precision, compile."""
+"""What train.py checks and fits to the machine before it builds anything large."""
 
 import os
 from contextlib import nullcontext
@@ -7,14 +6,13 @@ from contextlib import nullcontext
 import torch
 
 from batching import accumulation_steps, choose_packing, packed_rows
+from distributed import print0
 
 
 def check_lengths(data_dir, encoding, train, val, block_size, packing, pack_length):
-    """Refuse a split with a sample longer than block_size (or, packing, pack_length)."""
+    """Refuse a sample longer than block_size (or pack_length)."""
     if packing and pack_length > 4 * block_size:
-        raise SystemExit(
-            f"error: pack_length {pack_length} is longer than 4 × block_size {block_size}"
-        )
+        raise SystemExit(f"error: pack_length {pack_length} > 4 × block_size {block_size}")
     for name, split in (("train", train), ("val", val)):
         n = int(split.lengths.max())
         if n > block_size or (packing and pack_length and n > pack_length):
@@ -26,8 +24,7 @@ def check_lengths(data_dir, encoding, train, val, block_size, packing, pack_leng
 
 
 def fit_micro_batch(batch_size, micro_batch_size, world_size, say=None):
-    """micro_batch_size or, where micro_batch_size × world_size exceeds batch_size, the largest
-    that shares it out; an error unless they make up the batch exactly."""
+    """micro_batch_size, or the largest that shares batch_size out over world_size."""
     fits = [m for m in range(1, micro_batch_size) if batch_size % (m * world_size) == 0]
     if micro_batch_size * world_size > batch_size and fits:
         if say:
@@ -43,15 +40,13 @@ def fit_micro_batch(batch_size, micro_batch_size, world_size, say=None):
 def fit_packing(
     pack_length, split, batch_size, micro_batch_size, world_size, seed, shortest, longest
 ):
-    """(pack_length, rows a micro-batch): those that pad least, or a pack_length's rows."""
     if pack_length:
         return pack_length, packed_rows(split, micro_batch_size, pack_length)
     return choose_packing(split, batch_size, micro_batch_size, world_size, seed, shortest, longest)
 
 
 def check_attention_memory(shapes, n_head, device):
-    """Refuse micro-batches whose dense attention (one layer's scores: rows × heads × context²,
-    float32) cannot fit in the device's memory; shapes: (rows, context) of each kind."""
+    """Refuse (rows, context) shapes whose dense attention scores cannot fit in memory."""
     have = None
     if device.startswith("cuda"):
         have = torch.cuda.get_device_properties(device).total_memory
@@ -60,22 +55,18 @@ def check_attention_memory(shapes, n_head, device):
     for rows, context in shapes:
         need = rows * n_head * context**2 * 4
         if have and need > have:
-            raise SystemExit(
-                f"error: a context of {context:,} tokens needs {need / 2**30:,.0f} GiB for one"
-                f" layer's attention scores, more than the {have / 2**30:,.0f} GiB of {device}:"
-                " shorten the samples (prepare/text.py --window) or lower block_size, pack_length"
-                " or micro_batch_size"
-            )
+            gib = f"{need / 2**30:,.0f} GiB of attention scores, more than {device} has"
+            shorter = "shorten the samples (--window) or lower block_size or micro_batch_size"
+            raise SystemExit(f"error: a context of {context:,} tokens needs {gib}: {shorter}")
 
 
-def check_val(val_data, data_dir, say=None):
-    """Warn of a validation split too small to choose the best checkpoint on."""
-    if len(val_data) < 16 and say:
-        say(f"warning: {data_dir}/val.txt has {len(val_data)} sample(s): few for ckpt_best.pt")
+def check_val(val_data, data_dir):
+    if len(val_data) < 16:
+        print0(f"warning: {data_dir}/val.txt has {len(val_data)} sample(s): few for ckpt_best.pt")
 
 
 def pick_precision(dtype, device_type):
-    """(dtype, the autocast context of the forward passes): auto is bf16 on CUDA, else float32."""
+    """(dtype, autocast context): auto is bf16 on CUDA, else float32."""
     if dtype == "auto":
         bf16 = device_type == "cuda" and torch.cuda.is_bf16_supported()
         dtype = "bfloat16" if bf16 else "float32"
@@ -84,25 +75,19 @@ def pick_precision(dtype, device_type):
     return dtype, nullcontext()
 
 
-def pick_compile(compile, device_type, say=None):
-    """torch.compile's setting: 'auto' is on for CUDA, off elsewhere (CPU, MPS, Windows); True on
-    the CPU needs a C++ compiler."""
+def pick_compile(compile, device_type):
+    """'auto' is on for CUDA, off elsewhere; True on the CPU needs a C++ compiler."""
     if compile not in ("auto", True, False):
         raise SystemExit(f"error: compile expects 'auto', True or False, got {compile!r}")
     if compile == "auto":
         compile = device_type == "cuda" and os.name != "nt"
-        if not compile and say:
-            say(
-                "note: torch.compile is off on"
-                f" {device_type}{' (Windows)' if os.name == 'nt' else ''}; --compile=True forces it"
-            )
+        if not compile:
+            print0(f"note: torch.compile is off on {device_type}; --compile=True forces it")
     elif compile and device_type == "cpu":
         from torch._inductor.cpp_builder import get_cpp_compiler
 
         try:
             get_cpp_compiler()
         except Exception as e:
-            raise SystemExit(
-                f"error: --compile=True on the CPU needs a C++ compiler (g++, or set CXX): {e}"
-            )
+            raise SystemExit(f"error: --compile=True on the CPU needs a C++ compiler: {e}")
     return compile

@@ -1,5 +1,4 @@
-"""What a training run tells its reader: the facts at start-up (data, model, batch, system), each
-validation and each logged step, on stdout and as JSON rows in log.jsonl."""
+"""What a training run prints at start-up, at each validation and logged step, and logs."""
 
 import json
 import time
@@ -9,7 +8,7 @@ import torch
 from batching import step_batches
 from util import format_duration
 
-# peak dense bf16 FLOP/s for MFU; the first key in the device's name counts: PCIe and NVL before SXM
+# peak dense bf16 FLOP/s for MFU; the first key in the device's name counts
 PEAK_FLOPS = {
     "H100 PCIe": 756e12,
     "H100 NVL": 835e12,
@@ -25,14 +24,12 @@ PEAK_FLOPS = {
 
 
 def peak_flops(device_name):
-    """The bf16 dense peak of a GPU from its name (torch.cuda.get_device_name), else None."""
+    """A GPU's bf16 peak from its name, else None."""
     return next((value for key, value in PEAK_FLOPS.items() if key in device_name), None)
 
 
 def describe(config, used, resumed_at, train_data, val_data, vocab, model):
-    """Print the start-up facts: the settings as given (config) and as fitted to the machine and
-    the data (used: micro_batch_size, world_size, pack_length, pack_rows, device, dtype,
-    compile)."""
+    """Print the start-up facts: the settings as given (config) and as used."""
     mean_length = float(train_data.lengths.mean())
     print(
         f"data: {config['data_dir']} ({config['encoding']}): {len(train_data):,} train /"
@@ -54,7 +51,6 @@ def describe(config, used, resumed_at, train_data, val_data, vocab, model):
     accum = batch // (micro * world)
     steps = f"{micro} × {world} processes × {accum} accumulation steps, {tokens}"
     if config["packing"]:
-        # packed, a step has as many micro-batches as its rows need
         length, rows = used["pack_length"], used["pack_rows"]
         layout = dict(world_size=world, packing=True, pack_length=length, pack_rows=rows)
         first = step_batches(train_data, 0, config["seed"], batch, micro, **layout)
@@ -75,13 +71,11 @@ def describe(config, used, resumed_at, train_data, val_data, vocab, model):
 
 
 def append_row(log, row):
-    """Append a JSON row to log.jsonl, opened each time: a run stopped anywhere leaves it whole."""
     with open(log, "a", encoding="utf-8") as f:
         f.write(json.dumps(row) + "\n")
 
 
 def say_validation(log, step, val, num_loss_name):
-    """Print and log an evaluation (val: val_loss, val_ce and val_mse)."""
     print(
         f"step {step}: val loss {val['val_loss']:.4f} (CE {val['val_ce']:.4f}, number"
         f" {num_loss_name} {val['val_mse']:.4g})"
@@ -90,8 +84,7 @@ def say_validation(log, step, val, num_loss_name):
 
 
 class Progress:
-    """The speed of training between logged steps, and what a logged step prints and writes to
-    log.jsonl (log None: a process that prints nothing)."""
+    """The speed between logged steps, and what a logged step prints and logs (log None: silent)."""
 
     def __init__(self, log, step, max_iters, world_size, device, flops_per_token):
         self.log = log
@@ -100,25 +93,21 @@ class Progress:
         self.device = device
         self.flops_per_token = flops_per_token
         self.cuda = device.startswith("cuda")
-        # MFU against the GPU's own peak
         self.peak = peak_flops(torch.cuda.get_device_name(device)) if self.cuda else None
         self.first = True
         self.restart(step)
 
     def restart(self, step):
-        """Measure afresh from step."""
         self.start = step
         self.time = time.time()
         self.tokens = self.positions = 0
 
     def count(self, batch):
-        """A micro-batch's real tokens (not padding) and positions."""
         self.tokens += batch["n_real"]
         self.positions += batch["ids"].numel()
 
     def log_step(self, step, lr, losses, num_loss_name):
-        """Print and log a step (losses: loss, CE, number loss), the speed since the last, MFU and
-        the time left; at the first on a CPU, warn if that is over a day."""
+        """Print and log a step; at the first on a CPU, warn if the run takes over a day."""
         dt = time.time() - self.time
         step_s = dt / (step - self.start)
         tokens_per_s = self.tokens * self.world_size / dt

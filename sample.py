@@ -1,9 +1,8 @@
 r"""
 Load a checkpoint and predict numbers. An MLM model fills in every [?] of a line at once;
---mask_last or --mask_key mask true numbers instead and show each prediction beside the truth
-(eval.py scores them). A causal model continues each line until [EOS], a new [NUM] fed back with
-the number head's value. A line that cannot be predicted is reported and skipped, and the run exits
-non-zero. Your own data (prepare/text.py) is read and printed in its file's units (--scaled: as its
+--mask_last or --mask_key mask true numbers and show each prediction beside the truth. A causal
+model continues each line until [EOS]. A line that cannot be predicted is reported and skipped, and
+the run exits non-zero. Your own data is read and printed in its file's units (--scaled: as its
 text files write them; prepare/README.md#your-own-data-textpy).
 
     echo '0.123*0.456=[?]' | python sample.py --ckpt=out/quickstart/ckpt_best.pt
@@ -19,7 +18,7 @@ from contextlib import nullcontext
 import torch
 
 from configurator import configure
-from dataset import ASK, read_lines
+from dataset import decoded_lines
 from predict import detokenize, encode_line, fill_in, filled, generate, in_own_units, load_model
 from predict import KeyAbsent, units_of
 from util import TextError, format_number, pick_device, run_main, shell_line
@@ -57,14 +56,11 @@ def read_input(name):
     """The first max_lines lines not blank, with their numbers."""
     try:
         with open(input, "rb") if input != "-" else nullcontext(sys.stdin.buffer) as f:
-            lines = [(i, line) for i, line in enumerate(read_lines(f, name), 1) if line.strip()]
+            lines = [(i, line) for i, line in enumerate(decoded_lines(f, name), 1) if line.strip()]
     except (TextError, IsADirectoryError) as e:
         raise SystemExit(f"error: {e}")
     if not lines:
-        raise SystemExit(
-            f"error: {name}: no lines to predict; expected one sample per line, e.g."
-            f" 0.123*0.456={ASK}"
-        )
+        raise SystemExit(f"error: {name}: no lines to predict; expected one sample per line")
     return lines[: max_lines or None]
 
 
@@ -114,9 +110,7 @@ def main():
         if path != "-" and not os.path.exists(path):
             raise SystemExit(f"error: {path} not found")
     if mask_all and not mask_key:
-        raise SystemExit(
-            "error: --mask_all=True needs --mask_key=KEY (the key whose numbers are all masked)"
-        )
+        raise SystemExit("error: --mask_all=True needs --mask_key=KEY")
     name = "stdin" if input == "-" else input
     lines = read_input(name)
     dev = pick_device(device)
@@ -137,7 +131,7 @@ def main():
         print(in_own_units(text, name, units) if units else text)
     if done and not causal:
         print_filled(model, vocab, done, dev, mask)
-    # no line has the key: it is no key of the records
+    # no line has the key: an error
     if absent:
         print(
             f"{'error' if not done else 'note'}: {len(absent)} of {len(lines)} lines have no"
@@ -145,10 +139,8 @@ def main():
             file=sys.stderr,
         )
     if failed or not done:
-        raise SystemExit(
-            f"error: {failed or len(absent)} of {len(lines)} lines could not be predicted (reported"
-            " above)"
-        )
+        failed = failed or len(absent)
+        raise SystemExit(f"error: {failed} of {len(lines)} lines could not be predicted (above)")
 
 
 if __name__ == "__main__":

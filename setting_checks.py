@@ -1,6 +1,5 @@
-"""The checks a setting passes: its default's type, and its range in the script's `RANGES =
-dict(key="range", ...)`: "[low, high)" (a bound may name a setting), then " unless SETTING"
-(unchecked while it is true) and " multiple of SETTING"; or choices, "a | b | cuda:N"."""
+"""A setting's checks: its default's type, and its range in the script's RANGES: "[low, high)"
+(a bound may name a setting), " unless SETTING", " multiple of SETTING"; or "a | b | cuda:N"."""
 
 import ast
 import os
@@ -11,7 +10,7 @@ INTERVAL = re.compile(r"([\[(])([^,]+), ([^\])]+)([\])])(?: unless (\w+))?(?: mu
 
 
 def say(text):
-    """Print text; a reader that stops early (| head) ends it quietly."""
+    """Print text; a reader that stops early (| head) is no error."""
     try:
         print(text, flush=True)
     except BrokenPipeError:
@@ -19,25 +18,22 @@ def say(text):
 
 
 def error(text):
-    """A one-line error (under torchrun, the first process's on each machine)."""
+    """A one-line error (under torchrun, local rank 0's)."""
     return SystemExit(f"error: {text}" if int(os.environ.get("LOCAL_RANK", 0)) == 0 else 1)
 
 
 def check_type(key, value, default, where):
-    """A value has its default's type; an int may stand for a float, True/False for "auto"."""
+    """A value has its default's type; an int may be a float, a bool "auto"."""
     if isinstance(default, float) and type(value) is int:
         value = float(value)
     if default is None or type(value) is type(default) or default == "auto" and type(value) is bool:
         return value
-    expects = f"{where}: {key} expects {type(default).__name__}"
-    if value is not None and bool in (type(value), type(default)):
-        raise error(f"{expects}, got {value!r}")
-    got = f"{type(value).__name__} {value!r}" if value is not None else "None"
-    raise error(f"{expects} (default {default!r}), got {got}")
+    expects = f"{key} expects {type(default).__name__} (default {default!r})"
+    raise error(f"{where}: {expects}, got {value!r}")
 
 
 def read_ranges(source_file):
-    """key -> range of a script's RANGES (read, not run); {} without one."""
+    """key -> range of a script's RANGES (read, not run)."""
     with open(source_file) as f:
         rest = f.read().partition("\nRANGES = dict(")[2]
     keywords = ast.parse("dict(" + rest).body[0].value.keywords if rest else []
@@ -45,7 +41,7 @@ def read_ranges(source_file):
 
 
 def out_of_range(value, spec, config):
-    """What is wrong with a value for its range (a bound may name a setting), or ""."""
+    """What is wrong with a value for its range, or ""."""
     interval = INTERVAL.fullmatch(spec)
     if not interval:
         choices = spec.replace(" | ", "|").replace(":N", r":\d+")

@@ -1,10 +1,8 @@
-"""Many lines at once into a dataset's arrays, byte for byte as tokenize_line.py: a regex finds
-runs of numbers, the text between is split once per distinct string, numbers are laid out with
-numpy; a chunk with a rare case (odd spaces, a malformed number) goes a line at a time.
+"""Many lines at once into a dataset's arrays, as tokenize_line.py encodes each: a regex finds runs
+of numbers, each distinct text between is split once; a chunk with a rare case goes line by line.
 """
 
 import errno
-import functools
 import itertools
 import json
 import os
@@ -36,8 +34,8 @@ _LITERALS_ONLY = str.maketrans({"[": None, "]": None, ";": ","})
 # spaces the look-behinds of _RUN cannot see through
 _ODD_SPACE = re.compile(r"[^\S \n]|  ")
 _WORD_CHAR = re.compile(r"\w")
-# a run of numbers joined by ',' or '],[', the first where split_text reads one; its first
-# character comes before the look-behinds, for a fast search
+# a run of numbers joined by ',' or '],[', the first where split_text reads one (its first
+# character before the look-behinds: a fast search)
 _FIRST = (
     rf"[0-9.+-](?:(?<=[0-9])(?<![\w.][0-9])(?:{_MANTISSA}|\.)?+|(?<=\.)[0-9]++"
     rf"|(?:(?<=[\n{re.escape(_UNARY_AFTER)}][+-])|(?<=[\n{re.escape(_UNARY_AFTER)}] [+-]))"
@@ -57,14 +55,14 @@ def _bracket_count(chars, at, step, byte):
 
 
 class _Segments(dict):
-    """Texts between runs -> their index, each split once: its tokens (indices in token_index; a
-    line end -1) and whether its lines need split_text (`unsure`)."""
+    """Texts between runs -> their index: its tokens (indices in token_index; a line end -1) and
+    whether its lines need split_text (`unsure`)."""
 
     def __init__(self):
         super().__init__()
-        self.tokens, self.unsure, self.token_index = [], [], {"\n": -1}
-        # token_index's tokens in order
-        self.names = []
+        self.tokens, self.unsure = [], []
+        # token -> index, and the tokens in order
+        self.token_index, self.names = {"\n": -1}, []
 
     def __missing__(self, segment):
         # odd spaces, or a word touching the number before (1,2x)
@@ -93,8 +91,7 @@ class _Segments(dict):
 
 
 def _numbers_and_brackets(table, chars, commas, ends, n_numbers):
-    """The numbers in order (-2 - i), a bracket token ('],[') inserted after the number before its
-    comma; and the run of each bracket token."""
+    """The numbers (-2 - i) with bracket tokens ('],[') in their places; each bracket's run."""
     at = commas[chars[commas - 1] == ord("]")]
     closing, opening = (_bracket_count(chars, at, step, byte) for step, byte in ((-1, 93), (1, 91)))
     shapes, which = np.unique(closing * 1024 + opening, return_inverse=True)
@@ -106,9 +103,9 @@ def _numbers_and_brackets(table, chars, commas, ends, n_numbers):
 
 
 def _split_lines(lines):
-    """The segments' cache (emptied at _TABLE_MAX: bounded whatever the text) and the lines'
-    pieces, None if a line needs split_text: pieces (P,), a text token's index in token_index or
-    -2 - i for number i; values (N,); text and numbers (L,), each line's pieces."""
+    """The segments' table (emptied at _TABLE_MAX) and the lines' pieces, None if a line needs
+    split_text: pieces (a text token's index in token_index, or -2 - i for number i), values, and
+    each line's count of text pieces and of numbers."""
     global _TABLE
     if len(_TABLE) >= _TABLE_MAX:
         _TABLE = _Segments()
@@ -121,10 +118,9 @@ def _split_lines(lines):
         return table, None
     segment = np.fromiter(map(table.__getitem__, segments), np.int64, len(segments))
     joined = ";".join(runs)
-    # parsed by float()'s own routine: a malformed literal (--5) stops it
+    # a malformed literal (--5) stops the parse: numpy < 2.3 warns, later ones raise
     try:
         with warnings.catch_warnings():
-            # numpy < 2.3 warns where later ones raise
             warnings.simplefilter("error", DeprecationWarning)
             values = np.fromstring(joined.translate(_LITERALS_ONLY), sep=",")
     except (ValueError, DeprecationWarning):
@@ -142,8 +138,7 @@ def _split_lines(lines):
     ):
         return table, None
     pieces, run = _numbers_and_brackets(table, chars, commas, ends, len(values))
-    # each text's tokens go before the run after it: the tokens of the texts this chunk holds
-    # (not of the whole table: it grows)
+    # each text's tokens go before the run after it
     used, segment = np.unique(segment, return_inverse=True)
     tokens = [table.tokens[i] for i in used]
     lengths = np.array([len(t) for t in tokens], np.int64)
@@ -163,26 +158,19 @@ def _split_lines(lines):
 
 
 _TABLE, _TABLE_MAX = _Segments(), 100_000
-
-
-_LAST = [None, None, None]
-
-
-@functools.lru_cache(maxsize=4)
-def _vocabs(text_tokens, encodings):
-    vocabs = {enc: Vocab(text_tokens, enc) for enc in encodings}
-    return vocabs, {t: i for i, t in enumerate(text_tokens)}
+# the last chunk's vocabularies: built again only for other text tokens or encodings
+_LAST = {}
 
 
 def encode_lines(lines, text_tokens, encodings, path="text", first_line=0):
-    """Lines in each encoding, split once: {encoding: (ids, values, lengths, numbers, counts)}: ids
-    (uint16 if the vocabulary allows, else int32) and float32 values of all lines end to end, tokens
-    and numbers per line, numbers clipped or zeroed. Errors name path:line, from first_line + 1."""
-    # the same list as the chunk before: no hash of a large vocabulary per chunk
-    if _LAST[0] is not text_tokens or _LAST[1] != tuple(encodings):
-        found = _vocabs(tuple(text_tokens), tuple(encodings))
-        _LAST[:] = text_tokens, tuple(encodings), found
-    vocabs, position = _LAST[2]
+    """Lines in each encoding: {encoding: (ids, values, lengths, numbers, counts)}: ids (uint16 if
+    the vocabulary allows, else int32) and float32 values of all lines end to end, tokens and
+    numbers per line, numbers clipped or zeroed. Errors name path:line, from first_line + 1."""
+    if _LAST.get("key") != (text_tokens, list(encodings)):
+        _LAST["key"] = (text_tokens, list(encodings))
+        _LAST["vocabs"] = {enc: Vocab(text_tokens, enc) for enc in encodings}
+        _LAST["position"] = {t: i for i, t in enumerate(text_tokens)}
+    vocabs, position = _LAST["vocabs"], _LAST["position"]
     table, split = _split_lines(lines)
     if split is not None:
         pieces, values, text, numbers = split
@@ -206,7 +194,7 @@ def encode_lines(lines, text_tokens, encodings, path="text", first_line=0):
 
 
 def _line_at_a_time(lines, vocabs, path, first_line):
-    """encode_lines for a chunk with a rare case: the first error names its line."""
+    """encode_lines a line at a time: the first error names its line."""
     out = {enc: ([], [], [], [], {"clipped": 0, "zero": 0}) for enc in vocabs}
     for j, line in enumerate(lines, first_line + 1):
         pieces = split_text(line, where := f"{path}:{j}")
@@ -218,7 +206,7 @@ def _line_at_a_time(lines, vocabs, path, first_line):
             ids.append(i.astype(np.uint16 if len(vocabs[enc]) < 2**16 else np.int32))
             values.append(v)
             lengths.append(len(i))
-            numbers.append(sum(kind == "num" for kind, _ in pieces))
+            numbers.append(len(line_numbers))
     return {
         enc: (np.concatenate(o[0]), np.concatenate(o[1]), np.array(o[2]), np.array(o[3]), o[4])
         for enc, o in out.items()
@@ -257,8 +245,7 @@ _SPLIT_FILE = re.compile(r"(train|val|test|test_ood\w*)\.txt")
 
 
 def dataset_splits(data_dir, plain_text=False):
-    """A dataset's split names, train first, and the meta.json to write (None: it stands); text
-    files of your own (plain_text) have the splits their files name."""
+    """A dataset's split names, train first, and the meta.json to write (None: it stands)."""
     meta_path, meta, new_meta = os.path.join(data_dir, "meta.json"), None, None
     if not (plain_text and os.path.isdir(data_dir) and not os.path.exists(meta_path)):
         meta = read_meta(data_dir)
@@ -273,15 +260,9 @@ def dataset_splits(data_dir, plain_text=False):
         files = sorted(f for f in os.listdir(data_dir) if f.endswith(".txt"))
         splits = [f[:-4] for f in files if _SPLIT_FILE.fullmatch(f)]
         if others := [f for f in files if not _SPLIT_FILE.fullmatch(f)]:
-            print(
-                f"note: {', '.join(others)} not taken as splits (a split is train.txt, val.txt,"
-                " test.txt or test_ood*.txt)"
-            )
+            print(f"note: {', '.join(others)} not taken as splits (train, val, test, test_ood*)")
         if "train" not in splits:
-            raise FileNotFoundError(
-                f"{data_dir}: no train.txt; --plain-text expects <split>.txt files, train among"
-                " them"
-            )
+            raise FileNotFoundError(f"{data_dir}: no train.txt for --plain-text")
         if meta is None or meta["splits"] != splits:
             command = " ".join(["python"] + sys.argv)
             new_meta = {"dataset": "plain text", "splits": splits, "command": command}
@@ -292,16 +273,14 @@ def dataset_splits(data_dir, plain_text=False):
             raise FileNotFoundError(f"{path} not found, but {meta_path} lists split {split!r}")
         with open(path, encoding="utf-8", errors="replace") as f:
             if not f.readline().strip():
-                raise TextError(
-                    f"{path}:1: {'empty file' if os.path.getsize(path) == 0 else 'empty line'}; "
-                    "expected one sample per line"
-                )
+                empty = "empty file" if os.path.getsize(path) == 0 else "empty line"
+                raise TextError(f"{path}:1: {empty}; expected one sample per line")
     return sorted(splits, key=lambda s: (s != "train", s != "val")), new_meta
 
 
 def _encode_chunks(path, split, files, text_tokens, vocabs, workers, chunk):
-    """<split>.txt into `files` (each encoding's ids and values), a chunk of lines at a time; each
-    chunk's (lengths, numbers, counts, largest |number|, ids dtype) per encoding."""
+    """<split>.txt into `files` (each encoding's ids and values); each chunk's (lengths, numbers,
+    counts, largest |number|, ids dtype) per encoding."""
     parts = {enc: [] for enc in vocabs}
     pool = Pool(workers, worker_signals) if workers > 1 else None
     size = os.path.getsize(path)
@@ -310,7 +289,7 @@ def _encode_chunks(path, split, files, text_tokens, vocabs, workers, chunk):
     )
     chunks = line_chunks(path, chunk, bar)
     jobs = ((lines, text_tokens, list(vocabs), path, i) for i, lines in chunks)
-    # waves of `workers` chunks: the text is read as it is encoded, never all at once
+    # waves of `workers` chunks: the text is never read all at once
     try:
         for wave in iter(lambda: list(itertools.islice(jobs, max(workers, 1))), []):
             for result in (pool.starmap if pool else itertools.starmap)(encode_lines, wave):
@@ -327,7 +306,7 @@ def _encode_chunks(path, split, files, text_tokens, vocabs, workers, chunk):
 
 
 def _summary(split, enc, parts, vocab_size, text_tokens, text_bytes):
-    """A split's JSON summary in one encoding, from its chunks' parts."""
+    """A split's JSON summary in one encoding."""
     lengths, numbers = (np.concatenate([p[i] for p in parts]) for i in (0, 1))
     counts = {k: sum(p[2][k] for p in parts) for k in ("clipped", "zero")}
     s = {
@@ -357,20 +336,17 @@ def _summary(split, enc, parts, vocab_size, text_tokens, text_bytes):
 
 
 def encode_split(folder, split, text_tokens, vocabs, workers=1, chunk=1000):
-    """<split>.txt as temporary <encoding>/<split>.{ids,values,offsets}.npy and JSON summaries:
-    the summaries, and the (temporary, final) names to rename once all splits are written."""
+    """<split>.txt as temporary <encoding>/<split>.{ids,values,offsets}.npy and .json: the
+    summaries, and the (temporary, final) names to rename once all splits are written."""
     path, tmp = os.path.join(folder, f"{split}.txt"), f"{os.getpid()}.tmp"
     bases = {enc: os.path.join(folder, enc, split) for enc in vocabs}
     for base in bases.values():
         os.makedirs(os.path.dirname(base), exist_ok=True)
     names = itertools.product(bases.items(), ("ids", "values"))
     files = {(enc, n): open_new(f"{base}.{n}.{tmp}") for (enc, base), n in names}
+    # on a failure, write_arrays removes the temporary files
     try:
         parts = _encode_chunks(path, split, files, text_tokens, vocabs, workers, chunk)
-    except BaseException:
-        for f in files.values():
-            os.remove(f.name)
-        raise
     finally:
         for f in files.values():
             f.close()
@@ -399,7 +375,7 @@ def encode_split(folder, split, text_tokens, vocabs, workers=1, chunk=1000):
 
 
 def temporaries(data_dir, pid):
-    """The temporary files of process pid in a dataset's folders (their names hold the pid)."""
+    """The temporary files of process pid in a dataset's folders."""
     if not os.path.isdir(data_dir):
         return []
     folders = [e.path for e in os.scandir(data_dir) if e.is_dir()]
@@ -407,30 +383,25 @@ def temporaries(data_dir, pid):
 
 
 def lock(data_dir):
-    """Take <data_dir>/tokenize.lock: two runs never write one dataset at once; a killed run's lock
-    is replaced, its temporary files removed."""
+    """Take <data_dir>/tokenize.lock; a killed run's lock and temporary files are removed."""
 
     def clean(pid):
         stale = temporaries(data_dir, pid)
-        print(
-            f"note: removing {path} of process {pid}, which ended without releasing it, and"
-            f" {len(stale)} temporary files it left"
-        )
+        print(f"note: removing {path} of process {pid} (ended) and {len(stale)} temporary files")
         for f in stale:
             os.remove(f)
 
     path = os.path.join(data_dir, "tokenize.lock")
     if (pid := take_lock(path, clean)) is not None:
         raise TextError(
-            f"{path}: another tokenize_numbers.py run (pid {pid}) is writing {data_dir}; "
-            "wait for it to end (or delete the lock if that process is not tokenizing)"
+            f"{path}: another tokenize_numbers.py run (pid {pid}) is writing {data_dir}; wait for"
+            " it to end"
         )
     return path
 
 
 def _text_tokens(data_dir, rebuild_vocab):
-    """vocab.json's text tokens and the vocab.json to write (None: it stands), built from
-    train.txt a chunk at a time if absent or rebuild_vocab."""
+    """vocab.json's text tokens, and the vocab.json to write (None: it stands)."""
     vocab_path = os.path.join(data_dir, "vocab.json")
     if os.path.exists(vocab_path) and not rebuild_vocab:
         return read_json_object(vocab_path, ("text_tokens",))["text_tokens"], None
@@ -447,13 +418,10 @@ def _write_all(data_dir, encodings, workers, rebuild_vocab, plain_text):
     try:
         text_tokens, vocab = _text_tokens(data_dir, rebuild_vocab)
         if "val" not in splits and (meta or {}).get("dataset") == "plain text":
-            raise FileNotFoundError(
-                f"{data_dir}: no val.txt; train.py validates on it: put some samples (not those of "
-                "train.txt) in val.txt, one per line"
-            )
+            raise FileNotFoundError(f"{data_dir}: no val.txt; put samples not in train.txt there")
         print(f"{data_dir}: {len(text_tokens)} text tokens in vocab.json")
         vocabs = {enc: Vocab(text_tokens, enc) for enc in encodings}
-        # a prepared dataset's meta.json counts its samples: a text cut short is not tokenized
+        # a text cut short is not tokenized
         declared = read_meta(data_dir)["splits"] if meta is None else []
         staged, summaries = [], []
         for split in splits:
@@ -484,12 +452,12 @@ def _write_all(data_dir, encodings, workers, rebuild_vocab, plain_text):
 
 def write_arrays(data_dir, encodings, workers=1, rebuild_vocab=False, plain_text=False):
     """Every split of data_dir in each of `encodings`, and the summaries; vocab.json from train.txt
-    if absent (or rebuild_vocab). A failed or stopped run (SIGTERM too) changes nothing."""
+    if absent (or rebuild_vocab). A failed or stopped run changes nothing."""
     new_dirs = [os.path.join(data_dir, enc) for enc in encodings]
     new_dirs = [d for d in new_dirs if not os.path.exists(d)]
-    # a SIGTERM runs the clean-up below
     on_term = None
     if threading.current_thread() is threading.main_thread():
+        # the clean-up below runs
         on_term = signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
         return _write_all(data_dir, encodings, workers, rebuild_vocab, plain_text)

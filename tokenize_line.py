@@ -1,8 +1,6 @@
-"""One sample's text to token ids. A sample splits into numbers and text tokens (punctuation runs
-such as '],[', quoted keys, words); whitespace is dropped, and so is a comma between two numbers.
--60.2 becomes: P10 - 6 0 2 E-1, P1000 - 602 E-1, B1999 -602 E-1, FP15 -602E-1 (3 significant
-digits, ±m·10^E, m in 100..999, E in -10..5), xVal [NUM] with -60.2 in a parallel float array.
-xval_encode is xVal's alone, to copy; tokenize_arrays.py encodes many lines at once.
+"""One sample's text to token ids: numbers and text tokens (words, quoted keys, punctuation runs
+such as '],['); whitespace is dropped, and so is a comma between two numbers. -60.2 becomes:
+P10 - 6 0 2 E-1, P1000 - 602 E-1, B1999 -602 E-1, FP15 -602E-1, xVal [NUM] with -60.2 as its value.
 """
 
 import itertools
@@ -16,10 +14,8 @@ from util import TextError
 # the least magnitude float32 (xVal's values) rounds to inf
 FLOAT32_OVERFLOW = 2.0**128 - 2.0**103
 
-# numbers in text (docs/decisions.md#numbers-in-text)
-
-# The number grammar, written once: digits, a point at most (12, 12., 1.5, .5), maybe an
-# exponent (1e-3); a sign first or after _UNARY_AFTER is the number's, else an operator (2-3)
+# The number grammar (docs/decisions.md#numbers-in-text): digits, a point at most (12., .5), maybe
+# an exponent (1e-3); a sign first or after _UNARY_AFTER is the number's, else an operator (2-3)
 _UNARY_AFTER = "([{,:=+-*/^<>"
 _MANTISSA = r"(?:[0-9]++\.?+[0-9]*+|\.[0-9]++)"
 _EXPONENT = r"(?:[eE][+-]?+[0-9]++)?+"
@@ -34,10 +30,9 @@ _XVAL_NUMBER = re.compile(
 
 
 def xval_encode(text, text_ids, num_id):
-    """xVal's tokenizer on its own (copy it with `import re` and the lines from _UNARY_AFTER):
-    each number becomes the token num_id, its value in a parallel list (1.0 at other tokens); the
-    text between goes to text_ids(str) -> ids, any tokenizer. x = -3 holds -3, 2-3 holds 2 and 3,
-    t2m none; a comma between numbers costs no token. Embed token i as values[i] * wte[ids[i]].
+    """xVal's tokenizer alone (copy it with `import re` and the lines from _UNARY_AFTER): each
+    number becomes num_id, its value in a parallel list (1.0 elsewhere); text_ids(str) -> ids
+    tokenizes the text between. Embed token i as values[i] * wte[ids[i]].
 
     >>> xval_encode("[-1.5, 20]", lambda s: [ord(c) for c in s if c != " "], 0)
     ([91, 0, 0, 93], [1.0, -1.5, 20.0, 1.0])
@@ -55,7 +50,7 @@ def xval_encode(text, text_ids, num_id):
     return ids, values
 
 
-# split_text's pieces: numbers (two signs read, to name --5 malformed), words, punctuation
+# a number (two signs read, to name --5 malformed)
 _LITERAL = re.compile(rf"([+-]{{0,2}})({_UNSIGNED})")
 # a quoted key ("planet0") or a word (t2m)
 _WORD = re.compile(r"""(["'])[^\W\d]\w*\1|\w+""")
@@ -69,8 +64,7 @@ _SPACE, _WORD_CHAR = re.compile(r"\s*"), re.compile(r"\w")
 
 
 def split_text(text, where="text", allow_ask=False):
-    """One sample's pieces: ("num", float), ("text", str), and ("ask", None) for [?] if allow_ask.
-    `where` names the sample in errors.
+    """One sample's pieces: ("num", float), ("text", str), ("ask", None) for [?] if allow_ask.
 
     >>> split_text("(1.42-8.20)")
     [('text', '('), ('num', 1.42), ('text', '-'), ('num', 8.2), ('text', ')')]
@@ -96,31 +90,22 @@ def split_text_spans(text, where="text", allow_ask=False):
             )
             if len(m[1]) == 2 or signs or touch:
                 bad = shown(text[i if len(m[1]) == 2 else i - 1 if signs else num_at[0] : m.end()])
-                raise TextError(
-                    f"{where}: malformed number {bad} (two points, two signs or a thousands comma);"
-                    " write one plain number"
-                )
+                raise TextError(f"{where}: malformed number {bad}; write one plain number")
             if abs(value := float(m.group())) == float("inf"):
                 raise TextError(f"{where}: number literal {shown(m.group())} overflows float64")
             piece, end, num_at = ("num", value), m.end(), (i, m.end())
         elif m and "." in m[2] and not re.search("[eE]", m[2]):
-            raise TextError(
-                f"{where}: number {shown(m[2])} runs into the word starting at column {m.end()};"
-                " separate them"
-            )
+            raise TextError(f"{where}: number {shown(m[2])} runs into the word at column {m.end()}")
         else:
             w = _WORD.match(text, i)
             token = w.group() if w else _PUNCT[allow_ask].match(text, i).group()
             if not (w and w[1]) and token.lower() in ("nan", "inf", "infinity"):
-                raise TextError(
-                    f"{where}: {token!r} is not a finite number; nan and inf are not allowed"
-                )
+                raise TextError(f"{where}: {token!r} is not a finite number")
             piece, end = ("text", token), i + len(token)
         pieces.append(piece)
         at.append((i, end))
         i = _SPACE.match(text, end).end()
-    # a comma between numbers costs no token ([[1,2],[3,4]] -> [[ N N ],[ N N ]]), as the
-    # paper's context lengths imply
+    # a comma between numbers costs no token, as the paper's context lengths imply
     kinds = ["text", *(kind for kind, _ in pieces), "text"]
     keep = [p != ("text", ",") or "text" in (kinds[j], kinds[j + 2]) for j, p in enumerate(pieces)]
     return list(itertools.compress(pieces, keep)), list(itertools.compress(at, keep))
@@ -134,9 +119,7 @@ _POW10 = np.array([float(f"1e{k}") for k in range(-16, 13)])
 
 def round_numbers(x):
     """Numbers rounded as '%.2e' rounds them: (negative, mantissa, exponent, status) arrays,
-    x ≈ ±mantissa·10^exponent; status 0 ok, 1 zero (|x| < 1e-8: +0) or 2 clipped (|x| > 9.99e7:
-    ±9.99e7). The scaled value is off by under 1e-12; near a tie or a decade, Python's formatting
-    rounds."""
+    x ≈ ±mantissa·10^exponent; status 0 ok, 1 zero (|x| < 1e-8) or 2 clipped (|x| > 9.99e7)."""
     x = np.asarray(x, np.float64)
     if not np.isfinite(x).all():
         raise ValueError(f"cannot encode the non-finite number {x[~np.isfinite(x)][0]!r}")
@@ -151,6 +134,7 @@ def round_numbers(x):
     # 999.5 and above round to 1.00 of the next decade
     up = mantissa == 1000
     mantissa[up], exponent[up] = 100, exponent[up] + 1
+    # near a tie or a decade, Python's formatting rounds
     near = np.abs(scaled - np.floor(scaled) - 0.5) < 1e-9
     for i in np.flatnonzero(near | (scaled < 100 + 1e-9) | (scaled > 1000 - 1e-9)):
         digits, exp10 = f"{a[i]:.2e}".split("e")
@@ -163,8 +147,8 @@ def round_numbers(x):
 
 
 def lay_out(is_num, text_ids, spelled, values, vocab_size):
-    """Ids and float32 values of pieces (is_num (P,)): text_ids, or a number's k ids (spelled
-    (N, k)) and value; and each piece's token count."""
+    """Ids and float32 values of pieces: text_ids, or a number's k ids (spelled (N, k)) and
+    value; and each piece's token count."""
     ids = np.zeros(len(is_num), np.uint16 if vocab_size < 2**16 else np.int32)
     vals = np.ones(len(is_num), np.float32)
     ids[~is_num], vals[is_num] = text_ids, values
@@ -191,10 +175,7 @@ def encode_pieces(pieces, vocab, where="text"):
         if kind == "text":
             text_ids.append(vocab.text_id(v, where))
         elif vocab.encoding == "xval" and kind == "num" and abs(v) >= FLOAT32_OVERFLOW:
-            raise TextError(
-                f"{where}: the number {v!r} overflows float32, the dtype of xVal's values "
-                f"(at most {np.finfo(np.float32).max:.7g} in magnitude)"
-            )
+            raise TextError(f"{where}: the number {v!r} overflows float32, xVal's values")
     is_num = np.array([kind != "text" for kind, _ in pieces], bool)
     values = [1.0 if kind == "ask" else v for kind, v in pieces if kind != "text"]
     spelled, values32, _ = number_ids(np.array(values, np.float64), vocab)
@@ -205,7 +186,7 @@ def encode_pieces(pieces, vocab, where="text"):
 
 def number_ids(values, vocab, rounded=None):
     """The ids (N, k) and float32 values (N,) of numbers (rounded: round_numbers(values) if known),
-    and how many were clipped or became zero."""
+    and how many were clipped or zeroed."""
     # beyond float32: inf, unused by the text encodings
     with np.errstate(over="ignore", under="ignore"):
         values32 = values.astype(np.float32)

@@ -11,14 +11,9 @@ import os
 import sys
 import time
 
-from dataset import ENCODINGS, Vocab, tokens_to_number
-from tokenize_arrays import build_text_vocab, encode_lines, write_arrays
-from tokenize_line import NUMBER, encode, split_text, xval_encode
+from dataset import ENCODINGS
+from tokenize_arrays import write_arrays
 from util import TextError
-
-# what prepare/, tools/ and the notebook import from here
-__all__ = ["ENCODINGS", "NUMBER", "TextError", "Vocab", "build_text_vocab", "encode"]
-__all__ += ["encode_lines", "split_text", "tokens_to_number", "xval_encode"]
 
 
 def parse_args(argv):
@@ -27,16 +22,12 @@ def parse_args(argv):
     p = argparse.ArgumentParser(
         description="Tokenize a prepared dataset into arrays, or print its token statistics."
     )
-    folder = "a folder written by a prepare/ script (train.txt, val.txt, ...)"
-    p.add_argument("data_dir", help=folder)
+    p.add_argument("data_dir", help="a folder written by a prepare/ script")
     p.add_argument("--encoding", default="xval", help=f"one of {known}, or 'all'")
     p.add_argument("--workers", type=int, default=os.cpu_count() or 1)
-    stats = "print tokens/sample per encoding (tokenizes every encoding)"
-    p.add_argument("--stats", action="store_true", help=stats)
+    p.add_argument("--stats", action="store_true", help="print tokens/sample of every encoding")
     p.add_argument("--rebuild-vocab", action="store_true", help="rebuild vocab.json from train.txt")
-    plain = (
-        "DIR holds <split>.txt files of your own, no meta.json: write one naming them and tokenize"
-    )
+    plain = "DIR holds <split>.txt files of your own: write its meta.json and tokenize"
     p.add_argument("--plain-text", action="store_true", help=plain)
     args = p.parse_args(argv)
     encodings = list(ENCODINGS) if args.encoding == "all" or args.stats else [args.encoding]

@@ -1,8 +1,8 @@
 """
 Train an xVal (or text-encoding) transformer on a tokenized dataset (--help lists the settings).
 
-    python train.py config/quickstart.py      # then --resume continues it exactly
-    torchrun --standalone --nproc_per_node=4 train.py config/era5_xval.py  # docs/multi_node.md
+    python train.py config/quickstart.py
+    torchrun --standalone --nproc_per_node=4 train.py config/era5_xval.py
 """
 
 import math
@@ -27,7 +27,7 @@ from distributed import print0
 from model import GPT, GPTConfig, configure_optimizer, flops_per_token, loss_from
 from util import exit_on_ctrl_c
 
-# -- config: overridden by config files, then --key=value
+# -- config
 out_dir = "out"  # checkpoints (ckpt_latest.pt, ckpt_best.pt) and log.jsonl
 data_dir = "data/arithmetic_ops2"  # a dataset tokenized by tokenize_numbers.py
 encoding = "xval"  # how numbers become tokens: xVal, or a text encoding of the paper
@@ -74,7 +74,7 @@ threads = 0  # CPU threads; 0: $OMP_NUM_THREADS, else 1 (steady on a busy machin
 compile = "auto"  # torch.compile: auto (CUDA only) | True (CPU too, needs a C++ compiler) | False
 flex_attention = True  # compiled on CUDA: FlexAttention (block-sparse), not a dense mask
 # -- end config
-# ranges (setting_checks.py); a number not named: [0, inf)
+# a number not named: [0, inf)
 # fmt: off
 RANGES = dict(
     encoding="xval | p10 | p1000 | b1999 | fp15", k="[0, 38]", n_layer="[1, inf)",
@@ -90,59 +90,49 @@ RANGES = dict(
 config = configure(globals(), __file__)
 iter_num = 0
 exit_on_ctrl_c(lambda: f" at step {iter_num}: continue from the last checkpoint with --resume")
-# log lines appear at once, also when piped to a file
 sys.stdout.reconfigure(line_buffering=True)
 
 # -- set-up
-# this process's rank and device (under torchrun: DDP)
 ddp, rank, local_rank, world_size, device = distributed.init_processes(device, threads)
 master = rank == 0
 device_type = "cuda" if device.startswith("cuda") else device
-# claim out_dir: a run there needs --resume or --overwrite; a second one is locked out
+# claim out_dir: one run at a time
 resume, earlier_run = checkpoint.claim_out_dir(out_dir, resume, overwrite, master)
 ckpt_path = os.path.join(out_dir, "ckpt_latest.pt")
 dtype, autocast = preflight.pick_precision(dtype, device_type)
-compile = preflight.pick_compile(compile, device_type, print0)
-# FlexAttention where it is fast (compiled, no dropout), else a dense mask
+compile = preflight.pick_compile(compile, device_type)
+# FlexAttention where it is fast, else a dense mask
 flex = flex_attention and compile and device_type == "cuda" and dropout == 0
-# where micro_batch_size × processes exceeds the batch: the largest that fits
 micro_batch_size = preflight.fit_micro_batch(batch_size, micro_batch_size, world_size, print0)
-# the same initialisation on every rank
 torch.manual_seed(seed)
-# no TF32: its 10-bit mantissa rounds the float32 number head to ~1e-3
+# no TF32: it rounds the number head to ~1e-3
 torch.set_float32_matmul_precision("highest")
 
 # -- data
 try:
     vocab = Vocab(load_text_vocab(data_dir), encoding)
-    # checked at open: ids in the vocabulary, numbers finite and ≤ 1e18
     train_data = Split(data_dir, "train", encoding, vocab)
     val_data = Split(data_dir, "val", encoding, vocab)
     data_fingerprint = fingerprint(data_dir, encoding)
 except (FileNotFoundError, ValueError) as e:
-    # a dataset not found on --resume: say where the checkpoint's data was
     lost = resume and isinstance(e, FileNotFoundError)
     distributed.stop(f"error: {e}" + (checkpoint.trained_on(ckpt_path) if lost else ""))
 longest = max(int(split.lengths.max()) for split in (train_data, val_data))
-# AR appends [EOS] and shifts by one: as many inputs as tokens
 block_size = block_size or longest
 preflight.check_lengths(data_dir, encoding, train_data, val_data, block_size, packing, pack_length)
-# packed: micro-batches of pack_rows rows of pack_length tokens
 pack_rows = 0
 if packing:
     args = (train_data, batch_size, micro_batch_size, world_size, seed, longest, 4 * block_size)
     pack_length, pack_rows = preflight.fit_packing(pack_length, *args)
-# a dense mask: refuse what cannot fit (validation's padded rows, packed rows)
+# a dense mask: refuse what cannot fit
 if not flex:
     shapes = [(micro_batch_size, block_size), (pack_rows, pack_length)]
     preflight.check_attention_memory(shapes, n_head, device)
-# what evaluate() reads, whatever the processes and micro-batches
 n_val = min(len(val_data), eval_batches * batch_size)
-preflight.check_val(val_data, data_dir, print0)
+preflight.check_val(val_data, data_dir)
 num_loss_name = "NLL" if num_head == "gmm" else "NMSE" if k > 0 else "MSE"
 
 # -- model and optimizer
-# GPTConfig's fields: this config's, the context and the vocabulary's
 model_args = {key: config[key] for key in GPTConfig.__dataclass_fields__ if key in config}
 model_args.update(block_size=block_size, vocab_size=len(vocab))
 model_args.update(num_id=-1 if vocab.num_id is None else vocab.num_id)
@@ -152,13 +142,11 @@ except ValueError as e:
     raise SystemExit(f"error: {e}")
 model = raw_model = GPT(gptconf).to(device)
 optimizer = configure_optimizer(model, weight_decay, learning_rate, (beta1, beta2), device_type)
-# --resume: weights, optimizer, step (another model, sample stream or data: refused)
-args = (ckpt_path, model, optimizer, model_args, config, data_fingerprint, print0)
+# --resume: weights, optimizer, step
+args = (ckpt_path, model, optimizer, model_args, config, data_fingerprint)
 iter_num, best_val_loss, changed = checkpoint.resume_from(resume, *args)
-# the step whose validation is saved already
 resumed_at = iter_num if resume else None
 model.flex_attention = flex
-# validation too (never FlexAttention's slow eager path)
 compiled = torch.compile(model) if compile else model
 gpus = [local_rank] if device_type == "cuda" else None
 model = DDP(compiled, device_ids=gpus) if ddp else compiled
@@ -168,7 +156,7 @@ flops_tok = flops_per_token(raw_model, mean_length, mlm_probability if not causa
 
 
 def get_lr(it, s):
-    """Linear warm-up, then cosine decay to min_lr at max_iters (s: the saved or this config)."""
+    """Linear warm-up, then cosine decay to min_lr at max_iters (s: the settings)."""
     if it < s["warmup_iters"]:
         return s["learning_rate"] * (it + 1) / s["warmup_iters"]
     progress = min(1.0, (it - s["warmup_iters"]) / max(1, s["max_iters"] - s["warmup_iters"]))
@@ -176,10 +164,8 @@ def get_lr(it, s):
     return s["min_lr"] + coeff * (s["learning_rate"] - s["min_lr"])
 
 
-# leftovers of a killed run go, and a resume's log rows after its step
 log = checkpoint.tidy_out_dir(out_dir, resume, iter_num, earlier_run) if master else None
 if master:
-    # the facts that make a log explain itself: the settings as given and as used
     used = dict(micro_batch_size=micro_batch_size, world_size=world_size, pack_length=pack_length)
     used.update(pack_rows=pack_rows, device=device, dtype=dtype, compile=compile)
     report.describe(config, used, resumed_at, train_data, val_data, vocab, raw_model)
@@ -191,8 +177,7 @@ def forward(m, b):
 
 
 def micro_batches(step):
-    """This process's share of a step's samples (masked, padded or packed micro-batches), and the
-    tokens and numbers they predict."""
+    """This process's micro-batches of a step, and the tokens and numbers they predict."""
     how = (rank, world_size, causal, mlm_probability, packing, pack_length, device_type == "cuda")
     batches = step_batches(train_data, step, seed, batch_size, micro_batch_size, *how, pack_rows)
     numbers = sum(int((b["targets"] == gptconf.num_id).sum()) for b in batches)
@@ -200,7 +185,6 @@ def micro_batches(step):
 
 
 def step_counts(counts):
-    """The step's predicted tokens and numbers: every process's counts, summed."""
     if not ddp:
         return counts
     counts = torch.tensor(counts, device=device)
@@ -215,7 +199,7 @@ CHECKED = ("loss", "CE", num_loss_name, "a loss or gradient norm since the last 
 
 @torch.no_grad()
 def evaluate():
-    """Loss, CE and number loss of the first n_val validation samples (fixed masks)."""
+    """Loss, CE and number loss of the first n_val validation samples."""
     model.eval()
     sums = torch.zeros(len(SUMS), dtype=torch.float64, device=device)
     for start in range(rank * micro_batch_size, n_val, micro_batch_size * world_size):
@@ -241,13 +225,11 @@ def save(name):
 
 # -- training loop
 t_start = time.time()
-# the speed between logged steps; what they print and log
 progress = report.Progress(log, iter_num, max_iters, world_size, device, flops_tok)
 stopping = False
-# the losses and gradient norms since the last check, summed on the device: finite while all are
+# losses and gradient norms since the last check: finite while all are
 unchecked = torch.zeros(1, device=device)
 sigterm = distributed.note_sigterm()
-# a thread builds the next step's micro-batches while this one computes
 steps = prefetched(micro_batches, iter_num)
 while True:
     # determine and set the learning rate for this step
@@ -265,29 +247,27 @@ while True:
                 save("ckpt_best.pt")
             if iter_num > 0:
                 save("ckpt_latest.pt")
-        # validation is not training time
         progress.restart(iter_num)
     if master and keep_every and iter_num % keep_every == 0 and iter_num not in (0, resumed_at):
         save(f"ckpt_{iter_num}.pt")
     if iter_num >= max_iters:
         break
-    # after a SIGTERM: save (unless just saved), and stop
+    # after a SIGTERM: save and stop
     if stopping:
         if master and iter_num % eval_interval:
             save("ckpt_latest.pt")
         distributed.stop_after_sigterm(iter_num, ckpt_path)
-    # dropout's randomness follows (seed, rank, step): a resume repeats it
+    # dropout follows (seed, rank, step): a resume repeats it
     torch.manual_seed(int(np.random.SeedSequence([seed, rank, iter_num]).generate_state(1)[0]))
-    # this step's micro-batches
     batches, counts = next(steps)
     n_tokens, n_numbers = step_counts(counts)
-    # forward and backward; DDP averages the gradients at the last micro-batch
+    # forward and backward
     loss_sum = torch.zeros(3, device=device)
     for i, cpu_batch in enumerate(batches):
         with model.no_sync() if ddp and i < len(batches) - 1 else nullcontext(), autocast:
             sums = forward(model, to_device(cpu_batch, device))
             loss, ce, num = loss_from(sums, num_loss_weight, n_tokens, n_numbers)
-        # DDP averages world_size × each process's share: the global batch's mean
+        # DDP averages: world_size × each share is the global mean
         (loss * world_size).backward()
         loss_sum += torch.stack([loss, ce, num]).detach()
         progress.count(cpu_batch)
@@ -297,11 +277,10 @@ while True:
     done = iter_num + 1
     logging = done % log_interval == 0 or done == max_iters
     checking = logging or done % eval_interval == 0 or (keep_every and done % keep_every == 0)
-    # a SIGTERM noted by any process: all save and stop after this step (torchrun: at a check)
+    # a SIGTERM noted by any process: all stop after this step
     if checking or not ddp:
         stopping = distributed.sigterm_noted(sigterm, device)
-    # check the losses where the host reads them (logged steps, before a save): a non-finite
-    # one since the last check stops every process before the optimizer step
+    # a non-finite loss since the last check stops every process before the optimizer step
     if checking or stopping:
         losses = distributed.sum_over_processes(torch.cat([loss_sum, unchecked]))
         checkpoint.stop_unless_finite(losses, CHECKED, done, ckpt_path)
@@ -316,7 +295,5 @@ while True:
 
 # -- the end
 if master:
-    # release out_dir, print what to run next
     checkpoint.finish(out_dir, data_dir, time.time() - t_start)
-# every process waits for rank 0's last checkpoint, then leaves
 distributed.end_processes()

@@ -1,5 +1,4 @@
-"""What every stage does the same way: write a file atomically, take a lock, format a number or a
-time span, pick the device. torch is imported only where needed: data stages skip it."""
+"""What every stage does the same way: atomic writes, locks, formatting, the device."""
 
 import math
 import os
@@ -13,18 +12,16 @@ import tempfile
 from contextlib import contextmanager, suppress
 
 if sys.version_info < (3, 11):
-    sys.exit(
-        f"error: Python {'.'.join(map(str, sys.version_info[:3]))} is too old: this code needs"
-        " Python 3.11 or newer (the tokenizer's regular expressions use possessive quantifiers)"
-    )
+    version = ".".join(map(str, sys.version_info[:3]))
+    sys.exit(f"error: Python {version} is too old: this code needs Python 3.11 or newer")
 
 
 class TextError(ValueError):
-    """Bad input text; the message names the file, line or sample and what was expected."""
+    """Bad input text; the message names the file or line."""
 
 
 def check_regular(path):
-    """Refuse a path that is no plain file (a FIFO or device would block or never end)."""
+    """Refuse a path that is no plain file (a FIFO would block)."""
     if os.path.exists(path) and not stat.S_ISREG(os.stat(path).st_mode):
         kind = "folder" if os.path.isdir(path) else "FIFO, device or socket"
         raise TextError(f"{path} is a {kind}; expected a file")
@@ -36,8 +33,7 @@ os.umask(_UMASK)
 
 
 def open_new(path, mode="wb"):
-    """Open a new file at `path`, never through a symbolic link or into a file left at that name:
-    what stands there is removed first."""
+    """Open a new file at `path`, never through a symbolic link."""
 
     def create(name, flags):
         return os.open(name, flags | os.O_EXCL, 0o666)
@@ -51,9 +47,7 @@ def open_new(path, mode="wb"):
 
 @contextmanager
 def atomic_file(path):
-    """Yield a temporary path beside `path` (x.<random>.tmp.npy: np.save wants the extension); on
-    success it is synced and renamed to `path` with the permissions of the file it replaces, so a
-    crash never leaves half a file; on an error it is removed."""
+    """Yield a temporary path beside `path`, renamed to `path` on success: never half a file."""
     folder, name = os.path.split(path)
     root, ext = os.path.splitext(name)
     fd, tmp = tempfile.mkstemp(prefix=f"{root}.", suffix=f".tmp{ext}", dir=folder or ".")
@@ -75,7 +69,7 @@ def atomic_file(path):
 
 
 def lock_holder(path):
-    """(pid, alive) of the process a lock file names; (None, False) without a readable lock."""
+    """(pid, alive) of the process a lock file names, or (None, False)."""
     try:
         with open(path) as f:
             pid = int((f.read().split() or [0])[0])
@@ -87,7 +81,6 @@ def lock_holder(path):
         if pid > 0:
             os.kill(pid, 0)
         return pid, pid > 0
-    # a live process of another user
     except PermissionError:
         return pid, True
     except OSError:
@@ -95,9 +88,8 @@ def lock_holder(path):
 
 
 def take_lock(path, on_stale=None, text=None):
-    """Create the lock file `path` (text: its content, the pid first) in one step, a hard link: None
-    once taken, else the pid of the live process holding it. A dead one's is replaced after
-    on_stale(pid)."""
+    """Create the lock file `path`: None once taken, else the live holder's pid (a dead one's
+    lock is replaced after on_stale(pid))."""
     tmp = f"{path}.{os.getpid()}.tmp"
     with open_new(tmp, "w") as f:
         f.write(text or str(os.getpid()))
@@ -125,19 +117,18 @@ def release_lock(path):
 
 
 def worker_signals():
-    """A pool worker's signals: Ctrl-C is the parent's to report; SIGTERM ends it at once."""
+    """A pool worker leaves Ctrl-C to its parent; SIGTERM ends it."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def atomic_write_text(path, text):
-    """Write text (UTF-8) to path atomically."""
     with atomic_file(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
         f.write(text)
 
 
 def format_number(x, digits=6):
-    """A number as short text: `digits` significant digits, no trailing zeros, 0 for -0, 'nan'."""
+    """A number to `digits` significant digits, 0 for -0."""
     if math.isnan(x):
         return "nan"
     s = f"{x:.{digits}g}"
@@ -145,7 +136,7 @@ def format_number(x, digits=6):
 
 
 def format_duration(s):
-    """Seconds as a person reads them: 42s, 12m30s, 3h05m, 19.4 days."""
+    """42s, 12m30s, 3h05m, 19.4 days."""
     if s >= 86400:
         return f"{s / 86400:.1f} days"
     if s >= 3600:
@@ -154,7 +145,7 @@ def format_duration(s):
 
 
 def why_not_written(error, folder):
-    """Why a write failed, in a line: a full disk says how much is free."""
+    """Why a write failed, in a line."""
     import errno
 
     def left():
@@ -164,20 +155,19 @@ def why_not_written(error, folder):
         return f"{error.strerror}; {left()}: free some"
     if isinstance(error, OSError) and error.strerror:
         return f"{error.strerror}{': ' + error.filename if error.filename else ''}"
-    # torch's zip writer: its C++ line, the OS's words after "strerror: "
+    # torch's zip writer
     detail = re.sub(r"^\[enforce fail at [^]]*\][ .]*", "", str(error).strip().split("\n")[0])
     detail = detail.split("strerror: ")[-1]
     return detail + (f"; {left()}" if "write" in detail.lower() else "")
 
 
 def shell_line(*words):
-    """A command to copy and paste: each word quoted where the shell needs it (spaces, say)."""
+    """A command to copy and paste, quoted for the shell."""
     return " ".join(map(shlex.quote, words))
 
 
-def exit_on_ctrl_c(where=lambda: ""):
-    """From now on Ctrl-C ends the process with one line (rank 0's), `interrupted (Ctrl-C)` +
-    where(), and exit code 130."""
+def exit_on_ctrl_c(where):
+    """Ctrl-C ends the process with one line and exit code 130."""
 
     def interrupted(*_):
         if int(os.environ.get("RANK", 0)) == 0:
@@ -188,8 +178,7 @@ def exit_on_ctrl_c(where=lambda: ""):
 
 
 def run_main(main):
-    """Run a script's main(): Ctrl-C is one line and exit code 130; a reader that stops early
-    (| head) ends it quietly."""
+    """Run main(): Ctrl-C is one line; | head ends it quietly."""
     try:
         main()
     except KeyboardInterrupt:
@@ -201,8 +190,7 @@ def run_main(main):
 
 
 def pick_device(device="auto", threads=0):
-    """'auto': cuda, else mps, else cpu; a device not there is an error. On the CPU, `threads`
-    threads (0: $OMP_NUM_THREADS, else 1: a core another job takes stalls every thread)."""
+    """'auto': cuda, else mps, else cpu; on the CPU, `threads` threads (0: $OMP_NUM_THREADS, 1)."""
     import torch
 
     mps = torch.backends.mps.is_available()
@@ -213,8 +201,5 @@ def pick_device(device="auto", threads=0):
     kind, _, index = device.partition(":")
     count = torch.cuda.device_count() if kind == "cuda" else int(kind != "mps" or mps)
     if count <= int(index or 0):
-        raise SystemExit(
-            f"error: --device={device}, but torch finds {count} {kind.upper()}"
-            f" device{'s' * (count != 1)} here; use --device=auto or --device=cpu"
-        )
+        raise SystemExit(f"error: --device={device}, but torch finds {count} {kind.upper()}")
     return device

@@ -20,7 +20,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from configurator import configure  # noqa: E402
-from eval import masked_groups  # noqa: E402
+from predict import masked_groups  # noqa: E402
 from eval_baselines import previous_values  # noqa: E402
 from predictions import saved_predictions  # noqa: E402
 

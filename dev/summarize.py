@@ -14,7 +14,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repository root
-from eval_report import COLUMNS, fmt  # noqa: E402
+from eval import COLUMNS, fmt  # noqa: E402
 from util import atomic_write_text  # noqa: E402
 
 PAPER = {  # docs/decisions.md#paper-figures: (task, split, quantity, metric) -> {encoding: value}

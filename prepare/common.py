@@ -1,8 +1,5 @@
-"""
-What every prepare script shares (prepare/README.md#what-every-script-does): the flags, the split
-sizes, per-sample seeding by (seed, split, index), compact records, and the writing of a dataset:
-staged, under a lock, swapped in whole.
-"""
+"""What every prepare script shares: flags, split sizes, seeding, records, and writing a dataset:
+staged, under a lock, swapped in whole."""
 
 import argparse
 import errno
@@ -23,7 +20,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from util import atomic_write_text, format_number, release_lock, take_lock, worker_signals
 
-# the SIGTERMs this run received: a library's bare `except:` may swallow the exit
+# SIGTERMs received: a library's bare `except:` may swallow the exit
 STOPPED = []
 
 
@@ -51,7 +48,7 @@ def fail(message):
 
 
 def one_line_errors():
-    """Ctrl-C, SIGTERM and a failed read or write end a prepare script with one line."""
+    """Ctrl-C, SIGTERM and a failed read or write end with one line."""
     STOPPED.clear()
     sys.excepthook = _one_line
     signal.signal(signal.SIGTERM, _stop)
@@ -78,7 +75,7 @@ def at_least(low):
 
 
 def int_range(most=None):
-    """An argparse type: 'MIN,MAX' → (MIN, MAX), 1 <= MIN <= MAX (<= most)."""
+    """An argparse type: 'MIN,MAX' → (MIN, MAX)."""
 
     def parse(text):
         try:
@@ -115,7 +112,7 @@ def sample_rng(seed, split_code, index):
 
 
 def dumps(obj, digits=4):
-    """Compact JSON (no spaces) with floats written to `digits` significant digits."""
+    """Compact JSON, floats to `digits` significant digits."""
     if isinstance(obj, dict):
         return "{" + ",".join(f'"{k}":{dumps(v, digits)}' for k, v in obj.items()) + "}"
     if isinstance(obj, (list, tuple)):
@@ -134,9 +131,9 @@ LOCKS = ("prepare.lock", "tokenize.lock")
 
 
 def dataset_files(out):
-    """(ours, others, prepared): the entries of `out` a prepare or tokenize_numbers.py run wrote,
-    the others (a folder as "sub/"), and whether a prepare run wrote meta.json."""
-    from tokenize_numbers import ENCODINGS
+    """(ours, others, prepared): what a prepare or tokenize run wrote in `out`, the rest, and
+    whether a prepare run wrote meta.json."""
+    from dataset import ENCODINGS
 
     try:
         with open(os.path.join(out, "meta.json")) as f:
@@ -149,7 +146,7 @@ def dataset_files(out):
     names = {"vocab.json", ".raw.npy.tmp"} | ({"meta.json"} if meta is not None else set())
     if prepared:
         names |= {f"{s}{ext}" for s in meta["splits"] for ext in (".txt", ".ocean.txt")}
-    # atomic_file's x.<random>.tmp.json (or x.tmp.json), left by a stopped write
+    # atomic_file's leftovers
     temporaries = [
         rf"{re.escape(r)}\.(?:\w+\.)?tmp{re.escape(e)}" for r, e in map(os.path.splitext, names)
     ]
@@ -175,13 +172,13 @@ def _some(names, n=6):
 
 
 def _check_out(out, force, writes):
-    """Refuse an `out` holding files without --force, and a file of the user's in `writes`."""
+    """Refuse a full `out` without --force, and a user's file in `writes`."""
     ours, others, prepared = dataset_files(out)
     if not ours and not others:
         return
     clash = [n for n in others if n in writes or n.rstrip("/") in writes]
     if clash and not prepared:
-        fail(f"{out} holds {_some(clash)}, not a prepare run's, which this run would overwrite")
+        fail(f"{out} holds {_some(clash)}, which this run would overwrite")
     if not force:
         what = f"files that are not a dataset ({_some(others)})"
         what = "a dataset (meta.json)" if prepared else what
@@ -195,8 +192,7 @@ def _check_out(out, force, writes):
 
 @contextmanager
 def staged_dataset(out, force, writes):
-    """Yield out/.prepare-<pid>.tmp, swapped into `out` when the block ends without an error,
-    holding out/prepare.lock and out/tokenize.lock throughout."""
+    """Yield a stage folder, swapped into `out` when the block ends without error, under locks."""
     if os.path.exists(out) and not os.path.isdir(out):
         fail(f"--out {out} exists and is not a directory")
     held, swapped, stage = [], False, os.path.join(out, f".prepare-{os.getpid()}.tmp")
@@ -220,7 +216,7 @@ def staged_dataset(out, force, writes):
         # a SIGTERM whose exit a library swallowed
         if STOPPED:
             sys.exit(143)
-        # a SIGTERM or Ctrl-C during the swap takes effect once it is done
+        # a SIGTERM or Ctrl-C waits for the swap
         stops = {signal.SIGTERM, signal.SIGINT}
         signal.pthread_sigmask(signal.SIG_BLOCK, stops)
         try:
@@ -237,8 +233,7 @@ def staged_dataset(out, force, writes):
 
 
 def swap_in(out, stage):
-    """Replace what a prepare run wrote in `out` by `stage`: the old files aside (meta.json first),
-    the new ones in (meta.json last); a move that fails puts every file back."""
+    """Replace what a prepare run wrote in `out` by `stage`; a failed move puts every file back."""
     aside = os.path.join(stage, ".old")
     old = [n.rstrip("/") for n in dataset_files(out)[0]]
     old = sorted([n for n in old if n != os.path.basename(stage)], key=lambda n: n != "meta.json")
@@ -257,8 +252,7 @@ def swap_in(out, stage):
 
 
 class _Interrupted(Exception):
-    """Ctrl-C in a pool worker (REBOUND raises KeyboardInterrupt itself): a pool waits forever
-    for a worker dying of it, but passes an Exception back."""
+    """Ctrl-C in a pool worker: a pool hangs on KeyboardInterrupt, not on an Exception."""
 
 
 def _make_one(args):
@@ -270,7 +264,7 @@ def _make_one(args):
 
 
 def progress(items, **bar):
-    """items, with a progress bar where tqdm is installed; a SIGTERM ends the run here."""
+    """items, with a progress bar where tqdm is installed."""
     try:
         from tqdm import tqdm
 
@@ -284,7 +278,7 @@ def progress(items, **bar):
 
 
 def generate_split(make_sample, split, code, n, seed, workers, chunksize=64):
-    """The n lines of one split, in index order, made by `workers` processes."""
+    """The n lines of one split, in order, made by `workers` processes."""
     jobs = ((make_sample, seed, code, i, split) for i in range(n))
     bar = {"total": n, "desc": f"{split:>16}", "unit": "sample"}
     try:
@@ -297,13 +291,12 @@ def generate_split(make_sample, split, code, n, seed, workers, chunksize=64):
 
 
 def write_meta(out, meta):
-    """<out>/meta.json, written last: its presence marks a complete dataset."""
+    """<out>/meta.json, written last: it marks a complete dataset."""
     atomic_write_text(os.path.join(out, "meta.json"), json.dumps(meta, indent=2) + "\n")
 
 
 def write_dataset(args, make_sample, extra_splits=(), meta=None):
-    """<out>/<split>.txt for train, val, test and the extra splits, a line a sample of
-    make_sample(rng, split), then <out>/meta.json."""
+    """<out>/<split>.txt, a line a make_sample(rng, split), then <out>/meta.json."""
     counts = dict(zip(("train", "val", "test"), SIZES[args.size]))
     counts.update(dict.fromkeys(extra_splits, counts["test"]))
     meta = {**(meta or {}), "seed": args.seed, "size": args.size, "splits": counts}

@@ -1,8 +1,6 @@
 """
-The temperature-forecasting dataset of the xVal paper (§3.1, App. C) from ERA5 2 m temperature
-netCDF files (prepare/README.md#temperature-era5-era5py). Pass 1 cuts every window out of the
-files into a float32 scratch file in --out; pass 2 writes them as text, standardised with the
-training split's mean and std.
+The temperature dataset of the xVal paper (§3.1, App. C) from ERA5 netCDF files. Pass 1 cuts the
+windows into a scratch file; pass 2 writes them as text, standardised with the train statistics.
 """
 
 import itertools
@@ -19,12 +17,11 @@ from common import SIZES, at_least, base_parser, command, dumps, fail, int_range
 from common import one_line_errors, sample_rng, staged_dataset, write_meta
 from util import atomic_file, atomic_write_text, worker_signals
 
-# grid points and time steps per sample, inclusive (docs/decisions.md#temperature)
+# grid points and time steps per sample, inclusive
 STATIONS = (60, 89)
 STEPS = (8, 15)
 MAX_ATTEMPTS = 100
 SPLITS = ("train", "val", "test")
-# pass 1's windows, read by pass 2
 RAW_FILE = ".raw.npy.tmp"
 WRITES = [f"{s}{ext}" for s in SPLITS for ext in (".txt", ".ocean.txt")] + ["meta.json", RAW_FILE]
 TIME_NAMES, LAT_NAMES, LON_NAMES = ("time", "valid_time"), ("latitude", "lat"), ("longitude", "lon")
@@ -32,7 +29,7 @@ LAT_UNITS = ("degrees_north", "degree_north", "degrees_n", "degree_n")
 LON_UNITS = ("degrees_east", "degree_east", "degrees_e", "degree_e")
 # samples per drawing job
 PLAN_CHUNK = 4096
-# a worker's field, settings and open files, set by init_worker
+# a worker's field, settings and open files
 CTX = None
 
 
@@ -42,7 +39,7 @@ def open_netcdf(path):
     with open(path, "rb") as f:
         magic = f.read(8)
     if magic.startswith(b"PK\x03\x04"):
-        fail(f"{path} is a zip archive: unzip it first and pass the .nc files inside")
+        fail(f"{path} is a zip archive: unzip it first")
     if magic.startswith(b"GRIB"):
         fail(f"{path} is a GRIB file; expected netCDF")
     try:
@@ -63,7 +60,7 @@ def find_variable(ds, path, wanted):
 
 
 def axis_of(ds, dim):
-    """'time', 'lat', 'lon' or None: a dimension's kind, by name or its coordinate's attributes."""
+    """'time', 'lat', 'lon' or None: a dimension's kind."""
     coord = ds.variables.get(dim)
     standard, axis, units = (
         str(getattr(coord, key, "")).lower() for key in ("standard_name", "axis", "units")
@@ -79,7 +76,7 @@ def axis_of(ds, dim):
 
 
 def locate_dims(ds, path, name, need_time=True):
-    """{'time', 'lat', 'lon', 'expver'} → the dimension of variable `name` (or None)."""
+    """{'time', 'lat', 'lon', 'expver'} → the dimension of variable `name`."""
     var = ds.variables[name]
     found = {"time": [], "lat": [], "lon": [], "expver": []}
     for dim in var.dimensions:
@@ -111,7 +108,7 @@ def same_grid(a, b):
 
 
 def read_source(ds, src, t0, t1):
-    """Steps [t0, t1) of a file, ([steps,] lat, lon) on the ascending grid, NaN where missing."""
+    """Steps [t0, t1) of a file on the ascending grid, NaN where missing."""
     var = ds.variables[src.variable]
     axes = {src.dims[k]: k for k in ("time", "lat", "lon", "expver") if src.dims[k]}
     index = tuple(
@@ -134,15 +131,14 @@ def read_source(ds, src, t0, t1):
 
 
 def read_steps(t0, t1, out):
-    """Global steps [t0, t1) of the files into out, (steps, lat, lon), in pieces of ~16 MB: larger
-    arrays are fresh memory on every call, whose page faults cost more than the read."""
+    """Global steps [t0, t1) of the files into out, in pieces of ~16 MB."""
     f = CTX.field
     for src, first in zip(f.sources, f.first_step):
         ds = CTX.open_files.get(src.path)
         # each process opens its own: netCDF handles do not survive a fork
         if ds is None:
             ds = CTX.open_files[src.path] = open_netcdf(src.path)
-            # a plain array when nothing is missing: masked arithmetic is slow
+            # masked arithmetic is slow
             ds.set_always_mask(False)
         piece = max(1, (16 << 20) // (8 * src.expvers * len(f.lat) * len(f.lon)))
         for a in range(max(t0, first), min(t1, first + src.steps), piece):
@@ -151,7 +147,7 @@ def read_steps(t0, t1, out):
 
 
 def read_times(ds, path, dim):
-    """A file's time axis: (dates, int64 seconds since 1970, calendar)."""
+    """(dates, seconds since 1970, calendar) of a file."""
     tvar = ds.variables.get(dim)
     units = getattr(tvar, "units", "")
     if tvar is None or " since " not in units:
@@ -173,7 +169,7 @@ def read_times(ds, path, dim):
 
 
 def open_source(path, wanted, need_time=True):
-    """One file's grid (and times), and how to read its variable `wanted`."""
+    """One file's grid, times, and how to read `wanted`."""
     ds = open_netcdf(path)
     name = find_variable(ds, path, wanted)
     dims = locate_dims(ds, path, name, need_time)
@@ -193,7 +189,7 @@ def open_source(path, wanted, need_time=True):
 
 
 def open_field(paths, wanted):
-    """The files' grid, time axis and phases, and how to read each."""
+    """The files' grid, times and phases."""
     sources = [open_source(paths[0], wanted)]
     first = sources[0]
     for path in paths[1:]:
@@ -216,7 +212,7 @@ def open_field(paths, wanted):
 
 
 def read_land_sea_mask(path, field):
-    """ERA5 `lsm` (land fraction 0..1) on the field's ascending grid, as (lat, lon)."""
+    """ERA5 `lsm` (land fraction 0..1) on the field's grid."""
     src = open_source(path, "lsm", need_time=False)
     if not same_grid(src.grid, (field.lat, field.lon)):
         fail(f"land-sea mask {path}: expected the same grid as the temperature files")
@@ -228,10 +224,9 @@ def read_land_sea_mask(path, field):
 
 
 def window_starts(seconds, stride, steps):
-    """For each step count n: the starts whose n steps, stride apart, span no gap."""
+    """For each step count n: the starts whose n steps span no gap."""
     diffs = np.diff(seconds)
     values, counts = np.unique(diffs, return_counts=True)
-    # the files' time step: the most common one
     step = values[np.argmax(counts)] if len(diffs) else 0
     # uneven steps before step i
     gaps_before = np.concatenate([[0], np.cumsum(diffs != step)])
@@ -255,8 +250,7 @@ def init_pool_worker(ctx):
 
 
 def draw_window(code, index, attempt):
-    """(steps, start, stations on the ascending lat×lon grid) of a sample: attempt k takes the
-    generator's k-th (start, stations), so a redraw needs nothing stored."""
+    """(steps, start, stations) of a sample's k-th attempt: a redraw needs nothing stored."""
     args, starts = CTX.args, CTX.starts
     rng = sample_rng(args.seed, code, index)
     n_stations = int(rng.integers(args.stations[0], args.stations[1] + 1))
@@ -269,7 +263,7 @@ def draw_window(code, index, attempt):
 
 
 def draw_plan(job):
-    """Worker: (sample ids, their (stations, steps, start) rows)."""
+    """Worker: (sample ids, their (stations, steps, start))."""
     ids, codes, indices, attempts = job
     plan = np.zeros((len(ids), 3), np.int64)
     for row, (code, index, attempt) in enumerate(zip(codes, indices, attempts)):
@@ -279,7 +273,7 @@ def draw_plan(job):
 
 
 def extract_block(job):
-    """Worker: read steps [b0, b1) and cut out each sample's part: [(id, first step, values)]."""
+    """Worker: each sample's part of steps [b0, b1)."""
     b0, b1, ids, codes, indices, attempts = job
     stride, n_lon = CTX.args.stride, len(CTX.field.lon)
     block = np.empty((b1 - b0, len(CTX.field.lat), n_lon), np.float32)
@@ -298,7 +292,7 @@ def extract_block(job):
 
 
 def format_samples(job):
-    """Worker: the text lines (and ocean labels) of samples [i0, i1) of one split."""
+    """Worker: the lines (and ocean labels) of samples [i0, i1) of a split."""
     code, i0, i1, attempts, offsets, mean, std, raw_path = job
     f, raw = CTX.field, np.load(raw_path, mmap_mode="r")
     lines, labels = [], []
@@ -320,8 +314,7 @@ def format_samples(job):
 
 
 def extract_windows(pmap, counts, out, block_steps):
-    """Pass 1, every split at once: the windows into a float32 file, redrawing those with a missing
-    value. Sample ids run over train, then val, then test."""
+    """Pass 1, every split at once: the windows into a float32 file, redrawing those with a gap."""
     T, stride = len(CTX.field.seconds), CTX.args.stride
     codes = np.repeat(np.arange(len(counts)), list(counts.values()))
     indices = np.concatenate([np.arange(n) for n in counts.values()])
@@ -367,7 +360,7 @@ def extract_windows(pmap, counts, out, block_steps):
 
 
 def train_statistics(raw_path, n_values):
-    """Mean and std (float64, in a fixed order) of the first n_values (train)."""
+    """Mean and std of the first n_values (train), in a fixed order."""
     raw = np.load(raw_path, mmap_mode="r")[:n_values]
     chunks = lambda: (raw[i : i + 2**24].astype(np.float64) for i in range(0, n_values, 2**24))
     mean = sum(float(c.sum()) for c in chunks()) / n_values
@@ -377,7 +370,7 @@ def train_statistics(raw_path, n_values):
 
 
 def write_era5_split(pmap, code, split, first, n, out, windows, mean, std):
-    """Pass 2: one split's samples (ids first..) to <split>.txt (and <split>.ocean.txt)."""
+    """Pass 2: one split's samples to <split>.txt (and <split>.ocean.txt)."""
     attempts, offsets, raw = windows.attempts[first:], windows.offsets[first:], windows.raw_path
     jobs = [
         (code, i, min(i + 256, n), attempts[i : i + 256], offsets[i : i + 257], mean, std, raw)
@@ -396,13 +389,10 @@ def write_era5_split(pmap, code, split, first, n, out, windows, mean, std):
 
 
 def both_passes(ctx, counts, stage):
-    """Pass 1 and 2: (windows, mean, std, ocean fractions, end of pass 1)."""
     workers, block_steps = ctx.args.workers, ctx.args.block_steps
     pool = Pool(workers, init_pool_worker, (ctx,)) if workers > 1 else None
-    # the parent draws too (and reads, without a pool)
     init_worker(ctx)
     try:
-        # pass 1 writes disjoint slots, in any order; pass 2 streams lines in order
         windows = extract_windows(pool.imap_unordered if pool else map, counts, stage, block_steps)
         t_read = time.time()
         mean, std = train_statistics(windows.raw_path, int(windows.offsets[counts["train"]]))
@@ -414,7 +404,6 @@ def both_passes(ctx, counts, stage):
             labels = write_era5_split(pmap, code, split, first, n, stage, windows, mean, std)
             ocean[split] = round(float(np.mean(labels)), 4) if labels else None
             first += n
-        # a failed run's stage goes whole
         os.remove(windows.raw_path)
     finally:
         if pool:
@@ -435,10 +424,11 @@ def parse_args(argv):
     p.add_argument("--block-steps", type=at_least(1), default=32, help=block)
     mask = "ERA5 lsm file: also write <split>.ocean.txt labels"
     p.add_argument("--land-sea-mask", metavar="FILE", help=mask)
+    min_max = {"type": int_range(), "metavar": "MIN,MAX"}
     stations = "grid points per sample, inclusive (default 60,89)"
-    p.add_argument("--stations", type=int_range(), default=STATIONS, metavar="MIN,MAX", help=stations)
+    p.add_argument("--stations", default=STATIONS, help=stations, **min_max)
     steps = "steps per sample, inclusive (default 8,15)"
-    p.add_argument("--steps", type=int_range(), default=STEPS, metavar="MIN,MAX", help=steps)
+    p.add_argument("--steps", default=STEPS, help=steps, **min_max)
     return p.parse_args(argv)
 
 

@@ -24,7 +24,7 @@ import pyarrow.csv as pa_csv
 # common puts the repository's root on the path
 from common import fail
 
-from tokenize_numbers import NUMBER
+from tokenize_line import NUMBER
 
 # a missing value, in any case
 MISSING = ("", "NA", "N/A", "NaN", "null", "None", "?", "-", "--", ".", "#N/A")

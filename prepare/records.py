@@ -13,7 +13,8 @@ import numpy as np
 from common import fail
 from reading import GAP, MISSING, NESTED, NUM, leaves, rewrite
 
-from tokenize_numbers import TextError, split_text
+from tokenize_line import split_text
+from util import TextError
 
 SPLITS = ("train", "val", "test")
 # 12:30, 05:06:07.5, 5:06 PM

@@ -29,8 +29,8 @@ from reading import MISSING, NESTED, NUM, joined, numbers, read_file
 from records import SPLITS, check_keys, check_values, counting_keys, date_keys, leave_out_missing
 from records import rows_in, split_records, warn_short, weights, words_for_tokenizer
 from scaling import extremes, number_pieces, scale, written
-from tokenize_numbers import TextError, split_text
-from util import open_new, shell_line
+from tokenize_line import split_text
+from util import TextError, open_new, shell_line
 
 # records written at a time
 BLOCK = 50_000

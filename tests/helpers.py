@@ -326,3 +326,15 @@ def own_table(tmp_path, content, name="d.csv", **flags):
     (tmp_path / name).write_text(content)
     settings = {"columns": None, "text": set(), "delimiter": None, "decimal_comma": False}
     return reading.read_file(str(tmp_path / name), argparse.Namespace(**{**settings, **flags}))
+
+
+def tokenize(d, *flags):
+    """tokenize_numbers.py's command on folder d, in this process."""
+    import tokenize_numbers
+
+    tokenize_numbers.main([str(d), "--workers=1", *flags])
+
+
+def write(d, train="{a:1.5,b:-2}\n{a:3,b:4e-2}\n", val="{b:0.5}\n"):
+    (d / "train.txt").write_text(train)
+    (d / "val.txt").write_text(val)

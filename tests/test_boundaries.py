@@ -1,6 +1,4 @@
-"""Each module knows only its own: every script gives its settings' ranges itself and the configurator
-names no script; no function of the reference is there only for dev/; tools write under out/ by
-default; and every command the README and docs show names a script that exists and flags it has."""
+"""Each module knows only its own; the commands the docs show name scripts and flags that exist."""
 import ast
 import glob
 import os

@@ -1,9 +1,4 @@
-"""
-What only a GPU can show: FlexAttention's compiled kernel (forward and backward) against SDPA with a
-dense mask, bf16 autocast against fp32, the number path in float32 under CUDA autocast, and a
-resumed training on CUDA. Each test skips where there is no CUDA device; the CPU versions of the
-same logic are in test_model.py, test_compile.py and test_train.py.
-"""
+"""What only a GPU can show: FlexAttention against SDPA, bf16 against fp32, a resume on CUDA."""
 
 import numpy as np
 import pytest

@@ -1,6 +1,4 @@
-"""distributed.py on a CPU with gloo: two processes give the losses of one, all stop with one message, a lost
-worker is replaced by torchrun and the run goes on from its last checkpoint, a SIGTERM (preemption) saves and
-stops, and two torchrun agents (two machines) give one machine's losses."""
+"""distributed.py on a CPU with gloo: two processes give one's losses, restarts, SIGTERM, two agents."""
 import os
 import socket
 import subprocess

@@ -1,4 +1,4 @@
-"""eval.py: the metrics against hand-computed values, what each task masks, the combination of
+"""eval.py: the metrics against hand-computed values, the combination of
 seeds, tiny checkpoints evaluated end to end on every task, and a bad score never hidden: NaN or
 inf predictions are counted, warned about and reported; an empty file is one line naming it."""
 import json
@@ -14,7 +14,6 @@ from helpers import EVAL_TINY as TINY
 from helpers import evaluated, one_line_error, prepared
 
 import eval as ev
-import eval_baselines
 import model
 
 
@@ -46,45 +45,6 @@ def test_seeds_combine_into_mean_std_and_the_median_prediction():
     # medians of the valid predictions per point: 2, 3 (of 2 and 4), none
     assert r["median"] == [2.0, 3.0, None] and r["median_prediction"]["mse"] == pytest.approx(1.0)
     assert r["median_prediction"]["valid"] == 2
-
-
-def numbers(pieces, indices):
-    values = [v for kind, v in pieces if kind == "num"]
-    return [values[i] for i in indices]
-
-
-def test_what_each_task_masks():
-    data = [[[s + 0.1 * p, -s - 0.1 * p] for p in range(2)] for s in range(12)]
-    record = {"description": {"planet0": {"m": 2.5, "a": 1.2, "e": 0.4}, "planet1": {"m": 1.5, "a": 2, "e": 1},
-                              "stepsize": 0.3}, "data": data}
-    pieces, groups = ev.masked_groups("planets", json.dumps(record, separators=(",", ":")), "x:1")
-    assert numbers(pieces, groups["dt"]) == [0.3]
-    assert numbers(pieces, groups["a0"] + groups["e0"] + groups["m0"]) == [1.2, 0.4, 2.5]
-    expected = [v for step in data[2:] for planet in step for v in planet]  # the last 10 steps, both planets
-    assert numbers(pieces, groups["steps"]) == pytest.approx(expected)
-    with pytest.raises(ev.TextError, match="test.txt:7"):
-        ev.masked_groups("planets", "{not json 1 2}", "test.txt:7")
-    record = {"description": {"coords": [[0.1, 0.2, 0.3], [-0.4, 0.5, 0.6]], "start": [0, 1, 0.5, -0.5]},
-              "data": [[1.5, -0.25, 0.75], [2.0, 1.0, -1.125]]}
-    pieces, groups = ev.masked_groups("era5", json.dumps(record), "x:1")
-    assert numbers(pieces, groups["t+1"]) == [0.75, -1.125]  # every station's last step
-    previous = eval_baselines.previous_values(json.dumps(record), groups["t+1"], "x:1", "a station")
-    assert previous == [-0.25, 1.0]  # persistence
-    record["data"][1] = [2.0]
-    with pytest.raises(ev.TextError, match="x:1: a station with 1 time step"):
-        line = json.dumps(record)
-        eval_baselines.previous_values(line, ev.masked_groups("era5", line, "x:1")[1]["t+1"], "x:1", "a station")
-    # own data: the last or every number under a key
-    line = '{"station":"b","t":[1.35,1.36,1.21],"p":0.42}'
-    pieces, groups = ev.masked_groups("text", line, "x:1", ["t", "p"])
-    assert {q: numbers(pieces, idx) for q, idx in groups.items()} == {"t": [1.21], "p": [0.42]}
-    _, groups = ev.masked_groups("text", line, "x:1", ["t"], every=True)
-    assert numbers(pieces, groups["t"]) == [1.35, 1.36, 1.21]
-    assert eval_baselines.previous_values(line, groups["t"][-1:], "x:1", "key 't'") == [1.36]
-    assert ev.masked_groups("text", "1+2=3", "x:1")[1] == {"last": [2]}  # plain text: the last number
-    assert ev.masked_groups("text", line, "x:1", ["q"])[1] == {"q": []}  # a record without q
-    with pytest.raises(ev.TextError, match="x: no record has a number under key 'q'"):
-        ev.masked_samples("text", [line], None, "x", 64, ["q"])
 
 
 # ---------------------------------------------------------------- end to end
@@ -218,7 +178,6 @@ def own(tmp_path_factory):
 
 
 def test_own_data_scored_in_original_units_beside_its_baselines_with_plots(own, monkeypatch):
-    import eval_report
     data, ckpt = own
     r = run("eval.py", f"--ckpt={ckpt}", "--mask_key=t", "--save_predictions=True")
     prefix = os.path.join(os.path.dirname(ckpt), "eval_t")  # named after the key: no other report is replaced
@@ -238,20 +197,20 @@ def test_own_data_scored_in_original_units_beside_its_baselines_with_plots(own, 
                  "MSE (original units)", "MSE of median (original units)"):
         assert said in r.stdout
     row = next(l for l in r.stdout.splitlines() if l.startswith("| test | t"))
-    assert row.endswith(f"| {eval_report.fmt(t['median_prediction']['mse_original'])} |")
+    assert row.endswith(f"| {ev.fmt(t['median_prediction']['mse_original'])} |")
     # the figures, in the file's units
     figures, s = [], json.load(open(os.path.join(data, "meta.json")))["scales"]["t"]
-    monkeypatch.setattr(eval_report, "save_figure", lambda plt, fig, title, path: figures.append((fig, title)))
+    monkeypatch.setattr(ev, "save_figure", lambda plt, fig, title, path: figures.append((fig, title)))
     t.update(pit=[0.5] * len(t["truth"]), mixture=[[0.0, 0.0, 0.0, 0.0, -1.0, -1.0]] * len(t["truth"]),
              per_seed=[{"cover50": 0.5, "cover90": 0.9}])
     report["splits"]["test"] = {"t": t}
-    eval_report.write_plots(report, {}, {"t": (s["center"], s["spread"])}, "unused")
+    ev.write_plots(report, {"scales": {"t": s}}, "unused")
     (scatter, _), _, (densities, title) = figures
     ax = scatter.axes[0]
     assert ax.get_xlabel() == "true (original units)" and ax.get_ylabel() == "predicted (original units)"
     truth, median = np.array(t["truth"]), np.array(t["median"])
     assert np.allclose(ax.collections[0].get_offsets(), np.stack([truth, median], 1) * s["spread"] + s["center"])
-    assert f"MSE {eval_report.fmt(t['median_prediction']['mse_original'])}" in ax.get_title()
+    assert f"MSE {ev.fmt(t['median_prediction']['mse_original'])}" in ax.get_title()
     # a density of mean 0 (scaled) peaks at the key's center, and integrates to 1 in the file's units
     x, y = densities.axes[0].lines[0].get_data()
     assert x[np.argmax(y)] == pytest.approx(s["center"], abs=0.02 * s["spread"])

@@ -13,7 +13,7 @@ import torch
 
 from conftest import run
 from dataset import Split, load_text_vocab, read_samples
-from tokenize_numbers import Vocab
+from dataset import Vocab
 from util import atomic_file, atomic_write_text, open_new, take_lock
 
 SMALL = ["--n_layer=1", "--n_head=1", "--n_embd=8", "--eval_interval=2", "--batch_size=8",

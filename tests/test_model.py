@@ -258,7 +258,8 @@ def test_the_number_path_stays_float32_under_bf16_autocast(k):
 @pytest.mark.parametrize("encoding", ["xval", "p10"])
 def test_a_causal_model_fills_in_by_generating_each_number_from_the_text_before_it(encoding):
     from predict import fill_in
-    from tokenize_numbers import Vocab, encode
+    from dataset import Vocab
+    from tokenize_line import encode
     vocab = Vocab(["(", "+", ")="], encoding)
     torch.manual_seed(0)
     model = GPT(GPTConfig(vocab_size=len(vocab), num_id=vocab.num_id if vocab.num_id is not None else -1,

@@ -17,7 +17,7 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NOTEBOOK = os.path.join(ROOT, "notebooks", "xval_in_15_minutes.ipynb")
-MODULES = ("tokenize_numbers.py", "model.py", "batching.py", "mixture.py")  # what it imports
+MODULES = ("tokenize_line.py", "tokenize_arrays.py", "dataset.py", "model.py", "batching.py", "mixture.py")
 LIMIT_S = 300
 UPDATE = "python tests/test_notebook.py --update"
 

@@ -1,5 +1,4 @@
-"""preflight.py: what train.py refuses or fits before it builds anything large (samples longer than the context,
-micro-batches, attention memory, compile on the CPU), each in one line."""
+"""preflight.py: what train.py refuses or fits before it builds anything large."""
 import os
 
 import pytest
@@ -22,7 +21,7 @@ def longest(data):
 def test_samples_longer_than_the_context_are_refused_and_a_causal_sample_of_block_size_fits(data, tmp_path):
     assert "block_size is 4" in one_line_error(train(data, tmp_path, "--block_size=4", check=False))
     error = one_line_error(train(data, tmp_path, "--packing=True", "--pack_length=160", check=False))
-    assert "pack_length 160 is longer than 4 × block_size 32" in error
+    assert "pack_length 160 > 4 × block_size 32" in error
     # AR appends [EOS] and shifts by one: a sample of n tokens is n inputs
     train(data, tmp_path, f"--block_size={longest(data)}", "--causal=True", "--max_iters=1")
 

@@ -1,5 +1,4 @@
-"""prepare/common.py: --force replaces only what a prepare run wrote; a run locks its folder; Ctrl-C, SIGTERM or a
-failure at any point leaves one whole dataset and one line of error."""
+"""prepare/common.py: --force, locks, and one whole dataset whatever stops a run."""
 import errno
 import json
 import os

@@ -1,5 +1,4 @@
-"""report.py: what a run prints and logs (the start-up facts, each logged step with its speed and MFU, the time
-left, what to run next)."""
+"""report.py: what a run prints and logs."""
 
 import pytest
 import torch

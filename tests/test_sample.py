@@ -52,7 +52,7 @@ def test_sample_reports_each_line_it_cannot_predict_and_predicts_the_rest(checkp
     assert "--rebuild-vocab" not in errors[0]  # a trained model's vocabulary is fixed
     assert errors[1].startswith("error: stdin:3: 82 tokens, more than the model's block_size 32")
     assert errors[2].startswith("error: stdin:4: the number 1e+300 overflows float32")
-    assert errors[3] == "error: 3 of 5 lines could not be predicted (reported above)"
+    assert errors[3] == "error: 3 of 5 lines could not be predicted (above)"
     out = r.stdout.splitlines()
     assert out[0].startswith("(0.5+0.25)=") and out[1].startswith("(0.1*0.2)=") and "[?]" not in r.stdout
     assert "2 numbers predicted" in r.stdout

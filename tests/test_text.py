@@ -15,7 +15,7 @@ import text
 
 from dataset import Split
 from predict import masked_numbers
-from tokenize_numbers import split_text
+from tokenize_line import split_text
 
 SPLITS = ("train", "val", "test")
 CSV = "station,t,p,weather\n" + "".join(

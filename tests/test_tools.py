@@ -15,7 +15,9 @@ import conftest
 from conftest import ROOT
 from helpers import STD, TINY, sample_line, write_dataset
 from model import GPT, GPTConfig
-from tokenize_numbers import Vocab, build_text_vocab, encode
+from dataset import Vocab
+from tokenize_arrays import build_text_vocab
+from tokenize_line import encode
 
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 import baselines  # noqa: E402

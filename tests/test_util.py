@@ -1,6 +1,4 @@
-"""util.py: a checkpoint that cannot be written is one line saying why, the CPU runs one thread unless asked,
-an old Python is told the version it needs, and Ctrl-C or a reader that stops early ends a command in one line
-or none."""
+"""util.py: failed writes, threads, the Python version, Ctrl-C and | head, each in one line or none."""
 import os
 import subprocess
 import sys

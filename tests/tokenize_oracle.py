@@ -55,8 +55,7 @@ def split_text(text, where="text", allow_ask=False):
                   and start + 1 < n and text[start + 1] in DIGITS):
                 first = last_number[0]
             if first is not None:
-                raise TextError(f"{where}: malformed number {text[first:m.end()]!r} (two points, two signs or a "
-                                "thousands comma); write one plain number")
+                raise TextError(f"{where}: malformed number {text[first:m.end()]!r}; write one plain number")
             literal = text[i:m.end()]
             value = float(literal)
             if not math.isfinite(value):
@@ -66,13 +65,12 @@ def split_text(text, where="text", allow_ask=False):
             continue
         if m and text[start:m.end()].replace(".", "").isdigit() and "." in text[start:m.end()]:
             # "1.5x": a decimal number running into a word is neither a number nor a word
-            raise TextError(f"{where}: number {text[start:m.end()]!r} runs into the word "
-                            f"starting at column {m.end()}; separate them")
+            raise TextError(f"{where}: number {text[start:m.end()]!r} runs into the word at column {m.end()}")
         q = _QUOTED_KEY.match(text, i)
         w = q or _WORD.match(text, i)
         token = w.group() if w else _punctuation_run(text, i, allow_ask)
         if not q and token.lower() in ("nan", "inf", "infinity"):
-            raise TextError(f"{where}: {token!r} is not a finite number; nan and inf are not allowed")
+            raise TextError(f"{where}: {token!r} is not a finite number")
         pieces.append(("text", token))
         prev, i = pieces[-1], i + len(token)
     # a comma between two numbers costs no token
@@ -159,8 +157,7 @@ def encode_pieces(pieces, vocab, where="text"):
             continue
         value = 1.0 if kind == "ask" else v
         if vocab.encoding == "xval" and abs(value) >= FLOAT32_OVERFLOW:
-            raise TextError(f"{where}: the number {value!r} overflows float32, the dtype of xVal's values "
-                            f"(at most {np.finfo(np.float32).max:.7g} in magnitude)")
+            raise TextError(f"{where}: the number {value!r} overflows float32, xVal's values")
         toks = number_to_tokens(value, vocab.encoding)
         ids += [number_ids(vocab.encoding)[t] for t in toks]
         values += [value] * len(toks)

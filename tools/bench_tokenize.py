@@ -29,7 +29,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from tokenize_arrays import build_text_vocab, encode_lines, line_chunks  # noqa: E402
-from tokenize_numbers import ENCODINGS  # noqa: E402
+from dataset import ENCODINGS  # noqa: E402
 
 
 def cpu_seconds(fn):

@@ -31,7 +31,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from batching import collate, fill_in_example, to_device  # noqa: E402
 from configurator import configure  # noqa: E402
 from predict import load_model  # noqa: E402
-from tokenize_numbers import TextError, encode  # noqa: E402
+from tokenize_line import encode  # noqa: E402
+from util import TextError  # noqa: E402
 from util import atomic_write_text, pick_device  # noqa: E402
 
 # -- config: python tools/probe.py --help

@@ -1,8 +1,8 @@
-"""The number grammar is written once, in tokenize_line.py, and every reader of numbers is built from it:
-the public NUMBER reads exactly what prepare/text.py's own pattern read, and xval_encode, the piece offered
-to copy, copied as the README says, reads every text the tokenizer accepts as the tokenizer does: the same
-numbers with the same text between them, on adversarial and random lines, JSON as json.dumps writes it,
-arithmetic with spaces and every prepare script's output."""
+"""tokenize_line.py and the vocabulary: numbers read from text, the five encodings, decoding. The number
+grammar is written once and every reader of numbers is built from it: NUMBER reads exactly what
+prepare/text.py's own pattern read, and xval_encode, copied as the README says, reads every text the
+tokenizer accepts as the tokenizer does (adversarial and random lines, JSON as json.dumps writes it,
+arithmetic with spaces, every prepare script's output)."""
 import functools
 import inspect
 import json
@@ -17,18 +17,131 @@ import pytest
 from conftest import ROOT
 from helpers import (BRACKETS, DECIMALS, EDGES, EXPONENTS, NEAR_LIMITS, SIGNS, SPACES, TIES, UNICODE, WORDS,
                      generated, number_lines)
+from tokenize_oracle import round_number
 
 import tokenize_arrays
 import tokenize_line
 import tokenize_numbers
-from dataset import Vocab
-from tokenize_arrays import build_text_vocab
-from tokenize_line import NUMBER, encode, split_text, xval_encode
+from dataset import ENCODINGS, TOKENS_PER_NUMBER, Vocab, number_vocab, tokens_to_number
+from tokenize_arrays import build_text_vocab, encode_lines
+from tokenize_line import NUMBER, encode, number_spans, split_text, xval_encode
 from util import TextError
 
 sys.path.insert(0, os.path.join(ROOT, "prepare"))
 import era5  # noqa: E402
 import era5_synthetic  # noqa: E402
+
+
+TEXT_ENCODINGS = [e for e in ENCODINGS if e != "xval"]
+
+
+def numbers(text):
+    return [v for kind, v in split_text(text) if kind == "num"]
+
+
+def number_to_tokens(x, encoding):
+    """The tokens of one number, as the tokenizer spells its literal."""
+    vocab = Vocab([], encoding)
+    return [vocab.itos[i] for i in encode(repr(float(x)), vocab)[0]]
+
+
+@pytest.mark.parametrize("encoding,minus_60_2,zero,n_tokens", [
+    ("p10", ["-", "6", "0", "2", "E-1"], ["+", "0", "0", "0", "E0"], 28),  # zero reuses the digit 0
+    ("p1000", ["-", "602", "E-1"], ["+", "000", "E0"], 918 + 1),
+    ("b1999", ["-602", "E-1"], ["+000", "E0"], 1816 + 1),
+    ("fp15", ["-602E-1"], ["+000E0"], 28800 + 1),
+    ("xval", ["[NUM]"], ["[NUM]"], 1),
+])
+def test_paper_table_1_and_its_vocabulary_sizes_plus_one_zero_token(encoding, minus_60_2, zero, n_tokens):
+    assert number_to_tokens(-60.2, encoding) == minus_60_2 and number_to_tokens(0.0, encoding) == zero
+    assert len(number_to_tokens(-3.7e-4, encoding)) == len(zero) == TOKENS_PER_NUMBER[encoding]
+    assert len(number_vocab(encoding)) == n_tokens
+
+
+@pytest.mark.parametrize("encoding", TEXT_ENCODINGS)
+def test_every_number_round_trips_at_three_significant_digits(encoding):
+    for x in [-60.2, 60.2, 1.0, -1.0, 0.0, 1e-8, -9.99e7, 0.000123, 5.5, 123456.0, 0.0232]:
+        assert tokens_to_number(number_to_tokens(x, encoding), encoding) == float(f"{x:.2e}")
+    rng = np.random.default_rng(0)
+    for x in rng.choice([-1.0, 1.0], 300) * rng.uniform(1.0, 9.99, 300) * 10.0 ** rng.integers(-8, 8, 300):
+        assert math.isclose(tokens_to_number(number_to_tokens(x, encoding), encoding), float(f"{x:.2e}"))
+
+
+def test_rounding_is_python_percent_2e_and_clipped_and_flushed_numbers_are_counted():
+    assert round_number(9.995e7)[3] == round_number(1.2e9)[3] == "clipped"  # %.2e: 9.995e7 is 1.00e8
+    assert number_to_tokens(9.995e7, "fp15") == ["+999E5"] and number_to_tokens(1.2e9, "p1000") == ["+", "999", "E5"]
+    assert number_to_tokens(1e-9, "p10") == ["+", "0", "0", "0", "E0"] and round_number(1e-9)[3] == "zero"
+    assert number_to_tokens(2.675, "fp15") == ["+267E-2"]  # 2.675 is 2.67499999... in binary
+    assert number_to_tokens(0.125, "fp15") == ["+125E-3"]
+    assert number_to_tokens(1.005e3, "b1999") == ["+100", "E1"]  # exactly half: to even
+    counts = encode_lines(["[1.2e9,1e-9,-5e8,3.0]"], ["[", "]", ","], ["p10"])["p10"][4]
+    assert counts == {"clipped": 2, "zero": 1}
+
+
+@pytest.mark.parametrize("encoding,tokens", [
+    ("p10", ["+", "6", "0", "2"]), ("p10", ["6", "+", "0", "2", "E-1"]), ("p10", ["+", "0", "6", "2", "E-1"]),
+    ("p10", ["-", "0", "0", "0", "E0"]), ("p10", ["+", "0", "0", "0", "E-3"]), ("p10", ["+", "6", "0", "2", "E9"]),
+    ("p1000", ["+", "E-1", "602"]), ("p1000", ["+", "62", "E-1"]), ("b1999", ["602", "E-1"]),
+    ("b1999", ["-602", "-602"]), ("fp15", ["-602E-11"]), ("fp15", ["-602", "E-1"]), ("fp15", ["+06E2"]),
+])  # too short, a sign misplaced, a leading zero, zero's other spellings, an exponent out of range
+def test_strict_decoding_rejects_malformed_token_runs(encoding, tokens):
+    assert math.isnan(tokens_to_number(tokens, encoding))
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("planet0 t2m x1 'key9'", []), ("[-2.6,-2.6]", [-2.6, -2.6]), ('{"planet0":{"m":2.38,"a":1e-05}}', [2.38, 1e-5]),
+    ("{d:1.53,e:-1.33,a:2.53,i:0.0232}e=-1.33", [1.53, -1.33, 2.53, 0.0232, -1.33]),
+    (".25 12. 1.25 1e-5 2E+08,-3", [0.25, 12.0, 1.25, 1e-5, 2e8, -3]), ("[1,2]", [1, 2]),
+    ("[1,234,0]", [1, 234, 0]), ("1--5", [1, -5]), ("[0,0.5,-0.25]", [0, 0.5, -0.25]),
+])
+def test_numbers_read_from_text(text, expected):
+    assert numbers(text) == expected
+
+
+def test_signs_quoted_keys_punctuation_runs_and_commas_between_numbers():
+    assert split_text("(1.42-8.20)") == [("text", "("), ("num", 1.42), ("text", "-"), ("num", 8.2), ("text", ")")]
+    assert [p for p in split_text('"planet0":1') if p[0] == "text"] == [("text", '"planet0"'), ("text", ":")]
+    # a sign after a number or a bracket is an operator
+    assert split_text("(2)-3") == [("text", "("), ("num", 2.0), ("text", ")-"), ("num", 3.0)]
+    assert split_text("2*-3") == [("num", 2.0), ("text", "*"), ("num", -3.0)]
+    # a run of punctuation is one token, but never swallows a sign or a quote
+    text = '{"data":[[[2.60,-0.75],[0.81,.42]]]}'
+    assert [v for kind, v in split_text(text) if kind == "text"] == ["{", '"data"', ":[[[", "],[", "]]]}"]
+    assert numbers(text) == [2.6, -0.75, 0.81, 0.42]
+    assert split_text("((1*2)+(3-4))=5")[4:7] == [("text", ")+("), ("num", 3.0), ("text", "-")]
+    # a comma between two numbers costs no token; one before a key stays
+    assert split_text("[1,-2]") == [("text", "["), ("num", 1.0), ("num", -2.0), ("text", "]")]
+    assert split_text("{a:1,b:2}")[3:5] == [("num", 1.0), ("text", ",")]
+    vocab = Vocab(build_text_vocab(["[1,2]"]), "p1000")
+    ids, _, _ = encode("[1,-2,0]", vocab)
+    assert len(ids) == 2 + 3 * 3 and len(number_spans(ids, vocab)) == 3
+
+
+def test_operator_minus_and_sign_minus_are_different_tokens():
+    vocab = Vocab(build_text_vocab(["(1-2)"]), "p10")
+    minus_operator = encode("(1-2)", vocab)[0][6]  # ( + 1 0 0 E-2 - ...
+    assert vocab.itos[minus_operator] == "-" and not vocab.is_number([minus_operator])[0]
+    negative = encode("(-1-2)", vocab)[0]
+    assert vocab.itos[negative[1]] == "-" and vocab.is_number([negative[1]])[0]
+
+
+def test_xval_values_sit_at_number_tokens_and_are_one_elsewhere():
+    vocab = Vocab(build_text_vocab(["{a:1,b:2}"]), "xval")
+    ids, values, _ = encode("{a:-1.5,b:0.123456789}", vocab)
+    is_num = ids == vocab.num_id
+    assert values[is_num].tolist() == [np.float32(-1.5), np.float32(0.123456789)]  # full float32, not 3 digits
+    assert np.all(values[~is_num] == 1.0)
+
+
+@pytest.mark.parametrize("encoding", ENCODINGS)
+def test_number_spans_are_found_again_from_ids(encoding):
+    vocab = Vocab(build_text_vocab(["[1,2]"]), encoding)
+    ids, _, _ = encode("[0,-4.5,1e-3]", vocab)
+    spans = number_spans(ids, vocab)
+    assert len(spans) == 3 and all(b - a == TOKENS_PER_NUMBER[encoding] for a, b in spans)
+    if encoding != "xval":
+        assert [vocab.decode_number(ids[a:b]) for a, b in spans] == [0.0, -4.5, 1e-3]
+
 
 # prepare/text.py's pattern before it imported NUMBER
 OLD_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
