@@ -47,7 +47,8 @@ def claim_out_dir(out_dir, resume, overwrite, master):
     earlier_run = run_files(out_dir)
     if earlier_run and not (resume or overwrite):
         names = ", ".join(map(os.path.basename, earlier_run))
-        again = "continue it with --resume, or replace it with --overwrite=True"
+        again = "continue it with --resume, replace it with --overwrite=True"
+        again += " or choose another --out_dir"
         raise SystemExit(f"error: {out_dir} holds a run ({names}); {again}")
     if master:
         holder = take_lock(lock_path, text=f"{os.getpid()} {launch}")
@@ -187,7 +188,8 @@ def resume_from(resume, path, model, optimizer, model_args, config, data_fingerp
         raise SystemExit(f"error: {path} has no {', '.join(missing)}")
     step, best = checkpoint["iter_num"], checkpoint["best_val_loss"]
     if not (type(step) is int and step >= 0 and isinstance(best, float) and best == best):
-        raise SystemExit(f"error: {path}: bad iter_num {step!r} or best_val_loss {best!r}")
+        values = f"iter_num {step!r} or best_val_loss {best!r}"
+        raise SystemExit(f"error: {path}: {values} is no step or loss")
     # a model setting newer than the checkpoint has its default
     defaults = {k: f.default for k, f in GPTConfig.__dataclass_fields__.items()}
     if unknown := sorted(set(checkpoint["model_args"]) - set(defaults)):
