@@ -1,11 +1,8 @@
 """
 Your files read into a Table for prepare/text.py: a Column per key, a row per CSV row or JSON
-object; a value is a number (Decimal), text, missing, or a JSON list or object of these. CSV is
-read by pyarrow's streaming reader, a block at a time, each block's distinct cells checked once;
-each column goes to a scratch folder on disk, so memory stays bounded.
+object. CSV is read by pyarrow's streaming reader a block at a time; columns go to disk.
 """
 
-import bisect
 import codecs
 import csv
 import functools
@@ -26,30 +23,18 @@ import pyarrow.csv as pa_csv
 
 # common puts the repository's root on the path
 from common import fail
-from tokenize_line import NUMBER, split_text
-from util import TextError
+
+from tokenize_line import NUMBER
 
 # a missing value, in any case
 MISSING = ("", "NA", "N/A", "NaN", "null", "None", "?", "-", "--", ".", "#N/A")
 _MISSING = {m.lower() for m in MISSING}
-# 12:30, 05:06:07.5, 5:06 PM
-TIME = r"\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?: ?[ap]\.?m\.?)?"
-MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"
-DATE = re.compile(
-    rf"(?:\d{{4}}-\d{{1,2}}(?:-\d{{1,2}})?|\d{{4}}/\d{{1,2}}/\d{{1,2}}"
-    rf"|\d{{1,2}}[/.]\d{{1,2}}[/.](?:\d{{4}}|\d\d)"
-    # 4-Mar-2021, Mar 4, 2021, Mar-2021
-    rf"|\d{{1,2}}[- ]{MONTH}[- ](?:\d{{4}}|\d\d)|{MONTH} \d{{1,2}},? \d{{4}}|{MONTH}[- ]\d{{4}})"
-    rf"(?:[T ]{TIME}(?:Z| ?UTC| ?GMT|[+-]\d{{2}}:?\d{{2}})?)?|{TIME}",
-    re.IGNORECASE,
-)
-YYYYMMDD = re.compile(r"(?:1[89]|20)\d\d(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])")
 # 33,231 (a thousands separator) or 12,5 (a decimal comma)
 SEPARATED = re.compile(r"[+-]?\d+(?:,\d+)+(?:\.\d*)?")
-# a leading zero: 01234 is a code (a ZIP code), not a quantity
+# 01234: a code (a ZIP code), not a quantity
 CODE = re.compile(r"[+-]?0\d+")
 DELIMITERS = {",": "a comma", ";": "a semicolon", "\t": "a tab", "|": "a bar"}
-# a Column's codes: a number, a missing value, a JSON list or object (else a text's index)
+# a Column's codes (else a text's index)
 NUM, GAP, NESTED = -1, -2, -3
 # bytes of CSV read at a time
 BLOCK = 1 << 20
@@ -69,18 +54,10 @@ def rewrite(value, f):
 
 
 def leaves(value):
-    """The numbers (Decimal), strings, booleans and nulls under a value, in order."""
+    """The numbers, strings, booleans and nulls under a JSON value."""
     if isinstance(value, dict):
         value = list(value.values())
     return [x for v in value for x in leaves(v)] if isinstance(value, list) else [value]
-
-
-def kinds(value):
-    """The kinds of a value's leaves: 'number', 'text' (also booleans), 'null'."""
-    return {
-        "number" if isinstance(x, Decimal) else "null" if x is None else "text"
-        for x in leaves(value)
-    }
 
 
 def numbers(value):
@@ -88,21 +65,18 @@ def numbers(value):
 
 
 def plain_number(cell):
-    """The number a cell writes with a currency or percent sign, digit groups or in hex ("$12.50",
-    "45%", "1_000", "0x1F"), which the tokenizer would read as a word or two numbers; else None."""
+    """The number in "$12.50", "45%", "1_000" or "0x1F", else None."""
     if re.fullmatch(r"[+-]?0[xX][0-9a-fA-F]+", cell):
         return str(int(cell, 16))
     bare = re.sub(r"^([+-]?)\s*[$€£¥]\s*|\s*[%‰]$", r"\1", cell)
-    # 1_000, 1,000 (after a sign)
     if re.fullmatch(r"[+-]?(?:\d+(?:_\d+)+|\d{1,3}(?:,\d{3})+)(?:\.\d*)?", bare):
         bare = re.sub("[_,]", "", bare)
     return bare if bare != cell and NUMBER.fullmatch(bare) else None
 
 
 class Column:
-    """One key's value in every row, on disk (12 bytes a row): `code` is NUM, GAP, NESTED (in
-    `nested`) or a text's index in `texts`; `x` a number. `q_range`: the places 10^q of the finest
-    and coarsest digit of its numbers (1013.6: q = -1)."""
+    """One key's value in every row, on disk: `code` (NUM, GAP, NESTED or an index in `texts`),
+    `x` (a number); `q_range`: the places 10^q of its numbers' finest and coarsest digits."""
 
     def __init__(self, name, noun, scratch, as_text=False, decimal_comma=False):
         self.name, self.noun, self.as_text, self.decimal_comma = name, noun, as_text, decimal_comma
@@ -111,7 +85,7 @@ class Column:
         # appended to a block at a time: a file of a thousand columns holds none open
         for path in self.paths:
             open(path, "xb").close()
-        # the first row holding a number, a text, a number with a leading zero; rows counted
+        # the first row holding a number, a text, a leading zero
         self.first, self.n_numbers, self.n_present, self.clash = {}, 0, 0, None
         self.q_range = [999, -999]
 
@@ -121,9 +95,11 @@ class Column:
             self.texts.append(value)
         return self.index[value]
 
+    def widen(self, low, high):
+        self.q_range = [min(self.q_range[0], low), max(self.q_range[1], high)]
+
     def add(self, distinct, codes, row0, where, parse):
-        """Rows row0... holding distinct[codes], each distinct value read once by parse(value,
-        at) -> (code, Decimal or None)."""
+        """Rows row0... holding distinct[codes], each read once by parse -> (code, Decimal)."""
         first_row = np.unique(codes, return_index=True)[1]
         code, x = np.empty(len(distinct), np.int32), np.full(len(distinct), np.nan)
         floats = {}
@@ -133,12 +109,12 @@ class Column:
             if d is None:
                 continue
             x[i], q = self.check_float(d, at), d.as_tuple().exponent
-            self.q_range = [min(self.q_range[0], q), max(self.q_range[1], q)]
+            self.widen(q, q)
             # two different numbers that are one float64 (20-digit IDs)
             seen = floats.setdefault(x[i], (d, i))
             if self.clash is None and seen[0] != d:
                 self.clash = (d, at(), seen[0], where(row0 + first_row[seen[1]]))
-            if code[i] == NUM and CODE.fullmatch(str(v).strip()):
+            if CODE.fullmatch(str(v).strip()):
                 self.first.setdefault("code", (row0 + first_row[i], v))
         rows = code[codes]
         for kind, mask in (("number", rows == NUM), ("text", rows >= 0)):
@@ -150,7 +126,6 @@ class Column:
         self.write(rows, x[codes])
 
     def write(self, code, x):
-        """Rows appended to the column's files; its missing values' rows kept."""
         for path, values in zip(self.paths, (code.astype(np.int32), x.astype(np.float64))):
             with open(path, "ab") as f:
                 f.write(values.tobytes())
@@ -164,36 +139,73 @@ class Column:
         x = float(d)
         if not math.isfinite(x) or (d and not x):
             fail(
-                f"{at()}: {self.noun} {self.name!r}: {d} is beyond what a float64 holds (|x| from"
-                " 1e-308 to 1.8e308, or 0); write the key in other units (a power of ten in its"
-                " name)"
+                f"{at()}: {self.noun} {self.name!r}: {d} is beyond what a float64 holds; write the"
+                " key in other units"
             )
         return x
 
     def finish(self, where):
         """The column, refused where it mixes numbers and text (CSV)."""
-        at = lambda kind: (
-            f"{where(self.first[kind][0])}: column {self.name!r}: {self.first[kind][1]!r}"
-        )
         if self.noun != "column" or "number" not in self.first:
             return self
+
+        def at(kind):
+            row, value = self.first[kind]
+            return f"{where(row)}: column {self.name!r}: {value!r}"
+
+        hint = f"--text {self.name} reads it as text"
         if "code" in self.first:
-            fail(
-                f"{at('code')} has a leading zero, a code (a ZIP code?) rather than a quantity;"
-                f" --text {self.name} keeps the codes as words, or leave it out with --columns"
-            )
+            fail(f"{at('code')} has a leading zero, a code rather than a quantity; {hint}")
         if "text" in self.first and self.n_numbers * 2 >= self.n_present:
-            fail(
-                f"{at('text')} is not a number, but {self.n_numbers} of the column's"
-                f" {self.n_present} values are; write it as one (e.g. 1013.6), or a missing value"
-                f" ({', '.join(MISSING[1:])})"
-            )
+            fail(f"{at('text')} is not a number, but most of the column's values are")
         if "text" in self.first:
-            fail(
-                f"{at('number')} is a number, but most of the column's values are text; make a"
-                f" column all numbers or all text (--text {self.name})"
-            )
+            fail(f"{at('number')} is a number, but most of the column's values are text; {hint}")
         return self
+
+    def parse_cell(self, cell, at):
+        """parse() of a CSV cell for add()."""
+        refuse = lambda fact: fail(f"{at()}: column {self.name!r}: {fact}, or --text {self.name}")
+        c = cell.strip()
+        if self.decimal_comma and not self.as_text:
+            if "." in c and NUMBER.fullmatch(c):
+                refuse(f"{cell!r} holds a point, but --decimal-comma says numbers are written 12,5")
+            c = re.sub(r"^([+-]?\d*),(\d+(?:[eE][+-]?\d+)?)$", r"\1.\2", c)
+        if is_missing(c):
+            return GAP, None
+        if not self.as_text and SEPARATED.fullmatch(c):
+            refuse(
+                f"{c!r} holds a thousands separator or a decimal comma; write"
+                f" {c.replace(',', '')} or {c.replace(',', '.')}, or --decimal-comma"
+            )
+        if not self.as_text and plain_number(c):
+            refuse(
+                f"{c!r} is a number written with a currency or percent sign, digit groups or in"
+                f" hex; write {plain_number(c)}"
+            )
+        if self.as_text or not NUMBER.fullmatch(c):
+            return self.text_code(c), None
+        return NUM, Decimal(c)
+
+    def parse_json(self, value, at):
+        """parse() of a JSON value for add()."""
+        if value is None:
+            return GAP, None
+        if isinstance(value, Decimal):
+            return NUM, value
+        leaf = getattr(value, "value", value)
+        for x in leaves(leaf) if not self.as_text else []:
+            if isinstance(x, str) and (NUMBER.fullmatch(x.strip()) or plain_number(x)):
+                number = plain_number(x) or x.strip()
+                fail(
+                    f"{at()}: key {self.name!r}: {x!r} is a number written as a string; write"
+                    f" it as a JSON number ({number}), or --text {self.name}"
+                )
+        if isinstance(value, str) or isinstance(leaf, bool):
+            return self.text_code(leaf), None
+        for d in numbers(leaf):
+            self.check_float(d, at)
+            self.widen(d.as_tuple().exponent, d.as_tuple().exponent)
+        return NESTED, None
 
     def mapped(self, i, dtype):
         if not self.n:
@@ -213,92 +225,6 @@ class Column:
         """Each text value as JSON, as the lines write it."""
         return np.array([json.dumps(t, ensure_ascii=False) for t in self.texts] + [""], object)
 
-    @property
-    def has_gaps(self):
-        return bool(self.gaps) or any("null" in kinds(v) for v in self.nested.values())
-
-    @property
-    def gap(self):
-        """Rows whose value is missing, or holds a missing value (a JSON list with a null)."""
-        gap = np.zeros(self.n, bool)
-        gap[np.concatenate(self.gaps + [np.empty(0, np.int32)])] = True
-        for row, value in self.nested.items():
-            gap[row] = "null" in kinds(value)
-        return gap
-
-    def pieces(self, rows, weights=None, size=1 << 18):
-        """The numbers in rows (a mask), nested ones too, a piece at a time, each with its
-        numbers' weights (given one per row)."""
-        for lo in range(0, self.n, size):
-            mask = (self.code[lo : lo + size] == NUM) & rows[lo : lo + size]
-            w = weights[lo : lo + size][mask] if weights is not None else None
-            yield self.x[lo : lo + size][mask], w
-        deep = [(r, float(d)) for r, v in self.nested.items() if rows[r] for d in numbers(v)]
-        if deep:
-            rs, x = zip(*deep)
-            yield np.array(x), (weights[list(rs)] if weights is not None else None)
-
-    def row_of(self, value, rows):
-        """The first of rows (a mask) that holds the number value."""
-        found = (self.x == value) & (self.code == NUM) & rows
-        if found.any():
-            return int(np.argmax(found))
-        return min(r for r, v in self.nested.items() if value in map(float, numbers(v)))
-
-
-def csv_parser(column):
-    """parse() of a CSV column's cells for Column.add."""
-    name = column.name
-
-    def parse(cell, at):
-        c = cell.strip()
-        if column.decimal_comma and not column.as_text:
-            if "." in c and NUMBER.fullmatch(c):
-                fail(
-                    f"{at()}: column {name!r}: {cell!r} holds a point, but --decimal-comma says"
-                    " numbers are written 12,5; write it without the thousands separator (or"
-                    f" --text {name}: text)"
-                )
-            c = re.sub(r"^([+-]?\d*),(\d+(?:[eE][+-]?\d+)?)$", r"\1.\2", c)
-        if is_missing(c):
-            return GAP, None
-        if not column.as_text and SEPARATED.fullmatch(c):
-            fail(
-                f"{at()}: column {name!r}: {c!r} holds a thousands separator or a decimal comma;"
-                f" write {c.replace(',', '')} or {c.replace(',', '.')}, or --decimal-comma for a"
-                f" file of decimal commas (or --text {name}: text)"
-            )
-        if not column.as_text and plain_number(c):
-            fail(
-                f"{at()}: column {name!r}: {c!r} is a number written with a currency or percent"
-                f" sign, digit groups or in hex; write {plain_number(c)} (a unit in the column's"
-                f" name), or --text {name}: text"
-            )
-        if column.as_text or not NUMBER.fullmatch(c):
-            return column.text_code(c), None
-        return NUM, Decimal(c)
-
-    return parse
-
-
-def json_parser(column):
-    """parse() of a JSON key's values for Column.add."""
-
-    def parse(value, at):
-        if value is None:
-            return GAP, None
-        if isinstance(value, Decimal):
-            return NUM, value
-        if isinstance(value, str) or isinstance(value.value, bool):
-            return column.text_code(getattr(value, "value", value)), None
-        for d in numbers(value.value):
-            column.check_float(d, at)
-            q = d.as_tuple().exponent
-            column.q_range = [min(column.q_range[0], q), max(column.q_range[1], q)]
-        return NESTED, None
-
-    return parse
-
 
 class Table:
     """The rows of the files read, a Column per key; where(row) names a row's file and line."""
@@ -314,12 +240,9 @@ class Table:
         return self.starts[-1]
 
     def where(self, row):
-        f = bisect.bisect_right(self.starts, row, hi=len(self.paths)) - 1
+        f = np.searchsorted(self.starts, row, "right") - 1
         record = f" (record {row - self.starts[f] + 1})" if self.arrays[f] else ""
         return f"{self.paths[f]}:{self.line[row]}{record}"
-
-    def file_rows(self):
-        return [np.arange(a, b, dtype=np.int32) for a, b in zip(self.starts, self.starts[1:])]
 
 
 def joined(tables):
@@ -341,57 +264,43 @@ def joined(tables):
             if part is None:
                 col.write(np.full(t.n, GAP, np.int32), np.full(t.n, np.nan))
                 continue
-            col.noun = part.noun
             remap = np.array([col.text_code(v) for v in part.texts] + [NUM, GAP, NESTED], np.int32)
             code = part.code
             col.write(np.where(code >= 0, remap[np.maximum(code, 0)], code), part.x)
-            low, high = part.q_range
-            col.q_range = [min(col.q_range[0], low), max(col.q_range[1], high)]
+            col.widen(*part.q_range)
             col.nested.update({start + r: v for r, v in part.nested.items()})
             col.clash = col.clash or part.clash
-        out.cols[key] = col.finish(out.where)
+        out.cols[key] = col
     return out
 
 
 def opened(path):
     """A file's bytes (gzip undone), refused unless text."""
-    try:
-        f = open(path, "rb")
-    except OSError as e:
-        fail(f"cannot read {path}: {e.strerror}")
+    f = open(path, "rb")
     if f.peek(2)[:2] == b"\x1f\x8b":
         f = gzip.GzipFile(fileobj=f)
     try:
         head = f.peek(4)[:4]
     except (OSError, EOFError) as e:
-        fail(
-            f"{path}: a damaged gzip file ({e}); expected a CSV or JSON-lines file, or one"
-            " compressed with gzip"
-        )
+        fail(f"{path}: a damaged gzip file ({e})")
     if head.startswith((b"PK\x03\x04", b"\xd0\xcf\x11\xe0")):
-        fail(
-            f"{path}: a zip archive or an Excel workbook (.xlsx, .xls), not text; unzip it, or save"
-            ' the sheet as "CSV UTF-8"'
-        )
+        fail(f'{path}: a zip archive or an Excel workbook (.xlsx), not text; save as "CSV UTF-8"')
     if head.startswith((b"\xff\xfe", b"\xfe\xff")):
-        fail(
-            f'{path}: UTF-16 text (Excel\'s "Unicode Text"); save the file as UTF-8 (Excel: "CSV'
-            ' UTF-8")'
-        )
+        fail(f"{path}: UTF-16 text (Excel's Unicode Text); save the file as UTF-8")
     return f
 
 
 def scan(path):
-    """(a file's first 64 KiB of text, whether its lines end in \\r alone, the line of its first
-    empty line or 0); refused: a byte not UTF-8, a lone \\r in a file of \\n line ends."""
+    """(the first 64 KiB of text, whether lines end in \\r alone, the first empty line or 0);
+    refused: a byte not UTF-8, a lone \\r."""
     f, decoder = opened(path), codecs.getincrementaldecoder("utf-8-sig")()
-    head, cr_only, blank, lines, done = "", None, 0, 1, 0
+    head, cr_only, blank, lines = "", None, 0, 1
     while block := f.read(1 << 22):
         try:
             head += decoder.decode(block)[: (1 << 16) - len(head)]
         except UnicodeDecodeError as e:
             line = lines + block[: e.start].count(b"\n")
-            fail(f"{path}:{line}: not UTF-8 (byte {done + e.start}); save the file as UTF-8")
+            fail(f"{path}:{line}: not UTF-8; save the file as UTF-8")
         if cr_only is None:
             cr_only = "\r" in head and "\n" not in head
         ends = b"\r" if cr_only else b"\n"
@@ -399,102 +308,79 @@ def scan(path):
         if lone and (lone.end() < len(block) or not f.peek(1).startswith(b"\n")):
             at = lines + block.count(b"\n", 0, lone.start())
             column = lone.start() - block.rfind(b"\n", 0, lone.start())
-            fail(
-                f"{path}:{at}: a lone carriage return (\\r) at column {column} in a file of"
-                " \\n line ends; expected one line end per line (remove it)"
-            )
+            fail(f"{path}:{at}: a lone carriage return (\\r) at column {column}; remove it")
         empty = re.search(ends + rb"\r?" + ends, block)
         if empty and not blank:
             blank = lines + block.count(ends, 0, empty.start()) + 1
-        lines, done = lines + block.count(ends), done + len(block)
+        lines += block.count(ends)
     return head, cr_only, blank
 
 
-def csv_delimiter(path, header_line, delimiter):
-    """--delimiter, or the header's most frequent of , ; tab | (noted)."""
-    if delimiter:
-        return delimiter
-    delimiter = max(DELIMITERS, key=header_line.count)
-    if not header_line.count(delimiter) and re.search(r"\S\s+\S", header_line):
-        fail(
-            f"{path}:1: the header holds no , ; tab or | but spaces: a file separated by"
-            " spaces? write it as CSV, or name the delimiter with --delimiter"
-        )
-    if delimiter != ",":
-        print(
-            f"note: {path}: columns separated by {DELIMITERS[delimiter]} (the header's most"
-            " frequent of , ; tab |)"
-        )
-    return delimiter
-
-
 def csv_head(path, head, delimiter):
-    """(header, first row, delimiter) of a CSV file's head; comment lines refused."""
+    """(header, first row, delimiter: --delimiter or the header's most frequent of , ; tab |);
+    comment lines refused."""
     header_line = re.split("\r?\n|\r", head)[0]
     comments = len(re.match(r"(?:#.*\n)*", head.replace("\r", "\n") + "\n")[0].split("\n")) - 1
     if comments > 1 or comments and not re.search(r"[,;\t|]", header_line):
         fail(
             f"{path}:1: {header_line[:40]!r} is a comment, not a header ({comments} line(s) start"
-            " with #); expected the column names on line 1: delete the lines above them"
+            " with #); expected the column names on line 1"
         )
-    delimiter = csv_delimiter(path, header_line, delimiter)
+    if not delimiter:
+        delimiter = max(DELIMITERS, key=header_line.count)
+        if not header_line.count(delimiter) and re.search(r"\S\s+\S", header_line):
+            fail(f"{path}:1: the header holds no , ; tab or | but spaces; name it with --delimiter")
+        if delimiter != ",":
+            print(f"note: {path}: columns separated by {DELIMITERS[delimiter]}")
     reader = csv.reader(io.StringIO(head, newline=""), delimiter=delimiter)
     try:
         header = [name.strip() for name in next(reader, [])]
         row = next(reader, [])
     except csv.Error as e:
-        fail(f'{path}:1: {e} (an unterminated quote?); expected cells like 1.5 or "a, b"')
+        fail(f"{path}:1: {e} (an unterminated quote?)")
     if not any(header):
-        fail(f"{path}: empty file; expected a CSV header and rows, or one JSON record per line")
+        fail(f"{path}: empty file; expected a CSV header and rows, or JSON records")
     return header, row, delimiter
 
 
 def bad_row(path, header, delimiter, trailing, error=None):
-    """Fail naming the first row the csv module refuses, or of another width than the header's
-    (a file refused is read twice)."""
+    """Fail naming the first row the csv module refuses, or of another width than the header's."""
     width = len(header) + (trailing and bool(header[-1]))
     lines = io.TextIOWrapper(opened(path), "utf-8-sig", newline="")
     reader = csv.reader(lines, delimiter=delimiter, strict=True)
-    at, end = 1, 0
+    at, end, second = 1, 0, []
     try:
         for row in reader:
             at, end = end + 1, reader.line_num
+            second = row if at == 2 else second
             if at > 1 and row and (len(row) != width or trailing and row[-1].strip()):
                 break
         else:
             fail(f"{path}: {error}")
     except csv.Error as e:
-        fail(f'{path}:{end + 1}: {e} (an unterminated quote?); expected cells like 1.5 or "a, b"')
-    # not every row ends in an empty cell: each is read against the header
+        fail(f"{path}:{end + 1}: {e} (an unterminated quote?)")
     if trailing and width != len(header):
-        at, row = 2, csv_head(path, scan(path)[0], delimiter)[1]
-    hint = " (separated by a comma: another delimiter? --delimiter)" if delimiter == "," else ""
+        at, row = 2, second
+    hint = " (another delimiter? --delimiter)" if delimiter == "," else ""
     if len(row) == len(header) + 1 and not row[-1].strip():
         hint = " (the last one empty: a delimiter at the end of some rows but not all? remove it)"
-    fail(
-        f"{path}:{at}: {len(row)} cells, but the header ({path}:1) names {len(header)}"
-        f" columns{hint}"
-    )
+    names = f"the header ({path}:1) names {len(header)} columns"
+    fail(f"{path}:{at}: {len(row)} cells, but {names}{hint}")
 
 
 def read_csv(path, args, head, cr_only, blank):
-    """A Table of a CSV file (scanned: head, line ends, first empty line), a row per record."""
+    """A Table of a CSV file (scanned: head, line ends, first empty line)."""
     if cr_only:
-        print(
-            f"note: {path}: its lines end in a carriage return alone (\\r, old Mac files): read as"
-            " line ends"
-        )
+        print(f"note: {path}: its lines end in a carriage return alone (\\r): read as line ends")
     header, row, delimiter = csv_head(path, head, args.delimiter)
     names = header[:-1] if len(header) > 1 and not header[-1] else header
     trailing = len(row) == len(names) + 1 and not row[-1].strip()
     wanted = csv_columns(path, names if trailing else header, args.columns)
-    check_header(path, [header[j] for j in wanted])
     table = Table(path, "column")
     columns = [
         Column(header[j], "column", table.scratch.name, header[j] in args.text, args.decimal_comma)
         for j in wanted
     ]
-    parsers = [csv_parser(c) for c in columns]
     lines, multi = [], []
     for cells, first in csv_batches(path, header, delimiter, trailing, cr_only, blank):
         if trailing and pc.any(pc.not_equal(pc.utf8_trim_whitespace(cells[-1]), "")).as_py():
@@ -502,15 +388,15 @@ def read_csv(path, args, head, cr_only, blank):
         row0 = table.n
         lines.append(first[:-1].astype(np.int32))
         table.starts[-1] += len(first) - 1
-        spans = np.diff(first)
-        multi += [(a, a + n - 1) for a, n in zip(first[:-1][spans > 1], spans[spans > 1])]
+        tall = np.diff(first) > 1
+        multi += zip(first[:-1][tall], first[1:][tall] - 1)
         where = lambda r: f"{path}:{first[r - row0]}"
-        for j, column, parse in zip(wanted, columns, parsers):
+        for j, column in zip(wanted, columns):
             encoded = pc.dictionary_encode(cells[j])
             values = encoded.dictionary.to_pylist()
-            column.add(values, encoded.indices.to_numpy(), row0, where, parse)
+            column.add(values, encoded.indices.to_numpy(), row0, where, column.parse_cell)
     if not table.n:
-        fail(f"{path}: a header and no rows; expected one row per record after the header")
+        fail(f"{path}: a header and no rows")
     if trailing:
         print(
             f"note: {path}: every row ends in {DELIMITERS.get(delimiter, repr(delimiter))}, an"
@@ -518,8 +404,8 @@ def read_csv(path, args, head, cr_only, blank):
         )
     if multi:
         print(
-            f"note: {path}:{multi[0][0]}-{multi[0][1]}: a quoted cell holds a line break, read as"
-            f" part of the cell ({len(multi)} such row(s)); if a quote is unterminated, close it"
+            f"note: {path}:{multi[0][0]}-{multi[0][1]}: a quoted cell holds a line break"
+            f" ({len(multi)} such row(s)); if a quote is unterminated, close it"
         )
     table.line = np.concatenate(lines)
     table.cols = {c.name: c.finish(table.where) for c in columns}
@@ -528,8 +414,7 @@ def read_csv(path, args, head, cr_only, blank):
 
 def arrow_batches(path, header, delimiter, trailing):
     """pyarrow's blocks of rows, every cell a string."""
-    width = len(header) + (trailing and bool(header[-1]))
-    names = [f"c{j}" for j in range(width)]
+    names = [f"c{j}" for j in range(len(header) + (trailing and bool(header[-1])))]
     # read by pyarrow itself: no thread of its reader calls back into Python
     with opened(path) as f:
         source = pa.input_stream(path, "gzip" if isinstance(f, gzip.GzipFile) else None)
@@ -551,8 +436,8 @@ def arrow_batches(path, header, delimiter, trailing):
 
 
 def csv_batches(path, header, delimiter, trailing, cr_only, blank):
-    """Blocks of rows: their columns, and the line each row starts on then the line after (a
-    quoted cell may hold line breaks); empty lines refused but at the end."""
+    """Blocks of rows: their columns, and the line each row starts on then the line after;
+    empty lines refused but at the end."""
     line, ended, cells = 2, False, []
     for batch in arrow_batches(path, header, delimiter, trailing):
         cells = batch.columns
@@ -575,35 +460,27 @@ def csv_batches(path, header, delimiter, trailing, cr_only, blank):
 
 
 def csv_columns(path, header, wanted):
-    """The indices of the columns to read: named, and in --columns."""
+    """The indices of the columns to read: named, and in --columns; a header of numbers refused."""
     keep = []
     for j, name in enumerate(header):
         if not name and j == 0 and "" not in header[1:]:
             print(f"note: {path}: column 1 has no name (row names, as R writes them): left out")
             continue
         if not name or name in header[:j]:
-            fail(
-                f"{path}:1: column {j + 1} of the header is"
-                f" {'empty' if not name else f'{name!r} again'}; expected one distinct name per"
-                " column"
-            )
+            what = f"{name!r} again" if name else "empty"
+            fail(f"{path}:1: column {j + 1} of the header is {what}")
         if not wanted or name in wanted:
             keep.append(j)
     for name in wanted or []:
         if name not in header:
             fail(f"{path}:1: --columns names {name!r}, not a column here: {', '.join(header)}")
-    return keep
-
-
-def check_header(path, names):
-    """A first line of numbers (a record, not a header) refused."""
-    numbers = [n for n in names if NUMBER.fullmatch(n)]
-    if numbers and len(numbers) * 2 >= len(names):
+    numeric = [header[j] for j in keep if NUMBER.fullmatch(header[j])]
+    if numeric and len(numeric) * 2 >= len(keep):
         fail(
-            f"{path}:1: the header holds numbers ({', '.join(numbers[:3])}): a file without a"
-            " header row? Its first record would become the column names; add a line of names"
-            " (one per column) above the rows"
+            f"{path}:1: the header holds numbers ({', '.join(numeric[:3])}): a file without a"
+            " header row? add a line of names"
         )
+    return keep
 
 
 def _constant(name):
@@ -615,7 +492,7 @@ def _object(pairs):
     keys = [k for k, _ in pairs]
     for k in keys:
         if keys.count(k) > 1:
-            raise ValueError(f"key {k!r} is repeated in one object; expected each key once")
+            raise ValueError(f"key {k!r} is repeated in one object")
     return dict(pairs)
 
 
@@ -624,19 +501,6 @@ class Nested:
 
     def __init__(self, value):
         self.value = value
-
-
-def quoted_numbers(where, record, text_keys):
-    """A number written as a JSON string ("12.5", "45%") refused, but under --text keys."""
-    for k, v in record.items():
-        strings = [x for x in leaves(v) if isinstance(x, str) and k not in text_keys]
-        quoted = [x for x in strings if NUMBER.fullmatch(x.strip()) or plain_number(x)]
-        if quoted:
-            fail(
-                f"{where}: key {k!r}: {quoted[0]!r} is a number written as a string; write it"
-                f" as a JSON number ({plain_number(quoted[0]) or quoted[0].strip()}), or --text"
-                f" {k} keeps the key's strings as words"
-            )
 
 
 def json_records(path, args):
@@ -661,11 +525,9 @@ def json_records(path, args):
         except ValueError as e:
             fail(f"{where}: {e}")
         if not isinstance(record, dict) or not record:
-            found = text[at:i][:40]
-            fail(f'{where}: expected a JSON object {{"key": value, ...}}, found {found!r}')
+            fail(f"{where}: expected a JSON object, found {text[at:i][:40]!r}")
         keep = args.columns or record
         record = {k: rewrite(v, to_none) for k, v in record.items() if k in keep}
-        quoted_numbers(where, record, args.text)
         records.append(record)
         lines.append(line)
         i = space.match(text, i).end()
@@ -674,7 +536,7 @@ def json_records(path, args):
         elif array and i < len(text) and text[i] != "]":
             fail(f"{line_at(i)}: expected , or ] after a record of the JSON array")
     if array and i == len(text):
-        fail(f"{line_at(i)}: the file ends inside the JSON array; expected ] at its end")
+        fail(f"{line_at(i)}: the file ends inside the JSON array")
     if array and text[i:].strip() != "]":
         fail(f"{line_at(i)}: expected nothing after the JSON array's ]")
     return records, lines, array
@@ -684,17 +546,13 @@ def read_json(path, args):
     """A Table of a JSON file, a row per object."""
     records, lines, array = json_records(path, args)
     if not records:
-        fail(
-            f'{path}: an empty JSON array; expected JSON objects {{"key": value, ...}}, a record'
-            " each"
-        )
+        fail(f"{path}: an empty JSON array; expected a record per object")
     values = list(records[0].values()) if len(records) == 1 else []
     by_column = all(isinstance(v, (dict, list)) and len(v) == len(values[0]) > 1 for v in values)
     if len(values) > 1 and by_column:
         fail(
-            f"{path}: one JSON object of columns, each holding {len(values[0])} values (pandas'"
-            " to_json writes this by default); expected a record per row: write it with"
-            ' to_json(orient="records", lines=True)'
+            f"{path}: one JSON object of columns of {len(values[0])} values; expected a record"
+            ' per row (to_json(orient="records", lines=True))'
         )
     table = Table(path, "key", array)
     table.line, table.starts[-1] = np.array(lines), len(records)
@@ -704,11 +562,10 @@ def read_json(path, args):
         if column.as_text:
             values = [rewrite(v, lambda x: str(x) if isinstance(x, Decimal) else x) for v in values]
         values = [Nested(v) if isinstance(v, (list, dict, bool)) else v for v in values]
-        distinct = list(dict.fromkeys(values))
-        position = {v: i for i, v in enumerate(distinct)}
-        codes = np.fromiter(map(position.__getitem__, values), np.int64, len(values))
-        column.add(distinct, codes, 0, table.where, json_parser(column))
-        table.cols[key] = column.finish(table.where)
+        position = {}
+        codes = np.array([position.setdefault(v, len(position)) for v in values])
+        column.add(list(position), codes, 0, table.where, column.parse_json)
+        table.cols[key] = column
         column.nested = {int(r): values[r].value for r in np.flatnonzero(column.code == NESTED)}
     return table
 
@@ -717,88 +574,7 @@ def read_file(path, args):
     """A Table of a file's rows: JSON (a file that starts with { or [) or CSV."""
     head, cr_only, blank = scan(path)
     if not head.strip():
-        fail(f"{path}: empty file; expected a CSV header and rows, or one JSON record per line")
+        fail(f"{path}: empty file; expected a CSV header and rows, or JSON records")
     if head.lstrip().startswith(("{", "[")):
         return read_json(path, args)
     return read_csv(path, args, head, cr_only, blank)
-
-
-def date_keys(table, text_keys):
-    """The keys (not --text) whose every value is a date or time, noted."""
-    dates = []
-    for key, col in table.cols.items():
-        texts = all(isinstance(t, str) and DATE.fullmatch(t) for t in col.texts)
-        if key in text_keys or not texts or col.nested or col.q_range[0] < 0:
-            continue
-        # a column of numbers: yyyymmdd, from 1800 to 2099
-        numeric = col.q_range[0] == 0 and 18e6 < np.nanmin(col.x, initial=np.inf)
-        if col.q_range[0] == 0 and not (numeric and np.nanmax(col.x, initial=0) < 21e6):
-            continue
-        present = np.flatnonzero(col.code != GAP)
-        if not len(present):
-            continue
-        if (col.code[present] >= 0).all():
-            words = np.array([str(t) for t in col.texts] or [""], dtype=object)
-            order = np.argsort(np.argsort(words, kind="stable"))
-            rank, value = order[col.code[present]], words[col.code[present]]
-            sortable = all(re.match(r"\d{4}", str(t)) for t in col.texts)
-        elif (col.code[present] == NUM).all():
-            x = col.x[present]
-            if col.q_range != [0, 0] or not ((x > 18e6) & (x < 21e6)).all():
-                continue
-            if not all(YYYYMMDD.fullmatch(f"{v:.0f}") for v in np.unique(x)):
-                continue
-            rank, value, sortable = x, [f"{x[0]:.0f}", f"{x[-1]:.0f}"], True
-        else:
-            continue
-        dates.append(key)
-        # ISO dates and yyyymmdd sort as text: rows in file order should not go back in time
-        after = present[1:][(np.diff(rank) < 0) & (np.diff(present) == 1)] if sortable else []
-        print(
-            f"note: key {key!r} holds dates or times ({value[0]} ... {value[-1]}): left out;"
-            " the rows are taken in file order"
-            + (
-                f" (they go back in time at {table.where(after[0])}: sort the file)"
-                if len(after)
-                else ""
-            )
-        )
-    return dates
-
-
-def as_word(text):
-    """text, or if the tokenizer would read a number in it, one word ("room_12", "_01234")."""
-    try:
-        if all(kind != "num" for kind, _ in split_text(json.dumps(text, ensure_ascii=False))):
-            return text
-    except TextError:
-        pass
-    word = re.sub(r"\W", "_", text)
-    return "_" + word if not word or word[0].isdigit() else word
-
-
-def words_for_tokenizer(table):
-    """Key names and text values made words (as_word), noted; {old: new} of the keys."""
-    renamed = {key: as_word(key) for key in table.cols}
-    strings = [t for c in table.cols.values() for t in c.texts if isinstance(t, str)]
-    strings += [x for c in table.cols.values() for v in c.nested.values() for x in leaves(v)]
-    values = {x: as_word(x) for x in strings if isinstance(x, str)}
-    for mapping, what in ((renamed, "key"), (values, "text value")):
-        changed = {a: b for a, b in mapping.items() if a != b}
-        clash = {}
-        for a, b in mapping.items():
-            if clash.setdefault(b, a) != a:
-                fail(f"the {what}s {clash[b]!r} and {a!r} would both be written {b!r}; rename one")
-        if changed:
-            a, b = next(iter(changed.items()))
-            print(
-                f"note: {len(changed)} {what}(s) the tokenizer would read as numbers written as one"
-                f" word each: {a!r} as {b!r}"
-                + (" (--mask_key takes the new name)" if what == "key" else "")
-            )
-    word = lambda x: values.get(x, x) if isinstance(x, str) else x
-    for col in table.cols.values():
-        col.texts = [word(t) for t in col.texts]
-        col.nested = {r: rewrite(v, word) for r, v in col.nested.items()}
-    table.cols = {renamed[k]: c for k, c in table.cols.items()}
-    return renamed

@@ -1,18 +1,53 @@
 """
-Records for prepare/text.py: windows of rows, split into train, val and test, missing values left
-out. A split is a Part: each record's rows (a window's rows in order) and, per key, the records
-that leave it out.
+Records for prepare/text.py: keys checked (dates left out, words the tokenizer would misread
+renamed), windows of rows, split into train, val and test, missing values left out. A split is a
+Part: each record's rows (a window's rows in order) and, per key, the records that leave it out.
 """
 
+import json
+import re
+from decimal import Decimal
 from itertools import pairwise
 
 import numpy as np
 from common import fail
-from reading import MISSING, NESTED, NUM, kinds
+from reading import GAP, MISSING, NESTED, NUM, leaves, rewrite
+
+from tokenize_line import split_text
+from util import TextError
 
 SPLITS = ("train", "val", "test")
+# 12:30, 05:06:07.5, 5:06 PM
+TIME = r"\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?: ?[ap]\.?m\.?)?"
+MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"
+DATE = re.compile(
+    rf"(?:\d{{4}}-\d{{1,2}}(?:-\d{{1,2}})?|\d{{4}}/\d{{1,2}}/\d{{1,2}}"
+    rf"|\d{{1,2}}[/.]\d{{1,2}}[/.](?:\d{{4}}|\d\d)"
+    # 4-Mar-2021, Mar 4, 2021, Mar-2021
+    rf"|\d{{1,2}}[- ]{MONTH}[- ](?:\d{{4}}|\d\d)|{MONTH} \d{{1,2}},? \d{{4}}|{MONTH}[- ]\d{{4}})"
+    rf"(?:[T ]{TIME}(?:Z| ?UTC| ?GMT|[+-]\d{{2}}:?\d{{2}})?)?|{TIME}",
+    re.IGNORECASE,
+)
+YYYYMMDD = re.compile(r"(?:1[89]|20)\d\d(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])")
 # the kinds a key's values may hold (a bit each)
 KINDS = {"number": 1, "text": 2}
+
+
+def kinds(value):
+    """The kinds of a value's leaves: 'number', 'text', 'null'."""
+    return {
+        "number" if isinstance(x, Decimal) else "null" if x is None else "text"
+        for x in leaves(value)
+    }
+
+
+def missing_rows(col):
+    """A column's rows whose value is missing, or holds one (a JSON list with a null)."""
+    gap = np.zeros(col.n, bool)
+    gap[np.concatenate(col.gaps + [np.empty(0, np.int32)])] = True
+    for row, value in col.nested.items():
+        gap[row] = "null" in kinds(value)
+    return gap
 
 
 class Part:
@@ -55,7 +90,7 @@ def check_values(table, keys, missing):
     """Refused unless --missing: a missing value (the first row holding one, its first key)."""
     if missing != "refuse":
         return
-    gaps = {key: np.flatnonzero(table.cols[key].gap) for key in keys}
+    gaps = {key: np.flatnonzero(missing_rows(table.cols[key])) for key in keys}
     gaps = {key: rows[0] for key, rows in gaps.items() if len(rows)}
     if gaps:
         key = min(gaps, key=lambda k: (gaps[k], keys.index(k)))
@@ -117,22 +152,23 @@ def counting_keys(table, keys):
 def series_of(table, group):
     """[(name, rows)]: each file's rows, or with --group each group's rows in a file."""
     if not group:
-        return list(zip(table.paths, table.file_rows()))
+        return list(zip(table.paths, file_rows(table)))
     col = table.group
     gap = np.flatnonzero(col.code < NUM)
     if len(gap) or (col.code == NESTED).any():
-        fail(
-            f"{table.where(gap[0])}: --group {group}: no value here; every row needs its group"
-            " (a name or a number)"
-        )
+        fail(f"{table.where(gap[0])}: --group {group}: no value here; every row needs its group")
     value = np.where(col.code == NUM, col.x, col.code)
     out = []
-    for path, rows in zip(table.paths, table.file_rows()):
+    for path, rows in zip(table.paths, file_rows(table)):
         ids, first = np.unique(value[rows], return_index=True)
         for i in np.argsort(first):
             label = col.texts[int(ids[i])] if col.code[rows[first[i]]] >= 0 else f"{ids[i]:g}"
             out.append((f"{path} ({group} {label})", rows[value[rows] == ids[i]]))
     return out
+
+
+def file_rows(table):
+    return [np.arange(a, b, dtype=np.int32) for a, b in pairwise(table.starts)]
 
 
 def windows(rows, window, stride, start=0):
@@ -154,9 +190,8 @@ def time_parts(name, rows, args):
     if min(a, b, c) < need:
         fail(
             f"{name}: --split {','.join(map(str, args.fractions))} in time order cuts its"
-            f" {len(rows)} rows into {a}/{b}/{c}; each part needs {need}"
-            f" {'row' if need == 1 else '(a window)'}: more rows, other fractions, or a smaller"
-            " --window"
+            f" {len(rows)} rows into {a}/{b}/{c}; each part needs {need} row(s): more rows, other"
+            " fractions, or a smaller --window"
         )
     parts = []
     for lo, hi in ((0, a), (a, a + b), (a + b, len(rows))):
@@ -213,18 +248,19 @@ def split_records(table, args):
     return [Part(p) for p in parts], {**source, "seed": args.seed, "order": "random"}
 
 
-def rows_in(table, parts):
-    """Which rows the records of the splits hold."""
+def rows_in(table, parts, key=None):
+    """Which rows the records of the splits hold (those that hold key)."""
     held = np.zeros(table.n, bool)
     for part in parts:
-        held[part.rows.ravel()] = True
+        held[part.rows[part.has(key)].ravel() if key else part.rows.ravel()] = True
     return held
 
 
 def leave_out_missing(table, parts, keys, how):
     """The splits with missing values left out, and {key: records it was missing from}."""
     missing, kept, emptied = {}, [], 0
-    gaps = {key: table.cols[key].gap for key in keys if table.cols[key].has_gaps}
+    cols = {key: table.cols[key] for key in keys}
+    gaps = {key: missing_rows(col) for key, col in cols.items() if col.gaps or col.nested}
     for part in parts:
         none = np.zeros(len(part), bool)
         lacks = {key: gaps[key][part.rows].any(axis=1) if key in gaps else none for key in keys}
@@ -237,17 +273,11 @@ def leave_out_missing(table, parts, keys, how):
         lacks = {k: v[keep] for k, v in lacks.items() if how == "omit" and v.any()}
         kept.append(Part(part.rows[keep], lacks))
     if emptied:
-        print(
-            f"note: {emptied} record(s) left out: every key of theirs missing (--missing=omit"
-            " leaves a key out of a record; a record of none is not written)"
-        )
+        print(f"note: {emptied} record(s) left out: every key of theirs missing")
     for split, part in zip(SPLITS, kept):
         if not len(part):
-            fail(
-                f"the {split} split holds no record once"
-                f" {'missing values are dropped' if missing else 'split'}; more data, other --split"
-                " fractions, or a smaller --window"
-            )
+            how = "missing values are dropped" if missing else "split"
+            fail(f"the {split} split holds no record once {how}; more data or a smaller --window")
     return kept, missing
 
 
@@ -268,3 +298,79 @@ def weights(table, part, key):
     w = np.zeros(table.n, np.int32)
     np.add.at(w, part.rows[part.has(key)].ravel(), 1)
     return w
+
+
+def date_keys(table, text_keys):
+    """The keys (not --text) whose every value is a date or time, noted."""
+    dates = []
+    for key, col in table.cols.items():
+        texts = all(isinstance(t, str) and DATE.fullmatch(t) for t in col.texts)
+        if key in text_keys or not texts or col.nested or col.q_range[0] < 0:
+            continue
+        present = np.flatnonzero(col.code != GAP)
+        if not len(present):
+            continue
+        if (col.code[present] >= 0).all():
+            words = np.array([str(t) for t in col.texts] or [""], dtype=object)
+            order = np.argsort(np.argsort(words, kind="stable"))
+            rank, value = order[col.code[present]], words[col.code[present]]
+            sortable = all(re.match(r"\d{4}", str(t)) for t in col.texts)
+        elif (col.code[present] == NUM).all():
+            # a column of numbers: yyyymmdd, from 1800 to 2099
+            x = col.x[present]
+            if col.q_range != [0, 0] or not ((x > 18e6) & (x < 21e6)).all():
+                continue
+            if not all(YYYYMMDD.fullmatch(f"{v:.0f}") for v in np.unique(x)):
+                continue
+            rank, value, sortable = x, [f"{x[0]:.0f}", f"{x[-1]:.0f}"], True
+        else:
+            continue
+        dates.append(key)
+        # ISO dates and yyyymmdd sort as text: rows in file order should not go back in time
+        after = present[1:][(np.diff(rank) < 0) & (np.diff(present) == 1)] if sortable else []
+        back = ""
+        if len(after):
+            back = f" (they go back in time at {table.where(after[0])}: sort the file)"
+        print(
+            f"note: key {key!r} holds dates or times ({value[0]} ... {value[-1]}): left out;"
+            f" the rows are taken in file order{back}"
+        )
+    return dates
+
+
+def as_word(text):
+    """text, or if the tokenizer would read a number in it, one word ("room_12", "_01234")."""
+    try:
+        if all(kind != "num" for kind, _ in split_text(json.dumps(text, ensure_ascii=False))):
+            return text
+    except TextError:
+        pass
+    word = re.sub(r"\W", "_", text)
+    return "_" + word if not word or word[0].isdigit() else word
+
+
+def words_for_tokenizer(table):
+    """Key names and text values made words (as_word), noted; {old: new} of the keys."""
+    renamed = {key: as_word(key) for key in table.cols}
+    strings = [t for c in table.cols.values() for t in c.texts if isinstance(t, str)]
+    strings += [x for c in table.cols.values() for v in c.nested.values() for x in leaves(v)]
+    values = {x: as_word(x) for x in strings if isinstance(x, str)}
+    for mapping, what in ((renamed, "key"), (values, "text value")):
+        changed = {a: b for a, b in mapping.items() if a != b}
+        clash = {}
+        for a, b in mapping.items():
+            if clash.setdefault(b, a) != a:
+                fail(f"the {what}s {clash[b]!r} and {a!r} would both be written {b!r}; rename one")
+        if changed:
+            a, b = next(iter(changed.items()))
+            print(
+                f"note: {len(changed)} {what}(s) the tokenizer would read as numbers written as one"
+                f" word each: {a!r} as {b!r}"
+                + (" (--mask_key takes the new name)" if what == "key" else "")
+            )
+    word = lambda x: values.get(x, x) if isinstance(x, str) else x
+    for col in table.cols.values():
+        col.texts = [word(t) for t in col.texts]
+        col.nested = {r: rewrite(v, word) for r, v in col.nested.items()}
+    table.cols = {renamed[k]: c for k, c in table.cols.items()}
+    return renamed

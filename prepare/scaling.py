@@ -8,18 +8,24 @@ import math
 
 import numpy as np
 from common import fail
-from records import weights
+from reading import NUM, numbers
+from records import rows_in, weights
 
 # scaled numbers beyond this are far from order 1: warned of
 FAR = 10
 
 
-def in_rows(table, parts, key):
-    """The rows of the parts' records that hold key."""
-    held = np.zeros(table.n, bool)
-    for part in parts:
-        held[part.rows[part.has(key)].ravel()] = True
-    return held
+def number_pieces(col, rows, weights=None, size=1 << 18):
+    """A column's numbers in rows (a mask), nested ones too, a piece at a time, each with its
+    numbers' weights (given one per row)."""
+    for lo in range(0, col.n, size):
+        mask = (col.code[lo : lo + size] == NUM) & rows[lo : lo + size]
+        w = weights[lo : lo + size][mask] if weights is not None else None
+        yield col.x[lo : lo + size][mask], w
+    deep = [(r, float(d)) for r, v in col.nested.items() if rows[r] for d in numbers(v)]
+    if deep:
+        rs, x = zip(*deep)
+        yield np.array(x), (weights[list(rs)] if weights is not None else None)
 
 
 def extremes(pieces):
@@ -40,7 +46,7 @@ def scales_of(table, train, keys, mode):
         col, w = table.cols[key], weights(table, train, key)
         # each number counted as often as records hold it
         total = count = 0.0
-        for x, n in col.pieces(w > 0, w):
+        for x, n in number_pieces(col, w > 0, w):
             total, count = total + (x * n).sum(), count + n.sum()
         if not count:
             fail(
@@ -48,9 +54,10 @@ def scales_of(table, train, keys, mode):
                 f" ({table.where(train.rows[0][0])} ...), so it has no scale"
             )
         mean = total / count
-        std = math.sqrt(sum((((x - mean) ** 2) * n).sum() for x, n in col.pieces(w > 0, w)) / count)
+        squares = sum((((x - mean) ** 2) * n).sum() for x, n in number_pieces(col, w > 0, w))
+        std = math.sqrt(squares / count)
         if std == 0:
-            first = next(x for x, _ in col.pieces(w > 0) if len(x))[0]
+            first = next(x for x, _ in number_pieces(col, w > 0) if len(x))[0]
             print(
                 f"note: key {key!r} is constant in train ({first:g}): nothing to learn from it;"
                 " --columns leaves it out"
@@ -87,19 +94,27 @@ def written(x, scale, digits):
     return np.array(text, dtype=object)[inverse.ravel()]
 
 
+def row_of(col, value, rows):
+    """The first of rows (a mask) that holds the number value."""
+    found = (col.x == value) & (col.code == NUM) & rows
+    if found.any():
+        return int(np.argmax(found))
+    return min(r for r, v in col.nested.items() if value in map(float, numbers(v)))
+
+
 def check_resolution(table, key, held, scale, digits):
     """Warn where two inputs of a key reach the model as one float32 (within a piece of the
     column), or the key spans many decades."""
     col = table.cols[key]
     clash = col.clash
-    for x, _ in col.pieces(held) if not clash else ():
+    for x, _ in number_pieces(col, held) if not clash else ():
         distinct = np.unique(x)
         as_read = np.array(written(distinct, scale, digits), dtype=float).astype(np.float32)
         same = np.flatnonzero(as_read[1:] == as_read[:-1])
         if len(same):
-            pair = sorted(distinct[same[0] : same[0] + 2], key=lambda v: col.row_of(v, held))
-            clash = [repr(float(pair[1])), table.where(col.row_of(pair[1], held))]
-            clash += [repr(float(pair[0])), table.where(col.row_of(pair[0], held))]
+            pair = sorted(distinct[same[0] : same[0] + 2], key=lambda v: row_of(col, v, held))
+            clash = [repr(float(pair[1])), table.where(row_of(col, pair[1], held))]
+            clash += [repr(float(pair[0])), table.where(row_of(col, pair[0], held))]
             break
     if clash:
         a, where, b, seen = clash
@@ -109,7 +124,7 @@ def check_resolution(table, key, held, scale, digits):
             f" ({y:g} scaled); write log10 of the key as a column, --scale none, or leave an ID"
             " out (--columns)"
         )
-    *_, least, most = extremes(col.pieces(held))
+    *_, least, most = extremes(number_pieces(col, held))
     if least < np.inf and most / least > 1e6:
         print(
             f"warning: key {key!r}: |x| from {least:.3g} to {most:.3g},"
@@ -125,11 +140,11 @@ def scale(table, parts, keys, mode):
     digits, largest, ranges = {}, {}, {}
     for key in keys:
         col, (center, spread) = table.cols[key], scales[key].values()
-        held = in_rows(table, parts, key)
-        low, high, _, _ = extremes(col.pieces(held))
+        held = rows_in(table, parts, key)
+        low, high, _, _ = extremes(number_pieces(col, held))
         digits[key] = decimals_of(col.q_range[0], spread, mode)
         largest[key] = max(abs(high - center), abs(low - center)) / spread
-        low, high, _, _ = extremes(col.pieces(weights(table, parts[0], key) > 0))
+        low, high, _, _ = extremes(number_pieces(col, weights(table, parts[0], key) > 0))
         ranges[key] = [float(low), float(high)]
         check_resolution(table, key, held, scales[key], digits[key])
         if mode == "auto" and largest[key] > FAR:

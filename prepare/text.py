@@ -25,11 +25,10 @@ import numpy as np
 # common puts the repository's root on the path
 from common import at_least, command, dataset_files, fail, one_line_errors, staged_dataset
 from common import write_meta
-from reading import MISSING, NESTED, NUM, date_keys, joined, numbers, read_file
-from reading import words_for_tokenizer
-from records import SPLITS, check_keys, check_values, counting_keys, leave_out_missing
-from records import rows_in, split_records, warn_short, weights
-from scaling import extremes, scale, written
+from reading import MISSING, NESTED, NUM, joined, numbers, read_file
+from records import SPLITS, check_keys, check_values, counting_keys, date_keys, leave_out_missing
+from records import rows_in, split_records, warn_short, weights, words_for_tokenizer
+from scaling import extremes, number_pieces, scale, written
 from tokenize_line import split_text
 from util import TextError, open_new, shell_line
 
@@ -137,7 +136,7 @@ def parse_args(argv):
     if bool(args.val) != bool(args.test):
         fail("--val and --test go together (or neither, for a --split)")
     if args.stride and args.window <= 1:
-        fail("--stride goes with --window N (N > 1): the rows between the starts of two windows")
+        fail("--stride goes with --window N (N > 1)")
     try:
         args.fractions = [float(x) for x in args.split.split(",")]
     except ValueError:
@@ -157,8 +156,7 @@ def parse_args(argv):
     if args.order == "random" and args.stride < args.window and not args.val:
         fail(
             f"--stride {args.stride} < --window {args.window} with --order random: overlapping"
-            " windows would share rows between train and test; use --order time, or a stride of"
-            " at least the window"
+            " windows would share rows between train and test; use --order time"
         )
     return args
 
@@ -169,15 +167,11 @@ def check_inputs(paths, out):
     for path in paths:
         try:
             with open(path, "rb") as f:
-                digest = hashlib.sha256(f.read()).hexdigest()
+                digest = hashlib.file_digest(f, "sha256").hexdigest()
         except OSError as e:
             fail(f"cannot read {path}: {e.strerror}")
         if digest in seen:
-            fail(
-                f"{path} holds the same bytes as {seen[digest]}: a file given twice (or a val/test"
-                " file equal to train) would put the same records in two splits; give each file"
-                " once"
-            )
+            fail(f"{path} holds the same bytes as {seen[digest]}: a file given twice; give it once")
         seen[digest] = path
     # --force would delete an input before it is read back
     if os.path.isdir(out):
@@ -185,10 +179,7 @@ def check_inputs(paths, out):
         replaced = {os.path.realpath(os.path.join(out, name)) for name in names}
         for path in paths:
             if os.path.realpath(path) in replaced:
-                fail(
-                    f"{path} is a file that writing a dataset to {out} replaces; choose another"
-                    " --out"
-                )
+                fail(f"{path}: writing a dataset to {out} replaces it; choose another --out")
 
 
 def clean_keys(table, args):
@@ -207,16 +198,10 @@ def clean_keys(table, args):
     renamed = words_for_tokenizer(table)
     keys = list(table.cols)
     if not keys:
-        fail(
-            f"{table.paths[0]}: no key left once the dates are left out; expected a column of"
-            " numbers or text"
-        )
+        fail(f"{table.paths[0]}: no key left once the dates are left out")
     kind = check_keys(table)
     for key in [k for k in keys if k not in kind]:
-        fail(
-            f"key {key!r} holds no value in any record (each is empty or a missing value); leave it"
-            " out with --columns"
-        )
+        fail(f"key {key!r} holds no value in any record; leave it out with --columns")
     return keys, kind, dates, renamed
 
 
@@ -226,7 +211,7 @@ def mask_key_of(table, train, target, number_keys, index_like):
         fail(f"--target {target}: not a key of numbers; expected one of {', '.join(number_keys)}")
     varies = []
     for k in number_keys:
-        low, high, _, _ = extremes(table.cols[k].pieces(weights(table, train, k) > 0))
+        low, high, _, _ = extremes(number_pieces(table.cols[k], weights(table, train, k) > 0))
         if k not in index_like and low < high:
             varies.append(k)
     key = target or (varies or number_keys or [None])[0]
@@ -255,8 +240,7 @@ def zeros(x):
 
 
 def lines_of(table, part, keys, writers, lo, hi):
-    """The lines of records lo..hi of a part, without the keys a record leaves out; a window's
-    values under a key a list."""
+    """The lines of records lo..hi of a part, without the keys a record leaves out."""
     rows = part.rows[lo:hi]
     values = {}
     for key in keys:
@@ -293,8 +277,8 @@ def lines_of(table, part, keys, writers, lo, hi):
 
 def check_tokens(table, parts, keys):
     """Train's text tokens, and (numbers, tokens) per record at least and most; refused: a record
-    whose numbers the tokenizer misreads, a val or test token train lacks. Each distinct line,
-    its numbers written 0, is tokenized once."""
+    whose numbers the tokenizer misreads, a val or test token train lacks. Each distinct line
+    (numbers written 0) is tokenized once."""
     vocab, seen, low, high = {}, {}, [np.inf, np.inf], [0, 0]
     # the numbers a record holds: a number, or those of a JSON list or object, per key it holds
     deep = {k: {r: len(numbers(v)) for r, v in table.cols[k].nested.items()} for k in keys}
@@ -334,7 +318,7 @@ def check_tokens(table, parts, keys):
                 if split != "train" and unseen:
                     fail(
                         f"{where(i)}: the {split} record holds the text token {unseen[0]!r}, which"
-                        " no training record has (tokenize_numbers.py could not encode it)"
+                        " no training record has"
                     )
                 vocab.update(dict.fromkeys(unseen))
             pieces = np.array([n for _, n, _ in info])
@@ -354,8 +338,7 @@ def tokens_of(line, where):
 
 
 def write_lines(stage, table, parts, keys, writers):
-    """<split>.txt of every split in stage, a block of records at a time; {split: how many of its
-    lines are also in train} (by a hash of each line)."""
+    """<split>.txt of every split in stage; {split: how many of its lines are also in train}."""
     repeated, train = {}, np.empty(len(parts[0]), np.int64)
     for split, part in zip(SPLITS, parts):
         with open_new(os.path.join(stage, f"{split}.txt")) as f:

@@ -1,5 +1,6 @@
 """prepare/reading.py: a file's rows become a Table of a Column per key, each row's file and line kept."""
 import reading
+import records
 from helpers import own_table
 
 
@@ -24,11 +25,6 @@ def test_a_block_of_rows_at_a_time_names_the_same_lines(tmp_path, monkeypatch):
 def test_a_json_array_keeps_the_digits_and_names_each_record(tmp_path):
     table = own_table(tmp_path, '[{"a": 1.50, "b": ["x", null]},\n {"a": 2, "b": ["NA", "y"]}]', name="d.json")
     assert table.where(1).endswith("d.json:2 (record 2)") and list(table.cols["a"].q_range) == [-2, 0]
-    assert table.cols["b"].nested == {0: ["x", None], 1: [None, "y"]} and list(table.cols["b"].gap) == [True, True]
+    assert table.cols["b"].nested == {0: ["x", None], 1: [None, "y"]}
+    assert list(records.missing_rows(table.cols["b"])) == [True, True]
 
-
-def test_words_the_tokenizer_would_read_as_numbers_are_renamed_in_place(tmp_path, capsys):
-    table = own_table(tmp_path, "pm2.5,room\n1,room 12\n")
-    assert reading.words_for_tokenizer(table) == {"pm2.5": "pm2_5", "room": "room"}
-    assert list(table.cols) == ["pm2_5", "room"] and table.cols["room"].texts == ["room_12"]
-    assert "written as one word" in capsys.readouterr().out

@@ -1,4 +1,4 @@
-"""prepare/records.py: rows become records (windows), split into train, val and test; missing values left out."""
+"""prepare/records.py: keys cleaned, rows made records (windows), split; missing values left out."""
 import argparse
 
 import numpy as np
@@ -63,3 +63,10 @@ def test_missing_values_are_omitted_or_dropped_and_counted(tmp_path):
     assert [len(p) for p in kept] == [1, 1, 1] and kept[0].rows.tolist() == [[1]]
     with pytest.raises(SystemExit, match="the train split holds no record once missing values are dropped"):
         records.leave_out_missing(table, [records.Part(np.array([[0]])), part, part], ["a", "b"], "drop")
+
+
+def test_words_the_tokenizer_would_read_as_numbers_are_renamed_in_place(tmp_path, capsys):
+    table = own_table(tmp_path, "pm2.5,room\n1,room 12\n")
+    assert records.words_for_tokenizer(table) == {"pm2.5": "pm2_5", "room": "room"}
+    assert list(table.cols) == ["pm2_5", "room"] and table.cols["room"].texts == ["room_12"]
+    assert "written as one word" in capsys.readouterr().out

@@ -184,7 +184,7 @@ COLUMNS = json.dumps({"t": {str(i): i for i in range(20)}, "x": {str(i): i / 2 f
     ('{"a":[1,2],"b":1}\n', ["--text", "z"], "--text names 'z', not a column or key"),
     ("a\n1\n2\n", ["--window", "2", "--stride", "1", "--order", "random"],
      "--stride 1 < --window 2 with --order random: overlapping windows would share rows between train and test"),
-    ("t,e\n1,\n2,NA\n", [], r"key 'e' holds no value in any record .*leave it out with --columns"),
+    ("t,e\n1,\n2,NA\n", [], r"key 'e' holds no value in any record; leave it out with --columns"),
     ("t,e\n1,\n2,NA\n", ["--missing", "omit"], r"key 'e' holds no value in any record"),
     ("# logger 7\n# units: C, hPa\nt,p\n1,2\n", [], (r"bad.csv:1: '# logger 7' is a comment, not a header "
      r"\(2 line\(s\) start with #\); expected the column names on line 1")),
@@ -192,7 +192,7 @@ COLUMNS = json.dumps({"t": {str(i): i for i in range(20)}, "x": {str(i): i / 2 f
     ('{"t":1,"x":[2,-1e-400]}\n', [], r"bad.jsonl:1: key 'x': -1E-400 is beyond what a float64 holds"),
     (CELLS, [], (r"bad.csv:2: column 'x': '\$1,000.50' is a number written with a currency or percent sign, "
      r"digit groups or in hex; write 1000.50")),
-    (COLUMNS, [], "one JSON object of columns, each holding 20 values"),
+    (COLUMNS, [], "one JSON object of columns of 20 values"),
     ("t;p\n1;1014\n2;1.013,5\n3;1012\n", ["--decimal-comma"], (r"bad.csv:3: column 'p': '1.013,5' is not a "
      r"number")),
     ("t;p\n1;1014\n2;1.5\n3;1012\n", ["--decimal-comma"], (r"bad.csv:3: column 'p': '1.5' holds a point, "
@@ -300,7 +300,7 @@ def test_messy_csv_reads_right_and_says_how(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "its lines end in a carriage return alone" in printed and "columns separated by a semicolon" in printed
     assert "column 1 has no name (row names, as R writes them): left out" in printed
-    assert re.search(r"data.csv:2-3: a quoted cell holds a line break, read as part of the cell \(10 such row", printed)
+    assert re.search(r"data.csv:2-3: a quoted cell holds a line break \(10 such row", printed)
     assert meta["keys"] == ["t", "s", "note"] and len(read(out)) == 40
     assert {r["note"] for r in read(out)} == {"one", "two\nlines"}
     lines = ["t,p"] + [f"{i},{i % 7}" for i in range(70000)]  # Windows line ends read as Unix ones
@@ -365,7 +365,7 @@ def test_a_json_array_or_objects_spread_over_lines_are_records(tmp_path):
 def test_a_number_with_a_sign_or_in_quotes_is_refused_not_made_a_word(tmp_path, cell, plain):
     content = "t,x\n" + "".join(f"{i},{cell}\n" for i in range(20))
     assert re.search(rf"bad.csv:2: column 'x': '{re.escape(cell)}' is a number written with a currency or percent "
-                     rf"sign, digit groups or in hex; write {plain} .*--text x", error(tmp_path, content))
+                     rf"sign, digit groups or in hex; write {plain}, or --text x", error(tmp_path, content))
     assert sum(prepare(tmp_path, content, "--text", "x")[1]["splits"].values()) == 20
     jsonl = "".join(json.dumps({"t": i, "x": [1.5, cell]}) + "\n" for i in range(20))
     assert re.search(rf"bad.jsonl:1: key 'x': '{re.escape(cell)}' is a number written as a string; write it as a "
