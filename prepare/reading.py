@@ -157,7 +157,8 @@ class Column:
         if "code" in self.first:
             fail(f"{at('code')} has a leading zero, a code rather than a quantity; {hint}")
         if "text" in self.first and self.n_numbers * 2 >= self.n_present:
-            fail(f"{at('text')} is not a number, but most of the column's values are")
+            fix = f"write it as a number or a missing value ({', '.join(MISSING[1:])})"
+            fail(f"{at('text')} is not a number, but most of the column's values are; {fix}")
         if "text" in self.first:
             fail(f"{at('number')} is a number, but most of the column's values are text; {hint}")
         return self
@@ -293,8 +294,12 @@ def opened(path):
 def scan(path):
     """(the first 64 KiB of text, whether lines end in \\r alone, the first empty line or 0);
     refused: a byte not UTF-8, a lone \\r."""
-    f, decoder = opened(path), codecs.getincrementaldecoder("utf-8-sig")()
-    head, cr_only, blank, lines = "", None, 0, 1
+    f = opened(path)
+    decoder = codecs.getincrementaldecoder("utf-8-sig")()
+    head = ""
+    cr_only = None
+    blank = 0
+    lines = 1
     while block := f.read(1 << 22):
         try:
             head += decoder.decode(block)[: (1 << 16) - len(head)]
@@ -324,7 +329,7 @@ def csv_head(path, head, delimiter):
     if comments > 1 or comments and not re.search(r"[,;\t|]", header_line):
         fail(
             f"{path}:1: {header_line[:40]!r} is a comment, not a header ({comments} line(s) start"
-            " with #); expected the column names on line 1"
+            " with #); expected the column names on line 1: delete the lines above them"
         )
     if not delimiter:
         delimiter = max(DELIMITERS, key=header_line.count)
@@ -348,7 +353,9 @@ def bad_row(path, header, delimiter, trailing, error=None):
     width = len(header) + (trailing and bool(header[-1]))
     lines = io.TextIOWrapper(opened(path), "utf-8-sig", newline="")
     reader = csv.reader(lines, delimiter=delimiter, strict=True)
-    at, end, second = 1, 0, []
+    at = 1
+    end = 0
+    second = []
     try:
         for row in reader:
             at, end = end + 1, reader.line_num
@@ -381,7 +388,8 @@ def read_csv(path, args, head, cr_only, blank):
         Column(header[j], "column", table.scratch.name, header[j] in args.text, args.decimal_comma)
         for j in wanted
     ]
-    lines, multi = [], []
+    lines = []
+    multi = []
     for cells, first in csv_batches(path, header, delimiter, trailing, cr_only, blank):
         if trailing and pc.any(pc.not_equal(pc.utf8_trim_whitespace(cells[-1]), "")).as_py():
             bad_row(path, header, delimiter, trailing)
@@ -438,7 +446,9 @@ def arrow_batches(path, header, delimiter, trailing):
 def csv_batches(path, header, delimiter, trailing, cr_only, blank):
     """Blocks of rows: their columns, and the line each row starts on then the line after;
     empty lines refused but at the end."""
-    line, ended, cells = 2, False, []
+    line = 2
+    ended = False
+    cells = []
     for batch in arrow_batches(path, header, delimiter, trailing):
         cells = batch.columns
         if cr_only:
@@ -512,7 +522,11 @@ def json_records(path, args):
     space = re.compile(r"\s*")
     line_at = lambda i: f"{path}:{text.count(chr(10), 0, i) + 1}"
     to_none = lambda x: None if isinstance(x, str) and is_missing(x) else x
-    records, lines, i, line, at = [], [], space.match(text).end(), 1, 0
+    records = []
+    lines = []
+    i = space.match(text).end()
+    line = 1
+    at = 0
     array = text.startswith("[", i)
     i = space.match(text, i + array).end()
     while i < len(text) and not (array and text[i] == "]"):
