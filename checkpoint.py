@@ -137,6 +137,12 @@ def load_checkpoint(path, device="cpu", mmap=False):
         raise SystemExit(f"error: {path}: its model_args have no encoding")
     if not all(isinstance(t, str) for t in checkpoint["text_tokens"]):
         raise SystemExit(f"error: {path}: text_tokens holds something other than strings")
+    # a model setting newer than the checkpoint has its default
+    defaults = {k: f.default for k, f in GPTConfig.__dataclass_fields__.items()}
+    if unknown := sorted(set(checkpoint["model_args"]) - set(defaults)):
+        why = f"model settings this version does not know ({', '.join(unknown)})"
+        raise SystemExit(f"error: {path}: {why}; use the version that wrote it")
+    checkpoint["model_args"] = {**defaults, **checkpoint["model_args"]}
     # a compiled or DDP-wrapped model's weights carry a prefix
     checkpoint["model"] = {
         re.sub(r"^(?:_orig_mod\.|module\.)+", "", k): v for k, v in checkpoint["model"].items()
@@ -191,13 +197,6 @@ def resume_from(resume, path, model, optimizer, model_args, config, data_fingerp
     if not (type(step) is int and step >= 0 and isinstance(best, float) and best == best):
         values = f"iter_num {step!r} or best_val_loss {best!r}"
         raise SystemExit(f"error: {path}: {values} is no step or loss")
-    # a model setting newer than the checkpoint has its default
-    defaults = {k: f.default for k, f in GPTConfig.__dataclass_fields__.items()}
-    if unknown := sorted(set(checkpoint["model_args"]) - set(defaults)):
-        why = f"unknown model settings ({', '.join(unknown)}); resume it with the version"
-        why += " that wrote it"
-        raise SystemExit(f"error: {path} has {why}")
-    checkpoint["model_args"] = {**defaults, **checkpoint["model_args"]}
     changed = check_resume(checkpoint, path, model_args, config, data_fingerprint)
     try:
         model.load_state_dict(checkpoint["model"])

@@ -104,12 +104,8 @@ class KeyAbsent(TextError):
 def load_model(path, device="cpu"):
     """The model (eval mode) and vocabulary of a train.py checkpoint."""
     checkpoint = load_checkpoint(path, device)
-    args = checkpoint["model_args"]
-    if unknown := sorted(set(args) - set(GPTConfig.__dataclass_fields__)):
-        why = f"model settings this version does not know: {unknown}"
-        raise SystemExit(f"error: {path}: {why}; use the version that wrote it")
     try:
-        model = GPT(GPTConfig(**args))
+        model = GPT(GPTConfig(**checkpoint["model_args"]))
         model.load_state_dict(checkpoint["model"])
         vocab = Vocab(checkpoint["text_tokens"], model.cfg.encoding)
         if len(vocab) != model.cfg.vocab_size:
