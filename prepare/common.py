@@ -205,12 +205,11 @@ def staged_dataset(out, force, writes):
                 pid = take_lock(path)
             except OSError as e:
                 fail(f"cannot write to output directory {out}: {e.strerror}")
-            end = f"wait for it to end, or delete {path} if no such run is going"
-            if pid is not None and name == "prepare.lock":
-                fail(f"{out} is being written by another prepare run, process {pid}; {end}")
             if pid is not None:
-                fail(f"{out} is being tokenized by process {pid}; wait for that"
-                     f" tokenize_numbers.py run to end, or delete {path} if no such run is going")
+                who = "tokenized by tokenize_numbers.py"
+                who = "written by another prepare run" if name == "prepare.lock" else who
+                why = f"wait for it to end, or delete {path} if no such run is going"
+                fail(f"{out} is being {who}, process {pid}; {why}")
             held.append(path)
         _check_out(out, force, writes)
         shutil.rmtree(stage, ignore_errors=True)

@@ -99,8 +99,7 @@ def coordinate(ds, path, dim):
     values = np.ma.filled(np.ma.asarray(ds.variables[dim][:], dtype=np.float64), np.nan)
     step = np.diff(values)
     if values.ndim != 1 or not (np.all(step > 0) or np.all(step < 0)):
-        why = "is not strictly monotonic; expected a regular 1-d grid axis"
-        fail(f"{path}: coordinate '{dim}' {why}")
+        fail(f"{path}: coordinate '{dim}' is not monotonic; expected a regular 1-d grid axis")
     return values
 
 

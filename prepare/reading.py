@@ -42,10 +42,6 @@ BLOCK = 1 << 20
 COLUMNS = itertools.count()
 
 
-def is_missing(cell):
-    return cell.strip().lower() in _MISSING
-
-
 def rewrite(value, f):
     """A value with f applied to each of its leaves."""
     if isinstance(value, dict):
@@ -82,9 +78,6 @@ class Column:
         self.name, self.noun, self.as_text, self.decimal_comma = name, noun, as_text, decimal_comma
         self.texts, self.index, self.nested, self.n, self.gaps = [], {}, {}, 0, []
         self.paths = [os.path.join(scratch, f"{next(COLUMNS)}.{part}") for part in ("code", "x")]
-        # appended to a block at a time: a file of a thousand columns holds none open
-        for path in self.paths:
-            open(path, "xb").close()
         # the first row holding a number, a text, a leading zero
         self.first, self.n_numbers, self.n_present, self.clash = {}, 0, 0, None
         self.q_range = [999, -999]
@@ -126,6 +119,7 @@ class Column:
         self.write(rows, x[codes])
 
     def write(self, code, x):
+        # opened per block: 1,000 columns hold no file open
         for path, values in zip(self.paths, (code.astype(np.int32), x.astype(np.float64))):
             with open(path, "ab") as f:
                 f.write(values.tobytes())
@@ -171,18 +165,16 @@ class Column:
             if "." in c and NUMBER.fullmatch(c):
                 refuse(f"{cell!r} holds a point, but --decimal-comma says numbers are written 12,5")
             c = re.sub(r"^([+-]?\d*),(\d+(?:[eE][+-]?\d+)?)$", r"\1.\2", c)
-        if is_missing(c):
+        if c.lower() in _MISSING:
             return GAP, None
         if not self.as_text and SEPARATED.fullmatch(c):
             refuse(
                 f"{c!r} holds a thousands separator or a decimal comma; write"
                 f" {c.replace(',', '')} or {c.replace(',', '.')}, or --decimal-comma"
             )
-        if not self.as_text and plain_number(c):
-            refuse(
-                f"{c!r} is a number written with a currency or percent sign, digit groups or in"
-                f" hex; write {plain_number(c)}"
-            )
+        if not self.as_text and (plain := plain_number(c)):
+            how = "a currency or percent sign, digit groups or in hex"
+            refuse(f"{c!r} is a number written with {how}; write {plain}")
         if self.as_text or not NUMBER.fullmatch(c):
             return self.text_code(c), None
         return NUM, Decimal(c)
@@ -521,7 +513,7 @@ def json_records(path, args):
     )
     space = re.compile(r"\s*")
     line_at = lambda i: f"{path}:{text.count(chr(10), 0, i) + 1}"
-    to_none = lambda x: None if isinstance(x, str) and is_missing(x) else x
+    to_none = lambda x: None if isinstance(x, str) and x.strip().lower() in _MISSING else x
     records = []
     lines = []
     i = space.match(text).end()
