@@ -119,7 +119,7 @@ class Column:
         self.write(rows, x[codes])
 
     def write(self, code, x):
-        # opened per block: 1,000 columns hold no file open
+        # per block: 1,000 columns hold no file open
         for path, values in zip(self.paths, (code.astype(np.int32), x.astype(np.float64))):
             with open(path, "ab") as f:
                 f.write(values.tobytes())
@@ -151,7 +151,7 @@ class Column:
         if "code" in self.first:
             fail(f"{at('code')} has a leading zero, a code rather than a quantity; {hint}")
         if "text" in self.first and self.n_numbers * 2 >= self.n_present:
-            fix = f"write it as a number or a missing value ({', '.join(MISSING[1:])})"
+            fix = f"write a number or a missing value ({', '.join(MISSING[1:])})"
             fail(f"{at('text')} is not a number, but most of the column's values are; {fix}")
         if "text" in self.first:
             fail(f"{at('number')} is a number, but most of the column's values are text; {hint}")
