@@ -53,8 +53,9 @@ def claim_out_dir(out_dir, resume, overwrite, master):
     if master:
         holder = take_lock(lock_path, text=f"{os.getpid()} {launch}")
         if holder is not None:
-            in_use = f"{out_dir} is in use by pid {holder}"
-            raise SystemExit(f"error: {in_use}; if there is none, delete {lock_path}")
+            why = f"in use by another train.py run (pid {holder}); wait for it to end or choose"
+            why += f" another --out_dir (if pid {holder} is no train.py run, delete {lock_path})"
+            raise SystemExit(f"error: {out_dir} is {why}")
         # under torchrun it stays for a restart to read
         if not launch:
             atexit.register(release_lock, lock_path)
@@ -136,6 +137,12 @@ def load_checkpoint(path, device="cpu", mmap=False):
         raise SystemExit(f"error: {path}: its model_args have no encoding")
     if not all(isinstance(t, str) for t in checkpoint["text_tokens"]):
         raise SystemExit(f"error: {path}: text_tokens holds something other than strings")
+    # a model setting newer than the checkpoint has its default
+    defaults = {k: f.default for k, f in GPTConfig.__dataclass_fields__.items()}
+    if unknown := sorted(set(checkpoint["model_args"]) - set(defaults)):
+        why = f"model settings this version does not know ({', '.join(unknown)})"
+        raise SystemExit(f"error: {path}: {why}; use the version that wrote it")
+    checkpoint["model_args"] = {**defaults, **checkpoint["model_args"]}
     # a compiled or DDP-wrapped model's weights carry a prefix
     checkpoint["model"] = {
         re.sub(r"^(?:_orig_mod\.|module\.)+", "", k): v for k, v in checkpoint["model"].items()
@@ -190,11 +197,6 @@ def resume_from(resume, path, model, optimizer, model_args, config, data_fingerp
     if not (type(step) is int and step >= 0 and isinstance(best, float) and best == best):
         values = f"iter_num {step!r} or best_val_loss {best!r}"
         raise SystemExit(f"error: {path}: {values} is no step or loss")
-    # a model setting newer than the checkpoint has its default
-    defaults = {k: f.default for k, f in GPTConfig.__dataclass_fields__.items()}
-    if unknown := sorted(set(checkpoint["model_args"]) - set(defaults)):
-        raise SystemExit(f"error: {path} has unknown model settings ({', '.join(unknown)})")
-    checkpoint["model_args"] = {**defaults, **checkpoint["model_args"]}
     changed = check_resume(checkpoint, path, model_args, config, data_fingerprint)
     try:
         model.load_state_dict(checkpoint["model"])
@@ -243,7 +245,8 @@ def check_resume(checkpoint, path, model_args, config, data_fingerprint):
     done = checkpoint["iter_num"]
     if config["max_iters"] < done:
         max_iters = config["max_iters"]
-        raise SystemExit(f"error: --max_iters={max_iters} is below the {done} steps in {path}")
+        why = f"is below the {done} steps in {path}; to go on, set it above {done}"
+        raise SystemExit(f"error: --max_iters={max_iters} {why}")
     if config["max_iters"] == done:
         print0(f"note: {path} has done all {done} steps; nothing to train")
     saved = checkpoint["config"]

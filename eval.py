@@ -146,6 +146,8 @@ def task_of(meta, path):
 def split_lines(data, split, meta):
     """A split's first max_samples samples; refused if fewer than meta.json counts."""
     path = os.path.join(data, f"{split}.txt")
+    if not os.path.exists(path):
+        raise SystemExit(f"error: {path} not found")
     lines = [line for _, line in read_samples(path)]
     counted = meta["splits"].get(split) if isinstance(meta["splits"], dict) else None
     if counted not in (None, len(lines)):
@@ -262,6 +264,8 @@ def score_setting(checkpoints, data, split_names, dev):
             jobs[split], masked = masked_samples(
                 task, lines, vocab, where, block_size, keys, mask_all
             )
+            if not jobs[split]:
+                raise TextError(f"{where}: no sample holds a number the {task} task predicts")
             baselines[split] = baseline_predictions(
                 task, lines, masked, where, learned, meta.get("window")
             )
@@ -303,7 +307,8 @@ def report_prefix(checkpoints, data, trained_on):
         os.makedirs(folder, exist_ok=True)
         tempfile.TemporaryFile(dir=folder).close()
     except OSError as e:
-        raise SystemExit(f"error: cannot write the report in {folder} ({e.strerror or e}): --out")
+        why = f"{e.strerror or e}; choose a writable --out"
+        raise SystemExit(f"error: cannot write the report in {folder} ({why})")
     return prefix
 
 

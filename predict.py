@@ -113,7 +113,8 @@ def load_model(path, device="cpu"):
     except (TypeError, ValueError, RuntimeError) as e:
         raise SystemExit(f"error: {path}: an edited checkpoint? {str(e).strip().splitlines()[-1]}")
     model.to(device).eval()
-    vocab.unknown = "the model knows only the tokens it was trained on"
+    vocab.unknown = "the model knows only the tokens it was trained on: write it as a number"
+    vocab.unknown += " or as one of those"
     return model, vocab, checkpoint["config"]
 
 
@@ -249,7 +250,8 @@ def encode_line(
         )
     # no need to tokenize megabytes to refuse them
     if len(line) > 1000 * block_size:
-        raise TextError(f"{where}: {len(line):,} characters, more than the block_size can hold")
+        why = f"more than the block_size {block_size} can hold"
+        raise TextError(f"{where}: {len(line):,} characters, {why}")
     truths, spans, scales = [], [], []
     if mask is not None:
         pieces, spans = split_text_spans(line, where)
@@ -290,7 +292,8 @@ def masked_samples(task, lines, vocab, where, block_size, keys=(), every=False):
             samples, truths = jobs.setdefault(quantity, ([], []))
             samples.append(encode_pieces(asked, vocab, at))
             if len(samples[-1][0]) > block_size:
-                raise TextError(f"{at}: {len(samples[-1][0])} tokens, more than the block_size")
+                why = f"more than the block_size {block_size}"
+                raise TextError(f"{at}: {len(samples[-1][0])} tokens, {why}")
             truths.extend(pieces[j][1] for j in positions)
     if lines and (missing := [k for k in keys if k not in jobs]):
         raise TextError(f"{where}: no record has a number under key {missing[0]!r}")
@@ -361,7 +364,8 @@ def number_keys(line, pieces, where, scales):
     keys = [p[0] if p and isinstance(p[0], str) else None for p in paths]
     if missing := [k for k in keys if k not in scales]:
         what = f"key {missing[0]!r}" if missing[0] else "no key"
-        raise TextError(f"{where}: a number under {what} (its number keys: {', '.join(scales)})")
+        what += f", which the training data has no scale for (its number keys: {', '.join(scales)})"
+        raise TextError(f"{where}: a number under {what}")
     return [(scales[k]["center"], scales[k]["spread"]) for k in keys], keys
 
 

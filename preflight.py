@@ -89,5 +89,6 @@ def pick_compile(compile, device_type):
         try:
             get_cpp_compiler()
         except Exception as e:
-            raise SystemExit(f"error: --compile=True on the CPU needs a C++ compiler: {e}")
+            why = f"needs a C++ compiler (g++, or set CXX): {e}"
+            raise SystemExit(f"error: --compile=True on the CPU {why}")
     return compile

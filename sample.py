@@ -52,10 +52,10 @@ RANGES = dict(
 )
 
 
-def read_input(name):
-    """The first max_lines lines not blank, with their numbers."""
+def read_input(path, name):
+    """The first max_lines lines not blank of a file (- for standard input), with their numbers."""
     try:
-        with open(input, "rb") if input != "-" else nullcontext(sys.stdin.buffer) as f:
+        with open(path, "rb") if path != "-" else nullcontext(sys.stdin.buffer) as f:
             lines = [(i, line) for i, line in enumerate(decoded_lines(f, name), 1) if line.strip()]
     except (TextError, IsADirectoryError) as e:
         raise SystemExit(f"error: {e}")
@@ -112,7 +112,7 @@ def main():
     if mask_all and not mask_key:
         raise SystemExit("error: --mask_all=True needs --mask_key=KEY")
     name = "stdin" if input == "-" else input
-    lines = read_input(name)
+    lines = read_input(input, name)
     dev = pick_device(device)
     torch.manual_seed(seed)
     model, vocab, config = load_model(ckpt, dev)

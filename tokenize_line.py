@@ -37,7 +37,10 @@ def xval_encode(text, text_ids, num_id):
     >>> xval_encode("[-1.5, 20]", lambda s: [ord(c) for c in s if c != " "], 0)
     ([91, 0, 0, 93], [1.0, -1.5, 20.0, 1.0])
     """
-    ids, values, at, numbers = [], [], 0, list(_XVAL_NUMBER.finditer(text))
+    ids = []
+    values = []
+    at = 0
+    numbers = list(_XVAL_NUMBER.finditer(text))
     for k, m in enumerate(numbers + [None]):
         between = text[at : m.start(m.lastindex) if m else len(text)]
         if between and not (0 < k < len(numbers) and between.strip() == ","):
@@ -60,7 +63,10 @@ _PUNCT = [
     re.compile(rf"""["']|\S(?:(?!{_PUNCT_END})\S)*"""),
     re.compile(rf"""["']|\S(?:(?!{_PUNCT_END}|{re.escape(ASK)})\S)*"""),
 ]
-_SPACE, _WORD_CHAR = re.compile(r"\s*"), re.compile(r"\w")
+_SPACE = re.compile(r"\s*")
+_WORD_CHAR = re.compile(r"\w")
+# the span of no number: no text starts right after it
+_NO_SPAN = (-9, -9)
 
 
 def split_text(text, where="text", allow_ask=False):
@@ -74,8 +80,10 @@ def split_text(text, where="text", allow_ask=False):
 
 def split_text_spans(text, where="text", allow_ask=False):
     """split_text's pieces, and each piece's (start, end) in the text."""
-    # num_at: the last number's span
-    pieces, at, i, num_at = [], [], _SPACE.match(text).end(), (-9, -9)
+    pieces = []
+    at = []
+    i = _SPACE.match(text).end()
+    num_at = _NO_SPAN  # the last number's span
     while i < len(text):
         unary = not pieces or (pieces[-1][0] == "text" and pieces[-1][1][-1] in _UNARY_AFTER)
         m = _LITERAL.match(text, i)
@@ -95,7 +103,8 @@ def split_text_spans(text, where="text", allow_ask=False):
                 raise TextError(f"{where}: number literal {shown(m.group())} overflows float64")
             piece, end, num_at = ("num", value), m.end(), (i, m.end())
         elif m and "." in m[2] and not re.search("[eE]", m[2]):
-            raise TextError(f"{where}: number {shown(m[2])} runs into the word at column {m.end()}")
+            why = f"runs into the word at column {m.end()}; separate them"
+            raise TextError(f"{where}: number {shown(m[2])} {why}")
         else:
             w = _WORD.match(text, i)
             token = w.group() if w else _PUNCT[allow_ask].match(text, i).group()

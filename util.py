@@ -201,5 +201,6 @@ def pick_device(device="auto", threads=0):
     kind, _, index = device.partition(":")
     count = torch.cuda.device_count() if kind == "cuda" else int(kind != "mps" or mps)
     if count <= int(index or 0):
-        raise SystemExit(f"error: --device={device}, but torch finds {count} {kind.upper()}")
+        why = f"finds {count} {kind.upper()} devices here; use --device=auto or --device=cpu"
+        raise SystemExit(f"error: --device={device}, but torch {why}")
     return device

@@ -178,7 +178,8 @@ def _check_out(out, force, writes):
         return
     clash = [n for n in others if n in writes or n.rstrip("/") in writes]
     if clash and not prepared:
-        fail(f"{out} holds {_some(clash)}, which this run would overwrite")
+        fix = "move it away or choose another --out"
+        fail(f"{out} holds {_some(clash)}, which this run would overwrite; {fix}")
     if not force:
         what = f"files that are not a dataset ({_some(others)})"
         what = "a dataset (meta.json)" if prepared else what
@@ -204,10 +205,11 @@ def staged_dataset(out, force, writes):
                 pid = take_lock(path)
             except OSError as e:
                 fail(f"cannot write to output directory {out}: {e.strerror}")
-            if pid is not None and name == "prepare.lock":
-                fail(f"{out} is being written by another prepare run, process {pid} ({path})")
             if pid is not None:
-                fail(f"{out} is being tokenized by process {pid} ({path})")
+                who = "tokenized by tokenize_numbers.py"
+                who = "written by another prepare run" if name == "prepare.lock" else who
+                why = f"wait for it to end, or delete {path} if no such run is going"
+                fail(f"{out} is being {who}, process {pid}; {why}")
             held.append(path)
         _check_out(out, force, writes)
         shutil.rmtree(stage, ignore_errors=True)

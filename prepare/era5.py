@@ -41,7 +41,7 @@ def open_netcdf(path):
     if magic.startswith(b"PK\x03\x04"):
         fail(f"{path} is a zip archive: unzip it first")
     if magic.startswith(b"GRIB"):
-        fail(f"{path} is a GRIB file; expected netCDF")
+        fail(f"{path} is a GRIB file; expected netCDF (ask the CDS for data_format 'netcdf')")
     try:
         return netCDF4.Dataset(path, "r")
     except OSError as e:
@@ -99,8 +99,13 @@ def coordinate(ds, path, dim):
     values = np.ma.filled(np.ma.asarray(ds.variables[dim][:], dtype=np.float64), np.nan)
     step = np.diff(values)
     if values.ndim != 1 or not (np.all(step > 0) or np.all(step < 0)):
-        fail(f"{path}: coordinate '{dim}' is not strictly monotonic")
+        fail(f"{path}: coordinate '{dim}' is not monotonic; expected a regular 1-d grid axis")
     return values
+
+
+def describe_grid(grid):
+    lat, lon = grid
+    return f"{len(lat)}x{len(lon)} (lat {lat[0]:g}..{lat[-1]:g}, lon {lon[0]:g}..{lon[-1]:g})"
 
 
 def same_grid(a, b):
@@ -195,14 +200,16 @@ def open_field(paths, wanted):
     for path in paths[1:]:
         src = open_source(path, wanted)
         if not same_grid(src.grid, first.grid):
-            fail(f"{path} and {first.path} do not share one grid")
+            grids = f"{describe_grid(src.grid)} and {describe_grid(first.grid)}"
+            fail(f"{path} and {first.path} do not share one grid: {grids}")
         if src.calendar != first.calendar:
             fail(f"{path} uses calendar '{src.calendar}' but {first.path} uses '{first.calendar}'")
         sources.append(src)
     sources.sort(key=lambda s: s.seconds[0])
     for a, b in itertools.pairwise(sources):
         if b.seconds[0] <= a.seconds[-1]:
-            fail(f"{a.path} and {b.path} overlap in time")
+            times = f"{a.first} .. {a.last} and {b.first} .. {b.last}"
+            fail(f"{a.path} and {b.path} overlap in time ({times})")
     field = SimpleNamespace(sources=sources, lat=first.grid[0], lon=first.grid[1])
     field.units, field.variable = sources[0].units, sources[0].variable
     field.first_step = np.cumsum([0] + [s.steps for s in sources[:-1]]).tolist()
@@ -215,7 +222,9 @@ def read_land_sea_mask(path, field):
     """ERA5 `lsm` (land fraction 0..1) on the field's grid."""
     src = open_source(path, "lsm", need_time=False)
     if not same_grid(src.grid, (field.lat, field.lon)):
-        fail(f"land-sea mask {path}: expected the same grid as the temperature files")
+        files = describe_grid((field.lat, field.lon))
+        grids = f"{describe_grid(src.grid)}, the temperature files {files}"
+        fail(f"land-sea mask {path} has grid {grids}; expected the same grid")
     with open_netcdf(path) as ds:
         x = read_source(ds, src, 0, 1).reshape(len(field.lat), len(field.lon))
     if np.nanmax(x) > 1 + 1e-6 or np.nanmin(x) < -1e-6:

@@ -42,10 +42,6 @@ BLOCK = 1 << 20
 COLUMNS = itertools.count()
 
 
-def is_missing(cell):
-    return cell.strip().lower() in _MISSING
-
-
 def rewrite(value, f):
     """A value with f applied to each of its leaves."""
     if isinstance(value, dict):
@@ -82,9 +78,6 @@ class Column:
         self.name, self.noun, self.as_text, self.decimal_comma = name, noun, as_text, decimal_comma
         self.texts, self.index, self.nested, self.n, self.gaps = [], {}, {}, 0, []
         self.paths = [os.path.join(scratch, f"{next(COLUMNS)}.{part}") for part in ("code", "x")]
-        # appended to a block at a time: a file of a thousand columns holds none open
-        for path in self.paths:
-            open(path, "xb").close()
         # the first row holding a number, a text, a leading zero
         self.first, self.n_numbers, self.n_present, self.clash = {}, 0, 0, None
         self.q_range = [999, -999]
@@ -126,6 +119,7 @@ class Column:
         self.write(rows, x[codes])
 
     def write(self, code, x):
+        # per block: 1,000 columns hold no file open
         for path, values in zip(self.paths, (code.astype(np.int32), x.astype(np.float64))):
             with open(path, "ab") as f:
                 f.write(values.tobytes())
@@ -157,7 +151,8 @@ class Column:
         if "code" in self.first:
             fail(f"{at('code')} has a leading zero, a code rather than a quantity; {hint}")
         if "text" in self.first and self.n_numbers * 2 >= self.n_present:
-            fail(f"{at('text')} is not a number, but most of the column's values are")
+            fix = f"write a number or a missing value ({', '.join(MISSING[1:])})"
+            fail(f"{at('text')} is not a number, but most of the column's values are; {fix}")
         if "text" in self.first:
             fail(f"{at('number')} is a number, but most of the column's values are text; {hint}")
         return self
@@ -170,18 +165,16 @@ class Column:
             if "." in c and NUMBER.fullmatch(c):
                 refuse(f"{cell!r} holds a point, but --decimal-comma says numbers are written 12,5")
             c = re.sub(r"^([+-]?\d*),(\d+(?:[eE][+-]?\d+)?)$", r"\1.\2", c)
-        if is_missing(c):
+        if c.lower() in _MISSING:
             return GAP, None
         if not self.as_text and SEPARATED.fullmatch(c):
             refuse(
                 f"{c!r} holds a thousands separator or a decimal comma; write"
                 f" {c.replace(',', '')} or {c.replace(',', '.')}, or --decimal-comma"
             )
-        if not self.as_text and plain_number(c):
-            refuse(
-                f"{c!r} is a number written with a currency or percent sign, digit groups or in"
-                f" hex; write {plain_number(c)}"
-            )
+        if not self.as_text and (plain := plain_number(c)):
+            how = "a currency or percent sign, digit groups or in hex"
+            refuse(f"{c!r} is a number written with {how}; write {plain}")
         if self.as_text or not NUMBER.fullmatch(c):
             return self.text_code(c), None
         return NUM, Decimal(c)
@@ -293,8 +286,12 @@ def opened(path):
 def scan(path):
     """(the first 64 KiB of text, whether lines end in \\r alone, the first empty line or 0);
     refused: a byte not UTF-8, a lone \\r."""
-    f, decoder = opened(path), codecs.getincrementaldecoder("utf-8-sig")()
-    head, cr_only, blank, lines = "", None, 0, 1
+    f = opened(path)
+    decoder = codecs.getincrementaldecoder("utf-8-sig")()
+    head = ""
+    cr_only = None
+    blank = 0
+    lines = 1
     while block := f.read(1 << 22):
         try:
             head += decoder.decode(block)[: (1 << 16) - len(head)]
@@ -324,7 +321,7 @@ def csv_head(path, head, delimiter):
     if comments > 1 or comments and not re.search(r"[,;\t|]", header_line):
         fail(
             f"{path}:1: {header_line[:40]!r} is a comment, not a header ({comments} line(s) start"
-            " with #); expected the column names on line 1"
+            " with #); expected the column names on line 1: delete the lines above them"
         )
     if not delimiter:
         delimiter = max(DELIMITERS, key=header_line.count)
@@ -348,7 +345,9 @@ def bad_row(path, header, delimiter, trailing, error=None):
     width = len(header) + (trailing and bool(header[-1]))
     lines = io.TextIOWrapper(opened(path), "utf-8-sig", newline="")
     reader = csv.reader(lines, delimiter=delimiter, strict=True)
-    at, end, second = 1, 0, []
+    at = 1
+    end = 0
+    second = []
     try:
         for row in reader:
             at, end = end + 1, reader.line_num
@@ -381,7 +380,8 @@ def read_csv(path, args, head, cr_only, blank):
         Column(header[j], "column", table.scratch.name, header[j] in args.text, args.decimal_comma)
         for j in wanted
     ]
-    lines, multi = [], []
+    lines = []
+    multi = []
     for cells, first in csv_batches(path, header, delimiter, trailing, cr_only, blank):
         if trailing and pc.any(pc.not_equal(pc.utf8_trim_whitespace(cells[-1]), "")).as_py():
             bad_row(path, header, delimiter, trailing)
@@ -438,7 +438,9 @@ def arrow_batches(path, header, delimiter, trailing):
 def csv_batches(path, header, delimiter, trailing, cr_only, blank):
     """Blocks of rows: their columns, and the line each row starts on then the line after;
     empty lines refused but at the end."""
-    line, ended, cells = 2, False, []
+    line = 2
+    ended = False
+    cells = []
     for batch in arrow_batches(path, header, delimiter, trailing):
         cells = batch.columns
         if cr_only:
@@ -511,8 +513,12 @@ def json_records(path, args):
     )
     space = re.compile(r"\s*")
     line_at = lambda i: f"{path}:{text.count(chr(10), 0, i) + 1}"
-    to_none = lambda x: None if isinstance(x, str) and is_missing(x) else x
-    records, lines, i, line, at = [], [], space.match(text).end(), 1, 0
+    to_none = lambda x: None if isinstance(x, str) and x.strip().lower() in _MISSING else x
+    records = []
+    lines = []
+    i = space.match(text).end()
+    line = 1
+    at = 0
     array = text.startswith("[", i)
     i = space.match(text, i + array).end()
     while i < len(text) and not (array and text[i] == "]"):

@@ -318,7 +318,8 @@ def check_tokens(table, parts, keys):
                 if split != "train" and unseen:
                     fail(
                         f"{where(i)}: the {split} record holds the text token {unseen[0]!r}, which"
-                        " no training record has"
+                        " no training record has; add such records to the training data, or write"
+                        " the value as a number or a category train has"
                     )
                 vocab.update(dict.fromkeys(unseen))
             pieces = np.array([n for _, n, _ in info])

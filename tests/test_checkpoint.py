@@ -64,7 +64,7 @@ def test_a_lock_left_by_a_process_whose_pid_was_reused_says_how_to_go_on(data, t
 
 @pytest.mark.parametrize("edit, says", [
     (lambda c: c.pop("optimizer"), "has no optimizer"),
-    (lambda c: c["model_args"].update(rotary=True), "unknown model settings (rotary)"),
+    (lambda c: c["model_args"].update(rotary=True), "does not know (rotary); use the version that wrote it"),
     (lambda c: c["model"].update({k: v[:1] for k, v in c["model"].items() if "wte" in k}),
      "weights or optimizer state do not fit"),
 ])

@@ -97,8 +97,8 @@ def test_a_folder_another_run_holds_is_refused_naming_it_until_that_run_ends(tmp
     try:
         (tmp_path / lock).write_text(str(other.pid))
         error = one_line_error(prepare(tmp_path, "--force", "--seed=2", check=False))
-        what = {"prepare.lock": "being written by another prepare run,", "tokenize.lock": "being tokenized by"}[lock]
-        assert f"{what} process {other.pid}" in error
+        what = {"prepare.lock": "being written by another prepare run,", "tokenize.lock": "tokenize_numbers.py,"}[lock]
+        assert f"{what} process {other.pid}" in error and f"delete {tmp_path / lock}" in error
         assert dataset_bytes(tmp_path) == {**before, lock: str(other.pid).encode()}  # its lock stays
     finally:
         other.kill()

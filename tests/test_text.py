@@ -187,7 +187,7 @@ COLUMNS = json.dumps({"t": {str(i): i for i in range(20)}, "x": {str(i): i / 2 f
     ("t,e\n1,\n2,NA\n", [], r"key 'e' holds no value in any record; leave it out with --columns"),
     ("t,e\n1,\n2,NA\n", ["--missing", "omit"], r"key 'e' holds no value in any record"),
     ("# logger 7\n# units: C, hPa\nt,p\n1,2\n", [], (r"bad.csv:1: '# logger 7' is a comment, not a header "
-     r"\(2 line\(s\) start with #\); expected the column names on line 1")),
+     r"\(2 line\(s\) start with #\); expected the column names on line 1: delete the lines")),
     ("t,x\n1,2\n2,1e400\n3,4\n", [], r"bad.csv:3: column 'x': 1E\+400 is beyond what a float64 holds"),
     ('{"t":1,"x":[2,-1e-400]}\n', [], r"bad.jsonl:1: key 'x': -1E-400 is beyond what a float64 holds"),
     (CELLS, [], (r"bad.csv:2: column 'x': '\$1,000.50' is a number written with a currency or percent sign, "

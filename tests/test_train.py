@@ -210,7 +210,7 @@ def test_a_run_is_never_replaced_without_overwrite_nor_while_another_holds_its_o
     try:
         (tmp_path / "train.lock").write_text(str(other.pid))
         error = one_line_error(train(data, tmp_path, "--overwrite=True", check=False))
-        assert f"in use by pid {other.pid}" in error
+        assert f"in use by another train.py run (pid {other.pid}); wait for it to end" in error
     finally:
         other.kill()
         other.wait()

@@ -65,7 +65,7 @@ def split_text(text, where="text", allow_ask=False):
             continue
         if m and text[start:m.end()].replace(".", "").isdigit() and "." in text[start:m.end()]:
             # "1.5x": a decimal number running into a word is neither a number nor a word
-            raise TextError(f"{where}: number {text[start:m.end()]!r} runs into the word at column {m.end()}")
+            raise TextError(f"{where}: number {text[start:m.end()]!r} runs into the word at column {m.end()}; separate them")
         q = _QUOTED_KEY.match(text, i)
         w = q or _WORD.match(text, i)
         token = w.group() if w else _punctuation_run(text, i, allow_ask)
