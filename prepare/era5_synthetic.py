@@ -44,12 +44,12 @@ def packed_variable(ds, name, scale, offset, long_name, units):
     v = ds.createVariable(name, "i2", ("time", "latitude", "longitude"), fill_value=FILL)
     v.scale_factor, v.add_offset, v.missing_value = scale, offset, np.int16(FILL)
     v.units, v.long_name = units, long_name
-    # pack() packs, the same on every platform
+    # pack_int16() packs, the same on every platform
     v.set_auto_maskandscale(False)
     return v
 
 
-def pack(values, scale, offset):
+def pack_int16(values, scale, offset):
     return np.clip(np.round((values - offset) / scale), -32766, 32767).astype(np.int16)
 
 
@@ -107,7 +107,7 @@ def write_t2m(path, lat, lon, lsm, days, seed):
                 + NOISE_K * rng.standard_normal(weather.shape)
             )
             ds["time"][24 * day : 24 * day + 24] = hour0 + hours
-            t2m[24 * day : 24 * day + 24] = pack(field, 0.0025, 260.0)
+            t2m[24 * day : 24 * day + 24] = pack_int16(field, 0.0025, 260.0)
 
 
 def write_lsm(path, lat, lon, lsm):
@@ -115,7 +115,7 @@ def write_lsm(path, lat, lon, lsm):
     with create(path, lat, lon) as ds:
         ds["time"][0:1] = [hour0]
         v = packed_variable(ds, "lsm", 1 / 65000, 0.5, "Land-sea mask", "(0 - 1)")
-        v[0:1] = pack(lsm, 1 / 65000, 0.5)[None]
+        v[0:1] = pack_int16(lsm, 1 / 65000, 0.5)[None]
 
 
 def main(argv=None):
