@@ -227,10 +227,10 @@ def save(name):
 t_start = time.time()
 progress = report.Progress(log, iter_num, max_iters, world_size, device, flops_tok)
 stopping = False
-# losses and gradient norms since the last check: finite while all are
-unchecked = torch.zeros(1, device=device)
+# how many losses and gradient norms were not finite since the last check
+nonfinite = torch.zeros(1, dtype=torch.int64, device=device)
 sigterm = distributed.note_sigterm()
-steps = prefetched(micro_batches, iter_num)
+steps = prefetched(micro_batches, iter_num, max_iters)
 while True:
     # determine and set the learning rate for this step
     lr = get_lr(iter_num, config)
@@ -273,7 +273,7 @@ while True:
         progress.count(cpu_batch)
     # clip the gradient (grad_clip 0: measured only)
     grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip or math.inf)
-    unchecked += loss_sum.sum() + grad_norm
+    nonfinite += torch.cat([loss_sum, grad_norm.view(1)]).isfinite().logical_not().sum()
     done = iter_num + 1
     logging = done % log_interval == 0 or done == max_iters
     checking = logging or done % eval_interval == 0 or (keep_every and done % keep_every == 0)
@@ -282,9 +282,10 @@ while True:
         stopping = distributed.sigterm_noted(sigterm, device)
     # a non-finite loss since the last check stops every process before the optimizer step
     if checking or stopping:
-        losses = distributed.sum_over_processes(torch.cat([loss_sum, unchecked]))
+        losses = distributed.sum_over_processes(torch.cat([loss_sum, nonfinite]))
+        losses[3] = math.nan if losses[3] else 0.0
         checkpoint.stop_unless_finite(losses, CHECKED, done, ckpt_path)
-        unchecked.zero_()
+        nonfinite.zero_()
         # timing and logging
         if logging:
             progress.log_step(done, lr, losses[:3], num_loss_name)
