@@ -26,9 +26,10 @@ TINY = ["--n_layer=2", "--n_head=2", "--n_embd=32", "--block_size=32", "--device
         "--warmup_iters=0", "--log_interval=1"]
 
 
-def losses(out_dir):
+def losses(out_dir, key="loss"):
+    """step -> the value of `key` in each log.jsonl row that has it."""
     with open(os.path.join(out_dir, "log.jsonl")) as f:
-        return {r["iter"]: r["loss"] for r in map(json.loads, f) if "loss" in r}
+        return {r["iter"]: r[key] for r in map(json.loads, f) if key in r}
 
 
 def one_line_error(r):

@@ -4,11 +4,12 @@ import pytest
 import torch
 from helpers import Samples
 
-from batching import mlm_mask, pack, step_batches, step_samples
+from batching import _rows, choose_packing, epoch_order, mlm_mask, pack, prefetched, step_batches, step_samples
+from model import GPT, GPTConfig
 
 
 def samples_in(batch):
-    """(sample index, tokens) of every sample in a batch whose values are each its sample's index."""
+    """(sample index, tokens) of each sample in a batch whose values are its sample's index."""
     doc = batch["doc"] if batch["doc"] is not None else torch.zeros_like(batch["ids"])
     return [(int(batch["target_values"][b][doc[b] == d][0]), int((doc[b] == d).sum()))
             for b in range(doc.shape[0]) for d in doc[b].unique().tolist() if d >= 0]
@@ -20,7 +21,7 @@ def test_over_an_epoch_the_ranks_load_every_sample_exactly_once(packing, pack_le
     split = Samples((np.full(n, 9), np.full(n, float(i), np.float32)) for i, n in enumerate(lengths))
     seen = []
     layout = dict(seed=3, batch_size=8, micro_batch_size=2, packing=packing, pack_length=pack_length)
-    for step in range(48 // 8):  # one epoch of steps of 8 samples, 4 per rank in micro-batches of 2
+    for step in range(48 // 8):  # one epoch
         counts = []
         for rank in range(2):
             batches = step_batches(split, step, rank=rank, world_size=2, **layout)
@@ -48,22 +49,21 @@ def test_packing_fills_rows_no_longer_than_the_longest_sample():
 
 
 def test_a_cached_epoch_order_is_the_one_drawn_afresh_and_cannot_be_changed():
-    from batching import epoch_order
     order = epoch_order(1000, 5, 2)
     assert np.array_equal(order, np.random.default_rng([5, 2]).permutation(1000))
-    assert epoch_order(1000, 5, 2) is order  # drawn once, not every step
+    assert epoch_order(1000, 5, 2) is order
     with pytest.raises(ValueError):
         order[0] = 1
 
 
 def temperature_like(n=256, seed=0):
-    """Samples of 800-1800 tokens, as 60-89 stations × 8-15 steps give in xVal (block_size 1798)."""
+    """Samples of 800-1800 tokens, as ERA5's 60-89 stations × 8-15 steps in xVal (block_size 1798)."""
     rng = np.random.default_rng(seed)
     return Samples((np.full(n, 5), np.ones(n, np.float32)) for n in rng.integers(800, 1799, n))
 
 
 def predicted(batches):
-    """The tokens and numbers ([NUM] is 9 here) that micro-batches predict, as train.py counts them."""
+    """The tokens and numbers ([NUM] is 9 here) that micro-batches predict."""
     return sum(len(b["pred"]) for b in batches), sum(int((b["targets"] == 9).sum()) for b in batches)
 
 
@@ -74,7 +74,7 @@ def padded_fraction(batches):
 def test_packed_steps_all_have_one_shape_and_little_padding():
     split = temperature_like()
     for world_size in (1, 4):
-        shapes, real, positions = set(), 0, 0
+        shapes, every = set(), []
         for step in range(8):
             counts = set()
             for rank in range(world_size):
@@ -82,50 +82,58 @@ def test_packed_steps_all_have_one_shape_and_little_padding():
                                        world_size=world_size, packing=True, pack_length=4 * 1798)
                 shapes |= {tuple(b["ids"].shape) for b in batches}
                 counts.add(len(batches))
-                real, positions = real + sum(b["n_real"] for b in batches), positions + sum(b["ids"].numel() for b in batches)
-                # one process: padding rows are spread, so no micro-batch is padding only (with 4, one may be)
+                every += batches
+                # one process: padding rows are spread, so no micro-batch is padding only
                 assert world_size > 1 or all(b["n_real"] > 0 for b in batches)
             assert len(counts) == 1  # every process runs as many micro-batches
         assert shapes == {(1, 4 * 1798)}  # the rows 8 samples of mean length (~1300 tokens) fill
-        assert 1 - real / positions < (0.05 if world_size == 1 else 0.10)
+        assert padded_fraction(every) < (0.05 if world_size == 1 else 0.10)
 
 
 def test_the_step_is_sorted_before_it_is_cut_and_shared_out():
     split = temperature_like()
     one = step_batches(split, 3, seed=1, batch_size=64, micro_batch_size=16)
-    assert padded_fraction(one) < 0.10  # the four micro-batches hold the shortest 16, the next 16, ...
+    assert padded_fraction(one) < 0.10  # micro-batches of the shortest 16, the next 16, ...
     longest = [int((b["doc"] >= 0).sum(1).max()) if b["doc"] is not None else b["ids"].shape[1] for b in one]
     assert longest == sorted(longest)
-    # four processes: each gets every fourth sample in length order, so their rows are about as long
+    # four processes: each gets every fourth sample by length, so as much work
     four = [step_batches(split, 3, seed=1, batch_size=64, micro_batch_size=16, rank=r, world_size=4)[0] for r in range(4)]
     work = [b["n_real"] for b in four]
     assert max(work) < 1.1 * min(work)
 
 
+def forward(model, b):
+    return model(b["ids"], b["values"], b["targets"], b["target_values"], b["pos"], b["doc"], b["pred"])
+
+
 def test_a_packed_row_may_be_longer_than_block_size_but_its_samples_not():
-    from model import GPT, GPTConfig
     torch.manual_seed(0)
     model = GPT(GPTConfig(vocab_size=12, num_id=3, block_size=8, n_layer=1, n_head=2, n_embd=16)).eval()
     rng = np.random.default_rng(0)
     examples = [mlm_mask(rng.integers(3, 12, n), np.ones(n, np.float32), 0.5, rng) for n in (8, 7, 5, 4, 3, 3)]
     packed = pack(examples, row_length=20)
-    assert packed["ids"].shape[1] == 20 > 8
-    sums = model(packed["ids"], packed["values"], packed["targets"], packed["target_values"], packed["pos"], packed["doc"])
+    assert packed["ids"].shape[1] == 20 > 8 and torch.isfinite(forward(model, packed)["ce_sum"])
     too_long = pack(examples + [mlm_mask(np.full(9, 5), np.ones(9, np.float32), 0.5, rng)], row_length=20)
     with pytest.raises(RuntimeError, match="a sample is longer than block_size 8"):
-        model(too_long["ids"], too_long["values"], too_long["targets"], too_long["target_values"], too_long["pos"], too_long["doc"])
-    assert torch.isfinite(sums["ce_sum"])
-    from batching import _rows
-    empty = _rows([[]], (1, 20))  # a micro-batch of padding only (several processes may get one): it adds nothing
-    sums = model(empty["ids"], empty["values"], empty["targets"], empty["target_values"], empty["pos"], empty["doc"], empty["pred"])
+        forward(model, too_long)
+    sums = forward(model, _rows([[]], (1, 20)))  # a micro-batch of padding only adds nothing
     assert [float(sums[k].detach()) for k in ("ce_sum", "n_tokens", "num_sum", "n_numbers")] == [0.0] * 4
+
+
+def test_prefetched_builds_each_step_once_and_none_past_the_last():
+    built = []
+
+    def make(step):
+        built.append(step)
+        return step
+    assert list(prefetched(make, 3, 6)) == [3, 4, 5] and built == [3, 4, 5]
+    assert list(prefetched(make, 6, 6)) == [] and built == [3, 4, 5]
 
 
 @pytest.mark.slow
 def test_without_a_pack_length_packing_chooses_the_shape_that_pads_least():
-    """config/era5_xval.py's batch (64 samples, micro-batches of 16) on temperature-like samples: the shape chosen on steps
-    0-19 packs steps 20-59 under 5% padding, where rows of 4 × block_size, 3 a micro-batch, pad more."""
-    from batching import choose_packing
+    """era5_xval's batch (64, micro-batches of 16): the shape chosen on steps 0-19 packs steps 20-59 under 5%
+    padding, where rows of 4 × block_size, 3 a micro-batch, pad more."""
     split = temperature_like()
     n, r = choose_packing(split, 64, 16, 1, seed=1, shortest=1798, longest=4 * 1798)
 

@@ -1,6 +1,4 @@
-"""The Gaussian-mixture number head: its NLL, mean, CRPS and calibration against hand and
-Monte-Carlo computations, its float32 path, and a tiny GMM model trained, resumed, sampled and
-evaluated."""
+"""The Gaussian-mixture head against hand and Monte-Carlo figures, and a tiny GMM model end to end."""
 import math
 import os
 
@@ -9,20 +7,17 @@ import torch
 
 import eval as ev
 from conftest import run
-from helpers import EVAL_TINY, NUM, TINY, V, evaluated, losses, prepared, sample, tiny
+from helpers import EVAL_TINY, NUM, V, evaluated, losses, prepared, sample, tiny, train
 from mixture import (MIN_STD, MixtureHead, mixture_cdf, mixture_mean, mixture_nll, mixture_of,
                      mixture_quantile, mixture_sample, mixture_std)
 from model import IGNORE, GPTConfig
 
 TWO = ([0.3, 0.7], [0.0, 2.0], [1.0, 0.5])  # weights, means, standard deviations
-RUN = [*TINY, "--batch_size=8", "--micro_batch_size=8"]
 
 
 def outputs(weights, means, stds):
     """The head outputs (3K,) of a mixture with these weights, means and standard deviations."""
-    return torch.cat([torch.tensor(weights, dtype=torch.float64).log(),
-                      torch.tensor(means, dtype=torch.float64),
-                      (torch.tensor(stds, dtype=torch.float64) - MIN_STD).log()])
+    return torch.cat([scalar(weights).log(), scalar(means), (scalar(stds) - MIN_STD).log()])
 
 
 def normal_pdf(y, mu, s):
@@ -37,8 +32,8 @@ def scalar(y):
     return torch.tensor(y, dtype=torch.float64)
 
 
-def test_the_nll_equals_a_hand_computation_and_one_component_the_gaussian():
-    log_w, _, log_std = mixture_of(outputs(*TWO))  # the outputs read back as the mixture
+def test_the_nll_is_a_hand_computation_and_with_one_component_the_gaussian():
+    log_w, _, log_std = mixture_of(outputs(*TWO))
     torch.testing.assert_close(log_w.exp(), scalar(TWO[0]))
     torch.testing.assert_close(log_std.exp(), scalar(TWO[2]))
     for y in (-1.0, 0.7, 2.2, 6.0):
@@ -50,12 +45,12 @@ def test_the_nll_equals_a_hand_computation_and_one_component_the_gaussian():
 
 
 @pytest.mark.parametrize("raw_std,target", [(-60.0, 0.5), (-60.0, 1e4), (0.0, 1e6), (30.0, 0.1)])
-def test_gradients_stay_finite_at_the_std_floor_and_for_far_off_targets(raw_std, target):
+def test_gradients_stay_finite_at_the_std_floor_and_far_off(raw_std, target):
     num = torch.tensor([0.0, 1.0, 0.0, 0.5, raw_std, raw_std], requires_grad=True)  # K = 2, float32
     loss = mixture_nll(num, torch.tensor(target))
     loss.backward()
     assert torch.isfinite(loss) and torch.isfinite(num.grad).all()
-    assert mixture_of(num)[2].exp().min() >= MIN_STD * (1 - 1e-6)  # σ never below its floor
+    assert mixture_of(num)[2].exp().min() >= MIN_STD * (1 - 1e-6)
 
 
 def test_mean_std_samples_and_quantiles_match_the_mixture():
@@ -64,15 +59,15 @@ def test_mean_std_samples_and_quantiles_match_the_mixture():
     assert float(mixture_mean(num)) == pytest.approx(mean)
     variance = 0.2 * (0.25 + 1) + 0.8 * (0.01 + 9) - mean ** 2
     assert float(mixture_std(num)) == pytest.approx(math.sqrt(variance))
-    x = draws(num, 200_000)  # a fixed seed is reproducible
+    x = draws(num, 200_000)
     assert torch.equal(x, draws(num, 200_000)) and not torch.equal(x, draws(num, 200_000, seed=1))
     assert float(x.mean()) == pytest.approx(mean, abs=0.02)
     assert float(x.std()) == pytest.approx(math.sqrt(variance), rel=0.01)
-    for y in (-1.2, 0.0, 2.95, 3.1):  # the CDF is the fraction of draws below y
+    for y in (-1.2, 0.0, 2.95, 3.1):
         below = float((x <= y).double().mean())
         assert below == pytest.approx(float(mixture_cdf(num, torch.tensor(y))), abs=0.005)
     num = outputs([0.5, 0.5], [0.0, 4.0], [1.0, 0.3])
-    for q in (0.05, 0.25, 0.5, 0.9):  # quantiles invert the CDF
+    for q in (0.05, 0.25, 0.5, 0.9):
         assert float(mixture_cdf(num, mixture_quantile(num, q))) == pytest.approx(q, abs=1e-9)
 
 
@@ -107,7 +102,7 @@ def test_the_gmm_head_has_3k_outputs_and_its_loss_is_the_nll_at_masked_numbers()
     model = tiny(num_head="gmm", n_components=3)
     ids, values = sample(9)
     targets = torch.full((9,), IGNORE)
-    targets[[0, 1, 3]] = ids[[0, 1, 3]]  # two numbers (positions 0 and 3) and one text token
+    targets[[0, 1, 3]] = ids[[0, 1, 3]]  # numbers at 0 and 3, a text token at 1
     num = model(ids[None], values[None])[1]
     assert num.shape == (1, 9, 9)
     sums = model(ids[None], values[None], targets[None], values[None])
@@ -125,13 +120,11 @@ def test_the_gmm_head_has_3k_outputs_and_its_loss_is_the_nll_at_masked_numbers()
 
 @pytest.mark.parametrize("eps", [1e-3, 0.0])
 def test_the_multiscale_gmm_loss_is_the_same_at_every_scale_where_sigma_follows_it(eps):
-    # means and σ scaling with the truth y: y/s sees the same mixture at every scale
     def mixture(c):
         return outputs([0.3, 0.7], [0.8 * c, 1.1 * c], [0.2 * c, 0.4 * c])
 
     def loss(c):
         return float(MixtureHead.loss(mixture(c), scalar(c), eps))
-    # with ε, s = √1.001 at y = 1
     assert loss(100.0) == pytest.approx(loss(1.0), abs=1e-3 if eps else 1e-9)
     if not eps:
         assert loss(1e-2) == pytest.approx(loss(1.0), abs=1e-9)
@@ -154,78 +147,60 @@ def test_the_gmm_head_stays_float32_under_bf16_autocast_and_needs_xval():
         GPTConfig(vocab_size=V, num_id=NUM, num_head="gauss")
 
 
-@pytest.fixture(scope="module")
-def arithmetic(tmp_path_factory):
-    return prepared(tmp_path_factory, "ops2", "prepare/arithmetic.py", "--variant=ops2")
-
-
-def test_a_tiny_gmm_model_trains_resumes_samples_and_evaluates(arithmetic, tmp_path):
-    common = [*RUN, f"--data_dir={arithmetic}", "--eval_interval=3", "--learning_rate=3e-3",
-              "--min_lr=3e-3", "--num_head=gmm", "--n_components=4"]
-    straight, resumed = str(tmp_path / "straight"), str(tmp_path / "resumed")
-    r = run("train.py", *common, f"--out_dir={straight}", "--max_iters=6")
+@pytest.mark.slow
+def test_a_tiny_gmm_model_trains_resumes_samples_and_evaluates(data, tmp_path):
+    gmm = ["--eval_interval=3", "--learning_rate=3e-3", "--min_lr=3e-3", "--num_head=gmm", "--n_components=4"]
+    straight, resumed = tmp_path / "straight", tmp_path / "resumed"
+    r = train(data, straight, *gmm, "--max_iters=6")
     assert "number head gmm (K=4)" in r.stdout and "NLL" in r.stdout
-    run("train.py", *common, f"--out_dir={resumed}", "--max_iters=3")
-    run("train.py", *common, f"--out_dir={resumed}", "--max_iters=6", "--resume")
+    train(data, resumed, *gmm, "--max_iters=3")
+    train(data, resumed, *gmm, "--max_iters=6", "--resume")
     a, b = losses(straight), losses(resumed)
     assert [b[i] for i in (4, 5, 6)] == pytest.approx([a[i] for i in (4, 5, 6)], rel=1e-6)
-    r = run("train.py", *common, f"--out_dir={resumed}", "--max_iters=7", "--resume",
-            "--n_components=8", check=False)
+    r = train(data, resumed, *gmm, "--max_iters=7", "--resume", "--n_components=8", check=False)
     assert r.returncode != 0 and "n_components=4" in r.stderr
-
-    ckpt = os.path.join(straight, "ckpt_latest.pt")
+    ckpt = f"--ckpt={straight}/ckpt_latest.pt"
     question = "(0.5+0.25)=[?]\n"
-    r = run("sample.py", f"--ckpt={ckpt}", input=question)
+    r = run("sample.py", ckpt, input=question)
     assert r.stdout.startswith("(0.5+0.25)=") and "±" in r.stdout
-    r = run("sample.py", f"--ckpt={ckpt}", "--spread=quantiles", input=question)
+    r = run("sample.py", ckpt, "--spread=quantiles", input=question)
     assert r.stdout.count("|") == 2 and "[?]" not in r.stdout
-    r = run("sample.py", f"--ckpt={ckpt}", f"--input={arithmetic}/test.txt", "--mask_last")
+    r = run("sample.py", ckpt, f"--input={data}/test.txt", "--mask_last")
     assert "50 numbers predicted" in r.stdout and "(true: " in r.stdout
-    r = run("sample.py", f"--ckpt={ckpt}", "--spread=box", input=question, check=False)
-    assert r.returncode != 0
-    assert "spread = 'box' (from --spread) is not one of std | quantiles | none" in r.stderr
-
-    report, stdout, prefix = evaluated(ckpt, extra=["--plots"])
+    r = run("sample.py", ckpt, "--spread=box", input=question, check=False)
+    assert r.returncode != 0 and "spread = 'box' (from --spread) is not one of std | quantiles | none" in r.stderr
+    report, stdout, prefix = evaluated(str(straight / "ckpt_latest.pt"), extra=["--plots"])
     m = report["splits"]["test"]["answer"]["per_seed"][0]
-    assert {"nll", "crps", "cover50", "cover90"} <= set(m)
-    assert 0 <= m["cover50"] <= m["cover90"] <= 1 and "CRPS" in stdout
-    assert math.isfinite(m["nll"]) and m["crps"] > 0
+    assert {"nll", "crps", "cover50", "cover90"} <= set(m) and "CRPS" in stdout
+    assert 0 <= m["cover50"] <= m["cover90"] <= 1 and math.isfinite(m["nll"]) and m["crps"] > 0
     assert os.path.getsize(f"{prefix}_test_pit.png") > 1000
 
 
-def test_an_older_checkpoint_without_head_settings_loads_as_mse(arithmetic, tmp_path):
+def test_an_older_checkpoint_without_head_settings_loads_as_mse(data, tmp_path):
     from predict import load_model
-    common = [*TINY, f"--data_dir={arithmetic}", f"--out_dir={tmp_path}", "--eval_interval=1",
-              "--batch_size=4", "--micro_batch_size=4"]
-    run("train.py", *common, "--max_iters=1")
+    train(data, tmp_path, "--max_iters=1", "--eval_interval=1")
     path = str(tmp_path / "ckpt_latest.pt")
     checkpoint = torch.load(path, weights_only=False)
     for key in ("num_head", "n_components"):
         del checkpoint["model_args"][key]
     torch.save(checkpoint, path)
-    model, _, _ = load_model(path)
+    model = load_model(path)[0]
     assert model.cfg.num_head == "mse" and model.num_head[-1].out_features == 1
-    run("train.py", *common, "--max_iters=2", "--resume")
+    train(data, tmp_path, "--max_iters=2", "--eval_interval=1", "--resume")
 
 
 @pytest.mark.slow
 def test_planets_gmm_evaluation_draws_m0_densities(tmp_path_factory, tmp_path):
     data = prepared(tmp_path_factory, "planets", "prepare/planets.py")
-    run("train.py", *EVAL_TINY, f"--data_dir={data}", f"--out_dir={tmp_path}", "--block_size=1024",
-        "--num_head=gmm")
-    ckpt = str(tmp_path / "ckpt_best.pt")
-    report, _, prefix = evaluated(ckpt, extra=["--plots", "--splits=test"])
-    metrics = set(report["splits"]["test"]["m0"]["mean"])
-    assert metrics >= {"mse", "nll", "crps", "cover50", "cover90"}
+    run("train.py", *EVAL_TINY, f"--data_dir={data}", f"--out_dir={tmp_path}", "--block_size=1024", "--num_head=gmm")
+    report, _, prefix = evaluated(str(tmp_path / "ckpt_best.pt"), extra=["--plots", "--splits=test"])
+    assert set(report["splits"]["test"]["m0"]["mean"]) >= {"mse", "nll", "crps", "cover50", "cover90"}
     assert os.path.getsize(f"{prefix}_test_density.png") > 1000
 
 
-def test_a_causal_gmm_model_generates_reproducibly_from_a_seed(arithmetic, tmp_path):
-    run("train.py", *RUN, f"--data_dir={arithmetic}", f"--out_dir={tmp_path}", "--max_iters=3",
-        "--eval_interval=3", "--causal=True", "--num_head=gmm")
-    generate = ["sample.py", f"--ckpt={tmp_path}/ckpt_best.pt", "--max_new_tokens=6",
-                "--temperature=1.0"]
+def test_a_causal_gmm_model_generates_reproducibly_from_a_seed(data, tmp_path):
+    train(data, tmp_path, "--max_iters=3", "--eval_interval=3", "--causal=True", "--num_head=gmm")
+    generate = ["sample.py", f"--ckpt={tmp_path}/ckpt_best.pt", "--max_new_tokens=6", "--temperature=1.0"]
     a, b = (run(*generate, input="(0.5+0.25)=\n").stdout for _ in range(2))
     assert a == b and a.startswith("(0.5+0.25)=")
-    mean = run(*generate, "--gmm_generate=mean", input="(0.5+0.25)=\n").stdout
-    assert mean.startswith("(0.5+0.25)=")
+    assert run(*generate, "--gmm_generate=mean", input="(0.5+0.25)=\n").stdout.startswith("(0.5+0.25)=")
