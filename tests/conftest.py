@@ -18,23 +18,20 @@ for path in (ROOT, os.path.join(ROOT, "tests")):
         sys.path.insert(0, path)
 from setting_checks import read_ranges  # noqa: E402
 
-# Scripts that run inside the test process: a new Python process costs seconds (importing torch),
-# which over the suite's hundred-odd commands is most of its time. The others, and any command that
-# sets its own environment, compiles, or starts worker processes, run as a real process.
+# Scripts run inside the test process (a new one costs seconds importing torch); one that sets its
+# own environment, compiles or starts workers runs as a real process.
 IN_PROCESS = {"train.py", "sample.py", "eval.py", "tools/curves.py", "tokenize_numbers.py", "prepare/arithmetic.py",
               "prepare/lookup.py", "prepare/planets.py", "prepare/era5.py"}
 
-# The scripts whose settings have ranges (RANGES after '# -- end config'), and all of their ranges
+# The scripts whose settings have RANGES, and all of their ranges
 RANGED = ("train.py", "sample.py", "eval.py", "tools/curves.py", "tools/probe.py", "tools/baselines.py")
 CHECKED = tuple(os.path.basename(p) for p in RANGED)
 RANGE = {k: v for p in RANGED for k, v in read_ranges(os.path.join(ROOT, p)).items()}
 
 
 def run(*args, check=True, input=None, env=None, process=False):
-    """
-    `python *args` from the repository root, as a user runs it: a CompletedProcess with returncode,
-    stdout and stderr. check: a failure raises, showing both streams. process: always a new process.
-    """
+    """`python *args` from the repository root: a CompletedProcess. check: a failure raises, with both
+    streams. process: always a new process."""
     if args[0] in IN_PROCESS and env is None and not process and one_process(args):
         r = run_in_process(args, input)
     else:
@@ -47,10 +44,10 @@ def run(*args, check=True, input=None, env=None, process=False):
 def one_process(args):
     """True if the command starts no worker processes and does not compile."""
     if "--compile=True" in args:
-        return False  # compiled code caches by process; keep each compiled run's counts its own
+        return False  # compiled code caches by process
     if args[0] in ("train.py", "sample.py", "eval.py", "tools/curves.py"):
         return True
-    for i, a in enumerate(args):  # data stages: workers default to every core
+    for i, a in enumerate(args):  # workers default to every core
         if a == "--workers" and i + 1 < len(args):
             return args[i + 1] == "1"
         if a.startswith("--workers="):
@@ -59,7 +56,7 @@ def one_process(args):
 
 
 def run_in_process(args, input):
-    """Run a script as __main__ in this process with Python's exit semantics (SystemExit, tracebacks)."""
+    """Run a script as __main__ in this process, with Python's exit semantics."""
     import torch
     script = os.path.join(ROOT, args[0])
     out, err = (io.TextIOWrapper(io.BytesIO(), encoding="utf-8", write_through=True) for _ in range(2))  # real streams: reconfigure() works
@@ -72,7 +69,7 @@ def run_in_process(args, input):
     code, at_exit, register = 0, [], atexit.register
 
     def at_script_exit(f, *args):
-        """The project's exit handlers (train.py's lock release) run as the script ends here, others at ours."""
+        """The project's exit handlers (the lock release) run as the script ends, others at ours."""
         source = getattr(f, "__code__", None)
         if source and os.path.dirname(source.co_filename) == ROOT:
             return at_exit.append((f, args))
@@ -90,15 +87,15 @@ def run_in_process(args, input):
                 traceback.print_exc()
                 code = 1
     finally:
-        for f, a in at_exit:  # what the script's process would do at its exit (release its lock)
+        for f, a in at_exit:
             f(*a)
         sys.argv, sys.stdin, sys.path[:] = saved[0], saved[1], saved[2]
         os.environ.clear()
         os.environ.update(saved[3])
         os.chdir(saved[4])
         torch.set_num_threads(saved[5])
-        signal.signal(signal.SIGTERM, saved[6])  # train.py notes a SIGTERM from its loop on
-        signal.signal(signal.SIGINT, saved[7])  # and ends on Ctrl-C with one line
+        signal.signal(signal.SIGTERM, saved[6])
+        signal.signal(signal.SIGINT, saved[7])
     return subprocess.CompletedProcess(args, code, *(s.buffer.getvalue().decode() for s in (out, err)))
 
 

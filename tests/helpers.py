@@ -1,5 +1,5 @@
-"""What the test files share: the tiny settings and runs of train.py, a tiny model, datasets written by
-hand in each task's format, and the lines that try the tokenizer hardest. Fixtures are in conftest.py."""
+"""What the test files share: tiny runs of train.py, a tiny model, hand-written datasets, the tokenizer's
+hardest lines. Fixtures are in conftest.py."""
 import contextlib
 import datetime
 import json
@@ -15,7 +15,7 @@ import torch
 from conftest import ROOT, run
 
 from batching import ar_example, mlm_mask
-from model import GPT, GPTConfig
+from model import GPT, GPTConfig, loss_from
 
 sys.path.insert(0, os.path.join(ROOT, "prepare"))
 import common  # noqa: E402
@@ -33,14 +33,14 @@ def losses(out_dir, key="loss"):
 
 
 def one_line_error(r):
-    """The command failed with exactly one line on stderr, an error, and no traceback."""
+    """The one line on stderr of a command that failed: an error, no traceback."""
     lines = r.stderr.strip().splitlines()
     assert r.returncode != 0 and len(lines) == 1 and lines[0].startswith("error: "), r.stderr
     return lines[0]
 
 
 def train_args(data_dir, out, *args):
-    """train.py's flags for a tiny run of 2 steps of 8 samples on data_dir; args override them."""
+    """train.py's flags for a tiny run of 2 steps of 8 samples; args override them."""
     return [*TINY, f"--data_dir={data_dir}", f"--out_dir={out}", "--batch_size=8", "--micro_batch_size=8",
             "--max_iters=2", "--eval_interval=2", "--eval_batches=1", "--learning_rate=1e-3", "--min_lr=1e-3",
             *args]
@@ -51,14 +51,13 @@ def train(data_dir, out, *args, check=True):
 
 
 def torchrun(n, *args, check=True):
-    """train.py args on n processes (gloo, one thread each), as torchrun --standalone starts them."""
+    """train.py args on n processes (gloo, one thread each) under torchrun --standalone."""
     return run("-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={n}", "train.py", *args,
                env={**os.environ, "OMP_NUM_THREADS": "1"}, check=check)
 
 
 def resumed_losses_match(data, tmp_path, device="cpu", rel=1e-6, abs=1e-7):
-    """Steps 4-6 of a run resumed from its checkpoint of step 3 log the losses of an uninterrupted run
-    (with a decaying lr and dropout)."""
+    """Steps 4-6 resumed from step 3's checkpoint log an uninterrupted run's losses (decaying lr, dropout)."""
     flags = [f"--device={device}", "--micro_batch_size=4", "--eval_interval=3", "--min_lr=1e-4", "--dropout=0.1",
              "--max_iters=6", "--keep_every=3"]
     straight, resumed = tmp_path / "straight", tmp_path / "resumed"
@@ -97,7 +96,7 @@ V, NUM = 12, 3  # a tiny vocabulary: specials 0..2, [NUM] 3, text tokens 4..11
 
 
 def tiny(encoding="xval", **kw):
-    """The tests' tiny model (2 layers, width 32, vocabulary V; kw: other GPTConfig settings), in eval mode."""
+    """The tests' tiny model (2 layers, width 32, vocabulary V; kw: GPTConfig settings), in eval mode."""
     torch.manual_seed(0)
     settings = dict(vocab_size=V, num_id=NUM if encoding == "xval" else -1, block_size=32, n_layer=2, n_head=2,
                     n_embd=32, encoding=encoding)
@@ -105,7 +104,7 @@ def tiny(encoding="xval", **kw):
 
 
 def random_examples(rng, lengths, causal=False, mlm_probability=0.3, spread=1.0):
-    """AR or MLM-masked examples of random text tokens, every third a [NUM] of value ~ N(0, spread²)."""
+    """AR or MLM examples of random tokens, every third a [NUM] of value ~ N(0, spread²)."""
     examples = []
     for n in lengths:
         ids = rng.integers(4, V, int(n))
@@ -113,6 +112,16 @@ def random_examples(rng, lengths, causal=False, mlm_probability=0.3, spread=1.0)
         values = np.where(ids == NUM, rng.standard_normal(len(ids)) * spread, 1.0).astype(np.float32)
         examples.append(ar_example(ids, values) if causal else mlm_mask(ids, values, mlm_probability, rng))
     return examples
+
+
+def forward(net, b):
+    """The loss sums of a model on a batch as batching lays it out."""
+    return net(b["ids"], b["values"], b["targets"], b["target_values"], b["pos"], b["doc"], b["pred"])
+
+
+def loss_and_grads(net, b):
+    loss = loss_from(forward(net, b), 1.0)[0]
+    return loss.detach(), torch.autograd.grad(loss, list(net.parameters()))
 
 
 def sample(T, seed=0):
@@ -125,7 +134,7 @@ def sample(T, seed=0):
 
 # ---------------------------------------------------------------- samples in memory
 class Samples(list):
-    """A split held in memory: (ids, values) samples, with the lengths a tokenized Split has."""
+    """A split in memory: (ids, values) samples, with a Split's lengths."""
     @property
     def lengths(self):
         return np.array([len(s[0]) for s in self])
@@ -136,7 +145,7 @@ SCALES = {"t": {"center": 280.0, "spread": 5.0}, "p": {"center": 1013.0, "spread
 
 
 def write_own_data(folder, n=(40, 12, 12), window=3, seed=0):
-    """A hand-made dataset as prepare/text.py writes it: scaled JSON records, one per line, and meta.json."""
+    """A dataset as prepare/text.py writes it: scaled JSON records and meta.json."""
     rng = np.random.default_rng(seed)
     os.makedirs(folder)
     for split, count in zip(("train", "val", "test"), n):
@@ -156,7 +165,7 @@ STD = 2.0  # the normalisation std written to meta.json: MSE in K² = standardis
 
 
 def sample_line(rng, n_stations, n_steps):
-    """One sample as prepare/era5.py writes it: each station warms or cools linearly, plus a little noise."""
+    """One sample as prepare/era5.py writes it: each station warms or cools linearly, plus noise."""
     lat, lon = rng.uniform(-math.pi / 2, math.pi / 2, n_stations), rng.uniform(0, 2 * math.pi, n_stations)
     coords = np.round(np.stack([np.sin(lat), np.sin(lon), np.cos(lon)], 1), 4)
     tod, toy = rng.uniform(0, 2 * math.pi, 2)
@@ -169,8 +178,8 @@ def sample_line(rng, n_stations, n_steps):
 
 
 def write_dataset(d, sizes=None, short=None, ocean=False, seed=0):
-    """train/val/test.txt with 3-4 stations and 4-5 steps, plus `short` samples that have 2 stations or
-    3 steps; meta.json; with ocean=True also <split>.ocean.txt (1 when the first station's sin lat < 0)."""
+    """train/val/test.txt of 3-4 stations × 4-5 steps, plus `short` ones of 2 stations or 3 steps; meta.json;
+    ocean=True: <split>.ocean.txt too (1 where the first station's sin lat < 0)."""
     rng = np.random.default_rng(seed)
     sizes = sizes or {"train": 200, "val": 40, "test": 40}
     os.makedirs(d, exist_ok=True)
@@ -197,8 +206,8 @@ START = datetime.datetime(2021, 3, 1)
 
 
 def truth_field(n_steps=N_STEPS, n_lat=len(LAT), n_lon=len(LON), seed=0):
-    """(steps, lat, lon) kelvin with a latitude gradient, a daily cycle, and noise; already quantised the way
-    the CDS int16 packing and netCDF4's unpacking leave it, so every layout can hold exactly these values."""
+    """(steps, lat, lon) kelvin: a latitude gradient, a daily cycle, noise; quantised as CDS's int16 packing
+    leaves it, so every layout holds exactly these values."""
     rng = np.random.default_rng(seed)
     hours = np.arange(n_steps)[:, None, None]
     lat = np.linspace(81, -81, n_lat)[None, :, None]
@@ -211,9 +220,8 @@ def truth_field(n_steps=N_STEPS, n_lat=len(LAT), n_lon=len(LON), seed=0):
 
 
 def write_old_layout(path, field, lat=LAT, lon=LON, missing=None, expver_from=None, hour0=0):
-    """CDS before 2024: netCDF3, int16 t2m(time[, expver], latitude, longitude) with scale_factor/add_offset,
-    _FillValue/missing_value; `missing` (steps, lats, lons) slices are written as fill values; with
-    expver_from=k the ERA5 row holds steps < k and the ERA5T row the rest."""
+    """CDS before 2024: netCDF3, packed int16 t2m(time[, expver], latitude, longitude); `missing` slices
+    are fill values; expver_from=k: the ERA5 row holds steps < k, the ERA5T row the rest."""
     values, (packed, scale, offset) = field
     packed = packed.copy()
     if missing is not None:
@@ -247,7 +255,7 @@ def write_old_layout(path, field, lat=LAT, lon=LON, missing=None, expver_from=No
 
 # ---------------------------------------------------------------- the tokenizer's hardest lines
 def generated(make_sample, splits, n):
-    """The first n lines of each split, exactly as the prepare script writes them (seed 1337)."""
+    """The first n lines of each split as the prepare script writes them (seed 1337)."""
     return {split: common.generate_split(make_sample, split, code, n, 1337, 1) for code, split in enumerate(splits)}
 
 
@@ -284,8 +292,7 @@ NEAR_LIMITS = [repr(float(np.nextafter(x, toward))) for x in (1e-8, 9.99e7, 9.99
 
 @contextlib.contextmanager
 def diverging_after(steps):
-    """A run in this process whose optimizer, from its `steps`-th step on, leaves NaN in every weight (a model
-    that diverges; data cannot: train.py refuses non-finite numbers at start)."""
+    """An in-process run whose optimizer, from its `steps`-th step on, leaves NaN in every weight."""
     original, calls = torch.optim.AdamW.step, []
 
     def step(self, *args, **kwargs):
@@ -320,7 +327,7 @@ def number_lines(n, seed):
 
 # ---------------------------------------------------------------- prepare/text.py's steps
 def own_table(tmp_path, content, name="d.csv", **flags):
-    """prepare/reading.py's Table of `content`, read with text.py's default settings or `flags`."""
+    """prepare/reading.py's Table of `content`, read with text.py's defaults or `flags`."""
     import argparse
 
     import reading

@@ -1,6 +1,4 @@
-"""
-Run a script (train.py) as this process, which sends itself a signal as optimizer step N begins, on one rank and only
-on torchrun's first attempt: a worker lost (SIGKILL) or preempted (SIGTERM) at a known step.
+"""Run train.py, sending signal NAME to itself as optimizer step N begins on RANK, on torchrun's first try:
 
     torchrun ... tests/signal_at_step.py SIGKILL 5 1 train.py --max_iters=6 ...   # rank 1 dies at step 5
 """

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 import torch
-from helpers import Samples
+from helpers import Samples, forward
 
 from batching import _rows, choose_packing, epoch_order, mlm_mask, pack, prefetched, step_batches, step_samples
 from model import GPT, GPTConfig
@@ -100,10 +100,6 @@ def test_the_step_is_sorted_before_it_is_cut_and_shared_out():
     four = [step_batches(split, 3, seed=1, batch_size=64, micro_batch_size=16, rank=r, world_size=4)[0] for r in range(4)]
     work = [b["n_real"] for b in four]
     assert max(work) < 1.1 * min(work)
-
-
-def forward(model, b):
-    return model(b["ids"], b["values"], b["targets"], b["target_values"], b["pos"], b["doc"], b["pred"])
 
 
 def test_a_packed_row_may_be_longer_than_block_size_but_its_samples_not():

@@ -1,29 +1,31 @@
 """Every config file is valid, and each dataset's small config trains from a freshly prepared set."""
 import glob
+import json
 import os
+import re
 
 import numpy as np
 import pytest
 from conftest import ROOT, run
-from helpers import losses
+from helpers import losses, truth_field, write_old_layout
 
 from configurator import configure, defaults
 from dataset import Split
 
+TRAIN = os.path.join(ROOT, "train.py")
 CONFIGS = sorted(glob.glob(os.path.join(ROOT, "config", "*.py")) + glob.glob(os.path.join(ROOT, "dev", "config", "*.py")))
+SHORT = ["--max_iters=2", "--log_interval=1", "--eval_interval=2", "--eval_batches=1", "--batch_size=4",
+         "--micro_batch_size=4"]
+
+
+def load(path):
+    return configure(defaults(TRAIN), TRAIN, [os.path.join(ROOT, "config", path)])
 
 
 @pytest.mark.parametrize("path", CONFIGS, ids=os.path.basename)
-def test_every_config_sets_only_known_keys_of_the_right_type(path):
-    scope = defaults(os.path.join(ROOT, "train.py"))
-    config = configure(scope, os.path.join(ROOT, "train.py"), [path])
-    assert config["batch_size"] % config["micro_batch_size"] == 0
-    assert config["min_lr"] <= config["learning_rate"]
-
-
-@pytest.mark.parametrize("path", CONFIGS, ids=os.path.basename)
-def test_a_config_holds_only_what_differs_from_the_defaults(path):
-    scope = defaults(os.path.join(ROOT, "train.py"))
+def test_every_config_sets_known_keys_of_the_right_type_and_only_what_differs_from_the_defaults(path):
+    config, scope = load(path), defaults(TRAIN)
+    assert config["batch_size"] % config["micro_batch_size"] == 0 and config["min_lr"] <= config["learning_rate"]
     with open(path) as f:
         exec(f.read(), written := {})
     restated = [key for key, value in written.items() if key in scope and key not in ("encoding", "data_dir", "out_dir")
@@ -32,9 +34,6 @@ def test_a_config_holds_only_what_differs_from_the_defaults(path):
 
 
 def test_paper_configs_follow_the_papers_tables():
-    def load(name):
-        return configure(defaults(os.path.join(ROOT, "train.py")), os.path.join(ROOT, "train.py"),
-                         [os.path.join(ROOT, "config", name)])
     assert load("era5_p10.py")["learning_rate"] == 2.5e-5 and load("era5_xval.py")["learning_rate"] == 2e-4
     assert load("planets_xval.py")["learning_rate"] == 2.5e-5 and load("planets_fp15.py")["learning_rate"] == 1e-4
     assert load("era5_b1999.py")["block_size"] == 3404 and load("era5_p10.py")["block_size"] == 8222
@@ -45,32 +44,24 @@ def test_paper_configs_follow_the_papers_tables():
         assert c["min_lr"] == pytest.approx(0.1 * c["learning_rate"]) and c["warmup_iters"] == 2000
 
 
-def synthetic_era5(path):
-    from helpers import truth_field, write_old_layout
-    write_old_layout(path, truth_field(n_steps=200, n_lat=10, n_lon=20),
-                     lat=np.linspace(80, -80, 10), lon=np.linspace(0, 342, 20))
-
-
 @pytest.mark.parametrize("dataset,encoding", [("arithmetic", "fp15"), ("lookup", "b1999"),
                                               pytest.param("planets", "p10", marks=pytest.mark.slow),
-                                              ("era5", "xval")])
+                                              pytest.param("era5", "xval", marks=pytest.mark.slow)])
 def test_each_small_config_trains_from_a_prepared_tiny_set(tmp_path, dataset, encoding):
-    data = str(tmp_path / dataset)
+    data, out = str(tmp_path / dataset), str(tmp_path / "out")
     if dataset == "era5":
-        synthetic_era5(str(tmp_path / "t2m.nc"))
+        field = truth_field(n_steps=200, n_lat=10, n_lon=20)
+        write_old_layout(str(tmp_path / "t2m.nc"), field, lat=np.linspace(80, -80, 10), lon=np.linspace(0, 342, 20))
         run("prepare/era5.py", str(tmp_path / "t2m.nc"), "--size=tiny", "--out", data, "--workers=1")
     else:
         run(f"prepare/{dataset}.py", "--size=tiny", "--out", data, "--workers=1")
     run("tokenize_numbers.py", data, f"--encoding={encoding}", "--workers=1")
-    out = str(tmp_path / "out")
-    run("train.py", f"config/{dataset}_small.py", f"--data_dir={data}", f"--encoding={encoding}",
-        f"--out_dir={out}", "--max_iters=2", "--log_interval=1", "--eval_interval=2", "--eval_batches=1",
-        "--batch_size=4", "--micro_batch_size=4")
+    run("train.py", f"config/{dataset}_small.py", f"--data_dir={data}", f"--encoding={encoding}", f"--out_dir={out}",
+        *SHORT)
     assert sorted(losses(out)) == [1, 2] and all(np.isfinite(list(losses(out).values())))
 
 
 def test_the_own_data_config_trains_on_a_plain_text_folder_with_block_size_from_the_data(tmp_path):
-    import json
     rows = [json.dumps({"station": "ab"[i % 2], "t": [round(0.1 * i + 0.01 * j, 2) for j in range(3 + i % 3)]})
             for i in range(40)]
     for split, lines in (("train", rows[:30]), ("val", rows[30:35]), ("test", rows[35:])):
@@ -78,19 +69,15 @@ def test_the_own_data_config_trains_on_a_plain_text_folder_with_block_size_from_
     run("tokenize_numbers.py", str(tmp_path), "--plain-text", "--encoding=xval", "--workers=1")
     longest = max(int(Split(str(tmp_path), s, "xval").lengths.max()) for s in ("train", "val"))
     out = str(tmp_path / "out")
-    r = run("train.py", "config/own_small.py", f"--data_dir={tmp_path}", f"--out_dir={out}", "--max_iters=2",
-            "--log_interval=1", "--eval_interval=2", "--eval_batches=1", "--batch_size=4", "--micro_batch_size=4")
+    r = run("train.py", "config/own_small.py", f"--data_dir={tmp_path}", f"--out_dir={out}", *SHORT)
     assert f"block_size {longest} (the longest sample)" in r.stdout
     assert sorted(losses(out)) == [1, 2] and all(np.isfinite(list(losses(out).values())))
 
 
 @pytest.mark.parametrize("task", ["arithmetic", "lookup", "planets", "era5"])
 def test_each_prepare_script_writes_by_default_where_the_tasks_configs_read(task):
-    import re
     source = open(os.path.join(ROOT, "prepare", f"{task}.py")).read()
     call = source[source.index("base_parser(", source.index("__main__") if task != "era5" else 0):][:400]
     out = re.search(r"""["'](data/[^"']+)["']""", call)[1].replace("<variant>", "ops2")
     for encoding in ("xval", "p10"):
-        config = configure(defaults(os.path.join(ROOT, "train.py")), os.path.join(ROOT, "train.py"),
-                           [os.path.join(ROOT, "config", f"{task}_{encoding}.py")])
-        assert config["data_dir"] == out, (task, encoding)
+        assert load(f"{task}_{encoding}.py")["data_dir"] == out, (task, encoding)

@@ -1,12 +1,11 @@
 """What only a GPU can show: FlexAttention against SDPA, bf16 against fp32, a resume on CUDA."""
-
 import numpy as np
 import pytest
 import torch
+from conftest import run
+from helpers import forward, loss_and_grads, random_examples, resumed_losses_match, tiny
 
-from helpers import random_examples, tiny
-
-from batching import collate, pack
+from batching import collate, pack, to_device
 from model import loss_from
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
@@ -19,22 +18,13 @@ def model(causal=False, k=0):
 def batch(seed, packed, causal, n=6):
     rng = np.random.default_rng(seed)
     examples = random_examples(rng, rng.integers(20, 300, n), causal, mlm_probability=0.2)
-    b = pack(examples, 512) if packed else collate(examples)
-    return {k: v.cuda() if isinstance(v, torch.Tensor) else v for k, v in b.items()}
-
-
-def loss_and_grads(net, b):
-    sums = net(b["ids"], b["values"], b["targets"], b["target_values"], b["pos"], b["doc"], b["pred"])
-    loss = loss_from(sums, 1.0)[0]
-    params = [p for p in net.parameters()]
-    return loss.detach(), torch.autograd.grad(loss, params)
+    return to_device(pack(examples, 512) if packed else collate(examples), "cuda")
 
 
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("packed", [False, True])
 def test_compiled_flex_attention_equals_sdpa_forward_and_backward(causal, packed):
-    net = model(causal)
-    b = batch(1, packed, causal)
+    net, b = model(causal), batch(1, packed, causal)
     net.flex_attention = False
     loss, grads = loss_and_grads(net, b)
     net.flex_attention = True
@@ -46,20 +36,16 @@ def test_compiled_flex_attention_equals_sdpa_forward_and_backward(causal, packed
 
 @pytest.mark.parametrize("k", [0, 2])
 def test_bf16_autocast_loss_is_near_the_fp32_loss_and_the_number_path_stays_fp32(k):
-    net = model(k=k)
-    b = batch(2, False, False)
-    fp32 = loss_from(net(b["ids"], b["values"], b["targets"], b["target_values"], b["pos"], b["doc"]), 1.0)[0]
+    net, b = model(k=k), batch(2, False, False)
+    fp32 = loss_from(forward(net, b), 1.0)[0]
     with torch.autocast("cuda", dtype=torch.bfloat16):
-        bf16 = loss_from(net(b["ids"], b["values"], b["targets"], b["target_values"], b["pos"], b["doc"]), 1.0)[0]
-        h = net.trunk(b["ids"], b["values"], b["pos"], b["doc"])
-        logits, num = net.heads(h)
+        bf16 = loss_from(forward(net, b), 1.0)[0]
+        logits, num = net.heads(net.trunk(b["ids"], b["values"], b["pos"], b["doc"]))
     assert logits.dtype == torch.bfloat16 and num.dtype == torch.float32
     assert abs(bf16.item() - fp32.item()) < 0.02 * fp32.item()
 
 
 def test_resume_on_cuda_gives_the_same_next_losses(tmp_path):
-    from conftest import run
-    from helpers import resumed_losses_match
     data = str(tmp_path / "ops2")
     run("prepare/arithmetic.py", "--variant=ops2", "--size=tiny", "--out", data, "--workers=1")
     run("tokenize_numbers.py", data, "--encoding=xval", "--workers=1")

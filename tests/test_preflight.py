@@ -18,11 +18,11 @@ def longest(data):
     return max(int(Split(data, split, "xval").lengths.max()) for split in ("train", "val"))
 
 
-def test_samples_longer_than_the_context_are_refused_and_a_causal_sample_of_block_size_fits(data, tmp_path):
+def test_samples_longer_than_the_context_are_refused_and_a_causal_one_of_block_size_fits(data, tmp_path):
     assert "block_size is 4" in one_line_error(train(data, tmp_path, "--block_size=4", check=False))
     error = one_line_error(train(data, tmp_path, "--packing=True", "--pack_length=160", check=False))
     assert "pack_length 160 > 4 × block_size 32" in error
-    # AR appends [EOS] and shifts by one: a sample of n tokens is n inputs
+    # AR appends [EOS] and shifts by one: n tokens are n inputs
     train(data, tmp_path, f"--block_size={longest(data)}", "--causal=True", "--max_iters=1")
 
 
@@ -38,13 +38,13 @@ def test_the_paper_configs_fit_1_2_4_8_and_16_processes(config):
         assert bool(said) == (cfg["micro_batch_size"] * world > cfg["batch_size"]), said
 
 
-def test_the_largest_micro_batch_that_fits_is_taken_and_said_and_none_that_fits_is_an_error():
+def test_the_largest_micro_batch_that_fits_is_taken_and_said_else_an_error():
     said = []
     assert preflight.fit_micro_batch(64, 16, 8, said.append) == 8
     assert said == ["note: micro_batch_size 16 × 8 processes exceeds batch_size 64: micro-batches of 8 samples"]
     assert preflight.fit_micro_batch(64, 16, 16) == 4
-    assert preflight.fit_micro_batch(64, 16, 4, said.append) == 16 and len(said) == 1  # fits: unchanged, unsaid
-    for batch, micro, world in ((64, 16, 3), (64, 16, 128), (64, 24, 1)):  # nothing fits: the error stands
+    assert preflight.fit_micro_batch(64, 16, 4, said.append) == 16 and len(said) == 1  # fits: unsaid
+    for batch, micro, world in ((64, 16, 3), (64, 16, 128), (64, 24, 1)):  # nothing fits
         with pytest.raises(SystemExit, match=f"batch_size {batch} must be a multiple of micro_batch_size"):
             preflight.fit_micro_batch(batch, micro, world)
 
@@ -53,17 +53,15 @@ def test_attention_memory_is_checked_on_the_packed_rows_actually_used(data, tmp_
     checked = []
     real = preflight.check_attention_memory
     monkeypatch.setattr(preflight, "check_attention_memory", lambda shapes, *a: checked.extend(shapes) or real(shapes, *a))
-    train(data, tmp_path, "--block_size=0", "--packing=True", "--batch_size=64", "--micro_batch_size=64",
-          "--max_iters=1")
+    train(data, tmp_path, "--block_size=0", "--packing=True", "--batch_size=64", "--micro_batch_size=64", "--max_iters=1")
     split, n = Split(data, "train", "xval"), longest(data)
     length, rows = choose_packing(split, 64, 64, 1, 1337, n, 4 * n)
     first = step_batches(split, 0, 1337, 64, 64, packing=True, pack_length=length, pack_rows=rows)
     assert {tuple(b["ids"].shape) for b in first} == {(rows, length)}
-    assert (rows, length) in checked and (64, n) in checked  # the packed rows, and validation's padded ones
-    assert length > n  # a row longer than the context that was checked before
+    assert (rows, length) in checked and (64, n) in checked and length > n  # the packed rows, validation's padded
 
 
-def test_a_context_too_long_for_the_machine_is_refused_with_the_figure_before_anything_is_allocated(data, tmp_path):
+def test_a_context_too_long_for_the_machine_is_refused_before_anything_is_allocated(data, tmp_path):
     error = one_line_error(train(data, tmp_path, "--block_size=2000000", check=False))
     assert "a context of 2,000,000 tokens needs" in error and "GiB" in error and "--window" in error
 
@@ -71,7 +69,6 @@ def test_a_context_too_long_for_the_machine_is_refused_with_the_figure_before_an
 @pytest.mark.slow
 def test_compile_is_honoured_on_the_cpu_and_gives_the_eager_losses(data, tmp_path):
     train(data, tmp_path / "eager", "--n_layer=1")
-    r = train(data, tmp_path / "compiled", "--n_layer=1", "--compile=True")
-    assert "compile=True" in r.stdout
+    assert "compile=True" in train(data, tmp_path / "compiled", "--n_layer=1", "--compile=True").stdout
     a, b = losses(tmp_path / "eager"), losses(tmp_path / "compiled")
     assert all(b[i] == pytest.approx(a[i], rel=1e-4) for i in (1, 2))

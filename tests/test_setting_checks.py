@@ -11,11 +11,13 @@ from configurator import configure, defaults
 TRAIN = os.path.join(ROOT, "train.py")
 
 
+def script_path(script):
+    return next(p for p in (os.path.join(ROOT, script), os.path.join(ROOT, "tools", script)) if os.path.exists(p))
+
+
 @pytest.mark.parametrize("script", CHECKED)
 def test_every_numeric_setting_has_a_range_and_the_defaults_lie_in_it(script):
-    path = next(p for p in (os.path.join(ROOT, script), os.path.join(ROOT, "tools", script)) if os.path.exists(p))
-    settings = defaults(path)
-    configure(dict(settings), path, [])  # no error: each default lies in its range, or is at least 0
+    configure(defaults(script_path(script)), script_path(script), [])  # no error
 
 
 def test_the_encoding_choices_are_the_tokenizers():
@@ -23,41 +25,40 @@ def test_the_encoding_choices_are_the_tokenizers():
 
 
 def test_every_range_is_one_some_script_has():
-    keys = set().union(*(defaults(p) for s in CHECKED for p in (os.path.join(ROOT, s), os.path.join(ROOT, "tools", s))
-                         if os.path.exists(p)))
-    assert set(RANGE) <= keys
+    assert set(RANGE) <= set().union(*(defaults(script_path(s)) for s in CHECKED))
 
 
-@pytest.mark.parametrize("script,args,message", [
-    ("train.py", ["--n_layer=0"], "n_layer = 0 (from --n_layer) is out of its range [1, inf)"),
-    ("train.py", ["--n_head=0"], "n_head = 0 (from --n_head) is out of its range [1, inf)"),
-    ("train.py", ["--n_embd=130"], "n_embd = 130 (from --n_embd) must be a multiple of n_head = 6"),
-    ("train.py", ["--n_head=5"], "n_embd = 768 (the default) must be a multiple of n_head = 5"),
-    ("train.py", ["--dropout=1.5"], "dropout = 1.5 (from --dropout) is out of its range [0, 1)"),
-    ("train.py", ["--mlm_probability=0"], "mlm_probability = 0.0 (from --mlm_probability) is out of its range (0, 1)"),
-    ("train.py", ["--mlm_probability=1.5"], "mlm_probability = 1.5"),
-    ("train.py", ["--eval_batches=0"], "eval_batches = 0"),
-    ("train.py", ["--max_iters=-5"], "max_iters = -5 (from --max_iters) is out of its range [1, inf)"),
-    ("train.py", ["--eval_interval=0"], "eval_interval = 0"),
-    ("train.py", ["--log_interval=0"], "log_interval = 0"),
-    ("train.py", ["--micro_batch_size=0"], "micro_batch_size = 0"),
-    ("train.py", ["--batch_size=0"], "batch_size = 0"),
-    ("train.py", ["--k=-1"], "k = -1 (from --k) is out of its range [0, 38]"),
-    ("train.py", ["--k=39"], "k = 39 (from --k) is out of its range [0, 38]"),
-    ("train.py", ["--grad_clip=-1"], "grad_clip = -1.0 (from --grad_clip) is out of its range [0, inf)"),
-    ("train.py", ["--learning_rate=0"], "learning_rate = 0.0"),
-    ("train.py", ["--learning_rate=1e-3", "--min_lr=1e-2"], ("min_lr = 0.01 (from --min_lr) is out of its range "
-                                                             "[0, learning_rate] (learning_rate = 0.001)")),
-    ("train.py", ["--seed=-1"], "seed = -1"),
-    ("train.py", ["--dtype=fp16"], "dtype = 'fp16' (from --dtype) is not one of auto | bfloat16 | float32"),
-    ("train.py", ["--encoding=p11"], "encoding = 'p11' (from --encoding) is not one of xval | p10 | p1000 | b1999 | fp15"),
-    ("train.py", ["--max_iters=None"], "max_iters expects int (default 500000), got None"),
-    ("sample.py", ["--batch_size=0"], "batch_size = 0 (from --batch_size) is out of its range [1, inf)"),
-    ("sample.py", ["--max_lines=-1"], "max_lines = -1 (from --max_lines) is out of its range [0, inf)"),
-    ("eval.py", ["--max_samples=-1"], "max_samples = -1"),
+@pytest.mark.parametrize("args,message", [
+    ("--n_layer=0", "n_layer = 0 (from --n_layer) is out of its range [1, inf)"),
+    ("--n_head=0", "n_head = 0 (from --n_head) is out of its range [1, inf)"),
+    ("--n_embd=130", "n_embd = 130 (from --n_embd) must be a multiple of n_head = 6"),
+    ("--n_head=5", "n_embd = 768 (the default) must be a multiple of n_head = 5"),
+    ("--dropout=1.5", "dropout = 1.5 (from --dropout) is out of its range [0, 1)"),
+    ("--mlm_probability=0", "mlm_probability = 0.0 (from --mlm_probability) is out of its range (0, 1)"),
+    ("--mlm_probability=1.5", "mlm_probability = 1.5"),
+    ("--eval_batches=0", "eval_batches = 0"),
+    ("--max_iters=-5", "max_iters = -5 (from --max_iters) is out of its range [1, inf)"),
+    ("--eval_interval=0", "eval_interval = 0"),
+    ("--log_interval=0", "log_interval = 0"),
+    ("--micro_batch_size=0", "micro_batch_size = 0"),
+    ("--batch_size=0", "batch_size = 0"),
+    ("--k=-1", "k = -1 (from --k) is out of its range [0, 38]"),
+    ("--k=39", "k = 39 (from --k) is out of its range [0, 38]"),
+    ("--grad_clip=-1", "grad_clip = -1.0 (from --grad_clip) is out of its range [0, inf)"),
+    ("--learning_rate=0", "learning_rate = 0.0"),
+    ("--learning_rate=1e-3 --min_lr=1e-2",
+     "min_lr = 0.01 (from --min_lr) is out of its range [0, learning_rate] (learning_rate = 0.001)"),
+    ("--seed=-1", "seed = -1"),
+    ("--dtype=fp16", "dtype = 'fp16' (from --dtype) is not one of auto | bfloat16 | float32"),
+    ("--encoding=p11", "encoding = 'p11' (from --encoding) is not one of xval | p10 | p1000 | b1999 | fp15"),
+    ("--max_iters=None", "max_iters expects int (default 500000), got None"),
+    ("sample.py --batch_size=0", "batch_size = 0 (from --batch_size) is out of its range [1, inf)"),
+    ("sample.py --max_lines=-1", "max_lines = -1 (from --max_lines) is out of its range [0, inf)"),
+    ("eval.py --max_samples=-1", "max_samples = -1"),
 ])
-def test_a_setting_out_of_its_range_is_an_error_naming_key_value_and_range(script, args, message):
-    path = os.path.join(ROOT, script)
+def test_a_setting_out_of_its_range_is_an_error_naming_key_value_and_range(args, message):
+    args = args.split()
+    path = os.path.join(ROOT, args.pop(0) if args[0].endswith(".py") else "train.py")
     with pytest.raises(SystemExit, match="^error: .*") as e:
         configure(defaults(path), path, args)
     assert message in str(e.value) and "\n" not in str(e.value)
@@ -72,10 +73,8 @@ def test_a_range_error_is_one_line_on_the_command_line():
 
 
 def test_under_torchrun_a_bad_setting_is_said_once_per_machine(monkeypatch):
-    import configurator
-    scope = configurator.defaults(os.path.join(ROOT, "train.py"))
     for local_rank, code in (("0", "error: unknown flag --max_iter; see --help for the keys"), ("1", 1)):
-        monkeypatch.setenv("LOCAL_RANK", local_rank)  # every process reads the same settings; the first says what is wrong
+        monkeypatch.setenv("LOCAL_RANK", local_rank)  # every process reads the settings; the first says
         with pytest.raises(SystemExit) as e:
-            configurator.configure(scope, os.path.join(ROOT, "train.py"), ["--max_iter=3"])
+            configure(defaults(TRAIN), TRAIN, ["--max_iter=3"])
         assert e.value.code == code

@@ -7,24 +7,26 @@ import pytest
 import torch
 from conftest import ROOT
 
+from util import pick_device, run_main, why_not_written
+
 
 def test_a_checkpoint_write_that_torch_refuses_says_why_in_the_oss_words(tmp_path):
-    from util import why_not_written
-    refused = RuntimeError("[enforce fail at inline_container.cc:747] . open file failed with strerror: Operation not "
-                           "permitted")  # what torch.save raises in a folder made immutable
-    assert why_not_written(refused, str(tmp_path)) == "Operation not permitted"
-    full = RuntimeError("[enforce fail at inline_container.cc:626] . unexpected pos 64 vs 0\nmore")
-    assert why_not_written(full, str(tmp_path)) == "unexpected pos 64 vs 0"
-    written = why_not_written(RuntimeError("PytorchStreamWriter failed writing file data/0: file write failed"), str(tmp_path))
-    assert written.startswith("PytorchStreamWriter failed writing file data/0: file write failed; ") and "MiB of disk" in written
+    def why(text):
+        return why_not_written(RuntimeError(text), str(tmp_path))
+    # torch.save in a folder made immutable
+    assert why("[enforce fail at inline_container.cc:747] . open file failed with strerror: Operation not permitted") \
+        == "Operation not permitted"
+    assert why("[enforce fail at inline_container.cc:626] . unexpected pos 64 vs 0\nmore") == "unexpected pos 64 vs 0"
+    written = why("PytorchStreamWriter failed writing file data/0: file write failed")
+    assert written.startswith("PytorchStreamWriter failed writing file data/0: file write failed; ")
+    assert "MiB of disk" in written
 
 
 def test_on_the_cpu_torch_runs_one_thread_unless_asked(monkeypatch):
-    from util import pick_device
     saved = torch.get_num_threads()
     try:
         monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
-        assert pick_device("cpu") == "cpu" and torch.get_num_threads() == 1  # a busy core cannot stall a second thread
+        assert pick_device("cpu") == "cpu" and torch.get_num_threads() == 1  # a busy core cannot stall a second
         pick_device("cpu", threads=2)
         assert torch.get_num_threads() == 2
         monkeypatch.setenv("OMP_NUM_THREADS", "3")
@@ -49,8 +51,6 @@ def test_an_older_python_gets_one_line_naming_the_version_it_needs(monkeypatch):
 
 @pytest.mark.slow
 def test_ctrl_c_and_a_reader_that_stops_early_end_a_command_in_one_line_or_none(checkpoint):
-    from util import run_main
-
     def interrupted():
         raise KeyboardInterrupt
     with pytest.raises(SystemExit) as e:
