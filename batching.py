@@ -17,14 +17,14 @@ VAL_STEP = 2**40
 # a step spans at most two epochs
 @functools.lru_cache(maxsize=2)
 def epoch_order(n, seed, epoch):
-    """The n training samples' order in an epoch, read-only: drawn once, cached for every step."""
+    """The order of the n training samples in an epoch."""
     order = np.random.default_rng([seed, epoch]).permutation(n)
     order.flags.writeable = False
     return order
 
 
 def step_samples(n, batch_size, step, seed):
-    """(stream positions, sample indices) of one optimizer step: the positions seed its masks."""
+    """(stream positions, sample indices) of one optimizer step."""
     g = np.arange(step * batch_size, (step + 1) * batch_size)
     epochs, within = np.divmod(g, n)
     idx = np.empty_like(g)
@@ -34,30 +34,29 @@ def step_samples(n, batch_size, step, seed):
 
 
 def fill_in_example(ids, values, ask):
-    """(inputs, input values, targets, target values): [MASK] where `ask`, to be predicted."""
+    """Mask the tokens marked `ask`: (inputs, input values, targets, target values)."""
     inputs, input_values = np.where(ask, MASK_ID, ids), np.where(ask, 1.0, values)
     return inputs, input_values.astype(np.float32), np.where(ask, ids, IGNORE), values
 
 
 def mlm_mask(ids, values, probability, rng):
-    """fill_in_example's 4 arrays, each token masked independently with `probability` (§2)."""
+    """Mask each token independently with `probability` (paper §2)."""
     return fill_in_example(ids, values, rng.random(len(ids)) < probability)
 
 
 def ar_example(ids, values):
-    """fill_in_example's 4 arrays for next-token prediction: the sample + [EOS], shifted by one."""
+    """Next-token prediction: the sample followed by [EOS], shifted by one."""
     ids, values = np.append(ids, EOS_ID), np.append(values, np.float32(1.0))
     return ids[:-1], values[:-1], ids[1:], values[1:]
 
 
 def collate(examples):
-    """The examples padded one to a row: the model's inputs as a dict of (B, T) tensors."""
+    """Pad examples one to a row: a dict of (B, T) tensors."""
     return _rows([[e] for e in examples])
 
 
 def fill_rows(lengths, row_length):
-    """Rows of sample indices of at most row_length tokens: the longest left, then the subset
-    that fills its row best (the least padding)."""
+    """Samples in rows of row_length tokens: the longest left, then the subset filling it best."""
     left, rows = sorted(range(len(lengths)), key=lambda i: -lengths[i]), []
     if left and lengths[left[0]] > row_length:
         longest = lengths[left[0]]
@@ -80,15 +79,13 @@ def fill_rows(lengths, row_length):
 
 
 def pack(examples, row_length=None):
-    """collate's dict, examples packed several to a row of row_length tokens (default: the
-    longest): less padding; `doc` keeps attention within each sample."""
+    """Pack examples several to a row of row_length tokens (default: the longest)."""
     rows = fill_rows([len(e[0]) for e in examples], row_length or max(len(e[0]) for e in examples))
     return _rows([[examples[i] for i in row] for row in rows])
 
 
 def _rows(rows, shape=None):
-    """Rows of examples as a dict of (B, T) tensors (shape: padded to it), with pred (the
-    predicted positions), doc (None when no row needs it) and n_real (tokens not padding)."""
+    """Rows of examples as (B, T) tensors, with pred and n_real (tokens not padding)."""
     lengths = [sum(len(e[0]) for e in row) for row in rows]
     B, T = shape or (len(rows), max(lengths))
     ids, targets = np.full((B, T), PAD_ID, np.int64), np.full((B, T), IGNORE, np.int64)
@@ -112,7 +109,7 @@ def _rows(rows, shape=None):
 
 
 def training_examples(split, indices, positions, step, seed, causal, mlm_probability):
-    """The samples at `indices` as examples: masked (MLM) by (seed, step, position), or AR."""
+    """The masked (MLM) or shifted (AR) examples of samples at one step."""
     samples = [split[int(i)] for i in indices]
     if causal:
         return [ar_example(*s) for s in samples]
@@ -121,7 +118,7 @@ def training_examples(split, indices, positions, step, seed, causal, mlm_probabi
 
 
 def accumulation_steps(batch_size, micro_batch_size, world_size):
-    """Micro-batches per process per step; an uneven share is an error."""
+    """Micro-batches per process per step."""
     accum, rem = divmod(batch_size, micro_batch_size * world_size)
     if rem or accum == 0:
         raise SystemExit(
@@ -132,11 +129,13 @@ def accumulation_steps(batch_size, micro_batch_size, world_size):
 
 
 def choose_packing(
-    split, batch_size, micro_batch_size, world_size, seed, shortest, longest, steps=20
+    split, batch_size, micro_batch_size, world_size, seed, shortest, longest, pack_length=0
 ):
-    """(pack_length, rows a micro-batch) that pad the first `steps` steps least."""
+    """(pack_length, rows a micro-batch) that pad the first 20 steps least (or of pack_length)."""
+    if pack_length:
+        return pack_length, packed_rows(split, micro_batch_size, pack_length)
     lengths, mean, cost = np.asarray(split.lengths), float(np.mean(split.lengths)), {}
-    steps = [lengths[step_samples(len(split), batch_size, s, seed)[1]] for s in range(steps)]
+    steps = [lengths[step_samples(len(split), batch_size, s, seed)[1]] for s in range(20)]
     for n in range(-(-shortest // 64) * 64, longest + 1, 64):
         counts = [len(fill_rows(step.tolist(), n)) for step in steps]
         for r in range(1, max(1, int(micro_batch_size * mean // n)) + 1):
@@ -145,7 +144,7 @@ def choose_packing(
 
 
 def packed_rows(split, micro_batch_size, pack_length):
-    """Rows a micro-batch holds when packed: those micro_batch_size samples of mean length fill."""
+    """Rows a packed micro-batch holds: those micro_batch_size mean samples fill."""
     return max(1, round(micro_batch_size * float(np.mean(split.lengths)) / pack_length))
 
 
@@ -164,7 +163,7 @@ def step_batches(
     pin=False,
     pack_rows=0,
 ):
-    """One process's micro-batches (collate's dicts) of a step; pin: page-locked for the GPU."""
+    """One process's micro-batches of a step, padded or packed; pin: page-locked."""
     positions, indices = step_samples(len(split), batch_size, step, seed)
     lengths = np.asarray(split.lengths)[indices]
     fixed = packing and pack_length
@@ -198,7 +197,7 @@ def step_batches(
 
 
 def prefetched(make, first, end):
-    """make(first), ..., make(end - 1), each built on a thread while the one before is used."""
+    """make(first), ..., make(end - 1), each built on a thread as the one before is used."""
     with ThreadPoolExecutor(max_workers=1) as loader:
         upcoming = loader.submit(make, first) if first < end else None
         for step in range(first + 1, end + 1):
@@ -208,7 +207,7 @@ def prefetched(make, first, end):
 
 
 def to_device(batch, device):
-    """The batch's tensors on `device` (page-locked first for CUDA, to copy asynchronously)."""
+    """The batch on `device` (to CUDA: page-locked, copied asynchronously)."""
     cuda = torch.device(device).type == "cuda"
 
     def move(v):

@@ -59,9 +59,7 @@ def note_sigterm():
 def sigterm_noted(noted, device):
     if not dist.is_initialized():
         return bool(noted)
-    count = torch.tensor([len(noted)], device=device)
-    dist.all_reduce(count)
-    return count.item() > 0
+    return sum_over_processes(torch.tensor([len(noted)], device=device))[0] > 0
 
 
 def sum_over_processes(tensor):

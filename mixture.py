@@ -1,6 +1,5 @@
-"""The Gaussian-mixture number head, the paper's proposed extension (§4): num_head="gmm" predicts K
-Gaussians per number, trained by their NLL. Its outputs num (..., 3K) are K logits, K means and K
-raw log standard deviations; these functions read them."""
+"""The Gaussian-mixture number head (num_head="gmm", the paper's §4 extension) and what reads its
+outputs num (..., 3K): K logits, K means and K raw log standard deviations."""
 
 import math
 
@@ -25,8 +24,7 @@ class MixtureHead(nn.Sequential):
 
 
 def mixture_of(num):
-    """Log weights, means and log σ (..., K) of outputs num (..., 3K); log σ = log(exp(raw) +
-    MIN_STD) is smooth at the floor."""
+    """Log weights, means and log σ (..., K); log σ = log(exp(raw) + MIN_STD) is smooth."""
     logits, means, raw = (num if num.dtype == torch.float64 else num.float()).chunk(3, dim=-1)
     log_std = torch.logaddexp(raw, raw.new_tensor(math.log(MIN_STD)))
     return torch.log_softmax(logits, -1), means, log_std

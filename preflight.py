@@ -5,7 +5,7 @@ from contextlib import nullcontext
 
 import torch
 
-from batching import accumulation_steps, choose_packing, packed_rows
+from batching import accumulation_steps
 from distributed import print0
 
 
@@ -35,14 +35,6 @@ def fit_micro_batch(batch_size, micro_batch_size, world_size, say=None):
         micro_batch_size = fits[-1]
     accumulation_steps(batch_size, micro_batch_size, world_size)
     return micro_batch_size
-
-
-def fit_packing(
-    pack_length, split, batch_size, micro_batch_size, world_size, seed, shortest, longest
-):
-    if pack_length:
-        return pack_length, packed_rows(split, micro_batch_size, pack_length)
-    return choose_packing(split, batch_size, micro_batch_size, world_size, seed, shortest, longest)
 
 
 def check_attention_memory(shapes, n_head, device):

@@ -72,9 +72,7 @@ def describe(config, used, resumed_at, train_data, val_data, vocab, model):
 
 
 def append_row(log, row):
-    """Append a row to log.jsonl; a symbolic link at its name is an error, never written through."""
-    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
-    with open(os.open(log, flags, 0o666), "a", encoding="utf-8") as f:
+    with open(log, "a", encoding="utf-8") as f:
         f.write(json.dumps(row) + "\n")
 
 
@@ -91,7 +89,7 @@ class Progress:
 
     def __init__(self, log, step, max_iters, world_size, device, flops_per_token):
         if log and os.path.islink(log):
-            raise SystemExit(f"error: {log} is a symbolic link, not train.py's log: remove it")
+            raise SystemExit(f"error: {log} is a symbolic link; remove it")
         self.log = log
         self.max_iters = max_iters
         self.world_size = world_size

@@ -26,7 +26,7 @@ def check_type(key, value, default, where):
     """A value has its default's type; an int may be a float, a bool "auto"."""
     if isinstance(default, float) and type(value) is int:
         value = float(value)
-    if default is None or type(value) is type(default) or default == "auto" and type(value) is bool:
+    if type(value) is type(default) or default == "auto" and type(value) is bool:
         return value
     expects = f"{key} expects {type(default).__name__} (default {default!r})"
     raise error(f"{where}: {expects}, got {value!r}")

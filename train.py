@@ -20,7 +20,15 @@ import checkpoint
 import distributed
 import preflight
 import report
-from batching import VAL_STEP, collate, prefetched, step_batches, to_device, training_examples
+from batching import (
+    VAL_STEP,
+    choose_packing,
+    collate,
+    prefetched,
+    step_batches,
+    to_device,
+    training_examples,
+)
 from configurator import configure
 from dataset import Split, Vocab, fingerprint, load_text_vocab
 from distributed import print0
@@ -123,7 +131,7 @@ preflight.check_lengths(data_dir, encoding, train_data, val_data, block_size, pa
 pack_rows = 0
 if packing:
     args = (train_data, batch_size, micro_batch_size, world_size, seed, longest, 4 * block_size)
-    pack_length, pack_rows = preflight.fit_packing(pack_length, *args)
+    pack_length, pack_rows = choose_packing(*args, pack_length=pack_length)
 # a dense mask: refuse what cannot fit
 if not flex:
     shapes = [(micro_batch_size, block_size), (pack_rows, pack_length)]
@@ -227,7 +235,7 @@ def save(name):
 t_start = time.time()
 progress = report.Progress(log, iter_num, max_iters, world_size, device, flops_tok)
 stopping = False
-# how many losses and gradient norms were not finite since the last check
+# non-finite losses and gradient norms since the last check
 nonfinite = torch.zeros(1, dtype=torch.int64, device=device)
 sigterm = distributed.note_sigterm()
 steps = prefetched(micro_batches, iter_num, max_iters)
@@ -273,7 +281,7 @@ while True:
         progress.count(cpu_batch)
     # clip the gradient (grad_clip 0: measured only)
     grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip or math.inf)
-    nonfinite += torch.cat([loss_sum, grad_norm.view(1)]).isfinite().logical_not().sum()
+    nonfinite += (~torch.cat([loss_sum, grad_norm.view(1)]).isfinite()).sum()
     done = iter_num + 1
     logging = done % log_interval == 0 or done == max_iters
     checking = logging or done % eval_interval == 0 or (keep_every and done % keep_every == 0)

@@ -1,6 +1,5 @@
 """What every stage does the same way: atomic writes, locks, formatting, the device."""
 
-import math
 import os
 import re
 import shlex
@@ -88,8 +87,8 @@ def lock_holder(path):
 
 
 def take_lock(path, on_stale=None, text=None):
-    """Create the lock file `path`: None once taken, else the live holder's pid (a dead one's
-    lock is replaced after on_stale(pid))."""
+    """Create the lock file `path`: None once taken, else the live holder's pid (a dead one's is
+    replaced after on_stale(pid))."""
     tmp = f"{path}.{os.getpid()}.tmp"
     with open_new(tmp, "w") as f:
         f.write(text or str(os.getpid()))
@@ -129,8 +128,6 @@ def atomic_write_text(path, text):
 
 def format_number(x, digits=6):
     """A number to `digits` significant digits, 0 for -0."""
-    if math.isnan(x):
-        return "nan"
     s = f"{x:.{digits}g}"
     return "0" if s in ("0", "-0") else s
 

@@ -86,14 +86,14 @@ def test_crps_matches_the_gaussian_closed_form_and_monte_carlo():
 
 
 def test_truths_drawn_from_the_predicted_mixture_are_calibrated():
-    num = outputs(*TWO).expand(40_000, -1)
+    num = outputs(*TWO).expand(20_000, -1)
     y = mixture_sample(num, torch.Generator().manual_seed(3))
     m = ev.distribution_metrics(y.numpy(), num.numpy())
     assert m["cover50"] == pytest.approx(0.5, abs=0.01)
     assert m["cover90"] == pytest.approx(0.9, abs=0.01)
     assert m["nll"] == pytest.approx(float(mixture_nll(num, y).mean()))
     assert m["crps"] == pytest.approx(float(ev.mixture_crps(num, y).mean()))
-    wide = outputs([1.0], [1.4], [5.0]).expand(40_000, -1)
+    wide = outputs([1.0], [1.4], [5.0]).expand(20_000, -1)
     wide = ev.distribution_metrics(y.numpy(), wide.numpy())
     assert wide["cover50"] > 0.9 and wide["nll"] > m["nll"]  # too wide: over-covers, scores worse
 
