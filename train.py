@@ -291,6 +291,7 @@ while True:
     # a non-finite loss since the last check stops every process before the optimizer step
     if checking or stopping:
         losses = distributed.sum_over_processes(torch.cat([loss_sum, nonfinite]))
+        # a count above 0 reads as nan
         losses[3] = math.nan if losses[3] else 0.0
         checkpoint.stop_unless_finite(losses, CHECKED, done, ckpt_path)
         nonfinite.zero_()

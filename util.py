@@ -87,8 +87,8 @@ def lock_holder(path):
 
 
 def take_lock(path, on_stale=None, text=None):
-    """Create the lock file `path`: None once taken, else the live holder's pid (a dead one's is
-    replaced after on_stale(pid))."""
+    """Create the lock file `path`: None once taken, else the live holder's pid (a dead one's
+    lock is replaced after on_stale(pid))."""
     tmp = f"{path}.{os.getpid()}.tmp"
     with open_new(tmp, "w") as f:
         f.write(text or str(os.getpid()))

@@ -2,10 +2,9 @@
 import numpy as np
 import pytest
 import torch
-from helpers import Samples, forward
+from helpers import Samples, forward, tiny
 
 from batching import _rows, choose_packing, epoch_order, mlm_mask, pack, prefetched, step_batches, step_samples
-from model import GPT, GPTConfig
 
 
 def samples_in(batch):
@@ -103,8 +102,7 @@ def test_the_step_is_sorted_before_it_is_cut_and_shared_out():
 
 
 def test_a_packed_row_may_be_longer_than_block_size_but_its_samples_not():
-    torch.manual_seed(0)
-    model = GPT(GPTConfig(vocab_size=12, num_id=3, block_size=8, n_layer=1, n_head=2, n_embd=16)).eval()
+    model = tiny(block_size=8, n_layer=1, n_embd=16)
     rng = np.random.default_rng(0)
     examples = [mlm_mask(rng.integers(3, 12, n), np.ones(n, np.float32), 0.5, rng) for n in (8, 7, 5, 4, 3, 3)]
     packed = pack(examples, row_length=20)

@@ -18,10 +18,9 @@ import numpy as np
 import pytest
 import torch
 from conftest import ROOT, run
-from helpers import diverging_after, losses, one_line_error, resumed_losses_match, train, train_args
+from helpers import diverging_after, losses, one_line_error, resumed_losses_match, tiny, train, train_args
 
 from dataset import Split
-from model import GPT, GPTConfig
 
 SOURCE = open(os.path.join(ROOT, "train.py"), encoding="utf-8").read()
 
@@ -128,8 +127,7 @@ def test_matmuls_stay_float32_and_the_number_head_matches_float64(data, tmp_path
     torch.set_float32_matmul_precision("high")  # what TF32 on means; train.py must undo it
     train(data, tmp_path, f"--device={device}", "--max_iters=1")
     assert torch.get_float32_matmul_precision() == "highest" and not torch.backends.cuda.matmul.allow_tf32
-    torch.manual_seed(0)
-    net = GPT(GPTConfig(vocab_size=12, num_id=3, block_size=16, n_layer=1, n_head=2, n_embd=256)).to(device)
+    net = tiny(block_size=16, n_layer=1, n_embd=256).to(device)
     h = torch.randn(64, 256, device=device)
     with torch.autocast(device, dtype=torch.bfloat16):  # as train.py runs it on a GPU
         num = net.heads(h)[1]
