@@ -263,10 +263,11 @@ def test_resume_writes_no_file_through_a_symlink_at_its_name(data, tmp_path):
     shutil.move(out / "ckpt_latest.pt", elsewhere / "ckpt_latest.pt")
     os.symlink(elsewhere / "ckpt_latest.pt", out / "ckpt_latest.pt")
     (elsewhere / "user.pt").write_text("a user's file")
-    os.symlink(elsewhere / "user.pt", out / "ckpt_4.pt")
+    for name in ("ckpt_4.pt", "train.lock"):
+        os.symlink(elsewhere / "user.pt", out / name)
     before = (elsewhere / "ckpt_latest.pt").read_bytes()
     train(data, out, "--max_iters=4", "--resume", "--keep_every=2")
-    assert not any(os.path.islink(out / name) for name in ("ckpt_latest.pt", "ckpt_4.pt", "log.jsonl"))
+    assert not any(os.path.islink(out / name) for name in ("ckpt_latest.pt", "ckpt_4.pt", "log.jsonl", "train.lock"))
     assert (elsewhere / "ckpt_latest.pt").read_bytes() == before and (elsewhere / "user.pt").read_text() == "a user's file"
     assert torch.load(out / "ckpt_4.pt", weights_only=True)["iter_num"] == 4
 
