@@ -220,7 +220,7 @@ def assert_agrees(lines):
     for line in lines:
         got = as_xval_encode_reads(line)
         for m in tokenize_line._XVAL_NUMBER.finditer(line):
-            assert NUMBER.fullmatch(m[m.lastindex]), (line, m[m.lastindex])
+            assert NUMBER.fullmatch(m[1]), (line, m[1])
         try:
             want = as_tokenizer_reads(line)
         except TextError:
