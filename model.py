@@ -4,8 +4,8 @@ optimizer groups and FLOPs. To copy: `xval_embedding` and `NumberHead`."""
 from dataclasses import dataclass
 
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
+from torch import nn
 from torch.nn.attention.flex_attention import BlockMask, create_block_mask, flex_attention
 
 from mixture import MixtureHead
@@ -98,11 +98,10 @@ def sample_block_mask(doc, causal):
 
 
 def xval_embedding(tok_emb, values, is_num=None, num_embed=None):
-    """xVal's number embedding (paper §2), in tok_emb's dtype whatever values' dtype. tok_emb
-    (B, T, C); values (B, T): a [NUM]'s value, 1.0 elsewhere. k = 0 (num_embed None): each
-    embedding times its value, so a [NUM] embeds as x·e_[NUM]. Multi-scale (eq. 1): where is_num
-    (bool, (B, T)), sum_i tanh(x·10^i)·U_i over num_embed's 2k+1 rows, i = -k..k: an
-    nn.Parameter (2k+1, C) initialised N(0, 0.02²), so that values far from 1 are told apart."""
+    """xVal's number embedding (paper §2), in tok_emb's dtype for values of any dtype. tok_emb
+    (B, T, C); values (B, T): a [NUM]'s value, 1.0 elsewhere. k = 0 (num_embed None): x·e_[NUM].
+    Multi-scale (eq. 1): where is_num (bool, (B, T)), sum_i tanh(x·10^i)·U_i, i = -k..k, U =
+    num_embed, an nn.Parameter (2k+1, C) initialised N(0, 0.02²): values far from 1 told apart."""
     values = values.float().unsqueeze(-1)  # (B, T, 1)
     if num_embed is None:
         return tok_emb * values.to(tok_emb.dtype)
@@ -115,10 +114,10 @@ def xval_embedding(tok_emb, values, is_num=None, num_embed=None):
 
 
 class NumberHead(nn.Sequential):
-    """xVal's number head (paper §2, App. B): an MLP with biases, (..., C) -> float32 values (...),
-    computed in float32 under any autocast. loss: the squared error, or multi-scale (nmse_eps
-    given) (num - y)² / (y² + ε), per position; its mean over the positions whose target is [NUM]
-    (causal: whose NEXT token is [NUM]), times λ (default 1.0), is added to the cross-entropy."""
+    """xVal's number head (paper §2, App. B): an MLP with biases, (..., C) -> values (...), float32
+    under any autocast. loss: per position, the squared error, or multi-scale (nmse_eps given)
+    (num - y)² / (y² + ε); its mean over the positions whose target is [NUM] (causal: whose NEXT
+    token is [NUM]) times λ (default 1.0) is added to the cross-entropy."""
 
     def __init__(self, n_embd):
         super().__init__(nn.Linear(n_embd, n_embd), nn.GELU(), nn.Linear(n_embd, 1))
@@ -183,8 +182,7 @@ class GPT(nn.Module):
         x = self.wte(ids)  # (B, T, C)
         if not self.xval:
             return x
-        num_embed = self.num_embed if self.cfg.k > 0 else None
-        return xval_embedding(x, values, ids == self.cfg.num_id, num_embed)
+        return xval_embedding(x, values, ids == self.cfg.num_id, getattr(self, "num_embed", None))
 
     def trunk(self, ids, values=None, pos=None, doc=None):
         """Hidden states (B, T, C). pos: positions in each sample; doc: each token's sample."""
@@ -219,7 +217,6 @@ class GPT(nn.Module):
         logits = self.token_head(h)
         if not self.xval:
             return logits, None
-        # the mixture head's number path stays float32 too
         with float32(h):
             return logits, self.num_head(h.float())
 

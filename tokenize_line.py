@@ -1,7 +1,5 @@
 """One sample's text to token ids: numbers and text tokens (words, quoted keys, punctuation runs
-such as '],['); whitespace is dropped, and so is a comma between two numbers. -60.2 becomes:
-P10 - 6 0 2 E-1, P1000 - 602 E-1, B1999 -602 E-1, FP15 -602E-1, xVal [NUM] with -60.2 as its value.
-"""
+such as '],['); whitespace is dropped, and so is a comma between two numbers."""
 
 import itertools
 import re
@@ -20,8 +18,8 @@ _EXPONENT = r"(?:[eE][+-]?+[0-9]++)?+"
 _UNSIGNED = _MANTISSA + _EXPONENT
 # a string that is one number (a CSV cell)
 NUMBER = re.compile(rf"[+-]?+{_UNSIGNED}")
-# where a number may start: a sign first or after _UNARY_AFTER (two read, to refuse --5), else not
-# inside a word (x.5 is x, .5); then a number, or a decimal running into a word (1.5x)
+# a number: signed first or after _UNARY_AFTER (two signs read: --5 is malformed), else not in a
+# word (x.5 is x, .5); or a decimal running into a word (1.5x)
 _XVAL_NUMBER = re.compile(
     rf"(?:(?:^|(?<=[{re.escape(_UNARY_AFTER)}]))\s*+(?=[+-])|(?<!\w)(?![+-])|(?=\.))(?:([+-]{{0,2}}+"
     rf"{_UNSIGNED})(?!\w)|([+-]{{0,2}}+(?=[0-9]*+\.){_MANTISSA}(?![eE][+-]?+[0-9])\w))"
@@ -31,8 +29,7 @@ FLOAT32_OVERFLOW = 2.0**128 - 2.0**103
 
 
 def touches(text, end, start, literal):
-    """Whether a number at start is glued to the one ending at end: 12.5.6, or 1,000 (a thousands
-    separator: a comma, then a leading zero)."""
+    """A number at start glued to the one ending at end: 12.5.6, 1,000 (a comma, a leading 0)."""
     comma = end == start - 1 and text[end] == ","
     return end == start or (comma and re.match("[+-]?0[0-9]", literal) is not None)
 
@@ -41,7 +38,7 @@ def xval_encode(text, text_ids, num_id, keep_malformed=False):
     """xVal's tokenizer alone: each number becomes num_id, its value in a parallel list (1.0
     elsewhere); text_ids(str) -> ids tokenizes the text between. Embed token i as
     values[i] * wte[ids[i]]. A malformed number (--5, 12.5.6, 1,000, 1.5x) or one beyond float32
-    raises ValueError naming it, as tokenize_line.encode does; keep_malformed=True leaves it text.
+    raises ValueError, as tokenize_line.encode does; keep_malformed=True leaves it text.
 
     >>> xval_encode("[-1.5, 20]", lambda s: [ord(c) for c in s if c != " "], 0)
     ([91, 0, 0, 93], [1.0, -1.5, 20.0, 1.0])
@@ -53,16 +50,15 @@ def xval_encode(text, text_ids, num_id, keep_malformed=False):
         glued = touches(text, last[1], start, literal)
         # 12.5.6 or 1,000; 1.5x; --5
         malformed = glued or m[2] or literal[1:2] in ("+", "-")
-        value = 0.0 if malformed else float(literal)
-        if not keep_malformed and (malformed or abs(value) >= FLOAT32_OVERFLOW):
-            why = "is malformed; write one plain number" if malformed else "overflows float32"
+        too_big = not malformed and abs(float(literal)) >= FLOAT32_OVERFLOW
+        if (malformed or too_big) and not keep_malformed:
+            why = "overflows float32" if too_big else "is malformed"
             raise ValueError(f"the number {text[last[0] if glued else start : end]!r} {why}")
-        # kept as text with this one
         if glued and numbers and numbers[-1][:2] == last:
             numbers.pop()
         last = (start, end)
-        if not malformed and abs(value) < FLOAT32_OVERFLOW:
-            numbers.append((start, end, value))
+        if not (malformed or too_big):
+            numbers.append((start, end, float(literal)))
     ids = []
     values = []
     at = 0

@@ -13,7 +13,7 @@ import time
 
 import pytest
 import torch
-import torch.nn as nn
+from torch import nn
 import torch.nn.functional as F
 from conftest import ROOT
 import helpers
@@ -37,7 +37,7 @@ def copied(source, imports):
 LINE = inspect.getsource(tokenize_line)
 # from the marked line to the end of xval_encode
 BLOCK = LINE[LINE.index("# -- xVal's tokenizer") : LINE.index("\n\n\n", LINE.index("def xval_encode"))]
-IMPORTS = {"xval_embedding": "import torch", "NumberHead": "import torch\nimport torch.nn as nn"}
+IMPORTS = {"xval_embedding": "import torch", "NumberHead": "import torch\nfrom torch import nn"}
 xval_embedding, NumberHead = (copied(inspect.getsource(getattr(model, n)), i)[n] for n, i in IMPORTS.items())
 COPY = copied(BLOCK, "import re")["xval_encode"]
 
