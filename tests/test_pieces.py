@@ -1,6 +1,8 @@
 """The pieces README's "Pieces to copy" offers, copied as it says with only the imports it names: the
-number path stays float32 under autocast, the tokenizer reads what tokenize_line reads and refuses
-what it refuses, and a small causal GPT of this file's own, wired as docs/pieces.md says, learns."""
+number path stays float32 under autocast; the grammar is written once and the tokenizer reads what
+tokenize_line reads and refuses what it refuses (adversarial and random lines, JSON as json.dumps writes
+it, arithmetic with spaces, every prepare script's output); a small causal GPT of this file's own, wired
+as docs/pieces.md says, learns."""
 import functools
 import inspect
 import json
@@ -11,16 +13,18 @@ import re
 import sys
 import time
 
+import helpers
 import pytest
 import torch
-from torch import nn
 import torch.nn.functional as F
 from conftest import ROOT
-import helpers
 from helpers import generated, number_lines
+from torch import nn
 
 import model
+import tokenize_arrays
 import tokenize_line
+import tokenize_numbers
 from dataset import Vocab
 from tokenize_arrays import build_text_vocab
 from tokenize_line import FLOAT32_OVERFLOW, NUMBER, encode, split_text, xval_encode
@@ -65,7 +69,39 @@ def test_the_number_path_stays_float32_under_bf16_autocast_whatever_the_values_d
     torch.testing.assert_close(num, head(plain), rtol=1e-6, atol=1e-6)
 
 
-# ---------------------------------------------------------------- the tokenizer: as tokenize_line reads
+# ---------------------------------------------------------------- the number grammar and the tokenizer
+# prepare/text.py's pattern before it imported NUMBER
+OLD_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+LITERALS = ["", " ", ".", "+", "-", "+-1", "--1", "++1", "1", "-1", "+1", "01", "1.", ".5", "-.5", "+.5e-3", "1.5",
+            "1.2.3", "1..2", "..5", "1e5", "1E+05", "1e-05", "1e", "1e+", "1e-", "e5", ".e5", "1.e5", "1e5.5",
+            "1e5e5", "1ee5", " 1", "1 ", "1_000", "1,000", "0x10", "inf", "-inf", "nan", "NaN", "Infinity", "١٢",
+            "1٢", "²", "1²", "１", "9" * 400, "9" * 400 + "e", "." + "0" * 300 + "1", "1e" + "9" * 50, "+" * 3 + "1"]
+
+
+def random_strings(n, alphabet, longest, seed):
+    rng = random.Random(seed)
+    return ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, longest))) for _ in range(n)]
+
+
+@pytest.mark.parametrize("strings", [LITERALS, random_strings(50_000, "0123456789.eE+-", 8, 1),
+                                     random_strings(50_000, "01.eE+- x_,١", 12, 2)])
+def test_number_matches_exactly_what_prepare_texts_old_pattern_matched(strings):
+    for s in strings:
+        old, new = OLD_NUMBER.match(s), NUMBER.match(s)
+        assert bool(NUMBER.fullmatch(s)) == bool(OLD_NUMBER.fullmatch(s)) and (old and old.span()) == (new and new.span()), s
+
+
+def test_the_grammar_is_written_once_and_every_pattern_is_built_from_it():
+    line = tokenize_line
+    source = "".join(inspect.getsource(m) for m in (tokenize_line, tokenize_arrays, tokenize_numbers))
+    for piece in (line._MANTISSA, line._EXPONENT, line._UNARY_AFTER):
+        assert source.count(piece) == 1, piece
+    for pattern in (NUMBER.pattern, line._XVAL_NUMBER.pattern, line._LITERAL.pattern, tokenize_arrays._RUN.pattern):
+        assert line._MANTISSA in pattern and line._EXPONENT in pattern, pattern
+    for pattern in (line._XVAL_NUMBER.pattern, line._PUNCT_END, tokenize_arrays._RUN.pattern):
+        assert re.escape(line._UNARY_AFTER) in pattern, pattern
+    assert "touches(" in inspect.getsource(line.split_text_spans)  # and the numbers glued: 12.5.6, 1,000
+
 
 
 def copy_reads(encode_line, line, **keyword):
@@ -121,15 +157,10 @@ def test_the_copy_refuses_malformed_numbers_and_numbers_beyond_float32_or_keeps_
     assert bad in "".join(ids[::2]) and values[-1] == 1.0
 
 
-def random_strings(n, alphabet, longest, seed):
-    rng = random.Random(seed)
-    return ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, longest))) for _ in range(n)]
-
-
 def test_adversarial_malformed_and_random_lines():
     names = "SIGNS EXPONENTS DECIMALS WORDS BRACKETS SPACES EDGES UNICODE TIES NEAR_LIMITS MALFORMED"
     assert agrees(line for name in names.split() for line in getattr(helpers, name)) > 200
-    assert agrees(number_lines(4000, 3)) > 2000
+    assert agrees(LITERALS + number_lines(4000, 3)) > 2000
     alphabet = "0123456789" * 3 + ".eE+-,,,:()[]{}=*/^<>xa_ '\"\t"
     assert agrees(random_strings(5000, alphabet, 24, 0)) > 1500
 
@@ -275,7 +306,7 @@ def test_a_small_causal_gpt_with_the_pieces_learns_a_sum_in_seconds(one_thread):
     seconds = time.perf_counter() - start
     idx, values = get_batch(1000, generator)
     idx_out, values_out = generate(gpt.eval(), idx[:, :4], values[:, :4], 2)
-    assert (idx_out == idx).float().mean() > 0.99  # [NUM] then the end
+    assert torch.equal(idx_out, idx)  # [NUM] then the end
     mse, variance = ((values_out[:, 4] - values[:, 4]) ** 2).mean().item(), values[:, 4].var().item()
     print(f"{steps} steps, {seconds:.1f} s, R² {1 - mse / variance:.3f}")
     assert mse < 0.1 * variance
