@@ -1,8 +1,6 @@
-"""The pieces README's "Pieces to copy" offers, copied as it says with only the imports it names: the
-number path stays float32 under autocast; the grammar is written once and the tokenizer reads what
-tokenize_line reads and refuses what it refuses (adversarial and random lines, JSON as json.dumps writes
-it, arithmetic with spaces, every prepare script's output); a small causal GPT of this file's own, wired
-as docs/pieces.md says, learns."""
+"""README's "Pieces to copy", copied as it says with only the imports it names: the number path stays
+float32, the tokenizer reads and refuses what tokenize_line does, a causal GPT wired as docs/pieces.md
+says learns."""
 import functools
 import inspect
 import json
@@ -18,7 +16,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from conftest import ROOT
-from helpers import generated, number_lines
+from helpers import generated, number_lines, sample, tiny
 from torch import nn
 
 import model
@@ -55,18 +53,23 @@ def test_the_readme_names_each_piece_and_its_imports():
 
 @pytest.mark.parametrize("k", [0, 2])
 def test_the_number_path_stays_float32_under_bf16_autocast_whatever_the_values_dtype(k):
-    torch.manual_seed(0)
-    tok_emb, values = torch.randn(2, 5, 16), torch.rand(2, 5, dtype=torch.float64) * 1.2345678
-    num_embed = nn.Parameter(torch.randn(2 * k + 1, 16)) if k else None
-    head = NumberHead(16)
-    plain = xval_embedding(tok_emb, values, values > 0.5, num_embed)
-    with torch.autocast("cpu", dtype=torch.bfloat16):
-        embedded = xval_embedding(tok_emb, values, values > 0.5, num_embed)
+    # bf16 would round a prediction of 1.557 to 1.5547 and a multi-scale input value to 2-3 digits
+    gpt = tiny(k=k)  # and the model's own path
+    ids, values = sample(9)
+    values = values[None].double() * 1.2345678
+    h = gpt.trunk(ids[None], values)
+    head, num_embed = NumberHead(32), gpt.num_embed if k else None
+
+    def outputs():
+        embedded = xval_embedding(gpt.wte(ids[None]), values, ids[None] == gpt.cfg.num_id, num_embed)
         num = head(embedded)
-        err = head.loss(num, values)
-    assert embedded.dtype == num.dtype == err.dtype == torch.float32
-    torch.testing.assert_close(embedded, plain, rtol=1e-6, atol=1e-6)
-    torch.testing.assert_close(num, head(plain), rtol=1e-6, atol=1e-6)
+        return embedded, num, head.loss(num, values), gpt.heads(h)[1], gpt.embed(ids[None], values)
+
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        autocast = outputs()
+    for out, plain in zip(autocast, outputs()):
+        assert out.dtype == torch.float32
+        torch.testing.assert_close(out, plain, rtol=1e-6, atol=1e-6)
 
 
 # ---------------------------------------------------------------- the number grammar and the tokenizer
@@ -105,8 +108,7 @@ def test_the_grammar_is_written_once_and_every_pattern_is_built_from_it():
 
 
 def copy_reads(encode_line, line, **keyword):
-    """Its numbers and the text between (whitespace dropped, as the tokenizer drops it); None if it
-    refuses the line."""
+    """Numbers and the text between, whitespace dropped; None if refused."""
     texts = []
     try:
         ids, values = encode_line(line, lambda s: texts.append(re.sub(r"\s", "", s)) or [len(texts) - 1], -1, **keyword)
@@ -116,7 +118,7 @@ def copy_reads(encode_line, line, **keyword):
 
 
 def tokenizer_reads(line):
-    """split_text's pieces, neighbouring text joined; None if it refuses a number, "nan" a word."""
+    """split_text's pieces, text joined; None if it refuses a number, "nan" a word."""
     try:
         pieces = split_text(line)
     except TextError as e:
@@ -133,8 +135,7 @@ def tokenizer_reads(line):
 
 
 def agrees(lines):
-    """How many lines the tokenizer accepts; the copy reads each as it does (repr: -0.0 is not 0.0)
-    and refuses what it refuses, unless told to keep malformed numbers as text."""
+    """How many lines the tokenizer accepts; the copy reads (repr: -0.0 is not 0.0) and refuses as it does."""
     read = 0
     for line in lines:
         got = copy_reads(COPY, line)
@@ -196,14 +197,12 @@ def test_every_prepare_scripts_output(dataset, tmp_path):
     import arithmetic
     import era5
     import era5_synthetic
-    import lookup
-    import planets
     from conftest import run
     if dataset == "arithmetic":
         make = [functools.partial(arithmetic.make_sample, variant=v) for v in sorted(arithmetic.VARIANTS)]
         lines = [line for m in make for lines in generated(m, ("train", "test"), 50).values() for line in lines]
     elif dataset in ("lookup", "planets"):
-        module = lookup if dataset == "lookup" else planets
+        module = __import__(dataset)
         splits = generated(module.make_sample, module.SPLITS, 50 if dataset == "lookup" else 4)
         lines = [line for lines in splits.values() for line in lines]
     elif dataset == "era5":
@@ -262,8 +261,7 @@ def get_batch(n, generator):
 
 
 def loss_of(gpt, idx, values, num_loss_weight=1.0):
-    """Cross-entropy of each next token, plus λ times the squared error's mean over the positions whose
-    next token is [NUM]."""
+    """Cross-entropy of each next token + λ·the squared error's mean where the next token is [NUM]."""
     logits, num = gpt(idx[:, :-1], values[:, :-1])
     targets, target_values = idx[:, 1:], values[:, 1:]
     before_num = targets == NUM
@@ -285,7 +283,7 @@ def generate(gpt, idx, values, steps):
 
 @pytest.fixture
 def one_thread():
-    """One thread, as train.py runs on a CPU: a tiny model's steps gain nothing from more."""
+    """One thread, as train.py on a CPU: a tiny model gains nothing from more."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     yield
