@@ -18,11 +18,12 @@ _EXPONENT = r"(?:[eE][+-]?+[0-9]++)?+"
 _UNSIGNED = _MANTISSA + _EXPONENT
 # a string that is one number (a CSV cell)
 NUMBER = re.compile(rf"[+-]?+{_UNSIGNED}")
-# a number: signed first or after _UNARY_AFTER (two signs read: --5 is malformed), else not in a
-# word (x.5 is x, .5); or a decimal running into a word (1.5x)
+# a number: signed first or after _UNARY_AFTER (--5 read, to refuse it), else not in a word
+# (x.5 is x, .5); or a decimal running into a word (1.5x)
 _XVAL_NUMBER = re.compile(
-    rf"(?:(?:^|(?<=[{re.escape(_UNARY_AFTER)}]))\s*+(?=[+-])|(?<!\w)(?![+-])|(?=\.))(?:([+-]{{0,2}}+"
-    rf"{_UNSIGNED})(?!\w)|([+-]{{0,2}}+(?=[0-9]*+\.){_MANTISSA}(?![eE][+-]?+[0-9])\w))"
+    rf"(?:(?:^|(?<=[{re.escape(_UNARY_AFTER)}]))\s*+(?=[+-])|(?<!\w)(?![+-])|(?=\.))"
+    rf"(?:([+-]{{0,2}}+{_UNSIGNED})(?!\w)"
+    rf"|([+-]{{0,2}}+(?=[0-9]*+\.){_MANTISSA}(?![eE][+-]?+[0-9])\w))"
 )
 # the least magnitude float32 (xVal's values) rounds to inf
 FLOAT32_OVERFLOW = 2.0**128 - 2.0**103
