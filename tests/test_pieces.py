@@ -231,12 +231,11 @@ def test_xval_encode_gives_the_tokenizers_ids_and_values():
 
 
 # ---------------------------------------------------------------- a causal GPT, as docs/pieces.md wires it
-
 NUM, PLUS, EQ, END = range(4)  # [NUM] + = .
 
 
 class GPT(nn.Module):
-    """A small causal GPT: token and position embeddings, pre-norm blocks, two heads."""
+    """Token and position embeddings, pre-norm causal blocks, two heads."""
 
     def __init__(self, vocab_size=4, n_embd=32, n_layer=2, block_size=8):
         super().__init__()
@@ -254,19 +253,19 @@ class GPT(nn.Module):
 
 
 def get_batch(n, generator):
-    """n samples of "a + b = s ." as ids and, beside them, values (a, b uniform in [-1, 1))."""
+    """n samples "a + b = s ." as ids and, beside them, values (a, b uniform in [-1, 1))."""
     a, b = torch.rand(2, n, 1, generator=generator) * 2 - 1
     one = torch.ones(n, 1)
     return torch.tensor([NUM, PLUS, NUM, EQ, NUM, END]).repeat(n, 1), torch.cat([a, one, b, one, a + b, one], 1)
 
 
 def loss_of(gpt, idx, values, num_loss_weight=1.0):
-    """Cross-entropy of each next token + λ·the squared error's mean where the next token is [NUM]."""
+    """Next tokens' cross-entropy + λ·the squared error's mean where the next token is [NUM]."""
     logits, num = gpt(idx[:, :-1], values[:, :-1])
     targets, target_values = idx[:, 1:], values[:, 1:]
     before_num = targets == NUM
-    ce = F.cross_entropy(logits.flatten(0, 1), targets.flatten())
     err = NumberHead.loss(num, target_values) * before_num
+    ce = F.cross_entropy(logits.flatten(0, 1), targets.flatten())
     return ce + num_loss_weight * err.sum() / before_num.sum().clamp(min=1)
 
 
@@ -276,21 +275,14 @@ def generate(gpt, idx, values, steps):
     for _ in range(steps):
         logits, num = gpt(idx, values)
         token = logits[:, -1:].argmax(-1)
-        value = torch.where(token == NUM, num[:, -1:], 1.0)
-        idx, values = torch.cat([idx, token], 1), torch.cat([values, value], 1)
+        values = torch.cat([values, torch.where(token == NUM, num[:, -1:], 1.0)], 1)
+        idx = torch.cat([idx, token], 1)
     return idx, values
 
 
-@pytest.fixture
-def one_thread():
-    """One thread, as train.py on a CPU: a tiny model gains nothing from more."""
+def test_a_small_causal_gpt_with_the_pieces_learns_a_sum_in_seconds():
     threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
-def test_a_small_causal_gpt_with_the_pieces_learns_a_sum_in_seconds(one_thread):
+    torch.set_num_threads(1)  # as train.py on a CPU: a tiny model gains nothing from more
     torch.manual_seed(0)
     generator = torch.Generator().manual_seed(0)
     gpt = GPT()
@@ -302,6 +294,7 @@ def test_a_small_causal_gpt_with_the_pieces_learns_a_sum_in_seconds(one_thread):
         loss.backward()
         optimizer.step()
     seconds = time.perf_counter() - start
+    torch.set_num_threads(threads)
     idx, values = get_batch(1000, generator)
     idx_out, values_out = generate(gpt.eval(), idx[:, :4], values[:, :4], 2)
     assert torch.equal(idx_out, idx)  # [NUM] then the end
