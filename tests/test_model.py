@@ -151,14 +151,21 @@ def losses(model, batch, pred=None):
                  pred)
 
 
-@pytest.mark.parametrize("causal", [False, True])
-def test_packed_rows_give_each_sample_the_outputs_and_loss_it_has_alone(causal):
-    examples = masked_examples(seed=0)
-    model, padded, packed = tiny(causal=causal), collate(examples), pack(examples)
-    assert packed["ids"].shape[0] < len(examples)  # several samples share a row
-    sums = [losses(model, batch) for batch in (padded, packed)]
+def packed_with_the_sums_of_padded(model, examples, row_length=None, pred=False):
+    """The examples packed in rows, after checking that they give the loss sums of padded rows."""
+    padded, packed = collate(examples), pack(examples, row_length)
+    sums = [losses(model, batch, batch["pred"] if pred else None) for batch in (padded, packed)]
     for key in SUMS:
         assert_close(sums[1][key], sums[0][key], atol=1e-4, rtol=1e-5)
+    return packed
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_packed_rows_give_each_sample_the_outputs_and_loss_it_has_alone(causal):
+    model = tiny(causal=causal)
+    examples = masked_examples(seed=0)
+    packed = packed_with_the_sums_of_padded(model, examples)
+    assert packed["ids"].shape[0] < len(examples)  # several samples share a row
     # each sample's outputs, found by its ids in its packed row
     logits, num = model(packed["ids"], packed["values"], pos=packed["pos"], doc=packed["doc"])
     rows = packed["ids"].shape
@@ -173,12 +180,9 @@ def test_packed_rows_give_each_sample_the_outputs_and_loss_it_has_alone(causal):
 
 @pytest.mark.parametrize("causal", [False, True])
 def test_rows_longer_than_block_size_give_the_losses_of_padded_rows(causal):
-    examples = masked_examples(seed=2)  # 35 tokens in all, block_size 32
-    model, padded, packed = tiny(causal=causal), collate(examples), pack(examples, row_length=48)
-    assert packed["ids"].shape == (1, 35)  # one row, longer than block_size
-    sums = [losses(model, batch, batch["pred"]) for batch in (padded, packed)]
-    for key in SUMS:
-        assert_close(sums[1][key], sums[0][key], atol=1e-4, rtol=1e-5)
+    # 35 tokens in all, block_size 32: one row, longer than block_size
+    packed = packed_with_the_sums_of_padded(tiny(causal=causal), masked_examples(seed=2), row_length=48, pred=True)
+    assert packed["ids"].shape == (1, 35)
 
 
 def test_no_attention_crosses_a_sample_boundary_in_a_packed_row():
@@ -195,23 +199,25 @@ def test_no_attention_crosses_a_sample_boundary_in_a_packed_row():
 
 @pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:.*flex_attention called without torch.compile")
+@pytest.mark.parametrize("causal", [False, True])
 @torch.no_grad()  # FlexAttention has no backward on CPU: gradients are checked on a GPU only
-def test_flex_attention_path_equals_the_dense_mask_path():
+def test_flex_attention_path_equals_the_dense_mask_path(causal):
     # the CUDA path (FlexAttention's block-sparse kernel) run here unfused: the same losses and
-    # outputs as SDPA with a dense mask, for packed and padded rows, bidirectional and causal
+    # outputs as SDPA with a dense mask, for packed and padded rows
     examples = masked_examples(seed=1)
-    for causal in (False, True):
-        model = tiny(causal=causal)
-        for batch in (collate(examples), pack(examples)):
-            model.flex_attention = False
-            dense, dense_out = losses(model, batch), model(batch["ids"], batch["values"], pos=batch["pos"], doc=batch["doc"])
-            model.flex_attention = True
-            flex, flex_out = losses(model, batch), model(batch["ids"], batch["values"], pos=batch["pos"], doc=batch["doc"])
-            for key in ("ce_sum", "num_sum"):
-                assert_close(flex[key], dense[key], atol=1e-4, rtol=1e-5)
-            real = batch["doc"] >= 0  # padding positions attend only to padding: not compared
-            for a, b in zip(flex_out, dense_out):
-                assert_close(a[real], b[real], **CLOSE)
+    model = tiny(causal=causal)
+    for batch in (collate(examples), pack(examples)):
+        runs = []
+        for flex in (False, True):
+            model.flex_attention = flex
+            outputs = model(batch["ids"], batch["values"], pos=batch["pos"], doc=batch["doc"])
+            runs.append((losses(model, batch), outputs))
+        (dense, dense_out), (flex, flex_out) = runs
+        for key in ("ce_sum", "num_sum"):
+            assert_close(flex[key], dense[key], atol=1e-4, rtol=1e-5)
+        real = batch["doc"] >= 0  # padding positions attend only to padding: not compared
+        for a, b in zip(flex_out, dense_out):
+            assert_close(a[real], b[real], **CLOSE)
 
 
 # ---------------------------------------------------------------- causal models are evaluated by generation
