@@ -4,8 +4,8 @@ optimizer groups and FLOPs. To copy: `xval_embedding` and `NumberHead`."""
 from dataclasses import dataclass
 
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
+from torch import nn
 from torch.nn.attention.flex_attention import BlockMask, create_block_mask, flex_attention
 
 from mixture import MixtureHead
@@ -98,33 +98,39 @@ def sample_block_mask(doc, causal):
 
 
 def xval_embedding(tok_emb, values, is_num=None, num_embed=None):
-    """xVal's number embedding (paper §2). tok_emb (B, T, C); values (B, T): 1.0 except at [NUM].
-    k = 0 (num_embed None): each embedding times its value, so a [NUM] embeds as x·e_[NUM].
-    Multi-scale (eq. 1): a [NUM] (is_num (B, T)) gets sum_i tanh(x·10^i)·U_i over the 2k+1 rows
-    of num_embed (2k+1, C), i = -k..k, so that values far from 1 are told apart too."""
+    """xVal's number embedding (paper §2), in tok_emb's dtype for values of any dtype. tok_emb
+    (B, T, C); values (B, T): a [NUM]'s value, 1.0 elsewhere. k = 0 (num_embed None): x·e_[NUM].
+    Multi-scale (eq. 1): where is_num (bool, (B, T)), sum_i tanh(x·10^i)·U_i, i = -k..k, U =
+    num_embed, an nn.Parameter (2k+1, C) initialised N(0, 0.02²): values far from 1 told apart."""
+    values = values.float().unsqueeze(-1)  # (B, T, 1)
     if num_embed is None:
-        return tok_emb * values.unsqueeze(-1)
+        return tok_emb * values.to(tok_emb.dtype)
     k = num_embed.shape[0] // 2
     scales = 10.0 ** torch.arange(-k, k + 1, device=values.device)  # (2k+1,)
-    multi = torch.tanh(values.unsqueeze(-1) * scales) @ num_embed  # (B, T, 2k+1) @ (2k+1, C)
-    return torch.where(is_num.unsqueeze(-1), multi, tok_emb)
+    # float32: bf16 would keep 2-3 digits of each value
+    with torch.autocast(values.device.type, enabled=False):
+        multi = torch.tanh(values * scales) @ num_embed.float()  # (B, T, 2k+1) @ (2k+1, C)
+    return torch.where(is_num.unsqueeze(-1), multi.to(tok_emb.dtype), tok_emb)
 
 
 class NumberHead(nn.Sequential):
-    """xVal's number head (paper §2, App. B): an MLP with biases, (..., C) -> values (...). loss:
-    the squared error, or multi-scale (nmse_eps given) (num - y)² / (y² + ε); λ times its mean over
-    the true [NUM] positions is added to the cross-entropy."""
+    """xVal's number head (paper §2, App. B): an MLP with biases, (..., C) -> values (...), float32
+    under any autocast. loss: per position, the squared error, or multi-scale (nmse_eps given)
+    (num - y)² / (y² + ε); its mean over the positions whose target is [NUM] (causal: whose NEXT
+    token is [NUM]) times λ (default 1.0) is added to the cross-entropy."""
 
     def __init__(self, n_embd):
         super().__init__(nn.Linear(n_embd, n_embd), nn.GELU(), nn.Linear(n_embd, 1))
 
     def forward(self, h):
-        return super().forward(h).squeeze(-1)
+        # bf16 would round 1.557 to 1.5547
+        with torch.autocast(h.device.type, enabled=False):
+            return super().forward(h.float()).squeeze(-1)
 
     @staticmethod
     def loss(num, y, nmse_eps=None):
-        err = (num - y) ** 2
-        return err if nmse_eps is None else err / (y**2 + nmse_eps)
+        err = (num - y.float()) ** 2
+        return err if nmse_eps is None else err / (y.float() ** 2 + nmse_eps)
 
 
 def float32(t):
@@ -176,9 +182,7 @@ class GPT(nn.Module):
         x = self.wte(ids)  # (B, T, C)
         if not self.xval:
             return x
-        num_embed = self.num_embed.float() if self.cfg.k > 0 else None
-        with float32(ids):  # bf16 would keep 2-3 digits of each value
-            return xval_embedding(x, values.float(), ids == self.cfg.num_id, num_embed)
+        return xval_embedding(x, values, ids == self.cfg.num_id, getattr(self, "num_embed", None))
 
     def trunk(self, ids, values=None, pos=None, doc=None):
         """Hidden states (B, T, C). pos: positions in each sample; doc: each token's sample."""
@@ -213,7 +217,7 @@ class GPT(nn.Module):
         logits = self.token_head(h)
         if not self.xval:
             return logits, None
-        with float32(h):  # bf16 would round 1.557 to 1.5547
+        with float32(h):
             return logits, self.num_head(h.float())
 
     def forward(

@@ -1,7 +1,5 @@
 """One sample's text to token ids: numbers and text tokens (words, quoted keys, punctuation runs
-such as '],['); whitespace is dropped, and so is a comma between two numbers. -60.2 becomes:
-P10 - 6 0 2 E-1, P1000 - 602 E-1, B1999 -602 E-1, FP15 -602E-1, xVal [NUM] with -60.2 as its value.
-"""
+such as '],['); whitespace is dropped, and so is a comma between two numbers."""
 
 import itertools
 import re
@@ -11,9 +9,7 @@ import numpy as np
 from dataset import ASK, MAX_EXP, MIN_EXP, TOKENS_PER_NUMBER, number_table, shown
 from util import TextError
 
-# the least magnitude float32 (xVal's values) rounds to inf
-FLOAT32_OVERFLOW = 2.0**128 - 2.0**103
-
+# -- xVal's tokenizer, to copy: from here to the end of xval_encode, with `import re` --
 # The number grammar (docs/decisions.md#numbers-in-text): digits, a point at most (12., .5), maybe
 # an exponent (1e-3); a sign first or after _UNARY_AFTER is the number's, else an operator (2-3)
 _UNARY_AFTER = "([{,:=+-*/^<>"
@@ -22,34 +18,60 @@ _EXPONENT = r"(?:[eE][+-]?+[0-9]++)?+"
 _UNSIGNED = _MANTISSA + _EXPONENT
 # a string that is one number (a CSV cell)
 NUMBER = re.compile(rf"[+-]?+{_UNSIGNED}")
-# xVal's numbers: signed where a sign is theirs, else not touching a word (x.5 is x, .5)
+# a number: signed first or after _UNARY_AFTER (--5 read, to refuse it), else not in a word
+# (x.5 is x, .5); or a decimal running into a word (1.5x)
 _XVAL_NUMBER = re.compile(
-    rf"(?:^|(?<=[{re.escape(_UNARY_AFTER)}]))\s*+([+-]{_UNSIGNED})(?!\w)"
-    rf"|(?:(?<!\w)|(?=\.))({_UNSIGNED})(?!\w)"
+    rf"(?:(?:^|(?<=[{re.escape(_UNARY_AFTER)}]))\s*+(?=[+-])|(?<!\w)(?![+-])|(?=\.))"
+    rf"(?:([+-]{{0,2}}+{_UNSIGNED})(?!\w)"
+    rf"|([+-]{{0,2}}+(?=[0-9]*+\.){_MANTISSA}(?![eE][+-]?+[0-9])\w))"
 )
+# the least magnitude float32 (xVal's values) rounds to inf
+FLOAT32_OVERFLOW = 2.0**128 - 2.0**103
 
 
-def xval_encode(text, text_ids, num_id):
-    """xVal's tokenizer alone (copy it with `import re` and the lines from _UNARY_AFTER): each
-    number becomes num_id, its value in a parallel list (1.0 elsewhere); text_ids(str) -> ids
-    tokenizes the text between. Embed token i as values[i] * wte[ids[i]].
+def touches(text, end, start, literal):
+    """A number at start glued to the one ending at end: 12.5.6, 1,000 (a comma, a leading 0)."""
+    comma = end == start - 1 and text[end] == ","
+    return end == start or (comma and re.match("[+-]?0[0-9]", literal) is not None)
+
+
+def xval_encode(text, text_ids, num_id, keep_malformed=False):
+    """xVal's tokenizer alone: each number becomes num_id, its value in a parallel list (1.0
+    elsewhere); text_ids(str) -> ids tokenizes the text between. Embed token i as
+    values[i] * wte[ids[i]]. A malformed number (--5, 12.5.6, 1,000, 1.5x) or one beyond float32
+    raises ValueError, as tokenize_line.encode does; keep_malformed=True leaves it text.
 
     >>> xval_encode("[-1.5, 20]", lambda s: [ord(c) for c in s if c != " "], 0)
     ([91, 0, 0, 93], [1.0, -1.5, 20.0, 1.0])
     """
+    numbers = []  # (start, end, value)
+    last = (-9, -9)  # the last number's span
+    for m in _XVAL_NUMBER.finditer(text):
+        literal, (start, end) = m[m.lastindex], m.span(m.lastindex)
+        glued = touches(text, last[1], start, literal)
+        # 12.5.6 or 1,000; 1.5x; --5
+        malformed = glued or m[2] or literal[1:2] in ("+", "-")
+        too_big = not malformed and abs(float(literal)) >= FLOAT32_OVERFLOW
+        if (malformed or too_big) and not keep_malformed:
+            why = "overflows float32" if too_big else "is malformed"
+            raise ValueError(f"the number {text[last[0] if glued else start : end]!r} {why}")
+        if glued and numbers and numbers[-1][:2] == last:
+            numbers.pop()
+        last = (start, end)
+        if not (malformed or too_big):
+            numbers.append((start, end, float(literal)))
     ids = []
     values = []
     at = 0
-    numbers = list(_XVAL_NUMBER.finditer(text))
-    for k, m in enumerate(numbers + [None]):
-        between = text[at : m.start(m.lastindex) if m else len(text)]
+    for k, (start, end, value) in enumerate(numbers + [(len(text), len(text), None)]):
+        between = text[at:start]
         if between and not (0 < k < len(numbers) and between.strip() == ","):
             ids += (new := text_ids(between))
             values += [1.0] * len(new)
-        if m:
+        if value is not None:
             ids.append(num_id)
-            values.append(float(m[m.lastindex]))
-            at = m.end()
+            values.append(value)
+            at = end
     return ids, values
 
 
@@ -93,9 +115,7 @@ def split_text_spans(text, where="text", allow_ask=False):
         elif m and not _WORD_CHAR.match(text, m.end()):
             # malformed: --5 (or (--5, the first sign apart), 1.2.3 (two touch), 1,000
             signs = m[1] and i and text[i - 1] in "+-" and (i == 1 or text[i - 2] in _UNARY_AFTER)
-            touch = num_at[1] == i or (
-                num_at[1] == i - 1 and pieces[-1] == ("text", ",") and re.match("0[0-9]", m[2])
-            )
+            touch = touches(text, num_at[1], i, m.group())
             if len(m[1]) == 2 or signs or touch:
                 bad = shown(text[i if len(m[1]) == 2 else i - 1 if signs else num_at[0] : m.end()])
                 raise TextError(f"{where}: malformed number {bad}; write one plain number")
