@@ -26,7 +26,7 @@ STEPS = [0.2, 0.3, 0.5, 0.8]  # the planets' training step sizes
 
 
 def script(name, *args):
-    """What dev/<name> prints, run as a command (in this process)."""
+    """What dev/<name> prints, run as a command in this process."""
     out = io.StringIO()
     with mock.patch.object(sys, "argv", [name, *args]), contextlib.redirect_stdout(out):
         runpy.run_path(os.path.join(ROOT, "dev", name), run_name="__main__")
