@@ -130,10 +130,15 @@ def commands(doc):
     return found
 
 
+@functools.cache
+def parse(path):
+    return ast.parse(read(path))
+
+
 def local_modules(path):
     """The repository's files that a script imports (its own folder, then the top level)."""
     names = set()
-    for node in ast.walk(ast.parse(read(path))):
+    for node in ast.walk(parse(path)):
         if isinstance(node, ast.Import):
             names |= {a.name for a in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module:
@@ -144,6 +149,18 @@ def local_modules(path):
 
 
 @functools.cache
+def options(path):
+    """The --options a file's parser declares (add_argument, or a helper named add)."""
+    found = set()
+    for n in ast.walk(parse(path)):
+        if isinstance(n, ast.Call) and (getattr(n.func, "attr", "") == "add_argument"
+                                        or getattr(n.func, "id", "") == "add"):
+            found |= {a.value[2:] for a in n.args
+                      if isinstance(a, ast.Constant) and str(a.value).startswith("--")}
+    return found
+
+
+@functools.cache
 def flags(script):
     """The --flags a script takes: its settings (configurator), or its parser's options."""
     source = read(script)
@@ -151,17 +168,11 @@ def flags(script):
         known = set(defaults(os.path.join(ROOT, script)))
         # tools/bench.py: its own settings; the rest goes to train.py
         if "OWN = {" in source:
-            own = next(n.value for n in ast.parse(source).body
+            own = next(n.value for n in parse(script).body
                        if isinstance(n, ast.Assign) and n.targets[0].id == "OWN")
             known |= set(ast.literal_eval(own)) | set(defaults(os.path.join(ROOT, "train.py")))
         return known | {"help"}
-    options = {"--help"}
-    for path in [script, *local_modules(script)]:
-        for n in ast.walk(ast.parse(read(path))):
-            if isinstance(n, ast.Call) and (getattr(n.func, "attr", "") == "add_argument"
-                                            or getattr(n.func, "id", "") == "add"):
-                options |= {a.value for a in n.args if isinstance(a, ast.Constant)}
-    return {o[2:] for o in options if str(o).startswith("--")}
+    return set().union(*map(options, [script, *local_modules(script)])) | {"help"}
 
 
 def mistakes(script, args):
@@ -196,7 +207,7 @@ def test_the_docs_commands_are_found():
 def cases(path):
     """How many tests a test file's functions make, each parametrize multiplying its count."""
     count = 0
-    for node in ast.parse(read(path)).body:
+    for node in parse(path).body:
         if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
             n = 1
             for d in node.decorator_list:
