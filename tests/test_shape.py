@@ -1,21 +1,13 @@
 """The reference stays one a learner reads in a sitting: its size, its files' and functions'
 lengths, what train.py and prepare/text.py pull in, the tests' size, a test file per module, a
-short README, a small tools/ and config/. Each module knows only its own: data flows one way
-between the top-level modules, the configurator names no script, a script's ranges follow its
-settings, every function of the reference has a user in it, the tools write under out/."""
+short README, a small tools/ and config/, data flowing one way between the top-level modules."""
 import ast
 import functools
 import glob
 import os
-import re
 import subprocess
-from collections import Counter
 
-import pytest
-from conftest import RANGED, ROOT
-
-from configurator import configure, defaults
-from setting_checks import read_ranges
+from conftest import ROOT
 
 # The files a learner reads, and their budgets in characters (nanoGPT's train.py is 14,500).
 BUDGET = {"train.py": 16_000, "model.py": 13_959, "sample.py": 7_207, "tokenize_numbers.py": 15_000,
@@ -194,70 +186,3 @@ def test_data_flows_one_way_between_the_top_level_modules():
     for path in modules:  # the reference never reaches into the maintainers' tools or the study
         roots = {name.split(".")[0] for name in imported_names(path)}
         assert not roots & {"tools", "dev"}, path
-
-
-def test_the_configurator_names_no_script_and_no_setting():
-    source = read("configurator.py") + read("setting_checks.py")
-    names = {os.path.basename(p) for p in in_root("*.py", "tools/*.py", "dev/*.py", "prepare/*.py")}
-    assert not [n for n in names - {"configurator.py", "setting_checks.py"} if n in source]
-    words = {w for n in ast.walk(ast.parse(source))
-             if isinstance(n, ast.Constant) and isinstance(n.value, str)
-             for w in re.findall(r"\w+", n.value)}
-    assert not words & set().union(*(read_ranges(os.path.join(ROOT, s)) for s in RANGED))
-
-
-@pytest.mark.parametrize("script", RANGED)
-def test_a_scripts_ranges_follow_its_settings_and_cover_every_number(script):
-    settings, ranges = defaults(os.path.join(ROOT, script)), read_ranges(os.path.join(ROOT, script))
-    # only settings, in their order
-    assert list(ranges) == [k for k in settings if k in ranges]
-    numeric = [k for k, v in settings.items() if type(v) in (int, float)]
-    # a number the script gives no range is at least 0
-    for key in [k for k in numeric if k not in ranges][:3]:
-        message = r"= -1(\.0)? \(from --" + key + r"\) is out of its range \[0, inf\)"
-        with pytest.raises(SystemExit, match=message):
-            configure(dict(settings), os.path.join(ROOT, script), [f"--{key}=-1"])
-    if ranges:
-        assert read(script).index("# -- end config\n") < read(script).index("\nRANGES = dict(")
-
-
-def test_every_script_of_the_reference_and_tools_that_has_ranges_is_checked():
-    have = [s for s in in_root("*.py", "tools/*.py") if "\nRANGES = dict(" in read(s)]
-    assert set(have) <= set(RANGED)
-
-
-def test_a_range_the_script_gives_is_what_help_prints_and_what_is_checked(tmp_path, capsys):
-    script = tmp_path / "tiny.py"
-    script.write_text('"""A script."""\n# -- config\nn = 3  # a count\nlow = 1\nkind = "a"\n'
-                      '# -- end config\n'
-                      'RANGES = dict(n="[low, 10) multiple of low", kind="a | b")\n')
-    with pytest.raises(SystemExit):
-        configure(defaults(script), str(script), ["--help"])
-    assert re.search(r"--n += 3 +\[low, 10\) multiple of low a count", capsys.readouterr().out)
-    assert configure(defaults(script), str(script), ["--n=4", "--low=2"])["n"] == 4
-    for args, message in ((["--n=10"], "n = 10 (from --n) is out of its range [low, 10) (low = 1)"),
-                          (["--low=2"], "n = 3 (the default) must be a multiple of low = 2"),
-                          (["--kind=c"], "kind = 'c' (from --kind) is not one of a | b")):
-        with pytest.raises(SystemExit, match=re.escape(f"error: {message}")):
-            configure(defaults(script), str(script), args)
-
-
-def test_every_function_of_the_reference_has_a_user_in_it():
-    words = Counter()
-    for path in in_root("*.py", "tools/*.py", "prepare/*.py"):
-        words.update(re.findall(r"\w+", read(path)))
-    # named nowhere but where it is defined
-    alone = [(path, node.name) for path in in_root("*.py") for node in parse(path).body
-             if isinstance(node, (ast.FunctionDef, ast.ClassDef))
-             and not node.name.startswith("_") and words[node.name] < 2]
-    assert alone == [], "used by no script of the reference (only by dev/ or tests?)"
-    assert "def saved_predictions(" in read("dev/predictions.py")
-    assert "saved_predictions" not in read("eval.py")
-
-
-@pytest.mark.parametrize("script", [s for s in in_root("tools/*.py")
-                                    if "configure(globals(), __file__)" in read(s)])
-def test_each_tools_default_output_is_under_out(script):
-    settings = defaults(os.path.join(ROOT, script))
-    paths = {k: v for k, v in settings.items() if k in ("out", "record", "out_dir")}
-    assert paths and all(v.startswith("out/") for v in paths.values()), paths

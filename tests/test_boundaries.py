@@ -1,0 +1,90 @@
+"""Each module knows only its own: the configurator no script, a script's ranges its settings,
+the reference no function only the study or the tests use, the tools their outputs under out/."""
+import ast
+import glob
+import os
+import re
+from collections import Counter
+
+import pytest
+from conftest import RANGED, ROOT
+
+from configurator import configure, defaults
+from setting_checks import read_ranges
+
+
+def read(path):
+    with open(os.path.join(ROOT, path), encoding="utf-8") as f:
+        return f.read()
+
+
+def scripts(*folders):
+    paths = [glob.glob(os.path.join(ROOT, folder, "*.py")) for folder in folders]
+    return sorted(os.path.relpath(p, ROOT) for p in sum(paths, []))
+
+
+def test_the_configurator_names_no_script_and_no_setting():
+    source = read("configurator.py") + read("setting_checks.py")
+    names = {os.path.basename(p) for p in scripts(".", "tools", "dev", "prepare")}
+    assert not [n for n in names - {"configurator.py", "setting_checks.py"} if n in source]
+    words = {w for n in ast.walk(ast.parse(source))
+             if isinstance(n, ast.Constant) and isinstance(n.value, str)
+             for w in re.findall(r"\w+", n.value)}
+    assert not words & set().union(*(read_ranges(os.path.join(ROOT, s)) for s in RANGED))
+
+
+@pytest.mark.parametrize("script", RANGED)
+def test_a_scripts_ranges_follow_its_settings_and_cover_every_number(script):
+    settings, ranges = defaults(os.path.join(ROOT, script)), read_ranges(os.path.join(ROOT, script))
+    # only settings, in their order
+    assert list(ranges) == [k for k in settings if k in ranges]
+    numeric = [k for k, v in settings.items() if type(v) in (int, float)]
+    # a number the script gives no range is at least 0
+    for key in [k for k in numeric if k not in ranges][:3]:
+        message = r"= -1(\.0)? \(from --" + key + r"\) is out of its range \[0, inf\)"
+        with pytest.raises(SystemExit, match=message):
+            configure(dict(settings), os.path.join(ROOT, script), [f"--{key}=-1"])
+    if ranges:
+        assert read(script).index("# -- end config\n") < read(script).index("\nRANGES = dict(")
+
+
+def test_every_script_of_the_reference_and_tools_that_has_ranges_is_checked():
+    have = [s for s in scripts(".", "tools") if "\nRANGES = dict(" in read(s)]
+    assert set(have) <= set(RANGED)
+
+
+def test_a_range_the_script_gives_is_what_help_prints_and_what_is_checked(tmp_path, capsys):
+    script = tmp_path / "tiny.py"
+    script.write_text('"""A script."""\n# -- config\nn = 3  # a count\nlow = 1\nkind = "a"\n'
+                      '# -- end config\n'
+                      'RANGES = dict(n="[low, 10) multiple of low", kind="a | b")\n')
+    with pytest.raises(SystemExit):
+        configure(defaults(script), str(script), ["--help"])
+    assert re.search(r"--n += 3 +\[low, 10\) multiple of low a count", capsys.readouterr().out)
+    assert configure(defaults(script), str(script), ["--n=4", "--low=2"])["n"] == 4
+    for args, message in ((["--n=10"], "n = 10 (from --n) is out of its range [low, 10) (low = 1)"),
+                          (["--low=2"], "n = 3 (the default) must be a multiple of low = 2"),
+                          (["--kind=c"], "kind = 'c' (from --kind) is not one of a | b")):
+        with pytest.raises(SystemExit, match=re.escape(f"error: {message}")):
+            configure(defaults(script), str(script), args)
+
+
+def test_every_function_of_the_reference_has_a_user_in_it():
+    words = Counter()
+    for path in scripts(".", "tools", "prepare"):
+        words.update(re.findall(r"\w+", read(path)))
+    # named nowhere but where it is defined
+    alone = [(path, node.name) for path in scripts(".") for node in ast.parse(read(path)).body
+             if isinstance(node, (ast.FunctionDef, ast.ClassDef))
+             and not node.name.startswith("_") and words[node.name] < 2]
+    assert alone == [], "used by no script of the reference (only by dev/ or tests?)"
+    assert "def saved_predictions(" in read("dev/predictions.py")
+    assert "saved_predictions" not in read("eval.py")
+
+
+@pytest.mark.parametrize("script", [s for s in scripts("tools")
+                                    if "configure(globals(), __file__)" in read(s)])
+def test_each_tools_default_output_is_under_out(script):
+    settings = defaults(os.path.join(ROOT, script))
+    paths = {k: v for k, v in settings.items() if k in ("out", "record", "out_dir")}
+    assert paths and all(v.startswith("out/") for v in paths.values()), paths
