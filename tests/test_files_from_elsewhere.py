@@ -43,7 +43,7 @@ def test_a_split_named_outside_the_folder_in_meta_json_is_refused_and_nothing_is
 def test_a_link_planted_at_a_temporary_name_is_never_written_through(tmp_path):
     target = tmp_path / "victim.txt"
     target.write_text("precious")
-    # the names the temporaries had before they were unique: a fixed name needs no guessing
+    # a link at a temporary name one can guess
     os.symlink(target, tmp_path / "eval_first5.tmp.json")
     atomic_write_text(str(tmp_path / "eval_first5.json"), "{}")
     lock = tmp_path / "train.lock"
