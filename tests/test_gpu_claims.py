@@ -15,17 +15,14 @@ def in_process(calls):
     """A stand-in for gpu_claims.run: notes each script and runs it as the suite runs them."""
     def fake_run(cmd, log_path, deadline):
         calls.append(cmd[1])
-        return logged(run(*cmd[1:], check=False), cmd, log_path)
+        r = run(*cmd[1:], check=False)
+        os.makedirs(os.path.dirname(log_path), exist_ok=True)
+        with open(log_path, "a") as log:
+            log.write(r.stdout + r.stderr)
+        if r.returncode != 0:
+            raise SystemExit(f"error: {' '.join(cmd[1:])} failed:\n{r.stdout}\n{r.stderr}")
+        return True
     return fake_run
-
-
-def logged(r, cmd, log_path):
-    os.makedirs(os.path.dirname(log_path), exist_ok=True)
-    with open(log_path, "a") as log:
-        log.write(r.stdout + r.stderr)
-    if r.returncode != 0:
-        raise SystemExit(f"error: {' '.join(cmd[1:])} failed:\n{r.stdout}\n{r.stderr}")
-    return True
 
 
 def table_rows(path):
@@ -100,13 +97,12 @@ def test_a_stopped_training_continues_with_resume_a_finished_one_is_skipped(tmp_
 def test_a_command_past_its_deadline_is_stopped_and_a_failing_one_is_an_error(tmp_path):
     log = str(tmp_path / "x.log")
     t0 = time.time()
-    sleeper = "import time; print('started', flush=True); time.sleep(60)"
-    assert not gpu_claims.run([sys.executable, "-c", sleeper], log, deadline=time.time() + 1.5)
+    assert not gpu_claims.run(["sh", "-c", "echo started; sleep 60"], log, time.time() + 0.5)
     assert time.time() - t0 < 15
     assert "started" in open(log).read() and "stopped at the time budget" in open(log).read()
-    assert gpu_claims.run([sys.executable, "-c", "print('fine')"], log, deadline=time.time() + 60)
+    assert gpu_claims.run(["sh", "-c", "echo fine"], log, deadline=time.time() + 60)
     with pytest.raises(SystemExit, match="failed \\(exit 3\\).*x.log"):
-        gpu_claims.run([sys.executable, "-c", "import sys; sys.exit(3)"], log, time.time() + 60)
+        gpu_claims.run(["sh", "-c", "exit 3"], log, time.time() + 60)
 
 
 def test_results_of_a_dry_run_are_never_mixed_with_a_gpu_run(tmp_path, monkeypatch, capsys):

@@ -1,9 +1,6 @@
-"""The teaching notebook runs top to bottom within five minutes on a CPU, and the outputs stored in
-it (what GitHub shows) come from the current code: every cell that draws holds its picture, and a
-fingerprint of the modules it imports and of its code cells matches. After changing either,
-re-execute and store it:
-
-    python tests/test_notebook.py --update
+"""The teaching notebook runs top to bottom within five minutes on a CPU, and its stored outputs
+come from the current code (a fingerprint of the modules it imports and of its code cells), every
+cell that draws holding its picture. After changing either: python tests/test_notebook.py --update
 """
 import hashlib
 import os
@@ -17,7 +14,8 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NOTEBOOK = os.path.join(ROOT, "notebooks", "xval_in_15_minutes.ipynb")
-MODULES = ("tokenize_line.py", "tokenize_arrays.py", "dataset.py", "model.py", "batching.py", "mixture.py")
+MODULES = ("tokenize_line.py", "tokenize_arrays.py", "dataset.py", "model.py", "batching.py",
+           "mixture.py")
 LIMIT_S = 300
 UPDATE = "python tests/test_notebook.py --update"
 
@@ -38,8 +36,7 @@ def fingerprint(nb):
 
 
 def execute(nb):
-    """Run nb in place from its folder, in a kernel of this very interpreter (whatever kernels
-    Jupyter knows elsewhere); the seconds it took. A failing cell raises CellExecutionError."""
+    """Run nb in place from its folder in a kernel of this interpreter; the seconds it took."""
     from ipykernel.kernelspec import write_kernel_spec
     from jupyter_client.kernelspec import KernelSpecManager
     from jupyter_client.manager import KernelManager

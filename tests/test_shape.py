@@ -1,7 +1,8 @@
 """The reference stays one a learner reads in a sitting: its size, its files' and functions'
-lengths, what train.py and prepare/text.py pull in, the tests' size and one test file per module; a short README, a small tools/ and config/, data flowing one way
-between the top-level modules, and no machine's /tmp/ paths in the docs."""
+lengths, what train.py and prepare/text.py pull in, the tests' size, a test file per module, a
+short README, a small tools/ and config/, data flowing one way between the top-level modules."""
 import ast
+import functools
 import glob
 import os
 import subprocess
@@ -21,23 +22,27 @@ FUNCTION_LINES = 60
 TRAIN_BUDGET = 110_000  # what train.py imports from the project, transitively
 
 
+@functools.cache
 def read(path):
     with open(os.path.join(ROOT, path), encoding="utf-8") as f:
         return f.read()
 
 
-def characters(path):
-    return len(read(path))
-
-
+@functools.cache
 def parse(path):
     return ast.parse(read(path))
 
 
-def reference():
-    """The reference, as paths relative to the root: every top-level .py and prepare/*.py."""
-    paths = glob.glob(os.path.join(ROOT, "*.py")) + glob.glob(os.path.join(ROOT, "prepare", "*.py"))
+def size(paths):
+    return sum(len(read(p)) for p in paths)
+
+
+def in_root(*patterns):
+    paths = [p for pattern in patterns for p in glob.glob(os.path.join(ROOT, pattern))]
     return sorted(os.path.relpath(p, ROOT) for p in paths)
+
+
+REFERENCE = in_root("*.py", "prepare/*.py")
 
 
 def tracked(*patterns):
@@ -57,6 +62,7 @@ def imported_names(path):
     return names
 
 
+@functools.cache
 def imports(path):
     """The project's files a file imports: top-level modules, and its siblings in prepare/."""
     found = set()
@@ -64,9 +70,10 @@ def imports(path):
         sibling = os.path.join(os.path.dirname(path), name + ".py")
         candidates = (name.replace(".", "/") + ".py", sibling)
         found |= {os.path.normpath(c) for c in candidates if os.path.exists(os.path.join(ROOT, c))}
-    return found
+    return frozenset(found)
 
 
+@functools.cache
 def closure(path):
     """path and every project file it imports, transitively."""
     seen, todo = set(), [path]
@@ -75,25 +82,22 @@ def closure(path):
         if current not in seen:
             seen.add(current)
             todo += imports(current)
-    return seen
-
-
-def size(paths):
-    return sum(characters(p) for p in paths)
+    return frozenset(seen)
 
 
 def test_the_reference_stays_within_its_budget():
-    total = size(reference())
+    total = size(REFERENCE)
     assert total <= REFERENCE_BUDGET, f"the reference is {total:,} characters"
-    large = {f: characters(f) for f in reference() if characters(f) > FILE_BUDGET}
+    large = {f: len(read(f)) for f in REFERENCE if len(read(f)) > FILE_BUDGET}
     assert not large, f"files over {FILE_BUDGET:,} characters: {large}"
-    over = {f: (characters(f), budget) for f, budget in BUDGET.items() if characters(f) > budget}
+    over = {f: (len(read(f)), budget) for f, budget in BUDGET.items() if len(read(f)) > budget}
     assert not over, f"over budget (characters, budget): {over}"
+    assert os.path.getsize(os.path.join(ROOT, "README.md")) <= 12_000, "README.md: 12,000 bytes"
 
 
 def test_no_function_of_the_reference_passes_60_lines():
     long = []
-    for path in reference():
+    for path in REFERENCE:
         for node in ast.walk(parse(path)):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 lines = node.end_lineno - node.lineno + 1
@@ -124,8 +128,7 @@ def writes_arrays(path):
 
 def test_train_py_imports_only_what_training_runs():
     files = closure("train.py")
-    total = size(files)
-    assert total <= TRAIN_BUDGET, f"train.py imports {total:,} characters: {sorted(files)}"
+    assert size(files) <= TRAIN_BUDGET, f"train.py imports {size(files):,}: {sorted(files)}"
     assert "tokenize_fast.py" not in files
     # the tokenizer's command line, like every other, is a script outside train's imports
     scripts = sorted(f for f in files if f != "train.py" and is_script(f))
@@ -137,49 +140,42 @@ def test_train_py_imports_only_what_training_runs():
 def test_reading_your_own_data_stays_within_its_budget():
     # the modules only prepare/text.py uses: those no file outside its imports imports too
     mine = closure("prepare/text.py")
-    shared = set().union(*(closure(f) for f in reference() if f not in mine))
-    alone = sorted(mine - shared)
-    total = size(alone)
-    assert total <= TEXT_BUDGET, f"{alone} are {total:,} characters"
+    alone = sorted(mine - set().union(*(closure(f) for f in REFERENCE if f not in mine)))
+    assert size(alone) <= TEXT_BUDGET, f"{alone} are {size(alone):,} characters"
 
 
 def test_the_tests_stay_within_their_budget():
-    tests = size(os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, "tests", "*.py")))
+    tests = size(in_root("tests/*.py"))
     assert tests <= TESTS_BUDGET, f"tests/ is {tests:,} characters"
 
 
+def has_test_file(path):
+    module = os.path.basename(path)[:-3]
+    names = [f"test_{module}.py"]
+    if path.startswith("prepare/"):
+        names.append(f"test_prepare_{module}.py")
+    return any(os.path.exists(os.path.join(ROOT, "tests", n)) for n in names)
+
+
 def test_every_module_has_a_test_file():
-    missing = []
-    for path in reference():
-        module = os.path.basename(path)[:-3]
-        names = [f"test_{module}.py"]
-        if path.startswith("prepare/"):
-            names.append(f"test_prepare_{module}.py")
-        if not any(os.path.exists(os.path.join(ROOT, "tests", n)) for n in names):
-            missing.append(path)
+    missing = [path for path in REFERENCE if not has_test_file(path)]
     assert not missing, f"no tests/test_<module>.py for {missing}"
-
-
-def test_the_readme_reads_in_one_sitting():
-    assert os.path.getsize(os.path.join(ROOT, "README.md")) <= 12_000
 
 
 def test_no_line_of_the_reference_passes_100_characters():
     code = [f for f in tracked("*.py") if not f.startswith(("tests/", "dev/"))]  # and tools/
-    long = []
-    for path in code:
-        lines = read(path).splitlines()
-        long += [f"{path}:{n}" for n, line in enumerate(lines, 1) if len(line) > 100]
+    long = [f"{path}:{n}" for path in code
+            for n, line in enumerate(read(path).splitlines(), 1) if len(line) > 100]
     assert not long, f"{len(long)} lines over 100 characters (ruff format helps): {long[:10]}"
 
 
-def test_tools_and_config_hold_only_what_users_run():
-    assert len(tracked("tools")) <= 8
-    assert len(tracked("config")) <= 26
+def test_tools_and_config_hold_only_what_users_run_and_no_doc_names_tmp():
+    assert len(tracked("tools")) <= 8 and len(tracked("config")) <= 26
+    assert [d for d in tracked("*.md") if "/tmp/" in read(d)] == []
 
 
 def test_data_flows_one_way_between_the_top_level_modules():
-    modules = [p for p in reference() if "/" not in p]
+    modules = [p for p in REFERENCE if "/" not in p]
     graph = {p: {f for f in imports(p) if "/" not in f} for p in modules}
     circles = [p for p in modules if any(p in closure(f) for f in graph[p])]
     assert not circles, {p: graph[p] for p in circles}
@@ -190,7 +186,3 @@ def test_data_flows_one_way_between_the_top_level_modules():
     for path in modules:  # the reference never reaches into the maintainers' tools or the study
         roots = {name.split(".")[0] for name in imported_names(path)}
         assert not roots & {"tools", "dev"}, path
-
-
-def test_no_doc_names_a_path_under_tmp():
-    assert [d for d in tracked("*.md") if "/tmp/" in read(d)] == []

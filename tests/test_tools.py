@@ -1,5 +1,5 @@
-"""tools/: the maintainers' scripts on tiny data written or prepared here; each reports the numbers
-it promises and refuses a bad flag or file in one line naming it."""
+"""tools/ on tiny data: each reports the numbers it promises and refuses a bad flag or file in one
+line naming it."""
 import json
 import os
 import re
@@ -13,8 +13,7 @@ import torch
 
 import conftest
 from conftest import ROOT
-from helpers import STD, TINY, sample_line, write_dataset
-from model import GPT, GPTConfig
+from helpers import STD, TINY, prepared, sample_line, tiny, write_dataset
 from dataset import Vocab
 from tokenize_arrays import build_text_vocab
 from tokenize_line import encode
@@ -27,6 +26,7 @@ import probe  # noqa: E402
 
 NUMBER = r"[\d,]+\.\d"
 SHORT = {"train": (5, 4), "val": (0, 1), "test": (1, 0)}  # (too few stations, too few steps)
+RUN = ["--batch_size=8", "--micro_batch_size=8"]
 
 
 def run(*args, check=True):
@@ -34,8 +34,8 @@ def run(*args, check=True):
     return conftest.run(*args, check=check, env={**os.environ, "OMP_NUM_THREADS": "1"})
 
 
-def rows_of(text, *marks):
-    return [line for line in text.splitlines() if all(m in line for m in marks)]
+def numbers_in(row):
+    return len(re.findall(rf"\| {NUMBER} ", row))
 
 
 # tools/baselines.py
@@ -49,7 +49,7 @@ def run_baselines(data, out):
 
 @pytest.mark.slow
 def test_every_baseline_mlp_beats_the_mean_the_same_seed_again(tmp_path):
-    """A temperature set whose last step follows from the earlier ones (a linear trend)."""
+    # a linear trend: the last step follows from the earlier ones
     data = write_dataset(str(tmp_path / "temperature"), short=SHORT)
     result, printed = run_baselines(data, str(tmp_path / "baselines"))
     rows = {r["variant"]: r for r in result["results"]}
@@ -82,18 +82,15 @@ def test_a_bad_line_is_an_error_naming_file_and_line(tmp_path):
 
 # tools/bench.py
 @pytest.mark.slow
-def test_bench_compares_packing_and_whether_the_loader_keeps_up(tmp_path):
-    d = str(tmp_path / "lookup")  # 2-6 entries: samples of many lengths
-    conftest.run("prepare/lookup.py", "--size=tiny", "--out", d, "--workers=1")
-    conftest.run("tokenize_numbers.py", d, "--encoding=xval", "--workers=1")
+def test_bench_compares_packing_and_whether_the_loader_keeps_up(tmp_path_factory):
+    d = prepared(tmp_path_factory, "lookup", "prepare/lookup.py")  # samples of many lengths
     lookup = [*TINY, "--block_size=64", f"--data_dir={d}", "--batch_size=16",
               "--micro_batch_size=8", "--steps=3", "--warmup=1"]
     out = conftest.run("tools/bench.py", *lookup, "--compare=packing").stdout
     for packing in ("False", "True"):
-        rows = rows_of(out, "| ", f"--packing={packing} |")
-        assert len(rows) == 2, out  # the trainer's row and the loader's
-        # samples/s, tokens/s, ms/step and padding are numbers
-        assert all(len(re.findall(rf"\| {NUMBER} ", row)) >= 4 for row in rows), rows
+        # the trainer's row and the loader's: samples/s, tokens/s, ms/step and padding
+        rows = [r for r in out.splitlines() if "| " in r and f"--packing={packing} |" in r]
+        assert len(rows) == 2 and all(numbers_in(row) >= 4 for row in rows), out
     keeps_up = (rf"loader alone: [\d,]+ samples/s on 1 CPU thread, {NUMBER}× the [\d,]+ samples/s "
                 "the trainer consumes")
     assert len(re.findall(keeps_up, out)) == 2, out
@@ -102,8 +99,8 @@ def test_bench_compares_packing_and_whether_the_loader_keeps_up(tmp_path):
     assert re.search(ratio, out), out
     out = conftest.run("tools/bench.py", *lookup, "--loader", "--nproc=2").stdout
     assert "system:" not in out  # the loader alone: train.py did not run
-    rows = rows_of(out, "loader alone, 1 CPU thread, process 0 of 2")
-    assert len(rows) == 1 and len(re.findall(rf"\| {NUMBER} ", rows[0])) >= 4, out
+    rows = [r for r in out.splitlines() if "loader alone, 1 CPU thread, process 0 of 2" in r]
+    assert len(rows) == 1 and numbers_in(rows[0]) >= 4, out
 
 
 @pytest.mark.parametrize("args,message", [
@@ -120,15 +117,10 @@ def test_bench_refuses_bad_flags(args, message):
 
 # tools/curves.py
 @pytest.mark.slow
-def test_curves_score_every_kept_checkpoint_at_its_step_and_flops(tmp_path):
-    data = str(tmp_path / "ops2")
-    conftest.run("prepare/arithmetic.py", "--variant=ops2", "--size=tiny", "--out", data,
-                 "--workers=1")
-    conftest.run("tokenize_numbers.py", data, "--encoding", "xval", "--workers=1")
+def test_curves_score_every_kept_checkpoint_at_its_step_and_flops(data, tmp_path):
     out_dir, prefix = str(tmp_path / "run"), str(tmp_path / "curves")
-    conftest.run("train.py", *TINY, "--k=4", f"--data_dir={data}", f"--out_dir={out_dir}",
-                 "--batch_size=8", "--micro_batch_size=8", "--max_iters=6", "--eval_interval=6",
-                 "--keep_every=3")
+    conftest.run("train.py", *TINY, "--k=4", f"--data_dir={data}", f"--out_dir={out_dir}", *RUN,
+                 "--max_iters=6", "--eval_interval=6", "--keep_every=3")
 
     def curves(*args, runs=out_dir, check=True):
         return conftest.run("tools/curves.py", f"--runs={runs}", f"--out={prefix}", *args,
@@ -240,8 +232,7 @@ def test_logistic_regression_separates_reaches_the_minimum_and_l2_shrinks_it():
 def test_probe_features_are_the_last_block_output_averaged_over_real_tokens():
     texts = ("{x=[1.5,2,-3]}", "x=0.25", "[1,2,3,4,5,6,7,8]")
     vocab = Vocab(build_text_vocab(texts), "xval")
-    model = GPT(GPTConfig(vocab_size=len(vocab), num_id=vocab.num_id, block_size=32, n_layer=2,
-                          n_head=2, n_embd=16)).eval()
+    model = tiny(vocab_size=len(vocab), num_id=vocab.num_id, n_embd=16)
     samples = [encode(text, vocab)[:2] for text in texts]
     batched = probe.embed_samples(model, samples, "cpu", batch_size=3)  # padded to the longest
     for (ids, values), row in zip(samples, batched):
@@ -260,7 +251,7 @@ def test_probe_end_to_end_and_without_labels(tmp_path):
     data = write_dataset(str(tmp_path / "temperature"), sizes, ocean=True)
     run("tokenize_numbers.py", data, "--encoding=xval", "--workers=1")
     run("train.py", *TINY, f"--data_dir={data}", f"--out_dir={tmp_path / 'run'}", "--block_size=64",
-        "--max_iters=3", "--eval_interval=3", "--batch_size=8", "--micro_batch_size=8")
+        "--max_iters=3", "--eval_interval=3", *RUN)
     probing = ["tools/probe.py", f"--ckpt={tmp_path / 'run/ckpt_best.pt'}",
                f"--out={tmp_path / 'p'}", "--n_train=40"]
     r = run(*probing, f"--data_dir={data}", "--l2_grid=[0.01, 1.0]", "--folds=2")
@@ -280,21 +271,24 @@ def test_probe_end_to_end_and_without_labels(tmp_path):
 
 
 # tools/slurm.sh
+def stand_in(folder, name, body):
+    (folder / name).write_text(f"#!/usr/bin/env bash\n{body}\n")
+    (folder / name).chmod(0o755)
+
+
+@pytest.mark.slow
 def test_the_slurm_script_starts_one_torchrun_agent_per_node_with_the_job_as_launch(tmp_path):
     """Run elsewhere (as sbatch runs a copy) under stand-ins for srun (runs the command once),
-    scontrol and torchrun (prints its line), 50 times: each run must pass."""
+    scontrol and torchrun (prints its line), 50 times: a race fails some runs, not all."""
     assert subprocess.run(["bash", "-n", "tools/slurm.sh"], cwd=ROOT).returncode == 0
-    for name, body in (("srun", 'while [[ $1 == --* ]]; do shift; done; exec "$@"'),
-                       ("scontrol", 'printf "gpu07\\ngpu08\\n"'),
-                       ("torchrun", 'echo "torchrun $*"')):
-        (tmp_path / name).write_text(f"#!/usr/bin/env bash\n{body}\n")
-        (tmp_path / name).chmod(0o755)
+    stand_in(tmp_path, "srun", 'while [[ $1 == --* ]]; do shift; done; exec "$@"')
+    stand_in(tmp_path, "scontrol", 'printf "gpu07\\ngpu08\\n"')
+    stand_in(tmp_path, "torchrun", 'echo "torchrun $*"')
     env = {**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}", "SLURM_NNODES": "2",
            "SLURM_JOB_NODELIST": "gpu[07-08]", "SLURM_JOB_ID": "4242", "SLURM_GPUS_ON_NODE": "4",
            "SLURM_SUBMIT_DIR": ROOT}
     line = ("torchrun --nnodes=2 --nproc_per_node=4 --max-restarts=3 --rdzv_backend=c10d "
             "--rdzv_endpoint=gpu07:29500 --rdzv_id=4242 train.py config/era5_xval.py --resume")
-    # a race in the script (such as a pipe closed early under pipefail) fails some runs, not all
     runs = [subprocess.run(["bash", os.path.join(ROOT, "tools/slurm.sh"), "config/era5_xval.py",
                             "--resume"], cwd=str(tmp_path), env=env, capture_output=True, text=True)
             for _ in range(50)]
