@@ -1,6 +1,5 @@
 """Many lines at once into a dataset's arrays, as tokenize_line.py encodes each: a regex finds runs
-of numbers, each distinct text between is split once; a chunk with a rare case goes line by line.
-"""
+of numbers, each distinct text between is split once; a chunk with a rare case goes line by line."""
 
 import errno
 import itertools
@@ -46,7 +45,7 @@ _RUN = re.compile(rf"({_FIRST}(?:(?:,|\]++,\[++)[+-]?+{_MANTISSA}{_EXPONENT})*+)
 
 
 def _bracket_count(chars, at, step, byte):
-    """How many `byte`s follow (step 1) or precede (step -1) each position of `at`."""
+    """How many `byte`s follow (step 1) or precede (step -1) each position in `at`."""
     count, going = np.zeros(len(at), np.int64), np.ones(len(at), bool)
     while going.any():
         going &= chars[at + step * (count + 1)] == byte
@@ -194,7 +193,7 @@ def encode_lines(lines, text_tokens, encodings, path="text", first_line=0):
 
 
 def _line_at_a_time(lines, vocabs, path, first_line):
-    """encode_lines a line at a time: the first error names its line."""
+    """encode_lines a line at a time: an error names its line."""
     out = {enc: ([], [], [], [], {"clipped": 0, "zero": 0}) for enc in vocabs}
     for j, line in enumerate(lines, first_line + 1):
         pieces = split_text(line, where := f"{path}:{j}")
@@ -214,21 +213,17 @@ def _line_at_a_time(lines, vocabs, path, first_line):
 
 
 def build_text_vocab(lines, where="train", first_line=0):
-    """The sorted text tokens of some lines (numbers excluded); first_line numbers errors."""
+    """The sorted text tokens of some lines; errors name where:line from first_line + 1."""
     table, split = _split_lines(lines)
     if split is None:
         numbered = enumerate(lines, first_line + 1)
         pieces = [p for j, line in numbered for p in split_text(line, f"{where}:{j}")]
         return sorted({t for kind, t in pieces if kind == "text"})
-    tokens = list(table.token_index)[1:]
-    return sorted(tokens[i] for i in np.unique(split[0][split[0] >= 0]))
-
-
-# a dataset's arrays
+    return sorted(table.names[i] for i in np.unique(split[0][split[0] >= 0]))
 
 
 def line_chunks(path, chunk, bar=None):
-    """(first line index, lines) chunks of a text file, read lazily."""
+    """(first line index, lines) of a text file, a chunk at a time."""
     with open(path, "rb") as f:
         numbered = enumerate(decoded_lines(f, path))
         while part := list(itertools.islice(numbered, chunk)):
@@ -351,12 +346,12 @@ def encode_split(folder, split, text_tokens, vocabs, workers=1, chunk=1000):
         for f in files.values():
             f.close()
     moves, summaries = [], []
+    size = os.path.getsize(path)
     for enc, base in bases.items():
-        size = os.path.getsize(path)
         s, lengths = _summary(split, enc, parts[enc], len(vocabs[enc]), text_tokens, size)
         for name, dtype in (("ids", parts[enc][0][4]), ("values", np.float32)):
-            header = {"descr": np.lib.format.dtype_to_descr(np.dtype(dtype))}
-            header.update(fortran_order=False, shape=(s["tokens"],))
+            descr = np.lib.format.dtype_to_descr(np.dtype(dtype))
+            header = {"descr": descr, "fortran_order": False, "shape": (s["tokens"],)}
             # an .npy header, then the bytes
             part = f"{base}.{name}.{tmp}"
             with open_new(part + ".npy") as out, open(part, "rb") as f:

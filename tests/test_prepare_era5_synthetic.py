@@ -1,28 +1,31 @@
-"""prepare/era5_synthetic.py writes a field and land-sea mask that prepare/era5.py reads as a CDS download;
-the same seed gives the same bytes; --stations and --steps bound every sample, a bad range is refused by name."""
+"""prepare/era5_synthetic.py writes a field and mask that prepare/era5.py reads as a CDS download, the same bytes
+for a seed; --stations and --steps bound every sample, a bad range is refused by name."""
 import json
 import os
 
 import netCDF4
 import numpy as np
 import pytest
-from helpers import common  # noqa: F401 (prepare/ on the path)
+from helpers import common
 
 import era5
 import era5_synthetic
 
 SMALL = ["--days", "6", "--resolution", "10"]  # 19 x 36 grid, 144 hourly steps: enough for 15 steps 8 h apart
+SIZES = (100, 20, 20)
 
 
 @pytest.fixture(scope="module")
 def synthetic(tmp_path_factory):
     out = tmp_path_factory.mktemp("era5_synthetic")
     era5_synthetic.main(["--out", str(out), *SMALL])
-    return out
+    with pytest.MonkeyPatch.context() as m:
+        m.setitem(common.SIZES, "tiny", SIZES)
+        yield out
 
 
 def prepare(out, synthetic, *extra):
-    """{split: [(record, ocean label)]} and meta.json."""
+    """{split: [(record, ocean label)]}, meta.json."""
     meta = era5.main([str(synthetic / "t2m.nc"), "--land-sea-mask", str(synthetic / "lsm.nc"), "--out", str(out),
                       "--size", "tiny", "--workers", "1", *extra])
     return {split: list(zip(map(json.loads, open(out / f"{split}.txt")),
@@ -56,7 +59,7 @@ def test_prepare_era5_reads_it_with_the_paper_layout_and_ocean_labels(synthetic,
     splits, meta = prepare(tmp_path / "out", synthetic, *flags)
     assert meta["stations"] == list(stations) and meta["steps"] == list(steps) and meta["grid"] == [19, 36]
     sizes, lengths = set(), set()
-    for split, n in (("train", 400), ("val", 50), ("test", 50)):
+    for split, n in zip(("train", "val", "test"), SIZES):
         assert len(splits[split]) == n
         for r, label in splits[split]:
             assert list(r) == ["description", "data"] and list(r["description"]) == ["coords", "start"]

@@ -1,14 +1,11 @@
-"""tokenize_arrays.py (encode_lines, build_text_vocab, the arrays it writes) and round_numbers give exactly
-what the oracle (tests/tokenize_oracle.py) gives: the same bytes on every prepare script's output and on
-adversarial lines, and the same errors naming the same file and line."""
+"""tokenize_arrays.py and round_numbers give the oracle's (tests/tokenize_oracle.py) bytes on every prepare
+script's output and adversarial lines, and its errors naming the same file and line."""
 import functools
 import os
 import random
-import sys
 
 import numpy as np
 import pytest
-from conftest import ROOT
 from helpers import (BRACKETS, DECIMALS, EDGES, EXPONENTS, MALFORMED, NEAR_LIMITS, SIGNS, SPACES, TIES,
                      UNICODE, WORDS, generated, number_lines)
 
@@ -22,12 +19,16 @@ from tokenize_oracle import round_number
 from tokenize_oracle import text_vocab as reference_vocab
 from util import TextError
 
-sys.path.insert(0, os.path.join(ROOT, "prepare"))
-import arithmetic  # noqa: E402
-import era5  # noqa: E402
-import era5_synthetic  # noqa: E402
-import lookup  # noqa: E402
-import planets  # noqa: E402
+import arithmetic
+import common
+import era5
+import era5_synthetic
+import lookup
+import planets
+
+# encode_lines a line at a time through tokenize_line.py
+line_at_a_time = functools.partial(encode_lines_reference, split=tokenize_line.split_text,
+                                   encode=tokenize_line.encode_pieces)
 
 
 def outcome(encoder, lines, text_tokens, encodings=ENCODINGS, path="data.txt", first_line=0):
@@ -60,14 +61,12 @@ def test_arithmetic_lookup_and_planets_arrays_are_the_reference_bytes(make, spli
     assert_dataset_same_as_reference(generated(make, splits, n))
 
 
-def test_temperature_arrays_are_the_reference_bytes(tmp_path):
+def test_temperature_arrays_are_the_reference_bytes(tmp_path, monkeypatch):
+    monkeypatch.setitem(common.SIZES, "tiny", (2, 2, 2))
     era5_synthetic.main(["--out", str(tmp_path), "--days", "6", "--resolution", "10"])
     era5.main([str(tmp_path / "t2m.nc"), "--out", str(tmp_path / "out"), "--size", "tiny", "--workers", "1"])
-    splits = {}
-    for split in ("train", "val", "test"):
-        with open(tmp_path / "out" / f"{split}.txt") as f:
-            splits[split] = [next(f).rstrip("\n") for _ in range(6)]
-    assert_dataset_same_as_reference(splits)
+    assert_dataset_same_as_reference({s: (tmp_path / "out" / f"{s}.txt").read_text().splitlines()
+                                      for s in ("train", "val", "test")})
 
 
 def test_tokenizing_a_split_with_two_workers_writes_the_reference_arrays(tmp_path):
@@ -82,7 +81,7 @@ def test_tokenizing_a_split_with_two_workers_writes_the_reference_arrays(tmp_pat
     reference = encode_lines_reference(lines, text_tokens, ENCODINGS, "train.txt")
     for enc, summary in zip(ENCODINGS, summaries):
         ids, values, lengths, numbers, counts = reference[enc]
-        for name, want in (("ids", ids), ("values", values), ("offsets", np.concatenate([[0], np.cumsum(lengths)]))):
+        for name, want in (("ids", ids), ("values", values), ("offsets", np.r_[0, np.cumsum(lengths)])):
             got = np.load(tmp_path / enc / f"train.{name}.npy")
             assert got.dtype == want.dtype or name == "offsets"
             assert np.array_equal(got, want) and got.tobytes() == want.astype(got.dtype).tobytes(), (enc, name)
@@ -176,44 +175,40 @@ def test_round_numbers_is_percent_2e_with_its_zero_and_clip_rules():
 def test_the_cache_of_split_text_stays_bounded_whatever_the_text(monkeypatch):
     monkeypatch.setattr(tokenize_arrays, "_TABLE_MAX", 50)
     lines = [f'{{"key{i}":1.5}}' for i in range(400)]  # 400 distinct texts around the numbers
-    for start in range(0, 400, 20):
-        assert build_text_vocab(lines[start:start + 20]) == reference_vocab(lines[start:start + 20])
-        assert len(tokenize_arrays._TABLE) <= 50 + 20
-        encode_lines(lines[start:start + 20], build_text_vocab(lines[start:start + 20]), ["xval"])
-        assert len(tokenize_arrays._TABLE) <= 50 + 20
+    for chunk in (lines[start:start + 20] for start in range(0, 400, 20)):
+        assert build_text_vocab(chunk) == reference_vocab(chunk) and len(tokenize_arrays._TABLE) <= 70
+        encode_lines(chunk, build_text_vocab(chunk), ["xval"])
+        assert len(tokenize_arrays._TABLE) <= 70
 
 
 def accepted(line):
     try:
-        split_text(line)
+        return split_text(line) is not None
     except TextError:
         return False
-    return True
 
 
-def text_tokens(lines):
+def line_vocab(lines):
     return sorted({t for line in lines for kind, t in split_text(line) if kind == "text"})
 
 
-# encode_lines a line at a time through tokenize_line.py
-line_at_a_time = functools.partial(encode_lines_reference, split=tokenize_line.split_text,
-                                   encode=tokenize_line.encode_pieces)
+N_LINES = 1000
 
 
 @pytest.mark.parametrize("seed", [4, 5])
 def test_the_vectorised_path_gives_what_tokenize_line_gives_a_line_at_a_time(seed):
-    lines = number_lines(3000, seed)
+    lines = number_lines(N_LINES, seed)
     good = [line for line in lines if accepted(line)]
-    assert build_text_vocab(good) == text_tokens(good)
+    tokens = line_vocab(good)
+    assert build_text_vocab(good) == tokens
     # the lines the vectorised path takes on (the others go a line at a time), in chunks it takes whole
     vectorised = [line for line in good if tokenize_arrays._split_lines([line])[1]]
-    assert len(vectorised) > 1500
+    assert len(vectorised) > N_LINES // 2
     for start in range(0, len(vectorised), 200):
         chunk = vectorised[start:start + 200]
-        assert tokenize_arrays._split_lines(chunk)[1] is not None and build_text_vocab(chunk) == text_tokens(chunk)
-        assert outcome(encode_lines, chunk, text_tokens(good)) == outcome(line_at_a_time, chunk, text_tokens(good))
+        assert tokenize_arrays._split_lines(chunk)[1] is not None and build_text_vocab(chunk) == line_vocab(chunk)
+        assert outcome(encode_lines, chunk, tokens) == outcome(line_at_a_time, chunk, tokens)
     # every line, refused ones included: the same arrays or the same first error, naming the same line
     for start in range(0, len(lines), 100):
         chunk = lines[start:start + 100]
-        want = outcome(line_at_a_time, chunk, text_tokens(good), ["xval"])
-        assert outcome(encode_lines, chunk, text_tokens(good), ["xval"]) == want
+        assert outcome(encode_lines, chunk, tokens, ["xval"]) == outcome(line_at_a_time, chunk, tokens, ["xval"])
