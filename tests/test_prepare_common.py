@@ -212,30 +212,29 @@ def test_a_sigterm_whose_exit_a_library_swallows_still_stops_the_run():
 
 
 def test_a_sigterm_at_any_move_of_the_swap_leaves_one_whole_dataset(tmp_path, monkeypatch):
+    monkeypatch.setitem(common.SIZES, "tiny", (20, 5, 5))
     prepare(tmp_path / "new", "--seed=2")
     new = {k: v for k, v in dataset_bytes(tmp_path / "new").items() if k != "meta.json"}
-    real, k = os.renames, 0
-    try:
-        while True:
-            out = tmp_path / f"d{k}"
-            prepare(out, tokenize=True)
-            moves = []
+    prepare(tmp_path / "old", tokenize=True)
+    real, k, moves = os.renames, 0, [None]
 
-            def stopped_at_move_k(old, new):
-                moves.append(old)
-                if len(moves) == k + 1:
-                    signal.raise_signal(signal.SIGTERM)
-                return real(old, new)
-            monkeypatch.setattr(common.os, "renames", stopped_at_move_k)
-            r = prepare(out, "--force", "--seed=2", check=False)
-            monkeypatch.undo()
-            if len(moves) <= k:
-                break  # every move of the swap has been tried
-            assert r.returncode == 143, (k, r.stderr)
-            after = dataset_bytes(out)
-            assert json.loads(after.pop("meta.json"))["seed"] == 2 and after == new, (k, moves[k], sorted(after))
-            assert sorted(os.listdir(out)) == SPLITS  # no stage, no lock
-            k += 1
+    def stopped_at_move_k(old, new):
+        moves.append(old)
+        if len(moves) == k + 1:
+            signal.raise_signal(signal.SIGTERM)
+        return real(old, new)
+    try:
+        while len(moves) > k:  # until every move of the swap has been tried
+            out, moves = shutil.copytree(tmp_path / "old", tmp_path / f"d{k}"), []
+            with monkeypatch.context() as m:
+                m.setattr(common.os, "renames", stopped_at_move_k)
+                r = prepare(out, "--force", "--seed=2", check=False)
+            if len(moves) > k:
+                assert r.returncode == 143, (k, r.stderr)
+                after = dataset_bytes(out)
+                assert json.loads(after.pop("meta.json"))["seed"] == 2 and after == new, (k, moves[k], sorted(after))
+                assert sorted(os.listdir(out)) == SPLITS  # no stage, no lock
+                k += 1
     finally:
         common.STOPPED.clear()  # the stop was this test's, not a later in-process run's
     assert k > 10  # the old dataset, its vocabulary and arrays, and the new one's files
