@@ -21,7 +21,7 @@ RESUME_REFUSES = {"model_args": SHAPE.split(), "config": ["batch_size", "seed", 
 
 
 def claim_out_dir(out_dir, resume, overwrite, master):
-    """Lock out_dir for this run (rank 0); returns (resume, the earlier run's files)."""
+    """Lock out_dir for this run (rank 0): (resume, the earlier run's files)."""
     lock_path = os.path.join(out_dir, "train.lock")
     # a torchrun restart continues its launch (the lock names it)
     launch = torchrun_launch()
@@ -47,8 +47,7 @@ def claim_out_dir(out_dir, resume, overwrite, master):
     earlier_run = run_files(out_dir)
     if earlier_run and not (resume or overwrite):
         names = ", ".join(map(os.path.basename, earlier_run))
-        again = "continue it with --resume, replace it with --overwrite=True"
-        again += " or choose another --out_dir"
+        again = "continue it with --resume, replace it with --overwrite=True or another --out_dir"
         raise SystemExit(f"error: {out_dir} holds a run ({names}); {again}")
     if master:
         holder = take_lock(lock_path, text=f"{os.getpid()} {launch}")
@@ -72,7 +71,7 @@ def run_files(out_dir):
                 report = json.load(f)
             splits = list(report["splits"]) if "task" in report else None
         except (OSError, ValueError, TypeError, KeyError):
-            splits = None
+            continue
         if splits is not None:
             prefix = name[:-5]
             plots = [f"{prefix}_{s}{kind}.png" for s in splits for kind in ("", "_pit", "_density")]
@@ -116,7 +115,7 @@ def log_row(line):
 
 
 def load_checkpoint(path, device="cpu", mmap=False):
-    """A train.py checkpoint read as data only (it cannot run code); mmap: tensors mapped."""
+    """A train.py checkpoint read as data only, which cannot run code; mmap: tensors mapped."""
     try:
         check_regular(path)
         checkpoint = torch.load(path, map_location=device, weights_only=True, mmap=mmap)
@@ -152,13 +151,11 @@ def load_checkpoint(path, device="cpu", mmap=False):
 
 def trained_on(path):
     data_dir = os.path.exists(path) and load_checkpoint(path, mmap=True)["config"].get("data_dir")
-    if not data_dir:
-        return ""
-    return f"; {path} was trained on {data_dir}"
+    return f"; {path} was trained on {data_dir}" if data_dir else ""
 
 
 def save_checkpoint(path, model, optimizer, iter_num, best_val_loss, meta):
-    """Write the checkpoint to path atomically, or stop saying why."""
+    """Write the checkpoint atomically, or stop saying why."""
     checkpoint = dict(model=model.state_dict(), optimizer=optimizer.state_dict(), **meta)
     checkpoint.update(iter_num=iter_num, best_val_loss=best_val_loss)
     try:
@@ -166,8 +163,7 @@ def save_checkpoint(path, model, optimizer, iter_num, best_val_loss, meta):
             torch.save(checkpoint, tmp)
     # a full disk reaches torch's zip writer as either
     except (OSError, RuntimeError) as e:
-        out_dir = os.path.dirname(path)
-        why = why_not_written(e, out_dir)
+        why = why_not_written(e, os.path.dirname(path))
         stop(f"error: writing {path} failed ({why}); --resume goes on from ckpt_latest.pt")
 
 
@@ -177,9 +173,9 @@ def stop_unless_finite(values, names, step, ckpt_path, validation=False):
     if validation:
         what, before = "validation", "writing a checkpoint"
     if bad := ", ".join(f"{n} {v}" for n, v in zip(names, values) if not math.isfinite(v)):
-        last = "no checkpoint was written"
-        if os.path.exists(ckpt_path):
-            last = f"{ckpt_path} is untouched: --resume from it"
+        last = f"{ckpt_path} is untouched: --resume from it"
+        if not os.path.exists(ckpt_path):
+            last = "no checkpoint was written"
         stop(f"error: step {step}: non-finite {what} loss ({bad}); stopped before {before}; {last}")
     return values
 
@@ -223,7 +219,7 @@ def say_changes(changed, config, iter_num, get_lr):
 
 
 def check_resume(checkpoint, path, model_args, config, data_fingerprint):
-    """Refuse another model, sample stream or data; returns {changed key: (was, is)}."""
+    """Refuse another model, sample stream or data; {changed key: (was, is)}."""
     for part, keys in RESUME_REFUSES.items():
         for key in keys:
             now = (model_args if part == "model_args" else config)[key]
@@ -242,12 +238,11 @@ def check_resume(checkpoint, path, model_args, config, data_fingerprint):
             f"error: {now} is not the data {path} was trained on (it changed since);"
             " --overwrite=True starts afresh, --changed_data=True goes on"
         )
-    done = checkpoint["iter_num"]
-    if config["max_iters"] < done:
-        max_iters = config["max_iters"]
+    done, max_iters = checkpoint["iter_num"], config["max_iters"]
+    if max_iters < done:
         why = f"is below the {done} steps in {path}; to go on, set it above {done}"
         raise SystemExit(f"error: --max_iters={max_iters} {why}")
-    if config["max_iters"] == done:
+    if max_iters == done:
         print0(f"note: {path} has done all {done} steps; nothing to train")
     saved = checkpoint["config"]
     run_keys = ("resume", "overwrite", "out_dir", "data_dir", "changed_data")

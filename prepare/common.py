@@ -1,4 +1,4 @@
-"""What every prepare script shares: flags, split sizes, seeding, records, and writing a dataset:
+"""What every prepare script shares: flags, split sizes, seeding, records, and writing a dataset
 staged, under a lock, swapped in whole."""
 
 import argparse
@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from multiprocessing import Pool
 
 import numpy as np
+from tqdm import tqdm
 
 # the repository root
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -30,17 +31,15 @@ def _stop(*_):
 
 
 def _one_line(kind, error, traceback, default=sys.excepthook):
-    kept = "nothing partly written was kept"
     if issubclass(kind, KeyboardInterrupt):
-        line = f"interrupted (Ctrl-C); {kept}"
+        line = "interrupted (Ctrl-C)"
     elif issubclass(kind, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
-        line = f"error: the disk filled up while writing the dataset ({error.strerror}); {kept}"
+        line = f"error: the disk filled up while writing the dataset ({error.strerror})"
     elif issubclass(kind, OSError) and error.strerror:
-        where = f": {error.filename}" if error.filename else ""
-        line = f"error: {error.strerror}{where}; {kept}"
+        line = f"error: {error.strerror}" + (f": {error.filename}" if error.filename else "")
     else:
         return default(kind, error, traceback)
-    print(line, file=sys.stderr)
+    print(f"{line}; nothing partly written was kept", file=sys.stderr)
 
 
 def fail(message):
@@ -75,7 +74,7 @@ def at_least(low):
 
 
 def int_range(most=None):
-    """An argparse type: 'MIN,MAX' → (MIN, MAX)."""
+    """An argparse type: 'MIN,MAX' -> (MIN, MAX)."""
 
     def parse(text):
         try:
@@ -131,7 +130,7 @@ LOCKS = ("prepare.lock", "tokenize.lock")
 
 
 def dataset_files(out):
-    """(ours, others, prepared): what a prepare or tokenize run wrote in `out`, the rest, and
+    """(ours, others, prepared): what prepare or tokenize runs wrote in `out`, the rest, and
     whether a prepare run wrote meta.json."""
     from dataset import ENCODINGS
 
@@ -266,14 +265,8 @@ def _make_one(args):
 
 
 def progress(items, **bar):
-    """items, with a progress bar where tqdm is installed."""
-    try:
-        from tqdm import tqdm
-
-        items = tqdm(items, file=sys.stderr, mininterval=0.5, **bar)
-    except ImportError:
-        pass
-    for item in items:
+    """items, with a progress bar; a SIGTERM's exit a library swallowed ends the run."""
+    for item in tqdm(items, file=sys.stderr, mininterval=0.5, **bar):
         if STOPPED:
             sys.exit(143)
         yield item

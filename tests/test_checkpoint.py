@@ -14,30 +14,25 @@ from checkpoint import run_files
 
 
 def eval_report(out, prefix="eval", splits=("test",)):
-    report = {"task": "arithmetic", "splits": {s: {} for s in splits}}
-    with open(os.path.join(out, f"{prefix}.json"), "w") as f:
-        json.dump(report, f)
+    (out / f"{prefix}.json").write_text(json.dumps({"task": "arithmetic", "splits": {s: {} for s in splits}}))
     for name in [f"{prefix}.md"] + [f"{prefix}_{s}.png" for s in splits]:
-        open(os.path.join(out, name), "w").close()
+        (out / name).write_text("")
 
 
 def test_overwrite_deletes_what_train_and_eval_wrote_and_nothing_of_the_users(data, tmp_path):
-    out = str(tmp_path / "run")
-    train(data, out, "--max_iters=2")
+    out = tmp_path / "run"
+    train(data, str(out), "--max_iters=2")
     eval_report(out)
     eval_report(out, "eval_first5", ("test", "test_ood"))
     mine = ["evaluation_notes.md", "eval_notes.md", "eval_ideas.json", "notes.png", "eval.txt"]
     for name in mine:
-        with open(os.path.join(out, name), "w") as f:
-            f.write("mine")
-    # a JSON named like a report but not one of eval.py's
-    with open(os.path.join(out, "eval_ideas.json"), "w") as f:
-        json.dump({"ideas": []}, f)
-    wrote = {os.path.basename(p) for p in run_files(out)}
+        (out / name).write_text("mine")
+    (out / "eval_ideas.json").write_text('{"ideas": []}')  # a JSON named like a report but not one of eval.py's
+    wrote = {os.path.basename(p) for p in run_files(str(out))}
     assert wrote == {"log.jsonl", "ckpt_latest.pt", "ckpt_best.pt", "eval.json", "eval.md",
                      "eval_test.png", "eval_first5.json", "eval_first5.md", "eval_first5_test.png",
                      "eval_first5_test_ood.png"}
-    r = train(data, out, "--max_iters=1", "--overwrite=True")
+    r = train(data, str(out), "--max_iters=1", "--overwrite=True")
     assert "--overwrite=True removed" in r.stdout
     left = set(os.listdir(out))
     assert set(mine) <= left and not left & (wrote - {"log.jsonl", "ckpt_latest.pt", "ckpt_best.pt"})
@@ -56,8 +51,7 @@ def test_a_broken_row_in_the_log_does_not_block_a_resume_of_a_good_checkpoint(da
 def test_a_lock_left_by_a_process_whose_pid_was_reused_says_how_to_go_on(data, tmp_path):
     out = tmp_path / "run"
     out.mkdir()
-    # pid 1 is alive, and no train.py run
-    (out / "train.lock").write_text("1 none")
+    (out / "train.lock").write_text("1 none")  # pid 1 is alive, and no train.py run
     error = one_line_error(train(data, str(out), "--max_iters=1", check=False))
     assert "pid 1" in error and f"delete {out}/train.lock" in error
 
@@ -81,9 +75,8 @@ def test_an_edited_checkpoint_is_refused_on_resume_in_one_line(data, tmp_path, e
 
 def test_a_truncated_or_empty_checkpoint_is_a_one_line_error_naming_it(checkpoint, data, tmp_path):
     truncated, empty = str(tmp_path / "ckpt_latest.pt"), str(tmp_path / "empty.pt")
-    with open(truncated, "wb") as f:
-        f.write(open(checkpoint, "rb").read()[:1000])
-    open(empty, "wb").close()
+    (tmp_path / "ckpt_latest.pt").write_bytes(open(checkpoint, "rb").read()[:1000])
+    (tmp_path / "empty.pt").write_bytes(b"")
     for bad, r in ((truncated, train(data, str(tmp_path), "--max_iters=4", "--resume", check=False)),
                    (empty, run("sample.py", f"--ckpt={empty}", input="(0.5+0.25)=[?]\n", check=False)),
                    (truncated, run("eval.py", f"--ckpt={truncated}", f"--data_dir={data}", check=False))):

@@ -1,7 +1,6 @@
 """prepare/planets.py: the files it writes, the priors they follow, and the physics behind them."""
 import json
 import math
-import os
 
 import numpy as np
 import pytest
@@ -16,7 +15,7 @@ def prepare(out, *flags, check=True):
 
 
 def read_all(out):
-    return {name: open(os.path.join(out, name), "rb").read() for name in os.listdir(out) if name.endswith(".txt")}
+    return {f.name: f.read_bytes() for f in out.glob("*.txt")}
 
 
 @pytest.fixture(scope="module")
@@ -39,8 +38,7 @@ def planets_of(record):
 
 @pytest.mark.slow
 def test_records_have_the_layout_and_follow_the_priors(dataset, records):
-    n_train, n_val, n_test = common.SIZES["tiny"]
-    sizes = {"train": n_train, "val": n_val, "test": n_test, "test_ood_stepsize": n_test, "test_ood_a0": n_test}
+    sizes = dict(zip(planets.SPLITS, common.SIZES["tiny"] + common.SIZES["tiny"][-1:] * 2))
     assert {split: len(recs) for split, recs in records.items()} == sizes
     meta = json.load(open(dataset / "meta.json"))
     assert meta["splits"] == sizes and meta["scales"] == {"m": 1e5, "e": 20.0}
@@ -64,7 +62,7 @@ def test_records_have_the_layout_and_follow_the_priors(dataset, records):
 
 @pytest.mark.slow
 def test_ood_sets_hold_what_no_training_sample_does(records):
-    """Step sizes clear of every training one; planet0 alone in a gap of a no training planet reaches."""
+    """Step sizes clear of every training one; planet0 alone in a gap of a that no training planet enters."""
     steps = [r["description"]["stepsize"] for r in records["test_ood_stepsize"]]
     for s in steps:
         assert 0.2 <= s <= 0.8 and min(abs(s - t) for t in planets.TRAIN_STEPSIZES) >= planets.OOD_STEPSIZE_MARGIN
@@ -78,7 +76,7 @@ def test_ood_sets_hold_what_no_training_sample_does(records):
 
 @pytest.mark.slow
 def test_positions_stay_between_pericentre_and_apocentre(records):
-    """The other planets perturb an orbit by 1% at most; a planet written with another's elements misses by 5%."""
+    """Others perturb an orbit by 1% at most; a planet written with another's elements misses by 5%."""
     excess = []  # per planet: how far outside [a(1 - e), a(1 + e)] it goes, relative to a
     for rec in records["train"]:
         xy = np.array(rec["data"])  # (step, planet, 2)
