@@ -12,7 +12,7 @@ import netCDF4
 import numpy as np
 import pytest
 from conftest import ROOT
-from helpers import LAT, LON, START, truth_field, write_old_layout
+from helpers import LAT, LON, START, era5_layout, truth_field, write_old_layout
 
 import common
 import era5
@@ -106,19 +106,10 @@ def old_layout(tmp_path_factory):
 
 
 def test_samples_have_the_paper_layout_hold_the_source_values_and_train_is_standardised(old_layout):
-    counts = {}
-    for split in SPLITS:
-        records = read_split(old_layout.out, split)
-        counts[split] = len(records)
-        for r in records:
-            assert list(r) == ["description", "data"] and list(r["description"]) == ["coords", "start"]
-            coords, data = r["description"]["coords"], r["data"]
-            assert 60 <= len(coords) <= 89 and len(data) == len(coords)
-            assert all(len(c) == 3 for c in coords) and len(r["description"]["start"]) == 4
-            assert 8 <= len(data[0]) <= 15 and all(len(row) == len(data[0]) for row in data)
-            assert len({tuple(c) for c in coords}) == len(coords), "stations are distinct"
+    records = {split: read_split(old_layout.out, split) for split in SPLITS}
+    era5_layout([r for split in SPLITS for r in records[split]])
     meta = old_layout.meta
-    assert counts == meta["splits"] == dict(zip(SPLITS, SIZES))
+    assert {split: len(records[split]) for split in SPLITS} == meta["splits"] == dict(zip(SPLITS, SIZES))
     assert not [f for f in os.listdir(old_layout.out) if ".tmp" in f] and (old_layout.out / "meta.json").exists()
     assert_source_values(old_layout.out, meta, old_layout.values, splits=SPLITS[1:])
     normalised = np.concatenate([np.ravel(r["data"]) for r in read_split(old_layout.out, "train")])

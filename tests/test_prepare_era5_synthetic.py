@@ -6,7 +6,7 @@ import os
 import netCDF4
 import numpy as np
 import pytest
-from helpers import common
+from helpers import common, era5_layout
 
 import era5
 import era5_synthetic
@@ -58,18 +58,11 @@ def test_synthetic_file_has_the_old_cds_layout_and_a_plausible_field(synthetic):
 def test_prepare_era5_reads_it_with_the_paper_layout_and_ocean_labels(synthetic, tmp_path, flags, stations, steps):
     splits, meta = prepare(tmp_path / "out", synthetic, *flags)
     assert meta["stations"] == list(stations) and meta["steps"] == list(steps) and meta["grid"] == [19, 36]
-    sizes, lengths = set(), set()
-    for split, n in zip(("train", "val", "test"), SIZES):
-        assert len(splits[split]) == n
-        for r, label in splits[split]:
-            assert list(r) == ["description", "data"] and list(r["description"]) == ["coords", "start"]
-            coords, data = r["description"]["coords"], r["data"]
-            assert len(data) == len(coords) and len(r["description"]["start"]) == 4 and label in (0, 1)
-            assert all(len(row) == len(data[0]) for row in data)
-            sizes.add(len(data))
-            lengths.add(len(data[0]))
-    assert stations[0] <= min(sizes) and max(sizes) <= stations[1] and len(sizes) > 5
-    assert lengths == set(range(steps[0], steps[1] + 1))
+    assert [len(splits[split]) for split in ("train", "val", "test")] == list(SIZES)
+    pairs = [pair for split in splits.values() for pair in split]
+    sizes, lengths = era5_layout([r for r, _ in pairs], stations, steps)
+    assert len(sizes) > 5 and lengths == set(range(steps[0], steps[1] + 1))
+    assert {label for _, label in pairs} == {0, 1}
     assert 0.2 < np.mean([label for _, label in splits["train"]]) < 0.9, "both classes, neither rare"
 
 
