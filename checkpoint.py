@@ -47,7 +47,8 @@ def claim_out_dir(out_dir, resume, overwrite, master):
     earlier_run = run_files(out_dir)
     if earlier_run and not (resume or overwrite):
         names = ", ".join(map(os.path.basename, earlier_run))
-        again = "continue it with --resume, replace it with --overwrite=True or another --out_dir"
+        again = "continue it with --resume, replace it with --overwrite=True"
+        again += " or choose another --out_dir"
         raise SystemExit(f"error: {out_dir} holds a run ({names}); {again}")
     if master:
         holder = take_lock(lock_path, text=f"{os.getpid()} {launch}")
@@ -173,9 +174,9 @@ def stop_unless_finite(values, names, step, ckpt_path, validation=False):
     if validation:
         what, before = "validation", "writing a checkpoint"
     if bad := ", ".join(f"{n} {v}" for n, v in zip(names, values) if not math.isfinite(v)):
-        last = f"{ckpt_path} is untouched: --resume from it"
-        if not os.path.exists(ckpt_path):
-            last = "no checkpoint was written"
+        last = "no checkpoint was written"
+        if os.path.exists(ckpt_path):
+            last = f"{ckpt_path} is untouched: --resume from it"
         stop(f"error: step {step}: non-finite {what} loss ({bad}); stopped before {before}; {last}")
     return values
 
