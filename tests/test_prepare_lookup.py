@@ -18,11 +18,10 @@ def prepare(out, *flags, check=True):
 
 
 def samples(lines):
-    """(dict of key -> value text, queried key, answer text) of each line."""
+    """({key: value text}, queried key, answer text) of each line."""
     parsed = []
     for line in lines:
         m = LINE.fullmatch(line)
-        assert m, f"not a look-up line: {line!r}"
         entries = [kv.split(":") for kv in m.group(1).split(",")]
         assert len(dict(entries)) == len(entries), f"repeated key in {line!r}"
         parsed.append((dict(entries), m.group(2), m.group(3)))

@@ -54,9 +54,9 @@ def assert_dataset_same_as_reference(splits):
         assert not isinstance(assert_same_as_reference(lines, text_tokens, path=f"{split}.txt"), str), split
 
 
-@pytest.mark.parametrize("make,splits,n", [(functools.partial(arithmetic.make_sample, variant=v), ("train", "val", "test"), 100)
+@pytest.mark.parametrize("make,splits,n", [(functools.partial(arithmetic.make_sample, variant=v), ("train", "val", "test"), 50)
                                            for v in sorted(arithmetic.VARIANTS)]
-                         + [(lookup.make_sample, lookup.SPLITS, 100), (planets.make_sample, planets.SPLITS, 8)])
+                         + [(lookup.make_sample, lookup.SPLITS, 50), (planets.make_sample, planets.SPLITS, 4)])
 def test_arithmetic_lookup_and_planets_arrays_are_the_reference_bytes(make, splits, n):
     assert_dataset_same_as_reference(generated(make, splits, n))
 
