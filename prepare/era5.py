@@ -425,9 +425,11 @@ def parse_args(argv):
     p.add_argument("--block-steps", type=at_least(1), default=32, help=block)
     mask = "ERA5 lsm file: also write <split>.ocean.txt labels"
     p.add_argument("--land-sea-mask", metavar="FILE", help=mask)
-    for flag, default, what in (("stations", STATIONS, "grid points"), ("steps", STEPS, "steps")):
-        help = f"{what} per sample, inclusive (default {default[0]},{default[1]})"
-        p.add_argument(f"--{flag}", default=default, help=help, type=int_range(), metavar="MIN,MAX")
+    min_max = {"type": int_range(), "metavar": "MIN,MAX"}
+    stations = "grid points per sample, inclusive (default 60,89)"
+    p.add_argument("--stations", default=STATIONS, help=stations, **min_max)
+    steps = "steps per sample, inclusive (default 8,15)"
+    p.add_argument("--steps", default=STEPS, help=steps, **min_max)
     return p.parse_args(argv)
 
 
