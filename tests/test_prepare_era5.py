@@ -19,7 +19,7 @@ import era5
 
 TOL = 5.1e-4  # 4 significant digits of a standardised value below 10
 SPLITS = ("train", "val", "test")
-SIZES = (100, 20, 20)
+SIZES = (50, 10, 10)
 
 
 @pytest.fixture(scope="module", autouse=True)

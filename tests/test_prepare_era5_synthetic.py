@@ -12,7 +12,7 @@ import era5
 import era5_synthetic
 
 SMALL = ["--days", "6", "--resolution", "10"]  # 19 x 36 grid, 144 hourly steps: enough for 15 steps 8 h apart
-SIZES = (100, 20, 20)
+SIZES = (50, 10, 10)
 
 
 @pytest.fixture(scope="module")
