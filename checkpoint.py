@@ -10,6 +10,7 @@ import tempfile
 import torch
 import torch.distributed as dist
 
+from dataset import vocab_digest
 from distributed import print0, stop, torchrun_launch
 from model import GPTConfig
 from util import atomic_file, atomic_write_text, check_regular, format_duration, release_lock
@@ -137,6 +138,11 @@ def load_checkpoint(path, device="cpu", mmap=False):
         raise SystemExit(f"error: {path}: its model_args have no encoding")
     if not all(isinstance(t, str) for t in checkpoint["text_tokens"]):
         raise SystemExit(f"error: {path}: text_tokens holds something other than strings")
+    # a checkpoint saved without the digest is taken as it is
+    digest = checkpoint.get("vocab_digest", vocab_digest(checkpoint["text_tokens"]))
+    if digest != vocab_digest(checkpoint["text_tokens"]):
+        why = "text_tokens were edited since it was saved (vocab_digest differs)"
+        raise SystemExit(f"error: {path}: {why}; use the checkpoint train.py wrote")
     # a model setting newer than the checkpoint has its default
     defaults = {k: f.default for k, f in GPTConfig.__dataclass_fields__.items()}
     if unknown := sorted(set(checkpoint["model_args"]) - set(defaults)):
@@ -159,6 +165,7 @@ def save_checkpoint(path, model, optimizer, iter_num, best_val_loss, meta):
     """Write the checkpoint atomically, or stop saying why."""
     checkpoint = dict(model=model.state_dict(), optimizer=optimizer.state_dict(), **meta)
     checkpoint.update(iter_num=iter_num, best_val_loss=best_val_loss)
+    checkpoint["vocab_digest"] = vocab_digest(meta["text_tokens"])
     try:
         with atomic_file(path) as tmp:
             torch.save(checkpoint, tmp)

@@ -410,6 +410,15 @@ def _text_tokens(data_dir, rebuild_vocab):
 def _write_all(data_dir, encodings, workers, rebuild_vocab, plain_text):
     """write_arrays under the dataset's lock."""
     splits, meta = dataset_splits(data_dir, plain_text)
+    names = [*encodings, "tokenize.lock", *(["meta.json"] if meta else [])]
+    if rebuild_vocab or not os.path.exists(os.path.join(data_dir, "vocab.json")):
+        names.append("vocab.json")
+    kinds = ("ids.npy", "values.npy", "offsets.npy", "json")
+    names += [f"{e}/{s}.{k}" for e in encodings for s in splits for k in kinds]
+    # a link would be written through, or replaced
+    for path in [os.path.join(data_dir, n) for n in names]:
+        if os.path.islink(path):
+            raise TextError(f"{path} is a symbolic link, which this run writes; remove it")
     held = lock(data_dir)
     try:
         text_tokens, vocab = _text_tokens(data_dir, rebuild_vocab)

@@ -153,7 +153,8 @@ def dataset_files(out):
     ours, others = [], []
     for name in sorted(set(os.listdir(out)) - set(LOCKS)):
         path = os.path.join(out, name)
-        if name in ENCODINGS and os.path.isdir(path):
+        # a linked folder is the user's: never emptied
+        if name in ENCODINGS and os.path.isdir(path) and not os.path.islink(path):
             for f in sorted(os.listdir(path)):
                 is_ours = TOKENIZED.fullmatch(f) and os.path.isfile(os.path.join(path, f))
                 (ours if is_ours else others).append(f"{name}/{f}")
@@ -180,7 +181,7 @@ def _check_out(out, force, writes):
         fix = "move it away or choose another --out"
         fail(f"{out} holds {_some(clash)}, which this run would overwrite; {fix}")
     if not force:
-        what = f"files that are not a dataset ({_some(others)})"
+        what = f"files that are not a dataset ({_some(others or ours)})"
         what = "a dataset (meta.json)" if prepared else what
         fail(f"{out} already holds {what}; pass --force to replace it")
     stuck = sorted({os.path.dirname(os.path.join(out, n)) for n in ours} - {out})
@@ -199,9 +200,10 @@ def staged_dataset(out, force, writes):
     try:
         for name in LOCKS:
             path = os.path.join(out, name)
+            ended = f"note: removed {path} of a run that ended"
             try:
                 os.makedirs(out, exist_ok=True)
-                pid = take_lock(path)
+                pid = take_lock(path, lambda _, note=ended: print(note))
             except OSError as e:
                 fail(f"cannot write to output directory {out}: {e.strerror}")
             if pid is not None:
@@ -210,8 +212,13 @@ def staged_dataset(out, force, writes):
                 why = f"wait for it to end, or delete {path} if no such run is going"
                 fail(f"{out} is being {who}, process {pid}; {why}")
             held.append(path)
+        # a killed run's stage, unless it holds the old dataset's files
+        for name in filter(STAGE.fullmatch, os.listdir(out)):
+            left = os.path.join(out, name)
+            if not (os.path.islink(left) or os.path.exists(os.path.join(left, ".old"))):
+                shutil.rmtree(left)
+                print(f"note: removed {left}, left by a run that ended")
         _check_out(out, force, writes)
-        shutil.rmtree(stage, ignore_errors=True)
         os.makedirs(stage)
         yield stage
         # a SIGTERM whose exit a library swallowed
@@ -249,6 +256,7 @@ def swap_in(out, stage):
     except OSError as e:
         for a, b in reversed(done):
             os.renames(b, a)
+        shutil.rmtree(aside, ignore_errors=True)
         fail(f"cannot replace {e.filename} ({e.strerror}); {out} is as it was")
 
 
