@@ -200,7 +200,7 @@ def staged_dataset(out, force, writes):
     try:
         for name in LOCKS:
             path = os.path.join(out, name)
-            ended = f"note: removed {path} of a run that ended"
+            ended = f"note: removed {path}, left by a run that ended"
             try:
                 os.makedirs(out, exist_ok=True)
                 pid = take_lock(path, lambda _, note=ended: print(note))

@@ -10,7 +10,7 @@ import torch
 from conftest import run
 from helpers import losses, one_line_error, train
 
-from checkpoint import run_files
+from checkpoint import load_checkpoint, run_files
 
 
 def eval_report(out, prefix="eval", splits=("test",)):
@@ -98,3 +98,14 @@ def test_a_foreign_checkpoint_cannot_run_code_and_is_a_clear_error(data, tmp_pat
     (out / "random.pt").write_bytes(np.random.default_rng(0).bytes(5000))  # random bytes: a plain one-line error
     error = one_line_error(run("eval.py", f"--ckpt={out / 'random.pt'}", check=False))
     assert f"{out / 'random.pt'} is not a readable checkpoint" in error and "weights_only" not in error
+
+
+def test_a_reordered_vocabulary_is_refused_and_one_saved_without_its_digest_is_taken(checkpoint, tmp_path):
+    c = torch.load(checkpoint, weights_only=True)
+    c["text_tokens"].reverse()
+    torch.save(c, tmp_path / "edited.pt")
+    with pytest.raises(SystemExit, match="edited.pt: text_tokens were edited since it was saved"):
+        load_checkpoint(str(tmp_path / "edited.pt"))
+    del c["vocab_digest"]  # a checkpoint of an earlier version
+    torch.save(c, tmp_path / "old.pt")
+    assert load_checkpoint(str(tmp_path / "old.pt"))["text_tokens"] == c["text_tokens"]

@@ -112,6 +112,18 @@ def test_a_second_run_is_refused_while_the_first_holds_the_lock_and_a_dead_ones_
     assert sorted(os.listdir(tmp_path / "xval")) == sorted(before) and not (tmp_path / "tokenize.lock").exists()
 
 
+@pytest.mark.parametrize("name", ["xval", "xval/val.json", "tokenize.lock", "vocab.json"])
+def test_a_symbolic_link_where_a_run_writes_is_refused_and_never_written_through(tmp_path, name):
+    write(tmp_path)
+    tokenize(tmp_path, "--plain-text")
+    shutil.rmtree(tmp_path / "xval") if name == "xval" else (tmp_path / name).unlink(missing_ok=True)
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / name).symlink_to(tmp_path / "elsewhere" / ("" if name == "xval" else "mine"))
+    with pytest.raises(SystemExit, match=f"{tmp_path / name} is a symbolic link, which this run writes; remove it"):
+        tokenize(tmp_path, "--rebuild-vocab")
+    assert os.listdir(tmp_path / "elsewhere") == []
+
+
 @pytest.mark.slow
 def test_two_concurrent_runs_never_mix_arrays(tmp_path):
     lines = [f'{{"a":[{i * 0.5},{-i}],"b":{i % 7}}}' for i in range(60_000)]

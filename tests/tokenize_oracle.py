@@ -6,7 +6,7 @@ import re
 
 import numpy as np
 
-from dataset import ASK, MAX_EXP, MIN_EXP, Vocab
+from dataset import ASK, MAX_EXP, MIN_EXP, Vocab, number_tokens
 from tokenize_line import FLOAT32_OVERFLOW
 from util import TextError
 
@@ -107,17 +107,13 @@ def round_number(x):
 
 
 def number_to_tokens(x, encoding):
-    if encoding == "xval":
-        return ["[NUM]"]
-    sign, m, e, status = round_number(x)
-    mant, e = f"{m:03d}", f"E{e}"
-    return {"p10": [sign, *mant, e], "p1000": [sign, mant, e], "b1999": [sign + mant, e], "fp15": [sign + mant + e]}[encoding]
+    sign, m, e, _ = round_number(x)
+    return ["[NUM]"] if encoding == "xval" else number_tokens(sign == "-", m, e, encoding)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def number_ids(encoding):
-    vocab = Vocab([], encoding)
-    return {t: i for i, t in enumerate(vocab.number_tokens, vocab.first_number_id)}
+    return {t: i for i, t in enumerate(Vocab([], encoding).itos)}
 
 
 def number_counts(pieces, encoding):
