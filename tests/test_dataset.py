@@ -1,4 +1,4 @@
-"""dataset.Split reads a dataset's arrays only while they match their text, their vocabulary and each other."""
+"""dataset.Split reads arrays only while they match their text, vocabulary and each other."""
 import json
 import shutil
 
@@ -10,7 +10,7 @@ from helpers import tokenize, write
 from dataset import Split
 
 
-def test_the_command_writes_memory_mapped_arrays_and_refuses_another_vocabularys(tmp_path):
+def test_arrays_of_another_vocabulary_are_refused(tmp_path):
     write(tmp_path)
     for enc in ("xval", "p1000"):
         run("tokenize_numbers.py", str(tmp_path), "--encoding", enc, "--workers", "1", "--plain-text")
@@ -28,7 +28,7 @@ def test_the_command_writes_memory_mapped_arrays_and_refuses_another_vocabularys
     assert len(Split(str(tmp_path), "train", "p10")) == 2
 
 
-def test_arrays_of_another_split_or_of_edited_text_are_refused(tmp_path):
+def test_another_split_or_edited_text_is_refused(tmp_path):
     write(tmp_path)
     tokenize(tmp_path, "--plain-text")
     offsets = tmp_path / "xval" / "train.offsets.npy"

@@ -41,7 +41,7 @@ def python(code):
     return subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
 
 
-def test_force_keeps_files_a_prepare_run_did_not_write(tmp_path):
+def test_force_keeps_your_files(tmp_path):
     mine = {"lab_notes.txt": "notes\n", "sub/paper.tex": "draft\n"}
     mine.update({name: name for name in ("README.md", "model.py", "requirements.txt")})
     (tmp_path / "sub").mkdir()
@@ -61,7 +61,7 @@ def test_force_keeps_files_a_prepare_run_did_not_write(tmp_path):
     assert not (tmp_path / "vocab.json").exists() and seed_of(tmp_path) == 2 and (tmp_path / "train.txt").exists()
 
 
-def test_a_file_of_yours_that_a_run_would_overwrite_is_refused(tmp_path):
+def test_your_file_it_would_overwrite_is_refused(tmp_path):
     """Your own train.txt (a plain-text dataset, or no meta.json) is never overwritten."""
     (tmp_path / "train.txt").write_text("{a:1}\n")
     (tmp_path / "val.txt").write_text("{a:2}\n")
@@ -76,7 +76,7 @@ def test_a_file_of_yours_that_a_run_would_overwrite_is_refused(tmp_path):
 
 
 @pytest.mark.parametrize("lock", LOCKS)
-def test_a_folder_another_run_holds_is_refused_until_it_ends_then_its_leftovers_go(tmp_path, lock):
+def test_a_held_folder_then_its_leftovers(tmp_path, lock):
     prepare(tmp_path)
     assert not [n for n in LOCKS if (tmp_path / n).exists()]  # a finished run leaves no lock
     before = dataset_bytes(tmp_path)
@@ -103,7 +103,7 @@ def test_a_folder_another_run_holds_is_refused_until_it_ends_then_its_leftovers_
     assert sorted(os.listdir(tmp_path)) == sorted(SPLITS + ["left", "v"])
 
 
-def test_tokenize_numbers_is_refused_a_folder_a_prepare_run_is_writing(tmp_path, monkeypatch):
+def test_tokenizing_waits_for_prepare(tmp_path, monkeypatch):
     prepare(tmp_path)
     tried = []
 
@@ -132,7 +132,7 @@ def test_tokenize_numbers_is_refused_a_folder_a_prepare_run_is_writing(tmp_path,
      "    except BaseException:\n        pass\n    return 'x'\ncommon.generate_split(make_sample, 'train', 0, 200_000, 1, 1)\n"
      "print('went on')", (143,), None),
 ])
-def test_a_failed_write_ctrl_c_or_sigterm_ends_a_prepare_script_with_one_line(code, exits, last):
+def test_a_stop_or_failed_write_is_one_line(code, exits, last):
     r = python(code)
     assert r.returncode in exits and "went on" not in r.stdout, r.stderr
     if last:
@@ -141,7 +141,7 @@ def test_a_failed_write_ctrl_c_or_sigterm_ends_a_prepare_script_with_one_line(co
 
 
 @pytest.mark.slow
-def test_each_prepare_script_sets_its_one_line_errors_and_importing_one_does_not():
+def test_scripts_set_one_line_errors():
     r = subprocess.run([sys.executable, "-c", "import sys; hook = sys.excepthook; sys.path.insert(0, 'prepare'); "
                         "import common, arithmetic, era5, lookup, planets, text; print(sys.excepthook is hook)"],
                        cwd=ROOT, capture_output=True, text=True)
@@ -151,29 +151,9 @@ def test_each_prepare_script_sets_its_one_line_errors_and_importing_one_does_not
         assert 'if __name__ == "__main__":\n    one_line_errors()' in source, script
 
 
-def test_a_force_that_fails_while_writing_leaves_the_old_dataset_whole(tmp_path, monkeypatch):
-    prepare(tmp_path, tokenize=True)
-    before = dataset_bytes(tmp_path)
-    written = []
-
-    def full_after_one(path, text):  # the disk fills up at the second split
-        if written:
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-        written.append(os.path.basename(path))
-        return real(path, text)
-    real = common.atomic_write_text
-    monkeypatch.setattr(common, "atomic_write_text", full_after_one)
-    r = prepare(tmp_path, "--force", "--seed=2", check=False)
-    assert r.returncode != 0 and written == ["train.txt"] and dataset_bytes(tmp_path) == before
-    assert sorted(os.listdir(tmp_path)) == SPLITS + ["vocab.json", "xval"]  # no stage left
-    monkeypatch.undo()
-    prepare(tmp_path, "--force", "--seed=2")
-    assert not (tmp_path / "xval").exists() and seed_of(tmp_path) == 2
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT])
-def test_a_second_run_is_refused_and_a_stop_leaves_the_old_dataset_whole_and_nothing_else(tmp_path, stop):
+def test_a_stopped_run_keeps_the_old_dataset(tmp_path, stop):
     prepare(tmp_path)
     before = dataset_bytes(tmp_path)
     p = subprocess.Popen([sys.executable, "prepare/planets.py", "--size=small", "--workers=2", "--force", "--out",
@@ -196,7 +176,7 @@ def test_a_second_run_is_refused_and_a_stop_leaves_the_old_dataset_whole_and_not
         assert err.strip().splitlines()[-1] == "interrupted (Ctrl-C); nothing partly written was kept", err
 
 
-def test_a_sigterm_at_any_move_of_the_swap_leaves_one_whole_dataset(tmp_path, monkeypatch):
+def test_sigterm_at_any_move_of_the_swap(tmp_path, monkeypatch):
     monkeypatch.setitem(common.SIZES, "tiny", (20, 5, 5))
     prepare(tmp_path / "new", "--seed=2")
     new = {k: v for k, v in dataset_bytes(tmp_path / "new").items() if k != "meta.json"}
@@ -225,24 +205,38 @@ def test_a_sigterm_at_any_move_of_the_swap_leaves_one_whole_dataset(tmp_path, mo
     assert k > 10  # the old dataset, its vocabulary and arrays, and the new one's files
 
 
-@pytest.mark.parametrize("move", ["an old array aside", "the new meta.json in"])
-def test_a_move_of_the_swap_that_fails_puts_everything_back(tmp_path, monkeypatch, move):
+@pytest.mark.parametrize("fails", ["the second split's write", "an old array's move", "the new meta.json's move"])
+def test_a_failed_force_keeps_the_old_dataset(tmp_path, monkeypatch, fails):
     prepare(tmp_path, tokenize=True)
-    before = dataset_bytes(tmp_path)
-    real = os.renames
+    before, written = dataset_bytes(tmp_path), []
 
-    def stuck(old, new):  # an immutable file (root ignores chmod, so the refusal is simulated)
-        if {"an old array aside": old.endswith("train.ids.npy") and ".old" in new,  # the swap's last move:
-                "the new meta.json in": old.endswith(".tmp/meta.json") and new == str(tmp_path / "meta.json")}[move]:
+    def write(path, text):  # the disk fills up
+        if written:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        written.append(os.path.basename(path))
+        return real_write(path, text)
+
+    def move(old, new):  # an immutable file (root ignores chmod, so the refusal is simulated)
+        if (old.endswith("train.ids.npy") and ".old" in new if "array" in fails  # the last move aside
+                else old.endswith(".tmp/meta.json") and new == str(tmp_path / "meta.json")):
             raise PermissionError(1, "Operation not permitted", old)
-        return real(old, new)
-    monkeypatch.setattr(common.os, "renames", stuck)
+        return real_move(old, new)
+    real_write, real_move = common.atomic_write_text, os.renames
+    if "write" in fails:
+        monkeypatch.setattr(common, "atomic_write_text", write)
+    else:
+        monkeypatch.setattr(common.os, "renames", move)
     r = prepare(tmp_path, "--force", "--seed=2", check=False)
-    assert r.returncode != 0 and "cannot replace" in r.stderr and "is as it was" in r.stderr
-    assert dataset_bytes(tmp_path) == before and sorted(os.listdir(tmp_path)) == SPLITS + ["vocab.json", "xval"]
+    assert r.returncode != 0 and dataset_bytes(tmp_path) == before
+    assert sorted(os.listdir(tmp_path)) == SPLITS + ["vocab.json", "xval"]  # no stage left
+    assert ("cannot replace" in r.stderr and "is as it was" in r.stderr) == (written == [])
+    assert written == (["train.txt"] if "write" in fails else [])
+    monkeypatch.undo()
+    prepare(tmp_path, "--force", "--seed=2")
+    assert not (tmp_path / "xval").exists() and seed_of(tmp_path) == 2
 
 
-def test_prepare_force_removes_the_tokenized_arrays_and_vocabulary_it_replaces(data, tmp_path):
+def test_force_removes_old_arrays_and_vocab(data, tmp_path):
     d = shutil.copytree(os.path.join(data), str(tmp_path / "d"))
     (tmp_path / "d" / "test_ood.txt").write_text("{a:1}a=1\n")  # a split of an earlier dataset
     (tmp_path / "d" / "notes.md").write_text("mine\n")

@@ -1,5 +1,5 @@
-"""prepare/era5.py on the CDS layouts (before and since 2024) and a CMIP-like `tas`: the samples hold the source
-values whatever the layout, packing, latitude order or worker count; bad inputs are refused."""
+"""prepare/era5.py: samples hold the source values whatever the layout (CDS old and 2024, CMIP `tas`),
+packing, latitude order or workers; bad inputs are refused."""
 import datetime
 import json
 import os
@@ -105,7 +105,7 @@ def old_layout(tmp_path_factory):
     return SimpleNamespace(path=path, values=field[0], out=tmp / "out", meta=prepare(tmp / "out", path))
 
 
-def test_samples_have_the_paper_layout_hold_the_source_values_and_train_is_standardised(old_layout):
+def test_samples_hold_the_standardised_source(old_layout):
     records = {split: read_split(old_layout.out, split) for split in SPLITS}
     era5_layout([r for split in SPLITS for r in records[split]])
     meta = old_layout.meta
@@ -120,7 +120,7 @@ def test_samples_have_the_paper_layout_hold_the_source_values_and_train_is_stand
     assert meta["windows_skipped"] == {"train": 0, "val": 0, "test": 0}
 
 
-def test_other_layouts_file_orders_and_worker_counts_give_identical_samples(old_layout, tmp_path, monkeypatch):
+def test_layouts_orders_and_workers_agree(old_layout, tmp_path, monkeypatch):
     """The 2024 layout with ascending latitude; ERA5 and ERA5T rows of one file and a later file passed first; two
     workers with many small jobs, finishing in any order."""
     path = write_2024_layout(tmp_path / "era5_2024.nc", old_layout.values[:, ::-1], lat=LAT[::-1], number_dim=True)
@@ -154,7 +154,7 @@ def test_cmip_tas_found_by_standard_name(tmp_path):
     assert_source_values(tmp_path / "out", meta, values.astype(np.float32), lat=lat, lon=lon, splits=["val"])
 
 
-def test_windows_with_missing_values_are_redrawn_and_counted(tmp_path):
+def test_windows_with_gaps_are_redrawn(tmp_path):
     field = truth_field()
     missing = (slice(60, 80), slice(3, 4), slice(5, 7))  # 2 stations fill-valued for 20 hours
     meta = prepare(tmp_path / "out", write_old_layout(tmp_path / "holes.nc", field, missing=missing))
@@ -187,7 +187,7 @@ def test_land_sea_mask_labels_the_first_station(old_layout, tmp_path):
     assert "lsm_coarse.nc" in message and "expected the same grid" in message
 
 
-def test_bad_inputs_are_refused_with_a_clear_message(old_layout, tmp_path):
+def test_bad_inputs_are_refused(old_layout, tmp_path):
     out = tmp_path / "out"
     with zipfile.ZipFile(tmp_path / "download.nc", "w") as z:
         z.write(old_layout.path, "data_stream-oper.nc")
@@ -219,7 +219,7 @@ def test_bad_inputs_are_refused_with_a_clear_message(old_layout, tmp_path):
 
 
 @pytest.mark.slow
-def test_command_line_exits_nonzero_naming_the_file(tmp_path):
+def test_the_command_names_the_file(tmp_path):
     (tmp_path / "x.zip").write_bytes(b"PK\x03\x04rest of a zip")
     r = subprocess.run([sys.executable, f"{ROOT}/prepare/era5.py", str(tmp_path / "x.zip"), "--out", str(tmp_path / "o")],
                        capture_output=True, text=True)

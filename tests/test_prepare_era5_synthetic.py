@@ -1,5 +1,4 @@
-"""prepare/era5_synthetic.py writes a field and mask that prepare/era5.py reads as a CDS download, the same bytes
-for a seed; --stations and --steps bound every sample, a bad range is refused by name."""
+"""prepare/era5_synthetic.py: a CDS-like field and mask, the same bytes for a seed, read by prepare/era5.py."""
 import json
 import os
 
@@ -33,7 +32,7 @@ def prepare(out, synthetic, *extra):
             for split in ("train", "val", "test")}, meta
 
 
-def test_synthetic_file_has_the_old_cds_layout_and_a_plausible_field(synthetic):
+def test_the_old_cds_layout_and_a_plausible_field(synthetic):
     with netCDF4.Dataset(synthetic / "t2m.nc") as ds:
         t2m = ds["t2m"]
         assert t2m.dimensions == ("time", "latitude", "longitude") and t2m.dtype == np.int16
@@ -55,7 +54,7 @@ def test_synthetic_file_has_the_old_cds_layout_and_a_plausible_field(synthetic):
 
 @pytest.mark.parametrize("flags, stations, steps", [((), (60, 89), (8, 15)),
                                                     (("--stations", "10,19", "--steps", "8,10"), (10, 19), (8, 10))])
-def test_prepare_era5_reads_it_with_the_paper_layout_and_ocean_labels(synthetic, tmp_path, flags, stations, steps):
+def test_era5_reads_it(synthetic, tmp_path, flags, stations, steps):
     splits, meta = prepare(tmp_path / "out", synthetic, *flags)
     assert meta["stations"] == list(stations) and meta["steps"] == list(steps) and meta["grid"] == [19, 36]
     assert [len(splits[split]) for split in ("train", "val", "test")] == list(SIZES)
@@ -66,7 +65,7 @@ def test_prepare_era5_reads_it_with_the_paper_layout_and_ocean_labels(synthetic,
     assert 0.2 < np.mean([label for _, label in splits["train"]]) < 0.9, "both classes, neither rare"
 
 
-def test_same_seed_gives_the_same_bytes_and_another_seed_other_weather(synthetic, tmp_path):
+def test_the_seed_fixes_the_bytes(synthetic, tmp_path):
     era5_synthetic.main(["--out", str(tmp_path / "a"), *SMALL])
     era5_synthetic.main(["--out", str(tmp_path / "b"), *SMALL, "--seed", "7"])
     for name in ("t2m.nc", "lsm.nc"):

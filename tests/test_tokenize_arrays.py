@@ -1,5 +1,4 @@
-"""tokenize_arrays.py and round_numbers give the oracle's (tests/tokenize_oracle.py) bytes on every prepare
-script's output and adversarial lines, and its errors naming the same file and line."""
+"""tokenize_arrays.py and round_numbers against the oracle (tests/tokenize_oracle.py): bytes and errors."""
 import functools
 import os
 import random
@@ -57,11 +56,11 @@ def assert_dataset_same_as_reference(splits):
 @pytest.mark.parametrize("make,splits,n", [(functools.partial(arithmetic.make_sample, variant=v), ("train", "val", "test"), 50)
                                            for v in sorted(arithmetic.VARIANTS)]
                          + [(lookup.make_sample, lookup.SPLITS, 50), (planets.make_sample, planets.SPLITS, 4)])
-def test_arithmetic_lookup_and_planets_arrays_are_the_reference_bytes(make, splits, n):
+def test_prepared_datasets_give_the_reference_bytes(make, splits, n):
     assert_dataset_same_as_reference(generated(make, splits, n))
 
 
-def test_temperature_arrays_are_the_reference_bytes(tmp_path, monkeypatch):
+def test_temperatures_give_the_reference_bytes(tmp_path, monkeypatch):
     monkeypatch.setitem(common.SIZES, "tiny", (2, 2, 2))
     era5_synthetic.main(["--out", str(tmp_path), "--days", "6", "--resolution", "10"])
     era5.main([str(tmp_path / "t2m.nc"), "--out", str(tmp_path / "out"), "--size", "tiny", "--workers", "1"])
@@ -69,7 +68,7 @@ def test_temperature_arrays_are_the_reference_bytes(tmp_path, monkeypatch):
                                       for s in ("train", "val", "test")})
 
 
-def test_tokenizing_a_split_with_two_workers_writes_the_reference_arrays(tmp_path):
+def test_two_workers_write_the_reference_arrays(tmp_path):
     lines = generated(functools.partial(arithmetic.make_sample, variant="ops3"), ("train",), 300)["train"]
     (tmp_path / "train.txt").write_text("\n".join(lines) + "\n")
     (tmp_path / "meta.json").write_text('{"dataset": "arithmetic", "splits": ["train"]}')
@@ -90,7 +89,7 @@ def test_tokenizing_a_split_with_two_workers_writes_the_reference_arrays(tmp_pat
 
 @pytest.mark.parametrize("lines", [SIGNS, EXPONENTS, DECIMALS, WORDS, BRACKETS, SPACES, EDGES, UNICODE, TIES,
                                    NEAR_LIMITS])
-def test_adversarial_lines_give_the_reference_bytes(lines):
+def test_adversarial_lines(lines):
     text_tokens = build_text_vocab(lines)
     assert text_tokens == reference_vocab(lines)
     assert not isinstance(assert_same_as_reference(lines, text_tokens), str)
@@ -99,7 +98,7 @@ def test_adversarial_lines_give_the_reference_bytes(lines):
 
 
 @pytest.mark.slow
-def test_random_lines_give_the_reference_bytes_or_error():
+def test_random_lines():
     rng = random.Random(0)
     alphabet = "0123456789" * 3 + ".eE+-,,,:()[]{}=*/^<>xa_ '\"\t"
     lines = ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 24))) for _ in range(3000)]
@@ -127,7 +126,7 @@ BAD = [("x=nan", "'nan' is not a finite number"), ("[inf,1]", "inf"), ("-Infinit
 
 
 @pytest.mark.parametrize("bad,expected", BAD)
-def test_errors_name_the_file_and_line_as_the_reference_does(bad, expected):
+def test_errors_name_file_and_line(bad, expected):
     good = ["{a:1,b:-2}", "[0.5,3]", "{a:7}"]
     lines = good + [bad] + good + ["x=nan"]  # a later error must not hide the first one
     text_tokens = build_text_vocab(good)
@@ -138,13 +137,13 @@ def test_errors_name_the_file_and_line_as_the_reference_does(bad, expected):
     assert str(vocab_error.value) == error
 
 
-def test_an_unknown_text_token_is_an_error_naming_the_file_and_line():
+def test_an_unknown_token_names_its_line():
     text_tokens = build_text_vocab(["{a:1,a:2}"])
     error = assert_same_as_reference(["{a:1}", "{a:-2,b:3}"], text_tokens, path="val.txt")
     assert isinstance(error, str) and error.startswith("val.txt:2: 'b' is not in the vocabulary")
 
 
-def test_an_xval_value_beyond_float32_is_an_error_but_text_encodings_clip_it():
+def test_beyond_float32_xval_refuses_text_clips():
     text_tokens = build_text_vocab(["{a:1}"])
     lines = ["{a:3.4e38}", "{a:-3.5e38}"]  # 3.4e38 is float32's largest, rounded; 3.5e38 is beyond it
     error = assert_same_as_reference(lines, text_tokens, ["p10", "xval"], path="test.txt")
@@ -158,7 +157,7 @@ def test_an_xval_value_beyond_float32_is_an_error_but_text_encodings_clip_it():
         assert np.float32(FLOAT32_OVERFLOW) == np.inf and np.float32(np.nextafter(FLOAT32_OVERFLOW, 0)) < np.inf
 
 
-def test_round_numbers_is_percent_2e_with_its_zero_and_clip_rules():
+def test_round_numbers_is_percent_2e():
     rng = np.random.default_rng(0)
     x = rng.choice([-1.0, 1.0], 20000) * rng.uniform(1, 10, 20000) * 10.0 ** rng.integers(-12, 11, 20000)
     ties = np.array([(m + 0.5) * 10.0**e for m in range(100, 1000, 7) for e in range(-12, 8)])  # m.5·10^e
@@ -172,7 +171,7 @@ def test_round_numbers_is_percent_2e_with_its_zero_and_clip_rules():
         round_numbers([1.0, np.nan])
 
 
-def test_the_cache_of_split_text_stays_bounded_whatever_the_text(monkeypatch):
+def test_the_split_cache_stays_bounded(monkeypatch):
     monkeypatch.setattr(tokenize_arrays, "_TABLE_MAX", 50)
     lines = [f'{{"key{i}":1.5}}' for i in range(400)]  # 400 distinct texts around the numbers
     for chunk in (lines[start:start + 20] for start in range(0, 400, 20)):
@@ -196,7 +195,7 @@ N_LINES = 1000
 
 
 @pytest.mark.parametrize("seed", [4, 5])
-def test_the_vectorised_path_gives_what_tokenize_line_gives_a_line_at_a_time(seed):
+def test_vectorised_equals_tokenize_line(seed):
     lines = number_lines(N_LINES, seed)
     good = [line for line in lines if accepted(line)]
     tokens = line_vocab(good)
