@@ -128,9 +128,9 @@ def test_tokenizing_waits_for_prepare(tmp_path, monkeypatch):
     ("def make_sample(rng, split):\n    raise KeyboardInterrupt\ncommon.generate_split(make_sample, 'train', 0, 200, 1, 2)",
      (130, -signal.SIGINT), "interrupted (Ctrl-C); nothing partly written was kept"),
     # numpy's lazy imports catch everything, a SIGTERM's SystemExit included
-    ("import signal\ndef make_sample(rng, split):\n    try:\n        signal.raise_signal(signal.SIGTERM)\n"
-     "    except BaseException:\n        pass\n    return 'x'\ncommon.generate_split(make_sample, 'train', 0, 200_000, 1, 1)\n"
-     "print('went on')", (143,), None),
+    (("import signal\ndef make_sample(rng, split):\n    try:\n        signal.raise_signal(signal.SIGTERM)\n"
+      "    except BaseException:\n        pass\n    return 'x'\ncommon.generate_split(make_sample, 'train', 0, 200_000, 1, 1)\n"
+      "print('went on')"), (143,), None),
 ])
 def test_a_stop_or_failed_write_is_one_line(code, exits, last):
     r = python(code)

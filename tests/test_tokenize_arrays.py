@@ -5,17 +5,16 @@ import random
 
 import numpy as np
 import pytest
+import tokenize_oracle as oracle
 from helpers import (BRACKETS, DECIMALS, EDGES, EXPONENTS, MALFORMED, NEAR_LIMITS, SIGNS, SPACES, TIES,
                      UNICODE, WORDS, generated, number_lines)
+from tokenize_oracle import round_number, text_vocab
 
 import tokenize_arrays
 import tokenize_line
 from dataset import ENCODINGS, Vocab
 from tokenize_arrays import build_text_vocab, encode_lines, encode_split
 from tokenize_line import FLOAT32_OVERFLOW, encode, round_numbers, split_text
-from tokenize_oracle import encode_lines as encode_lines_reference
-from tokenize_oracle import round_number
-from tokenize_oracle import text_vocab as reference_vocab
 from util import TextError
 
 import arithmetic
@@ -26,7 +25,7 @@ import lookup
 import planets
 
 # encode_lines a line at a time through tokenize_line.py
-line_at_a_time = functools.partial(encode_lines_reference, split=tokenize_line.split_text,
+line_at_a_time = functools.partial(oracle.encode_lines, split=tokenize_line.split_text,
                                    encode=tokenize_line.encode_pieces)
 
 
@@ -41,14 +40,14 @@ def outcome(encoder, lines, text_tokens, encodings=ENCODINGS, path="data.txt", f
 
 def assert_same_as_reference(lines, text_tokens, encodings=ENCODINGS, path="data.txt", first_line=0):
     fast = outcome(encode_lines, lines, text_tokens, encodings, path, first_line)
-    assert fast == outcome(encode_lines_reference, lines, text_tokens, encodings, path, first_line)
+    assert fast == outcome(oracle.encode_lines, lines, text_tokens, encodings, path, first_line)
     return fast
 
 
 def assert_dataset_same_as_reference(splits):
     """splits: {split: lines}; the vocabulary comes from train, as the tokenize command builds it."""
     text_tokens = build_text_vocab(splits["train"])
-    assert text_tokens == reference_vocab(splits["train"])
+    assert text_tokens == text_vocab(splits["train"])
     for split, lines in splits.items():
         assert not isinstance(assert_same_as_reference(lines, text_tokens, path=f"{split}.txt"), str), split
 
@@ -77,7 +76,7 @@ def test_two_workers_write_the_reference_arrays(tmp_path):
     summaries, moves = encode_split(str(tmp_path), "train", text_tokens, vocabs, workers=2, chunk=40)  # 8 chunks
     for temporary, final in moves:
         os.replace(temporary, final)
-    reference = encode_lines_reference(lines, text_tokens, ENCODINGS, "train.txt")
+    reference = oracle.encode_lines(lines, text_tokens, ENCODINGS, "train.txt")
     for enc, summary in zip(ENCODINGS, summaries):
         ids, values, lengths, numbers, counts = reference[enc]
         for name, want in (("ids", ids), ("values", values), ("offsets", np.r_[0, np.cumsum(lengths)])):
@@ -91,7 +90,7 @@ def test_two_workers_write_the_reference_arrays(tmp_path):
                                    NEAR_LIMITS])
 def test_adversarial_lines(lines):
     text_tokens = build_text_vocab(lines)
-    assert text_tokens == reference_vocab(lines)
+    assert text_tokens == text_vocab(lines)
     assert not isinstance(assert_same_as_reference(lines, text_tokens), str)
     for line in lines:  # and alone, where a line is first and last of its chunk
         assert_same_as_reference([line], text_tokens, ["xval", "p10"])
@@ -106,12 +105,12 @@ def test_random_lines():
     good = []
     for line in lines:
         try:
-            encode_lines_reference([line], reference_vocab([line]), ["xval"])
+            oracle.encode_lines([line], text_vocab([line]), ["xval"])
             good.append(line)
         except TextError:
-            assert outcome(encode_lines, [line], [], ["xval"]) == outcome(encode_lines_reference, [line], [], ["xval"])
+            assert outcome(encode_lines, [line], [], ["xval"]) == outcome(oracle.encode_lines, [line], [], ["xval"])
     text_tokens = build_text_vocab(good)
-    assert text_tokens == reference_vocab(good)
+    assert text_tokens == text_vocab(good)
     assert not isinstance(assert_same_as_reference(good, text_tokens), str)
     assert len(good) > 1000
 
@@ -175,7 +174,7 @@ def test_the_split_cache_stays_bounded(monkeypatch):
     monkeypatch.setattr(tokenize_arrays, "_TABLE_MAX", 50)
     lines = [f'{{"key{i}":1.5}}' for i in range(400)]  # 400 distinct texts around the numbers
     for chunk in (lines[start:start + 20] for start in range(0, 400, 20)):
-        assert build_text_vocab(chunk) == reference_vocab(chunk) and len(tokenize_arrays._TABLE) <= 70
+        assert build_text_vocab(chunk) == text_vocab(chunk) and len(tokenize_arrays._TABLE) <= 70
         encode_lines(chunk, build_text_vocab(chunk), ["xval"])
         assert len(tokenize_arrays._TABLE) <= 70
 
@@ -187,8 +186,7 @@ def accepted(line):
         return False
 
 
-def line_vocab(lines):
-    return sorted({t for line in lines for kind, t in split_text(line) if kind == "text"})
+line_vocab = functools.partial(text_vocab, split=split_text)
 
 
 N_LINES = 1000

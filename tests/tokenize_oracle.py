@@ -161,5 +161,5 @@ def encode_lines(lines, text_tokens, encodings, path="text", first_line=0, split
                   np.array([r[2] for r in rows[enc]]), np.array([r[3] for r in rows[enc]]), counts[enc]) for enc in vocabs}
 
 
-def text_vocab(lines):
-    return sorted({v for line in lines for kind, v in split_text(line) if kind == "text"})
+def text_vocab(lines, split=split_text):
+    return sorted({v for line in lines for kind, v in split(line) if kind == "text"})
