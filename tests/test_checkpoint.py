@@ -27,7 +27,7 @@ def test_overwrite_deletes_only_runs_files(data, tmp_path):
     mine = ["evaluation_notes.md", "eval_notes.md", "eval_ideas.json", "notes.png", "eval.txt"]
     for name in mine:
         (out / name).write_text("mine")
-    (out / "eval_ideas.json").write_text('{"ideas": []}')  # a JSON named like a report but not one of eval.py's
+    (out / "eval_ideas.json").write_text('{"ideas": []}')  # not eval.py's
     wrote = {os.path.basename(p) for p in run_files(str(out))}
     assert wrote == {"log.jsonl", "ckpt_latest.pt", "ckpt_best.pt", "eval.json", "eval.md",
                      "eval_test.png", "eval_first5.json", "eval_first5.md", "eval_first5_test.png",

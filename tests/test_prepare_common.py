@@ -57,7 +57,7 @@ def test_force_keeps_your_files(tmp_path):
     (tmp_path / "p10").symlink_to(tmp_path / "sub")  # a linked folder is never emptied
     prepare(tmp_path, "--force", "--seed=2")
     assert all((tmp_path / name).read_text() == text for name, text in mine.items())
-    assert sorted(os.listdir(tmp_path / "xval")) == ["mine.md"]  # the arrays of the old dataset are gone
+    assert sorted(os.listdir(tmp_path / "xval")) == ["mine.md"]
     assert not (tmp_path / "vocab.json").exists() and seed_of(tmp_path) == 2 and (tmp_path / "train.txt").exists()
 
 
@@ -78,7 +78,7 @@ def test_your_file_it_would_overwrite_is_refused(tmp_path):
 @pytest.mark.parametrize("lock", LOCKS)
 def test_a_held_folder_then_its_leftovers(tmp_path, lock):
     prepare(tmp_path)
-    assert not [n for n in LOCKS if (tmp_path / n).exists()]  # a finished run leaves no lock
+    assert not [n for n in LOCKS if (tmp_path / n).exists()]
     before = dataset_bytes(tmp_path)
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
@@ -98,7 +98,7 @@ def test_a_held_folder_then_its_leftovers(tmp_path, lock):
     (tmp_path / "v" / "vocab.json").write_text("{}")  # a file of ours alone is named
     assert "not a dataset (vocab.json)" in one_line_error(prepare(tmp_path / "v", check=False))
     (tmp_path / f".prepare-{other.pid}.tmp").mkdir()
-    r = prepare(tmp_path, "--force", "--seed=2")  # the lock of a process that has ended stops nothing
+    r = prepare(tmp_path, "--force", "--seed=2")  # a dead process's lock
     assert r.stdout.count("left by a run that ended") == 2 and seed_of(tmp_path) == 2
     assert sorted(os.listdir(tmp_path)) == sorted(SPLITS + ["left", "v"])
 
@@ -107,7 +107,7 @@ def test_tokenizing_waits_for_prepare(tmp_path, monkeypatch):
     prepare(tmp_path)
     tried = []
 
-    def meta_and_a_tokenizer(out, meta):  # a tokenize_numbers.py run starts while the dataset is written
+    def meta_and_a_tokenizer(out, meta):
         tried.append(run("tokenize_numbers.py", str(tmp_path), "--encoding=xval", "--workers=1", check=False))
         return real(out, meta)
     real = common.write_meta
@@ -123,8 +123,8 @@ def test_tokenizing_waits_for_prepare(tmp_path, monkeypatch):
      "error: the disk filled up while writing the dataset (No space left on device); nothing partly written was kept"),
     ("import errno, os; raise OSError(errno.EFBIG, os.strerror(errno.EFBIG), 'out/train.txt')", (1,),
      "error: File too large: out/train.txt; nothing partly written was kept"),
-    ("1 / 0", (1,), "ZeroDivisionError: division by zero"),  # any other error keeps its traceback
-    # REBOUND raises KeyboardInterrupt itself, where a pool would wait for the lost worker forever
+    ("1 / 0", (1,), "ZeroDivisionError: division by zero"),
+    # REBOUND raises KeyboardInterrupt itself: a pool must not wait forever
     ("def make_sample(rng, split):\n    raise KeyboardInterrupt\ncommon.generate_split(make_sample, 'train', 0, 200, 1, 2)",
      (130, -signal.SIGINT), "interrupted (Ctrl-C); nothing partly written was kept"),
     # numpy's lazy imports catch everything, a SIGTERM's SystemExit included
@@ -165,13 +165,13 @@ def test_a_stopped_run_keeps_the_old_dataset(tmp_path, stop):
     try:
         assert f"process {p.pid}" in one_line_error(prepare(tmp_path, "--force", "--seed=2", check=False))
         time.sleep(1)  # the pool's workers are drawing samples
-        # SIGTERM to the run; Ctrl-C reaches the parent and every worker
+        # Ctrl-C reaches every worker
         os.kill(p.pid, stop) if stop == signal.SIGTERM else os.killpg(p.pid, stop)
         _, err = p.communicate(timeout=60)
     finally:
-        p.kill()  # a run that did not stop must not go on generating beside the other tests
+        p.kill()
     assert p.returncode in {signal.SIGTERM: (143,), signal.SIGINT: (130, -signal.SIGINT)}[stop], err
-    assert "Traceback" not in err and dataset_bytes(tmp_path) == before  # nor a half-written new one, nor a lock
+    assert "Traceback" not in err and dataset_bytes(tmp_path) == before
     if stop == signal.SIGINT:
         assert err.strip().splitlines()[-1] == "interrupted (Ctrl-C); nothing partly written was kept", err
 
@@ -189,7 +189,7 @@ def test_sigterm_at_any_move_of_the_swap(tmp_path, monkeypatch):
             signal.raise_signal(signal.SIGTERM)
         return real(old, new)
     try:
-        while len(moves) > k:  # until every move of the swap has been tried
+        while len(moves) > k:
             out, moves = shutil.copytree(tmp_path / "old", tmp_path / f"d{k}"), []
             with monkeypatch.context() as m:
                 m.setattr(common.os, "renames", stopped_at_move_k)
@@ -201,8 +201,8 @@ def test_sigterm_at_any_move_of_the_swap(tmp_path, monkeypatch):
                 assert sorted(os.listdir(out)) == SPLITS  # no stage, no lock
                 k += 1
     finally:
-        common.STOPPED.clear()  # the stop was this test's, not a later in-process run's
-    assert k > 10  # the old dataset, its vocabulary and arrays, and the new one's files
+        common.STOPPED.clear()  # this test's stop
+    assert k > 10
 
 
 @pytest.mark.parametrize("fails", ["the second split's write", "an old array's move", "the new meta.json's move"])

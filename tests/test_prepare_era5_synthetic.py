@@ -10,7 +10,7 @@ from helpers import common, era5_layout
 import era5
 import era5_synthetic
 
-SMALL = ["--days", "6", "--resolution", "10"]  # 19 x 36 grid, 144 hourly steps: enough for 15 steps 8 h apart
+SMALL = ["--days", "6", "--resolution", "10"]  # 19 x 36 grid, 144 hourly steps
 SIZES = (50, 10, 10)
 
 

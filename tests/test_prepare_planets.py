@@ -37,7 +37,7 @@ def planets_of(record):
 
 
 @pytest.mark.slow
-def test_records_have_the_layout_and_follow_the_priors(dataset, records):
+def test_records_follow_the_priors_the_ood_gaps_and_their_orbits(dataset, records):
     sizes = dict(zip(planets.SPLITS, common.SIZES["tiny"] + common.SIZES["tiny"][-1:] * 2))
     assert {split: len(recs) for split, recs in records.items()} == sizes
     meta = json.load(open(dataset / "meta.json"))
@@ -58,11 +58,7 @@ def test_records_have_the_layout_and_follow_the_priors(dataset, records):
             if split != "test_ood_a0":
                 assert a[0] == 1 and a[1] >= 1.1667 and a[-1] >= 1.5
     assert {planets_of(r)[0]["a"] == 1 for r in records["train"]} == {True, False}  # the order is shuffled
-
-
-@pytest.mark.slow
-def test_ood_sets_hold_what_no_training_sample_does(records):
-    """Step sizes clear of every training one; planet0 alone in a gap of a that no training planet enters."""
+    # OoD: step sizes clear of every training one; planet0 alone in a gap of a no other planet enters
     steps = [r["description"]["stepsize"] for r in records["test_ood_stepsize"]]
     for s in steps:
         assert 0.2 <= s <= 0.8 and min(abs(s - t) for t in planets.TRAIN_STEPSIZES) >= planets.OOD_STEPSIZE_MARGIN
@@ -72,12 +68,8 @@ def test_ood_sets_hold_what_no_training_sample_does(records):
         assert 1 < ps[0]["a"] < 1.16 and all(p["a"] > 1.16 for p in ps[1:])
     for split in ("train", "val", "test", "test_ood_stepsize"):
         assert not any(1 < p["a"] < 1.16 for r in records[split] for p in planets_of(r))
-
-
-@pytest.mark.slow
-def test_positions_stay_between_pericentre_and_apocentre(records):
-    """Others perturb an orbit by 1% at most; a planet written with another's elements misses by 5%."""
-    excess = []  # per planet: how far outside [a(1 - e), a(1 + e)] it goes, relative to a
+    # positions stay within [a(1 - e), a(1 + e)]: others perturb an orbit by 1% at most, another's elements miss by 5%
+    excess = []  # per planet, relative to a
     for rec in records["train"]:
         xy = np.array(rec["data"])  # (step, planet, 2)
         r = np.hypot(xy[..., 0], xy[..., 1])
@@ -93,7 +85,7 @@ def test_a_circular_orbit_closes():
     xy = planets.simulate([1e-5], [a], [0.0], [theta], period / 40, 41)  # (41, 1, 2)
     assert np.abs(np.hypot(xy[..., 0], xy[..., 1]) - a).max() < 1e-6
     assert np.allclose(xy[0, 0], [a * math.cos(theta), a * math.sin(theta)], atol=1e-12)
-    assert np.abs(xy[-1] - xy[0]).max() < 1e-4  # back at the start (the planet's mass shifts it ~1e-5)
+    assert np.abs(xy[-1] - xy[0]).max() < 1e-4  # the planet's mass shifts it ~1e-5
 
 
 @pytest.mark.slow

@@ -127,7 +127,7 @@ BAD = [("x=nan", "'nan' is not a finite number"), ("[inf,1]", "inf"), ("-Infinit
 @pytest.mark.parametrize("bad,expected", BAD)
 def test_errors_name_file_and_line(bad, expected):
     good = ["{a:1,b:-2}", "[0.5,3]", "{a:7}"]
-    lines = good + [bad] + good + ["x=nan"]  # a later error must not hide the first one
+    lines = good + [bad] + good + ["x=nan"]  # the first error is said
     text_tokens = build_text_vocab(good)
     error = assert_same_as_reference(lines, text_tokens, path="train.txt", first_line=40)
     assert isinstance(error, str) and error.startswith("train.txt:44: ") and expected in error
@@ -144,7 +144,7 @@ def test_an_unknown_token_names_its_line():
 
 def test_beyond_float32_xval_refuses_text_clips():
     text_tokens = build_text_vocab(["{a:1}"])
-    lines = ["{a:3.4e38}", "{a:-3.5e38}"]  # 3.4e38 is float32's largest, rounded; 3.5e38 is beyond it
+    lines = ["{a:3.4e38}", "{a:-3.5e38}"]  # float32's largest, rounded; beyond it
     error = assert_same_as_reference(lines, text_tokens, ["p10", "xval"], path="test.txt")
     assert isinstance(error, str) and error.startswith("test.txt:2: the number -3.5e+38 overflows float32")
     lines += ["{a:1e300}", "{a:-1.7976931348623157e308}"]
@@ -172,7 +172,7 @@ def test_round_numbers_is_percent_2e():
 
 def test_the_split_cache_stays_bounded(monkeypatch):
     monkeypatch.setattr(tokenize_arrays, "_TABLE_MAX", 50)
-    lines = [f'{{"key{i}":1.5}}' for i in range(400)]  # 400 distinct texts around the numbers
+    lines = [f'{{"key{i}":1.5}}' for i in range(400)]
     for chunk in (lines[start:start + 20] for start in range(0, 400, 20)):
         assert build_text_vocab(chunk) == text_vocab(chunk) and len(tokenize_arrays._TABLE) <= 70
         encode_lines(chunk, build_text_vocab(chunk), ["xval"])
@@ -198,14 +198,14 @@ def test_vectorised_equals_tokenize_line(seed):
     good = [line for line in lines if accepted(line)]
     tokens = line_vocab(good)
     assert build_text_vocab(good) == tokens
-    # the lines the vectorised path takes on (the others go a line at a time), in chunks it takes whole
+    # the lines the vectorised path takes, in chunks it takes whole
     vectorised = [line for line in good if tokenize_arrays._split_lines([line])[1]]
     assert len(vectorised) > N_LINES // 2
     for start in range(0, len(vectorised), 200):
         chunk = vectorised[start:start + 200]
         assert tokenize_arrays._split_lines(chunk)[1] is not None and build_text_vocab(chunk) == line_vocab(chunk)
         assert outcome(encode_lines, chunk, tokens) == outcome(line_at_a_time, chunk, tokens)
-    # every line, refused ones included: the same arrays or the same first error, naming the same line
+    # every line: the same arrays or the same first error
     for start in range(0, len(lines), 100):
         chunk = lines[start:start + 100]
         assert outcome(encode_lines, chunk, tokens, ["xval"]) == outcome(line_at_a_time, chunk, tokens, ["xval"])

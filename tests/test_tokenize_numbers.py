@@ -36,7 +36,7 @@ def test_no_meta_json_needs_plain_text(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["train.txt", "val.txt"]
     tokenize(tmp_path, "--plain-text")
     assert splits_of(tmp_path) == ["train", "val"] and len(Split(str(tmp_path), "val", "xval")) == 1
-    os.remove(tmp_path / "meta.json")  # as a prepare run that stopped before its end leaves it
+    os.remove(tmp_path / "meta.json")  # a prepare run cut short
     with pytest.raises(SystemExit, match="meta.json not found"):
         tokenize(tmp_path, "--rebuild-vocab")
     with pytest.raises(FileNotFoundError, match="not a complete dataset"):
@@ -83,7 +83,7 @@ def test_plain_text_splits(tmp_path, capsys):
     tokenize(tmp_path, "--plain-text")
     assert splits_of(tmp_path) == ["train", "val"]
     (tmp_path / "test.txt").write_text("{a:4}\n")
-    tokenize(tmp_path)  # no --plain-text needed the second time
+    tokenize(tmp_path)
     assert splits_of(tmp_path) == ["test", "train", "val"] and len(Split(str(tmp_path), "test", "xval")) == 1
 
 
@@ -147,7 +147,7 @@ def test_a_failed_write_keeps_the_old_arrays(tmp_path, monkeypatch, error, says)
     with pytest.raises(SystemExit, match=says) as e:
         tokenize(tmp_path)
     assert arrays(tmp_path) == before and not (tmp_path / "tokenize.lock").exists()  # no temporaries
-    assert ("disk is full" in str(e.value)) == (error.errno == errno.ENOSPC)  # another error is said as it is
+    assert ("disk is full" in str(e.value)) == (error.errno == errno.ENOSPC)
 
 
 @pytest.mark.slow
@@ -171,7 +171,7 @@ def test_sigterm_keeps_the_old_arrays(tmp_path):
 
 @pytest.mark.slow
 def test_one_of_many_processes_takes_a_lock(tmp_path):
-    # the lock file is created whole (a hard link): no process reads it empty and takes it as stale
+    # the lock is created whole (a hard link): none reads it empty as stale
     script = ("import sys, time; sys.path.insert(0, sys.argv[1]); from util import take_lock\n"
               "time.sleep(max(0, float(sys.argv[3]) - time.time()))\n"
               "print('held' if take_lock(sys.argv[2]) is None else 'refused'); time.sleep(1)")
