@@ -136,13 +136,11 @@ def load_checkpoint(path, device="cpu", mmap=False):
         raise SystemExit(f"error: {path}: {', '.join(wrong)} of the wrong kind")
     if not isinstance(checkpoint["model_args"].get("encoding"), str):
         raise SystemExit(f"error: {path}: its model_args have no encoding")
-    if not all(isinstance(t, str) for t in checkpoint["text_tokens"]):
-        raise SystemExit(f"error: {path}: text_tokens holds something other than strings")
-    # a checkpoint saved without the digest is taken as it is
-    digest = checkpoint.get("vocab_digest", vocab_digest(checkpoint["text_tokens"]))
-    if digest != vocab_digest(checkpoint["text_tokens"]):
-        why = "text_tokens were edited since it was saved (vocab_digest differs)"
-        raise SystemExit(f"error: {path}: {why}; use the checkpoint train.py wrote")
+    # strings in their saved order (a checkpoint saved without the digest: strings)
+    tokens = checkpoint["text_tokens"]
+    digest = all(isinstance(t, str) for t in tokens) and vocab_digest(tokens)
+    if not digest or checkpoint.get("vocab_digest", digest) != digest:
+        raise SystemExit(f"error: {path}: text_tokens are not the strings it was saved with")
     # a model setting newer than the checkpoint has its default
     defaults = {k: f.default for k, f in GPTConfig.__dataclass_fields__.items()}
     if unknown := sorted(set(checkpoint["model_args"]) - set(defaults)):

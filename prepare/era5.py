@@ -4,6 +4,7 @@ the windows into a scratch file, pass 2 writes them as text standardised by trai
 import itertools
 import math
 import os
+import re
 import time
 from multiprocessing import Pool
 from types import SimpleNamespace
@@ -23,8 +24,6 @@ SPLITS = ("train", "val", "test")
 RAW_FILE = ".raw.npy.tmp"
 WRITES = [f"{s}{ext}" for s in SPLITS for ext in (".txt", ".ocean.txt")] + ["meta.json", RAW_FILE]
 TIME_NAMES, LAT_NAMES, LON_NAMES = ("time", "valid_time"), ("latitude", "lat"), ("longitude", "lon")
-LAT_UNITS = ("degrees_north", "degree_north", "degrees_n", "degree_n")
-LON_UNITS = ("degrees_east", "degree_east", "degrees_e", "degree_e")
 PLAN_CHUNK = 4096
 # a worker's field, settings and open files
 CTX = None
@@ -64,8 +63,8 @@ def axis_of(ds, dim):
     )
     for kind, names, name, letter, known_units in (
         ("time", TIME_NAMES, "time", "t", " since " in units),
-        ("lat", LAT_NAMES, "latitude", "y", units in LAT_UNITS),
-        ("lon", LON_NAMES, "longitude", "x", units in LON_UNITS),
+        ("lat", LAT_NAMES, "latitude", "y", re.fullmatch("degrees?_n(orth)?", units)),
+        ("lon", LON_NAMES, "longitude", "x", re.fullmatch("degrees?_e(ast)?", units)),
     ):
         if dim in names or standard == name or (not standard and (axis == letter or known_units)):
             return kind

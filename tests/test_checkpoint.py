@@ -101,7 +101,7 @@ def test_a_reordered_vocabulary_is_refused(checkpoint, tmp_path):
     c = torch.load(checkpoint, weights_only=True)
     c["text_tokens"].reverse()
     torch.save(c, tmp_path / "edited.pt")
-    with pytest.raises(SystemExit, match="edited.pt: text_tokens were edited since it was saved"):
+    with pytest.raises(SystemExit, match="edited.pt: text_tokens are not the strings it was saved with"):
         load_checkpoint(str(tmp_path / "edited.pt"))
     del c["vocab_digest"]  # a checkpoint of an earlier version
     torch.save(c, tmp_path / "old.pt")
