@@ -29,13 +29,21 @@ def splits_of(d):
     return json.loads((d / "meta.json").read_text())["splits"]
 
 
-def test_no_meta_json_needs_plain_text(tmp_path):
-    write(tmp_path)
+def test_plain_text_must_be_declared_and_its_splits_are_the_split_files(tmp_path, capsys):
+    (tmp_path / "train.txt").write_text("{a:1}\n{a:2}\n")
+    (tmp_path / "README.txt").write_text("my notes\n")
     with pytest.raises(SystemExit, match="meta.json not found.*--plain-text"):
         tokenize(tmp_path)
-    assert sorted(os.listdir(tmp_path)) == ["train.txt", "val.txt"]
+    with pytest.raises(SystemExit, match="no val.txt; put samples"):
+        tokenize(tmp_path, "--plain-text")
+    assert "README.txt not taken as splits" in capsys.readouterr().out
+    assert sorted(os.listdir(tmp_path)) == ["README.txt", "train.txt"]
+    (tmp_path / "val.txt").write_text("{a:3}\n")
     tokenize(tmp_path, "--plain-text")
     assert splits_of(tmp_path) == ["train", "val"] and len(Split(str(tmp_path), "val", "xval")) == 1
+    (tmp_path / "test.txt").write_text("{a:4}\n")
+    tokenize(tmp_path)
+    assert splits_of(tmp_path) == ["test", "train", "val"] and len(Split(str(tmp_path), "test", "xval")) == 1
     os.remove(tmp_path / "meta.json")  # a prepare run cut short
     with pytest.raises(SystemExit, match="meta.json not found"):
         tokenize(tmp_path, "--rebuild-vocab")
@@ -70,21 +78,6 @@ def test_val_after_train_and_an_unseen_token(tmp_path, capsys):
     assert out.index("  train:") < out.index("  val:") and "largest |x| 250" in out
     assert "note: test: 1 numbers below 1.4e-45" in out  # float32 has no 1e-50
     assert json.loads((tmp_path / "xval" / "test.json").read_text())["flushed_to_zero"] == 1
-
-
-def test_plain_text_splits(tmp_path, capsys):
-    (tmp_path / "train.txt").write_text("{a:1}\n{a:2}\n")
-    (tmp_path / "README.txt").write_text("my notes\n")
-    with pytest.raises(SystemExit, match="no val.txt; put samples"):
-        tokenize(tmp_path, "--plain-text")
-    assert "README.txt not taken as splits" in capsys.readouterr().out
-    assert sorted(os.listdir(tmp_path)) == ["README.txt", "train.txt"]
-    (tmp_path / "val.txt").write_text("{a:3}\n")
-    tokenize(tmp_path, "--plain-text")
-    assert splits_of(tmp_path) == ["train", "val"]
-    (tmp_path / "test.txt").write_text("{a:4}\n")
-    tokenize(tmp_path)
-    assert splits_of(tmp_path) == ["test", "train", "val"] and len(Split(str(tmp_path), "test", "xval")) == 1
 
 
 def test_a_held_lock_refuses_a_dead_ones_is_cleaned(tmp_path, capsys):
