@@ -42,7 +42,7 @@ def write_nc(path, dims, variables):
 
 
 def write_2024_layout(path, values, lat=LAT, lon=LON, number_dim=False, hour0=0):
-    """float32 t2m(valid_time, latitude, longitude), expver a string coordinate, number a scalar or dimension."""
+    """float32 t2m(valid_time, latitude, longitude), expver a string, number a scalar or dimension."""
     units, calendar, n = "seconds since 1970-01-01", "proleptic_gregorian", len(values)
     t = netCDF4.date2num(START, units, calendar) + 3600 * (hour0 + np.arange(n))
     dims = ("number",) * number_dim + ("valid_time", "latitude", "longitude")
@@ -76,7 +76,7 @@ def split_files(out):
 
 
 def assert_source_values(out, meta, values, lat=LAT, lon=LON, splits=SPLITS):
-    """Each sample's values, un-normalised, are the source's at its stations and start; returns those."""
+    """Each sample's values, un-normalised, are the source's at its stations and start (returned)."""
     hours = np.arange(len(values))
     doy = (START - datetime.datetime(START.year, 1, 1)).days + hours / 24
     day, year = 2 * np.pi * hours / 24, 2 * np.pi * doy / 365.25
