@@ -10,6 +10,7 @@ import tempfile
 import torch
 import torch.distributed as dist
 
+from dataset import vocab_digest
 from distributed import print0, stop, torchrun_launch
 from model import GPTConfig
 from util import atomic_file, atomic_write_text, check_regular, format_duration, release_lock
@@ -21,7 +22,7 @@ RESUME_REFUSES = {"model_args": SHAPE.split(), "config": ["batch_size", "seed", 
 
 
 def claim_out_dir(out_dir, resume, overwrite, master):
-    """Lock out_dir for this run (rank 0); returns (resume, the earlier run's files)."""
+    """Lock out_dir for this run (rank 0): (resume, the earlier run's files)."""
     lock_path = os.path.join(out_dir, "train.lock")
     # a torchrun restart continues its launch (the lock names it)
     launch = torchrun_launch()
@@ -72,7 +73,7 @@ def run_files(out_dir):
                 report = json.load(f)
             splits = list(report["splits"]) if "task" in report else None
         except (OSError, ValueError, TypeError, KeyError):
-            splits = None
+            continue
         if splits is not None:
             prefix = name[:-5]
             plots = [f"{prefix}_{s}{kind}.png" for s in splits for kind in ("", "_pit", "_density")]
@@ -116,7 +117,7 @@ def log_row(line):
 
 
 def load_checkpoint(path, device="cpu", mmap=False):
-    """A train.py checkpoint read as data only (it cannot run code); mmap: tensors mapped."""
+    """A train.py checkpoint read as data only, which cannot run code; mmap: tensors mapped."""
     try:
         check_regular(path)
         checkpoint = torch.load(path, map_location=device, weights_only=True, mmap=mmap)
@@ -135,8 +136,11 @@ def load_checkpoint(path, device="cpu", mmap=False):
         raise SystemExit(f"error: {path}: {', '.join(wrong)} of the wrong kind")
     if not isinstance(checkpoint["model_args"].get("encoding"), str):
         raise SystemExit(f"error: {path}: its model_args have no encoding")
-    if not all(isinstance(t, str) for t in checkpoint["text_tokens"]):
-        raise SystemExit(f"error: {path}: text_tokens holds something other than strings")
+    # strings in their saved order (a checkpoint saved without the digest: strings)
+    tokens = checkpoint["text_tokens"]
+    digest = all(isinstance(t, str) for t in tokens) and vocab_digest(tokens)
+    if not digest or checkpoint.get("vocab_digest", digest) != digest:
+        raise SystemExit(f"error: {path}: text_tokens are not the strings it was saved with")
     # a model setting newer than the checkpoint has its default
     defaults = {k: f.default for k, f in GPTConfig.__dataclass_fields__.items()}
     if unknown := sorted(set(checkpoint["model_args"]) - set(defaults)):
@@ -152,22 +156,20 @@ def load_checkpoint(path, device="cpu", mmap=False):
 
 def trained_on(path):
     data_dir = os.path.exists(path) and load_checkpoint(path, mmap=True)["config"].get("data_dir")
-    if not data_dir:
-        return ""
-    return f"; {path} was trained on {data_dir}"
+    return f"; {path} was trained on {data_dir}" if data_dir else ""
 
 
 def save_checkpoint(path, model, optimizer, iter_num, best_val_loss, meta):
-    """Write the checkpoint to path atomically, or stop saying why."""
+    """Write the checkpoint atomically, or stop saying why."""
     checkpoint = dict(model=model.state_dict(), optimizer=optimizer.state_dict(), **meta)
     checkpoint.update(iter_num=iter_num, best_val_loss=best_val_loss)
+    checkpoint["vocab_digest"] = vocab_digest(meta["text_tokens"])
     try:
         with atomic_file(path) as tmp:
             torch.save(checkpoint, tmp)
     # a full disk reaches torch's zip writer as either
     except (OSError, RuntimeError) as e:
-        out_dir = os.path.dirname(path)
-        why = why_not_written(e, out_dir)
+        why = why_not_written(e, os.path.dirname(path))
         stop(f"error: writing {path} failed ({why}); --resume goes on from ckpt_latest.pt")
 
 
@@ -223,7 +225,7 @@ def say_changes(changed, config, iter_num, get_lr):
 
 
 def check_resume(checkpoint, path, model_args, config, data_fingerprint):
-    """Refuse another model, sample stream or data; returns {changed key: (was, is)}."""
+    """Refuse another model, sample stream or data; {changed key: (was, is)}."""
     for part, keys in RESUME_REFUSES.items():
         for key in keys:
             now = (model_args if part == "model_args" else config)[key]
@@ -242,12 +244,11 @@ def check_resume(checkpoint, path, model_args, config, data_fingerprint):
             f"error: {now} is not the data {path} was trained on (it changed since);"
             " --overwrite=True starts afresh, --changed_data=True goes on"
         )
-    done = checkpoint["iter_num"]
-    if config["max_iters"] < done:
-        max_iters = config["max_iters"]
+    done, max_iters = checkpoint["iter_num"], config["max_iters"]
+    if max_iters < done:
         why = f"is below the {done} steps in {path}; to go on, set it above {done}"
         raise SystemExit(f"error: --max_iters={max_iters} {why}")
-    if config["max_iters"] == done:
+    if max_iters == done:
         print0(f"note: {path} has done all {done} steps; nothing to train")
     saved = checkpoint["config"]
     run_keys = ("resume", "overwrite", "out_dir", "data_dir", "changed_data")

@@ -1,6 +1,5 @@
-"""A tokenized dataset as train.py, sample.py and eval.py read it: the vocabulary, the <split>.txt
-files of prepare/ (meta.json last), and vocab.json and <encoding>/<split>.{ids,values,offsets}.npy
-with a JSON summary each (tokenize_numbers.py writes them)."""
+"""A tokenized dataset as train.py, sample.py and eval.py read it: the vocabulary, prepare/'s
+<split>.txt and meta.json, tokenize_numbers.py's vocab.json and <encoding>/<split> arrays."""
 
 import functools
 import hashlib
@@ -26,11 +25,9 @@ EXPONENTS = [f"E{e}" for e in range(MIN_EXP, MAX_EXP + 1)]
 # the largest |number| trained on: float32 squares (the loss, layer norm) overflow past ~1.8e19
 MAX_VALUE = 1e18
 
-# the vocabulary
-
 
 def shown(text, most=60):
-    """Text for an error message: quoted, cut short if long (a 10 MB word)."""
+    """Text for an error message: quoted, cut short if long."""
     return repr(text) if len(text) <= most else f"{text[:most]!r}… ({len(text):,} characters)"
 
 
@@ -50,8 +47,7 @@ def number_vocab(encoding):
 
 
 def number_tokens(negative, mantissa, exponent, encoding):
-    """The tokens of ±mantissa·10^exponent: number_tokens(True, 602, -1, "b1999") == ["-602",
-    "E-1"]."""
+    """The tokens of ±mantissa·10^exponent: (True, 602, -1, "b1999") -> ["-602", "E-1"]."""
     sign, mant, e = "-" if negative else "+", f"{mantissa:03d}", f"E{exponent}"
     return {
         "p10": [sign, *mant, e],
@@ -63,8 +59,7 @@ def number_tokens(negative, mantissa, exponent, encoding):
 
 @functools.cache
 def number_table(encoding):
-    """A text encoding's numbers: ids table[negative, mantissa, exponent - MIN_EXP] and
-    {tokens: value}."""
+    """ids[negative, mantissa, exponent - MIN_EXP] and {tokens: value} of a text encoding."""
     ids = dict(zip(number_vocab(encoding), itertools.count(len(CONTROL_TOKENS))))
     shape = (2, 1000, MAX_EXP - MIN_EXP + 1, TOKENS_PER_NUMBER[encoding])
     table, values = np.zeros(shape, np.int64), {}
@@ -77,8 +72,7 @@ def number_table(encoding):
 
 
 def tokens_to_number(tokens, encoding):
-    """One number's value, NaN unless its tokens are exactly one of the text encoding's:
-    tokens_to_number(["-602E-1"], "fp15") == -60.2."""
+    """A number's value, NaN unless its tokens spell one: (["-602E-1"], "fp15") -> -60.2."""
     return number_table(encoding)[1].get(tuple(tokens), float("nan"))
 
 
@@ -94,7 +88,7 @@ class Vocab:
         self.first_text_id = self.first_number_id + len(self.number_tokens)
         self.num_id = self.first_number_id if encoding == "xval" else None
         self._text_ids = {t: i for i, t in enumerate(self.text_tokens, self.first_text_id)}
-        # sample.py sets a trained model's own
+        # the fix for an unknown token; sample.py sets a trained model's own
         self.unknown = "add a sample with it to train.txt and tokenize with --rebuild-vocab"
         # a number's first token, with its sign: how spans are found in arrays
         starts = enumerate(self.number_tokens, self.first_number_id)
@@ -119,11 +113,8 @@ class Vocab:
         return tokens_to_number([self.itos[int(i)] for i in ids], self.encoding)
 
 
-# the files
-
-
 def first_index(n, bad, chunk=1 << 22):
-    """The first index below n where bad(a slice) holds, or None, a chunk at a time."""
+    """The first index below n where bad(a slice) holds, or None."""
     for start in range(0, n, chunk):
         hits = np.flatnonzero(bad(slice(start, start + chunk)))
         if len(hits):
@@ -140,9 +131,9 @@ def decoded_lines(f, where):
             raise TextError(
                 f"{where}:{i}: not UTF-8 text (byte {raw[e.start]:#04x} at column {e.start + 1})"
             ) from None
-        # a byte order mark (a spreadsheet's UTF-8 export) is no text
-        if i == 1 and line.startswith("\ufeff"):
-            line = line[1:]
+        # a spreadsheet's byte order mark
+        if i == 1:
+            line = line.removeprefix("\ufeff")
         if "\0" in line:
             raise TextError(f"{where}:{i}: a NUL byte at column {line.index(chr(0)) + 1}")
         # a file whose lines end in \r alone would be read as one sample
@@ -165,7 +156,7 @@ _NAME = re.compile(r"\w[\w.-]*")
 
 
 def check_name(name, what):
-    """A name that becomes part of a path (a split, an encoding) stays inside its folder."""
+    """A name that becomes part of a path stays inside its folder."""
     if not (isinstance(name, str) and _NAME.fullmatch(name) and ".." not in name):
         raise TextError(f"{what} {name!r} is not a plain name (letters, digits, _ . - and no '..')")
 
@@ -221,8 +212,8 @@ def load_text_vocab(data_dir):
 
 
 def fingerprint(data_dir, encoding):
-    """Short digests of the data a model trains on: "meta" of meta.json less the command, "arrays"
-    of vocab.json and the ends of the train and val arrays (None: not written)."""
+    """Digests of meta.json less its command, and of vocab.json and the ends of the train and val
+    arrays (None: not written)."""
     meta = {k: v for k, v in read_meta(data_dir).items() if k != "command"}
     digests = {"meta": hashlib.sha1(json.dumps(meta, sort_keys=True).encode()).hexdigest()[:16]}
     try:
@@ -257,7 +248,6 @@ def check_trained_on(checkpoint, path, data_dir, changed_data=False):
 
 
 def vocab_digest(text_tokens):
-    """A short digest of a text vocabulary."""
     return hashlib.sha1(json.dumps(text_tokens).encode()).hexdigest()[:12]
 
 
@@ -267,8 +257,8 @@ class Split:
     def __init__(self, data_dir, split, encoding, vocab=None):
         check_name(split, "split")
         check_name(encoding, "encoding")
-        base = os.path.join(data_dir, encoding, split)
-        self.base, self.split = base, split
+        self.base = base = os.path.join(data_dir, encoding, split)
+        self.split = split
         command = f"python tokenize_numbers.py {data_dir} --encoding {encoding}"
         if not os.path.exists(base + ".ids.npy"):
             raise FileNotFoundError(f"{base}.ids.npy not found; run: {command}")
@@ -278,9 +268,8 @@ class Split:
         try:
             for name in ("ids", "values", "offsets"):
                 check_regular(f"{base}.{name}.npy")
-            self.ids = np.load(base + ".ids.npy", mmap_mode="r")
-            self.values = np.load(base + ".values.npy", mmap_mode="r")
-            self.offsets = np.load(base + ".offsets.npy")
+                mmap = None if name == "offsets" else "r"
+                setattr(self, name, np.load(f"{base}.{name}.npy", mmap_mode=mmap))
         except (OSError, ValueError, EOFError) as e:
             raise ValueError(f"{base}: unreadable arrays ({e}); {again}")
         if summary["vocab_digest"] != vocab_digest(load_text_vocab(data_dir)):
@@ -313,8 +302,7 @@ class Split:
         return f"sample {i} (line {i + 1} of {self.split}.txt)"
 
     def check_arrays(self, vocab_size, num_id, again):
-        """Refuse ids outside the vocabulary and numbers beyond ±MAX_VALUE now, not as a crash or a
-        NaN loss hours in."""
+        """Refuse ids outside the vocabulary and numbers beyond ±MAX_VALUE now, not hours in."""
         ids, values, where = self.ids, self.values, self.base
         if ids.ndim != 1 or ids.dtype.kind not in "iu" or values.ndim != 1 or values.dtype != "f4":
             raise ValueError(f"{where}: expected integer ids and float32 values, 1-D; {again}")

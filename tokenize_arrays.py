@@ -1,6 +1,5 @@
 """Many lines at once into a dataset's arrays, as tokenize_line.py encodes each: a regex finds runs
-of numbers, each distinct text between is split once; a chunk with a rare case goes line by line.
-"""
+of numbers, each distinct text between is split once; a chunk with a rare case goes line by line."""
 
 import errno
 import itertools
@@ -31,7 +30,7 @@ from tokenize_line import (
 from util import TextError, atomic_write_text, open_new, take_lock, worker_signals
 
 _LITERALS_ONLY = str.maketrans({"[": None, "]": None, ";": ","})
-# spaces the look-behinds of _RUN cannot see through
+# spaces _RUN's look-behinds cannot see through
 _ODD_SPACE = re.compile(r"[^\S \n]|  ")
 _WORD_CHAR = re.compile(r"\w")
 # a run of numbers joined by ',' or '],[', the first where split_text reads one (its first
@@ -46,7 +45,7 @@ _RUN = re.compile(rf"({_FIRST}(?:(?:,|\]++,\[++)[+-]?+{_MANTISSA}{_EXPONENT})*+)
 
 
 def _bracket_count(chars, at, step, byte):
-    """How many `byte`s follow (step 1) or precede (step -1) each position of `at`."""
+    """How many `byte`s follow (step 1) or precede (step -1) each position in `at`."""
     count, going = np.zeros(len(at), np.int64), np.ones(len(at), bool)
     while going.any():
         going &= chars[at + step * (count + 1)] == byte
@@ -103,9 +102,9 @@ def _numbers_and_brackets(table, chars, commas, ends, n_numbers):
 
 
 def _split_lines(lines):
-    """The segments' table (emptied at _TABLE_MAX) and the lines' pieces, None if a line needs
-    split_text: pieces (a text token's index in token_index, or -2 - i for number i), values, and
-    each line's count of text pieces and of numbers."""
+    """The segments' table, and the lines' pieces (a text token's index in table.names, or -2 - i
+    for number i), values, and each line's count of text pieces and of numbers; None if a line
+    needs split_text."""
     global _TABLE
     if len(_TABLE) >= _TABLE_MAX:
         _TABLE = _Segments()
@@ -163,9 +162,9 @@ _LAST = {}
 
 
 def encode_lines(lines, text_tokens, encodings, path="text", first_line=0):
-    """Lines in each encoding: {encoding: (ids, values, lengths, numbers, counts)}: ids (uint16 if
-    the vocabulary allows, else int32) and float32 values of all lines end to end, tokens and
-    numbers per line, numbers clipped or zeroed. Errors name path:line, from first_line + 1."""
+    """{encoding: (ids, values, lengths, numbers, counts)}: uint16 (or int32) ids and float32
+    values of the lines end to end, tokens and numbers per line, numbers clipped or zeroed. Errors
+    name path:line, from first_line + 1."""
     if _LAST.get("key") != (text_tokens, list(encodings)):
         _LAST["key"] = (text_tokens, list(encodings))
         _LAST["vocabs"] = {enc: Vocab(text_tokens, enc) for enc in encodings}
@@ -194,7 +193,7 @@ def encode_lines(lines, text_tokens, encodings, path="text", first_line=0):
 
 
 def _line_at_a_time(lines, vocabs, path, first_line):
-    """encode_lines a line at a time: the first error names its line."""
+    """encode_lines a line at a time: an error names its line."""
     out = {enc: ([], [], [], [], {"clipped": 0, "zero": 0}) for enc in vocabs}
     for j, line in enumerate(lines, first_line + 1):
         pieces = split_text(line, where := f"{path}:{j}")
@@ -214,21 +213,17 @@ def _line_at_a_time(lines, vocabs, path, first_line):
 
 
 def build_text_vocab(lines, where="train", first_line=0):
-    """The sorted text tokens of some lines (numbers excluded); first_line numbers errors."""
+    """The sorted text tokens of some lines; errors name where:line from first_line + 1."""
     table, split = _split_lines(lines)
     if split is None:
         numbered = enumerate(lines, first_line + 1)
         pieces = [p for j, line in numbered for p in split_text(line, f"{where}:{j}")]
         return sorted({t for kind, t in pieces if kind == "text"})
-    tokens = list(table.token_index)[1:]
-    return sorted(tokens[i] for i in np.unique(split[0][split[0] >= 0]))
-
-
-# a dataset's arrays
+    return sorted(table.names[i] for i in np.unique(split[0][split[0] >= 0]))
 
 
 def line_chunks(path, chunk, bar=None):
-    """(first line index, lines) chunks of a text file, read lazily."""
+    """(first line index, lines) of a text file, a chunk at a time."""
     with open(path, "rb") as f:
         numbered = enumerate(decoded_lines(f, path))
         while part := list(itertools.islice(numbered, chunk)):
@@ -246,7 +241,8 @@ _SPLIT_FILE = re.compile(r"(train|val|test|test_ood\w*)\.txt")
 
 def dataset_splits(data_dir, plain_text=False):
     """A dataset's split names, train first, and the meta.json to write (None: it stands)."""
-    meta_path, meta, new_meta = os.path.join(data_dir, "meta.json"), None, None
+    meta_path = os.path.join(data_dir, "meta.json")
+    meta = new_meta = None
     if not (plain_text and os.path.isdir(data_dir) and not os.path.exists(meta_path)):
         meta = read_meta(data_dir)
         if not isinstance(meta["splits"], (list, dict)):
@@ -264,7 +260,7 @@ def dataset_splits(data_dir, plain_text=False):
         if "train" not in splits:
             raise FileNotFoundError(f"{data_dir}: no train.txt for --plain-text")
         if meta is None or meta["splits"] != splits:
-            command = " ".join(["python"] + sys.argv)
+            command = " ".join(["python", *sys.argv])
             new_meta = {"dataset": "plain text", "splits": splits, "command": command}
     # every split has a sample before anything is written
     for split in splits:
@@ -279,8 +275,8 @@ def dataset_splits(data_dir, plain_text=False):
 
 
 def _encode_chunks(path, split, files, text_tokens, vocabs, workers, chunk):
-    """<split>.txt into `files` (each encoding's ids and values); each chunk's (lengths, numbers,
-    counts, largest |number|, ids dtype) per encoding."""
+    """<split>.txt into `files`; per encoding, each chunk's (lengths, numbers, counts, largest
+    |number|, ids dtype)."""
     parts = {enc: [] for enc in vocabs}
     pool = Pool(workers, worker_signals) if workers > 1 else None
     size = os.path.getsize(path)
@@ -337,7 +333,7 @@ def _summary(split, enc, parts, vocab_size, text_tokens, text_bytes):
 
 def encode_split(folder, split, text_tokens, vocabs, workers=1, chunk=1000):
     """<split>.txt as temporary <encoding>/<split>.{ids,values,offsets}.npy and .json: the
-    summaries, and the (temporary, final) names to rename once all splits are written."""
+    summaries, and the (temporary, final) names to move once all splits are written."""
     path, tmp = os.path.join(folder, f"{split}.txt"), f"{os.getpid()}.tmp"
     bases = {enc: os.path.join(folder, enc, split) for enc in vocabs}
     for base in bases.values():
@@ -351,12 +347,12 @@ def encode_split(folder, split, text_tokens, vocabs, workers=1, chunk=1000):
         for f in files.values():
             f.close()
     moves, summaries = [], []
+    size = os.path.getsize(path)
     for enc, base in bases.items():
-        size = os.path.getsize(path)
         s, lengths = _summary(split, enc, parts[enc], len(vocabs[enc]), text_tokens, size)
         for name, dtype in (("ids", parts[enc][0][4]), ("values", np.float32)):
-            header = {"descr": np.lib.format.dtype_to_descr(np.dtype(dtype))}
-            header.update(fortran_order=False, shape=(s["tokens"],))
+            descr = np.lib.format.dtype_to_descr(np.dtype(dtype))
+            header = {"descr": descr, "fortran_order": False, "shape": (s["tokens"],)}
             # an .npy header, then the bytes
             part = f"{base}.{name}.{tmp}"
             with open_new(part + ".npy") as out, open(part, "rb") as f:
@@ -375,7 +371,7 @@ def encode_split(folder, split, text_tokens, vocabs, workers=1, chunk=1000):
 
 
 def temporaries(data_dir, pid):
-    """The temporary files of process pid in a dataset's folders."""
+    """Process pid's temporary files in a dataset's folders."""
     if not os.path.isdir(data_dir):
         return []
     folders = [e.path for e in os.scandir(data_dir) if e.is_dir()]
@@ -383,7 +379,7 @@ def temporaries(data_dir, pid):
 
 
 def lock(data_dir):
-    """Take <data_dir>/tokenize.lock; a killed run's lock and temporary files are removed."""
+    """Take <data_dir>/tokenize.lock, removing a killed run's lock and temporary files."""
 
     def clean(pid):
         stale = temporaries(data_dir, pid)
@@ -412,8 +408,17 @@ def _text_tokens(data_dir, rebuild_vocab):
 
 
 def _write_all(data_dir, encodings, workers, rebuild_vocab, plain_text):
-    """write_arrays' work under the dataset's lock."""
+    """write_arrays under the dataset's lock."""
     splits, meta = dataset_splits(data_dir, plain_text)
+    names = [*encodings, "tokenize.lock", *(["meta.json"] if meta else [])]
+    if rebuild_vocab or not os.path.exists(os.path.join(data_dir, "vocab.json")):
+        names.append("vocab.json")
+    kinds = ("ids.npy", "values.npy", "offsets.npy", "json")
+    names += [f"{e}/{s}.{k}" for e in encodings for s in splits for k in kinds]
+    # a link would be written through, or replaced
+    for path in [os.path.join(data_dir, n) for n in names]:
+        if os.path.islink(path):
+            raise TextError(f"{path} is a symbolic link, which this run writes; remove it")
     held = lock(data_dir)
     try:
         text_tokens, vocab = _text_tokens(data_dir, rebuild_vocab)
@@ -451,8 +456,8 @@ def _write_all(data_dir, encodings, workers, rebuild_vocab, plain_text):
 
 
 def write_arrays(data_dir, encodings, workers=1, rebuild_vocab=False, plain_text=False):
-    """Every split of data_dir in each of `encodings`, and the summaries; vocab.json from train.txt
-    if absent (or rebuild_vocab). A failed or stopped run changes nothing."""
+    """Every split of data_dir in each encoding, and the summaries; vocab.json from train.txt if
+    absent (or rebuild_vocab). A failed or stopped run changes nothing."""
     new_dirs = [os.path.join(data_dir, enc) for enc in encodings]
     new_dirs = [d for d in new_dirs if not os.path.exists(d)]
     on_term = None

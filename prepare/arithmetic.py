@@ -1,8 +1,6 @@
-"""
-Arithmetic datasets of the paper (App. A), one sample a line, the right-hand side exact
-(prepare/README.md#arithmetic-arithmeticpy): mult3|mult4|mult5, n-digit products scaled to order 1
-(0.123*0.456=0.056088), and ops2|ops3|ops4, random trees of + - * over n operands 10^U(0,2)
-with 3 significant digits ((1.32*32.1)+(1.42-8.20))=35.592.
+"""Arithmetic of the paper (App. A), exact, one sample a line: mult3|4|5, n-digit products scaled
+to order 1 (0.123*0.456=0.056088); ops2|3|4, random trees of + - * over n operands 10^U(0,2) of 3
+significant digits ((1.32*32.1)+(1.42-8.20))=35.592. See prepare/README.md#arithmetic-arithmeticpy.
 """
 
 import functools
@@ -15,7 +13,7 @@ OPERATORS = "+-*"
 
 
 def plain(d):
-    """An exact Decimal as plain positional text (no exponent, no trailing zeros)."""
+    """An exact Decimal as plain text: no exponent, no trailing zeros."""
     s = format(d.normalize(), "f")
     return "0" if s in ("0", "-0") else s
 
@@ -29,7 +27,7 @@ def operand(rng):
 
 
 def expression(rng, n_operands):
-    """(text, exact value) of a random binary tree with n_operands leaves."""
+    """(text, exact value) of a random tree with n_operands leaves."""
     if n_operands == 1:
         x = operand(rng)
         return str(x), x

@@ -1,4 +1,4 @@
-"""What every prepare script shares: flags, split sizes, seeding, records, and writing a dataset:
+"""What every prepare script shares: flags, split sizes, seeding, records, and writing a dataset
 staged, under a lock, swapped in whole."""
 
 import argparse
@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from multiprocessing import Pool
 
 import numpy as np
+from tqdm import tqdm
 
 # the repository root
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -30,17 +31,15 @@ def _stop(*_):
 
 
 def _one_line(kind, error, traceback, default=sys.excepthook):
-    kept = "nothing partly written was kept"
     if issubclass(kind, KeyboardInterrupt):
-        line = f"interrupted (Ctrl-C); {kept}"
+        line = "interrupted (Ctrl-C)"
     elif issubclass(kind, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
-        line = f"error: the disk filled up while writing the dataset ({error.strerror}); {kept}"
+        line = f"error: the disk filled up while writing the dataset ({error.strerror})"
     elif issubclass(kind, OSError) and error.strerror:
-        where = f": {error.filename}" if error.filename else ""
-        line = f"error: {error.strerror}{where}; {kept}"
+        line = f"error: {error.strerror}" + (f": {error.filename}" if error.filename else "")
     else:
         return default(kind, error, traceback)
-    print(line, file=sys.stderr)
+    print(f"{line}; nothing partly written was kept", file=sys.stderr)
 
 
 def fail(message):
@@ -75,7 +74,7 @@ def at_least(low):
 
 
 def int_range(most=None):
-    """An argparse type: 'MIN,MAX' → (MIN, MAX)."""
+    """An argparse type: 'MIN,MAX' -> (MIN, MAX)."""
 
     def parse(text):
         try:
@@ -131,7 +130,7 @@ LOCKS = ("prepare.lock", "tokenize.lock")
 
 
 def dataset_files(out):
-    """(ours, others, prepared): what a prepare or tokenize run wrote in `out`, the rest, and
+    """(ours, others, prepared): what prepare or tokenize runs wrote in `out`, the rest, and
     whether a prepare run wrote meta.json."""
     from dataset import ENCODINGS
 
@@ -154,7 +153,8 @@ def dataset_files(out):
     ours, others = [], []
     for name in sorted(set(os.listdir(out)) - set(LOCKS)):
         path = os.path.join(out, name)
-        if name in ENCODINGS and os.path.isdir(path):
+        # a linked folder is the user's: never emptied
+        if name in ENCODINGS and os.path.isdir(path) and not os.path.islink(path):
             for f in sorted(os.listdir(path)):
                 is_ours = TOKENIZED.fullmatch(f) and os.path.isfile(os.path.join(path, f))
                 (ours if is_ours else others).append(f"{name}/{f}")
@@ -181,7 +181,7 @@ def _check_out(out, force, writes):
         fix = "move it away or choose another --out"
         fail(f"{out} holds {_some(clash)}, which this run would overwrite; {fix}")
     if not force:
-        what = f"files that are not a dataset ({_some(others)})"
+        what = f"files that are not a dataset ({_some(others or ours)})"
         what = "a dataset (meta.json)" if prepared else what
         fail(f"{out} already holds {what}; pass --force to replace it")
     stuck = sorted({os.path.dirname(os.path.join(out, n)) for n in ours} - {out})
@@ -200,9 +200,10 @@ def staged_dataset(out, force, writes):
     try:
         for name in LOCKS:
             path = os.path.join(out, name)
+            ended = f"note: removed {path}, left by a run that ended"
             try:
                 os.makedirs(out, exist_ok=True)
-                pid = take_lock(path)
+                pid = take_lock(path, lambda _, note=ended: print(note))
             except OSError as e:
                 fail(f"cannot write to output directory {out}: {e.strerror}")
             if pid is not None:
@@ -211,8 +212,13 @@ def staged_dataset(out, force, writes):
                 why = f"wait for it to end, or delete {path} if no such run is going"
                 fail(f"{out} is being {who}, process {pid}; {why}")
             held.append(path)
+        # a killed run's stage, unless it holds the old dataset's files
+        for name in filter(STAGE.fullmatch, os.listdir(out)):
+            left = os.path.join(out, name)
+            if not (os.path.islink(left) or os.path.exists(os.path.join(left, ".old"))):
+                shutil.rmtree(left)
+                print(f"note: removed {left}, left by a run that ended")
         _check_out(out, force, writes)
-        shutil.rmtree(stage, ignore_errors=True)
         os.makedirs(stage)
         yield stage
         # a SIGTERM whose exit a library swallowed
@@ -250,6 +256,7 @@ def swap_in(out, stage):
     except OSError as e:
         for a, b in reversed(done):
             os.renames(b, a)
+        shutil.rmtree(aside, ignore_errors=True)
         fail(f"cannot replace {e.filename} ({e.strerror}); {out} is as it was")
 
 
@@ -266,14 +273,8 @@ def _make_one(args):
 
 
 def progress(items, **bar):
-    """items, with a progress bar where tqdm is installed."""
-    try:
-        from tqdm import tqdm
-
-        items = tqdm(items, file=sys.stderr, mininterval=0.5, **bar)
-    except ImportError:
-        pass
-    for item in items:
+    """items, with a progress bar; a SIGTERM's exit a library swallowed ends the run."""
+    for item in tqdm(items, file=sys.stderr, mininterval=0.5, **bar):
         if STOPPED:
             sys.exit(143)
         yield item

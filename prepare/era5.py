@@ -1,11 +1,10 @@
-"""
-The temperature dataset of the xVal paper (§3.1, App. C) from ERA5 netCDF files. Pass 1 cuts the
-windows into a scratch file; pass 2 writes them as text, standardised with the train statistics.
-"""
+"""The temperature dataset of the xVal paper (§3.1, App. C) from ERA5 netCDF files: pass 1 cuts
+the windows into a scratch file, pass 2 writes them as text standardised by train's statistics."""
 
 import itertools
 import math
 import os
+import re
 import time
 from multiprocessing import Pool
 from types import SimpleNamespace
@@ -25,9 +24,6 @@ SPLITS = ("train", "val", "test")
 RAW_FILE = ".raw.npy.tmp"
 WRITES = [f"{s}{ext}" for s in SPLITS for ext in (".txt", ".ocean.txt")] + ["meta.json", RAW_FILE]
 TIME_NAMES, LAT_NAMES, LON_NAMES = ("time", "valid_time"), ("latitude", "lat"), ("longitude", "lon")
-LAT_UNITS = ("degrees_north", "degree_north", "degrees_n", "degree_n")
-LON_UNITS = ("degrees_east", "degree_east", "degrees_e", "degree_e")
-# samples per drawing job
 PLAN_CHUNK = 4096
 # a worker's field, settings and open files
 CTX = None
@@ -49,7 +45,7 @@ def open_netcdf(path):
 
 
 def find_variable(ds, path, wanted):
-    """The variable named `wanted`, or the only one whose CF standard_name is `wanted`."""
+    """The variable named `wanted`, or the only one of that CF standard_name."""
     if wanted in ds.variables:
         return wanted
     named = [n for n, v in ds.variables.items() if getattr(v, "standard_name", None) == wanted]
@@ -60,15 +56,15 @@ def find_variable(ds, path, wanted):
 
 
 def axis_of(ds, dim):
-    """'time', 'lat', 'lon' or None: a dimension's kind."""
+    """A dimension's kind: 'time', 'lat', 'lon' or None."""
     coord = ds.variables.get(dim)
     standard, axis, units = (
         str(getattr(coord, key, "")).lower() for key in ("standard_name", "axis", "units")
     )
     for kind, names, name, letter, known_units in (
         ("time", TIME_NAMES, "time", "t", " since " in units),
-        ("lat", LAT_NAMES, "latitude", "y", units in LAT_UNITS),
-        ("lon", LON_NAMES, "longitude", "x", units in LON_UNITS),
+        ("lat", LAT_NAMES, "latitude", "y", re.fullmatch("degrees?_n(orth)?", units)),
+        ("lon", LON_NAMES, "longitude", "x", re.fullmatch("degrees?_e(ast)?", units)),
     ):
         if dim in names or standard == name or (not standard and (axis == letter or known_units)):
             return kind
@@ -76,15 +72,15 @@ def axis_of(ds, dim):
 
 
 def locate_dims(ds, path, name, need_time=True):
-    """{'time', 'lat', 'lon', 'expver'} → the dimension of variable `name`."""
+    """{kind: dimension} of variable `name`."""
     var = ds.variables[name]
     found = {"time": [], "lat": [], "lon": [], "expver": []}
     for dim in var.dimensions:
         kind = axis_of(ds, dim) or ("expver" if dim == "expver" else None)
+        size = len(ds.dimensions[dim])
         if kind:
             found[kind].append(dim)
-        elif len(ds.dimensions[dim]) != 1:
-            size = len(ds.dimensions[dim])
+        elif size != 1:
             fail(f"{path}: '{name}' has a dimension '{dim}' of size {size}; expected size 1")
     needed = ("time", "lat", "lon") if need_time else ("lat", "lon")
     if any(not found[k] for k in needed) or any(len(v) > 1 for v in found.values()):
@@ -139,12 +135,12 @@ def read_steps(t0, t1, out):
     """Global steps [t0, t1) of the files into out, in pieces of ~16 MB."""
     f = CTX.field
     for src, first in zip(f.sources, f.first_step):
-        ds = CTX.open_files.get(src.path)
         # each process opens its own: netCDF handles do not survive a fork
-        if ds is None:
-            ds = CTX.open_files[src.path] = open_netcdf(src.path)
+        if src.path not in CTX.open_files:
+            CTX.open_files[src.path] = open_netcdf(src.path)
             # masked arithmetic is slow
-            ds.set_always_mask(False)
+            CTX.open_files[src.path].set_always_mask(False)
+        ds = CTX.open_files[src.path]
         piece = max(1, (16 << 20) // (8 * src.expvers * len(f.lat) * len(f.lon)))
         for a in range(max(t0, first), min(t1, first + src.steps), piece):
             b = min(a + piece, t1, first + src.steps)
@@ -152,7 +148,7 @@ def read_steps(t0, t1, out):
 
 
 def read_times(ds, path, dim):
-    """(dates, seconds since 1970, calendar) of a file."""
+    """A file's dates, seconds since 1970 and calendar."""
     tvar = ds.variables.get(dim)
     units = getattr(tvar, "units", "")
     if tvar is None or " since " not in units:
@@ -195,23 +191,22 @@ def open_source(path, wanted, need_time=True):
 
 def open_field(paths, wanted):
     """The files' grid, times and phases."""
-    sources = [open_source(paths[0], wanted)]
+    sources = [open_source(path, wanted) for path in paths]
     first = sources[0]
-    for path in paths[1:]:
-        src = open_source(path, wanted)
+    for src in sources[1:]:
+        path = src.path
         if not same_grid(src.grid, first.grid):
             grids = f"{describe_grid(src.grid)} and {describe_grid(first.grid)}"
             fail(f"{path} and {first.path} do not share one grid: {grids}")
         if src.calendar != first.calendar:
             fail(f"{path} uses calendar '{src.calendar}' but {first.path} uses '{first.calendar}'")
-        sources.append(src)
     sources.sort(key=lambda s: s.seconds[0])
     for a, b in itertools.pairwise(sources):
         if b.seconds[0] <= a.seconds[-1]:
             times = f"{a.first} .. {a.last} and {b.first} .. {b.last}"
             fail(f"{a.path} and {b.path} overlap in time ({times})")
     field = SimpleNamespace(sources=sources, lat=first.grid[0], lon=first.grid[1])
-    field.units, field.variable = sources[0].units, sources[0].variable
+    field.units, field.variable = first.units, first.variable
     field.first_step = np.cumsum([0] + [s.steps for s in sources[:-1]]).tolist()
     for key in ("seconds", "tod", "toy"):
         setattr(field, key, np.concatenate([getattr(s, key) for s in sources]))
@@ -219,7 +214,7 @@ def open_field(paths, wanted):
 
 
 def read_land_sea_mask(path, field):
-    """ERA5 `lsm` (land fraction 0..1) on the field's grid."""
+    """ERA5 `lsm`, the land fraction, on the field's grid."""
     src = open_source(path, "lsm", need_time=False)
     if not same_grid(src.grid, (field.lat, field.lon)):
         files = describe_grid((field.lat, field.lon))
@@ -247,19 +242,16 @@ def window_starts(seconds, stride, steps):
     return starts, int(step), int(gaps_before[-1])
 
 
-def init_worker(ctx):
+def init_worker(ctx, pool=False):
     global CTX
     CTX = ctx
     CTX.open_files = {}
-
-
-def init_pool_worker(ctx):
-    worker_signals()
-    init_worker(ctx)
+    if pool:
+        worker_signals()
 
 
 def draw_window(code, index, attempt):
-    """(steps, start, stations) of a sample's k-th attempt: a redraw needs nothing stored."""
+    """(steps, start, stations) of a sample's attempt: a redraw needs nothing stored."""
     args, starts = CTX.args, CTX.starts
     rng = sample_rng(args.seed, code, index)
     n_stations = int(rng.integers(args.stations[0], args.stations[1] + 1))
@@ -369,11 +361,10 @@ def extract_windows(pmap, counts, out, block_steps):
 
 
 def train_statistics(raw_path, n_values):
-    """Mean and std of the first n_values (train), in a fixed order."""
+    """Mean and std of the first n_values (train), in two passes: no cancellation."""
     raw = np.load(raw_path, mmap_mode="r")[:n_values]
     chunks = lambda: (raw[i : i + 2**24].astype(np.float64) for i in range(0, n_values, 2**24))
     mean = sum(float(c.sum()) for c in chunks()) / n_values
-    # two passes: no cancellation
     var = sum(float(np.square(c - mean).sum()) for c in chunks()) / n_values
     return mean, math.sqrt(var)
 
@@ -399,7 +390,7 @@ def write_era5_split(pmap, code, split, first, n, out, windows, mean, std):
 
 def both_passes(ctx, counts, stage):
     workers, block_steps = ctx.args.workers, ctx.args.block_steps
-    pool = Pool(workers, init_pool_worker, (ctx,)) if workers > 1 else None
+    pool = Pool(workers, init_worker, (ctx, True)) if workers > 1 else None
     init_worker(ctx)
     try:
         windows = extract_windows(pool.imap_unordered if pool else map, counts, stage, block_steps)
@@ -470,11 +461,11 @@ def main(argv=None):
     counts = dict(zip(SPLITS, SIZES[args.size]))
     ctx = SimpleNamespace(args=args, field=field, starts=starts, land_sea_mask=land_sea_mask)
     with staged_dataset(args.out, args.force, WRITES) as stage:
+        grid = describe_grid((field.lat, field.lon))
         print(
             f"{field.variable} [{field.units}]: {len(field.sources)} file(s),"
             f" {len(field.seconds)} steps of {hours:g} h from {field.sources[0].first} to"
-            f" {field.sources[-1].last} ({gaps} gap(s)), grid {len(field.lat)}x{len(field.lon)}"
-            f" (lat {field.lat[0]:g}..{field.lat[-1]:g}, lon {field.lon[0]:g}..{field.lon[-1]:g})"
+            f" {field.sources[-1].last} ({gaps} gap(s)), grid {grid}"
         )
         print(
             f"sample steps every {interval:g} h; {args.workers} worker(s), each holding"

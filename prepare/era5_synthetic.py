@@ -1,8 +1,6 @@
-"""
-A synthetic ERA5-like 2 m temperature file and land-sea mask for prepare/era5.py, to try the
-temperature pipeline without a CDS account. NOT data for science: climatology, seasonal and diurnal
-cycles (larger over smooth "continents"), AR(1) weather modes drifting east, and noise.
-"""
+"""A synthetic ERA5-like 2 m temperature file and land-sea mask for prepare/era5.py, to try it
+without a CDS account. NOT data for science: climatology, seasonal and diurnal cycles (larger over
+smooth "continents"), AR(1) weather modes drifting east, and noise."""
 
 import argparse
 import datetime
@@ -111,9 +109,8 @@ def write_t2m(path, lat, lon, lsm, days, seed):
 
 
 def write_lsm(path, lat, lon, lsm):
-    hour0 = int(netCDF4.date2num(START, TIME_UNITS, "gregorian"))
     with create(path, lat, lon) as ds:
-        ds["time"][0:1] = [hour0]
+        ds["time"][0:1] = [int(netCDF4.date2num(START, TIME_UNITS, "gregorian"))]
         v = packed_variable(ds, "lsm", 1 / 65000, 0.5, "Land-sea mask", "(0 - 1)")
         v[0:1] = pack_int16(lsm, 1 / 65000, 0.5)[None]
 

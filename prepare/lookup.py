@@ -1,8 +1,6 @@
-"""
-Number look-up (paper App. C): a dictionary of 2-6 one-letter keys and values in [-3, 3], then a
-key and its value, {d:1.53,e:-1.33,a:2.53,i:0.0232}e=-1.33; test_ood queries values in a gap
-(prepare/README.md#number-look-up-lookuppy).
-"""
+"""Number look-up (paper App. C): 2-6 one-letter keys with values in [-3, 3], then a key and its
+value, {d:1.53,e:-1.33,a:2.53,i:0.0232}e=-1.33; test_ood queries values in a gap
+(prepare/README.md#number-look-up-lookuppy)."""
 
 import functools
 import string
@@ -27,8 +25,7 @@ def in_gap(text):
 
 
 def draw_value(rng, inside_gap):
-    """A value as written, inside or outside the gap; the written value is tested, so rounding
-    never carries it across the gap's edge."""
+    """A value as written, inside or outside the gap: rounding never carries it across."""
     lo, hi = GAP if inside_gap else VALUE_RANGE
     while True:
         text = format_number(rng.uniform(lo, hi), DIGITS)
@@ -37,7 +34,7 @@ def draw_value(rng, inside_gap):
 
 
 def make_sample(rng, split, entries=ENTRIES):
-    """One look-up as one line of text; entries: (min, max) per dictionary."""
+    """One look-up line; entries: (min, max) per dictionary."""
     n = int(rng.integers(entries[0], entries[1] + 1))
     keys = [KEYS[i] for i in rng.choice(len(KEYS), size=n, replace=False)]
     values = [draw_value(rng, inside_gap=False) for _ in range(n)]

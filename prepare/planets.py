@@ -1,9 +1,6 @@
-"""
-Planetary orbits (paper §3.2) simulated with REBOUND's IAS15: 2-4 coplanar planets around a star
-of mass 1 (prepare/README.md#planetary-orbits-planetspy), written with m × 1e5 and e × 20:
-
-    {"description":{"planet0":{"m":2.381,"a":1.4,"e":1.73},...,"stepsize":0.2},
-     "data":[[[x,y] per planet] per step]}
+"""Planetary orbits (paper §3.2) simulated with REBOUND's IAS15: 2-4 coplanar planets around a star
+of mass 1, written with m × 1e5 and e × 20 (prepare/README.md#planetary-orbits-planetspy):
+{"description":{"planet0":{"m":2.381,"a":1.4,"e":1.73},...,"stepsize":0.2},"data":[[[x,y],...],...]}
 """
 
 import math
@@ -13,7 +10,7 @@ import rebound
 
 from common import base_parser, dumps, one_line_errors, write_dataset
 
-# significant digits of every number in the text
+# significant digits in the text
 DIGITS = 4
 # text value = physical value * scale
 SCALES = {"m": 1e5, "e": 20.0}
@@ -49,7 +46,7 @@ def simulate(masses, semimajor_axes, eccentricities, angles, stepsize, n_steps):
 def draw_stepsize(rng, split):
     if split != "test_ood_stepsize":
         return float(rng.choice(TRAIN_STEPSIZES))
-    # redrawn until clear of every training value (4 draws in 5 are kept)
+    # redrawn until clear of every training value
     while True:
         dt = round_sig(rng.uniform(0.2, 0.8))
         if min(abs(dt - s) for s in TRAIN_STEPSIZES) >= OOD_STEPSIZE_MARGIN:
@@ -69,7 +66,7 @@ def draw_innermost_a(rng, split):
 
 def make_sample(rng, split):
     n = int(rng.integers(2, 5))
-    # m * 1e5 and e * 20, rounded as written before simulating
+    # m * 1e5 and e * 20, rounded as written
     m_text = [round_sig(rng.uniform(1, 5)) for _ in range(n)]
     e_text = [round_sig(rng.uniform(0, 2)) for _ in range(n)]
     a_in, a_f = draw_innermost_a(rng, split), rng.uniform(1.5, 3)
@@ -79,7 +76,7 @@ def make_sample(rng, split):
     angles = np.zeros(n) if same_start else rng.uniform(-math.pi / 6, math.pi / 6, size=n)
     stepsize = draw_stepsize(rng, split)
     n_steps = int(rng.integers(30, 60))
-    # the written order: random, except that test_ood_a0 writes the innermost planet first
+    # random, but test_ood_a0 writes the innermost planet first
     if split == "test_ood_a0":
         order = [0] + [1 + int(i) for i in rng.permutation(n - 1)]
     else:

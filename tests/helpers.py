@@ -346,3 +346,17 @@ def tokenize(d, *flags):
 def write(d, train="{a:1.5,b:-2}\n{a:3,b:4e-2}\n", val="{b:0.5}\n"):
     (d / "train.txt").write_text(train)
     (d / "val.txt").write_text(val)
+
+
+def era5_layout(records, stations=(60, 89), steps=(8, 15)):
+    """Every record has the paper's layout (App. C) within the bounds; returns the station counts and lengths."""
+    sizes, lengths = set(), set()
+    for r in records:
+        assert list(r) == ["description", "data"] and list(r["description"]) == ["coords", "start"]
+        coords, data = r["description"]["coords"], r["data"]
+        assert len(data) == len(coords) == len({tuple(c) for c in coords}) and len(r["description"]["start"]) == 4
+        assert all(len(c) == 3 for c in coords) and all(len(row) == len(data[0]) for row in data)
+        sizes.add(len(data))
+        lengths.add(len(data[0]))
+    assert stations[0] <= min(sizes) <= max(sizes) <= stations[1] and steps[0] <= min(lengths) <= max(lengths) <= steps[1]
+    return sizes, lengths

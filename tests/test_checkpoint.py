@@ -10,40 +10,35 @@ import torch
 from conftest import run
 from helpers import losses, one_line_error, train
 
-from checkpoint import run_files
+from checkpoint import load_checkpoint, run_files
 
 
 def eval_report(out, prefix="eval", splits=("test",)):
-    report = {"task": "arithmetic", "splits": {s: {} for s in splits}}
-    with open(os.path.join(out, f"{prefix}.json"), "w") as f:
-        json.dump(report, f)
+    (out / f"{prefix}.json").write_text(json.dumps({"task": "arithmetic", "splits": {s: {} for s in splits}}))
     for name in [f"{prefix}.md"] + [f"{prefix}_{s}.png" for s in splits]:
-        open(os.path.join(out, name), "w").close()
+        (out / name).write_text("")
 
 
-def test_overwrite_deletes_what_train_and_eval_wrote_and_nothing_of_the_users(data, tmp_path):
-    out = str(tmp_path / "run")
-    train(data, out, "--max_iters=2")
+def test_overwrite_deletes_only_runs_files(data, tmp_path):
+    out = tmp_path / "run"
+    train(data, str(out), "--max_iters=2")
     eval_report(out)
     eval_report(out, "eval_first5", ("test", "test_ood"))
     mine = ["evaluation_notes.md", "eval_notes.md", "eval_ideas.json", "notes.png", "eval.txt"]
     for name in mine:
-        with open(os.path.join(out, name), "w") as f:
-            f.write("mine")
-    # a JSON named like a report but not one of eval.py's
-    with open(os.path.join(out, "eval_ideas.json"), "w") as f:
-        json.dump({"ideas": []}, f)
-    wrote = {os.path.basename(p) for p in run_files(out)}
+        (out / name).write_text("mine")
+    (out / "eval_ideas.json").write_text('{"ideas": []}')  # not eval.py's
+    wrote = {os.path.basename(p) for p in run_files(str(out))}
     assert wrote == {"log.jsonl", "ckpt_latest.pt", "ckpt_best.pt", "eval.json", "eval.md",
                      "eval_test.png", "eval_first5.json", "eval_first5.md", "eval_first5_test.png",
                      "eval_first5_test_ood.png"}
-    r = train(data, out, "--max_iters=1", "--overwrite=True")
+    r = train(data, str(out), "--max_iters=1", "--overwrite=True")
     assert "--overwrite=True removed" in r.stdout
     left = set(os.listdir(out))
     assert set(mine) <= left and not left & (wrote - {"log.jsonl", "ckpt_latest.pt", "ckpt_best.pt"})
 
 
-def test_a_broken_row_in_the_log_does_not_block_a_resume_of_a_good_checkpoint(data, tmp_path):
+def test_broken_log_rows_do_not_block_resume(data, tmp_path):
     out = str(tmp_path / "run")
     train(data, out, "--max_iters=2")
     with open(os.path.join(out, "log.jsonl"), "a") as f:
@@ -53,11 +48,10 @@ def test_a_broken_row_in_the_log_does_not_block_a_resume_of_a_good_checkpoint(da
     assert sorted(losses(out)) == [1, 2, 3, 4]
 
 
-def test_a_lock_left_by_a_process_whose_pid_was_reused_says_how_to_go_on(data, tmp_path):
+def test_a_reused_pids_lock_says_what_to_do(data, tmp_path):
     out = tmp_path / "run"
     out.mkdir()
-    # pid 1 is alive, and no train.py run
-    (out / "train.lock").write_text("1 none")
+    (out / "train.lock").write_text("1 none")  # pid 1 is alive, and no train.py run
     error = one_line_error(train(data, str(out), "--max_iters=1", check=False))
     assert "pid 1" in error and f"delete {out}/train.lock" in error
 
@@ -68,7 +62,7 @@ def test_a_lock_left_by_a_process_whose_pid_was_reused_says_how_to_go_on(data, t
     (lambda c: c["model"].update({k: v[:1] for k, v in c["model"].items() if "wte" in k}),
      "weights or optimizer state do not fit"),
 ])
-def test_an_edited_checkpoint_is_refused_on_resume_in_one_line(data, tmp_path, edit, says):
+def test_an_edited_checkpoint_is_refused(data, tmp_path, edit, says):
     out = str(tmp_path / "run")
     train(data, out, "--max_iters=2")
     path = os.path.join(out, "ckpt_latest.pt")
@@ -79,29 +73,36 @@ def test_an_edited_checkpoint_is_refused_on_resume_in_one_line(data, tmp_path, e
     assert error.startswith(f"error: {path}") and says in error, error
 
 
-def test_a_truncated_or_empty_checkpoint_is_a_one_line_error_naming_it(checkpoint, data, tmp_path):
-    truncated, empty = str(tmp_path / "ckpt_latest.pt"), str(tmp_path / "empty.pt")
-    with open(truncated, "wb") as f:
-        f.write(open(checkpoint, "rb").read()[:1000])
-    open(empty, "wb").close()
-    for bad, r in ((truncated, train(data, str(tmp_path), "--max_iters=4", "--resume", check=False)),
-                   (empty, run("sample.py", f"--ckpt={empty}", input="(0.5+0.25)=[?]\n", check=False)),
-                   (truncated, run("eval.py", f"--ckpt={truncated}", f"--data_dir={data}", check=False))):
-        assert f"{bad} is not a readable checkpoint" in one_line_error(r)
-
-
-def test_a_foreign_checkpoint_cannot_run_code_and_is_a_clear_error(data, tmp_path):
-    marker = tmp_path / "ran"
+def test_an_unreadable_checkpoint_is_one_line_naming_it_and_runs_no_code(checkpoint, data, tmp_path):
+    marker, out = tmp_path / "ran", tmp_path / "out"
 
     class Payload:
         def __reduce__(self):
             return pathlib.Path.touch, (marker,)
-    out = tmp_path / "out"
     out.mkdir()
     torch.save({"model": Payload()}, str(out / "ckpt_latest.pt"))
-    error = one_line_error(train(data, str(out), "--resume", "--max_iters=4", check=False))
-    assert f"{out / 'ckpt_latest.pt'} is not a readable checkpoint" in error and not marker.exists()
-    assert "weights_only" not in error and "could run code" in error  # never the advice to load it unsafely
-    (out / "random.pt").write_bytes(np.random.default_rng(0).bytes(5000))  # random bytes: a plain one-line error
-    error = one_line_error(run("eval.py", f"--ckpt={out / 'random.pt'}", check=False))
-    assert f"{out / 'random.pt'} is not a readable checkpoint" in error and "weights_only" not in error
+    (tmp_path / "ckpt_latest.pt").write_bytes(open(checkpoint, "rb").read()[:1000])  # truncated
+    (tmp_path / "empty.pt").write_bytes(b"")
+    (tmp_path / "random.pt").write_bytes(np.random.default_rng(0).bytes(5000))
+    resume = ("--max_iters=4", "--resume")
+    for bad, r in ((tmp_path / "ckpt_latest.pt", train(data, str(tmp_path), *resume, check=False)),
+                   (out / "ckpt_latest.pt", train(data, str(out), *resume, check=False)),
+                   (tmp_path / "empty.pt", run("sample.py", f"--ckpt={tmp_path / 'empty.pt'}", input="(0.5+0.25)=[?]\n",
+                                               check=False)),
+                   (tmp_path / "random.pt", run("eval.py", f"--ckpt={tmp_path / 'random.pt'}", check=False)),
+                   (tmp_path / "ckpt_latest.pt", run("eval.py", f"--ckpt={tmp_path / 'ckpt_latest.pt'}",
+                                                     f"--data_dir={data}", check=False))):
+        error = one_line_error(r)
+        assert f"{bad} is not a readable checkpoint" in error and "weights_only" not in error  # never the unsafe advice
+        assert ("could run code" in error or bad.parent != out) and not marker.exists()
+
+
+def test_a_reordered_vocabulary_is_refused(checkpoint, tmp_path):
+    c = torch.load(checkpoint, weights_only=True)
+    c["text_tokens"].reverse()
+    torch.save(c, tmp_path / "edited.pt")
+    with pytest.raises(SystemExit, match="edited.pt: text_tokens are not the strings it was saved with"):
+        load_checkpoint(str(tmp_path / "edited.pt"))
+    del c["vocab_digest"]  # a checkpoint of an earlier version
+    torch.save(c, tmp_path / "old.pt")
+    assert load_checkpoint(str(tmp_path / "old.pt"))["text_tokens"] == c["text_tokens"]

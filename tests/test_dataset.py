@@ -1,5 +1,4 @@
-"""dataset.Split reads a dataset's arrays only while they match their text, their vocabulary and each
-other."""
+"""dataset.Split reads arrays only while they match their text, vocabulary and each other."""
 import json
 import shutil
 
@@ -11,7 +10,7 @@ from helpers import tokenize, write
 from dataset import Split
 
 
-def test_the_command_writes_memory_mapped_arrays_and_refuses_another_vocabularys(tmp_path):
+def test_arrays_of_another_vocabulary_are_refused(tmp_path):
     write(tmp_path)
     for enc in ("xval", "p1000"):
         run("tokenize_numbers.py", str(tmp_path), "--encoding", enc, "--workers", "1", "--plain-text")
@@ -21,9 +20,6 @@ def test_the_command_writes_memory_mapped_arrays_and_refuses_another_vocabularys
     summary = json.loads((tmp_path / "p1000" / "val.json").read_text())
     assert summary["samples"] == 1 and summary["tokens_per_sample_max"] == 4 + 3  # { b : + 500 E-3 }
     assert Split(str(tmp_path), "val", "p1000").lengths.tolist() == [7]
-    (tmp_path / "val.txt").write_text("{a:1}\n{a:2}\n{c:3}\n")
-    r = run("tokenize_numbers.py", str(tmp_path), "--workers", "1", check=False)
-    assert r.returncode != 0 and "val.txt:3" in r.stderr and "'c'" in r.stderr
     (tmp_path / "train.txt").write_text("{a:1.5}\n[b:2]\n")
     (tmp_path / "val.txt").write_text("{a:2}\n")
     run("tokenize_numbers.py", str(tmp_path), "--rebuild-vocab", "--encoding", "p10", "--workers", "1")
@@ -32,7 +28,7 @@ def test_the_command_writes_memory_mapped_arrays_and_refuses_another_vocabularys
     assert len(Split(str(tmp_path), "train", "p10")) == 2
 
 
-def test_arrays_of_another_split_or_of_edited_text_are_refused(tmp_path):
+def test_another_split_or_edited_text_is_refused(tmp_path):
     write(tmp_path)
     tokenize(tmp_path, "--plain-text")
     offsets = tmp_path / "xval" / "train.offsets.npy"
@@ -41,8 +37,7 @@ def test_arrays_of_another_split_or_of_edited_text_are_refused(tmp_path):
     with pytest.raises(ValueError, match="come from different runs"):
         Split(str(tmp_path), "train", "xval")
     offsets.write_bytes(kept)
-    with open(tmp_path / "train.txt", "a") as f:
-        f.write("{a:7,b:8}\n")
+    (tmp_path / "train.txt").write_text((tmp_path / "train.txt").read_text() + "{a:7,b:8}\n")
     with pytest.raises(ValueError, match=r"train.txt has changed since it was tokenized \(36 bytes, 26 then\)"):
         Split(str(tmp_path), "train", "xval")
     assert len(Split(str(tmp_path), "val", "xval")) == 1  # an untouched split still loads

@@ -53,7 +53,7 @@ def test_multiplications_are_integer_problems_with_the_point_moved(variant):
 
 
 @pytest.mark.parametrize("x,written", [(99.96, "100"), (9.996, "10.0"), (99.94, "99.9"), (1.0, "1.00")])
-def test_an_operand_keeps_three_significant_digits_when_rounding_carries(x, written):
+def test_a_carry_keeps_three_digits(x, written):
     class FixedDraw:  # an rng whose uniform() returns the exponent of x
         def uniform(self, lo, hi):
             return math.log10(x)

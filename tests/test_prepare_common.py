@@ -1,4 +1,4 @@
-"""prepare/common.py: --force, locks, and one whole dataset whatever stops a run."""
+"""prepare/common.py: --force, locks, leftovers, and one whole dataset whatever stops a run."""
 import errno
 import json
 import os
@@ -25,11 +25,10 @@ def prepare(out, *flags, check=True, tokenize=False):
     return r
 
 
-def dataset_bytes(folder, stage=True):
-    """{path: bytes} of every file under folder (with an unfinished run's stage if stage)."""
+def dataset_bytes(folder):
+    """{path: bytes} of every file under folder."""
     return {os.path.relpath(os.path.join(d, f), folder): open(os.path.join(d, f), "rb").read()
-            for d, _, files in os.walk(folder) for f in files
-            if stage or not os.path.relpath(d, folder).startswith(".prepare-")}
+            for d, _, files in os.walk(folder) for f in files}
 
 
 def seed_of(folder):
@@ -42,20 +41,7 @@ def python(code):
     return subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
 
 
-def sleeper():
-    return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-
-
-def planets_started(out, workers, **popen):
-    p = subprocess.Popen([sys.executable, "prepare/planets.py", "--size=small", f"--workers={workers}", "--force",
-                          "--out", str(out)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **popen)
-    deadline = time.time() + 60
-    while not [f for f in os.listdir(out) if f.startswith(".prepare-")] and time.time() < deadline:
-        time.sleep(0.05)
-    return p
-
-
-def test_force_keeps_files_a_prepare_run_did_not_write(tmp_path):
+def test_force_keeps_your_files(tmp_path):
     mine = {"lab_notes.txt": "notes\n", "sub/paper.tex": "draft\n"}
     mine.update({name: name for name in ("README.md", "model.py", "requirements.txt")})
     (tmp_path / "sub").mkdir()
@@ -68,13 +54,14 @@ def test_force_keeps_files_a_prepare_run_did_not_write(tmp_path):
     r = prepare(tmp_path, "--force", tokenize=True)
     assert f"left alone, not written by a prepare run: {listed}" in r.stdout
     (tmp_path / "xval" / "mine.md").write_text("a note among the arrays\n")
+    (tmp_path / "p10").symlink_to(tmp_path / "sub")  # a linked folder is never emptied
     prepare(tmp_path, "--force", "--seed=2")
     assert all((tmp_path / name).read_text() == text for name, text in mine.items())
-    assert sorted(os.listdir(tmp_path / "xval")) == ["mine.md"]  # the arrays of the old dataset are gone
+    assert sorted(os.listdir(tmp_path / "xval")) == ["mine.md"]
     assert not (tmp_path / "vocab.json").exists() and seed_of(tmp_path) == 2 and (tmp_path / "train.txt").exists()
 
 
-def test_a_file_of_yours_that_a_run_would_overwrite_is_refused(tmp_path):
+def test_your_file_it_would_overwrite_is_refused(tmp_path):
     """Your own train.txt (a plain-text dataset, or no meta.json) is never overwritten."""
     (tmp_path / "train.txt").write_text("{a:1}\n")
     (tmp_path / "val.txt").write_text("{a:2}\n")
@@ -89,11 +76,11 @@ def test_a_file_of_yours_that_a_run_would_overwrite_is_refused(tmp_path):
 
 
 @pytest.mark.parametrize("lock", LOCKS)
-def test_a_folder_another_run_holds_is_refused_naming_it_until_that_run_ends(tmp_path, lock):
+def test_a_held_folder_then_its_leftovers(tmp_path, lock):
     prepare(tmp_path)
-    assert not [n for n in LOCKS if (tmp_path / n).exists()]  # a finished run leaves no lock
+    assert not [n for n in LOCKS if (tmp_path / n).exists()]
     before = dataset_bytes(tmp_path)
-    other = sleeper()
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
         (tmp_path / lock).write_text(str(other.pid))
         error = one_line_error(prepare(tmp_path, "--force", "--seed=2", check=False))
@@ -103,17 +90,25 @@ def test_a_folder_another_run_holds_is_refused_naming_it_until_that_run_ends(tmp
     finally:
         other.kill()
         other.wait()
-    prepare(tmp_path, "--force", "--seed=2")  # the lock of a process that has ended stops nothing
-    assert seed_of(tmp_path) == 2 and not [n for n in LOCKS if (tmp_path / n).exists()]
+    left = tmp_path / "left"  # a killed run's lock and stage alone
+    (left / f".prepare-{other.pid}.tmp").mkdir(parents=True)
+    (left / lock).write_text(str(other.pid))
+    assert prepare(left).stdout.count("left by a run that ended") == 2 and sorted(os.listdir(left)) == SPLITS
+    (tmp_path / "v").mkdir()
+    (tmp_path / "v" / "vocab.json").write_text("{}")  # a file of ours alone is named
+    assert "not a dataset (vocab.json)" in one_line_error(prepare(tmp_path / "v", check=False))
+    (tmp_path / f".prepare-{other.pid}.tmp").mkdir()
+    r = prepare(tmp_path, "--force", "--seed=2")  # a dead process's lock
+    assert r.stdout.count("left by a run that ended") == 2 and seed_of(tmp_path) == 2
+    assert sorted(os.listdir(tmp_path)) == sorted(SPLITS + ["left", "v"])
 
 
-def test_tokenize_numbers_is_refused_a_folder_a_prepare_run_is_writing(tmp_path, monkeypatch):
+def test_tokenizing_waits_for_prepare(tmp_path, monkeypatch):
     prepare(tmp_path)
     tried = []
 
-    def meta_and_a_tokenizer(out, meta):  # a tokenize_numbers.py run starts while the dataset is written
-        tried.append(subprocess.run([sys.executable, "tokenize_numbers.py", str(tmp_path), "--encoding=xval",
-                                     "--workers=1"], cwd=ROOT, capture_output=True, text=True))
+    def meta_and_a_tokenizer(out, meta):
+        tried.append(run("tokenize_numbers.py", str(tmp_path), "--encoding=xval", "--workers=1", check=False))
         return real(out, meta)
     real = common.write_meta
     monkeypatch.setattr(common, "write_meta", meta_and_a_tokenizer)
@@ -123,145 +118,126 @@ def test_tokenize_numbers_is_refused_a_folder_a_prepare_run_is_writing(tmp_path,
 
 
 @pytest.mark.slow
-def test_a_full_disk_or_failed_write_ends_a_prepare_script_with_one_line():
-    r = python("import errno, os; raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))")  # a write to a full disk
-    assert r.returncode != 0 and "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
-    assert r.stderr.startswith("error: the disk filled up while writing the dataset (No space left on device)")
-    r = python("import errno, os; raise OSError(errno.EFBIG, os.strerror(errno.EFBIG), 'out/train.txt')")
-    assert r.returncode != 0 and r.stderr == "error: File too large: out/train.txt; nothing partly written was kept\n"
-    r = python("1 / 0")
-    assert "Traceback" in r.stderr and "ZeroDivisionError" in r.stderr  # any other error keeps its traceback
+@pytest.mark.parametrize("code, exits, last", [
+    ("import errno, os; raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))", (1,),
+     "error: the disk filled up while writing the dataset (No space left on device); nothing partly written was kept"),
+    ("import errno, os; raise OSError(errno.EFBIG, os.strerror(errno.EFBIG), 'out/train.txt')", (1,),
+     "error: File too large: out/train.txt; nothing partly written was kept"),
+    ("1 / 0", (1,), "ZeroDivisionError: division by zero"),
+    # REBOUND raises KeyboardInterrupt itself: a pool must not wait forever
+    ("def make_sample(rng, split):\n    raise KeyboardInterrupt\ncommon.generate_split(make_sample, 'train', 0, 200, 1, 2)",
+     (130, -signal.SIGINT), "interrupted (Ctrl-C); nothing partly written was kept"),
+    # numpy's lazy imports catch everything, a SIGTERM's SystemExit included
+    (("import signal\ndef make_sample(rng, split):\n    try:\n        signal.raise_signal(signal.SIGTERM)\n"
+      "    except BaseException:\n        pass\n    return 'x'\ncommon.generate_split(make_sample, 'train', 0, 200_000, 1, 1)\n"
+      "print('went on')"), (143,), None),
+])
+def test_a_stop_or_failed_write_is_one_line(code, exits, last):
+    r = python(code)
+    assert r.returncode in exits and "went on" not in r.stdout, r.stderr
+    if last:
+        traceback = code == "1 / 0"  # any other error keeps its traceback
+        assert r.stderr.strip().splitlines()[-1] == last and ("Traceback" in r.stderr) == traceback
+        assert r.stderr.count("\n") == 1 or traceback or exits != (1,)  # a failed write: one line alone
+
+
+@pytest.mark.slow
+def test_scripts_set_one_line_errors():
     r = subprocess.run([sys.executable, "-c", "import sys; hook = sys.excepthook; sys.path.insert(0, 'prepare'); "
                         "import common, arithmetic, era5, lookup, planets, text; print(sys.excepthook is hook)"],
                        cwd=ROOT, capture_output=True, text=True)
-    assert r.stdout.strip() == "True", r.stderr  # importing a prepare module leaves the interpreter's hook alone
-    for script in ("arithmetic", "lookup", "planets", "era5", "era5_synthetic", "text"):  # each script sets it itself
+    assert r.stdout.strip() == "True", r.stderr
+    for script in ("arithmetic", "lookup", "planets", "era5", "era5_synthetic", "text"):
         source = open(f"{ROOT}/prepare/{script}.py").read()
         assert 'if __name__ == "__main__":\n    one_line_errors()' in source, script
 
 
-def test_a_force_that_fails_while_writing_leaves_the_old_dataset_whole(tmp_path, monkeypatch):
-    prepare(tmp_path, tokenize=True)
+@pytest.mark.slow
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT])
+def test_a_stopped_run_keeps_the_old_dataset(tmp_path, stop):
+    prepare(tmp_path)
     before = dataset_bytes(tmp_path)
-    written = []
+    p = subprocess.Popen([sys.executable, "prepare/planets.py", "--size=small", "--workers=2", "--force", "--out",
+                          str(tmp_path)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
+    deadline = time.time() + 60
+    while not [f for f in os.listdir(tmp_path) if f.startswith(".prepare-")] and time.time() < deadline:
+        time.sleep(0.05)
+    try:
+        assert f"process {p.pid}" in one_line_error(prepare(tmp_path, "--force", "--seed=2", check=False))
+        time.sleep(1)  # the pool's workers are drawing samples
+        # Ctrl-C reaches every worker
+        os.kill(p.pid, stop) if stop == signal.SIGTERM else os.killpg(p.pid, stop)
+        _, err = p.communicate(timeout=60)
+    finally:
+        p.kill()
+    assert p.returncode in {signal.SIGTERM: (143,), signal.SIGINT: (130, -signal.SIGINT)}[stop], err
+    assert "Traceback" not in err and dataset_bytes(tmp_path) == before
+    if stop == signal.SIGINT:
+        assert err.strip().splitlines()[-1] == "interrupted (Ctrl-C); nothing partly written was kept", err
 
-    def full_after_one(path, text):  # the disk fills up at the second split
+
+def test_sigterm_at_any_move_of_the_swap(tmp_path, monkeypatch):
+    monkeypatch.setitem(common.SIZES, "tiny", (20, 5, 5))
+    prepare(tmp_path / "new", "--seed=2")
+    new = {k: v for k, v in dataset_bytes(tmp_path / "new").items() if k != "meta.json"}
+    prepare(tmp_path / "old", tokenize=True)
+    real, k, moves = os.renames, 0, [None]
+
+    def stopped_at_move_k(old, new):
+        moves.append(old)
+        if len(moves) == k + 1:
+            signal.raise_signal(signal.SIGTERM)
+        return real(old, new)
+    try:
+        while len(moves) > k:
+            out, moves = shutil.copytree(tmp_path / "old", tmp_path / f"d{k}"), []
+            with monkeypatch.context() as m:
+                m.setattr(common.os, "renames", stopped_at_move_k)
+                r = prepare(out, "--force", "--seed=2", check=False)
+            if len(moves) > k:
+                assert r.returncode == 143, (k, r.stderr)
+                after = dataset_bytes(out)
+                assert json.loads(after.pop("meta.json"))["seed"] == 2 and after == new, (k, moves[k], sorted(after))
+                assert sorted(os.listdir(out)) == SPLITS  # no stage, no lock
+                k += 1
+    finally:
+        common.STOPPED.clear()  # this test's stop
+    assert k > 10
+
+
+@pytest.mark.parametrize("fails", ["the second split's write", "an old array's move", "the new meta.json's move"])
+def test_a_failed_force_keeps_the_old_dataset(tmp_path, monkeypatch, fails):
+    prepare(tmp_path, tokenize=True)
+    before, written = dataset_bytes(tmp_path), []
+
+    def write(path, text):  # the disk fills up
         if written:
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         written.append(os.path.basename(path))
-        return real(path, text)
-    real = common.atomic_write_text
-    monkeypatch.setattr(common, "atomic_write_text", full_after_one)
-    r = prepare(tmp_path, "--force", "--seed=2", check=False)
-    assert r.returncode != 0 and written == ["train.txt"]
-    assert dataset_bytes(tmp_path, stage=False) == before  # meta, splits, vocab, arrays
-    monkeypatch.undo()
-    prepare(tmp_path, "--force", "--seed=2")  # the next run replaces it, and the left-over folder with it
-    assert not [f for f in os.listdir(tmp_path) if f.startswith(".prepare-")] and not (tmp_path / "xval").exists()
-    assert seed_of(tmp_path) == 2
+        return real_write(path, text)
 
-
-@pytest.mark.slow
-def test_a_second_run_is_refused_and_sigterm_leaves_the_old_dataset_whole_and_nothing_else(tmp_path):
-    prepare(tmp_path)
-    before = dataset_bytes(tmp_path)
-    p = planets_started(tmp_path, 1)
-    try:
-        assert f"process {p.pid}" in one_line_error(prepare(tmp_path, "--force", "--seed=2", check=False))
-        p.send_signal(signal.SIGTERM)
-        assert p.wait(timeout=60) == 143
-    finally:
-        p.kill()  # a run that did not stop must not go on generating beside the other tests
-    assert dataset_bytes(tmp_path) == before  # the old dataset, no half-written new one, neither run's lock
-
-
-@pytest.mark.slow
-def test_ctrl_c_in_a_prepare_with_workers_is_one_line_and_leaves_the_old_dataset_whole(tmp_path):
-    prepare(tmp_path)
-    before = dataset_bytes(tmp_path)
-    p = planets_started(tmp_path, 2, text=True, start_new_session=True)
-    time.sleep(1)  # the pool's workers are drawing samples
-    os.killpg(p.pid, signal.SIGINT)  # Ctrl-C reaches the parent and every worker
-    _, err = p.communicate(timeout=60)
-    assert p.returncode in (130, -signal.SIGINT) and "Traceback" not in err, err  # a shell shows both as 130
-    assert err.strip().splitlines()[-1] == "interrupted (Ctrl-C); nothing partly written was kept", err
-    assert dataset_bytes(tmp_path) == before
-
-
-@pytest.mark.slow
-def test_a_pool_worker_interrupted_inside_a_library_ends_the_run_as_ctrl_c_does():
-    """REBOUND raises KeyboardInterrupt itself, where a pool would wait for the lost worker forever."""
-    r = python("def make_sample(rng, split):\n    raise KeyboardInterrupt\n"
-               "common.generate_split(make_sample, 'train', 0, 200, 1, 2)")
-    assert r.returncode in (130, -signal.SIGINT) and "Traceback" not in r.stderr, r.stderr
-    assert r.stderr.strip().splitlines()[-1] == "interrupted (Ctrl-C); nothing partly written was kept"
-
-
-def test_a_sigterm_whose_exit_a_library_swallows_still_stops_the_run():
-    """numpy's lazy imports catch everything, a SIGTERM's SystemExit included."""
-    r = python("import signal\n"
-               "def make_sample(rng, split):\n"
-               "    try:\n"
-               "        signal.raise_signal(signal.SIGTERM)\n"
-               "    except BaseException:\n"
-               "        pass\n"
-               "    return 'x'\n"
-               "common.generate_split(make_sample, 'train', 0, 200_000, 1, 1)\n"
-               "print('went on')")
-    assert r.returncode == 143 and "went on" not in r.stdout, r.stderr
-
-
-def test_a_sigterm_at_any_move_of_the_swap_leaves_one_whole_dataset(tmp_path, monkeypatch):
-    prepare(tmp_path / "new", "--seed=2")
-    new = {k: v for k, v in dataset_bytes(tmp_path / "new").items() if k != "meta.json"}
-    real, k = os.renames, 0
-    try:
-        while True:
-            out = tmp_path / f"d{k}"
-            prepare(out, tokenize=True)
-            moves = []
-
-            def stopped_at_move_k(old, new):
-                moves.append(old)
-                if len(moves) == k + 1:
-                    signal.raise_signal(signal.SIGTERM)
-                return real(old, new)
-            monkeypatch.setattr(common.os, "renames", stopped_at_move_k)
-            r = prepare(out, "--force", "--seed=2", check=False)
-            monkeypatch.undo()
-            if len(moves) <= k:
-                break  # every move of the swap has been tried
-            assert r.returncode == 143, (k, r.stderr)
-            after = dataset_bytes(out)
-            assert json.loads(after.pop("meta.json"))["seed"] == 2 and after == new, (k, moves[k], sorted(after))
-            assert sorted(os.listdir(out)) == SPLITS  # no stage, no lock
-            k += 1
-    finally:
-        common.STOPPED.clear()  # the stop was this test's, not a later in-process run's
-    assert k > 10  # the old dataset, its vocabulary and arrays, and the new one's files
-
-
-@pytest.mark.parametrize("move", ["an old array aside", "the new meta.json in"])
-def test_a_move_of_the_swap_that_fails_puts_everything_back(tmp_path, monkeypatch, move):
-    prepare(tmp_path, tokenize=True)
-    before = dataset_bytes(tmp_path)
-    real = os.renames
-
-    def stuck(old, new):  # an immutable file (root ignores chmod, so the refusal is simulated)
-        if move == "an old array aside" and old.endswith("train.ids.npy") and ".old" in new:
+    def move(old, new):  # an immutable file (root ignores chmod, so the refusal is simulated)
+        if (old.endswith("train.ids.npy") and ".old" in new if "array" in fails  # the last move aside
+                else old.endswith(".tmp/meta.json") and new == str(tmp_path / "meta.json")):
             raise PermissionError(1, "Operation not permitted", old)
-        if move == "the new meta.json in" and old.endswith(".tmp/meta.json") and new == str(tmp_path / "meta.json"):
-            raise PermissionError(1, "Operation not permitted", old)  # the swap's last move
-        return real(old, new)
-    monkeypatch.setattr(common.os, "renames", stuck)
+        return real_move(old, new)
+    real_write, real_move = common.atomic_write_text, os.renames
+    if "write" in fails:
+        monkeypatch.setattr(common, "atomic_write_text", write)
+    else:
+        monkeypatch.setattr(common.os, "renames", move)
     r = prepare(tmp_path, "--force", "--seed=2", check=False)
-    assert r.returncode != 0 and "cannot replace" in r.stderr and "is as it was" in r.stderr
-    assert dataset_bytes(tmp_path, stage=False) == before
-    if move == "the new meta.json in":
-        assert dataset_bytes(tmp_path) == before and sorted(os.listdir(tmp_path)) == SPLITS + ["vocab.json", "xval"]
+    assert r.returncode != 0 and dataset_bytes(tmp_path) == before
+    assert sorted(os.listdir(tmp_path)) == SPLITS + ["vocab.json", "xval"]  # no stage left
+    assert ("cannot replace" in r.stderr and "is as it was" in r.stderr) == (written == [])
+    assert written == (["train.txt"] if "write" in fails else [])
+    monkeypatch.undo()
+    prepare(tmp_path, "--force", "--seed=2")
+    assert not (tmp_path / "xval").exists() and seed_of(tmp_path) == 2
 
 
-def test_prepare_force_removes_the_tokenized_arrays_and_vocabulary_it_replaces(data, tmp_path):
+def test_force_removes_old_arrays_and_vocab(data, tmp_path):
     d = shutil.copytree(os.path.join(data), str(tmp_path / "d"))
     (tmp_path / "d" / "test_ood.txt").write_text("{a:1}a=1\n")  # a split of an earlier dataset
     (tmp_path / "d" / "notes.md").write_text("mine\n")

@@ -1,5 +1,5 @@
-"""prepare/era5.py on netCDF files in the CDS layouts (before and since 2024) and a CMIP-like `tas`: the samples
-hold the source values, whatever the layout, packing, latitude order or worker count; bad inputs are refused."""
+"""prepare/era5.py: samples hold the source values whatever the layout (CDS old and 2024, CMIP `tas`),
+packing, latitude order or workers; bad inputs are refused."""
 import datetime
 import json
 import os
@@ -12,12 +12,21 @@ import netCDF4
 import numpy as np
 import pytest
 from conftest import ROOT
-from helpers import LAT, LON, START, truth_field, write_old_layout
+from helpers import LAT, LON, START, era5_layout, truth_field, write_old_layout
 
+import common
 import era5
 
 TOL = 5.1e-4  # 4 significant digits of a standardised value below 10
 SPLITS = ("train", "val", "test")
+SIZES = (50, 10, 10)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def fewer_samples():
+    with pytest.MonkeyPatch.context() as m:
+        m.setitem(common.SIZES, "tiny", SIZES)
+        yield
 
 
 def write_nc(path, dims, variables):
@@ -33,8 +42,7 @@ def write_nc(path, dims, variables):
 
 
 def write_2024_layout(path, values, lat=LAT, lon=LON, number_dim=False, hour0=0):
-    """float32 t2m(valid_time, latitude, longitude), expver a string coordinate, number a scalar (or a size-1
-    leading dimension)."""
+    """float32 t2m(valid_time, latitude, longitude), expver a string, number a scalar or dimension."""
     units, calendar, n = "seconds since 1970-01-01", "proleptic_gregorian", len(values)
     t = netCDF4.date2num(START, units, calendar) + 3600 * (hour0 + np.arange(n))
     dims = ("number",) * number_dim + ("valid_time", "latitude", "longitude")
@@ -60,16 +68,15 @@ def error_of(*argv):
 
 
 def read_split(out, split):
-    return [json.loads(line) for line in open(os.path.join(out, f"{split}.txt"))]
+    return [json.loads(line) for line in open(out / f"{split}.txt")]
 
 
 def split_files(out):
-    return {split: open(os.path.join(out, f"{split}.txt"), "rb").read() for split in SPLITS}
+    return {split: (out / f"{split}.txt").read_bytes() for split in SPLITS}
 
 
 def assert_source_values(out, meta, values, lat=LAT, lon=LON, splits=SPLITS):
-    """Each sample's values, un-normalised, are the source's at its decoded stations and start (within 5e-4 std);
-    returns the source values of the samples."""
+    """Each sample's values, un-normalised, are the source's at its stations and start (returned)."""
     hours = np.arange(len(values))
     doy = (START - datetime.datetime(START.year, 1, 1)).days + hours / 24
     day, year = 2 * np.pi * hours / 24, 2 * np.pi * doy / 365.25
@@ -91,29 +98,20 @@ def assert_source_values(out, meta, values, lat=LAT, lon=LON, splits=SPLITS):
 
 @pytest.fixture(scope="module")
 def old_layout(tmp_path_factory):
-    """A dataset prepared from the pre-2024 layout (packed int16, descending latitude)."""
+    """A dataset of the pre-2024 layout (packed int16, descending latitude)."""
     tmp = tmp_path_factory.mktemp("era5_old")
     field = truth_field()
     path = write_old_layout(tmp / "era5_old.nc", field)
     return SimpleNamespace(path=path, values=field[0], out=tmp / "out", meta=prepare(tmp / "out", path))
 
 
-def test_samples_have_the_paper_layout_hold_the_source_values_and_train_is_standardised(old_layout):
-    counts = {}
-    for split in SPLITS:
-        records = read_split(old_layout.out, split)
-        counts[split] = len(records)
-        for r in records:
-            assert list(r) == ["description", "data"] and list(r["description"]) == ["coords", "start"]
-            coords, data = r["description"]["coords"], r["data"]
-            assert 60 <= len(coords) <= 89 and len(data) == len(coords)
-            assert all(len(c) == 3 for c in coords) and len(r["description"]["start"]) == 4
-            assert 8 <= len(data[0]) <= 15 and all(len(row) == len(data[0]) for row in data)
-            assert len({tuple(c) for c in coords}) == len(coords), "stations are distinct"
+def test_samples_hold_the_standardised_source(old_layout):
+    records = {split: read_split(old_layout.out, split) for split in SPLITS}
+    era5_layout([r for split in SPLITS for r in records[split]])
     meta = old_layout.meta
-    assert counts == meta["splits"] == {"train": 400, "val": 50, "test": 50}
+    assert {split: len(records[split]) for split in SPLITS} == meta["splits"] == dict(zip(SPLITS, SIZES))
     assert not [f for f in os.listdir(old_layout.out) if ".tmp" in f] and (old_layout.out / "meta.json").exists()
-    assert_source_values(old_layout.out, meta, old_layout.values)
+    assert_source_values(old_layout.out, meta, old_layout.values, splits=SPLITS[1:])
     normalised = np.concatenate([np.ravel(r["data"]) for r in read_split(old_layout.out, "train")])
     assert abs(normalised.mean()) < 1e-3 and abs(normalised.std() - 1) < 1e-3
     source = assert_source_values(old_layout.out, meta, old_layout.values, splits=["train"])
@@ -122,9 +120,9 @@ def test_samples_have_the_paper_layout_hold_the_source_values_and_train_is_stand
     assert meta["windows_skipped"] == {"train": 0, "val": 0, "test": 0}
 
 
-def test_other_layouts_file_orders_and_worker_counts_give_identical_samples(old_layout, tmp_path, monkeypatch):
-    """The 2024 layout with ascending latitude; ERA5 and ERA5T rows of one file plus a second file holding the
-    later steps, passed first; two workers with many small jobs, finishing in any order."""
+def test_layouts_orders_and_workers_agree(old_layout, tmp_path, monkeypatch):
+    """The 2024 layout with ascending latitude; ERA5 and ERA5T rows of one file and a later file passed first; two
+    workers with many small jobs, finishing in any order."""
     path = write_2024_layout(tmp_path / "era5_2024.nc", old_layout.values[:, ::-1], lat=LAT[::-1], number_dim=True)
     values, (packed, scale, offset) = truth_field()
     first = write_old_layout(tmp_path / "a.nc", (values[:120], (packed[:120], scale, offset)), expver_from=70)
@@ -156,14 +154,13 @@ def test_cmip_tas_found_by_standard_name(tmp_path):
     assert_source_values(tmp_path / "out", meta, values.astype(np.float32), lat=lat, lon=lon, splits=["val"])
 
 
-def test_windows_with_missing_values_are_redrawn_and_counted(tmp_path):
+def test_windows_with_gaps_are_redrawn(tmp_path):
     field = truth_field()
     missing = (slice(60, 80), slice(3, 4), slice(5, 7))  # 2 stations fill-valued for 20 hours
     meta = prepare(tmp_path / "out", write_old_layout(tmp_path / "holes.nc", field, missing=missing))
     assert meta["windows_skipped"]["train"] > 0
-    for split in SPLITS:
-        text = open(tmp_path / "out" / f"{split}.txt").read().lower()
-        assert "nan" not in text and "inf" not in text
+    text = b"".join(split_files(tmp_path / "out").values()).lower()
+    assert b"nan" not in text and b"inf" not in text
     values = field[0].copy()
     values[missing] = np.nan
     assert_source_values(tmp_path / "out", meta, values)
@@ -178,9 +175,9 @@ def test_land_sea_mask_labels_the_first_station(old_layout, tmp_path):
     meta = prepare(tmp_path / "out", old_layout.path, extra=["--land-sea-mask", str(tmp_path / "lsm.nc")])
     assert split_files(tmp_path / "out") == split_files(old_layout.out)
     for split in SPLITS:
-        labels = [int(x) for x in open(tmp_path / "out" / f"{split}.ocean.txt")]
-        first_lon = [np.degrees(np.arctan2(*r["description"]["coords"][0][1:])) % 360
-                     for r in read_split(tmp_path / "out", split)]
+        labels = list(map(int, open(tmp_path / "out" / f"{split}.ocean.txt")))
+        first = [r["description"]["coords"][0] for r in read_split(tmp_path / "out", split)]
+        first_lon = [np.degrees(np.arctan2(*c[1:])) % 360 for c in first]
         assert labels == [int(x < 171) for x in first_lon]  # ocean: 0..162°, land: 180..342°
         assert meta["ocean_fraction"][split] == pytest.approx(np.mean(labels), abs=1e-4)
     coarse = write_nc(tmp_path / "lsm_coarse.nc", {"latitude": 5, "longitude": 10}, {
@@ -190,7 +187,7 @@ def test_land_sea_mask_labels_the_first_station(old_layout, tmp_path):
     assert "lsm_coarse.nc" in message and "expected the same grid" in message
 
 
-def test_bad_inputs_are_refused_with_a_clear_message(old_layout, tmp_path):
+def test_bad_inputs_are_refused(old_layout, tmp_path):
     out = tmp_path / "out"
     with zipfile.ZipFile(tmp_path / "download.nc", "w") as z:
         z.write(old_layout.path, "data_stream-oper.nc")
@@ -222,8 +219,8 @@ def test_bad_inputs_are_refused_with_a_clear_message(old_layout, tmp_path):
 
 
 @pytest.mark.slow
-def test_command_line_exits_nonzero_naming_the_file(tmp_path):
+def test_the_command_names_the_file(tmp_path):
     (tmp_path / "x.zip").write_bytes(b"PK\x03\x04rest of a zip")
-    run = subprocess.run([sys.executable, os.path.join(ROOT, "prepare", "era5.py"), str(tmp_path / "x.zip"),
-                          "--out", str(tmp_path / "out")], capture_output=True, text=True)
-    assert run.returncode != 0 and "x.zip" in run.stderr and "unzip it first" in run.stderr
+    r = subprocess.run([sys.executable, f"{ROOT}/prepare/era5.py", str(tmp_path / "x.zip"), "--out", str(tmp_path / "o")],
+                       capture_output=True, text=True)
+    assert r.returncode != 0 and "x.zip" in r.stderr and "unzip it first" in r.stderr

@@ -1,28 +1,30 @@
-"""prepare/era5_synthetic.py writes a field and land-sea mask that prepare/era5.py reads as a CDS download;
-the same seed gives the same bytes; --stations and --steps bound every sample, a bad range is refused by name."""
+"""prepare/era5_synthetic.py: a CDS-like field and mask, the same bytes for a seed, read by prepare/era5.py."""
 import json
 import os
 
 import netCDF4
 import numpy as np
 import pytest
-from helpers import common  # noqa: F401 (prepare/ on the path)
+from helpers import common, era5_layout
 
 import era5
 import era5_synthetic
 
-SMALL = ["--days", "6", "--resolution", "10"]  # 19 x 36 grid, 144 hourly steps: enough for 15 steps 8 h apart
+SMALL = ["--days", "6", "--resolution", "10"]  # 19 x 36 grid, 144 hourly steps
+SIZES = (50, 10, 10)
 
 
 @pytest.fixture(scope="module")
 def synthetic(tmp_path_factory):
     out = tmp_path_factory.mktemp("era5_synthetic")
     era5_synthetic.main(["--out", str(out), *SMALL])
-    return out
+    with pytest.MonkeyPatch.context() as m:
+        m.setitem(common.SIZES, "tiny", SIZES)
+        yield out
 
 
 def prepare(out, synthetic, *extra):
-    """{split: [(record, ocean label)]} and meta.json."""
+    """{split: [(record, ocean label)]}, meta.json."""
     meta = era5.main([str(synthetic / "t2m.nc"), "--land-sea-mask", str(synthetic / "lsm.nc"), "--out", str(out),
                       "--size", "tiny", "--workers", "1", *extra])
     return {split: list(zip(map(json.loads, open(out / f"{split}.txt")),
@@ -30,7 +32,7 @@ def prepare(out, synthetic, *extra):
             for split in ("train", "val", "test")}, meta
 
 
-def test_synthetic_file_has_the_old_cds_layout_and_a_plausible_field(synthetic):
+def test_the_old_cds_layout_and_a_plausible_field(synthetic):
     with netCDF4.Dataset(synthetic / "t2m.nc") as ds:
         t2m = ds["t2m"]
         assert t2m.dimensions == ("time", "latitude", "longitude") and t2m.dtype == np.int16
@@ -52,25 +54,18 @@ def test_synthetic_file_has_the_old_cds_layout_and_a_plausible_field(synthetic):
 
 @pytest.mark.parametrize("flags, stations, steps", [((), (60, 89), (8, 15)),
                                                     (("--stations", "10,19", "--steps", "8,10"), (10, 19), (8, 10))])
-def test_prepare_era5_reads_it_with_the_paper_layout_and_ocean_labels(synthetic, tmp_path, flags, stations, steps):
+def test_era5_reads_it(synthetic, tmp_path, flags, stations, steps):
     splits, meta = prepare(tmp_path / "out", synthetic, *flags)
     assert meta["stations"] == list(stations) and meta["steps"] == list(steps) and meta["grid"] == [19, 36]
-    sizes, lengths = set(), set()
-    for split, n in (("train", 400), ("val", 50), ("test", 50)):
-        assert len(splits[split]) == n
-        for r, label in splits[split]:
-            assert list(r) == ["description", "data"] and list(r["description"]) == ["coords", "start"]
-            coords, data = r["description"]["coords"], r["data"]
-            assert len(data) == len(coords) and len(r["description"]["start"]) == 4 and label in (0, 1)
-            assert all(len(row) == len(data[0]) for row in data)
-            sizes.add(len(data))
-            lengths.add(len(data[0]))
-    assert stations[0] <= min(sizes) and max(sizes) <= stations[1] and len(sizes) > 5
-    assert lengths == set(range(steps[0], steps[1] + 1))
+    assert [len(splits[split]) for split in ("train", "val", "test")] == list(SIZES)
+    pairs = [pair for split in splits.values() for pair in split]
+    sizes, lengths = era5_layout([r for r, _ in pairs], stations, steps)
+    assert len(sizes) > 5 and lengths == set(range(steps[0], steps[1] + 1))
+    assert {label for _, label in pairs} == {0, 1}
     assert 0.2 < np.mean([label for _, label in splits["train"]]) < 0.9, "both classes, neither rare"
 
 
-def test_same_seed_gives_the_same_bytes_and_another_seed_other_weather(synthetic, tmp_path):
+def test_the_seed_fixes_the_bytes(synthetic, tmp_path):
     era5_synthetic.main(["--out", str(tmp_path / "a"), *SMALL])
     era5_synthetic.main(["--out", str(tmp_path / "b"), *SMALL, "--seed", "7"])
     for name in ("t2m.nc", "lsm.nc"):

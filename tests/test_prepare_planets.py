@@ -1,7 +1,6 @@
 """prepare/planets.py: the files it writes, the priors they follow, and the physics behind them."""
 import json
 import math
-import os
 
 import numpy as np
 import pytest
@@ -16,7 +15,7 @@ def prepare(out, *flags, check=True):
 
 
 def read_all(out):
-    return {name: open(os.path.join(out, name), "rb").read() for name in os.listdir(out) if name.endswith(".txt")}
+    return {f.name: f.read_bytes() for f in out.glob("*.txt")}
 
 
 @pytest.fixture(scope="module")
@@ -38,9 +37,8 @@ def planets_of(record):
 
 
 @pytest.mark.slow
-def test_records_have_the_layout_and_follow_the_priors(dataset, records):
-    n_train, n_val, n_test = common.SIZES["tiny"]
-    sizes = {"train": n_train, "val": n_val, "test": n_test, "test_ood_stepsize": n_test, "test_ood_a0": n_test}
+def test_records_follow_the_priors_the_ood_gaps_and_their_orbits(dataset, records):
+    sizes = dict(zip(planets.SPLITS, common.SIZES["tiny"] + common.SIZES["tiny"][-1:] * 2))
     assert {split: len(recs) for split, recs in records.items()} == sizes
     meta = json.load(open(dataset / "meta.json"))
     assert meta["splits"] == sizes and meta["scales"] == {"m": 1e5, "e": 20.0}
@@ -60,11 +58,7 @@ def test_records_have_the_layout_and_follow_the_priors(dataset, records):
             if split != "test_ood_a0":
                 assert a[0] == 1 and a[1] >= 1.1667 and a[-1] >= 1.5
     assert {planets_of(r)[0]["a"] == 1 for r in records["train"]} == {True, False}  # the order is shuffled
-
-
-@pytest.mark.slow
-def test_ood_sets_hold_what_no_training_sample_does(records):
-    """Step sizes clear of every training one; planet0 alone in a gap of a no training planet reaches."""
+    # OoD: step sizes clear of every training one; planet0 alone in a gap of a no other planet enters
     steps = [r["description"]["stepsize"] for r in records["test_ood_stepsize"]]
     for s in steps:
         assert 0.2 <= s <= 0.8 and min(abs(s - t) for t in planets.TRAIN_STEPSIZES) >= planets.OOD_STEPSIZE_MARGIN
@@ -74,12 +68,8 @@ def test_ood_sets_hold_what_no_training_sample_does(records):
         assert 1 < ps[0]["a"] < 1.16 and all(p["a"] > 1.16 for p in ps[1:])
     for split in ("train", "val", "test", "test_ood_stepsize"):
         assert not any(1 < p["a"] < 1.16 for r in records[split] for p in planets_of(r))
-
-
-@pytest.mark.slow
-def test_positions_stay_between_pericentre_and_apocentre(records):
-    """The other planets perturb an orbit by 1% at most; a planet written with another's elements misses by 5%."""
-    excess = []  # per planet: how far outside [a(1 - e), a(1 + e)] it goes, relative to a
+    # positions stay within [a(1 - e), a(1 + e)]: others perturb an orbit by 1% at most, another's elements miss by 5%
+    excess = []  # per planet, relative to a
     for rec in records["train"]:
         xy = np.array(rec["data"])  # (step, planet, 2)
         r = np.hypot(xy[..., 0], xy[..., 1])
@@ -89,17 +79,17 @@ def test_positions_stay_between_pericentre_and_apocentre(records):
     assert max(excess) < 0.03 and np.median(excess) < 1e-3
 
 
-def test_a_circular_orbit_stays_at_radius_a_and_closes_after_one_period():
+def test_a_circular_orbit_closes():
     a, theta = 1.3, 0.4
     period = 2 * math.pi * a**1.5
     xy = planets.simulate([1e-5], [a], [0.0], [theta], period / 40, 41)  # (41, 1, 2)
     assert np.abs(np.hypot(xy[..., 0], xy[..., 1]) - a).max() < 1e-6
     assert np.allclose(xy[0, 0], [a * math.cos(theta), a * math.sin(theta)], atol=1e-12)
-    assert np.abs(xy[-1] - xy[0]).max() < 1e-4  # back at the start (the planet's mass shifts it ~1e-5)
+    assert np.abs(xy[-1] - xy[0]).max() < 1e-4  # the planet's mass shifts it ~1e-5
 
 
 @pytest.mark.slow
-def test_the_seed_alone_fixes_the_files_and_existing_data_is_kept_unless_forced(dataset, tmp_path):
+def test_the_seed_fixes_the_files(dataset, tmp_path):
     prepare(tmp_path / "one", "--seed=1", "--workers=1")
     assert read_all(tmp_path / "one") == read_all(dataset)  # whatever the worker count
     out = tmp_path / "other"

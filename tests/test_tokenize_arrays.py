@@ -1,33 +1,32 @@
-"""tokenize_arrays.py (encode_lines, build_text_vocab, the arrays it writes) and round_numbers give exactly
-what the oracle (tests/tokenize_oracle.py) gives: the same bytes on every prepare script's output and on
-adversarial lines, and the same errors naming the same file and line."""
+"""tokenize_arrays.py and round_numbers against the oracle (tests/tokenize_oracle.py): bytes and errors."""
 import functools
 import os
 import random
-import sys
 
 import numpy as np
 import pytest
-from conftest import ROOT
+import tokenize_oracle as oracle
 from helpers import (BRACKETS, DECIMALS, EDGES, EXPONENTS, MALFORMED, NEAR_LIMITS, SIGNS, SPACES, TIES,
                      UNICODE, WORDS, generated, number_lines)
+from tokenize_oracle import round_number, text_vocab
 
 import tokenize_arrays
 import tokenize_line
 from dataset import ENCODINGS, Vocab
 from tokenize_arrays import build_text_vocab, encode_lines, encode_split
 from tokenize_line import FLOAT32_OVERFLOW, encode, round_numbers, split_text
-from tokenize_oracle import encode_lines as encode_lines_reference
-from tokenize_oracle import round_number
-from tokenize_oracle import text_vocab as reference_vocab
 from util import TextError
 
-sys.path.insert(0, os.path.join(ROOT, "prepare"))
-import arithmetic  # noqa: E402
-import era5  # noqa: E402
-import era5_synthetic  # noqa: E402
-import lookup  # noqa: E402
-import planets  # noqa: E402
+import arithmetic
+import common
+import era5
+import era5_synthetic
+import lookup
+import planets
+
+# encode_lines a line at a time through tokenize_line.py
+line_at_a_time = functools.partial(oracle.encode_lines, split=tokenize_line.split_text,
+                                   encode=tokenize_line.encode_pieces)
 
 
 def outcome(encoder, lines, text_tokens, encodings=ENCODINGS, path="data.txt", first_line=0):
@@ -41,36 +40,34 @@ def outcome(encoder, lines, text_tokens, encodings=ENCODINGS, path="data.txt", f
 
 def assert_same_as_reference(lines, text_tokens, encodings=ENCODINGS, path="data.txt", first_line=0):
     fast = outcome(encode_lines, lines, text_tokens, encodings, path, first_line)
-    assert fast == outcome(encode_lines_reference, lines, text_tokens, encodings, path, first_line)
+    assert fast == outcome(oracle.encode_lines, lines, text_tokens, encodings, path, first_line)
     return fast
 
 
 def assert_dataset_same_as_reference(splits):
     """splits: {split: lines}; the vocabulary comes from train, as the tokenize command builds it."""
     text_tokens = build_text_vocab(splits["train"])
-    assert text_tokens == reference_vocab(splits["train"])
+    assert text_tokens == text_vocab(splits["train"])
     for split, lines in splits.items():
         assert not isinstance(assert_same_as_reference(lines, text_tokens, path=f"{split}.txt"), str), split
 
 
-@pytest.mark.parametrize("make,splits,n", [(functools.partial(arithmetic.make_sample, variant=v), ("train", "val", "test"), 100)
+@pytest.mark.parametrize("make,splits,n", [(functools.partial(arithmetic.make_sample, variant=v), ("train", "val", "test"), 50)
                                            for v in sorted(arithmetic.VARIANTS)]
-                         + [(lookup.make_sample, lookup.SPLITS, 100), (planets.make_sample, planets.SPLITS, 8)])
-def test_arithmetic_lookup_and_planets_arrays_are_the_reference_bytes(make, splits, n):
+                         + [(lookup.make_sample, lookup.SPLITS, 50), (planets.make_sample, planets.SPLITS, 4)])
+def test_prepared_datasets_give_the_reference_bytes(make, splits, n):
     assert_dataset_same_as_reference(generated(make, splits, n))
 
 
-def test_temperature_arrays_are_the_reference_bytes(tmp_path):
+def test_temperatures_give_the_reference_bytes(tmp_path, monkeypatch):
+    monkeypatch.setitem(common.SIZES, "tiny", (2, 2, 2))
     era5_synthetic.main(["--out", str(tmp_path), "--days", "6", "--resolution", "10"])
     era5.main([str(tmp_path / "t2m.nc"), "--out", str(tmp_path / "out"), "--size", "tiny", "--workers", "1"])
-    splits = {}
-    for split in ("train", "val", "test"):
-        with open(tmp_path / "out" / f"{split}.txt") as f:
-            splits[split] = [next(f).rstrip("\n") for _ in range(6)]
-    assert_dataset_same_as_reference(splits)
+    assert_dataset_same_as_reference({s: (tmp_path / "out" / f"{s}.txt").read_text().splitlines()
+                                      for s in ("train", "val", "test")})
 
 
-def test_tokenizing_a_split_with_two_workers_writes_the_reference_arrays(tmp_path):
+def test_two_workers_write_the_reference_arrays(tmp_path):
     lines = generated(functools.partial(arithmetic.make_sample, variant="ops3"), ("train",), 300)["train"]
     (tmp_path / "train.txt").write_text("\n".join(lines) + "\n")
     (tmp_path / "meta.json").write_text('{"dataset": "arithmetic", "splits": ["train"]}')
@@ -79,10 +76,10 @@ def test_tokenizing_a_split_with_two_workers_writes_the_reference_arrays(tmp_pat
     summaries, moves = encode_split(str(tmp_path), "train", text_tokens, vocabs, workers=2, chunk=40)  # 8 chunks
     for temporary, final in moves:
         os.replace(temporary, final)
-    reference = encode_lines_reference(lines, text_tokens, ENCODINGS, "train.txt")
+    reference = oracle.encode_lines(lines, text_tokens, ENCODINGS, "train.txt")
     for enc, summary in zip(ENCODINGS, summaries):
         ids, values, lengths, numbers, counts = reference[enc]
-        for name, want in (("ids", ids), ("values", values), ("offsets", np.concatenate([[0], np.cumsum(lengths)]))):
+        for name, want in (("ids", ids), ("values", values), ("offsets", np.r_[0, np.cumsum(lengths)])):
             got = np.load(tmp_path / enc / f"train.{name}.npy")
             assert got.dtype == want.dtype or name == "offsets"
             assert np.array_equal(got, want) and got.tobytes() == want.astype(got.dtype).tobytes(), (enc, name)
@@ -91,16 +88,16 @@ def test_tokenizing_a_split_with_two_workers_writes_the_reference_arrays(tmp_pat
 
 @pytest.mark.parametrize("lines", [SIGNS, EXPONENTS, DECIMALS, WORDS, BRACKETS, SPACES, EDGES, UNICODE, TIES,
                                    NEAR_LIMITS])
-def test_adversarial_lines_give_the_reference_bytes(lines):
+def test_adversarial_lines(lines):
     text_tokens = build_text_vocab(lines)
-    assert text_tokens == reference_vocab(lines)
+    assert text_tokens == text_vocab(lines)
     assert not isinstance(assert_same_as_reference(lines, text_tokens), str)
     for line in lines:  # and alone, where a line is first and last of its chunk
         assert_same_as_reference([line], text_tokens, ["xval", "p10"])
 
 
 @pytest.mark.slow
-def test_random_lines_give_the_reference_bytes_or_error():
+def test_random_lines():
     rng = random.Random(0)
     alphabet = "0123456789" * 3 + ".eE+-,,,:()[]{}=*/^<>xa_ '\"\t"
     lines = ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 24))) for _ in range(3000)]
@@ -108,12 +105,12 @@ def test_random_lines_give_the_reference_bytes_or_error():
     good = []
     for line in lines:
         try:
-            encode_lines_reference([line], reference_vocab([line]), ["xval"])
+            oracle.encode_lines([line], text_vocab([line]), ["xval"])
             good.append(line)
         except TextError:
-            assert outcome(encode_lines, [line], [], ["xval"]) == outcome(encode_lines_reference, [line], [], ["xval"])
+            assert outcome(encode_lines, [line], [], ["xval"]) == outcome(oracle.encode_lines, [line], [], ["xval"])
     text_tokens = build_text_vocab(good)
-    assert text_tokens == reference_vocab(good)
+    assert text_tokens == text_vocab(good)
     assert not isinstance(assert_same_as_reference(good, text_tokens), str)
     assert len(good) > 1000
 
@@ -128,9 +125,9 @@ BAD = [("x=nan", "'nan' is not a finite number"), ("[inf,1]", "inf"), ("-Infinit
 
 
 @pytest.mark.parametrize("bad,expected", BAD)
-def test_errors_name_the_file_and_line_as_the_reference_does(bad, expected):
+def test_errors_name_file_and_line(bad, expected):
     good = ["{a:1,b:-2}", "[0.5,3]", "{a:7}"]
-    lines = good + [bad] + good + ["x=nan"]  # a later error must not hide the first one
+    lines = good + [bad] + good + ["x=nan"]  # the first error is said
     text_tokens = build_text_vocab(good)
     error = assert_same_as_reference(lines, text_tokens, path="train.txt", first_line=40)
     assert isinstance(error, str) and error.startswith("train.txt:44: ") and expected in error
@@ -139,15 +136,15 @@ def test_errors_name_the_file_and_line_as_the_reference_does(bad, expected):
     assert str(vocab_error.value) == error
 
 
-def test_an_unknown_text_token_is_an_error_naming_the_file_and_line():
+def test_an_unknown_token_names_its_line():
     text_tokens = build_text_vocab(["{a:1,a:2}"])
     error = assert_same_as_reference(["{a:1}", "{a:-2,b:3}"], text_tokens, path="val.txt")
     assert isinstance(error, str) and error.startswith("val.txt:2: 'b' is not in the vocabulary")
 
 
-def test_an_xval_value_beyond_float32_is_an_error_but_text_encodings_clip_it():
+def test_beyond_float32_xval_refuses_text_clips():
     text_tokens = build_text_vocab(["{a:1}"])
-    lines = ["{a:3.4e38}", "{a:-3.5e38}"]  # 3.4e38 is float32's largest, rounded; 3.5e38 is beyond it
+    lines = ["{a:3.4e38}", "{a:-3.5e38}"]  # float32's largest, rounded; beyond it
     error = assert_same_as_reference(lines, text_tokens, ["p10", "xval"], path="test.txt")
     assert isinstance(error, str) and error.startswith("test.txt:2: the number -3.5e+38 overflows float32")
     lines += ["{a:1e300}", "{a:-1.7976931348623157e308}"]
@@ -159,7 +156,7 @@ def test_an_xval_value_beyond_float32_is_an_error_but_text_encodings_clip_it():
         assert np.float32(FLOAT32_OVERFLOW) == np.inf and np.float32(np.nextafter(FLOAT32_OVERFLOW, 0)) < np.inf
 
 
-def test_round_numbers_is_percent_2e_with_its_zero_and_clip_rules():
+def test_round_numbers_is_percent_2e():
     rng = np.random.default_rng(0)
     x = rng.choice([-1.0, 1.0], 20000) * rng.uniform(1, 10, 20000) * 10.0 ** rng.integers(-12, 11, 20000)
     ties = np.array([(m + 0.5) * 10.0**e for m in range(100, 1000, 7) for e in range(-12, 8)])  # m.5·10^e
@@ -173,47 +170,42 @@ def test_round_numbers_is_percent_2e_with_its_zero_and_clip_rules():
         round_numbers([1.0, np.nan])
 
 
-def test_the_cache_of_split_text_stays_bounded_whatever_the_text(monkeypatch):
+def test_the_split_cache_stays_bounded(monkeypatch):
     monkeypatch.setattr(tokenize_arrays, "_TABLE_MAX", 50)
-    lines = [f'{{"key{i}":1.5}}' for i in range(400)]  # 400 distinct texts around the numbers
-    for start in range(0, 400, 20):
-        assert build_text_vocab(lines[start:start + 20]) == reference_vocab(lines[start:start + 20])
-        assert len(tokenize_arrays._TABLE) <= 50 + 20
-        encode_lines(lines[start:start + 20], build_text_vocab(lines[start:start + 20]), ["xval"])
-        assert len(tokenize_arrays._TABLE) <= 50 + 20
+    lines = [f'{{"key{i}":1.5}}' for i in range(400)]
+    for chunk in (lines[start:start + 20] for start in range(0, 400, 20)):
+        assert build_text_vocab(chunk) == text_vocab(chunk) and len(tokenize_arrays._TABLE) <= 70
+        encode_lines(chunk, build_text_vocab(chunk), ["xval"])
+        assert len(tokenize_arrays._TABLE) <= 70
 
 
 def accepted(line):
     try:
-        split_text(line)
+        return split_text(line) is not None
     except TextError:
         return False
-    return True
 
 
-def text_tokens(lines):
-    return sorted({t for line in lines for kind, t in split_text(line) if kind == "text"})
+line_vocab = functools.partial(text_vocab, split=split_text)
 
 
-# encode_lines a line at a time through tokenize_line.py
-line_at_a_time = functools.partial(encode_lines_reference, split=tokenize_line.split_text,
-                                   encode=tokenize_line.encode_pieces)
+N_LINES = 1000
 
 
 @pytest.mark.parametrize("seed", [4, 5])
-def test_the_vectorised_path_gives_what_tokenize_line_gives_a_line_at_a_time(seed):
-    lines = number_lines(3000, seed)
+def test_vectorised_equals_tokenize_line(seed):
+    lines = number_lines(N_LINES, seed)
     good = [line for line in lines if accepted(line)]
-    assert build_text_vocab(good) == text_tokens(good)
-    # the lines the vectorised path takes on (the others go a line at a time), in chunks it takes whole
+    tokens = line_vocab(good)
+    assert build_text_vocab(good) == tokens
+    # the lines the vectorised path takes, in chunks it takes whole
     vectorised = [line for line in good if tokenize_arrays._split_lines([line])[1]]
-    assert len(vectorised) > 1500
+    assert len(vectorised) > N_LINES // 2
     for start in range(0, len(vectorised), 200):
         chunk = vectorised[start:start + 200]
-        assert tokenize_arrays._split_lines(chunk)[1] is not None and build_text_vocab(chunk) == text_tokens(chunk)
-        assert outcome(encode_lines, chunk, text_tokens(good)) == outcome(line_at_a_time, chunk, text_tokens(good))
-    # every line, refused ones included: the same arrays or the same first error, naming the same line
+        assert tokenize_arrays._split_lines(chunk)[1] is not None and build_text_vocab(chunk) == line_vocab(chunk)
+        assert outcome(encode_lines, chunk, tokens) == outcome(line_at_a_time, chunk, tokens)
+    # every line: the same arrays or the same first error
     for start in range(0, len(lines), 100):
         chunk = lines[start:start + 100]
-        want = outcome(line_at_a_time, chunk, text_tokens(good), ["xval"])
-        assert outcome(encode_lines, chunk, text_tokens(good), ["xval"]) == want
+        assert outcome(encode_lines, chunk, tokens, ["xval"]) == outcome(line_at_a_time, chunk, tokens, ["xval"])

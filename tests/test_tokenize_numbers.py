@@ -1,9 +1,8 @@
-"""tokenize_numbers.py's command: only a whole dataset (or one declared plain text) is tokenized; text
-that is empty, not UTF-8, split by carriage returns or malformed is refused naming the line; a failed,
-stopped or concurrent run leaves the old arrays."""
+"""tokenize_numbers.py: whole datasets only, bad text named by line, failed or concurrent runs change nothing."""
 import errno
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -21,49 +20,56 @@ def arrays(d, enc="xval"):
     return {f: (d / enc / f).read_bytes() for f in os.listdir(d / enc)}
 
 
+def popen(*args, **kw):
+    return subprocess.Popen([sys.executable, *args], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, **kw)
 
-def test_a_folder_without_meta_json_is_refused_unless_declared_plain_text(tmp_path):
-    write(tmp_path)
+
+def splits_of(d):
+    return json.loads((d / "meta.json").read_text())["splits"]
+
+
+def test_plain_text_must_be_declared_and_its_splits_are_the_split_files(tmp_path, capsys):
+    (tmp_path / "train.txt").write_text("{a:1}\n{a:2}\n")
+    (tmp_path / "README.txt").write_text("my notes\n")
     with pytest.raises(SystemExit, match="meta.json not found.*--plain-text"):
         tokenize(tmp_path)
-    assert sorted(os.listdir(tmp_path)) == ["train.txt", "val.txt"]
+    with pytest.raises(SystemExit, match="no val.txt; put samples"):
+        tokenize(tmp_path, "--plain-text")
+    assert "README.txt not taken as splits" in capsys.readouterr().out
+    assert sorted(os.listdir(tmp_path)) == ["README.txt", "train.txt"]
+    (tmp_path / "val.txt").write_text("{a:3}\n")
     tokenize(tmp_path, "--plain-text")
-    assert json.loads((tmp_path / "meta.json").read_text())["splits"] == ["train", "val"]
-    assert len(Split(str(tmp_path), "val", "xval")) == 1
-    os.remove(tmp_path / "meta.json")  # as a prepare run that stopped before its end leaves it
+    assert splits_of(tmp_path) == ["train", "val"] and len(Split(str(tmp_path), "val", "xval")) == 1
+    (tmp_path / "test.txt").write_text("{a:4}\n")
+    tokenize(tmp_path)
+    assert splits_of(tmp_path) == ["test", "train", "val"] and len(Split(str(tmp_path), "test", "xval")) == 1
+    os.remove(tmp_path / "meta.json")  # a prepare run cut short
     with pytest.raises(SystemExit, match="meta.json not found"):
         tokenize(tmp_path, "--rebuild-vocab")
     with pytest.raises(FileNotFoundError, match="not a complete dataset"):
         Split(str(tmp_path), "train", "xval")
 
 
-@pytest.mark.parametrize("empty", ["train", "val"])
-def test_an_empty_split_is_refused_and_leaves_nothing_behind(tmp_path, empty):
-    write(tmp_path, **{empty: ""})
-    with pytest.raises(SystemExit, match=f"{empty}.txt:1: empty file"):
-        tokenize(tmp_path, "--plain-text")
-    assert sorted(os.listdir(tmp_path)) == ["train.txt", "val.txt"]  # no meta.json, vocab.json or arrays
+@pytest.mark.parametrize("name, text, error", [
+    ("train.txt", b"", "train.txt:1: empty file"),
+    ("val.txt", b"", "val.txt:1: empty file"),
+    ("train.txt", b"{a:1}\n{b:2}\n{\xe9:3}\n", r"train.txt:3: not UTF-8 text \(byte 0xe9 at column 2\)"),
+    ("train.txt", b'{"a":1,"b":-5}\n' * 3 + b'{"a":1.2.3,"b":--5}\n', r"train.txt:4: malformed number '1.2.3'"),
+    ("train.txt", b"{a:1.5}\r{a:2}\r{a:3}\r", "train.txt:1: a carriage return inside the line"),
+])
+def test_bad_text_names_file_and_line(tmp_path, name, text, error):
+    write(tmp_path)
+    (tmp_path / name).write_bytes(text)
+    r = run("tokenize_numbers.py", str(tmp_path), "--plain-text", "--workers=1", check=False)
+    assert re.search(error, one_line_error(r)) and sorted(os.listdir(tmp_path)) == ["train.txt", "val.txt"]
 
 
-
-def test_text_not_utf8_split_by_carriage_returns_or_malformed_is_an_error_naming_file_and_line(tmp_path):
-    (tmp_path / "train.txt").write_bytes(b"{a:1}\n{b:2}\n{\xe9:3}\n")
-    with pytest.raises(SystemExit, match=r"train.txt:3: not UTF-8 text \(byte 0xe9 at column 2\)"):
-        tokenize(tmp_path, "--plain-text")
-    write(tmp_path, train='{"a":1,"b":-5}\n' * 3 + '{"a":1.2.3,"b":--5}\n')
-    with pytest.raises(SystemExit, match=r"train.txt:4: malformed number '1.2.3'"):
-        tokenize(tmp_path, "--plain-text")
-    (tmp_path / "train.txt").write_bytes(b"{a:1.5}\r{a:2}\r{a:3}\r")
-    error = one_line_error(run("tokenize_numbers.py", str(tmp_path), "--plain-text", "--workers=1", check=False))
-    assert "train.txt:1: a carriage return inside the line" in error and not (tmp_path / "xval").exists()
-
-
-def test_val_is_tokenized_after_train_and_an_unseen_token_says_what_to_do(tmp_path, capsys):
+def test_val_after_train_and_an_unseen_token(tmp_path, capsys):
     write(tmp_path, train="{station:a,t:1.5}\n", val="{station:a,t:2}\n{station:b,t:3}\n")
     (tmp_path / "test.txt").write_text("{station:a,t:1e-50}\n")
-    with pytest.raises(SystemExit) as e:
+    with pytest.raises(SystemExit, match="val.txt:2: 'b' is not in the vocabulary.*--rebuild-vocab"):
         tokenize(tmp_path, "--plain-text")
-    assert "val.txt:2: 'b' is not in the vocabulary" in str(e.value) and "--rebuild-vocab" in str(e.value)
     assert sorted(os.listdir(tmp_path)) == ["test.txt", "train.txt", "val.txt"]  # a failed run leaves nothing
     (tmp_path / "train.txt").write_text("{station:a,t:1.5}\n{station:b,t:-250}\n")
     capsys.readouterr()
@@ -74,23 +80,7 @@ def test_val_is_tokenized_after_train_and_an_unseen_token_says_what_to_do(tmp_pa
     assert json.loads((tmp_path / "xval" / "test.json").read_text())["flushed_to_zero"] == 1
 
 
-def test_plain_text_splits_are_the_split_files_and_a_later_test_txt_is_tokenized(tmp_path, capsys):
-    (tmp_path / "train.txt").write_text("{a:1}\n{a:2}\n")
-    (tmp_path / "README.txt").write_text("my notes\n")
-    with pytest.raises(SystemExit, match="no val.txt; put samples"):
-        tokenize(tmp_path, "--plain-text")
-    assert "README.txt not taken as splits" in capsys.readouterr().out
-    assert sorted(os.listdir(tmp_path)) == ["README.txt", "train.txt"]
-    (tmp_path / "val.txt").write_text("{a:3}\n")
-    tokenize(tmp_path, "--plain-text")
-    assert json.loads((tmp_path / "meta.json").read_text())["splits"] == ["train", "val"]
-    (tmp_path / "test.txt").write_text("{a:4}\n")
-    tokenize(tmp_path)  # no --plain-text needed the second time
-    assert json.loads((tmp_path / "meta.json").read_text())["splits"] == ["test", "train", "val"]
-    assert len(Split(str(tmp_path), "test", "xval")) == 1
-
-
-def test_a_second_run_is_refused_while_the_first_holds_the_lock_and_a_dead_ones_lock_is_cleaned(tmp_path, capsys):
+def test_a_held_lock_refuses_a_dead_ones_is_cleaned(tmp_path, capsys):
     write(tmp_path, train="{a:1}\n{a:2}\n", val="{a:3}\n")
     tokenize(tmp_path, "--plain-text")
     before = arrays(tmp_path)
@@ -98,8 +88,7 @@ def test_a_second_run_is_refused_while_the_first_holds_the_lock_and_a_dead_ones_
     with pytest.raises(SystemExit, match=rf"tokenize.lock: another tokenize_numbers.py run \(pid {os.getppid()}\)"):
         tokenize(tmp_path, "--encoding=xval")
     assert arrays(tmp_path) == before
-    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    gone = gone.stdout.strip()
+    gone = popen("-c", "import os; print(os.getpid())").communicate()[0].strip()
     (tmp_path / "tokenize.lock").write_text(gone)  # a process that has ended
     (tmp_path / "xval" / f"train.ids.{gone}.tmp.npy").write_bytes(b"half")
     capsys.readouterr()
@@ -108,13 +97,23 @@ def test_a_second_run_is_refused_while_the_first_holds_the_lock_and_a_dead_ones_
     assert sorted(os.listdir(tmp_path / "xval")) == sorted(before) and not (tmp_path / "tokenize.lock").exists()
 
 
+@pytest.mark.parametrize("name", ["xval", "xval/val.json", "tokenize.lock", "vocab.json"])
+def test_a_symlink_where_it_writes_is_refused(tmp_path, name):
+    write(tmp_path)
+    tokenize(tmp_path, "--plain-text")
+    shutil.rmtree(tmp_path / "xval") if name == "xval" else (tmp_path / name).unlink(missing_ok=True)
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / name).symlink_to(tmp_path / "elsewhere" / ("" if name == "xval" else "mine"))
+    with pytest.raises(SystemExit, match=f"{tmp_path / name} is a symbolic link, which this run writes; remove it"):
+        tokenize(tmp_path, "--rebuild-vocab")
+    assert os.listdir(tmp_path / "elsewhere") == []
+
+
 @pytest.mark.slow
 def test_two_concurrent_runs_never_mix_arrays(tmp_path):
     lines = [f'{{"a":[{i * 0.5},{-i}],"b":{i % 7}}}' for i in range(60_000)]
     write(tmp_path, "\n".join(lines) + "\n", "\n".join(lines[:100]) + "\n")
-    command = [sys.executable, "tokenize_numbers.py", str(tmp_path), "--workers=1", "--plain-text"]
-    runs = [subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            for _ in range(2)]
+    runs = [popen("tokenize_numbers.py", str(tmp_path), "--workers=1", "--plain-text") for _ in range(2)]
     results = [(r.wait(), r.stderr.read()) for r in runs]
     assert any(code == 0 for code, _ in results)
     for code, err in results:
@@ -124,62 +123,60 @@ def test_two_concurrent_runs_never_mix_arrays(tmp_path):
     assert not [f for f in os.listdir(tmp_path / "xval") if ".tmp" in f]
 
 
-def test_a_full_disk_while_writing_arrays_is_one_line_and_leaves_the_old_arrays(tmp_path, monkeypatch):
+@pytest.mark.parametrize("error, says", [
+    (OSError(errno.ENOSPC, "No space left on device"), r"writing the arrays of .* failed: the disk is full \([\d,]+ MiB free"),
+    (PermissionError(errno.EACCES, "Permission denied", "xval"), "Permission denied.*nothing was changed"),
+])
+def test_a_failed_write_keeps_the_old_arrays(tmp_path, monkeypatch, error, says):
     write(tmp_path)
     tokenize(tmp_path, "--plain-text")
     before = arrays(tmp_path)
     (tmp_path / "val.txt").write_text("{b:0.25}\n{a:7}\n")
 
-    def full(src, dst, length=0):  # half the bytes, then the disk is full
+    def fails(src, dst, length=0):  # half the bytes, then the error
         dst.write(src.read(8))
-        raise OSError(errno.ENOSPC, "No space left on device")
-    monkeypatch.setattr(shutil, "copyfileobj", full)
-    with pytest.raises(SystemExit, match=r"writing the arrays of .* failed: the disk is full \([\d,]+ MiB free"):
+        raise error
+    monkeypatch.setattr(shutil, "copyfileobj", fails)
+    with pytest.raises(SystemExit, match=says) as e:
         tokenize(tmp_path)
     assert arrays(tmp_path) == before and not (tmp_path / "tokenize.lock").exists()  # no temporaries
-
-    def refused(src, dst, length=0):  # another OS error is said as it is, not blamed on the disk
-        raise PermissionError(errno.EACCES, "Permission denied", str(tmp_path / "xval"))
-    monkeypatch.setattr(shutil, "copyfileobj", refused)
-    with pytest.raises(SystemExit, match="Permission denied.*nothing was changed") as e:
-        tokenize(tmp_path)
-    assert "disk is full" not in str(e.value) and arrays(tmp_path) == before
+    assert ("disk is full" in str(e.value)) == (error.errno == errno.ENOSPC)
 
 
 @pytest.mark.slow
-def test_a_sigterm_while_tokenizing_leaves_the_old_arrays_and_no_temporaries(tmp_path):
+def test_sigterm_keeps_the_old_arrays(tmp_path):
     write(tmp_path)
     tokenize(tmp_path, "--plain-text")
     before = arrays(tmp_path)
     (tmp_path / "train.txt").write_text("".join(f"{{a:{i * 0.5},b:{-i}}}\n" for i in range(1_000_000)))
-    p = subprocess.Popen([sys.executable, "tokenize_numbers.py", str(tmp_path), "--plain-text", "--workers=1",
-                          "--encoding=all"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = popen("tokenize_numbers.py", str(tmp_path), "--plain-text", "--workers=1", "--encoding=all")
     deadline = time.time() + 60
-    while not any(".tmp" in f for d in ("xval", "p10") if (tmp_path / d).is_dir() for f in os.listdir(tmp_path / d)):
+
+    def temporaries():
+        return [f for d, _, fs in os.walk(tmp_path) for f in fs if ".tmp" in f]
+    while not temporaries():
         assert time.time() < deadline and p.poll() is None, f"tokenizing never began writing: {p.poll() and p.communicate()}"
         time.sleep(0.02)
     p.send_signal(signal.SIGTERM)
     assert p.wait(timeout=60) == 143 and arrays(tmp_path) == before
-    assert not [f for d, _, fs in os.walk(tmp_path) for f in fs if ".tmp" in f] and not (tmp_path / "tokenize.lock").exists()
+    assert not temporaries() and not (tmp_path / "tokenize.lock").exists()
 
 
 @pytest.mark.slow
-def test_of_many_processes_taking_one_lock_at_once_exactly_one_holds_it(tmp_path):
-    # the lock file is created whole (a hard link), so no process ever reads it empty and takes it as stale
+def test_one_of_many_processes_takes_a_lock(tmp_path):
+    # the lock is created whole (a hard link): none reads it empty as stale
     script = ("import sys, time; sys.path.insert(0, sys.argv[1]); from util import take_lock\n"
               "time.sleep(max(0, float(sys.argv[3]) - time.time()))\n"
               "print('held' if take_lock(sys.argv[2]) is None else 'refused'); time.sleep(1)")
     for round in range(3):
         path, start = str(tmp_path / f"x{round}.lock"), time.time() + 1
-        procs = [subprocess.Popen([sys.executable, "-c", script, ROOT, path, str(start)], stdout=subprocess.PIPE,
-                                  text=True) for _ in range(6)]
+        procs = [popen("-c", script, ROOT, path, str(start)) for _ in range(6)]
         assert sorted(p.communicate()[0].strip() for p in procs) == ["held"] + ["refused"] * 5
 
 
 @pytest.mark.slow
-def test_the_speed_benchmark_runs_on_a_dataset_and_writes_nothing(tmp_path):
+def test_the_benchmark_writes_nothing(tmp_path):
     (tmp_path / "train.txt").write_text("".join(f"{{a:[{i},{i / 3:.4g}],b:-{i}e-3}}\n" for i in range(50)))
-    r = subprocess.run([sys.executable, "tools/bench_tokenize.py", str(tmp_path), "--lines", "20", "--repeats", "1"],
-                       capture_output=True, text=True, cwd=ROOT, check=True)
+    r = run("tools/bench_tokenize.py", str(tmp_path), "--lines", "20", "--repeats", "1")
     assert "20 lines, 3.0 numbers per line" in r.stdout and "| all five, one pass |" in r.stdout
     assert os.listdir(tmp_path) == ["train.txt"]

@@ -1,31 +1,27 @@
-"""The oracle the tokenizer is checked against: the split one character at a time as the rules read
-(docs/decisions.md#numbers-in-text) and the scalar rounding of the text encodings. Slow and plain on
-purpose; tokenize_line.py and tokenize_arrays.py must give exactly its pieces, tokens, errors and arrays."""
+"""The oracle tokenize_line.py and tokenize_arrays.py must match exactly (pieces, tokens, errors,
+arrays): docs/decisions.md#numbers-in-text a character at a time, and scalar rounding."""
 import functools
 import math
 import re
 
 import numpy as np
 
-from dataset import ASK, MAX_EXP, MIN_EXP, Vocab
+from dataset import ASK, MAX_EXP, MIN_EXP, Vocab, number_tokens
 from tokenize_line import FLOAT32_OVERFLOW
 from util import TextError
 
-# A number literal: digits with an optional decimal point, or .digits; optional exponent.
 _NUMBER = re.compile(r"(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
-_WORD = re.compile(r"\w+")  # letters, digits, underscore (so planet0, t2m, x1 are words)
-_QUOTED_KEY = re.compile(r"""(["'])[^\W\d]\w*\1""")  # "description", 'planet0'
-# after these a sign is unary (part of the number); after anything else it is an operator
+_WORD = re.compile(r"\w+")
+_QUOTED_KEY = re.compile(r"""(["'])[^\W\d]\w*\1""")
+# after these a sign is unary (part of the number), else an operator
 _UNARY_AFTER = set("([{,:=+-*/^<>")
 DIGITS = "0123456789"
 
 
 def split_text(text, where="text", allow_ask=False):
     """The pieces of one sample, as tokenize_line.split_text gives them."""
-    pieces = []
-    i, n = 0, len(text)
-    prev = None  # previous non-space piece, to tell a unary sign from a binary operator
-    last_number = (-9, -9)  # the span of the last number
+    pieces, i, n = [], 0, len(text)
+    prev, last_number = None, (-9, -9)  # the last non-space piece; the last number's span
     while i < n:
         c = text[i]
         if c.isspace():
@@ -42,8 +38,7 @@ def split_text(text, where="text", allow_ask=False):
         start += double
         m = _NUMBER.match(text, start) if start < n and (text[start] in DIGITS or text[start] == ".") else None
         if m and not (m.end() < n and (text[m.end()].isalnum() or text[m.end()] == "_")):
-            # malformed: two signs (--5, or (--5 where the punctuation run took the first), two numbers
-            # that touch (1.2.3, 5..5) and a thousands comma (1,000: a leading zero glued by a comma)
+            # malformed: two signs (--5, (--5), touching numbers (1.2.3, 5..5), a thousands comma (1,000)
             first = None
             if double:
                 first = i
@@ -56,15 +51,13 @@ def split_text(text, where="text", allow_ask=False):
                 first = last_number[0]
             if first is not None:
                 raise TextError(f"{where}: malformed number {text[first:m.end()]!r}; write one plain number")
-            literal = text[i:m.end()]
-            value = float(literal)
-            if not math.isfinite(value):
-                raise TextError(f"{where}: number literal {literal!r} overflows float64")
+            if not math.isfinite(value := float(text[i:m.end()])):
+                raise TextError(f"{where}: number literal {text[i:m.end()]!r} overflows float64")
             pieces.append(("num", value))
             prev, i, last_number = pieces[-1], m.end(), (i, m.end())
             continue
         if m and text[start:m.end()].replace(".", "").isdigit() and "." in text[start:m.end()]:
-            # "1.5x": a decimal number running into a word is neither a number nor a word
+            # 1.5x
             raise TextError(f"{where}: number {text[start:m.end()]!r} runs into the word at column {m.end()}; separate them")
         q = _QUOTED_KEY.match(text, i)
         w = q or _WORD.match(text, i)
@@ -81,11 +74,7 @@ def split_text(text, where="text", allow_ask=False):
 
 
 def _punctuation_run(text, i, allow_ask):
-    """
-    The run of punctuation starting at i, as one token ('],[' or ')+(' rather than three). A run
-    stops at a quote, a space, a letter or digit, the start of a number (a '.' before a digit, a
-    unary sign) and the [?] marker.
-    """
+    """The punctuation from i as one token ('],['), up to a quote, space, word, number or [?]."""
     j, n = i + 1, len(text)
     if text[i] in "\"'":
         return text[i]
@@ -103,11 +92,8 @@ def _punctuation_run(text, i, allow_ask):
 
 
 def round_number(x):
-    """
-    (sign, mantissa, exponent, status) with x ≈ sign·mantissa·10^exponent, 3 significant digits,
-    rounded like Python's '%.2e'. status is 'ok', 'zero' (|x| < 1e-8 flushed to zero) or
-    'clipped' (|x| > 9.99e7 clipped to ±9.99e7).
-    """
+    """(sign, mantissa, exponent, 'ok'|'zero'|'clipped'): x ≈ sign·mantissa·10^exponent as '%.2e'
+    rounds; below 1e-8 zero, beyond 9.99e7 clipped."""
     if not math.isfinite(x):
         raise ValueError(f"cannot encode the non-finite number {x!r}")
     sign = "-" if x < 0 else "+"
@@ -121,24 +107,16 @@ def round_number(x):
 
 
 def number_to_tokens(x, encoding):
-    """The tokens of one number, spelled from round_number."""
-    if encoding == "xval":
-        return ["[NUM]"]
-    sign, m, e, status = round_number(x)
-    mant = f"{m:03d}"
-    return {"p10": [sign, *mant, f"E{e}"], "p1000": [sign, mant, f"E{e}"], "b1999": [sign + mant, f"E{e}"],
-            "fp15": [f"{sign}{mant}E{e}"]}[encoding]
+    sign, m, e, _ = round_number(x)
+    return ["[NUM]"] if encoding == "xval" else number_tokens(sign == "-", m, e, encoding)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def number_ids(encoding):
-    """{number token: id}: the number tokens follow the control tokens."""
-    vocab = Vocab([], encoding)
-    return {t: i for i, t in enumerate(vocab.number_tokens, vocab.first_number_id)}
+    return {t: i for i, t in enumerate(Vocab([], encoding).itos)}
 
 
 def number_counts(pieces, encoding):
-    """How many numbers of the pieces are clipped or become zero."""
     numbers = [v for kind, v in pieces if kind == "num"]
     if encoding == "xval":  # below float32's least
         return {"clipped": 0, "zero": sum(v != 0 and np.float32(v) == 0 for v in numbers)}
@@ -167,29 +145,21 @@ def encode_pieces(pieces, vocab, where="text"):
     return np.array(ids, np.int64), values, np.array(ask, bool)
 
 
-def encode_lines(lines, text_tokens, encodings, path="text", first_line=0, split=None, encode=None):
-    """tokenize_arrays.encode_lines one line at a time through the oracle's split and encoding (or
-    those given)."""
-    split, encode = split or split_text, encode or encode_pieces
+def encode_lines(lines, text_tokens, encodings, path="text", first_line=0, split=split_text, encode=encode_pieces):
+    """tokenize_arrays.encode_lines a line at a time through the oracle's split and encoding."""
     vocabs = {enc: Vocab(text_tokens, enc) for enc in encodings}
-    out = {enc: {"ids": [], "values": [], "lengths": [], "numbers": [], "counts": {"clipped": 0, "zero": 0}}
-           for enc in vocabs}
-    for j, line in enumerate(lines):
-        where = f"{path}:{first_line + j + 1}"
-        pieces = split(line, where)
-        n_numbers = sum(kind == "num" for kind, _ in pieces)
-        for enc, o in out.items():
-            ids, values, _ = encode(pieces, vocabs[enc], where)
+    rows, counts = {enc: [] for enc in vocabs}, {enc: {"clipped": 0, "zero": 0} for enc in vocabs}
+    for j, line in enumerate(lines, first_line + 1):
+        pieces = split(line, f"{path}:{j}")
+        for enc, vocab in vocabs.items():
+            ids, values, _ = encode(pieces, vocab, f"{path}:{j}")
             for key, n in number_counts(pieces, enc).items():
-                o["counts"][key] += n
-            o["ids"].append(ids.astype(np.uint16 if len(vocabs[enc]) < 2**16 else np.int32))
-            o["values"].append(values)
-            o["lengths"].append(len(ids))
-            o["numbers"].append(n_numbers)
-    return {enc: (np.concatenate(o["ids"]), np.concatenate(o["values"]), np.array(o["lengths"]),
-                  np.array(o["numbers"]), o["counts"]) for enc, o in out.items()}
+                counts[enc][key] += n
+            ids = ids.astype(np.uint16 if len(vocab) < 2**16 else np.int32)
+            rows[enc].append((ids, values, len(ids), sum(kind == "num" for kind, _ in pieces)))
+    return {enc: (np.concatenate([r[0] for r in rows[enc]]), np.concatenate([r[1] for r in rows[enc]]),
+                  np.array([r[2] for r in rows[enc]]), np.array([r[3] for r in rows[enc]]), counts[enc]) for enc in vocabs}
 
 
-def text_vocab(lines):
-    """The sorted text tokens of some lines."""
-    return sorted({v for line in lines for kind, v in split_text(line) if kind == "text"})
+def text_vocab(lines, split=split_text):
+    return sorted({v for line in lines for kind, v in split(line) if kind == "text"})
