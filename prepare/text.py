@@ -19,6 +19,7 @@ import gc
 import hashlib
 import json
 import os
+from decimal import Decimal
 
 import numpy as np
 
@@ -230,7 +231,7 @@ def dump(value, write):
         return "{" + ",".join(items) + "}"
     if isinstance(value, list):
         return "[" + ",".join(dump(v, write) for v in value) + "]"
-    if isinstance(value, (int, float)) or type(value).__name__ == "Decimal":
+    if isinstance(value, Decimal):
         return write(np.array([float(value)]))[0]
     return json.dumps(value, ensure_ascii=False)
 
@@ -259,17 +260,12 @@ def lines_of(table, part, keys, writers, lo, hi):
         values[key] = text
     # records alike in the keys they hold are written with one template
     held = np.column_stack([part.has(k)[lo:hi] for k in keys])
-    pattern = np.zeros(len(rows), np.int64)
-    for i, has in enumerate(held.T):
-        pattern = pattern * 2 + has
-        # any number of keys: every 40 bits made ranks (below BLOCK < 2^16), within an int64
-        if i % 40 == 39:
-            pattern = np.unique(pattern, return_inverse=True)[1].ravel()
+    patterns, which = np.unique(held, axis=0, return_inverse=True)
     lines = np.empty(len(rows), dtype=object)
-    for p in np.unique(pattern):
-        at = np.flatnonzero(pattern == p)
-        present = [k for k, h in zip(keys, held[at[0]]) if h]
-        name = lambda k: json.dumps(k, ensure_ascii=False).replace("{", "{{").replace("}", "}}")
+    name = lambda k: json.dumps(k, ensure_ascii=False).replace("{", "{{").replace("}", "}}")
+    for p, has in enumerate(patterns):
+        at = np.flatnonzero(which.ravel() == p)
+        present = [k for k, h in zip(keys, has) if h]
         form = "{{" + ",".join(f"{name(k)}:{{}}" for k in present) + "}}"
         lines[at] = list(map(form.format, *(values[k][at] for k in present)))
     return lines
@@ -284,8 +280,9 @@ def check_tokens(table, parts, keys):
     deep = {k: {r: len(numbers(v)) for r, v in table.cols[k].nested.items()} for k in keys}
 
     def held(k, rows):
-        count = (table.cols[k].code[rows] == NUM).astype(np.int64)
-        for i in np.flatnonzero(table.cols[k].code[rows] == NESTED):
+        code = table.cols[k].code[rows]
+        count = (code == NUM).astype(np.int64)
+        for i in np.flatnonzero(code == NESTED):
             count.flat[i] = deep[k][rows.flat[i]]
         return count.sum(axis=1)
 
@@ -294,37 +291,26 @@ def check_tokens(table, parts, keys):
             hi = min(len(part), lo + BLOCK)
             lines = lines_of(table, part, keys, {}, lo, hi)
             n_numbers = sum(held(k, part.rows[lo:hi]) * part.has(k)[lo:hi] for k in keys)
-            distinct = dict.fromkeys(lines)
-            at = {line: i for i, line in enumerate(distinct)}
-            which = np.fromiter(map(at.__getitem__, lines), np.int64, len(lines))
-            first = np.full(len(distinct), len(lines))
-            np.minimum.at(first, which, np.arange(len(lines)))
-            where = lambda i: table.where(part.rows[lo + i][0])
-            info = [
-                seen.get(line) or tokens_of(line, where(first[i]))
-                for i, line in enumerate(distinct)
-            ]
-            seen.update(zip(distinct, info))
-            read = np.array([n for n, _, _ in info])[which]
-            wrong = np.flatnonzero(read != n_numbers)
-            if len(wrong):
-                i = wrong[0]
-                fail(
-                    f"{where(i)}: the tokenizer reads {read[i]} numbers in the record written as"
-                    f" {lines[i][:60]!r}, which holds {n_numbers[i]}"
-                )
-            for (_, _, tokens), i in zip(info, first):
+            for i, line in enumerate(lines):
+                if line in seen:
+                    continue
+                where = table.where(part.rows[lo + i][0])
+                n_read, n_pieces, tokens = seen[line] = tokens_of(line, where)
+                if n_read != n_numbers[i]:
+                    fail(
+                        f"{where}: the tokenizer reads {n_read} numbers in the record written as"
+                        f" {line[:60]!r}, which holds {n_numbers[i]}"
+                    )
                 unseen = [t for t in tokens if t not in vocab]
                 if split != "train" and unseen:
                     fail(
-                        f"{where(i)}: the {split} record holds the text token {unseen[0]!r}, which"
+                        f"{where}: the {split} record holds the text token {unseen[0]!r}, which"
                         " no training record has; add such records to the training data, or write"
                         " the value as a number or a category train has"
                     )
                 vocab.update(dict.fromkeys(unseen))
-            pieces = np.array([n for _, n, _ in info])
-            low = [min(low[0], n_numbers.min()), min(low[1], pieces.min())]
-            high = [max(high[0], n_numbers.max()), max(high[1], pieces.max())]
+                low = [min(low[0], n_read), min(low[1], n_pieces)]
+                high = [max(high[0], n_read), max(high[1], n_pieces)]
     return vocab, (low, high)
 
 
