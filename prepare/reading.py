@@ -1,7 +1,5 @@
-"""
-Your files read into a Table for prepare/text.py: a Column per key, a row per CSV row or JSON
-object. CSV is read by pyarrow's streaming reader a block at a time; columns go to disk.
-"""
+"""Your files read into a Table for prepare/text.py: a Column per key (on disk), a row per CSV row
+(read by pyarrow's streaming reader, a block at a time) or JSON object."""
 
 import codecs
 import csv
@@ -38,7 +36,6 @@ DELIMITERS = {",": "a comma", ";": "a semicolon", "\t": "a tab", "|": "a bar"}
 NUM, GAP, NESTED = -1, -2, -3
 # bytes of CSV read at a time
 BLOCK = 1 << 20
-# each column's files in a scratch folder
 COLUMNS = itertools.count()
 
 
@@ -72,7 +69,7 @@ def plain_number(cell):
 
 class Column:
     """One key's value in every row, on disk: `code` (NUM, GAP, NESTED or an index in `texts`),
-    `x` (a number); `q_range`: the places 10^q of its numbers' finest and coarsest digits."""
+    `x` (a number); `q`: the place 10^q of its numbers' finest digit."""
 
     def __init__(self, name, noun, scratch, as_text=False, decimal_comma=False):
         self.name, self.noun, self.as_text, self.decimal_comma = name, noun, as_text, decimal_comma
@@ -80,16 +77,13 @@ class Column:
         self.paths = [os.path.join(scratch, f"{next(COLUMNS)}.{part}") for part in ("code", "x")]
         # the first row holding a number, a text, a leading zero
         self.first, self.n_numbers, self.n_present, self.clash = {}, 0, 0, None
-        self.q_range = [999, -999]
+        self.q = 999
 
     def text_code(self, value):
         if value not in self.index:
             self.index[value] = len(self.texts)
             self.texts.append(value)
         return self.index[value]
-
-    def widen(self, low, high):
-        self.q_range = [min(self.q_range[0], low), max(self.q_range[1], high)]
 
     def add(self, distinct, codes, row0, where, parse):
         """Rows row0... holding distinct[codes], each read once by parse -> (code, Decimal)."""
@@ -101,8 +95,7 @@ class Column:
             code[i], d = parse(v, at)
             if d is None:
                 continue
-            x[i], q = self.check_float(d, at), d.as_tuple().exponent
-            self.widen(q, q)
+            x[i] = self.check_float(d, at)
             # two different numbers that are one float64 (20-digit IDs)
             seen = floats.setdefault(x[i], (d, i))
             if self.clash is None and seen[0] != d:
@@ -129,8 +122,10 @@ class Column:
         self.n += len(code)
 
     def check_float(self, d, at):
-        """d as a float64, refused if one cannot hold it."""
+        """d as a float64 (its finest digit's place lowers q), refused if one cannot hold
+        it."""
         x = float(d)
+        self.q = min(self.q, d.as_tuple().exponent)
         if not math.isfinite(x) or (d and not x):
             fail(
                 f"{at()}: {self.noun} {self.name!r}: {d} is beyond what a float64 holds; write the"
@@ -197,7 +192,6 @@ class Column:
             return self.text_code(leaf), None
         for d in numbers(leaf):
             self.check_float(d, at)
-            self.widen(d.as_tuple().exponent, d.as_tuple().exponent)
         return NESTED, None
 
     def mapped(self, i, dtype):
@@ -260,7 +254,7 @@ def joined(tables):
             remap = np.array([col.text_code(v) for v in part.texts] + [NUM, GAP, NESTED], np.int32)
             code = part.code
             col.write(np.where(code >= 0, remap[np.maximum(code, 0)], code), part.x)
-            col.widen(*part.q_range)
+            col.q = min(col.q, part.q)
             col.nested.update({start + r: v for r, v in part.nested.items()})
             col.clash = col.clash or part.clash
         out.cols[key] = col

@@ -137,7 +137,7 @@ def counting_keys(table, keys):
         col = table.cols[key]
         if not (col.code == NUM).all():
             continue
-        steps = {counts_up(col.x[a:b], col.q_range[0]) for a, b in pairwise(table.starts)}
+        steps = {counts_up(col.x[a:b], col.q) for a, b in pairwise(table.starts)}
         if None in steps:
             continue
         counting.append(key)
@@ -305,7 +305,7 @@ def date_keys(table, text_keys):
     dates = []
     for key, col in table.cols.items():
         texts = all(isinstance(t, str) and DATE.fullmatch(t) for t in col.texts)
-        if key in text_keys or not texts or col.nested or col.q_range[0] < 0:
+        if key in text_keys or not texts or col.nested or col.q < 0:
             continue
         present = np.flatnonzero(col.code != GAP)
         if not len(present):
@@ -318,7 +318,7 @@ def date_keys(table, text_keys):
         elif (col.code[present] == NUM).all():
             # a column of numbers: yyyymmdd, from 1800 to 2099
             x = col.x[present]
-            if col.q_range != [0, 0] or not ((x > 18e6) & (x < 21e6)).all():
+            if col.q != 0 or not ((x > 18e6) & (x < 21e6)).all():
                 continue
             if not all(YYYYMMDD.fullmatch(f"{v:.0f}") for v in np.unique(x)):
                 continue

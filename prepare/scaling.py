@@ -142,7 +142,7 @@ def scale(table, parts, keys, mode):
         col, (center, spread) = table.cols[key], scales[key].values()
         held = rows_in(table, parts, key)
         low, high, _, _ = extremes(number_pieces(col, held))
-        digits[key] = decimals_of(col.q_range[0], spread, mode)
+        digits[key] = decimals_of(col.q, spread, mode)
         largest[key] = max(abs(high - center), abs(low - center)) / spread
         low, high, _, _ = extremes(number_pieces(col, weights(table, parts[0], key) > 0))
         ranges[key] = [float(low), float(high)]
