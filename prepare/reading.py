@@ -86,7 +86,9 @@ class Column:
         return self.index[value]
 
     def add(self, distinct, codes, row0, where, parse):
-        """Rows row0... holding distinct[codes], each read once by parse -> (code, Decimal)."""
+        """Rows row0... holding distinct[codes], each read once by parse -> (code, Decimal); the
+        rows before row0 not yet written missing (a file without the key)."""
+        self.pad(row0)
         first_row = np.unique(codes, return_index=True)[1]
         code, x = np.empty(len(distinct), np.int32), np.full(len(distinct), np.nan)
         floats = {}
@@ -111,6 +113,9 @@ class Column:
         self.n_present += int((rows != GAP).sum())
         self.write(rows, x[codes])
 
+    def pad(self, n):
+        self.write(np.full(n - self.n, GAP, np.int32), np.full(n - self.n, np.nan))
+
     def write(self, code, x):
         # per block: 1,000 columns hold no file open
         for path, values in zip(self.paths, (code.astype(np.int32), x.astype(np.float64))):
@@ -134,9 +139,9 @@ class Column:
         return x
 
     def finish(self, where):
-        """The column, refused where it mixes numbers and text (CSV)."""
+        """Refused where a CSV column mixes numbers and text."""
         if self.noun != "column" or "number" not in self.first:
-            return self
+            return
 
         def at(kind):
             row, value = self.first[kind]
@@ -150,7 +155,6 @@ class Column:
             fail(f"{at('text')} is not a number, but most of the column's values are; {fix}")
         if "text" in self.first:
             fail(f"{at('number')} is a number, but most of the column's values are text; {hint}")
-        return self
 
     def parse_cell(self, cell, at):
         """parse() of a CSV cell for add()."""
@@ -216,9 +220,9 @@ class Column:
 class Table:
     """The rows of the files read, a Column per key; where(row) names a row's file and line."""
 
-    def __init__(self, path, noun, array=False):
-        self.paths, self.nouns, self.arrays, self.starts = [path], [noun], [array], [0, 0]
-        self.cols, self.line = {}, []
+    def __init__(self):
+        self.paths, self.nouns, self.arrays, self.starts = [], [], [], [0]
+        self.cols, self.line = {}, np.empty(0, np.int32)
         # removed with the Table; TMPDIR chooses the place
         self.scratch = tempfile.TemporaryDirectory(prefix="prepare-text-")
 
@@ -231,34 +235,20 @@ class Table:
         record = f" (record {row - self.starts[f] + 1})" if self.arrays[f] else ""
         return f"{self.paths[f]}:{self.line[row]}{record}"
 
+    def start(self, path, noun, array=False):
+        """The rows of file path follow."""
+        self.paths.append(path)
+        self.nouns.append(noun)
+        self.arrays.append(array)
+        self.starts.append(self.n)
 
-def joined(tables):
-    """One Table of several files' rows; a key a file lacks is missing in its rows."""
-    out = tables[0]
-    if len(tables) == 1:
-        return out
-    keys = list(dict.fromkeys(k for t in tables for k in t.cols))
-    for t in tables[1:]:
-        out.paths += t.paths
-        out.nouns += t.nouns
-        out.arrays += t.arrays
-        out.starts.append(out.n + t.n)
-        out.line = np.concatenate([out.line, t.line])
-    for key in keys:
-        col = Column(key, "key", out.scratch.name)
-        for t, start in zip(tables, out.starts):
-            part = t.cols.get(key)
-            if part is None:
-                col.write(np.full(t.n, GAP, np.int32), np.full(t.n, np.nan))
-                continue
-            remap = np.array([col.text_code(v) for v in part.texts] + [NUM, GAP, NESTED], np.int32)
-            code = part.code
-            col.write(np.where(code >= 0, remap[np.maximum(code, 0)], code), part.x)
-            col.q = min(col.q, part.q)
-            col.nested.update({start + r: v for r, v in part.nested.items()})
-            col.clash = col.clash or part.clash
-        out.cols[key] = col
-    return out
+    def column(self, name, noun, args):
+        """Key name's Column, made on its first file."""
+        if name not in self.cols:
+            as_text = name in args.text
+            self.cols[name] = Column(name, noun, self.scratch.name, as_text, args.decimal_comma)
+        self.cols[name].noun = noun
+        return self.cols[name]
 
 
 def opened(path):
@@ -361,19 +351,16 @@ def bad_row(path, header, delimiter, trailing, error=None):
     fail(f"{path}:{at}: {len(row)} cells, but {names}{hint}")
 
 
-def read_csv(path, args, head, cr_only, blank):
-    """A Table of a CSV file (scanned: head, line ends, first empty line)."""
+def read_csv(table, path, args, head, cr_only, blank):
+    """A CSV file's rows into table (scanned: head, line ends, first empty line)."""
     if cr_only:
         print(f"note: {path}: its lines end in a carriage return alone (\\r): read as line ends")
     header, row, delimiter = csv_head(path, head, args.delimiter)
     names = header[:-1] if len(header) > 1 and not header[-1] else header
     trailing = len(row) == len(names) + 1 and not row[-1].strip()
     wanted = csv_columns(path, names if trailing else header, args.columns)
-    table = Table(path, "column")
-    columns = [
-        Column(header[j], "column", table.scratch.name, header[j] in args.text, args.decimal_comma)
-        for j in wanted
-    ]
+    table.start(path, "column")
+    columns = [table.column(header[j], "column", args) for j in wanted]
     lines = []
     multi = []
     for cells, first in csv_batches(path, header, delimiter, trailing, cr_only, blank):
@@ -389,7 +376,7 @@ def read_csv(path, args, head, cr_only, blank):
             encoded = pc.dictionary_encode(cells[j])
             values = encoded.dictionary.to_pylist()
             column.add(values, encoded.indices.to_numpy(), row0, where, column.parse_cell)
-    if not table.n:
+    if table.n == table.starts[-2]:
         fail(f"{path}: a header and no rows")
     if trailing:
         print(
@@ -401,9 +388,9 @@ def read_csv(path, args, head, cr_only, blank):
             f"note: {path}:{multi[0][0]}-{multi[0][1]}: a quoted cell holds a line break"
             f" ({len(multi)} such row(s)); if a quote is unterminated, close it"
         )
-    table.line = np.concatenate(lines)
-    table.cols = {c.name: c.finish(table.where) for c in columns}
-    return table
+    table.line = np.concatenate([table.line, *lines])
+    for column in columns:
+        column.finish(table.where)
 
 
 def arrow_batches(path, header, delimiter, trailing):
@@ -542,8 +529,8 @@ def json_records(path, args):
     return records, lines, array
 
 
-def read_json(path, args):
-    """A Table of a JSON file, a row per object."""
+def read_json(table, path, args):
+    """A JSON file's objects into table, a row each."""
     records, lines, array = json_records(path, args)
     if not records:
         fail(f"{path}: an empty JSON array; expected a record per object")
@@ -554,27 +541,35 @@ def read_json(path, args):
             f"{path}: one JSON object of columns of {len(values[0])} values; expected a record"
             ' per row (to_json(orient="records", lines=True))'
         )
-    table = Table(path, "key", array)
-    table.line, table.starts[-1] = np.array(lines), len(records)
+    table.start(path, "key", array)
+    row0 = table.n
+    table.line = np.concatenate([table.line, lines])
+    table.starts[-1] += len(records)
     for key in dict.fromkeys(k for r in records for k in r):
-        column = Column(key, "key", table.scratch.name, key in args.text)
+        column = table.column(key, "key", args)
         values = [r.get(key) for r in records]
         if column.as_text:
             values = [rewrite(v, lambda x: str(x) if isinstance(x, Decimal) else x) for v in values]
         values = [Nested(v) if isinstance(v, (list, dict, bool)) else v for v in values]
         position = {}
         codes = np.array([position.setdefault(v, len(position)) for v in values])
-        column.add(list(position), codes, 0, table.where, column.parse_json)
-        table.cols[key] = column
-        column.nested = {int(r): values[r].value for r in np.flatnonzero(column.code == NESTED)}
+        column.add(list(position), codes, row0, table.where, column.parse_json)
+        nested = np.flatnonzero(column.code[row0:] == NESTED)
+        column.nested.update({row0 + int(r): values[r].value for r in nested})
+
+
+def read_files(paths, args):
+    """A Table of the files' rows: JSON (a file that starts with { or [) or CSV; a key a file
+    lacks is missing in its rows."""
+    table = Table()
+    for path in paths:
+        head, cr_only, blank = scan(path)
+        if not head.strip():
+            fail(f"{path}: empty file; expected a CSV header and rows, or JSON records")
+        if head.lstrip().startswith(("{", "[")):
+            read_json(table, path, args)
+        else:
+            read_csv(table, path, args, head, cr_only, blank)
+    for column in table.cols.values():
+        column.pad(table.n)
     return table
-
-
-def read_file(path, args):
-    """A Table of a file's rows: JSON (a file that starts with { or [) or CSV."""
-    head, cr_only, blank = scan(path)
-    if not head.strip():
-        fail(f"{path}: empty file; expected a CSV header and rows, or JSON records")
-    if head.lstrip().startswith(("{", "[")):
-        return read_json(path, args)
-    return read_csv(path, args, head, cr_only, blank)

@@ -26,7 +26,7 @@ import numpy as np
 # common puts the repository's root on the path
 from common import at_least, command, dataset_files, fail, one_line_errors, staged_dataset
 from common import write_meta
-from reading import MISSING, NESTED, NUM, joined, numbers, read_file
+from reading import MISSING, NESTED, NUM, numbers, read_files
 from records import SPLITS, check_keys, check_values, counting_keys, date_keys, leave_out_missing
 from records import rows_in, split_records, warn_short, weights, words_for_tokenizer
 from scaling import extremes, number_pieces, scale, written
@@ -43,7 +43,7 @@ def main(argv=None):
     check_inputs(inputs, args.out)
 
     # read: a Table of every file's rows, a Column per key
-    table = joined([read_file(path, args) for path in inputs])
+    table = read_files(inputs, args)
 
     # clean keys: dates left out, words the tokenizer would misread renamed, values checked
     keys, kind, dates, renamed = clean_keys(table, args)

@@ -463,6 +463,6 @@ def test_main_reads_as_its_steps_in_at_most_60_lines():
     assert main.end_lineno - main.lineno + 1 <= 60
     calls = sorted((n.lineno, n.col_offset, n.func.id) for n in ast.walk(main)
                    if isinstance(n, ast.Call) and isinstance(n.func, ast.Name))
-    steps = ["read_file", "clean_keys", "split_records", "leave_out_missing", "scale", "check_tokens", "write_lines",
+    steps = ["read_files", "clean_keys", "split_records", "leave_out_missing", "scale", "check_tokens", "write_lines",
              "report"]
     assert [name for _, _, name in calls if name in steps] == steps
