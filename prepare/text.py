@@ -28,8 +28,8 @@ from common import at_least, command, dataset_files, fail, one_line_errors, stag
 from common import write_meta
 from reading import MISSING, NESTED, NUM, numbers, read_files
 from records import SPLITS, check_keys, check_values, counting_keys, date_keys, leave_out_missing
-from records import rows_in, split_records, warn_short, weights, words_for_tokenizer
-from scaling import extremes, number_pieces, scale, written
+from records import rows_in, split_records, warn_short, words_for_tokenizer
+from scaling import scale, written
 from tokenize_line import split_text
 from util import TextError, open_new, shell_line
 
@@ -81,7 +81,7 @@ def main(argv=None):
         "missing": {"markers": list(MISSING), "how": args.missing, "records": missing},
         "dates_left_out": dates,
         "renamed": {a: b for a, b in renamed.items() if a != b},
-        "mask_key": mask_key_of(table, parts[0], args.target, number_keys, index_like),
+        "mask_key": mask_key_of(args.target, number_keys, ranges, index_like),
         "rows": {"read": table.n, "in_records": int(rows_in(table, parts).sum())},
         "command": command("prepare/text.py", argv),
     }
@@ -206,15 +206,11 @@ def clean_keys(table, args):
     return keys, kind, dates, renamed
 
 
-def mask_key_of(table, train, target, number_keys, index_like):
+def mask_key_of(target, number_keys, ranges, index_like):
     """--target, else the first key whose numbers vary in train and count no rows (said)."""
     if target and target not in number_keys:
         fail(f"--target {target}: not a key of numbers; expected one of {', '.join(number_keys)}")
-    varies = []
-    for k in number_keys:
-        low, high, _, _ = extremes(number_pieces(table.cols[k], weights(table, train, k) > 0))
-        if k not in index_like and low < high:
-            varies.append(k)
+    varies = [k for k in number_keys if k not in index_like and ranges[k][0] < ranges[k][1]]
     key = target or (varies or number_keys or [None])[0]
     if key and not target:
         print(
