@@ -256,12 +256,15 @@ def lines_of(table, part, keys, writers, lo, hi):
         values[key] = text
     # records alike in the keys they hold are written with one template
     held = np.column_stack([part.has(k)[lo:hi] for k in keys])
-    patterns, which = np.unique(held, axis=0, return_inverse=True)
+    # any number of keys: ranks of each record's bits so far, 8 keys at a time
+    pattern = np.zeros(len(rows), np.int64)
+    for byte in np.packbits(held, axis=1).T:
+        pattern = np.unique(pattern * 256 + byte, return_inverse=True)[1].ravel()
     lines = np.empty(len(rows), dtype=object)
     name = lambda k: json.dumps(k, ensure_ascii=False).replace("{", "{{").replace("}", "}}")
-    for p, has in enumerate(patterns):
-        at = np.flatnonzero(which.ravel() == p)
-        present = [k for k, h in zip(keys, has) if h]
+    for p in np.unique(pattern):
+        at = np.flatnonzero(pattern == p)
+        present = [k for k, h in zip(keys, held[at[0]]) if h]
         form = "{{" + ",".join(f"{name(k)}:{{}}" for k in present) + "}}"
         lines[at] = list(map(form.format, *(values[k][at] for k in present)))
     return lines
