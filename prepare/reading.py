@@ -413,6 +413,8 @@ def arrow_batches(path, header, delimiter, trailing):
             ),
         )
     except pa.ArrowInvalid as e:
+        if "straddl" in str(e):
+            fail(f"{path}: a row of more than {BLOCK >> 20} MiB, over the limit; split its cells")
         bad_row(path, header, delimiter, trailing, e)
 
 
@@ -511,6 +513,8 @@ def json_records(path, args):
             fail(f"{path}:{e.lineno}: not a JSON record ({e.msg} at column {e.colno})")
         except ValueError as e:
             fail(f"{where}: {e}")
+        except RecursionError:
+            fail(f"{where}: a record nested too deep for Python's JSON reader; flatten it")
         if not isinstance(record, dict) or not record:
             fail(f"{where}: expected a JSON object, found {text[at:i][:40]!r}")
         keep = args.columns or record
@@ -566,7 +570,7 @@ def read_files(paths, args):
         head, cr_only, blank = scan(path)
         if not head.strip():
             fail(f"{path}: empty file; expected a CSV header and rows, or JSON records")
-        if head.lstrip().startswith(("{", "[")):
+        if re.match(r"\s*(\{|\[\s*[{\]])", head):
             read_json(table, path, args)
         else:
             read_csv(table, path, args, head, cr_only, blank)

@@ -103,6 +103,8 @@ def check_values(table, keys, missing):
         )
 
 
+# |x| / 10^q beyond a float64 counts no rows (None), without a warning
+@np.errstate(over="ignore")
 def counts_up(x, q, size=1 << 18):
     """The step by which a file's numbers go up from row to row, perhaps wrapping to their least
     (an hour of the day), else None; read a piece at a time, as integers of their finest digit."""

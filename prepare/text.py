@@ -31,7 +31,7 @@ from records import SPLITS, check_keys, check_values, counting_keys, date_keys, 
 from records import rows_in, split_records, warn_short, words_for_tokenizer
 from scaling import scale, written
 from tokenize_line import split_text
-from util import TextError, open_new, shell_line
+from util import TextError, check_regular, open_new, shell_line
 
 # records written at a time
 BLOCK = 50_000
@@ -142,7 +142,8 @@ def parse_args(argv):
         args.fractions = [float(x) for x in args.split.split(",")]
     except ValueError:
         args.fractions = []
-    if len(args.fractions) != 3 or min(args.fractions) <= 0 or abs(sum(args.fractions) - 1) > 1e-6:
+    positive = all(f > 0 for f in args.fractions)
+    if len(args.fractions) != 3 or not positive or abs(sum(args.fractions) - 1) > 1e-6:
         fail(
             f"--split {args.split}: expected three positive fractions that add up to 1"
             " (train,val,test: 0.8,0.1,0.1)"
@@ -167,10 +168,13 @@ def check_inputs(paths, out):
     seen = {}
     for path in paths:
         try:
+            check_regular(path)
             with open(path, "rb") as f:
                 digest = hashlib.file_digest(f, "sha256").hexdigest()
         except OSError as e:
             fail(f"cannot read {path}: {e.strerror}")
+        except TextError as e:
+            fail(e)
         if digest in seen:
             fail(f"{path} holds the same bytes as {seen[digest]}: a file given twice; give it once")
         seen[digest] = path

@@ -199,6 +199,11 @@ COLUMNS = json.dumps({"t": {str(i): i for i in range(20)}, "x": {str(i): i / 2 f
      r"but --decimal-comma says numbers are written 12,5")),
     ("".join(f"{i / 10},{3 + i % 4},{'ab'[i % 2]}\n" for i in range(1, 40)), [], (r"bad.csv:1: the header "
      r"holds numbers \(0.1, 4\): a file without a header row\? .*add a line of names")),
+    ("a,b\n1,2\n", ["--split", "nan,0.5,0.5"], "--split nan,0.5,0.5: expected three positive fractions"),
+    ("t,x\n" + "".join(f"{i},{i}e-3\n" for i in range(20)) + "20,1e308\n", [],
+     r"key 'x': \|x\| up to 1e\+308, too large to scale; write log10"),
+    ('{"a":' + "[" * 5000 + "]" * 5000 + "}\n", [], "bad.jsonl:1: a record nested too deep"),
+    ("t,x\n1," + "y" * (3 << 20) + "\n", [], "bad.csv: a row of more than 1 MiB, over the limit"),
 ] + [(f"t,p\n1.5,2\n2.5,{m}\n3,4\n", [], (r"bad.csv:3: column 'p' is missing .*--missing=omit leaves it out "
      r"of the record, --missing=drop drops the record")) for m in ("", "NA", "NaN", "null", "?", "-", "n/a")])
 def test_what_would_be_misread_is_a_one_line_error_naming_file_and_line(tmp_path, content, flags, expected):
@@ -336,6 +341,10 @@ def test_decimal_commas_gzip_and_what_is_not_text(tmp_path):
     assert (prepare(tmp_path, gzip.compress(CSV.encode()), name="d.csv.gz")[0] / "train.txt").read_text() == plain
     with zipfile.ZipFile(tmp_path / "book.xlsx", "w") as z:
         z.writestr("xl/workbook.xml", "<workbook/>")
+    os.mkfifo(tmp_path / "fifo.csv")
+    with pytest.raises(SystemExit, match="fifo.csv is a FIFO, device or socket; expected a file"):
+        text.main([str(tmp_path / "fifo.csv"), "--out", str(tmp_path / "never")])
+    assert prepare(tmp_path, "[a],b\n" + "".join(f"{i},{i}\n" for i in range(20)))[1]["keys"] == ["[a]", "b"]
     assert re.search(r"book.xlsx: a zip archive or an Excel workbook .*CSV UTF-8",
                      error(tmp_path, (tmp_path / "book.xlsx").read_bytes(), name="book.xlsx"))
     assert "utf16.csv: UTF-16 text (Excel's Unicode Text); save the file as UTF-8" in error(
