@@ -32,6 +32,8 @@ SEPARATED = re.compile(r"[+-]?\d+(?:,\d+)+(?:\.\d*)?")
 # 01234: a code (a ZIP code), not a quantity
 CODE = re.compile(r"[+-]?0\d+")
 DELIMITERS = {",": "a comma", ";": "a semicolon", "\t": "a tab", "|": "a bar"}
+# the start of a JSON file: an object, or an array of objects
+JSON = re.compile(r"\s*(\{|\[\s*[{\]])")
 # a Column's codes (else a text's index)
 NUM, GAP, NESTED = -1, -2, -3
 # bytes of CSV read at a time
@@ -55,6 +57,12 @@ def leaves(value):
 
 def numbers(value):
     return [x for x in leaves(value) if isinstance(x, Decimal)]
+
+
+def excerpt(value, n=60):
+    """repr(value) for a message, cut to n characters."""
+    text = repr(value)
+    return text if len(text) <= n else text[: n - 3] + "..."
 
 
 def plain_number(cell):
@@ -145,7 +153,7 @@ class Column:
 
         def at(kind):
             row, value = self.first[kind]
-            return f"{where(row)}: column {self.name!r}: {value!r}"
+            return f"{where(row)}: column {self.name!r}: {excerpt(value)}"
 
         hint = f"--text {self.name} reads it as text"
         if "code" in self.first:
@@ -269,13 +277,14 @@ def opened(path):
 
 def scan(path):
     """(the first 64 KiB of text, whether lines end in \\r alone, the first empty line or 0);
-    refused: a byte not UTF-8, a lone \\r."""
+    refused: a byte not UTF-8, a lone \\r, a CSV line over BLOCK bytes."""
     f = opened(path)
     decoder = codecs.getincrementaldecoder("utf-8-sig")()
     head = ""
     cr_only = None
     blank = 0
     lines = 1
+    longest = 0
     while block := f.read(1 << 22):
         try:
             head += decoder.decode(block)[: (1 << 16) - len(head)]
@@ -290,6 +299,13 @@ def scan(path):
             at = lines + block.count(b"\n", 0, lone.start())
             column = lone.start() - block.rfind(b"\n", 0, lone.start())
             fail(f"{path}:{at}: a lone carriage return (\\r) at column {column}; remove it")
+        # a CSV line over the limit, refused having read at most 4 MiB past it
+        lengths = [len(line) for line in block.split(ends)]
+        lengths[0] += longest
+        if max(lengths) > BLOCK and not JSON.match(head):
+            at = lines + int(np.argmax(np.array(lengths) > BLOCK))
+            fail(f"{path}:{at}: a line of more than {BLOCK >> 20} MiB, over the limit; split it")
+        longest = lengths[-1]
         empty = re.search(ends + rb"\r?" + ends, block)
         if empty and not blank:
             blank = lines + block.count(ends, 0, empty.start()) + 1
@@ -570,7 +586,7 @@ def read_files(paths, args):
         head, cr_only, blank = scan(path)
         if not head.strip():
             fail(f"{path}: empty file; expected a CSV header and rows, or JSON records")
-        if re.match(r"\s*(\{|\[\s*[{\]])", head):
+        if JSON.match(head):
             read_json(table, path, args)
         else:
             read_csv(table, path, args, head, cr_only, blank)

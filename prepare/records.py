@@ -11,7 +11,7 @@ from itertools import pairwise
 
 import numpy as np
 from common import fail
-from reading import GAP, MISSING, NESTED, NUM, leaves, rewrite
+from reading import GAP, MISSING, NESTED, NUM, excerpt, leaves, rewrite
 
 from tokenize_line import split_text
 from util import TextError
@@ -362,12 +362,13 @@ def words_for_tokenizer(table):
         clash = {}
         for a, b in mapping.items():
             if clash.setdefault(b, a) != a:
-                fail(f"the {what}s {clash[b]!r} and {a!r} would both be written {b!r}; rename one")
+                both = f"{excerpt(clash[b])} and {excerpt(a)}"
+                fail(f"the {what}s {both} would both be written {excerpt(b)}; rename one")
         if changed:
             a, b = next(iter(changed.items()))
             print(
                 f"note: {len(changed)} {what}(s) the tokenizer would read as numbers written as one"
-                f" word each: {a!r} as {b!r}"
+                f" word each: {excerpt(a)} as {excerpt(b)}"
                 + (" (--mask_key takes the new name)" if what == "key" else "")
             )
     word = lambda x: values.get(x, x) if isinstance(x, str) else x

@@ -26,7 +26,7 @@ import numpy as np
 # common puts the repository's root on the path
 from common import at_least, command, dataset_files, fail, one_line_errors, staged_dataset
 from common import write_meta
-from reading import MISSING, NESTED, NUM, numbers, read_files
+from reading import MISSING, NESTED, NUM, excerpt, numbers, read_files
 from records import SPLITS, check_keys, check_values, counting_keys, date_keys, leave_out_missing
 from records import rows_in, split_records, warn_short, words_for_tokenizer
 from scaling import scale, written
@@ -307,7 +307,7 @@ def check_tokens(table, parts, keys):
                 unseen = [t for t in tokens if t not in vocab]
                 if split != "train" and unseen:
                     fail(
-                        f"{where}: the {split} record holds the text token {unseen[0]!r}, which"
+                        f"{where}: the {split} record holds the text token {excerpt(unseen[0])}, which"
                         " no training record has; add such records to the training data, or write"
                         " the value as a number or a category train has"
                     )

@@ -203,7 +203,9 @@ COLUMNS = json.dumps({"t": {str(i): i for i in range(20)}, "x": {str(i): i / 2 f
     ("t,x\n" + "".join(f"{i},{i}e-3\n" for i in range(20)) + "20,1e308\n", [],
      r"key 'x': \|x\| up to 1e\+308, too large to scale; write log10"),
     ('{"a":' + "[" * 5000 + "]" * 5000 + "}\n", [], "bad.jsonl:1: a record nested too deep"),
-    ("t,x\n1," + "y" * (3 << 20) + "\n", [], "bad.csv: a row of more than 1 MiB, over the limit"),
+    ("t,x\n1," + "y" * (3 << 20) + "\n", [], "bad.csv:2: a line of more than 1 MiB, over the limit"),
+    ('t,x\n1,"' + "y\n" * (1 << 20) + '"\n', [], "bad.csv: a row of more than 1 MiB, over the limit"),
+    ("t,x\n1,2\n2," + "y" * 500 + "\n3,4\n", [], r"bad.csv:3: column 'x': 'y{56}\.\.\. is not a number"),
 ] + [(f"t,p\n1.5,2\n2.5,{m}\n3,4\n", [], (r"bad.csv:3: column 'p' is missing .*--missing=omit leaves it out "
      r"of the record, --missing=drop drops the record")) for m in ("", "NA", "NaN", "null", "?", "-", "n/a")])
 def test_what_would_be_misread_is_a_one_line_error_naming_file_and_line(tmp_path, content, flags, expected):
