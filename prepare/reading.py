@@ -1,12 +1,11 @@
-"""Your files read into a Table for prepare/text.py: a Column per key (on disk), a row per CSV row
-(read by pyarrow's streaming reader, a block at a time) or JSON object."""
+"""Your files as a Table for prepare/text.py: a Column per key (on disk), a row per CSV row (read by
+pyarrow's streaming reader) or JSON object."""
 
 import codecs
 import csv
 import functools
 import gzip
 import io
-import itertools
 import json
 import math
 import os
@@ -38,7 +37,6 @@ JSON = re.compile(r"\s*(\{|\[\s*[{\]])")
 NUM, GAP, NESTED = -1, -2, -3
 # bytes of CSV read at a time
 BLOCK = 1 << 20
-COLUMNS = itertools.count()
 
 
 def rewrite(value, f):
@@ -79,10 +77,10 @@ class Column:
     """One key's value in every row, on disk: `code` (NUM, GAP, NESTED or an index in `texts`),
     `x` (a number); `q`: the place 10^q of its numbers' finest digit."""
 
-    def __init__(self, name, noun, scratch, as_text=False, decimal_comma=False):
+    def __init__(self, name, noun, files, as_text, decimal_comma):
         self.name, self.noun, self.as_text, self.decimal_comma = name, noun, as_text, decimal_comma
-        self.texts, self.index, self.nested, self.n, self.gaps = [], {}, {}, 0, []
-        self.paths = [os.path.join(scratch, f"{next(COLUMNS)}.{part}") for part in ("code", "x")]
+        self.texts, self.index, self.nested, self.n = [], {}, {}, 0
+        self.paths = [f"{files}.code", f"{files}.x"]
         # the first row holding a number, a text, a leading zero
         self.first, self.n_numbers, self.n_present, self.clash = {}, 0, 0, None
         self.q = 999
@@ -94,8 +92,8 @@ class Column:
         return self.index[value]
 
     def add(self, distinct, codes, row0, where, parse):
-        """Rows row0... holding distinct[codes], each read once by parse -> (code, Decimal); the
-        rows before row0 not yet written missing (a file without the key)."""
+        """Rows row0... holding distinct[codes], each read once by parse -> (code, Decimal); rows
+        before row0 not written are missing."""
         self.pad(row0)
         first_row = np.unique(codes, return_index=True)[1]
         code, x = np.empty(len(distinct), np.int32), np.full(len(distinct), np.nan)
@@ -129,14 +127,10 @@ class Column:
         for path, values in zip(self.paths, (code.astype(np.int32), x.astype(np.float64))):
             with open(path, "ab") as f:
                 f.write(values.tobytes())
-        gaps = np.flatnonzero(code == GAP)
-        if len(gaps):
-            self.gaps.append((gaps + self.n).astype(np.int32))
         self.n += len(code)
 
     def check_float(self, d, at):
-        """d as a float64 (its finest digit's place lowers q), refused if one cannot hold
-        it."""
+        """d as a float64, refused if one cannot hold it; q lowered to its finest digit."""
         x = float(d)
         self.q = min(self.q, d.as_tuple().exponent)
         if not math.isfinite(x) or (d and not x):
@@ -207,9 +201,7 @@ class Column:
         return NESTED, None
 
     def mapped(self, i, dtype):
-        if not self.n:
-            return np.empty(0, dtype)
-        return np.memmap(self.paths[i], dtype, "r", shape=(self.n,))
+        return np.memmap(self.paths[i], dtype, "r", shape=(self.n,)) if self.n else np.empty(0, dtype)
 
     @property
     def code(self):
@@ -221,7 +213,7 @@ class Column:
 
     @functools.cached_property
     def words(self):
-        """Each text value as JSON, as the lines write it."""
+        """Each text value as the lines write it."""
         return np.array([json.dumps(t, ensure_ascii=False) for t in self.texts] + [""], object)
 
 
@@ -229,7 +221,7 @@ class Table:
     """The rows of the files read, a Column per key; where(row) names a row's file and line."""
 
     def __init__(self):
-        self.paths, self.nouns, self.arrays, self.starts = [], [], [], [0]
+        self.paths, self.arrays, self.starts = [], [], [0]
         self.cols, self.line = {}, np.empty(0, np.int32)
         # removed with the Table; TMPDIR chooses the place
         self.scratch = tempfile.TemporaryDirectory(prefix="prepare-text-")
@@ -243,24 +235,23 @@ class Table:
         record = f" (record {row - self.starts[f] + 1})" if self.arrays[f] else ""
         return f"{self.paths[f]}:{self.line[row]}{record}"
 
-    def start(self, path, noun, array=False):
+    def start(self, path, array=False):
         """The rows of file path follow."""
         self.paths.append(path)
-        self.nouns.append(noun)
         self.arrays.append(array)
         self.starts.append(self.n)
 
     def column(self, name, noun, args):
         """Key name's Column, made on its first file."""
         if name not in self.cols:
-            as_text = name in args.text
-            self.cols[name] = Column(name, noun, self.scratch.name, as_text, args.decimal_comma)
+            files = os.path.join(self.scratch.name, str(len(self.cols)))
+            self.cols[name] = Column(name, noun, files, name in args.text, args.decimal_comma)
         self.cols[name].noun = noun
         return self.cols[name]
 
 
 def opened(path):
-    """A file's bytes (gzip undone), refused unless text."""
+    """A file's bytes, gzip undone; refused unless text."""
     f = open(path, "rb")
     if f.peek(2)[:2] == b"\x1f\x8b":
         f = gzip.GzipFile(fileobj=f)
@@ -335,13 +326,11 @@ def csv_head(path, head, delimiter):
         row = next(reader, [])
     except csv.Error as e:
         fail(f"{path}:1: {e} (an unterminated quote?)")
-    if not any(header):
-        fail(f"{path}: empty file; expected a CSV header and rows, or JSON records")
     return header, row, delimiter
 
 
 def bad_row(path, header, delimiter, trailing, error=None):
-    """Fail naming the first row the csv module refuses, or of another width than the header's."""
+    """Fail naming the first row the csv module refuses, or of another width than the header."""
     width = len(header) + (trailing and bool(header[-1]))
     lines = io.TextIOWrapper(opened(path), "utf-8-sig", newline="")
     reader = csv.reader(lines, delimiter=delimiter, strict=True)
@@ -375,7 +364,7 @@ def read_csv(table, path, args, head, cr_only, blank):
     names = header[:-1] if len(header) > 1 and not header[-1] else header
     trailing = len(row) == len(names) + 1 and not row[-1].strip()
     wanted = csv_columns(path, names if trailing else header, args.columns)
-    table.start(path, "column")
+    table.start(path)
     columns = [table.column(header[j], "column", args) for j in wanted]
     lines = []
     multi = []
@@ -505,8 +494,8 @@ class Nested:
 
 
 def json_records(path, args):
-    """(a JSON file's records, the line of each, whether in an array); missing values None."""
-    text = opened(path).read().decode().removeprefix("\ufeff").replace("\r\n", "\n").rstrip("\n")
+    """(a JSON file's records, the line of each, whether an array); missing values None."""
+    text = opened(path).read().decode("utf-8-sig").replace("\r\n", "\n").rstrip("\n")
     decoder = json.JSONDecoder(
         parse_float=Decimal, parse_int=Decimal, parse_constant=_constant, object_pairs_hook=_object
     )
@@ -561,7 +550,7 @@ def read_json(table, path, args):
             f"{path}: one JSON object of columns of {len(values[0])} values; expected a record"
             ' per row (to_json(orient="records", lines=True))'
         )
-    table.start(path, "key", array)
+    table.start(path, array)
     row0 = table.n
     table.line = np.concatenate([table.line, lines])
     table.starts[-1] += len(records)
@@ -579,8 +568,8 @@ def read_json(table, path, args):
 
 
 def read_files(paths, args):
-    """A Table of the files' rows: JSON (a file that starts with { or [) or CSV; a key a file
-    lacks is missing in its rows."""
+    """A Table of the files' rows, JSON (starting with { or [) or CSV; a key a file lacks is
+    missing in its rows."""
     table = Table()
     for path in paths:
         head, cr_only, blank = scan(path)

@@ -43,8 +43,7 @@ def kinds(value):
 
 def missing_rows(col):
     """A column's rows whose value is missing, or holds one (a JSON list with a null)."""
-    gap = np.zeros(col.n, bool)
-    gap[np.concatenate(col.gaps + [np.empty(0, np.int32)])] = True
+    gap = col.code == GAP
     for row, value in col.nested.items():
         gap[row] = "null" in kinds(value)
     return gap
@@ -95,9 +94,8 @@ def check_values(table, keys, missing):
     if gaps:
         key = min(gaps, key=lambda k: (gaps[k], keys.index(k)))
         row = gaps[key]
-        noun = table.nouns[np.searchsorted(table.starts, row, "right") - 1]
         fail(
-            f"{table.where(row)}: {noun} {key!r} is missing (no value, or one of"
+            f"{table.where(row)}: {table.cols[key].noun} {key!r} is missing (no value, or one of"
             f" {', '.join(map(repr, MISSING))}, null); --missing=omit leaves it out of the record,"
             " --missing=drop drops the record"
         )
@@ -262,7 +260,7 @@ def leave_out_missing(table, parts, keys, how):
     """The splits with missing values left out, and {key: records it was missing from}."""
     missing, kept, emptied = {}, [], 0
     cols = {key: table.cols[key] for key in keys}
-    gaps = {key: missing_rows(col) for key, col in cols.items() if col.gaps or col.nested}
+    gaps = {key: gap for key, col in cols.items() if (gap := missing_rows(col)).any()}
     for part in parts:
         none = np.zeros(len(part), bool)
         lacks = {key: gaps[key][part.rows].any(axis=1) if key in gaps else none for key in keys}
