@@ -9,6 +9,7 @@ from decimal import Decimal
 import numpy as np
 import pytest
 from conftest import ROOT, run
+from helpers import tokenize
 
 sys.path.insert(0, os.path.join(ROOT, "prepare"))
 import text
@@ -59,10 +60,11 @@ def test_a_csv_becomes_a_dataset_that_tokenizes(tmp_path, capsys):
     assert set(meta["scales"]) == {"t", "p"} and abs(meta["scales"]["p"]["center"] - 1013) < 2
     for key in ("station: text, 3 value(s): a, b, c", "(x - ", "numbers per record: 2-2", '"rain"'):
         assert key in printed
-    assert len(read(out)) == 60 and {r["station"] for r in read(out)} == {"a", "b", "c"}
+    records = read(out)
+    assert len(records) == 60 and {r["station"] for r in records} == {"a", "b", "c"}
     train_p = np.array([r["p"] for r in read(out, "train")])
     assert abs(train_p.mean()) < 1e-3 and abs(train_p.std() - 1) < 1e-3  # order 1: centred, unit spread
-    run("tokenize_numbers.py", str(out), "--encoding=xval", "--workers=1")
+    tokenize(out)
     assert len(Split(str(out), "test", "xval")) == 6
     out, meta = prepare(tmp_path, CSV, "--scale", "none")
     assert meta["scales"]["p"] == {"center": 0.0, "spread": 1.0} and all(1000 < r["p"] < 1020 for r in read(out))
@@ -75,7 +77,7 @@ def test_json_lines_in_windows_tokenize_and_keep_their_layout(tmp_path):
     assert meta["window"] == 3 and sum(meta["splits"].values()) == 13  # 40 records: 13 windows, 1 left out
     record = read(out, "train")[0]
     assert list(record) == ["site", "t", "h"] and len(record["site"]) == 3 and np.shape(record["t"]) == (3, 3)
-    run("tokenize_numbers.py", str(out), "--encoding=xval", "--workers=1")
+    tokenize(out)
     assert len(Split(str(out), "train", "xval")) == meta["splits"]["train"]
 
 
@@ -101,11 +103,12 @@ def test_dates_are_left_out_and_text_with_digits_is_one_word_everywhere(tmp_path
     assert meta["dates_left_out"] == ["date", "day", "hour"]
     assert "note: key 'date' holds dates or times" in capsys.readouterr().out
     assert meta["keys"] == ["site", "room", "zip", "pm2_5"] and meta["renamed"] == {"pm2.5": "pm2_5"}
-    assert {r["room"] for r in read(out)} == {"room_0", "room_1", "room_2"} and {r["zip"] for r in read(out)} == {
-        "_01000", "_01001"}
+    records = read(out)
+    assert {r["room"] for r in records} == {"room_0", "room_1", "room_2"}
+    assert {r["zip"] for r in records} == {"_01000", "_01001"}
     for line in "".join((out / f"{s}.txt").read_text() for s in SPLITS).splitlines():
         assert masked_numbers(line, split_text(line), "x", ["pm2_5"]) == {"pm2_5": [0]}  # the one number is pm2.5's
-    run("tokenize_numbers.py", str(out), "--encoding=xval", "--workers=1")
+    tokenize(out)
     assert re.search(r"bad.csv:2: column 'zip': '0100[01]' has a leading zero.*--text zip", error(tmp_path, csv))
 
 
@@ -220,7 +223,7 @@ def test_what_would_be_misread_is_a_one_line_error_naming_file_and_line(tmp_path
 def test_own_data_from_file_to_scores_in_original_units(tmp_path, content, name, flags, key, folder):
     (tmp_path / folder).mkdir(exist_ok=True)
     out, meta = prepare(tmp_path / folder, content, *flags, name=name)
-    run("tokenize_numbers.py", str(out), "--encoding=xval", "--workers=1")
+    tokenize(out)
     train = (*TRAIN, f"--data_dir={out}", f"--out_dir={tmp_path / folder / 'run'}", "--max_iters=4")
     r = run(*train)
     assert f"--mask_key={meta['mask_key']}" in r.stdout  # the hint names a key of numbers, not an index
