@@ -201,7 +201,9 @@ class Column:
         return NESTED, None
 
     def mapped(self, i, dtype):
-        return np.memmap(self.paths[i], dtype, "r", shape=(self.n,)) if self.n else np.empty(0, dtype)
+        if not self.n:
+            return np.empty(0, dtype)
+        return np.memmap(self.paths[i], dtype, "r", shape=(self.n,))
 
     @property
     def code(self):

@@ -307,9 +307,9 @@ def check_tokens(table, parts, keys):
                 unseen = [t for t in tokens if t not in vocab]
                 if split != "train" and unseen:
                     fail(
-                        f"{where}: the {split} record holds the text token {excerpt(unseen[0])}, which"
-                        " no training record has; add such records to the training data, or write"
-                        " the value as a number or a category train has"
+                        f"{where}: the {split} record holds the text token {excerpt(unseen[0])},"
+                        " which no training record has; add such records to the training data, or"
+                        " write the value as a number or a category train has"
                     )
                 vocab.update(dict.fromkeys(unseen))
                 low = [min(low[0], n_read), min(low[1], n_pieces)]
