@@ -278,7 +278,7 @@ def check_tokens(table, parts, keys):
     """Train's text tokens, and (numbers, tokens) per record at least and most; refused: a record
     whose numbers the tokenizer misreads, a val or test token train lacks. Each distinct line
     (numbers written 0) is tokenized once."""
-    vocab, seen, low, high = {}, {}, [np.inf, np.inf], [0, 0]
+    vocab, seen = {}, {}
     # the numbers a record holds: a number, or those of a JSON list or object, per key it holds
     deep = {k: {r: len(numbers(v)) for r, v in table.cols[k].nested.items()} for k in keys}
 
@@ -298,7 +298,7 @@ def check_tokens(table, parts, keys):
                 if line in seen:
                     continue
                 where = table.where(part.rows[lo + i][0])
-                n_read, n_pieces, tokens = seen[line] = tokens_of(line, where)
+                n_read, _, tokens = seen[line] = tokens_of(line, where)
                 if n_read != n_numbers[i]:
                     fail(
                         f"{where}: the tokenizer reads {n_read} numbers in the record written as"
@@ -312,9 +312,8 @@ def check_tokens(table, parts, keys):
                         " write the value as a number or a category train has"
                     )
                 vocab.update(dict.fromkeys(unseen))
-                low = [min(low[0], n_read), min(low[1], n_pieces)]
-                high = [max(high[0], n_read), max(high[1], n_pieces)]
-    return vocab, (low, high)
+    counts = np.array([(n_read, n_pieces) for n_read, n_pieces, _ in seen.values()])
+    return vocab, (counts.min(axis=0), counts.max(axis=0))
 
 
 def tokens_of(line, where):
