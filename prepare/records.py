@@ -11,7 +11,7 @@ from itertools import pairwise
 
 import numpy as np
 from common import fail
-from reading import GAP, MISSING, NESTED, NUM, excerpt, leaves, rewrite
+from reading import GAP, MISSING, NUM, excerpt, leaves, rewrite
 
 from tokenize_line import split_text
 from util import TextError
@@ -154,8 +154,9 @@ def series_of(table, group):
     if not group:
         return list(zip(table.paths, file_rows(table)))
     col = table.group
+    # missing, or a JSON list or object
     gap = np.flatnonzero(col.code < NUM)
-    if len(gap) or (col.code == NESTED).any():
+    if len(gap):
         fail(f"{table.where(gap[0])}: --group {group}: no value here; every row needs its group")
     value = np.where(col.code == NUM, col.x, col.code)
     out = []
@@ -171,9 +172,9 @@ def file_rows(table):
     return [np.arange(a, b, dtype=np.int32) for a, b in pairwise(table.starts)]
 
 
-def windows(rows, window, stride, start=0):
-    """Each window's rows (a row of the result), one starting every stride from start."""
-    starts = np.arange(start, len(rows) - window + 1, stride)
+def windows(rows, window, stride):
+    """Each window's rows (a row of the result), one starting every stride."""
+    starts = np.arange(0, len(rows) - window + 1, stride)
     return rows[starts[:, None] + np.arange(window)]
 
 
