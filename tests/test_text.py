@@ -33,15 +33,17 @@ CSV = "station,t,p,weather\n" + "".join(
 JSONL = "".join(json.dumps({"site": "ns"[i % 2], "t": [round(280 + i / 3 + k, 2) for k in range(3)],
                             "h": 1e-3 * i}) + "\n" for i in range(40))
 LONG_CSV = "station,t,p\n" + "".join(
-    f"{'ab'[i % 2]},{10 + 7 * np.sin(i / 9):.2f},{1013 + 5 * np.cos(i / 7):.1f}\n" for i in range(400))
+    f"{'ab'[i % 2]},{10 + 7 * np.sin(i / 9):.2f},{1013 + 5 * np.cos(i / 7):.1f}\n"
+    for i in range(400))
 SERIES = "date,co2,rain\n" + "".join(
     f"1990-01-{1 + i % 28:02d},{350 + i / 10 + np.sin(i / 5):.2f},"
     f"{'' if i in (7, 33) else 'NA' if i == 50 else f'{i % 7 / 10:.1f}'}\n" for i in range(80))
 QUAKES = "year,lat,mag,site\n" + "".join(
-    f"{2000 + i // 10},{(i * 7) % 11 - 20.5},{4 + (i * 5) % 9 / 10},{'ab'[i % 2]}\n" for i in range(60))
-TRAIN = ("train.py", "config/own_small.py", "--n_layer=1", "--n_head=2", "--n_embd=16", "--device=cpu",
-         "--compile=False", "--eval_interval=2", "--eval_batches=1", "--batch_size=8",
-         "--micro_batch_size=8", "--warmup_iters=0")
+    f"{2000 + i // 10},{(i * 7) % 11 - 20.5},{4 + (i * 5) % 9 / 10},{'ab'[i % 2]}\n"
+    for i in range(60))
+TRAIN = ("train.py", "config/own_small.py", "--n_layer=1", "--n_head=2", "--n_embd=16",
+         "--device=cpu", "--compile=False", "--eval_interval=2", "--eval_batches=1",
+         "--batch_size=8", "--micro_batch_size=8", "--warmup_iters=0")
 OMIT_OR_DROP = "--missing=omit leaves it out of the record, --missing=drop drops the record"
 SIGN = "is a number written with a currency or percent sign, digit groups or in hex; write"
 SIGNS = [("45%", "45"), ("$12.50", "12.50"), ("-€3", "-3"), ("1_000", "1000"), ("0x1F", "31")]
@@ -53,13 +55,13 @@ def write(path, content):
 
 @pytest.fixture
 def prepare(tmp_path):
-    """text.py on `content` written to tmp_path/folder/name: the folder written and its meta."""
-    def prepare(content, *flags, name="data.csv", folder=""):
-        (tmp_path / folder).mkdir(exist_ok=True)
-        out = tmp_path / folder / "out"
-        write(tmp_path / folder / name, content)
-        text.main([str(tmp_path / folder / name), "--out", str(out), "--force", *flags])
-        return out, json.loads((out / "meta.json").read_text())
+    """text.py on `content` written in a folder whose name holds a space: out and meta."""
+    def prepare(content, *flags, name="data.csv"):
+        folder = tmp_path / "my data"
+        folder.mkdir(exist_ok=True)
+        write(folder / name, content)
+        text.main([str(folder / name), "--out", str(folder / "out"), "--force", *flags])
+        return folder / "out", json.loads((folder / "out" / "meta.json").read_text())
     return prepare
 
 
@@ -100,7 +102,8 @@ def original(meta, key, values):
 def undone(content, out, meta):
     """Every number written, unscaled, gives back each digit of the input's (per key)."""
     if content.startswith("{"):
-        rows = [json.loads(line, parse_float=Decimal, parse_int=Decimal) for line in content.splitlines()]
+        rows = [json.loads(line, parse_float=Decimal, parse_int=Decimal)
+                for line in content.splitlines()]
     else:
         rows = list(csv.DictReader(content.splitlines()))
     for key in meta["scales"]:
@@ -175,7 +178,8 @@ def test_dates_are_left_out_and_text_with_digits_is_one_word_everywhere(prepare,
     out, meta = prepare(content, "--text", "zip")
     said(capsys, "note: key 'date' holds dates or times")
     assert meta["dates_left_out"] == ["date", "day", "hour"]
-    assert meta["keys"] == ["site", "room", "zip", "pm2_5"] and meta["renamed"] == {"pm2.5": "pm2_5"}
+    assert meta["keys"] == ["site", "room", "zip", "pm2_5"]
+    assert meta["renamed"] == {"pm2.5": "pm2_5"}
     assert {r["room"] for r in read(out)} == {"room_0", "room_1", "room_2"}
     assert {r["zip"] for r in read(out)} == {"_01000", "_01001"}
     # the one number is pm2.5's
@@ -224,8 +228,9 @@ def test_the_same_data_in_two_splits_is_refused_or_reported(tmp_path, prepare, c
     a, b = tmp_path / "a.csv", tmp_path / "b.csv"
     write(a, CSV)
     write(b, CSV)
+    given_twice = r"holds the same bytes as .*a.csv: a file given twice"
     for files in ([a, a], [a, b], [a, "--val", b, "--test", tmp_path / "t.csv"]):
-        with pytest.raises(SystemExit, match=r"holds the same bytes as .*a.csv: a file given twice"):
+        with pytest.raises(SystemExit, match=given_twice):
             text.main([*map(str, files), "--out", str(tmp_path / "o")])
     # every record twice: most land in two splits
     prepare(CSV + CSV.partition("\n")[2])
@@ -241,6 +246,7 @@ def test_a_fifo_is_refused_and_a_header_may_start_with_a_bracket(tmp_path, prepa
 
 COLUMNS = json.dumps({"t": {str(i): i for i in range(20)}, "x": {str(i): i / 2 for i in range(20)}})
 TWO_ROWS = "a,b\n1,2\n3,4\n"
+HEADLESS = "".join(f"{i / 10},{3 + i % 4},{'ab'[i % 2]}\n" for i in range(1, 40))
 
 
 @pytest.mark.parametrize("content,flags,expected", [
@@ -258,44 +264,55 @@ TWO_ROWS = "a,b\n1,2\n3,4\n"
     ('{"t":1,"x":"0.0"}\n', "", "bad.jsonl:1: key 'x': '0.0' is a number written as a string"),
     ('{"a":1}\n{"a":NaN}\n', "", "bad.jsonl:2: key 'a' is missing"),
     ('{"a":Infinity}\n', "", "bad.jsonl:1: Infinity is not a finite number"),
-    (TWO_ROWS, "--window 3 --order random", "bad.csv:3: the file ends after 2 rows, before a window"),
-    (TWO_ROWS, "--window 3", r"bad.csv: --split 0.8,0.1,0.1 in time order cuts its 2 rows into 2/0/0"),
+    (TWO_ROWS, "--window 3 --order random",
+     "bad.csv:3: the file ends after 2 rows, before a window of 3"),
+    (TWO_ROWS, "--window 3",
+     r"bad.csv: --split 0.8,0.1,0.1 in time order cuts its 2 rows into 2/0/0"),
     (TWO_ROWS, "", r"--split 0.8,0.1,0.1: 2 records give train/val/test"),
     ("a,a\n1,2\n", "", "bad.csv:1: column 2 of the header is 'a' again"),
     ('{"a":1,"a":2}\n', "", "bad.jsonl:1: key 'a' is repeated in one object"),
-    ('t,note\n1,"ok"\n2,"open\n3,x\n4,y\n', "", r"bad.csv:3: unexpected end of data \(an unterminated"),
+    ('t,note\n1,"ok"\n2,"open\n3,x\n4,y\n', "",
+     r"bad.csv:3: unexpected end of data \(an unterminated"),
     ("t,p\r\n1,2\r\n3\r,4\r\n", "", r"bad.csv:3: a lone carriage return \(\\r\) at column 2"),
-    ('t,n\n1,"33,231"\n2,"1,000"\n', "", r"bad.csv:2: column 'n': '33,231' holds a thousands separator "
-     r"or a decimal comma; write 33231 or 33.231"),
-    (CSV.replace(",", ";").replace(".", ","), "", r"bad.csv:2: column 't': '10,00' holds a thousands "
-     r"separator or a decimal comma; write 1000 or 10.00, or --decimal-comma"),
+    ('t,n\n1,"33,231"\n2,"1,000"\n', "", r"bad.csv:2: column 'n': '33,231' holds a thousands "
+     r"separator or a decimal comma; write 33231 or 33.231"),
+    (CSV.replace(",", ";").replace(".", ","), "", r"bad.csv:2: column 't': '10,00' holds a "
+     r"thousands separator or a decimal comma; write 1000 or 10.00, or --decimal-comma"),
     ("t p q\n1 2 3\n", "", "bad.csv:1: the header holds no , ; tab or | but spaces"),
     ("a,b\n1,2\n", "--columns a,c", "bad.csv:1: --columns names 'c', not a column here: a, b"),
     ('{"a":[1,2],"b":1}\n', "--text z", "--text names 'z', not a column or key"),
-    (QUAKES, "--target site", "--target site: not a key of numbers; expected one of year, lat, mag"),
-    ("a\n1\n2\n", "--window 2 --stride 1 --order random", "--stride 1 < --window 2 with --order random: "
-     "overlapping windows would share rows between train and test"),
+    (QUAKES, "--target site",
+     "--target site: not a key of numbers; expected one of year, lat, mag"),
+    ("a\n1\n2\n", "--window 2 --stride 1 --order random", "--stride 1 < --window 2 with --order "
+     "random: overlapping windows would share rows between train and test"),
     ("t,e\n1,\n2,NA\n", "", r"key 'e' holds no value in any record; leave it out with --columns"),
     ("t,e\n1,\n2,NA\n", "--missing omit", r"key 'e' holds no value in any record"),
     ("# logger 7\n# units: C, hPa\nt,p\n1,2\n", "", r"bad.csv:1: '# logger 7' is a comment, not a "
      r"header \(2 line\(s\) start with #\); expected the column names on line 1: delete the lines"),
-    ("t,x\n1,2\n2,1e400\n3,4\n", "", r"bad.csv:3: column 'x': 1E\+400 is beyond what a float64 holds"),
-    ('{"t":1,"x":[2,-1e-400]}\n', "", r"bad.jsonl:1: key 'x': -1E-400 is beyond what a float64 holds"),
+    ("t,x\n1,2\n2,1e400\n3,4\n", "",
+     r"bad.csv:3: column 'x': 1E\+400 is beyond what a float64 holds"),
+    ('{"t":1,"x":[2,-1e-400]}\n', "",
+     r"bad.jsonl:1: key 'x': -1E-400 is beyond what a float64 holds"),
     ('t,x\n0,"$1,000.50"\n', "", rf"bad.csv:2: column 'x': '\$1,000.50' {SIGN} 1000.50"),
     (COLUMNS, "", "one JSON object of columns of 20 values"),
-    ("t;p\n1;1014\n2;1.013,5\n3;1012\n", "--decimal-comma", r"bad.csv:3: column 'p': '1.013,5' is not "),
-    ("t;p\n1;1014\n2;1.5\n3;1012\n", "--decimal-comma", r"bad.csv:3: column 'p': '1.5' holds a point, "
-     r"but --decimal-comma says numbers are written 12,5"),
-    ("".join(f"{i / 10},{3 + i % 4},{'ab'[i % 2]}\n" for i in range(1, 40)), "", r"bad.csv:1: the "
-     r"header holds numbers \(0.1, 4\): a file without a header row\? .*add a line of names"),
+    ("t;p\n1;1014\n2;1.013,5\n3;1012\n", "--decimal-comma",
+     r"bad.csv:3: column 'p': '1.013,5' is not a number"),
+    ("t;p\n1;1014\n2;1.5\n3;1012\n", "--decimal-comma", r"bad.csv:3: column 'p': '1.5' holds a "
+     r"point, but --decimal-comma says numbers are written 12,5"),
+    (HEADLESS, "", r"bad.csv:1: the header holds numbers \(0.1, 4\): a file without a header "
+     r"row\? .*add a line of names"),
     ("a,b\n1,2\n", "--split nan,0.5,0.5", "--split nan,0.5,0.5: expected three positive fractions"),
-    ("x\n" + "1\n" * 20 + "1e308\n", "", r"key 'x': \|x\| up to 1e\+308, too large to scale; write log10"),
+    ("x\n" + "1\n" * 20 + "1e308\n", "",
+     r"key 'x': \|x\| up to 1e\+308, too large to scale; write log10"),
     ('{"a":' + "[" * 5000 + "]" * 5000 + "}\n", "", "bad.jsonl:1: a record nested too deep"),
-    ("t,x\n1," + "y" * (3 << 20) + "\n", "", "bad.csv:2: a line of more than 1 MiB, over the limit"),
-    ('t,x\n1,"' + "y\n" * (1 << 20) + '"\n', "", "bad.csv: a row of more than 1 MiB, over the limit"),
+    ("t,x\n1," + "y" * (3 << 20) + "\n", "",
+     "bad.csv:2: a line of more than 1 MiB, over the limit"),
+    ('t,x\n1,"' + "y\n" * (1 << 20) + '"\n', "",
+     "bad.csv: a row of more than 1 MiB, over the limit"),
     ("x\n1\n" + "y" * 99 + "\n3\n", "", r"bad.csv:3: column 'x': 'y{56}\.\.\. is not a number"),
     (xlsx(), "", r"bad.xlsx: a zip archive or an Excel workbook .*CSV UTF-8"),
-    (CSV.encode("utf-16"), "", r"bad.csv: UTF-16 text \(Excel's Unicode Text\); save the file as UTF-8"),
+    (CSV.encode("utf-16"), "",
+     r"bad.csv: UTF-16 text \(Excel's Unicode Text\); save the file as UTF-8"),
     ('[{"a":1},\n{"a":2}\n', "", r"bad.json:2: the file ends inside the JSON array"),
     ('[{"a":1},\n 5]', "", r"bad.json:2 \(record 2\): expected a JSON object"),
     ('[{"a":1} {"a":2}]', "", r"bad.json:1: expected , or \] after a record"),
@@ -312,7 +329,8 @@ TWO_ROWS = "a,b\n1,2\n3,4\n"
       rf"JSON number \({re.escape(plain)}\), or --text x") for cell, plain in SIGNS])
 def test_what_would_be_misread_is_a_one_line_error_naming_file_and_line(error, content, flags,
                                                                          expected):
-    name = re.match(r"bad\.\w+|", expected)[0] or ("bad.jsonl" if content.startswith("{") else "bad.csv")
+    kind = "bad.jsonl" if content[:1] in ("{", b"{") else "bad.csv"
+    name = re.match(r"bad\.\w+|", expected)[0] or kind
     assert re.search(expected, error(content, *flags.split(), name=name))
 
 
@@ -326,20 +344,20 @@ def test_text_makes_numbers_and_numbers_with_signs_words(prepare):
     assert {r["diet"] for r in read(out)} == {"_1", "_2", "_3", "_4"}
 
 
-@pytest.mark.parametrize("content, name, flags, key, folder", [
-    (LONG_CSV, "data.csv", "--window 4", "t", ""), (JSONL, "data.jsonl", "", "t", ""),
+@pytest.mark.parametrize("content, name, flags, key", [
+    (LONG_CSV, "data.csv", "--window 4", "t"), (JSONL, "data.jsonl", "", "t"),
     # p missing where it ends in .3
-    (re.sub(r",1\d{3}\.3\n", ",NA\n", LONG_CSV), "data.csv", "--missing omit", "p", ""),
-    (LONG_CSV.replace("station,t,p", "station,Temp (°C),p"), "data.csv", "", "Temp (°C)", "my data")])
-def test_own_data_from_file_to_scores_in_original_units(tmp_path, prepare, content, name, flags, key,
-                                                         folder):
-    out, meta = prepare(content, *flags.split(), name=name, folder=folder)
+    (re.sub(r",1\d{3}\.3\n", ",NA\n", LONG_CSV), "data.csv", "--missing omit", "p"),
+    (LONG_CSV.replace("station,t,p", "station,Temp (°C),p"), "data.csv", "", "Temp (°C)")])
+def test_own_data_from_file_to_scores_in_original_units(prepare, content, name, flags, key):
+    out, meta = prepare(content, *flags.split(), name=name)
     tokenize(out)
-    train = (*TRAIN, f"--data_dir={out}", f"--out_dir={tmp_path / folder / 'run'}", "--max_iters=4")
+    run_dir = out.parent / "run"
+    train = (*TRAIN, f"--data_dir={out}", f"--out_dir={run_dir}", "--max_iters=4")
     r = run(*train)
     # the hint names a key of numbers, not an index
     assert f"--mask_key={meta['mask_key']}" in r.stdout
-    if folder:
+    if key.startswith("Temp"):
         # the hints pasted into a shell as printed
         assert meta["mask_key"] == key
         words = shlex.split(r.stdout.split("predict with:")[1])
@@ -351,9 +369,9 @@ def test_own_data_from_file_to_scores_in_original_units(tmp_path, prepare, conte
         return
     # a second dataset needs another out_dir
     assert "choose another --out_dir" in run(*train, check=False).stderr
-    ckpt = f"--ckpt={tmp_path / 'run' / 'ckpt_best.pt'}"
+    ckpt = f"--ckpt={run_dir / 'ckpt_best.pt'}"
     assert "original units" in run("eval.py", ckpt, f"--mask_key={key}").stdout
-    report = json.loads((tmp_path / "run" / f"eval_{key}.json").read_text())
+    report = json.loads((run_dir / f"eval_{key}.json").read_text())
     scores, spread = report["splits"]["test"][key], meta["scales"][key]["spread"]
     assert report["task"] == "text" and scores["n"] == sum(key in r for r in read(out, "test"))
     assert scores["mean"]["mse_original"] == pytest.approx(scores["mean"]["mse"] * spread ** 2)
@@ -374,7 +392,8 @@ def test_missing_values_omitted_or_dropped_and_every_row_accounted_for(prepare, 
     out, meta = prepare(SERIES, "--missing", "drop")
     said(capsys, "rows: 80 read = 77 in records written + 3 left out for a missing value")
     assert sum(meta["splits"].values()) == 77 and meta["rows"] == {"read": 80, "in_records": 77}
-    jsonl = "".join(json.dumps({"t": i / 2, "h": None if i == 3 else i % 5}) + "\n" for i in range(30))
+    jsonl = "".join(json.dumps({"t": i / 2, "h": None if i == 3 else i % 5}) + "\n"
+                    for i in range(30))
     out, meta = prepare(jsonl, "--missing", "omit", name="d.jsonl")
     assert meta["missing"]["records"] == {"h": 1} and len(read(out)) == 30
     # a gap drops its window
@@ -385,12 +404,15 @@ def test_missing_values_omitted_or_dropped_and_every_row_accounted_for(prepare, 
     assert meta["missing"]["records"] == {"rain": 3}
     # one key, a gap in 10 windows of 3 rows
     content = "date,co2\n" + "".join(
-        f"2001-01-{1 + i % 28:02d},{'NA' if i % 9 == 4 else f'{300 + i / 7:.3f}'}\n" for i in range(90))
+        f"2001-01-{1 + i % 28:02d},{'NA' if i % 9 == 4 else f'{300 + i / 7:.3f}'}\n"
+        for i in range(90))
     _, meta = prepare(content, "--window", "3", "--missing", "omit")
     said(capsys, "note: 10 record(s) left out: every key of theirs missing",
          "co2 10 windows that leave the key out (omit)")
     assert sum(meta["splits"].values()) == 30 - 10
-    # whatever the number of keys
+
+
+def test_a_record_leaves_out_its_missing_keys_whatever_the_number_of_keys(prepare):
     rows = [",".join("" if j == 64 and i % 2 else f"{i * j % 13}.5" for j in range(70))
             for i in range(100)]
     header = ",".join(f"c{j}" for j in range(70))
@@ -426,8 +448,8 @@ def test_windows_are_split_in_time_order_with_a_stride(prepare, capsys):
 
 
 def test_messy_csv_reads_right_and_says_how(prepare, error, capsys):
-    rows = [f'"{i}";{i / 4:.2f};{"ab"[i % 2]};"{"two" + chr(13) + "lines" if i % 4 == 1 else "one"}";'
-            f'{9 - i % 3}' for i in range(1, 41)]
+    notes = ["two\rlines" if i % 4 == 1 else "one" for i in range(41)]
+    rows = [f'"{i}";{i / 4:.2f};{"ab"[i % 2]};"{notes[i]}";{9 - i % 3}' for i in range(1, 41)]
     out, meta = prepare("\r".join(['"";"t";"s";"note";"k"', *rows]) + "\r", "--columns", "t,s,note")
     printed = said(capsys, "its lines end in a carriage return alone",
                    "columns separated by a semicolon",
@@ -457,7 +479,8 @@ def test_a_delimiter_ending_every_row_is_an_empty_column_left_out(prepare, error
         assert re.search(r"bad.csv:3: 3 cells, but the header .* names 4", message)
     else:
         assert re.search(r"bad.csv:2: 4 cells, but the header .* names 3 columns \(the last one "
-                         r"empty: a delimiter at the end of some rows but not all\? remove it\)", message)
+                         r"empty: a delimiter at the end of some rows but not all\? remove it\)",
+                         message)
 
 
 def test_what_the_model_cannot_use_well_is_named(prepare, capsys):
@@ -465,7 +488,7 @@ def test_what_the_model_cannot_use_well_is_named(prepare, capsys):
                   for i in range(40))
     prepare("id,wide,c,y\n" + ids)
     printed = said(capsys, "note: key 'c' is constant in train (7)")
-    assert re.search(r"warning: \S*data.csv:\d+: key 'id': 1234567890123456789\d and "
+    assert re.search(r"warning: \S*/my data/data.csv:\d+: key 'id': 1234567890123456789\d and "
                      r"1234567890123456789\d .*reach the model as one value", printed)
     assert re.search(r"warning: key 'wide': \|x\| from 1e-20 to 1e\+19, 39 decades.*log10", printed)
     # |x| 7.8 once scaled, then past 10
@@ -481,8 +504,8 @@ def test_what_the_model_cannot_use_well_is_named(prepare, capsys):
 
 def test_the_key_to_predict_is_said_and_target_names_it(prepare, capsys):
     assert prepare(QUAKES)[1]["mask_key"] == "year"
-    said(capsys, "note: eval.py and sample.py predict 'year' (the first key of numbers that varies); "
-                 "--target KEY names the one to predict (year, lat, mag)")
+    said(capsys, "note: eval.py and sample.py predict 'year' (the first key of numbers that "
+                 "varies); --target KEY names the one to predict (year, lat, mag)")
     assert prepare(QUAKES, "--target", "mag")[1]["mask_key"] == "mag"
     assert "note: eval.py" not in said(capsys)
 
