@@ -1,4 +1,4 @@
-"""prepare/reading.py: a file's rows become a Table of a Column per key, each row's file and line."""
+"""prepare/reading.py: a file's rows become a Table of a Column per key, with file and line."""
 import reading
 from helpers import own_table
 
@@ -11,8 +11,9 @@ def test_a_csv_gives_numbers_text_and_missing_values_with_their_lines(tmp_path):
     assert [sky.texts[c] for c in sky.code] == ["dry", "rain"] and p.q == -1
 
 
-def test_rows_read_8_bytes_at_a_time_keep_their_lines_a_quoted_line_break_too(tmp_path, monkeypatch):
-    content = "t,note\n" + "".join(f'{i},"{"a" + chr(10) + "b" if i == 4 else "c"}"\n' for i in range(8))
+def test_rows_read_8_bytes_at_a_time_keep_their_lines_a_line_break_too(tmp_path, monkeypatch):
+    notes = ["a\nb" if i == 4 else "c" for i in range(8)]
+    content = "t,note\n" + "".join(f'{i},"{note}"\n' for i, note in enumerate(notes))
     whole = own_table(tmp_path, content)
     monkeypatch.setattr(reading, "BLOCK", 8)
     blocks = own_table(tmp_path, content)

@@ -20,12 +20,14 @@ def counting(tmp_path, n):
 
 
 def test_windows_take_consecutive_rows():
-    assert records.windows(np.arange(10, 17), 3, 2).tolist() == [[10, 11, 12], [12, 13, 14], [14, 15, 16]]
+    windows = [[10, 11, 12], [12, 13, 14], [14, 15, 16]]
+    assert records.windows(np.arange(10, 17), 3, 2).tolist() == windows
     assert records.windows(np.arange(3), 1, 1).tolist() == [[0], [1], [2]]
 
 
 def test_a_split_in_time_order_puts_every_test_window_after_every_training_window(tmp_path):
-    parts, source = records.split_records(counting(tmp_path, 40), args(window=4, stride=2, order="time"))
+    flags = args(window=4, stride=2, order="time")
+    parts, source = records.split_records(counting(tmp_path, 40), flags)
     assert source == {"files": ["a.csv"], "fractions": [0.6, 0.2, 0.2], "order": "time"}
     assert parts[0].rows.max() < parts[1].rows.min() and parts[1].rows.max() < parts[2].rows.min()
     assert parts[0].rows.min() == 0 and parts[2].rows.max() < 40
@@ -33,7 +35,8 @@ def test_a_split_in_time_order_puts_every_test_window_after_every_training_windo
     parts, _ = records.split_records(counting(tmp_path, 40), flags)
     # every test row ends a window
     ends = [set(p.rows[:, -1].tolist()) for p in parts]
-    assert ends[2] == set(range(32, 40)) and ends[1] == set(range(24, 32)) and parts[2].rows.min() == 29
+    assert ends[2] == set(range(32, 40)) and ends[1] == set(range(24, 32))
+    assert parts[2].rows.min() == 29
 
 
 def test_groups_keep_their_rows_together_in_time_or_by_group(tmp_path):
@@ -45,7 +48,8 @@ def test_groups_keep_their_rows_together_in_time_or_by_group(tmp_path):
     parts, source = split(0.5, 0.25, 0.25, window=4, order="time")
     # no window mixes two animals
     assert all((animal[p.rows] == animal[p.rows[:, :1]]).all() for p in parts)
-    assert source["group"] == "animal" and {int(a) for a in animal[parts[2].rows[:, 0]]} == {0, 1, 2}
+    assert source["group"] == "animal"
+    assert {int(a) for a in animal[parts[2].rows[:, 0]]} == {0, 1, 2}
     # each animal in one split
     parts, _ = split(0.34, 0.33, 0.33, window=2)
     assert [len({int(a) for a in animal[p.rows.ravel()]}) for p in parts] == [1, 1, 1]
@@ -65,12 +69,14 @@ def test_missing_values_are_omitted_or_dropped_and_counted(tmp_path):
     table = own_table(tmp_path, "a,b\n1,\n2,3\n")
     part = records.Part(np.arange(2)[:, None])
     kept, missing = records.leave_out_missing(table, [part] * 3, ["a", "b"], "omit")
-    assert kept[0].has("b").tolist() == [False, True] and kept[0].has("a").all() and missing == {"b": 3}
+    assert kept[0].has("b").tolist() == [False, True] and kept[0].has("a").all()
+    assert missing == {"b": 3}
     kept, missing = records.leave_out_missing(table, [part] * 3, ["a", "b"], "drop")
     assert [len(p) for p in kept] == [1, 1, 1] and kept[0].rows.tolist() == [[1]]
+    one = records.Part(np.array([[0]]))
     with pytest.raises(SystemExit, match="the train split holds no record once missing values are "
                                          "dropped"):
-        records.leave_out_missing(table, [records.Part(np.array([[0]])), part, part], ["a", "b"], "drop")
+        records.leave_out_missing(table, [one, part, part], ["a", "b"], "drop")
     # a JSON list holding a null holds a missing value
     table = own_table(tmp_path, '[{"b": ["x", null]}, {"b": ["NA", "y"]}]', name="d.json")
     assert list(records.missing_rows(table.cols["b"])) == [True, True]

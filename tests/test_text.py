@@ -274,21 +274,25 @@ HEADLESS = "".join(f"{i / 10},{3 + i % 4},{'ab'[i % 2]}\n" for i in range(1, 40)
     ('t,note\n1,"ok"\n2,"open\n3,x\n4,y\n', "",
      r"bad.csv:3: unexpected end of data \(an unterminated"),
     ("t,p\r\n1,2\r\n3\r,4\r\n", "", r"bad.csv:3: a lone carriage return \(\\r\) at column 2"),
-    ('t,n\n1,"33,231"\n2,"1,000"\n', "", r"bad.csv:2: column 'n': '33,231' holds a thousands "
-     r"separator or a decimal comma; write 33231 or 33.231"),
-    (CSV.replace(",", ";").replace(".", ","), "", r"bad.csv:2: column 't': '10,00' holds a "
-     r"thousands separator or a decimal comma; write 1000 or 10.00, or --decimal-comma"),
+    ('t,n\n1,"33,231"\n2,"1,000"\n', "", (
+        r"bad.csv:2: column 'n': '33,231' holds a thousands separator or a decimal comma; "
+        r"write 33231 or 33.231")),
+    (CSV.replace(",", ";").replace(".", ","), "", (
+        r"bad.csv:2: column 't': '10,00' holds a thousands separator or a decimal comma; "
+        r"write 1000 or 10.00, or --decimal-comma")),
     ("t p q\n1 2 3\n", "", "bad.csv:1: the header holds no , ; tab or | but spaces"),
     ("a,b\n1,2\n", "--columns a,c", "bad.csv:1: --columns names 'c', not a column here: a, b"),
     ('{"a":[1,2],"b":1}\n', "--text z", "--text names 'z', not a column or key"),
     (QUAKES, "--target site",
      "--target site: not a key of numbers; expected one of year, lat, mag"),
-    ("a\n1\n2\n", "--window 2 --stride 1 --order random", "--stride 1 < --window 2 with --order "
-     "random: overlapping windows would share rows between train and test"),
+    ("a\n1\n2\n", "--window 2 --stride 1 --order random", (
+        "--stride 1 < --window 2 with --order random: overlapping windows would share rows "
+        "between train and test")),
     ("t,e\n1,\n2,NA\n", "", r"key 'e' holds no value in any record; leave it out with --columns"),
     ("t,e\n1,\n2,NA\n", "--missing omit", r"key 'e' holds no value in any record"),
-    ("# logger 7\n# units: C, hPa\nt,p\n1,2\n", "", r"bad.csv:1: '# logger 7' is a comment, not a "
-     r"header \(2 line\(s\) start with #\); expected the column names on line 1: delete the lines"),
+    ("# logger 7\n# units: C, hPa\nt,p\n1,2\n", "", (
+        r"bad.csv:1: '# logger 7' is a comment, not a header \(2 line\(s\) start with #\); "
+        r"expected the column names on line 1: delete the lines")),
     ("t,x\n1,2\n2,1e400\n3,4\n", "",
      r"bad.csv:3: column 'x': 1E\+400 is beyond what a float64 holds"),
     ('{"t":1,"x":[2,-1e-400]}\n', "",
@@ -297,10 +301,12 @@ HEADLESS = "".join(f"{i / 10},{3 + i % 4},{'ab'[i % 2]}\n" for i in range(1, 40)
     (COLUMNS, "", "one JSON object of columns of 20 values"),
     ("t;p\n1;1014\n2;1.013,5\n3;1012\n", "--decimal-comma",
      r"bad.csv:3: column 'p': '1.013,5' is not a number"),
-    ("t;p\n1;1014\n2;1.5\n3;1012\n", "--decimal-comma", r"bad.csv:3: column 'p': '1.5' holds a "
-     r"point, but --decimal-comma says numbers are written 12,5"),
-    (HEADLESS, "", r"bad.csv:1: the header holds numbers \(0.1, 4\): a file without a header "
-     r"row\? .*add a line of names"),
+    ("t;p\n1;1014\n2;1.5\n3;1012\n", "--decimal-comma", (
+        r"bad.csv:3: column 'p': '1.5' holds a point, but --decimal-comma says numbers are "
+        r"written 12,5")),
+    (HEADLESS, "", (
+        r"bad.csv:1: the header holds numbers \(0.1, 4\): a file without a header row\? "
+        r".*add a line of names")),
     ("a,b\n1,2\n", "--split nan,0.5,0.5", "--split nan,0.5,0.5: expected three positive fractions"),
     ("x\n" + "1\n" * 20 + "1e308\n", "",
      r"key 'x': \|x\| up to 1e\+308, too large to scale; write log10"),
@@ -322,11 +328,12 @@ HEADLESS = "".join(f"{i / 10},{3 + i % 4},{'ab'[i % 2]}\n" for i in range(1, 40)
     ('{"a":1}\n{"a":\n', "", r"bad.json:2: not a JSON record \(Expecting value at column 6\)"),
 ] + [(f"t,p\n1.5,2\n2.5,{m}\n3,4\n", "", "bad.csv:3: column 'p' is missing .*" + OMIT_OR_DROP)
      for m in ("", "NA", "NaN", "null", "?", "-", "n/a")
-] + [("t,x\n" + "".join(f"{i},{cell}\n" for i in range(20)), "", rf"bad.csv:2: column 'x': "
-      rf"'{re.escape(cell)}' {SIGN} {re.escape(plain)}, or --text x") for cell, plain in SIGNS
-] + [("".join(json.dumps({"t": i, "x": [1.5, cell]}) + "\n" for i in range(20)), "",
-      rf"bad.jsonl:1: key 'x': '{re.escape(cell)}' is a number written as a string; write it as a "
-      rf"JSON number \({re.escape(plain)}\), or --text x") for cell, plain in SIGNS])
+] + [("t,x\n" + "".join(f"{i},{cell}\n" for i in range(20)), "",
+      rf"bad.csv:2: column 'x': '{re.escape(cell)}' {SIGN} {re.escape(plain)}, or --text x")
+     for cell, plain in SIGNS
+] + [("".join(json.dumps({"t": i, "x": [1.5, cell]}) + "\n" for i in range(20)), "", (
+        rf"bad.jsonl:1: key 'x': '{re.escape(cell)}' is a number written as a string; write it as "
+        rf"a JSON number \({re.escape(plain)}\), or --text x")) for cell, plain in SIGNS])
 def test_what_would_be_misread_is_a_one_line_error_naming_file_and_line(error, content, flags,
                                                                          expected):
     kind = "bad.jsonl" if content[:1] in ("{", b"{") else "bad.csv"
