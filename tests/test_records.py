@@ -1,17 +1,14 @@
 """prepare/records.py: keys cleaned, rows made records (windows), split; missing values left out."""
-import argparse
-
 import numpy as np
 import pytest
 import records
+import text
 from helpers import own_table
 
 
-def args(**flags):
-    """text.py's settings after parse_args, as split_records sees them."""
-    defaults = {"files": ["a.csv"], "val": None, "test": None, "window": 1, "stride": 1, "order": "random",
-                "fractions": [0.6, 0.2, 0.2], "seed": 1, "group": None, "context_before": False}
-    return argparse.Namespace(**{**defaults, **flags})
+def args(*flags):
+    """text.py's settings of a command line for split_records."""
+    return text.parse_args(["a.csv", "--out", "o", "--split", "0.6,0.2,0.2", "--seed", "1", *flags])
 
 
 def counting(tmp_path, n):
@@ -19,37 +16,47 @@ def counting(tmp_path, n):
 
 
 def test_windows_take_consecutive_rows():
-    assert records.windows(np.arange(10, 17), 3, 2).tolist() == [[10, 11, 12], [12, 13, 14], [14, 15, 16]]
+    windows = [[10, 11, 12], [12, 13, 14], [14, 15, 16]]
+    assert records.windows(np.arange(10, 17), 3, 2).tolist() == windows
     assert records.windows(np.arange(3), 1, 1).tolist() == [[0], [1], [2]]
 
 
 def test_a_split_in_time_order_puts_every_test_window_after_every_training_window(tmp_path):
-    parts, source = records.split_records(counting(tmp_path, 40), args(window=4, stride=2, order="time"))
+    flags = args("--window", "4", "--stride", "2", "--order", "time")
+    parts, source = records.split_records(counting(tmp_path, 40), flags)
     assert source == {"files": ["a.csv"], "fractions": [0.6, 0.2, 0.2], "order": "time"}
     assert parts[0].rows.max() < parts[1].rows.min() and parts[1].rows.max() < parts[2].rows.min()
     assert parts[0].rows.min() == 0 and parts[2].rows.max() < 40
-    parts, _ = records.split_records(counting(tmp_path, 40), args(window=4, order="time", context_before=True))
-    ends = [set(p.rows[:, -1].tolist()) for p in parts]  # every test row ends a window
-    assert ends[2] == set(range(32, 40)) and ends[1] == set(range(24, 32)) and parts[2].rows.min() == 29
+    flags = args("--window", "4", "--stride", "1", "--order", "time", "--context-before")
+    parts, _ = records.split_records(counting(tmp_path, 40), flags)
+    # every test row ends a window
+    ends = [set(p.rows[:, -1].tolist()) for p in parts]
+    assert ends[2] == set(range(32, 40)) and ends[1] == set(range(24, 32))
+    assert parts[2].rows.min() == 29
 
 
 def test_groups_keep_their_rows_together_in_time_or_by_group(tmp_path):
     table = own_table(tmp_path, "animal,w\n" + "".join(f"{'abc'[i % 3]},{i}\n" for i in range(60)))
     table.group = table.cols["animal"]
-    parts, source = records.split_records(table, args(window=4, order="time", group="animal",
-                                                      fractions=[0.5, 0.25, 0.25]))
     animal = table.cols["animal"].code
-    assert all((animal[p.rows] == animal[p.rows[:, :1]]).all() for p in parts)  # no window mixes two animals
-    assert source["group"] == "animal" and {int(a) for a in animal[parts[2].rows[:, 0]]} == {0, 1, 2}
-    parts, _ = records.split_records(table, args(window=2, group="animal", fractions=[0.34, 0.33, 0.33]))
-    assert [len({int(a) for a in animal[p.rows.ravel()]}) for p in parts] == [1, 1, 1]  # each animal in one split
+    split = lambda *flags: records.split_records(table, args("--group", "animal", *flags))
+    parts, source = split("--split", "0.5,0.25,0.25", "--window", "4", "--stride", "1",
+                          "--order", "time")
+    # no window mixes two animals
+    assert all((animal[p.rows] == animal[p.rows[:, :1]]).all() for p in parts)
+    assert source["group"] == "animal"
+    assert {int(a) for a in animal[parts[2].rows[:, 0]]} == {0, 1, 2}
+    # each animal in one split
+    parts, _ = split("--split", "0.34,0.33,0.33", "--window", "2", "--order", "random")
+    assert [len({int(a) for a in animal[p.rows.ravel()]}) for p in parts] == [1, 1, 1]
     with pytest.raises(SystemExit, match=r"3 groups give train/val/test 2/1/0; .*--order time"):
-        records.split_records(table, args(window=2, group="animal", fractions=[0.6, 0.3, 0.1]))
+        split("--split", "0.6,0.3,0.1", "--window", "2", "--order", "random")
 
 
 def test_a_random_split_is_fixed_by_the_seed_and_keeps_file_order(tmp_path):
     table = counting(tmp_path, 20)
-    rows = [[p.rows.ravel().tolist() for p in records.split_records(table, args(seed=s))[0]] for s in (1, 1, 2)]
+    rows = [[p.rows.ravel().tolist() for p in records.split_records(table, args("--seed", s))[0]]
+            for s in ("1", "1", "2")]
     assert rows[0] == rows[1] != rows[2] and [len(p) for p in rows[0]] == [12, 4, 4]
     assert all(p == sorted(p) for p in rows[0])
 
@@ -58,11 +65,17 @@ def test_missing_values_are_omitted_or_dropped_and_counted(tmp_path):
     table = own_table(tmp_path, "a,b\n1,\n2,3\n")
     part = records.Part(np.arange(2)[:, None])
     kept, missing = records.leave_out_missing(table, [part] * 3, ["a", "b"], "omit")
-    assert kept[0].has("b").tolist() == [False, True] and kept[0].has("a").all() and missing == {"b": 3}
+    assert kept[0].has("b").tolist() == [False, True] and kept[0].has("a").all()
+    assert missing == {"b": 3}
     kept, missing = records.leave_out_missing(table, [part] * 3, ["a", "b"], "drop")
     assert [len(p) for p in kept] == [1, 1, 1] and kept[0].rows.tolist() == [[1]]
-    with pytest.raises(SystemExit, match="the train split holds no record once missing values are dropped"):
-        records.leave_out_missing(table, [records.Part(np.array([[0]])), part, part], ["a", "b"], "drop")
+    one = records.Part(np.array([[0]]))
+    with pytest.raises(SystemExit, match="the train split holds no record once missing values are "
+                                         "dropped"):
+        records.leave_out_missing(table, [one, part, part], ["a", "b"], "drop")
+    # a JSON list holding a null holds a missing value
+    table = own_table(tmp_path, '[{"b": ["x", null]}, {"b": ["NA", "y"]}]', name="d.json")
+    assert list(records.missing_rows(table.cols["b"])) == [True, True]
 
 
 def test_words_the_tokenizer_would_read_as_numbers_are_renamed_in_place(tmp_path, capsys):
