@@ -17,8 +17,7 @@ from conftest import ROOT, run
 from batching import ar_example, mlm_mask
 from model import GPT, GPTConfig, loss_from
 
-sys.path.insert(0, os.path.join(ROOT, "prepare"))
-import common  # noqa: E402
+import common
 
 
 # ---------------------------------------------------------------- train.py's runs
