@@ -1,6 +1,6 @@
 """
 Score checkpoints on a dataset's test and OoD splits beside the baselines a model must beat;
-seeds of one setting give mean ± std. What is masked, scored and written: docs/training.md#evaluate.
+seeds of one setting give mean ± std (docs/training.md#evaluate).
 
     python eval.py --ckpt=out/lookup_xval/ckpt_best.pt
     python eval.py --ckpt="out/s1/ckpt_best.pt out/s2/ckpt_best.pt out/s3/ckpt_best.pt" --plots
@@ -47,12 +47,9 @@ device = "auto"
 RANGES = dict(batch_size="[1, inf)", device="auto | cpu | mps | cuda | cuda:N")
 
 DENSITY_SAMPLES = 4  # GMM heads: the predicted densities drawn per quantity
-# where or how fast a run computes: seeds of one setting may differ in these
+# seeds of one setting may differ in these
 NOT_THE_SETTING = {"seed", "out_dir", "resume", "overwrite", "device", "compile", "flex_attention"}
 NOT_THE_SETTING |= {"micro_batch_size", "log_interval", "keep_every", "threads"}
-
-
-# ---------------------------------------------------------------- metrics (NaN: invalid)
 
 
 def mse(y, yhat):
@@ -72,14 +69,14 @@ def adjusted_r_squared(r2, n, p=1):
 
 
 def accuracy(y, yhat, figures):
-    """The share of predictions equal to the truth at `figures` significant figures."""
+    """The share of predictions right to `figures` significant figures."""
     fmt = f"{{:.{figures - 1}e}}"
     same = [not math.isnan(p) and fmt.format(p) == fmt.format(t) for t, p in zip(y, yhat)]
     return float(np.mean(same))
 
 
 def metrics(task, y, yhat, scale=None):
-    """Every metric of one quantity; with scale (center, spread) also in the data's own units."""
+    """Every metric of one quantity; with scale (center, spread) also in the data's units."""
     y, yhat = np.asarray(y, float), np.asarray(yhat, float)
     valid = int((~np.isnan(yhat)).sum())
     m = {"n": len(y), "valid": valid, "mse": mse(y, yhat)}
@@ -98,7 +95,7 @@ def metrics(task, y, yhat, scale=None):
 
 
 def scale_of(task, meta, quantity):
-    """(center, spread) of a quantity's numbers (meta.t: its top-level key's), or None."""
+    """(center, spread) of a quantity's numbers (meta.t: meta's), or None."""
     if task == "era5":
         return meta["normalisation"]["mean"], meta["normalisation"]["std"]
     scales = (meta.get("scales") or {}) if task == "text" else {}
@@ -107,7 +104,7 @@ def scale_of(task, meta, quantity):
 
 
 def mixture_crps(num, y):
-    """The CRPS E|X − y| − ½E|X − X'| of GMM outputs num at truth y, in closed form."""
+    """The CRPS E|X − y| − ½E|X − X'| of GMM outputs num at truth y."""
 
     def abs_mean(m, var):
         s = var.sqrt()
@@ -123,7 +120,7 @@ def mixture_crps(num, y):
 
 
 def distribution_metrics(y, mixture):
-    """NLL, CRPS and coverage of the central 50% and 90% of mixtures (n, 3K) at truths y (n,)."""
+    """NLL, CRPS and central 50% and 90% coverage of mixtures (n, 3K) at truths y (n,)."""
     y, num = torch.as_tensor(np.asarray(y, float)), torch.as_tensor(np.asarray(mixture, float))
     pit = mixture_cdf(num, y)
     return {
@@ -158,7 +155,7 @@ def split_lines(data, split, meta):
 
 
 def run_model(model, vocab, jobs, dev):
-    """{quantity: (truths, predictions (NaN: invalid), counts, GMM outputs (n, 3K) or None)}."""
+    """{quantity: (truths, predictions (NaN: invalid), counts, mixtures (n, 3K) or None)}."""
     results = {}
     for quantity, (samples, truths) in jobs.items():
         predicted, counts, mixtures = fill_in(model, vocab, samples, dev, batch_size)
@@ -170,8 +167,8 @@ def run_model(model, vocab, jobs, dev):
 
 
 def combine(task, runs, scale=None):
-    """One quantity over seeds' runs (run_model's): each metric's mean and std, those of the
-    median prediction; GMM heads: the first seed's PIT values and mixtures."""
+    """One quantity over seeds' runs: each metric's mean and std, the median prediction's; GMM:
+    the first seed's PIT values and mixtures."""
     truths, seeds = runs[0][0], []
     for _, preds, counts, mixture in runs:
         m = metrics(task, truths, preds, scale)
@@ -201,12 +198,11 @@ def combine(task, runs, scale=None):
 
 
 def check_seeds(checkpoints):
-    """The first checkpoint's settings; all must agree but in NOT_THE_SETTING, each given once."""
+    """The first checkpoint's settings; all must agree but in NOT_THE_SETTING."""
     first, seeds = None, {}
     for path in checkpoints:
         if os.path.realpath(path) in map(os.path.realpath, seeds.values()):
             raise SystemExit(f"error: {path} is given twice in --ckpt")
-        # its settings only: load_model reads the weights
         c = load_checkpoint(path, mmap=True)
         vocab = (c["model_args"]["encoding"], c["text_tokens"])
         c = {k: c.get(k) for k in ("config", "data_dir", "model_args", "data_fingerprint")}
@@ -232,11 +228,8 @@ def check_seeds(checkpoints):
     return first
 
 
-# ---------------------------------------------------------------- the report
-
-
 def score_setting(checkpoints, data, split_names, dev):
-    """One setting's report: every split × quantity, per seed and combined, and baselines."""
+    """One setting's report: every split × quantity, per seed and combined, with baselines."""
     meta = read_meta(data)
     task = task_of(meta, os.path.join(data, "meta.json"))
     keys = [mask_key] if mask_key else list(meta.get("scales") or {}) if task == "text" else []
@@ -251,7 +244,7 @@ def score_setting(checkpoints, data, split_names, dev):
     report.update(splits={}, warnings=[], notes=notes)
     if task == "text":
         report["masked"] = {"keys": keys, "every": mask_all}
-    # read and encoded once: every seed has the same vocabulary
+    # encoded once: every seed has the same vocabulary
     jobs, baselines, per_seed = {}, {}, []
     for path in checkpoints:
         t0 = time.time()
@@ -260,16 +253,13 @@ def score_setting(checkpoints, data, split_names, dev):
         report.setdefault("config", config)
         for split in (s for s in split_names if s not in jobs):
             lines, where = split_lines(data, split, meta), os.path.join(data, f"{split}.txt")
-            block_size = model.cfg.block_size
-            jobs[split], masked = masked_samples(
-                task, lines, vocab, where, block_size, keys, mask_all
-            )
+            size = model.cfg.block_size
+            jobs[split], masked = masked_samples(task, lines, vocab, where, size, keys, mask_all)
             if not jobs[split]:
                 raise TextError(f"{where}: no sample holds a number the {task} task predicts")
             baselines[split] = baseline_predictions(
                 task, lines, masked, where, learned, meta.get("window")
             )
-        # [seed][split] -> {quantity: (truths, predictions, counts, mixtures)}
         per_seed.append({split: run_model(model, vocab, jobs[split], dev) for split in split_names})
         print(f"{path}: evaluated in {time.time() - t0:.1f} s")
     for split in split_names:
@@ -293,13 +283,12 @@ def score_setting(checkpoints, data, split_names, dev):
 
 
 def report_prefix(checkpoints, data, trained_on):
-    """Where the report goes (--out, or beside the first checkpoint), checked writable."""
+    """Where the report goes (--out, or beside the first checkpoint), writable."""
     name = "eval"
     if os.path.realpath(data) != os.path.realpath(trained_on):
         name += "_" + os.path.basename(os.path.normpath(data))
     if mask_key:
         name += re.sub(r"[^\w.-]", "_", f"_{mask_key}" + ("_all" if mask_all else ""))
-    # never in place of a report of every sample
     name += f"_first{max_samples}" if max_samples else ""
     prefix = out or os.path.join(os.path.dirname(checkpoints[0]) or ".", name)
     folder = os.path.dirname(prefix) or "."
@@ -312,7 +301,7 @@ def report_prefix(checkpoints, data, trained_on):
     return prefix
 
 
-# metric -> header; only those a report has are shown
+# metric -> header
 COLUMNS = dict(
     mse="MSE",
     mse_kelvin2="MSE (K²)",
@@ -336,10 +325,9 @@ def fmt(x):
 
 
 def markdown(report):
-    """The table of one setting (split × quantity: mean ± std over seeds, the median's MSE),
-    baselines, notes and warnings."""
+    """One setting's table (mean ± std over seeds), baselines, notes and warnings."""
     rows = [(s, q, r) for s, quantities in report["splits"].items() for q, r in quantities.items()]
-    # xVal: the rate of invalid predictions only where there are any
+    # xVal: invalid predictions only where there are any
     hidden = "invalid_rate" if report["encoding"] == "xval" else "not_num_rate"
     if hidden == "invalid_rate" and any(r["mean"]["invalid_rate"] for *_, r in rows):
         hidden = None
@@ -349,7 +337,6 @@ def markdown(report):
     if report["causal"]:
         how = "causal model: each number generated from the text before it"
     checkpoints = ", ".join(f"`{c}`" for c in report["checkpoints"])
-    # the median's MSE in the file's own units where the data has them
     median = "mse_original" if "mse_original" in keys else "mse"
     header = ["split", "quantity", "n", *(COLUMNS[k] for k in keys), "MSE of median"]
     header[-1] += " (original units)" * (median != "mse")
@@ -379,8 +366,7 @@ def markdown(report):
 
 
 def write_plots(report, meta, prefix):
-    """Predicted (median over seeds) vs true per quantity, in the data's own units where it has
-    them; training values marked on OoD splits."""
+    """Predicted (median over seeds) vs true, in the data's units; training values marked."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -388,7 +374,7 @@ def write_plots(report, meta, prefix):
 
     task = report["task"]
     scales = {q: scale_of(task, meta, q) for split in report["splits"].values() for q in split}
-    # planets: the step sizes seen in training; training's innermost planet has a = 1
+    # planets: values seen in training
     seen = {("dt", "test_ood_stepsize"): meta.get("train_stepsizes"), ("a0", "test_ood_a0"): [1]}
     for split, quantities in report["splits"].items():
         n = len(quantities)
@@ -407,7 +393,6 @@ def write_plots(report, meta, prefix):
             ax.scatter(y, p, s=4, alpha=0.4)
             for x in (seen.get((quantity, split)) or []) if task == "planets" else []:
                 ax.axvline(x, color="C3", ls="--", lw=1)
-            # values never seen in training
             if task == "lookup" and split == "test_ood":
                 ax.axvspan(*meta["gap"], color="C3", alpha=0.1)
             ax.set(title=f"{quantity} (MSE {fmt(mse)})", xlabel=f"true{unit}")
@@ -425,7 +410,7 @@ def save_figure(plt, fig, title, path):
 
 
 def write_distribution_plots(task, split, quantities, prefix, plt, scales):
-    """GMM heads: PIT histograms, and the first predicted densities with their truths."""
+    """GMM heads: PIT histograms, and the first densities with their truths."""
     n = len(quantities)
     fig, axes = plt.subplots(1, n, figsize=(3.2 * n, 2.8), squeeze=False)
     for ax, (quantity, r) in zip(axes[0], quantities.items()):
@@ -458,7 +443,6 @@ def write_distribution_plots(task, split, quantities, prefix, plt, scales):
 
 def main():
     configure(globals(), __file__)
-    # or one file whose path holds a space
     checkpoints = [ckpt] if os.path.isfile(ckpt) else ckpt.replace(",", " ").split()
     if not checkpoints:
         raise SystemExit("error: --ckpt is required")
@@ -472,7 +456,6 @@ def main():
         raise SystemExit(f"error: {checkpoints[0]}: its config names no data_dir")
     data, trained_on = data_dir or trained["data_dir"], trained["data_dir"]
     try:
-        # its own dataset: still the data it was trained on?
         if os.path.realpath(data) == os.path.realpath(trained_on):
             check_trained_on(trained, checkpoints[0], trained_on, changed_data)
         prefix = report_prefix(checkpoints, data, trained_on)

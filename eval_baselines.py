@@ -1,6 +1,4 @@
-"""The baselines eval.py scores a model against: own data's training mean and least squares on
-the record's other numbers; a series' persistence and seasonal persistence
-(docs/training.md#evaluate)."""
+"""The baselines eval.py scores a model against (docs/training.md#evaluate)."""
 
 import json
 import math
@@ -24,8 +22,8 @@ BASELINES = dict(
 
 
 def previous_values(line, indices, where, what, lag=1):
-    """Each masked number's value lag steps earlier in its list (None: none); what: a number first
-    in its list is an error naming it."""
+    """Each masked number's value lag steps earlier in its list, or None; what: names a number
+    first in its list as an error."""
     record = json.loads(line)
     paths, out = list(json_paths(record)), []
     for i in indices:
@@ -48,7 +46,7 @@ def value_at(record, key):
 
 class LeastSquares:
     """Least squares (with intercept) of y on columns (key, step: None for a key's one number); a
-    predictor a record lacks is filled with its training mean."""
+    missing predictor is filled with its training mean."""
 
     def __init__(self, columns):
         self.columns, self.rows = columns, []
@@ -68,7 +66,7 @@ class LeastSquares:
         self.rows.append([*self.row(record), y])
 
     def fit(self):
-        """Self, with means and weights (the intercept's last); None without rows or predictors."""
+        """Self, with means and weights (the intercept last); None without rows or predictors."""
         z = np.array(self.rows, float).reshape(-1, len(self.columns) + 1)
         x, y = z[:, :-1], z[:, -1]
         seen = ~np.isnan(x).all(0)
@@ -82,7 +80,7 @@ class LeastSquares:
         return self
 
     def predict(self, records):
-        """The fit's prediction for each record, and how many lacked a predictor."""
+        """The prediction for each record; how many lacked a predictor."""
         x = np.array([self.row(r) for r in records], float).reshape(len(records), -1)
         filled = int(np.isnan(x).any(1).sum())
         x = np.where(np.isnan(x), self.means, x)
@@ -91,11 +89,11 @@ class LeastSquares:
 
 def period_of(lists):
     """The period of short series (each less its straight line): the shortest lag nearly as high as
-    the highest peak of their pooled autocorrelation r, or None; and r."""
+    the highest peak of their pooled autocorrelation r, or None; r."""
     longest = max(map(len, lists), default=0)
     products, squares, pairs = np.zeros((3, longest + 2))
     for n in set(map(len, lists)):
-        # (lists, n), less each list's straight line
+        # (lists, n)
         x = np.array([v for v in lists if len(v) == n], float)
         line = np.stack([np.ones(n), np.arange(n)], 1)
         x = x - x @ line @ np.linalg.pinv(line)
@@ -120,7 +118,7 @@ def period_of(lists):
 
 
 def fit_target(record, key, window):
-    """key's one number, or the last of its window: what least squares predicts; or None."""
+    """key's one number, or the last of its window; or None."""
     v = record.get(key) if isinstance(record, dict) else None
     if window:
         v = v[-1] if isinstance(v, list) and len(v) == window else None
@@ -139,8 +137,7 @@ def training_means(task, data, keys, every):
 
 
 def training_fits(data, meta, keys, every):
-    """Each own-data key's least-squares fit on the record's other numbers and the period of its
-    lists, from the training split."""
+    """Each key's least-squares fit on the record's other numbers and the period of its lists."""
     path, window = os.path.join(data, "train.txt"), meta.get("window")
     steps = range(window) if window else [None]
     columns = [(k, i) for k in meta.get("scales") or {} for i in steps]
@@ -168,8 +165,8 @@ def training_fits(data, meta, keys, every):
 
 
 def baseline_predictions(task, lines, masked, where, learned, window):
-    """{quantity: {baseline: (predictions, what its report adds)}} of a split's lines (masked: each
-    line's groups); {quantity: note} where seasonal persistence lacks values."""
+    """{quantity: {baseline: (predictions, report extras)}} of a split's lines (masked: each line's
+    groups); {quantity: note} where seasonal persistence lacks values."""
     lags, fits = learned["lags"], learned["fits"]
     earlier = {q: {lag: [] for lag in q_lags} for q, q_lags in lags.items()}
     strict = task == "era5" or window
@@ -200,11 +197,10 @@ def baseline_predictions(task, lines, masked, where, learned, window):
 
 
 def learn_baselines(task, data, meta, keys, every, period):
-    """From the training split: own data's means and least-squares fits, each series quantity's
-    lags [1, period]; notes on periods."""
+    """From the training split: means, least-squares fits, each series' lags [1, period]; notes."""
     series = task == "era5" or (task == "text" and bool(keys) and not every)
     own = task == "text" and meta.get("dataset") == "text" and bool(keys)
-    # first: it refuses a line that is no JSON record
+    # first: refuses a line that is no JSON record
     means = training_means(task, data, keys, every) if task == "text" else {}
     fits = training_fits(data, meta, keys, every) if own else {}
     lags = {q: [1] for q in (keys or ["t+1"])} if series else {}
@@ -230,7 +226,7 @@ def period_notes(fits, period):
 
 
 def verdict(r):
-    """Whether the model's mean MSE beats the best baseline's; None without baselines."""
+    """Whether the model's mean MSE beats the best baseline's, or None."""
     scored = [(r[b]["mse"], b) for b in BASELINES if b in r and not math.isnan(r[b]["mse"])]
     if not scored:
         return None
@@ -241,7 +237,7 @@ def verdict(r):
 
 
 def outside_training(quantity, truths, meta, scale):
-    """A note where true values lie outside their key's training range (meta.json "ranges")."""
+    """A note where true values lie outside their key's training range (meta.json's)."""
     known = (meta.get("ranges") or {}).get(quantity.split(".")[0])
     if not known or not scale:
         return None
