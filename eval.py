@@ -204,9 +204,8 @@ def check_seeds(checkpoints):
         if os.path.realpath(path) in map(os.path.realpath, seeds.values()):
             raise SystemExit(f"error: {path} is given twice in --ckpt")
         c = load_checkpoint(path, mmap=True)
-        vocab = (c["model_args"]["encoding"], c["text_tokens"])
-        c = {k: c.get(k) for k in ("config", "data_dir", "model_args", "data_fingerprint")}
-        c.update(vocab=vocab, data=(c["data_fingerprint"] or {}).get("meta"))
+        c["vocab"] = (c["model_args"]["encoding"], c["text_tokens"])
+        c["data"] = (c.get("data_fingerprint") or {}).get("meta")
         first = first or c
         if c["data"] != first["data"]:
             raise SystemExit(f"error: {path} was trained on other data than {checkpoints[0]}")
@@ -257,9 +256,8 @@ def score_setting(checkpoints, data, split_names, dev):
             jobs[split], masked = masked_samples(task, lines, vocab, where, size, keys, mask_all)
             if not jobs[split]:
                 raise TextError(f"{where}: no sample holds a number the {task} task predicts")
-            baselines[split] = baseline_predictions(
-                task, lines, masked, where, learned, meta.get("window")
-            )
+            window = meta.get("window")
+            baselines[split] = baseline_predictions(task, lines, masked, where, learned, window)
         per_seed.append({split: run_model(model, vocab, jobs[split], dev) for split in split_names})
         print(f"{path}: evaluated in {time.time() - t0:.1f} s")
     for split in split_names:
@@ -268,10 +266,8 @@ def score_setting(checkpoints, data, split_names, dev):
             scale = scale_of(task, meta, quantity)
             r = combine(task, [s[split][quantity] for s in per_seed], scale)
             if invalid := sum(s["n"] - s["valid"] for s in r["per_seed"]):
-                report["warnings"].append(
-                    f"{split} · {quantity}: {invalid} of {r['n'] * len(per_seed)} predictions"
-                    " are NaN or infinite: counted as invalid"
-                )
+                said = f"{invalid} of {r['n'] * len(per_seed)} predictions are NaN or infinite"
+                report["warnings"].append(f"{split} · {quantity}: {said}: counted as invalid")
             found, note = baselines[split]
             for name, (predicted, extra) in found.get(quantity, {}).items():
                 r[name] = {**metrics(task, truths, predicted, scale), **extra}

@@ -10,7 +10,7 @@ from dataset import read_samples
 from predict import is_json_number, json_paths, masked_groups
 from util import TextError
 
-# the least autocorrelation of a period's peak, and its least rise above the dip before it
+# a period's peak: its least autocorrelation and rise above the dip before it
 PERIOD_R = 0.3
 # baseline -> its name in the verdict
 BASELINES = dict(
@@ -93,7 +93,6 @@ def period_of(lists):
     longest = max(map(len, lists), default=0)
     products, squares, pairs = np.zeros((3, longest + 2))
     for n in set(map(len, lists)):
-        # (lists, n)
         x = np.array([v for v in lists if len(v) == n], float)
         line = np.stack([np.ones(n), np.arange(n)], 1)
         x = x - x @ line @ np.linalg.pinv(line)
@@ -159,8 +158,9 @@ def training_fits(data, meta, keys, every):
         found, r = period_of(series[key])
         fit = fits[key].fit() if key in fits else None
         longest = max(map(len, series[key]), default=0)
-        out[key] = dict(fit=fit, period=found, longest=longest)
-        out[key]["r"] = float(r[found]) if found else None
+        out[key] = dict(
+            fit=fit, period=found, longest=longest, r=float(r[found]) if found else None
+        )
     return out
 
 
@@ -204,25 +204,17 @@ def learn_baselines(task, data, meta, keys, every, period):
     means = training_means(task, data, keys, every) if task == "text" else {}
     fits = training_fits(data, meta, keys, every) if own else {}
     lags = {q: [1] for q in (keys or ["t+1"])} if series else {}
-    for quantity, fit in fits.items() if series else ():
-        if lag := period or fit["period"]:
-            lags[quantity].append(lag)
-    learned = {"means": means, "fits": fits, "lags": lags}
-    return learned, period_notes(fits if series else {}, period)
-
-
-def period_notes(fits, period):
-    """Each series key's period: given, detected or none."""
     notes = []
-    for key, fit in ((k, f) for k, f in fits.items() if f["longest"]):
-        if period:
+    for key, fit in fits.items() if series else ():
+        if lag := period or fit["period"]:
+            lags[key].append(lag)
+        if fit["longest"] and period:
             notes.append(f"{key}: seasonal persistence with the period given, --period={period}")
-        elif found := fit["period"]:
-            r = fit["r"]
-            notes.append(f"{key}: period {found} detected in the training lists (r = {r:.2f})")
-        else:
+        elif fit["longest"] and lag:
+            notes.append(f"{key}: period {lag} detected in the training lists (r = {fit['r']:.2f})")
+        elif fit["longest"]:
             notes.append(f"{key}: no period found in the training lists: no seasonal persistence")
-    return notes
+    return {"means": means, "fits": fits, "lags": lags}, notes
 
 
 def verdict(r):
