@@ -44,26 +44,29 @@ def value_at(record, key):
     return record
 
 
-class LeastSquares:
-    """Least squares (with intercept) of y on columns (key, step: None for a key's one number); a
-    missing predictor is filled with its training mean."""
+def column(record, key, step):
+    """The number under key (step: in its list), or NaN."""
+    v = record.get(key)
+    if isinstance(v, list):
+        v = v[step] if step is not None and step < len(v) else None
+    elif step:
+        v = None
+    return v if is_json_number(v) else math.nan
 
-    def __init__(self, columns):
-        self.columns, self.rows = columns, []
+
+class LeastSquares:
+    """Least squares (with intercept) of the target column on the others, a column (key, step:
+    None for a key's one number); a missing predictor is filled with its training mean."""
+
+    def __init__(self, columns, target):
+        self.columns, self.target, self.rows = [c for c in columns if c != target], target, []
 
     def row(self, record):
-        values = []
-        for k, step in self.columns:
-            v = record.get(k)
-            if isinstance(v, list):
-                v = v[step] if step is not None and step < len(v) else None
-            elif step:
-                v = None
-            values.append(v if is_json_number(v) else math.nan)
-        return values
+        return [column(record, *c) for c in self.columns]
 
-    def add(self, record, y):
-        self.rows.append([*self.row(record), y])
+    def add(self, record):
+        if not math.isnan(y := column(record, *self.target)):
+            self.rows.append([*self.row(record), y])
 
     def fit(self):
         """Self, with means and weights (the intercept last); None without rows or predictors."""
@@ -80,7 +83,8 @@ class LeastSquares:
         return self
 
     def predict(self, records):
-        """The prediction for each record; how many lacked a predictor."""
+        """The prediction for each record with the target; how many lacked a predictor."""
+        records = [r for r in records if not math.isnan(column(r, *self.target))]
         x = np.array([self.row(r) for r in records], float).reshape(len(records), -1)
         filled = int(np.isnan(x).any(1).sum())
         x = np.where(np.isnan(x), self.means, x)
@@ -116,14 +120,6 @@ def period_of(lists):
     return next(k for k in peaks if r[k] >= best - 0.1), r
 
 
-def fit_target(record, key, window):
-    """key's one number, or the last of its window; or None."""
-    v = record.get(key) if isinstance(record, dict) else None
-    if window:
-        v = v[-1] if isinstance(v, list) and len(v) == window else None
-    return v if is_json_number(v) else None
-
-
 def training_means(task, data, keys, every):
     """text: each quantity's mean over the training split's masked numbers."""
     path, numbers = os.path.join(data, "train.txt"), {}
@@ -142,14 +138,13 @@ def training_fits(data, meta, keys, every):
     columns = [(k, i) for k in meta.get("scales") or {} for i in steps]
     fits = {}
     for key in keys if not (window and every) else ():
-        masked = (key, window - 1 if window else None)
-        fits[key] = LeastSquares([c for c in columns if c != masked])
+        fits[key] = LeastSquares(columns, (key, window - 1 if window else None))
     series = {key: [] for key in keys}
     for _, line in read_samples(path, required=False):
         record = json.loads(line)
         for key in keys:
-            if key in fits and (y := fit_target(record, key, window)) is not None:
-                fits[key].add(record, y)
+            if key in fits:
+                fits[key].add(record)
             v = value_at(record, key)
             if isinstance(v, list) and all(map(is_json_number, v)) and not every:
                 series[key].append(v)
@@ -181,8 +176,7 @@ def baseline_predictions(task, lines, masked, where, learned, window):
     for quantity, mean in learned["means"].items():
         out[quantity]["train_mean"] = ([mean] * counts[quantity], {})
     for quantity, fit in ((q, f["fit"]) for q, f in fits.items() if f["fit"]):
-        records = [r for r in map(json.loads, lines) if fit_target(r, quantity, window) is not None]
-        predicted, filled = fit.predict(records)
+        predicted, filled = fit.predict(list(map(json.loads, lines)))
         if len(predicted) == counts[quantity]:
             extra = {"predictors": fit.predictors, "filled": filled}
             out[quantity]["least_squares"] = (predicted, extra)

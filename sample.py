@@ -53,7 +53,7 @@ RANGES = dict(
 
 
 def read_input(path, name):
-    """The first max_lines lines not blank of a file (- for standard input), with their numbers."""
+    """The first max_lines lines not blank of a file (-: stdin), with their numbers."""
     try:
         with open(path, "rb") if path != "-" else nullcontext(sys.stdin.buffer) as f:
             lines = [(i, line) for i, line in enumerate(decoded_lines(f, name), 1) if line.strip()]
@@ -65,7 +65,7 @@ def read_input(path, name):
 
 
 def encoded(lines, name, vocab, block_size, causal, mask, units):
-    """encode_line's answer for each line it encodes; the lines without the key; how many failed."""
+    """encode_line's answer for each line; the lines without the key; how many failed."""
     done, absent, failed = [], [], 0
     for number, line in lines:
         where = f"{name}:{number}"
@@ -73,7 +73,7 @@ def encoded(lines, name, vocab, block_size, causal, mask, units):
             done.append(encode_line(line, where, vocab, block_size, causal, mask, mask_all, units))
         except KeyAbsent as e:
             absent.append(str(e))
-        # reported and counted; the other lines are still predicted
+        # the other lines are still predicted
         except TextError as e:
             print(f"error: {e}", file=sys.stderr)
             failed += 1
@@ -90,7 +90,7 @@ def print_filled(model, vocab, done, dev, mask):
         print(text + (f"  (true: {true})" if truths else ""))
     if vocab.encoding == "xval":
         wrong, what = counts["not_num"], f"token head not [NUM] at {counts['not_num']}"
-        # a number head's NaN or inf (a diverged model) is said, never hidden
+        # a diverged model's NaN or inf is said
         if counts["invalid"]:
             wrong += counts["invalid"]
             what += f", {counts['invalid']} not finite"
@@ -116,7 +116,6 @@ def main():
     dev = pick_device(device)
     torch.manual_seed(seed)
     model, vocab, config = load_model(ckpt, dev)
-    # own data: read and printed in the file's units
     units = units_of(ckpt, data_dir or str(config.get("data_dir")), scaled, input)
     # None: predict the [?] of each line; "": mask its last number; a key: the last under it
     mask = mask_key or ("" if mask_last else None)
@@ -131,7 +130,6 @@ def main():
         print(in_own_units(text, name, units) if units else text)
     if done and not causal:
         print_filled(model, vocab, done, dev, mask)
-    # no line has the key: an error
     if absent:
         print(
             f"{'error' if not done else 'note'}: {len(absent)} of {len(lines)} lines have no"

@@ -45,7 +45,7 @@ def test_seeds_combine_into_mean_std_and_the_median_prediction():
 
 
 def lines(data, split):
-    return sum(1 for _ in open(os.path.join(data, f"{split}.txt")))
+    return sum(1 for _ in open(f"{data}/{split}.txt"))
 
 
 def evaluate(ckpt, data, tmp_path, *extra, check=False):
@@ -89,7 +89,7 @@ def test_a_causal_checkpoint_is_scored_by_generation_and_says_so(mult3, tmp_path
 
 
 @pytest.mark.slow
-def test_lookup_end_to_end_with_two_seeds_and_plots(tmp_path_factory, tmp_path):
+def test_lookup_with_two_seeds_and_plots(tmp_path_factory, tmp_path):
     data = prepared(tmp_path_factory, "lookup", "prepare/lookup.py")
     ckpts = [eval_model(data, tmp_path / f"s{s}", "--block_size=64", f"--seed={s}") for s in (1, 2)]
     report, _, prefix = evaluated(*ckpts, extra=["--plots"])
@@ -154,7 +154,7 @@ def test_summary_puts_encodings_side_by_side(tmp_path_factory, tmp_path):
 
 
 @pytest.mark.slow
-def test_own_data_scored_in_original_units_beside_its_baselines_with_plots(own_run, monkeypatch):
+def test_own_data_in_original_units_with_baselines_and_plots(own_run, monkeypatch):
     data, ckpt = own_run
     r = run("eval.py", f"--ckpt={ckpt}", "--mask_key=t", "--save_predictions=True")
     prefix = os.path.join(os.path.dirname(ckpt), "eval_t")  # named after the key: replaces no other report
@@ -212,7 +212,7 @@ def test_a_plain_text_folder_is_scored_on_its_last_number(tmp_path):
     assert "train_mean" in r and "persistence" not in r
 
 
-def test_only_seeds_of_one_setting_are_averaged_and_the_report_goes_where_it_replaces_no_other(own_run, tmp_path):
+def test_seeds_of_one_setting_and_where_the_report_goes(own_run, tmp_path):
     data, ckpt = own_run
     other = eval_model(data, tmp_path / "lr", "--block_size=64", "--seed=2", "--learning_rate=1e-3")
     for ckpts, error in ((f"{ckpt} {other}", "differ in learning_rate (0.0002 vs 0.001): seeds must agree"),
@@ -249,13 +249,13 @@ def test_eval_reads_each_checkpoints_weights_once(checkpoint, data, tmp_path, mo
     assert full == [checkpoint]
 
 
-def test_a_test_sample_longer_than_the_models_context_is_one_line_naming_it(checkpoint, own_data, tmp_path):
+def test_a_sample_past_the_block_size_is_one_line_naming_it(checkpoint, own_data, tmp_path):
     long = "(" + "+".join(["0.5"] * 40) + ")=20"
-    with open(os.path.join(own_data, "test.txt"), "a") as f:
+    with open(f"{own_data}/test.txt", "a") as f:
         f.write(long + "\n")
-    meta = json.load(open(os.path.join(own_data, "meta.json")))
+    meta = json.load(open(f"{own_data}/meta.json"))
     n = meta["splits"]["test"] = lines(own_data, "test")  # as a prepare run counts it
-    json.dump(meta, open(os.path.join(own_data, "meta.json"), "w"))
+    json.dump(meta, open(f"{own_data}/meta.json", "w"))
     error = one_line_error(evaluate(checkpoint, own_data, tmp_path)[0])
     assert f"test.txt:{n}:" in error and "more than the model's block_size" in error
     r = run("sample.py", f"--ckpt={checkpoint}", input=f"(0.5+0.25)=[?]\n{long[:-2]}[?]\n", check=False)
@@ -263,16 +263,16 @@ def test_a_test_sample_longer_than_the_models_context_is_one_line_naming_it(chec
     assert r.stdout.startswith("(0.5+0.25)=")  # the other line is still predicted
 
 
-def test_a_report_of_some_samples_never_replaces_the_report_of_all(checkpoint, data):
+def test_a_report_of_some_samples_replaces_no_report_of_all(checkpoint, data):
     folder = os.path.dirname(checkpoint)
     run("eval.py", f"--ckpt={checkpoint}", f"--data_dir={data}")
-    full = open(os.path.join(folder, "eval.json")).read()
+    full = open(f"{folder}/eval.json").read()
     r = run("eval.py", f"--ckpt={checkpoint}", f"--data_dir={data}", "--max_samples=5")
-    assert open(os.path.join(folder, "eval.json")).read() == full and "eval_first5.md" in r.stdout
-    assert json.load(open(os.path.join(folder, "eval_first5.json")))["max_samples"] == 5
+    assert open(f"{folder}/eval.json").read() == full and "eval_first5.md" in r.stdout
+    assert json.load(open(f"{folder}/eval_first5.json"))["max_samples"] == 5
 
 
-def test_a_number_head_giving_nan_or_inf_is_counted_warned_and_reported(checkpoint, data, tmp_path, monkeypatch):
+def test_nan_or_inf_predictions_are_counted_and_warned_of(checkpoint, data, tmp_path, monkeypatch):
     forward, planted = model.NumberHead.forward, []
 
     def diverging(self, h):  # every third prediction NaN, the next one inf
@@ -295,7 +295,7 @@ def test_a_number_head_giving_nan_or_inf_is_counted_warned_and_reported(checkpoi
     assert ok.sum() == n - bad and a["mean"]["mse"] == pytest.approx(float(np.mean((truth[ok] - median[ok]) ** 2)))
 
 
-def test_a_diverged_checkpoint_is_not_scored_silently_and_xval_hides_a_zero_invalid_column(checkpoint, data, tmp_path):
+def test_a_diverged_checkpoint_is_not_scored_silently(checkpoint, data, tmp_path):
     r, _ = evaluate(checkpoint, data, tmp_path)
     assert "| not [NUM] |" in r.stdout and "| invalid |" not in r.stdout and "warning" not in r.stdout
     r, prefix = evaluate(diverged(checkpoint, tmp_path / "diverged.pt"), data, tmp_path, check=True)
@@ -306,15 +306,6 @@ def test_a_diverged_checkpoint_is_not_scored_silently_and_xval_hides_a_zero_inva
     assert "| 1 |" in table  # the invalid rate, beside an MSE of no value
 
 
-@pytest.mark.parametrize("split,text,what", [("test", "", "an empty file"), ("test", "\n  \n", "blank lines only"),
-                                              ("test_ood", "", "an empty file")])
-def test_an_empty_or_blank_split_is_one_line_and_no_report(checkpoint, own_data, tmp_path, split, text, what):
-    open(os.path.join(own_data, f"{split}.txt"), "w").write(text)
-    r, prefix = evaluate(checkpoint, own_data, tmp_path)
-    assert f"{os.path.join(own_data, split)}.txt: no sample ({what})" in one_line_error(r)
-    assert not os.path.exists(prefix + ".json") and not os.path.exists(prefix + ".md")
-
-
 def own_checkpoint(checkpoint, data_dir, path):
     """The checkpoint as if trained on data_dir (its own dataset: the fingerprint is checked)."""
     c = torch.load(checkpoint, weights_only=True)
@@ -323,20 +314,23 @@ def own_checkpoint(checkpoint, data_dir, path):
     return str(path)
 
 
-@pytest.mark.parametrize("text", ["", " \n"])
-@pytest.mark.parametrize("own", [False, True])
-def test_an_empty_meta_json_is_one_line_naming_it(checkpoint, own_data, tmp_path, text, own):
+@pytest.mark.parametrize("name,text,own,error", [
+    ("test.txt", "", False, "test.txt: no sample (an empty file)"),
+    ("test.txt", "\n  \n", False, "test.txt: no sample (blank lines only)"),
+    ("test_ood.txt", "", False, "test_ood.txt: no sample (an empty file)"),
+    *[("meta.json", text, own, "meta.json: not readable JSON") for text in ("", " \n") for own in (False, True)]])
+def test_an_empty_file_is_one_line_naming_it_and_no_report(checkpoint, own_data, tmp_path, name, text, own, error):
     ckpt = own_checkpoint(checkpoint, own_data, tmp_path / "own.pt") if own else checkpoint
-    open(os.path.join(own_data, "meta.json"), "w").write(text)
+    open(f"{own_data}/{name}", "w").write(text)
     r, prefix = evaluate(ckpt, own_data, tmp_path)
-    assert f"{os.path.join(own_data, 'meta.json')}: not readable JSON" in one_line_error(r)
-    assert not os.path.exists(prefix + ".json")
+    assert f"{own_data}/{error}" in one_line_error(r)
+    assert not os.path.exists(prefix + ".json") and not os.path.exists(prefix + ".md")
 
 
 def test_an_empty_vocab_json_is_named_where_it_is_read(checkpoint, own_data, tmp_path):
-    open(os.path.join(own_data, "vocab.json"), "w").close()
+    open(f"{own_data}/vocab.json", "w").close()
     # eval.py reads the vocabulary from the checkpoint
     ckpt = own_checkpoint(checkpoint, own_data, tmp_path / "own.pt")
     assert run("eval.py", f"--ckpt={ckpt}", f"--out={tmp_path / 'e'}").returncode == 0
     error = one_line_error(run("tokenize_numbers.py", own_data, "--workers=1", check=False))
-    assert f"{os.path.join(own_data, 'vocab.json')}: not readable JSON" in error
+    assert f"{own_data}/vocab.json: not readable JSON" in error

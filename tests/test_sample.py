@@ -24,7 +24,7 @@ def test_empty_input_is_an_error(checkpoint, tmp_path, text):
     assert f"{tmp_path / 'in.txt'}: no lines to predict" in one_line_error(r) and r.stdout == ""
 
 
-def test_a_line_without_a_marker_or_with_a_spaced_one_is_an_error_and_glued_ones_print_apart(checkpoint):
+def test_a_missing_or_spaced_marker_is_an_error_and_glued_ones_print_apart(checkpoint):
     r = sample(checkpoint, "(0.5+0.25)=[?]\n(0.5+0.25)=0.75\n", check=False)
     assert r.returncode != 0 and "(0.5+0.25)=0.75" not in r.stdout
     assert "stdin:2: no [?] in the line" in r.stderr and "--mask_last" in r.stderr
@@ -35,7 +35,7 @@ def test_a_line_without_a_marker_or_with_a_spaced_one_is_an_error_and_glued_ones
     assert re.fullmatch(r"\(-?[\d.e+-]+,-?[\d.e+-]+,-?[\d.e+-]+\)=0\.5", shown.splitlines()[0]), shown
 
 
-def test_sample_reports_each_line_it_cannot_predict_and_predicts_the_rest(checkpoint, tmp_path):
+def test_each_bad_line_is_reported_and_the_rest_predicted(checkpoint, tmp_path):
     long_line = "(" + "+".join(["0.5"] * 40) + ")=[?]"
     text = "(0.5+0.25)=[?]\n(a+0.25)=[?]\n" + long_line + "\n(1e300+0.25)=[?]\n\n(0.1*0.2)=[?]\n"
     r = sample(checkpoint, text, check=False)
@@ -56,7 +56,7 @@ def test_sample_reports_each_line_it_cannot_predict_and_predicts_the_rest(checkp
     assert "2 numbers predicted" in r.stdout and "2 not finite" in r.stdout
 
 
-def test_mask_key_shows_the_last_or_every_number_under_the_key_beside_its_truth(own_run, tmp_path):
+def test_mask_key_shows_the_masked_numbers_beside_their_truth(own_run, tmp_path):
     data, ckpt = own_run
     test = [json.loads(line) for line in open(f"{data}/test.txt")]
     r = sample(ckpt, None, f"--input={data}/test.txt", "--mask_key=t", "--show=1")
@@ -89,7 +89,7 @@ def quakes(tmp_path_factory):
     rows = "".join(f"{d:.0f},{x:.2f},{4 + d / 200:.2f}\n" for d, x in rng.uniform((40, 10), (680, 20), (200, 2)))
     data, ckpt = own_model(tmp_path_factory.mktemp("quakes"), "q.csv", "depth,x 1,mag\n" + rows,
                            train=("--block_size=32", "--learning_rate=3e-3"))
-    meta = json.load(open(os.path.join(data, "meta.json")))
+    meta = json.load(open(f"{data}/meta.json"))
     assert meta["renamed"] == {"x 1": "x_1"} and set(meta["ranges"]) == {"depth", "x_1", "mag"}
     return data, meta, ckpt
 
@@ -99,7 +99,7 @@ def predicted(r):
     return list(json.loads(r.stdout.splitlines()[0].split("  (true")[0]).values())
 
 
-def test_a_record_in_the_files_units_is_predicted_as_the_same_record_scaled_by_hand(quakes):
+def test_a_record_in_the_files_units_is_scaled_as_by_hand(quakes):
     data, meta, ckpt = quakes
     s = meta["scales"]
     own = sample(ckpt, '{"depth":562,"x 1":12.5,"mag":[?]}\n')
@@ -119,7 +119,7 @@ def test_a_record_in_the_files_units_is_predicted_as_the_same_record_scaled_by_h
     assert "its number keys: depth, x_1, mag" in r.stderr
 
 
-def test_a_test_split_masked_in_the_files_units_matches_the_split_as_written(quakes, tmp_path):
+def test_a_split_in_the_files_units_matches_it_as_written(quakes, tmp_path):
     data, meta, ckpt = quakes
     s = meta["scales"]["mag"]
     written = sample(ckpt, None, f"--input={data}/test.txt", "--mask_key=mag", "--show=3")
@@ -135,7 +135,7 @@ def test_a_test_split_masked_in_the_files_units_matches_the_split_as_written(qua
         assert prediction == pytest.approx(in_file * s["spread"] + s["center"], rel=1e-4)
 
 
-def test_a_number_far_outside_its_keys_training_range_is_warned_of_and_still_predicted(quakes):
+def test_a_number_far_outside_its_training_range_is_warned_of(quakes):
     data, meta, ckpt = quakes
     least, largest = meta["ranges"]["depth"]
     inside = largest + 0.9 * (largest - least)
