@@ -212,9 +212,18 @@ def test_a_plain_text_folder_is_scored_on_its_last_number(tmp_path):
     assert "train_mean" in r and "persistence" not in r
 
 
-def test_seeds_of_one_setting_and_where_the_report_goes(own_run, tmp_path):
+def edited(checkpoint, path, **config):
+    """The checkpoint with other settings, saved at path (data_dir: as if trained there)."""
+    c = torch.load(checkpoint, weights_only=True)
+    c["config"].update(config)
+    c["data_dir"] = c["config"]["data_dir"]
+    torch.save(c, path)
+    return str(path)
+
+
+def test_only_seeds_of_one_setting_are_averaged(own_run, tmp_path):
     data, ckpt = own_run
-    other = eval_model(data, tmp_path / "lr", "--block_size=64", "--seed=2", "--learning_rate=1e-3")
+    other = edited(ckpt, tmp_path / "lr.pt", seed=2, learning_rate=1e-3)
     for ckpts, error in ((f"{ckpt} {other}", "differ in learning_rate (0.0002 vs 0.001): seeds must agree"),
                          (f"{ckpt} {ckpt}", "is given twice"),
                          (f"{ckpt} {shutil.copy(ckpt, tmp_path / 'copy.pt')}", "are the same run (seed 1337)"),
@@ -223,8 +232,12 @@ def test_seeds_of_one_setting_and_where_the_report_goes(own_run, tmp_path):
         assert r.returncode != 0 and error in r.stderr and "evaluated in" not in r.stdout
     # the same dataset, named relative to the repository
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    relative = eval_model(os.path.relpath(data, root), tmp_path / "relative", "--block_size=64", "--seed=3")
+    relative = edited(ckpt, tmp_path / "relative.pt", seed=3, data_dir=os.path.relpath(data, root))
     assert len(evaluated(ckpt, relative)[0]["checkpoints"]) == 2
+
+
+def test_the_report_goes_where_it_can_be_written_and_replaces_no_other(own_run, tmp_path):
+    data, ckpt = own_run
     (tmp_path / "file").write_text("")
     r = run("eval.py", f"--ckpt={ckpt}", f"--out={tmp_path / 'file' / 'report'}", check=False)
     assert r.returncode != 0 and "cannot write the report" in r.stderr and "--out" in r.stderr
@@ -306,21 +319,13 @@ def test_a_diverged_checkpoint_is_not_scored_silently(checkpoint, data, tmp_path
     assert "| 1 |" in table  # the invalid rate, beside an MSE of no value
 
 
-def own_checkpoint(checkpoint, data_dir, path):
-    """The checkpoint as if trained on data_dir (its own dataset: the fingerprint is checked)."""
-    c = torch.load(checkpoint, weights_only=True)
-    c["data_dir"] = c["config"]["data_dir"] = data_dir
-    torch.save(c, path)
-    return str(path)
-
-
 @pytest.mark.parametrize("name,text,own,error", [
     ("test.txt", "", False, "test.txt: no sample (an empty file)"),
     ("test.txt", "\n  \n", False, "test.txt: no sample (blank lines only)"),
     ("test_ood.txt", "", False, "test_ood.txt: no sample (an empty file)"),
     *[("meta.json", text, own, "meta.json: not readable JSON") for text in ("", " \n") for own in (False, True)]])
 def test_an_empty_file_is_one_line_naming_it_and_no_report(checkpoint, own_data, tmp_path, name, text, own, error):
-    ckpt = own_checkpoint(checkpoint, own_data, tmp_path / "own.pt") if own else checkpoint
+    ckpt = edited(checkpoint, tmp_path / "own.pt", data_dir=own_data) if own else checkpoint
     open(f"{own_data}/{name}", "w").write(text)
     r, prefix = evaluate(ckpt, own_data, tmp_path)
     assert f"{own_data}/{error}" in one_line_error(r)
@@ -330,7 +335,7 @@ def test_an_empty_file_is_one_line_naming_it_and_no_report(checkpoint, own_data,
 def test_an_empty_vocab_json_is_named_where_it_is_read(checkpoint, own_data, tmp_path):
     open(f"{own_data}/vocab.json", "w").close()
     # eval.py reads the vocabulary from the checkpoint
-    ckpt = own_checkpoint(checkpoint, own_data, tmp_path / "own.pt")
+    ckpt = edited(checkpoint, tmp_path / "own.pt", data_dir=own_data)
     assert run("eval.py", f"--ckpt={ckpt}", f"--out={tmp_path / 'e'}").returncode == 0
     error = one_line_error(run("tokenize_numbers.py", own_data, "--workers=1", check=False))
     assert f"{own_data}/vocab.json: not readable JSON" in error
