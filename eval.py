@@ -173,7 +173,7 @@ def combine(task, runs, scale=None):
     for _, preds, counts, mixture in runs:
         m = metrics(task, truths, preds, scale)
         for k in ("invalid", "not_num"):
-            m[f"{k}_rate"] = counts[k] / max(1, counts["numbers"])
+            m[f"{k}_rate"] = counts[k] / counts["numbers"]
         if mixture is not None:
             m.update(distribution_metrics(truths, mixture))
         seeds.append(m)
@@ -353,7 +353,7 @@ def markdown(report):
             said = f"the model {beats} the best baseline ({BASELINES[v['best']]})"
             said += f": its MSE is {fmt(v['ratio'])}× the baseline's"
             lines += ["", f"{split} · {quantity}: verdict: {said}"]
-    warned = [f"- note: {n}" for n in report.get("notes", [])]
+    warned = [f"- note: {n}" for n in report["notes"]]
     warned += [f"- warning: {w}" for w in report["warnings"]]
     shown = "encoding n_layer n_head n_embd max_iters batch_size learning_rate seed".split()
     config = json.dumps({k: report["config"].get(k) for k in shown})

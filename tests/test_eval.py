@@ -1,5 +1,4 @@
-"""eval.py: metrics by hand, seeds combined, tiny checkpoints of every task end to end, and a bad
-score never hidden: NaN or inf predictions counted and warned of; a bad file is one line naming it."""
+"""eval.py: metrics by hand, seeds combined, every task end to end, a bad score never hidden."""
 import json
 import math
 import os
@@ -77,15 +76,23 @@ def test_arithmetic_end_to_end_text_encoding(mult3, tmp_path):
     assert r.returncode != 0 and "test.txt:3" in r.stderr
 
 
+def edited(checkpoint, path, **config):
+    """The checkpoint with other settings, saved at path (data_dir: as if trained there)."""
+    c = torch.load(checkpoint, weights_only=True)
+    c["config"].update(config)
+    c["data_dir"] = c["config"]["data_dir"]
+    torch.save(c, path)
+    return str(path)
+
+
 def test_a_causal_checkpoint_is_scored_by_generation_and_says_so(mult3, tmp_path):
     causal = eval_model(mult3, tmp_path / "causal", "--block_size=32", "--causal=True")
     report, _, prefix = evaluated(causal)
     assert report["causal"] is True and "each number generated from the text before it" in open(prefix + ".md").read()
     assert report["splits"]["test"]["answer"]["n"] == lines(mult3, "test")
-    mlm = eval_model(mult3, tmp_path / "mlm", "--block_size=32")
-    assert evaluated(mlm)[0]["causal"] is False
+    mlm = edited(causal, tmp_path / "mlm.pt", causal=False, seed=2)
     r = run("eval.py", f"--ckpt={causal} {mlm}", f"--out={tmp_path / 'mixed'}", check=False)
-    assert r.returncode != 0 and "must agree" in r.stderr
+    assert r.returncode != 0 and "differ in causal (True vs False): seeds must agree" in r.stderr
 
 
 @pytest.mark.slow
@@ -212,15 +219,6 @@ def test_a_plain_text_folder_is_scored_on_its_last_number(tmp_path):
     assert "train_mean" in r and "persistence" not in r
 
 
-def edited(checkpoint, path, **config):
-    """The checkpoint with other settings, saved at path (data_dir: as if trained there)."""
-    c = torch.load(checkpoint, weights_only=True)
-    c["config"].update(config)
-    c["data_dir"] = c["config"]["data_dir"]
-    torch.save(c, path)
-    return str(path)
-
-
 def test_only_seeds_of_one_setting_are_averaged(own_run, tmp_path):
     data, ckpt = own_run
     other = edited(ckpt, tmp_path / "lr.pt", seed=2, learning_rate=1e-3)
@@ -309,7 +307,8 @@ def test_nan_or_inf_predictions_are_counted_and_warned_of(checkpoint, data, tmp_
 
 
 def test_a_diverged_checkpoint_is_not_scored_silently(checkpoint, data, tmp_path):
-    r, _ = evaluate(checkpoint, data, tmp_path)
+    r, prefix = evaluate(checkpoint, data, tmp_path)
+    assert json.load(open(prefix + ".json"))["causal"] is False  # an MLM checkpoint
     assert "| not [NUM] |" in r.stdout and "| invalid |" not in r.stdout and "warning" not in r.stdout
     r, prefix = evaluate(diverged(checkpoint, tmp_path / "diverged.pt"), data, tmp_path, check=True)
     a = json.load(open(prefix + ".json"))["splits"]["test"]["answer"]

@@ -1,5 +1,4 @@
-"""eval_baselines.py: least squares on the record's other numbers, persistence and seasonal
-persistence (its period detected or given), and a verdict naming the best baseline."""
+"""eval_baselines.py: least squares, (seasonal) persistence and the verdict."""
 import json
 
 import numpy as np

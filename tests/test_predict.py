@@ -1,5 +1,4 @@
-"""predict.py: sample.py prints what fill_in and filled (MLM) or generate and detokenize (causal)
-give, a masked number reads as a [?] written there, and what each task masks."""
+"""predict.py: what sample.py prints is what its functions give, and what each task masks."""
 import dataclasses
 import json
 

@@ -1,6 +1,4 @@
-"""sample.py: careless input is one clear line while the other lines are predicted; your own data
-masked by --mask_key, read and printed in its file's units (--scaled: as its text files write
-them), a number far outside its key's training range warned of."""
+"""sample.py: careless input is one line, the rest predicted; your own data in its units."""
 import json
 import os
 import re
