@@ -376,15 +376,14 @@ def write_plots(report, meta, prefix):
         n = len(quantities)
         fig, axes = plt.subplots(1, n, figsize=(3.6 * n, 3.4), squeeze=False)
         for ax, (quantity, r) in zip(axes[0], quantities.items()):
-            y = np.array(r["truth"], float)
-            p = np.array([math.nan if v is None else v for v in r["median"]], float)
+            # None: no valid prediction
+            y, p = np.array(r["truth"], float), np.array(r["median"], float)
             m, unit = r["median_prediction"], ""
             mse = m.get("mse_kelvin2", m.get("mse_original", m["mse"]))
             if scale := scales[quantity]:
                 y, p = y * scale[1] + scale[0], p * scale[1] + scale[0]
                 unit = " (K)" if task == "era5" else " (original units)"
-            both = np.concatenate([y, p])
-            lo, hi = np.nanmin(both), np.nanmax(both)
+            lo, hi = np.nanmin([y, p]), np.nanmax([y, p])
             ax.plot([lo, hi], [lo, hi], color="0.6", lw=1)
             ax.scatter(y, p, s=4, alpha=0.4)
             for x in (seen.get((quantity, split)) or []) if task == "planets" else []:

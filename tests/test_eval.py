@@ -301,7 +301,7 @@ def test_nan_or_inf_predictions_are_counted_and_warned_of(checkpoint, data, tmp_
     assert warning in r.stdout and warning in md and any(w.startswith(warning[9:]) for w in report["warnings"])
     assert "| invalid |" in md  # shown for xVal too, where there are any
     # the MSE over the finite predictions, as by hand
-    truth, median = np.array(a["truth"]), np.array([math.nan if v is None else v for v in a["median"]])
+    truth, median = np.array(a["truth"]), np.array(a["median"], float)
     ok = np.isfinite(median)
     assert ok.sum() == n - bad and a["mean"]["mse"] == pytest.approx(float(np.mean((truth[ok] - median[ok]) ** 2)))
 
