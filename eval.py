@@ -203,9 +203,11 @@ def check_seeds(checkpoints):
     for path in checkpoints:
         if os.path.realpath(path) in map(os.path.realpath, seeds.values()):
             raise SystemExit(f"error: {path} is given twice in --ckpt")
+        # its settings only: load_model reads the weights
         c = load_checkpoint(path, mmap=True)
-        c["vocab"] = (c["model_args"]["encoding"], c["text_tokens"])
-        c["data"] = (c.get("data_fingerprint") or {}).get("meta")
+        vocab = (c["model_args"]["encoding"], c["text_tokens"])
+        c = {k: c.get(k) for k in ("config", "data_dir", "model_args", "data_fingerprint")}
+        c.update(vocab=vocab, data=(c["data_fingerprint"] or {}).get("meta"))
         first = first or c
         if c["data"] != first["data"]:
             raise SystemExit(f"error: {path} was trained on other data than {checkpoints[0]}")
