@@ -25,8 +25,8 @@ from dataset import check_name, check_trained_on, read_meta, read_samples
 from eval_baselines import BASELINES, baseline_predictions, baseline_text, learn_baselines
 from eval_baselines import outside_training, verdict
 from mixture import mixture_cdf, mixture_nll, mixture_of, mixture_quantile
-from predict import fill_in, load_model, masked_samples
-from util import TextError, atomic_write_text, format_number, pick_device, run_main
+from predict import check_meta, fill_in, load_model, masked_samples
+from util import TextError, atomic_file, atomic_write_text, format_number, pick_device, run_main
 
 # -- config: python eval.py --help
 ckpt = ""  # checkpoint(s) of one setting, separated by spaces: several seeds are combined
@@ -141,7 +141,7 @@ def task_of(meta, path):
 
 
 def split_lines(data, split, meta):
-    """A split's first max_samples samples; refused if fewer than meta.json counts."""
+    """A split's first max_samples samples, its path; refused if fewer than meta.json counts."""
     path = os.path.join(data, f"{split}.txt")
     if not os.path.exists(path):
         raise SystemExit(f"error: {path} not found")
@@ -151,7 +151,7 @@ def split_lines(data, split, meta):
         raise TextError(
             f"{path} has {len(lines):,} samples, meta.json {counted:,}: a copy cut short?"
         )
-    return lines[: max_samples or None]
+    return lines[: max_samples or None], path
 
 
 def run_model(model, vocab, jobs, dev):
@@ -167,8 +167,8 @@ def run_model(model, vocab, jobs, dev):
 
 
 def combine(task, runs, scale=None):
-    """One quantity over seeds' runs: each metric's mean and std, the median prediction's; GMM:
-    the first seed's PIT values and mixtures."""
+    """One quantity over seeds' runs: metrics' mean and std, the median prediction's; GMM: the
+    first seed's PIT and mixtures."""
     truths, seeds = runs[0][0], []
     for _, preds, counts, mixture in runs:
         m = metrics(task, truths, preds, scale)
@@ -231,8 +231,9 @@ def check_seeds(checkpoints):
 
 def score_setting(checkpoints, data, split_names, dev):
     """One setting's report: every split × quantity, per seed and combined, with baselines."""
-    meta = read_meta(data)
-    task = task_of(meta, os.path.join(data, "meta.json"))
+    meta, path = read_meta(data), os.path.join(data, "meta.json")
+    check_meta(meta, path, mask_key)
+    task = task_of(meta, path)
     keys = [mask_key] if mask_key else list(meta.get("scales") or {}) if task == "text" else []
     if mask_key and task != "text":
         raise SystemExit(f"error: --mask_key is for your own data; {data} is a {task} dataset")
@@ -253,7 +254,7 @@ def score_setting(checkpoints, data, split_names, dev):
         report.update(encoding=vocab.encoding, causal=model.cfg.causal)
         report.setdefault("config", config)
         for split in (s for s in split_names if s not in jobs):
-            lines, where = split_lines(data, split, meta), os.path.join(data, f"{split}.txt")
+            lines, where = split_lines(data, split, meta)
             size = model.cfg.block_size
             jobs[split], masked = masked_samples(task, lines, vocab, where, size, keys, mask_all)
             if not jobs[split]:
@@ -402,7 +403,8 @@ def write_plots(report, meta, prefix):
 def save_figure(plt, fig, title, path):
     fig.suptitle(title)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    with atomic_file(path) as tmp:
+        fig.savefig(tmp, dpi=110)
     plt.close(fig)
 
 

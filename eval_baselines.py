@@ -55,8 +55,8 @@ def column(record, key, step):
 
 
 class LeastSquares:
-    """Least squares (with intercept) of the target column on the others, a column (key, step:
-    None for a key's one number); a missing predictor is filled with its training mean."""
+    """Least squares (with intercept) of the target column on the others, a column (key, step or
+    None); a missing predictor is filled with its training mean."""
 
     def __init__(self, columns, target):
         self.columns, self.target, self.rows = [c for c in columns if c != target], target, []
@@ -128,7 +128,7 @@ def training_means(task, data, keys, every):
         values = [v for kind, v in pieces if kind == "num"]
         for quantity, indices in groups.items():
             numbers.setdefault(quantity, []).extend(values[i] for i in indices)
-    return {quantity: float(np.mean(v)) for quantity, v in numbers.items()}
+    return {quantity: float(np.mean(v)) for quantity, v in numbers.items() if v}
 
 
 def training_fits(data, meta, keys, every):

@@ -48,8 +48,8 @@ def number_paths(line, n_numbers, where, what):
 
 
 def masked_numbers(line, pieces, where, keys=(), every=False):
-    """{quantity: indices of the numbers masked together}: the last under each key (every: all),
-    without keys the line's last."""
+    """{quantity: indices masked together}: the last under each key (every: all), or the line's
+    last."""
     n_numbers = sum(kind == "num" for kind, _ in pieces)
     if not keys:
         if not n_numbers:
@@ -122,9 +122,8 @@ def load_model(path, device="cpu"):
 def generate(
     model, ids, values, max_new_tokens, temperature=0.0, generator=None, gmm="sample", stop=EOS_ID
 ):
-    """Up to max_new_tokens tokens appended (greedy, or sampled at temperature) until stop, a [NUM]
-    taking the number head's value (GMM: a draw or the mean): ids, values, the number head's
-    values and GMM outputs (1, 3K) at new tokens."""
+    """Tokens appended until stop (greedy, or sampled at temperature), a [NUM] taking the number
+    head's value (GMM: a draw or the mean): ids, values, number head values, GMM outputs (1, 3K)."""
     ids, values, nums, mixtures = list(ids), list(values), [], []
     dev = next(model.parameters()).device
     for _ in range(max_new_tokens):
@@ -181,7 +180,7 @@ def predict_causal(model, vocab, chunk):
 @torch.no_grad()
 def fill_in(model, vocab, samples, device="cpu", batch_size=64):
     """The numbers asked in each sample (ids, values, ask); counts of 'numbers', 'invalid' (not
-    finite) and 'not_num' (xVal: the token head's argmax is not [NUM]); GMM: each mixture."""
+    finite), 'not_num' (xVal: token head not [NUM]); GMM: each mixture."""
     predictions, mixtures, counts = [], [], {"numbers": 0, "invalid": 0, "not_num": 0}
     width = TOKENS_PER_NUMBER[vocab.encoding]
     # similar lengths share a batch
@@ -326,14 +325,30 @@ def filled(text, values, mixture=None, spread="none", scales=()):
 
 
 # ---------------------------------------------------------------- your own data in its units
-def units_of(path, data_dir, scaled=False, input="-"):
-    """The meta.json whose scales take the file's units to the model's; None where numbers are
-    as the text files write them (--scaled, an input that is one, another dataset)."""
+def check_meta(meta, path, mask_key=""):
+    """Refuse a mask_key that prepare/text.py renamed, and "ranges" not {key: [least, largest]}."""
+    renamed, ranges = meta.get("renamed") or {}, meta.get("ranges") or {}
+    if isinstance(renamed, dict) and (new := renamed.get(mask_key)):
+        said = f'prepare/text.py renamed this key {new!r} ({path} "renamed")'
+        raise SystemExit(f"error: --mask_key={mask_key}: {said}; use --mask_key={new}")
+    for key, pair in ranges.items() if isinstance(ranges, dict) else [(None, ranges)]:
+        ok = key is not None and isinstance(pair, list) and len(pair) == 2
+        ok = ok and all(is_json_number(x) and math.isfinite(x) for x in pair)
+        if not (ok and pair[0] <= pair[1]):
+            found = (f"{key!r}: " if key else "") + json.dumps(pair)[:50]
+            expected = "{key: [least, largest]} of finite numbers; prepare the dataset again"
+            raise SystemExit(f'error: {path}: "ranges" holds {found}; expected {expected}')
+
+
+def units_of(path, data_dir, scaled=False, input="-", mask_key=""):
+    """meta.json, whose scales take the file's units to the model's; None where numbers are as
+    the text files write them (--scaled, an input that is one, another dataset)."""
     try:
         meta = read_meta(data_dir)
     except (OSError, ValueError) as e:
         print(f"note: numbers as the model was trained on them: {e} (--data_dir)", file=sys.stderr)
         return None
+    check_meta(meta, os.path.join(data_dir, "meta.json"), mask_key)
     if meta.get("dataset") != "text" or not meta.get("scales"):
         return None
     name = os.path.basename(input)
@@ -373,7 +388,7 @@ def number_keys(line, pieces, where, scales):
 
 def to_model_units(line, pieces, where, units):
     """A record's pieces as the model reads them, (x - center) / spread; each asked number's
-    (center, spread). A number far outside its key's training range is warned of."""
+    (center, spread). A number far outside its training range is warned of."""
     scales, keys = number_keys(line, pieces, where, units["scales"])
     ranges = units.get("ranges") or {}
     out, asked, i = [], [], 0

@@ -88,15 +88,12 @@ def print_filled(model, vocab, done, dev, mask):
         text = filled(text, predictions[i], mixtures[i] if mixtures else None, spread, scales)
         true = ", ".join(map(format_number, truths))
         print(text + (f"  (true: {true})" if truths else ""))
+    invalid, not_num = counts["invalid"], counts["not_num"]
+    what = f"{invalid} invalid"
     if vocab.encoding == "xval":
-        wrong, what = counts["not_num"], f"token head not [NUM] at {counts['not_num']}"
         # a diverged model's NaN or inf is said
-        if counts["invalid"]:
-            wrong += counts["invalid"]
-            what += f", {counts['invalid']} not finite"
-    else:
-        wrong, what = counts["invalid"], f"{counts['invalid']} invalid"
-    share = wrong / max(1, counts["numbers"])
+        what = f"token head not [NUM] at {not_num}" + f", {invalid} not finite" * bool(invalid)
+    share = (invalid + not_num) / max(1, counts["numbers"])
     print(f"{counts['numbers']} numbers predicted, {what} ({share:.2%})")
     if mask is not None:
         keyed = [f"--mask_key={mask_key}"] if mask_key else []
@@ -116,7 +113,7 @@ def main():
     dev = pick_device(device)
     torch.manual_seed(seed)
     model, vocab, config = load_model(ckpt, dev)
-    units = units_of(ckpt, data_dir or str(config.get("data_dir")), scaled, input)
+    units = units_of(ckpt, data_dir or str(config.get("data_dir")), scaled, input, mask_key)
     # None: predict the [?] of each line; "": mask its last number; a key: the last under it
     mask = mask_key or ("" if mask_last else None)
     causal = model.cfg.causal and mask is None
