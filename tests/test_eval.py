@@ -307,7 +307,13 @@ def test_nan_or_inf_predictions_are_counted_and_warned_of(checkpoint, data, tmp_
 
 
 def test_a_diverged_checkpoint_is_not_scored_silently(checkpoint, data, tmp_path):
-    r, prefix = evaluate(checkpoint, data, tmp_path)
+    # a link at each name eval.py writes is replaced, never written through
+    written = [tmp_path / f"e{end}" for end in (".json", ".md", "_test.png")]
+    for link in written:
+        (tmp_path / f"{link.name}.outside").write_text("kept")
+        link.symlink_to(tmp_path / f"{link.name}.outside")
+    r, prefix = evaluate(checkpoint, data, tmp_path, "--plots=True", check=True)
+    assert all(not p.is_symlink() and (tmp_path / f"{p.name}.outside").read_text() == "kept" for p in written)
     assert json.load(open(prefix + ".json"))["causal"] is False  # an MLM checkpoint
     assert "| not [NUM] |" in r.stdout and "| invalid |" not in r.stdout and "warning" not in r.stdout
     r, prefix = evaluate(diverged(checkpoint, tmp_path / "diverged.pt"), data, tmp_path, check=True)

@@ -1,7 +1,10 @@
 """sample.py: careless input is one line, the rest predicted; your own data in its units."""
 import json
+import math
 import os
 import re
+import shutil
+import warnings
 
 import numpy as np
 import pytest
@@ -82,13 +85,13 @@ def test_mask_key_shows_the_masked_numbers_beside_their_truth(own_run, tmp_path)
 
 @pytest.fixture(scope="module")
 def quakes(tmp_path_factory):
-    """(dataset, meta, checkpoint) of a CSV prepared by prepare/text.py, its key 'x 1' renamed 'x_1'."""
+    """(dataset, meta, checkpoint) of a CSV prepared by prepare/text.py, its key 'pm2.5' renamed 'pm2_5'."""
     rng = np.random.default_rng(0)
     rows = "".join(f"{d:.0f},{x:.2f},{4 + d / 200:.2f}\n" for d, x in rng.uniform((40, 10), (680, 20), (200, 2)))
-    data, ckpt = own_model(tmp_path_factory.mktemp("quakes"), "q.csv", "depth,x 1,mag\n" + rows,
+    data, ckpt = own_model(tmp_path_factory.mktemp("quakes"), "q.csv", "depth,pm2.5,mag\n" + rows,
                            train=("--block_size=32", "--learning_rate=3e-3"))
     meta = json.load(open(f"{data}/meta.json"))
-    assert meta["renamed"] == {"x 1": "x_1"} and set(meta["ranges"]) == {"depth", "x_1", "mag"}
+    assert meta["renamed"] == {"pm2.5": "pm2_5"} and set(meta["ranges"]) == {"depth", "pm2_5", "mag"}
     return data, meta, ckpt
 
 
@@ -100,21 +103,21 @@ def predicted(r):
 def test_a_record_in_the_files_units_is_scaled_as_by_hand(quakes):
     data, meta, ckpt = quakes
     s = meta["scales"]
-    own = sample(ckpt, '{"depth":562,"x 1":12.5,"mag":[?]}\n')
+    own = sample(ckpt, '{"depth":562,"pm2.5":12.5,"mag":[?]}\n')
     assert "units: the file's own" in own.stderr and "warning" not in own.stderr
-    depth, x1, mag = predicted(own)
-    assert (depth, x1) == (562, 12.5)
-    scaled = {k: (v - s[k]["center"]) / s[k]["spread"] for k, v in (("depth", 562), ("x_1", 12.5))}
-    written = sample(ckpt, f'{{"depth":{scaled["depth"]!r},"x_1":{scaled["x_1"]!r},"mag":[?]}}\n', "--scaled")
+    depth, pm25, mag = predicted(own)
+    assert (depth, pm25) == (562, 12.5)
+    scaled = {k: (v - s[k]["center"]) / s[k]["spread"] for k, v in (("depth", 562), ("pm2_5", 12.5))}
+    written = sample(ckpt, f'{{"depth":{scaled["depth"]!r},"pm2_5":{scaled["pm2_5"]!r},"mag":[?]}}\n', "--scaled")
     assert "units: as written in" in written.stderr and "(--scaled)" in written.stderr
     back = predicted(written)[2] * s["mag"]["spread"] + s["mag"]["center"]
     assert mag == pytest.approx(back, rel=1e-5) and mag != pytest.approx(predicted(written)[2], abs=0.1)
     # the written name of a renamed key, and json.dumps' spaces, read the same record
-    for text in ('{"depth":562,"x_1":12.5,"mag":[?]}\n', '{"depth": 562, "x 1": 12.5, "mag": [?]}\n'):
-        assert predicted(sample(ckpt, text)) == [depth, x1, mag]
+    for text in ('{"depth":562,"pm2_5":12.5,"mag":[?]}\n', '{"depth": 562, "pm2.5": 12.5, "mag": [?]}\n'):
+        assert predicted(sample(ckpt, text)) == [depth, pm25, mag]
     r = sample(ckpt, '{"depth":562,"y":12.5,"mag":[?]}\n', check=False)
     assert r.returncode != 0 and "stdin:1: a number under key 'y'" in r.stderr
-    assert "its number keys: depth, x_1, mag" in r.stderr
+    assert "its number keys: depth, pm2_5, mag" in r.stderr
 
 
 def test_a_split_in_the_files_units_matches_it_as_written(quakes, tmp_path):
@@ -137,11 +140,32 @@ def test_a_number_far_outside_its_training_range_is_warned_of(quakes):
     data, meta, ckpt = quakes
     least, largest = meta["ranges"]["depth"]
     inside = largest + 0.9 * (largest - least)
-    assert "warning" not in sample(ckpt, f'{{"depth":{inside:.1f},"x_1":12.5,"mag":[?]}}\n').stderr
+    assert "warning" not in sample(ckpt, f'{{"depth":{inside:.1f},"pm2_5":12.5,"mag":[?]}}\n').stderr
     far = largest + 1.1 * (largest - least)
-    r = sample(ckpt, f'{{"depth":{far:.1f},"x_1":12.5,"mag":[?]}}\n')
+    r = sample(ckpt, f'{{"depth":{far:.1f},"pm2_5":12.5,"mag":[?]}}\n')
     assert r.returncode == 0 and len(predicted(r)) == 3 and "1 numbers predicted" in r.stdout
     assert f"stdin:1: key 'depth': {float(f'{far:.1f}'):g} is far outside its training range" in r.stderr
     assert f"[{least:g}, {largest:g}]" in r.stderr
     # as written in the dataset's text, not checked against the file's range
-    assert "warning" not in sample(ckpt, '{"depth":900,"x_1":0,"mag":[?]}\n', "--scaled").stderr
+    assert "warning" not in sample(ckpt, '{"depth":900,"pm2_5":0,"mag":[?]}\n', "--scaled").stderr
+
+
+@pytest.mark.parametrize("script", ["sample.py", "eval.py"])
+def test_tampered_ranges_and_a_renamed_mask_key_are_one_line_without_warnings(quakes, tmp_path, script):
+    data, meta, ckpt = quakes
+    copy = shutil.copytree(data, str(tmp_path / "copy"))
+    flags = [f"--ckpt={ckpt}", f"--data_dir={copy}"] + [f"--out={tmp_path / 'e'}"] * (script == "eval.py")
+
+    def error(*args):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            return one_line_error(run(script, *flags, *args, input='{"depth":562,"pm2.5":1,"mag":[?]}\n',
+                                      check=False))
+    for ranges in ("abc", [1, 2], {"depth": [1]}, {"depth": [math.nan] * 2}, {"depth": [0, math.inf]}):
+        json.dump({**meta, "ranges": ranges}, open(f"{copy}/meta.json", "w"))
+        said = error()
+        assert f'{copy}/meta.json: "ranges" holds' in said and "expected {key: [least, largest]}" in said
+    json.dump(meta, open(f"{copy}/meta.json", "w"))
+    assert "--mask_key=pm2.5: prepare/text.py renamed this key 'pm2_5'" in error("--mask_key=pm2.5")
+    if script == "eval.py":
+        assert "test.txt: no record has a number under key 'zzz'" in error("--mask_key=zzz")
