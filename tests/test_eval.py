@@ -25,8 +25,7 @@ def test_metrics_by_hand():
     assert ev.r_squared([1, 2, 3, 10], [1, 2, 4, math.nan]) == pytest.approx(0.5)
     y, p = [1.234, 0.5, -2.0, 1234.0], [1.2341, 0.5049, math.nan, 1236.0]
     assert ev.accuracy(y, p, 3) == pytest.approx(1 / 4)  # 5.00e-01 ≠ 5.05e-01; 1.23e+03 ≠ 1.24e+03
-    assert ev.accuracy(y, p, 2) == pytest.approx(3 / 4)
-    assert ev.accuracy([-0.31], [0.31], 2) == 0.0
+    assert ev.accuracy(y, p, 2) == pytest.approx(3 / 4) and ev.accuracy([-0.31], [0.31], 2) == 0.0
     m = ev.metrics("text", [0.0, 1.0, 2.0], [0.0, 1.0, 3.0], scale=(280.0, 5.0))
     assert m["mse_original"] == pytest.approx(m["mse"] * 25) and m["r2_original"] == pytest.approx(m["r2"])
 
@@ -38,9 +37,8 @@ def test_seeds_combine_into_mean_std_and_the_median_prediction():
     r = ev.combine("arithmetic", runs)
     # per seed MSE 0, 4, 2.5
     assert r["mean"]["mse"] == pytest.approx(13 / 6) and r["std"]["mse"] == pytest.approx(np.std([0, 4, 2.5], ddof=1))
-    assert r["mean"]["invalid_rate"] == pytest.approx(4 / 9)
+    assert r["mean"]["invalid_rate"] == pytest.approx(4 / 9) and r["median_prediction"]["valid"] == 2
     assert r["median"] == [2.0, 3.0, None] and r["median_prediction"]["mse"] == pytest.approx(1.0)
-    assert r["median_prediction"]["valid"] == 2
 
 
 def lines(data, split):
@@ -48,9 +46,18 @@ def lines(data, split):
 
 
 def evaluate(ckpt, data, tmp_path, *extra, check=False):
-    """eval.py on data, its report at tmp_path/e: (CompletedProcess, report prefix)."""
+    """(CompletedProcess, report prefix) of eval.py on data, its report at tmp_path/e."""
     prefix = str(tmp_path / "e")
     return run("eval.py", f"--ckpt={ckpt}", f"--data_dir={data}", f"--out={prefix}", *extra, check=check), prefix
+
+
+def edited(checkpoint, path, **config):
+    """The checkpoint saved at path with other settings (data_dir: as if trained there)."""
+    c = torch.load(checkpoint, weights_only=True)
+    c["config"].update(config)
+    c["data_dir"] = c["config"]["data_dir"]
+    torch.save(c, path)
+    return str(path)
 
 
 @pytest.fixture(scope="module")
@@ -70,19 +77,9 @@ def test_arithmetic_end_to_end_text_encoding(mult3, tmp_path):
     # text the vocabulary never saw: an error naming the line
     bad = shutil.copytree(mult3, str(tmp_path / "bad"))
     rows = open(f"{bad}/test.txt").read().splitlines()
-    rows[2] = "zz" + rows[2]
-    open(f"{bad}/test.txt", "w").write("\n".join(rows) + "\n")
+    open(f"{bad}/test.txt", "w").write("\n".join(rows[:2] + ["zz" + rows[2]] + rows[3:]) + "\n")
     r, _ = evaluate(tmp_path / "p10" / "ckpt_best.pt", bad, tmp_path)
     assert r.returncode != 0 and "test.txt:3" in r.stderr
-
-
-def edited(checkpoint, path, **config):
-    """The checkpoint with other settings, saved at path (data_dir: as if trained there)."""
-    c = torch.load(checkpoint, weights_only=True)
-    c["config"].update(config)
-    c["data_dir"] = c["config"]["data_dir"]
-    torch.save(c, path)
-    return str(path)
 
 
 def test_a_causal_checkpoint_is_scored_by_generation_and_says_so(mult3, tmp_path):
@@ -130,16 +127,14 @@ def test_temperature_end_to_end_in_kelvin(tmp_path_factory, tmp_path):
     from helpers import truth_field, write_old_layout
     tmp = tmp_path_factory.mktemp("era5")
     data = str(tmp / "data")
-    field = str(write_old_layout(tmp / "t2m.nc", truth_field()))
-    run("prepare/era5.py", field, "--size=tiny", "--out", data, "--workers=1")
+    run("prepare/era5.py", str(write_old_layout(tmp / "t2m.nc", truth_field())), "--size=tiny", "--out", data,
+        "--workers=1")
     run("tokenize_numbers.py", data, "--encoding", "xval", "--workers=1")
-    ckpt = eval_model(data, tmp_path / "xval", "--block_size=2048")
-    report, _, prefix = evaluated(ckpt, extra=["--max_samples=20"])
+    report, _, prefix = evaluated(eval_model(data, tmp_path / "xval", "--block_size=2048"), extra=["--max_samples=20"])
     r = report["splits"]["test"]["t+1"]
     rows = [row for line in list(open(f"{data}/test.txt"))[:20] for row in json.loads(line)["data"]]
-    assert r["n"] == len(rows)
     std = json.load(open(f"{data}/meta.json"))["normalisation"]["std"]
-    assert r["mean"]["mse_kelvin2"] == pytest.approx(r["mean"]["mse"] * std ** 2)
+    assert r["n"] == len(rows) and r["mean"]["mse_kelvin2"] == pytest.approx(r["mean"]["mse"] * std ** 2)
     # persistence: the previous step
     assert r["persistence"]["mse"] == pytest.approx(sum((row[-1] - row[-2]) ** 2 for row in rows) / len(rows))
     assert "persistence (each station's previous step)" in open(prefix + ".md").read()
@@ -169,13 +164,11 @@ def test_own_data_in_original_units_with_baselines_and_plots(own_run, monkeypatc
     report = json.load(open(prefix + ".json"))
     t = report["splits"]["test"]["t"]
     test = [json.loads(line)["t"] for line in open(f"{data}/test.txt")]
-    assert t["truth"] == [row[-1] for row in test]
-    assert t["mean"]["mse_original"] == pytest.approx(t["mean"]["mse"] * 25)
-    assert t["mean"]["r2_original"] == pytest.approx(t["mean"]["r2"], abs=1e-9)
     by_hand = np.mean([(row[-1] - row[-2]) ** 2 for row in test])
-    assert t["persistence"]["mse"] == pytest.approx(by_hand)
-    assert t["persistence"]["mse_original"] == pytest.approx(by_hand * 25)
     mean = np.mean([json.loads(line)["t"][-1] for line in open(f"{data}/train.txt")])
+    assert t["truth"] == [row[-1] for row in test] and t["mean"]["mse_original"] == pytest.approx(t["mean"]["mse"] * 25)
+    assert t["mean"]["r2_original"] == pytest.approx(t["mean"]["r2"], abs=1e-9)
+    assert t["persistence"]["mse"] == pytest.approx(by_hand) and t["persistence"]["mse_original"] == pytest.approx(by_hand * 25)
     assert t["train_mean"]["mse"] == pytest.approx(np.mean([(row[-1] - mean) ** 2 for row in test]))
     for said in ("persistence (the previous value of the same key)", "the key's training mean",
                  "MSE (original units)", "MSE of median (original units)"):
@@ -190,10 +183,10 @@ def test_own_data_in_original_units_with_baselines_and_plots(own_run, monkeypatc
     report["splits"]["test"] = {"t": t}
     ev.write_plots(report, {"scales": {"t": s}}, "unused")
     (scatter, _), _, (densities, title) = figures
-    ax = scatter.axes[0]
+    ax, truth = scatter.axes[0], np.array(t["truth"])
     assert ax.get_xlabel() == "true (original units)" and ax.get_ylabel() == "predicted (original units)"
-    truth, median = np.array(t["truth"]), np.array(t["median"])
-    assert np.allclose(ax.collections[0].get_offsets(), np.stack([truth, median], 1) * s["spread"] + s["center"])
+    shown = np.stack([truth, np.array(t["median"])], 1) * s["spread"] + s["center"]
+    assert np.allclose(ax.collections[0].get_offsets(), shown)
     assert f"MSE {ev.fmt(t['median_prediction']['mse_original'])}" in ax.get_title()
     # a density of mean 0 (scaled) peaks at the key's center, and integrates to 1 in the file's units
     x, y = densities.axes[0].lines[0].get_data()
@@ -234,30 +227,19 @@ def test_only_seeds_of_one_setting_are_averaged(own_run, tmp_path):
     assert len(evaluated(ckpt, relative)[0]["checkpoints"]) == 2
 
 
-def test_the_report_goes_where_it_can_be_written_and_replaces_no_other(own_run, tmp_path):
-    data, ckpt = own_run
+def test_the_report_goes_where_it_can_be_written_and_replaces_no_other(checkpoint, data, tmp_path):
     (tmp_path / "file").write_text("")
-    r = run("eval.py", f"--ckpt={ckpt}", f"--out={tmp_path / 'file' / 'report'}", check=False)
+    r = run("eval.py", f"--ckpt={checkpoint}", f"--out={tmp_path / 'file' / 'report'}", check=False)
     assert r.returncode != 0 and "cannot write the report" in r.stderr and "--out" in r.stderr
     assert "evaluated in" not in r.stdout  # refused before the evaluation
-    own_report = os.path.join(os.path.dirname(ckpt), "eval.json")
-    run("eval.py", f"--ckpt={ckpt}")
-    before = open(own_report).read()
-    copy = shutil.copytree(data, str(tmp_path / "copy_of_data"))
-    r = run("eval.py", f"--ckpt={ckpt}", f"--data_dir={copy}")
-    assert os.path.join(os.path.dirname(ckpt), "eval_copy_of_data.json") in r.stdout
-    assert open(own_report).read() == before and json.load(open(own_report))["data_dir"] == data
-
-
-def test_eval_reads_each_checkpoints_weights_once(checkpoint, data, tmp_path, monkeypatch):
-    full, real = [], torch.load
-
-    def load(path, *args, **kwargs):  # a load of every tensor (not mapped) is counted
-        full.extend([] if kwargs.get("mmap") else [path])
-        return real(path, *args, **kwargs)
-    monkeypatch.setattr(torch, "load", load)
-    evaluate(checkpoint, data, tmp_path, "--max_samples=4", check=True)
-    assert full == [checkpoint]
+    folder = os.path.dirname(checkpoint)
+    run("eval.py", f"--ckpt={checkpoint}", f"--data_dir={data}")
+    full = open(f"{folder}/eval.json").read()
+    r = run("eval.py", f"--ckpt={checkpoint}", f"--data_dir={data}", "--max_samples=5")
+    assert "eval_first5.md" in r.stdout and json.load(open(f"{folder}/eval_first5.json"))["max_samples"] == 5
+    r = run("eval.py", f"--ckpt={checkpoint}", f"--data_dir={shutil.copytree(data, str(tmp_path / 'copy_of_data'))}")
+    assert f"{folder}/eval_copy_of_data.json" in r.stdout
+    assert open(f"{folder}/eval.json").read() == full and json.loads(full)["data_dir"] == data
 
 
 def test_a_sample_past_the_block_size_is_one_line_naming_it(checkpoint, own_data, tmp_path):
@@ -269,22 +251,10 @@ def test_a_sample_past_the_block_size_is_one_line_naming_it(checkpoint, own_data
     json.dump(meta, open(f"{own_data}/meta.json", "w"))
     error = one_line_error(evaluate(checkpoint, own_data, tmp_path)[0])
     assert f"test.txt:{n}:" in error and "more than the model's block_size" in error
-    r = run("sample.py", f"--ckpt={checkpoint}", input=f"(0.5+0.25)=[?]\n{long[:-2]}[?]\n", check=False)
-    assert r.returncode != 0 and "stdin:2" in r.stderr and "block_size" in r.stderr and "Traceback" not in r.stderr
-    assert r.stdout.startswith("(0.5+0.25)=")  # the other line is still predicted
-
-
-def test_a_report_of_some_samples_replaces_no_report_of_all(checkpoint, data):
-    folder = os.path.dirname(checkpoint)
-    run("eval.py", f"--ckpt={checkpoint}", f"--data_dir={data}")
-    full = open(f"{folder}/eval.json").read()
-    r = run("eval.py", f"--ckpt={checkpoint}", f"--data_dir={data}", "--max_samples=5")
-    assert open(f"{folder}/eval.json").read() == full and "eval_first5.md" in r.stdout
-    assert json.load(open(f"{folder}/eval_first5.json"))["max_samples"] == 5
 
 
 def test_nan_or_inf_predictions_are_counted_and_warned_of(checkpoint, data, tmp_path, monkeypatch):
-    forward, planted = model.NumberHead.forward, []
+    forward, planted, full, load = model.NumberHead.forward, [], [], torch.load
 
     def diverging(self, h):  # every third prediction NaN, the next one inf
         out = forward(self, h).clone()
@@ -292,7 +262,13 @@ def test_nan_or_inf_predictions_are_counted_and_warned_of(checkpoint, data, tmp_
         planted.append(len(out[0::3]) + len(out[1::3]))
         return out
     monkeypatch.setattr(model.NumberHead, "forward", diverging)
+
+    def counted(path, *args, **kwargs):  # each checkpoint's weights are read once: not mapped
+        full.extend([] if kwargs.get("mmap") else [path])
+        return load(path, *args, **kwargs)
+    monkeypatch.setattr(torch, "load", counted)
     r, prefix = evaluate(checkpoint, data, tmp_path, "--save_predictions=True", check=True)
+    assert full == [checkpoint]
     report, bad, md = json.load(open(prefix + ".json")), sum(planted), open(prefix + ".md").read()
     a = report["splits"]["test"]["answer"]
     n = a["n"]
@@ -340,7 +316,6 @@ def test_an_empty_file_is_one_line_naming_it_and_no_report(checkpoint, own_data,
 def test_an_empty_vocab_json_is_named_where_it_is_read(checkpoint, own_data, tmp_path):
     open(f"{own_data}/vocab.json", "w").close()
     # eval.py reads the vocabulary from the checkpoint
-    ckpt = edited(checkpoint, tmp_path / "own.pt", data_dir=own_data)
-    assert run("eval.py", f"--ckpt={ckpt}", f"--out={tmp_path / 'e'}").returncode == 0
+    assert run("eval.py", f"--ckpt={edited(checkpoint, tmp_path / 'own.pt', data_dir=own_data)}").returncode == 0
     error = one_line_error(run("tokenize_numbers.py", own_data, "--workers=1", check=False))
     assert f"{own_data}/vocab.json: not readable JSON" in error
