@@ -230,7 +230,7 @@ def check_seeds(checkpoints):
 
 
 def score_setting(checkpoints, data, split_names, dev):
-    """One setting's report: every split × quantity, per seed and combined, with baselines."""
+    """One setting's report: each split × quantity, per seed and combined, with baselines."""
     meta, path = read_meta(data), os.path.join(data, "meta.json")
     check_meta(meta, path, mask_key)
     task = task_of(meta, path)
@@ -365,7 +365,7 @@ def markdown(report):
 
 
 def write_plots(report, meta, prefix):
-    """Predicted (median over seeds) vs true, in the data's units; training values marked."""
+    """Predicted (median over seeds) vs true, in the data's units."""
     import matplotlib
 
     matplotlib.use("Agg")

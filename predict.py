@@ -149,7 +149,7 @@ def generate(
 
 
 def predict_masked(model, chunk, device):
-    """MLM, one pass: each sample's token ids, values and GMM outputs at its asked tokens."""
+    """MLM, one pass: each sample's token ids, values and GMM outputs where asked."""
     batch = to_device(collate([fill_in_example(*s) for s in chunk]), device)
     h = model.trunk(batch["ids"], batch["values"], pos=batch["pos"], doc=batch["doc"])
     # only where something is asked: (N, V), (N,) or (N, 3K)
@@ -331,11 +331,10 @@ def check_meta(meta, path, mask_key=""):
     if isinstance(renamed, dict) and (new := renamed.get(mask_key)):
         said = f'prepare/text.py renamed this key {new!r} ({path} "renamed")'
         raise SystemExit(f"error: --mask_key={mask_key}: {said}; use --mask_key={new}")
-    for key, pair in ranges.items() if isinstance(ranges, dict) else [(None, ranges)]:
-        ok = key is not None and isinstance(pair, list) and len(pair) == 2
-        ok = ok and all(is_json_number(x) and math.isfinite(x) for x in pair)
-        if not (ok and pair[0] <= pair[1]):
-            found = (f"{key!r}: " if key else "") + json.dumps(pair)[:50]
+    for key, pair in ranges.items() if isinstance(ranges, dict) else [("", ranges)]:
+        finite = isinstance(pair, list) and all(is_json_number(x) and math.isfinite(x) for x in pair)
+        if not (key and finite and len(pair) == 2 and pair[0] <= pair[1]):
+            found = f"{key!r}: " * bool(key) + json.dumps(pair)[:50]
             expected = "{key: [least, largest]} of finite numbers; prepare the dataset again"
             raise SystemExit(f'error: {path}: "ranges" holds {found}; expected {expected}')
 

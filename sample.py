@@ -1,9 +1,7 @@
 r"""
-Load a checkpoint and predict numbers. An MLM model fills in every [?] of a line at once;
---mask_last or --mask_key mask true numbers and show each prediction beside the truth. A causal
-model continues each line until [EOS]. A line that cannot be predicted is reported and skipped, and
-the run exits non-zero. Your own data is read and printed in its file's units (--scaled: as its
-text files write them; prepare/README.md#your-own-data-textpy).
+Load a checkpoint and predict numbers: an MLM model fills in every [?] of a line at once, a causal
+one continues each line until [EOS]; --mask_last or --mask_key mask true numbers and show each
+prediction beside the truth. Your own data is in its file's units (prepare/README.md).
 
     echo '0.123*0.456=[?]' | python sample.py --ckpt=out/quickstart/ckpt_best.pt
     python sample.py --ckpt=out/quickstart/ckpt_best.pt --mask_last \

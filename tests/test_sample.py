@@ -16,12 +16,17 @@ def sample(ckpt, text=None, *args, check=True):
     return run("sample.py", f"--ckpt={ckpt}", *args, input=text, check=check)
 
 
+def from_file(ckpt, path, text, *args, check=True):
+    """sample.py reading text (str or bytes) written to path."""
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    return sample(ckpt, None, f"--input={path}", *args, check=check)
+
+
 @pytest.mark.parametrize("text", ["", "\n\n  \n"])
 def test_empty_input_is_an_error(checkpoint, tmp_path, text):
     r = sample(checkpoint, text, check=False)
     assert r.returncode != 0 and r.stdout == "" and "stdin: no lines to predict" in r.stderr
-    (tmp_path / "in.txt").write_text(text)
-    r = sample(checkpoint, None, f"--input={tmp_path / 'in.txt'}", check=False)
+    r = from_file(checkpoint, tmp_path / "in.txt", text, check=False)
     assert f"{tmp_path / 'in.txt'}: no lines to predict" in one_line_error(r) and r.stdout == ""
 
 
@@ -38,21 +43,18 @@ def test_a_missing_or_spaced_marker_is_an_error_and_glued_ones_print_apart(check
 
 def test_each_bad_line_is_reported_and_the_rest_predicted(checkpoint, tmp_path):
     long_line = "(" + "+".join(["0.5"] * 40) + ")=[?]"
-    text = "(0.5+0.25)=[?]\n(a+0.25)=[?]\n" + long_line + "\n(1e300+0.25)=[?]\n\n(0.1*0.2)=[?]\n"
-    r = sample(checkpoint, text, check=False)
+    r = sample(checkpoint, f"(0.5+0.25)=[?]\n(a+0.25)=[?]\n{long_line}\n(1e300+0.25)=[?]\n\n(0.1*0.2)=[?]\n", check=False)
     errors = r.stderr.strip().splitlines()
     assert r.returncode != 0 and len(errors) == 4 and "Traceback" not in r.stderr
     assert errors[0].startswith("error: stdin:2: 'a' is not in the vocabulary") and "the model knows only" in errors[0]
     assert "--rebuild-vocab" not in errors[0]  # a trained model's vocabulary is fixed
     assert errors[1].startswith("error: stdin:3: 82 tokens, more than the model's block_size 32")
     assert errors[2].startswith("error: stdin:4: the number 1e+300 overflows float32")
-    assert errors[3] == "error: 3 of 5 lines could not be predicted (above)"
+    assert errors[3] == "error: 3 of 5 lines could not be predicted (above)" and "2 numbers predicted" in r.stdout
     out = r.stdout.splitlines()
     assert out[0].startswith("(0.5+0.25)=") and out[1].startswith("(0.1*0.2)=") and "[?]" not in r.stdout
-    assert "2 numbers predicted" in r.stdout
-    (tmp_path / "in.txt").write_bytes(b"(0.5+0.25)=[?]\n(0.\xe9+1)=[?]\n")
-    error = one_line_error(sample(checkpoint, None, f"--input={tmp_path / 'in.txt'}", check=False))
-    assert f"{tmp_path / 'in.txt'}:2: not UTF-8 text" in error
+    r = from_file(checkpoint, tmp_path / "in.txt", b"(0.5+0.25)=[?]\n(0.\xe9+1)=[?]\n", check=False)
+    assert f"{tmp_path / 'in.txt'}:2: not UTF-8 text" in one_line_error(r)
     r = sample(diverged(checkpoint, tmp_path / "diverged.pt"), "(0.5+0.25)=[?]\n(0.1+0.2)=[?]\n")
     assert "2 numbers predicted" in r.stdout and "2 not finite" in r.stdout
 
@@ -73,13 +75,12 @@ def test_mask_key_shows_the_masked_numbers_beside_their_truth(own_run, tmp_path)
     r = sample(ckpt, None, f"--input={data}/test.txt", "--mask_all=True", check=False)
     assert r.returncode != 0 and "--mask_all=True needs --mask_key" in r.stderr
     # a record without the key (a value left out as missing) is named by its line
-    lines = open(f"{data}/test.txt").read().splitlines()
-    (tmp_path / "in.txt").write_text(lines[0] + "\n" + lines[1].replace('"p"', '"q"') + "\n")
-    r = sample(ckpt, None, f"--input={tmp_path / 'in.txt'}", "--mask_key=p")
+    first, second = open(f"{data}/test.txt").read().splitlines()[:2]
+    second = second.replace('"p"', '"q"') + "\n"
+    r = from_file(ckpt, tmp_path / "in.txt", f"{first}\n{second}", "--mask_key=p")
     assert "note: 1 of 2 lines have no number under key 'p', left out" in r.stderr
     assert "in.txt:2: no number under key 'p'" in r.stderr
-    (tmp_path / "in.txt").write_text(lines[1].replace('"p"', '"q"') + "\n")
-    r = sample(ckpt, None, f"--input={tmp_path / 'in.txt'}", "--mask_key=p", check=False)
+    r = from_file(ckpt, tmp_path / "in.txt", second, "--mask_key=p", check=False)
     assert r.returncode != 0 and "error: 1 of 1 lines have no number under key 'p'" in r.stderr
 
 
