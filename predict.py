@@ -332,8 +332,9 @@ def check_meta(meta, path, mask_key=""):
         said = f'prepare/text.py renamed this key {new!r} ({path} "renamed")'
         raise SystemExit(f"error: --mask_key={mask_key}: {said}; use --mask_key={new}")
     for key, pair in ranges.items() if isinstance(ranges, dict) else [("", ranges)]:
-        finite = isinstance(pair, list) and all(is_json_number(x) and math.isfinite(x) for x in pair)
-        if not (key and finite and len(pair) == 2 and pair[0] <= pair[1]):
+        ok = key and isinstance(pair, list) and len(pair) == 2
+        ok = ok and all(is_json_number(x) and math.isfinite(x) for x in pair)
+        if not (ok and pair[0] <= pair[1]):
             found = f"{key!r}: " * bool(key) + json.dumps(pair)[:50]
             expected = "{key: [least, largest]} of finite numbers; prepare the dataset again"
             raise SystemExit(f'error: {path}: "ranges" holds {found}; expected {expected}')

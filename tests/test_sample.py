@@ -162,7 +162,7 @@ def test_tampered_ranges_and_a_renamed_mask_key_are_one_line_without_warnings(qu
             warnings.simplefilter("error")
             return one_line_error(run(script, *flags, *args, input='{"depth":562,"pm2.5":1,"mag":[?]}\n',
                                       check=False))
-    for ranges in ("abc", [1, 2], {"depth": [1]}, {"depth": [math.nan] * 2}, {"depth": [0, math.inf]}):
+    for ranges in ("abc", [1, 2], {"depth": 5}, {"depth": [1]}, {"depth": [math.nan] * 2}, {"depth": [0, math.inf]}):
         json.dump({**meta, "ranges": ranges}, open(f"{copy}/meta.json", "w"))
         said = error()
         assert f'{copy}/meta.json: "ranges" holds' in said and "expected {key: [least, largest]}" in said
