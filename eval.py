@@ -1,6 +1,6 @@
 """
 Score checkpoints on a dataset's test and OoD splits beside the baselines a model must beat;
-seeds of one setting give mean ± std. What is masked, scored and written: docs/training.md#evaluate.
+seeds of one setting give mean ± std (docs/training.md#evaluate).
 
     python eval.py --ckpt=out/lookup_xval/ckpt_best.pt
     python eval.py --ckpt="out/s1/ckpt_best.pt out/s2/ckpt_best.pt out/s3/ckpt_best.pt" --plots
@@ -25,8 +25,8 @@ from dataset import check_name, check_trained_on, read_meta, read_samples
 from eval_baselines import BASELINES, baseline_predictions, baseline_text, learn_baselines
 from eval_baselines import outside_training, verdict
 from mixture import mixture_cdf, mixture_nll, mixture_of, mixture_quantile
-from predict import fill_in, load_model, masked_samples
-from util import TextError, atomic_write_text, format_number, pick_device, run_main
+from predict import check_meta, fill_in, load_model, masked_samples
+from util import TextError, atomic_file, atomic_write_text, format_number, pick_device, run_main
 
 # -- config: python eval.py --help
 ckpt = ""  # checkpoint(s) of one setting, separated by spaces: several seeds are combined
@@ -47,12 +47,9 @@ device = "auto"
 RANGES = dict(batch_size="[1, inf)", device="auto | cpu | mps | cuda | cuda:N")
 
 DENSITY_SAMPLES = 4  # GMM heads: the predicted densities drawn per quantity
-# where or how fast a run computes: seeds of one setting may differ in these
+# seeds of one setting may differ in these
 NOT_THE_SETTING = {"seed", "out_dir", "resume", "overwrite", "device", "compile", "flex_attention"}
 NOT_THE_SETTING |= {"micro_batch_size", "log_interval", "keep_every", "threads"}
-
-
-# ---------------------------------------------------------------- metrics (NaN: invalid)
 
 
 def mse(y, yhat):
@@ -72,14 +69,14 @@ def adjusted_r_squared(r2, n, p=1):
 
 
 def accuracy(y, yhat, figures):
-    """The share of predictions equal to the truth at `figures` significant figures."""
+    """The share of predictions right to `figures` significant figures."""
     fmt = f"{{:.{figures - 1}e}}"
     same = [not math.isnan(p) and fmt.format(p) == fmt.format(t) for t, p in zip(y, yhat)]
     return float(np.mean(same))
 
 
 def metrics(task, y, yhat, scale=None):
-    """Every metric of one quantity; with scale (center, spread) also in the data's own units."""
+    """Every metric of one quantity; with scale (center, spread) also in the data's units."""
     y, yhat = np.asarray(y, float), np.asarray(yhat, float)
     valid = int((~np.isnan(yhat)).sum())
     m = {"n": len(y), "valid": valid, "mse": mse(y, yhat)}
@@ -98,7 +95,7 @@ def metrics(task, y, yhat, scale=None):
 
 
 def scale_of(task, meta, quantity):
-    """(center, spread) of a quantity's numbers (meta.t: its top-level key's), or None."""
+    """(center, spread) of a quantity's numbers (meta.t: meta's), or None."""
     if task == "era5":
         return meta["normalisation"]["mean"], meta["normalisation"]["std"]
     scales = (meta.get("scales") or {}) if task == "text" else {}
@@ -107,7 +104,7 @@ def scale_of(task, meta, quantity):
 
 
 def mixture_crps(num, y):
-    """The CRPS E|X − y| − ½E|X − X'| of GMM outputs num at truth y, in closed form."""
+    """The CRPS E|X − y| − ½E|X − X'| of GMM outputs num at truth y."""
 
     def abs_mean(m, var):
         s = var.sqrt()
@@ -123,7 +120,7 @@ def mixture_crps(num, y):
 
 
 def distribution_metrics(y, mixture):
-    """NLL, CRPS and coverage of the central 50% and 90% of mixtures (n, 3K) at truths y (n,)."""
+    """NLL, CRPS and central 50% and 90% coverage of mixtures (n, 3K) at truths y (n,)."""
     y, num = torch.as_tensor(np.asarray(y, float)), torch.as_tensor(np.asarray(mixture, float))
     pit = mixture_cdf(num, y)
     return {
@@ -144,7 +141,7 @@ def task_of(meta, path):
 
 
 def split_lines(data, split, meta):
-    """A split's first max_samples samples; refused if fewer than meta.json counts."""
+    """A split's first max_samples samples, its path; refused if fewer than meta.json counts."""
     path = os.path.join(data, f"{split}.txt")
     if not os.path.exists(path):
         raise SystemExit(f"error: {path} not found")
@@ -154,11 +151,11 @@ def split_lines(data, split, meta):
         raise TextError(
             f"{path} has {len(lines):,} samples, meta.json {counted:,}: a copy cut short?"
         )
-    return lines[: max_samples or None]
+    return lines[: max_samples or None], path
 
 
 def run_model(model, vocab, jobs, dev):
-    """{quantity: (truths, predictions (NaN: invalid), counts, GMM outputs (n, 3K) or None)}."""
+    """{quantity: (truths, predictions (NaN: invalid), counts, mixtures (n, 3K) or None)}."""
     results = {}
     for quantity, (samples, truths) in jobs.items():
         predicted, counts, mixtures = fill_in(model, vocab, samples, dev, batch_size)
@@ -170,13 +167,13 @@ def run_model(model, vocab, jobs, dev):
 
 
 def combine(task, runs, scale=None):
-    """One quantity over seeds' runs (run_model's): each metric's mean and std, those of the
-    median prediction; GMM heads: the first seed's PIT values and mixtures."""
+    """One quantity over seeds' runs: metrics' mean and std, the median prediction's; GMM: the
+    first seed's PIT and mixtures."""
     truths, seeds = runs[0][0], []
     for _, preds, counts, mixture in runs:
         m = metrics(task, truths, preds, scale)
         for k in ("invalid", "not_num"):
-            m[f"{k}_rate"] = counts[k] / max(1, counts["numbers"])
+            m[f"{k}_rate"] = counts[k] / counts["numbers"]
         if mixture is not None:
             m.update(distribution_metrics(truths, mixture))
         seeds.append(m)
@@ -201,7 +198,7 @@ def combine(task, runs, scale=None):
 
 
 def check_seeds(checkpoints):
-    """The first checkpoint's settings; all must agree but in NOT_THE_SETTING, each given once."""
+    """The first checkpoint's settings; all must agree but in NOT_THE_SETTING."""
     first, seeds = None, {}
     for path in checkpoints:
         if os.path.realpath(path) in map(os.path.realpath, seeds.values()):
@@ -232,13 +229,11 @@ def check_seeds(checkpoints):
     return first
 
 
-# ---------------------------------------------------------------- the report
-
-
 def score_setting(checkpoints, data, split_names, dev):
-    """One setting's report: every split × quantity, per seed and combined, and baselines."""
-    meta = read_meta(data)
-    task = task_of(meta, os.path.join(data, "meta.json"))
+    """One setting's report: each split × quantity, per seed and combined, with baselines."""
+    meta, path = read_meta(data), os.path.join(data, "meta.json")
+    check_meta(meta, path, mask_key)
+    task = task_of(meta, path)
     keys = [mask_key] if mask_key else list(meta.get("scales") or {}) if task == "text" else []
     if mask_key and task != "text":
         raise SystemExit(f"error: --mask_key is for your own data; {data} is a {task} dataset")
@@ -251,7 +246,7 @@ def score_setting(checkpoints, data, split_names, dev):
     report.update(splits={}, warnings=[], notes=notes)
     if task == "text":
         report["masked"] = {"keys": keys, "every": mask_all}
-    # read and encoded once: every seed has the same vocabulary
+    # encoded once: every seed has the same vocabulary
     jobs, baselines, per_seed = {}, {}, []
     for path in checkpoints:
         t0 = time.time()
@@ -259,17 +254,13 @@ def score_setting(checkpoints, data, split_names, dev):
         report.update(encoding=vocab.encoding, causal=model.cfg.causal)
         report.setdefault("config", config)
         for split in (s for s in split_names if s not in jobs):
-            lines, where = split_lines(data, split, meta), os.path.join(data, f"{split}.txt")
-            block_size = model.cfg.block_size
-            jobs[split], masked = masked_samples(
-                task, lines, vocab, where, block_size, keys, mask_all
-            )
+            lines, where = split_lines(data, split, meta)
+            size = model.cfg.block_size
+            jobs[split], masked = masked_samples(task, lines, vocab, where, size, keys, mask_all)
             if not jobs[split]:
                 raise TextError(f"{where}: no sample holds a number the {task} task predicts")
-            baselines[split] = baseline_predictions(
-                task, lines, masked, where, learned, meta.get("window")
-            )
-        # [seed][split] -> {quantity: (truths, predictions, counts, mixtures)}
+            window = meta.get("window")
+            baselines[split] = baseline_predictions(task, lines, masked, where, learned, window)
         per_seed.append({split: run_model(model, vocab, jobs[split], dev) for split in split_names})
         print(f"{path}: evaluated in {time.time() - t0:.1f} s")
     for split in split_names:
@@ -278,10 +269,8 @@ def score_setting(checkpoints, data, split_names, dev):
             scale = scale_of(task, meta, quantity)
             r = combine(task, [s[split][quantity] for s in per_seed], scale)
             if invalid := sum(s["n"] - s["valid"] for s in r["per_seed"]):
-                report["warnings"].append(
-                    f"{split} · {quantity}: {invalid} of {r['n'] * len(per_seed)} predictions"
-                    " are NaN or infinite: counted as invalid"
-                )
+                said = f"{invalid} of {r['n'] * len(per_seed)} predictions are NaN or infinite"
+                report["warnings"].append(f"{split} · {quantity}: {said}: counted as invalid")
             found, note = baselines[split]
             for name, (predicted, extra) in found.get(quantity, {}).items():
                 r[name] = {**metrics(task, truths, predicted, scale), **extra}
@@ -293,13 +282,12 @@ def score_setting(checkpoints, data, split_names, dev):
 
 
 def report_prefix(checkpoints, data, trained_on):
-    """Where the report goes (--out, or beside the first checkpoint), checked writable."""
+    """Where the report goes (--out, or beside the first checkpoint), writable."""
     name = "eval"
     if os.path.realpath(data) != os.path.realpath(trained_on):
         name += "_" + os.path.basename(os.path.normpath(data))
     if mask_key:
         name += re.sub(r"[^\w.-]", "_", f"_{mask_key}" + ("_all" if mask_all else ""))
-    # never in place of a report of every sample
     name += f"_first{max_samples}" if max_samples else ""
     prefix = out or os.path.join(os.path.dirname(checkpoints[0]) or ".", name)
     folder = os.path.dirname(prefix) or "."
@@ -312,7 +300,7 @@ def report_prefix(checkpoints, data, trained_on):
     return prefix
 
 
-# metric -> header; only those a report has are shown
+# metric -> header
 COLUMNS = dict(
     mse="MSE",
     mse_kelvin2="MSE (K²)",
@@ -336,10 +324,9 @@ def fmt(x):
 
 
 def markdown(report):
-    """The table of one setting (split × quantity: mean ± std over seeds, the median's MSE),
-    baselines, notes and warnings."""
+    """One setting's table (mean ± std over seeds), baselines, notes and warnings."""
     rows = [(s, q, r) for s, quantities in report["splits"].items() for q, r in quantities.items()]
-    # xVal: the rate of invalid predictions only where there are any
+    # xVal: invalid predictions only where there are any
     hidden = "invalid_rate" if report["encoding"] == "xval" else "not_num_rate"
     if hidden == "invalid_rate" and any(r["mean"]["invalid_rate"] for *_, r in rows):
         hidden = None
@@ -349,7 +336,6 @@ def markdown(report):
     if report["causal"]:
         how = "causal model: each number generated from the text before it"
     checkpoints = ", ".join(f"`{c}`" for c in report["checkpoints"])
-    # the median's MSE in the file's own units where the data has them
     median = "mse_original" if "mse_original" in keys else "mse"
     header = ["split", "quantity", "n", *(COLUMNS[k] for k in keys), "MSE of median"]
     header[-1] += " (original units)" * (median != "mse")
@@ -370,7 +356,7 @@ def markdown(report):
             said = f"the model {beats} the best baseline ({BASELINES[v['best']]})"
             said += f": its MSE is {fmt(v['ratio'])}× the baseline's"
             lines += ["", f"{split} · {quantity}: verdict: {said}"]
-    warned = [f"- note: {n}" for n in report.get("notes", [])]
+    warned = [f"- note: {n}" for n in report["notes"]]
     warned += [f"- warning: {w}" for w in report["warnings"]]
     shown = "encoding n_layer n_head n_embd max_iters batch_size learning_rate seed".split()
     config = json.dumps({k: report["config"].get(k) for k in shown})
@@ -379,8 +365,7 @@ def markdown(report):
 
 
 def write_plots(report, meta, prefix):
-    """Predicted (median over seeds) vs true per quantity, in the data's own units where it has
-    them; training values marked on OoD splits."""
+    """Predicted (median over seeds) vs true, in the data's units."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -388,26 +373,24 @@ def write_plots(report, meta, prefix):
 
     task = report["task"]
     scales = {q: scale_of(task, meta, q) for split in report["splits"].values() for q in split}
-    # planets: the step sizes seen in training; training's innermost planet has a = 1
+    # planets: values seen in training
     seen = {("dt", "test_ood_stepsize"): meta.get("train_stepsizes"), ("a0", "test_ood_a0"): [1]}
     for split, quantities in report["splits"].items():
         n = len(quantities)
         fig, axes = plt.subplots(1, n, figsize=(3.6 * n, 3.4), squeeze=False)
         for ax, (quantity, r) in zip(axes[0], quantities.items()):
-            y = np.array(r["truth"], float)
-            p = np.array([math.nan if v is None else v for v in r["median"]], float)
+            # None: no valid prediction
+            y, p = np.array(r["truth"], float), np.array(r["median"], float)
             m, unit = r["median_prediction"], ""
             mse = m.get("mse_kelvin2", m.get("mse_original", m["mse"]))
             if scale := scales[quantity]:
                 y, p = y * scale[1] + scale[0], p * scale[1] + scale[0]
                 unit = " (K)" if task == "era5" else " (original units)"
-            both = np.concatenate([y, p])
-            lo, hi = np.nanmin(both), np.nanmax(both)
+            lo, hi = np.nanmin([y, p]), np.nanmax([y, p])
             ax.plot([lo, hi], [lo, hi], color="0.6", lw=1)
             ax.scatter(y, p, s=4, alpha=0.4)
             for x in (seen.get((quantity, split)) or []) if task == "planets" else []:
                 ax.axvline(x, color="C3", ls="--", lw=1)
-            # values never seen in training
             if task == "lookup" and split == "test_ood":
                 ax.axvspan(*meta["gap"], color="C3", alpha=0.1)
             ax.set(title=f"{quantity} (MSE {fmt(mse)})", xlabel=f"true{unit}")
@@ -420,12 +403,13 @@ def write_plots(report, meta, prefix):
 def save_figure(plt, fig, title, path):
     fig.suptitle(title)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    with atomic_file(path) as tmp:
+        fig.savefig(tmp, dpi=110)
     plt.close(fig)
 
 
 def write_distribution_plots(task, split, quantities, prefix, plt, scales):
-    """GMM heads: PIT histograms, and the first predicted densities with their truths."""
+    """GMM heads: PIT histograms, and the first densities with their truths."""
     n = len(quantities)
     fig, axes = plt.subplots(1, n, figsize=(3.2 * n, 2.8), squeeze=False)
     for ax, (quantity, r) in zip(axes[0], quantities.items()):
@@ -458,7 +442,6 @@ def write_distribution_plots(task, split, quantities, prefix, plt, scales):
 
 def main():
     configure(globals(), __file__)
-    # or one file whose path holds a space
     checkpoints = [ckpt] if os.path.isfile(ckpt) else ckpt.replace(",", " ").split()
     if not checkpoints:
         raise SystemExit("error: --ckpt is required")
@@ -472,7 +455,6 @@ def main():
         raise SystemExit(f"error: {checkpoints[0]}: its config names no data_dir")
     data, trained_on = data_dir or trained["data_dir"], trained["data_dir"]
     try:
-        # its own dataset: still the data it was trained on?
         if os.path.realpath(data) == os.path.realpath(trained_on):
             check_trained_on(trained, checkpoints[0], trained_on, changed_data)
         prefix = report_prefix(checkpoints, data, trained_on)

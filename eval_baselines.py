@@ -1,6 +1,4 @@
-"""The baselines eval.py scores a model against: own data's training mean and least squares on
-the record's other numbers; a series' persistence and seasonal persistence
-(docs/training.md#evaluate)."""
+"""The baselines eval.py scores a model against (docs/training.md#evaluate)."""
 
 import json
 import math
@@ -12,7 +10,7 @@ from dataset import read_samples
 from predict import is_json_number, json_paths, masked_groups
 from util import TextError
 
-# the least autocorrelation of a period's peak, and its least rise above the dip before it
+# a period's peak: its least autocorrelation and rise above the dip before it
 PERIOD_R = 0.3
 # baseline -> its name in the verdict
 BASELINES = dict(
@@ -24,8 +22,8 @@ BASELINES = dict(
 
 
 def previous_values(line, indices, where, what, lag=1):
-    """Each masked number's value lag steps earlier in its list (None: none); what: a number first
-    in its list is an error naming it."""
+    """Each masked number's value lag steps earlier in its list, or None; what: names a number
+    first in its list as an error."""
     record = json.loads(line)
     paths, out = list(json_paths(record)), []
     for i in indices:
@@ -46,29 +44,32 @@ def value_at(record, key):
     return record
 
 
-class LeastSquares:
-    """Least squares (with intercept) of y on columns (key, step: None for a key's one number); a
-    predictor a record lacks is filled with its training mean."""
+def column(record, key, step):
+    """The number under key (step: in its list), or NaN."""
+    v = record.get(key)
+    if isinstance(v, list):
+        v = v[step] if step is not None and step < len(v) else None
+    elif step:
+        v = None
+    return v if is_json_number(v) else math.nan
 
-    def __init__(self, columns):
-        self.columns, self.rows = columns, []
+
+class LeastSquares:
+    """Least squares (with intercept) of the target column on the others, a column (key, step or
+    None); a missing predictor is filled with its training mean."""
+
+    def __init__(self, columns, target):
+        self.columns, self.target, self.rows = [c for c in columns if c != target], target, []
 
     def row(self, record):
-        values = []
-        for k, step in self.columns:
-            v = record.get(k)
-            if isinstance(v, list):
-                v = v[step] if step is not None and step < len(v) else None
-            elif step:
-                v = None
-            values.append(v if is_json_number(v) else math.nan)
-        return values
+        return [column(record, *c) for c in self.columns]
 
-    def add(self, record, y):
-        self.rows.append([*self.row(record), y])
+    def add(self, record):
+        if not math.isnan(y := column(record, *self.target)):
+            self.rows.append([*self.row(record), y])
 
     def fit(self):
-        """Self, with means and weights (the intercept's last); None without rows or predictors."""
+        """Self, with means and weights (the intercept last); None without rows or predictors."""
         z = np.array(self.rows, float).reshape(-1, len(self.columns) + 1)
         x, y = z[:, :-1], z[:, -1]
         seen = ~np.isnan(x).all(0)
@@ -82,7 +83,8 @@ class LeastSquares:
         return self
 
     def predict(self, records):
-        """The fit's prediction for each record, and how many lacked a predictor."""
+        """The prediction for each record with the target; how many lacked a predictor."""
+        records = [r for r in records if not math.isnan(column(r, *self.target))]
         x = np.array([self.row(r) for r in records], float).reshape(len(records), -1)
         filled = int(np.isnan(x).any(1).sum())
         x = np.where(np.isnan(x), self.means, x)
@@ -91,11 +93,10 @@ class LeastSquares:
 
 def period_of(lists):
     """The period of short series (each less its straight line): the shortest lag nearly as high as
-    the highest peak of their pooled autocorrelation r, or None; and r."""
+    the highest peak of their pooled autocorrelation r, or None; r."""
     longest = max(map(len, lists), default=0)
     products, squares, pairs = np.zeros((3, longest + 2))
     for n in set(map(len, lists)):
-        # (lists, n), less each list's straight line
         x = np.array([v for v in lists if len(v) == n], float)
         line = np.stack([np.ones(n), np.arange(n)], 1)
         x = x - x @ line @ np.linalg.pinv(line)
@@ -119,14 +120,6 @@ def period_of(lists):
     return next(k for k in peaks if r[k] >= best - 0.1), r
 
 
-def fit_target(record, key, window):
-    """key's one number, or the last of its window: what least squares predicts; or None."""
-    v = record.get(key) if isinstance(record, dict) else None
-    if window:
-        v = v[-1] if isinstance(v, list) and len(v) == window else None
-    return v if is_json_number(v) else None
-
-
 def training_means(task, data, keys, every):
     """text: each quantity's mean over the training split's masked numbers."""
     path, numbers = os.path.join(data, "train.txt"), {}
@@ -135,25 +128,23 @@ def training_means(task, data, keys, every):
         values = [v for kind, v in pieces if kind == "num"]
         for quantity, indices in groups.items():
             numbers.setdefault(quantity, []).extend(values[i] for i in indices)
-    return {quantity: float(np.mean(v)) for quantity, v in numbers.items()}
+    return {quantity: float(np.mean(v)) for quantity, v in numbers.items() if v}
 
 
 def training_fits(data, meta, keys, every):
-    """Each own-data key's least-squares fit on the record's other numbers and the period of its
-    lists, from the training split."""
+    """Each key's least-squares fit on the record's other numbers and the period of its lists."""
     path, window = os.path.join(data, "train.txt"), meta.get("window")
     steps = range(window) if window else [None]
     columns = [(k, i) for k in meta.get("scales") or {} for i in steps]
     fits = {}
     for key in keys if not (window and every) else ():
-        masked = (key, window - 1 if window else None)
-        fits[key] = LeastSquares([c for c in columns if c != masked])
+        fits[key] = LeastSquares(columns, (key, window - 1 if window else None))
     series = {key: [] for key in keys}
     for _, line in read_samples(path, required=False):
         record = json.loads(line)
         for key in keys:
-            if key in fits and (y := fit_target(record, key, window)) is not None:
-                fits[key].add(record, y)
+            if key in fits:
+                fits[key].add(record)
             v = value_at(record, key)
             if isinstance(v, list) and all(map(is_json_number, v)) and not every:
                 series[key].append(v)
@@ -162,14 +153,15 @@ def training_fits(data, meta, keys, every):
         found, r = period_of(series[key])
         fit = fits[key].fit() if key in fits else None
         longest = max(map(len, series[key]), default=0)
-        out[key] = dict(fit=fit, period=found, longest=longest)
-        out[key]["r"] = float(r[found]) if found else None
+        out[key] = dict(
+            fit=fit, period=found, longest=longest, r=float(r[found]) if found else None
+        )
     return out
 
 
 def baseline_predictions(task, lines, masked, where, learned, window):
-    """{quantity: {baseline: (predictions, what its report adds)}} of a split's lines (masked: each
-    line's groups); {quantity: note} where seasonal persistence lacks values."""
+    """{quantity: {baseline: (predictions, report extras)}} of a split's lines (masked: each line's
+    groups); {quantity: note} where seasonal persistence lacks values."""
     lags, fits = learned["lags"], learned["fits"]
     earlier = {q: {lag: [] for lag in q_lags} for q, q_lags in lags.items()}
     strict = task == "era5" or window
@@ -184,8 +176,7 @@ def baseline_predictions(task, lines, masked, where, learned, window):
     for quantity, mean in learned["means"].items():
         out[quantity]["train_mean"] = ([mean] * counts[quantity], {})
     for quantity, fit in ((q, f["fit"]) for q, f in fits.items() if f["fit"]):
-        records = [r for r in map(json.loads, lines) if fit_target(r, quantity, window) is not None]
-        predicted, filled = fit.predict(records)
+        predicted, filled = fit.predict(list(map(json.loads, lines)))
         if len(predicted) == counts[quantity]:
             extra = {"predictors": fit.predictors, "filled": filled}
             out[quantity]["least_squares"] = (predicted, extra)
@@ -200,37 +191,28 @@ def baseline_predictions(task, lines, masked, where, learned, window):
 
 
 def learn_baselines(task, data, meta, keys, every, period):
-    """From the training split: own data's means and least-squares fits, each series quantity's
-    lags [1, period]; notes on periods."""
+    """From the training split: means, least-squares fits, each series' lags [1, period]; notes."""
     series = task == "era5" or (task == "text" and bool(keys) and not every)
     own = task == "text" and meta.get("dataset") == "text" and bool(keys)
-    # first: it refuses a line that is no JSON record
+    # first: refuses a line that is no JSON record
     means = training_means(task, data, keys, every) if task == "text" else {}
     fits = training_fits(data, meta, keys, every) if own else {}
     lags = {q: [1] for q in (keys or ["t+1"])} if series else {}
-    for quantity, fit in fits.items() if series else ():
-        if lag := period or fit["period"]:
-            lags[quantity].append(lag)
-    learned = {"means": means, "fits": fits, "lags": lags}
-    return learned, period_notes(fits if series else {}, period)
-
-
-def period_notes(fits, period):
-    """Each series key's period: given, detected or none."""
     notes = []
-    for key, fit in ((k, f) for k, f in fits.items() if f["longest"]):
-        if period:
+    for key, fit in fits.items() if series else ():
+        if lag := period or fit["period"]:
+            lags[key].append(lag)
+        if fit["longest"] and period:
             notes.append(f"{key}: seasonal persistence with the period given, --period={period}")
-        elif found := fit["period"]:
-            r = fit["r"]
-            notes.append(f"{key}: period {found} detected in the training lists (r = {r:.2f})")
-        else:
+        elif fit["longest"] and lag:
+            notes.append(f"{key}: period {lag} detected in the training lists (r = {fit['r']:.2f})")
+        elif fit["longest"]:
             notes.append(f"{key}: no period found in the training lists: no seasonal persistence")
-    return notes
+    return {"means": means, "fits": fits, "lags": lags}, notes
 
 
 def verdict(r):
-    """Whether the model's mean MSE beats the best baseline's; None without baselines."""
+    """Whether the model's mean MSE beats the best baseline's, or None."""
     scored = [(r[b]["mse"], b) for b in BASELINES if b in r and not math.isnan(r[b]["mse"])]
     if not scored:
         return None
@@ -241,7 +223,7 @@ def verdict(r):
 
 
 def outside_training(quantity, truths, meta, scale):
-    """A note where true values lie outside their key's training range (meta.json "ranges")."""
+    """A note where true values lie outside their key's training range (meta.json's)."""
     known = (meta.get("ranges") or {}).get(quantity.split(".")[0])
     if not known or not scale:
         return None

@@ -1,5 +1,5 @@
-"""A checkpoint's predictions for sample.py and eval.py: numbers masked, filled in and written
-back into the text, text generated."""
+"""A checkpoint's predictions for sample.py and eval.py: numbers masked and filled in, text
+generated."""
 
 import json
 import math
@@ -35,7 +35,7 @@ def json_paths(obj, path=()):
 
 
 def number_paths(line, n_numbers, where, what):
-    """The JSON path of each of a line's n_numbers numbers; what: the kind of line."""
+    """The JSON path of each of a line's n_numbers numbers."""
     try:
         paths = list(json_paths(json.loads(line)))
     except json.JSONDecodeError as e:
@@ -48,8 +48,8 @@ def number_paths(line, n_numbers, where, what):
 
 
 def masked_numbers(line, pieces, where, keys=(), every=False):
-    """{quantity: indices of the numbers masked together}: the last number under each key (every:
-    all), or without keys the line's last."""
+    """{quantity: indices masked together}: the last under each key (every: all), or the line's
+    last."""
     n_numbers = sum(kind == "num" for kind, _ in pieces)
     if not keys:
         if not n_numbers:
@@ -78,7 +78,7 @@ def under_key(names, key, where):
 
 
 def masked_groups(task, line, where, keys=(), every=False):
-    """(split_text's pieces, {quantity: indices of the numbers masked together}) of a sample."""
+    """(split_text's pieces, masked_numbers' groups) of a sample of the task."""
     pieces = split_text(line, where)
     if task in ("arithmetic", "lookup", "text"):
         groups = masked_numbers(line, pieces, where, keys if task == "text" else (), every)
@@ -98,7 +98,7 @@ def masked_groups(task, line, where, keys=(), every=False):
 
 
 class KeyAbsent(TextError):
-    """A record without the --mask_key: not predicted, but counted."""
+    """A record without the --mask_key."""
 
 
 def load_model(path, device="cpu"):
@@ -122,9 +122,8 @@ def load_model(path, device="cpu"):
 def generate(
     model, ids, values, max_new_tokens, temperature=0.0, generator=None, gmm="sample", stop=EOS_ID
 ):
-    """Up to max_new_tokens tokens appended (greedy, or sampled at temperature) until stop, a new
-    [NUM] taking the number head's value (GMM: a draw, or the mean): ids, values, and the number
-    head's values and GMM outputs (1, 3K) at new tokens."""
+    """Tokens appended until stop (greedy, or sampled at temperature), a [NUM] taking the number
+    head's value (GMM: a draw or the mean): ids, values, number head values, GMM outputs (1, 3K)."""
     ids, values, nums, mixtures = list(ids), list(values), [], []
     dev = next(model.parameters()).device
     for _ in range(max_new_tokens):
@@ -150,7 +149,7 @@ def generate(
 
 
 def predict_masked(model, chunk, device):
-    """MLM, one pass: each sample's token ids, values and GMM outputs at its asked tokens."""
+    """MLM, one pass: each sample's token ids, values and GMM outputs where asked."""
     batch = to_device(collate([fill_in_example(*s) for s in chunk]), device)
     h = model.trunk(batch["ids"], batch["values"], pos=batch["pos"], doc=batch["doc"])
     # only where something is asked: (N, V), (N,) or (N, 3K)
@@ -163,7 +162,7 @@ def predict_masked(model, chunk, device):
 
 
 def predict_causal(model, vocab, chunk):
-    """Causal: each asked number generated greedily from the text before it (as predict_masked)."""
+    """Causal: each asked number generated greedily from the text before it."""
     width = TOKENS_PER_NUMBER[vocab.encoding]
     for ids, values, ask in chunk:
         starts, ids, values = np.flatnonzero(ask)[::width], list(ids), list(values)
@@ -180,8 +179,8 @@ def predict_causal(model, vocab, chunk):
 
 @torch.no_grad()
 def fill_in(model, vocab, samples, device="cpu", batch_size=64):
-    """The numbers asked in samples ((ids, values, ask)) per sample; counts of 'numbers', 'invalid'
-    (NaN, inf) and 'not_num' (xVal: the token head's argmax is not [NUM]); GMM: each mixture."""
+    """The numbers asked in each sample (ids, values, ask); counts of 'numbers', 'invalid' (not
+    finite), 'not_num' (xVal: token head not [NUM]); GMM: each mixture."""
     predictions, mixtures, counts = [], [], {"numbers": 0, "invalid": 0, "not_num": 0}
     width = TOKENS_PER_NUMBER[vocab.encoding]
     # similar lengths share a batch
@@ -228,7 +227,7 @@ def detokenize(ids, values, vocab):
 
 
 def ask_numbers(pieces, indices):
-    """pieces with the numbers at indices asked, and their positions."""
+    """pieces with the numbers at indices asked; their positions."""
     numbers = [j for j, (kind, _) in enumerate(pieces) if kind == "num"]
     at = [numbers[i] for i in indices]
     asked = list(pieces)
@@ -248,7 +247,6 @@ def encode_line(
         raise TextError(
             f"{where}: {spaced.group()!r} looks like the marker {ASK}; write {ASK} without spaces"
         )
-    # no need to tokenize megabytes to refuse them
     if len(line) > 1000 * block_size:
         why = f"more than the block_size {block_size} can hold"
         raise TextError(f"{where}: {len(line):,} characters, {why}")
@@ -267,20 +265,26 @@ def encode_line(
         pieces = split_text(line, where, not causal)
     if units:
         pieces, scales = to_model_units(line, pieces, where, units)
-    ids, values, ask = encode_pieces(pieces, vocab, where)
+    ids, values, ask = encoded(pieces, vocab, where, block_size)
     if not causal and not ask.any():
         raise TextError(f"{where}: no {ASK} in the line (or use --mask_last or --mask_key)")
+    return (ids, values, ask), truths, line, scales
+
+
+def encoded(pieces, vocab, where, block_size):
+    """encode_pieces' (ids, values, ask), refused past block_size or xVal's range."""
+    ids, values, ask = encode_pieces(pieces, vocab, where)
     if vocab.encoding == "xval" and (far := np.abs(values).max(initial=0)) > MAX_VALUE:
         raise TextError(f"{where}: the number {far:g} is beyond ±{MAX_VALUE:g}: scale it")
     if len(ids) > block_size:
         raise TextError(
             f"{where}: {len(ids)} tokens, more than the model's block_size {block_size}"
         )
-    return (ids, values, ask), truths, line, scales
+    return ids, values, ask
 
 
 def masked_samples(task, lines, vocab, where, block_size, keys=(), every=False):
-    """{quantity: (fill_in's samples, masked numbers)} of every line, and each line's groups."""
+    """{quantity: (fill_in's samples, truths)} of the lines, and each line's groups."""
     jobs, masked = {}, []
     for number, line in enumerate(lines, 1):
         at = f"{where}:{number}"
@@ -290,10 +294,7 @@ def masked_samples(task, lines, vocab, where, block_size, keys=(), every=False):
         for quantity, indices in ((q, i) for q, i in groups.items() if i):
             asked, positions = ask_numbers(pieces, indices)
             samples, truths = jobs.setdefault(quantity, ([], []))
-            samples.append(encode_pieces(asked, vocab, at))
-            if len(samples[-1][0]) > block_size:
-                why = f"more than the block_size {block_size}"
-                raise TextError(f"{at}: {len(samples[-1][0])} tokens, {why}")
+            samples.append(encoded(asked, vocab, at, block_size))
             truths.extend(pieces[j][1] for j in positions)
     if lines and (missing := [k for k in keys if k not in jobs]):
         raise TextError(f"{where}: no record has a number under key {missing[0]!r}")
@@ -304,8 +305,8 @@ def masked_samples(task, lines, vocab, where, block_size, keys=(), every=False):
 
 
 def filled(text, values, mixture=None, spread="none", scales=()):
-    """text with each [?] replaced by its value; a GMM's (mixture (n, 3K)) as mean±std or
-    [5%|50%|95%] (spread); scales: each value's (center, spread) in the file's units."""
+    """text with each [?] replaced by its value, a GMM's (mixture (n, 3K)) as mean±std or
+    [5%|50%|95%] (spread); scales: each value's (center, spread)."""
     scales = scales or [(0.0, 1.0)] * len(values)
     # a std is only stretched, not shifted
     own = lambda xs, shift=1: [x * s + c * shift for x, (c, s) in zip(xs, scales)]
@@ -323,15 +324,31 @@ def filled(text, values, mixture=None, spread="none", scales=()):
     return text
 
 
-# ---------------------------------------------------------------- your own data in its own units
-def units_of(path, data_dir, scaled=False, input="-"):
-    """The meta.json whose scales take the file's own units to the model's and back; None where
-    numbers are as the text files write them (--scaled, an input that is one, another dataset)."""
+# ---------------------------------------------------------------- your own data in its units
+def check_meta(meta, path, mask_key=""):
+    """Refuse a mask_key that prepare/text.py renamed, and "ranges" not {key: [least, largest]}."""
+    renamed, ranges = meta.get("renamed") or {}, meta.get("ranges") or {}
+    if isinstance(renamed, dict) and (new := renamed.get(mask_key)):
+        said = f'prepare/text.py renamed this key {new!r} ({path} "renamed")'
+        raise SystemExit(f"error: --mask_key={mask_key}: {said}; use --mask_key={new}")
+    for key, pair in ranges.items() if isinstance(ranges, dict) else [("", ranges)]:
+        ok = key and isinstance(pair, list) and len(pair) == 2
+        ok = ok and all(is_json_number(x) and math.isfinite(x) for x in pair)
+        if not (ok and pair[0] <= pair[1]):
+            found = f"{key!r}: " * bool(key) + json.dumps(pair)[:50]
+            expected = "{key: [least, largest]} of finite numbers; prepare the dataset again"
+            raise SystemExit(f'error: {path}: "ranges" holds {found}; expected {expected}')
+
+
+def units_of(path, data_dir, scaled=False, input="-", mask_key=""):
+    """meta.json, whose scales take the file's units to the model's; None where numbers are as
+    the text files write them (--scaled, an input that is one, another dataset)."""
     try:
         meta = read_meta(data_dir)
     except (OSError, ValueError) as e:
         print(f"note: numbers as the model was trained on them: {e} (--data_dir)", file=sys.stderr)
         return None
+    check_meta(meta, os.path.join(data_dir, "meta.json"), mask_key)
     if meta.get("dataset") != "text" or not meta.get("scales"):
         return None
     name = os.path.basename(input)
@@ -358,7 +375,7 @@ def written_names(line, units):
 
 
 def number_keys(line, pieces, where, scales):
-    """The (center, spread) of each number and [?] of a record, by its top-level key; the keys."""
+    """The (center, spread) of each number and [?] of a record by its top-level key; the keys."""
     n = sum(kind != "text" for kind, _ in pieces)
     paths = number_paths(line.replace(ASK, "0"), n, where, "a record in the file's own units")
     keys = [p[0] if p and isinstance(p[0], str) else None for p in paths]
@@ -370,8 +387,8 @@ def number_keys(line, pieces, where, scales):
 
 
 def to_model_units(line, pieces, where, units):
-    """A record's pieces as the model reads them, (x - center) / spread, and each asked number's
-    (center, spread); a number far outside its key's training range warned of."""
+    """A record's pieces as the model reads them, (x - center) / spread; each asked number's
+    (center, spread). A number far outside its training range is warned of."""
     scales, keys = number_keys(line, pieces, where, units["scales"])
     ranges = units.get("ranges") or {}
     out, asked, i = [], [], 0
@@ -392,7 +409,7 @@ def to_model_units(line, pieces, where, units):
 
 
 def in_own_units(text, where, units):
-    """A generated record in the file's own units (said where it is no complete record)."""
+    """A generated record in the file's units (said where it is no complete record)."""
     pieces, spans = split_text_spans(text, where)
     try:
         scales, _ = number_keys(text, pieces, where, units["scales"])

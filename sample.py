@@ -1,9 +1,7 @@
 r"""
-Load a checkpoint and predict numbers. An MLM model fills in every [?] of a line at once;
---mask_last or --mask_key mask true numbers and show each prediction beside the truth. A causal
-model continues each line until [EOS]. A line that cannot be predicted is reported and skipped, and
-the run exits non-zero. Your own data is read and printed in its file's units (--scaled: as its
-text files write them; prepare/README.md#your-own-data-textpy).
+Load a checkpoint and predict numbers: an MLM model fills in every [?] of a line at once, a causal
+one continues each line until [EOS]; --mask_last or --mask_key mask true numbers and show each
+prediction beside the truth. Your own data is in its file's units (prepare/README.md).
 
     echo '0.123*0.456=[?]' | python sample.py --ckpt=out/quickstart/ckpt_best.pt
     python sample.py --ckpt=out/quickstart/ckpt_best.pt --mask_last \
@@ -53,7 +51,7 @@ RANGES = dict(
 
 
 def read_input(path, name):
-    """The first max_lines lines not blank of a file (- for standard input), with their numbers."""
+    """The first max_lines lines not blank of a file (-: stdin), with their numbers."""
     try:
         with open(path, "rb") if path != "-" else nullcontext(sys.stdin.buffer) as f:
             lines = [(i, line) for i, line in enumerate(decoded_lines(f, name), 1) if line.strip()]
@@ -65,7 +63,7 @@ def read_input(path, name):
 
 
 def encoded(lines, name, vocab, block_size, causal, mask, units):
-    """encode_line's answer for each line it encodes; the lines without the key; how many failed."""
+    """encode_line's answer for each line; the lines without the key; how many failed."""
     done, absent, failed = [], [], 0
     for number, line in lines:
         where = f"{name}:{number}"
@@ -73,7 +71,7 @@ def encoded(lines, name, vocab, block_size, causal, mask, units):
             done.append(encode_line(line, where, vocab, block_size, causal, mask, mask_all, units))
         except KeyAbsent as e:
             absent.append(str(e))
-        # reported and counted; the other lines are still predicted
+        # the other lines are still predicted
         except TextError as e:
             print(f"error: {e}", file=sys.stderr)
             failed += 1
@@ -88,15 +86,12 @@ def print_filled(model, vocab, done, dev, mask):
         text = filled(text, predictions[i], mixtures[i] if mixtures else None, spread, scales)
         true = ", ".join(map(format_number, truths))
         print(text + (f"  (true: {true})" if truths else ""))
+    invalid, not_num = counts["invalid"], counts["not_num"]
+    what = f"{invalid} invalid"
     if vocab.encoding == "xval":
-        wrong, what = counts["not_num"], f"token head not [NUM] at {counts['not_num']}"
-        # a number head's NaN or inf (a diverged model) is said, never hidden
-        if counts["invalid"]:
-            wrong += counts["invalid"]
-            what += f", {counts['invalid']} not finite"
-    else:
-        wrong, what = counts["invalid"], f"{counts['invalid']} invalid"
-    share = wrong / max(1, counts["numbers"])
+        # a diverged model's NaN or inf is said
+        what = f"token head not [NUM] at {not_num}" + f", {invalid} not finite" * bool(invalid)
+    share = (invalid + not_num) / max(1, counts["numbers"])
     print(f"{counts['numbers']} numbers predicted, {what} ({share:.2%})")
     if mask is not None:
         keyed = [f"--mask_key={mask_key}"] if mask_key else []
@@ -116,8 +111,7 @@ def main():
     dev = pick_device(device)
     torch.manual_seed(seed)
     model, vocab, config = load_model(ckpt, dev)
-    # own data: read and printed in the file's units
-    units = units_of(ckpt, data_dir or str(config.get("data_dir")), scaled, input)
+    units = units_of(ckpt, data_dir or str(config.get("data_dir")), scaled, input, mask_key)
     # None: predict the [?] of each line; "": mask its last number; a key: the last under it
     mask = mask_key or ("" if mask_last else None)
     causal = model.cfg.causal and mask is None
@@ -131,7 +125,6 @@ def main():
         print(in_own_units(text, name, units) if units else text)
     if done and not causal:
         print_filled(model, vocab, done, dev, mask)
-    # no line has the key: an error
     if absent:
         print(
             f"{'error' if not done else 'note'}: {len(absent)} of {len(lines)} lines have no"

@@ -359,3 +359,36 @@ def era5_layout(records, stations=(60, 89), steps=(8, 15)):
         lengths.add(len(data[0]))
     assert stations[0] <= min(sizes) <= max(sizes) <= stations[1] and steps[0] <= min(lengths) <= max(lengths) <= steps[1]
     return sizes, lengths
+
+
+# ---------------------------------------------------------------- tiny models for eval.py and sample.py
+def eval_model(data, out, *flags):
+    """The best checkpoint of a tiny model (EVAL_TINY, flags override) trained on data."""
+    run("train.py", *EVAL_TINY, f"--data_dir={data}", f"--out_dir={out}", *flags)
+    return os.path.join(out, "ckpt_best.pt")
+
+
+def own_model(folder, name, content, *flags, train=("--block_size=128",)):
+    """(dataset, checkpoint): content written to folder/name, prepared by prepare/text.py (flags) in
+    this process, tokenized in xVal, and a tiny model trained on it (train: its flags)."""
+    import text
+    (folder / name).write_text(content)
+    data = str(folder / "data")
+    text.main([str(folder / name), "--out", data, *flags])
+    run("tokenize_numbers.py", data, "--encoding=xval", "--workers=1")
+    return data, eval_model(data, str(folder / "run"), *train)
+
+
+@pytest.fixture(scope="module")
+def own_run(tmp_path_factory):
+    """(dataset, checkpoint): write_own_data's dataset and a tiny model trained on it."""
+    data = write_own_data(str(tmp_path_factory.mktemp("own") / "data"))
+    return data, eval_model(data, str(tmp_path_factory.mktemp("own_run")), "--block_size=64")
+
+
+def diverged(checkpoint, path):
+    """checkpoint saved at path with NaN in every weight of its number head."""
+    c = torch.load(checkpoint, weights_only=True)
+    c["model"] = {k: v.fill_(math.nan) if k.startswith("num_head.") else v for k, v in c["model"].items()}
+    torch.save(c, path)
+    return str(path)
