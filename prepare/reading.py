@@ -1,14 +1,11 @@
-"""
-Your files read into a Table for prepare/text.py: a Column per key, a row per CSV row or JSON
-object. CSV is read by pyarrow's streaming reader a block at a time; columns go to disk.
-"""
+"""Your files as a Table for prepare/text.py: a Column per key (on disk), a row per CSV row (read by
+pyarrow's streaming reader) or JSON object."""
 
 import codecs
 import csv
 import functools
 import gzip
 import io
-import itertools
 import json
 import math
 import os
@@ -34,12 +31,12 @@ SEPARATED = re.compile(r"[+-]?\d+(?:,\d+)+(?:\.\d*)?")
 # 01234: a code (a ZIP code), not a quantity
 CODE = re.compile(r"[+-]?0\d+")
 DELIMITERS = {",": "a comma", ";": "a semicolon", "\t": "a tab", "|": "a bar"}
+# the start of a JSON file: an object, or an array of objects
+JSON = re.compile(r"\s*(\{|\[\s*[{\]])")
 # a Column's codes (else a text's index)
 NUM, GAP, NESTED = -1, -2, -3
 # bytes of CSV read at a time
 BLOCK = 1 << 20
-# each column's files in a scratch folder
-COLUMNS = itertools.count()
 
 
 def rewrite(value, f):
@@ -60,6 +57,12 @@ def numbers(value):
     return [x for x in leaves(value) if isinstance(x, Decimal)]
 
 
+def excerpt(value, n=60):
+    """repr(value) for a message, cut to n characters."""
+    text = repr(value)
+    return text if len(text) <= n else text[: n - 3] + "..."
+
+
 def plain_number(cell):
     """The number in "$12.50", "45%", "1_000" or "0x1F", else None."""
     if re.fullmatch(r"[+-]?0[xX][0-9a-fA-F]+", cell):
@@ -72,15 +75,15 @@ def plain_number(cell):
 
 class Column:
     """One key's value in every row, on disk: `code` (NUM, GAP, NESTED or an index in `texts`),
-    `x` (a number); `q_range`: the places 10^q of its numbers' finest and coarsest digits."""
+    `x` (a number); `q`: the place 10^q of its numbers' finest digit."""
 
-    def __init__(self, name, noun, scratch, as_text=False, decimal_comma=False):
+    def __init__(self, name, noun, files, as_text, decimal_comma):
         self.name, self.noun, self.as_text, self.decimal_comma = name, noun, as_text, decimal_comma
-        self.texts, self.index, self.nested, self.n, self.gaps = [], {}, {}, 0, []
-        self.paths = [os.path.join(scratch, f"{next(COLUMNS)}.{part}") for part in ("code", "x")]
+        self.texts, self.index, self.nested, self.n = [], {}, {}, 0
+        self.paths = [f"{files}.code", f"{files}.x"]
         # the first row holding a number, a text, a leading zero
         self.first, self.n_numbers, self.n_present, self.clash = {}, 0, 0, None
-        self.q_range = [999, -999]
+        self.q = 999
 
     def text_code(self, value):
         if value not in self.index:
@@ -88,11 +91,10 @@ class Column:
             self.texts.append(value)
         return self.index[value]
 
-    def widen(self, low, high):
-        self.q_range = [min(self.q_range[0], low), max(self.q_range[1], high)]
-
     def add(self, distinct, codes, row0, where, parse):
-        """Rows row0... holding distinct[codes], each read once by parse -> (code, Decimal)."""
+        """Rows row0... holding distinct[codes], each read once by parse -> (code, Decimal); rows
+        before row0 not written are missing."""
+        self.pad(row0)
         first_row = np.unique(codes, return_index=True)[1]
         code, x = np.empty(len(distinct), np.int32), np.full(len(distinct), np.nan)
         floats = {}
@@ -101,8 +103,7 @@ class Column:
             code[i], d = parse(v, at)
             if d is None:
                 continue
-            x[i], q = self.check_float(d, at), d.as_tuple().exponent
-            self.widen(q, q)
+            x[i] = self.check_float(d, at)
             # two different numbers that are one float64 (20-digit IDs)
             seen = floats.setdefault(x[i], (d, i))
             if self.clash is None and seen[0] != d:
@@ -118,19 +119,20 @@ class Column:
         self.n_present += int((rows != GAP).sum())
         self.write(rows, x[codes])
 
+    def pad(self, n):
+        self.write(np.full(n - self.n, GAP, np.int32), np.full(n - self.n, np.nan))
+
     def write(self, code, x):
         # per block: 1,000 columns hold no file open
         for path, values in zip(self.paths, (code.astype(np.int32), x.astype(np.float64))):
             with open(path, "ab") as f:
                 f.write(values.tobytes())
-        gaps = np.flatnonzero(code == GAP)
-        if len(gaps):
-            self.gaps.append((gaps + self.n).astype(np.int32))
         self.n += len(code)
 
     def check_float(self, d, at):
-        """d as a float64, refused if one cannot hold it."""
+        """d as a float64, refused if one cannot hold it; q lowered to its finest digit."""
         x = float(d)
+        self.q = min(self.q, d.as_tuple().exponent)
         if not math.isfinite(x) or (d and not x):
             fail(
                 f"{at()}: {self.noun} {self.name!r}: {d} is beyond what a float64 holds; write the"
@@ -139,13 +141,13 @@ class Column:
         return x
 
     def finish(self, where):
-        """The column, refused where it mixes numbers and text (CSV)."""
+        """Refused where a CSV column mixes numbers and text."""
         if self.noun != "column" or "number" not in self.first:
-            return self
+            return
 
         def at(kind):
             row, value = self.first[kind]
-            return f"{where(row)}: column {self.name!r}: {value!r}"
+            return f"{where(row)}: column {self.name!r}: {excerpt(value)}"
 
         hint = f"--text {self.name} reads it as text"
         if "code" in self.first:
@@ -155,7 +157,6 @@ class Column:
             fail(f"{at('text')} is not a number, but most of the column's values are; {fix}")
         if "text" in self.first:
             fail(f"{at('number')} is a number, but most of the column's values are text; {hint}")
-        return self
 
     def parse_cell(self, cell, at):
         """parse() of a CSV cell for add()."""
@@ -197,7 +198,6 @@ class Column:
             return self.text_code(leaf), None
         for d in numbers(leaf):
             self.check_float(d, at)
-            self.widen(d.as_tuple().exponent, d.as_tuple().exponent)
         return NESTED, None
 
     def mapped(self, i, dtype):
@@ -215,16 +215,16 @@ class Column:
 
     @functools.cached_property
     def words(self):
-        """Each text value as JSON, as the lines write it."""
+        """Each text value as the lines write it."""
         return np.array([json.dumps(t, ensure_ascii=False) for t in self.texts] + [""], object)
 
 
 class Table:
     """The rows of the files read, a Column per key; where(row) names a row's file and line."""
 
-    def __init__(self, path, noun, array=False):
-        self.paths, self.nouns, self.arrays, self.starts = [path], [noun], [array], [0, 0]
-        self.cols, self.line = {}, []
+    def __init__(self):
+        self.paths, self.arrays, self.starts = [], [], [0]
+        self.cols, self.line = {}, np.empty(0, np.int32)
         # removed with the Table; TMPDIR chooses the place
         self.scratch = tempfile.TemporaryDirectory(prefix="prepare-text-")
 
@@ -237,38 +237,23 @@ class Table:
         record = f" (record {row - self.starts[f] + 1})" if self.arrays[f] else ""
         return f"{self.paths[f]}:{self.line[row]}{record}"
 
+    def start(self, path, array=False):
+        """The rows of file path follow."""
+        self.paths.append(path)
+        self.arrays.append(array)
+        self.starts.append(self.n)
 
-def joined(tables):
-    """One Table of several files' rows; a key a file lacks is missing in its rows."""
-    out = tables[0]
-    if len(tables) == 1:
-        return out
-    keys = list(dict.fromkeys(k for t in tables for k in t.cols))
-    for t in tables[1:]:
-        out.paths += t.paths
-        out.nouns += t.nouns
-        out.arrays += t.arrays
-        out.starts.append(out.n + t.n)
-        out.line = np.concatenate([out.line, t.line])
-    for key in keys:
-        col = Column(key, "key", out.scratch.name)
-        for t, start in zip(tables, out.starts):
-            part = t.cols.get(key)
-            if part is None:
-                col.write(np.full(t.n, GAP, np.int32), np.full(t.n, np.nan))
-                continue
-            remap = np.array([col.text_code(v) for v in part.texts] + [NUM, GAP, NESTED], np.int32)
-            code = part.code
-            col.write(np.where(code >= 0, remap[np.maximum(code, 0)], code), part.x)
-            col.widen(*part.q_range)
-            col.nested.update({start + r: v for r, v in part.nested.items()})
-            col.clash = col.clash or part.clash
-        out.cols[key] = col
-    return out
+    def column(self, name, noun, args):
+        """Key name's Column, made on its first file."""
+        if name not in self.cols:
+            files = os.path.join(self.scratch.name, str(len(self.cols)))
+            self.cols[name] = Column(name, noun, files, name in args.text, args.decimal_comma)
+        self.cols[name].noun = noun
+        return self.cols[name]
 
 
 def opened(path):
-    """A file's bytes (gzip undone), refused unless text."""
+    """A file's bytes, gzip undone; refused unless text."""
     f = open(path, "rb")
     if f.peek(2)[:2] == b"\x1f\x8b":
         f = gzip.GzipFile(fileobj=f)
@@ -285,13 +270,14 @@ def opened(path):
 
 def scan(path):
     """(the first 64 KiB of text, whether lines end in \\r alone, the first empty line or 0);
-    refused: a byte not UTF-8, a lone \\r."""
+    refused: a byte not UTF-8, a lone \\r, a CSV line over BLOCK bytes."""
     f = opened(path)
     decoder = codecs.getincrementaldecoder("utf-8-sig")()
     head = ""
     cr_only = None
     blank = 0
     lines = 1
+    longest = 0
     while block := f.read(1 << 22):
         try:
             head += decoder.decode(block)[: (1 << 16) - len(head)]
@@ -306,6 +292,13 @@ def scan(path):
             at = lines + block.count(b"\n", 0, lone.start())
             column = lone.start() - block.rfind(b"\n", 0, lone.start())
             fail(f"{path}:{at}: a lone carriage return (\\r) at column {column}; remove it")
+        # a CSV line over the limit, refused having read at most 4 MiB past it
+        lengths = [len(line) for line in block.split(ends)]
+        lengths[0] += longest
+        if max(lengths) > BLOCK and not JSON.match(head):
+            at = lines + int(np.argmax(np.array(lengths) > BLOCK))
+            fail(f"{path}:{at}: a line of more than {BLOCK >> 20} MiB, over the limit; split it")
+        longest = lengths[-1]
         empty = re.search(ends + rb"\r?" + ends, block)
         if empty and not blank:
             blank = lines + block.count(ends, 0, empty.start()) + 1
@@ -335,13 +328,11 @@ def csv_head(path, head, delimiter):
         row = next(reader, [])
     except csv.Error as e:
         fail(f"{path}:1: {e} (an unterminated quote?)")
-    if not any(header):
-        fail(f"{path}: empty file; expected a CSV header and rows, or JSON records")
     return header, row, delimiter
 
 
 def bad_row(path, header, delimiter, trailing, error=None):
-    """Fail naming the first row the csv module refuses, or of another width than the header's."""
+    """Fail naming the first row the csv module refuses, or of another width than the header."""
     width = len(header) + (trailing and bool(header[-1]))
     lines = io.TextIOWrapper(opened(path), "utf-8-sig", newline="")
     reader = csv.reader(lines, delimiter=delimiter, strict=True)
@@ -367,19 +358,16 @@ def bad_row(path, header, delimiter, trailing, error=None):
     fail(f"{path}:{at}: {len(row)} cells, but {names}{hint}")
 
 
-def read_csv(path, args, head, cr_only, blank):
-    """A Table of a CSV file (scanned: head, line ends, first empty line)."""
+def read_csv(table, path, args, head, cr_only, blank):
+    """A CSV file's rows into table (scanned: head, line ends, first empty line)."""
     if cr_only:
         print(f"note: {path}: its lines end in a carriage return alone (\\r): read as line ends")
     header, row, delimiter = csv_head(path, head, args.delimiter)
     names = header[:-1] if len(header) > 1 and not header[-1] else header
     trailing = len(row) == len(names) + 1 and not row[-1].strip()
     wanted = csv_columns(path, names if trailing else header, args.columns)
-    table = Table(path, "column")
-    columns = [
-        Column(header[j], "column", table.scratch.name, header[j] in args.text, args.decimal_comma)
-        for j in wanted
-    ]
+    table.start(path)
+    columns = [table.column(header[j], "column", args) for j in wanted]
     lines = []
     multi = []
     for cells, first in csv_batches(path, header, delimiter, trailing, cr_only, blank):
@@ -395,7 +383,7 @@ def read_csv(path, args, head, cr_only, blank):
             encoded = pc.dictionary_encode(cells[j])
             values = encoded.dictionary.to_pylist()
             column.add(values, encoded.indices.to_numpy(), row0, where, column.parse_cell)
-    if not table.n:
+    if table.n == table.starts[-2]:
         fail(f"{path}: a header and no rows")
     if trailing:
         print(
@@ -407,9 +395,9 @@ def read_csv(path, args, head, cr_only, blank):
             f"note: {path}:{multi[0][0]}-{multi[0][1]}: a quoted cell holds a line break"
             f" ({len(multi)} such row(s)); if a quote is unterminated, close it"
         )
-    table.line = np.concatenate(lines)
-    table.cols = {c.name: c.finish(table.where) for c in columns}
-    return table
+    table.line = np.concatenate([table.line, *lines])
+    for column in columns:
+        column.finish(table.where)
 
 
 def arrow_batches(path, header, delimiter, trailing):
@@ -432,6 +420,8 @@ def arrow_batches(path, header, delimiter, trailing):
             ),
         )
     except pa.ArrowInvalid as e:
+        if "straddl" in str(e):
+            fail(f"{path}: a row of more than {BLOCK >> 20} MiB, over the limit; split its cells")
         bad_row(path, header, delimiter, trailing, e)
 
 
@@ -506,8 +496,8 @@ class Nested:
 
 
 def json_records(path, args):
-    """(a JSON file's records, the line of each, whether in an array); missing values None."""
-    text = opened(path).read().decode().removeprefix("\ufeff").replace("\r\n", "\n").rstrip("\n")
+    """(a JSON file's records, the line of each, whether an array); missing values None."""
+    text = opened(path).read().decode("utf-8-sig").replace("\r\n", "\n").rstrip("\n")
     decoder = json.JSONDecoder(
         parse_float=Decimal, parse_int=Decimal, parse_constant=_constant, object_pairs_hook=_object
     )
@@ -530,6 +520,8 @@ def json_records(path, args):
             fail(f"{path}:{e.lineno}: not a JSON record ({e.msg} at column {e.colno})")
         except ValueError as e:
             fail(f"{where}: {e}")
+        except RecursionError:
+            fail(f"{where}: a record nested too deep for Python's JSON reader; flatten it")
         if not isinstance(record, dict) or not record:
             fail(f"{where}: expected a JSON object, found {text[at:i][:40]!r}")
         keep = args.columns or record
@@ -548,8 +540,8 @@ def json_records(path, args):
     return records, lines, array
 
 
-def read_json(path, args):
-    """A Table of a JSON file, a row per object."""
+def read_json(table, path, args):
+    """A JSON file's objects into table, a row each."""
     records, lines, array = json_records(path, args)
     if not records:
         fail(f"{path}: an empty JSON array; expected a record per object")
@@ -560,27 +552,35 @@ def read_json(path, args):
             f"{path}: one JSON object of columns of {len(values[0])} values; expected a record"
             ' per row (to_json(orient="records", lines=True))'
         )
-    table = Table(path, "key", array)
-    table.line, table.starts[-1] = np.array(lines), len(records)
+    table.start(path, array)
+    row0 = table.n
+    table.line = np.concatenate([table.line, lines])
+    table.starts[-1] += len(records)
     for key in dict.fromkeys(k for r in records for k in r):
-        column = Column(key, "key", table.scratch.name, key in args.text)
+        column = table.column(key, "key", args)
         values = [r.get(key) for r in records]
         if column.as_text:
             values = [rewrite(v, lambda x: str(x) if isinstance(x, Decimal) else x) for v in values]
         values = [Nested(v) if isinstance(v, (list, dict, bool)) else v for v in values]
         position = {}
         codes = np.array([position.setdefault(v, len(position)) for v in values])
-        column.add(list(position), codes, 0, table.where, column.parse_json)
-        table.cols[key] = column
-        column.nested = {int(r): values[r].value for r in np.flatnonzero(column.code == NESTED)}
+        column.add(list(position), codes, row0, table.where, column.parse_json)
+        nested = np.flatnonzero(column.code[row0:] == NESTED)
+        column.nested.update({row0 + int(r): values[r].value for r in nested})
+
+
+def read_files(paths, args):
+    """A Table of the files' rows, JSON (starting with { or [) or CSV; a key a file lacks is
+    missing in its rows."""
+    table = Table()
+    for path in paths:
+        head, cr_only, blank = scan(path)
+        if not head.strip():
+            fail(f"{path}: empty file; expected a CSV header and rows, or JSON records")
+        if JSON.match(head):
+            read_json(table, path, args)
+        else:
+            read_csv(table, path, args, head, cr_only, blank)
+    for column in table.cols.values():
+        column.pad(table.n)
     return table
-
-
-def read_file(path, args):
-    """A Table of a file's rows: JSON (a file that starts with { or [) or CSV."""
-    head, cr_only, blank = scan(path)
-    if not head.strip():
-        fail(f"{path}: empty file; expected a CSV header and rows, or JSON records")
-    if head.lstrip().startswith(("{", "[")):
-        return read_json(path, args)
-    return read_csv(path, args, head, cr_only, blank)

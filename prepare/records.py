@@ -11,7 +11,7 @@ from itertools import pairwise
 
 import numpy as np
 from common import fail
-from reading import GAP, MISSING, NESTED, NUM, leaves, rewrite
+from reading import GAP, MISSING, NUM, excerpt, leaves, rewrite
 
 from tokenize_line import split_text
 from util import TextError
@@ -43,8 +43,7 @@ def kinds(value):
 
 def missing_rows(col):
     """A column's rows whose value is missing, or holds one (a JSON list with a null)."""
-    gap = np.zeros(col.n, bool)
-    gap[np.concatenate(col.gaps + [np.empty(0, np.int32)])] = True
+    gap = col.code == GAP
     for row, value in col.nested.items():
         gap[row] = "null" in kinds(value)
     return gap
@@ -95,14 +94,15 @@ def check_values(table, keys, missing):
     if gaps:
         key = min(gaps, key=lambda k: (gaps[k], keys.index(k)))
         row = gaps[key]
-        noun = table.nouns[np.searchsorted(table.starts, row, "right") - 1]
         fail(
-            f"{table.where(row)}: {noun} {key!r} is missing (no value, or one of"
+            f"{table.where(row)}: {table.cols[key].noun} {key!r} is missing (no value, or one of"
             f" {', '.join(map(repr, MISSING))}, null); --missing=omit leaves it out of the record,"
             " --missing=drop drops the record"
         )
 
 
+# |x| / 10^q beyond a float64 counts no rows (None), without a warning
+@np.errstate(over="ignore")
 def counts_up(x, q, size=1 << 18):
     """The step by which a file's numbers go up from row to row, perhaps wrapping to their least
     (an hour of the day), else None; read a piece at a time, as integers of their finest digit."""
@@ -137,7 +137,7 @@ def counting_keys(table, keys):
         col = table.cols[key]
         if not (col.code == NUM).all():
             continue
-        steps = {counts_up(col.x[a:b], col.q_range[0]) for a, b in pairwise(table.starts)}
+        steps = {counts_up(col.x[a:b], col.q) for a, b in pairwise(table.starts)}
         if None in steps:
             continue
         counting.append(key)
@@ -154,8 +154,9 @@ def series_of(table, group):
     if not group:
         return list(zip(table.paths, file_rows(table)))
     col = table.group
+    # missing, or a JSON list or object
     gap = np.flatnonzero(col.code < NUM)
-    if len(gap) or (col.code == NESTED).any():
+    if len(gap):
         fail(f"{table.where(gap[0])}: --group {group}: no value here; every row needs its group")
     value = np.where(col.code == NUM, col.x, col.code)
     out = []
@@ -171,9 +172,9 @@ def file_rows(table):
     return [np.arange(a, b, dtype=np.int32) for a, b in pairwise(table.starts)]
 
 
-def windows(rows, window, stride, start=0):
-    """Each window's rows (a row of the result), one starting every stride from start."""
-    starts = np.arange(start, len(rows) - window + 1, stride)
+def windows(rows, window, stride):
+    """Each window's rows (a row of the result), one starting every stride."""
+    starts = np.arange(0, len(rows) - window + 1, stride)
     return rows[starts[:, None] + np.arange(window)]
 
 
@@ -260,7 +261,7 @@ def leave_out_missing(table, parts, keys, how):
     """The splits with missing values left out, and {key: records it was missing from}."""
     missing, kept, emptied = {}, [], 0
     cols = {key: table.cols[key] for key in keys}
-    gaps = {key: missing_rows(col) for key, col in cols.items() if col.gaps or col.nested}
+    gaps = {key: gap for key, col in cols.items() if (gap := missing_rows(col)).any()}
     for part in parts:
         none = np.zeros(len(part), bool)
         lacks = {key: gaps[key][part.rows].any(axis=1) if key in gaps else none for key in keys}
@@ -305,7 +306,7 @@ def date_keys(table, text_keys):
     dates = []
     for key, col in table.cols.items():
         texts = all(isinstance(t, str) and DATE.fullmatch(t) for t in col.texts)
-        if key in text_keys or not texts or col.nested or col.q_range[0] < 0:
+        if key in text_keys or not texts or col.nested or col.q < 0:
             continue
         present = np.flatnonzero(col.code != GAP)
         if not len(present):
@@ -318,7 +319,7 @@ def date_keys(table, text_keys):
         elif (col.code[present] == NUM).all():
             # a column of numbers: yyyymmdd, from 1800 to 2099
             x = col.x[present]
-            if col.q_range != [0, 0] or not ((x > 18e6) & (x < 21e6)).all():
+            if col.q != 0 or not ((x > 18e6) & (x < 21e6)).all():
                 continue
             if not all(YYYYMMDD.fullmatch(f"{v:.0f}") for v in np.unique(x)):
                 continue
@@ -360,12 +361,13 @@ def words_for_tokenizer(table):
         clash = {}
         for a, b in mapping.items():
             if clash.setdefault(b, a) != a:
-                fail(f"the {what}s {clash[b]!r} and {a!r} would both be written {b!r}; rename one")
+                both = f"{excerpt(clash[b])} and {excerpt(a)}"
+                fail(f"the {what}s {both} would both be written {excerpt(b)}; rename one")
         if changed:
             a, b = next(iter(changed.items()))
             print(
                 f"note: {len(changed)} {what}(s) the tokenizer would read as numbers written as one"
-                f" word each: {a!r} as {b!r}"
+                f" word each: {excerpt(a)} as {excerpt(b)}"
                 + (" (--mask_key takes the new name)" if what == "key" else "")
             )
     word = lambda x: values.get(x, x) if isinstance(x, str) else x

@@ -28,48 +28,43 @@ def number_pieces(col, rows, weights=None, size=1 << 18):
         yield np.array(x), (weights[list(rs)] if weights is not None else None)
 
 
-def extremes(pieces):
-    """(least, largest, least |x| but 0, largest |x|) of numbers given a piece at a time."""
+def extremes(col, rows):
+    """(least, largest, least |x| but 0, largest |x|) of a column's numbers in rows (a mask)."""
     low, high, small = np.inf, -np.inf, np.inf
-    for x, _ in pieces:
+    for x, _ in number_pieces(col, rows):
         if len(x):
             low, high = min(low, x.min()), max(high, x.max())
-            positive = np.min(x, where=x > 0, initial=np.inf)
-            small = min(small, positive, -np.max(x, where=x < 0, initial=-np.inf))
+            small = min(small, np.abs(x[x != 0]).min(initial=np.inf))
     return low, high, small, max(high, -low)
 
 
-def scales_of(table, train, keys, mode):
-    """{key: {"center", "spread"}} of the keys, from the training records."""
-    scales = {}
-    for key in keys:
-        col, w = table.cols[key], weights(table, train, key)
-        # each number counted as often as records hold it
-        total = count = 0.0
-        for x, n in number_pieces(col, w > 0, w):
-            total, count = total + (x * n).sum(), count + n.sum()
-        if not count:
-            fail(
-                f"key {key!r} holds no number in the training split"
-                f" ({table.where(train.rows[0][0])} ...), so it has no scale"
-            )
-        mean = total / count
-        squares = sum((((x - mean) ** 2) * n).sum() for x, n in number_pieces(col, w > 0, w))
-        std = math.sqrt(squares / count)
-        if std == 0:
-            first = next(x for x, _ in number_pieces(col, w > 0) if len(x))[0]
-            print(
-                f"note: key {key!r} is constant in train ({first:g}): nothing to learn from it;"
-                " --columns leaves it out"
-            )
-        if mode == "none":
-            scales[key] = {"center": 0.0, "spread": 1.0}
-            continue
-        # 6 significant digits (the center's to a millionth of the spread), exactly as applied
-        spread = float(f"{std:.6g}") or 1.0
-        digits = 6 + max(0, math.ceil(math.log10(abs(mean) / spread))) if mean else 6
-        scales[key] = {"center": float(f"{mean:.{digits}g}"), "spread": spread}
-    return scales
+def scale_of(table, train, key, mode):
+    """{"center", "spread"} of a key, from the training records (each number counted as often as
+    records hold it)."""
+    col, w = table.cols[key], weights(table, train, key)
+    low, high, _, _ = extremes(col, w > 0)
+    if low > high:
+        fail(
+            f"key {key!r} holds no number in the training split"
+            f" ({table.where(train.rows[0][0])} ...), so it has no scale"
+        )
+    total = count = 0.0
+    for x, n in number_pieces(col, w > 0, w):
+        total, count = total + (x * n).sum(), count + n.sum()
+    mean = total / count
+    squares = sum((((x - mean) ** 2) * n).sum() for x, n in number_pieces(col, w > 0, w))
+    std = math.sqrt(squares / count)
+    if std == 0:
+        print(
+            f"note: key {key!r} is constant in train ({low:g}): nothing to learn from it;"
+            " --columns leaves it out"
+        )
+    if mode == "none":
+        return {"center": 0.0, "spread": 1.0}
+    # 6 significant digits (the center's to a millionth of the spread), exactly as applied
+    spread = float(f"{std:.6g}") or 1.0
+    digits = 6 + max(0, math.ceil(math.log10(abs(mean) / spread))) if mean else 6
+    return {"center": float(f"{mean:.{digits}g}"), "spread": spread}
 
 
 def decimals_of(q, spread, mode):
@@ -102,51 +97,53 @@ def row_of(col, value, rows):
     return min(r for r, v in col.nested.items() if value in map(float, numbers(v)))
 
 
-def check_resolution(table, key, held, scale, digits):
-    """Warn where two inputs of a key reach the model as one float32 (within a piece of the
-    column), or the key spans many decades."""
-    col = table.cols[key]
-    clash = col.clash
-    for x, _ in number_pieces(col, held) if not clash else ():
+def float32_clash(table, col, held, scale, digits):
+    """(a, its place, b, its place): two inputs that reach the model as one float32 (within a
+    piece of the column; two that are one float64 as read), else None."""
+    for x, _ in number_pieces(col, held) if not col.clash else ():
         distinct = np.unique(x)
         as_read = np.array(written(distinct, scale, digits), dtype=float).astype(np.float32)
         same = np.flatnonzero(as_read[1:] == as_read[:-1])
         if len(same):
             pair = sorted(distinct[same[0] : same[0] + 2], key=lambda v: row_of(col, v, held))
-            clash = [repr(float(pair[1])), table.where(row_of(col, pair[1], held))]
-            clash += [repr(float(pair[0])), table.where(row_of(col, pair[0], held))]
-            break
-    if clash:
-        a, where, b, seen = clash
-        y = np.float32(written([float(a)], scale, digits)[0])
-        print(
-            f"warning: {where}: key {key!r}: {a} and {b} ({seen}) reach the model as one value"
-            f" ({y:g} scaled); write log10 of the key as a column, --scale none, or leave an ID"
-            " out (--columns)"
-        )
-    *_, least, most = extremes(number_pieces(col, held))
-    if least < np.inf and most / least > 1e6:
-        print(
-            f"warning: key {key!r}: |x| from {least:.3g} to {most:.3g},"
-            f" {math.log10(most / least):.0f} decades: scaled, the small ones are near 0; write"
-            " log10 of the key as a column, or --scale none"
-        )
+            places = [table.where(row_of(col, v, held)) for v in pair]
+            return repr(float(pair[1])), places[1], repr(float(pair[0])), places[0]
+    return col.clash
 
 
 def scale(table, parts, keys, mode):
     """({key: scale}, {key: decimals}, {key: largest |x| written}, {key: [least, largest] in
-    train}), from train."""
-    scales = scales_of(table, parts[0], keys, mode)
-    digits, largest, ranges = {}, {}, {}
+    train}), from train; what the model cannot tell apart warned of."""
+    scales, digits, largest, ranges = {}, {}, {}, {}
     for key in keys:
-        col, (center, spread) = table.cols[key], scales[key].values()
+        most = extremes(table.cols[key], rows_in(table, parts, key))[3]
+        # squared, such a number overflows a float64
+        if most > 1e150:
+            fail(f"key {key!r}: |x| up to {most:g}, too large to scale; write log10 of it as a key")
+        scales[key] = scale_of(table, parts[0], key, mode)
+    for key, s in scales.items():
+        col = table.cols[key]
         held = rows_in(table, parts, key)
-        low, high, _, _ = extremes(number_pieces(col, held))
-        digits[key] = decimals_of(col.q_range[0], spread, mode)
-        largest[key] = max(abs(high - center), abs(low - center)) / spread
-        low, high, _, _ = extremes(number_pieces(col, weights(table, parts[0], key) > 0))
+        low, high, least, most = extremes(col, held)
+        digits[key] = decimals_of(col.q, s["spread"], mode)
+        largest[key] = max(abs(high - s["center"]), abs(low - s["center"])) / s["spread"]
+        low, high, _, _ = extremes(col, weights(table, parts[0], key) > 0)
         ranges[key] = [float(low), float(high)]
-        check_resolution(table, key, held, scales[key], digits[key])
+        clash = float32_clash(table, col, held, s, digits[key])
+        if clash:
+            a, where, b, seen = clash
+            y = np.float32(written([float(a)], s, digits[key])[0])
+            print(
+                f"warning: {where}: key {key!r}: {a} and {b} ({seen}) reach the model as one value"
+                f" ({y:g} scaled); write log10 of the key as a column, --scale none, or leave an"
+                " ID out (--columns)"
+            )
+        if least < np.inf and most / least > 1e6:
+            print(
+                f"warning: key {key!r}: |x| from {least:.3g} to {most:.3g},"
+                f" {math.log10(most / least):.0f} decades: scaled, the small ones are near 0;"
+                " write log10 of the key as a column, or --scale none"
+            )
         if mode == "auto" and largest[key] > FAR:
             print(
                 f"warning: key {key!r}: scaled, its numbers reach |x| = {largest[key]:.3g}; xVal"

@@ -19,18 +19,19 @@ import gc
 import hashlib
 import json
 import os
+from decimal import Decimal
 
 import numpy as np
 
 # common puts the repository's root on the path
 from common import at_least, command, dataset_files, fail, one_line_errors, staged_dataset
 from common import write_meta
-from reading import MISSING, NESTED, NUM, joined, numbers, read_file
+from reading import MISSING, NESTED, NUM, excerpt, numbers, read_files
 from records import SPLITS, check_keys, check_values, counting_keys, date_keys, leave_out_missing
-from records import rows_in, split_records, warn_short, weights, words_for_tokenizer
-from scaling import extremes, number_pieces, scale, written
+from records import rows_in, split_records, warn_short, words_for_tokenizer
+from scaling import scale, written
 from tokenize_line import split_text
-from util import TextError, open_new, shell_line
+from util import TextError, check_regular, open_new, shell_line
 
 # records written at a time
 BLOCK = 50_000
@@ -42,7 +43,7 @@ def main(argv=None):
     check_inputs(inputs, args.out)
 
     # read: a Table of every file's rows, a Column per key
-    table = joined([read_file(path, args) for path in inputs])
+    table = read_files(inputs, args)
 
     # clean keys: dates left out, words the tokenizer would misread renamed, values checked
     keys, kind, dates, renamed = clean_keys(table, args)
@@ -80,7 +81,7 @@ def main(argv=None):
         "missing": {"markers": list(MISSING), "how": args.missing, "records": missing},
         "dates_left_out": dates,
         "renamed": {a: b for a, b in renamed.items() if a != b},
-        "mask_key": mask_key_of(table, parts[0], args.target, number_keys, index_like),
+        "mask_key": mask_key_of(args.target, number_keys, ranges, index_like),
         "rows": {"read": table.n, "in_records": int(rows_in(table, parts).sum())},
         "command": command("prepare/text.py", argv),
     }
@@ -141,7 +142,8 @@ def parse_args(argv):
         args.fractions = [float(x) for x in args.split.split(",")]
     except ValueError:
         args.fractions = []
-    if len(args.fractions) != 3 or min(args.fractions) <= 0 or abs(sum(args.fractions) - 1) > 1e-6:
+    positive = all(f > 0 for f in args.fractions)
+    if len(args.fractions) != 3 or not positive or abs(sum(args.fractions) - 1) > 1e-6:
         fail(
             f"--split {args.split}: expected three positive fractions that add up to 1"
             " (train,val,test: 0.8,0.1,0.1)"
@@ -166,10 +168,13 @@ def check_inputs(paths, out):
     seen = {}
     for path in paths:
         try:
+            check_regular(path)
             with open(path, "rb") as f:
                 digest = hashlib.file_digest(f, "sha256").hexdigest()
         except OSError as e:
             fail(f"cannot read {path}: {e.strerror}")
+        except TextError as e:
+            fail(e)
         if digest in seen:
             fail(f"{path} holds the same bytes as {seen[digest]}: a file given twice; give it once")
         seen[digest] = path
@@ -205,15 +210,11 @@ def clean_keys(table, args):
     return keys, kind, dates, renamed
 
 
-def mask_key_of(table, train, target, number_keys, index_like):
+def mask_key_of(target, number_keys, ranges, index_like):
     """--target, else the first key whose numbers vary in train and count no rows (said)."""
     if target and target not in number_keys:
         fail(f"--target {target}: not a key of numbers; expected one of {', '.join(number_keys)}")
-    varies = []
-    for k in number_keys:
-        low, high, _, _ = extremes(number_pieces(table.cols[k], weights(table, train, k) > 0))
-        if k not in index_like and low < high:
-            varies.append(k)
+    varies = [k for k in number_keys if k not in index_like and ranges[k][0] < ranges[k][1]]
     key = target or (varies or number_keys or [None])[0]
     if key and not target:
         print(
@@ -230,7 +231,7 @@ def dump(value, write):
         return "{" + ",".join(items) + "}"
     if isinstance(value, list):
         return "[" + ",".join(dump(v, write) for v in value) + "]"
-    if isinstance(value, (int, float)) or type(value).__name__ == "Decimal":
+    if isinstance(value, Decimal):
         return write(np.array([float(value)]))[0]
     return json.dumps(value, ensure_ascii=False)
 
@@ -259,17 +260,15 @@ def lines_of(table, part, keys, writers, lo, hi):
         values[key] = text
     # records alike in the keys they hold are written with one template
     held = np.column_stack([part.has(k)[lo:hi] for k in keys])
+    # any number of keys: ranks of each record's bits so far, 8 keys at a time
     pattern = np.zeros(len(rows), np.int64)
-    for i, has in enumerate(held.T):
-        pattern = pattern * 2 + has
-        # any number of keys: every 40 bits made ranks (below BLOCK < 2^16), within an int64
-        if i % 40 == 39:
-            pattern = np.unique(pattern, return_inverse=True)[1].ravel()
+    for byte in np.packbits(held, axis=1).T:
+        pattern = np.unique(pattern * 256 + byte, return_inverse=True)[1].ravel()
     lines = np.empty(len(rows), dtype=object)
+    name = lambda k: json.dumps(k, ensure_ascii=False).replace("{", "{{").replace("}", "}}")
     for p in np.unique(pattern):
         at = np.flatnonzero(pattern == p)
         present = [k for k, h in zip(keys, held[at[0]]) if h]
-        name = lambda k: json.dumps(k, ensure_ascii=False).replace("{", "{{").replace("}", "}}")
         form = "{{" + ",".join(f"{name(k)}:{{}}" for k in present) + "}}"
         lines[at] = list(map(form.format, *(values[k][at] for k in present)))
     return lines
@@ -279,13 +278,14 @@ def check_tokens(table, parts, keys):
     """Train's text tokens, and (numbers, tokens) per record at least and most; refused: a record
     whose numbers the tokenizer misreads, a val or test token train lacks. Each distinct line
     (numbers written 0) is tokenized once."""
-    vocab, seen, low, high = {}, {}, [np.inf, np.inf], [0, 0]
+    vocab, seen = {}, {}
     # the numbers a record holds: a number, or those of a JSON list or object, per key it holds
     deep = {k: {r: len(numbers(v)) for r, v in table.cols[k].nested.items()} for k in keys}
 
     def held(k, rows):
-        count = (table.cols[k].code[rows] == NUM).astype(np.int64)
-        for i in np.flatnonzero(table.cols[k].code[rows] == NESTED):
+        code = table.cols[k].code[rows]
+        count = (code == NUM).astype(np.int64)
+        for i in np.flatnonzero(code == NESTED):
             count.flat[i] = deep[k][rows.flat[i]]
         return count.sum(axis=1)
 
@@ -294,38 +294,26 @@ def check_tokens(table, parts, keys):
             hi = min(len(part), lo + BLOCK)
             lines = lines_of(table, part, keys, {}, lo, hi)
             n_numbers = sum(held(k, part.rows[lo:hi]) * part.has(k)[lo:hi] for k in keys)
-            distinct = dict.fromkeys(lines)
-            at = {line: i for i, line in enumerate(distinct)}
-            which = np.fromiter(map(at.__getitem__, lines), np.int64, len(lines))
-            first = np.full(len(distinct), len(lines))
-            np.minimum.at(first, which, np.arange(len(lines)))
-            where = lambda i: table.where(part.rows[lo + i][0])
-            info = [
-                seen.get(line) or tokens_of(line, where(first[i]))
-                for i, line in enumerate(distinct)
-            ]
-            seen.update(zip(distinct, info))
-            read = np.array([n for n, _, _ in info])[which]
-            wrong = np.flatnonzero(read != n_numbers)
-            if len(wrong):
-                i = wrong[0]
-                fail(
-                    f"{where(i)}: the tokenizer reads {read[i]} numbers in the record written as"
-                    f" {lines[i][:60]!r}, which holds {n_numbers[i]}"
-                )
-            for (_, _, tokens), i in zip(info, first):
+            for i, line in enumerate(lines):
+                if line in seen:
+                    continue
+                where = table.where(part.rows[lo + i][0])
+                n_read, _, tokens = seen[line] = tokens_of(line, where)
+                if n_read != n_numbers[i]:
+                    fail(
+                        f"{where}: the tokenizer reads {n_read} numbers in the record written as"
+                        f" {line[:60]!r}, which holds {n_numbers[i]}"
+                    )
                 unseen = [t for t in tokens if t not in vocab]
                 if split != "train" and unseen:
                     fail(
-                        f"{where(i)}: the {split} record holds the text token {unseen[0]!r}, which"
-                        " no training record has; add such records to the training data, or write"
-                        " the value as a number or a category train has"
+                        f"{where}: the {split} record holds the text token {excerpt(unseen[0])},"
+                        " which no training record has; add such records to the training data, or"
+                        " write the value as a number or a category train has"
                     )
                 vocab.update(dict.fromkeys(unseen))
-            pieces = np.array([n for _, n, _ in info])
-            low = [min(low[0], n_numbers.min()), min(low[1], pieces.min())]
-            high = [max(high[0], n_numbers.max()), max(high[1], pieces.max())]
-    return vocab, (low, high)
+    counts = np.array([(n_read, n_pieces) for n_read, n_pieces, _ in seen.values()])
+    return vocab, (counts.min(axis=0), counts.max(axis=0))
 
 
 def tokens_of(line, where):

@@ -333,7 +333,7 @@ def own_table(tmp_path, content, name="d.csv", **flags):
     import reading
     (tmp_path / name).write_text(content)
     settings = {"columns": None, "text": set(), "delimiter": None, "decimal_comma": False}
-    return reading.read_file(str(tmp_path / name), argparse.Namespace(**{**settings, **flags}))
+    return reading.read_files([str(tmp_path / name)], argparse.Namespace(**{**settings, **flags}))
 
 
 def tokenize(d, *flags):

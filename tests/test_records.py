@@ -8,7 +8,7 @@ from helpers import own_table
 
 
 def args(**flags):
-    """text.py's settings after parse_args, as split_records sees them."""
+    """text.py's settings as split_records sees them."""
     defaults = {"files": ["a.csv"], "val": None, "test": None, "window": 1, "stride": 1, "order": "random",
                 "fractions": [0.6, 0.2, 0.2], "seed": 1, "group": None, "context_before": False}
     return argparse.Namespace(**{**defaults, **flags})
