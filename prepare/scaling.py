@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 from common import fail
-from reading import NUM, numbers
+from reading import NUM, numbers, print_some
 from records import rows_in, weights
 
 # scaled numbers beyond this are far from order 1: warned of
@@ -38,9 +38,9 @@ def extremes(col, rows):
     return low, high, small, max(high, -low)
 
 
-def scale_of(table, train, key, mode):
+def scale_of(table, train, key, mode, say=print):
     """{"center", "spread"} of a key, from the training records (each number counted as often as
-    records hold it)."""
+    records hold it); a constant key said."""
     col, w = table.cols[key], weights(table, train, key)
     low, high, _, _ = extremes(col, w > 0)
     if low > high:
@@ -55,7 +55,7 @@ def scale_of(table, train, key, mode):
     squares = sum((((x - mean) ** 2) * n).sum() for x, n in number_pieces(col, w > 0, w))
     std = math.sqrt(squares / count)
     if std == 0:
-        print(
+        say(
             f"note: key {key!r} is constant in train ({low:g}): nothing to learn from it;"
             " --columns leaves it out"
         )
@@ -114,40 +114,45 @@ def float32_clash(table, col, held, scale, digits):
 def scale(table, parts, keys, mode):
     """({key: scale}, {key: decimals}, {key: largest |x| written}, {key: [least, largest] in
     train}), from train; what the model cannot tell apart warned of."""
-    scales, digits, largest, ranges = {}, {}, {}, {}
+    scales, digits, largest, ranges, said = {}, {}, {}, {}, {}
+    say = lambda kind: said.setdefault(kind, []).append
     for key in keys:
         most = extremes(table.cols[key], rows_in(table, parts, key))[3]
         # squared, such a number overflows a float64
         if most > 1e150:
             fail(f"key {key!r}: |x| up to {most:g}, too large to scale; write log10 of it as a key")
-        scales[key] = scale_of(table, parts[0], key, mode)
+        scales[key] = scale_of(table, parts[0], key, mode, say("constant"))
     for key, s in scales.items():
         col = table.cols[key]
         held = rows_in(table, parts, key)
         low, high, least, most = extremes(col, held)
-        digits[key] = decimals_of(col.q, s["spread"], mode)
         largest[key] = max(abs(high - s["center"]), abs(low - s["center"])) / s["spread"]
+        # no more digits than a float64 holds of the largest
+        most_digits = 17 - math.floor(math.log10(largest[key] or 1))
+        digits[key] = max(0, min(decimals_of(col.q, s["spread"], mode), most_digits))
         low, high, _, _ = extremes(col, weights(table, parts[0], key) > 0)
         ranges[key] = [float(low), float(high)]
         clash = float32_clash(table, col, held, s, digits[key])
         if clash:
             a, where, b, seen = clash
             y = np.float32(written([float(a)], s, digits[key])[0])
-            print(
+            say("clash")(
                 f"warning: {where}: key {key!r}: {a} and {b} ({seen}) reach the model as one value"
                 f" ({y:g} scaled); write log10 of the key as a column, --scale none, or leave an"
                 " ID out (--columns)"
             )
         if least < np.inf and most / least > 1e6:
-            print(
+            say("decades")(
                 f"warning: key {key!r}: |x| from {least:.3g} to {most:.3g},"
                 f" {math.log10(most / least):.0f} decades: scaled, the small ones are near 0;"
                 " write log10 of the key as a column, or --scale none"
             )
         if mode == "auto" and largest[key] > FAR:
-            print(
+            say("far")(
                 f"warning: key {key!r}: scaled, its numbers reach |x| = {largest[key]:.3g}; xVal"
                 " learns best with numbers of order 1: write log10 of the key, or leave outliers"
                 " out"
             )
+    for lines in said.values():
+        print_some(lines)
     return scales, digits, largest, ranges

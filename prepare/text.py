@@ -26,9 +26,9 @@ import numpy as np
 # common puts the repository's root on the path
 from common import at_least, command, dataset_files, fail, one_line_errors, staged_dataset
 from common import write_meta
-from reading import MISSING, NESTED, NUM, excerpt, numbers, read_files
+from reading import MISSING, NESTED, NUM, excerpt, numbers, print_some, read_files
 from records import SPLITS, check_keys, check_values, counting_keys, date_keys, leave_out_missing
-from records import rows_in, split_records, warn_short, words_for_tokenizer
+from records import as_word, rows_in, split_records, warn_short, words_for_tokenizer
 from scaling import scale, written
 from tokenize_line import split_text
 from util import TextError, check_regular, open_new, shell_line
@@ -97,6 +97,7 @@ def main(argv=None):
 def parser():
     """text.py's command line."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.error = lambda message: fail(f"{message} (--help lists the flags)")
     add = p.add_argument
     add("files", nargs="+", metavar="FILE", help="CSV or JSON-lines files (the training data with"
         " --val)")
@@ -300,6 +301,7 @@ def check_tokens(table, parts, keys):
                 where = table.where(part.rows[lo + i][0])
                 n_read, _, tokens = seen[line] = tokens_of(line, where)
                 if n_read != n_numbers[i]:
+                    misread_name(table, part.rows[lo + i], keys, where)
                     fail(
                         f"{where}: the tokenizer reads {n_read} numbers in the record written as"
                         f" {line[:60]!r}, which holds {n_numbers[i]}"
@@ -314,6 +316,25 @@ def check_tokens(table, parts, keys):
                 vocab.update(dict.fromkeys(unseen))
     counts = np.array([(n_read, n_pieces) for n_read, n_pieces, _ in seen.values()])
     return vocab, (counts.min(axis=0), counts.max(axis=0))
+
+
+def names_in(value):
+    """The keys of the JSON objects in a value."""
+    if isinstance(value, dict):
+        return [*value, *names_in(list(value.values()))]
+    return [k for v in value for k in names_in(v)] if isinstance(value, list) else []
+
+
+def misread_name(table, rows, keys, where):
+    """Refused: a JSON object under a key of the rows with a key the tokenizer reads a number in."""
+    for key in keys:
+        for row in rows:
+            names = [k for k in names_in(table.cols[key].nested.get(row)) if as_word(k) != k]
+            if names:
+                fail(
+                    f"{where}: key {key!r} holds an object with a key the tokenizer reads as a"
+                    f" number, {excerpt(names[0])}; rename it (as {excerpt(as_word(names[0]))})"
+                )
 
 
 def tokens_of(line, where):
@@ -347,24 +368,25 @@ def write_lines(stage, table, parts, keys, writers):
 
 def print_keys(args, meta, table, written_rows, largest):
     """Each key's scale, or its text values (in the records written)."""
-    scales = meta["scales"]
+    scales, lines = meta["scales"], []
     for k in meta["keys"]:
         s = scales.get(k)
         if s and args.scale == "auto":
-            print(
+            lines.append(
                 f"  {k:>12}: numbers, scaled (x - {s['center']:g}) / {s['spread']:g},"
                 f" {meta['decimals'][k]} decimals, largest |x| written {largest[k]:.3g}"
             )
         elif s:
-            print(f"  {k:>12}: numbers, as they are, largest |x| {largest[k]:.3g}")
+            lines.append(f"  {k:>12}: numbers, as they are, largest |x| {largest[k]:.3g}")
         if k in meta["text_keys"]:
             col = table.cols[k]
             codes = np.unique(col.code[written_rows])
             values = sorted({col.texts[c] for c in codes[codes >= 0]}, key=str)
-            print(
+            lines.append(
                 f"  {k:>12}: text, {len(values)} value(s): {', '.join(map(str, values[:12]))}"
                 + (" ..." if len(values) > 12 else "")
             )
+    print_some(lines, 20)
 
 
 def report(args, meta, table, parts, largest, vocab, counts, n_windowed, repeated):
@@ -396,7 +418,8 @@ def report(args, meta, table, parts, largest, vocab, counts, n_windowed, repeate
     print_keys(args, meta, table, rows_in(table, parts), largest)
     (low_n, low_t), (high_n, high_t) = counts
     print(f"numbers per record: {low_n}-{high_n}; tokens per record (xval): {low_t}-{high_t}")
-    print(f"text tokens ({len(vocab)}): {' '.join(sorted(vocab))}")
+    more = f" ... and {len(vocab) - 200} more" if len(vocab) > 200 else ""
+    print(f"text tokens ({len(vocab)}): {' '.join(sorted(vocab)[:200])}{more}")
     for s, n in repeated.items():
         if n:
             print(
