@@ -4,14 +4,12 @@ pyarrow's streaming reader) or JSON object."""
 import codecs
 import csv
 import functools
-import glob
 import gzip
 import io
 import json
 import math
 import os
 import re
-import shutil
 import tempfile
 from decimal import Decimal
 
@@ -63,18 +61,6 @@ def excerpt(value, n=60):
     """repr(value) for a message, cut to n characters."""
     text = repr(value)
     return text if len(text) <= n else text[: n - 3] + "..."
-
-
-def no_room(folder, e):
-    fail(f"{folder}: {e.strerror} (the scratch folder, TMPDIR); set TMPDIR to a folder with room")
-
-
-def print_some(lines, most=5):
-    """lines printed, those past the first `most` only counted."""
-    for line in lines[:most]:
-        print(line)
-    if len(lines) > most:
-        print(f"  ... and {len(lines) - most} more such lines")
 
 
 def plain_number(cell):
@@ -138,19 +124,15 @@ class Column:
 
     def write(self, code, x):
         # per block: 1,000 columns hold no file open
-        for path, values in zip(self.paths, (code.astype(np.int32), x.astype(np.float64))):
-            try:
-                with open(path, "ab") as f:
-                    f.write(values.tobytes())
-            except OSError as e:
-                no_room(os.path.dirname(path), e)
+        for path, values in zip(self.paths, (code, x)):
+            with open(path, "ab") as f:
+                f.write(values.tobytes())
         self.n += len(code)
 
     def check_float(self, d, at):
         """d as a float64, refused if one cannot hold it; q lowered to its finest digit."""
         x = float(d)
         self.q = min(self.q, d.as_tuple().exponent)
-        # squared (to scale), a number under 1e-150 is 0 to a float64
         if not math.isfinite(x) or (d and abs(x) < 1e-150):
             fail(
                 f"{at()}: {self.noun} {self.name!r}: {d} is beyond what a float64 holds, squared;"
@@ -237,32 +219,14 @@ class Column:
         return np.array([json.dumps(t, ensure_ascii=False) for t in self.texts] + [""], object)
 
 
-def ended(path):
-    """Whether the run that made a scratch folder (its pid in the name) has ended."""
-    pid = re.fullmatch(r"prepare-text-(\d{1,7})-\w+", os.path.basename(path))
-    try:
-        os.kill(int(pid[1]), 0)
-    except ProcessLookupError:
-        return True
-    except (OSError, TypeError):
-        pass
-    return False
-
-
 class Table:
     """The rows of the files read, a Column per key; where(row) names a row's file and line."""
 
     def __init__(self):
         self.paths, self.arrays, self.starts = [], [], [0]
         self.cols, self.line = {}, np.empty(0, np.int32)
-        # removed with the Table, or by a later run once its pid is gone; TMPDIR chooses the place
-        for path in glob.glob(os.path.join(tempfile.gettempdir(), "prepare-text-*-*")):
-            if ended(path):
-                shutil.rmtree(path, ignore_errors=True)
-        try:
-            self.scratch = tempfile.TemporaryDirectory(prefix=f"prepare-text-{os.getpid()}-")
-        except OSError as e:
-            no_room(tempfile.gettempdir(), e)
+        # removed with the Table; TMPDIR chooses the place
+        self.scratch = tempfile.TemporaryDirectory(prefix=f"prepare-text-{os.getpid()}-")
 
     @property
     def n(self):

@@ -11,7 +11,7 @@ from itertools import pairwise
 
 import numpy as np
 from common import fail
-from reading import GAP, MISSING, NUM, excerpt, leaves, print_some, rewrite
+from reading import GAP, MISSING, NUM, excerpt, leaves, rewrite
 
 from tokenize_line import split_text
 from util import TextError
@@ -31,6 +31,14 @@ DATE = re.compile(
 YYYYMMDD = re.compile(r"(?:1[89]|20)\d\d(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])")
 # the kinds a key's values may hold (a bit each)
 KINDS = {"number": 1, "text": 2}
+
+
+def print_some(lines, most=5):
+    """lines printed, those past the first `most` only counted."""
+    for line in lines[:most]:
+        print(line)
+    if len(lines) > most:
+        print(f"  ... and {len(lines) - most} more such lines")
 
 
 def kinds(value):

@@ -8,8 +8,8 @@ import math
 
 import numpy as np
 from common import fail
-from reading import NUM, numbers, print_some
-from records import rows_in, weights
+from reading import NUM, numbers
+from records import print_some, rows_in, weights
 
 # scaled numbers beyond this are far from order 1: warned of
 FAR = 10

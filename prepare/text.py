@@ -15,10 +15,15 @@ prepare/scaling.py.
 """
 
 import argparse
+import errno
 import gc
+import glob
 import hashlib
 import json
 import os
+import re
+import shutil
+import tempfile
 from decimal import Decimal
 
 import numpy as np
@@ -26,9 +31,9 @@ import numpy as np
 # common puts the repository's root on the path
 from common import at_least, command, dataset_files, fail, one_line_errors, staged_dataset
 from common import write_meta
-from reading import MISSING, NESTED, NUM, excerpt, numbers, print_some, read_files
+from reading import MISSING, NESTED, NUM, excerpt, numbers, read_files
 from records import SPLITS, check_keys, check_values, counting_keys, date_keys, leave_out_missing
-from records import as_word, rows_in, split_records, warn_short, words_for_tokenizer
+from records import as_word, print_some, rows_in, split_records, warn_short, words_for_tokenizer
 from scaling import scale, written
 from tokenize_line import split_text
 from util import TextError, check_regular, open_new, shell_line
@@ -41,9 +46,18 @@ def main(argv=None):
     args = parse_args(argv)
     inputs = args.files + ([args.val, args.test] if args.val else [])
     check_inputs(inputs, args.out)
+    remove_ended_scratch()
 
-    # read: a Table of every file's rows, a Column per key
-    table = read_files(inputs, args)
+    # read: a Table of every file's rows, a Column per key in a scratch folder
+    try:
+        table = read_files(inputs, args)
+    except OSError as e:
+        if e.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        fail(
+            f"{tempfile.gettempdir()} (TMPDIR, the scratch folder): {e.strerror}; set TMPDIR to a"
+            " folder with room"
+        )
 
     # clean keys: dates left out, words the tokenizer would misread renamed, values checked
     keys, kind, dates, renamed = clean_keys(table, args)
@@ -186,6 +200,18 @@ def check_inputs(paths, out):
         for path in paths:
             if os.path.realpath(path) in replaced:
                 fail(f"{path}: writing a dataset to {out} replaces it; choose another --out")
+
+
+def remove_ended_scratch():
+    """Scratch folders of ended runs (their pid in the name: prepare-text-<pid>-*) removed."""
+    for path in glob.glob(os.path.join(tempfile.gettempdir(), "prepare-text-*-*")):
+        pid = re.fullmatch(r"prepare-text-(\d{1,7})-\w+", os.path.basename(path))
+        try:
+            os.kill(int(pid[1]), 0)
+        except ProcessLookupError:
+            shutil.rmtree(path, ignore_errors=True)
+        except (OSError, TypeError):
+            pass
 
 
 def clean_keys(table, args):

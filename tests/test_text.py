@@ -521,7 +521,7 @@ def test_scratch_of_a_killed_run_is_removed_and_a_full_tmpdir_named(tmp_path, mo
     prepare(tmp_path, CSV)
     assert not (tmp_path / f"prepare-text-{dead.pid}-x1").exists()
     assert (tmp_path / f"prepare-text-{os.getpid()}-x1").exists()
-    column = reading.Column("x", "column", str(tmp_path / "c"), False, False)
-    column.paths = ["/dev/full", "/dev/full"]
-    with pytest.raises(SystemExit, match=r"/dev: No space left on device \(the scratch folder, TMPDIR\); set TMPDIR"):
-        column.write(np.zeros(1), np.zeros(1))
+    def full(*_):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(reading.Column, "write", full)
+    assert error(tmp_path, CSV).startswith(f"error: {tmp_path} (TMPDIR, the scratch folder): No space left")
