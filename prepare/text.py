@@ -15,6 +15,7 @@ prepare/scaling.py.
 """
 
 import argparse
+import contextlib
 import errno
 import gc
 import glob
@@ -46,18 +47,10 @@ def main(argv=None):
     args = parse_args(argv)
     inputs = args.files + ([args.val, args.test] if args.val else [])
     check_inputs(inputs, args.out)
-    remove_ended_scratch()
 
     # read: a Table of every file's rows, a Column per key in a scratch folder
-    try:
+    with scratch_space():
         table = read_files(inputs, args)
-    except OSError as e:
-        if e.errno not in (errno.ENOSPC, errno.EDQUOT):
-            raise
-        fail(
-            f"{tempfile.gettempdir()} (TMPDIR, the scratch folder): {e.strerror}; set TMPDIR to a"
-            " folder with room"
-        )
 
     # clean keys: dates left out, words the tokenizer would misread renamed, values checked
     keys, kind, dates, renamed = clean_keys(table, args)
@@ -202,16 +195,25 @@ def check_inputs(paths, out):
                 fail(f"{path}: writing a dataset to {out} replaces it; choose another --out")
 
 
-def remove_ended_scratch():
-    """Scratch folders of ended runs (their pid in the name: prepare-text-<pid>-*) removed."""
+@contextlib.contextmanager
+def scratch_space():
+    """Scratch folders prepare-text-<pid>-* of runs that ended removed; a full TMPDIR named."""
     for path in glob.glob(os.path.join(tempfile.gettempdir(), "prepare-text-*-*")):
-        pid = re.fullmatch(r"prepare-text-(\d{1,7})-\w+", os.path.basename(path))
         try:
-            os.kill(int(pid[1]), 0)
+            os.kill(int(os.path.basename(path).split("-")[2]), 0)
         except ProcessLookupError:
             shutil.rmtree(path, ignore_errors=True)
-        except (OSError, TypeError):
+        except (OSError, ValueError, OverflowError):
             pass
+    try:
+        yield
+    except OSError as e:
+        if e.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        fail(
+            f"{tempfile.gettempdir()} (TMPDIR, the scratch folder): {e.strerror}; set TMPDIR to a"
+            " folder with room"
+        )
 
 
 def clean_keys(table, args):
@@ -327,7 +329,7 @@ def check_tokens(table, parts, keys):
                 where = table.where(part.rows[lo + i][0])
                 n_read, _, tokens = seen[line] = tokens_of(line, where)
                 if n_read != n_numbers[i]:
-                    misread_name(table, part.rows[lo + i], keys, where)
+                    misread_name(line, where)
                     fail(
                         f"{where}: the tokenizer reads {n_read} numbers in the record written as"
                         f" {line[:60]!r}, which holds {n_numbers[i]}"
@@ -344,23 +346,14 @@ def check_tokens(table, parts, keys):
     return vocab, (counts.min(axis=0), counts.max(axis=0))
 
 
-def names_in(value):
-    """The keys of the JSON objects in a value."""
-    if isinstance(value, dict):
-        return [*value, *names_in(list(value.values()))]
-    return [k for v in value for k in names_in(v)] if isinstance(value, list) else []
-
-
-def misread_name(table, rows, keys, where):
-    """Refused: a JSON object under a key of the rows with a key the tokenizer reads a number in."""
-    for key in keys:
-        for row in rows:
-            names = [k for k in names_in(table.cols[key].nested.get(row)) if as_word(k) != k]
-            if names:
-                fail(
-                    f"{where}: key {key!r} holds an object with a key the tokenizer reads as a"
-                    f" number, {excerpt(names[0])}; rename it (as {excerpt(as_word(names[0]))})"
-                )
+def misread_name(line, where):
+    """Refused: a string of the line (an object's key) the tokenizer reads a number in."""
+    for name in map(json.loads, re.findall(r'"(?:[^"\\]|\\.)*"', line)):
+        if as_word(name) != name:
+            fail(
+                f"{where}: the tokenizer reads a number in {excerpt(name)}, a key of a JSON"
+                f" object; rename it (as {excerpt(as_word(name))})"
+            )
 
 
 def tokens_of(line, where):
