@@ -42,21 +42,20 @@ def scale_of(table, train, key, mode, say=print):
     """{"center", "spread"} of a key, from the training records (each number counted as often as
     records hold it); a constant key said."""
     col, w = table.cols[key], weights(table, train, key)
-    low, high, _, _ = extremes(col, w > 0)
-    if low > high:
+    total = count = 0.0
+    for x, n in number_pieces(col, w > 0, w):
+        total, count = total + (x * n).sum(), count + n.sum()
+    if not count:
         fail(
             f"key {key!r} holds no number in the training split"
             f" ({table.where(train.rows[0][0])} ...), so it has no scale"
         )
-    total = count = 0.0
-    for x, n in number_pieces(col, w > 0, w):
-        total, count = total + (x * n).sum(), count + n.sum()
     mean = total / count
     squares = sum((((x - mean) ** 2) * n).sum() for x, n in number_pieces(col, w > 0, w))
     std = math.sqrt(squares / count)
     if std == 0:
         say(
-            f"note: key {key!r} is constant in train ({low:g}): nothing to learn from it;"
+            f"note: key {key!r} is constant in train ({mean:g}): nothing to learn from it;"
             " --columns leaves it out"
         )
     if mode == "none":
@@ -117,15 +116,13 @@ def scale(table, parts, keys, mode):
     scales, digits, largest, ranges, said = {}, {}, {}, {}, {}
     say = lambda kind: said.setdefault(kind, []).append
     for key in keys:
-        most = extremes(table.cols[key], rows_in(table, parts, key))[3]
-        # squared, such a number overflows a float64
-        if most > 1e150:
-            fail(f"key {key!r}: |x| up to {most:g}, too large to scale; write log10 of it as a key")
-        scales[key] = scale_of(table, parts[0], key, mode, say("constant"))
-    for key, s in scales.items():
         col = table.cols[key]
         held = rows_in(table, parts, key)
         low, high, least, most = extremes(col, held)
+        # squared, such a number overflows a float64
+        if most > 1e150:
+            fail(f"key {key!r}: |x| up to {most:g}, too large to scale; write log10 of it as a key")
+        s = scales[key] = scale_of(table, parts[0], key, mode, say("constant"))
         largest[key] = max(abs(high - s["center"]), abs(low - s["center"])) / s["spread"]
         # no more digits than a float64 holds of the largest
         most_digits = 17 - math.floor(math.log10(largest[key] or 1))

@@ -445,12 +445,14 @@ def report(args, meta, table, parts, largest, vocab, counts, n_windowed, repeate
                 f"note: {n} of the {meta['splits'][s]} {s} records are also, exactly, in train"
                 " (duplicate records)"
             )
-    for k in meta["scales"]:
-        if args.scale == "none" and not 0.1 <= largest[k] <= 10:
-            print(
-                f"warning: key {k!r}: numbers up to |x| = {largest[k]:.4g}; xVal learns best with"
-                " values of order 1 (--scale auto scales them)"
-            )
+    far = [k for k in meta["scales"] if args.scale == "none" and not 0.1 <= largest[k] <= 10]
+    print_some(
+        [
+            f"warning: key {k!r}: numbers up to |x| = {largest[k]:.4g}; xVal learns best with"
+            " values of order 1 (--scale auto scales them)"
+            for k in far
+        ]
+    )
     print(f"next: {shell_line('python', 'tokenize_numbers.py', args.out, '--encoding', 'xval')}")
 
 
