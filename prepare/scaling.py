@@ -66,14 +66,13 @@ def scale_of(table, train, key, mode, say=print):
     return {"center": float(f"{mean:.{digits}g}"), "spread": spread}
 
 
-def decimals_of(q, spread, mode):
+def decimals_of(q, spread, mode, largest):
     """The decimals d of a key's written numbers. Scaled: the least d with 10^-d * spread <= 10^q /
     10, 10^q the place of the finest digit of its inputs, so that written * spread + center,
-    rounded to the input's digits, is the input (of up to 15 significant digits, what a float64
-    holds). As they are: the input's own decimals."""
-    if mode == "none":
-        return max(0, -int(q))
-    return max(0, math.ceil(math.log10(spread) - int(q) + 1 - 1e-9))
+    rounded to the input's digits, is the input. As they are: the input's own decimals. Either
+    no more than a float64 holds of the largest |x| written."""
+    d = -int(q) if mode == "none" else math.ceil(math.log10(spread) - int(q) + 1 - 1e-9)
+    return max(0, min(d, 17 - math.floor(math.log10(largest or 1))))
 
 
 def written(x, scale, digits):
@@ -124,9 +123,7 @@ def scale(table, parts, keys, mode):
             fail(f"key {key!r}: |x| up to {most:g}, too large to scale; write log10 of it as a key")
         s = scales[key] = scale_of(table, parts[0], key, mode, say("constant"))
         largest[key] = max(abs(high - s["center"]), abs(low - s["center"])) / s["spread"]
-        # no more digits than a float64 holds of the largest
-        most_digits = 17 - math.floor(math.log10(largest[key] or 1))
-        digits[key] = max(0, min(decimals_of(col.q, s["spread"], mode), most_digits))
+        digits[key] = decimals_of(col.q, s["spread"], mode, largest[key])
         low, high, _, _ = extremes(col, weights(table, parts[0], key) > 0)
         ranges[key] = [float(low), float(high)]
         clash = float32_clash(table, col, held, s, digits[key])

@@ -197,7 +197,7 @@ def check_inputs(paths, out):
 
 @contextlib.contextmanager
 def scratch_space():
-    """Scratch folders prepare-text-<pid>-* of runs that ended removed; a full TMPDIR named."""
+    """Scratch folders prepare-text-<pid>-* of ended runs removed; a full TMPDIR named."""
     for path in glob.glob(os.path.join(tempfile.gettempdir(), "prepare-text-*-*")):
         try:
             os.kill(int(os.path.basename(path).split("-")[2]), 0)
@@ -210,10 +210,7 @@ def scratch_space():
     except OSError as e:
         if e.errno not in (errno.ENOSPC, errno.EDQUOT):
             raise
-        fail(
-            f"{tempfile.gettempdir()} (TMPDIR, the scratch folder): {e.strerror}; set TMPDIR to a"
-            " folder with room"
-        )
+        fail(f"{tempfile.gettempdir()} (TMPDIR): {e.strerror}; set TMPDIR to a folder with room")
 
 
 def clean_keys(table, args):
@@ -329,7 +326,13 @@ def check_tokens(table, parts, keys):
                 where = table.where(part.rows[lo + i][0])
                 n_read, _, tokens = seen[line] = tokens_of(line, where)
                 if n_read != n_numbers[i]:
-                    misread_name(line, where)
+                    # a string of the line (an object's key) the tokenizer reads a number in
+                    for name in map(json.loads, re.findall(r'"(?:[^"\\]|\\.)*"', line)):
+                        if as_word(name) != name:
+                            fail(
+                                f"{where}: the tokenizer reads a number in the key"
+                                f" {excerpt(name)}; rename it {excerpt(as_word(name))}"
+                            )
                     fail(
                         f"{where}: the tokenizer reads {n_read} numbers in the record written as"
                         f" {line[:60]!r}, which holds {n_numbers[i]}"
@@ -344,16 +347,6 @@ def check_tokens(table, parts, keys):
                 vocab.update(dict.fromkeys(unseen))
     counts = np.array([(n_read, n_pieces) for n_read, n_pieces, _ in seen.values()])
     return vocab, (counts.min(axis=0), counts.max(axis=0))
-
-
-def misread_name(line, where):
-    """Refused: a string of the line (an object's key) the tokenizer reads a number in."""
-    for name in map(json.loads, re.findall(r'"(?:[^"\\]|\\.)*"', line)):
-        if as_word(name) != name:
-            fail(
-                f"{where}: the tokenizer reads a number in {excerpt(name)}, a key of a JSON"
-                f" object; rename it (as {excerpt(as_word(name))})"
-            )
 
 
 def tokens_of(line, where):
