@@ -124,7 +124,7 @@ class Column:
 
     def write(self, code, x):
         # per block: 1,000 columns hold no file open
-        for path, values in zip(self.paths, (code.astype(np.int32), x.astype(np.float64))):
+        for path, values in zip(self.paths, (code, x)):
             with open(path, "ab") as f:
                 f.write(values.tobytes())
         self.n += len(code)
@@ -133,10 +133,10 @@ class Column:
         """d as a float64, refused if one cannot hold it; q lowered to its finest digit."""
         x = float(d)
         self.q = min(self.q, d.as_tuple().exponent)
-        if not math.isfinite(x) or (d and not x):
+        if not math.isfinite(x) or (d and abs(x) < 1e-150):
             fail(
-                f"{at()}: {self.noun} {self.name!r}: {d} is beyond what a float64 holds; write the"
-                " key in other units"
+                f"{at()}: {self.noun} {self.name!r}: {d} is beyond what a float64 holds, squared;"
+                " write the key in other units"
             )
         return x
 
@@ -226,7 +226,7 @@ class Table:
         self.paths, self.arrays, self.starts = [], [], [0]
         self.cols, self.line = {}, np.empty(0, np.int32)
         # removed with the Table; TMPDIR chooses the place
-        self.scratch = tempfile.TemporaryDirectory(prefix="prepare-text-")
+        self.scratch = tempfile.TemporaryDirectory(prefix=f"prepare-text-{os.getpid()}-")
 
     @property
     def n(self):

@@ -33,6 +33,14 @@ YYYYMMDD = re.compile(r"(?:1[89]|20)\d\d(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])
 KINDS = {"number": 1, "text": 2}
 
 
+def print_some(lines, most=5):
+    """lines printed, those past the first `most` only counted."""
+    for line in lines[:most]:
+        print(line)
+    if len(lines) > most:
+        print(f"  ... and {len(lines) - most} more such lines")
+
+
 def kinds(value):
     """The kinds of a value's leaves: 'number', 'text', 'null'."""
     return {
@@ -132,7 +140,7 @@ def counts_up(x, q, size=1 << 18):
 
 def counting_keys(table, keys):
     """The keys that count rows in every file, noted (train.py's hint names another)."""
-    counting = []
+    counting, lines = [], []
     for key in keys:
         col = table.cols[key]
         if not (col.code == NUM).all():
@@ -141,11 +149,12 @@ def counting_keys(table, keys):
         if None in steps:
             continue
         counting.append(key)
-        print(
+        lines.append(
             f"note: key {key!r} goes up by {' or '.join(sorted(steps))} from row to row (a row"
             " number, a year, an hour of the day, a timestamp?): kept as a number; --columns"
             " leaves it out"
         )
+    print_some(lines)
     return counting
 
 
@@ -303,7 +312,7 @@ def weights(table, part, key):
 
 def date_keys(table, text_keys):
     """The keys (not --text) whose every value is a date or time, noted."""
-    dates = []
+    dates, lines = [], []
     for key, col in table.cols.items():
         texts = all(isinstance(t, str) and DATE.fullmatch(t) for t in col.texts)
         if key in text_keys or not texts or col.nested or col.q < 0:
@@ -332,10 +341,11 @@ def date_keys(table, text_keys):
         back = ""
         if len(after):
             back = f" (they go back in time at {table.where(after[0])}: sort the file)"
-        print(
+        lines.append(
             f"note: key {key!r} holds dates or times ({value[0]} ... {value[-1]}): left out;"
             f" the rows are taken in file order{back}"
         )
+    print_some(lines)
     return dates
 
 

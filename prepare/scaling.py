@@ -9,7 +9,7 @@ import math
 import numpy as np
 from common import fail
 from reading import NUM, numbers
-from records import rows_in, weights
+from records import print_some, rows_in, weights
 
 # scaled numbers beyond this are far from order 1: warned of
 FAR = 10
@@ -38,25 +38,24 @@ def extremes(col, rows):
     return low, high, small, max(high, -low)
 
 
-def scale_of(table, train, key, mode):
+def scale_of(table, train, key, mode, say=print):
     """{"center", "spread"} of a key, from the training records (each number counted as often as
-    records hold it)."""
+    records hold it); a constant key said."""
     col, w = table.cols[key], weights(table, train, key)
-    low, high, _, _ = extremes(col, w > 0)
-    if low > high:
+    total = count = 0.0
+    for x, n in number_pieces(col, w > 0, w):
+        total, count = total + (x * n).sum(), count + n.sum()
+    if not count:
         fail(
             f"key {key!r} holds no number in the training split"
             f" ({table.where(train.rows[0][0])} ...), so it has no scale"
         )
-    total = count = 0.0
-    for x, n in number_pieces(col, w > 0, w):
-        total, count = total + (x * n).sum(), count + n.sum()
     mean = total / count
     squares = sum((((x - mean) ** 2) * n).sum() for x, n in number_pieces(col, w > 0, w))
     std = math.sqrt(squares / count)
     if std == 0:
-        print(
-            f"note: key {key!r} is constant in train ({low:g}): nothing to learn from it;"
+        say(
+            f"note: key {key!r} is constant in train ({mean:g}): nothing to learn from it;"
             " --columns leaves it out"
         )
     if mode == "none":
@@ -67,14 +66,13 @@ def scale_of(table, train, key, mode):
     return {"center": float(f"{mean:.{digits}g}"), "spread": spread}
 
 
-def decimals_of(q, spread, mode):
+def decimals_of(q, spread, mode, largest):
     """The decimals d of a key's written numbers. Scaled: the least d with 10^-d * spread <= 10^q /
     10, 10^q the place of the finest digit of its inputs, so that written * spread + center,
-    rounded to the input's digits, is the input (of up to 15 significant digits, what a float64
-    holds). As they are: the input's own decimals."""
-    if mode == "none":
-        return max(0, -int(q))
-    return max(0, math.ceil(math.log10(spread) - int(q) + 1 - 1e-9))
+    rounded to the input's digits, is the input. As they are: the input's own decimals. Either
+    no more than a float64 holds of the largest |x| written."""
+    d = -int(q) if mode == "none" else math.ceil(math.log10(spread) - int(q) + 1 - 1e-9)
+    return max(0, min(d, 17 - math.floor(math.log10(largest or 1))))
 
 
 def written(x, scale, digits):
@@ -114,40 +112,41 @@ def float32_clash(table, col, held, scale, digits):
 def scale(table, parts, keys, mode):
     """({key: scale}, {key: decimals}, {key: largest |x| written}, {key: [least, largest] in
     train}), from train; what the model cannot tell apart warned of."""
-    scales, digits, largest, ranges = {}, {}, {}, {}
+    scales, digits, largest, ranges, said = {}, {}, {}, {}, {}
+    say = lambda kind: said.setdefault(kind, []).append
     for key in keys:
-        most = extremes(table.cols[key], rows_in(table, parts, key))[3]
-        # squared, such a number overflows a float64
-        if most > 1e150:
-            fail(f"key {key!r}: |x| up to {most:g}, too large to scale; write log10 of it as a key")
-        scales[key] = scale_of(table, parts[0], key, mode)
-    for key, s in scales.items():
         col = table.cols[key]
         held = rows_in(table, parts, key)
         low, high, least, most = extremes(col, held)
-        digits[key] = decimals_of(col.q, s["spread"], mode)
+        # squared, such a number overflows a float64
+        if most > 1e150:
+            fail(f"key {key!r}: |x| up to {most:g}, too large to scale; write log10 of it as a key")
+        s = scales[key] = scale_of(table, parts[0], key, mode, say("constant"))
         largest[key] = max(abs(high - s["center"]), abs(low - s["center"])) / s["spread"]
+        digits[key] = decimals_of(col.q, s["spread"], mode, largest[key])
         low, high, _, _ = extremes(col, weights(table, parts[0], key) > 0)
         ranges[key] = [float(low), float(high)]
         clash = float32_clash(table, col, held, s, digits[key])
         if clash:
             a, where, b, seen = clash
             y = np.float32(written([float(a)], s, digits[key])[0])
-            print(
+            say("clash")(
                 f"warning: {where}: key {key!r}: {a} and {b} ({seen}) reach the model as one value"
                 f" ({y:g} scaled); write log10 of the key as a column, --scale none, or leave an"
                 " ID out (--columns)"
             )
         if least < np.inf and most / least > 1e6:
-            print(
+            say("decades")(
                 f"warning: key {key!r}: |x| from {least:.3g} to {most:.3g},"
                 f" {math.log10(most / least):.0f} decades: scaled, the small ones are near 0;"
                 " write log10 of the key as a column, or --scale none"
             )
         if mode == "auto" and largest[key] > FAR:
-            print(
+            say("far")(
                 f"warning: key {key!r}: scaled, its numbers reach |x| = {largest[key]:.3g}; xVal"
                 " learns best with numbers of order 1: write log10 of the key, or leave outliers"
                 " out"
             )
+    for lines in said.values():
+        print_some(lines)
     return scales, digits, largest, ranges

@@ -15,10 +15,16 @@ prepare/scaling.py.
 """
 
 import argparse
+import contextlib
+import errno
 import gc
+import glob
 import hashlib
 import json
 import os
+import re
+import shutil
+import tempfile
 from decimal import Decimal
 
 import numpy as np
@@ -28,7 +34,7 @@ from common import at_least, command, dataset_files, fail, one_line_errors, stag
 from common import write_meta
 from reading import MISSING, NESTED, NUM, excerpt, numbers, read_files
 from records import SPLITS, check_keys, check_values, counting_keys, date_keys, leave_out_missing
-from records import rows_in, split_records, warn_short, words_for_tokenizer
+from records import as_word, print_some, rows_in, split_records, warn_short, words_for_tokenizer
 from scaling import scale, written
 from tokenize_line import split_text
 from util import TextError, check_regular, open_new, shell_line
@@ -42,8 +48,9 @@ def main(argv=None):
     inputs = args.files + ([args.val, args.test] if args.val else [])
     check_inputs(inputs, args.out)
 
-    # read: a Table of every file's rows, a Column per key
-    table = read_files(inputs, args)
+    # read: a Table of every file's rows, a Column per key in a scratch folder
+    with scratch_space():
+        table = read_files(inputs, args)
 
     # clean keys: dates left out, words the tokenizer would misread renamed, values checked
     keys, kind, dates, renamed = clean_keys(table, args)
@@ -97,6 +104,7 @@ def main(argv=None):
 def parser():
     """text.py's command line."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.error = lambda message: fail(f"{message} (--help lists the flags)")
     add = p.add_argument
     add("files", nargs="+", metavar="FILE", help="CSV or JSON-lines files (the training data with"
         " --val)")
@@ -185,6 +193,24 @@ def check_inputs(paths, out):
         for path in paths:
             if os.path.realpath(path) in replaced:
                 fail(f"{path}: writing a dataset to {out} replaces it; choose another --out")
+
+
+@contextlib.contextmanager
+def scratch_space():
+    """Scratch folders prepare-text-<pid>-* of ended runs removed; a full TMPDIR named."""
+    for path in glob.glob(os.path.join(tempfile.gettempdir(), "prepare-text-*-*")):
+        try:
+            os.kill(int(os.path.basename(path).split("-")[2]), 0)
+        except ProcessLookupError:
+            shutil.rmtree(path, ignore_errors=True)
+        except (OSError, ValueError, OverflowError):
+            pass
+    try:
+        yield
+    except OSError as e:
+        if e.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        fail(f"{tempfile.gettempdir()} (TMPDIR): {e.strerror}; set TMPDIR to a folder with room")
 
 
 def clean_keys(table, args):
@@ -300,6 +326,13 @@ def check_tokens(table, parts, keys):
                 where = table.where(part.rows[lo + i][0])
                 n_read, _, tokens = seen[line] = tokens_of(line, where)
                 if n_read != n_numbers[i]:
+                    # a string of the line (an object's key) the tokenizer reads a number in
+                    for name in map(json.loads, re.findall(r'"(?:[^"\\]|\\.)*"', line)):
+                        if as_word(name) != name:
+                            fail(
+                                f"{where}: the tokenizer reads a number in the key"
+                                f" {excerpt(name)}; rename it {excerpt(as_word(name))}"
+                            )
                     fail(
                         f"{where}: the tokenizer reads {n_read} numbers in the record written as"
                         f" {line[:60]!r}, which holds {n_numbers[i]}"
@@ -347,24 +380,25 @@ def write_lines(stage, table, parts, keys, writers):
 
 def print_keys(args, meta, table, written_rows, largest):
     """Each key's scale, or its text values (in the records written)."""
-    scales = meta["scales"]
+    scales, lines = meta["scales"], []
     for k in meta["keys"]:
         s = scales.get(k)
         if s and args.scale == "auto":
-            print(
+            lines.append(
                 f"  {k:>12}: numbers, scaled (x - {s['center']:g}) / {s['spread']:g},"
                 f" {meta['decimals'][k]} decimals, largest |x| written {largest[k]:.3g}"
             )
         elif s:
-            print(f"  {k:>12}: numbers, as they are, largest |x| {largest[k]:.3g}")
+            lines.append(f"  {k:>12}: numbers, as they are, largest |x| {largest[k]:.3g}")
         if k in meta["text_keys"]:
             col = table.cols[k]
             codes = np.unique(col.code[written_rows])
             values = sorted({col.texts[c] for c in codes[codes >= 0]}, key=str)
-            print(
+            lines.append(
                 f"  {k:>12}: text, {len(values)} value(s): {', '.join(map(str, values[:12]))}"
                 + (" ..." if len(values) > 12 else "")
             )
+    print_some(lines, 20)
 
 
 def report(args, meta, table, parts, largest, vocab, counts, n_windowed, repeated):
@@ -396,19 +430,22 @@ def report(args, meta, table, parts, largest, vocab, counts, n_windowed, repeate
     print_keys(args, meta, table, rows_in(table, parts), largest)
     (low_n, low_t), (high_n, high_t) = counts
     print(f"numbers per record: {low_n}-{high_n}; tokens per record (xval): {low_t}-{high_t}")
-    print(f"text tokens ({len(vocab)}): {' '.join(sorted(vocab))}")
+    more = f" ... and {len(vocab) - 200} more" if len(vocab) > 200 else ""
+    print(f"text tokens ({len(vocab)}): {' '.join(sorted(vocab)[:200])}{more}")
     for s, n in repeated.items():
         if n:
             print(
                 f"note: {n} of the {meta['splits'][s]} {s} records are also, exactly, in train"
                 " (duplicate records)"
             )
-    for k in meta["scales"]:
-        if args.scale == "none" and not 0.1 <= largest[k] <= 10:
-            print(
-                f"warning: key {k!r}: numbers up to |x| = {largest[k]:.4g}; xVal learns best with"
-                " values of order 1 (--scale auto scales them)"
-            )
+    far = [k for k in meta["scales"] if args.scale == "none" and not 0.1 <= largest[k] <= 10]
+    print_some(
+        [
+            f"warning: key {k!r}: numbers up to |x| = {largest[k]:.4g}; xVal learns best with"
+            " values of order 1 (--scale auto scales them)"
+            for k in far
+        ]
+    )
     print(f"next: {shell_line('python', 'tokenize_numbers.py', args.out, '--encoding', 'xval')}")
 
 

@@ -11,6 +11,7 @@ import resource
 import shlex
 import subprocess
 import sys
+import warnings
 import zipfile
 from decimal import Decimal
 
@@ -576,3 +577,54 @@ def test_main_reads_as_its_steps():
              "check_tokens", "write_lines", "report"]
     called = re.findall(r"(\w+)\(", inspect.getsource(text.main))
     assert [f for f in called if f in steps] == steps
+
+
+# ---------------------------------------------------------------- edge numbers, flags, volume, leftovers
+NESTED_KEY = "".join(f'{{"x": {i}, "y": {{"12": {i % 5}}}}}\n' for i in range(40))
+
+
+@pytest.mark.parametrize("content,flags,expected", [
+    ("t,x\n1,2\n2,1e-320\n3,4\n", [], r"bad.csv:3: column 'x': 1E-320 is beyond what a float64 holds, squared"),
+    (CSV, ["--stride", "0"], r"^error: argument --stride: expected an integer ≥ 1, got 0 \(--help lists"),
+    (CSV, ["--window", "nan"], r"^error: argument --window: invalid integer value: 'nan'"),
+    (CSV, ["--seed", "-1"], r"^error: argument --seed: expected an integer ≥ 0, got -1"),
+    (NESTED_KEY, [], r"bad.jsonl:3: the tokenizer reads a number in the key '12'; rename it '_12'$"),
+])
+def test_edge_numbers_flags_and_misread_nested_keys_are_one_line(error, content, flags, expected):
+    name = "bad.jsonl" if content.startswith("{") else "bad.csv"
+    assert re.search(expected, error(content, *flags, name=name))
+
+
+def test_a_tiny_number_beside_large_ones_is_written_with_at_most_17_digits(prepare):
+    content = "x,y\n" + "".join(f"{i}.5,{'1e-60' if i % 2 else 1}\n" for i in range(40))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        out, meta = prepare(content)
+    assert meta["decimals"]["y"] <= 17 and all(len(str(r["y"])) <= 20 for r in read(out))
+
+
+def test_many_keys_print_a_few_lines(prepare, capsys):
+    content = ",".join(f"k{j}" for j in range(250)) + "\n" + "".join(
+        ",".join(f"{(i * j) % 7 if j % 2 else 3}" for j in range(250)) + "\n" for i in range(40))
+    prepare(content)
+    printed = capsys.readouterr().out.splitlines()
+    assert len(printed) < 45 and max(map(len, printed)) < 3000, printed
+    assert {"  ... and 230 more such lines", "  ... and 138 more such lines"} <= set(printed)
+    assert any(line.startswith("text tokens (254)") and line.endswith("... and 54 more") for line in printed)
+
+
+def test_scratch_of_a_killed_run_is_removed_and_a_full_tmpdir_named(tmp_path, monkeypatch, prepare, error):
+    import tempfile
+    import reading
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    for pid in (dead.pid, os.getpid()):
+        (tmp_path / f"prepare-text-{pid}-x1").mkdir()
+    prepare(CSV)
+    assert not (tmp_path / f"prepare-text-{dead.pid}-x1").exists()
+    assert (tmp_path / f"prepare-text-{os.getpid()}-x1").exists()
+    def full(*_):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(reading.Column, "write", full)
+    assert error(CSV).startswith(f"error: {tmp_path} (TMPDIR): No space left")
