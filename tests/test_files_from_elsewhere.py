@@ -3,15 +3,16 @@ checkpoint) never make a run write outside their folder, write through a planted
 arrays the tokenizer could not have written: each is refused in one line naming it."""
 import json
 import os
+import shutil
 import stat
 
 import numpy as np
 import pytest
 import torch
 
-from conftest import run
+from conftest import run, run_in_process
 from dataset import Split, Vocab, load_text_vocab, read_samples
-from helpers import one_line_error, train
+from helpers import EVAL_TINY, eval_model, one_line_error, own_model, train, train_args
 from util import atomic_file, atomic_write_text, open_new, take_lock
 
 
@@ -237,3 +238,115 @@ def test_meta_json_with_no_split_or_one_twice_is_refused(tmp_path, splits):
 def test_eval_refuses_a_split_that_names_a_path(checkpoint):
     r = run("eval.py", f"--ckpt={checkpoint}", "--splits=../x/test", check=False)
     assert failed(r, "not a plain name")
+
+
+# ---------------------------------------------------------------- a link at each name written
+CSV = "a,b\n" + "".join(f"{i % 7 * 1.5},{i % 5 - 2.25}\n" for i in range(60))
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory):
+    """A CSV of keys a and b, its dataset in xVal, tiny runs on it (gmm: with a GMM head)."""
+    folder = tmp_path_factory.mktemp("made")
+    data, ckpt = own_model(folder, "d.csv", CSV)
+    gmm = eval_model(data, str(folder / "gmm"), "--block_size=128", "--num_head=gmm")
+    return {"csv": str(folder / "d.csv"), "data": data, "run": os.path.dirname(ckpt),
+            "gmm": os.path.dirname(gmm)}
+
+
+def copy(source, to):
+    return shutil.copytree(source, to, symlinks=True)
+
+
+def fresh_data(made, tmp):
+    data = copy(made["data"], tmp / "data")
+    shutil.rmtree(os.path.join(data, "xval"))
+    os.remove(os.path.join(data, "vocab.json"))
+    return data
+
+
+def resumed(made, tmp, *flags):
+    data, out = made["data"], copy(made["run"], tmp / "run")
+    return ["train.py", *EVAL_TINY, f"--data_dir={data}", f"--out_dir={out}", "--block_size=128",
+            "--max_iters=4", "--keep_every=4", *flags]
+
+
+def evaluate(run, tmp, *flags):
+    ckpt = os.path.join(copy(run, tmp / "run"), "ckpt_best.pt")
+    return ["eval.py", f"--ckpt={ckpt}", "--plots=True", "--device=cpu", *flags]
+
+
+PREPARED = ["out/", "out/train.txt", "out/val.txt", "out/test.txt", "out/meta.json",
+            "out/prepare.lock", "out/tokenize.lock", "out/prepare.lock.{pid}.tmp",
+            "out/.prepare-{pid}.tmp/"]
+WRITTEN = [f"xval/{s}.{k}" for s in ("train", "val") for k in ("ids.npy", "values.npy",
+                                                               "offsets.npy", "json")]
+# command: (names it writes, in tmp; its arguments from the fixture `made` and tmp). A name
+# ending in / is a folder; {pid} is the command's process, this one (run_in_process)
+COMMANDS = {
+    "prepare/arithmetic.py": (PREPARED, lambda made, tmp: [
+        "prepare/arithmetic.py", "--size=tiny", "--workers=1", "--out", tmp / "out"]),
+    "prepare/text.py": (PREPARED, lambda made, tmp: [
+        "prepare/text.py", made["csv"], "--out", tmp / "out"]),
+    "prepare/text.py --force": (
+        [f"data/{n}" for n in ("train.txt", "meta.json", "vocab.json", "xval/", "p10/",
+                               "xval/train.json", "xval/val.ids.npy", "prepare.lock")],
+        lambda made, tmp: ["prepare/text.py", made["csv"], "--force", "--out",
+                           copy(made["data"], tmp / "data")]),
+    "tokenize_numbers.py": (
+        [f"data/{n}" for n in ("vocab.json", "xval/", "tokenize.lock", "tokenize.lock.{pid}.tmp",
+                               "xval/train.ids.{pid}.tmp", *WRITTEN)],
+        lambda made, tmp: ["tokenize_numbers.py", fresh_data(made, tmp), "--encoding=xval",
+                           "--workers=1"]),
+    "train.py": (
+        [f"run/{n}" for n in ("ckpt_latest.pt", "ckpt_best.pt", "log.jsonl", "train.lock",
+                              "train.lock.{pid}.tmp")],
+        lambda made, tmp: ["train.py", *train_args(made["data"], tmp / "run", "--block_size=128")]),
+    "train.py --resume": (
+        ["run/ckpt_latest.pt", "run/ckpt_best.pt", "run/ckpt_4.pt", "run/log.jsonl",
+         "run/train.lock"],
+        lambda made, tmp: resumed(made, tmp, "--resume")),
+    "train.py --overwrite=True": (["run/ckpt_best.pt", "run/log.jsonl"],
+                                  lambda made, tmp: resumed(made, tmp, "--overwrite=True")),
+    "eval.py --plots=True": (["run/eval.json", "run/eval.md", "run/eval_test.png"],
+                             lambda made, tmp: evaluate(made["run"], tmp)),
+    "eval.py --plots=True --mask_key=b": (
+        ["run/eval_b.json", "run/eval_b.md", "run/eval_b_test.png"],
+        lambda made, tmp: evaluate(made["run"], tmp, "--mask_key=b")),
+    "eval.py --plots=True, a GMM head": (
+        ["run/eval_test.png", "run/eval_test_pit.png", "run/eval_test_density.png"],
+        lambda made, tmp: evaluate(made["gmm"], tmp)),
+}
+
+
+def files(folder):
+    return {os.path.relpath(os.path.join(d, f), folder): open(os.path.join(d, f), "rb").read()
+            for d, _, names in os.walk(folder) for f in names}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command, name", [(c, n) for c, (names, _) in COMMANDS.items()
+                                           for n in names])
+def test_a_link_at_a_name_a_command_writes_is_refused_or_replaced_never_written_through(
+        made, tmp_path, command, name):
+    outside = tmp_path / "outside"
+    (outside / "folder").mkdir(parents=True)
+    (outside / "file").write_bytes(b'{"iter": 0}\n')  # a row log.jsonl would keep
+    (outside / "folder" / "train.json").write_bytes(b'{"mine": 1}')
+    (outside / "folder" / "val.ids.npy").write_bytes(b"mine")
+    before = files(outside)
+    args = [str(a) for a in COMMANDS[command][1](made, tmp_path)]
+    link = str(tmp_path / name.format(pid=os.getpid())).rstrip("/")
+    if os.path.isdir(link):
+        shutil.rmtree(link)
+    elif os.path.exists(link):
+        os.remove(link)
+    os.makedirs(os.path.dirname(link), exist_ok=True)
+    os.symlink(outside / ("folder" if name.endswith("/") else "file"), link)
+    r = run_in_process(args, None)
+    assert files(outside) == before, r.stderr
+    if r.returncode:
+        assert os.path.basename(link) in one_line_error(r)
+    elif os.path.islink(link):  # a folder of the user's, left alone with a note
+        assert "left alone" in r.stdout and os.path.basename(link) in r.stdout
+    # else the command replaced the link by its own file
