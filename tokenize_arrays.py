@@ -9,7 +9,6 @@ import re
 import shutil
 import signal
 import sys
-import threading
 import warnings
 from multiprocessing import Pool
 
@@ -460,10 +459,8 @@ def write_arrays(data_dir, encodings, workers=1, rebuild_vocab=False, plain_text
     absent (or rebuild_vocab). A failed or stopped run changes nothing."""
     new_dirs = [os.path.join(data_dir, enc) for enc in encodings]
     new_dirs = [d for d in new_dirs if not os.path.exists(d)]
-    on_term = None
-    if threading.current_thread() is threading.main_thread():
-        # the clean-up below runs
-        on_term = signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    # the clean-up below runs on a SIGTERM
+    on_term = signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
         return _write_all(data_dir, encodings, workers, rebuild_vocab, plain_text)
     except OSError as e:
@@ -473,7 +470,7 @@ def write_arrays(data_dir, encodings, workers=1, rebuild_vocab=False, plain_text
         what = f"{e.filename or data_dir}: {e.strerror or e}; nothing was changed"
         if e.errno in (errno.ENOSPC, errno.EDQUOT):
             free = shutil.disk_usage(data_dir).free / 2**20
-            what = f"the disk is full ({free:,.0f} MiB free there); free some and run again"
+            what = f"the disk of {data_dir} is full ({free:,.0f} MiB free); free some and run again"
         raise OSError(e.errno, f"writing the arrays of {data_dir} failed: {what}") from None
     finally:
         # a run that failed leaves nothing behind
@@ -482,5 +479,4 @@ def write_arrays(data_dir, encodings, workers=1, rebuild_vocab=False, plain_text
         for new_dir in new_dirs:
             if os.path.isdir(new_dir) and not os.listdir(new_dir):
                 os.rmdir(new_dir)
-        if on_term is not None:
-            signal.signal(signal.SIGTERM, on_term)
+        signal.signal(signal.SIGTERM, on_term)
