@@ -11,7 +11,7 @@ import warnings
 import torch
 import torch.distributed as dist
 
-from dataset import another_dataset, vocab_digest
+from dataset import read_meta, vocab_digest
 from distributed import print0, stop, torchrun_launch
 from model import GPTConfig
 from util import atomic_file, atomic_write_text, check_regular, format_duration, release_lock
@@ -237,7 +237,7 @@ def check_resume(checkpoint, path, model_args, config, data_fingerprint):
                 was = checkpoint[part][key]
                 raise SystemExit(f"error: {path} was trained with {key}={was!r}, not {now!r}")
     recorded = checkpoint.get("data_fingerprint")
-    # an earlier version recorded no "dataset"
+    # a fingerprint may lack "dataset"
     changed = recorded and any(data_fingerprint.get(k) != v for k, v in recorded.items())
     if changed and not config["changed_data"]:
         now, then = config["data_dir"], checkpoint["config"]["data_dir"]
@@ -246,11 +246,8 @@ def check_resume(checkpoint, path, model_args, config, data_fingerprint):
                 f"error: {now} is not the data {path} was trained on ({then}): give"
                 f" --data_dir={then}, or --overwrite=True to start afresh on {now}"
             )
-        how = "it changed since"
-        if another_dataset(recorded, data_fingerprint):
-            how = "it holds another dataset now"
         raise SystemExit(
-            f"error: {now} is not the data {path} was trained on ({how});"
+            f"error: {now} is not the data {path} was trained on (it changed since);"
             " --overwrite=True starts afresh, --changed_data=True goes on"
         )
     done, max_iters = checkpoint["iter_num"], config["max_iters"]
@@ -268,8 +265,7 @@ def check_resume(checkpoint, path, model_args, config, data_fingerprint):
 
 def finish(out_dir, data_dir, seconds):
     """Release out_dir; say where the checkpoints are and how to predict."""
-    with open(os.path.join(data_dir, "meta.json")) as f:
-        meta = json.load(f)
+    meta = read_meta(data_dir)
     release_lock(os.path.join(out_dir, "train.lock"))
     last, best = (os.path.join(out_dir, f"ckpt_{name}.pt") for name in ("latest", "best"))
     found = [f"{data_dir}/{s}.txt" for s in ("test", "val")]

@@ -232,7 +232,7 @@ def fingerprint(data_dir, encoding):
 
 
 def another_dataset(recorded, now):
-    """Whether two fingerprints are of different kinds of dataset (one without a kind: no)."""
+    """Whether a fingerprint records another kind of dataset than `now`'s."""
     return recorded.get("dataset", now["dataset"]) != now["dataset"]
 
 

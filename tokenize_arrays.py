@@ -1,7 +1,6 @@
 """Many lines at once into a dataset's arrays, as tokenize_line.py encodes each: a regex finds runs
 of numbers, each distinct text between is split once; a chunk with a rare case goes line by line."""
 
-import errno
 import itertools
 import json
 import os
@@ -26,7 +25,7 @@ from tokenize_line import (
     round_numbers,
     split_text,
 )
-from util import TextError, atomic_write_text, open_new, take_lock, worker_signals
+from util import TextError, atomic_write_text, open_new, take_lock, why_not_written, worker_signals
 
 _LITERALS_ONLY = str.maketrans({"[": None, "]": None, ";": ","})
 # spaces _RUN's look-behinds cannot see through
@@ -261,15 +260,13 @@ def dataset_splits(data_dir, plain_text=False):
         if meta is None or meta["splits"] != splits:
             command = " ".join(["python", *sys.argv])
             new_meta = {"dataset": "plain text", "splits": splits, "command": command}
-    # every split has a sample before anything is written
+    # no split is an empty file
     for split in splits:
         path = os.path.join(data_dir, f"{split}.txt")
         if not os.path.exists(path):
             raise FileNotFoundError(f"{path} not found, but {meta_path} lists split {split!r}")
-        with open(path, encoding="utf-8", errors="replace") as f:
-            if not f.readline().strip():
-                empty = "empty file" if os.path.getsize(path) == 0 else "empty line"
-                raise TextError(f"{path}:1: {empty}; expected one sample per line")
+        if os.path.getsize(path) == 0:
+            raise TextError(f"{path}:1: empty file; expected one sample per line")
     return sorted(splits, key=lambda s: (s != "train", s != "val")), new_meta
 
 
@@ -467,11 +464,8 @@ def write_arrays(data_dir, encodings, workers=1, rebuild_vocab=False, plain_text
         # ours: a split or folder that is not there
         if isinstance(e, FileNotFoundError) and not e.filename:
             raise
-        what = f"{e.filename or data_dir}: {e.strerror or e}; nothing was changed"
-        if e.errno in (errno.ENOSPC, errno.EDQUOT):
-            free = shutil.disk_usage(data_dir).free / 2**20
-            what = f"the disk of {data_dir} is full ({free:,.0f} MiB free); free some and run again"
-        raise OSError(e.errno, f"writing the arrays of {data_dir} failed: {what}") from None
+        why = f"{why_not_written(e, data_dir)}; nothing was changed"
+        raise OSError(e.errno, f"writing the arrays of {data_dir} failed: {why}") from None
     finally:
         # a run that failed leaves nothing behind
         for f in temporaries(data_dir, os.getpid()):
