@@ -6,11 +6,12 @@ import math
 import os
 import re
 import tempfile
+import warnings
 
 import torch
 import torch.distributed as dist
 
-from dataset import vocab_digest
+from dataset import read_meta, vocab_digest
 from distributed import print0, stop, torchrun_launch
 from model import GPTConfig
 from util import atomic_file, atomic_write_text, check_regular, format_duration, release_lock
@@ -120,7 +121,10 @@ def load_checkpoint(path, device="cpu", mmap=False):
     """A train.py checkpoint read as data only, which cannot run code; mmap: tensors mapped."""
     try:
         check_regular(path)
-        checkpoint = torch.load(path, map_location=device, weights_only=True, mmap=mmap)
+        # torch's warnings about a file that is no checkpoint: the refusal below says it
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            checkpoint = torch.load(path, map_location=device, weights_only=True, mmap=mmap)
     except Exception as e:
         if mmap:
             return load_checkpoint(path, device)
@@ -233,7 +237,9 @@ def check_resume(checkpoint, path, model_args, config, data_fingerprint):
                 was = checkpoint[part][key]
                 raise SystemExit(f"error: {path} was trained with {key}={was!r}, not {now!r}")
     recorded = checkpoint.get("data_fingerprint")
-    if recorded is not None and recorded != data_fingerprint and not config["changed_data"]:
+    # a fingerprint may lack "dataset"
+    changed = recorded and any(data_fingerprint.get(k) != v for k, v in recorded.items())
+    if changed and not config["changed_data"]:
         now, then = config["data_dir"], checkpoint["config"]["data_dir"]
         if os.path.realpath(now) != os.path.realpath(then):
             raise SystemExit(
@@ -259,8 +265,7 @@ def check_resume(checkpoint, path, model_args, config, data_fingerprint):
 
 def finish(out_dir, data_dir, seconds):
     """Release out_dir; say where the checkpoints are and how to predict."""
-    with open(os.path.join(data_dir, "meta.json")) as f:
-        meta = json.load(f)
+    meta = read_meta(data_dir)
     release_lock(os.path.join(out_dir, "train.lock"))
     last, best = (os.path.join(out_dir, f"ckpt_{name}.pt") for name in ("latest", "best"))
     found = [f"{data_dir}/{s}.txt" for s in ("test", "val")]

@@ -212,10 +212,11 @@ def load_text_vocab(data_dir):
 
 
 def fingerprint(data_dir, encoding):
-    """Digests of meta.json less its command, and of vocab.json and the ends of the train and val
-    arrays (None: not written)."""
+    """The dataset's kind, and digests of meta.json less its command, and of vocab.json and the
+    ends of the train and val arrays (None: not written)."""
     meta = {k: v for k, v in read_meta(data_dir).items() if k != "command"}
     digests = {"meta": hashlib.sha1(json.dumps(meta, sort_keys=True).encode()).hexdigest()[:16]}
+    digests["dataset"] = [meta.get(k) for k in ("dataset", "variant", "keys")]
     try:
         with open(os.path.join(data_dir, "vocab.json"), "rb") as f:
             arrays = hashlib.sha1(f.read())
@@ -230,6 +231,11 @@ def fingerprint(data_dir, encoding):
     return digests | {"arrays": arrays.hexdigest()[:16]}
 
 
+def another_dataset(recorded, now):
+    """Whether a fingerprint records another kind of dataset than `now`'s."""
+    return recorded.get("dataset", now["dataset"]) != now["dataset"]
+
+
 def check_trained_on(checkpoint, path, data_dir, changed_data=False):
     """Refuse to score a checkpoint on its own dataset prepared again since, unless changed_data."""
     if not os.path.exists(os.path.join(data_dir, "meta.json")):
@@ -240,8 +246,12 @@ def check_trained_on(checkpoint, path, data_dir, changed_data=False):
     recorded = checkpoint.get("data_fingerprint")
     if recorded is None:
         print(f"note: {path} records no data fingerprint; {data_dir} is not checked")
-    elif fingerprint(data_dir, checkpoint["model_args"]["encoding"])["meta"] != recorded["meta"]:
+        return
+    now = fingerprint(data_dir, checkpoint["model_args"]["encoding"])
+    if now["meta"] != recorded["meta"]:
         what = f"{data_dir} has been prepared again since {path} was trained on it"
+        if another_dataset(recorded, now):
+            what = f"{data_dir} holds another dataset than the one {path} was trained on"
         if not changed_data:
             raise ValueError(f"{what}; evaluate anyway with --changed_data=True, or train again")
         print(f"warning: {what}; evaluating anyway (--changed_data=True)")
@@ -278,13 +288,14 @@ class Split:
             raise ValueError(f"{base}.json describes another split or encoding; {again}")
         # the four files are written together
         o, samples = self.offsets, summary["samples"]
-        spans = o.ndim == 1 and o.dtype.kind in "iu" and len(o) > 1 and o[0] == 0
-        spans = spans and bool(np.all(o[1:] > o[:-1]))
-        if not (spans and samples == len(o) - 1 and o[-1] == len(self.ids) == len(self.values)):
-            raise ValueError(
-                f"{base}.offsets.npy, .json and .ids.npy disagree: the files come from different"
-                f" runs; {again}"
-            )
+        if not (o.ndim == 1 and o.dtype.kind in "iu" and len(o) > 1 and o[0] == 0):
+            raise ValueError(f"{base}.offsets.npy: expected integers from 0, 1-D; {again}")
+        if len(falls := np.flatnonzero(o[1:] <= o[:-1])):
+            raise ValueError(f"{base}.offsets.npy: not increasing at index {falls[0] + 1}; {again}")
+        if samples != len(o) - 1 or not o[-1] == len(self.ids) == len(self.values):
+            sizes = f".json counts {samples!r} samples, .offsets.npy {len(o) - 1} of {o[-1]} tokens"
+            sizes += f", .ids.npy and .values.npy {len(self.ids)} and {len(self.values)} tokens"
+            raise ValueError(f"{base}: {sizes}: files of different runs; {again}")
         text = os.path.join(data_dir, f"{split}.txt")
         size = os.path.getsize(text) if os.path.exists(text) else None
         if size is not None and summary.get("text_bytes", size) != size:
@@ -307,7 +318,7 @@ class Split:
         if ids.ndim != 1 or ids.dtype.kind not in "iu" or values.ndim != 1 or values.dtype != "f4":
             raise ValueError(f"{where}: expected integer ids and float32 values, 1-D; {again}")
         if not isinstance(vocab_size, int) or vocab_size < 1:
-            raise ValueError(f"{where}.json has no vocab_size; {again}")
+            raise ValueError(f"{where}.json: vocab_size {vocab_size!r}, expected a count; {again}")
         bad = first_index(len(ids), lambda s: (ids[s] < 0) | (ids[s] >= vocab_size))
         if bad is not None:
             raise ValueError(

@@ -1,7 +1,6 @@
 """Many lines at once into a dataset's arrays, as tokenize_line.py encodes each: a regex finds runs
 of numbers, each distinct text between is split once; a chunk with a rare case goes line by line."""
 
-import errno
 import itertools
 import json
 import os
@@ -9,7 +8,6 @@ import re
 import shutil
 import signal
 import sys
-import threading
 import warnings
 from multiprocessing import Pool
 
@@ -27,7 +25,7 @@ from tokenize_line import (
     round_numbers,
     split_text,
 )
-from util import TextError, atomic_write_text, open_new, take_lock, worker_signals
+from util import TextError, atomic_write_text, open_new, take_lock, why_not_written, worker_signals
 
 _LITERALS_ONLY = str.maketrans({"[": None, "]": None, ";": ","})
 # spaces _RUN's look-behinds cannot see through
@@ -262,15 +260,13 @@ def dataset_splits(data_dir, plain_text=False):
         if meta is None or meta["splits"] != splits:
             command = " ".join(["python", *sys.argv])
             new_meta = {"dataset": "plain text", "splits": splits, "command": command}
-    # every split has a sample before anything is written
+    # no split is an empty file
     for split in splits:
         path = os.path.join(data_dir, f"{split}.txt")
         if not os.path.exists(path):
             raise FileNotFoundError(f"{path} not found, but {meta_path} lists split {split!r}")
-        with open(path, encoding="utf-8", errors="replace") as f:
-            if not f.readline().strip():
-                empty = "empty file" if os.path.getsize(path) == 0 else "empty line"
-                raise TextError(f"{path}:1: {empty}; expected one sample per line")
+        if os.path.getsize(path) == 0:
+            raise TextError(f"{path}:1: empty file; expected one sample per line")
     return sorted(splits, key=lambda s: (s != "train", s != "val")), new_meta
 
 
@@ -460,21 +456,16 @@ def write_arrays(data_dir, encodings, workers=1, rebuild_vocab=False, plain_text
     absent (or rebuild_vocab). A failed or stopped run changes nothing."""
     new_dirs = [os.path.join(data_dir, enc) for enc in encodings]
     new_dirs = [d for d in new_dirs if not os.path.exists(d)]
-    on_term = None
-    if threading.current_thread() is threading.main_thread():
-        # the clean-up below runs
-        on_term = signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    # the clean-up below runs on a SIGTERM
+    on_term = signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
         return _write_all(data_dir, encodings, workers, rebuild_vocab, plain_text)
     except OSError as e:
         # ours: a split or folder that is not there
         if isinstance(e, FileNotFoundError) and not e.filename:
             raise
-        what = f"{e.filename or data_dir}: {e.strerror or e}; nothing was changed"
-        if e.errno in (errno.ENOSPC, errno.EDQUOT):
-            free = shutil.disk_usage(data_dir).free / 2**20
-            what = f"the disk is full ({free:,.0f} MiB free there); free some and run again"
-        raise OSError(e.errno, f"writing the arrays of {data_dir} failed: {what}") from None
+        why = f"{why_not_written(e, data_dir)}; nothing was changed"
+        raise OSError(e.errno, f"writing the arrays of {data_dir} failed: {why}") from None
     finally:
         # a run that failed leaves nothing behind
         for f in temporaries(data_dir, os.getpid()):
@@ -482,5 +473,4 @@ def write_arrays(data_dir, encodings, workers=1, rebuild_vocab=False, plain_text
         for new_dir in new_dirs:
             if os.path.isdir(new_dir) and not os.listdir(new_dir):
                 os.rmdir(new_dir)
-        if on_term is not None:
-            signal.signal(signal.SIGTERM, on_term)
+        signal.signal(signal.SIGTERM, on_term)

@@ -10,6 +10,7 @@ import shlex
 import shutil
 import signal
 import sys
+import tempfile
 import time
 from contextlib import contextmanager
 from multiprocessing import Pool
@@ -23,6 +24,8 @@ from util import atomic_write_text, format_number, release_lock, take_lock, work
 
 # SIGTERMs received: a library's bare `except:` may swallow the exit
 STOPPED = []
+# --out, once a run writes there
+OUT = []
 
 
 def _stop(*_):
@@ -34,7 +37,10 @@ def _one_line(kind, error, traceback, default=sys.excepthook):
     if issubclass(kind, KeyboardInterrupt):
         line = "interrupted (Ctrl-C)"
     elif issubclass(kind, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
-        line = f"error: the disk filled up while writing the dataset ({error.strerror})"
+        # the fuller disk of --out's and TMPDIR's, where prepare keeps scratch files
+        full = min([*OUT, tempfile.gettempdir()], key=lambda f: shutil.disk_usage(f).free)
+        where = full if full in OUT else f"TMPDIR {full}"
+        line = f"error: the disk of {where} is full ({error.strerror}); free some space there"
     elif issubclass(kind, OSError) and error.strerror:
         line = f"error: {error.strerror}" + (f": {error.filename}" if error.filename else "")
     else:
@@ -212,6 +218,7 @@ def staged_dataset(out, force, writes):
                 why = f"wait for it to end, or delete {path} if no such run is going"
                 fail(f"{out} is being {who}, process {pid}; {why}")
             held.append(path)
+        OUT[:] = [out]
         # a killed run's stage, unless it holds the old dataset's files
         for name in filter(STAGE.fullmatch, os.listdir(out)):
             left = os.path.join(out, name)

@@ -3,6 +3,7 @@
 import json
 import os
 import pathlib
+import pickle
 
 import numpy as np
 import pytest
@@ -10,7 +11,7 @@ import torch
 from conftest import run
 from helpers import losses, one_line_error, train
 
-from checkpoint import load_checkpoint, run_files
+from checkpoint import RESUME_REFUSES, check_resume, load_checkpoint, run_files
 
 
 def eval_report(out, prefix="eval", splits=("test",)):
@@ -106,3 +107,33 @@ def test_a_reordered_vocabulary_is_refused(checkpoint, tmp_path):
     del c["vocab_digest"]  # a checkpoint of an earlier version
     torch.save(c, tmp_path / "old.pt")
     assert load_checkpoint(str(tmp_path / "old.pt"))["text_tokens"] == c["text_tokens"]
+
+
+def torchscript(path):
+    torch.jit.script(torch.nn.Linear(2, 2)).save(path)
+
+
+@pytest.mark.parametrize("write", [lambda p: pathlib.Path(p).write_bytes(pickle.dumps({"a": 1}, protocol=4)), torchscript])
+def test_a_file_torch_warns_about_is_refused_without_the_warning(tmp_path, recwarn, write):
+    write(str(tmp_path / "x.pt"))
+    recwarn.clear()
+    with pytest.raises(SystemExit, match="x.pt is not a readable checkpoint"):
+        load_checkpoint(str(tmp_path / "x.pt"))
+    assert not recwarn.list
+
+
+@pytest.mark.parametrize("recorded, refused", [
+    ({"meta": "m", "arrays": "a"}, False),  # a checkpoint that records no kind of dataset
+    ({"meta": "m", "arrays": "other", "dataset": ["text"]}, True),
+    ({"meta": "other", "arrays": "a", "dataset": ["lookup"]}, True),
+])
+def test_resume_refuses_changed_data_and_takes_a_fingerprint_without_a_kind(recorded, refused):
+    now = {"meta": "m", "arrays": "a", "dataset": ["text"]}
+    config = dict.fromkeys(RESUME_REFUSES["config"], 1) | {"data_dir": "d", "changed_data": False, "max_iters": 4}
+    checkpoint = {"model_args": {}, "config": {"data_dir": "d"}, "iter_num": 2, "data_fingerprint": recorded}
+    model_args = dict.fromkeys(RESUME_REFUSES["model_args"])
+    if not refused:
+        assert "max_iters" in check_resume(checkpoint, "c.pt", model_args, config, now)
+        return
+    with pytest.raises(SystemExit, match=r"error: d is not the data c.pt was trained on \(it changed since\);"):
+        check_resume(checkpoint, "c.pt", model_args, config, now)

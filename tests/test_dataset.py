@@ -1,13 +1,12 @@
 """dataset.Split reads arrays only while they match their text, vocabulary and each other."""
 import json
-import shutil
 
 import numpy as np
 import pytest
 from conftest import run
 from helpers import tokenize, write
 
-from dataset import Split
+from dataset import Split, check_trained_on, fingerprint
 
 
 def test_arrays_of_another_vocabulary_are_refused(tmp_path):
@@ -28,15 +27,44 @@ def test_arrays_of_another_vocabulary_are_refused(tmp_path):
     assert len(Split(str(tmp_path), "train", "p10")) == 2
 
 
-def test_another_split_or_edited_text_is_refused(tmp_path):
+@pytest.mark.parametrize("name, edit, says", [
+    ("offsets", lambda o: o[[0, 2, 1]], r"train.offsets.npy: not increasing at index 2;"),  # two swapped
+    ("offsets", lambda o: o + 1, "train.offsets.npy: expected integers from 0, 1-D"),
+    ("offsets", lambda o: o[:2], r"train: .json counts 2 samples, .offsets.npy 1 of \d+ tokens"),  # another split's
+    ("ids", lambda a: a[:-1], r"train: .* .ids.npy and .values.npy (\d+) and (?!\1)\d+ tokens: files of different"),
+])
+def test_tampered_arrays_are_refused_naming_the_fault(tmp_path, name, edit, says):
     write(tmp_path)
     tokenize(tmp_path, "--plain-text")
-    offsets = tmp_path / "xval" / "train.offsets.npy"
-    kept = offsets.read_bytes()
-    shutil.copy(tmp_path / "xval" / "val.offsets.npy", offsets)
-    with pytest.raises(ValueError, match="come from different runs"):
+    path = tmp_path / "xval" / f"train.{name}.npy"
+    np.save(path, edit(np.load(path)))
+    with pytest.raises(ValueError, match=says):
         Split(str(tmp_path), "train", "xval")
-    offsets.write_bytes(kept)
+
+
+@pytest.mark.parametrize("meta, kind, says", [
+    ({"seed": 2}, True, "prepared again since"),
+    ({"dataset": "arithmetic"}, True, "holds another dataset than the one ckpt.pt was trained on"),
+    ({"dataset": "arithmetic"}, False, "prepared again since"),  # a fingerprint that records no kind
+])
+def test_a_checkpoint_on_its_folder_prepared_again_or_holding_another_dataset_says_which(
+        tmp_path, capsys, meta, kind, says):
+    write(tmp_path)
+    tokenize(tmp_path, "--plain-text")
+    checkpoint = {"data_fingerprint": fingerprint(str(tmp_path), "xval"), "model_args": {"encoding": "xval"}}
+    if not kind:
+        del checkpoint["data_fingerprint"]["dataset"]
+    check_trained_on(checkpoint, "ckpt.pt", str(tmp_path))  # unchanged: no word
+    (tmp_path / "meta.json").write_text(json.dumps(json.loads((tmp_path / "meta.json").read_text()) | meta))
+    with pytest.raises(ValueError, match=f"{says}.*--changed_data=True"):
+        check_trained_on(checkpoint, "ckpt.pt", str(tmp_path))
+    check_trained_on(checkpoint, "ckpt.pt", str(tmp_path), changed_data=True)
+    assert says in capsys.readouterr().out
+
+
+def test_edited_text_is_refused(tmp_path):
+    write(tmp_path)
+    tokenize(tmp_path, "--plain-text")
     (tmp_path / "train.txt").write_text((tmp_path / "train.txt").read_text() + "{a:7,b:8}\n")
     with pytest.raises(ValueError, match=r"train.txt has changed since it was tokenized \(36 bytes, 26 then\)"):
         Split(str(tmp_path), "train", "xval")

@@ -94,7 +94,7 @@ ARRAYS = {
     "float64 values": ("train", "values", lambda a, o, t: a.astype(np.float64),
                        "expected integer ids and float32 values"),
     "an empty sample": ("train", "offsets", lambda a, o, t: put(a, 5, a[4]),
-                        "the files come from different runs"),
+                        "offsets.npy: not increasing at index 5"),
     "a value at a text token": ("train", "values", lambda a, o, t: put(a, t[3], 1e6),
                                 r"holds 1e\+06 at a token that is no number"),
 }

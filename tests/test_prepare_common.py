@@ -6,6 +6,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 import pytest
@@ -120,7 +121,8 @@ def test_tokenizing_waits_for_prepare(tmp_path, monkeypatch):
 @pytest.mark.slow
 @pytest.mark.parametrize("code, exits, last", [
     ("import errno, os; raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))", (1,),
-     "error: the disk filled up while writing the dataset (No space left on device); nothing partly written was kept"),
+     f"error: the disk of TMPDIR {tempfile.gettempdir()} is full (No space left on device); free some space there;"
+     " nothing partly written was kept"),
     ("import errno, os; raise OSError(errno.EFBIG, os.strerror(errno.EFBIG), 'out/train.txt')", (1,),
      "error: File too large: out/train.txt; nothing partly written was kept"),
     ("1 / 0", (1,), "ZeroDivisionError: division by zero"),
@@ -139,6 +141,15 @@ def test_a_stop_or_failed_write_is_one_line(code, exits, last):
         traceback = code == "1 / 0"  # any other error keeps its traceback
         assert r.stderr.strip().splitlines()[-1] == last and ("Traceback" in r.stderr) == traceback
         assert r.stderr.count("\n") == 1 or traceback or exits != (1,)  # a failed write: one line alone
+
+
+@pytest.mark.parametrize("full, says", [("out", "the disk of out is full"), ("tmp", "the disk of TMPDIR tmp is full")])
+def test_a_full_disk_names_the_fuller_of_out_and_tmpdir(monkeypatch, capsys, full, says):
+    monkeypatch.setattr(common, "OUT", ["out"])
+    monkeypatch.setattr(common.tempfile, "gettempdir", lambda: "tmp")
+    monkeypatch.setattr(shutil, "disk_usage", lambda folder: shutil._ntuple_diskusage(9, 9, int(folder != full)))
+    common._one_line(OSError, OSError(errno.ENOSPC, "No space left on device"), None)
+    assert capsys.readouterr().err.startswith(f"error: {says} (No space left on device); free some space there;")
 
 
 @pytest.mark.slow
