@@ -40,6 +40,11 @@ def claim_out_dir(out_dir, resume, overwrite, master):
         raise SystemExit("error: --resume or --overwrite=True: pick one")
     if not out_dir:
         raise SystemExit("error: --out_dir is empty")
+    if os.path.islink(out_dir):
+        real = os.path.realpath(out_dir)
+        raise SystemExit(
+            f"error: out_dir {out_dir} is a symbolic link; give the folder itself ({real})"
+        )
     try:
         os.makedirs(out_dir, exist_ok=True)
         tempfile.TemporaryFile(dir=out_dir).close()

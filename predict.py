@@ -12,7 +12,16 @@ import torch
 
 from batching import collate, fill_in_example, to_device
 from checkpoint import load_checkpoint
-from dataset import ASK, EOS_ID, MAX_VALUE, TOKENS_PER_NUMBER, Vocab, fingerprint, read_meta
+from dataset import (
+    ASK,
+    EOS_ID,
+    MAX_VALUE,
+    TOKENS_PER_NUMBER,
+    Vocab,
+    another_dataset,
+    fingerprint,
+    read_meta,
+)
 from mixture import mixture_mean, mixture_quantile, mixture_sample, mixture_std
 from model import GPT, GPTConfig
 from tokenize_line import encode_pieces, number_spans, split_text, split_text_spans
@@ -359,9 +368,13 @@ def units_of(path, data_dir, scaled=False, input="-", mask_key=""):
         print(f"units: as written in {data_dir}'s text files, scaled ({why})", file=sys.stderr)
         return None
     print(f"units: the file's own, scaled by {data_dir}/meta.json (--scaled: not)", file=sys.stderr)
-    recorded = (load_checkpoint(path, mmap=True).get("data_fingerprint") or {}).get("meta")
-    if recorded and fingerprint(data_dir, "xval")["meta"] != recorded:
-        print(f"warning: {data_dir} has been prepared again since {path}", file=sys.stderr)
+    recorded = load_checkpoint(path, mmap=True).get("data_fingerprint") or {}
+    now = fingerprint(data_dir, "xval")
+    if recorded.get("meta") and now["meta"] != recorded["meta"]:
+        if another_dataset(recorded, now):
+            print(f"warning: {data_dir} holds another dataset than {path}'s", file=sys.stderr)
+        else:
+            print(f"warning: {data_dir} has been prepared again since {path}", file=sys.stderr)
     return meta
 
 

@@ -202,6 +202,8 @@ def staged_dataset(out, force, writes):
     """Yield a stage folder, swapped into `out` when the block ends without error, under locks."""
     if os.path.exists(out) and not os.path.isdir(out):
         fail(f"--out {out} exists and is not a directory")
+    if os.path.islink(out):
+        fail(f"--out {out} is a symbolic link; give the folder itself ({os.path.realpath(out)})")
     held, swapped, stage = [], False, os.path.join(out, f".prepare-{os.getpid()}.tmp")
     try:
         for name in LOCKS:
@@ -222,7 +224,9 @@ def staged_dataset(out, force, writes):
         # a killed run's stage, unless it holds the old dataset's files
         for name in filter(STAGE.fullmatch, os.listdir(out)):
             left = os.path.join(out, name)
-            if not (os.path.islink(left) or os.path.exists(os.path.join(left, ".old"))):
+            if os.path.islink(left):
+                fail(f"{left} is a symbolic link where this run stages its files; remove it")
+            if not os.path.exists(os.path.join(left, ".old")):
                 shutil.rmtree(left)
                 print(f"note: removed {left}, left by a run that ended")
         _check_out(out, force, writes)

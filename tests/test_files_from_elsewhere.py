@@ -278,11 +278,12 @@ def evaluate(run, tmp, *flags):
 
 PREPARED = ["out/", "out/train.txt", "out/val.txt", "out/test.txt", "out/meta.json",
             "out/prepare.lock", "out/tokenize.lock", "out/prepare.lock.{pid}.tmp",
-            "out/.prepare-{pid}.tmp/"]
+            "out/.prepare-{pid}.tmp/", "out/ (empty)"]
 WRITTEN = [f"xval/{s}.{k}" for s in ("train", "val") for k in ("ids.npy", "values.npy",
                                                                "offsets.npy", "json")]
 # command: (names it writes, in tmp; its arguments from the fixture `made` and tmp). A name
-# ending in / is a folder; {pid} is the command's process, this one (run_in_process)
+# ending in / is a folder (" (empty)": an empty one); {pid} is the command's process, this one
+# (run_in_process)
 COMMANDS = {
     "prepare/arithmetic.py": (PREPARED, lambda made, tmp: [
         "prepare/arithmetic.py", "--size=tiny", "--workers=1", "--out", tmp / "out"]),
@@ -290,7 +291,8 @@ COMMANDS = {
         "prepare/text.py", made["csv"], "--out", tmp / "out"]),
     "prepare/text.py --force": (
         [f"data/{n}" for n in ("train.txt", "meta.json", "vocab.json", "xval/", "p10/",
-                               "xval/train.json", "xval/val.ids.npy", "prepare.lock")],
+                               "xval/train.json", "xval/val.ids.npy", "prepare.lock",
+                               ".prepare-{pid}.tmp/")],
         lambda made, tmp: ["prepare/text.py", made["csv"], "--force", "--out",
                            copy(made["data"], tmp / "data")]),
     "tokenize_numbers.py": (
@@ -299,8 +301,8 @@ COMMANDS = {
         lambda made, tmp: ["tokenize_numbers.py", fresh_data(made, tmp), "--encoding=xval",
                            "--workers=1"]),
     "train.py": (
-        [f"run/{n}" for n in ("ckpt_latest.pt", "ckpt_best.pt", "log.jsonl", "train.lock",
-                              "train.lock.{pid}.tmp")],
+        [f"run/{n}" for n in ("", " (empty)", "ckpt_latest.pt", "ckpt_best.pt", "log.jsonl",
+                              "train.lock", "train.lock.{pid}.tmp")],
         lambda made, tmp: ["train.py", *train_args(made["data"], tmp / "run", "--block_size=128")]),
     "train.py --resume": (
         ["run/ckpt_latest.pt", "run/ckpt_best.pt", "run/ckpt_4.pt", "run/log.jsonl",
@@ -334,6 +336,8 @@ def test_a_link_at_a_name_a_command_writes_is_refused_or_replaced_never_written_
     (outside / "file").write_bytes(b'{"iter": 0}\n')  # a row log.jsonl would keep
     (outside / "folder" / "train.json").write_bytes(b'{"mine": 1}')
     (outside / "folder" / "val.ids.npy").write_bytes(b"mine")
+    (outside / "empty").mkdir()
+    name, empty, _ = name.partition(" (empty)")
     before = files(outside)
     args = [str(a) for a in COMMANDS[command][1](made, tmp_path)]
     link = str(tmp_path / name.format(pid=os.getpid())).rstrip("/")
@@ -342,7 +346,7 @@ def test_a_link_at_a_name_a_command_writes_is_refused_or_replaced_never_written_
     elif os.path.exists(link):
         os.remove(link)
     os.makedirs(os.path.dirname(link), exist_ok=True)
-    os.symlink(outside / ("folder" if name.endswith("/") else "file"), link)
+    os.symlink(outside / ("empty" if empty else "folder" if name.endswith("/") else "file"), link)
     r = run_in_process(args, None)
     assert files(outside) == before, r.stderr
     if r.returncode:

@@ -170,3 +170,15 @@ def test_tampered_ranges_and_a_renamed_mask_key_are_one_line_without_warnings(qu
     assert "--mask_key=pm2.5: prepare/text.py renamed this key 'pm2_5'" in error("--mask_key=pm2.5")
     if script == "eval.py":
         assert "test.txt: no record has a number under key 'zzz'" in error("--mask_key=zzz")
+
+
+@pytest.mark.parametrize("edit, said", [({"seed": 7}, "has been prepared again since"),
+                                        ({"keys": ["other"]}, "holds another dataset than")])
+def test_a_dataset_changed_since_training_is_named_truthfully(own_run, tmp_path, capsys, edit, said):
+    from predict import units_of
+    data, ckpt = own_run
+    copy = shutil.copytree(data, tmp_path / "data")
+    meta = json.loads((copy / "meta.json").read_text())
+    (copy / "meta.json").write_text(json.dumps(meta | edit))
+    assert units_of(ckpt, str(copy)) is not None
+    assert said in capsys.readouterr().err
