@@ -125,7 +125,7 @@ class NumberHead(nn.Sequential):
     def forward(self, h):
         # bf16 would round 1.557 to 1.5547
         with torch.autocast(h.device.type, enabled=False):
-            return super().forward(h.float()).squeeze(-1)
+            return super().forward(h.to(self[0].weight.dtype)).squeeze(-1)
 
     @staticmethod
     def loss(num, y, nmse_eps=None):
