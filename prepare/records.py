@@ -1,8 +1,5 @@
-"""
-Records for prepare/text.py: keys checked (dates left out, words the tokenizer would misread
-renamed), windows of rows, split into train, val and test, missing values left out. A split is a
-Part: each record's rows (a window's rows in order) and, per key, the records that leave it out.
-"""
+"""Records for prepare/text.py: keys checked, windows of rows, split into train, val and test (a
+Part each), missing values left out."""
 
 import json
 import re
@@ -262,7 +259,7 @@ def rows_in(table, parts, key=None):
     """Which rows the records of the splits hold (those that hold key)."""
     held = np.zeros(table.n, bool)
     for part in parts:
-        held[part.rows[part.has(key)].ravel() if key else part.rows.ravel()] = True
+        held[part.rows[part.has(key)].ravel()] = True
     return held
 
 
@@ -321,10 +318,10 @@ def date_keys(table, text_keys):
         if not len(present):
             continue
         if (col.code[present] >= 0).all():
-            words = np.array([str(t) for t in col.texts] or [""], dtype=object)
+            words = np.array(col.texts, dtype=object)
             order = np.argsort(np.argsort(words, kind="stable"))
             rank, value = order[col.code[present]], words[col.code[present]]
-            sortable = all(re.match(r"\d{4}", str(t)) for t in col.texts)
+            sortable = all(re.match(r"\d{4}", t) for t in col.texts)
         elif (col.code[present] == NUM).all():
             # a column of numbers: yyyymmdd, from 1800 to 2099
             x = col.x[present]
@@ -363,7 +360,7 @@ def as_word(text):
 def words_for_tokenizer(table):
     """Key names and text values made words (as_word), noted; {old: new} of the keys."""
     renamed = {key: as_word(key) for key in table.cols}
-    strings = [t for c in table.cols.values() for t in c.texts if isinstance(t, str)]
+    strings = [t for c in table.cols.values() for t in c.texts]
     strings += [x for c in table.cols.values() for v in c.nested.values() for x in leaves(v)]
     values = {x: as_word(x) for x in strings if isinstance(x, str)}
     for mapping, what in ((renamed, "key"), (values, "text value")):

@@ -1,7 +1,7 @@
 """
-The scaling of prepare/text.py (eval.py and sample.py undo it from meta.json's "scales"): --scale
-auto makes every number under a key (x - center) / spread, the mean and standard deviation of the
-key's numbers in train (spread 1 for a constant key); --scale none keeps them (center 0, spread 1).
+The scaling of prepare/text.py, undone by eval.py and sample.py from meta.json's "scales": --scale
+auto makes each number (x - center) / spread, the mean and standard deviation of its key's numbers
+in train (spread 1 for a constant key); --scale none keeps them (center 0, spread 1).
 """
 
 import math
@@ -67,17 +67,15 @@ def scale_of(table, train, key, mode, say=print):
 
 
 def decimals_of(q, spread, mode, largest):
-    """The decimals d of a key's written numbers. Scaled: the least d with 10^-d * spread <= 10^q /
-    10, 10^q the place of the finest digit of its inputs, so that written * spread + center,
-    rounded to the input's digits, is the input. As they are: the input's own decimals. Either
-    no more than a float64 holds of the largest |x| written."""
+    """The decimals d of a key's written numbers: scaled, the least d with 10^-d * spread <= 10^q /
+    10 (10^q its inputs' finest digit), so that the input comes back; as they are, the input's
+    own; at most what a float64 holds of the largest |x| written."""
     d = -int(q) if mode == "none" else math.ceil(math.log10(spread) - int(q) + 1 - 1e-9)
     return max(0, min(d, 17 - math.floor(math.log10(largest or 1))))
 
 
 def written(x, scale, digits):
-    """Numbers as the text writes them: (x - center) / spread, `digits` decimals, no trailing
-    zeros."""
+    """Numbers as the text writes them: (x - center) / spread, `digits` decimals at most."""
     z = (np.asarray(x, float) - scale["center"]) / scale["spread"]
     distinct, inverse = np.unique(z, return_inverse=True)
     text = ("{:.%df}\0" % digits * len(distinct)).format(*distinct.tolist()).split("\0")[:-1]
@@ -103,17 +101,17 @@ def float32_clash(table, col, held, scale, digits):
         as_read = np.array(written(distinct, scale, digits), dtype=float).astype(np.float32)
         same = np.flatnonzero(as_read[1:] == as_read[:-1])
         if len(same):
-            pair = sorted(distinct[same[0] : same[0] + 2], key=lambda v: row_of(col, v, held))
-            places = [table.where(row_of(col, v, held)) for v in pair]
-            return repr(float(pair[1])), places[1], repr(float(pair[0])), places[0]
+            a, b = sorted((row_of(col, v, held), v) for v in distinct[same[0] : same[0] + 2])
+            return repr(float(b[1])), table.where(b[0]), repr(float(a[1])), table.where(a[0])
     return col.clash
 
 
 def scale(table, parts, keys, mode):
     """({key: scale}, {key: decimals}, {key: largest |x| written}, {key: [least, largest] in
     train}), from train; what the model cannot tell apart warned of."""
-    scales, digits, largest, ranges, said = {}, {}, {}, {}, {}
-    say = lambda kind: said.setdefault(kind, []).append
+    scales, digits, largest, ranges = {}, {}, {}, {}
+    # the lines said, by kind: each kind's first 5 printed
+    said = {"constant": []}
     for key in keys:
         col = table.cols[key]
         held = rows_in(table, parts, key)
@@ -121,28 +119,28 @@ def scale(table, parts, keys, mode):
         # squared, such a number overflows a float64
         if most > 1e150:
             fail(f"key {key!r}: |x| up to {most:g}, too large to scale; write log10 of it as a key")
-        s = scales[key] = scale_of(table, parts[0], key, mode, say("constant"))
+        s = scales[key] = scale_of(table, parts[0], key, mode, said["constant"].append)
         largest[key] = max(abs(high - s["center"]), abs(low - s["center"])) / s["spread"]
         digits[key] = decimals_of(col.q, s["spread"], mode, largest[key])
-        low, high, _, _ = extremes(col, weights(table, parts[0], key) > 0)
+        low, high, _, _ = extremes(col, rows_in(table, parts[:1], key))
         ranges[key] = [float(low), float(high)]
         clash = float32_clash(table, col, held, s, digits[key])
         if clash:
             a, where, b, seen = clash
             y = np.float32(written([float(a)], s, digits[key])[0])
-            say("clash")(
+            said.setdefault("clash", []).append(
                 f"warning: {where}: key {key!r}: {a} and {b} ({seen}) reach the model as one value"
                 f" ({y:g} scaled); write log10 of the key as a column, --scale none, or leave an"
                 " ID out (--columns)"
             )
         if least < np.inf and most / least > 1e6:
-            say("decades")(
+            said.setdefault("decades", []).append(
                 f"warning: key {key!r}: |x| from {least:.3g} to {most:.3g},"
                 f" {math.log10(most / least):.0f} decades: scaled, the small ones are near 0;"
                 " write log10 of the key as a column, or --scale none"
             )
         if mode == "auto" and largest[key] > FAR:
-            say("far")(
+            said.setdefault("far", []).append(
                 f"warning: key {key!r}: scaled, its numbers reach |x| = {largest[key]:.3g}; xVal"
                 " learns best with numbers of order 1: write log10 of the key, or leave outliers"
                 " out"

@@ -3,15 +3,10 @@ Your own data as a dataset like the others: CSV or JSON-lines files in; train.tx
 test.txt and meta.json out, every number scaled per key to order 1 (xVal multiplies an embedding
 by each value, docs/decisions.md#scaling). prepare/README.md#your-own-data-textpy has the details.
 
-    # one record per row, random split
     python prepare/text.py stations.csv --out data/stations
-    # a series, split in time
     python prepare/text.py co2.csv --window 16 --stride 4 --missing drop --out data/co2
-    python prepare/text.py a.jsonl b.jsonl --split 0.9,0.05,0.05 --seed 1 --out data/mine
-    python prepare/text.py train.jsonl --val val.jsonl --test test.jsonl --out data/mine
 
-Read in prepare/reading.py, made records and split in prepare/records.py, scaled in
-prepare/scaling.py.
+Read in prepare/reading.py, split in prepare/records.py, scaled in prepare/scaling.py.
 """
 
 import argparse
@@ -106,34 +101,29 @@ def parser():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.error = lambda message: fail(f"{message} (--help lists the flags)")
     add = p.add_argument
-    add("files", nargs="+", metavar="FILE", help="CSV or JSON-lines files (the training data with"
-        " --val)")
+    add("files", nargs="+", metavar="FILE", help="CSV or JSON-lines files (train with --val)")
     add("--out", required=True, help="output directory")
     add("--window", type=at_least(1), default=1, help="N consecutive rows of a file per record")
-    add("--stride", type=at_least(1), help="with --window: a window starts every S rows (default"
-        " N: no overlap)")
+    add("--stride", type=at_least(1), help="with --window: a window every S rows (default N)")
     add("--order", choices=("time", "random"), help="split in time order (default with --window)"
         " or at random")
-    add("--split", default="0.8,0.1,0.1", help="train,val,test fractions (of the rows in time"
-        " order)")
+    add("--split", default="0.8,0.1,0.1", help="train,val,test fractions")
     add("--seed", type=at_least(0), default=1337, help="seed of the random split (default 1337)")
     add("--val", metavar="FILE", help="validation records from FILE instead of a split")
     add("--test", metavar="FILE", help="test records from FILE (with --val)")
     add("--missing", choices=("refuse", "omit", "drop"), default="refuse",
-        help=f"a missing value ({', '.join(map(repr, MISSING))}, any case; JSON null, NaN): refuse"
-        " (default), omit (leave its key out of the record) or drop (leave the record out)")
+        help=f"a missing value ({', '.join(map(repr, MISSING))}, any case; JSON null, NaN): refuse,"
+        " omit its key or drop the record")
     add("--columns", help="the columns (CSV) or top-level keys (JSON) to keep, comma-separated")
     add("--text", default="", help="columns to read as text, not numbers or dates, comma-separated")
     add("--delimiter", help="the CSV delimiter (default: the header's most frequent of , ; tab |)")
-    add("--decimal-comma", action="store_true", help="CSV numbers are written 12,5 (as European"
-        " spreadsheets write them, with ; or tab between cells)")
-    add("--scale", choices=("auto", "none"), default="auto", help="auto: each key's numbers"
-        " centred and divided by their spread on train; none: as they are")
-    add("--group", metavar="COL", help="rows with the same value of COL are one series (a station,"
-        " a patient): windows never cross groups; split in time within each group, or (--order"
-        " random) by group")
+    add("--decimal-comma", action="store_true", help="CSV numbers are written 12,5")
+    add("--scale", choices=("auto", "none"), default="auto", help="auto: (x - mean) / std of each"
+        " key on train; none: as they are")
+    add("--group", metavar="COL", help="rows with the same COL are one series (a station), split"
+        " in time within it or (--order random) by group")
     add("--context-before", action="store_true", help="with --order time: a val or test window may"
-        " start in the rows before its part, so every row of the part can end a window")
+        " start before its part")
     add("--target", metavar="KEY", help="the key of numbers to predict (what eval.py masks)")
     add("--force", action="store_true", help="replace a dataset in --out (other files stay)")
     return p
@@ -302,10 +292,9 @@ def lines_of(table, part, keys, writers, lo, hi):
 
 def check_tokens(table, parts, keys):
     """Train's text tokens, and (numbers, tokens) per record at least and most; refused: a record
-    whose numbers the tokenizer misreads, a val or test token train lacks. Each distinct line
-    (numbers written 0) is tokenized once."""
+    the tokenizer misreads, a val or test token train lacks."""
     vocab, seen = {}, {}
-    # the numbers a record holds: a number, or those of a JSON list or object, per key it holds
+    # the numbers under each JSON list or object
     deep = {k: {r: len(numbers(v)) for r, v in table.cols[k].nested.items()} for k in keys}
 
     def held(k, rows):
