@@ -266,8 +266,7 @@ def rows_in(table, parts, key=None):
 def leave_out_missing(table, parts, keys, how):
     """The splits with missing values left out, and {key: records it was missing from}."""
     missing, kept, emptied = {}, [], 0
-    cols = {key: table.cols[key] for key in keys}
-    gaps = {key: gap for key, col in cols.items() if (gap := missing_rows(col)).any()}
+    gaps = {key: gap for key in keys if (gap := missing_rows(table.cols[key])).any()}
     for part in parts:
         none = np.zeros(len(part), bool)
         lacks = {key: gaps[key][part.rows].any(axis=1) if key in gaps else none for key in keys}
@@ -298,13 +297,6 @@ def warn_short(parts, args):
                 f" 30 says little; more data, other --split fractions, {more}a smaller --window or"
                 " --stride"
             )
-
-
-def weights(table, part, key):
-    """How many of a part's records (that hold key) hold each row."""
-    w = np.zeros(table.n, np.int32)
-    np.add.at(w, part.rows[part.has(key)].ravel(), 1)
-    return w
 
 
 def date_keys(table, text_keys):

@@ -9,7 +9,7 @@ import math
 import numpy as np
 from common import fail
 from reading import NUM, numbers
-from records import print_some, rows_in, weights
+from records import print_some, rows_in
 
 # scaled numbers beyond this are far from order 1: warned of
 FAR = 10
@@ -41,7 +41,9 @@ def extremes(col, rows):
 def scale_of(table, train, key, mode, say=print):
     """{"center", "spread"} of a key, from the training records (each number counted as often as
     records hold it); a constant key said."""
-    col, w = table.cols[key], weights(table, train, key)
+    col = table.cols[key]
+    # how many records hold each row
+    w = np.bincount(train.rows[train.has(key)].ravel(), minlength=table.n)
     total = count = 0.0
     for x, n in number_pieces(col, w > 0, w):
         total, count = total + (x * n).sum(), count + n.sum()
