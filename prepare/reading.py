@@ -90,8 +90,8 @@ class Column:
         return self.index[value]
 
     def add(self, distinct, codes, row0, where, parse):
-        """Rows row0... holding distinct[codes], each read once by parse -> (code, Decimal); rows
-        before row0 not written are missing."""
+        """Rows row0... holding distinct[codes], each parsed once (-> code, Decimal); rows before
+        row0 not written are missing."""
         self.pad(row0)
         first_row = np.unique(codes, return_index=True)[1]
         code, x = np.empty(len(distinct), np.int32), np.full(len(distinct), np.nan)
@@ -214,7 +214,7 @@ class Column:
     @functools.cached_property
     def words(self):
         """Each text value as the lines write it."""
-        return np.array([json.dumps(t, ensure_ascii=False) for t in self.texts] + [""], object)
+        return np.array([json.dumps(t, ensure_ascii=False) for t in self.texts], object)
 
 
 class Table:
@@ -320,7 +320,6 @@ def csv_head(path, head, delimiter):
             fail(f"{path}:1: the header holds no , ; tab or | but spaces; name it with --delimiter")
         if delimiter != ",":
             print(f"note: {path}: columns separated by {DELIMITERS[delimiter]}")
-    # not strict: the head may end inside a quoted cell
     reader = csv.reader(io.StringIO(head, newline=""), delimiter=delimiter)
     header = [name.strip() for name in next(reader, [])]
     return header, next(reader, []), delimiter
@@ -408,11 +407,7 @@ def arrow_batches(path, header, delimiter, trailing):
             pa_csv.ParseOptions(
                 delimiter=delimiter, newlines_in_values=True, ignore_empty_lines=False
             ),
-            pa_csv.ConvertOptions(
-                column_types=dict.fromkeys(names, pa.string()),
-                strings_can_be_null=False,
-                null_values=[],
-            ),
+            pa_csv.ConvertOptions(column_types=dict.fromkeys(names, pa.string())),
         )
     except pa.ArrowInvalid as e:
         if "straddl" in str(e):

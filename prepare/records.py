@@ -97,7 +97,7 @@ def check_values(table, keys, missing):
     gaps = {key: np.flatnonzero(missing_rows(table.cols[key])) for key in keys}
     gaps = {key: rows[0] for key, rows in gaps.items() if len(rows)}
     if gaps:
-        key = min(gaps, key=lambda k: (gaps[k], keys.index(k)))
+        key = min(gaps, key=gaps.get)
         row = gaps[key]
         fail(
             f"{table.where(row)}: {table.cols[key].noun} {key!r} is missing (no value, or one of"
@@ -110,7 +110,7 @@ def check_values(table, keys, missing):
 @np.errstate(over="ignore")
 def counts_up(x, q, size=1 << 18):
     """The step by which a file's numbers go up from row to row, perhaps wrapping to their least
-    (an hour of the day), else None; read a piece at a time, as integers of their finest digit."""
+    (an hour of the day), else None."""
     if len(x) <= 2 or len(x) > 1000 and not counts_up(x[:1000], q):
         return None
     unit = 10.0 ** int(q)
@@ -190,8 +190,8 @@ def split_counts(n, fractions):
 
 
 def time_parts(name, rows, args):
-    """Train, val and test windows of one series in time order; with --context-before a val or
-    test window may start in the rows before its own."""
+    """Train, val and test windows of one series in time order (--context-before: a val or test
+    window may start before its part)."""
     a, b, c = split_counts(len(rows), args.fractions)
     need = 1 if args.context_before else args.window
     if min(a, b, c) < need:
@@ -209,7 +209,7 @@ def time_parts(name, rows, args):
 
 def split_records(table, args):
     """Train, val and test Parts and their source: the --val and --test files, each series in
-    time order, the records at random, or the groups at random."""
+    time order, or the records or groups at random."""
     window, stride, fractions = args.window, args.stride, args.fractions
     source = {"files": args.files, "fractions": fractions}
     series = series_of(table, args.group)
@@ -236,9 +236,9 @@ def split_records(table, args):
             )
     units = [windows(rows, window, stride) for _, rows in series]
     if not args.group:
-        units = [np.concatenate(units)]
+        units = np.concatenate(units)
     what = "groups" if args.group else "records"
-    n = len(units) if args.group else len(units[0])
+    n = len(units)
     counts = split_counts(n, fractions)
     if min(counts) < 1:
         fail(
@@ -251,7 +251,7 @@ def split_records(table, args):
     if args.group:
         parts = [np.concatenate([empty] + [units[i] for i in p]) for p in chosen]
     else:
-        parts = [units[0][p] for p in chosen]
+        parts = [units[p] for p in chosen]
     return [Part(p) for p in parts], {**source, "seed": args.seed, "order": "random"}
 
 
@@ -304,7 +304,7 @@ def date_keys(table, text_keys):
     dates, lines = [], []
     for key, col in table.cols.items():
         texts = all(isinstance(t, str) and DATE.fullmatch(t) for t in col.texts)
-        if key in text_keys or not texts or col.nested or col.q < 0:
+        if key in text_keys or not texts or col.nested:
             continue
         present = np.flatnonzero(col.code != GAP)
         if not len(present):

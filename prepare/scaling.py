@@ -15,17 +15,17 @@ from records import print_some, rows_in
 FAR = 10
 
 
-def number_pieces(col, rows, weights=None, size=1 << 18):
-    """A column's numbers in rows (a mask), nested ones too, a piece at a time, each with its
-    numbers' weights (given one per row)."""
+def number_pieces(col, weights, size=1 << 18):
+    """A column's numbers in the rows of weight > 0 (a mask or a count per row), nested ones too,
+    a piece at a time, each with its weight."""
     for lo in range(0, col.n, size):
-        mask = (col.code[lo : lo + size] == NUM) & rows[lo : lo + size]
-        w = weights[lo : lo + size][mask] if weights is not None else None
-        yield col.x[lo : lo + size][mask], w
-    deep = [(r, float(d)) for r, v in col.nested.items() if rows[r] for d in numbers(v)]
+        w = weights[lo : lo + size]
+        mask = (col.code[lo : lo + size] == NUM) & (w > 0)
+        yield col.x[lo : lo + size][mask], w[mask]
+    deep = [(r, float(d)) for r, v in col.nested.items() if weights[r] for d in numbers(v)]
     if deep:
         rs, x = zip(*deep)
-        yield np.array(x), (weights[list(rs)] if weights is not None else None)
+        yield np.array(x), weights[list(rs)]
 
 
 def extremes(col, rows):
@@ -42,10 +42,9 @@ def scale_of(table, train, key, mode, say=print):
     """{"center", "spread"} of a key, from the training records (each number counted as often as
     records hold it); a constant key said."""
     col = table.cols[key]
-    # how many records hold each row
     w = np.bincount(train.rows[train.has(key)].ravel(), minlength=table.n)
     total = count = 0.0
-    for x, n in number_pieces(col, w > 0, w):
+    for x, n in number_pieces(col, w):
         total, count = total + (x * n).sum(), count + n.sum()
     if not count:
         fail(
@@ -53,7 +52,7 @@ def scale_of(table, train, key, mode, say=print):
             f" ({table.where(train.rows[0][0])} ...), so it has no scale"
         )
     mean = total / count
-    squares = sum((((x - mean) ** 2) * n).sum() for x, n in number_pieces(col, w > 0, w))
+    squares = sum((((x - mean) ** 2) * n).sum() for x, n in number_pieces(col, w))
     std = math.sqrt(squares / count)
     if std == 0:
         say(
@@ -83,7 +82,7 @@ def written(x, scale, digits):
     text = ("{:.%df}\0" % digits * len(distinct)).format(*distinct.tolist()).split("\0")[:-1]
     if digits:
         text = [t.rstrip("0").rstrip(".") for t in text]
-    text = ["0" if t in ("-0", "") else t for t in text]
+    text = ["0" if t == "-0" else t for t in text]
     return np.array(text, dtype=object)[inverse.ravel()]
 
 
@@ -112,7 +111,6 @@ def scale(table, parts, keys, mode):
     """({key: scale}, {key: decimals}, {key: largest |x| written}, {key: [least, largest] in
     train}), from train; what the model cannot tell apart warned of."""
     scales, digits, largest, ranges = {}, {}, {}, {}
-    # the lines said, by kind: each kind's first 5 printed
     said = {"constant": []}
     for key in keys:
         col = table.cols[key]

@@ -5,8 +5,6 @@ by each value, docs/decisions.md#scaling). prepare/README.md#your-own-data-textp
 
     python prepare/text.py stations.csv --out data/stations
     python prepare/text.py co2.csv --window 16 --stride 4 --missing drop --out data/co2
-
-Read in prepare/reading.py, split in prepare/records.py, scaled in prepare/scaling.py.
 """
 
 import argparse
@@ -97,7 +95,6 @@ def main(argv=None):
 
 
 def parser():
-    """text.py's command line."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.error = lambda message: fail(f"{message} (--help lists the flags)")
     add = p.add_argument
@@ -112,9 +109,9 @@ def parser():
     add("--val", metavar="FILE", help="validation records from FILE instead of a split")
     add("--test", metavar="FILE", help="test records from FILE (with --val)")
     add("--missing", choices=("refuse", "omit", "drop"), default="refuse",
-        help=f"a missing value ({', '.join(map(repr, MISSING))}, any case; JSON null, NaN): refuse,"
-        " omit its key or drop the record")
-    add("--columns", help="the columns (CSV) or top-level keys (JSON) to keep, comma-separated")
+        help=f"a missing value ({', '.join(map(repr, MISSING))}, null): refuse, omit its key or"
+        " drop the record")
+    add("--columns", help="the CSV columns or top-level JSON keys to keep, comma-separated")
     add("--text", default="", help="columns to read as text, not numbers or dates, comma-separated")
     add("--delimiter", help="the CSV delimiter (default: the header's most frequent of , ; tab |)")
     add("--decimal-comma", action="store_true", help="CSV numbers are written 12,5")
@@ -306,7 +303,7 @@ def check_tokens(table, parts, keys):
 
     for split, part in zip(SPLITS, parts):
         for lo in range(0, len(part), BLOCK):
-            hi = min(len(part), lo + BLOCK)
+            hi = lo + BLOCK
             lines = lines_of(table, part, keys, {}, lo, hi)
             n_numbers = sum(held(k, part.rows[lo:hi]) * part.has(k)[lo:hi] for k in keys)
             for i, line in enumerate(lines):
@@ -315,7 +312,7 @@ def check_tokens(table, parts, keys):
                 where = table.where(part.rows[lo + i][0])
                 n_read, _, tokens = seen[line] = tokens_of(line, where)
                 if n_read != n_numbers[i]:
-                    # a string of the line (an object's key) the tokenizer reads a number in
+                    # a nested key the tokenizer reads a number in
                     for name in map(json.loads, re.findall(r'"(?:[^"\\]|\\.)*"', line)):
                         if as_word(name) != name:
                             fail(
@@ -330,8 +327,8 @@ def check_tokens(table, parts, keys):
                 if split != "train" and unseen:
                     fail(
                         f"{where}: the {split} record holds the text token {excerpt(unseen[0])},"
-                        " which no training record has; add such records to the training data, or"
-                        " write the value as a number or a category train has"
+                        " which no training record has; add such records to train, or write it as"
+                        " a number or a category train has"
                     )
                 vocab.update(dict.fromkeys(unseen))
     counts = np.array([(n_read, n_pieces) for n_read, n_pieces, _ in seen.values()])
@@ -354,7 +351,7 @@ def write_lines(stage, table, parts, keys, writers):
     for split, part in zip(SPLITS, parts):
         with open_new(os.path.join(stage, f"{split}.txt")) as f:
             for lo in range(0, len(part), BLOCK):
-                lines = lines_of(table, part, keys, writers, lo, min(len(part), lo + BLOCK))
+                lines = lines_of(table, part, keys, writers, lo, lo + BLOCK)
                 f.write(("\n".join(lines) + "\n").encode())
                 hashes = np.fromiter(map(hash, lines), np.int64, len(lines))
                 if split == "train":
