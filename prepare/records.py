@@ -136,7 +136,7 @@ def counts_up(x, q, size=1 << 18):
 
 
 def counting_keys(table, keys):
-    """The keys that count rows in every file, noted (train.py's hint names another)."""
+    """The keys that count rows in every file, noted."""
     counting, lines = [], []
     for key in keys:
         col = table.cols[key]
@@ -369,7 +369,7 @@ def words_for_tokenizer(table):
                 f" word each: {excerpt(a)} as {excerpt(b)}"
                 + (" (--mask_key takes the new name)" if what == "key" else "")
             )
-    word = lambda x: values.get(x, x) if isinstance(x, str) else x
+    word = lambda x: values.get(x, x)
     for col in table.cols.values():
         col.texts = [word(t) for t in col.texts]
         col.nested = {r: rewrite(v, word) for r, v in col.nested.items()}

@@ -95,8 +95,8 @@ def row_of(col, value, rows):
 
 
 def float32_clash(table, col, held, scale, digits):
-    """(a, its place, b, its place): two inputs that reach the model as one float32 (within a
-    piece of the column; two that are one float64 as read), else None."""
+    """(a, its place, b, its place): two inputs that reach the model as one float32 (in a piece of
+    the column, or one float64 as read), else None."""
     for x, _ in number_pieces(col, held) if not col.clash else ():
         distinct = np.unique(x)
         as_read = np.array(written(distinct, scale, digits), dtype=float).astype(np.float32)

@@ -45,7 +45,7 @@ def main(argv=None):
     with scratch_space():
         table = read_files(inputs, args)
 
-    # clean keys: dates left out, words the tokenizer would misread renamed, values checked
+    # clean keys: dates left out, number-like words renamed, values checked
     keys, kind, dates, renamed = clean_keys(table, args)
     check_values(table, keys, args.missing)
     index_like = counting_keys(table, keys)
@@ -85,9 +85,8 @@ def main(argv=None):
         "rows": {"read": table.n, "in_records": int(rows_in(table, parts).sum())},
         "command": command("prepare/text.py", argv),
     }
-    with staged_dataset(
-        args.out, args.force, [f"{s}.txt" for s in SPLITS] + ["meta.json"]
-    ) as stage:
+    names = [f"{s}.txt" for s in SPLITS] + ["meta.json"]
+    with staged_dataset(args.out, args.force, names) as stage:
         repeated = write_lines(stage, table, parts, keys, writers)
         write_meta(stage, meta)
 
@@ -366,9 +365,9 @@ def write_lines(stage, table, parts, keys, writers):
 
 def print_keys(args, meta, table, written_rows, largest):
     """Each key's scale, or its text values (in the records written)."""
-    scales, lines = meta["scales"], []
+    lines = []
     for k in meta["keys"]:
-        s = scales.get(k)
+        s = meta["scales"].get(k)
         if s and args.scale == "auto":
             lines.append(
                 f"  {k:>12}: numbers, scaled (x - {s['center']:g}) / {s['spread']:g},"
@@ -424,12 +423,12 @@ def report(args, meta, table, parts, largest, vocab, counts, n_windowed, repeate
                 f"note: {n} of the {meta['splits'][s]} {s} records are also, exactly, in train"
                 " (duplicate records)"
             )
-    far = [k for k in meta["scales"] if args.scale == "none" and not 0.1 <= largest[k] <= 10]
     print_some(
         [
             f"warning: key {k!r}: numbers up to |x| = {largest[k]:.4g}; xVal learns best with"
             " values of order 1 (--scale auto scales them)"
-            for k in far
+            for k in meta["scales"]
+            if args.scale == "none" and not 0.1 <= largest[k] <= 10
         ]
     )
     print(f"next: {shell_line('python', 'tokenize_numbers.py', args.out, '--encoding', 'xval')}")
@@ -437,6 +436,6 @@ def report(args, meta, table, parts, largest, vocab, counts, n_windowed, repeate
 
 if __name__ == "__main__":
     one_line_errors()
-    # millions of small lists and strings, none in a cycle: the cyclic collector only slows them
+    # millions of small objects, none in a cycle: the cyclic collector only slows them
     gc.disable()
     main()
