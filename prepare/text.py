@@ -108,8 +108,8 @@ def parser():
     add("--val", metavar="FILE", help="validation records from FILE instead of a split")
     add("--test", metavar="FILE", help="test records from FILE (with --val)")
     add("--missing", choices=("refuse", "omit", "drop"), default="refuse",
-        help=f"a missing value ({', '.join(map(repr, MISSING))}, null): refuse, omit its key or"
-        " drop the record")
+        help=f"a missing value ({', '.join(map(repr, MISSING))}, null): refuse (default), omit its"
+        " key or drop the record")
     add("--columns", help="the CSV columns or top-level JSON keys to keep, comma-separated")
     add("--text", default="", help="columns to read as text, not numbers or dates, comma-separated")
     add("--delimiter", help="the CSV delimiter (default: the header's most frequent of , ; tab |)")
