@@ -17,8 +17,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
-
-# common puts the repository's root on the path
 from common import fail
 
 from tokenize_line import NUMBER
@@ -92,8 +90,8 @@ class Column:
         return self.index[value]
 
     def add(self, distinct, codes, row0, where, parse):
-        """Rows row0... holding distinct[codes], each read once by parse -> (code, Decimal); rows
-        before row0 not written are missing."""
+        """Rows row0... holding distinct[codes], each parsed once (-> code, Decimal); rows before
+        row0 not written are missing."""
         self.pad(row0)
         first_row = np.unique(codes, return_index=True)[1]
         code, x = np.empty(len(distinct), np.int32), np.full(len(distinct), np.nan)
@@ -216,7 +214,7 @@ class Column:
     @functools.cached_property
     def words(self):
         """Each text value as the lines write it."""
-        return np.array([json.dumps(t, ensure_ascii=False) for t in self.texts] + [""], object)
+        return np.array([json.dumps(t, ensure_ascii=False) for t in self.texts], object)
 
 
 class Table:
@@ -323,12 +321,8 @@ def csv_head(path, head, delimiter):
         if delimiter != ",":
             print(f"note: {path}: columns separated by {DELIMITERS[delimiter]}")
     reader = csv.reader(io.StringIO(head, newline=""), delimiter=delimiter)
-    try:
-        header = [name.strip() for name in next(reader, [])]
-        row = next(reader, [])
-    except csv.Error as e:
-        fail(f"{path}:1: {e} (an unterminated quote?)")
-    return header, row, delimiter
+    header = [name.strip() for name in next(reader, [])]
+    return header, next(reader, []), delimiter
 
 
 def bad_row(path, header, delimiter, trailing, error=None):
@@ -413,11 +407,7 @@ def arrow_batches(path, header, delimiter, trailing):
             pa_csv.ParseOptions(
                 delimiter=delimiter, newlines_in_values=True, ignore_empty_lines=False
             ),
-            pa_csv.ConvertOptions(
-                column_types=dict.fromkeys(names, pa.string()),
-                strings_can_be_null=False,
-                null_values=[],
-            ),
+            pa_csv.ConvertOptions(column_types=dict.fromkeys(names, pa.string())),
         )
     except pa.ArrowInvalid as e:
         if "straddl" in str(e):

@@ -1,8 +1,5 @@
-"""
-Records for prepare/text.py: keys checked (dates left out, words the tokenizer would misread
-renamed), windows of rows, split into train, val and test, missing values left out. A split is a
-Part: each record's rows (a window's rows in order) and, per key, the records that leave it out.
-"""
+"""Records for prepare/text.py: keys checked, windows of rows, split into train, val and test (a
+Part each), missing values left out."""
 
 import json
 import re
@@ -100,7 +97,7 @@ def check_values(table, keys, missing):
     gaps = {key: np.flatnonzero(missing_rows(table.cols[key])) for key in keys}
     gaps = {key: rows[0] for key, rows in gaps.items() if len(rows)}
     if gaps:
-        key = min(gaps, key=lambda k: (gaps[k], keys.index(k)))
+        key = min(gaps, key=gaps.get)
         row = gaps[key]
         fail(
             f"{table.where(row)}: {table.cols[key].noun} {key!r} is missing (no value, or one of"
@@ -113,7 +110,7 @@ def check_values(table, keys, missing):
 @np.errstate(over="ignore")
 def counts_up(x, q, size=1 << 18):
     """The step by which a file's numbers go up from row to row, perhaps wrapping to their least
-    (an hour of the day), else None; read a piece at a time, as integers of their finest digit."""
+    (an hour of the day), else None."""
     if len(x) <= 2 or len(x) > 1000 and not counts_up(x[:1000], q):
         return None
     unit = 10.0 ** int(q)
@@ -139,7 +136,7 @@ def counts_up(x, q, size=1 << 18):
 
 
 def counting_keys(table, keys):
-    """The keys that count rows in every file, noted (train.py's hint names another)."""
+    """The keys that count rows in every file, noted."""
     counting, lines = [], []
     for key in keys:
         col = table.cols[key]
@@ -193,8 +190,8 @@ def split_counts(n, fractions):
 
 
 def time_parts(name, rows, args):
-    """Train, val and test windows of one series in time order; with --context-before a val or
-    test window may start in the rows before its own."""
+    """Train, val and test windows of one series in time order (--context-before: a val or test
+    window may start before its part)."""
     a, b, c = split_counts(len(rows), args.fractions)
     need = 1 if args.context_before else args.window
     if min(a, b, c) < need:
@@ -212,7 +209,7 @@ def time_parts(name, rows, args):
 
 def split_records(table, args):
     """Train, val and test Parts and their source: the --val and --test files, each series in
-    time order, the records at random, or the groups at random."""
+    time order, or the records or groups at random."""
     window, stride, fractions = args.window, args.stride, args.fractions
     source = {"files": args.files, "fractions": fractions}
     series = series_of(table, args.group)
@@ -239,9 +236,9 @@ def split_records(table, args):
             )
     units = [windows(rows, window, stride) for _, rows in series]
     if not args.group:
-        units = [np.concatenate(units)]
+        units = np.concatenate(units)
     what = "groups" if args.group else "records"
-    n = len(units) if args.group else len(units[0])
+    n = len(units)
     counts = split_counts(n, fractions)
     if min(counts) < 1:
         fail(
@@ -254,7 +251,7 @@ def split_records(table, args):
     if args.group:
         parts = [np.concatenate([empty] + [units[i] for i in p]) for p in chosen]
     else:
-        parts = [units[0][p] for p in chosen]
+        parts = [units[p] for p in chosen]
     return [Part(p) for p in parts], {**source, "seed": args.seed, "order": "random"}
 
 
@@ -262,15 +259,14 @@ def rows_in(table, parts, key=None):
     """Which rows the records of the splits hold (those that hold key)."""
     held = np.zeros(table.n, bool)
     for part in parts:
-        held[part.rows[part.has(key)].ravel() if key else part.rows.ravel()] = True
+        held[part.rows[part.has(key)].ravel()] = True
     return held
 
 
 def leave_out_missing(table, parts, keys, how):
     """The splits with missing values left out, and {key: records it was missing from}."""
     missing, kept, emptied = {}, [], 0
-    cols = {key: table.cols[key] for key in keys}
-    gaps = {key: gap for key, col in cols.items() if (gap := missing_rows(col)).any()}
+    gaps = {key: gap for key in keys if (gap := missing_rows(table.cols[key])).any()}
     for part in parts:
         none = np.zeros(len(part), bool)
         lacks = {key: gaps[key][part.rows].any(axis=1) if key in gaps else none for key in keys}
@@ -303,28 +299,21 @@ def warn_short(parts, args):
             )
 
 
-def weights(table, part, key):
-    """How many of a part's records (that hold key) hold each row."""
-    w = np.zeros(table.n, np.int32)
-    np.add.at(w, part.rows[part.has(key)].ravel(), 1)
-    return w
-
-
 def date_keys(table, text_keys):
     """The keys (not --text) whose every value is a date or time, noted."""
     dates, lines = [], []
     for key, col in table.cols.items():
         texts = all(isinstance(t, str) and DATE.fullmatch(t) for t in col.texts)
-        if key in text_keys or not texts or col.nested or col.q < 0:
+        if key in text_keys or not texts or col.nested:
             continue
         present = np.flatnonzero(col.code != GAP)
         if not len(present):
             continue
         if (col.code[present] >= 0).all():
-            words = np.array([str(t) for t in col.texts] or [""], dtype=object)
+            words = np.array(col.texts, dtype=object)
             order = np.argsort(np.argsort(words, kind="stable"))
             rank, value = order[col.code[present]], words[col.code[present]]
-            sortable = all(re.match(r"\d{4}", str(t)) for t in col.texts)
+            sortable = all(re.match(r"\d{4}", t) for t in col.texts)
         elif (col.code[present] == NUM).all():
             # a column of numbers: yyyymmdd, from 1800 to 2099
             x = col.x[present]
@@ -363,7 +352,7 @@ def as_word(text):
 def words_for_tokenizer(table):
     """Key names and text values made words (as_word), noted; {old: new} of the keys."""
     renamed = {key: as_word(key) for key in table.cols}
-    strings = [t for c in table.cols.values() for t in c.texts if isinstance(t, str)]
+    strings = [t for c in table.cols.values() for t in c.texts]
     strings += [x for c in table.cols.values() for v in c.nested.values() for x in leaves(v)]
     values = {x: as_word(x) for x in strings if isinstance(x, str)}
     for mapping, what in ((renamed, "key"), (values, "text value")):
@@ -380,7 +369,7 @@ def words_for_tokenizer(table):
                 f" word each: {excerpt(a)} as {excerpt(b)}"
                 + (" (--mask_key takes the new name)" if what == "key" else "")
             )
-    word = lambda x: values.get(x, x) if isinstance(x, str) else x
+    word = lambda x: values.get(x, x)
     for col in table.cols.values():
         col.texts = [word(t) for t in col.texts]
         col.nested = {r: rewrite(v, word) for r, v in col.nested.items()}

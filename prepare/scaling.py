@@ -1,7 +1,7 @@
 """
-The scaling of prepare/text.py (eval.py and sample.py undo it from meta.json's "scales"): --scale
-auto makes every number under a key (x - center) / spread, the mean and standard deviation of the
-key's numbers in train (spread 1 for a constant key); --scale none keeps them (center 0, spread 1).
+The scaling of prepare/text.py, undone by eval.py and sample.py from meta.json's "scales": --scale
+auto makes each number (x - center) / spread, the mean and standard deviation of its key's numbers
+in train (spread 1 for a constant key); --scale none keeps them (center 0, spread 1).
 """
 
 import math
@@ -9,23 +9,23 @@ import math
 import numpy as np
 from common import fail
 from reading import NUM, numbers
-from records import print_some, rows_in, weights
+from records import print_some, rows_in
 
 # scaled numbers beyond this are far from order 1: warned of
 FAR = 10
 
 
-def number_pieces(col, rows, weights=None, size=1 << 18):
-    """A column's numbers in rows (a mask), nested ones too, a piece at a time, each with its
-    numbers' weights (given one per row)."""
+def number_pieces(col, weights, size=1 << 18):
+    """A column's numbers in the rows of weight > 0 (a mask or a count per row), nested ones too,
+    a piece at a time, each with its weight."""
     for lo in range(0, col.n, size):
-        mask = (col.code[lo : lo + size] == NUM) & rows[lo : lo + size]
-        w = weights[lo : lo + size][mask] if weights is not None else None
-        yield col.x[lo : lo + size][mask], w
-    deep = [(r, float(d)) for r, v in col.nested.items() if rows[r] for d in numbers(v)]
+        w = weights[lo : lo + size]
+        mask = (col.code[lo : lo + size] == NUM) & (w > 0)
+        yield col.x[lo : lo + size][mask], w[mask]
+    deep = [(r, float(d)) for r, v in col.nested.items() if weights[r] for d in numbers(v)]
     if deep:
         rs, x = zip(*deep)
-        yield np.array(x), (weights[list(rs)] if weights is not None else None)
+        yield np.array(x), weights[list(rs)]
 
 
 def extremes(col, rows):
@@ -41,9 +41,10 @@ def extremes(col, rows):
 def scale_of(table, train, key, mode, say=print):
     """{"center", "spread"} of a key, from the training records (each number counted as often as
     records hold it); a constant key said."""
-    col, w = table.cols[key], weights(table, train, key)
+    col = table.cols[key]
+    w = np.bincount(train.rows[train.has(key)].ravel(), minlength=table.n)
     total = count = 0.0
-    for x, n in number_pieces(col, w > 0, w):
+    for x, n in number_pieces(col, w):
         total, count = total + (x * n).sum(), count + n.sum()
     if not count:
         fail(
@@ -51,7 +52,7 @@ def scale_of(table, train, key, mode, say=print):
             f" ({table.where(train.rows[0][0])} ...), so it has no scale"
         )
     mean = total / count
-    squares = sum((((x - mean) ** 2) * n).sum() for x, n in number_pieces(col, w > 0, w))
+    squares = sum((((x - mean) ** 2) * n).sum() for x, n in number_pieces(col, w))
     std = math.sqrt(squares / count)
     if std == 0:
         say(
@@ -67,23 +68,21 @@ def scale_of(table, train, key, mode, say=print):
 
 
 def decimals_of(q, spread, mode, largest):
-    """The decimals d of a key's written numbers. Scaled: the least d with 10^-d * spread <= 10^q /
-    10, 10^q the place of the finest digit of its inputs, so that written * spread + center,
-    rounded to the input's digits, is the input. As they are: the input's own decimals. Either
-    no more than a float64 holds of the largest |x| written."""
+    """The decimals d of a key's written numbers: scaled, the least d with 10^-d * spread <= 10^q /
+    10 (10^q its inputs' finest digit), so that the input comes back; as they are, the input's
+    own; at most what a float64 holds of the largest |x| written."""
     d = -int(q) if mode == "none" else math.ceil(math.log10(spread) - int(q) + 1 - 1e-9)
     return max(0, min(d, 17 - math.floor(math.log10(largest or 1))))
 
 
 def written(x, scale, digits):
-    """Numbers as the text writes them: (x - center) / spread, `digits` decimals, no trailing
-    zeros."""
+    """Numbers as the text writes them: (x - center) / spread, `digits` decimals at most."""
     z = (np.asarray(x, float) - scale["center"]) / scale["spread"]
     distinct, inverse = np.unique(z, return_inverse=True)
     text = ("{:.%df}\0" % digits * len(distinct)).format(*distinct.tolist()).split("\0")[:-1]
     if digits:
         text = [t.rstrip("0").rstrip(".") for t in text]
-    text = ["0" if t in ("-0", "") else t for t in text]
+    text = ["0" if t == "-0" else t for t in text]
     return np.array(text, dtype=object)[inverse.ravel()]
 
 
@@ -96,24 +95,23 @@ def row_of(col, value, rows):
 
 
 def float32_clash(table, col, held, scale, digits):
-    """(a, its place, b, its place): two inputs that reach the model as one float32 (within a
-    piece of the column; two that are one float64 as read), else None."""
+    """(a, its place, b, its place): two inputs that reach the model as one float32 (in a piece of
+    the column, or one float64 as read), else None."""
     for x, _ in number_pieces(col, held) if not col.clash else ():
         distinct = np.unique(x)
         as_read = np.array(written(distinct, scale, digits), dtype=float).astype(np.float32)
         same = np.flatnonzero(as_read[1:] == as_read[:-1])
         if len(same):
-            pair = sorted(distinct[same[0] : same[0] + 2], key=lambda v: row_of(col, v, held))
-            places = [table.where(row_of(col, v, held)) for v in pair]
-            return repr(float(pair[1])), places[1], repr(float(pair[0])), places[0]
+            a, b = sorted((row_of(col, v, held), v) for v in distinct[same[0] : same[0] + 2])
+            return repr(float(b[1])), table.where(b[0]), repr(float(a[1])), table.where(a[0])
     return col.clash
 
 
 def scale(table, parts, keys, mode):
     """({key: scale}, {key: decimals}, {key: largest |x| written}, {key: [least, largest] in
     train}), from train; what the model cannot tell apart warned of."""
-    scales, digits, largest, ranges, said = {}, {}, {}, {}, {}
-    say = lambda kind: said.setdefault(kind, []).append
+    scales, digits, largest, ranges = {}, {}, {}, {}
+    said = {"constant": []}
     for key in keys:
         col = table.cols[key]
         held = rows_in(table, parts, key)
@@ -121,28 +119,28 @@ def scale(table, parts, keys, mode):
         # squared, such a number overflows a float64
         if most > 1e150:
             fail(f"key {key!r}: |x| up to {most:g}, too large to scale; write log10 of it as a key")
-        s = scales[key] = scale_of(table, parts[0], key, mode, say("constant"))
+        s = scales[key] = scale_of(table, parts[0], key, mode, said["constant"].append)
         largest[key] = max(abs(high - s["center"]), abs(low - s["center"])) / s["spread"]
         digits[key] = decimals_of(col.q, s["spread"], mode, largest[key])
-        low, high, _, _ = extremes(col, weights(table, parts[0], key) > 0)
+        low, high, _, _ = extremes(col, rows_in(table, parts[:1], key))
         ranges[key] = [float(low), float(high)]
         clash = float32_clash(table, col, held, s, digits[key])
         if clash:
             a, where, b, seen = clash
             y = np.float32(written([float(a)], s, digits[key])[0])
-            say("clash")(
+            said.setdefault("clash", []).append(
                 f"warning: {where}: key {key!r}: {a} and {b} ({seen}) reach the model as one value"
                 f" ({y:g} scaled); write log10 of the key as a column, --scale none, or leave an"
                 " ID out (--columns)"
             )
         if least < np.inf and most / least > 1e6:
-            say("decades")(
+            said.setdefault("decades", []).append(
                 f"warning: key {key!r}: |x| from {least:.3g} to {most:.3g},"
                 f" {math.log10(most / least):.0f} decades: scaled, the small ones are near 0;"
                 " write log10 of the key as a column, or --scale none"
             )
         if mode == "auto" and largest[key] > FAR:
-            say("far")(
+            said.setdefault("far", []).append(
                 f"warning: key {key!r}: scaled, its numbers reach |x| = {largest[key]:.3g}; xVal"
                 " learns best with numbers of order 1: write log10 of the key, or leave outliers"
                 " out"

@@ -3,15 +3,8 @@ Your own data as a dataset like the others: CSV or JSON-lines files in; train.tx
 test.txt and meta.json out, every number scaled per key to order 1 (xVal multiplies an embedding
 by each value, docs/decisions.md#scaling). prepare/README.md#your-own-data-textpy has the details.
 
-    # one record per row, random split
     python prepare/text.py stations.csv --out data/stations
-    # a series, split in time
     python prepare/text.py co2.csv --window 16 --stride 4 --missing drop --out data/co2
-    python prepare/text.py a.jsonl b.jsonl --split 0.9,0.05,0.05 --seed 1 --out data/mine
-    python prepare/text.py train.jsonl --val val.jsonl --test test.jsonl --out data/mine
-
-Read in prepare/reading.py, made records and split in prepare/records.py, scaled in
-prepare/scaling.py.
 """
 
 import argparse
@@ -52,7 +45,7 @@ def main(argv=None):
     with scratch_space():
         table = read_files(inputs, args)
 
-    # clean keys: dates left out, words the tokenizer would misread renamed, values checked
+    # clean keys: dates left out, number-like words renamed, values checked
     keys, kind, dates, renamed = clean_keys(table, args)
     check_values(table, keys, args.missing)
     index_like = counting_keys(table, keys)
@@ -92,9 +85,8 @@ def main(argv=None):
         "rows": {"read": table.n, "in_records": int(rows_in(table, parts).sum())},
         "command": command("prepare/text.py", argv),
     }
-    with staged_dataset(
-        args.out, args.force, [f"{s}.txt" for s in SPLITS] + ["meta.json"]
-    ) as stage:
+    names = [f"{s}.txt" for s in SPLITS] + ["meta.json"]
+    with staged_dataset(args.out, args.force, names) as stage:
         repeated = write_lines(stage, table, parts, keys, writers)
         write_meta(stage, meta)
 
@@ -102,38 +94,32 @@ def main(argv=None):
 
 
 def parser():
-    """text.py's command line."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.error = lambda message: fail(f"{message} (--help lists the flags)")
     add = p.add_argument
-    add("files", nargs="+", metavar="FILE", help="CSV or JSON-lines files (the training data with"
-        " --val)")
+    add("files", nargs="+", metavar="FILE", help="CSV or JSON-lines files (train with --val)")
     add("--out", required=True, help="output directory")
     add("--window", type=at_least(1), default=1, help="N consecutive rows of a file per record")
-    add("--stride", type=at_least(1), help="with --window: a window starts every S rows (default"
-        " N: no overlap)")
+    add("--stride", type=at_least(1), help="with --window: a window every S rows (default N)")
     add("--order", choices=("time", "random"), help="split in time order (default with --window)"
         " or at random")
-    add("--split", default="0.8,0.1,0.1", help="train,val,test fractions (of the rows in time"
-        " order)")
+    add("--split", default="0.8,0.1,0.1", help="train,val,test fractions")
     add("--seed", type=at_least(0), default=1337, help="seed of the random split (default 1337)")
     add("--val", metavar="FILE", help="validation records from FILE instead of a split")
     add("--test", metavar="FILE", help="test records from FILE (with --val)")
     add("--missing", choices=("refuse", "omit", "drop"), default="refuse",
-        help=f"a missing value ({', '.join(map(repr, MISSING))}, any case; JSON null, NaN): refuse"
-        " (default), omit (leave its key out of the record) or drop (leave the record out)")
-    add("--columns", help="the columns (CSV) or top-level keys (JSON) to keep, comma-separated")
+        help=f"a missing value ({', '.join(map(repr, MISSING))}, null): refuse (default), omit its"
+        " key or drop the record")
+    add("--columns", help="the CSV columns or top-level JSON keys to keep, comma-separated")
     add("--text", default="", help="columns to read as text, not numbers or dates, comma-separated")
     add("--delimiter", help="the CSV delimiter (default: the header's most frequent of , ; tab |)")
-    add("--decimal-comma", action="store_true", help="CSV numbers are written 12,5 (as European"
-        " spreadsheets write them, with ; or tab between cells)")
-    add("--scale", choices=("auto", "none"), default="auto", help="auto: each key's numbers"
-        " centred and divided by their spread on train; none: as they are")
-    add("--group", metavar="COL", help="rows with the same value of COL are one series (a station,"
-        " a patient): windows never cross groups; split in time within each group, or (--order"
-        " random) by group")
+    add("--decimal-comma", action="store_true", help="CSV numbers are written 12,5")
+    add("--scale", choices=("auto", "none"), default="auto", help="auto: (x - mean) / std of each"
+        " key on train; none: as they are")
+    add("--group", metavar="COL", help="rows with the same COL are one series (a station), split"
+        " in time within it or (--order random) by group")
     add("--context-before", action="store_true", help="with --order time: a val or test window may"
-        " start in the rows before its part, so every row of the part can end a window")
+        " start before its part")
     add("--target", metavar="KEY", help="the key of numbers to predict (what eval.py masks)")
     add("--force", action="store_true", help="replace a dataset in --out (other files stay)")
     return p
@@ -302,10 +288,9 @@ def lines_of(table, part, keys, writers, lo, hi):
 
 def check_tokens(table, parts, keys):
     """Train's text tokens, and (numbers, tokens) per record at least and most; refused: a record
-    whose numbers the tokenizer misreads, a val or test token train lacks. Each distinct line
-    (numbers written 0) is tokenized once."""
+    the tokenizer misreads, a val or test token train lacks."""
     vocab, seen = {}, {}
-    # the numbers a record holds: a number, or those of a JSON list or object, per key it holds
+    # the numbers under each JSON list or object
     deep = {k: {r: len(numbers(v)) for r, v in table.cols[k].nested.items()} for k in keys}
 
     def held(k, rows):
@@ -317,7 +302,7 @@ def check_tokens(table, parts, keys):
 
     for split, part in zip(SPLITS, parts):
         for lo in range(0, len(part), BLOCK):
-            hi = min(len(part), lo + BLOCK)
+            hi = lo + BLOCK
             lines = lines_of(table, part, keys, {}, lo, hi)
             n_numbers = sum(held(k, part.rows[lo:hi]) * part.has(k)[lo:hi] for k in keys)
             for i, line in enumerate(lines):
@@ -326,7 +311,7 @@ def check_tokens(table, parts, keys):
                 where = table.where(part.rows[lo + i][0])
                 n_read, _, tokens = seen[line] = tokens_of(line, where)
                 if n_read != n_numbers[i]:
-                    # a string of the line (an object's key) the tokenizer reads a number in
+                    # a nested key the tokenizer reads a number in
                     for name in map(json.loads, re.findall(r'"(?:[^"\\]|\\.)*"', line)):
                         if as_word(name) != name:
                             fail(
@@ -341,8 +326,8 @@ def check_tokens(table, parts, keys):
                 if split != "train" and unseen:
                     fail(
                         f"{where}: the {split} record holds the text token {excerpt(unseen[0])},"
-                        " which no training record has; add such records to the training data, or"
-                        " write the value as a number or a category train has"
+                        " which no training record has; add such records to train, or write it as"
+                        " a number or a category train has"
                     )
                 vocab.update(dict.fromkeys(unseen))
     counts = np.array([(n_read, n_pieces) for n_read, n_pieces, _ in seen.values()])
@@ -365,7 +350,7 @@ def write_lines(stage, table, parts, keys, writers):
     for split, part in zip(SPLITS, parts):
         with open_new(os.path.join(stage, f"{split}.txt")) as f:
             for lo in range(0, len(part), BLOCK):
-                lines = lines_of(table, part, keys, writers, lo, min(len(part), lo + BLOCK))
+                lines = lines_of(table, part, keys, writers, lo, lo + BLOCK)
                 f.write(("\n".join(lines) + "\n").encode())
                 hashes = np.fromiter(map(hash, lines), np.int64, len(lines))
                 if split == "train":
@@ -380,9 +365,9 @@ def write_lines(stage, table, parts, keys, writers):
 
 def print_keys(args, meta, table, written_rows, largest):
     """Each key's scale, or its text values (in the records written)."""
-    scales, lines = meta["scales"], []
+    lines = []
     for k in meta["keys"]:
-        s = scales.get(k)
+        s = meta["scales"].get(k)
         if s and args.scale == "auto":
             lines.append(
                 f"  {k:>12}: numbers, scaled (x - {s['center']:g}) / {s['spread']:g},"
@@ -438,12 +423,12 @@ def report(args, meta, table, parts, largest, vocab, counts, n_windowed, repeate
                 f"note: {n} of the {meta['splits'][s]} {s} records are also, exactly, in train"
                 " (duplicate records)"
             )
-    far = [k for k in meta["scales"] if args.scale == "none" and not 0.1 <= largest[k] <= 10]
     print_some(
         [
             f"warning: key {k!r}: numbers up to |x| = {largest[k]:.4g}; xVal learns best with"
             " values of order 1 (--scale auto scales them)"
-            for k in far
+            for k in meta["scales"]
+            if args.scale == "none" and not 0.1 <= largest[k] <= 10
         ]
     )
     print(f"next: {shell_line('python', 'tokenize_numbers.py', args.out, '--encoding', 'xval')}")
@@ -451,6 +436,6 @@ def report(args, meta, table, parts, largest, vocab, counts, n_windowed, repeate
 
 if __name__ == "__main__":
     one_line_errors()
-    # millions of small lists and strings, none in a cycle: the cyclic collector only slows them
+    # millions of small objects, none in a cycle: the cyclic collector only slows them
     gc.disable()
     main()
