@@ -104,7 +104,6 @@ sys.stdout.reconfigure(line_buffering=True)
 ddp, rank, local_rank, world_size, device = distributed.init_processes(device, threads)
 master = rank == 0
 device_type = "cuda" if device.startswith("cuda") else device
-# claim out_dir: one run at a time
 resume, earlier_run = checkpoint.claim_out_dir(out_dir, resume, overwrite, master)
 ckpt_path = os.path.join(out_dir, "ckpt_latest.pt")
 dtype, autocast = preflight.pick_precision(dtype, device_type)
@@ -240,11 +239,9 @@ nonfinite = torch.zeros(1, dtype=torch.int64, device=device)
 sigterm = distributed.note_sigterm()
 steps = prefetched(micro_batches, iter_num, max_iters)
 while True:
-    # determine and set the learning rate for this step
     lr = get_lr(iter_num, config)
     for group in optimizer.param_groups:
         group["lr"] = lr
-    # evaluate, and write the latest and best checkpoints
     if (iter_num % eval_interval == 0 or iter_num == max_iters) and iter_num != resumed_at:
         val = evaluate()
         if master:
@@ -269,7 +266,6 @@ while True:
     torch.manual_seed(int(np.random.SeedSequence([seed, rank, iter_num]).generate_state(1)[0]))
     batches, counts = next(steps)
     n_tokens, n_numbers = step_counts(counts)
-    # forward and backward
     loss_sum = torch.zeros(3, device=device)
     for i, cpu_batch in enumerate(batches):
         with model.no_sync() if ddp and i < len(batches) - 1 else nullcontext(), autocast:
@@ -288,17 +284,15 @@ while True:
     # a SIGTERM noted by any process: all stop after this step
     if checking or not ddp:
         stopping = distributed.sigterm_noted(sigterm, device)
-    # a non-finite loss since the last check stops every process before the optimizer step
+    # a non-finite loss stops every process before the optimizer step
     if checking or stopping:
         losses = distributed.sum_over_processes(torch.cat([loss_sum, nonfinite]))
         # a count above 0 reads as nan
         losses[3] = math.nan if losses[3] else 0.0
         checkpoint.stop_unless_finite(losses, CHECKED, done, ckpt_path)
         nonfinite.zero_()
-        # timing and logging
         if logging:
             progress.log_step(done, lr, losses[:3], num_loss_name)
-    # step the optimizer, and flush the gradients
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
     iter_num += 1

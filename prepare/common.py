@@ -138,14 +138,13 @@ LOCKS = ("prepare.lock", "tokenize.lock")
 def dataset_files(out):
     """(ours, others, prepared): what prepare or tokenize runs wrote in `out`, the rest, and
     whether a prepare run wrote meta.json."""
-    from dataset import ENCODINGS
+    from dataset import ENCODINGS, read_meta
 
     try:
-        with open(os.path.join(out, "meta.json")) as f:
-            meta = json.load(f)
+        meta = read_meta(out)
     except (OSError, ValueError):
         meta = None
-    if not (isinstance(meta, dict) and isinstance(meta.get("splits"), (dict, list))):
+    if not (meta and isinstance(meta["splits"], (dict, list))):
         meta = None
     prepared = meta is not None and meta.get("dataset") != "plain text"
     names = {"vocab.json", ".raw.npy.tmp"} | ({"meta.json"} if meta is not None else set())
