@@ -334,7 +334,7 @@ def filled(text, values, mixture=None, spread="none", scales=()):
     return text
 
 
-# ---------------------------------------------------------------- your own data in its units
+# your own data in its units
 def check_meta(meta, path, mask_key=""):
     """Refuse a mask_key that prepare/text.py renamed, and "ranges" not {key: [least, largest]}."""
     renamed, ranges = meta.get("renamed") or {}, meta.get("ranges") or {}

@@ -290,7 +290,7 @@ def progress(items, **bar):
         yield item
 
 
-def generate_split(make_sample, split, code, n, seed, workers, chunksize=64):
+def generate_split(make_sample, split, code, n, seed, workers):
     """The n lines of one split, in order, made by `workers` processes."""
     jobs = ((make_sample, seed, code, i, split) for i in range(n))
     bar = {"total": n, "desc": f"{split:>16}", "unit": "sample"}
@@ -298,7 +298,7 @@ def generate_split(make_sample, split, code, n, seed, workers, chunksize=64):
         if workers <= 1:
             return list(progress(map(_make_one, jobs), **bar))
         with Pool(workers, worker_signals) as pool:
-            return list(progress(pool.imap(_make_one, jobs, chunksize=chunksize), **bar))
+            return list(progress(pool.imap(_make_one, jobs, chunksize=64), **bar))
     except _Interrupted:
         raise KeyboardInterrupt from None
 
