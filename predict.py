@@ -123,8 +123,7 @@ def load_model(path, device="cpu"):
     except (TypeError, ValueError, RuntimeError) as e:
         raise SystemExit(f"error: {path}: an edited checkpoint? {str(e).strip().splitlines()[-1]}")
     model.to(device).eval()
-    vocab.unknown = "the model knows only the tokens it was trained on: write it as a number"
-    vocab.unknown += " or as one of those"
+    vocab.unknown = "the model knows only its training tokens: write a number or one of those"
     return model, vocab, checkpoint["config"]
 
 

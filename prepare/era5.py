@@ -313,9 +313,10 @@ def format_samples(job):
     return "".join(line + "\n" for line in lines), labels
 
 
-def extract_windows(pmap, counts, out, block_steps):
+def extract_windows(pmap, counts, out):
     """Pass 1, every split at once: the windows into a float32 file, redrawing those with a gap."""
     T, stride = len(CTX.field.seconds), CTX.args.stride
+    block_steps = CTX.args.block_steps
     codes = np.repeat(np.arange(len(counts)), list(counts.values()))
     indices = np.concatenate([np.arange(n) for n in counts.values()])
     attempts = np.zeros(len(codes), np.int64)
@@ -388,11 +389,11 @@ def write_era5_split(pmap, code, split, first, n, out, windows, mean, std):
 
 
 def both_passes(ctx, counts, stage):
-    workers, block_steps = ctx.args.workers, ctx.args.block_steps
+    workers = ctx.args.workers
     pool = Pool(workers, init_worker, (ctx, True)) if workers > 1 else None
     init_worker(ctx)
     try:
-        windows = extract_windows(pool.imap_unordered if pool else map, counts, stage, block_steps)
+        windows = extract_windows(pool.imap_unordered if pool else map, counts, stage)
         t_read = time.time()
         mean, std = train_statistics(windows.raw_path, int(windows.offsets[counts["train"]]))
         if not std > 0:
