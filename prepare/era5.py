@@ -468,8 +468,8 @@ def main(argv=None):
         )
         print(
             f"sample steps every {interval:g} h; {args.workers} worker(s), each holding"
-            f" {args.block_steps} steps ({args.block_steps * field.points * 4 / 2**20:.0f} MiB) of the"
-            " field at a time"
+            f" {args.block_steps} steps ({args.block_steps * field.points * 4 / 2**20:.0f} MiB)"
+            " of the field at a time"
         )
         windows, mean, std, ocean, t_read = both_passes(ctx, counts, stage)
         meta = {
