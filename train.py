@@ -239,9 +239,11 @@ nonfinite = torch.zeros(1, dtype=torch.int64, device=device)
 sigterm = distributed.note_sigterm()
 steps = prefetched(micro_batches, iter_num, max_iters)
 while True:
+    # determine and set the learning rate
     lr = get_lr(iter_num, config)
     for group in optimizer.param_groups:
         group["lr"] = lr
+    # evaluate, and write the latest and best checkpoints
     if (iter_num % eval_interval == 0 or iter_num == max_iters) and iter_num != resumed_at:
         val = evaluate()
         if master:
@@ -266,6 +268,7 @@ while True:
     torch.manual_seed(int(np.random.SeedSequence([seed, rank, iter_num]).generate_state(1)[0]))
     batches, counts = next(steps)
     n_tokens, n_numbers = step_counts(counts)
+    # forward and backward
     loss_sum = torch.zeros(3, device=device)
     for i, cpu_batch in enumerate(batches):
         with model.no_sync() if ddp and i < len(batches) - 1 else nullcontext(), autocast:
@@ -291,8 +294,10 @@ while True:
         losses[3] = math.nan if losses[3] else 0.0
         checkpoint.stop_unless_finite(losses, CHECKED, done, ckpt_path)
         nonfinite.zero_()
+        # timing and logging
         if logging:
             progress.log_step(done, lr, losses[:3], num_loss_name)
+    # step the optimizer, and flush the gradients
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
     iter_num += 1
