@@ -126,7 +126,7 @@ def load_checkpoint(path, device="cpu", mmap=False):
     """A train.py checkpoint read as data only, which cannot run code; mmap: tensors mapped."""
     try:
         check_regular(path)
-        # torch's warnings about a file that is no checkpoint: the refusal below says it
+        # the refusal below says why a file is no checkpoint
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             checkpoint = torch.load(path, map_location=device, weights_only=True, mmap=mmap)
@@ -145,7 +145,7 @@ def load_checkpoint(path, device="cpu", mmap=False):
         raise SystemExit(f"error: {path}: {', '.join(wrong)} of the wrong kind")
     if not isinstance(checkpoint["model_args"].get("encoding"), str):
         raise SystemExit(f"error: {path}: its model_args have no encoding")
-    # strings in their saved order (a checkpoint saved without the digest: strings)
+    # strings in their saved order
     tokens = checkpoint["text_tokens"]
     digest = all(isinstance(t, str) for t in tokens) and vocab_digest(tokens)
     if not digest or checkpoint.get("vocab_digest", digest) != digest:

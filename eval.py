@@ -2,7 +2,6 @@
 Score checkpoints on a dataset's test and OoD splits beside the baselines a model must beat;
 seeds of one setting give mean ± std (docs/training.md#evaluate).
 
-    python eval.py --ckpt=out/lookup_xval/ckpt_best.pt
     python eval.py --ckpt="out/s1/ckpt_best.pt out/s2/ckpt_best.pt out/s3/ckpt_best.pt" --plots
     python eval.py --ckpt=out/own/ckpt_best.pt --mask_key=t
 """
@@ -43,7 +42,7 @@ period = 0  # own series: seasonal persistence's period in steps; 0: detected in
 changed_data = False  # evaluate on the checkpoint's data_dir although it was prepared again since
 device = "auto"
 # -- end config
-# the settings' ranges (setting_checks.py); a number not named here: [0, inf)
+# setting_checks.py; a number not named: [0, inf)
 RANGES = dict(batch_size="[1, inf)", device="auto | cpu | mps | cuda | cuda:N")
 
 DENSITY_SAMPLES = 4  # GMM heads: the predicted densities drawn per quantity

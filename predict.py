@@ -27,7 +27,7 @@ from model import GPT, GPTConfig
 from tokenize_line import encode_pieces, number_spans, split_text, split_text_spans
 from util import TextError, format_number
 
-PLANET_STEPS = 10  # planets: the last 10 steps of every planet are masked at once
+PLANET_STEPS = 10  # planets: the last steps, masked at once
 
 
 def is_json_number(value):
@@ -43,8 +43,9 @@ def json_paths(obj, path=()):
         yield path
 
 
-def number_paths(line, n_numbers, where, what):
-    """The JSON path of each of a line's n_numbers numbers."""
+def number_paths(line, pieces, where, what):
+    """The JSON path of each number (and [?]) of a line's pieces."""
+    n_numbers = sum(kind != "text" for kind, _ in pieces)
     try:
         paths = list(json_paths(json.loads(line)))
     except json.JSONDecodeError as e:
@@ -64,7 +65,7 @@ def masked_numbers(line, pieces, where, keys=(), every=False):
         if not n_numbers:
             raise TextError(f"{where}: the line has no number to predict")
         return {"last": [n_numbers - 1]}
-    paths = number_paths(line, n_numbers, where, "a record for --mask_key")
+    paths = number_paths(line, pieces, where, "a record for --mask_key")
     names = [[k for k in p if isinstance(k, str)] for p in paths]
     groups = {key: under_key(names, key, where) for key in keys}
     return {key: found if every else found[-1:] for key, found in groups.items()}
@@ -92,7 +93,7 @@ def masked_groups(task, line, where, keys=(), every=False):
     if task in ("arithmetic", "lookup", "text"):
         groups = masked_numbers(line, pieces, where, keys if task == "text" else (), every)
         return pieces, groups if task == "text" else {"answer": groups["last"]}
-    paths = number_paths(line, sum(kind == "num" for kind, _ in pieces), where, f"a {task} sample")
+    paths = number_paths(line, pieces, where, f"a {task} sample")
     if task == "era5":
         # data[station][step]: each station's last step
         last = {p[1]: i for i, p in enumerate(paths) if p[0] == "data"}
@@ -122,8 +123,7 @@ def load_model(path, device="cpu"):
     except (TypeError, ValueError, RuntimeError) as e:
         raise SystemExit(f"error: {path}: an edited checkpoint? {str(e).strip().splitlines()[-1]}")
     model.to(device).eval()
-    vocab.unknown = "the model knows only the tokens it was trained on: write it as a number"
-    vocab.unknown += " or as one of those"
+    vocab.unknown = "the model knows only its training tokens: write a number or one of those"
     return model, vocab, checkpoint["config"]
 
 
@@ -333,7 +333,7 @@ def filled(text, values, mixture=None, spread="none", scales=()):
     return text
 
 
-# ---------------------------------------------------------------- your own data in its units
+# your own data in its units
 def check_meta(meta, path, mask_key=""):
     """Refuse a mask_key that prepare/text.py renamed, and "ranges" not {key: [least, largest]}."""
     renamed, ranges = meta.get("renamed") or {}, meta.get("ranges") or {}
@@ -389,8 +389,7 @@ def written_names(line, units):
 
 def number_keys(line, pieces, where, scales):
     """The (center, spread) of each number and [?] of a record by its top-level key; the keys."""
-    n = sum(kind != "text" for kind, _ in pieces)
-    paths = number_paths(line.replace(ASK, "0"), n, where, "a record in the file's own units")
+    paths = number_paths(line.replace(ASK, "0"), pieces, where, "a record in the file's own units")
     keys = [p[0] if p and isinstance(p[0], str) else None for p in paths]
     if missing := [k for k in keys if k not in scales]:
         what = f"key {missing[0]!r}" if missing[0] else "no key"

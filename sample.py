@@ -1,11 +1,9 @@
-r"""
+"""
 Load a checkpoint and predict numbers: an MLM model fills in every [?] of a line at once, a causal
 one continues each line until [EOS]; --mask_last or --mask_key mask true numbers and show each
 prediction beside the truth. Your own data is in its file's units (prepare/README.md).
 
     echo '0.123*0.456=[?]' | python sample.py --ckpt=out/quickstart/ckpt_best.pt
-    python sample.py --ckpt=out/quickstart/ckpt_best.pt --mask_last \
-        --input=data/arithmetic_mult3/test.txt
     python sample.py --ckpt=out/own/ckpt_best.pt --input=data/own/test.txt --mask_key=t
 """
 
@@ -39,7 +37,7 @@ gmm_generate = "sample"  # GMM models, generation: feed back a draw (sample) or 
 scaled = False  # your own data: numbers in and out as its text files write them, not in its units
 data_dir = ""  # your own data: the dataset whose meta.json scales the numbers; default: the model's
 # -- end config
-# the settings' ranges (setting_checks.py); a number not named here: [0, inf)
+# setting_checks.py; a number not named: [0, inf)
 RANGES = dict(
     batch_size="[1, inf)",
     max_new_tokens="[1, inf)",

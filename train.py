@@ -104,7 +104,6 @@ sys.stdout.reconfigure(line_buffering=True)
 ddp, rank, local_rank, world_size, device = distributed.init_processes(device, threads)
 master = rank == 0
 device_type = "cuda" if device.startswith("cuda") else device
-# claim out_dir: one run at a time
 resume, earlier_run = checkpoint.claim_out_dir(out_dir, resume, overwrite, master)
 ckpt_path = os.path.join(out_dir, "ckpt_latest.pt")
 dtype, autocast = preflight.pick_precision(dtype, device_type)
@@ -240,7 +239,7 @@ nonfinite = torch.zeros(1, dtype=torch.int64, device=device)
 sigterm = distributed.note_sigterm()
 steps = prefetched(micro_batches, iter_num, max_iters)
 while True:
-    # determine and set the learning rate for this step
+    # determine and set the learning rate
     lr = get_lr(iter_num, config)
     for group in optimizer.param_groups:
         group["lr"] = lr
@@ -288,7 +287,7 @@ while True:
     # a SIGTERM noted by any process: all stop after this step
     if checking or not ddp:
         stopping = distributed.sigterm_noted(sigterm, device)
-    # a non-finite loss since the last check stops every process before the optimizer step
+    # a non-finite loss stops every process before the optimizer step
     if checking or stopping:
         losses = distributed.sum_over_processes(torch.cat([loss_sum, nonfinite]))
         # a count above 0 reads as nan

@@ -138,14 +138,13 @@ LOCKS = ("prepare.lock", "tokenize.lock")
 def dataset_files(out):
     """(ours, others, prepared): what prepare or tokenize runs wrote in `out`, the rest, and
     whether a prepare run wrote meta.json."""
-    from dataset import ENCODINGS
+    from dataset import ENCODINGS, read_meta
 
     try:
-        with open(os.path.join(out, "meta.json")) as f:
-            meta = json.load(f)
+        meta = read_meta(out)
     except (OSError, ValueError):
         meta = None
-    if not (isinstance(meta, dict) and isinstance(meta.get("splits"), (dict, list))):
+    if not (meta and isinstance(meta["splits"], (dict, list))):
         meta = None
     prepared = meta is not None and meta.get("dataset") != "plain text"
     names = {"vocab.json", ".raw.npy.tmp"} | ({"meta.json"} if meta is not None else set())
@@ -291,7 +290,7 @@ def progress(items, **bar):
         yield item
 
 
-def generate_split(make_sample, split, code, n, seed, workers, chunksize=64):
+def generate_split(make_sample, split, code, n, seed, workers):
     """The n lines of one split, in order, made by `workers` processes."""
     jobs = ((make_sample, seed, code, i, split) for i in range(n))
     bar = {"total": n, "desc": f"{split:>16}", "unit": "sample"}
@@ -299,7 +298,7 @@ def generate_split(make_sample, split, code, n, seed, workers, chunksize=64):
         if workers <= 1:
             return list(progress(map(_make_one, jobs), **bar))
         with Pool(workers, worker_signals) as pool:
-            return list(progress(pool.imap(_make_one, jobs, chunksize=chunksize), **bar))
+            return list(progress(pool.imap(_make_one, jobs, chunksize=64), **bar))
     except _Interrupted:
         raise KeyboardInterrupt from None
 

@@ -23,7 +23,6 @@ MAX_ATTEMPTS = 100
 SPLITS = ("train", "val", "test")
 RAW_FILE = ".raw.npy.tmp"
 WRITES = [f"{s}{ext}" for s in SPLITS for ext in (".txt", ".ocean.txt")] + ["meta.json", RAW_FILE]
-TIME_NAMES, LAT_NAMES, LON_NAMES = ("time", "valid_time"), ("latitude", "lat"), ("longitude", "lon")
 PLAN_CHUNK = 4096
 # a worker's field, settings and open files
 CTX = None
@@ -62,9 +61,9 @@ def axis_of(ds, dim):
         str(getattr(coord, key, "")).lower() for key in ("standard_name", "axis", "units")
     )
     for kind, names, name, letter, known_units in (
-        ("time", TIME_NAMES, "time", "t", " since " in units),
-        ("lat", LAT_NAMES, "latitude", "y", re.fullmatch("degrees?_n(orth)?", units)),
-        ("lon", LON_NAMES, "longitude", "x", re.fullmatch("degrees?_e(ast)?", units)),
+        ("time", ("time", "valid_time"), "time", "t", " since " in units),
+        ("lat", ("latitude", "lat"), "latitude", "y", re.fullmatch("degrees?_n(orth)?", units)),
+        ("lon", ("longitude", "lon"), "longitude", "x", re.fullmatch("degrees?_e(ast)?", units)),
     ):
         if dim in names or standard == name or (not standard and (axis == letter or known_units)):
             return kind
@@ -207,6 +206,7 @@ def open_field(paths, wanted):
             fail(f"{a.path} and {b.path} overlap in time ({times})")
     field = SimpleNamespace(sources=sources, lat=first.grid[0], lon=first.grid[1])
     field.units, field.variable = first.units, first.variable
+    field.points = len(field.lat) * len(field.lon)
     field.first_step = np.cumsum([0] + [s.steps for s in sources[:-1]]).tolist()
     for key in ("seconds", "tod", "toy"):
         setattr(field, key, np.concatenate([getattr(s, key) for s in sources]))
@@ -256,10 +256,9 @@ def draw_window(code, index, attempt):
     rng = sample_rng(args.seed, code, index)
     n_stations = int(rng.integers(args.stations[0], args.stations[1] + 1))
     n_steps = int(rng.integers(args.steps[0], args.steps[1] + 1))
-    n_points = len(CTX.field.lat) * len(CTX.field.lon)
     for _ in range(attempt + 1):
         start = int(starts[n_steps][rng.integers(len(starts[n_steps]))])
-        stations = rng.choice(n_points, n_stations, replace=False)
+        stations = rng.choice(CTX.field.points, n_stations, replace=False)
     return n_steps, start, stations
 
 
@@ -314,9 +313,10 @@ def format_samples(job):
     return "".join(line + "\n" for line in lines), labels
 
 
-def extract_windows(pmap, counts, out, block_steps):
+def extract_windows(pmap, counts, out):
     """Pass 1, every split at once: the windows into a float32 file, redrawing those with a gap."""
     T, stride = len(CTX.field.seconds), CTX.args.stride
+    block_steps = CTX.args.block_steps
     codes = np.repeat(np.arange(len(counts)), list(counts.values()))
     indices = np.concatenate([np.arange(n) for n in counts.values()])
     attempts = np.zeros(len(codes), np.int64)
@@ -389,11 +389,11 @@ def write_era5_split(pmap, code, split, first, n, out, windows, mean, std):
 
 
 def both_passes(ctx, counts, stage):
-    workers, block_steps = ctx.args.workers, ctx.args.block_steps
+    workers = ctx.args.workers
     pool = Pool(workers, init_worker, (ctx, True)) if workers > 1 else None
     init_worker(ctx)
     try:
-        windows = extract_windows(pool.imap_unordered if pool else map, counts, stage, block_steps)
+        windows = extract_windows(pool.imap_unordered if pool else map, counts, stage)
         t_read = time.time()
         mean, std = train_statistics(windows.raw_path, int(windows.offsets[counts["train"]]))
         if not std > 0:
@@ -433,12 +433,11 @@ def parse_args(argv):
 
 
 def check_windows_fit(args, field, starts, gaps):
-    n_points = len(field.lat) * len(field.lon)
     lo, hi = args.stations
-    if hi > n_points:
+    if hi > field.points:
         fail(
             f"{args.files[0]}: --stations {lo},{hi} needs up to {hi} distinct grid points;"
-            f" found {n_points}"
+            f" found {field.points}"
         )
     lo, hi = args.steps
     if len(starts[hi]) == 0:
@@ -456,7 +455,7 @@ def main(argv=None):
     land_sea_mask = read_land_sea_mask(args.land_sea_mask, field) if args.land_sea_mask else None
     starts, step_seconds, gaps = window_starts(field.seconds, args.stride, args.steps)
     check_windows_fit(args, field, starts, gaps)
-    n_points, hours = len(field.lat) * len(field.lon), step_seconds / 3600
+    hours = step_seconds / 3600
     interval = args.stride * step_seconds / 3600
     counts = dict(zip(SPLITS, SIZES[args.size]))
     ctx = SimpleNamespace(args=args, field=field, starts=starts, land_sea_mask=land_sea_mask)
@@ -469,8 +468,8 @@ def main(argv=None):
         )
         print(
             f"sample steps every {interval:g} h; {args.workers} worker(s), each holding"
-            f" {args.block_steps} steps ({args.block_steps * n_points * 4 / 2**20:.0f} MiB) of the"
-            " field at a time"
+            f" {args.block_steps} steps ({args.block_steps * field.points * 4 / 2**20:.0f} MiB)"
+            " of the field at a time"
         )
         windows, mean, std, ocean, t_read = both_passes(ctx, counts, stage)
         meta = {

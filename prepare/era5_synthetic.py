@@ -16,6 +16,7 @@ from util import atomic_file
 START = datetime.datetime(2021, 1, 1)
 TIME_UNITS = "hours since 1900-01-01 00:00:00.0"
 FILL = -32767
+HOUR0 = int(netCDF4.date2num(START, TIME_UNITS, "gregorian"))
 # (lat, lon, radius) in degrees: caps of land
 CONTINENTS = [(50, 80, 35), (45, 20, 18), (5, 20, 25), (45, 260, 25), (-15, 300, 18)]
 CONTINENTS += [(-25, 135, 14), (-90, 0, 25), (72, 318, 10)]
@@ -83,7 +84,6 @@ def write_t2m(path, lat, lon, lsm, days, seed):
     turn = rho * np.exp(-1j * np.radians([8 * m / 24 for m, _ in MODES]))
     gauss = lambda *shape: (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)) / 2**0.5
     z = WEATHER_K * gauss(len(MODES))
-    hour0 = int(netCDF4.date2num(START, TIME_UNITS, "gregorian"))
     with create(path, lat, lon) as ds:
         t2m = packed_variable(ds, "t2m", 0.0025, 260.0, "2 metre temperature", "K")
         for day in range(days):  # one day in memory at a time
@@ -104,13 +104,13 @@ def write_t2m(path, lat, lon, lsm, days, seed):
                 + weather_amp * weather
                 + NOISE_K * rng.standard_normal(weather.shape)
             )
-            ds["time"][24 * day : 24 * day + 24] = hour0 + hours
+            ds["time"][24 * day : 24 * day + 24] = HOUR0 + hours
             t2m[24 * day : 24 * day + 24] = pack_int16(field, 0.0025, 260.0)
 
 
 def write_lsm(path, lat, lon, lsm):
     with create(path, lat, lon) as ds:
-        ds["time"][0:1] = [int(netCDF4.date2num(START, TIME_UNITS, "gregorian"))]
+        ds["time"][0:1] = [HOUR0]
         v = packed_variable(ds, "lsm", 1 / 65000, 0.5, "Land-sea mask", "(0 - 1)")
         v[0:1] = pack_int16(lsm, 1 / 65000, 0.5)[None]
 

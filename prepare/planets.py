@@ -66,7 +66,7 @@ def draw_innermost_a(rng, split):
 
 def make_sample(rng, split):
     n = int(rng.integers(2, 5))
-    # m * 1e5 and e * 20, rounded as written
+    # rounded as written
     m_text = [round_sig(rng.uniform(1, 5)) for _ in range(n)]
     e_text = [round_sig(rng.uniform(0, 2)) for _ in range(n)]
     a_in, a_f = draw_innermost_a(rng, split), rng.uniform(1.5, 3)
