@@ -28,6 +28,7 @@ from tokenize_line import encode_pieces, number_spans, split_text, split_text_sp
 from util import TextError, format_number
 
 PLANET_STEPS = 10  # planets: the last steps, masked at once
+JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 
 
 def is_json_number(value):
@@ -47,10 +48,17 @@ def number_paths(line, pieces, where, what):
     """The JSON path of each number (and [?]) of a line's pieces."""
     n_numbers = sum(kind != "text" for kind, _ in pieces)
     try:
-        paths = list(json_paths(json.loads(line)))
+        record = json.loads(line)
     except json.JSONDecodeError as e:
         raise TextError(f"{where}: {what} must be JSON ({e})")
+    paths = list(json_paths(record))
     if len(paths) != n_numbers:
+        for text in map(json.loads, JSON_STRING.findall(line)):
+            if any(kind != "text" for kind, _ in split_text(json.dumps(text), where)):
+                raise TextError(
+                    f"{where}: the tokenizer reads a number in the JSON string {text[:60]!r};"
+                    " write a number as a JSON number, and text without one"
+                )
         raise TextError(
             f"{where}: JSON holds {len(paths)} numbers but the tokenizer reads {n_numbers}"
         )

@@ -117,3 +117,11 @@ def test_what_each_task_masks():
     assert masked_groups("text", line, "x:1", ["q"])[1] == {"q": []}
     with pytest.raises(TextError, match="x: no record has a number under key 'q'"):
         masked_samples("text", [line], None, "x", 64, ["q"])
+
+
+@pytest.mark.parametrize("line, text", [('{"12": 3, "b": 1}', "'12'"), ('{"a": "12.5", "b": 1}', "'12.5'")])
+def test_a_number_the_tokenizer_reads_in_a_json_string_is_named(line, text):
+    from predict import masked_numbers
+    from tokenize_line import split_text
+    with pytest.raises(TextError, match=f"reads a number in the JSON string {text}; write a number as"):
+        masked_numbers(line, split_text(line, "f:1"), "f:1", keys=["b"])

@@ -15,8 +15,8 @@ BUDGET = {"train.py": 16_000, "model.py": 13_959, "sample.py": 7_207, "tokenize_
 # Ceilings: lower them as code is cut, never raise them. The aim is a reference of 270,000
 # characters, own-data reading of 40,000 and tests no larger than the reference.
 REFERENCE_BUDGET = 315_000  # every top-level .py and prepare/*.py
-TEXT_BUDGET = 69_000  # prepare/text.py and the modules only it uses
-TESTS_BUDGET = 381_000  # tests/*.py
+TEXT_BUDGET = 68_000  # prepare/text.py and the modules only it uses
+TESTS_BUDGET = 378_000  # tests/*.py
 FILE_BUDGET = 25_000
 FUNCTION_LINES = 60
 TRAIN_BUDGET = 110_000  # what train.py imports from the project, transitively
