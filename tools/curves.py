@@ -27,7 +27,7 @@ from configurator import configure  # noqa: E402
 from model import flops_per_token  # noqa: E402
 from dataset import Split  # noqa: E402
 from predict import load_model  # noqa: E402
-from util import atomic_write_text  # noqa: E402
+from util import atomic_file, atomic_write_text  # noqa: E402
 
 # -- config: python tools/curves.py --help
 runs = ""  # run folders (out_dir of train.py), separated by spaces
@@ -165,8 +165,8 @@ def plot(curves, path):
     axes[0].set_ylabel(f"{quantity} MSE / variance ({split})")
     axes[1].legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path + ".tmp.png", dpi=120)
-    os.replace(path + ".tmp.png", path)
+    with atomic_file(path) as tmp:
+        fig.savefig(tmp, dpi=120, format="png")
 
 
 def main():
