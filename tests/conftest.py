@@ -1,5 +1,6 @@
 import atexit
 import contextlib
+import functools
 import io
 import os
 import runpy
@@ -17,6 +18,14 @@ for path in (ROOT, os.path.join(ROOT, "tests"), os.path.join(ROOT, "prepare")):
     if path not in sys.path:
         sys.path.insert(0, path)
 from setting_checks import read_ranges  # noqa: E402
+
+
+@functools.cache
+def read(path):
+    """A file of the repository (path relative to its root) as text, read once a session."""
+    with open(os.path.join(ROOT, path), encoding="utf-8") as f:
+        return f.read()
+
 
 # Scripts run inside the test process (a new one costs seconds importing torch); one that sets its
 # own environment, compiles or starts workers runs as a real process.

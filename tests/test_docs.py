@@ -11,7 +11,7 @@ import re
 import shlex
 from decimal import Decimal
 
-from conftest import ROOT
+from conftest import ROOT, read
 
 from configurator import defaults
 
@@ -25,12 +25,6 @@ GUIDES = ["README.md", "prepare/README.md", "dev/README.md", *in_root("docs/*.md
 DOCS = GUIDES + in_root("dev/results/**/*.md")  # every report of the study too
 NOTEBOOK = "notebooks/xval_in_15_minutes.ipynb"
 CONFIGURED = "configure(globals(), __file__)"
-
-
-@functools.cache
-def read(path):
-    with open(os.path.join(ROOT, path), encoding="utf-8") as f:
-        return f.read()
 
 
 @functools.cache

@@ -7,7 +7,7 @@ import glob
 import os
 import subprocess
 
-from conftest import ROOT
+from conftest import ROOT, read
 
 # The files a learner reads, and their budgets in characters (nanoGPT's train.py is 14,500).
 BUDGET = {"train.py": 16_000, "model.py": 13_959, "sample.py": 7_207, "tokenize_numbers.py": 15_000,
@@ -20,12 +20,6 @@ TESTS_BUDGET = 378_000  # tests/*.py
 FILE_BUDGET = 25_000
 FUNCTION_LINES = 60
 TRAIN_BUDGET = 110_000  # what train.py imports from the project, transitively
-
-
-@functools.cache
-def read(path):
-    with open(os.path.join(ROOT, path), encoding="utf-8") as f:
-        return f.read()
 
 
 @functools.cache
