@@ -5,6 +5,7 @@ in train (spread 1 for a constant key); --scale none keeps them (center 0, sprea
 """
 
 import math
+from collections import defaultdict
 
 import numpy as np
 from common import fail
@@ -111,7 +112,7 @@ def scale(table, parts, keys, mode):
     """({key: scale}, {key: decimals}, {key: largest |x| written}, {key: [least, largest] in
     train}), from train; what the model cannot tell apart warned of."""
     scales, digits, largest, ranges = {}, {}, {}, {}
-    said = {"constant": []}
+    said = defaultdict(list)
     for key in keys:
         col = table.cols[key]
         held = rows_in(table, parts, key)
@@ -128,19 +129,19 @@ def scale(table, parts, keys, mode):
         if clash:
             a, where, b, seen = clash
             y = np.float32(written([float(a)], s, digits[key])[0])
-            said.setdefault("clash", []).append(
+            said["clash"].append(
                 f"warning: {where}: key {key!r}: {a} and {b} ({seen}) reach the model as one value"
                 f" ({y:g} scaled); write log10 of the key as a column, --scale none, or leave an"
                 " ID out (--columns)"
             )
         if least < np.inf and most / least > 1e6:
-            said.setdefault("decades", []).append(
+            said["decades"].append(
                 f"warning: key {key!r}: |x| from {least:.3g} to {most:.3g},"
                 f" {math.log10(most / least):.0f} decades: scaled, the small ones are near 0;"
                 " write log10 of the key as a column, or --scale none"
             )
         if mode == "auto" and largest[key] > FAR:
-            said.setdefault("far", []).append(
+            said["far"].append(
                 f"warning: key {key!r}: scaled, its numbers reach |x| = {largest[key]:.3g}; xVal"
                 " learns best with numbers of order 1: write log10 of the key, or leave outliers"
                 " out"
