@@ -21,22 +21,19 @@ STATIONS = (60, 89)
 STEPS = (8, 15)
 MAX_ATTEMPTS = 100
 SPLITS = ("train", "val", "test")
-RAW_FILE = ".raw.npy.tmp"
-WRITES = [f"{s}{ext}" for s in SPLITS for ext in (".txt", ".ocean.txt")] + ["meta.json", RAW_FILE]
+WRITES = [f"{s}{ext}" for s in SPLITS for ext in (".txt", ".ocean.txt")] + ["meta.json"]
 PLAN_CHUNK = 4096
 # a worker's field, settings and open files
 CTX = None
 
 
 def open_netcdf(path):
-    if not os.path.isfile(path):
-        fail(f"{path}: no such file")
     with open(path, "rb") as f:
         magic = f.read(8)
     if magic.startswith(b"PK\x03\x04"):
         fail(f"{path} is a zip archive: unzip it first")
     if magic.startswith(b"GRIB"):
-        fail(f"{path} is a GRIB file; expected netCDF (ask the CDS for data_format 'netcdf')")
+        fail(f"{path} is a GRIB file; ask the CDS for data_format 'netcdf'")
     try:
         return netCDF4.Dataset(path, "r")
     except OSError as e:
@@ -51,7 +48,7 @@ def find_variable(ds, path, wanted):
     if len(named) == 1:
         return named[0]
     present = ", ".join(f"{n}({', '.join(v.dimensions)})" for n, v in ds.variables.items())
-    fail(f"{path} has no variable '{wanted}' (--variable); it holds: {present}")
+    fail(f"{path} has no variable '{wanted}' (--variable), only {present}")
 
 
 def axis_of(ds, dim):
@@ -250,10 +247,10 @@ def init_worker(ctx, pool=False):
         worker_signals()
 
 
-def draw_window(code, index, attempt):
+def draw_window(sample, attempt):
     """(steps, start, stations) of a sample's attempt: a redraw needs nothing stored."""
     args, starts = CTX.args, CTX.starts
-    rng = sample_rng(args.seed, code, index)
+    rng = sample_rng(args.seed, int(CTX.codes[sample]), int(CTX.indices[sample]))
     n_stations = int(rng.integers(args.stations[0], args.stations[1] + 1))
     n_steps = int(rng.integers(args.steps[0], args.steps[1] + 1))
     for _ in range(attempt + 1):
@@ -264,23 +261,23 @@ def draw_window(code, index, attempt):
 
 def draw_plan(job):
     """Worker: (sample ids, their (stations, steps, start))."""
-    ids, codes, indices, attempts = job
+    ids, attempts = job
     plan = np.zeros((len(ids), 3), np.int64)
-    for row, (code, index, attempt) in enumerate(zip(codes, indices, attempts)):
-        n_steps, start, stations = draw_window(int(code), int(index), int(attempt))
+    for row, (sample, attempt) in enumerate(zip(ids, attempts)):
+        n_steps, start, stations = draw_window(sample, int(attempt))
         plan[row] = len(stations), n_steps, start
     return ids, plan
 
 
 def extract_block(job):
     """Worker: each sample's part of steps [b0, b1)."""
-    b0, b1, ids, codes, indices, attempts = job
+    b0, b1, ids, attempts = job
     stride, n_lon = CTX.args.stride, len(CTX.field.lon)
     block = np.empty((b1 - b0, len(CTX.field.lat), n_lon), np.float32)
     read_steps(b0, b1, block)
     out = []
-    for sample, code, index, attempt in zip(ids, codes, indices, attempts):
-        n_steps, start, stations = draw_window(int(code), int(index), int(attempt))
+    for sample, attempt in zip(ids, attempts):
+        n_steps, start, stations = draw_window(sample, int(attempt))
         # the sample's steps in [b0, b1)
         k0 = max(0, -(-(b0 - start) // stride))
         k1 = min(n_steps, -(-(b1 - start) // stride))
@@ -292,13 +289,13 @@ def extract_block(job):
 
 
 def format_samples(job):
-    """Worker: the lines (and ocean labels) of samples [i0, i1) of a split."""
-    code, i0, i1, attempts, offsets, mean, std, raw_path = job
-    f, raw = CTX.field, np.load(raw_path, mmap_mode="r")
+    """Worker: the lines (and ocean labels) of samples [s0, s1)."""
+    s0, s1, attempts, offsets, mean, std = job
+    f, raw = CTX.field, np.load(CTX.raw_path, mmap_mode="r")
     lines, labels = [], []
-    for index in range(i0, i1):
-        n_steps, start, stations = draw_window(code, index, int(attempts[index - i0]))
-        values = raw[offsets[index - i0] : offsets[index - i0 + 1]].reshape(len(stations), n_steps)
+    for k, sample in enumerate(range(s0, s1)):
+        n_steps, start, stations = draw_window(sample, int(attempts[k]))
+        values = raw[offsets[k] : offsets[k + 1]].reshape(len(stations), n_steps)
         ilat, ilon = np.divmod(stations, len(f.lon))
         lat, lon = np.radians(f.lat[ilat]), np.radians(f.lon[ilon])
         coords = np.round(np.stack([np.sin(lat), np.sin(lon), np.cos(lon)], axis=1), 4)
@@ -313,32 +310,28 @@ def format_samples(job):
     return "".join(line + "\n" for line in lines), labels
 
 
-def extract_windows(pmap, counts, out):
+def extract_windows(pmap, splits):
     """Pass 1, every split at once: the windows into a float32 file, redrawing those with a gap."""
-    T, stride = len(CTX.field.seconds), CTX.args.stride
-    block_steps = CTX.args.block_steps
-    codes = np.repeat(np.arange(len(counts)), list(counts.values()))
-    indices = np.concatenate([np.arange(n) for n in counts.values()])
-    attempts = np.zeros(len(codes), np.int64)
-    plan = np.zeros((len(codes), 3), np.int64)
-    every = np.arange(len(codes))
-    chunks = [every[i : i + PLAN_CHUNK] for i in range(0, len(codes), PLAN_CHUNK)]
+    n_times, stride, block = len(CTX.field.seconds), CTX.args.stride, CTX.args.block_steps
+    samples = np.arange(len(CTX.codes))
+    attempts = np.zeros(len(samples), np.int64)
+    plan = np.zeros((len(samples), 3), np.int64)
+    chunks = [samples[i : i + PLAN_CHUNK] for i in range(0, len(samples), PLAN_CHUNK)]
     # results may come back in any order
-    for ids, rows in pmap(draw_plan, [(c, codes[c], indices[c], attempts[c]) for c in chunks]):
+    for ids, rows in pmap(draw_plan, [(c, attempts[c]) for c in chunks]):
         plan[ids] = rows
     n_stations, n_steps, starts = plan.T
     offsets = np.concatenate([[0], np.cumsum(n_stations * n_steps)])
-    raw_path = os.path.join(out, RAW_FILE)
-    raw = np.lib.format.open_memmap(raw_path, "w+", np.float32, (int(offsets[-1]),))
-    todo, skipped = every, np.zeros(len(counts), np.int64)
+    raw = np.lib.format.open_memmap(CTX.raw_path, "w+", np.float32, (int(offsets[-1]),))
+    todo, skipped = samples, np.zeros(len(splits), np.int64)
     while len(todo):
         first, last = starts[todo], starts[todo] + (n_steps[todo] - 1) * stride
         jobs = []
-        for b0 in range(0, T, block_steps):
-            hit, end = todo[(first < b0 + block_steps) & (last >= b0)], min(b0 + block_steps, T)
+        for b0 in range(0, n_times, block):
+            hit = todo[(first < b0 + block) & (last >= b0)]
             if len(hit):
-                jobs.append((b0, end, hit, codes[hit], indices[hit], attempts[hit]))
-        bad = np.zeros(len(codes), bool)
+                jobs.append((b0, min(b0 + block, n_times), hit, attempts[hit]))
+        bad = np.zeros(len(samples), bool)
         bar = {"total": len(jobs), "desc": "read", "unit": "job", "leave": False}
         for cuts in progress(pmap(extract_block, jobs), **bar):
             for sample, k0, values in cuts:
@@ -346,18 +339,17 @@ def extract_windows(pmap, counts, out):
                 window[:, k0 : k0 + values.shape[1]] = values
                 bad[sample] |= not np.isfinite(values).all()
         todo = np.flatnonzero(bad)
-        skipped += np.bincount(codes[todo], minlength=len(counts))
+        skipped += np.bincount(CTX.codes[todo], minlength=len(splits))
         attempts[todo] += 1
         if len(todo) and attempts.max() > MAX_ATTEMPTS:
             worst = int(np.argmax(attempts))
-            where = f"{list(counts)[codes[worst]]} sample {indices[worst]}"
+            where = f"{splits[CTX.codes[worst]]} sample {CTX.indices[worst]}"
             fail(f"{where}: {MAX_ATTEMPTS} windows hold missing '{CTX.field.variable}' values")
         if len(todo):
-            starts[todo] = draw_plan((todo, codes[todo], indices[todo], attempts[todo]))[1][:, 2]
+            starts[todo] = draw_plan((todo, attempts[todo]))[1][:, 2]
     raw.flush()
-    del raw
-    skipped = dict(zip(counts, skipped.tolist()))
-    return SimpleNamespace(raw_path=raw_path, offsets=offsets, attempts=attempts, skipped=skipped)
+    skipped = dict(zip(splits, skipped.tolist()))
+    return SimpleNamespace(offsets=offsets, attempts=attempts, skipped=skipped)
 
 
 def train_statistics(raw_path, n_values):
@@ -369,14 +361,14 @@ def train_statistics(raw_path, n_values):
     return mean, math.sqrt(var)
 
 
-def write_era5_split(pmap, code, split, first, n, out, windows, mean, std):
-    """Pass 2: one split's samples to <split>.txt (and <split>.ocean.txt)."""
-    attempts, offsets, raw = windows.attempts[first:], windows.offsets[first:], windows.raw_path
-    jobs = [
-        (code, i, min(i + 256, n), attempts[i : i + 256], offsets[i : i + 257], mean, std, raw)
-        for i in range(0, n, 256)
-    ]
-    path, labels = os.path.join(out, f"{split}.txt"), []
+def write_era5_split(pmap, stage, split, samples, windows):
+    """Pass 2: a split's samples to <split>.txt (and <split>.ocean.txt); their ocean labels."""
+    jobs = []
+    for s0 in samples[::256]:
+        s1 = min(s0 + 256, samples[-1] + 1)
+        attempts, offsets = windows.attempts[s0:s1], windows.offsets[s0 : s1 + 1]
+        jobs.append((s0, s1, attempts, offsets, windows.mean, windows.std))
+    path, labels = os.path.join(stage, f"{split}.txt"), []
     bar = {"total": len(jobs), "desc": f"write {split}", "unit": "job", "leave": False}
     with atomic_file(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
         for text, chunk_labels in progress(pmap(format_samples, jobs), **bar):
@@ -384,33 +376,37 @@ def write_era5_split(pmap, code, split, first, n, out, windows, mean, std):
             labels.extend(chunk_labels)
     if CTX.land_sea_mask is not None:
         text = "".join(f"{v}\n" for v in labels)
-        atomic_write_text(os.path.join(out, f"{split}.ocean.txt"), text)
+        atomic_write_text(os.path.join(stage, f"{split}.ocean.txt"), text)
     return labels
 
 
 def both_passes(ctx, counts, stage):
+    """The windows of every split, their train mean and std, the ocean fraction of each split."""
+    ctx.codes = np.repeat(np.arange(len(counts)), list(counts.values()))
+    ctx.indices = np.concatenate([np.arange(n) for n in counts.values()])
+    ctx.raw_path = os.path.join(stage, ".raw.npy.tmp")
     workers = ctx.args.workers
     pool = Pool(workers, init_worker, (ctx, True)) if workers > 1 else None
     init_worker(ctx)
     try:
-        windows = extract_windows(pool.imap_unordered if pool else map, counts, stage)
-        t_read = time.time()
-        mean, std = train_statistics(windows.raw_path, int(windows.offsets[counts["train"]]))
-        if not std > 0:
+        windows = extract_windows(pool.imap_unordered if pool else map, list(counts))
+        windows.t_read = time.time()
+        train = int(windows.offsets[counts["train"]])
+        windows.mean, windows.std = train_statistics(ctx.raw_path, train)
+        if not windows.std > 0:
             fail(f"the training values of '{ctx.field.variable}' have zero spread")
-        pmap = pool.imap if pool else map
-        ocean, first = {}, 0
-        for code, (split, n) in enumerate(counts.items()):
-            labels = write_era5_split(pmap, code, split, first, n, stage, windows, mean, std)
-            ocean[split] = round(float(np.mean(labels)), 4) if labels else None
-            first += n
-        os.remove(windows.raw_path)
+        windows.ocean = {}
+        for code, split in enumerate(counts):
+            samples = np.flatnonzero(ctx.codes == code)
+            labels = write_era5_split(pool.imap if pool else map, stage, split, samples, windows)
+            windows.ocean[split] = round(float(np.mean(labels)), 4) if labels else None
+        os.remove(ctx.raw_path)
     finally:
         if pool:
             pool.terminate()
         for ds in CTX.open_files.values():
             ds.close()
-    return windows, mean, std, ocean, t_read
+    return windows
 
 
 def parse_args(argv):
@@ -452,13 +448,13 @@ def main(argv=None):
     args = parse_args(argv)
     t_start = time.time()
     field = open_field(args.files, args.variable)
-    land_sea_mask = read_land_sea_mask(args.land_sea_mask, field) if args.land_sea_mask else None
+    lsm = read_land_sea_mask(args.land_sea_mask, field) if args.land_sea_mask else None
     starts, step_seconds, gaps = window_starts(field.seconds, args.stride, args.steps)
     check_windows_fit(args, field, starts, gaps)
     hours = step_seconds / 3600
-    interval = args.stride * step_seconds / 3600
+    interval = args.stride * hours
     counts = dict(zip(SPLITS, SIZES[args.size]))
-    ctx = SimpleNamespace(args=args, field=field, starts=starts, land_sea_mask=land_sea_mask)
+    ctx = SimpleNamespace(args=args, field=field, starts=starts, land_sea_mask=lsm)
     with staged_dataset(args.out, args.force, WRITES) as stage:
         grid = describe_grid((field.lat, field.lon))
         print(
@@ -471,7 +467,8 @@ def main(argv=None):
             f" {args.block_steps} steps ({args.block_steps * field.points * 4 / 2**20:.0f} MiB)"
             " of the field at a time"
         )
-        windows, mean, std, ocean, t_read = both_passes(ctx, counts, stage)
+        windows = both_passes(ctx, counts, stage)
+        mean, std = windows.mean, windows.std
         meta = {
             "seed": args.seed,
             "size": args.size,
@@ -484,7 +481,8 @@ def main(argv=None):
             "time_step_hours": hours,
             "sample_interval_hours": interval,
             "files": [
-                dict(path=s.path, first=s.first, last=s.last, steps=s.steps) for s in field.sources
+                {"path": s.path, "first": s.first, "last": s.last, "steps": s.steps}
+                for s in field.sources
             ],
             "grid": [len(field.lat), len(field.lon)],
             "time_gaps": gaps,
@@ -498,14 +496,14 @@ def main(argv=None):
             ),
             "digits": "data: 4 significant digits; coords and start: 4 decimals",
             "land_sea_mask": args.land_sea_mask,
-            "ocean_fraction": ocean if args.land_sea_mask else None,
+            "ocean_fraction": windows.ocean if args.land_sea_mask else None,
         }
         write_meta(stage, meta)
     seconds, total = time.time() - t_start, sum(counts.values())
     print(f"train mean {mean:.3f} std {std:.3f} {field.units}; skipped windows {windows.skipped}")
     print(
         f"wrote {total} samples to {args.out} in {seconds:.1f} s ({total / seconds:.0f} samples/s; "
-        f"reading {t_read - t_start:.1f} s, writing {time.time() - t_read:.1f} s)"
+        f"reading {windows.t_read - t_start:.1f} s, writing {time.time() - windows.t_read:.1f} s)"
     )
     return meta
 
