@@ -35,9 +35,12 @@ def open_netcdf(path):
     if magic.startswith(b"GRIB"):
         fail(f"{path} is a GRIB file; ask the CDS for data_format 'netcdf'")
     try:
-        return netCDF4.Dataset(path, "r")
+        ds = netCDF4.Dataset(path, "r")
     except OSError as e:
         fail(f"{path} is not a netCDF file ({e})")
+    # masked arithmetic is slow
+    ds.set_always_mask(False)
+    return ds
 
 
 def find_variable(ds, path, wanted):
@@ -55,7 +58,7 @@ def axis_of(ds, dim):
     """A dimension's kind: 'time', 'lat', 'lon' or None."""
     coord = ds.variables.get(dim)
     standard, axis, units = (
-        str(getattr(coord, key, "")).lower() for key in ("standard_name", "axis", "units")
+        str(getattr(coord, k, "")).lower() for k in ("standard_name", "axis", "units")
     )
     for kind, names, name, letter, known_units in (
         ("time", ("time", "valid_time"), "time", "t", " since " in units),
@@ -72,7 +75,7 @@ def locate_dims(ds, path, name, need_time=True):
     var = ds.variables[name]
     found = {"time": [], "lat": [], "lon": [], "expver": []}
     for dim in var.dimensions:
-        kind = axis_of(ds, dim) or ("expver" if dim == "expver" else None)
+        kind = "expver" if dim == "expver" else axis_of(ds, dim)
         size = len(ds.dimensions[dim])
         if kind:
             found[kind].append(dim)
@@ -91,7 +94,7 @@ def coordinate(ds, path, dim):
     values = np.ma.filled(np.ma.asarray(ds.variables[dim][:], dtype=np.float64), np.nan)
     step = np.diff(values)
     if values.ndim != 1 or not (np.all(step > 0) or np.all(step < 0)):
-        fail(f"{path}: coordinate '{dim}' is not monotonic; expected a regular 1-d grid axis")
+        fail(f"{path}: coordinate '{dim}' is not a monotonic 1-d axis")
     return values
 
 
@@ -134,8 +137,6 @@ def read_steps(t0, t1, out):
         # each process opens its own: netCDF handles do not survive a fork
         if src.path not in CTX.open_files:
             CTX.open_files[src.path] = open_netcdf(src.path)
-            # masked arithmetic is slow
-            CTX.open_files[src.path].set_always_mask(False)
         ds = CTX.open_files[src.path]
         piece = max(1, (16 << 20) // (8 * src.expvers * len(f.lat) * len(f.lon)))
         for a in range(max(t0, first), min(t1, first + src.steps), piece):
@@ -148,14 +149,12 @@ def read_times(ds, path, dim):
     tvar = ds.variables.get(dim)
     units = getattr(tvar, "units", "")
     if tvar is None or " since " not in units:
-        fail(f"{path}: time '{dim}' has units '{units}'; expected 'hours since 1900-01-01' or so")
+        fail(f"{path}: time '{dim}' has units '{units}'; expected 'hours since <date>'")
     calendar = getattr(tvar, "calendar", "standard").lower()
     if calendar in ("gregorian", "proleptic_gregorian"):
         calendar = "standard"
     try:
-        dates = netCDF4.num2date(
-            np.asarray(tvar[:]), units, calendar, only_use_cftime_datetimes=True
-        )
+        dates = netCDF4.num2date(np.asarray(tvar[:]), units, calendar)
     except ValueError as e:
         fail(f"{path}: cannot decode time '{dim}' ({e})")
     seconds = netCDF4.date2num(dates, "seconds since 1970-01-01", calendar)
@@ -190,12 +189,11 @@ def open_field(paths, wanted):
     sources = [open_source(path, wanted) for path in paths]
     first = sources[0]
     for src in sources[1:]:
-        path = src.path
         if not same_grid(src.grid, first.grid):
             grids = f"{describe_grid(src.grid)} and {describe_grid(first.grid)}"
-            fail(f"{path} and {first.path} do not share one grid: {grids}")
+            fail(f"{src.path} and {first.path} do not share one grid: {grids}")
         if src.calendar != first.calendar:
-            fail(f"{path} uses calendar '{src.calendar}' but {first.path} uses '{first.calendar}'")
+            fail(f"{src.path} and {first.path} use calendars {src.calendar} and {first.calendar}")
     sources.sort(key=lambda s: s.seconds[0])
     for a, b in itertools.pairwise(sources):
         if b.seconds[0] <= a.seconds[-1]:
@@ -214,8 +212,7 @@ def read_land_sea_mask(path, field):
     """ERA5 `lsm`, the land fraction, on the field's grid."""
     src = open_source(path, "lsm", need_time=False)
     if not same_grid(src.grid, (field.lat, field.lon)):
-        files = describe_grid((field.lat, field.lon))
-        grids = f"{describe_grid(src.grid)}, the temperature files {files}"
+        grids = f"{describe_grid(src.grid)}, not {describe_grid((field.lat, field.lon))}"
         fail(f"land-sea mask {path} has grid {grids}; expected the same grid")
     with open_netcdf(path) as ds:
         x = read_source(ds, src, 0, 1).reshape(len(field.lat), len(field.lon))
