@@ -1,7 +1,5 @@
-"""Arithmetic of the paper (App. A), exact, one sample a line: mult3|4|5, n-digit products scaled
-to order 1 (0.123*0.456=0.056088); ops2|3|4, random trees of + - * over n operands 10^U(0,2) of 3
-significant digits ((1.32*32.1)+(1.42-8.20))=35.592. See prepare/README.md#arithmetic-arithmeticpy.
-"""
+"""Arithmetic of the paper (App. A), exact, one sample a line: n-digit products scaled to order 1,
+or random trees of + - * over n operands (prepare/README.md#arithmetic-arithmeticpy)."""
 
 import functools
 from decimal import Decimal

@@ -54,7 +54,6 @@ def fail(message):
 
 def one_line_errors():
     """Ctrl-C, SIGTERM and a failed read or write end with one line."""
-    STOPPED.clear()
     sys.excepthook = _one_line
     signal.signal(signal.SIGTERM, _stop)
 
@@ -131,8 +130,11 @@ def dumps(obj, digits=4):
 STAGE = re.compile(r"\.prepare-\d+\.tmp")
 # what tokenize_numbers.py writes in <encoding>/
 TOKENIZED = re.compile(r"\w+\.(ids|values|offsets|json|tmp)\b.*")
-# held by a prepare run (both) or a tokenize_numbers.py run (the second)
-LOCKS = ("prepare.lock", "tokenize.lock")
+# held by a prepare run (both) or a tokenize_numbers.py run (the second): who holds it
+LOCKS = {
+    "prepare.lock": "written by another prepare run",
+    "tokenize.lock": "tokenized by tokenize_numbers.py",
+}
 
 
 def dataset_files(out):
@@ -147,7 +149,7 @@ def dataset_files(out):
     if not (meta and isinstance(meta["splits"], (dict, list))):
         meta = None
     prepared = meta is not None and meta.get("dataset") != "plain text"
-    names = {"vocab.json", ".raw.npy.tmp"} | ({"meta.json"} if meta is not None else set())
+    names = {"vocab.json"} | ({"meta.json"} if meta is not None else set())
     if prepared:
         names |= {f"{s}{ext}" for s in meta["splits"] for ext in (".txt", ".ocean.txt")}
     # atomic_file's leftovers
@@ -205,7 +207,7 @@ def staged_dataset(out, force, writes):
         fail(f"--out {out} is a symbolic link; give the folder itself ({os.path.realpath(out)})")
     held, swapped, stage = [], False, os.path.join(out, f".prepare-{os.getpid()}.tmp")
     try:
-        for name in LOCKS:
+        for name, who in LOCKS.items():
             path = os.path.join(out, name)
             ended = f"note: removed {path}, left by a run that ended"
             try:
@@ -214,8 +216,6 @@ def staged_dataset(out, force, writes):
             except OSError as e:
                 fail(f"cannot write to output directory {out}: {e.strerror}")
             if pid is not None:
-                who = "tokenized by tokenize_numbers.py"
-                who = "written by another prepare run" if name == "prepare.lock" else who
                 why = f"wait for it to end, or delete {path} if no such run is going"
                 fail(f"{out} is being {who}, process {pid}; {why}")
             held.append(path)

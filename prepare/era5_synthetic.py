@@ -5,12 +5,11 @@ smooth "continents"), AR(1) weather modes drifting east, and noise."""
 import argparse
 import datetime
 import os
-import sys
 
 import netCDF4
 import numpy as np
 
-from common import at_least, one_line_errors
+from common import at_least, fail, one_line_errors
 from util import atomic_file
 
 START = datetime.datetime(2021, 1, 1)
@@ -132,7 +131,7 @@ def main(argv=None):
     paths = {name: os.path.join(args.out, f"{name}.nc") for name in ("t2m", "lsm")}
     existing = [path for path in paths.values() if os.path.exists(path)]
     if existing and not args.force:
-        sys.exit(f"error: {', '.join(existing)} already exist(s); pass --force to overwrite")
+        fail(f"{', '.join(existing)} already exist(s); pass --force to overwrite")
     os.makedirs(args.out, exist_ok=True)
     n_lat = round(180 / args.resolution) + 1
     lat = 90 - args.resolution * np.arange(n_lat)

@@ -1,6 +1,5 @@
-"""Number look-up (paper App. C): 2-6 one-letter keys with values in [-3, 3], then a key and its
-value, {d:1.53,e:-1.33,a:2.53,i:0.0232}e=-1.33; test_ood queries values in a gap
-(prepare/README.md#number-look-up-lookuppy)."""
+"""Number look-up (paper App. C): {d:1.53,e:-1.33,a:2.53,i:0.0232}e=-1.33; test_ood queries values
+in a gap (prepare/README.md#number-look-up-lookuppy)."""
 
 import functools
 import string

@@ -1,7 +1,5 @@
 """Planetary orbits (paper §3.2) simulated with REBOUND's IAS15: 2-4 coplanar planets around a star
-of mass 1, written with m × 1e5 and e × 20 (prepare/README.md#planetary-orbits-planetspy):
-{"description":{"planet0":{"m":2.381,"a":1.4,"e":1.73},...,"stepsize":0.2},"data":[[[x,y],...],...]}
-"""
+of mass 1 (prepare/README.md#planetary-orbits-planetspy)."""
 
 import math
 
