@@ -15,7 +15,6 @@ from helpers import one_line_error, train
 
 import common
 
-LOCKS = ("prepare.lock", "tokenize.lock")
 SPLITS = ["meta.json", "test.txt", "train.txt", "val.txt"]
 
 
@@ -26,8 +25,11 @@ def prepare(out, *flags, check=True, tokenize=False):
     return r
 
 
+def listing(folder):
+    return sorted(os.listdir(folder))
+
+
 def dataset_bytes(folder):
-    """{path: bytes} of every file under folder."""
     return {os.path.relpath(os.path.join(d, f), folder): open(os.path.join(d, f), "rb").read()
             for d, _, files in os.walk(folder) for f in files}
 
@@ -36,57 +38,49 @@ def seed_of(folder):
     return json.loads((folder / "meta.json").read_text())["seed"]
 
 
-def python(code):
-    """`python -c` with a prepare script's one-line errors."""
-    code = "import sys; sys.path.insert(0, 'prepare'); import common; common.one_line_errors()\n" + code
-    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
-
-
 def test_force_keeps_your_files(tmp_path):
-    mine = {"lab_notes.txt": "notes\n", "sub/paper.tex": "draft\n"}
-    mine.update({name: name for name in ("README.md", "model.py", "requirements.txt")})
+    mine = {name: name for name in ("README.md", "lab_notes.txt", "model.py", "requirements.txt", "sub/paper.tex")}
     (tmp_path / "sub").mkdir()
     for name, text in mine.items():
         (tmp_path / name).write_text(text)
     listed = "README.md, lab_notes.txt, model.py, requirements.txt, sub/"
-    r = prepare(tmp_path, check=False)
-    assert r.returncode != 0 and "not a dataset" in r.stderr and listed in r.stderr
-    assert sorted(os.listdir(tmp_path)) == ["README.md", "lab_notes.txt", "model.py", "requirements.txt", "sub"]
-    r = prepare(tmp_path, "--force", tokenize=True)
-    assert f"left alone, not written by a prepare run: {listed}" in r.stdout
+    error = one_line_error(prepare(tmp_path, check=False))
+    assert "not a dataset" in error and listed in error
+    assert listing(tmp_path) == ["README.md", "lab_notes.txt", "model.py", "requirements.txt", "sub"]
+    assert f"left alone, not written by a prepare run: {listed}" in prepare(tmp_path, "--force", tokenize=True).stdout
     (tmp_path / "xval" / "mine.md").write_text("a note among the arrays\n")
     (tmp_path / "p10").symlink_to(tmp_path / "sub")  # a linked folder is never emptied
     prepare(tmp_path, "--force", "--seed=2")
     assert all((tmp_path / name).read_text() == text for name, text in mine.items())
-    assert sorted(os.listdir(tmp_path / "xval")) == ["mine.md"]
-    assert not (tmp_path / "vocab.json").exists() and seed_of(tmp_path) == 2 and (tmp_path / "train.txt").exists()
+    assert listing(tmp_path / "xval") == ["mine.md"] and not (tmp_path / "vocab.json").exists()
+    assert seed_of(tmp_path) == 2 and (tmp_path / "train.txt").exists()
 
 
 def test_your_file_it_would_overwrite_is_refused(tmp_path):
-    """Your own train.txt (a plain-text dataset, or no meta.json) is never overwritten."""
+    """A train.txt of a plain-text dataset, or beside no meta.json, is never overwritten."""
     (tmp_path / "train.txt").write_text("{a:1}\n")
     (tmp_path / "val.txt").write_text("{a:2}\n")
     run("tokenize_numbers.py", str(tmp_path), "--plain-text", "--encoding=xval", "--workers=1")
     (tmp_path / "no_meta").mkdir()
     (tmp_path / "no_meta" / "train.txt").write_text("{a:1}\n")
     for folder in (tmp_path, tmp_path / "no_meta"):
-        before = sorted(os.listdir(folder))
+        before = listing(folder)
         r = prepare(folder, "--force", check=False)
         assert r.returncode != 0 and "train.txt" in r.stderr and "would overwrite" in r.stderr
-        assert sorted(os.listdir(folder)) == before and (folder / "train.txt").read_text() == "{a:1}\n"
+        assert listing(folder) == before and (folder / "train.txt").read_text() == "{a:1}\n"
 
 
-@pytest.mark.parametrize("lock", LOCKS)
-def test_a_held_folder_then_its_leftovers(tmp_path, lock):
+@pytest.mark.parametrize("lock, who", [("prepare.lock", "being written by another prepare run,"),
+                                       ("tokenize.lock", "tokenize_numbers.py,")])
+def test_a_held_folder_then_its_leftovers(tmp_path, lock, who):
     prepare(tmp_path)
-    assert not [n for n in LOCKS if (tmp_path / n).exists()]
+    assert not (tmp_path / "prepare.lock").exists() and not (tmp_path / "tokenize.lock").exists()
     before = dataset_bytes(tmp_path)
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
         (tmp_path / lock).write_text(str(other.pid))
         error = one_line_error(prepare(tmp_path, "--force", "--seed=2", check=False))
-        what = {"prepare.lock": "being written by another prepare run,", "tokenize.lock": "tokenize_numbers.py,"}[lock]
-        assert f"{what} process {other.pid}" in error and f"delete {tmp_path / lock}" in error
+        assert f"{who} process {other.pid}" in error and f"delete {tmp_path / lock}" in error
         assert dataset_bytes(tmp_path) == {**before, lock: str(other.pid).encode()}  # its lock stays
     finally:
         other.kill()
@@ -94,62 +88,67 @@ def test_a_held_folder_then_its_leftovers(tmp_path, lock):
     left = tmp_path / "left"  # a killed run's lock and stage alone
     (left / f".prepare-{other.pid}.tmp").mkdir(parents=True)
     (left / lock).write_text(str(other.pid))
-    assert prepare(left).stdout.count("left by a run that ended") == 2 and sorted(os.listdir(left)) == SPLITS
+    assert prepare(left).stdout.count("left by a run that ended") == 2 and listing(left) == SPLITS
     (tmp_path / "v").mkdir()
     (tmp_path / "v" / "vocab.json").write_text("{}")  # a file of ours alone is named
     assert "not a dataset (vocab.json)" in one_line_error(prepare(tmp_path / "v", check=False))
     (tmp_path / f".prepare-{other.pid}.tmp").mkdir()
     r = prepare(tmp_path, "--force", "--seed=2")  # a dead process's lock
     assert r.stdout.count("left by a run that ended") == 2 and seed_of(tmp_path) == 2
-    assert sorted(os.listdir(tmp_path)) == sorted(SPLITS + ["left", "v"])
+    assert listing(tmp_path) == sorted(SPLITS + ["left", "v"])
 
 
 def test_tokenizing_waits_for_prepare(tmp_path, monkeypatch):
     prepare(tmp_path)
-    tried = []
+    tried, real = [], common.write_meta
 
     def meta_and_a_tokenizer(out, meta):
         tried.append(run("tokenize_numbers.py", str(tmp_path), "--encoding=xval", "--workers=1", check=False))
         return real(out, meta)
-    real = common.write_meta
     monkeypatch.setattr(common, "write_meta", meta_and_a_tokenizer)
     prepare(tmp_path, "--force", "--seed=2")
     assert tried[0].returncode != 0 and f"pid {os.getpid()}" in tried[0].stderr, tried[0].stderr
-    assert not (tmp_path / "xval").exists() and not [n for n in LOCKS if (tmp_path / n).exists()]
+    assert listing(tmp_path) == SPLITS  # no arrays, no lock
+
+
+FAILED = "; nothing partly written was kept"
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("code, exits, last", [
     ("import errno, os; raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))", (1,),
-     f"error: the disk of TMPDIR {tempfile.gettempdir()} is full (No space left on device); free some space there;"
-     " nothing partly written was kept"),
+     f"error: the disk of TMPDIR {tempfile.gettempdir()} is full (No space left on device); free some space there"
+     + FAILED),
     ("import errno, os; raise OSError(errno.EFBIG, os.strerror(errno.EFBIG), 'out/train.txt')", (1,),
-     "error: File too large: out/train.txt; nothing partly written was kept"),
+     "error: File too large: out/train.txt" + FAILED),
     ("1 / 0", (1,), "ZeroDivisionError: division by zero"),
     # REBOUND raises KeyboardInterrupt itself: a pool must not wait forever
-    ("def make_sample(rng, split):\n    raise KeyboardInterrupt\ncommon.generate_split(make_sample, 'train', 0, 200, 1, 2)",
-     (130, -signal.SIGINT), "interrupted (Ctrl-C); nothing partly written was kept"),
+    ("def make_sample(rng, split):\n    raise KeyboardInterrupt\n"
+     "common.generate_split(make_sample, 'train', 0, 200, 1, 2)", (130, -signal.SIGINT), "interrupted (Ctrl-C)" + FAILED),
     # numpy's lazy imports catch everything, a SIGTERM's SystemExit included
-    (("import signal\ndef make_sample(rng, split):\n    try:\n        signal.raise_signal(signal.SIGTERM)\n"
-      "    except BaseException:\n        pass\n    return 'x'\ncommon.generate_split(make_sample, 'train', 0, 200_000, 1, 1)\n"
-      "print('went on')"), (143,), None),
+    ("import signal\ndef make_sample(rng, split):\n    try:\n        signal.raise_signal(signal.SIGTERM)\n"
+     "    except BaseException:\n        pass\n    return 'x'\n"
+     "common.generate_split(make_sample, 'train', 0, 200_000, 1, 1)\nprint('went on')", (143,), None),
 ])
 def test_a_stop_or_failed_write_is_one_line(code, exits, last):
-    r = python(code)
+    code = "import sys; sys.path.insert(0, 'prepare'); import common; common.one_line_errors()\n" + code
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert r.returncode in exits and "went on" not in r.stdout, r.stderr
     if last:
-        traceback = code == "1 / 0"  # any other error keeps its traceback
+        traceback = "1 / 0" in code  # any other error keeps its traceback
         assert r.stderr.strip().splitlines()[-1] == last and ("Traceback" in r.stderr) == traceback
         assert r.stderr.count("\n") == 1 or traceback or exits != (1,)  # a failed write: one line alone
 
 
-@pytest.mark.parametrize("full, says", [("out", "the disk of out is full"), ("tmp", "the disk of TMPDIR tmp is full")])
-def test_a_full_disk_names_the_fuller_of_out_and_tmpdir(monkeypatch, capsys, full, says):
+@pytest.mark.parametrize("full", ["out", "tmp"])
+def test_a_full_disk_names_the_fuller_of_out_and_tmpdir(monkeypatch, capsys, full):
     monkeypatch.setattr(common, "OUT", ["out"])
     monkeypatch.setattr(common.tempfile, "gettempdir", lambda: "tmp")
     monkeypatch.setattr(shutil, "disk_usage", lambda folder: shutil._ntuple_diskusage(9, 9, int(folder != full)))
     common._one_line(OSError, OSError(errno.ENOSPC, "No space left on device"), None)
-    assert capsys.readouterr().err.startswith(f"error: {says} (No space left on device); free some space there;")
+    says = {"out": "out", "tmp": "TMPDIR tmp"}[full]
+    assert capsys.readouterr().err.startswith(f"error: the disk of {says} is full (No space left on device); free "
+                                              "some space there;")
 
 
 @pytest.mark.slow
@@ -164,8 +163,8 @@ def test_scripts_set_one_line_errors():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT])
-def test_a_stopped_run_keeps_the_old_dataset(tmp_path, stop):
+@pytest.mark.parametrize("stop, exits", [(signal.SIGTERM, (143,)), (signal.SIGINT, (130, -signal.SIGINT))])
+def test_a_stopped_run_keeps_the_old_dataset(tmp_path, stop, exits):
     prepare(tmp_path)
     before = dataset_bytes(tmp_path)
     p = subprocess.Popen([sys.executable, "prepare/planets.py", "--size=small", "--workers=2", "--force", "--out",
@@ -182,10 +181,9 @@ def test_a_stopped_run_keeps_the_old_dataset(tmp_path, stop):
         _, err = p.communicate(timeout=60)
     finally:
         p.kill()
-    assert p.returncode in {signal.SIGTERM: (143,), signal.SIGINT: (130, -signal.SIGINT)}[stop], err
-    assert "Traceback" not in err and dataset_bytes(tmp_path) == before
+    assert p.returncode in exits and "Traceback" not in err and dataset_bytes(tmp_path) == before, err
     if stop == signal.SIGINT:
-        assert err.strip().splitlines()[-1] == "interrupted (Ctrl-C); nothing partly written was kept", err
+        assert err.strip().splitlines()[-1] == "interrupted (Ctrl-C)" + FAILED, err
 
 
 def test_sigterm_at_any_move_of_the_swap(tmp_path, monkeypatch):
@@ -203,6 +201,7 @@ def test_sigterm_at_any_move_of_the_swap(tmp_path, monkeypatch):
     try:
         while len(moves) > k:
             out, moves = shutil.copytree(tmp_path / "old", tmp_path / f"d{k}"), []
+            common.STOPPED.clear()  # the last run's stop
             with monkeypatch.context() as m:
                 m.setattr(common.os, "renames", stopped_at_move_k)
                 r = prepare(out, "--force", "--seed=2", check=False)
@@ -210,10 +209,10 @@ def test_sigterm_at_any_move_of_the_swap(tmp_path, monkeypatch):
                 assert r.returncode == 143, (k, r.stderr)
                 after = dataset_bytes(out)
                 assert json.loads(after.pop("meta.json"))["seed"] == 2 and after == new, (k, moves[k], sorted(after))
-                assert sorted(os.listdir(out)) == SPLITS  # no stage, no lock
+                assert listing(out) == SPLITS  # no stage, no lock
                 k += 1
     finally:
-        common.STOPPED.clear()  # this test's stop
+        common.STOPPED.clear()
     assert k > 10
 
 
@@ -221,6 +220,7 @@ def test_sigterm_at_any_move_of_the_swap(tmp_path, monkeypatch):
 def test_a_failed_force_keeps_the_old_dataset(tmp_path, monkeypatch, fails):
     prepare(tmp_path, tokenize=True)
     before, written = dataset_bytes(tmp_path), []
+    real_write, real_move = common.atomic_write_text, os.renames
 
     def write(path, text):  # the disk fills up
         if written:
@@ -233,14 +233,13 @@ def test_a_failed_force_keeps_the_old_dataset(tmp_path, monkeypatch, fails):
                 else old.endswith(".tmp/meta.json") and new == str(tmp_path / "meta.json")):
             raise PermissionError(1, "Operation not permitted", old)
         return real_move(old, new)
-    real_write, real_move = common.atomic_write_text, os.renames
     if "write" in fails:
         monkeypatch.setattr(common, "atomic_write_text", write)
     else:
         monkeypatch.setattr(common.os, "renames", move)
     r = prepare(tmp_path, "--force", "--seed=2", check=False)
     assert r.returncode != 0 and dataset_bytes(tmp_path) == before
-    assert sorted(os.listdir(tmp_path)) == SPLITS + ["vocab.json", "xval"]  # no stage left
+    assert listing(tmp_path) == SPLITS + ["vocab.json", "xval"]  # no stage left
     assert ("cannot replace" in r.stderr and "is as it was" in r.stderr) == (written == [])
     assert written == (["train.txt"] if "write" in fails else [])
     monkeypatch.undo()
@@ -249,11 +248,11 @@ def test_a_failed_force_keeps_the_old_dataset(tmp_path, monkeypatch, fails):
 
 
 def test_force_removes_old_arrays_and_vocab(data, tmp_path):
-    d = shutil.copytree(os.path.join(data), str(tmp_path / "d"))
-    (tmp_path / "d" / "test_ood.txt").write_text("{a:1}a=1\n")  # a split of an earlier dataset
-    (tmp_path / "d" / "notes.md").write_text("mine\n")
-    run("prepare/lookup.py", "--size=tiny", "--out", d, "--workers=1", "--force")
-    assert sorted(os.listdir(d)) == ["meta.json", "notes.md", "test.txt", "test_ood.txt", "train.txt", "val.txt"]
-    assert open(os.path.join(d, "test_ood.txt")).read() != "{a:1}a=1\n"
+    d = shutil.copytree(data, tmp_path / "d")
+    (d / "test_ood.txt").write_text("{a:1}a=1\n")  # a split of an earlier dataset
+    (d / "notes.md").write_text("mine\n")
+    run("prepare/lookup.py", "--size=tiny", "--out", str(d), "--workers=1", "--force")
+    assert listing(d) == ["meta.json", "notes.md", "test.txt", "test_ood.txt", "train.txt", "val.txt"]
+    assert (d / "test_ood.txt").read_text() != "{a:1}a=1\n"
     error = one_line_error(train(d, str(tmp_path / "out"), "--max_iters=1", check=False))
     assert "vocab.json not found; run: python tokenize_numbers.py" in error
