@@ -29,16 +29,23 @@ def fewer_samples():
         yield
 
 
-def write_nc(path, dims, variables):
-    """dims {name: size}, variables {name: (dtype, dims, values, {attribute: value})}."""
-    with netCDF4.Dataset(path, "w", format="NETCDF4") as ds:
-        for name, n in dims.items():
-            ds.createDimension(name, n)
-        for name, (dtype, var_dims, values, attrs) in variables.items():
-            v = ds.createVariable(name, dtype, var_dims, fill_value=attrs.pop("_FillValue", None))
+def write_nc(path, **variables):
+    """variables: name=(dimensions, values, attributes); each dimension sized by the first values on it."""
+    with netCDF4.Dataset(path, "w") as ds:
+        for name, (dims, values, attrs) in variables.items():
+            values = np.asarray(values)
+            for dim, n in zip(dims, values.shape):
+                if dim not in ds.dimensions:
+                    ds.createDimension(dim, n)
+            dtype = str if values.dtype == object else values.dtype
+            v = ds.createVariable(name, dtype, dims, fill_value=attrs.pop("_FillValue", None))
             v.setncatts(attrs)
             v[:] = values
     return path
+
+
+def grid(lat=LAT, lon=LON):
+    return {"latitude": (("latitude",), lat, {}), "longitude": (("longitude",), lon, {})}
 
 
 def write_2024_layout(path, values, lat=LAT, lon=LON, number_dim=False, hour0=0):
@@ -46,14 +53,12 @@ def write_2024_layout(path, values, lat=LAT, lon=LON, number_dim=False, hour0=0)
     units, calendar, n = "seconds since 1970-01-01", "proleptic_gregorian", len(values)
     t = netCDF4.date2num(START, units, calendar) + 3600 * (hour0 + np.arange(n))
     dims = ("number",) * number_dim + ("valid_time", "latitude", "longitude")
-    t2m = values.astype(np.float32)[(None,) * number_dim]
-    return write_nc(path, {"valid_time": n, "latitude": len(lat), "longitude": len(lon), "number": 1}, {
-        "valid_time": ("i8", ("valid_time",), t, {"units": units, "calendar": calendar, "standard_name": "time"}),
-        "latitude": ("f8", ("latitude",), lat, {}), "longitude": ("f8", ("longitude",), lon, {}),
-        "expver": (str, ("valid_time",), np.array(["0001"] * n, dtype=object), {}),
-        "number": ("i8", dims[:number_dim], 0, {}),
-        "t2m": ("f4", dims, t2m, {"_FillValue": np.float32(np.nan), "units": "K",
-                                  "coordinates": "number valid_time latitude longitude expver"})})
+    time = {"units": units, "calendar": calendar, "standard_name": "time"}
+    t2m = {"_FillValue": np.float32(np.nan), "units": "K", "coordinates": "number valid_time latitude longitude expver"}
+    return write_nc(path, valid_time=(("valid_time",), t.astype(np.int64), time), **grid(lat, lon),
+                    expver=(("valid_time",), np.array(["0001"] * n, dtype=object), {}),
+                    number=(dims[:number_dim], np.zeros((1,) * number_dim, np.int64), {}),
+                    t2m=(dims, values.astype(np.float32)[(None,) * number_dim], t2m))
 
 
 def prepare(out, *files, extra=(), workers=1):
@@ -106,23 +111,23 @@ def old_layout(tmp_path_factory):
 
 
 def test_samples_hold_the_standardised_source(old_layout):
-    records = {split: read_split(old_layout.out, split) for split in SPLITS}
+    out, meta = old_layout.out, old_layout.meta
+    records = {split: read_split(out, split) for split in SPLITS}
     era5_layout([r for split in SPLITS for r in records[split]])
-    meta = old_layout.meta
     assert {split: len(records[split]) for split in SPLITS} == meta["splits"] == dict(zip(SPLITS, SIZES))
-    assert not [f for f in os.listdir(old_layout.out) if ".tmp" in f] and (old_layout.out / "meta.json").exists()
-    assert_source_values(old_layout.out, meta, old_layout.values, splits=SPLITS[1:])
-    normalised = np.concatenate([np.ravel(r["data"]) for r in read_split(old_layout.out, "train")])
+    assert not [f for f in os.listdir(out) if ".tmp" in f] and (out / "meta.json").exists()
+    assert_source_values(out, meta, old_layout.values, splits=SPLITS[1:])
+    normalised = np.concatenate([np.ravel(r["data"]) for r in records["train"]])
     assert abs(normalised.mean()) < 1e-3 and abs(normalised.std() - 1) < 1e-3
-    source = assert_source_values(old_layout.out, meta, old_layout.values, splits=["train"])
+    source = assert_source_values(out, meta, old_layout.values, splits=["train"])
     assert meta["normalisation"]["mean"] == pytest.approx(source.mean(), rel=1e-9)
     assert meta["normalisation"]["std"] == pytest.approx(source.std(), rel=1e-6)
     assert meta["windows_skipped"] == {"train": 0, "val": 0, "test": 0}
 
 
 def test_layouts_orders_and_workers_agree(old_layout, tmp_path, monkeypatch):
-    """The 2024 layout with ascending latitude; ERA5 and ERA5T rows of one file and a later file passed first; two
-    workers with many small jobs, finishing in any order."""
+    """The 2024 layout with ascending latitude; ERA5 and ERA5T rows of one file and a later file passed first;
+    two workers with many small jobs, finishing in any order."""
     path = write_2024_layout(tmp_path / "era5_2024.nc", old_layout.values[:, ::-1], lat=LAT[::-1], number_dim=True)
     values, (packed, scale, offset) = truth_field()
     first = write_old_layout(tmp_path / "a.nc", (values[:120], (packed[:120], scale, offset)), expver_from=70)
@@ -138,20 +143,19 @@ def test_layouts_orders_and_workers_agree(old_layout, tmp_path, monkeypatch):
 
 def test_cmip_tas_found_by_standard_name(tmp_path):
     lat, lon = np.linspace(-81, 81, 10), np.arange(20) * 18.0
-    values = truth_field()[0][:, ::-1]  # ascending latitude
+    values = truth_field()[0][:, ::-1].astype(np.float32)  # ascending latitude
     day0 = netCDF4.date2num(netCDF4.num2date(0, "days since 2021-03-01", "noleap"), "days since 1850-01-01", "noleap")
     t = day0 + np.arange(len(values)) / 24
-    path = write_nc(tmp_path / "tas.nc", {"time": None, "lat": len(lat), "lon": len(lon), "bnds": 2}, {
-        "time": ("f8", ("time",), t, {"units": "days since 1850-01-01", "calendar": "noleap", "axis": "T"}),
-        "time_bnds": ("f8", ("time", "bnds"), np.stack([t, t + 1 / 24], 1), {}),
-        "lat": ("f8", ("lat",), lat, {"axis": "Y", "standard_name": "latitude"}),
-        "lon": ("f8", ("lon",), lon, {"axis": "X", "standard_name": "longitude"}),
-        "height": ("f8", (), 2.0, {}),
-        "tas": ("f4", ("time", "lat", "lon"), values.astype(np.float32),
-                {"_FillValue": np.float32(1e20), "standard_name": "air_temperature", "units": "K"})})
+    tas = {"_FillValue": np.float32(1e20), "standard_name": "air_temperature", "units": "K"}
+    path = write_nc(tmp_path / "tas.nc",
+                    time=(("time",), t, {"units": "days since 1850-01-01", "calendar": "noleap", "axis": "T"}),
+                    time_bnds=(("time", "bnds"), np.stack([t, t + 1 / 24], 1), {}),
+                    lat=(("lat",), lat, {"axis": "Y", "standard_name": "latitude"}),
+                    lon=(("lon",), lon, {"axis": "X", "standard_name": "longitude"}),
+                    height=((), 2.0, {}), tas=(("time", "lat", "lon"), values, tas))
     meta = prepare(tmp_path / "out", path, extra=["--variable", "air_temperature"])
     assert meta["variable"] == "tas"
-    assert_source_values(tmp_path / "out", meta, values.astype(np.float32), lat=lat, lon=lon, splits=["val"])
+    assert_source_values(tmp_path / "out", meta, values, lat=lat, lon=lon, splits=["val"])
 
 
 def test_windows_with_gaps_are_redrawn(tmp_path):
@@ -168,10 +172,8 @@ def test_windows_with_gaps_are_redrawn(tmp_path):
 
 def test_land_sea_mask_labels_the_first_station(old_layout, tmp_path):
     lsm = np.where(LON[None, :] < 180, 0.3, 0.7) * np.ones((len(LAT), 1))  # west half ocean (< 0.5)
-    write_nc(tmp_path / "lsm.nc", {"valid_time": 1, "latitude": len(LAT), "longitude": len(LON)}, {  # one time step
-        "valid_time": ("i8", ("valid_time",), 0, {"units": "seconds since 1970-01-01"}),
-        "latitude": ("f8", ("latitude",), LAT, {}), "longitude": ("f8", ("longitude",), LON, {}),
-        "lsm": ("f4", ("valid_time", "latitude", "longitude"), lsm[None], {})})
+    write_nc(tmp_path / "lsm.nc", valid_time=(("valid_time",), [0], {"units": "seconds since 1970-01-01"}),
+             **grid(), lsm=(("valid_time", "latitude", "longitude"), lsm[None].astype(np.float32), {}))
     meta = prepare(tmp_path / "out", old_layout.path, extra=["--land-sea-mask", str(tmp_path / "lsm.nc")])
     assert split_files(tmp_path / "out") == split_files(old_layout.out)
     for split in SPLITS:
@@ -180,11 +182,6 @@ def test_land_sea_mask_labels_the_first_station(old_layout, tmp_path):
         first_lon = [np.degrees(np.arctan2(*c[1:])) % 360 for c in first]
         assert labels == [int(x < 171) for x in first_lon]  # ocean: 0..162°, land: 180..342°
         assert meta["ocean_fraction"][split] == pytest.approx(np.mean(labels), abs=1e-4)
-    coarse = write_nc(tmp_path / "lsm_coarse.nc", {"latitude": 5, "longitude": 10}, {
-        "latitude": ("f8", ("latitude",), np.linspace(80, -80, 5), {}),
-        "longitude": ("f8", ("longitude",), np.arange(10) * 36.0, {}), "lsm": ("f4", ("latitude", "longitude"), 0, {})})
-    message = error_of(old_layout.path, "--out", tmp_path / "out2", "--land-sea-mask", coarse)
-    assert "lsm_coarse.nc" in message and "expected the same grid" in message
 
 
 def test_bad_inputs_are_refused(old_layout, tmp_path):
@@ -192,14 +189,15 @@ def test_bad_inputs_are_refused(old_layout, tmp_path):
     with zipfile.ZipFile(tmp_path / "download.nc", "w") as z:
         z.write(old_layout.path, "data_stream-oper.nc")
     (tmp_path / "notes.txt").write_text("not netCDF\n")
-    no_lon = write_nc(tmp_path / "no_lon.nc", {"time": 200, "latitude": 100},
-                      {"t2m": ("f4", ("time", "latitude"), 280, {})})
-    stations = write_nc(tmp_path / "stations.nc", {"time": 200, "station": 100},
-                        {"t2m": ("f4", ("time", "station"), 280, {})})  # station series, not a grid
-    small = write_old_layout(tmp_path / "small.nc", truth_field(n_lat=5, n_lon=10), lat=np.linspace(80, -80, 5),
-                             lon=np.arange(10) * 36.0)
+    flat = np.full((200, 100), 280, np.float32)
+    no_lon = write_nc(tmp_path / "no_lon.nc", t2m=(("time", "latitude"), flat, {}))
+    stations = write_nc(tmp_path / "stations.nc", t2m=(("time", "station"), flat, {}))  # series, not a grid
+    coarse_grid = {"lat": np.linspace(80, -80, 5), "lon": np.arange(10) * 36.0}
+    small = write_old_layout(tmp_path / "small.nc", truth_field(n_lat=5, n_lon=10), **coarse_grid)
     short = write_old_layout(tmp_path / "short.nc", truth_field(n_steps=100))
     shifted = write_2024_layout(tmp_path / "shifted.nc", old_layout.values, lon=LON + 1)
+    coarse = write_nc(tmp_path / "lsm_coarse.nc", **grid(**coarse_grid),
+                      lsm=(("latitude", "longitude"), np.zeros((5, 10), np.float32), {}))
     for argv, expected in [
         ([tmp_path / "download.nc"], ["unzip it first"]),
         ([tmp_path / "notes.txt"], ["notes.txt", "not a netCDF file"]),
@@ -209,6 +207,7 @@ def test_bad_inputs_are_refused(old_layout, tmp_path):
         ([small], ["up to 89 distinct grid points"]),
         ([short], ["needs 113 evenly spaced time steps"]),
         ([old_layout.path, shifted], ["shifted.nc", "share one grid"]),
+        ([old_layout.path, "--land-sea-mask", coarse], ["lsm_coarse.nc", "expected the same grid"]),
     ]:
         message = error_of(*argv, "--out", out)
         assert all(e in message for e in expected), (expected, message)
