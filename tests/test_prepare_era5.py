@@ -192,11 +192,8 @@ def test_bad_inputs_are_refused(old_layout, tmp_path):
     flat = np.full((200, 100), 280, np.float32)
     no_lon = write_nc(tmp_path / "no_lon.nc", t2m=(("time", "latitude"), flat, {}))
     stations = write_nc(tmp_path / "stations.nc", t2m=(("time", "station"), flat, {}))  # series, not a grid
-    coarse_grid = {"lat": np.linspace(80, -80, 5), "lon": np.arange(10) * 36.0}
-    small = write_old_layout(tmp_path / "small.nc", truth_field(n_lat=5, n_lon=10), **coarse_grid)
-    short = write_old_layout(tmp_path / "short.nc", truth_field(n_steps=100))
     shifted = write_2024_layout(tmp_path / "shifted.nc", old_layout.values, lon=LON + 1)
-    coarse = write_nc(tmp_path / "lsm_coarse.nc", **grid(**coarse_grid),
+    coarse = write_nc(tmp_path / "lsm_coarse.nc", **grid(np.linspace(80, -80, 5), np.arange(10) * 36.0),
                       lsm=(("latitude", "longitude"), np.zeros((5, 10), np.float32), {}))
     for argv, expected in [
         ([tmp_path / "download.nc"], ["unzip it first"]),
@@ -204,8 +201,8 @@ def test_bad_inputs_are_refused(old_layout, tmp_path):
         ([old_layout.path, "--variable", "tp"], ["no variable 'tp'", "t2m(time, latitude, longitude)"]),
         ([no_lon], ["no_lon.nc", "expected one time", "(time, latitude)"]),
         ([stations], ["stations.nc", "dimension 'station' of size 100"]),
-        ([small], ["up to 89 distinct grid points"]),
-        ([short], ["needs 113 evenly spaced time steps"]),
+        ([old_layout.path, "--stations", "10,201"], ["--stations 10,201", "up to 201 distinct grid points"]),
+        ([old_layout.path, "--steps", "8,30"], ["--steps 8,30", "needs 233 evenly spaced time steps"]),
         ([old_layout.path, shifted], ["shifted.nc", "share one grid"]),
         ([old_layout.path, "--land-sea-mask", coarse], ["lsm_coarse.nc", "expected the same grid"]),
     ]:

@@ -1,5 +1,6 @@
 """prepare/lookup.py: the format, the held-out gap (0.3, 0.5), --entries, and determinism."""
 import re
+from types import SimpleNamespace
 
 import pytest
 from conftest import run
@@ -10,7 +11,6 @@ from util import format_number
 
 VALUE = r"-?[0-9.]+(?:e[-+][0-9]+)?"
 LINE = re.compile(rf"\{{([a-z]:{VALUE}(?:,[a-z]:{VALUE}){{1,5}})\}}([a-z])=({VALUE})")
-SPLITS = ("train", "val", "test", "test_ood")
 
 
 def prepare(out, *flags, check=True):
@@ -30,7 +30,7 @@ def samples(lines):
 
 def test_answers_and_the_ood_gap():
     sizes = set()
-    for split, lines in generated(lookup.make_sample, SPLITS, 400).items():
+    for split, lines in generated(lookup.make_sample, lookup.SPLITS, 400).items():
         for table, key, answer in samples(lines):
             assert key in table and table[key] == answer
             for v in table.values():
@@ -41,25 +41,19 @@ def test_answers_and_the_ood_gap():
     assert sizes == {2, 3, 4, 5, 6}
 
 
-def test_gap_edges_go_by_the_written_value():
-    class Draws:  # an rng whose uniform() returns the given values in turn
-        def __init__(self, *values):
-            self.values = list(values)
-
-        def uniform(self, lo, hi):
-            return self.values.pop(0)
-
-    assert lookup.draw_value(Draws(0.30049), inside_gap=False) == "0.3"  # written 0.3: allowed
-    assert lookup.draw_value(Draws(0.3006, 1.5), inside_gap=False) == "1.5"  # 0.301: redrawn
-    assert lookup.draw_value(Draws(0.4996, 0.42), inside_gap=True) == "0.42"  # 0.5: not inside
+# 0.30049 is written 0.3: allowed; 0.3006 is 0.301: redrawn; 0.4996 is 0.5: not inside
+@pytest.mark.parametrize("draws, inside, written", [([0.30049], False, "0.3"), ([0.3006, 1.5], False, "1.5"),
+                                                    ([0.4996, 0.42], True, "0.42")])
+def test_gap_edges_go_by_the_written_value(draws, inside, written):
+    rng = SimpleNamespace(uniform=lambda lo, hi: draws.pop(0))
+    assert lookup.draw_value(rng, inside_gap=inside) == written
 
 
 @pytest.mark.slow
 def test_entries_and_any_worker_count(tmp_path):
-    """--entries sets the dictionary sizes and is recorded; the files do not depend on --workers."""
     for workers in (1, 2):
         prepare(tmp_path / str(workers), f"--workers={workers}", "--entries", "2,3")
-    for split in SPLITS:
+    for split in lookup.SPLITS:
         text = (tmp_path / "1" / f"{split}.txt").read_text()
         assert text == (tmp_path / "2" / f"{split}.txt").read_text()
         assert {len(table) for table, _, _ in samples(text.splitlines())} == {2, 3}
