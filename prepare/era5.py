@@ -32,8 +32,6 @@ def open_netcdf(path):
         magic = f.read(8)
     if magic.startswith(b"PK\x03\x04"):
         fail(f"{path} is a zip archive: unzip it first")
-    if magic.startswith(b"GRIB"):
-        fail(f"{path} is a GRIB file; ask the CDS for data_format 'netcdf'")
     try:
         ds = netCDF4.Dataset(path, "r")
     except OSError as e:
@@ -382,11 +380,9 @@ def both_passes(ctx, counts, stage):
     ctx.codes = np.repeat(np.arange(len(counts)), list(counts.values()))
     ctx.indices = np.concatenate([np.arange(n) for n in counts.values()])
     ctx.raw_path = os.path.join(stage, ".raw.npy.tmp")
-    workers = ctx.args.workers
-    pool = Pool(workers, init_worker, (ctx, True)) if workers > 1 else None
     init_worker(ctx)
-    try:
-        windows = extract_windows(pool.imap_unordered if pool else map, list(counts))
+    with Pool(ctx.args.workers, init_worker, (ctx, True)) as pool:
+        windows = extract_windows(pool.imap_unordered, list(counts))
         windows.t_read = time.time()
         train = int(windows.offsets[counts["train"]])
         windows.mean, windows.std = train_statistics(ctx.raw_path, train)
@@ -395,14 +391,9 @@ def both_passes(ctx, counts, stage):
         windows.ocean = {}
         for code, split in enumerate(counts):
             samples = np.flatnonzero(ctx.codes == code)
-            labels = write_era5_split(pool.imap if pool else map, stage, split, samples, windows)
+            labels = write_era5_split(pool.imap, stage, split, samples, windows)
             windows.ocean[split] = round(float(np.mean(labels)), 4) if labels else None
-        os.remove(ctx.raw_path)
-    finally:
-        if pool:
-            pool.terminate()
-        for ds in CTX.open_files.values():
-            ds.close()
+    os.remove(ctx.raw_path)
     return windows
 
 
