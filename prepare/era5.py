@@ -432,6 +432,20 @@ def check_windows_fit(args, field, starts, gaps):
         )
 
 
+def print_plan(args, field, hours, gaps):
+    grid = describe_grid((field.lat, field.lon))
+    print(
+        f"{field.variable} [{field.units}]: {len(field.sources)} file(s),"
+        f" {len(field.seconds)} steps of {hours:g} h from {field.sources[0].first} to"
+        f" {field.sources[-1].last} ({gaps} gap(s)), grid {grid}"
+    )
+    print(
+        f"sample steps every {args.stride * hours:g} h; {args.workers} worker(s), each holding"
+        f" {args.block_steps} steps ({args.block_steps * field.points * 4 / 2**20:.0f} MiB)"
+        " of the field at a time"
+    )
+
+
 def main(argv=None):
     args = parse_args(argv)
     t_start = time.time()
@@ -440,21 +454,11 @@ def main(argv=None):
     starts, step_seconds, gaps = window_starts(field.seconds, args.stride, args.steps)
     check_windows_fit(args, field, starts, gaps)
     hours = step_seconds / 3600
-    interval = args.stride * hours
+    interval = args.stride * step_seconds / 3600
     counts = dict(zip(SPLITS, SIZES[args.size]))
     ctx = SimpleNamespace(args=args, field=field, starts=starts, land_sea_mask=lsm)
     with staged_dataset(args.out, args.force, WRITES) as stage:
-        grid = describe_grid((field.lat, field.lon))
-        print(
-            f"{field.variable} [{field.units}]: {len(field.sources)} file(s),"
-            f" {len(field.seconds)} steps of {hours:g} h from {field.sources[0].first} to"
-            f" {field.sources[-1].last} ({gaps} gap(s)), grid {grid}"
-        )
-        print(
-            f"sample steps every {interval:g} h; {args.workers} worker(s), each holding"
-            f" {args.block_steps} steps ({args.block_steps * field.points * 4 / 2**20:.0f} MiB)"
-            " of the field at a time"
-        )
+        print_plan(args, field, hours, gaps)
         windows = both_passes(ctx, counts, stage)
         mean, std = windows.mean, windows.std
         meta = {
