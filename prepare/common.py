@@ -201,8 +201,6 @@ def _check_out(out, force, writes):
 @contextmanager
 def staged_dataset(out, force, writes):
     """Yield a stage folder, swapped into `out` when the block ends without error, under locks."""
-    if os.path.exists(out) and not os.path.isdir(out):
-        fail(f"--out {out} exists and is not a directory")
     if os.path.islink(out):
         fail(f"--out {out} is a symbolic link; give the folder itself ({os.path.realpath(out)})")
     held, swapped, stage = [], False, os.path.join(out, f".prepare-{os.getpid()}.tmp")
