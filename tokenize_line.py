@@ -1,7 +1,6 @@
 """One sample's text to token ids: numbers and text tokens (words, quoted keys, punctuation runs
 such as '],['); whitespace is dropped, and so is a comma between two numbers."""
 
-import itertools
 import re
 
 import numpy as np
@@ -134,8 +133,10 @@ def split_text_spans(text, where="text", allow_ask=False):
         i = _SPACE.match(text, end).end()
     # a comma between numbers costs no token, as the paper's context lengths imply
     kinds = ["text", *(kind for kind, _ in pieces), "text"]
-    keep = [p != ("text", ",") or "text" in (kinds[j], kinds[j + 2]) for j, p in enumerate(pieces)]
-    return list(itertools.compress(pieces, keep)), list(itertools.compress(at, keep))
+    kept = [
+        j for j, p in enumerate(pieces) if p != ("text", ",") or "text" in (kinds[j], kinds[j + 2])
+    ]
+    return [pieces[j] for j in kept], [at[j] for j in kept]
 
 
 # 10^k, k = -16..12, exactly rounded
