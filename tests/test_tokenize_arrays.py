@@ -53,14 +53,16 @@ def accepted(line, encode=lambda line: oracle.encode_lines([line], text_vocab([l
 
 
 def assert_agrees(lines, alone):
-    """The lines the oracle reads give its bytes and vocabulary together; each line alone (or each
-    refused one) its bytes or its error. The count read."""
+    """The lines the oracle reads give its bytes and vocabulary together, and alone if `alone` (first
+    and last of their chunk); each line it refuses its error. The count read."""
     good = [line for line in lines if accepted(line)]
     text_tokens = build_text_vocab(good)
     assert text_tokens == text_vocab(good)
     assert not isinstance(assert_same_as_reference(good, text_tokens), str)
-    for line in lines if alone else set(lines) - set(good):  # alone, a line is first and last of its chunk
+    for line in good if alone else []:
         assert_same_as_reference([line], text_tokens, ["xval", "p10"])
+    for line in set(lines) - set(good):
+        assert_same_as_reference([line], [], ["xval"])
     return len(good)
 
 
