@@ -95,19 +95,15 @@ def test_a_number_costs_its_tokens_a_comma_between_numbers_none_and_a_sign_is_no
     assert vocab.itos[negative[1]] == "-" and vocab.is_number([negative[1]])[0]
 
 
-def test_xval_values_sit_at_number_tokens_and_are_one_elsewhere():
-    vocab = vocab_of("xval", "{a:1,b:2}")
-    ids, values, _ = encode("{a:-1.5,b:0.123456789}", vocab)
-    is_num = ids == vocab.num_id
-    assert values[is_num].tolist() == [np.float32(-1.5), np.float32(0.123456789)]  # full float32, not 3 digits
-    assert np.all(values[~is_num] == 1.0)
-
-
 @pytest.mark.parametrize("encoding", ENCODINGS)
-def test_number_spans_are_found_again_from_ids(encoding):
+def test_number_spans_are_found_again_from_ids_and_xval_values_sit_at_number_tokens(encoding):
     vocab = vocab_of(encoding, "[1,2]")
-    ids, _, _ = encode("[0,-4.5,1e-3]", vocab)
+    ids, values, _ = encode("[0,-4.5,1e-3,0.123456789]", vocab)
     spans = number_spans(ids, vocab)
-    assert len(spans) == 3 and all(b - a == TOKENS_PER_NUMBER[encoding] for a, b in spans)
+    assert len(spans) == 4 and all(b - a == TOKENS_PER_NUMBER[encoding] for a, b in spans)
     if encoding != "xval":
-        assert [vocab.decode_number(ids[a:b]) for a, b in spans] == [0.0, -4.5, 1e-3]
+        assert [vocab.decode_number(ids[a:b]) for a, b in spans] == [0.0, -4.5, 1e-3, 0.123]
+    else:  # full float32, not 3 digits; 1.0 elsewhere
+        is_num = ids == vocab.num_id
+        assert values[is_num].tolist() == np.float32([0, -4.5, 1e-3, 0.123456789]).tolist()
+        assert np.all(values[~is_num] == 1.0)
