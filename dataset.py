@@ -31,6 +31,7 @@ def shown(text, most=60):
     return repr(text) if len(text) <= most else f"{text[:most]!r}… ({len(text):,} characters)"
 
 
+@functools.cache
 def number_vocab(encoding):
     """The number tokens of an encoding, in id order (zero's extra token last)."""
     signs, mantissas = ["+", "-"], [str(m) for m in range(100, 1000)]

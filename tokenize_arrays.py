@@ -19,6 +19,7 @@ from tokenize_line import (
     _EXPONENT,
     _MANTISSA,
     _UNARY_AFTER,
+    _WORD_CHAR,
     encode_pieces,
     lay_out,
     number_ids,
@@ -30,7 +31,6 @@ from util import TextError, atomic_write_text, open_new, take_lock, why_not_writ
 _LITERALS_ONLY = str.maketrans({"[": None, "]": None, ";": ","})
 # spaces _RUN's look-behinds cannot see through
 _ODD_SPACE = re.compile(r"[^\S \n]|  ")
-_WORD_CHAR = re.compile(r"\w")
 # a run of numbers joined by ',' or '],[', the first where split_text reads one (its first
 # character before the look-behinds: a fast search)
 _FIRST = (
@@ -386,8 +386,7 @@ def lock(data_dir):
     path = os.path.join(data_dir, "tokenize.lock")
     if (pid := take_lock(path, clean)) is not None:
         raise TextError(
-            f"{path}: another tokenize_numbers.py run (pid {pid}) is writing {data_dir}; wait for"
-            " it to end"
+            f"{path}: another tokenize_numbers.py run (pid {pid}) holds it; wait for it to end"
         )
     return path
 

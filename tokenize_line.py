@@ -1,7 +1,6 @@
 """One sample's text to token ids: numbers and text tokens (words, quoted keys, punctuation runs
 such as '],['); whitespace is dropped, and so is a comma between two numbers."""
 
-import itertools
 import re
 
 import numpy as np
@@ -39,7 +38,7 @@ def xval_encode(text, text_ids, num_id, keep_malformed=False):
     """xVal's tokenizer alone: each number becomes num_id, its value in a parallel list (1.0
     elsewhere); text_ids(str) -> ids tokenizes the text between. Embed token i as
     values[i] * wte[ids[i]]. A malformed number (--5, 12.5.6, 1,000, 1.5x) or one beyond float32
-    raises ValueError, as tokenize_line.encode does; keep_malformed=True leaves it text.
+    raises ValueError; keep_malformed=True leaves it text.
 
     >>> xval_encode("[-1.5, 20]", lambda s: [ord(c) for c in s if c != " "], 0)
     ([91, 0, 0, 93], [1.0, -1.5, 20.0, 1.0])
@@ -87,8 +86,6 @@ _PUNCT = [
 ]
 _SPACE = re.compile(r"\s*")
 _WORD_CHAR = re.compile(r"\w")
-# the span of no number: no text starts right after it
-_NO_SPAN = (-9, -9)
 
 
 def split_text(text, where="text", allow_ask=False):
@@ -105,7 +102,7 @@ def split_text_spans(text, where="text", allow_ask=False):
     pieces = []
     at = []
     i = _SPACE.match(text).end()
-    num_at = _NO_SPAN  # the last number's span
+    num_at = (-9, -9)  # the last number's span
     while i < len(text):
         unary = not pieces or (pieces[-1][0] == "text" and pieces[-1][1][-1] in _UNARY_AFTER)
         m = _LITERAL.match(text, i)
@@ -136,11 +133,11 @@ def split_text_spans(text, where="text", allow_ask=False):
         i = _SPACE.match(text, end).end()
     # a comma between numbers costs no token, as the paper's context lengths imply
     kinds = ["text", *(kind for kind, _ in pieces), "text"]
-    keep = [p != ("text", ",") or "text" in (kinds[j], kinds[j + 2]) for j, p in enumerate(pieces)]
-    return list(itertools.compress(pieces, keep)), list(itertools.compress(at, keep))
+    kept = [
+        j for j, p in enumerate(pieces) if p != ("text", ",") or "text" in (kinds[j], kinds[j + 2])
+    ]
+    return [pieces[j] for j in kept], [at[j] for j in kept]
 
-
-# the five encodings' ids
 
 # 10^k, k = -16..12, exactly rounded
 _POW10 = np.array([float(f"1e{k}") for k in range(-16, 13)])
@@ -197,7 +194,7 @@ def encode(text, vocab, where="text", allow_ask=False):
 
 
 def encode_pieces(pieces, vocab, where="text"):
-    """encode() for text already split by split_text."""
+    """encode() of split_text's pieces."""
     text_ids = []
     # in order, so that the first error is raised
     for kind, v in pieces:

@@ -9,6 +9,14 @@ from helpers import tokenize, write
 from dataset import Split, check_trained_on, fingerprint
 
 
+@pytest.fixture
+def tokenized(tmp_path):
+    """A plain-text dataset tokenized in xVal."""
+    write(tmp_path)
+    tokenize(tmp_path, "--plain-text")
+    return tmp_path
+
+
 def test_arrays_of_another_vocabulary_are_refused(tmp_path):
     write(tmp_path)
     for enc in ("xval", "p1000"):
@@ -19,8 +27,7 @@ def test_arrays_of_another_vocabulary_are_refused(tmp_path):
     summary = json.loads((tmp_path / "p1000" / "val.json").read_text())
     assert summary["samples"] == 1 and summary["tokens_per_sample_max"] == 4 + 3  # { b : + 500 E-3 }
     assert Split(str(tmp_path), "val", "p1000").lengths.tolist() == [7]
-    (tmp_path / "train.txt").write_text("{a:1.5}\n[b:2]\n")
-    (tmp_path / "val.txt").write_text("{a:2}\n")
+    write(tmp_path, "{a:1.5}\n[b:2]\n", "{a:2}\n")
     run("tokenize_numbers.py", str(tmp_path), "--rebuild-vocab", "--encoding", "p10", "--workers", "1")
     with pytest.raises(ValueError, match="another vocab.json"):
         Split(str(tmp_path), "train", "xval")
@@ -33,13 +40,11 @@ def test_arrays_of_another_vocabulary_are_refused(tmp_path):
     ("offsets", lambda o: o[:2], r"train: .json counts 2 samples, .offsets.npy 1 of \d+ tokens"),  # another split's
     ("ids", lambda a: a[:-1], r"train: .* .ids.npy and .values.npy (\d+) and (?!\1)\d+ tokens: files of different"),
 ])
-def test_tampered_arrays_are_refused_naming_the_fault(tmp_path, name, edit, says):
-    write(tmp_path)
-    tokenize(tmp_path, "--plain-text")
-    path = tmp_path / "xval" / f"train.{name}.npy"
+def test_tampered_arrays_are_refused_naming_the_fault(tokenized, name, edit, says):
+    path = tokenized / "xval" / f"train.{name}.npy"
     np.save(path, edit(np.load(path)))
     with pytest.raises(ValueError, match=says):
-        Split(str(tmp_path), "train", "xval")
+        Split(str(tokenized), "train", "xval")
 
 
 @pytest.mark.parametrize("meta, kind, says", [
@@ -48,26 +53,22 @@ def test_tampered_arrays_are_refused_naming_the_fault(tmp_path, name, edit, says
     ({"dataset": "arithmetic"}, False, "prepared again since"),  # a fingerprint that records no kind
 ])
 def test_a_checkpoint_on_its_folder_prepared_again_or_holding_another_dataset_says_which(
-        tmp_path, capsys, meta, kind, says):
-    write(tmp_path)
-    tokenize(tmp_path, "--plain-text")
-    checkpoint = {"data_fingerprint": fingerprint(str(tmp_path), "xval"), "model_args": {"encoding": "xval"}}
+        tokenized, capsys, meta, kind, says):
+    checkpoint = {"data_fingerprint": fingerprint(str(tokenized), "xval"), "model_args": {"encoding": "xval"}}
     if not kind:
         del checkpoint["data_fingerprint"]["dataset"]
-    check_trained_on(checkpoint, "ckpt.pt", str(tmp_path))  # unchanged: no word
-    (tmp_path / "meta.json").write_text(json.dumps(json.loads((tmp_path / "meta.json").read_text()) | meta))
+    check_trained_on(checkpoint, "ckpt.pt", str(tokenized))  # unchanged: no word
+    (tokenized / "meta.json").write_text(json.dumps(json.loads((tokenized / "meta.json").read_text()) | meta))
     with pytest.raises(ValueError, match=f"{says}.*--changed_data=True"):
-        check_trained_on(checkpoint, "ckpt.pt", str(tmp_path))
-    check_trained_on(checkpoint, "ckpt.pt", str(tmp_path), changed_data=True)
+        check_trained_on(checkpoint, "ckpt.pt", str(tokenized))
+    check_trained_on(checkpoint, "ckpt.pt", str(tokenized), changed_data=True)
     assert says in capsys.readouterr().out
 
 
-def test_edited_text_is_refused(tmp_path):
-    write(tmp_path)
-    tokenize(tmp_path, "--plain-text")
-    (tmp_path / "train.txt").write_text((tmp_path / "train.txt").read_text() + "{a:7,b:8}\n")
+def test_edited_text_is_refused(tokenized):
+    (tokenized / "train.txt").write_text((tokenized / "train.txt").read_text() + "{a:7,b:8}\n")
     with pytest.raises(ValueError, match=r"train.txt has changed since it was tokenized \(36 bytes, 26 then\)"):
-        Split(str(tmp_path), "train", "xval")
-    assert len(Split(str(tmp_path), "val", "xval")) == 1  # an untouched split still loads
-    tokenize(tmp_path)
-    assert len(Split(str(tmp_path), "train", "xval")) == 3
+        Split(str(tokenized), "train", "xval")
+    assert len(Split(str(tokenized), "val", "xval")) == 1  # an untouched split still loads
+    tokenize(tokenized)
+    assert len(Split(str(tokenized), "train", "xval")) == 3

@@ -1,6 +1,5 @@
-"""README's "Pieces to copy", copied as it says with only the imports it names: the number path stays
-float32, the tokenizer reads and refuses what tokenize_line does, a causal GPT wired as docs/pieces.md
-says learns."""
+"""README's "Pieces to copy", copied with only the imports it names: the number path stays float32,
+the tokenizer reads and refuses what tokenize_line does, a causal GPT wired as docs/pieces.md learns."""
 import functools
 import inspect
 import json
@@ -37,7 +36,6 @@ def copied(source, imports):
 
 
 LINE = inspect.getsource(tokenize_line)
-# from the marked line to the end of xval_encode
 BLOCK = LINE[LINE.index("# -- xVal's tokenizer") : LINE.index("\n\n\n", LINE.index("def xval_encode"))]
 IMPORTS = {"xval_embedding": "import torch", "NumberHead": "import torch\nfrom torch import nn"}
 xval_embedding, NumberHead = (copied(inspect.getsource(getattr(model, n)), i)[n] for n, i in IMPORTS.items())
@@ -53,7 +51,6 @@ def test_the_readme_names_each_piece_and_its_imports():
 
 @pytest.mark.parametrize("k", [0, 2])
 def test_the_number_path_stays_float32_under_bf16_autocast_whatever_the_values_dtype(k):
-    # bf16 would round a prediction of 1.557 to 1.5547 and a multi-scale input value to 2-3 digits
     gpt = tiny(k=k)  # and the model's own path
     ids, values = sample(9)
     values = values[None].double() * 1.2345678
@@ -72,9 +69,8 @@ def test_the_number_path_stays_float32_under_bf16_autocast_whatever_the_values_d
         torch.testing.assert_close(out, plain, rtol=1e-6, atol=1e-6)
 
 
-# ---------------------------------------------------------------- the number grammar and the tokenizer
-# prepare/text.py's pattern before it imported NUMBER
-OLD_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+# the number grammar written plainly
+PLAIN_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 LITERALS = ["", " ", ".", "+", "-", "+-1", "--1", "++1", "1", "-1", "+1", "01", "1.", ".5", "-.5", "+.5e-3", "1.5",
             "1.2.3", "1..2", "..5", "1e5", "1E+05", "1e-05", "1e", "1e+", "1e-", "e5", ".e5", "1.e5", "1e5.5",
             "1e5e5", "1ee5", " 1", "1 ", "1_000", "1,000", "0x10", "inf", "-inf", "nan", "NaN", "Infinity", "١٢",
@@ -88,10 +84,10 @@ def random_strings(n, alphabet, longest, seed):
 
 @pytest.mark.parametrize("strings", [LITERALS, random_strings(50_000, "0123456789.eE+-", 8, 1),
                                      random_strings(50_000, "01.eE+- x_,١", 12, 2)])
-def test_number_matches_exactly_what_prepare_texts_old_pattern_matched(strings):
+def test_number_matches_exactly_what_the_plain_grammar_matches(strings):
     for s in strings:
-        old, new = OLD_NUMBER.match(s), NUMBER.match(s)
-        assert bool(NUMBER.fullmatch(s)) == bool(OLD_NUMBER.fullmatch(s)) and (old and old.span()) == (new and new.span()), s
+        plain, new = PLAIN_NUMBER.match(s), NUMBER.match(s)
+        assert bool(NUMBER.fullmatch(s)) == bool(PLAIN_NUMBER.fullmatch(s)) and (plain and plain.span()) == (new and new.span()), s
 
 
 def test_the_grammar_is_written_once_and_every_pattern_is_built_from_it():
@@ -104,7 +100,6 @@ def test_the_grammar_is_written_once_and_every_pattern_is_built_from_it():
     for pattern in (line._XVAL_NUMBER.pattern, line._PUNCT_END, tokenize_arrays._RUN.pattern):
         assert re.escape(line._UNARY_AFTER) in pattern, pattern
     assert "touches(" in inspect.getsource(line.split_text_spans)  # and the numbers glued: 12.5.6, 1,000
-
 
 
 def copy_reads(encode_line, line, **keyword):
@@ -135,7 +130,7 @@ def tokenizer_reads(line):
 
 
 def agrees(lines):
-    """How many lines the tokenizer accepts; the copy reads (repr: -0.0 is not 0.0) and refuses as it does."""
+    """How many lines the tokenizer accepts; the copy reads (repr: -0.0) and refuses as it does."""
     read = 0
     for line in lines:
         got = copy_reads(COPY, line)
@@ -230,13 +225,11 @@ def test_xval_encode_gives_the_tokenizers_ids_and_values():
     assert COPY("2-3", lambda s: [ord(c) for c in s], 0) == ([0, 45, 0], [2.0, 1.0, 3.0])
 
 
-# ---------------------------------------------------------------- a causal GPT, as docs/pieces.md wires it
+# a causal GPT, as docs/pieces.md wires it
 NUM, PLUS, EQ, END = range(4)  # [NUM] + = .
 
 
 class GPT(nn.Module):
-    """Token and position embeddings, pre-norm causal blocks, two heads."""
-
     def __init__(self, vocab_size=4, n_embd=32, n_layer=2, block_size=8):
         super().__init__()
         self.wte, self.wpe = nn.Embedding(vocab_size, n_embd), nn.Embedding(block_size, n_embd)
@@ -253,7 +246,7 @@ class GPT(nn.Module):
 
 
 def get_batch(n, generator):
-    """n samples "a + b = s ." as ids and, beside them, values (a, b uniform in [-1, 1))."""
+    """n samples "a + b = s ." as ids and values (a, b uniform in [-1, 1))."""
     a, b = torch.rand(2, n, 1, generator=generator) * 2 - 1
     one = torch.ones(n, 1)
     return torch.tensor([NUM, PLUS, NUM, EQ, NUM, END]).repeat(n, 1), torch.cat([a, one, b, one, a + b, one], 1)

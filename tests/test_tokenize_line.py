@@ -1,5 +1,4 @@
-"""tokenize_line.py and the vocabulary: numbers read from text, the five encodings, decoding
-(tests/test_pieces.py: the number grammar and xval_encode)."""
+"""tokenize_line.py and the vocabulary: numbers read from text, the five encodings, decoding."""
 import functools
 import math
 
@@ -10,10 +9,6 @@ from tokenize_oracle import round_number
 from dataset import ENCODINGS, TOKENS_PER_NUMBER, Vocab, number_vocab, tokens_to_number
 from tokenize_arrays import build_text_vocab, encode_lines
 from tokenize_line import encode, number_spans, split_text
-
-
-def numbers(text):
-    return [v for kind, v in split_text(text) if kind == "num"]
 
 
 @functools.cache
@@ -70,17 +65,11 @@ def test_strict_decoding_rejects_malformed_token_runs(encoding, tokens):
     assert math.isnan(tokens_to_number(tokens, encoding))
 
 
-@pytest.mark.parametrize("text,expected", [
-    ("planet0 t2m x1 'key9'", []), ("[-2.6,-2.6]", [-2.6, -2.6]), ('{"planet0":{"m":2.38,"a":1e-05}}', [2.38, 1e-5]),
+@pytest.mark.parametrize("text,pieces", [
+    ("planet0 t2m x1 'key9'", ["planet0", "t2m", "x1", "'key9'"]), ("[-2.6,-2.6]", [-2.6, -2.6]), ('{"planet0":{"m":2.38,"a":1e-05}}', [2.38, 1e-5]),
     ("{d:1.53,e:-1.33,a:2.53,i:0.0232}e=-1.33", [1.53, -1.33, 2.53, 0.0232, -1.33]),
     (".25 12. 1.25 1e-5 2E+08,-3", [0.25, 12.0, 1.25, 1e-5, 2e8, -3]), ("[1,2]", [1, 2]),
     ("[1,234,0]", [1, 234, 0]), ("1--5", [1, -5]), ("[0,0.5,-0.25]", [0, 0.5, -0.25]),
-])
-def test_numbers_read_from_text(text, expected):
-    assert numbers(text) == expected
-
-
-@pytest.mark.parametrize("text,pieces", [
     ("(1.42-8.20)", ["(", 1.42, "-", 8.2, ")"]), ('"planet0":1', ['"planet0"', ":", 1.0]),
     ("(2)-3", ["(", 2.0, ")-", 3.0]), ("2*-3", [2.0, "*", -3.0]),  # after a number or a bracket: an operator
     # a run of punctuation is one token, but never swallows a sign or a quote
@@ -89,17 +78,16 @@ def test_numbers_read_from_text(text, expected):
     # a comma between two numbers costs no token; one before a key stays
     ("[1,-2]", ["[", 1.0, -2.0, "]"]), ("{a:1,b:2}", ["{", "a", ":", 1.0, ",", "b", ":", 2.0, "}"]),
 ])
-def test_signs_quoted_keys_punctuation_runs_and_commas_between_numbers(text, pieces):
-    assert [v for _, v in split_text(text)] == pieces  # a number a float, text a str
+def test_numbers_signs_quoted_keys_punctuation_runs_and_commas_between_numbers(text, pieces):
+    """pieces: each piece (a number a float, text a str), or the numbers alone where none is text."""
+    numbers_only = not any(isinstance(p, str) for p in pieces)
+    assert [v for kind, v in split_text(text) if kind == "num" or not numbers_only] == pieces
 
 
-def test_a_number_costs_its_tokens_and_a_comma_between_numbers_none():
+def test_a_number_costs_its_tokens_a_comma_between_numbers_none_and_a_sign_is_no_operator():
     vocab = vocab_of("p1000", "[1,2]")
     ids, _, _ = encode("[1,-2,0]", vocab)
     assert len(ids) == 2 + 3 * 3 and len(number_spans(ids, vocab)) == 3
-
-
-def test_operator_minus_and_sign_minus_are_different_tokens():
     vocab = vocab_of("p10", "(1-2)")
     minus_operator = encode("(1-2)", vocab)[0][6]  # ( + 1 0 0 E-2 - ...
     assert vocab.itos[minus_operator] == "-" and not vocab.is_number([minus_operator])[0]
@@ -107,21 +95,15 @@ def test_operator_minus_and_sign_minus_are_different_tokens():
     assert vocab.itos[negative[1]] == "-" and vocab.is_number([negative[1]])[0]
 
 
-def test_xval_values_sit_at_number_tokens_and_are_one_elsewhere():
-    vocab = vocab_of("xval", "{a:1,b:2}")
-    ids, values, _ = encode("{a:-1.5,b:0.123456789}", vocab)
-    is_num = ids == vocab.num_id
-    assert values[is_num].tolist() == [np.float32(-1.5), np.float32(0.123456789)]  # full float32, not 3 digits
-    assert np.all(values[~is_num] == 1.0)
-
-
 @pytest.mark.parametrize("encoding", ENCODINGS)
-def test_number_spans_are_found_again_from_ids(encoding):
+def test_number_spans_are_found_again_from_ids_and_xval_values_sit_at_number_tokens(encoding):
     vocab = vocab_of(encoding, "[1,2]")
-    ids, _, _ = encode("[0,-4.5,1e-3]", vocab)
+    ids, values, _ = encode("[0,-4.5,1e-3,0.123456789]", vocab)
     spans = number_spans(ids, vocab)
-    assert len(spans) == 3 and all(b - a == TOKENS_PER_NUMBER[encoding] for a, b in spans)
+    assert len(spans) == 4 and all(b - a == TOKENS_PER_NUMBER[encoding] for a, b in spans)
     if encoding != "xval":
-        assert [vocab.decode_number(ids[a:b]) for a, b in spans] == [0.0, -4.5, 1e-3]
-
-
+        assert [vocab.decode_number(ids[a:b]) for a, b in spans] == [0.0, -4.5, 1e-3, 0.123]
+    else:  # full float32, not 3 digits; 1.0 elsewhere
+        is_num = ids == vocab.num_id
+        assert values[is_num].tolist() == np.float32([0, -4.5, 1e-3, 0.123456789]).tolist()
+        assert np.all(values[~is_num] == 1.0)

@@ -25,8 +25,16 @@ def popen(*args, **kw):
                             text=True, **kw)
 
 
-def splits_of(d):
-    return json.loads((d / "meta.json").read_text())["splits"]
+def temporaries(d):
+    return [f for _, _, files in os.walk(d) for f in files if ".tmp" in f]
+
+
+@pytest.fixture
+def tokenized(tmp_path):
+    """A plain-text dataset tokenized in xVal."""
+    write(tmp_path)
+    tokenize(tmp_path, "--plain-text")
+    return tmp_path
 
 
 def test_plain_text_must_be_declared_and_its_splits_are_the_split_files(tmp_path, capsys):
@@ -38,12 +46,11 @@ def test_plain_text_must_be_declared_and_its_splits_are_the_split_files(tmp_path
         tokenize(tmp_path, "--plain-text")
     assert "README.txt not taken as splits" in capsys.readouterr().out
     assert sorted(os.listdir(tmp_path)) == ["README.txt", "train.txt"]
-    (tmp_path / "val.txt").write_text("{a:3}\n")
-    tokenize(tmp_path, "--plain-text")
-    assert splits_of(tmp_path) == ["train", "val"] and len(Split(str(tmp_path), "val", "xval")) == 1
-    (tmp_path / "test.txt").write_text("{a:4}\n")
-    tokenize(tmp_path)
-    assert splits_of(tmp_path) == ["test", "train", "val"] and len(Split(str(tmp_path), "test", "xval")) == 1
+    for split, splits, flags in (("val", ["train", "val"], ["--plain-text"]), ("test", ["test", "train", "val"], [])):
+        (tmp_path / f"{split}.txt").write_text("{a:3}\n")
+        tokenize(tmp_path, *flags)  # then a plain-text dataset's new split, without the flag
+        assert json.loads((tmp_path / "meta.json").read_text())["splits"] == splits
+        assert len(Split(str(tmp_path), split, "xval")) == 1
     os.remove(tmp_path / "meta.json")  # a prepare run cut short
     with pytest.raises(SystemExit, match="meta.json not found"):
         tokenize(tmp_path, "--rebuild-vocab")
@@ -80,33 +87,47 @@ def test_val_after_train_and_an_unseen_token(tmp_path, capsys):
     assert json.loads((tmp_path / "xval" / "test.json").read_text())["flushed_to_zero"] == 1
 
 
-def test_a_held_lock_refuses_a_dead_ones_is_cleaned(tmp_path, capsys):
-    write(tmp_path, train="{a:1}\n{a:2}\n", val="{a:3}\n")
-    tokenize(tmp_path, "--plain-text")
-    before = arrays(tmp_path)
-    (tmp_path / "tokenize.lock").write_text(str(os.getppid()))  # a live process holds it
+def test_a_held_lock_refuses_a_dead_ones_is_cleaned(tokenized, capsys):
+    before, lock = arrays(tokenized), tokenized / "tokenize.lock"
+    lock.write_text(str(os.getppid()))  # a live process holds it
     with pytest.raises(SystemExit, match=rf"tokenize.lock: another tokenize_numbers.py run \(pid {os.getppid()}\)"):
-        tokenize(tmp_path, "--encoding=xval")
-    assert arrays(tmp_path) == before
+        tokenize(tokenized, "--encoding=xval")
+    assert arrays(tokenized) == before
     gone = popen("-c", "import os; print(os.getpid())").communicate()[0].strip()
-    (tmp_path / "tokenize.lock").write_text(gone)  # a process that has ended
-    (tmp_path / "xval" / f"train.ids.{gone}.tmp.npy").write_bytes(b"half")
+    lock.write_text(gone)  # a process that has ended
+    (tokenized / "xval" / f"train.ids.{gone}.tmp.npy").write_bytes(b"half")
     capsys.readouterr()
-    tokenize(tmp_path)
-    assert f"removing {tmp_path / 'tokenize.lock'} of process {gone}" in capsys.readouterr().out
-    assert sorted(os.listdir(tmp_path / "xval")) == sorted(before) and not (tmp_path / "tokenize.lock").exists()
+    tokenize(tokenized)
+    assert f"removing {lock} of process {gone}" in capsys.readouterr().out
+    assert sorted(os.listdir(tokenized / "xval")) == sorted(before) and not lock.exists()
 
 
 @pytest.mark.parametrize("name", ["xval", "xval/val.json", "tokenize.lock", "vocab.json"])
-def test_a_symlink_where_it_writes_is_refused(tmp_path, name):
-    write(tmp_path)
-    tokenize(tmp_path, "--plain-text")
-    shutil.rmtree(tmp_path / "xval") if name == "xval" else (tmp_path / name).unlink(missing_ok=True)
-    (tmp_path / "elsewhere").mkdir()
-    (tmp_path / name).symlink_to(tmp_path / "elsewhere" / ("" if name == "xval" else "mine"))
-    with pytest.raises(SystemExit, match=f"{tmp_path / name} is a symbolic link, which this run writes; remove it"):
-        tokenize(tmp_path, "--rebuild-vocab")
-    assert os.listdir(tmp_path / "elsewhere") == []
+def test_a_symlink_where_it_writes_is_refused(tokenized, name):
+    shutil.rmtree(tokenized / "xval") if name == "xval" else (tokenized / name).unlink(missing_ok=True)
+    (tokenized / "elsewhere").mkdir()
+    (tokenized / name).symlink_to(tokenized / "elsewhere" / ("" if name == "xval" else "mine"))
+    with pytest.raises(SystemExit, match=f"{tokenized / name} is a symbolic link, which this run writes; remove it"):
+        tokenize(tokenized, "--rebuild-vocab")
+    assert os.listdir(tokenized / "elsewhere") == []
+
+
+@pytest.mark.parametrize("error, says", [
+    (OSError(errno.ENOSPC, "No space left on device"), r"arrays of (.*) failed: No space left on device; [\d,]+ MiB of disk space left in \1: free some"),
+    (PermissionError(errno.EACCES, "Permission denied", "xval"), "Permission denied.*nothing was changed"),
+])
+def test_a_failed_write_keeps_the_old_arrays(tokenized, monkeypatch, error, says):
+    before = arrays(tokenized)
+    (tokenized / "val.txt").write_text("{b:0.25}\n{a:7}\n")
+
+    def fails(src, dst, length=0):  # half the bytes, then the error
+        dst.write(src.read(8))
+        raise error
+    monkeypatch.setattr(shutil, "copyfileobj", fails)
+    with pytest.raises(SystemExit, match=says) as e:
+        tokenize(tokenized)
+    assert arrays(tokenized) == before and not (tokenized / "tokenize.lock").exists()  # no temporaries
+    assert ("disk space left" in str(e.value)) == (error.errno == errno.ENOSPC)
 
 
 @pytest.mark.slow
@@ -120,46 +141,21 @@ def test_two_concurrent_runs_never_mix_arrays(tmp_path):
         assert code == 0 or "another tokenize_numbers.py run" in err, err
     split = Split(str(tmp_path), "train", "xval")
     assert len(split) == 60_000 and split[59_999][1][3:5].tolist() == [29999.5, -59999]
-    assert not [f for f in os.listdir(tmp_path / "xval") if ".tmp" in f]
-
-
-@pytest.mark.parametrize("error, says", [
-    (OSError(errno.ENOSPC, "No space left on device"), r"arrays of (.*) failed: No space left on device; [\d,]+ MiB of disk space left in \1: free some"),
-    (PermissionError(errno.EACCES, "Permission denied", "xval"), "Permission denied.*nothing was changed"),
-])
-def test_a_failed_write_keeps_the_old_arrays(tmp_path, monkeypatch, error, says):
-    write(tmp_path)
-    tokenize(tmp_path, "--plain-text")
-    before = arrays(tmp_path)
-    (tmp_path / "val.txt").write_text("{b:0.25}\n{a:7}\n")
-
-    def fails(src, dst, length=0):  # half the bytes, then the error
-        dst.write(src.read(8))
-        raise error
-    monkeypatch.setattr(shutil, "copyfileobj", fails)
-    with pytest.raises(SystemExit, match=says) as e:
-        tokenize(tmp_path)
-    assert arrays(tmp_path) == before and not (tmp_path / "tokenize.lock").exists()  # no temporaries
-    assert ("disk space left" in str(e.value)) == (error.errno == errno.ENOSPC)
+    assert not temporaries(tmp_path)
 
 
 @pytest.mark.slow
-def test_sigterm_keeps_the_old_arrays(tmp_path):
-    write(tmp_path)
-    tokenize(tmp_path, "--plain-text")
-    before = arrays(tmp_path)
-    (tmp_path / "train.txt").write_text("".join(f"{{a:{i * 0.5},b:{-i}}}\n" for i in range(1_000_000)))
-    p = popen("tokenize_numbers.py", str(tmp_path), "--plain-text", "--workers=1", "--encoding=all")
+def test_sigterm_keeps_the_old_arrays(tokenized):
+    before = arrays(tokenized)
+    (tokenized / "train.txt").write_text("".join(f"{{a:{i * 0.5},b:{-i}}}\n" for i in range(1_000_000)))
+    p = popen("tokenize_numbers.py", str(tokenized), "--plain-text", "--workers=1", "--encoding=all")
     deadline = time.time() + 60
-
-    def temporaries():
-        return [f for d, _, fs in os.walk(tmp_path) for f in fs if ".tmp" in f]
-    while not temporaries():
+    while not temporaries(tokenized):
         assert time.time() < deadline and p.poll() is None, f"tokenizing never began writing: {p.poll() and p.communicate()}"
         time.sleep(0.02)
     p.send_signal(signal.SIGTERM)
-    assert p.wait(timeout=60) == 143 and arrays(tmp_path) == before
-    assert not temporaries() and not (tmp_path / "tokenize.lock").exists()
+    assert p.wait(timeout=60) == 143 and arrays(tokenized) == before
+    assert not temporaries(tokenized) and not (tokenized / "tokenize.lock").exists()
 
 
 @pytest.mark.slow

@@ -106,18 +106,12 @@ def round_number(x):
     return sign, mantissa, exponent, "ok"
 
 
-def number_to_tokens(x, encoding):
-    sign, m, e, _ = round_number(x)
-    return ["[NUM]"] if encoding == "xval" else number_tokens(sign == "-", m, e, encoding)
-
-
 @functools.cache
 def number_ids(encoding):
     return {t: i for i, t in enumerate(Vocab([], encoding).itos)}
 
 
-def number_counts(pieces, encoding):
-    numbers = [v for kind, v in pieces if kind == "num"]
+def number_counts(numbers, encoding):
     if encoding == "xval":  # below float32's least
         return {"clipped": 0, "zero": sum(v != 0 and np.float32(v) == 0 for v in numbers)}
     status = [round_number(v)[3] for v in numbers]
@@ -128,16 +122,17 @@ def encode_pieces(pieces, vocab, where="text"):
     """(ids, values, ask) of pieces, a piece at a time."""
     ids, values, ask = [], [], []
     for kind, v in pieces:
-        if kind == "text":
-            ids.append(vocab.text_id(v, where))
-            values.append(1.0)
-            ask.append(False)
-            continue
         value = 1.0 if kind == "ask" else v
-        if vocab.encoding == "xval" and abs(value) >= FLOAT32_OVERFLOW:
+        if kind == "text":
+            toks, value = [vocab.text_id(v, where)], 1.0
+        elif vocab.encoding == "xval" and abs(value) >= FLOAT32_OVERFLOW:
             raise TextError(f"{where}: the number {value!r} overflows float32, xVal's values")
-        toks = number_to_tokens(value, vocab.encoding)
-        ids += [number_ids(vocab.encoding)[t] for t in toks]
+        elif vocab.encoding == "xval":
+            toks = [vocab.num_id]
+        else:
+            sign, m, e, _ = round_number(value)
+            toks = [number_ids(vocab.encoding)[t] for t in number_tokens(sign == "-", m, e, vocab.encoding)]
+        ids += toks
         values += [value] * len(toks)
         ask += [kind == "ask"] * len(toks)
     with np.errstate(over="ignore"):
@@ -147,18 +142,20 @@ def encode_pieces(pieces, vocab, where="text"):
 
 def encode_lines(lines, text_tokens, encodings, path="text", first_line=0, split=split_text, encode=encode_pieces):
     """tokenize_arrays.encode_lines a line at a time through the oracle's split and encoding."""
-    vocabs = {enc: Vocab(text_tokens, enc) for enc in encodings}
-    rows, counts = {enc: [] for enc in vocabs}, {enc: {"clipped": 0, "zero": 0} for enc in vocabs}
+    vocabs = [Vocab(text_tokens, enc) for enc in encodings]
+    rows = {enc: [] for enc in encodings}
     for j, line in enumerate(lines, first_line + 1):
         pieces = split(line, f"{path}:{j}")
-        for enc, vocab in vocabs.items():
-            ids, values, _ = encode(pieces, vocab, f"{path}:{j}")
-            for key, n in number_counts(pieces, enc).items():
-                counts[enc][key] += n
-            ids = ids.astype(np.uint16 if len(vocab) < 2**16 else np.int32)
-            rows[enc].append((ids, values, len(ids), sum(kind == "num" for kind, _ in pieces)))
-    return {enc: (np.concatenate([r[0] for r in rows[enc]]), np.concatenate([r[1] for r in rows[enc]]),
-                  np.array([r[2] for r in rows[enc]]), np.array([r[3] for r in rows[enc]]), counts[enc]) for enc in vocabs}
+        for vocab in vocabs:
+            ids = encode(pieces, vocab, f"{path}:{j}")[:2]
+            rows[vocab.encoding].append((*ids, [v for kind, v in pieces if kind == "num"]))
+    out = {}
+    for vocab in vocabs:
+        ids, values, numbers = zip(*rows[vocab.encoding])
+        dtype = np.uint16 if len(vocab) < 2**16 else np.int32
+        out[vocab.encoding] = (np.concatenate(ids).astype(dtype), np.concatenate(values), np.array(list(map(len, ids))),
+                               np.array(list(map(len, numbers))), number_counts(sum(numbers, []), vocab.encoding))
+    return out
 
 
 def text_vocab(lines, split=split_text):
