@@ -2,6 +2,7 @@
 tokenizer's hardest lines."""
 import argparse
 import datetime
+import functools
 import json
 import math
 import os
@@ -141,26 +142,6 @@ class Samples(list):
 
 
 # ---------------------------------------------------------------- datasets written by hand
-SCALES = {"t": {"center": 280.0, "spread": 5.0}, "p": {"center": 1013.0, "spread": 4.0}}
-
-
-def write_own_data(folder, n=(40, 12, 12), window=3, seed=0):
-    """A dataset as prepare/text.py writes it: scaled JSON records and meta.json."""
-    rng = np.random.default_rng(seed)
-    os.makedirs(folder)
-    for split, count in zip(("train", "val", "test"), n):
-        with open(os.path.join(folder, f"{split}.txt"), "w") as f:
-            for _ in range(count):
-                t = np.cumsum(rng.normal(0, 0.3, window)).round(2).tolist()
-                record = {"station": str(rng.choice(["a", "b"])), "t": t, "p": round(float(rng.normal()), 2)}
-                f.write(json.dumps(record, separators=(",", ":")) + "\n")
-    with open(os.path.join(folder, "meta.json"), "w") as f:
-        json.dump({"dataset": "text", "splits": ["train", "val", "test"], "scales": SCALES, "window": window,
-                   "text_keys": ["station"]}, f)
-    run("tokenize_numbers.py", folder, "--encoding", "xval", "--workers=1")
-    return folder
-
-
 # ERA5's grid: latitudes descending, 18° apart so that sin(lat) decodes unambiguously
 LAT = np.linspace(81.0, -81.0, 10)
 LON = np.arange(20) * 18.0
@@ -333,11 +314,32 @@ def own_model(folder, name, content, *flags, train=("--block_size=128",)):
     return data, eval_model(data, str(folder / "run"), *train)
 
 
+@functools.cache
+def own_trained(base):
+    """(dataset, checkpoint): scaled JSON records and meta.json as prepare/text.py writes them, and
+    a tiny model trained on them; made once in the session's temporary folder `base`."""
+    rng = np.random.default_rng(0)
+    data = os.path.join(base, "own", "data")
+    os.makedirs(data)
+    for split, count in (("train", 40), ("val", 12), ("test", 12)):
+        records = []
+        for _ in range(count):
+            t = np.cumsum(rng.normal(0, 0.3, 3)).round(2).tolist()
+            records.append({"station": str(rng.choice(["a", "b"])), "t": t, "p": round(float(rng.normal()), 2)})
+        with open(os.path.join(data, f"{split}.txt"), "w") as f:
+            f.write("".join(json.dumps(r, separators=(",", ":")) + "\n" for r in records))
+    scales = {"t": {"center": 280.0, "spread": 5.0}, "p": {"center": 1013.0, "spread": 4.0}}
+    with open(os.path.join(data, "meta.json"), "w") as f:
+        json.dump({"dataset": "text", "splits": ["train", "val", "test"], "scales": scales, "window": 3,
+                   "text_keys": ["station"]}, f)
+    run("tokenize_numbers.py", data, "--encoding", "xval", "--workers=1")
+    return data, eval_model(data, os.path.join(base, "own", "run"), "--block_size=64")
+
+
 @pytest.fixture(scope="module")
 def own_run(tmp_path_factory):
-    """(dataset, checkpoint): write_own_data's dataset and a tiny model trained on it."""
-    data = write_own_data(str(tmp_path_factory.mktemp("own") / "data"))
-    return data, eval_model(data, str(tmp_path_factory.mktemp("own_run")), "--block_size=64")
+    """own_trained's dataset and checkpoint."""
+    return own_trained(str(tmp_path_factory.getbasetemp()))
 
 
 def diverged(checkpoint, path):
