@@ -171,13 +171,11 @@ def write_old_layout(path, field, lat=LAT, lon=LON, missing=None, expver_from=No
     if missing is not None:
         packed[missing] = -32767
     with netCDF4.Dataset(path, "w", format="NETCDF3_64BIT_OFFSET") as ds:
-        ds.createDimension("longitude", len(lon))
-        ds.createDimension("latitude", len(lat))
+        for name, axis, units in (("longitude", lon, "degrees_east"), ("latitude", lat, "degrees_north")):
+            ds.createDimension(name, len(axis))
+            ds.createVariable(name, "f4", (name,))[:] = axis
+            ds[name].units = units
         ds.createDimension("time", None)
-        ds.createVariable("longitude", "f4", ("longitude",))[:] = lon
-        ds["longitude"].units = "degrees_east"
-        ds.createVariable("latitude", "f4", ("latitude",))[:] = lat
-        ds["latitude"].units = "degrees_north"
         t = ds.createVariable("time", "i4", ("time",))
         t.units, t.calendar = "hours since 1900-01-01 00:00:00.0", "gregorian"
         t[:] = netCDF4.date2num(START, t.units, t.calendar) + hour0 + np.arange(len(packed))

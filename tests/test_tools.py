@@ -53,7 +53,7 @@ def sample_line(rng, n_stations, n_steps):
     return json.dumps(record, separators=(",", ":"))
 
 
-def write_dataset(d, sizes, short=None):
+def write_temperatures(d, sizes, short=None):
     """Samples of 3-4 stations × 4-5 steps, `short` ones of 2 stations or 3 steps, their ocean labels
     (1 where the first station's sin lat < 0), and meta.json."""
     rng = np.random.default_rng(0)
@@ -77,7 +77,7 @@ def test_every_baseline_mlp_beats_the_mean_the_same_seed_again(tmp_path):
     # a linear trend: the last step follows from the earlier ones
     sizes = {"train": 200, "val": 40, "test": 40}
     short = {"train": (5, 4), "val": (0, 1), "test": (1, 0)}  # too few stations, too few steps
-    data = write_dataset(tmp_path / "temperature", sizes, short)
+    data = write_temperatures(tmp_path / "temperature", sizes, short)
 
     def results(out):
         r = run("tools/baselines.py", f"--data_dir={data}", f"--out={tmp_path / out}", "--n_stations=3",
@@ -276,7 +276,7 @@ def test_probe_features_are_the_last_block_output_averaged_over_real_tokens():
 @pytest.mark.slow
 def test_probe_end_to_end_and_without_labels(tmp_path):
     """A tiny xVal model trained 3 steps on a tiny temperature set with ocean labels."""
-    data = write_dataset(tmp_path / "temperature", {"train": 60, "val": 10, "test": 20})
+    data = write_temperatures(tmp_path / "temperature", {"train": 60, "val": 10, "test": 20})
     run("tokenize_numbers.py", data, "--encoding=xval", "--workers=1")
     run("train.py", *TINY, f"--data_dir={data}", f"--out_dir={tmp_path / 'run'}", "--block_size=64",
         "--max_iters=3", "--eval_interval=3", *RUN)
