@@ -1,6 +1,7 @@
 import atexit
 import contextlib
 import functools
+import glob
 import io
 import os
 import runpy
@@ -27,12 +28,18 @@ def read(path):
         return f.read()
 
 
-# Scripts run inside the test process (a new one costs seconds importing torch); one that sets its
-# own environment, compiles or starts workers runs as a real process.
+def in_root(*patterns):
+    """The repository's files that match the glob patterns, relative to its root."""
+    paths = [p for pattern in patterns for p in glob.glob(os.path.join(ROOT, pattern), recursive=True)]
+    return sorted(os.path.relpath(p, ROOT) for p in paths)
+
+
+# Scripts run in the test process (a new one spends seconds importing torch), unless they set their
+# own environment, compile or start workers.
 IN_PROCESS = {"train.py", "sample.py", "eval.py", "tools/curves.py", "tokenize_numbers.py", "prepare/arithmetic.py",
               "prepare/lookup.py", "prepare/planets.py", "prepare/era5.py"}
 
-# The scripts whose settings have RANGES, and all of their ranges
+# The scripts whose settings have RANGES, and all their ranges
 RANGED = ("train.py", "sample.py", "eval.py", "tools/curves.py", "tools/probe.py", "tools/baselines.py")
 CHECKED = tuple(os.path.basename(p) for p in RANGED)
 RANGE = {k: v for p in RANGED for k, v in read_ranges(os.path.join(ROOT, p)).items()}
@@ -51,30 +58,24 @@ def run(*args, check=True, input=None, env=None, process=False):
 
 
 def one_process(args):
-    """True if the command starts no worker processes and does not compile."""
+    """True if the command starts no workers (their default is every core) and does not compile
+    (compiled code caches by process)."""
     if "--compile=True" in args:
-        return False  # compiled code caches by process
+        return False
     if args[0] in ("train.py", "sample.py", "eval.py", "tools/curves.py"):
         return True
-    for i, a in enumerate(args):  # workers default to every core
-        if a == "--workers" and i + 1 < len(args):
-            return args[i + 1] == "1"
-        if a.startswith("--workers="):
-            return a == "--workers=1"
-    return False
+    return "--workers=1" in args or ("--workers", "1") in zip(args, args[1:])
 
 
 def run_in_process(args, input):
     """Run a script as __main__ in this process, with Python's exit semantics."""
     import torch
     script = os.path.join(ROOT, args[0])
-    out, err = (io.TextIOWrapper(io.BytesIO(), encoding="utf-8", write_through=True) for _ in range(2))  # real streams: reconfigure() works
+    # real streams, whose reconfigure() works
+    out, err = (io.TextIOWrapper(io.BytesIO(), encoding="utf-8", write_through=True) for _ in range(2))
     stdin = io.TextIOWrapper(io.BytesIO((input or "").encode()), encoding="utf-8")
-    saved = (sys.argv, sys.stdin, list(sys.path), dict(os.environ), os.getcwd(), torch.get_num_threads(),
-             signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT))
-    sys.argv, sys.stdin = [script, *args[1:]], stdin
-    sys.path.insert(0, os.path.dirname(script))
-    os.chdir(ROOT)
+    threads = torch.get_num_threads()
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
     code, at_exit, register = 0, [], atexit.register
 
     def at_script_exit(f, *args):
@@ -83,28 +84,29 @@ def run_in_process(args, input):
         if source and os.path.dirname(source.co_filename) == ROOT:
             return at_exit.append((f, args))
         return register(f, *args)
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
-                mock.patch("atexit.register", at_script_exit):
-            try:
+    with contextlib.ExitStack() as restore:
+        for patch in (mock.patch.object(sys, "argv", [script, *args[1:]]),
+                      mock.patch.object(sys, "stdin", stdin),
+                      mock.patch.object(sys, "path", [os.path.dirname(script), *sys.path]),
+                      mock.patch.dict(os.environ), contextlib.chdir(ROOT)):
+            restore.enter_context(patch)
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
+                    mock.patch("atexit.register", at_script_exit):
                 runpy.run_path(script, run_name="__main__")
-            except SystemExit as e:
-                if isinstance(e.code, str):
-                    print(e.code, file=sys.stderr)
-                code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-            except Exception:
-                traceback.print_exc()
-                code = 1
-    finally:
-        for f, a in at_exit:
-            f(*a)
-        sys.argv, sys.stdin, sys.path[:] = saved[0], saved[1], saved[2]
-        os.environ.clear()
-        os.environ.update(saved[3])
-        os.chdir(saved[4])
-        torch.set_num_threads(saved[5])
-        signal.signal(signal.SIGTERM, saved[6])
-        signal.signal(signal.SIGINT, saved[7])
+        except SystemExit as e:
+            if isinstance(e.code, str):
+                print(e.code, file=err)
+            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        except Exception:
+            traceback.print_exc(file=err)
+            code = 1
+        finally:
+            for f, a in at_exit:
+                f(*a)
+            torch.set_num_threads(threads)
+            for s, handler in handlers.items():
+                signal.signal(s, handler)
     return subprocess.CompletedProcess(args, code, *(s.buffer.getvalue().decode() for s in (out, err)))
 
 

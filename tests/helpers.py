@@ -1,23 +1,25 @@
-"""What the test files share: tiny runs of train.py, a tiny model, hand-written datasets, the tokenizer's
-hardest lines. Fixtures are in conftest.py."""
-import contextlib
+"""What the test files share: tiny runs of train.py, a tiny model, hand-written datasets, the
+tokenizer's hardest lines."""
+import argparse
 import datetime
+import functools
 import json
 import math
 import os
+import random
 import shutil
-import sys
+from unittest import mock
 
 import netCDF4
 import numpy as np
 import pytest
 import torch
-from conftest import ROOT, run
-
-from batching import ar_example, mlm_mask
-from model import GPT, GPTConfig, loss_from
+from conftest import run
 
 import common
+import tokenize_numbers
+from batching import ar_example, mlm_mask
+from model import GPT, GPTConfig, loss_from
 
 
 # ---------------------------------------------------------------- train.py's runs
@@ -32,7 +34,7 @@ def losses(out_dir, key="loss"):
 
 
 def one_line_error(r):
-    """The one line on stderr of a command that failed: an error, no traceback."""
+    """The one `error: ` line on stderr of a command that failed."""
     lines = r.stderr.strip().splitlines()
     assert r.returncode != 0 and len(lines) == 1 and lines[0].startswith("error: "), r.stderr
     return lines[0]
@@ -56,7 +58,7 @@ def torchrun(n, *args, check=True):
 
 
 def resumed_losses_match(data, tmp_path, device="cpu", rel=1e-6, abs=1e-7):
-    """Steps 4-6 resumed from step 3's checkpoint log an uninterrupted run's losses (decaying lr, dropout)."""
+    """Steps 4-6 resumed from step 3's checkpoint log an uninterrupted run's losses."""
     flags = [f"--device={device}", "--micro_batch_size=4", "--eval_interval=3", "--min_lr=1e-4", "--dropout=0.1",
              "--max_iters=6", "--keep_every=3"]
     straight, resumed = tmp_path / "straight", tmp_path / "resumed"
@@ -95,7 +97,7 @@ V, NUM = 12, 3  # a tiny vocabulary: specials 0..2, [NUM] 3, text tokens 4..11
 
 
 def tiny(encoding="xval", **kw):
-    """The tests' tiny model (2 layers, width 32, vocabulary V; kw: GPTConfig settings), in eval mode."""
+    """The tests' tiny model (2 layers, width 32, vocabulary V; kw: GPTConfig's), in eval mode."""
     torch.manual_seed(0)
     settings = dict(vocab_size=V, num_id=NUM if encoding == "xval" else -1, block_size=32, n_layer=2, n_head=2,
                     n_embd=32, encoding=encoding)
@@ -140,73 +142,16 @@ class Samples(list):
 
 
 # ---------------------------------------------------------------- datasets written by hand
-SCALES = {"t": {"center": 280.0, "spread": 5.0}, "p": {"center": 1013.0, "spread": 4.0}}
-
-
-def write_own_data(folder, n=(40, 12, 12), window=3, seed=0):
-    """A dataset as prepare/text.py writes it: scaled JSON records and meta.json."""
-    rng = np.random.default_rng(seed)
-    os.makedirs(folder)
-    for split, count in zip(("train", "val", "test"), n):
-        with open(os.path.join(folder, f"{split}.txt"), "w") as f:
-            for _ in range(count):
-                t = np.cumsum(rng.normal(0, 0.3, window)).round(2).tolist()
-                record = {"station": str(rng.choice(["a", "b"])), "t": t, "p": round(float(rng.normal()), 2)}
-                f.write(json.dumps(record, separators=(",", ":")) + "\n")
-    with open(os.path.join(folder, "meta.json"), "w") as f:
-        json.dump({"dataset": "text", "splits": ["train", "val", "test"], "scales": SCALES, "window": window,
-                   "text_keys": ["station"]}, f)
-    run("tokenize_numbers.py", folder, "--encoding", "xval", "--workers=1")
-    return folder
-
-
-STD = 2.0  # the normalisation std written to meta.json: MSE in K² = standardised MSE × 4
-
-
-def sample_line(rng, n_stations, n_steps):
-    """One sample as prepare/era5.py writes it: each station warms or cools linearly, plus noise."""
-    lat, lon = rng.uniform(-math.pi / 2, math.pi / 2, n_stations), rng.uniform(0, 2 * math.pi, n_stations)
-    coords = np.round(np.stack([np.sin(lat), np.sin(lon), np.cos(lon)], 1), 4)
-    tod, toy = rng.uniform(0, 2 * math.pi, 2)
-    start = np.round([math.sin(tod), math.cos(tod), math.sin(toy), math.cos(toy)], 4)
-    base, slope = rng.normal(0, 1, (n_stations, 1)), rng.normal(0, 0.4, (n_stations, 1))
-    data = base + slope * np.arange(n_steps) + rng.normal(0, 0.02, (n_stations, n_steps))
-    record = {"description": {"coords": coords.tolist(), "start": start.tolist()},
-              "data": [[float(f"{v:.4g}") for v in row] for row in data]}
-    return json.dumps(record, separators=(",", ":"))
-
-
-def write_dataset(d, sizes=None, short=None, ocean=False, seed=0):
-    """train/val/test.txt of 3-4 stations × 4-5 steps, plus `short` ones of 2 stations or 3 steps; meta.json;
-    ocean=True: <split>.ocean.txt too (1 where the first station's sin lat < 0)."""
-    rng = np.random.default_rng(seed)
-    sizes = sizes or {"train": 200, "val": 40, "test": 40}
-    os.makedirs(d, exist_ok=True)
-    for split, n in sizes.items():
-        few_stations, few_steps = (short or {}).get(split, (0, 0))
-        shapes = ([(2, 5)] * few_stations + [(4, 3)] * few_steps +
-                  [(int(rng.integers(3, 5)), int(rng.integers(4, 6))) for _ in range(n - few_stations - few_steps)])
-        lines = [sample_line(rng, *shapes[i]) for i in rng.permutation(n)]
-        with open(os.path.join(d, f"{split}.txt"), "w") as f:
-            f.write("".join(line + "\n" for line in lines))
-        if ocean:
-            labels = [int(json.loads(line)["description"]["coords"][0][0] < 0) for line in lines]
-            with open(os.path.join(d, f"{split}.ocean.txt"), "w") as f:
-                f.write("".join(f"{v}\n" for v in labels))
-    with open(os.path.join(d, "meta.json"), "w") as f:
-        json.dump({"splits": sizes, "normalisation": {"mean": 280.0, "std": STD, "units": "K", "from": "train"}}, f)
-    return d
-
-
-LAT = np.linspace(81.0, -81.0, 10)   # descending, as ERA5; 18° apart so sin(lat) decodes unambiguously
-LON = np.arange(20) * 18.0           # 0..342
-N_STEPS = 200                        # hourly
+# ERA5's grid: latitudes descending, 18° apart so that sin(lat) decodes unambiguously
+LAT = np.linspace(81.0, -81.0, 10)
+LON = np.arange(20) * 18.0
+N_STEPS = 200  # hourly
 START = datetime.datetime(2021, 3, 1)
 
 
 def truth_field(n_steps=N_STEPS, n_lat=len(LAT), n_lon=len(LON), seed=0):
-    """(steps, lat, lon) kelvin: a latitude gradient, a daily cycle, noise; quantised as CDS's int16 packing
-    leaves it, so every layout holds exactly these values."""
+    """(steps, lat, lon) kelvin: a latitude gradient, a daily cycle and noise, as CDS's int16
+    packing leaves it; and that packing."""
     rng = np.random.default_rng(seed)
     hours = np.arange(n_steps)[:, None, None]
     lat = np.linspace(81, -81, n_lat)[None, :, None]
@@ -219,20 +164,18 @@ def truth_field(n_steps=N_STEPS, n_lat=len(LAT), n_lon=len(LON), seed=0):
 
 
 def write_old_layout(path, field, lat=LAT, lon=LON, missing=None, expver_from=None, hour0=0):
-    """CDS before 2024: netCDF3, packed int16 t2m(time[, expver], latitude, longitude); `missing` slices
-    are fill values; expver_from=k: the ERA5 row holds steps < k, the ERA5T row the rest."""
+    """CDS before 2024: netCDF3, int16 t2m(time[, expver], latitude, longitude); `missing` slices
+    are fill values; expver_from=k: ERA5 holds steps < k, ERA5T the rest."""
     values, (packed, scale, offset) = field
     packed = packed.copy()
     if missing is not None:
         packed[missing] = -32767
     with netCDF4.Dataset(path, "w", format="NETCDF3_64BIT_OFFSET") as ds:
-        ds.createDimension("longitude", len(lon))
-        ds.createDimension("latitude", len(lat))
+        for name, axis, units in (("longitude", lon, "degrees_east"), ("latitude", lat, "degrees_north")):
+            ds.createDimension(name, len(axis))
+            ds.createVariable(name, "f4", (name,))[:] = axis
+            ds[name].units = units
         ds.createDimension("time", None)
-        ds.createVariable("longitude", "f4", ("longitude",))[:] = lon
-        ds["longitude"].units = "degrees_east"
-        ds.createVariable("latitude", "f4", ("latitude",))[:] = lat
-        ds["latitude"].units = "degrees_north"
         t = ds.createVariable("time", "i4", ("time",))
         t.units, t.calendar = "hours since 1900-01-01 00:00:00.0", "gregorian"
         t[:] = netCDF4.date2num(START, t.units, t.calendar) + hour0 + np.arange(len(packed))
@@ -247,14 +190,14 @@ def write_old_layout(path, field, lat=LAT, lon=LON, missing=None, expver_from=No
         v = ds.createVariable("t2m", "i2", dims, fill_value=-32767)
         v.scale_factor, v.add_offset, v.missing_value = scale, offset, np.int16(-32767)
         v.units, v.long_name = "K", "2 metre temperature"
-        v.set_auto_maskandscale(False)  # write the packed integers as they are
+        v.set_auto_maskandscale(False)
         v[:] = packed
     return path
 
 
 # ---------------------------------------------------------------- the tokenizer's hardest lines
 def generated(make_sample, splits, n):
-    """The first n lines of each split as the prepare script writes them (seed 1337)."""
+    """The first n lines of each split as the prepare script writes them."""
     return {split: common.generate_split(make_sample, split, code, n, 1337, 1) for code, split in enumerate(splits)}
 
 
@@ -277,7 +220,7 @@ BRACKETS = ["[[1,2],[3,4]]", "[[1,2]],[[-3]]", "[1],[x]", "[1],[-.5]", "[1]],[[2
             '{"data":[[[1.896,-0.5563],[1.296,-0.7366]],[[1.974,0.01111],[1.485,-0.1105]]]}', "[1],[2],[3]"]
 EDGES = [",", "1,2", ",", ",", "5", "1,", ",1", "x", "", "y", ",", "-1,-2", "[1,2]", "", ""]  # lines without numbers
 
-# malformed numbers are errors (docs/decisions.md#numbers-in-text): checked with BAD in test_tokenize_arrays.py
+# malformed numbers are errors: test_tokenize_arrays.py checks them apart
 MALFORMED = ["+-.5++4e1", "--.5-+4e1", "(--5", "-+5", "1e5.5", "5..5", "1.2.3"]
 SIGNS, EXPONENTS, DECIMALS = ([s for s in lines if s not in MALFORMED] for lines in (SIGNS, EXPONENTS, DECIMALS))
 
@@ -289,7 +232,6 @@ NEAR_LIMITS = [repr(float(np.nextafter(x, toward))) for x in (1e-8, 9.99e7, 9.99
                for toward in (0.0, np.inf)]
 
 
-@contextlib.contextmanager
 def diverging_after(steps):
     """An in-process run whose optimizer, from its `steps`-th step on, leaves NaN in every weight."""
     original, calls = torch.optim.AdamW.step, []
@@ -303,15 +245,10 @@ def diverging_after(steps):
                     for p in group["params"]:
                         p.fill_(float("nan"))
         return result
-
-    torch.optim.AdamW.step = step
-    try:
-        yield
-    finally:
-        torch.optim.AdamW.step = original
+    return mock.patch.object(torch.optim.AdamW, "step", step)
 
 
-# numbers joined by text: where the many-lines tokenizer and xval_encode are checked against split_text
+# numbers joined by text
 NUMBERS = ["0", "7", "12", "-3", "+4", "1.5", "-0.25", ".5", "-.5", "5.", "1e5", "-2.5E-3", "+6e+2", "1.e3", ".5e1",
            "1e308", "1e-320", "99999999999", "007"]
 GLUE = [",", ", ", "],[", "]],[[", " ", "  ", "(", ")", "=", " = ", "-", " - ", "+", "*", "/", "^", "<", ">", ":",
@@ -319,7 +256,6 @@ GLUE = [",", ", ", "],[", "]],[[", " ", "  ", "(", ")", "=", " = ", "-", " - ", 
 
 
 def number_lines(n, seed):
-    import random
     rng = random.Random(seed)
     return ["".join(rng.choice(NUMBERS if k % 2 else GLUE) for k in range(rng.randint(1, 14))) for _ in range(n)]
 
@@ -327,8 +263,6 @@ def number_lines(n, seed):
 # ---------------------------------------------------------------- prepare/text.py's steps
 def own_table(tmp_path, content, name="d.csv", **flags):
     """prepare/reading.py's Table of `content`, read with text.py's defaults or `flags`."""
-    import argparse
-
     import reading
     (tmp_path / name).write_text(content)
     settings = {"columns": None, "text": set(), "delimiter": None, "decimal_comma": False}
@@ -337,8 +271,6 @@ def own_table(tmp_path, content, name="d.csv", **flags):
 
 def tokenize(d, *flags):
     """tokenize_numbers.py's command on folder d, in this process."""
-    import tokenize_numbers
-
     tokenize_numbers.main([str(d), "--workers=1", *flags])
 
 
@@ -348,7 +280,8 @@ def write(d, train="{a:1.5,b:-2}\n{a:3,b:4e-2}\n", val="{b:0.5}\n"):
 
 
 def era5_layout(records, stations=(60, 89), steps=(8, 15)):
-    """Every record has the paper's layout (App. C) within the bounds; returns the station counts and lengths."""
+    """Every record has the paper's layout (App. C) within the bounds; the station counts and
+    lengths."""
     sizes, lengths = set(), set()
     for r in records:
         assert list(r) == ["description", "data"] and list(r["description"]) == ["coords", "start"]
@@ -369,8 +302,8 @@ def eval_model(data, out, *flags):
 
 
 def own_model(folder, name, content, *flags, train=("--block_size=128",)):
-    """(dataset, checkpoint): content written to folder/name, prepared by prepare/text.py (flags) in
-    this process, tokenized in xVal, and a tiny model trained on it (train: its flags)."""
+    """(dataset, checkpoint): content written to folder/name, prepared by prepare/text.py (flags),
+    tokenized in xVal, and a tiny model trained on it (train: its flags)."""
     import text
     (folder / name).write_text(content)
     data = str(folder / "data")
@@ -379,11 +312,32 @@ def own_model(folder, name, content, *flags, train=("--block_size=128",)):
     return data, eval_model(data, str(folder / "run"), *train)
 
 
+@functools.cache
+def own_trained(base):
+    """(dataset, checkpoint): scaled JSON records and meta.json as prepare/text.py writes them, and
+    a tiny model trained on them; made once in the session's temporary folder `base`."""
+    rng = np.random.default_rng(0)
+    data = os.path.join(base, "own", "data")
+    os.makedirs(data)
+    for split, count in (("train", 40), ("val", 12), ("test", 12)):
+        records = []
+        for _ in range(count):
+            t = np.cumsum(rng.normal(0, 0.3, 3)).round(2).tolist()
+            records.append({"station": str(rng.choice(["a", "b"])), "t": t, "p": round(float(rng.normal()), 2)})
+        with open(os.path.join(data, f"{split}.txt"), "w") as f:
+            f.write("".join(json.dumps(r, separators=(",", ":")) + "\n" for r in records))
+    scales = {"t": {"center": 280.0, "spread": 5.0}, "p": {"center": 1013.0, "spread": 4.0}}
+    with open(os.path.join(data, "meta.json"), "w") as f:
+        json.dump({"dataset": "text", "splits": ["train", "val", "test"], "scales": scales, "window": 3,
+                   "text_keys": ["station"]}, f)
+    run("tokenize_numbers.py", data, "--encoding", "xval", "--workers=1")
+    return data, eval_model(data, os.path.join(base, "own", "run"), "--block_size=64")
+
+
 @pytest.fixture(scope="module")
 def own_run(tmp_path_factory):
-    """(dataset, checkpoint): write_own_data's dataset and a tiny model trained on it."""
-    data = write_own_data(str(tmp_path_factory.mktemp("own") / "data"))
-    return data, eval_model(data, str(tmp_path_factory.mktemp("own_run")), "--block_size=64")
+    """own_trained's dataset and checkpoint."""
+    return own_trained(str(tmp_path_factory.getbasetemp()))
 
 
 def diverged(checkpoint, path):

@@ -1,31 +1,20 @@
 """Each module knows only its own: the configurator no script, a script's ranges its settings,
 the reference no function only the study or the tests use, the tools their outputs under out/."""
 import ast
-import glob
 import os
 import re
 from collections import Counter
 
 import pytest
-from conftest import RANGED, ROOT
+from conftest import RANGED, ROOT, in_root, read
 
 from configurator import configure, defaults
 from setting_checks import read_ranges
 
 
-def read(path):
-    with open(os.path.join(ROOT, path), encoding="utf-8") as f:
-        return f.read()
-
-
-def scripts(*folders):
-    paths = [glob.glob(os.path.join(ROOT, folder, "*.py")) for folder in folders]
-    return sorted(os.path.relpath(p, ROOT) for p in sum(paths, []))
-
-
 def test_the_configurator_names_no_script_and_no_setting():
     source = read("configurator.py") + read("setting_checks.py")
-    names = {os.path.basename(p) for p in scripts(".", "tools", "dev", "prepare")}
+    names = {os.path.basename(p) for p in in_root("*.py", "tools/*.py", "dev/*.py", "prepare/*.py")}
     assert not [n for n in names - {"configurator.py", "setting_checks.py"} if n in source]
     words = {w for n in ast.walk(ast.parse(source))
              if isinstance(n, ast.Constant) and isinstance(n.value, str)
@@ -36,11 +25,10 @@ def test_the_configurator_names_no_script_and_no_setting():
 @pytest.mark.parametrize("script", RANGED)
 def test_a_scripts_ranges_follow_its_settings_and_cover_every_number(script):
     settings, ranges = defaults(os.path.join(ROOT, script)), read_ranges(os.path.join(ROOT, script))
-    # only settings, in their order
     assert list(ranges) == [k for k in settings if k in ranges]
-    numeric = [k for k, v in settings.items() if type(v) in (int, float)]
     # a number the script gives no range is at least 0
-    for key in [k for k in numeric if k not in ranges][:3]:
+    unranged = [k for k, v in settings.items() if type(v) in (int, float) and k not in ranges]
+    for key in unranged[:3]:
         message = r"= -1(\.0)? \(from --" + key + r"\) is out of its range \[0, inf\)"
         with pytest.raises(SystemExit, match=message):
             configure(dict(settings), os.path.join(ROOT, script), [f"--{key}=-1"])
@@ -49,8 +37,7 @@ def test_a_scripts_ranges_follow_its_settings_and_cover_every_number(script):
 
 
 def test_every_script_of_the_reference_and_tools_that_has_ranges_is_checked():
-    have = [s for s in scripts(".", "tools") if "\nRANGES = dict(" in read(s)]
-    assert set(have) <= set(RANGED)
+    assert {s for s in in_root("*.py", "tools/*.py") if "\nRANGES = dict(" in read(s)} <= set(RANGED)
 
 
 def test_a_range_the_script_gives_is_what_help_prints_and_what_is_checked(tmp_path, capsys):
@@ -71,10 +58,10 @@ def test_a_range_the_script_gives_is_what_help_prints_and_what_is_checked(tmp_pa
 
 def test_every_function_of_the_reference_has_a_user_in_it():
     words = Counter()
-    for path in scripts(".", "tools", "prepare"):
+    for path in in_root("*.py", "tools/*.py", "prepare/*.py"):
         words.update(re.findall(r"\w+", read(path)))
     # named nowhere but where it is defined
-    alone = [(path, node.name) for path in scripts(".") for node in ast.parse(read(path)).body
+    alone = [(path, node.name) for path in in_root("*.py") for node in ast.parse(read(path)).body
              if isinstance(node, (ast.FunctionDef, ast.ClassDef))
              and not node.name.startswith("_") and words[node.name] < 2]
     assert alone == [], "used by no script of the reference (only by dev/ or tests?)"
@@ -82,7 +69,7 @@ def test_every_function_of_the_reference_has_a_user_in_it():
     assert "saved_predictions" not in read("eval.py")
 
 
-@pytest.mark.parametrize("script", [s for s in scripts("tools")
+@pytest.mark.parametrize("script", [s for s in in_root("tools/*.py")
                                     if "configure(globals(), __file__)" in read(s)])
 def test_each_tools_default_output_is_under_out(script):
     settings = defaults(os.path.join(ROOT, script))

@@ -14,8 +14,6 @@ from dataset import Split
 
 TRAIN = os.path.join(ROOT, "train.py")
 CONFIGS = sorted(glob.glob(os.path.join(ROOT, "config", "*.py")) + glob.glob(os.path.join(ROOT, "dev", "config", "*.py")))
-SHORT = ["--max_iters=2", "--log_interval=1", "--eval_interval=2", "--eval_batches=1", "--batch_size=4",
-         "--micro_batch_size=4"]
 
 
 def load(path):
@@ -44,34 +42,33 @@ def test_paper_configs_follow_the_papers_tables():
         assert c["min_lr"] == pytest.approx(0.1 * c["learning_rate"]) and c["warmup_iters"] == 2000
 
 
-@pytest.mark.parametrize("dataset,encoding", [("arithmetic", "fp15"), ("lookup", "b1999"),
+@pytest.mark.parametrize("dataset,encoding", [("arithmetic", "fp15"), ("lookup", "b1999"), ("own", "xval"),
                                               pytest.param("planets", "p10", marks=pytest.mark.slow),
                                               pytest.param("era5", "xval", marks=pytest.mark.slow)])
 def test_each_small_config_trains_from_a_prepared_tiny_set(tmp_path, dataset, encoding):
-    data, out = str(tmp_path / dataset), str(tmp_path / "out")
+    """own: a plain text folder, with block_size from the data."""
+    data, out, plain = tmp_path / dataset, str(tmp_path / "out"), []
     if dataset == "era5":
-        field = truth_field(n_steps=200, n_lat=10, n_lon=20)
-        write_old_layout(str(tmp_path / "t2m.nc"), field, lat=np.linspace(80, -80, 10), lon=np.linspace(0, 342, 20))
-        run("prepare/era5.py", str(tmp_path / "t2m.nc"), "--size=tiny", "--out", data, "--workers=1")
+        lat, lon = np.linspace(80, -80, 10), np.linspace(0, 342, 20)
+        write_old_layout(str(tmp_path / "t2m.nc"), truth_field(), lat=lat, lon=lon)
+        run("prepare/era5.py", str(tmp_path / "t2m.nc"), "--size=tiny", "--out", str(data), "--workers=1")
+    elif dataset == "own":
+        data.mkdir()
+        rows = [json.dumps({"station": "ab"[i % 2], "t": [round(0.1 * i + 0.01 * j, 2) for j in range(3 + i % 3)]})
+                for i in range(40)]
+        for split, lines in (("train", rows[:30]), ("val", rows[30:35]), ("test", rows[35:])):
+            (data / f"{split}.txt").write_text("\n".join(lines) + "\n")
+        plain = ["--plain-text"]
     else:
-        run(f"prepare/{dataset}.py", "--size=tiny", "--out", data, "--workers=1")
-    run("tokenize_numbers.py", data, f"--encoding={encoding}", "--workers=1")
-    run("train.py", f"config/{dataset}_small.py", f"--data_dir={data}", f"--encoding={encoding}", f"--out_dir={out}",
-        *SHORT)
+        run(f"prepare/{dataset}.py", "--size=tiny", "--out", str(data), "--workers=1")
+    run("tokenize_numbers.py", str(data), *plain, f"--encoding={encoding}", "--workers=1")
+    r = run("train.py", f"config/{dataset}_small.py", f"--data_dir={data}", f"--encoding={encoding}",
+            f"--out_dir={out}", "--max_iters=2", "--log_interval=1", "--eval_interval=2", "--eval_batches=1",
+            "--batch_size=4", "--micro_batch_size=4")
     assert sorted(losses(out)) == [1, 2] and all(np.isfinite(list(losses(out).values())))
-
-
-def test_the_own_data_config_trains_on_a_plain_text_folder_with_block_size_from_the_data(tmp_path):
-    rows = [json.dumps({"station": "ab"[i % 2], "t": [round(0.1 * i + 0.01 * j, 2) for j in range(3 + i % 3)]})
-            for i in range(40)]
-    for split, lines in (("train", rows[:30]), ("val", rows[30:35]), ("test", rows[35:])):
-        (tmp_path / f"{split}.txt").write_text("\n".join(lines) + "\n")
-    run("tokenize_numbers.py", str(tmp_path), "--plain-text", "--encoding=xval", "--workers=1")
-    longest = max(int(Split(str(tmp_path), s, "xval").lengths.max()) for s in ("train", "val"))
-    out = str(tmp_path / "out")
-    r = run("train.py", "config/own_small.py", f"--data_dir={tmp_path}", f"--out_dir={out}", *SHORT)
-    assert f"block_size {longest} (the longest sample)" in r.stdout
-    assert sorted(losses(out)) == [1, 2] and all(np.isfinite(list(losses(out).values())))
+    if plain:
+        longest = max(int(Split(str(data), s, "xval").lengths.max()) for s in ("train", "val"))
+        assert f"block_size {longest} (the longest sample)" in r.stdout
 
 
 @pytest.mark.parametrize("task", ["arithmetic", "lookup", "planets", "era5"])

@@ -15,7 +15,6 @@ from conftest import ROOT
 
 sys.path.insert(0, os.path.join(ROOT, "dev"))
 import era5_persistence  # noqa: E402
-import error_by_magnitude  # noqa: E402
 import gmm_table  # noqa: E402
 import lookup_plateau  # noqa: E402
 import planets_a0  # noqa: E402
@@ -33,16 +32,14 @@ def script(name, *args):
     return out.getvalue()
 
 
-def write_report(path, task, split, quantity, truth, pred, **fields):
-    """An eval.py report with one quantity's saved predictions."""
+def write_report(path, task, split, quantity, truth, pred, lines=(), **fields):
+    """An eval.py report with one quantity's saved predictions; `lines`: its data's test.txt."""
+    if lines:
+        (path.parent / "test.txt").write_text("\n".join(lines) + "\n")
+        fields["data_dir"] = str(path.parent)
     predictions = {"truth": [float(t) for t in truth], "median": [float(p) for p in pred]}
-    report = {"task": task, **fields, "splits": {split: {quantity: predictions}}}
-    path.write_text(json.dumps(report))
+    path.write_text(json.dumps({"task": task, **fields, "splits": {split: {quantity: predictions}}}))
     return str(path)
-
-
-def write_lines(folder, lines):
-    (folder / "test.txt").write_text("\n".join(lines) + "\n")
 
 
 @pytest.mark.parametrize("name", ["era5_persistence.py", "error_by_magnitude.py", "planets_a0.py",
@@ -52,6 +49,10 @@ def test_no_reports_is_an_error_that_says_what_is_needed(name):
         script(name)
 
 
+def magnitudes(path, *args):
+    return script("error_by_magnitude.py", f"--reports={path}", *args)
+
+
 @pytest.mark.parametrize("read,content,message", [
     (era5_persistence.row, '{"task": "planets", "splits": {"test": {"a0": {}}}}',
      "era5 test split"),
@@ -59,21 +60,17 @@ def test_no_reports_is_an_error_that_says_what_is_needed(name):
      "lookup test split with 'answer', got task 'arithmetic'"),
     (planets_a0.rows, '{"task": "lookup", "splits": {"test": {"answer": {}}}}',
      "planets test split with .a0."),
-    (lambda path: error_by_magnitude.table([path]), "not json", "eval.json: not an eval.py report"),
-    (lambda path: error_by_magnitude.table([path]), None, "eval.json: no such report"),
+    (magnitudes, "not json", "eval.json: not an eval.py report"),
+    (magnitudes, None, "eval.json: no such report"),
+    (lambda path: magnitudes(path, "--quantity=dt"),
+     '{"task": "arithmetic", "splits": {"test": {"answer": {"truth": [1.0], "median": [1.0]}}}}',
+     "eval.json.*'dt'"),
 ])
 def test_a_report_it_cannot_read_is_refused_naming_it(tmp_path, read, content, message):
     if content is not None:
         (tmp_path / "eval.json").write_text(content)
     with pytest.raises(SystemExit, match=message):
         read(str(tmp_path / "eval.json"))
-
-
-def test_error_by_magnitude_names_a_quantity_the_report_lacks(tmp_path, monkeypatch):
-    monkeypatch.setattr(error_by_magnitude, "quantity", "dt")
-    path = write_report(tmp_path / "plain.json", "arithmetic", "test", "answer", [1.0], [1.0])
-    with pytest.raises(SystemExit, match="plain.json.*'dt'"):
-        error_by_magnitude.table([path])
 
 
 def era5_report(tmp_path, model):
@@ -85,10 +82,9 @@ def era5_report(tmp_path, model):
         lines.append(json.dumps({"description": {"coords": [[0, 1, 0]] * len(data)}, "data": data}))
         truth += [row[-1] for row in data]
         previous += [row[-2] for row in data]
-    write_lines(tmp_path, lines + lines[:3])  # more lines than scored
     pred = model(np.array(previous), np.array(truth))
-    return write_report(tmp_path / "eval.json", "era5", "test", "t+1", truth, pred,
-                        data_dir=str(tmp_path))
+    # more lines than scored
+    return write_report(tmp_path / "eval.json", "era5", "test", "t+1", truth, pred, lines + lines[:3])
 
 
 def test_persistence_and_a_model_with_part_of_the_change_blended_with_it(tmp_path):
@@ -111,7 +107,7 @@ def test_each_decade_has_its_count_relative_error_and_share_of_the_squared_error
     large = write_report(tmp_path / "p.json", "arithmetic", "test", "answer", truth,
                          [4.0, 8.0, float("nan"), 40.0, 2200.0, -3300.0], encoding="p1000")
     out = tmp_path / "mag"
-    printed = script("error_by_magnitude.py", f"--reports={small} {large}", f"--out={out}")
+    printed = magnitudes(f"{small} {large}", f"--out={out}")
     rows = [r for r in out.with_suffix(".md").read_text().splitlines() if r.startswith("| ")]
     # p1000's invalid answer is left out
     assert rows[1].startswith("| 1 to 10 | 3 | 0.1 | 1.1 | 0.0% | 1 | 2 | 0.0% |")
@@ -160,9 +156,7 @@ def test_averaging_copying_and_matching_keys_are_told_apart(tmp_path, model):
         truth.append(values[q])
         guesses = {"average": values.mean(), "lookup": values[q], "copy": values[i % len(values)]}
         pred.append(guesses[model])
-    write_lines(tmp_path, lines)
-    report = write_report(tmp_path / "eval.json", "lookup", "test", "answer", truth, pred,
-                          data_dir=str(tmp_path))
+    report = write_report(tmp_path / "eval.json", "lookup", "test", "answer", truth, pred, lines)
     n, model_nmse, mean_nmse, corr, count, copied, right = lookup_plateau.rows(report)[-1]
     assert n == "all" and count == 200 and mean_nmse > 0.5
     if model == "average":
@@ -215,9 +209,7 @@ def test_planets_a0_report_columns(tmp_path):
         lines.append(json.dumps({"description": {**desc, "stepsize": 0.2}, "data": steps}))
         truth.append(axes[0])
         pred.append(planets_a0.from_description(axes[1:], n))  # reads the description only
-    write_lines(tmp_path, lines)
-    report = write_report(tmp_path / "eval.json", "planets", "test", "a0", truth, pred,
-                          data_dir=str(tmp_path))
+    report = write_report(tmp_path / "eval.json", "planets", "test", "a0", truth, pred, lines)
     n, model, desc, orbit, fixed, there, corr = planets_a0.rows(report)
     assert n == 60 and model == pytest.approx(desc) and corr == pytest.approx(1.0)
     assert there == pytest.approx(0, abs=1e-6)
@@ -226,8 +218,7 @@ def test_planets_a0_report_columns(tmp_path):
 
 
 def dt_report(tmp_path, encoding, truth, pred):
-    meta = {"dataset": "planets", "train_stepsizes": STEPS}
-    (tmp_path / "meta.json").write_text(json.dumps(meta))
+    (tmp_path / "meta.json").write_text(json.dumps({"dataset": "planets", "train_stepsizes": STEPS}))
     return write_report(tmp_path / f"{encoding}.json", "planets", "test_ood_stepsize", "dt", truth,
                         pred, encoding=encoding, data_dir=str(tmp_path))
 
@@ -256,12 +247,13 @@ def test_planets_dt_ood_writes_the_table_and_figure(tmp_path):
     assert (tmp_path / "dt.png").stat().st_size > 0 and "wrote" in printed
 
 
-def test_steps_and_time_of_each_run_and_the_total(tmp_path, capsys):
+def test_steps_and_time_of_each_run_and_the_total_or_a_one_line_error(tmp_path, capsys):
     # 10 steps at 100 ms, a validation row, 10 at 200 ms, 5 at 400 ms (off the interval): 0.5 min
     logs = {"a": [{"iter": 10, "loss": 1.0, "ms_per_step": 100.0}, {"iter": 10, "val_loss": 1.0},
                   {"iter": 20, "loss": 1.0, "ms_per_step": 200.0},
                   {"iter": 25, "loss": 1.0, "ms_per_step": 400.0}],
-            "b": [{"iter": 3600, "loss": 1.0, "ms_per_step": 1000.0}]}  # one hour
+            "b": [{"iter": 3600, "loss": 1.0, "ms_per_step": 1000.0}],  # one hour
+            "broken": [{"iter": 1, "ms_per_step": 5}, {"ms_per_step": 5}]}
     for name, rows in logs.items():
         (tmp_path / name).mkdir()
         (tmp_path / name / "log.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -270,12 +262,8 @@ def test_steps_and_time_of_each_run_and_the_total(tmp_path, capsys):
         f"{tmp_path / 'a'}: 25 steps, 5s (0.00 h)",
         f"{tmp_path / 'b'}: 3,600 steps, 1h00m (1.00 h)",
         "total: 2 runs, 1.0 h of training"]
-
-
-def test_a_missing_or_broken_log_is_a_one_line_error(tmp_path):
     with pytest.raises(SystemExit, match="cannot read.*train.py --out_dir"):
         train_time.main([str(tmp_path)])
-    (tmp_path / "log.jsonl").write_text('{"iter": 1, "ms_per_step": 5}\n{"ms_per_step": 5}\n')
     with pytest.raises(SystemExit, match="log.jsonl:2: not a row of train.py's log") as error:
-        train_time.main([str(tmp_path)])
+        train_time.main([str(tmp_path / "broken")])
     assert "\n" not in str(error.value)

@@ -1,37 +1,28 @@
-"""What the docs give a user holds: every relative link (file and #anchor) resolves, every section
-of docs/decisions.md the code cites exists, every command names a script and flags it takes, the
-README's Tests command is the one CI runs and its figures match their source, and every arithmetic
-example is exact."""
+"""What the docs give a user holds: links resolve, cited decisions exist, every command names a
+script and flags it takes, the figures match their source and the arithmetic is exact."""
 import ast
 import functools
-import glob
 import json
 import os
 import re
 import shlex
 from decimal import Decimal
 
-from conftest import ROOT, read
+from conftest import ROOT, in_root, read
 
 from configurator import defaults
 
 
-def in_root(*patterns):
-    paths = [glob.glob(os.path.join(ROOT, pattern), recursive=True) for pattern in patterns]
-    return sorted(os.path.relpath(p, ROOT) for p in sum(paths, []))
-
-
 GUIDES = ["README.md", "prepare/README.md", "dev/README.md", *in_root("docs/*.md")]
-DOCS = GUIDES + in_root("dev/results/**/*.md")  # every report of the study too
+DOCS = GUIDES + in_root("dev/results/**/*.md")
 NOTEBOOK = "notebooks/xval_in_15_minutes.ipynb"
-CONFIGURED = "configure(globals(), __file__)"
 
 
 @functools.cache
 def prose(path):
-    """A doc's text outside code blocks (which hold no links and show model output)."""
+    """A doc's text outside code blocks (a notebook's markdown cells)."""
     text = read(path)
-    if path.endswith(".ipynb"):  # its markdown cells
+    if path.endswith(".ipynb"):
         cells = json.loads(text)["cells"]
         text = "".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
     return re.sub(r"```.*?```", "", text, flags=re.S)
@@ -44,32 +35,22 @@ def anchors(path):
             for h in re.findall(r"^#+ (.+)$", prose(path), flags=re.M)}
 
 
-def test_every_relative_link_of_the_docs_resolves():
+def test_every_relative_link_and_cited_decision_resolves():
     broken = []
     for doc in [*DOCS, NOTEBOOK]:
         for target in re.findall(r"\]\(([^)\s]+)\)", prose(doc)):
             if re.match(r"[a-z]+:", target):
-                continue  # https:, mailto:
+                continue
             path, _, anchor = target.partition("#")
             path = os.path.normpath(os.path.join(os.path.dirname(doc), path)) if path else doc
-            if not os.path.exists(os.path.join(ROOT, path)):
-                broken.append(f"{doc}: {target}")
-            elif anchor and (not path.endswith(".md") or anchor not in anchors(path)):
+            if not os.path.exists(os.path.join(ROOT, path)) or anchor and (
+                    not path.endswith(".md") or anchor not in anchors(path)):
                 broken.append(f"{doc}: {target}")
     assert not broken, f"links that do not resolve: {broken}"
-
-
-def test_every_decision_the_code_cites_is_a_section_of_docs_decisions():
     sources = in_root("*.py", "*/*.py", "*/*.md", "README.md")
     cited = {(p, a) for p in sources for a in re.findall(r"decisions\.md#([\w-]+)", read(p))}
-    assert cited, "no citation of docs/decisions.md found"
     missing = sorted((p, a) for p, a in cited if a not in anchors("docs/decisions.md"))
-    assert not missing, f"cited sections missing from docs/decisions.md: {missing}"
-
-
-def test_the_readme_tests_command_is_the_one_ci_runs():
-    ci = [line for line in read(".ci/run").splitlines() if line.startswith("python3 -m venv")]
-    assert len(ci) == 1 and ci[0] in read("README.md").splitlines()
+    assert cited and not missing, f"cited sections missing from docs/decisions.md: {missing}"
 
 
 # an arithmetic example: numbers joined by + - * and brackets, "=", the written answer
@@ -91,9 +72,8 @@ def test_every_arithmetic_example_of_the_docs_is_exact():
 
 
 # ---------------------------------------------------------------- the docs' commands
-
 def code_lines(doc):
-    """The lines of a markdown file's code: its fenced and indented blocks and its inline code."""
+    """A markdown file's fenced and indented code blocks, by line, and its inline code."""
     text = read(doc).replace("\\\n", " ")
     blocks = re.findall(r"```[^\n]*\n(.*?)```", text, flags=re.S)
     outside = re.sub(r"```.*?```", "", text, flags=re.S)
@@ -105,8 +85,7 @@ def code_lines(doc):
 
 @functools.cache
 def commands(doc):
-    """(script, its arguments) of every `python X.py ...`, `torchrun ... X.py ...`, `bash X.sh ...`,
-    `./X.sh ...` and `sbatch ... X.sh ...` in a doc's code."""
+    """(script, its arguments) of every python, torchrun, bash, sbatch or ./X.sh command."""
     found = []
     for line in code_lines(doc):
         for part in re.split(r"&&|\|\||[|;]", re.sub(r"\s#.*", "", line)):
@@ -137,36 +116,29 @@ def local_modules(path):
             names |= {a.name for a in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module:
             names.add(node.module)
-    folders = (os.path.dirname(path), "")
-    paths = [os.path.join(folder, f"{n}.py") for n in names for folder in folders]
+    paths = [os.path.join(folder, f"{n}.py") for n in names for folder in (os.path.dirname(path), "")]
     return [p for p in paths if os.path.exists(os.path.join(ROOT, p))]
 
 
-@functools.cache
 def options(path):
     """The --options a file's parser declares (add_argument, or a helper named add)."""
-    found = set()
-    for n in ast.walk(parse(path)):
-        if isinstance(n, ast.Call) and (getattr(n.func, "attr", "") == "add_argument"
-                                        or getattr(n.func, "id", "") == "add"):
-            found |= {a.value[2:] for a in n.args
-                      if isinstance(a, ast.Constant) and str(a.value).startswith("--")}
-    return found
+    return {a.value[2:] for n in ast.walk(parse(path)) if isinstance(n, ast.Call)
+            and (getattr(n.func, "attr", "") == "add_argument" or getattr(n.func, "id", "") == "add")
+            for a in n.args if isinstance(a, ast.Constant) and str(a.value).startswith("--")}
 
 
 @functools.cache
 def flags(script):
     """The --flags a script takes: its settings (configurator), or its parser's options."""
     source = read(script)
-    if CONFIGURED in source or "configure(defaults(TRAIN), TRAIN" in source:
-        known = set(defaults(os.path.join(ROOT, script)))
-        # tools/bench.py: its own settings; the rest goes to train.py
-        if "OWN = {" in source:
-            own = next(n.value for n in parse(script).body
-                       if isinstance(n, ast.Assign) and n.targets[0].id == "OWN")
-            known |= set(ast.literal_eval(own)) | set(defaults(os.path.join(ROOT, "train.py")))
-        return known | {"help"}
-    return set().union(*map(options, [script, *local_modules(script)])) | {"help"}
+    if "configure(globals(), __file__)" not in source and "configure(defaults(TRAIN)" not in source:
+        return set().union(*map(options, [script, *local_modules(script)])) | {"help"}
+    known = set(defaults(os.path.join(ROOT, script))) | {"help"}
+    # tools/bench.py: its own settings; the rest goes to train.py
+    own = re.search(r"^OWN = (\{.*\})$", source, flags=re.M)
+    if own:
+        known |= set(ast.literal_eval(own[1])) | set(defaults(os.path.join(ROOT, "train.py")))
+    return known
 
 
 def mistakes(script, args):
@@ -184,20 +156,18 @@ def mistakes(script, args):
 
 
 def test_every_command_of_the_docs_names_a_script_and_flags_it_takes():
+    found = {doc: {s for s, _ in commands(doc)} for doc in DOCS}
+    assert {"train.py", "sample.py", "eval.py"} <= found["README.md"]
+    assert {"dev/summarize.py", "dev/claims_cpu.sh", "dev/reproduce.sh"} <= found["dev/README.md"]
+    assert {"tools/curves.py", "tools/slurm.sh"} <= set().union(*found.values())
     wrong = [f"{doc}: {m}" for doc in DOCS for script, args in commands(doc)
              for m in mistakes(script, args)]
     assert not wrong
-
-
-def test_the_docs_commands_are_found():
-    assert {"train.py", "sample.py", "eval.py"} <= {s for s, _ in commands("README.md")}
-    assert {"dev/summarize.py", "dev/claims_cpu.sh", "dev/reproduce.sh"} <= {
-        s for s, _ in commands("dev/README.md")}
-    assert {"tools/curves.py", "tools/slurm.sh"} <= {s for d in DOCS for s, _ in commands(d)}
+    ci = [line for line in read(".ci/run").splitlines() if line.startswith("python3 -m venv")]
+    assert len(ci) == 1 and ci[0] in read("README.md").splitlines()
 
 
 # ---------------------------------------------------------------- the README's figures
-
 def cases(path):
     """How many tests a test file's functions make, each parametrize multiplying its count."""
     count = 0
@@ -221,18 +191,14 @@ def test_the_readme_counts_the_tests_skipped_without_a_gpu():
     assert in_cuda == cases("tests/test_cuda.py") and skipped == in_cuda + elsewhere
 
 
-def test_the_readme_and_the_study_name_the_same_cpu_kernels_for_the_quickstart():
+def test_the_readme_and_the_study_name_the_same_cpu_kernels_and_every_report():
     readme, study = (re.sub(r"\s+", " ", read(d)) for d in ("README.md", "dev/README.md"))
     phrase = r"digits were measured with torch's (\w+) kernels"
-    said = [re.findall(phrase, readme), re.findall(phrase, study)]
-    assert said[0] and said[0] == said[1], said
+    said = re.findall(phrase, readme)
+    assert said and said == re.findall(phrase, study)
     assert not re.search(r"quickstart[^.]*AVX2|AVX2[^.]*quickstart", study)
-    assert "AVX2" not in read("README.md")
-
-
-def test_the_readme_names_the_tools_reports_folder_and_each_report_is_cited():
+    assert "AVX2" not in readme
     files = read("README.md").partition("## The files")[2].partition("\n## ")[0]
     assert "[`results/`](results/)" in files and "`out/`" in files
     docs = "".join(read(d) for d in GUIDES)
-    for report in in_root("results/*.md"):
-        assert report in docs, report
+    assert [r for r in in_root("results/*.md") if r not in docs] == []

@@ -11,8 +11,8 @@ import time
 
 import nbformat
 import pytest
+from conftest import ROOT
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NOTEBOOK = os.path.join(ROOT, "notebooks", "xval_in_15_minutes.ipynb")
 MODULES = ("tokenize_line.py", "tokenize_arrays.py", "dataset.py", "model.py", "batching.py",
            "mixture.py")
@@ -25,7 +25,7 @@ def code_cells(nb):
 
 
 def fingerprint(nb):
-    """sha256 of the imported modules (line ends normalised) and of the notebook's code cells."""
+    """sha256 of the imported modules and of the notebook's code cells."""
     h = hashlib.sha256()
     for name in MODULES:
         with open(os.path.join(ROOT, name), encoding="utf-8") as f:
@@ -52,53 +52,45 @@ def execute(nb):
         return time.time() - start
 
 
-def stored():
-    return nbformat.read(NOTEBOOK, as_version=4)
-
-
 def pictures(nb):
     """The indices of the code cells that hold a PNG output."""
     return [i for i, c in enumerate(code_cells(nb))
             if any("image/png" in o.get("data", {}) for o in c.outputs)]
 
 
-def test_the_stored_outputs_come_from_the_current_code():
-    nb = stored()
-    assert nb.metadata.get("xval", {}).get("fingerprint") == fingerprint(nb), (
-        f"{', '.join(MODULES)} or the notebook's code changed since its outputs were stored: "
-        f"re-execute the notebook: `{UPDATE}`")
+STORED = nbformat.read(NOTEBOOK, as_version=4)
 
 
-def test_every_cell_ran_and_every_cell_that_draws_shows_its_figure():
-    cells = code_cells(stored())
+def test_the_stored_outputs_come_from_the_current_code_every_cell_and_figure():
+    assert STORED.metadata.get("xval", {}).get("fingerprint") == fingerprint(STORED), (
+        f"{', '.join(MODULES)} or the notebook's code changed since its outputs were stored: `{UPDATE}`")
+    cells = code_cells(STORED)
     assert [i for i, c in enumerate(cells) if c.execution_count is None] == []
-    failed = [i for i, c in enumerate(cells) if any(o.output_type == "error" for o in c.outputs)]
-    assert failed == []
+    assert [i for i, c in enumerate(cells) if any(o.output_type == "error" for o in c.outputs)] == []
     # a cell that shows a figure: plt.show(), or a training whose loss curve is drawn
     drawing = [i for i, c in enumerate(cells)
                if "plt.show()" in c.source or re.search(r"= train_model\(", c.source)]
-    assert len(drawing) >= 6
-    blank = sorted(set(drawing) - set(pictures(stored())))
-    assert blank == [], f"code cells {blank} draw but store no picture: `{UPDATE}`"
+    blank = sorted(set(drawing) - set(pictures(STORED)))
+    assert len(drawing) >= 6 and blank == [], f"code cells {blank} draw but store no picture: `{UPDATE}`"
 
 
 @pytest.mark.slow
 def test_the_notebook_runs_top_to_bottom_within_five_minutes():
-    nb = stored()
+    nb = nbformat.read(NOTEBOOK, as_version=4)
     for cell in code_cells(nb):
         cell.outputs, cell.execution_count = [], None
     seconds = execute(nb)
     assert seconds <= LIMIT_S, f"the notebook took {seconds:.0f} s; a learner's CPU has {LIMIT_S} s"
-    assert pictures(nb) == pictures(stored()), f"pictures stored elsewhere than drawn: `{UPDATE}`"
+    assert pictures(nb) == pictures(STORED), f"pictures stored elsewhere than drawn: `{UPDATE}`"
 
 
 if __name__ == "__main__":
     if sys.argv[1:] != ["--update"]:
         sys.exit(f"usage: {UPDATE}    (re-executes the notebook and stores its outputs)")
-    nb = stored()
-    seconds = execute(nb)
-    nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python",
-                                 "name": "python3"}
-    nb.metadata["xval"] = {"fingerprint": fingerprint(nb), "note": f"outputs stored by `{UPDATE}`"}
-    nbformat.write(nb, NOTEBOOK)
+    seconds = execute(STORED)
+    STORED.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python",
+                                     "name": "python3"}
+    STORED.metadata["xval"] = {"fingerprint": fingerprint(STORED),
+                               "note": f"outputs stored by `{UPDATE}`"}
+    nbformat.write(STORED, NOTEBOOK)
     print(f"{os.path.relpath(NOTEBOOK, ROOT)}: executed in {seconds:.0f} s and stored")

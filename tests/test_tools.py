@@ -1,6 +1,7 @@
 """tools/ on tiny data: each reports the numbers it promises and refuses a bad flag or file in one
 line naming it."""
 import json
+import math
 import os
 import re
 import shutil
@@ -13,7 +14,7 @@ import torch
 
 import conftest
 from conftest import ROOT
-from helpers import STD, TINY, prepared, sample_line, tiny, write_dataset
+from helpers import TINY, prepared, tiny
 from dataset import Vocab
 from tokenize_arrays import build_text_vocab
 from tokenize_line import encode
@@ -25,8 +26,8 @@ import gpu_check  # noqa: E402
 import probe  # noqa: E402
 
 NUMBER = r"[\d,]+\.\d"
-SHORT = {"train": (5, 4), "val": (0, 1), "test": (1, 0)}  # (too few stations, too few steps)
 RUN = ["--batch_size=8", "--micro_batch_size=8"]
+STD = 2.0  # the std in meta.json: MSE in K² = standardised MSE × 4
 
 
 def run(*args, check=True):
@@ -38,20 +39,54 @@ def numbers_in(row):
     return len(re.findall(rf"\| {NUMBER} ", row))
 
 
+def sample_line(rng, n_stations, n_steps):
+    """One sample as prepare/era5.py writes it: each station warms or cools linearly, plus noise."""
+    lat = rng.uniform(-math.pi / 2, math.pi / 2, n_stations)
+    lon = rng.uniform(0, 2 * math.pi, n_stations)
+    coords = np.round(np.stack([np.sin(lat), np.sin(lon), np.cos(lon)], 1), 4)
+    tod, toy = rng.uniform(0, 2 * math.pi, 2)
+    start = np.round([math.sin(tod), math.cos(tod), math.sin(toy), math.cos(toy)], 4)
+    base, slope = rng.normal(0, 1, (n_stations, 1)), rng.normal(0, 0.4, (n_stations, 1))
+    data = base + slope * np.arange(n_steps) + rng.normal(0, 0.02, (n_stations, n_steps))
+    record = {"description": {"coords": coords.tolist(), "start": start.tolist()},
+              "data": [[float(f"{v:.4g}") for v in row] for row in data]}
+    return json.dumps(record, separators=(",", ":"))
+
+
+def write_temperatures(d, sizes, short=None):
+    """Samples of 3-4 stations × 4-5 steps, `short` ones of 2 stations or 3 steps, their ocean labels
+    (1 where the first station's sin lat < 0), and meta.json."""
+    rng = np.random.default_rng(0)
+    d.mkdir()
+    for split, n in sizes.items():
+        few_stations, few_steps = (short or {}).get(split, (0, 0))
+        shapes = [(2, 5)] * few_stations + [(4, 3)] * few_steps + [
+            (int(rng.integers(3, 5)), int(rng.integers(4, 6))) for _ in range(n - few_stations - few_steps)]
+        lines = [sample_line(rng, *shapes[i]) for i in rng.permutation(n)]
+        (d / f"{split}.txt").write_text("".join(line + "\n" for line in lines))
+        ocean = [int(json.loads(line)["description"]["coords"][0][0] < 0) for line in lines]
+        (d / f"{split}.ocean.txt").write_text("".join(f"{v}\n" for v in ocean))
+    normalisation = {"mean": 280.0, "std": STD, "units": "K", "from": "train"}
+    (d / "meta.json").write_text(json.dumps({"splits": sizes, "normalisation": normalisation}))
+    return str(d)
+
+
 # tools/baselines.py
-def run_baselines(data, out):
-    r = run("tools/baselines.py", f"--data_dir={data}", f"--out={out}", "--n_stations=3",
-            "--n_steps=4", "--all_width=64", "--single_width=64", "--max_iters=200",
-            "--eval_interval=50")
-    with open(out + ".json") as f:
-        return json.load(f), r.stdout
-
-
 @pytest.mark.slow
 def test_every_baseline_mlp_beats_the_mean_the_same_seed_again(tmp_path):
     # a linear trend: the last step follows from the earlier ones
-    data = write_dataset(str(tmp_path / "temperature"), short=SHORT)
-    result, printed = run_baselines(data, str(tmp_path / "baselines"))
+    sizes = {"train": 200, "val": 40, "test": 40}
+    short = {"train": (5, 4), "val": (0, 1), "test": (1, 0)}  # too few stations, too few steps
+    data = write_temperatures(tmp_path / "temperature", sizes, short)
+
+    def results(out):
+        r = run("tools/baselines.py", f"--data_dir={data}", f"--out={tmp_path / out}", "--n_stations=3",
+                "--n_steps=4", "--all_width=64", "--single_width=64", "--max_iters=200",
+                "--eval_interval=50")
+        assert "train: 191 samples used, 9 excluded (fewer than 3 stations or 4 steps)" in r.stdout
+        assert "| All Stations |" in r.stdout and (tmp_path / f"{out}.md").exists()
+        return json.loads((tmp_path / f"{out}.json").read_text())
+    result = results("baselines")
     rows = {r["variant"]: r for r in result["results"]}
     assert set(rows) == {"mean", "persistence", *baselines.INPUTS}
     for variant in baselines.INPUTS:
@@ -61,12 +96,10 @@ def test_every_baseline_mlp_beats_the_mean_the_same_seed_again(tmp_path):
     assert rows["all_stations"]["inputs"] == 3 * 3 + 4 + 3 * 3
     assert rows["temp_only"]["inputs"] == 3 and rows["single"]["inputs"] == 3 + 3 + 4
     assert rows["temp_coord"]["inputs"] == 3 + 3 and rows["temp_toy"]["inputs"] == 3 + 2
-    for split, (few_stations, few_steps) in SHORT.items():  # short samples are counted out
-        n = {"train": 200, "val": 40, "test": 40}[split] - few_stations - few_steps
-        assert result["samples"][split] == {"used": n, "excluded": few_stations + few_steps}
-    assert "train: 191 samples used, 9 excluded (fewer than 3 stations or 4 steps)" in printed
-    assert "| All Stations |" in printed and (tmp_path / "baselines.md").exists()
-    again, _ = run_baselines(data, str(tmp_path / "again"))
+    for split, (few_stations, few_steps) in short.items():
+        used = sizes[split] - few_stations - few_steps
+        assert result["samples"][split] == {"used": used, "excluded": few_stations + few_steps}
+    again = results("again")
     for key in ("test_mse", "val_mse"):
         assert [r.get(key) for r in again["results"]] == [r.get(key) for r in result["results"]]
 
@@ -94,11 +127,10 @@ def test_bench_compares_packing_and_whether_the_loader_keeps_up(tmp_path_factory
     keeps_up = (rf"loader alone: [\d,]+ samples/s on 1 CPU thread, {NUMBER}× the [\d,]+ samples/s "
                 "the trainer consumes")
     assert len(re.findall(keeps_up, out)) == 2, out
-    ratio = (r"real tokens/s with --packing=True over --packing=False: "
-             r"trainer [\d.]+×, loader [\d.]+×")
+    ratio = r"real tokens/s with --packing=True over --packing=False: trainer [\d.]+×, loader [\d.]+×"
     assert re.search(ratio, out), out
     out = conftest.run("tools/bench.py", *lookup, "--loader", "--nproc=2").stdout
-    assert "system:" not in out  # the loader alone: train.py did not run
+    assert "system:" not in out  # train.py did not run
     rows = [r for r in out.splitlines() if "loader alone, 1 CPU thread, process 0 of 2" in r]
     assert len(rows) == 1 and numbers_in(rows[0]) >= 4, out
 
@@ -118,7 +150,7 @@ def test_bench_refuses_bad_flags(args, message):
 # tools/curves.py
 @pytest.mark.slow
 def test_curves_score_every_kept_checkpoint_at_its_step_and_flops(data, tmp_path):
-    out_dir, prefix = str(tmp_path / "run"), str(tmp_path / "curves")
+    out_dir, prefix = tmp_path / "run", str(tmp_path / "curves")
     conftest.run("train.py", *TINY, "--k=4", f"--data_dir={data}", f"--out_dir={out_dir}", *RUN,
                  "--max_iters=6", "--eval_interval=6", "--keep_every=3")
 
@@ -129,15 +161,14 @@ def test_curves_score_every_kept_checkpoint_at_its_step_and_flops(data, tmp_path
     with open(prefix + ".json") as f:
         (curve,) = json.load(f)["curves"]
     steps, flops = [p["step"] for p in curve["points"]], [p["flops"] for p in curve["points"]]
-    assert steps == [3, 6] and flops[1] == 2 * flops[0] > 0  # FLOPs grow with the steps taken
+    assert steps == [3, 6] and flops[1] == 2 * flops[0] > 0
     assert all(p["nmse"] > 0 and p["invalid_rate"] == 0 for p in curve["points"])
-    assert os.path.exists(prefix + ".png") and os.path.exists(os.path.join(out_dir, "eval_6.json"))
+    assert os.path.exists(prefix + ".png") and (out_dir / "eval_6.json").exists()
     curves("--max_samples=5")  # another sample count: scored again
-    with open(os.path.join(out_dir, "eval_6.json")) as f:
-        kept = json.load(f)
+    kept = json.loads((out_dir / "eval_6.json").read_text())
     assert kept["max_samples"] == 5 and kept["splits"]["test"]["answer"]["n"] == 5
     curves("--split=val")  # another split: its own report
-    assert os.path.exists(os.path.join(out_dir, "eval_6_val.json"))
+    assert (out_dir / "eval_6_val.json").exists()
     r = curves(runs=tmp_path, check=False)
     assert r.returncode != 0 and "holds no ckpt_<step>.pt" in r.stderr
 
@@ -171,41 +202,39 @@ def test_n_processes_must_log_the_losses_of_one():
 
 
 # tools/plot_log.py
-@pytest.mark.slow
-def test_a_log_becomes_a_png(tmp_path):
-    rows = [{"iter": 0, "val_loss": 3.0, "val_ce": 2.0, "val_mse": 1.0}]
-    rows += [{"iter": i, "loss": 3.0 / i, "ce": 2.0 / i, "mse": 1.0 / i, "lr": 1e-3}
-             for i in range(1, 11)]
-    rows += [{"iter": 10, "val_loss": 0.5, "val_ce": 0.3, "val_mse": 0.2}]
-    (tmp_path / "log.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    out = run("tools/plot_log.py", str(tmp_path)).stdout
-    assert f"wrote {tmp_path / 'loss.png'} (10 logged steps, 2 evaluations)" in out
-    png = (tmp_path / "loss.png").read_bytes()
-    assert png.startswith(b"\x89PNG") and len(png) > 5000
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["log.jsonl", "loss.png"]  # no temporary
+LOG = [{"iter": 0, "val_loss": 3.0, "val_ce": 2.0, "val_mse": 1.0},
+       *({"iter": i, "loss": 3.0 / i, "ce": 2.0 / i, "mse": 1.0 / i, "lr": 1e-3} for i in range(1, 11)),
+       {"iter": 10, "val_loss": 0.5, "val_ce": 0.3, "val_mse": 0.2}]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("log,expected", [
+@pytest.mark.parametrize("log,message", [
+    ("".join(json.dumps(r) + "\n" for r in LOG), "(10 logged steps, 2 evaluations)"),
     (None, "cannot read"),
     ('{"iter": 1, "loss": 2}\nnot json\n', "log.jsonl:2: not a row of train.py's log"),
     ('{"iter": 1, "lr": 0.1}\n', "holds no loss yet"),
 ])
-def test_a_missing_or_broken_log_is_a_one_line_error(tmp_path, log, expected):
+def test_a_log_becomes_a_png_and_a_broken_one_a_one_line_error(tmp_path, log, message):
     if log is not None:
         (tmp_path / "log.jsonl").write_text(log)
     r = run("tools/plot_log.py", str(tmp_path), check=False)
-    assert r.returncode == 1 and expected in r.stderr and len(r.stderr.strip().splitlines()) == 1
-    assert not (tmp_path / "loss.png").exists()
+    png = tmp_path / "loss.png"
+    if "logged steps" in message:
+        assert f"wrote {png} {message}" in r.stdout
+        assert png.read_bytes().startswith(b"\x89PNG") and png.stat().st_size > 5000
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["log.jsonl", "loss.png"]
+    else:
+        assert r.returncode == 1 and message in r.stderr and len(r.stderr.strip().splitlines()) == 1
+        assert not png.exists()
 
 
 # tools/probe.py
 @pytest.mark.parametrize("labels,scores,auc", [
     ([0, 0, 1, 1], [0.1, 0.4, 0.35, 0.8], 0.75),  # 3 of the 4 (positive, negative) pairs ordered
     ([0, 1, 0, 1], [0.5, 0.5, 0.2, 0.9], 0.875),  # the tied pair counts one half: 3.5 / 4
-    ([0, 0, 1, 1, 1], [1, 2, 3, 4, 5], 1.0),  # perfect ranking
-    ([1, 1, 0, 0], [1, 2, 3, 4], 0.0),  # inverted
-    ([1, 0, 1, 0], [7, 7, 7, 7], 0.5),  # all tied
+    ([0, 0, 1, 1, 1], [1, 2, 3, 4, 5], 1.0),
+    ([1, 1, 0, 0], [1, 2, 3, 4], 0.0),
+    ([1, 0, 1, 0], [7, 7, 7, 7], 0.5),
 ])
 def test_roc_auc_by_hand(labels, scores, auc):
     assert probe.roc_auc(labels, scores) == pytest.approx(auc)
@@ -247,8 +276,7 @@ def test_probe_features_are_the_last_block_output_averaged_over_real_tokens():
 @pytest.mark.slow
 def test_probe_end_to_end_and_without_labels(tmp_path):
     """A tiny xVal model trained 3 steps on a tiny temperature set with ocean labels."""
-    sizes = {"train": 60, "val": 10, "test": 20}
-    data = write_dataset(str(tmp_path / "temperature"), sizes, ocean=True)
+    data = write_temperatures(tmp_path / "temperature", {"train": 60, "val": 10, "test": 20})
     run("tokenize_numbers.py", data, "--encoding=xval", "--workers=1")
     run("train.py", *TINY, f"--data_dir={data}", f"--out_dir={tmp_path / 'run'}", "--block_size=64",
         "--max_iters=3", "--eval_interval=3", *RUN)
@@ -256,14 +284,12 @@ def test_probe_end_to_end_and_without_labels(tmp_path):
                f"--out={tmp_path / 'p'}", "--n_train=40"]
     r = run(*probing, f"--data_dir={data}", "--l2_grid=[0.01, 1.0]", "--folds=2")
     assert "note: the test split has only 20 samples (n_test = 5000)" in r.stdout
-    with open(tmp_path / "p.json") as f:
-        result = json.load(f)
+    result = json.loads((tmp_path / "p.json").read_text())
     assert 0.0 <= result["test_auc"] <= 1.0 and result["l2"] in (0.01, 1.0)
     assert (result["n_train"], result["n_test"], result["encoding"]) == (40, 20, "xval")
     assert "| xval | 40 | 20 |" in (tmp_path / "p.md").read_text()
     r = run(*probing, f"--data_dir={data}", "--n_test=10", "--l2_grid=[0.1]")
-    with open(tmp_path / "p.json") as f:
-        assert json.load(f)["n_test"] == 10 and "note:" not in r.stdout
+    assert json.loads((tmp_path / "p.json").read_text())["n_test"] == 10 and "note:" not in r.stdout
     bare = shutil.copytree(data, tmp_path / "bare", ignore=shutil.ignore_patterns("*.ocean.txt"))
     r = run(*probing, f"--data_dir={bare}", check=False)
     assert r.returncode != 0 and "train.ocean.txt not found" in r.stderr
@@ -271,19 +297,15 @@ def test_probe_end_to_end_and_without_labels(tmp_path):
 
 
 # tools/slurm.sh
-def stand_in(folder, name, body):
-    (folder / name).write_text(f"#!/usr/bin/env bash\n{body}\n")
-    (folder / name).chmod(0o755)
-
-
 @pytest.mark.slow
 def test_the_slurm_script_starts_one_torchrun_agent_per_node_with_the_job_as_launch(tmp_path):
     """Run elsewhere (as sbatch runs a copy) under stand-ins for srun (runs the command once),
     scontrol and torchrun (prints its line), 50 times: a race fails some runs, not all."""
     assert subprocess.run(["bash", "-n", "tools/slurm.sh"], cwd=ROOT).returncode == 0
-    stand_in(tmp_path, "srun", 'while [[ $1 == --* ]]; do shift; done; exec "$@"')
-    stand_in(tmp_path, "scontrol", 'printf "gpu07\\ngpu08\\n"')
-    stand_in(tmp_path, "torchrun", 'echo "torchrun $*"')
+    for name, body in (("srun", 'while [[ $1 == --* ]]; do shift; done; exec "$@"'),
+                       ("scontrol", 'printf "gpu07\\ngpu08\\n"'), ("torchrun", 'echo "torchrun $*"')):
+        (tmp_path / name).write_text(f"#!/usr/bin/env bash\n{body}\n")
+        (tmp_path / name).chmod(0o755)
     env = {**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}", "SLURM_NNODES": "2",
            "SLURM_JOB_NODELIST": "gpu[07-08]", "SLURM_JOB_ID": "4242", "SLURM_GPUS_ON_NODE": "4",
            "SLURM_SUBMIT_DIR": ROOT}
