@@ -1,4 +1,4 @@
-"""From tokenized samples to model inputs: MLM masks or AR targets, padded or packed. What is
+"""From tokenized samples to model inputs: MLM masks or AR targets, padded or packed; what is
 random depends on (seed, step, sample position) alone."""
 
 import functools
@@ -115,17 +115,6 @@ def training_examples(split, indices, positions, step, seed, causal, mlm_probabi
         return [ar_example(*s) for s in samples]
     rngs = [np.random.default_rng([seed, step, int(g)]) for g in positions]
     return [mlm_mask(*s, mlm_probability, rng) for s, rng in zip(samples, rngs)]
-
-
-def accumulation_steps(batch_size, micro_batch_size, world_size):
-    """Micro-batches per process per step."""
-    accum, rem = divmod(batch_size, micro_batch_size * world_size)
-    if rem or accum == 0:
-        raise SystemExit(
-            f"error: batch_size {batch_size} must be a multiple of micro_batch_size "
-            f"{micro_batch_size} × {world_size} processes"
-        )
-    return accum
 
 
 def choose_packing(
