@@ -135,12 +135,11 @@ def load_checkpoint(path, device="cpu", mmap=False):
             detail = "it holds Python objects, which could run code"
         raise SystemExit(f"error: {path} is not a readable checkpoint ({detail})")
     kinds = {"model": dict, "model_args": dict, "text_tokens": list, "config": dict}
-    if missing := [k for k in kinds if not isinstance(checkpoint, dict) or k not in checkpoint]:
-        raise SystemExit(f"error: {path} is not a train.py checkpoint (no {', '.join(missing)})")
-    if wrong := [k for k, kind in kinds.items() if not isinstance(checkpoint[k], kind)]:
-        raise SystemExit(f"error: {path}: {', '.join(wrong)} of the wrong kind")
-    if not isinstance(checkpoint["model_args"].get("encoding"), str):
-        raise SystemExit(f"error: {path}: its model_args have no encoding")
+    checkpoint = checkpoint if isinstance(checkpoint, dict) else {}
+    bad = [k for k, kind in kinds.items() if not isinstance(checkpoint.get(k), kind)]
+    if bad or not isinstance(checkpoint["model_args"].get("encoding"), str):
+        bad = ", ".join(bad or ["model_args' encoding"])
+        raise SystemExit(f"error: {path} is not a train.py checkpoint ({bad} missing or wrong)")
     # strings in their saved order
     tokens = checkpoint["text_tokens"]
     digest = all(isinstance(t, str) for t in tokens) and vocab_digest(tokens)
@@ -246,7 +245,8 @@ def check_resume(checkpoint, path, model_args, config, data_fingerprint):
         raise SystemExit(f"error: {now} {why}: {fix}, or --overwrite=True starts afresh")
     done, max_iters = checkpoint["iter_num"], config["max_iters"]
     if max_iters < done:
-        raise SystemExit(f"error: --max_iters={max_iters} is below the {done} steps in {path}: raise it")
+        why = f"is below the {done} steps in {path}: raise it"
+        raise SystemExit(f"error: --max_iters={max_iters} {why}")
     if max_iters == done:
         print0(f"note: {path} has done all {done} steps; nothing to train")
     saved = checkpoint["config"]

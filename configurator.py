@@ -26,11 +26,7 @@ def run_config_file(path):
     except UnicodeDecodeError as e:
         raise error(f"config file {path} is not UTF-8 text (byte {e.start})")
     except OSError as e:
-        if os.path.isdir(path):
-            raise error(f"config file {path} is a directory")
-        if isinstance(e, FileNotFoundError):
-            raise error(f"config file {path} not found")
-        raise error(f"cannot read config file {path}: {e.strerror}")
+        raise error(f"config file {path}: {e.strerror}")
     except SyntaxError as e:
         raise error(f"{path}:{e.lineno}: {e.msg}")
     except Exception as e:
