@@ -173,7 +173,8 @@ def save_checkpoint(path, model, optimizer, iter_num, best_val_loss, meta):
             torch.save(checkpoint, tmp)
     # a full disk reaches torch's zip writer as either
     except (OSError, RuntimeError) as e:
-        stop(f"error: writing {path} failed ({why_not_written(e, os.path.dirname(path))})")
+        why = why_not_written(e, os.path.dirname(path))
+        stop(f"error: writing {path} failed ({why}); --resume goes on from ckpt_latest.pt")
 
 
 def stop_unless_finite(values, names, step, ckpt_path, validation=False):
