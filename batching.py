@@ -58,9 +58,6 @@ def collate(examples):
 def fill_rows(lengths, row_length):
     """Samples in rows of row_length tokens: the longest left, then the subset filling it best."""
     left, rows = sorted(range(len(lengths)), key=lambda i: -lengths[i]), []
-    if left and lengths[left[0]] > row_length:
-        longest = lengths[left[0]]
-        raise ValueError(f"a sample of {longest} tokens does not fit a row of {row_length}")
     while left:
         row, rest, room = [left[0]], left[1:], row_length - lengths[left[0]]
         # reach[k, n]: some of rest[:k] sum to n

@@ -184,16 +184,10 @@ class GPT(nn.Module):
         """Hidden states (B, T, C). pos: positions in each sample; doc: each token's sample."""
         B, T = ids.shape
         if pos is None:
-            if T > self.cfg.block_size:
-                raise ValueError(
-                    f"sequence of {T} tokens is longer than block_size {self.cfg.block_size}"
-                )
             pos = torch.arange(T, device=ids.device).expand(B, T)
-        else:  # checked on the device: no host sync, no graph break
-            torch._assert_async(
-                pos.max() < self.cfg.block_size,
-                f"a sample is longer than block_size {self.cfg.block_size}",
-            )
+        # checked on the device: no host sync, no graph break
+        too_long = f"a sample is longer than block_size {self.cfg.block_size}"
+        torch._assert_async(pos.max() < self.cfg.block_size, too_long)
         values = torch.ones(ids.shape, device=ids.device) if values is None else values
         x = self.drop(self.embed(ids, values) + self.wpe(pos))
         mask = None
