@@ -21,21 +21,17 @@ def two_steps(data, tmp_path_factory):
     return out
 
 
-def test_overwrite_deletes_only_the_runs_files(data, two_steps, tmp_path):
-    out = shutil.copytree(two_steps, tmp_path / "run")
+def test_the_run_files_are_what_train_and_eval_wrote(tmp_path):
     for prefix, splits in (("eval", ["test"]), ("eval_first5", ["test", "test_ood"])):  # eval.py's reports
-        (out / f"{prefix}.json").write_text(json.dumps({"task": "arithmetic", "splits": dict.fromkeys(splits, {})}))
+        (tmp_path / f"{prefix}.json").write_text(json.dumps({"task": "a", "splits": dict.fromkeys(splits, {})}))
         for name in [f"{prefix}.md"] + [f"{prefix}_{s}.png" for s in splits]:
-            (out / name).write_text("")
-    mine = ["evaluation_notes.md", "eval_notes.md", "eval_ideas.json", "notes.png", "eval.txt"]
-    for name in mine:
-        (out / name).write_text('{"ideas": []}')
-    wrote = {os.path.basename(p) for p in run_files(str(out))}
-    assert wrote == {"log.jsonl", "ckpt_latest.pt", "ckpt_best.pt", "eval.json", "eval.md", "eval_test.png",
-                     "eval_first5.json", "eval_first5.md", "eval_first5_test.png", "eval_first5_test_ood.png"}
-    assert "--overwrite=True removed" in train(data, out, "--max_iters=1", "--overwrite=True").stdout
-    left = set(os.listdir(out))
-    assert set(mine) <= left and not left & (wrote - {"log.jsonl", "ckpt_latest.pt", "ckpt_best.pt"})
+            (tmp_path / name).write_text("")
+    mine = ["evaluation_notes.md", "eval_notes.md", "eval_ideas.json", "notes.png", "eval.txt", "ckpt.pt"]
+    for name in mine + ["log.jsonl", "ckpt_latest.pt", "ckpt_best.pt", "ckpt_4.pt"]:
+        (tmp_path / name).write_text('{"ideas": []}')
+    assert {os.path.basename(p) for p in run_files(str(tmp_path))} == {
+        "log.jsonl", "ckpt_latest.pt", "ckpt_best.pt", "ckpt_4.pt", "eval.json", "eval.md", "eval_test.png",
+        "eval_first5.json", "eval_first5.md", "eval_first5_test.png", "eval_first5_test_ood.png"}
 
 
 def test_broken_log_rows_do_not_block_resume(data, two_steps, tmp_path):

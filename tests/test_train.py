@@ -5,6 +5,7 @@ import errno
 import gc
 import json
 import os
+import pathlib
 import re
 import shutil
 import signal
@@ -335,18 +336,18 @@ def test_keep_every_leftovers_and_overwrite(data, tmp_path):
     run("eval.py", f"--ckpt={tmp_path}/ckpt_best.pt", "--max_samples=4")
     earlier = {"ckpt_2.pt", "eval_first4.json", "eval_first4.md"}
     assert earlier <= set(os.listdir(tmp_path))
+    (tmp_path / "eval_notes.md").write_text("mine")
     r = train(data, tmp_path, "--max_iters=1", "--overwrite=True", "--eval_interval=1")
     assert "--overwrite=True removed" in r.stdout and "eval_first4.json" in r.stdout
-    assert not earlier & set(os.listdir(tmp_path))
+    assert not earlier & set(os.listdir(tmp_path)) and (tmp_path / "eval_notes.md").read_text() == "mine"
 
 
 def test_the_end_names_checkpoints_that_exist(own_data, tmp_path):
-    first = open(os.path.join(own_data, "val.txt")).readline()
-    with open(os.path.join(own_data, "val.txt"), "w") as f:
-        f.write(first)
-    meta = json.load(open(os.path.join(own_data, "meta.json")))
-    meta["splits"]["val"] = 1
-    json.dump(meta, open(os.path.join(own_data, "meta.json"), "w"))
+    val, meta = pathlib.Path(own_data, "val.txt"), pathlib.Path(own_data, "meta.json")
+    val.write_text(val.read_text().splitlines(keepends=True)[0])
+    counts = json.loads(meta.read_text())
+    counts["splits"]["val"] = 1
+    meta.write_text(json.dumps(counts))
     run("tokenize_numbers.py", own_data, "--encoding=xval", "--workers=1")
     r = train(own_data, tmp_path, "--learning_rate=30", "--min_lr=30")  # step 2 is worse than step 0
     assert "val.txt has 1 sample(s)" in r.stdout and not os.path.exists(tmp_path / "ckpt_best.pt")
