@@ -1,4 +1,4 @@
-"""From tokenized samples to model inputs: MLM masks or AR targets, padded or packed. What is
+"""From tokenized samples to model inputs: MLM masks or AR targets, padded or packed; what is
 random depends on (seed, step, sample position) alone."""
 
 import functools
@@ -58,9 +58,6 @@ def collate(examples):
 def fill_rows(lengths, row_length):
     """Samples in rows of row_length tokens: the longest left, then the subset filling it best."""
     left, rows = sorted(range(len(lengths)), key=lambda i: -lengths[i]), []
-    if left and lengths[left[0]] > row_length:
-        longest = lengths[left[0]]
-        raise ValueError(f"a sample of {longest} tokens does not fit a row of {row_length}")
     while left:
         row, rest, room = [left[0]], left[1:], row_length - lengths[left[0]]
         # reach[k, n]: some of rest[:k] sum to n
@@ -115,17 +112,6 @@ def training_examples(split, indices, positions, step, seed, causal, mlm_probabi
         return [ar_example(*s) for s in samples]
     rngs = [np.random.default_rng([seed, step, int(g)]) for g in positions]
     return [mlm_mask(*s, mlm_probability, rng) for s, rng in zip(samples, rngs)]
-
-
-def accumulation_steps(batch_size, micro_batch_size, world_size):
-    """Micro-batches per process per step."""
-    accum, rem = divmod(batch_size, micro_batch_size * world_size)
-    if rem or accum == 0:
-        raise SystemExit(
-            f"error: batch_size {batch_size} must be a multiple of micro_batch_size "
-            f"{micro_batch_size} × {world_size} processes"
-        )
-    return accum
 
 
 def choose_packing(

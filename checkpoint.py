@@ -41,10 +41,7 @@ def claim_out_dir(out_dir, resume, overwrite, master):
     if not out_dir:
         raise SystemExit("error: --out_dir is empty")
     if os.path.islink(out_dir):
-        real = os.path.realpath(out_dir)
-        raise SystemExit(
-            f"error: out_dir {out_dir} is a symbolic link; give the folder itself ({real})"
-        )
+        raise SystemExit(f"error: out_dir {out_dir} is a link; give {os.path.realpath(out_dir)}")
     try:
         os.makedirs(out_dir, exist_ok=True)
         tempfile.TemporaryFile(dir=out_dir).close()
@@ -60,9 +57,8 @@ def claim_out_dir(out_dir, resume, overwrite, master):
     if master:
         holder = take_lock(lock_path, text=f"{os.getpid()} {launch}")
         if holder is not None:
-            why = f"in use by another train.py run (pid {holder}); wait for it to end or choose"
-            why += f" another --out_dir (if pid {holder} is no train.py run, delete {lock_path})"
-            raise SystemExit(f"error: {out_dir} is {why}")
+            why = f"in use by another train.py run (pid {holder}); wait for it to end"
+            raise SystemExit(f"error: {out_dir} is {why} (if it is none, delete {lock_path})")
         # under torchrun it stays for a restart to read
         if not launch:
             atexit.register(release_lock, lock_path)
@@ -123,7 +119,7 @@ def log_row(line):
 
 
 def load_checkpoint(path, device="cpu", mmap=False):
-    """A train.py checkpoint read as data only, which cannot run code; mmap: tensors mapped."""
+    """A train.py checkpoint read as data only (no code runs); mmap: tensors mapped."""
     try:
         check_regular(path)
         # the refusal below says why a file is no checkpoint
@@ -139,12 +135,11 @@ def load_checkpoint(path, device="cpu", mmap=False):
             detail = "it holds Python objects, which could run code"
         raise SystemExit(f"error: {path} is not a readable checkpoint ({detail})")
     kinds = {"model": dict, "model_args": dict, "text_tokens": list, "config": dict}
-    if missing := [k for k in kinds if not isinstance(checkpoint, dict) or k not in checkpoint]:
-        raise SystemExit(f"error: {path} is not a train.py checkpoint (no {', '.join(missing)})")
-    if wrong := [k for k, kind in kinds.items() if not isinstance(checkpoint[k], kind)]:
-        raise SystemExit(f"error: {path}: {', '.join(wrong)} of the wrong kind")
-    if not isinstance(checkpoint["model_args"].get("encoding"), str):
-        raise SystemExit(f"error: {path}: its model_args have no encoding")
+    checkpoint = checkpoint if isinstance(checkpoint, dict) else {}
+    bad = [k for k, kind in kinds.items() if not isinstance(checkpoint.get(k), kind)]
+    if bad or not isinstance(checkpoint["model_args"].get("encoding"), str):
+        bad = ", ".join(bad or ["model_args' encoding"])
+        raise SystemExit(f"error: {path} is not a train.py checkpoint ({bad} missing or wrong)")
     # strings in their saved order
     tokens = checkpoint["text_tokens"]
     digest = all(isinstance(t, str) for t in tokens) and vocab_digest(tokens)
@@ -153,7 +148,7 @@ def load_checkpoint(path, device="cpu", mmap=False):
     # a model setting newer than the checkpoint has its default
     defaults = {k: f.default for k, f in GPTConfig.__dataclass_fields__.items()}
     if unknown := sorted(set(checkpoint["model_args"]) - set(defaults)):
-        why = f"model settings this version does not know ({', '.join(unknown)})"
+        why = f"settings this version does not know ({', '.join(unknown)})"
         raise SystemExit(f"error: {path}: {why}; use the version that wrote it")
     checkpoint["model_args"] = {**defaults, **checkpoint["model_args"]}
     # a compiled or DDP-wrapped model's weights carry a prefix
@@ -169,7 +164,7 @@ def trained_on(path):
 
 
 def save_checkpoint(path, model, optimizer, iter_num, best_val_loss, meta):
-    """Write the checkpoint atomically, or stop saying why."""
+    """Write the checkpoint atomically, or stop."""
     checkpoint = dict(model=model.state_dict(), optimizer=optimizer.state_dict(), **meta)
     checkpoint.update(iter_num=iter_num, best_val_loss=best_val_loss)
     checkpoint["vocab_digest"] = vocab_digest(meta["text_tokens"])
@@ -188,10 +183,8 @@ def stop_unless_finite(values, names, step, ckpt_path, validation=False):
     if validation:
         what, before = "validation", "writing a checkpoint"
     if bad := ", ".join(f"{n} {v}" for n, v in zip(names, values) if not math.isfinite(v)):
-        last = "no checkpoint was written"
-        if os.path.exists(ckpt_path):
-            last = f"{ckpt_path} is untouched: --resume from it"
-        stop(f"error: step {step}: non-finite {what} loss ({bad}); stopped before {before}; {last}")
+        last = f"; {ckpt_path} is untouched: --resume from it" if os.path.exists(ckpt_path) else ""
+        stop(f"error: step {step}: non-finite {what} loss ({bad}) before {before}{last}")
     return values
 
 
@@ -246,18 +239,14 @@ def check_resume(checkpoint, path, model_args, config, data_fingerprint):
     changed = recorded and any(data_fingerprint.get(k) != v for k, v in recorded.items())
     if changed and not config["changed_data"]:
         now, then = config["data_dir"], checkpoint["config"]["data_dir"]
+        why, fix = "it changed since", "--changed_data=True goes on"
         if os.path.realpath(now) != os.path.realpath(then):
-            raise SystemExit(
-                f"error: {now} is not the data {path} was trained on ({then}): give"
-                f" --data_dir={then}, or --overwrite=True to start afresh on {now}"
-            )
-        raise SystemExit(
-            f"error: {now} is not the data {path} was trained on (it changed since);"
-            " --overwrite=True starts afresh, --changed_data=True goes on"
-        )
+            why, fix = then, f"give --data_dir={then}"
+        why = f"is not the data {path} was trained on ({why})"
+        raise SystemExit(f"error: {now} {why}: {fix}, or --overwrite=True starts afresh")
     done, max_iters = checkpoint["iter_num"], config["max_iters"]
     if max_iters < done:
-        why = f"is below the {done} steps in {path}; to go on, set it above {done}"
+        why = f"is below the {done} steps in {path}: raise it"
         raise SystemExit(f"error: --max_iters={max_iters} {why}")
     if max_iters == done:
         print0(f"note: {path} has done all {done} steps; nothing to train")

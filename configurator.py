@@ -23,21 +23,18 @@ def run_config_file(path):
     try:
         with open(path, encoding="utf-8") as f:
             exec(compile(f.read(), path, "exec"), namespace := {})
-    except UnicodeDecodeError as e:
-        raise error(f"config file {path} is not UTF-8 text (byte {e.start})")
     except OSError as e:
-        if os.path.isdir(path):
-            raise error(f"config file {path} is a directory")
-        if isinstance(e, FileNotFoundError):
-            raise error(f"config file {path} not found")
-        raise error(f"cannot read config file {path}: {e.strerror}")
+        raise error(f"config file {path}: {e.strerror}")
     except SyntaxError as e:
         raise error(f"{path}:{e.lineno}: {e.msg}")
     except Exception as e:
         lines = [t.lineno for t in traceback.extract_tb(e.__traceback__) if t.filename == path]
         raise error(f"{path}:{lines[-1] if lines else '?'}: {type(e).__name__}: {e}")
-    settings = {k: v for k, v in namespace.items() if k[0] != "_" and not callable(v)}
-    return {k: v for k, v in settings.items() if not isinstance(v, type(os))}
+    return {
+        k: v
+        for k, v in namespace.items()
+        if k[0] != "_" and not callable(v) and not isinstance(v, type(os))
+    }
 
 
 def configure(scope, source_file, argv=None):

@@ -5,7 +5,6 @@ from contextlib import nullcontext
 
 import torch
 
-from batching import accumulation_steps
 from distributed import print0
 
 
@@ -33,12 +32,14 @@ def fit_micro_batch(batch_size, micro_batch_size, world_size, say=None):
                 f" batch_size {batch_size}: micro-batches of {fits[-1]} samples"
             )
         micro_batch_size = fits[-1]
-    accumulation_steps(batch_size, micro_batch_size, world_size)
+    if batch_size % (micro_batch_size * world_size):
+        why = f"must be a multiple of micro_batch_size {micro_batch_size} × {world_size} processes"
+        raise SystemExit(f"error: batch_size {batch_size} {why}")
     return micro_batch_size
 
 
 def check_attention_memory(shapes, n_head, device):
-    """Refuse (rows, context) shapes whose dense attention scores cannot fit in memory."""
+    """Refuse (rows, context) shapes whose dense attention scores do not fit in memory."""
     have = None
     if device.startswith("cuda"):
         have = torch.cuda.get_device_properties(device).total_memory

@@ -1,5 +1,6 @@
-"""What every stage does the same way: atomic writes, locks, formatting, the device."""
+"""What every stage shares: atomic writes, locks, formatting, the device."""
 
+import errno
 import os
 import re
 import shlex
@@ -46,7 +47,7 @@ def open_new(path, mode="wb"):
 
 @contextmanager
 def atomic_file(path):
-    """Yield a temporary path beside `path`, renamed to `path` on success: never half a file."""
+    """A temporary path beside `path`, renamed to `path` on success: never half a file."""
     folder, name = os.path.split(path)
     root, ext = os.path.splitext(name)
     fd, tmp = tempfile.mkstemp(prefix=f"{root}.", suffix=f".tmp{ext}", dir=folder or ".")
@@ -87,8 +88,8 @@ def lock_holder(path):
 
 
 def take_lock(path, on_stale=None, text=None):
-    """Create the lock file `path`: None once taken, else the live holder's pid (a dead one's
-    lock is replaced after on_stale(pid))."""
+    """Take the lock file `path`: None, else the live holder's pid (a dead one's is replaced after
+    on_stale(pid))."""
     tmp = f"{path}.{os.getpid()}.tmp"
     with open_new(tmp, "w") as f:
         f.write(text or str(os.getpid()))
@@ -143,7 +144,6 @@ def format_duration(s):
 
 def why_not_written(error, folder):
     """Why a write failed, in a line."""
-    import errno
 
     def left():
         return f"{shutil.disk_usage(folder).free / 2**20:,.0f} MiB of disk space left in {folder}"
@@ -187,7 +187,7 @@ def run_main(main):
 
 
 def pick_device(device="auto", threads=0):
-    """'auto': cuda, else mps, else cpu; on the CPU, `threads` threads (0: $OMP_NUM_THREADS, 1)."""
+    """'auto': cuda, else mps, else cpu; on the CPU, `threads` (0: $OMP_NUM_THREADS, else 1)."""
     import torch
 
     mps = torch.backends.mps.is_available()

@@ -1,7 +1,5 @@
-"""Run train.py, sending signal NAME to itself as optimizer step N begins on RANK, on torchrun's first try:
-
-    torchrun ... tests/signal_at_step.py SIGKILL 5 1 train.py --max_iters=6 ...   # rank 1 dies at step 5
-"""
+"""torchrun ... tests/signal_at_step.py NAME N RANK train.py ...: signal NAME as step N begins on RANK
+(torchrun's first try)."""
 import os
 import runpy
 import signal

@@ -8,14 +8,14 @@ from batching import _rows, choose_packing, epoch_order, mlm_mask, pack, prefetc
 
 
 def samples_in(batch):
-    """(sample index, tokens) of each sample in a batch whose values are its sample's index."""
+    """(sample index, tokens) of each sample in a batch whose values are their sample's index."""
     doc = batch["doc"] if batch["doc"] is not None else torch.zeros_like(batch["ids"])
     return [(int(batch["target_values"][b][doc[b] == d][0]), int((doc[b] == d).sum()))
             for b in range(doc.shape[0]) for d in doc[b].unique().tolist() if d >= 0]
 
 
 @pytest.mark.parametrize("packing,pack_length", [(False, 0), (True, 0), (True, 24)])
-def test_over_an_epoch_the_ranks_load_every_sample_exactly_once(packing, pack_length):
+def test_over_an_epoch_the_ranks_load_each_sample_once(packing, pack_length):
     lengths = [3 + i % 7 for i in range(48)]
     split = Samples((np.full(n, 9), np.full(n, float(i), np.float32)) for i, n in enumerate(lengths))
     seen = []
@@ -36,23 +36,21 @@ def test_the_samples_of_a_step_depend_only_on_seed_and_step():
     assert np.array_equal(a, step_samples(100, 16, 7, seed=1)[1])
     assert not np.array_equal(a, step_samples(100, 16, 7, seed=2)[1])
     assert not np.array_equal(a, step_samples(100, 16, 8, seed=1)[1])
+    # a cached epoch order is the one drawn afresh, and cannot be changed
+    order = epoch_order(1000, 5, 2)
+    assert np.array_equal(order, np.random.default_rng([5, 2]).permutation(1000))
+    assert epoch_order(1000, 5, 2) is order
+    with pytest.raises(ValueError):
+        order[0] = 1
 
 
-def test_packing_fills_rows_no_longer_than_the_longest_sample():
+def test_packing_fills_rows_of_the_longest_sample():
     examples = [(np.arange(n), np.ones(n, np.float32), np.arange(n), np.ones(n, np.float32))
                 for n in (10, 7, 3, 6, 4, 2, 8)]
     batch = pack(examples)
     assert batch["ids"].shape[1] == 10 and batch["n_real"] == 40
     assert batch["ids"].shape[0] == 4  # 40 tokens in rows of 10: 10 | 8+2 | 7+3 | 6+4
     assert ((batch["doc"] >= 0).sum(1) == 10).all()  # no padding left
-
-
-def test_a_cached_epoch_order_is_the_one_drawn_afresh_and_cannot_be_changed():
-    order = epoch_order(1000, 5, 2)
-    assert np.array_equal(order, np.random.default_rng([5, 2]).permutation(1000))
-    assert epoch_order(1000, 5, 2) is order
-    with pytest.raises(ValueError):
-        order[0] = 1
 
 
 def temperature_like(n=256, seed=0):
@@ -70,7 +68,7 @@ def padded_fraction(batches):
     return 1 - sum(b["n_real"] for b in batches) / sum(b["ids"].numel() for b in batches)
 
 
-def test_packed_steps_all_have_one_shape_and_little_padding():
+def test_packed_steps_have_one_shape_and_little_padding():
     split = temperature_like()
     for world_size in (1, 4):
         shapes, every = set(), []
@@ -89,7 +87,7 @@ def test_packed_steps_all_have_one_shape_and_little_padding():
         assert padded_fraction(every) < (0.05 if world_size == 1 else 0.10)
 
 
-def test_the_step_is_sorted_before_it_is_cut_and_shared_out():
+def test_the_step_is_sorted_before_it_is_cut_and_shared():
     split = temperature_like()
     one = step_batches(split, 3, seed=1, batch_size=64, micro_batch_size=16)
     assert padded_fraction(one) < 0.10  # micro-batches of the shortest 16, the next 16, ...
@@ -101,16 +99,13 @@ def test_the_step_is_sorted_before_it_is_cut_and_shared_out():
     assert max(work) < 1.1 * min(work)
 
 
-def test_a_packed_row_may_be_longer_than_block_size_but_its_samples_not():
+def test_a_packed_sample_longer_than_block_size_is_refused_and_padding_adds_nothing():
     model = tiny(block_size=8, n_layer=1, n_embd=16)
     rng = np.random.default_rng(0)
-    examples = [mlm_mask(rng.integers(3, 12, n), np.ones(n, np.float32), 0.5, rng) for n in (8, 7, 5, 4, 3, 3)]
-    packed = pack(examples, row_length=20)
-    assert packed["ids"].shape[1] == 20 > 8 and torch.isfinite(forward(model, packed)["ce_sum"])
-    too_long = pack(examples + [mlm_mask(np.full(9, 5), np.ones(9, np.float32), 0.5, rng)], row_length=20)
+    examples = [mlm_mask(rng.integers(3, 12, n), np.ones(n, np.float32), 0.5, rng) for n in (8, 7, 5, 9)]
     with pytest.raises(RuntimeError, match="a sample is longer than block_size 8"):
-        forward(model, too_long)
-    sums = forward(model, _rows([[]], (1, 20)))  # a micro-batch of padding only adds nothing
+        forward(model, pack(examples, row_length=20))
+    sums = forward(model, _rows([[]], (1, 20)))  # a micro-batch of padding only
     assert [float(sums[k].detach()) for k in ("ce_sum", "n_tokens", "num_sum", "n_numbers")] == [0.0] * 4
 
 
@@ -125,9 +120,8 @@ def test_prefetched_builds_each_step_once_and_none_past_the_last():
 
 
 @pytest.mark.slow
-def test_without_a_pack_length_packing_chooses_the_shape_that_pads_least():
-    """era5_xval's batch (64, micro-batches of 16): the shape chosen on steps 0-19 packs steps 20-59 under 5%
-    padding, where rows of 4 × block_size, 3 a micro-batch, pad more."""
+def test_packing_chooses_the_shape_that_pads_least():
+    """era5_xval's batch: the shape chosen on steps 0-19 pads steps 20-59 under 5%, less than 4 × block_size."""
     split = temperature_like()
     n, r = choose_packing(split, 64, 16, 1, seed=1, shortest=1798, longest=4 * 1798)
 

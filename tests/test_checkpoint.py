@@ -1,9 +1,9 @@
 """checkpoint.py: a run's folder, its log and checkpoints; damage is one line or a note."""
-
 import json
 import os
 import pathlib
 import pickle
+import shutil
 
 import numpy as np
 import pytest
@@ -14,47 +14,38 @@ from helpers import losses, one_line_error, train
 from checkpoint import RESUME_REFUSES, check_resume, load_checkpoint, run_files
 
 
-def eval_report(out, prefix="eval", splits=("test",)):
-    (out / f"{prefix}.json").write_text(json.dumps({"task": "arithmetic", "splits": {s: {} for s in splits}}))
-    for name in [f"{prefix}.md"] + [f"{prefix}_{s}.png" for s in splits]:
-        (out / name).write_text("")
+@pytest.fixture(scope="module")
+def two_steps(data, tmp_path_factory):
+    out = tmp_path_factory.mktemp("two_steps")
+    train(data, out)
+    return out
 
 
-def test_overwrite_deletes_only_runs_files(data, tmp_path):
-    out = tmp_path / "run"
-    train(data, str(out), "--max_iters=2")
-    eval_report(out)
-    eval_report(out, "eval_first5", ("test", "test_ood"))
-    mine = ["evaluation_notes.md", "eval_notes.md", "eval_ideas.json", "notes.png", "eval.txt"]
-    for name in mine:
-        (out / name).write_text("mine")
-    (out / "eval_ideas.json").write_text('{"ideas": []}')  # not eval.py's
-    wrote = {os.path.basename(p) for p in run_files(str(out))}
-    assert wrote == {"log.jsonl", "ckpt_latest.pt", "ckpt_best.pt", "eval.json", "eval.md",
-                     "eval_test.png", "eval_first5.json", "eval_first5.md", "eval_first5_test.png",
-                     "eval_first5_test_ood.png"}
-    r = train(data, str(out), "--max_iters=1", "--overwrite=True")
-    assert "--overwrite=True removed" in r.stdout
-    left = set(os.listdir(out))
-    assert set(mine) <= left and not left & (wrote - {"log.jsonl", "ckpt_latest.pt", "ckpt_best.pt"})
+def test_the_run_files_are_what_train_and_eval_wrote(tmp_path):
+    for prefix, splits in (("eval", ["test"]), ("eval_first5", ["test", "test_ood"])):  # eval.py's reports
+        (tmp_path / f"{prefix}.json").write_text(json.dumps({"task": "a", "splits": dict.fromkeys(splits, {})}))
+        for name in [f"{prefix}.md"] + [f"{prefix}_{s}.png" for s in splits]:
+            (tmp_path / name).write_text("")
+    mine = ["evaluation_notes.md", "eval_notes.md", "eval_ideas.json", "notes.png", "eval.txt", "ckpt.pt"]
+    for name in mine + ["log.jsonl", "ckpt_latest.pt", "ckpt_best.pt", "ckpt_4.pt"]:
+        (tmp_path / name).write_text('{"ideas": []}')
+    assert {os.path.basename(p) for p in run_files(str(tmp_path))} == {
+        "log.jsonl", "ckpt_latest.pt", "ckpt_best.pt", "ckpt_4.pt", "eval.json", "eval.md", "eval_test.png",
+        "eval_first5.json", "eval_first5.md", "eval_first5_test.png", "eval_first5_test_ood.png"}
 
 
-def test_broken_log_rows_do_not_block_resume(data, tmp_path):
-    out = str(tmp_path / "run")
-    train(data, out, "--max_iters=2")
-    with open(os.path.join(out, "log.jsonl"), "a") as f:
+def test_broken_log_rows_do_not_block_resume(data, two_steps, tmp_path):
+    out = shutil.copytree(two_steps, tmp_path / "run")
+    with open(out / "log.jsonl", "a") as f:
         f.write('{"iter": 1, "loss"\n[1, 2]\n{"loss": 3.0}\n{"iter": "2"}\n')
-    r = train(data, out, "--max_iters=4", "--resume")
-    assert "and 4 broken rows removed" in r.stdout
+    assert "and 4 broken rows removed" in train(data, out, "--max_iters=4", "--resume").stdout
     assert sorted(losses(out)) == [1, 2, 3, 4]
 
 
 def test_a_reused_pids_lock_says_what_to_do(data, tmp_path):
-    out = tmp_path / "run"
-    out.mkdir()
-    (out / "train.lock").write_text("1 none")  # pid 1 is alive, and no train.py run
-    error = one_line_error(train(data, str(out), "--max_iters=1", check=False))
-    assert "pid 1" in error and f"delete {out}/train.lock" in error
+    (tmp_path / "train.lock").write_text("1 none")  # pid 1 is alive, and no train.py run
+    error = one_line_error(train(data, tmp_path, "--max_iters=1", check=False))
+    assert "pid 1" in error and f"delete {tmp_path}/train.lock" in error
 
 
 @pytest.mark.parametrize("edit, says", [
@@ -63,15 +54,13 @@ def test_a_reused_pids_lock_says_what_to_do(data, tmp_path):
     (lambda c: c["model"].update({k: v[:1] for k, v in c["model"].items() if "wte" in k}),
      "weights or optimizer state do not fit"),
 ])
-def test_an_edited_checkpoint_is_refused(data, tmp_path, edit, says):
-    out = str(tmp_path / "run")
-    train(data, out, "--max_iters=2")
-    path = os.path.join(out, "ckpt_latest.pt")
-    c = torch.load(path, weights_only=True)
+def test_an_edited_checkpoint_is_refused(data, two_steps, tmp_path, edit, says):
+    out = shutil.copytree(two_steps, tmp_path / "run")
+    c = torch.load(out / "ckpt_latest.pt", weights_only=True)
     edit(c)
-    torch.save(c, path)
+    torch.save(c, out / "ckpt_latest.pt")
     error = one_line_error(train(data, out, "--max_iters=4", "--resume", check=False))
-    assert error.startswith(f"error: {path}") and says in error, error
+    assert error.startswith(f"error: {out}/ckpt_latest.pt") and says in error, error
 
 
 def test_an_unreadable_checkpoint_is_one_line_naming_it_and_runs_no_code(checkpoint, data, tmp_path):
@@ -86,15 +75,14 @@ def test_an_unreadable_checkpoint_is_one_line_naming_it_and_runs_no_code(checkpo
     (tmp_path / "empty.pt").write_bytes(b"")
     (tmp_path / "random.pt").write_bytes(np.random.default_rng(0).bytes(5000))
     resume = ("--max_iters=4", "--resume")
-    for bad, r in ((tmp_path / "ckpt_latest.pt", train(data, str(tmp_path), *resume, check=False)),
-                   (out / "ckpt_latest.pt", train(data, str(out), *resume, check=False)),
-                   (tmp_path / "empty.pt", run("sample.py", f"--ckpt={tmp_path / 'empty.pt'}", input="(0.5+0.25)=[?]\n",
-                                               check=False)),
-                   (tmp_path / "random.pt", run("eval.py", f"--ckpt={tmp_path / 'random.pt'}", check=False)),
-                   (tmp_path / "ckpt_latest.pt", run("eval.py", f"--ckpt={tmp_path / 'ckpt_latest.pt'}",
-                                                     f"--data_dir={data}", check=False))):
+    for bad, r in ((tmp_path / "ckpt_latest.pt", train(data, tmp_path, *resume, check=False)),
+                   (out / "ckpt_latest.pt", train(data, out, *resume, check=False)),
+                   (tmp_path / "empty.pt", run("sample.py", f"--ckpt={tmp_path}/empty.pt", input="1=[?]\n", check=False)),
+                   (tmp_path / "random.pt", run("eval.py", f"--ckpt={tmp_path}/random.pt", check=False)),
+                   (tmp_path / "ckpt_latest.pt", run("eval.py", f"--ckpt={tmp_path}/ckpt_latest.pt", f"--data_dir={data}",
+                                                     check=False))):
         error = one_line_error(r)
-        assert f"{bad} is not a readable checkpoint" in error and "weights_only" not in error  # never the unsafe advice
+        assert f"{bad} is not a readable checkpoint" in error and "weights_only" not in error  # no unsafe advice
         assert ("could run code" in error or bad.parent != out) and not marker.exists()
 
 
@@ -104,18 +92,15 @@ def test_a_reordered_vocabulary_is_refused(checkpoint, tmp_path):
     torch.save(c, tmp_path / "edited.pt")
     with pytest.raises(SystemExit, match="edited.pt: text_tokens are not the strings it was saved with"):
         load_checkpoint(str(tmp_path / "edited.pt"))
-    del c["vocab_digest"]  # a checkpoint of an earlier version
+    del c["vocab_digest"]  # an earlier version's checkpoint
     torch.save(c, tmp_path / "old.pt")
     assert load_checkpoint(str(tmp_path / "old.pt"))["text_tokens"] == c["text_tokens"]
 
 
-def torchscript(path):
-    torch.jit.script(torch.nn.Linear(2, 2)).save(path)
-
-
-@pytest.mark.parametrize("write", [lambda p: pathlib.Path(p).write_bytes(pickle.dumps({"a": 1}, protocol=4)), torchscript])
+@pytest.mark.parametrize("write", [lambda p: p.write_bytes(pickle.dumps({"a": 1}, protocol=4)),
+                                   lambda p: torch.jit.script(torch.nn.Linear(2, 2)).save(str(p))])
 def test_a_file_torch_warns_about_is_refused_without_the_warning(tmp_path, recwarn, write):
-    write(str(tmp_path / "x.pt"))
+    write(tmp_path / "x.pt")
     recwarn.clear()
     with pytest.raises(SystemExit, match="x.pt is not a readable checkpoint"):
         load_checkpoint(str(tmp_path / "x.pt"))
@@ -123,7 +108,7 @@ def test_a_file_torch_warns_about_is_refused_without_the_warning(tmp_path, recwa
 
 
 @pytest.mark.parametrize("recorded, refused", [
-    ({"meta": "m", "arrays": "a"}, False),  # a checkpoint that records no kind of dataset
+    ({"meta": "m", "arrays": "a"}, False),  # records no kind of dataset
     ({"meta": "m", "arrays": "other", "dataset": ["text"]}, True),
     ({"meta": "other", "arrays": "a", "dataset": ["lookup"]}, True),
 ])
@@ -131,9 +116,9 @@ def test_resume_refuses_changed_data_and_takes_a_fingerprint_without_a_kind(reco
     now = {"meta": "m", "arrays": "a", "dataset": ["text"]}
     config = dict.fromkeys(RESUME_REFUSES["config"], 1) | {"data_dir": "d", "changed_data": False, "max_iters": 4}
     checkpoint = {"model_args": {}, "config": {"data_dir": "d"}, "iter_num": 2, "data_fingerprint": recorded}
-    model_args = dict.fromkeys(RESUME_REFUSES["model_args"])
+    args = (checkpoint, "c.pt", dict.fromkeys(RESUME_REFUSES["model_args"]), config, now)
     if not refused:
-        assert "max_iters" in check_resume(checkpoint, "c.pt", model_args, config, now)
+        assert "max_iters" in check_resume(*args)
         return
-    with pytest.raises(SystemExit, match=r"error: d is not the data c.pt was trained on \(it changed since\);"):
-        check_resume(checkpoint, "c.pt", model_args, config, now)
+    with pytest.raises(SystemExit, match=r"error: d is not the data c.pt was trained on \(it changed since\)"):
+        check_resume(*args)

@@ -1,4 +1,4 @@
-"""What only a GPU can show: FlexAttention against SDPA, bf16 against fp32, a resume on CUDA."""
+"""What only a GPU shows: FlexAttention against SDPA, bf16 against fp32, a resume on CUDA."""
 import numpy as np
 import pytest
 import torch
@@ -23,7 +23,7 @@ def batch(seed, packed, causal, n=6):
 
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("packed", [False, True])
-def test_compiled_flex_attention_equals_sdpa_forward_and_backward(causal, packed):
+def test_compiled_flex_attention_equals_sdpa(causal, packed):
     net, b = model(causal), batch(1, packed, causal)
     net.flex_attention = False
     loss, grads = loss_and_grads(net, b)
@@ -35,7 +35,7 @@ def test_compiled_flex_attention_equals_sdpa_forward_and_backward(causal, packed
 
 
 @pytest.mark.parametrize("k", [0, 2])
-def test_bf16_autocast_loss_is_near_the_fp32_loss_and_the_number_path_stays_fp32(k):
+def test_bf16_loss_is_near_fp32_and_the_number_path_stays_fp32(k):
     net, b = model(k=k), batch(2, False, False)
     fp32 = loss_from(forward(net, b), 1.0)[0]
     with torch.autocast("cuda", dtype=torch.bfloat16):

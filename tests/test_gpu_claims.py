@@ -1,5 +1,4 @@
-"""dev/gpu_claims.py: the dry run goes end to end and a second invocation skips what is finished;
-a command past the time budget is stopped and a stopped training continues with --resume."""
+"""dev/gpu_claims.py: a dry run end to end, a second one skips it all; a stopped command resumes."""
 import os
 import sys
 import time
@@ -12,7 +11,7 @@ import gpu_claims  # noqa: E402
 
 
 def in_process(calls):
-    """A stand-in for gpu_claims.run: notes each script and runs it as the suite runs them."""
+    """gpu_claims.run, noting each script and running it as the suite does."""
     def fake_run(cmd, log_path, deadline):
         calls.append(cmd[1])
         r = run(*cmd[1:], check=False)
@@ -26,7 +25,7 @@ def in_process(calls):
 
 
 def table_rows(path):
-    """{first cell: [cells of each row]} of the body rows of the markdown tables in path."""
+    """{first cell: [cells of each row]} of the markdown tables' body rows."""
     rows = {}
     for line in open(path, encoding="utf-8"):
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
@@ -37,10 +36,10 @@ def table_rows(path):
 
 
 @pytest.mark.slow
-def test_dry_run_writes_a_row_per_encoding_and_a_second_invocation_skips_all(tmp_path, monkeypatch):
+def test_a_dry_run_writes_a_row_per_encoding_and_a_second_skips_all(tmp_path, monkeypatch):
     calls = []
     monkeypatch.setattr(gpu_claims, "run", in_process(calls))
-    monkeypatch.chdir(ROOT)  # main() works from the repository root; the test's folder comes back
+    monkeypatch.chdir(ROOT)
     out = str(tmp_path / "gpu")
     gpu_claims.main(["--dry-run", "--out", out])
     assert calls.count("train.py") == 5 and calls.count("eval.py") == 5
@@ -49,7 +48,6 @@ def test_dry_run_writes_a_row_per_encoding_and_a_second_invocation_skips_all(tmp
     assert sorted(e for e in lookup if not e.startswith("the mean")) == ["fp15", "p10", "xval"]
     for e in ("xval", "p10", "fp15"):
         assert len(lookup[e]) == 1 and lookup[e][0][1] == "4"  # steps done
-    # its n: the samples evaluated
     assert lookup["the mean of the dictionary's values (no key matching)"][0][2] == "4"
     assert sorted(planets) == ["b1999", "xval"] and all(len(planets[e]) == 2 for e in planets)
     assert planets["xval"][0][1] == "4" and planets["xval"][0][3] not in ("—", "")  # xVal's Δt
@@ -66,13 +64,13 @@ def test_dry_run_writes_a_row_per_encoding_and_a_second_invocation_skips_all(tmp
     calls.clear()
     before = os.path.getmtime(os.path.join(out, "lookup_xval", "eval.json"))
     gpu_claims.main(["--dry-run", "--out", out])
-    assert calls == []  # nothing prepared, trained or evaluated again
+    assert calls == []
     assert os.path.getmtime(os.path.join(out, "lookup_xval", "eval.json")) == before
     assert open(readme).read().endswith("Verdict: written by hand.\n")  # never replaced
     assert table_rows(os.path.join(out, "lookup.md")) == lookup
 
 
-def test_a_stopped_training_continues_with_resume_a_finished_one_is_skipped(tmp_path, monkeypatch):
+def test_a_stopped_training_resumes_a_finished_one_is_skipped(tmp_path, monkeypatch):
     calls = []
 
     def stopped(cmd, log_path, deadline):
@@ -84,17 +82,17 @@ def test_a_stopped_training_continues_with_resume_a_finished_one_is_skipped(tmp_
     run_dir = plan.run_dir("lookup", "xval")
     os.makedirs(run_dir)
     for name, flag in (("log.jsonl", "--overwrite=True"), ("ckpt_latest.pt", "--resume")):
-        open(os.path.join(run_dir, name), "w").close()  # stopped before or after a checkpoint
+        open(os.path.join(run_dir, name), "w").close()
         assert not gpu_claims.trained(plan, "lookup", "xval")
         assert calls[-1][-1] == flag
     assert "--overwrite=True" not in calls[-1]
     open(os.path.join(run_dir, "trained"), "w").close()
     assert gpu_claims.trained(plan, "lookup", "xval") and len(calls) == 2
-    plan.start -= 540  # the budget spent: nothing new is started
+    plan.start -= 540  # the budget spent
     assert not gpu_claims.trained(plan, "lookup", "p10") and len(calls) == 2
 
 
-def test_a_command_past_its_deadline_is_stopped_and_a_failing_one_is_an_error(tmp_path):
+def test_a_command_past_its_deadline_is_stopped_a_failing_one_an_error(tmp_path):
     log = str(tmp_path / "x.log")
     t0 = time.time()
     assert not gpu_claims.run(["sh", "-c", "echo started; sleep 60"], log, time.time() + 0.5)
@@ -105,7 +103,7 @@ def test_a_command_past_its_deadline_is_stopped_and_a_failing_one_is_an_error(tm
         gpu_claims.run(["sh", "-c", "exit 3"], log, time.time() + 60)
 
 
-def test_results_of_a_dry_run_are_never_mixed_with_a_gpu_run(tmp_path, monkeypatch, capsys):
+def test_a_dry_run_never_mixes_with_a_gpu_run(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(ROOT)
     with pytest.raises(SystemExit) as usage:
         gpu_claims.main(["--dry-run"])

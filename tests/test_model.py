@@ -4,14 +4,13 @@ import math
 import numpy as np
 import pytest
 import torch
-from helpers import NUM, V, sample, tiny
+from helpers import NUM, V, forward, sample, tiny
 from torch.testing import assert_close
 
 from batching import collate, mlm_mask, pack
 from dataset import MASK_ID
 from model import GPT, IGNORE, GPTConfig, flops_per_token, loss_from
 
-SUMS = ("ce_sum", "num_sum", "n_tokens", "n_numbers")
 CLOSE = {"atol": 1e-5, "rtol": 1e-5}
 
 
@@ -19,36 +18,35 @@ def example(ids, values):
     return ids.numpy(), values.numpy(), ids.numpy(), values.numpy()
 
 
+def outputs(model, b):
+    return model(b["ids"], b["values"], pos=b["pos"], doc=b["doc"])
+
+
 @pytest.mark.parametrize("encoding,causal", [("xval", False), ("xval", True), ("p10", False)])
 def test_padding_does_not_change_the_outputs_at_real_positions(encoding, causal):
     model = tiny(encoding, causal=causal)
     a, b = sample(9, 1), sample(5, 2)
-    batch = collate([example(*a), example(*b)])
-    logits, num = model(batch["ids"], batch["values"], pos=batch["pos"], doc=batch["doc"])
+    logits, num = outputs(model, collate([example(*a), example(*b)]))
     alone_logits, alone_num = model(b[0][None], b[1][None])
     assert_close(logits[1, :5], alone_logits[0], **CLOSE)
     if encoding == "xval":
         assert_close(num[1, :5], alone_num[0], **CLOSE)
 
 
-def test_causal_mode_does_not_look_ahead():
-    model = tiny(causal=True)
+@pytest.mark.parametrize("causal", [True, False])
+def test_only_a_bidirectional_model_looks_ahead(causal):
+    model = tiny(causal=causal)
     ids, values = sample(12)
-    logits, num = model(ids[None], values[None])
-    later = ids.clone()
-    later[8:] = 5
-    logits2, num2 = model(later[None], torch.where(later == NUM, values, 1.0)[None])
-    assert_close(logits[0, :8], logits2[0, :8])
-    assert_close(num[0, :8], num2[0, :8])
-    assert not torch.allclose(logits[0, 8:], logits2[0, 8:])
-
-
-def test_bidirectional_mode_does_look_ahead():
-    model = tiny(causal=False)
-    ids, values = sample(12)
-    values2 = values.clone()
-    values2[9] += 1.0  # position 9 is a number
-    assert not torch.allclose(model(ids[None], values[None])[1][0, :8], model(ids[None], values2[None])[1][0, :8])
+    later, later_values = ids.clone(), values.clone()
+    later[8:] = 5 if causal else ids[8:]
+    later_values[9] += 1.0  # position 9 is a number
+    a, b = model(ids[None], values[None]), model(later[None], torch.where(later == NUM, later_values, 1.0)[None])
+    if causal:
+        assert_close(a[0][0, :8], b[0][0, :8])
+        assert_close(a[1][0, :8], b[1][0, :8])
+        assert not torch.allclose(a[0][0, 8:], b[0][0, 8:])
+    else:
+        assert not torch.allclose(a[1][0, :8], b[1][0, :8])
 
 
 @pytest.mark.parametrize("k", [0, 2])
@@ -60,10 +58,10 @@ def test_xval_output_is_continuous_in_an_input_value(k):
         values[3] = x
         outs.append(model(ids[None], values[None])[1][0, 6].item())
     d1, d2 = outs[1] - outs[0], outs[2] - outs[1]
-    assert abs(d1) < 1e-3 and abs(d1 - d2) < 1e-5 + 0.1 * abs(d1)  # small and locally linear steps
+    assert abs(d1) < 1e-3 and abs(d1 - d2) < 1e-5 + 0.1 * abs(d1)  # small, locally linear steps
 
 
-def test_a_number_embeds_as_its_value_times_the_num_embedding_or_by_paper_equation_1():
+def test_a_number_embeds_as_its_value_times_the_num_embedding_or_by_equation_1():
     model = tiny()
     emb = model.embed(torch.tensor([[NUM, 5]]), torch.tensor([[-2.5, 1.0]]))
     assert_close(emb[0, 0], -2.5 * model.wte.weight[NUM])
@@ -73,16 +71,14 @@ def test_a_number_embeds_as_its_value_times_the_num_embedding_or_by_paper_equati
     assert_close(emb, sum(math.tanh(0.37 * 10.0**i) * model.num_embed[i + 1] for i in (-1, 0, 1)))
 
 
-def test_trunk_init_std_is_inverse_sqrt_of_two_fan_in_layers_and_the_trunk_has_no_biases():
+def test_init_heads_tying_and_biases():
     torch.manual_seed(0)
     model = GPT(GPTConfig(vocab_size=V, num_id=NUM, n_layer=4, n_head=4, n_embd=256, block_size=8))
     mlp = model.blocks[0].mlp
     for weight, fan_in in ((mlp[0].weight, 256), (mlp[2].weight, 1024), (model.blocks[1].attn.qkv.weight, 256)):
         assert weight.std().item() == pytest.approx((2 * fan_in * 4) ** -0.5, rel=0.02)
     assert all(m.bias is None for m in model.blocks.modules() if isinstance(m, (torch.nn.Linear, torch.nn.LayerNorm)))
-
-
-def test_text_encodings_tie_the_token_head_and_xval_has_mlp_heads_only_the_number_head_with_biases():
+    # text encodings tie the token head; xVal's heads are MLPs, only the number head with biases
     model = tiny("fp15")
     assert model.token_head.weight is model.wte.weight
     assert model.num_params() == sum(p.numel() for p in model.parameters())  # counted once
@@ -109,12 +105,9 @@ def test_loss_is_ce_plus_weighted_mse_over_masked_numbers_and_finite_without_the
     assert_close(ce_, ce, **CLOSE)
     assert_close(mse_, mse, **CLOSE)
     assert_close(loss, ce + 2.0 * mse, **CLOSE)
-
-
-def test_nmse_for_multiscale_divides_by_the_squared_target():
+    # multi-scale: NMSE divides by the squared target
     model = tiny(k=1, nmse_eps=1e-3)
-    ids, values = sample(6)
-    targets = torch.full((1, 6), IGNORE)
+    targets = torch.full((1, 12), IGNORE)
     targets[0, 3] = NUM
     sums = model(ids[None], values[None], targets, values[None])
     num = model(ids[None], values[None])[1][0, 3]
@@ -122,7 +115,7 @@ def test_nmse_for_multiscale_divides_by_the_squared_target():
 
 
 def test_mlm_masking_masks_tokens_and_resets_number_values_to_one():
-    ids = 4 + np.arange(2000) % (V - 4)  # text and number tokens, never a special
+    ids = 4 + np.arange(2000) % (V - 4)  # never a special
     values = np.where(ids == NUM, 7.0, 1.0).astype(np.float32)
     inputs, input_values, targets, target_values = mlm_mask(ids, values, 0.2, np.random.default_rng(0))
     masked = inputs == MASK_ID
@@ -146,16 +139,12 @@ def masked_examples(seed):
     return [mlm_mask(*(t.numpy() for t in sample(n, seed=n)), 0.4, rng) for n in (9, 5, 3, 4, 12, 2)]
 
 
-def losses(model, batch, pred=None):
-    return model(batch["ids"], batch["values"], batch["targets"], batch["target_values"], batch["pos"], batch["doc"],
-                 pred)
-
-
 def packed_with_the_sums_of_padded(model, examples, row_length=None, pred=False):
-    """The examples packed in rows, after checking that they give the loss sums of padded rows."""
+    """The examples packed in rows, checked to give the loss sums of padded rows."""
     padded, packed = collate(examples), pack(examples, row_length)
-    sums = [losses(model, batch, batch["pred"] if pred else None) for batch in (padded, packed)]
-    for key in SUMS:
+    sums = [model(*(b[k] for k in ("ids", "values", "targets", "target_values", "pos", "doc")),
+                  b["pred"] if pred else None) for b in (padded, packed)]
+    for key in ("ce_sum", "num_sum", "n_tokens", "n_numbers"):
         assert_close(sums[1][key], sums[0][key], atol=1e-4, rtol=1e-5)
     return packed
 
@@ -166,22 +155,17 @@ def test_packed_rows_give_each_sample_the_outputs_and_loss_it_has_alone(causal):
     examples = masked_examples(seed=0)
     packed = packed_with_the_sums_of_padded(model, examples)
     assert packed["ids"].shape[0] < len(examples)  # several samples share a row
-    # each sample's outputs, found by its ids in its packed row
-    logits, num = model(packed["ids"], packed["values"], pos=packed["pos"], doc=packed["doc"])
+    logits, num = outputs(model, packed)
     rows = packed["ids"].shape
-    for ids, values, _, _ in examples:
+    for ids, values, _, _ in examples:  # found by its ids in its packed row
         alone_logits, alone_num = model(torch.from_numpy(ids)[None], torch.from_numpy(values)[None])
         n = len(ids)
         b, s = next((b, s) for b in range(rows[0]) for s in range(rows[1] - n + 1) if packed["pos"][b, s] == 0
                     and torch.equal(packed["ids"][b, s:s + n], torch.from_numpy(ids)))
         assert_close(logits[b, s:s + n], alone_logits[0], **CLOSE)
         assert_close(num[b, s:s + n], alone_num[0], **CLOSE)
-
-
-@pytest.mark.parametrize("causal", [False, True])
-def test_rows_longer_than_block_size_give_the_losses_of_padded_rows(causal):
-    # 35 tokens in all, block_size 32: one row, longer than block_size
-    packed = packed_with_the_sums_of_padded(tiny(causal=causal), masked_examples(seed=2), row_length=48, pred=True)
+    # 35 tokens, block_size 32: one row longer than block_size
+    packed = packed_with_the_sums_of_padded(model, masked_examples(seed=2), row_length=48, pred=True)
     assert packed["ids"].shape == (1, 35)
 
 
@@ -189,38 +173,32 @@ def test_no_attention_crosses_a_sample_boundary_in_a_packed_row():
     model = tiny()
     batch = pack([example(*sample(6, 1)), example(*sample(5, 2))], row_length=11)
     assert batch["ids"].shape == (1, 11) and batch["pos"][0].tolist() == [0, 1, 2, 3, 4, 5, 0, 1, 2, 3, 4]
-    _, num = model(batch["ids"], batch["values"], pos=batch["pos"], doc=batch["doc"])
-    values = batch["values"].clone()
-    values[0, 6:] *= 3.0  # every number of the second sample
-    _, num2 = model(batch["ids"], values, pos=batch["pos"], doc=batch["doc"])
-    assert_close(num[0, :6], num2[0, :6])  # the first sample does not see it
+    _, num = outputs(model, batch)
+    batch["values"][0, 6:] *= 3.0  # every number of the second sample
+    _, num2 = outputs(model, batch)
+    assert_close(num[0, :6], num2[0, :6])
     assert not torch.allclose(num[0, 6:], num2[0, 6:])
 
 
 @pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:.*flex_attention called without torch.compile")
 @pytest.mark.parametrize("causal", [False, True])
-@torch.no_grad()  # FlexAttention has no backward on CPU: gradients are checked on a GPU only
+@torch.no_grad()  # FlexAttention has no backward on CPU: a GPU checks gradients
 def test_flex_attention_path_equals_the_dense_mask_path(causal):
-    # the CUDA path (FlexAttention's block-sparse kernel) run here unfused: the same losses and
-    # outputs as SDPA with a dense mask, for packed and padded rows
     examples = masked_examples(seed=1)
     model = tiny(causal=causal)
     for batch in (collate(examples), pack(examples)):
         runs = []
         for flex in (False, True):
             model.flex_attention = flex
-            outputs = model(batch["ids"], batch["values"], pos=batch["pos"], doc=batch["doc"])
-            runs.append((losses(model, batch), outputs))
+            runs.append((forward(model, batch), outputs(model, batch)))
         (dense, dense_out), (flex, flex_out) = runs
         for key in ("ce_sum", "num_sum"):
             assert_close(flex[key], dense[key], atol=1e-4, rtol=1e-5)
-        real = batch["doc"] >= 0  # padding positions attend only to padding: not compared
+        real = batch["doc"] >= 0  # padding attends only to padding: not compared
         for a, b in zip(flex_out, dense_out):
             assert_close(a[real], b[real], **CLOSE)
 
-
-# ---------------------------------------------------------------- causal models are evaluated by generation
 
 @pytest.mark.parametrize("encoding", ["xval", "p10"])
 def test_a_causal_model_fills_in_by_generating_each_number_from_the_text_before_it(encoding):
@@ -233,7 +211,7 @@ def test_a_causal_model_fills_in_by_generating_each_number_from_the_text_before_
     ids, values, _ = encode("(0.5+0.25)=0.75", vocab)
     ask = np.arange(len(ids)) >= len(ids) - len(encode("0.75", vocab)[0])  # the answer's tokens
     (predicted,), counts, _ = fill_in(model, vocab, [(ids, values, ask)])
-    # by hand: greedy tokens from the prompt, the number head at the last position of the prompt
+    # by hand: greedy tokens from the prompt, the number head at the prompt's last position
     prompt = int(np.flatnonzero(ask)[0])
     x, v = torch.tensor(ids[None, :prompt]), torch.tensor(values[None, :prompt])
     with torch.no_grad():
@@ -249,6 +227,6 @@ def test_a_causal_model_fills_in_by_generating_each_number_from_the_text_before_
     assert counts["numbers"] == 1
     assert predicted == [pytest.approx(expected, rel=1e-5, nan_ok=True)]
     assert counts["invalid"] == (encoding != "xval" and math.isnan(expected))
-    # the true answer is never seen: changing it changes nothing
+    # the true answer is never seen
     other_ids, other_values, _ = encode("(0.5+0.25)=9.99", vocab)
     assert fill_in(model, vocab, [(other_ids, other_values, ask)])[0] == [predicted] or math.isnan(predicted[0])

@@ -18,16 +18,16 @@ def longest(data):
     return max(int(Split(data, split, "xval").lengths.max()) for split in ("train", "val"))
 
 
-def test_samples_longer_than_the_context_are_refused_and_a_causal_one_of_block_size_fits(data, tmp_path):
+def test_a_sample_longer_than_the_context_is_refused(data, tmp_path):
     assert "block_size is 4" in one_line_error(train(data, tmp_path, "--block_size=4", check=False))
     error = one_line_error(train(data, tmp_path, "--packing=True", "--pack_length=160", check=False))
     assert "pack_length 160 > 4 × block_size 32" in error
-    # AR appends [EOS] and shifts by one: n tokens are n inputs
+    # a causal one of block_size fits: AR appends [EOS] and shifts by one
     train(data, tmp_path, f"--block_size={longest(data)}", "--causal=True", "--max_iters=1")
 
 
 @pytest.mark.parametrize("config", PAPER_CONFIGS)
-def test_the_paper_configs_fit_1_2_4_8_and_16_processes(config):
+def test_the_paper_configs_fit_1_to_16_processes(config):
     train_py = os.path.join(ROOT, "train.py")
     cfg = configure(defaults(train_py), train_py, [os.path.join(ROOT, "config", config)])
     for world in (1, 2, 4, 8, 16):
@@ -49,7 +49,7 @@ def test_the_largest_micro_batch_that_fits_is_taken_and_said_else_an_error():
             preflight.fit_micro_batch(batch, micro, world)
 
 
-def test_attention_memory_is_checked_on_the_packed_rows_actually_used(data, tmp_path, monkeypatch):
+def test_attention_memory_is_checked_on_the_rows_used(data, tmp_path, monkeypatch):
     checked = []
     real = preflight.check_attention_memory
     monkeypatch.setattr(preflight, "check_attention_memory", lambda shapes, *a: checked.extend(shapes) or real(shapes, *a))
@@ -58,16 +58,16 @@ def test_attention_memory_is_checked_on_the_packed_rows_actually_used(data, tmp_
     length, rows = choose_packing(split, 64, 64, 1, 1337, n, 4 * n)
     first = step_batches(split, 0, 1337, 64, 64, packing=True, pack_length=length, pack_rows=rows)
     assert {tuple(b["ids"].shape) for b in first} == {(rows, length)}
-    assert (rows, length) in checked and (64, n) in checked and length > n  # the packed rows, validation's padded
+    assert (rows, length) in checked and (64, n) in checked and length > n  # packed, and validation's padded
 
 
-def test_a_context_too_long_for_the_machine_is_refused_before_anything_is_allocated(data, tmp_path):
+def test_a_context_too_long_for_the_machine_is_refused_first(data, tmp_path):
     error = one_line_error(train(data, tmp_path, "--block_size=2000000", check=False))
     assert "a context of 2,000,000 tokens needs" in error and "GiB" in error and "--window" in error
 
 
 @pytest.mark.slow
-def test_compile_is_honoured_on_the_cpu_and_gives_the_eager_losses(data, tmp_path):
+def test_compile_on_the_cpu_gives_the_eager_losses(data, tmp_path):
     train(data, tmp_path / "eager", "--n_layer=1")
     assert "compile=True" in train(data, tmp_path / "compiled", "--n_layer=1", "--compile=True").stdout
     a, b = losses(tmp_path / "eager"), losses(tmp_path / "compiled")

@@ -15,7 +15,7 @@ def test_mfu_uses_the_peak_of_the_board_in_hand(name, peak):
     assert peak_flops(name) == peak
 
 
-def test_block_size_from_the_data_progress_and_what_to_run_next(data, tmp_path):
+def test_block_size_from_the_data_progress_and_what_next(data, tmp_path):
     longest = max(int(Split(data, split, "xval").lengths.max()) for split in ("train", "val"))
     r = train(data, tmp_path, "--block_size=0", "--max_iters=4", "--log_interval=2", "--eval_interval=4")
     assert f"block_size {longest} (the longest sample)" in r.stdout
@@ -26,7 +26,7 @@ def test_block_size_from_the_data_progress_and_what_to_run_next(data, tmp_path):
     assert f"python sample.py --ckpt={tmp_path}/ckpt_best.pt --input={data}/test.txt --mask_last" in r.stdout
 
 
-def test_the_batch_line_under_packing_says_what_happens(data, tmp_path):
+def test_the_batch_line_under_packing(data, tmp_path):
     r = train(data, tmp_path, "--packing=True", "--pack_length=40", "--batch_size=64", "--micro_batch_size=16",
               "--max_iters=1")
     line = next(line for line in r.stdout.splitlines() if line.startswith("batch:"))
@@ -36,7 +36,7 @@ def test_the_batch_line_under_packing_says_what_happens(data, tmp_path):
 
 
 def test_a_run_that_would_take_days_on_a_cpu_says_so(data, tmp_path):
-    with diverging_after(2):  # a NaN loss at step 3 ends the run
+    with diverging_after(2):  # NaN at step 3 ends it
         r = train(data, tmp_path, "--max_iters=100000000", "--eval_interval=1000", "--log_interval=1", check=False)
     warnings = [line for line in r.stdout.splitlines() if line.startswith("warning:")]
     assert len(warnings) == 1 and "days on the CPU" in warnings[0] and "config/own_small.py" in warnings[0], r.stdout

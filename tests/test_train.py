@@ -5,6 +5,7 @@ import errno
 import gc
 import json
 import os
+import pathlib
 import re
 import shutil
 import signal
@@ -17,16 +18,30 @@ import warnings
 import numpy as np
 import pytest
 import torch
-from conftest import ROOT, run
+from conftest import ROOT, read, run
 from helpers import diverging_after, losses, one_line_error, resumed_losses_match, tiny, train, train_args
 
 from dataset import Split
 
-SOURCE = open(os.path.join(ROOT, "train.py"), encoding="utf-8").read()
+
+@pytest.fixture(scope="module")
+def two_steps(data, tmp_path_factory):
+    """A tiny run of two steps, for tests to copy."""
+    out = tmp_path_factory.mktemp("two_steps")
+    train(data, out)
+    return out
 
 
-def test_the_loop_is_80_lines_at_most_each_phase_under_a_heading():
-    lines = SOURCE.splitlines()
+def refused(data_dir, out, *args):
+    return one_line_error(train(data_dir, out, *args, check=False))
+
+
+def iter_num(path):
+    return torch.load(path, weights_only=True)["iter_num"]
+
+
+def test_the_loop_reads_as_nanogpts():
+    lines = read("train.py").splitlines()
     start = lines.index("while True:")
     end = next(i for i in range(start + 1, len(lines)) if lines[i] and not lines[i].startswith(" "))
     loop = "\n".join(lines[start:end]).rstrip()
@@ -34,10 +49,7 @@ def test_the_loop_is_80_lines_at_most_each_phase_under_a_heading():
     phases = [loop.index("# " + h) for h in ("determine and set the learning rate", "evaluate", "forward and backward",
                                             "clip the gradient", "timing and logging", "step the optimizer")]
     assert phases == sorted(phases)
-
-
-def test_no_tuple_of_six_no_dict_keyed_by_a_sentence_no_open_outside_a_with():
-    nodes = list(ast.walk(ast.parse(SOURCE)))
+    nodes = list(ast.walk(ast.parse(read("train.py"))))
     targets = [len(t.elts) for n in nodes if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Tuple)]
     assert max(targets, default=0) <= 5
     keys = [k.value for n in nodes if isinstance(n, ast.Dict) for k in n.keys if isinstance(k, ast.Constant)]
@@ -50,7 +62,7 @@ def test_no_tuple_of_six_no_dict_keyed_by_a_sentence_no_open_outside_a_with():
 
 @pytest.mark.parametrize("encoding,steps", [("xval", 30), ("p10", 60)])
 def test_a_tiny_model_learns(data, tmp_path, encoding, steps):
-    k = ["--k=4"] if encoding == "xval" else []  # the trees' answers reach 1e4: multi-scale xVal
+    k = ["--k=4"] if encoding == "xval" else []  # answers reach 1e4: multi-scale xVal
     train(data, tmp_path, f"--encoding={encoding}", *k, f"--max_iters={steps}", f"--eval_interval={steps}",
           "--batch_size=16", "--micro_batch_size=16", "--learning_rate=3e-3", "--min_lr=3e-4")
     loss = losses(tmp_path)
@@ -63,7 +75,7 @@ def test_resume_continues_exactly(data, tmp_path):
 
 
 def test_packing_gives_the_losses_of_padding(tmp_path):
-    data = str(tmp_path / "lookup")  # 2-6 entries: samples of different lengths
+    data = str(tmp_path / "lookup")
     run("prepare/lookup.py", "--size=tiny", "--out", data, "--workers=1")
     run("tokenize_numbers.py", data, "--encoding=p10", "--workers=1")
     flags = ["--block_size=64", "--batch_size=16", "--micro_batch_size=16", "--max_iters=3", "--eval_interval=100",
@@ -76,9 +88,8 @@ def test_packing_gives_the_losses_of_padding(tmp_path):
     assert all(b[i] == pytest.approx(a[i], rel=1e-5) for i in (1, 2, 3))
 
 
-def test_sample_fills_in_marked_numbers_and_a_causal_model_generates(data, tmp_path):
-    train(data, tmp_path, "--max_iters=5", "--eval_interval=5")
-    ckpt = f"--ckpt={tmp_path}/ckpt_best.pt"
+def test_sample_fills_in_and_a_causal_model_generates(data, two_steps, tmp_path):
+    ckpt = f"--ckpt={two_steps}/ckpt_best.pt"
     lines = run("sample.py", ckpt, input="(0.5+0.25)=[?]\n([?]*0.1)=0.05\n").stdout.splitlines()
     assert lines[0].startswith("(0.5+0.25)=") and "[?]" not in lines[0]
     assert lines[1].endswith("*0.1)=0.05") and "[?]" not in lines[1] and "2 numbers predicted" in lines[-1]
@@ -86,28 +97,37 @@ def test_sample_fills_in_marked_numbers_and_a_causal_model_generates(data, tmp_p
     assert "50 numbers predicted" in r.stdout and r.stdout.count("(true: ") == 2
     assert "python eval.py --ckpt=" in r.stdout
     r = run("sample.py", ckpt, input="(0.5+0.25)=[?]\n\n(a+0.25)=[?]\n", check=False)
-    assert r.returncode != 0 and "stdin:3" in r.stderr and "'a'" in r.stderr  # blank lines still count
-    train(data, tmp_path / "causal", "--max_iters=3", "--eval_interval=3", "--causal=True")
-    r = run("sample.py", f"--ckpt={tmp_path}/causal/ckpt_best.pt", "--max_new_tokens=5", input="(0.5+0.25)=\n")
+    assert r.returncode != 0 and "stdin:3" in r.stderr and "'a'" in r.stderr
+    train(data, tmp_path, "--max_iters=3", "--eval_interval=3", "--causal=True")
+    r = run("sample.py", f"--ckpt={tmp_path}/ckpt_best.pt", "--max_new_tokens=5", input="(0.5+0.25)=\n")
     assert r.stdout.startswith("(0.5+0.25)=")
 
 
 @pytest.mark.parametrize("args,message", [
-    (["--learning_rat=1e-3"], "unknown flag --learning_rat"),
-    (["--max_iters=ten"], "max_iters expects int"),
-    (["--compile=1"], "compile expects 'auto', True or False"),
-    (["--packing=1"], "packing expects bool"),
-    (["--n_layer"], "--n_layer needs a value"),
-    (["missing_config.py"], "config file missing_config.py not found"),
-    (["BAD"], "bad.py: unknown config key 'learnin_rate'"),
+    ("--learning_rat=1e-3", "unknown flag --learning_rat"),
+    ("--max_iters=ten", "max_iters expects int"),
+    ("--compile=1", "compile expects 'auto', True or False"),
+    ("--packing=1", "packing expects bool"),
+    ("--n_layer", "--n_layer needs a value"),
+    ("--n_layer=0", "n_layer = 0"),
+    ("--max_iters 5", "error: '5' after --max_iters: write --max_iters=5"),
+    ("--resume nope.py", "config file nope.py: No such file"),  # a boolean flag takes no value
+    ("T/bad.py", "bad.py: unknown config key 'learnin_rate'"),
+    ("--out_dir=", "--out_dir is empty"),
+    ("--out_dir=T/a_file/out", "cannot write to out_dir T/a_file/out"),
+    ("--out_dir=T/a_file", "cannot write to out_dir T/a_file: it is a file, not a folder"),
+    pytest.param("--device=cuda", "--device=cuda, but torch finds 0 CUDA",
+                 marks=pytest.mark.skipif(torch.cuda.is_available(), reason="a CUDA device is here")),
 ])
-def test_bad_settings_are_clear_errors(args, message, tmp_path):
+def test_a_bad_setting_is_one_line_before_the_data_loads(args, message, tmp_path):
     (tmp_path / "bad.py").write_text("n_layer = 2\nlearnin_rate = 1e-3\n")
-    r = run("train.py", *[a.replace("BAD", str(tmp_path / "bad.py")) for a in args], check=False)
-    assert r.returncode != 0 and message in r.stderr
+    (tmp_path / "a_file").write_text("")
+    args = [f"--out_dir={tmp_path}/out", *args.replace("T/", f"{tmp_path}/").split()]
+    error = one_line_error(run("train.py", *args, f"--data_dir={tmp_path}/no_data", check=False))
+    assert message.replace("T/", f"{tmp_path}/") in error
 
 
-def test_help_lists_every_setting_with_its_default():
+def test_help_lists_the_settings():
     r = run("train.py", "--help")
     assert "--learning_rate" in r.stdout and "0.0002" in r.stdout and "--mlm_probability" in r.stdout
 
@@ -120,16 +140,16 @@ def test_each_script_starts_as_its_own_process(script):
 
 
 @pytest.mark.parametrize("device", ["cpu", "cuda"])
-def test_matmuls_stay_float32_and_the_number_head_matches_float64(data, tmp_path, device):
-    """TF32 would round the number path's matmuls to a 10-bit mantissa (~1e-3 relative)."""
+def test_matmuls_stay_float32(data, tmp_path, device):
+    """TF32 would round the number path's matmuls to ~1e-3."""
     if device == "cuda" and not torch.cuda.is_available():
         pytest.skip("needs a CUDA device")
-    torch.set_float32_matmul_precision("high")  # what TF32 on means; train.py must undo it
+    torch.set_float32_matmul_precision("high")  # TF32 on: train.py must undo it
     train(data, tmp_path, f"--device={device}", "--max_iters=1")
     assert torch.get_float32_matmul_precision() == "highest" and not torch.backends.cuda.matmul.allow_tf32
     net = tiny(block_size=16, n_layer=1, n_embd=256).to(device)
     h = torch.randn(64, 256, device=device)
-    with torch.autocast(device, dtype=torch.bfloat16):  # as train.py runs it on a GPU
+    with torch.autocast(device, dtype=torch.bfloat16):
         num = net.heads(h)[1]
     exact = copy.deepcopy(net.num_head).double().cpu()(h.double().cpu()).squeeze(-1)
     assert num.dtype == torch.float32
@@ -137,7 +157,7 @@ def test_matmuls_stay_float32_and_the_number_head_matches_float64(data, tmp_path
 
 
 def host_reads(data, out, steps, log_interval):
-    """How often train.py's main thread reads a device value on the host (each read waits for the device)."""
+    """How often train.py's main thread reads a device value on the host."""
     names = ("tolist", "item", "__bool__", "__int__", "__float__", "numpy")
     reads, originals = [], {name: getattr(torch.Tensor, name) for name in names}
 
@@ -158,108 +178,106 @@ def host_reads(data, out, steps, log_interval):
     return len(reads)
 
 
-def test_the_host_waits_for_the_device_once_a_logged_step(data, tmp_path):
-    quiet = [host_reads(data, tmp_path / f"q{steps}", steps, 100) for steps in (4, 8)]  # logs only the last step
+def test_the_host_waits_once_a_logged_step(data, tmp_path):
+    quiet = [host_reads(data, tmp_path / f"q{steps}", steps, 100) for steps in (4, 8)]  # logs the last step
     logged = [host_reads(data, tmp_path / f"l{steps}", steps, 2) for steps in (4, 8)]
     assert quiet[1] - quiet[0] == 0 and logged[1] - logged[0] == 2, (quiet, logged)
 
 
 @pytest.mark.slow
-def test_an_error_releases_the_lock_but_a_torchrun_worker_keeps_it(tmp_path):
-    for env in (None, {**os.environ, "TORCHELASTIC_RUN_ID": "launch-a"}):  # one process; a worker torchrun may restart
+def test_an_error_releases_the_lock_but_a_worker_keeps_it(tmp_path):
+    for env in (None, {**os.environ, "TORCHELASTIC_RUN_ID": "launch-a"}):  # a worker torchrun may restart
         r = run("train.py", f"--data_dir={tmp_path / 'missing'}", f"--out_dir={tmp_path}", env=env, check=False,
                 process=True)
         assert r.returncode != 0 and "missing is not a directory" in r.stderr
-        assert os.path.exists(tmp_path / "train.lock") == (env is not None)  # a restart reads the launch in it
+        assert os.path.exists(tmp_path / "train.lock") == (env is not None)
 
 
-def test_a_run_is_replaced_only_with_overwrite_and_when_no_other_holds_it(data, tmp_path):
-    train(data, tmp_path)
-    assert not os.path.exists(tmp_path / "train.lock")  # released at the end
-    before, log = (tmp_path / "ckpt_best.pt").read_bytes(), (tmp_path / "log.jsonl").read_text()
-    error = one_line_error(train(data, tmp_path, check=False))
+def test_a_run_is_replaced_only_with_overwrite_and_unlocked(data, two_steps, tmp_path):
+    assert not os.path.exists(two_steps / "train.lock")
+    out = shutil.copytree(two_steps, tmp_path / "run")
+    before, log = (out / "ckpt_best.pt").read_bytes(), (out / "log.jsonl").read_text()
+    error = refused(data, out)
     assert "--resume" in error and "--overwrite=True" in error and "ckpt_best.pt" in error
-    other = subprocess.Popen(["sleep", "60"])  # a run still writing out_dir
+    other = subprocess.Popen(["sleep", "60"])
     try:
-        (tmp_path / "train.lock").write_text(str(other.pid))
-        error = one_line_error(train(data, tmp_path, "--overwrite=True", check=False))
+        (out / "train.lock").write_text(str(other.pid))
+        error = refused(data, out, "--overwrite=True")
         assert f"in use by another train.py run (pid {other.pid}); wait for it to end" in error
     finally:
         other.kill()
         other.wait()
-    assert (tmp_path / "ckpt_best.pt").read_bytes() == before and (tmp_path / "log.jsonl").read_text() == log
-    # the lock of an ended process is taken over; afresh, nothing of the first run is left
-    train(data, tmp_path, "--max_iters=1", "--overwrite=True")
-    assert sorted(losses(tmp_path)) == [1]
-    assert torch.load(tmp_path / "ckpt_best.pt", weights_only=False)["iter_num"] == 1
+    assert (out / "ckpt_best.pt").read_bytes() == before and (out / "log.jsonl").read_text() == log
+    train(data, out, "--max_iters=1", "--overwrite=True")
+    assert sorted(losses(out)) == [1] and iter_num(out / "ckpt_best.pt") == 1
 
 
-def test_a_non_finite_loss_stops_before_a_checkpoint_and_the_last_resumes(own_data, tmp_path):
+def test_a_non_finite_loss_or_value_stops_the_run(own_data, tmp_path):
     train(own_data, tmp_path)
     good = (tmp_path / "ckpt_latest.pt").read_bytes()
     path = os.path.join(own_data, "xval", "train.values.npy")
     values = np.load(path)
-    np.save(path, np.where(values != 1, values * 2, values))  # other numbers
-    error = one_line_error(train(own_data, tmp_path, "--max_iters=4", "--resume", check=False))
+    np.save(path, np.where(values != 1, values * 2, values))
+    error = refused(own_data, tmp_path, "--max_iters=4", "--resume")
     assert "is not the data" in error and "--changed_data=True" in error
     flags = ["--max_iters=6", "--log_interval=4", "--eval_interval=6", "--resume", "--changed_data=True"]
-    with diverging_after(1):  # step 3 of the run: its weights are NaN, step 4 is checked
-        error = one_line_error(train(own_data, tmp_path, *flags, check=False))
+    with diverging_after(1):  # step 3 leaves NaN weights, step 4 is checked
+        error = refused(own_data, tmp_path, *flags)
     assert error.startswith("error: step 4: non-finite training loss") and "since the last check nan" in error, error
     assert "ckpt_latest.pt is untouched" in error and max(losses(tmp_path)) == 2
     np.save(path, values)
-    with diverging_after(2):  # step 4's training loss is checked before its optimizer step leaves NaN
-        error = one_line_error(train(own_data, tmp_path, "--max_iters=4", "--resume", check=False))
+    with diverging_after(2):  # step 4's loss is checked before its optimizer step leaves NaN
+        error = refused(own_data, tmp_path, "--max_iters=4", "--resume")
     assert error.startswith("error: step 4: non-finite validation loss")
     assert (tmp_path / "ckpt_latest.pt").read_bytes() == good
     r = train(own_data, tmp_path, "--max_iters=4", "--resume")
     assert "resuming at step 2" in r.stdout and sorted(losses(tmp_path)) == [1, 2, 3, 4]
+    values[Split(own_data, "train", "xval").offsets[7]] = np.inf
+    np.save(path, values)
+    error = refused(own_data, tmp_path / "inf", "--max_iters=60", "--eval_interval=100")
+    assert "train.values.npy: sample 7 (line 8 of train.txt) holds a non-finite number" in error
 
 
-def test_huge_finite_gradient_norms_are_no_non_finite_loss(data, tmp_path, monkeypatch):
-    # four norms of 3e38 sum past float32's largest: the check counts non-finite values instead
+def test_huge_finite_gradient_norms_are_finite(data, tmp_path, monkeypatch):
+    # four norms of 3e38 sum past float32's largest
     monkeypatch.setattr(torch.nn.utils, "clip_grad_norm_", lambda *args: torch.tensor(3e38))
     train(data, tmp_path, "--max_iters=4", "--log_interval=4", "--eval_interval=4")
     assert sorted(losses(tmp_path)) == [4]
 
 
-def test_a_non_finite_value_in_the_arrays_is_refused_naming_the_sample(own_data, tmp_path):
-    path = os.path.join(own_data, "xval", "train.values.npy")
-    values = np.load(path)
-    values[Split(own_data, "train", "xval").offsets[7]] = np.inf  # the first token of sample 7
-    np.save(path, values)
-    error = one_line_error(train(own_data, tmp_path, "--max_iters=60", "--eval_interval=100", check=False))
-    assert "train.values.npy: sample 7 (line 8 of train.txt) holds a non-finite number" in error
-
-
-def test_resume_cuts_the_log_back_to_the_checkpoint(data, tmp_path):
-    straight, resumed = tmp_path / "straight", tmp_path / "resumed"
-    train(data, straight, "--max_iters=4")
-    train(data, resumed)
-    later = [line for line in open(straight / "log.jsonl") if json.loads(line)["iter"] == 3]
-    with open(resumed / "log.jsonl", "a") as f:  # what a run killed after step 3 leaves behind
-        f.writelines(later)
-    train(data, resumed, "--max_iters=4", "--resume")
+def test_resume_cuts_the_log_back_and_no_file_is_left_open(data, two_steps, tmp_path):
+    straight, resumed = tmp_path / "straight", shutil.copytree(two_steps, tmp_path / "resumed")
+    gc.collect()  # what earlier tests left is theirs
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResourceWarning)
+        train(data, straight, "--max_iters=4")
+        lines = (straight / "log.jsonl").read_text().splitlines(keepends=True)
+        later = [line for line in lines if json.loads(line)["iter"] == 3]
+        with open(resumed / "log.jsonl", "a") as f:
+            f.writelines(later)
+        train(data, resumed, "--max_iters=4", "--resume")
+        gc.collect()
+    unclosed = [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)
+                and re.search(r"(meta\.json|log\.jsonl|train\.lock|\.pt)'", str(w.message))]
+    assert not unclosed, unclosed
 
     def rows(out):
         with open(out / "log.jsonl") as f:
             return [(r["iter"], "loss" in r) for r in map(json.loads, f)]
-    assert rows(resumed) == rows(straight)  # each step once, in order
+    assert rows(resumed) == rows(straight)
     a, b = losses(straight), losses(resumed)
     assert all(b[i] == pytest.approx(a[i], rel=1e-6) for i in a)
 
 
-def test_resume_writes_no_file_through_a_symlink_at_its_name(data, tmp_path):
-    out, elsewhere = tmp_path / "out", tmp_path / "elsewhere"
-    train(data, out)
+def test_resume_writes_through_no_symlink(data, two_steps, tmp_path):
+    out, elsewhere = shutil.copytree(two_steps, tmp_path / "out"), tmp_path / "elsewhere"
     elsewhere.mkdir()
     shutil.move(out / "log.jsonl", elsewhere / "log.jsonl")
     os.symlink(elsewhere / "log.jsonl", out / "log.jsonl")
     log = (elsewhere / "log.jsonl").read_text()
-    error = one_line_error(train(data, out, "--max_iters=4", "--resume", check=False))
+    error = refused(data, out, "--max_iters=4", "--resume")
     assert "log.jsonl is a symbolic link" in error and (elsewhere / "log.jsonl").read_text() == log
     os.remove(out / "log.jsonl")
-    # a checkpoint at a link's name replaces the link, never the file it points to
     shutil.move(out / "ckpt_latest.pt", elsewhere / "ckpt_latest.pt")
     os.symlink(elsewhere / "ckpt_latest.pt", out / "ckpt_latest.pt")
     (elsewhere / "user.pt").write_text("a user's file")
@@ -269,104 +287,76 @@ def test_resume_writes_no_file_through_a_symlink_at_its_name(data, tmp_path):
     train(data, out, "--max_iters=4", "--resume", "--keep_every=2")
     assert not any(os.path.islink(out / name) for name in ("ckpt_latest.pt", "ckpt_4.pt", "log.jsonl", "train.lock"))
     assert (elsewhere / "ckpt_latest.pt").read_bytes() == before and (elsewhere / "user.pt").read_text() == "a user's file"
-    assert torch.load(out / "ckpt_4.pt", weights_only=True)["iter_num"] == 4
+    assert iter_num(out / "ckpt_4.pt") == 4
 
 
-def test_resume_refuses_what_cannot_continue_and_says_what_it_applies(data, tmp_path):
-    train(data, tmp_path, "--max_iters=4", "--min_lr=1e-4")  # a decaying learning rate
+def test_resume_refuses_or_says_what_changed(data, tmp_path):
+    train(data, tmp_path, "--max_iters=4", "--min_lr=1e-4")
     for was, now in (("batch_size=8", "4"), ("seed=1337", "7"), ("mlm_probability=0.2", "0.3"), ("block_size=32", "64")):
-        flag = f"--{was.split('=')[0]}={now}"
-        error = one_line_error(train(data, tmp_path, flag, "--max_iters=8", "--resume", check=False))
+        error = refused(data, tmp_path, f"--{was.split('=')[0]}={now}", "--max_iters=8", "--resume")
         assert f"trained with {was}, not {now}" in error, error
-    error = one_line_error(train(data, tmp_path, "--resume", "--max_iters=2", check=False))
-    assert "--max_iters=2 is below the 4 steps" in error
-    r = train(data, tmp_path, "--resume", "--max_iters=4")
-    assert "has done all 4 steps; nothing to train" in r.stdout
+    assert "--max_iters=2 is below the 4 steps" in refused(data, tmp_path, "--resume", "--max_iters=2")
+    assert "has done all 4 steps; nothing to train" in train(data, tmp_path, "--resume", "--max_iters=4").stdout
     r = train(data, tmp_path, "--resume", "--max_iters=8", "--min_lr=1e-4", "--dropout=0.5")
     assert "resume: changed settings applied: " in r.stdout and "dropout 0.0 → 0.5" in r.stdout
     assert torch.load(tmp_path / "ckpt_latest.pt", weights_only=True)["model_args"]["dropout"] == 0.5
-    # step 4 of 4 is the end of the cosine (min_lr); of 8 its middle: (1e-3 + 1e-4) / 2
+    # step 4 of 4 ends the cosine (min_lr); of 8 it is its middle: (1e-3 + 1e-4) / 2
     assert "max_iters 4 → 8" in r.stdout and "at step 4 was 1.00e-04, now 5.50e-04" in r.stdout
     assert losses(tmp_path, "lr")[5] == pytest.approx(5.5e-4)
 
 
-def test_an_unwritable_checkpoint_is_one_line_naming_the_disk_when_full(data, tmp_path, monkeypatch):
-    train(data, tmp_path)
-    good = (tmp_path / "ckpt_latest.pt").read_bytes()
+def test_an_unwritable_checkpoint_is_one_line(data, two_steps, tmp_path, monkeypatch):
+    out = shutil.copytree(two_steps, tmp_path / "run")
+    good = (out / "ckpt_latest.pt").read_bytes()
 
     def full(obj, f, *args, **kwargs):
         with open(f, "wb") as partial:
             partial.write(b"PK" * 1000)
         raise OSError(errno.ENOSPC, "No space left on device")
     monkeypatch.setattr(torch, "save", full)
-    error = one_line_error(train(data, tmp_path, "--resume", "--max_iters=4", check=False))
+    error = refused(data, out, "--resume", "--max_iters=4")
     assert "No space left on device" in error and "disk space" in error and "ckpt_latest.pt" in error
-    assert (tmp_path / "ckpt_latest.pt").read_bytes() == good and not [f for f in os.listdir(tmp_path) if ".tmp" in f]
+    assert (out / "ckpt_latest.pt").read_bytes() == good and not [f for f in os.listdir(out) if ".tmp" in f]
 
-    def refused(obj, path, *args, **kwargs):  # an out_dir made read-only during the run
+    def denied(obj, path, *args, **kwargs):
         raise PermissionError(13, "Permission denied", str(path))
-    monkeypatch.setattr(torch, "save", refused)
-    error = one_line_error(train(data, tmp_path / "other", check=False))
+    monkeypatch.setattr(torch, "save", denied)
+    error = refused(data, tmp_path / "other")
     assert "Permission denied" in error and "disk" not in error
 
 
-def test_a_missing_device_or_unusable_out_dir_fails_before_the_data_loads(tmp_path):
-    missing = f"--data_dir={tmp_path / 'no_such_data'}"  # an error about the data would mean it was read first
-    if not torch.cuda.is_available():
-        error = one_line_error(run("train.py", "--device=cuda", missing, f"--out_dir={tmp_path}", check=False))
-        assert "--device=cuda" in error and "CUDA" in error
-    assert "--out_dir is empty" in one_line_error(run("train.py", "--out_dir=", missing, check=False))
-    (tmp_path / "a_file").write_text("")
-    for out, why in ((tmp_path / "a_file" / "out", ""), (tmp_path / "a_file", ": it is a file, not a folder")):
-        error = one_line_error(run("train.py", f"--out_dir={out}", missing, check=False))
-        assert f"cannot write to out_dir {out}{why}" in error
-
-
-def test_keep_every_and_leftovers_and_an_earlier_run_removed_and_named(data, tmp_path):
+def test_keep_every_leftovers_and_overwrite(data, tmp_path):
     train(data, tmp_path, "--keep_every=2")
-    leftover = tmp_path / "ckpt_latest.tmp.pt"  # a checkpoint cut short by a kill
+    leftover = tmp_path / "ckpt_latest.tmp.pt"
     leftover.write_bytes(b"\0" * 100_000)
     r = train(data, tmp_path, "--resume", "--max_iters=6", "--eval_interval=6", "--keep_every=2")
     assert f"removed {leftover}" in r.stdout and not os.path.exists(leftover)
     kept = sorted(f for f in os.listdir(tmp_path) if re.fullmatch(r"ckpt_\d+\.pt", f))
-    assert kept == ["ckpt_2.pt", "ckpt_4.pt", "ckpt_6.pt"]
-    assert [torch.load(tmp_path / f, weights_only=False)["iter_num"] for f in kept] == [2, 4, 6]
+    assert kept == ["ckpt_2.pt", "ckpt_4.pt", "ckpt_6.pt"] and [iter_num(tmp_path / f) for f in kept] == [2, 4, 6]
     run("eval.py", f"--ckpt={tmp_path}/ckpt_best.pt", "--max_samples=4")
     earlier = {"ckpt_2.pt", "eval_first4.json", "eval_first4.md"}
     assert earlier <= set(os.listdir(tmp_path))
+    (tmp_path / "eval_notes.md").write_text("mine")
     r = train(data, tmp_path, "--max_iters=1", "--overwrite=True", "--eval_interval=1")
     assert "--overwrite=True removed" in r.stdout and "eval_first4.json" in r.stdout
-    assert not earlier & set(os.listdir(tmp_path))
+    assert not earlier & set(os.listdir(tmp_path)) and (tmp_path / "eval_notes.md").read_text() == "mine"
 
 
-def test_the_end_names_only_checkpoints_that_exist_and_a_tiny_val_is_warned(own_data, tmp_path):
-    first = open(os.path.join(own_data, "val.txt")).readline()
-    with open(os.path.join(own_data, "val.txt"), "w") as f:
-        f.write(first)
-    meta = json.load(open(os.path.join(own_data, "meta.json")))
-    meta["splits"]["val"] = 1  # meta.json counts its samples
-    json.dump(meta, open(os.path.join(own_data, "meta.json"), "w"))
+def test_the_end_names_checkpoints_that_exist(own_data, tmp_path):
+    val, meta = pathlib.Path(own_data, "val.txt"), pathlib.Path(own_data, "meta.json")
+    val.write_text(val.read_text().splitlines(keepends=True)[0])
+    counts = json.loads(meta.read_text())
+    counts["splits"]["val"] = 1
+    meta.write_text(json.dumps(counts))
     run("tokenize_numbers.py", own_data, "--encoding=xval", "--workers=1")
-    r = train(own_data, tmp_path, "--learning_rate=30", "--min_lr=30")  # (seed 1337: step 2 is worse than step 0)
+    r = train(own_data, tmp_path, "--learning_rate=30", "--min_lr=30")  # step 2 is worse than step 0
     assert "val.txt has 1 sample(s)" in r.stdout and not os.path.exists(tmp_path / "ckpt_best.pt")
     assert "no validation beat step 0" in r.stdout and f"--ckpt={tmp_path}/ckpt_latest.pt" in r.stdout
     assert "ckpt_best.pt" not in r.stdout.split("done in")[1]
 
 
-def test_a_run_leaves_none_of_its_own_files_open(data, tmp_path):
-    gc.collect()  # what earlier tests left is theirs
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", ResourceWarning)
-        train(data, tmp_path)
-        train(data, tmp_path, "--max_iters=3", "--resume")
-        gc.collect()
-    unclosed = [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)
-                and re.search(r"(meta\.json|log\.jsonl|train\.lock|\.pt)'", str(w.message))]
-    assert not unclosed, unclosed
-
-
 @pytest.mark.slow
-def test_ctrl_c_ends_a_training_in_one_line_and_exit_code_130(data, tmp_path):
+def test_ctrl_c_is_one_line_and_exit_code_130(data, tmp_path):
     p = subprocess.Popen([sys.executable, "train.py", *train_args(data, tmp_path, "--max_iters=100000")],
                          cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 120
@@ -382,35 +372,38 @@ def prepare_ops2(out, seed):
     run("tokenize_numbers.py", out, "--encoding=xval", "--workers=1")
 
 
-def test_a_checkpoint_knows_its_data_by_content_not_by_path(own_data, tmp_path):
+def test_a_checkpoint_knows_its_data_by_content(own_data, tmp_path):
     out = tmp_path / "out"
     train(own_data, out)
     ckpt = out / "ckpt_latest.pt"
-    moved = shutil.copytree(own_data, str(tmp_path / "moved"))  # the same data under another name
+
+    def evaluated(*args, check=False):
+        return run("eval.py", f"--ckpt={ckpt}", *args, check=check)
+    moved = shutil.copytree(own_data, str(tmp_path / "moved"))
     elsewhere = shutil.copytree(out, str(tmp_path / "out2"))
     assert "resuming at step 2" in train(moved, elsewhere, "--max_iters=3", "--resume").stdout
-    error = one_line_error(train(tmp_path / "gone", out, "--max_iters=3", "--resume", check=False))
+    error = refused(tmp_path / "gone", out, "--max_iters=3", "--resume")
     assert "gone is not a directory" in error and f"was trained on {own_data}" in error
-    other = str(tmp_path / "other")  # another dataset: most likely the wrong config or --data_dir
+    other = str(tmp_path / "other")
     prepare_ops2(other, 6)
-    error = one_line_error(train(other, out, "--max_iters=3", "--resume", check=False))
+    error = refused(other, out, "--max_iters=3", "--resume")
     assert f"trained on ({own_data})" in error and f"--data_dir={own_data}" in error and "changed_data" not in error
-    r = run("eval.py", f"--ckpt={ckpt}", f"--out={tmp_path / 'e1'}", "--max_samples=4")
+    r = evaluated(f"--out={tmp_path / 'e1'}", "--max_samples=4", check=True)
     assert r.returncode == 0 and "prepared again" not in r.stdout
-    shutil.rmtree(own_data)  # the folder it names is gone: say where the path came from and what fixes it
-    error = one_line_error(run("eval.py", f"--ckpt={ckpt}", check=False))
+    shutil.rmtree(own_data)
+    error = one_line_error(evaluated())
     assert f"{own_data}/meta.json not found" in error and "the folder it names" in error and "--data_dir" in error
-    prepare_ops2(own_data, 5)  # prepared again in place: other samples
-    error = one_line_error(train(own_data, out, "--max_iters=4", "--resume", check=False))
+    prepare_ops2(own_data, 5)
+    error = refused(own_data, out, "--max_iters=4", "--resume")
     assert "is not the data" in error and "--overwrite=True" in error
-    error = one_line_error(run("eval.py", f"--ckpt={ckpt}", f"--out={tmp_path / 'e2'}", check=False))
+    error = one_line_error(evaluated(f"--out={tmp_path / 'e2'}"))
     assert "prepared again since" in error and "--changed_data=True" in error
-    r = run("eval.py", f"--ckpt={ckpt}", f"--out={tmp_path / 'e3'}", "--changed_data=True", "--max_samples=4")
+    r = evaluated(f"--out={tmp_path / 'e3'}", "--changed_data=True", "--max_samples=4", check=True)
     assert "warning:" in r.stdout and "evaluating anyway" in r.stdout
 
 
-def test_the_validation_set_does_not_depend_on_the_memory_settings(data, tmp_path):
-    """ckpt_best.pt compares validation losses: another micro-batch size must give those of the same samples."""
+def test_validation_does_not_depend_on_micro_batches(data, tmp_path):
+    """ckpt_best.pt compares validation losses: of the same samples whatever the micro-batch."""
     for micro in (8, 2):
         train(data, tmp_path / f"m{micro}", "--max_iters=1", "--eval_interval=1", "--eval_batches=2",
               f"--micro_batch_size={micro}")

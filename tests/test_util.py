@@ -1,4 +1,4 @@
-"""util.py: failed writes, threads, the Python version, Ctrl-C and | head, each in one line or none."""
+"""util.py: failed writes, threads, the Python version, Ctrl-C and | head: one line or none."""
 import os
 import subprocess
 import sys
@@ -10,10 +10,9 @@ from conftest import ROOT
 from util import pick_device, run_main, why_not_written
 
 
-def test_a_checkpoint_write_that_torch_refuses_says_why_in_the_oss_words(tmp_path):
+def test_a_write_torch_refuses_says_why_in_the_oss_words(tmp_path):
     def why(text):
         return why_not_written(RuntimeError(text), str(tmp_path))
-    # torch.save in a folder made immutable
     assert why("[enforce fail at inline_container.cc:747] . open file failed with strerror: Operation not permitted") \
         == "Operation not permitted"
     assert why("[enforce fail at inline_container.cc:626] . unexpected pos 64 vs 0\nmore") == "unexpected pos 64 vs 0"
@@ -26,7 +25,7 @@ def test_on_the_cpu_torch_runs_one_thread_unless_asked(monkeypatch):
     saved = torch.get_num_threads()
     try:
         monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
-        assert pick_device("cpu") == "cpu" and torch.get_num_threads() == 1  # a busy core cannot stall a second
+        assert pick_device("cpu") == "cpu" and torch.get_num_threads() == 1
         pick_device("cpu", threads=2)
         assert torch.get_num_threads() == 2
         monkeypatch.setenv("OMP_NUM_THREADS", "3")
@@ -37,20 +36,20 @@ def test_on_the_cpu_torch_runs_one_thread_unless_asked(monkeypatch):
 
 
 @pytest.mark.slow
-def test_an_older_python_gets_one_line_naming_the_version_it_needs(monkeypatch):
+def test_an_older_python_gets_one_line(monkeypatch):
     import runpy
     monkeypatch.setattr(sys, "version_info", (3, 10, 13, "final", 0))
     with pytest.raises(SystemExit) as e:
         runpy.run_path(os.path.join(ROOT, "util.py"))
     assert str(e.value).startswith("error: Python") and "needs Python 3.11 or newer" in str(e.value)
-    if os.path.exists(old := os.path.expanduser("~/.pyenv/versions/3.10.13/bin/python")):  # and a real one
+    if os.path.exists(old := os.path.expanduser("~/.pyenv/versions/3.10.13/bin/python")):
         r = subprocess.run([old, "-c", "import sys; sys.path.insert(0, '.'); import util"], cwd=ROOT, capture_output=True,
                            text=True)
         assert r.returncode == 1 and r.stderr.strip().startswith("error: Python 3.10.13 is too old") and "\n" not in r.stderr.strip()
 
 
 @pytest.mark.slow
-def test_ctrl_c_and_a_reader_that_stops_early_end_a_command_in_one_line_or_none(checkpoint):
+def test_ctrl_c_and_head_end_a_command_in_one_line_or_none(checkpoint):
     def interrupted():
         raise KeyboardInterrupt
     with pytest.raises(SystemExit) as e:
