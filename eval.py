@@ -197,20 +197,19 @@ def combine(task, runs, scale=None):
 
 
 def check_seeds(checkpoints):
-    """The first checkpoint's settings; all must agree but in NOT_THE_SETTING."""
+    """The first checkpoint (mapped); all must agree but in NOT_THE_SETTING."""
     first, seeds = None, {}
     for path in checkpoints:
         if os.path.realpath(path) in map(os.path.realpath, seeds.values()):
             raise SystemExit(f"error: {path} is given twice in --ckpt")
         # its settings only: load_model reads the weights
         c = load_checkpoint(path, mmap=True)
+        data = (c.get("data_fingerprint") or {}).get("meta")
         vocab = (c["model_args"]["encoding"], c["text_tokens"])
-        c = {k: c.get(k) for k in ("config", "data_dir", "model_args", "data_fingerprint")}
-        c.update(vocab=vocab, data=(c["data_fingerprint"] or {}).get("meta"))
-        first = first or c
-        if c["data"] != first["data"]:
+        first = first or dict(c, data=data, vocab=vocab)
+        if data != first["data"]:
             raise SystemExit(f"error: {path} was trained on other data than {checkpoints[0]}")
-        if c["vocab"] != first["vocab"]:
+        if vocab != first["vocab"]:
             raise SystemExit(f"error: {path}: another encoding or vocabulary than {checkpoints[0]}")
         a, b = first["config"], c["config"]
         for key in sorted((set(a) | set(b)) - NOT_THE_SETTING):
@@ -233,12 +232,10 @@ def score_setting(checkpoints, data, split_names, dev):
     meta, path = read_meta(data), os.path.join(data, "meta.json")
     check_meta(meta, path, mask_key)
     task = task_of(meta, path)
-    keys = [mask_key] if mask_key else list(meta.get("scales") or {}) if task == "text" else []
     if mask_key and task != "text":
         raise SystemExit(f"error: --mask_key is for your own data; {data} is a {task} dataset")
+    keys = [mask_key] if mask_key else list(meta.get("scales") or {}) if task == "text" else []
     learned, notes = learn_baselines(task, data, meta, keys, mask_all, period)
-    for split in split_names:
-        check_name(split, "--splits:")
     ood = glob.glob(os.path.join(data, "test_ood*.txt"))
     split_names = split_names or ["test"] + sorted(os.path.basename(p)[:-4] for p in ood)
     report = dict(task=task, data_dir=data, checkpoints=checkpoints, max_samples=max_samples)
@@ -444,9 +441,8 @@ def main():
     checkpoints = [ckpt] if os.path.isfile(ckpt) else ckpt.replace(",", " ").split()
     if not checkpoints:
         raise SystemExit("error: --ckpt is required")
-    for path in checkpoints:
-        if not os.path.exists(path):
-            raise SystemExit(f"error: checkpoint {path} not found")
+    if missing := [p for p in checkpoints if not os.path.exists(p)]:
+        raise SystemExit(f"error: checkpoint {missing[0]} not found")
     if mask_all and not mask_key:
         raise SystemExit("error: --mask_all=True needs --mask_key=KEY")
     trained = check_seeds(checkpoints)
@@ -458,6 +454,8 @@ def main():
             check_trained_on(trained, checkpoints[0], trained_on, changed_data)
         prefix = report_prefix(checkpoints, data, trained_on)
         names = [s for s in splits.split(",") if s]
+        for split in names:
+            check_name(split, "--splits:")
         report, meta = score_setting(checkpoints, data, names, pick_device(device))
     except (ValueError, OSError) as e:
         raise SystemExit(f"error: {e}")

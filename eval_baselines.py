@@ -120,43 +120,47 @@ def period_of(lists):
     return next(k for k in peaks if r[k] >= best - 0.1), r
 
 
-def training_means(task, data, keys, every):
-    """text: each quantity's mean over the training split's masked numbers."""
-    path, numbers = os.path.join(data, "train.txt"), {}
+def learn_baselines(task, data, meta, keys, every, period):
+    """From the training split: each quantity's mean, each key's least-squares fit, each series'
+    lags [1, period]; notes."""
+    series = task == "era5" or (task == "text" and bool(keys) and not every)
+    lags = {q: [1] for q in (keys or ["t+1"])} if series else {}
+    if task != "text":
+        return {"means": {}, "fits": {}, "lags": lags}, []
+    own = meta.get("dataset") == "text" and bool(keys)
+    window = meta.get("window")
+    steps = range(window) if window else [None]
+    columns = [(k, i) for k in meta.get("scales") or {} for i in steps]
+    fits, lists, numbers = {}, {key: [] for key in keys} if own else {}, {}
+    for key in lists if not (window and every) else ():
+        fits[key] = LeastSquares(columns, (key, window - 1 if window else None))
+    path = os.path.join(data, "train.txt")
     for number, line in read_samples(path, required=False):
         pieces, groups = masked_groups(task, line, f"{path}:{number}", keys, every)
         values = [v for kind, v in pieces if kind == "num"]
         for quantity, indices in groups.items():
             numbers.setdefault(quantity, []).extend(values[i] for i in indices)
-    return {quantity: float(np.mean(v)) for quantity, v in numbers.items() if v}
-
-
-def training_fits(data, meta, keys, every):
-    """Each key's least-squares fit on the record's other numbers and the period of its lists."""
-    path, window = os.path.join(data, "train.txt"), meta.get("window")
-    steps = range(window) if window else [None]
-    columns = [(k, i) for k in meta.get("scales") or {} for i in steps]
-    fits = {}
-    for key in keys if not (window and every) else ():
-        fits[key] = LeastSquares(columns, (key, window - 1 if window else None))
-    series = {key: [] for key in keys}
-    for _, line in read_samples(path, required=False):
-        record = json.loads(line)
-        for key in keys:
+        record = json.loads(line) if own else {}
+        for key in lists:
             if key in fits:
                 fits[key].add(record)
             v = value_at(record, key)
             if isinstance(v, list) and all(map(is_json_number, v)) and not every:
-                series[key].append(v)
-    out = {}
-    for key in keys:
-        found, r = period_of(series[key])
-        fit = fits[key].fit() if key in fits else None
-        longest = max(map(len, series[key]), default=0)
-        out[key] = dict(
-            fit=fit, period=found, longest=longest, r=float(r[found]) if found else None
-        )
-    return out
+                lists[key].append(v)
+    notes = []
+    for key in lists if series else ():
+        found, r = period_of(lists[key])
+        if lag := period or found:
+            lags[key].append(lag)
+        if any(lists[key]) and period:
+            notes.append(f"{key}: seasonal persistence with the period given, --period={period}")
+        elif any(lists[key]) and lag:
+            notes.append(f"{key}: period {lag} detected in the training lists (r = {r[found]:.2f})")
+        elif any(lists[key]):
+            notes.append(f"{key}: no period found in the training lists: no seasonal persistence")
+    means = {quantity: float(np.mean(v)) for quantity, v in numbers.items() if v}
+    fitted = {key: fit.fit() for key, fit in fits.items()}
+    return {"means": means, "fits": fitted, "lags": lags}, notes
 
 
 def baseline_predictions(task, lines, masked, where, learned, window):
@@ -175,7 +179,7 @@ def baseline_predictions(task, lines, masked, where, learned, window):
     counts = {q: sum(len(groups.get(q, [])) for groups in masked) for q in out}
     for quantity, mean in learned["means"].items():
         out[quantity]["train_mean"] = ([mean] * counts[quantity], {})
-    for quantity, fit in ((q, f["fit"]) for q, f in fits.items() if f["fit"]):
+    for quantity, fit in ((q, f) for q, f in fits.items() if f):
         predicted, filled = fit.predict(list(map(json.loads, lines)))
         if len(predicted) == counts[quantity]:
             extra = {"predictors": fit.predictors, "filled": filled}
@@ -188,27 +192,6 @@ def baseline_predictions(task, lines, masked, where, learned, window):
                 few = f"a masked number has fewer than {lag} values before it"
                 notes[quantity] = f"no seasonal persistence: {few}"
     return out, notes
-
-
-def learn_baselines(task, data, meta, keys, every, period):
-    """From the training split: means, least-squares fits, each series' lags [1, period]; notes."""
-    series = task == "era5" or (task == "text" and bool(keys) and not every)
-    own = task == "text" and meta.get("dataset") == "text" and bool(keys)
-    # first: refuses a line that is no JSON record
-    means = training_means(task, data, keys, every) if task == "text" else {}
-    fits = training_fits(data, meta, keys, every) if own else {}
-    lags = {q: [1] for q in (keys or ["t+1"])} if series else {}
-    notes = []
-    for key, fit in fits.items() if series else ():
-        if lag := period or fit["period"]:
-            lags[key].append(lag)
-        if fit["longest"] and period:
-            notes.append(f"{key}: seasonal persistence with the period given, --period={period}")
-        elif fit["longest"] and lag:
-            notes.append(f"{key}: period {lag} detected in the training lists (r = {fit['r']:.2f})")
-        elif fit["longest"]:
-            notes.append(f"{key}: no period found in the training lists: no seasonal persistence")
-    return {"means": means, "fits": fits, "lags": lags}, notes
 
 
 def verdict(r):
