@@ -46,7 +46,7 @@ def lines(data, split):
 
 
 def evaluate(ckpt, data, tmp_path, *extra, check=False):
-    """(CompletedProcess, report prefix) of eval.py on data, its report at tmp_path/e."""
+    """eval.py on data: (CompletedProcess, the report's prefix tmp_path/e)."""
     prefix = str(tmp_path / "e")
     return run("eval.py", f"--ckpt={ckpt}", f"--data_dir={data}", f"--out={prefix}", *extra, check=check), prefix
 
@@ -127,8 +127,8 @@ def test_temperature_end_to_end_in_kelvin(tmp_path_factory, tmp_path):
     from helpers import truth_field, write_old_layout
     tmp = tmp_path_factory.mktemp("era5")
     data = str(tmp / "data")
-    run("prepare/era5.py", str(write_old_layout(tmp / "t2m.nc", truth_field())), "--size=tiny", "--out", data,
-        "--workers=1")
+    nc = str(write_old_layout(tmp / "t2m.nc", truth_field()))
+    run("prepare/era5.py", nc, "--size=tiny", "--out", data, "--workers=1")
     run("tokenize_numbers.py", data, "--encoding", "xval", "--workers=1")
     report, _, prefix = evaluated(eval_model(data, tmp_path / "xval", "--block_size=2048"), extra=["--max_samples=20"])
     r = report["splits"]["test"]["t+1"]
@@ -168,7 +168,8 @@ def test_own_data_in_original_units_with_baselines_and_plots(own_run, monkeypatc
     mean = np.mean([json.loads(line)["t"][-1] for line in open(f"{data}/train.txt")])
     assert t["truth"] == [row[-1] for row in test] and t["mean"]["mse_original"] == pytest.approx(t["mean"]["mse"] * 25)
     assert t["mean"]["r2_original"] == pytest.approx(t["mean"]["r2"], abs=1e-9)
-    assert t["persistence"]["mse"] == pytest.approx(by_hand) and t["persistence"]["mse_original"] == pytest.approx(by_hand * 25)
+    assert t["persistence"]["mse"] == pytest.approx(by_hand)
+    assert t["persistence"]["mse_original"] == pytest.approx(by_hand * 25)
     assert t["train_mean"]["mse"] == pytest.approx(np.mean([(row[-1] - mean) ** 2 for row in test]))
     for said in ("persistence (the previous value of the same key)", "the key's training mean",
                  "MSE (original units)", "MSE of median (original units)"):
@@ -243,9 +244,8 @@ def test_the_report_goes_where_it_can_be_written_and_replaces_no_other(checkpoin
 
 
 def test_a_sample_past_the_block_size_is_one_line_naming_it(checkpoint, own_data, tmp_path):
-    long = "(" + "+".join(["0.5"] * 40) + ")=20"
     with open(f"{own_data}/test.txt", "a") as f:
-        f.write(long + "\n")
+        f.write("(" + "+".join(["0.5"] * 40) + ")=20\n")
     meta = json.load(open(f"{own_data}/meta.json"))
     n = meta["splits"]["test"] = lines(own_data, "test")  # as a prepare run counts it
     json.dump(meta, open(f"{own_data}/meta.json", "w"))
@@ -254,18 +254,35 @@ def test_a_sample_past_the_block_size_is_one_line_naming_it(checkpoint, own_data
 
 
 def test_nan_or_inf_predictions_are_counted_and_warned_of(checkpoint, data, tmp_path, monkeypatch):
+    # a link at each name eval.py writes is replaced, never written through
+    written = [tmp_path / f"e{end}" for end in (".json", ".md", "_test.png")]
+    for link in written:
+        (tmp_path / f"{link.name}.outside").write_text("kept")
+        link.symlink_to(tmp_path / f"{link.name}.outside")
+    r, prefix = evaluate(checkpoint, data, tmp_path, "--plots=True", check=True)
+    assert all(not p.is_symlink() and (tmp_path / f"{p.name}.outside").read_text() == "kept" for p in written)
+    assert json.load(open(prefix + ".json"))["causal"] is False  # an MLM checkpoint
+    assert "| not [NUM] |" in r.stdout and "| invalid |" not in r.stdout and "warning" not in r.stdout
+    # a diverged checkpoint: every prediction invalid
+    r, prefix = evaluate(diverged(checkpoint, tmp_path / "diverged.pt"), data, tmp_path, check=True)
+    a = json.load(open(prefix + ".json"))["splits"]["test"]["answer"]
+    assert a["per_seed"][0]["valid"] == 0 and a["mean"]["invalid_rate"] == 1.0
+    assert f"warning: test · answer: {a['n']} of {a['n']} predictions are NaN or infinite" in r.stdout
+    table = next(line for line in r.stdout.splitlines() if line.startswith("| test | answer |"))
+    assert "| 1 |" in table  # the invalid rate, beside an MSE of no value
+    # every third prediction NaN, the next one inf
     forward, planted, full, load = model.NumberHead.forward, [], [], torch.load
 
-    def diverging(self, h):  # every third prediction NaN, the next one inf
+    def diverging(self, h):
         out = forward(self, h).clone()
         out[0::3], out[1::3] = math.nan, math.inf
         planted.append(len(out[0::3]) + len(out[1::3]))
         return out
-    monkeypatch.setattr(model.NumberHead, "forward", diverging)
 
     def counted(path, *args, **kwargs):  # each checkpoint's weights are read once: not mapped
         full.extend([] if kwargs.get("mmap") else [path])
         return load(path, *args, **kwargs)
+    monkeypatch.setattr(model.NumberHead, "forward", diverging)
     monkeypatch.setattr(torch, "load", counted)
     r, prefix = evaluate(checkpoint, data, tmp_path, "--save_predictions=True", check=True)
     assert full == [checkpoint]
@@ -280,24 +297,6 @@ def test_nan_or_inf_predictions_are_counted_and_warned_of(checkpoint, data, tmp_
     truth, median = np.array(a["truth"]), np.array(a["median"], float)
     ok = np.isfinite(median)
     assert ok.sum() == n - bad and a["mean"]["mse"] == pytest.approx(float(np.mean((truth[ok] - median[ok]) ** 2)))
-
-
-def test_a_diverged_checkpoint_is_not_scored_silently(checkpoint, data, tmp_path):
-    # a link at each name eval.py writes is replaced, never written through
-    written = [tmp_path / f"e{end}" for end in (".json", ".md", "_test.png")]
-    for link in written:
-        (tmp_path / f"{link.name}.outside").write_text("kept")
-        link.symlink_to(tmp_path / f"{link.name}.outside")
-    r, prefix = evaluate(checkpoint, data, tmp_path, "--plots=True", check=True)
-    assert all(not p.is_symlink() and (tmp_path / f"{p.name}.outside").read_text() == "kept" for p in written)
-    assert json.load(open(prefix + ".json"))["causal"] is False  # an MLM checkpoint
-    assert "| not [NUM] |" in r.stdout and "| invalid |" not in r.stdout and "warning" not in r.stdout
-    r, prefix = evaluate(diverged(checkpoint, tmp_path / "diverged.pt"), data, tmp_path, check=True)
-    a = json.load(open(prefix + ".json"))["splits"]["test"]["answer"]
-    assert a["per_seed"][0]["valid"] == 0 and a["mean"]["invalid_rate"] == 1.0
-    assert f"warning: test · answer: {a['n']} of {a['n']} predictions are NaN or infinite" in r.stdout
-    table = next(line for line in r.stdout.splitlines() if line.startswith("| test | answer |"))
-    assert "| 1 |" in table  # the invalid rate, beside an MSE of no value
 
 
 @pytest.mark.parametrize("name,text,own,error", [
