@@ -3,6 +3,7 @@
 import json
 import math
 import os
+from collections import Counter, defaultdict
 
 import numpy as np
 
@@ -175,8 +176,8 @@ def baseline_predictions(task, lines, masked, where, learned, window):
             what = ("a station" if task == "era5" else f"key {quantity!r}") if strict else None
             for lag, values in earlier.get(quantity, {}).items():
                 values += previous_values(line, indices, at, what, lag)
-    out, notes = {q: {} for q in set(lags) | set(fits) | set(learned["means"])}, {}
-    counts = {q: sum(len(groups.get(q, [])) for groups in masked) for q in out}
+    out, notes = defaultdict(dict), {}
+    counts = Counter(q for groups in masked for q, indices in groups.items() for _ in indices)
     for quantity, mean in learned["means"].items():
         out[quantity]["train_mean"] = ([mean] * counts[quantity], {})
     for quantity, fit in ((q, f) for q, f in fits.items() if f):
