@@ -264,7 +264,8 @@ def encode_line(
         said = f"looks like the marker {ASK}; write {ASK} without spaces"
         raise TextError(f"{where}: {spaced.group()!r} {said}")
     if len(line) > 1000 * block_size:
-        raise TextError(f"{where}: {len(line):,} characters, past the block_size {block_size}")
+        too_long = f"{len(line):,} characters, more than the block_size {block_size} can hold"
+        raise TextError(f"{where}: {too_long}")
     truths, scales = [], []
     pieces, spans = split_text_spans(line, where, mask is None and not causal)
     if mask is not None:
