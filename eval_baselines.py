@@ -132,10 +132,12 @@ def learn_baselines(task, data, meta, keys, every, period):
     window = meta.get("window")
     steps = range(window) if window else [None]
     columns = [(k, i) for k in meta.get("scales") or {} for i in steps]
-    fits, lists, numbers = {}, {key: [] for key in keys} if own else {}, {}
+    # own data: each key's lists and least-squares fit
+    lists = {key: [] for key in keys} if own else {}
+    fits = {}
     for key in lists if not (window and every) else ():
         fits[key] = LeastSquares(columns, (key, window - 1 if window else None))
-    path = os.path.join(data, "train.txt")
+    path, numbers = os.path.join(data, "train.txt"), {}
     for number, line in read_samples(path, required=False):
         pieces, groups = masked_groups(task, line, f"{path}:{number}", keys, every)
         values = [v for kind, v in pieces if kind == "num"]

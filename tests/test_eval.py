@@ -254,14 +254,8 @@ def test_a_sample_past_the_block_size_is_one_line_naming_it(checkpoint, own_data
 
 
 def test_nan_or_inf_predictions_are_counted_and_warned_of(checkpoint, data, tmp_path, monkeypatch):
-    # a link at each name eval.py writes is replaced, never written through
-    written = [tmp_path / f"e{end}" for end in (".json", ".md", "_test.png")]
-    for link in written:
-        (tmp_path / f"{link.name}.outside").write_text("kept")
-        link.symlink_to(tmp_path / f"{link.name}.outside")
     r, prefix = evaluate(checkpoint, data, tmp_path, "--plots=True", check=True)
-    assert all(not p.is_symlink() and (tmp_path / f"{p.name}.outside").read_text() == "kept" for p in written)
-    assert json.load(open(prefix + ".json"))["causal"] is False  # an MLM checkpoint
+    assert os.path.getsize(prefix + "_test.png") > 1000 and json.load(open(prefix + ".json"))["causal"] is False  # an MLM checkpoint
     assert "| not [NUM] |" in r.stdout and "| invalid |" not in r.stdout and "warning" not in r.stdout
     # a diverged checkpoint: every prediction invalid
     r, prefix = evaluate(diverged(checkpoint, tmp_path / "diverged.pt"), data, tmp_path, check=True)
