@@ -197,14 +197,16 @@ def combine(task, runs, scale=None):
 
 
 def check_seeds(checkpoints):
-    """The first checkpoint (mapped); all must agree but in NOT_THE_SETTING."""
+    """The first checkpoint's settings; all must agree but in NOT_THE_SETTING."""
     first, seeds = None, {}
     for path in checkpoints:
         if os.path.realpath(path) in map(os.path.realpath, seeds.values()):
             raise SystemExit(f"error: {path} is given twice in --ckpt")
         # its settings only: load_model reads the weights
         c = load_checkpoint(path, mmap=True)
-        data = (c.get("data_fingerprint") or {}).get("meta")
+        settings = ("config", "data_dir", "model_args", "data_fingerprint", "text_tokens")
+        c = {k: c.get(k) for k in settings}
+        data = (c["data_fingerprint"] or {}).get("meta")
         vocab = (c["model_args"]["encoding"], c["text_tokens"])
         first = first or dict(c, data=data, vocab=vocab)
         if data != first["data"]:

@@ -144,12 +144,12 @@ def learn_baselines(task, data, meta, keys, every, period):
         for quantity, indices in groups.items():
             numbers.setdefault(quantity, []).extend(values[i] for i in indices)
         record = json.loads(line) if own else {}
-        for key in lists:
+        for key, found in lists.items():
             if key in fits:
                 fits[key].add(record)
             v = value_at(record, key)
             if isinstance(v, list) and all(map(is_json_number, v)) and not every:
-                lists[key].append(v)
+                found.append(v)
     notes = []
     for key in lists if series else ():
         found, r = period_of(lists[key])
