@@ -9,10 +9,14 @@ import numpy as np
 
 from dataset import read_samples
 from predict import is_json_number, json_paths, masked_groups
-from util import TextError
+from util import TextError, format_number
 
 # a period's peak: its least autocorrelation and rise above the dip before it
 PERIOD_R = 0.3
+RESAMPLES = 2000  # the verdict's bootstrap
+FEWEST = 20  # test records a verdict needs
+# when the model loses to its best baseline
+NEXT = "longer training (--max_iters), a --window covering a period, several seeds (--seed)"
 # baseline -> its name in the verdict
 BASELINES = dict(
     train_mean="training mean",
@@ -155,11 +159,13 @@ def learn_baselines(task, data, meta, keys, every, period):
         found, r = period_of(lists[key])
         if lag := period or found:
             lags[key].append(lag)
-        if any(lists[key]) and period:
+        if not any(lists[key]):
+            continue
+        if period:
             notes.append(f"{key}: seasonal persistence with the period given, --period={period}")
-        elif any(lists[key]) and lag:
+        elif lag:
             notes.append(f"{key}: period {lag} detected in the training lists (r = {r[found]:.2f})")
-        elif any(lists[key]):
+        else:
             notes.append(f"{key}: no period found in the training lists: no seasonal persistence")
     means = {quantity: float(np.mean(v)) for quantity, v in numbers.items() if v}
     fitted = {key: fit.fit() for key, fit in fits.items()}
@@ -197,15 +203,54 @@ def baseline_predictions(task, lines, masked, where, learned, window):
     return out, notes
 
 
-def verdict(r):
-    """Whether the model's mean MSE beats the best baseline's, or None."""
-    scored = [(r[b]["mse"], b) for b in BASELINES if b in r and not math.isnan(r[b]["mse"])]
-    if not scored:
+def ratio_interval(model, baseline, records):
+    """Two predictors' ratio of MSEs from their squared errors, and its 95% bootstrap interval."""
+    model, baseline = np.bincount(records, model), np.bincount(records, baseline)
+    rng, ratios = np.random.default_rng(0), []
+    # 100 resamples of the records at a time: (100, records)
+    for _ in range(RESAMPLES // 100):
+        pick = rng.integers(0, len(model), (100, len(model)))
+        ratios.append(model[pick].sum(1) / baseline[pick].sum(1))
+    low, high = np.percentile(np.concatenate(ratios), [2.5, 97.5])
+    return [float(model.sum() / baseline.sum()), float(low), float(high)]
+
+
+def verdict(r, predicted, lines):
+    """The model's median against each baseline on the values it predicted (lines: their records),
+    and the verdict against the best; None without baselines or a valid prediction."""
+    y = np.asarray(r["truth"], float)
+    model = (np.array(r["median"], float) - y) ** 2
+    ok = ~np.isnan(model)
+    scored = [(r[b]["mse"], b) for b in BASELINES if b in predicted]
+    if not scored or not ok.any():
         return None
-    best, name = min(scored)
-    model = r["mean"]["mse"]
-    ratio = model / best if best > 0 else (1.0 if model == 0 else math.inf)
-    return {"best": name, "ratio": ratio, "beats": bool(ratio < 1)}
+    records = np.unique(np.asarray(lines)[ok], return_inverse=True)[1]
+    paired = {}
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for _, name in scored:
+            error = (np.asarray(predicted[name], float)[ok] - y[ok]) ** 2
+            paired[name] = ratio_interval(model[ok], error, records)
+    best = min(scored)[1]
+    ratio, low, high = paired[best]
+    says = "loses to" if low > 1 else "beats" if high < 1 else "no clear difference"
+    n = int(records.max()) + 1
+    says = "too few" if n < FEWEST else says
+    return {"best": best, "ratio": ratio, "beats": says == "beats", "says": says, "records": n,
+            "paired": paired}
+
+
+def verdict_text(v):
+    """The verdict in words: beats or loses to where its 95% interval excludes 1."""
+    ratio, low, high = v["paired"][v["best"]]
+    ratio, low, high = format_number(ratio, 4), format_number(low, 3), format_number(high, 3)
+    best, n = BASELINES[v["best"]], v["records"]
+    if v["says"] == "too few":
+        said = f"{n} test records are too few to tell the model from the best baseline ({best})"
+        return said + f": its MSE is {ratio}× the baseline's; a test split needs {FEWEST} or more"
+    said = f"the model {v['says']} the best baseline ({best})"
+    if v["says"] == "no clear difference":
+        said = f"no clear difference between the model and the best baseline ({best})"
+    return said + f": its MSE is {ratio}× the baseline's (95% interval {low}–{high}, {n} records)"
 
 
 def outside_training(quantity, truths, meta, scale):

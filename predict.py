@@ -277,6 +277,9 @@ def encode_line(
             line = line[: spans[j][0]] + ASK + line[spans[j][1] :]
     if units:
         pieces, scales = to_model_units(line, pieces, where, units)
+    if units and "split" in units:
+        truths = [t * s + c for t, (c, s) in zip(truths, scales)]
+        line = in_own_units(line, where, units)
     ids, values, ask = encoded(pieces, vocab, where, block_size)
     if not causal and not ask.any():
         raise TextError(f"{where}: no {ASK} in the line (or use --mask_last or --mask_key)")
@@ -352,8 +355,8 @@ def check_meta(meta, path, mask_key=""):
 
 
 def units_of(path, data_dir, scaled=False, input="-", mask_key=""):
-    """meta.json, whose scales take the file's units to the model's; None where numbers are as
-    the text files write them (--scaled, an input that is one, no scales)."""
+    """meta.json, whose scales take the file's units to the model's ("split": an input that is a
+    split, written scaled); None where numbers stay as the text files write them."""
     try:
         meta = read_meta(data_dir)
     except (OSError, ValueError) as e:
@@ -365,10 +368,13 @@ def units_of(path, data_dir, scaled=False, input="-", mask_key=""):
     name = os.path.basename(input)
     split = name.endswith(".txt") and name[:-4] in meta["splits"]
     split = split and os.path.samefile(os.path.dirname(os.path.abspath(input)), data_dir)
-    if scaled or split:
-        why = "--scaled" if scaled else f"{input} is one of them"
-        print(f"units: as written in {data_dir}'s text files, scaled ({why})", file=sys.stderr)
+    if scaled:
+        print(f"units: as written in {data_dir}'s text files, scaled (--scaled)", file=sys.stderr)
         return None
+    if split:
+        said = f"{input} is written scaled: read as written, printed"
+        print(f"units: {said} in the file's own (--scaled: not)", file=sys.stderr)
+        return dict(meta, split=input)
     print(f"units: the file's own, scaled by {data_dir}/meta.json (--scaled: not)", file=sys.stderr)
     recorded = load_checkpoint(path, mmap=True).get("data_fingerprint") or {}
     now = fingerprint(data_dir, "xval")
@@ -404,7 +410,9 @@ def to_model_units(line, pieces, where, units):
     """A record's pieces as the model reads them, (x - center) / spread; each asked number's
     (center, spread). A number far outside its training range is warned of."""
     scales, keys = number_keys(line, pieces, where, units["scales"])
-    ranges = units.get("ranges") or {}
+    # a split's records are written scaled: neither checked nor scaled
+    split = "split" in units
+    ranges = {} if split else units.get("ranges") or {}
     out, asked, i = [], [], 0
     for kind, x in pieces:
         if kind == "ask":
@@ -415,7 +423,7 @@ def to_model_units(line, pieces, where, units):
             if not low - width <= x <= high + width:
                 say = f"{x:g} is far outside its training range [{low:g}, {high:g}]"
                 print(f"warning: {where}: key {keys[i]!r}: {say}", file=sys.stderr)
-        if kind == "num":
+        if kind == "num" and not split:
             x = (x - scales[i][0]) / scales[i][1]
         i += kind != "text"
         out.append((kind, x))
@@ -423,13 +431,14 @@ def to_model_units(line, pieces, where, units):
 
 
 def in_own_units(text, where, units):
-    """A generated record in the file's units (said where it is no complete record)."""
-    pieces, spans = split_text_spans(text, where)
+    """A record (its [?] kept) in the file's units (said where it is no complete record)."""
+    pieces, spans = split_text_spans(text, where, allow_ask=True)
     try:
         scales, _ = number_keys(text, pieces, where, units["scales"])
     except TextError:
         return text + "  (scaled: not a complete record)"
-    numbers = [(span, x) for (kind, x), span in zip(pieces, spans) if kind == "num"]
+    numbers = [(span, x) for (kind, x), span in zip(pieces, spans) if kind != "text"]
     for ((start, end), x), (c, s) in reversed(list(zip(numbers, scales))):
-        text = text[:start] + format_number(x * s + c) + text[end:]
+        if x is not None:
+            text = text[:start] + format_number(x * s + c) + text[end:]
     return text

@@ -1,4 +1,5 @@
 """eval.py: metrics by hand, seeds combined, every task end to end, a bad score never hidden."""
+import csv
 import json
 import math
 import os
@@ -39,6 +40,31 @@ def test_seeds_combine_into_mean_std_and_the_median_prediction():
     assert r["mean"]["mse"] == pytest.approx(13 / 6) and r["std"]["mse"] == pytest.approx(np.std([0, 4, 2.5], ddof=1))
     assert r["mean"]["invalid_rate"] == pytest.approx(4 / 9) and r["median_prediction"]["valid"] == 2
     assert r["median"] == [2.0, 3.0, None] and r["median_prediction"]["mse"] == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("says", ["loses to", "no clear difference", "too few"])
+def test_the_report_says_the_verdict_its_interval_and_writes_predictions_in_file_units(says, tmp_path):
+    paired = {"persistence": [2.5, 1.5, 4.0] if says == "loses to" else [1.1, 0.9, 1.3], "train_mean": [0.5, 0.4, 0.6]}
+    verdict = {"best": "persistence", "ratio": paired["persistence"][0], "beats": False, "says": says,
+               "records": 3 if says == "too few" else 40, "paired": paired}
+    scores = {"mse": 1.0, "n": 2, "valid": 2}
+    r = {"n": 2, "mean": {"mse": 1.0, "invalid_rate": 0}, "std": {}, "median_prediction": scores,
+         "truth": [0.0, 1.0], "median": [0.5, None], "line": [2, 5], "verdict": verdict,
+         "predicted": {"persistence": [1.0, 2.0]}, "persistence": scores, "train_mean": scores}
+    report = dict(task="text", encoding="xval", checkpoints=["c.pt"], causal=False, data_dir="d", notes=[],
+                  warnings=[], config={}, splits={"test": {"t": r}})
+    md = ev.markdown(report)
+    assert "the previous value of the same key) on the same values: MSE 1; the model's MSE 1.1× its" in md or says == "loses to"
+    assert "the key's training mean on the same values: MSE 1; the model's MSE 0.5× its (95% interval 0.4–0.6)" in md
+    said = {"loses to": "the model loses to the best baseline (persistence): its MSE is 2.5× the baseline's (95% "
+                        "interval 1.5–4, 40 records)\n\ntest · t: next to try: longer training (--max_iters)",
+            "no clear difference": "no clear difference between the model and the best baseline (persistence): its",
+            "too few": "3 test records are too few to tell the model from the best baseline (persistence): its MSE "
+                       "is 1.1× the baseline's; a test split needs 20 or more"}[says]
+    assert f"test · t: verdict: {said}" in md and ("next to try" in md) == (says == "loses to")
+    ev.write_predictions(report, {"scales": {"t": {"center": 10.0, "spread": 2.0}}}, str(tmp_path / "p.csv"))
+    assert (tmp_path / "p.csv").read_text() == ("split,quantity,line,truth,prediction,persistence\n"
+                                                "test,t,2,10,11,12\ntest,t,5,12,,14\n")
 
 
 def lines(data, split):
@@ -158,9 +184,10 @@ def test_summary_puts_encodings_side_by_side(tmp_path_factory, tmp_path):
 @pytest.mark.slow
 def test_own_data_in_original_units_with_baselines_and_plots(own_run, monkeypatch):
     data, ckpt = own_run
-    r = run("eval.py", f"--ckpt={ckpt}", "--mask_key=t", "--save_predictions=True")
+    table = os.path.join(os.path.dirname(ckpt), "predictions.csv")
+    r = run("eval.py", f"--ckpt={ckpt}", "--mask_key=t", "--save_predictions=True", f"--predictions={table}")
     prefix = os.path.join(os.path.dirname(ckpt), "eval_t")  # named after the key: replaces no other report
-    assert f"report: {prefix}.json and {prefix}.md" in r.stdout
+    assert f"report: {prefix}.json and {prefix}.md; predictions: {table}" in r.stdout
     report = json.load(open(prefix + ".json"))
     t = report["splits"]["test"]["t"]
     test = [json.loads(line)["t"] for line in open(f"{data}/test.txt")]
@@ -176,8 +203,13 @@ def test_own_data_in_original_units_with_baselines_and_plots(own_run, monkeypatc
         assert said in r.stdout
     row = next(line for line in r.stdout.splitlines() if line.startswith("| test | t"))
     assert row.endswith(f"| {ev.fmt(t['median_prediction']['mse_original'])} |")
-    # the figures, in the file's units
+    # the figures and predictions, in the file's units
     figures, s = [], json.load(open(f"{data}/meta.json"))["scales"]["t"]
+    rows = list(csv.DictReader(open(table)))
+    assert [int(row["line"]) for row in rows] == list(range(1, len(test) + 1))
+    for row, window, p in zip(rows, test, t["median"]):
+        own = [float(row[k]) for k in ("truth", "prediction", "persistence")]
+        assert own == pytest.approx([v * s["spread"] + s["center"] for v in (window[-1], p, window[-2])])
     monkeypatch.setattr(ev, "save_figure", lambda plt, fig, title, path: figures.append((fig, title)))
     n = len(t["truth"])
     t.update(pit=[0.5] * n, mixture=[[0.0, 0.0, 0.0, 0.0, -1.0, -1.0]] * n, per_seed=[{"cover50": 0.5, "cover90": 0.9}])
@@ -256,7 +288,9 @@ def test_a_sample_past_the_block_size_is_one_line_naming_it(checkpoint, own_data
 def test_nan_or_inf_predictions_are_counted_and_warned_of(checkpoint, data, tmp_path, monkeypatch):
     r, prefix = evaluate(checkpoint, data, tmp_path, "--plots=True", check=True)
     assert os.path.getsize(prefix + "_test.png") > 1000 and json.load(open(prefix + ".json"))["causal"] is False  # an MLM checkpoint
-    assert "| not [NUM] |" in r.stdout and "| invalid |" not in r.stdout and "warning" not in r.stdout
+    rate = json.load(open(prefix + ".json"))["splits"]["test"]["answer"]["mean"]["not_num_rate"]
+    assert "| not [NUM] |" in r.stdout and "| invalid |" not in r.stdout and r.stdout.count("warning") == (rate > 0)
+    assert rate == 0 or f"warning: test · answer: the token head did not say [NUM] at {rate:.2%} (docs" in r.stdout
     # a diverged checkpoint: every prediction invalid
     r, prefix = evaluate(diverged(checkpoint, tmp_path / "diverged.pt"), data, tmp_path, check=True)
     a = json.load(open(prefix + ".json"))["splits"]["test"]["answer"]

@@ -67,7 +67,7 @@ def test_mask_key_shows_the_masked_numbers_beside_their_truth(own_run, tmp_path)
     test = [json.loads(line) for line in open(f"{data}/test.txt")]
 
     def masked(*args, check=True):
-        return sample(ckpt, None, f"--input={data}/test.txt", *args, check=check)
+        return sample(ckpt, None, f"--input={data}/test.txt", "--scaled", *args, check=check)
     r = masked("--mask_key=t", "--show=1")
     shown = r.stdout.splitlines()[0]
     assert shown.startswith('{"station":') and f"{test[0]['t'][1]}," in shown and str(test[0]["p"]) in shown
@@ -125,19 +125,22 @@ def test_a_record_in_the_files_units_is_scaled_as_by_hand(quakes):
     refused(r, "stdin:1: a number under key 'y'", "its number keys: depth, pm2_5, mag")
 
 
-def test_a_split_in_the_files_units_matches_it_as_written(quakes, tmp_path):
+def test_a_split_prints_in_the_files_units_and_with_scaled_as_written(quakes, tmp_path):
     data, meta, ckpt = quakes
     s = meta["scales"]
-    written = sample(ckpt, None, f"--input={data}/test.txt", "--mask_key=mag", "--show=3")
-    assert f"{data}/test.txt is one of them" in written.stderr
+    args = (f"--input={data}/test.txt", "--mask_key=mag", "--show=3")
+    written, split = (sample(ckpt, None, *args, *scaled) for scaled in (["--scaled"], []))
+    assert "(--scaled)" in written.stderr and f"{data}/test.txt is written scaled" in split.stderr
     records = [json.loads(line) for line in open(f"{data}/test.txt")][:3]
     own = [{k: round(v * s[k]["spread"] + s[k]["center"], 6) for k, v in r.items()} for r in records]
     (tmp_path / "own.jsonl").write_text("".join(json.dumps(r) + "\n" for r in own))
     r = sample(ckpt, None, f"--input={tmp_path / 'own.jsonl'}", "--mask_key=mag")
-    for line, record, shown in zip(r.stdout.splitlines(), own, written.stdout.splitlines()):
-        assert line.endswith(f"(true: {record['mag']:g})")
-        prediction, in_file = (json.loads(x.split("  (true")[0])["mag"] for x in (line, shown))
-        assert prediction == pytest.approx(in_file * s["mag"]["spread"] + s["mag"]["center"], rel=1e-4)
+    for line, record, shown, in_units in zip(r.stdout.splitlines(), own, written.stdout.splitlines(),
+                                             split.stdout.splitlines()):
+        assert line.endswith(f"(true: {record['mag']:g})") and in_units.endswith(f"(true: {record['mag']:g})")
+        prediction, in_file, printed = (json.loads(x.split("  (true")[0]) for x in (line, shown, in_units))
+        assert prediction["mag"] == pytest.approx(in_file["mag"] * s["mag"]["spread"] + s["mag"]["center"], rel=1e-4)
+        assert printed == pytest.approx(prediction, rel=1e-4)
 
 
 def test_a_number_far_outside_its_training_range_is_warned_of(quakes):
