@@ -221,22 +221,21 @@ def verdict(r, predicted, lines):
     y = np.asarray(r["truth"], float)
     model = (np.array(r["median"], float) - y) ** 2
     ok = ~np.isnan(model)
-    scored = [(r[b]["mse"], b) for b in BASELINES if b in predicted]
-    if not scored or not ok.any():
+    if not predicted or not ok.any():
         return None
     records = np.unique(np.asarray(lines)[ok], return_inverse=True)[1]
     paired = {}
     with np.errstate(divide="ignore", invalid="ignore"):
-        for _, name in scored:
-            error = (np.asarray(predicted[name], float)[ok] - y[ok]) ** 2
+        for name, p in predicted.items():
+            error = (np.asarray(p, float)[ok] - y[ok]) ** 2
             paired[name] = ratio_interval(model[ok], error, records)
-    best = min(scored)[1]
+    # the least MSE: the highest ratio
+    best = max(paired, key=lambda name: paired[name][0])
     ratio, low, high = paired[best]
     says = "loses to" if low > 1 else "beats" if high < 1 else "no clear difference"
     n = int(records.max()) + 1
     says = "too few" if n < FEWEST else says
-    return {"best": best, "ratio": ratio, "beats": says == "beats", "says": says, "records": n,
-            "paired": paired}
+    return dict(best=best, ratio=ratio, beats=says == "beats", says=says, records=n, paired=paired)
 
 
 def verdict_text(v):

@@ -105,14 +105,14 @@ def test_the_verdict_is_paired_and_says_beats_only_where_its_interval_excludes_1
     y = rng.normal(size=2 * n)
     baseline, model = y + rng.normal(size=2 * n), y + noise * rng.normal(size=2 * n)
     model[-1] = np.nan  # left out of the pairs
-    r = {"truth": y.tolist(), "median": model.tolist(), "train_mean": {"mse": 9.0}, "persistence": {"mse": 1.0}}
-    v = eb.verdict(r, {"persistence": baseline, "train_mean": y * 0}, np.arange(2 * n) // 2)  # 2 values a record
+    r = {"truth": y.tolist(), "median": model.tolist()}
+    v = eb.verdict(r, {"persistence": baseline, "train_mean": y * 0 + 3}, np.arange(2 * n) // 2)  # 2 values a record
     ratio, low, high = v["paired"]["persistence"]
     mse = np.nanmean((model - y) ** 2)
     assert v["best"] == "persistence" and v["says"] == says and v["beats"] == (says == "beats")
     assert ratio == pytest.approx(mse / np.mean((baseline - y)[:-1] ** 2))
     assert low < ratio < high and (low < 1 < high) == (says == "no clear difference") or says == "too few"
-    assert v["records"] == n and v["paired"]["train_mean"][0] == pytest.approx(mse / np.mean(y[:-1] ** 2))
+    assert v["records"] == n and v["paired"]["train_mean"][0] == pytest.approx(mse / np.mean((y[:-1] - 3) ** 2))
     text = eb.verdict_text(v)
     assert f"{n} test records are too few" in text if says == "too few" else f"{n} records)" in text
     assert "needs 20 or more" in text if n < 20 else says in text
