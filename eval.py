@@ -6,6 +6,7 @@ seeds of one setting give mean ± std (docs/training.md#evaluate).
     python eval.py --ckpt=out/own/ckpt_best.pt --mask_key=t
 """
 
+import csv
 import glob
 import json
 import math
@@ -22,7 +23,7 @@ from checkpoint import load_checkpoint
 from configurator import configure
 from dataset import check_name, check_trained_on, read_meta, read_samples
 from eval_baselines import BASELINES, baseline_predictions, baseline_text, learn_baselines
-from eval_baselines import outside_training, verdict
+from eval_baselines import NEXT, outside_training, verdict, verdict_text
 from mixture import mixture_cdf, mixture_nll, mixture_of, mixture_quantile
 from predict import check_meta, fill_in, load_model, masked_samples
 from util import TextError, atomic_file, atomic_write_text, format_number, pick_device, run_main
@@ -38,6 +39,7 @@ batch_size = 64
 out = ""  # output path without extension; default: eval... beside the first checkpoint
 plots = False  # also write PNG figures (needs matplotlib)
 save_predictions = False  # keep every truth and (median) prediction in the JSON report
+predictions = ""  # a CSV to write: each scored value's line, truth and predictions, in file units
 period = 0  # own series: seasonal persistence's period in steps; 0: detected in the training lists
 changed_data = False  # evaluate on the checkpoint's data_dir although it was prepared again since
 device = "auto"
@@ -45,7 +47,7 @@ device = "auto"
 # setting_checks.py; a number not named: [0, inf)
 RANGES = dict(batch_size="[1, inf)", device="auto | cpu | mps | cuda | cuda:N")
 
-DENSITY_SAMPLES = 4  # GMM heads: the predicted densities drawn per quantity
+DENSITY_SAMPLES = 4  # GMM heads: densities drawn per quantity
 # seeds of one setting may differ in these
 NOT_THE_SETTING = {"seed", "out_dir", "resume", "overwrite", "device", "compile", "flex_attention"}
 NOT_THE_SETTING |= {"micro_batch_size", "log_interval", "keep_every", "threads"}
@@ -204,13 +206,14 @@ def check_seeds(checkpoints):
             raise SystemExit(f"error: {path} is given twice in --ckpt")
         # its settings only: load_model reads the weights
         c = load_checkpoint(path, mmap=True)
+        settings = ("config", "data_dir", "model_args", "data_fingerprint", "text_tokens")
+        c = {k: c.get(k) for k in settings}
+        data = (c["data_fingerprint"] or {}).get("meta")
         vocab = (c["model_args"]["encoding"], c["text_tokens"])
-        c = {k: c.get(k) for k in ("config", "data_dir", "model_args", "data_fingerprint")}
-        c.update(vocab=vocab, data=(c["data_fingerprint"] or {}).get("meta"))
-        first = first or c
-        if c["data"] != first["data"]:
+        first = first or dict(c, data=data, vocab=vocab)
+        if data != first["data"]:
             raise SystemExit(f"error: {path} was trained on other data than {checkpoints[0]}")
-        if c["vocab"] != first["vocab"]:
+        if vocab != first["vocab"]:
             raise SystemExit(f"error: {path}: another encoding or vocabulary than {checkpoints[0]}")
         a, b = first["config"], c["config"]
         for key in sorted((set(a) | set(b)) - NOT_THE_SETTING):
@@ -233,12 +236,10 @@ def score_setting(checkpoints, data, split_names, dev):
     meta, path = read_meta(data), os.path.join(data, "meta.json")
     check_meta(meta, path, mask_key)
     task = task_of(meta, path)
-    keys = [mask_key] if mask_key else list(meta.get("scales") or {}) if task == "text" else []
     if mask_key and task != "text":
         raise SystemExit(f"error: --mask_key is for your own data; {data} is a {task} dataset")
+    keys = [mask_key] if mask_key else list(meta.get("scales") or {}) if task == "text" else []
     learned, notes = learn_baselines(task, data, meta, keys, mask_all, period)
-    for split in split_names:
-        check_name(split, "--splits:")
     ood = glob.glob(os.path.join(data, "test_ood*.txt"))
     split_names = split_names or ["test"] + sorted(os.path.basename(p)[:-4] for p in ood)
     report = dict(task=task, data_dir=data, checkpoints=checkpoints, max_samples=max_samples)
@@ -246,7 +247,7 @@ def score_setting(checkpoints, data, split_names, dev):
     if task == "text":
         report["masked"] = {"keys": keys, "every": mask_all}
     # encoded once: every seed has the same vocabulary
-    jobs, baselines, per_seed = {}, {}, []
+    jobs, baselines, masks, per_seed = {}, {}, {}, []
     for path in checkpoints:
         t0 = time.time()
         model, vocab, config = load_model(path, dev)
@@ -260,6 +261,7 @@ def score_setting(checkpoints, data, split_names, dev):
                 raise TextError(f"{where}: no sample holds a number the {task} task predicts")
             window = meta.get("window")
             baselines[split] = baseline_predictions(task, lines, masked, where, learned, window)
+            masks[split] = masked
         per_seed.append({split: run_model(model, vocab, jobs[split], dev) for split in split_names})
         print(f"{path}: evaluated in {time.time() - t0:.1f} s")
     for split in split_names:
@@ -271,9 +273,15 @@ def score_setting(checkpoints, data, split_names, dev):
                 said = f"{invalid} of {r['n'] * len(per_seed)} predictions are NaN or infinite"
                 report["warnings"].append(f"{split} · {quantity}: {said}: counted as invalid")
             found, note = baselines[split]
-            for name, (predicted, extra) in found.get(quantity, {}).items():
-                r[name] = {**metrics(task, truths, predicted, scale), **extra}
-            r["verdict"] = verdict(r)
+            predicted = {}
+            for name, (predicted[name], extra) in found.get(quantity, {}).items():
+                r[name] = {**metrics(task, truths, predicted[name], scale), **extra}
+            r["line"] = [i for i, g in enumerate(masks[split], 1) for _ in g.get(quantity, ())]
+            r["predicted"] = predicted
+            r["verdict"] = verdict(r, predicted, r["line"])
+            if not_num := r["mean"].get("not_num_rate"):
+                said = f"the token head did not say [NUM] at {not_num:.2%} (docs/training.md)"
+                report["warnings"].append(f"{split} · {quantity}: {said}")
             report["splits"][split][quantity] = r
             notes = [note.get(quantity), outside_training(quantity, truths, meta, scale)]
             report["notes"] += [f"{split} · {quantity}: {n}" for n in notes if n]
@@ -297,6 +305,23 @@ def report_prefix(checkpoints, data, trained_on):
         why = f"{e.strerror or e}; choose a writable --out"
         raise SystemExit(f"error: cannot write the report in {folder} ({why})")
     return prefix
+
+
+def write_predictions(report, meta, path):
+    """Each scored value's split, quantity, line, truth and predictions in the file's units."""
+    rows = [(s, q, r) for s, quantities in report["splits"].items() for q, r in quantities.items()]
+    names = [name for name in BASELINES if any(name in r["predicted"] for *_, r in rows)]
+    with atomic_file(path) as tmp, open(tmp, "w", newline="") as f:
+        writer = csv.writer(f, lineterminator="\n")
+        writer.writerow(["split", "quantity", "line", "truth", "prediction", *names])
+        for split, quantity, r in rows:
+            center, spread = scale_of(report["task"], meta, quantity) or (0.0, 1.0)
+            none = [None] * r["n"]
+            columns = [r["truth"], r["median"], *(r["predicted"].get(n, none) for n in names)]
+            for line, *values in zip(r["line"], *columns):
+                own = np.array(values, float) * spread + center
+                own = ["" if math.isnan(v) else format_number(v, 8) for v in own]
+                writer.writerow([split, quantity, line, *own])
 
 
 # metric -> header
@@ -346,15 +371,17 @@ def markdown(report):
         cells = [split, quantity, r["n"], *cells, fmt(r["median_prediction"][median])]
         lines.append("| " + " | ".join(map(str, cells)) + " |")
     for split, quantity, r in rows:
+        v = r.get("verdict") or {}
         for name in (name for name in BASELINES if name in r):
             scores = ", ".join(f"{COLUMNS[k]} {fmt(r[name][k])}" for k in COLUMNS if k in r[name])
+            if paired := v.get("paired", {}).get(name):
+                scores += "; the model's MSE {}× its (95% interval {}–{})".format(*map(fmt, paired))
             what = baseline_text(name, r[name], report["task"])
             lines += ["", f"{split} · {quantity}: {what} on the same values: {scores}"]
-        if v := r.get("verdict"):
-            beats = "beats" if v["beats"] else "does not beat"
-            said = f"the model {beats} the best baseline ({BASELINES[v['best']]})"
-            said += f": its MSE is {fmt(v['ratio'])}× the baseline's"
-            lines += ["", f"{split} · {quantity}: verdict: {said}"]
+        if v:
+            lines += ["", f"{split} · {quantity}: verdict: {verdict_text(v)}"]
+        if v.get("says") == "loses to":
+            lines += ["", f"{split} · {quantity}: next to try: {NEXT}"]
     warned = [f"- note: {n}" for n in report["notes"]]
     warned += [f"- warning: {w}" for w in report["warnings"]]
     shown = "encoding n_layer n_head n_embd max_iters batch_size learning_rate seed".split()
@@ -444,9 +471,8 @@ def main():
     checkpoints = [ckpt] if os.path.isfile(ckpt) else ckpt.replace(",", " ").split()
     if not checkpoints:
         raise SystemExit("error: --ckpt is required")
-    for path in checkpoints:
-        if not os.path.exists(path):
-            raise SystemExit(f"error: checkpoint {path} not found")
+    if missing := [p for p in checkpoints if not os.path.exists(p)]:
+        raise SystemExit(f"error: checkpoint {missing[0]} not found")
     if mask_all and not mask_key:
         raise SystemExit("error: --mask_all=True needs --mask_key=KEY")
     trained = check_seeds(checkpoints)
@@ -458,10 +484,15 @@ def main():
             check_trained_on(trained, checkpoints[0], trained_on, changed_data)
         prefix = report_prefix(checkpoints, data, trained_on)
         names = [s for s in splits.split(",") if s]
+        for split in names:
+            check_name(split, "--splits:")
         report, meta = score_setting(checkpoints, data, names, pick_device(device))
+        if predictions:
+            write_predictions(report, meta, predictions)
     except (ValueError, OSError) as e:
         raise SystemExit(f"error: {e}")
-    per_point = () if save_predictions else ("truth", "median", "pit", "mixture")
+    per_point = ["line", "predicted"]
+    per_point += [] if save_predictions else ["truth", "median", "pit", "mixture"]
     saved = {**report, "splits": {}}
     for split, quantities in report["splits"].items():
         saved["splits"][split] = {
@@ -473,8 +504,9 @@ def main():
     print(text)
     if plots:
         write_plots(report, meta, prefix)
-    figures = f"; figures: {prefix}_<split>.png" if plots else ""
-    print(f"report: {prefix}.json and {prefix}.md{figures}")
+    written = f"; figures: {prefix}_<split>.png" if plots else ""
+    written += f"; predictions: {predictions}" * bool(predictions)
+    print(f"report: {prefix}.json and {prefix}.md{written}")
 
 
 if __name__ == "__main__":

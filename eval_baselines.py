@@ -3,15 +3,20 @@
 import json
 import math
 import os
+from collections import Counter, defaultdict
 
 import numpy as np
 
 from dataset import read_samples
 from predict import is_json_number, json_paths, masked_groups
-from util import TextError
+from util import TextError, format_number
 
 # a period's peak: its least autocorrelation and rise above the dip before it
 PERIOD_R = 0.3
+RESAMPLES = 2000  # the verdict's bootstrap
+FEWEST = 20  # test records a verdict needs
+# when the model loses to its best baseline
+NEXT = "longer training (--max_iters), a --window covering a period, several seeds (--seed)"
 # baseline -> its name in the verdict
 BASELINES = dict(
     train_mean="training mean",
@@ -120,43 +125,51 @@ def period_of(lists):
     return next(k for k in peaks if r[k] >= best - 0.1), r
 
 
-def training_means(task, data, keys, every):
-    """text: each quantity's mean over the training split's masked numbers."""
+def learn_baselines(task, data, meta, keys, every, period):
+    """From the training split: each quantity's mean, each key's least-squares fit, each series'
+    lags [1, period]; notes."""
+    series = task == "era5" or (task == "text" and bool(keys) and not every)
+    lags = {q: [1] for q in (keys or ["t+1"])} if series else {}
+    if task != "text":
+        return {"means": {}, "fits": {}, "lags": lags}, []
+    own = meta.get("dataset") == "text" and bool(keys)
+    window = meta.get("window")
+    steps = range(window) if window else [None]
+    columns = [(k, i) for k in meta.get("scales") or {} for i in steps]
+    # own data: each key's lists and least-squares fit
+    lists = {key: [] for key in keys} if own else {}
+    fits = {}
+    for key in lists if not (window and every) else ():
+        fits[key] = LeastSquares(columns, (key, window - 1 if window else None))
     path, numbers = os.path.join(data, "train.txt"), {}
     for number, line in read_samples(path, required=False):
         pieces, groups = masked_groups(task, line, f"{path}:{number}", keys, every)
         values = [v for kind, v in pieces if kind == "num"]
         for quantity, indices in groups.items():
             numbers.setdefault(quantity, []).extend(values[i] for i in indices)
-    return {quantity: float(np.mean(v)) for quantity, v in numbers.items() if v}
-
-
-def training_fits(data, meta, keys, every):
-    """Each key's least-squares fit on the record's other numbers and the period of its lists."""
-    path, window = os.path.join(data, "train.txt"), meta.get("window")
-    steps = range(window) if window else [None]
-    columns = [(k, i) for k in meta.get("scales") or {} for i in steps]
-    fits = {}
-    for key in keys if not (window and every) else ():
-        fits[key] = LeastSquares(columns, (key, window - 1 if window else None))
-    series = {key: [] for key in keys}
-    for _, line in read_samples(path, required=False):
-        record = json.loads(line)
-        for key in keys:
+        record = json.loads(line) if own else {}
+        for key, found in lists.items():
             if key in fits:
                 fits[key].add(record)
             v = value_at(record, key)
             if isinstance(v, list) and all(map(is_json_number, v)) and not every:
-                series[key].append(v)
-    out = {}
-    for key in keys:
-        found, r = period_of(series[key])
-        fit = fits[key].fit() if key in fits else None
-        longest = max(map(len, series[key]), default=0)
-        out[key] = dict(
-            fit=fit, period=found, longest=longest, r=float(r[found]) if found else None
-        )
-    return out
+                found.append(v)
+    notes = []
+    for key in lists if series else ():
+        found, r = period_of(lists[key])
+        if lag := period or found:
+            lags[key].append(lag)
+        if not any(lists[key]):
+            continue
+        if period:
+            notes.append(f"{key}: seasonal persistence with the period given, --period={period}")
+        elif lag:
+            notes.append(f"{key}: period {lag} detected in the training lists (r = {r[found]:.2f})")
+        else:
+            notes.append(f"{key}: no period found in the training lists: no seasonal persistence")
+    means = {quantity: float(np.mean(v)) for quantity, v in numbers.items() if v}
+    fitted = {key: fit.fit() for key, fit in fits.items()}
+    return {"means": means, "fits": fitted, "lags": lags}, notes
 
 
 def baseline_predictions(task, lines, masked, where, learned, window):
@@ -171,11 +184,11 @@ def baseline_predictions(task, lines, masked, where, learned, window):
             what = ("a station" if task == "era5" else f"key {quantity!r}") if strict else None
             for lag, values in earlier.get(quantity, {}).items():
                 values += previous_values(line, indices, at, what, lag)
-    out, notes = {q: {} for q in set(lags) | set(fits) | set(learned["means"])}, {}
-    counts = {q: sum(len(groups.get(q, [])) for groups in masked) for q in out}
+    out, notes = defaultdict(dict), {}
+    counts = Counter(q for groups in masked for q, indices in groups.items() for _ in indices)
     for quantity, mean in learned["means"].items():
         out[quantity]["train_mean"] = ([mean] * counts[quantity], {})
-    for quantity, fit in ((q, f["fit"]) for q, f in fits.items() if f["fit"]):
+    for quantity, fit in ((q, f) for q, f in fits.items() if f):
         predicted, filled = fit.predict(list(map(json.loads, lines)))
         if len(predicted) == counts[quantity]:
             extra = {"predictors": fit.predictors, "filled": filled}
@@ -190,36 +203,53 @@ def baseline_predictions(task, lines, masked, where, learned, window):
     return out, notes
 
 
-def learn_baselines(task, data, meta, keys, every, period):
-    """From the training split: means, least-squares fits, each series' lags [1, period]; notes."""
-    series = task == "era5" or (task == "text" and bool(keys) and not every)
-    own = task == "text" and meta.get("dataset") == "text" and bool(keys)
-    # first: refuses a line that is no JSON record
-    means = training_means(task, data, keys, every) if task == "text" else {}
-    fits = training_fits(data, meta, keys, every) if own else {}
-    lags = {q: [1] for q in (keys or ["t+1"])} if series else {}
-    notes = []
-    for key, fit in fits.items() if series else ():
-        if lag := period or fit["period"]:
-            lags[key].append(lag)
-        if fit["longest"] and period:
-            notes.append(f"{key}: seasonal persistence with the period given, --period={period}")
-        elif fit["longest"] and lag:
-            notes.append(f"{key}: period {lag} detected in the training lists (r = {fit['r']:.2f})")
-        elif fit["longest"]:
-            notes.append(f"{key}: no period found in the training lists: no seasonal persistence")
-    return {"means": means, "fits": fits, "lags": lags}, notes
+def ratio_interval(model, baseline, records):
+    """Two predictors' ratio of MSEs from their squared errors, and its 95% bootstrap interval."""
+    model, baseline = np.bincount(records, model), np.bincount(records, baseline)
+    rng, ratios = np.random.default_rng(0), []
+    # 100 resamples of the records at a time: (100, records)
+    for _ in range(RESAMPLES // 100):
+        pick = rng.integers(0, len(model), (100, len(model)))
+        ratios.append(model[pick].sum(1) / baseline[pick].sum(1))
+    low, high = np.percentile(np.concatenate(ratios), [2.5, 97.5])
+    return [float(model.sum() / baseline.sum()), float(low), float(high)]
 
 
-def verdict(r):
-    """Whether the model's mean MSE beats the best baseline's, or None."""
-    scored = [(r[b]["mse"], b) for b in BASELINES if b in r and not math.isnan(r[b]["mse"])]
-    if not scored:
+def verdict(r, predicted, lines):
+    """The model's median against each baseline on the values it predicted (lines: their records),
+    and the verdict against the best; None without baselines or a valid prediction."""
+    y = np.asarray(r["truth"], float)
+    model = (np.array(r["median"], float) - y) ** 2
+    ok = ~np.isnan(model)
+    if not predicted or not ok.any():
         return None
-    best, name = min(scored)
-    model = r["mean"]["mse"]
-    ratio = model / best if best > 0 else (1.0 if model == 0 else math.inf)
-    return {"best": name, "ratio": ratio, "beats": bool(ratio < 1)}
+    records = np.unique(np.asarray(lines)[ok], return_inverse=True)[1]
+    paired = {}
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for name, p in predicted.items():
+            error = (np.asarray(p, float)[ok] - y[ok]) ** 2
+            paired[name] = ratio_interval(model[ok], error, records)
+    # the least MSE: the highest ratio
+    best = max(paired, key=lambda name: paired[name][0])
+    ratio, low, high = paired[best]
+    says = "loses to" if low > 1 else "beats" if high < 1 else "no clear difference"
+    n = int(records.max()) + 1
+    says = "too few" if n < FEWEST else says
+    return dict(best=best, ratio=ratio, beats=says == "beats", says=says, records=n, paired=paired)
+
+
+def verdict_text(v):
+    """The verdict in words: beats or loses to where its 95% interval excludes 1."""
+    ratio, low, high = v["paired"][v["best"]]
+    ratio, low, high = format_number(ratio, 4), format_number(low, 3), format_number(high, 3)
+    best, n = BASELINES[v["best"]], v["records"]
+    if v["says"] == "too few":
+        said = f"{n} test records are too few to tell the model from the best baseline ({best})"
+        return said + f": its MSE is {ratio}× the baseline's; a test split needs {FEWEST} or more"
+    said = f"the model {v['says']} the best baseline ({best})"
+    if v["says"] == "no clear difference":
+        said = f"no clear difference between the model and the best baseline ({best})"
+    return said + f": its MSE is {ratio}× the baseline's (95% interval {low}–{high}, {n} records)"
 
 
 def outside_training(quantity, truths, meta, scale):

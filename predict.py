@@ -1,5 +1,4 @@
-"""A checkpoint's predictions for sample.py and eval.py: numbers masked and filled in, text
-generated."""
+"""A checkpoint's predictions for sample.py and eval.py: numbers masked and filled in."""
 
 import json
 import math
@@ -44,13 +43,13 @@ def json_paths(obj, path=()):
         yield path
 
 
-def number_paths(line, pieces, where, what):
+def number_paths(line, pieces, where):
     """The JSON path of each number (and [?]) of a line's pieces."""
     n_numbers = sum(kind != "text" for kind, _ in pieces)
     try:
         record = json.loads(line)
     except json.JSONDecodeError as e:
-        raise TextError(f"{where}: {what} must be JSON ({e})")
+        raise TextError(f"{where}: expected a JSON record ({e})")
     paths = list(json_paths(record))
     if len(paths) != n_numbers:
         for text in map(json.loads, JSON_STRING.findall(line)):
@@ -66,14 +65,13 @@ def number_paths(line, pieces, where, what):
 
 
 def masked_numbers(line, pieces, where, keys=(), every=False):
-    """{quantity: indices masked together}: the last under each key (every: all), or the line's
-    last."""
+    """{quantity: indices masked together}: the last under each key (every: all), or the last."""
     n_numbers = sum(kind == "num" for kind, _ in pieces)
     if not keys:
         if not n_numbers:
             raise TextError(f"{where}: the line has no number to predict")
         return {"last": [n_numbers - 1]}
-    paths = number_paths(line, pieces, where, "a record for --mask_key")
+    paths = number_paths(line, pieces, where)
     names = [[k for k in p if isinstance(k, str)] for p in paths]
     groups = {key: under_key(names, key, where) for key in keys}
     return {key: found if every else found[-1:] for key, found in groups.items()}
@@ -96,12 +94,12 @@ def under_key(names, key, where):
 
 
 def masked_groups(task, line, where, keys=(), every=False):
-    """(split_text's pieces, masked_numbers' groups) of a sample of the task."""
+    """(pieces, {quantity: indices masked together}) of a sample of the task."""
     pieces = split_text(line, where)
     if task in ("arithmetic", "lookup", "text"):
         groups = masked_numbers(line, pieces, where, keys if task == "text" else (), every)
         return pieces, groups if task == "text" else {"answer": groups["last"]}
-    paths = number_paths(line, pieces, where, f"a {task} sample")
+    paths = number_paths(line, pieces, where)
     if task == "era5":
         # data[station][step]: each station's last step
         last = {p[1]: i for i, p in enumerate(paths) if p[0] == "data"}
@@ -139,8 +137,8 @@ def load_model(path, device="cpu"):
 def generate(
     model, ids, values, max_new_tokens, temperature=0.0, generator=None, gmm="sample", stop=EOS_ID
 ):
-    """Tokens appended until stop (greedy, or sampled at temperature), a [NUM] taking the number
-    head's value (GMM: a draw or the mean): ids, values, number head values, GMM outputs (1, 3K)."""
+    """ids, values, head values and GMM outputs (1, 3K), tokens appended until stop (greedy, or
+    sampled at temperature); a [NUM] takes the head's value (GMM: a draw or the mean)."""
     ids, values, nums, mixtures = list(ids), list(values), [], []
     dev = next(model.parameters()).device
     for _ in range(max_new_tokens):
@@ -171,11 +169,13 @@ def predict_masked(model, chunk, device):
     h = model.trunk(batch["ids"], batch["values"], pos=batch["pos"], doc=batch["doc"])
     # only where something is asked: (N, V), (N,) or (N, 3K)
     logits, num = model.heads(h.flatten(0, 1)[batch["pred"]])
-    raw = num.float().cpu() if num is not None and num.dim() == 2 else None
-    num = (mixture_mean(num) if raw is not None else num).float().cpu() if num is not None else None
     sizes = [int(np.count_nonzero(ask)) for _, _, ask in chunk]
-    split = lambda t: t.split(sizes) if t is not None else [None] * len(chunk)
-    return zip(logits.argmax(-1).cpu().split(sizes), split(num), split(raw))
+    nums = raws = [None] * len(chunk)
+    if num is not None and num.dim() == 2:
+        raws, num = num.float().cpu().split(sizes), mixture_mean(num)
+    if num is not None:
+        nums = num.float().cpu().split(sizes)
+    return zip(logits.argmax(-1).cpu().split(sizes), nums, raws)
 
 
 def predict_causal(model, vocab, chunk):
@@ -197,7 +197,7 @@ def predict_causal(model, vocab, chunk):
 @torch.no_grad()
 def fill_in(model, vocab, samples, device="cpu", batch_size=64):
     """The numbers asked in each sample (ids, values, ask); counts of 'numbers', 'invalid' (not
-    finite), 'not_num' (xVal: token head not [NUM]); GMM: each mixture."""
+    finite), 'not_num' (token head not [NUM]); GMM: each sample's mixtures."""
     predictions, mixtures, counts = [], [], {"numbers": 0, "invalid": 0, "not_num": 0}
     width = TOKENS_PER_NUMBER[vocab.encoding]
     # similar lengths share a batch
@@ -244,13 +244,13 @@ def detokenize(ids, values, vocab):
 
 
 def ask_numbers(pieces, indices):
-    """pieces with the numbers at indices asked; their positions."""
+    """pieces with the numbers at indices asked; their values; their positions."""
     numbers = [j for j, (kind, _) in enumerate(pieces) if kind == "num"]
     at = [numbers[i] for i in indices]
     asked = list(pieces)
     for j in at:
         asked[j] = ("ask", None)
-    return asked, at
+    return asked, [pieces[j][1] for j in at], at
 
 
 def encode_line(
@@ -261,27 +261,25 @@ def encode_line(
     if units:
         line = written_names(line, units)
     if spaced := re.search(r"\[\s*\?\s*\]", line.replace(ASK, "")):
-        raise TextError(
-            f"{where}: {spaced.group()!r} looks like the marker {ASK}; write {ASK} without spaces"
-        )
+        said = f"looks like the marker {ASK}; write {ASK} without spaces"
+        raise TextError(f"{where}: {spaced.group()!r} {said}")
     if len(line) > 1000 * block_size:
-        why = f"more than the block_size {block_size} can hold"
-        raise TextError(f"{where}: {len(line):,} characters, {why}")
-    truths, spans, scales = [], [], []
+        too_long = f"{len(line):,} characters, more than the block_size {block_size} can hold"
+        raise TextError(f"{where}: {too_long}")
+    truths, scales = [], []
+    pieces, spans = split_text_spans(line, where, mask is None and not causal)
     if mask is not None:
-        pieces, spans = split_text_spans(line, where)
         (masked,) = masked_numbers(line, pieces, where, [mask] if mask else [], mask_all).values()
         if not masked:
             raise KeyAbsent(f"{where}: no number under key {mask!r}")
-        asked, at = ask_numbers(pieces, masked)
-        truths = [pieces[j][1] for j in at]
+        pieces, truths, at = ask_numbers(pieces, masked)
         for j in reversed(at):
             line = line[: spans[j][0]] + ASK + line[spans[j][1] :]
-        pieces = asked
-    else:
-        pieces = split_text(line, where, not causal)
     if units:
         pieces, scales = to_model_units(line, pieces, where, units)
+    if units and "split" in units:
+        truths = [t * s + c for t, (c, s) in zip(truths, scales)]
+        line = in_own_units(line, where, units)
     ids, values, ask = encoded(pieces, vocab, where, block_size)
     if not causal and not ask.any():
         raise TextError(f"{where}: no {ASK} in the line (or use --mask_last or --mask_key)")
@@ -294,9 +292,8 @@ def encoded(pieces, vocab, where, block_size):
     if vocab.encoding == "xval" and (far := np.abs(values).max(initial=0)) > MAX_VALUE:
         raise TextError(f"{where}: the number {far:g} is beyond ±{MAX_VALUE:g}: scale it")
     if len(ids) > block_size:
-        raise TextError(
-            f"{where}: {len(ids)} tokens, more than the model's block_size {block_size}"
-        )
+        more = f"more than the model's block_size {block_size}"
+        raise TextError(f"{where}: {len(ids)} tokens, {more}")
     return ids, values, ask
 
 
@@ -309,10 +306,10 @@ def masked_samples(task, lines, vocab, where, block_size, keys=(), every=False):
         masked.append(groups)
         # a record without the key: left out
         for quantity, indices in ((q, i) for q, i in groups.items() if i):
-            asked, positions = ask_numbers(pieces, indices)
+            asked, values, _ = ask_numbers(pieces, indices)
             samples, truths = jobs.setdefault(quantity, ([], []))
             samples.append(encoded(asked, vocab, at, block_size))
-            truths.extend(pieces[j][1] for j in positions)
+            truths.extend(values)
     if lines and (missing := [k for k in keys if k not in jobs]):
         raise TextError(f"{where}: no record has a number under key {missing[0]!r}")
     absent = [f"{q} {len(lines) - len(s)}" for q, (s, _) in jobs.items() if len(s) < len(lines)]
@@ -358,8 +355,8 @@ def check_meta(meta, path, mask_key=""):
 
 
 def units_of(path, data_dir, scaled=False, input="-", mask_key=""):
-    """meta.json, whose scales take the file's units to the model's; None where numbers are as
-    the text files write them (--scaled, an input that is one, another dataset)."""
+    """meta.json, whose scales take the file's units to the model's ("split": an input that is a
+    split, written scaled); None where numbers stay as the text files write them."""
     try:
         meta = read_meta(data_dir)
     except (OSError, ValueError) as e:
@@ -371,18 +368,21 @@ def units_of(path, data_dir, scaled=False, input="-", mask_key=""):
     name = os.path.basename(input)
     split = name.endswith(".txt") and name[:-4] in meta["splits"]
     split = split and os.path.samefile(os.path.dirname(os.path.abspath(input)), data_dir)
-    if scaled or split:
-        why = "--scaled" if scaled else f"{input} is one of them"
-        print(f"units: as written in {data_dir}'s text files, scaled ({why})", file=sys.stderr)
+    if scaled:
+        print(f"units: as written in {data_dir}'s text files, scaled (--scaled)", file=sys.stderr)
         return None
+    if split:
+        said = f"{input} is written scaled: read as written, printed"
+        print(f"units: {said} in the file's own (--scaled: not)", file=sys.stderr)
+        return dict(meta, split=input)
     print(f"units: the file's own, scaled by {data_dir}/meta.json (--scaled: not)", file=sys.stderr)
     recorded = load_checkpoint(path, mmap=True).get("data_fingerprint") or {}
     now = fingerprint(data_dir, "xval")
     if recorded.get("meta") and now["meta"] != recorded["meta"]:
+        changed = f"has been prepared again since {path}"
         if another_dataset(recorded, now):
-            print(f"warning: {data_dir} holds another dataset than {path}'s", file=sys.stderr)
-        else:
-            print(f"warning: {data_dir} has been prepared again since {path}", file=sys.stderr)
+            changed = f"holds another dataset than {path}'s"
+        print(f"warning: {data_dir} {changed}", file=sys.stderr)
     return meta
 
 
@@ -397,7 +397,7 @@ def written_names(line, units):
 
 def number_keys(line, pieces, where, scales):
     """The (center, spread) of each number and [?] of a record by its top-level key; the keys."""
-    paths = number_paths(line.replace(ASK, "0"), pieces, where, "a record in the file's own units")
+    paths = number_paths(line.replace(ASK, "0"), pieces, where)
     keys = [p[0] if p and isinstance(p[0], str) else None for p in paths]
     if missing := [k for k in keys if k not in scales]:
         what = f"key {missing[0]!r}" if missing[0] else "no key"
@@ -410,7 +410,9 @@ def to_model_units(line, pieces, where, units):
     """A record's pieces as the model reads them, (x - center) / spread; each asked number's
     (center, spread). A number far outside its training range is warned of."""
     scales, keys = number_keys(line, pieces, where, units["scales"])
-    ranges = units.get("ranges") or {}
+    # a split's records are written scaled: neither checked nor scaled
+    split = "split" in units
+    ranges = {} if split else units.get("ranges") or {}
     out, asked, i = [], [], 0
     for kind, x in pieces:
         if kind == "ask":
@@ -421,7 +423,7 @@ def to_model_units(line, pieces, where, units):
             if not low - width <= x <= high + width:
                 say = f"{x:g} is far outside its training range [{low:g}, {high:g}]"
                 print(f"warning: {where}: key {keys[i]!r}: {say}", file=sys.stderr)
-        if kind == "num":
+        if kind == "num" and not split:
             x = (x - scales[i][0]) / scales[i][1]
         i += kind != "text"
         out.append((kind, x))
@@ -429,13 +431,14 @@ def to_model_units(line, pieces, where, units):
 
 
 def in_own_units(text, where, units):
-    """A generated record in the file's units (said where it is no complete record)."""
-    pieces, spans = split_text_spans(text, where)
+    """A record (its [?] kept) in the file's units (said where it is no complete record)."""
+    pieces, spans = split_text_spans(text, where, allow_ask=True)
     try:
         scales, _ = number_keys(text, pieces, where, units["scales"])
     except TextError:
         return text + "  (scaled: not a complete record)"
-    numbers = [(span, x) for (kind, x), span in zip(pieces, spans) if kind == "num"]
+    numbers = [(span, x) for (kind, x), span in zip(pieces, spans) if kind != "text"]
     for ((start, end), x), (c, s) in reversed(list(zip(numbers, scales))):
-        text = text[:start] + format_number(x * s + c) + text[end:]
+        if x is not None:
+            text = text[:start] + format_number(x * s + c) + text[end:]
     return text

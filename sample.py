@@ -60,7 +60,7 @@ def read_input(path, name):
     return lines[: max_lines or None]
 
 
-def encoded(lines, name, vocab, block_size, causal, mask, units):
+def encode_lines(lines, name, vocab, block_size, causal, mask, units):
     """encode_line's answer for each line; the lines without the key; how many failed."""
     done, absent, failed = [], [], 0
     for number, line in lines:
@@ -115,7 +115,8 @@ def main():
     causal = model.cfg.causal and mask is None
     # generation: only the lines shown
     lines = lines[:show] if causal else lines
-    done, absent, failed = encoded(lines, name, vocab, model.cfg.block_size, causal, mask, units)
+    size = model.cfg.block_size
+    done, absent, failed = encode_lines(lines, name, vocab, size, causal, mask, units)
     generator = torch.Generator(device=dev).manual_seed(seed)
     for (ids, values, _), *_ in done if causal else []:
         out = generate(model, ids, values, max_new_tokens, temperature, generator, gmm_generate)

@@ -1,4 +1,5 @@
 """eval.py: metrics by hand, seeds combined, every task end to end, a bad score never hidden."""
+import csv
 import json
 import math
 import os
@@ -41,12 +42,34 @@ def test_seeds_combine_into_mean_std_and_the_median_prediction():
     assert r["median"] == [2.0, 3.0, None] and r["median_prediction"]["mse"] == pytest.approx(1.0)
 
 
+@pytest.mark.parametrize("says, records, said", [
+    ("loses to", 40, "the model loses to the best baseline (persistence): its MSE is 2.5× the baseline's (95% interval "
+                     "1.5–4, 40 records)\n\ntest · t: next to try: longer training (--max_iters)"),
+    ("no clear difference", 40, "no clear difference between the model and the best baseline (persistence): its"),
+    ("too few", 3, "3 test records are too few to tell the model from the best baseline (persistence): its MSE is "
+                   "2.5× the baseline's; a test split needs 20 or more")])
+def test_the_report_says_the_verdict_its_interval_and_writes_predictions_in_file_units(says, records, said, tmp_path):
+    paired = {"persistence": [2.5, 1.5, 4.0], "train_mean": [0.5, 0.4, 0.6]}
+    scores = {"mse": 1.0, "n": 2, "valid": 2}
+    r = {"n": 2, "mean": {"mse": 1.0, "invalid_rate": 0}, "std": {}, "median_prediction": scores, "truth": [0.0, 1.0],
+         "median": [0.5, None], "line": [2, 5], "predicted": {"persistence": [1.0, 2.0]}, "persistence": scores,
+         "train_mean": scores, "verdict": dict(best="persistence", says=says, records=records, paired=paired)}
+    report = dict(task="text", encoding="xval", checkpoints=["c.pt"], causal=False, data_dir="d", notes=[],
+                  warnings=[], config={}, splits={"test": {"t": r}})
+    md = ev.markdown(report)
+    assert "the key's training mean on the same values: MSE 1; the model's MSE 0.5× its (95% interval 0.4–0.6)" in md
+    assert f"test · t: verdict: {said}" in md and ("next to try" in md) == (says == "loses to")
+    ev.write_predictions(report, {"scales": {"t": {"center": 10.0, "spread": 2.0}}}, str(tmp_path / "p.csv"))
+    assert (tmp_path / "p.csv").read_text() == ("split,quantity,line,truth,prediction,persistence\n"
+                                                "test,t,2,10,11,12\ntest,t,5,12,,14\n")
+
+
 def lines(data, split):
     return sum(1 for _ in open(f"{data}/{split}.txt"))
 
 
 def evaluate(ckpt, data, tmp_path, *extra, check=False):
-    """(CompletedProcess, report prefix) of eval.py on data, its report at tmp_path/e."""
+    """eval.py on data: (CompletedProcess, the report's prefix tmp_path/e)."""
     prefix = str(tmp_path / "e")
     return run("eval.py", f"--ckpt={ckpt}", f"--data_dir={data}", f"--out={prefix}", *extra, check=check), prefix
 
@@ -127,8 +150,8 @@ def test_temperature_end_to_end_in_kelvin(tmp_path_factory, tmp_path):
     from helpers import truth_field, write_old_layout
     tmp = tmp_path_factory.mktemp("era5")
     data = str(tmp / "data")
-    run("prepare/era5.py", str(write_old_layout(tmp / "t2m.nc", truth_field())), "--size=tiny", "--out", data,
-        "--workers=1")
+    nc = str(write_old_layout(tmp / "t2m.nc", truth_field()))
+    run("prepare/era5.py", nc, "--size=tiny", "--out", data, "--workers=1")
     run("tokenize_numbers.py", data, "--encoding", "xval", "--workers=1")
     report, _, prefix = evaluated(eval_model(data, tmp_path / "xval", "--block_size=2048"), extra=["--max_samples=20"])
     r = report["splits"]["test"]["t+1"]
@@ -158,9 +181,10 @@ def test_summary_puts_encodings_side_by_side(tmp_path_factory, tmp_path):
 @pytest.mark.slow
 def test_own_data_in_original_units_with_baselines_and_plots(own_run, monkeypatch):
     data, ckpt = own_run
-    r = run("eval.py", f"--ckpt={ckpt}", "--mask_key=t", "--save_predictions=True")
+    table = os.path.join(os.path.dirname(ckpt), "predictions.csv")
+    r = run("eval.py", f"--ckpt={ckpt}", "--mask_key=t", "--save_predictions=True", f"--predictions={table}")
     prefix = os.path.join(os.path.dirname(ckpt), "eval_t")  # named after the key: replaces no other report
-    assert f"report: {prefix}.json and {prefix}.md" in r.stdout
+    assert f"report: {prefix}.json and {prefix}.md; predictions: {table}" in r.stdout
     report = json.load(open(prefix + ".json"))
     t = report["splits"]["test"]["t"]
     test = [json.loads(line)["t"] for line in open(f"{data}/test.txt")]
@@ -168,15 +192,21 @@ def test_own_data_in_original_units_with_baselines_and_plots(own_run, monkeypatc
     mean = np.mean([json.loads(line)["t"][-1] for line in open(f"{data}/train.txt")])
     assert t["truth"] == [row[-1] for row in test] and t["mean"]["mse_original"] == pytest.approx(t["mean"]["mse"] * 25)
     assert t["mean"]["r2_original"] == pytest.approx(t["mean"]["r2"], abs=1e-9)
-    assert t["persistence"]["mse"] == pytest.approx(by_hand) and t["persistence"]["mse_original"] == pytest.approx(by_hand * 25)
+    assert t["persistence"]["mse"] == pytest.approx(by_hand)
+    assert t["persistence"]["mse_original"] == pytest.approx(by_hand * 25)
     assert t["train_mean"]["mse"] == pytest.approx(np.mean([(row[-1] - mean) ** 2 for row in test]))
     for said in ("persistence (the previous value of the same key)", "the key's training mean",
                  "MSE (original units)", "MSE of median (original units)"):
         assert said in r.stdout
     row = next(line for line in r.stdout.splitlines() if line.startswith("| test | t"))
     assert row.endswith(f"| {ev.fmt(t['median_prediction']['mse_original'])} |")
-    # the figures, in the file's units
+    # the figures and predictions, in the file's units
     figures, s = [], json.load(open(f"{data}/meta.json"))["scales"]["t"]
+    rows = list(csv.DictReader(open(table)))
+    assert [int(row["line"]) for row in rows] == list(range(1, len(test) + 1))
+    for row, window, p in zip(rows, test, t["median"]):
+        own = [float(row[k]) for k in ("truth", "prediction", "persistence")]
+        assert own == pytest.approx([v * s["spread"] + s["center"] for v in (window[-1], p, window[-2])])
     monkeypatch.setattr(ev, "save_figure", lambda plt, fig, title, path: figures.append((fig, title)))
     n = len(t["truth"])
     t.update(pit=[0.5] * n, mixture=[[0.0, 0.0, 0.0, 0.0, -1.0, -1.0]] * n, per_seed=[{"cover50": 0.5, "cover90": 0.9}])
@@ -243,9 +273,8 @@ def test_the_report_goes_where_it_can_be_written_and_replaces_no_other(checkpoin
 
 
 def test_a_sample_past_the_block_size_is_one_line_naming_it(checkpoint, own_data, tmp_path):
-    long = "(" + "+".join(["0.5"] * 40) + ")=20"
     with open(f"{own_data}/test.txt", "a") as f:
-        f.write(long + "\n")
+        f.write("(" + "+".join(["0.5"] * 40) + ")=20\n")
     meta = json.load(open(f"{own_data}/meta.json"))
     n = meta["splits"]["test"] = lines(own_data, "test")  # as a prepare run counts it
     json.dump(meta, open(f"{own_data}/meta.json", "w"))
@@ -254,18 +283,31 @@ def test_a_sample_past_the_block_size_is_one_line_naming_it(checkpoint, own_data
 
 
 def test_nan_or_inf_predictions_are_counted_and_warned_of(checkpoint, data, tmp_path, monkeypatch):
+    r, prefix = evaluate(checkpoint, data, tmp_path, "--plots=True", check=True)
+    assert os.path.getsize(prefix + "_test.png") > 1000 and json.load(open(prefix + ".json"))["causal"] is False  # an MLM checkpoint
+    rate = json.load(open(prefix + ".json"))["splits"]["test"]["answer"]["mean"]["not_num_rate"]
+    assert "| not [NUM] |" in r.stdout and "| invalid |" not in r.stdout and r.stdout.count("warning") == (rate > 0)
+    assert rate == 0 or f"warning: test · answer: the token head did not say [NUM] at {rate:.2%} (docs" in r.stdout
+    # a diverged checkpoint: every prediction invalid
+    r, prefix = evaluate(diverged(checkpoint, tmp_path / "diverged.pt"), data, tmp_path, check=True)
+    a = json.load(open(prefix + ".json"))["splits"]["test"]["answer"]
+    assert a["per_seed"][0]["valid"] == 0 and a["mean"]["invalid_rate"] == 1.0
+    assert f"warning: test · answer: {a['n']} of {a['n']} predictions are NaN or infinite" in r.stdout
+    table = next(line for line in r.stdout.splitlines() if line.startswith("| test | answer |"))
+    assert "| 1 |" in table  # the invalid rate, beside an MSE of no value
+    # every third prediction NaN, the next one inf
     forward, planted, full, load = model.NumberHead.forward, [], [], torch.load
 
-    def diverging(self, h):  # every third prediction NaN, the next one inf
+    def diverging(self, h):
         out = forward(self, h).clone()
         out[0::3], out[1::3] = math.nan, math.inf
         planted.append(len(out[0::3]) + len(out[1::3]))
         return out
-    monkeypatch.setattr(model.NumberHead, "forward", diverging)
 
     def counted(path, *args, **kwargs):  # each checkpoint's weights are read once: not mapped
         full.extend([] if kwargs.get("mmap") else [path])
         return load(path, *args, **kwargs)
+    monkeypatch.setattr(model.NumberHead, "forward", diverging)
     monkeypatch.setattr(torch, "load", counted)
     r, prefix = evaluate(checkpoint, data, tmp_path, "--save_predictions=True", check=True)
     assert full == [checkpoint]
@@ -280,24 +322,6 @@ def test_nan_or_inf_predictions_are_counted_and_warned_of(checkpoint, data, tmp_
     truth, median = np.array(a["truth"]), np.array(a["median"], float)
     ok = np.isfinite(median)
     assert ok.sum() == n - bad and a["mean"]["mse"] == pytest.approx(float(np.mean((truth[ok] - median[ok]) ** 2)))
-
-
-def test_a_diverged_checkpoint_is_not_scored_silently(checkpoint, data, tmp_path):
-    # a link at each name eval.py writes is replaced, never written through
-    written = [tmp_path / f"e{end}" for end in (".json", ".md", "_test.png")]
-    for link in written:
-        (tmp_path / f"{link.name}.outside").write_text("kept")
-        link.symlink_to(tmp_path / f"{link.name}.outside")
-    r, prefix = evaluate(checkpoint, data, tmp_path, "--plots=True", check=True)
-    assert all(not p.is_symlink() and (tmp_path / f"{p.name}.outside").read_text() == "kept" for p in written)
-    assert json.load(open(prefix + ".json"))["causal"] is False  # an MLM checkpoint
-    assert "| not [NUM] |" in r.stdout and "| invalid |" not in r.stdout and "warning" not in r.stdout
-    r, prefix = evaluate(diverged(checkpoint, tmp_path / "diverged.pt"), data, tmp_path, check=True)
-    a = json.load(open(prefix + ".json"))["splits"]["test"]["answer"]
-    assert a["per_seed"][0]["valid"] == 0 and a["mean"]["invalid_rate"] == 1.0
-    assert f"warning: test · answer: {a['n']} of {a['n']} predictions are NaN or infinite" in r.stdout
-    table = next(line for line in r.stdout.splitlines() if line.startswith("| test | answer |"))
-    assert "| 1 |" in table  # the invalid rate, beside an MSE of no value
 
 
 @pytest.mark.parametrize("name,text,own,error", [

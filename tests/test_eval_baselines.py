@@ -37,8 +37,9 @@ def test_least_squares_recovers_an_exact_linear_relation(tmp_path):
     assert r["least_squares"]["mse"] < 1e-6 < r["train_mean"]["mse"]
     assert r["least_squares"]["mse_original"] < 1e-4
     assert "least squares on the record's other numbers (a, b, c; a missing one filled with its training" in stdout
-    assert r["verdict"]["best"] == "least_squares" and not r["verdict"]["beats"] and r["verdict"]["ratio"] > 1e3
-    assert "test · y: verdict: the model does not beat the best baseline (least squares): its MSE is" in stdout
+    assert r["verdict"]["best"] == "least_squares" and r["verdict"]["says"] == "loses to" and r["verdict"]["ratio"] > 1e3
+    assert "test · y: verdict: the model loses to the best baseline (least squares): its MSE is" in stdout
+    assert "test · y: next to try: longer training (--max_iters)" in stdout
 
 
 def test_the_period_of_a_sine_is_found_and_a_random_walk_or_a_trend_has_none():
@@ -97,14 +98,26 @@ def test_a_list_valued_json_key_of_independent_records_gets_persistence(tmp_path
     assert "least_squares" not in r and "persistence (the previous value of the same key)" in stdout
 
 
-def test_the_verdict_names_the_best_baseline_and_the_ratio_of_mses():
-    r = {"mean": {"mse": 2.0}, "train_mean": {"mse": 1.0}, "persistence": {"mse": 4.0}}
-    assert eb.verdict(r) == {"best": "train_mean", "ratio": 2.0, "beats": False}
-    r["mean"]["mse"] = 0.25
-    assert eb.verdict(r) == {"best": "train_mean", "ratio": 0.25, "beats": True}
-    r["mean"]["mse"] = float("nan")  # no valid prediction
-    assert eb.verdict(r)["beats"] is False
-    assert eb.verdict({"mean": {"mse": 1.0}}) is None  # no baselines
+@pytest.mark.parametrize("noise, n, says", [(1.0, 200, "no clear difference"), (0.3, 60, "beats"),
+                                             (3.0, 60, "loses to"), (0.3, 19, "too few")])
+def test_the_verdict_is_paired_and_says_beats_only_where_its_interval_excludes_1(noise, n, says):
+    rng = np.random.default_rng(5)
+    y = rng.normal(size=2 * n)
+    baseline, model = y + rng.normal(size=2 * n), y + noise * rng.normal(size=2 * n)
+    model[-1] = np.nan  # left out of the pairs
+    r = {"truth": y.tolist(), "median": model.tolist()}
+    v = eb.verdict(r, {"persistence": baseline, "train_mean": y * 0 + 3}, np.arange(2 * n) // 2)  # 2 values a record
+    ratio, low, high = v["paired"]["persistence"]
+    mse = np.nanmean((model - y) ** 2)
+    assert v["best"] == "persistence" and v["says"] == says and v["beats"] == (says == "beats")
+    assert ratio == pytest.approx(mse / np.mean((baseline - y)[:-1] ** 2))
+    assert low < ratio < high and (low < 1 < high) == (says == "no clear difference") or says == "too few"
+    assert v["records"] == n and v["paired"]["train_mean"][0] == pytest.approx(mse / np.mean((y[:-1] - 3) ** 2))
+    text = eb.verdict_text(v)
+    assert f"{n} test records are too few" in text if says == "too few" else f"{n} records)" in text
+    assert "needs 20 or more" in text if n < 20 else says in text
+    assert eb.verdict({**r, "median": [None] * 2 * n}, {"persistence": baseline}, range(2 * n)) is None  # no valid
+    assert eb.verdict(r, {}, range(2 * n)) is None  # no baselines
 
 
 def test_true_values_outside_the_training_range_are_noted():

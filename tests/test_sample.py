@@ -1,7 +1,6 @@
 """sample.py: careless input is one line, the rest predicted; your own data in its units."""
 import json
 import math
-import os
 import re
 import shutil
 import warnings
@@ -22,20 +21,24 @@ def from_file(ckpt, path, text, *args, check=True):
     return sample(ckpt, None, f"--input={path}", *args, check=check)
 
 
+def refused(r, *said):
+    """r failed, and its stderr says each of said."""
+    assert r.returncode != 0 and all(s in r.stderr for s in said), r.stderr
+    return r
+
+
 @pytest.mark.parametrize("text", ["", "\n\n  \n"])
 def test_empty_input_is_an_error(checkpoint, tmp_path, text):
-    r = sample(checkpoint, text, check=False)
-    assert r.returncode != 0 and r.stdout == "" and "stdin: no lines to predict" in r.stderr
+    assert refused(sample(checkpoint, text, check=False), "stdin: no lines to predict").stdout == ""
     r = from_file(checkpoint, tmp_path / "in.txt", text, check=False)
     assert f"{tmp_path / 'in.txt'}: no lines to predict" in one_line_error(r) and r.stdout == ""
 
 
 def test_a_missing_or_spaced_marker_is_an_error_and_glued_ones_print_apart(checkpoint):
-    r = sample(checkpoint, "(0.5+0.25)=[?]\n(0.5+0.25)=0.75\n", check=False)
-    assert r.returncode != 0 and "(0.5+0.25)=0.75" not in r.stdout
-    assert "stdin:2: no [?] in the line" in r.stderr and "--mask_last" in r.stderr
-    r = sample(checkpoint, "(0.5+0.25)=[ ? ]\n", check=False)
-    assert r.returncode != 0 and "stdin:1: '[ ? ]' looks like the marker [?]" in r.stderr
+    r = refused(sample(checkpoint, "(0.5+0.25)=[?]\n(0.5+0.25)=0.75\n", check=False),
+                "stdin:2: no [?] in the line", "--mask_last")
+    assert "(0.5+0.25)=0.75" not in r.stdout
+    refused(sample(checkpoint, "(0.5+0.25)=[ ? ]\n", check=False), "stdin:1: '[ ? ]' looks like the marker [?]")
     shown = sample(checkpoint, "([?][?][?])=0.5\n").stdout
     assert "3 numbers predicted" in shown and "[?]" not in shown
     assert re.fullmatch(r"\(-?[\d.e+-]+,-?[\d.e+-]+,-?[\d.e+-]+\)=0\.5", shown.splitlines()[0]), shown
@@ -62,18 +65,20 @@ def test_each_bad_line_is_reported_and_the_rest_predicted(checkpoint, tmp_path):
 def test_mask_key_shows_the_masked_numbers_beside_their_truth(own_run, tmp_path):
     data, ckpt = own_run
     test = [json.loads(line) for line in open(f"{data}/test.txt")]
-    r = sample(ckpt, None, f"--input={data}/test.txt", "--mask_key=t", "--show=1")
+
+    def masked(*args, check=True):
+        return sample(ckpt, None, f"--input={data}/test.txt", "--scaled", *args, check=check)
+    r = masked("--mask_key=t", "--show=1")
     shown = r.stdout.splitlines()[0]
     assert shown.startswith('{"station":') and f"{test[0]['t'][1]}," in shown and str(test[0]["p"]) in shown
     assert shown.endswith(f"(true: {test[0]['t'][-1]:g})") and f"{len(test)} numbers predicted" in r.stdout
     assert f"python eval.py --ckpt={ckpt} --mask_key=t" in r.stdout and "MSE" not in r.stdout
-    r = sample(ckpt, None, f"--input={data}/test.txt", "--mask_key=p", "--show=1")
-    assert json.dumps(test[0]["t"], separators=(",", ":")) in r.stdout.splitlines()[0]
-    r = sample(ckpt, None, f"--input={data}/test.txt", "--mask_key=t", "--mask_all=True", "--show=1")
+    first = masked("--mask_key=p", "--show=1").stdout.splitlines()[0]
+    assert json.dumps(test[0]["t"], separators=(",", ":")) in first
+    r = masked("--mask_key=t", "--mask_all=True", "--show=1")
     assert f"{3 * len(test)} numbers predicted" in r.stdout
     assert r.stdout.splitlines()[0].count(",", r.stdout.index("(true: ")) == 2
-    r = sample(ckpt, None, f"--input={data}/test.txt", "--mask_all=True", check=False)
-    assert r.returncode != 0 and "--mask_all=True needs --mask_key" in r.stderr
+    refused(masked("--mask_all=True", check=False), "--mask_all=True needs --mask_key")
     # a record without the key (a value left out as missing) is named by its line
     first, second = open(f"{data}/test.txt").read().splitlines()[:2]
     second = second.replace('"p"', '"q"') + "\n"
@@ -81,7 +86,7 @@ def test_mask_key_shows_the_masked_numbers_beside_their_truth(own_run, tmp_path)
     assert "note: 1 of 2 lines have no number under key 'p', left out" in r.stderr
     assert "in.txt:2: no number under key 'p'" in r.stderr
     r = from_file(ckpt, tmp_path / "in.txt", second, "--mask_key=p", check=False)
-    assert r.returncode != 0 and "error: 1 of 1 lines have no number under key 'p'" in r.stderr
+    refused(r, "error: 1 of 1 lines have no number under key 'p'")
 
 
 @pytest.fixture(scope="module")
@@ -117,24 +122,25 @@ def test_a_record_in_the_files_units_is_scaled_as_by_hand(quakes):
     for text in ('{"depth":562,"pm2_5":12.5,"mag":[?]}\n', '{"depth": 562, "pm2.5": 12.5, "mag": [?]}\n'):
         assert predicted(sample(ckpt, text)) == [depth, pm25, mag]
     r = sample(ckpt, '{"depth":562,"y":12.5,"mag":[?]}\n', check=False)
-    assert r.returncode != 0 and "stdin:1: a number under key 'y'" in r.stderr
-    assert "its number keys: depth, pm2_5, mag" in r.stderr
+    refused(r, "stdin:1: a number under key 'y'", "its number keys: depth, pm2_5, mag")
 
 
-def test_a_split_in_the_files_units_matches_it_as_written(quakes, tmp_path):
+def test_a_split_prints_in_the_files_units_and_with_scaled_as_written(quakes, tmp_path):
     data, meta, ckpt = quakes
-    s = meta["scales"]["mag"]
-    written = sample(ckpt, None, f"--input={data}/test.txt", "--mask_key=mag", "--show=3")
-    assert f"{data}/test.txt is one of them" in written.stderr
+    s = meta["scales"]
+    args = (f"--input={data}/test.txt", "--mask_key=mag", "--show=3")
+    written, split = (sample(ckpt, None, *args, *scaled) for scaled in (["--scaled"], []))
+    assert "(--scaled)" in written.stderr and f"{data}/test.txt is written scaled" in split.stderr
     records = [json.loads(line) for line in open(f"{data}/test.txt")][:3]
-    scales = meta["scales"]
-    own = [{k: round(v * scales[k]["spread"] + scales[k]["center"], 6) for k, v in r.items()} for r in records]
+    own = [{k: round(v * s[k]["spread"] + s[k]["center"], 6) for k, v in r.items()} for r in records]
     (tmp_path / "own.jsonl").write_text("".join(json.dumps(r) + "\n" for r in own))
     r = sample(ckpt, None, f"--input={tmp_path / 'own.jsonl'}", "--mask_key=mag")
-    for line, record, shown in zip(r.stdout.splitlines(), own, written.stdout.splitlines()):
-        assert line.endswith(f"(true: {record['mag']:g})")
-        prediction, in_file = (json.loads(x.split("  (true")[0])["mag"] for x in (line, shown))
-        assert prediction == pytest.approx(in_file * s["spread"] + s["center"], rel=1e-4)
+    for line, record, shown, in_units in zip(r.stdout.splitlines(), own, written.stdout.splitlines(),
+                                             split.stdout.splitlines()):
+        assert line.endswith(f"(true: {record['mag']:g})") and in_units.endswith(f"(true: {record['mag']:g})")
+        prediction, in_file, printed = (json.loads(x.split("  (true")[0]) for x in (line, shown, in_units))
+        assert prediction["mag"] == pytest.approx(in_file["mag"] * s["mag"]["spread"] + s["mag"]["center"], rel=1e-4)
+        assert printed == pytest.approx(prediction, rel=1e-4)
 
 
 def test_a_number_far_outside_its_training_range_is_warned_of(quakes):
@@ -160,8 +166,8 @@ def test_tampered_ranges_and_a_renamed_mask_key_are_one_line_without_warnings(qu
     def error(*args):
         with warnings.catch_warnings():
             warnings.simplefilter("error")
-            return one_line_error(run(script, *flags, *args, input='{"depth":562,"pm2.5":1,"mag":[?]}\n',
-                                      check=False))
+            r = run(script, *flags, *args, input='{"depth":562,"pm2.5":1,"mag":[?]}\n', check=False)
+            return one_line_error(r)
     for ranges in ("abc", [1, 2], {"depth": 5}, {"depth": [1]}, {"depth": [math.nan] * 2}, {"depth": [0, math.inf]}):
         json.dump({**meta, "ranges": ranges}, open(f"{copy}/meta.json", "w"))
         said = error()
