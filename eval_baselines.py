@@ -240,15 +240,14 @@ def verdict(r, predicted, lines):
 
 def verdict_text(v):
     """The verdict in words: beats or loses to where its 95% interval excludes 1."""
-    ratio, low, high = v["paired"][v["best"]]
-    ratio, low, high = format_number(ratio, 4), format_number(low, 3), format_number(high, 3)
-    best, n = BASELINES[v["best"]], v["records"]
+    ratio, low, high = (format_number(x, 3) for x in v["paired"][v["best"]])
+    best, n = f"the best baseline ({BASELINES[v['best']]})", v["records"]
+    said = {
+        "too few": f"{n} test records are too few to tell the model from {best}",
+        "no clear difference": f"no clear difference between the model and {best}",
+    }.get(v["says"], f"the model {v['says']} {best}")
     if v["says"] == "too few":
-        said = f"{n} test records are too few to tell the model from the best baseline ({best})"
-        return said + f": its MSE is {ratio}× the baseline's; a test split needs {FEWEST} or more"
-    said = f"the model {v['says']} the best baseline ({best})"
-    if v["says"] == "no clear difference":
-        said = f"no clear difference between the model and the best baseline ({best})"
+        return said + f": its MSE is {ratio}× the baseline's; {FEWEST - n} more would do"
     return said + f": its MSE is {ratio}× the baseline's (95% interval {low}–{high}, {n} records)"
 
 
