@@ -24,7 +24,7 @@ from configurator import configure
 from dataset import check_name, check_trained_on, read_meta, read_samples
 from eval_baselines import BASELINES, baseline_predictions, baseline_text, learn_baselines
 from eval_baselines import NEXT, outside_training, verdict, verdict_text
-from mixture import mixture_cdf, mixture_nll, mixture_of, mixture_quantile
+from mixture import mixture_cdf, mixture_crps, mixture_nll, mixture_quantile
 from predict import check_meta, fill_in, load_model, masked_samples
 from util import TextError, atomic_file, atomic_write_text, format_number, pick_device, run_main
 
@@ -102,22 +102,6 @@ def scale_of(task, meta, quantity):
     scales = (meta.get("scales") or {}) if task == "text" else {}
     s = scales.get(quantity) or scales.get(quantity.split(".")[0])
     return (s["center"], s["spread"]) if s else None
-
-
-def mixture_crps(num, y):
-    """The CRPS E|X − y| − ½E|X − X'| of GMM outputs num at truth y."""
-
-    def abs_mean(m, var):
-        s = var.sqrt()
-        phi = torch.exp(-0.5 * (m / s) ** 2) / math.sqrt(2 * math.pi)
-        return m * (2 * torch.special.ndtr(m / s) - 1) + 2 * s * phi
-
-    log_w, mu, log_std = mixture_of(num)
-    w, var = log_w.exp(), torch.exp(2 * log_std)
-    to_truth = (w * abs_mean(y.unsqueeze(-1) - mu, var)).sum(-1)
-    # every pair of components i, j: (..., K, K)
-    (wi, wj), (mi, mj), (vi, vj) = ((t.unsqueeze(-1), t.unsqueeze(-2)) for t in (w, mu, var))
-    return to_truth - 0.5 * (wi * wj * abs_mean(mi - mj, vi + vj)).sum((-2, -1))
 
 
 def distribution_metrics(y, mixture):
@@ -297,13 +281,14 @@ def report_prefix(checkpoints, data, trained_on):
         name += re.sub(r"[^\w.-]", "_", f"_{mask_key}" + ("_all" if mask_all else ""))
     name += f"_first{max_samples}" if max_samples else ""
     prefix = out or os.path.join(os.path.dirname(checkpoints[0]) or ".", name)
-    folder = os.path.dirname(prefix) or "."
-    try:
-        os.makedirs(folder, exist_ok=True)
-        tempfile.TemporaryFile(dir=folder).close()
-    except OSError as e:
-        why = f"{e.strerror or e}; choose a writable --out"
-        raise SystemExit(f"error: cannot write the report in {folder} ({why})")
+    # the report's folder and the CSV's, checked before the evaluation
+    for path, flag in ((prefix, "--out"), (predictions or prefix, "--predictions")):
+        folder = os.path.dirname(path) or "."
+        try:
+            os.makedirs(folder, exist_ok=True)
+            tempfile.TemporaryFile(dir=folder).close()
+        except OSError as e:
+            raise SystemExit(f"error: cannot write in {folder} ({e.strerror or e}); choose {flag}")
     return prefix
 
 

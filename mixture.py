@@ -74,3 +74,19 @@ def mixture_quantile(num, q, steps=60):
         below = mixture_cdf(num, mid) < q
         lo, hi = torch.where(below, mid, lo), torch.where(below, hi, mid)
     return (lo + hi) / 2
+
+
+def mixture_crps(num, y):
+    """The CRPS E|X − y| − ½E|X − X'| of GMM outputs num at truth y."""
+
+    def abs_mean(m, var):
+        s = var.sqrt()
+        phi = torch.exp(-0.5 * (m / s) ** 2) / math.sqrt(2 * math.pi)
+        return m * (2 * torch.special.ndtr(m / s) - 1) + 2 * s * phi
+
+    log_w, mu, log_std = mixture_of(num)
+    w, var = log_w.exp(), torch.exp(2 * log_std)
+    to_truth = (w * abs_mean(y.unsqueeze(-1) - mu, var)).sum(-1)
+    # every pair of components i, j: (..., K, K)
+    (wi, wj), (mi, mj), (vi, vj) = ((t.unsqueeze(-1), t.unsqueeze(-2)) for t in (w, mu, var))
+    return to_truth - 0.5 * (wi * wj * abs_mean(mi - mj, vi + vj)).sum((-2, -1))

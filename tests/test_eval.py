@@ -260,8 +260,10 @@ def test_only_seeds_of_one_setting_are_averaged(own_run, tmp_path):
 def test_the_report_goes_where_it_can_be_written_and_replaces_no_other(checkpoint, data, tmp_path):
     (tmp_path / "file").write_text("")
     r = run("eval.py", f"--ckpt={checkpoint}", f"--out={tmp_path / 'file' / 'report'}", check=False)
-    assert r.returncode != 0 and "cannot write the report" in r.stderr and "--out" in r.stderr
+    assert r.returncode != 0 and "cannot write in" in r.stderr and "--out" in r.stderr
     assert "evaluated in" not in r.stdout  # refused before the evaluation
+    r = run("eval.py", f"--ckpt={checkpoint}", f"--predictions={tmp_path / 'file' / 'p.csv'}", check=False)
+    assert "choose --predictions" in r.stderr and "evaluated in" not in r.stdout
     folder = os.path.dirname(checkpoint)
     run("eval.py", f"--ckpt={checkpoint}", f"--data_dir={data}")
     full = open(f"{folder}/eval.json").read()

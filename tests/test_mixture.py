@@ -8,7 +8,7 @@ import torch
 import eval as ev
 from conftest import run
 from helpers import EVAL_TINY, NUM, V, evaluated, losses, prepared, sample, tiny, train
-from mixture import (MIN_STD, MixtureHead, mixture_cdf, mixture_mean, mixture_nll, mixture_of,
+from mixture import (MIN_STD, MixtureHead, mixture_cdf, mixture_crps, mixture_mean, mixture_nll, mixture_of,
                      mixture_quantile, mixture_sample, mixture_std)
 from model import IGNORE, GPTConfig
 
@@ -76,13 +76,13 @@ def test_crps_matches_the_closed_form_and_monte_carlo():
     mu, s, y = 0.3, 0.7, 1.5
     z = (y - mu) / s
     gaussian = s * (z * math.erf(z / math.sqrt(2)) + 2 * normal_pdf(z, 0, 1) - math.pi ** -0.5)
-    crps = ev.mixture_crps(outputs([1.0], [mu], [s]), scalar(y))
+    crps = mixture_crps(outputs([1.0], [mu], [s]), scalar(y))
     assert float(crps) == pytest.approx(gaussian, rel=1e-9)
     num = outputs([0.3, 0.5, 0.2], [-1.0, 0.5, 3.0], [0.4, 1.0, 0.2])
     x, x2 = draws(num, 400_000), draws(num, 400_000, seed=1)
     for y in (-1.0, 0.8, 4.0):  # E|X − y| − ½E|X − X'|
         mc = float((x - y).abs().mean() - 0.5 * (x - x2).abs().mean())
-        assert float(ev.mixture_crps(num, scalar(y))) == pytest.approx(mc, abs=0.01)
+        assert float(mixture_crps(num, scalar(y))) == pytest.approx(mc, abs=0.01)
 
 
 def test_truths_drawn_from_the_mixture_are_calibrated():
@@ -92,7 +92,7 @@ def test_truths_drawn_from_the_mixture_are_calibrated():
     assert m["cover50"] == pytest.approx(0.5, abs=0.01)
     assert m["cover90"] == pytest.approx(0.9, abs=0.01)
     assert m["nll"] == pytest.approx(float(mixture_nll(num, y).mean()))
-    assert m["crps"] == pytest.approx(float(ev.mixture_crps(num, y).mean()))
+    assert m["crps"] == pytest.approx(float(mixture_crps(num, y).mean()))
     wide = outputs([1.0], [1.4], [5.0]).expand(20_000, -1)
     wide = ev.distribution_metrics(y.numpy(), wide.numpy())
     assert wide["cover50"] > 0.9 and wide["nll"] > m["nll"]  # too wide: over-covers, scores worse
