@@ -195,10 +195,10 @@ def time_parts(name, rows, args):
     a, b, c = split_counts(len(rows), args.fractions)
     need = 1 if args.context_before else args.window
     if min(a, b, c) < need:
+        fix = "--context-before" if min(a, b, c) and need > 1 else "more rows or other fractions"
         fail(
             f"{name}: --split {','.join(map(str, args.fractions))} in time order cuts its"
-            f" {len(rows)} rows into {a}/{b}/{c}; each part needs {need} row(s): more rows, other"
-            " fractions, or a smaller --window"
+            f" {len(rows)} rows into {a}/{b}/{c}; each part needs {need} row(s): {fix}"
         )
     parts = []
     for lo, hi in ((0, a), (a, a + b), (a + b, len(rows))):
@@ -299,12 +299,12 @@ def warn_short(parts, args):
             )
 
 
-def date_keys(table, text_keys):
+def date_keys(table, args):
     """The keys (not --text) whose every value is a date or time, noted."""
     dates, lines = [], []
     for key, col in table.cols.items():
         texts = all(isinstance(t, str) and DATE.fullmatch(t) for t in col.texts)
-        if key in text_keys or not texts or col.nested:
+        if key in args.text or not texts or col.nested:
             continue
         present = np.flatnonzero(col.code != GAP)
         if not len(present):
@@ -325,14 +325,19 @@ def date_keys(table, text_keys):
         else:
             continue
         dates.append(key)
-        # ISO dates and yyyymmdd sort as text: rows in file order should not go back in time
-        after = present[1:][(np.diff(rank) < 0) & (np.diff(present) == 1)] if sortable else []
+        # ISO dates and yyyymmdd sort as text: rows in file order (of a group) go forward in time
+        same = np.diff(present) == 1
+        if args.group:
+            group = table.cols[args.group]
+            group = np.where(group.code == NUM, group.x, group.code)[present]
+            same &= group[1:] == group[:-1]
+        after = present[1:][(np.diff(rank) < 0) & same] if sortable else []
         back = ""
         if len(after):
             back = f" (they go back in time at {table.where(after[0])}: sort the file)"
         lines.append(
-            f"note: key {key!r} holds dates or times ({value[0]} ... {value[-1]}): left out;"
-            f" the rows are taken in file order{back}"
+            f"note: key {key!r} holds dates or times ({value[0]} ... {value[-1]}): left out"
+            f" (write it as a number, a year, to keep it); rows taken in file order{back}"
         )
     print_some(lines)
     return dates

@@ -50,7 +50,7 @@ def scale_of(table, train, key, mode, say=print):
     if not count:
         fail(
             f"key {key!r} holds no number in the training split"
-            f" ({table.where(train.rows[0][0])} ...), so it has no scale"
+            f" ({table.where(train.rows[0][0])} ...)"
         )
     mean = total / count
     squares = sum((((x - mean) ** 2) * n).sum() for x, n in number_pieces(col, w))
@@ -131,20 +131,19 @@ def scale(table, parts, keys, mode):
             y = np.float32(written([float(a)], s, digits[key])[0])
             said["clash"].append(
                 f"warning: {where}: key {key!r}: {a} and {b} ({seen}) reach the model as one value"
-                f" ({y:g} scaled); write log10 of the key as a column, --scale none, or leave an"
-                " ID out (--columns)"
+                f" ({y:g} scaled); write log10 of the key, --scale none, or leave an ID"
+                " out (--columns)"
             )
         if least < np.inf and most / least > 1e6:
             said["decades"].append(
                 f"warning: key {key!r}: |x| from {least:.3g} to {most:.3g},"
                 f" {math.log10(most / least):.0f} decades: scaled, the small ones are near 0;"
-                " write log10 of the key as a column, or --scale none"
+                " write log10 of the key, or --scale none"
             )
         if mode == "auto" and largest[key] > FAR:
             said["far"].append(
-                f"warning: key {key!r}: scaled, its numbers reach |x| = {largest[key]:.3g}; xVal"
-                " learns best with numbers of order 1: write log10 of the key, or leave outliers"
-                " out"
+                f"warning: key {key!r}: scaled, its numbers reach |x| = {largest[key]:.3g}; far"
+                " from order 1: write log10 of the key, or leave outliers out"
             )
     for lines in said.values():
         print_some(lines)

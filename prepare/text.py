@@ -41,28 +41,22 @@ def main(argv=None):
     inputs = args.files + ([args.val, args.test] if args.val else [])
     check_inputs(inputs, args.out)
 
-    # read: a Table of every file's rows, a Column per key in a scratch folder
     with scratch_space():
         table = read_files(inputs, args)
 
-    # clean keys: dates left out, number-like words renamed, values checked
     keys, kind, dates, renamed = clean_keys(table, args)
     check_values(table, keys, args.missing)
     index_like = counting_keys(table, keys)
 
-    # records, split into train, val and test
     parts, source = split_records(table, args)
     n_windowed = rows_in(table, parts).sum()
 
-    # missing values left out (omit: of their records; drop: with them)
     parts, missing = leave_out_missing(table, parts, keys, args.missing)
     warn_short(parts, args)
 
-    # scale each key's numbers
     number_keys = [k for k in keys if "number" in kind[k]]
     scales, digits, largest, ranges = scale(table, parts, number_keys, args.scale)
 
-    # the tokens of every record, checked; then a line of JSON per record, and meta.json
     writers = {k: lambda x, k=k: written(x, scales[k], digits[k]) for k in number_keys}
     vocab, counts = check_tokens(table, parts, keys)
     meta = {
@@ -206,7 +200,7 @@ def clean_keys(table, args):
         for name in names:
             if name not in keys:
                 fail(f"{flag} names {name!r}, not a column or key of the files: {', '.join(keys)}")
-    dates = date_keys(table, args.text)
+    dates = date_keys(table, args)
     if args.group:
         print(f"note: key {args.group!r} names each row's group (--group): not in the records")
     table.group = table.cols.pop(args.group) if args.group else None
@@ -324,10 +318,14 @@ def check_tokens(table, parts, keys):
                     )
                 unseen = [t for t in tokens if t not in vocab]
                 if split != "train" and unseen:
+                    record = json.loads(line).items()
+                    key = [k for k, v in record if unseen[0] in tokens_of(dump({k: v}, 0), "")[2]]
                     fail(
                         f"{where}: the {split} record holds the text token {excerpt(unseen[0])},"
-                        " which no training record has; add such records to train, or write it as"
-                        " a number or a category train has"
+                        " which no training record has; "
+                        + "".join(f"leave out its key {k!r} (--columns), " for k in key[:1])
+                        + "add such records to train, or write it as a number or a category"
+                        " train has"
                     )
                 vocab.update(dict.fromkeys(unseen))
     counts = np.array([(n_read, n_pieces) for n_read, n_pieces, _ in seen.values()])
@@ -419,14 +417,11 @@ def report(args, meta, table, parts, largest, vocab, counts, n_windowed, repeate
     print(f"text tokens ({len(vocab)}): {' '.join(sorted(vocab)[:200])}{more}")
     for s, n in repeated.items():
         if n:
-            print(
-                f"note: {n} of the {meta['splits'][s]} {s} records are also, exactly, in train"
-                " (duplicate records)"
-            )
+            print(f"note: {n} of the {meta['splits'][s]} {s} records are also, exactly, in train")
     print_some(
         [
-            f"warning: key {k!r}: numbers up to |x| = {largest[k]:.4g}; xVal learns best with"
-            " values of order 1 (--scale auto scales them)"
+            f"warning: key {k!r}: numbers up to |x| = {largest[k]:.4g}, far from order 1"
+            " (--scale auto scales them)"
             for k in meta["scales"]
             if args.scale == "none" and not 0.1 <= largest[k] <= 10
         ]
