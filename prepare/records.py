@@ -148,8 +148,7 @@ def counting_keys(table, keys):
         counting.append(key)
         lines.append(
             f"note: key {key!r} goes up by {' or '.join(sorted(steps))} from row to row (a row"
-            " number, a year, an hour of the day, a timestamp?): kept as a number; --columns"
-            " leaves it out"
+            " number, a year, a timestamp?): kept as a number; --columns leaves it out"
         )
     print_some(lines)
     return counting
@@ -190,11 +189,12 @@ def split_counts(n, fractions):
 
 
 def time_parts(name, rows, args):
-    """Train, val and test windows of one series in time order (--context-before: a val or test
-    window may start before its part)."""
+    """Train, val and test windows of one series in time order; None for a group too short."""
     a, b, c = split_counts(len(rows), args.fractions)
     need = 1 if args.context_before else args.window
     if min(a, b, c) < need:
+        if args.group:
+            return None
         fix = "--context-before" if min(a, b, c) and need > 1 else "more rows or other fractions"
         fail(
             f"{name}: --split {','.join(map(str, args.fractions))} in time order cuts its"
@@ -222,10 +222,19 @@ def split_records(table, args):
     if args.group:
         source["group"] = args.group
     if args.order == "time":
-        parts = [[empty], [empty], [empty]]
+        parts, short = [[empty], [empty], [empty]], []
         for name, rows in series:
-            for k, part in enumerate(time_parts(name, rows, args)):
+            split = time_parts(name, rows, args)
+            if split is None:
+                short.append(len(rows))
+                split = [windows(rows, window, stride), empty, empty]
+            for k, part in enumerate(split):
                 parts[k].append(part)
+        if short:
+            print(
+                f"note: {len(short)} group(s) too short to split in time ({sum(short)} rows): whole"
+                " in train (left out if shorter than --window)"
+            )
         return [Part(np.concatenate(p)) for p in parts], {**source, "order": "time"}
     for name, rows in series:
         if len(rows) < window:
@@ -291,7 +300,8 @@ def warn_short(parts, args):
     """A split of fewer than 30 records warned of, with what to change."""
     for split, part in zip(SPLITS, parts):
         if len(part) < 30:
-            more = "--context-before, " if args.window > 1 and not args.context_before else ""
+            helps = args.order == "time" and args.window > 1
+            more = "--context-before, " if helps and not (args.context_before or args.val) else ""
             print(
                 f"warning: the {split} split holds {len(part)} record(s): a score over fewer than"
                 f" 30 says little; more data, other --split fractions, {more}a smaller --window or"
@@ -299,12 +309,12 @@ def warn_short(parts, args):
             )
 
 
-def date_keys(table, args):
+def date_keys(table, text_keys):
     """The keys (not --text) whose every value is a date or time, noted."""
     dates, lines = [], []
     for key, col in table.cols.items():
         texts = all(isinstance(t, str) and DATE.fullmatch(t) for t in col.texts)
-        if key in args.text or not texts or col.nested:
+        if key in text_keys or not texts or col.nested:
             continue
         present = np.flatnonzero(col.code != GAP)
         if not len(present):
@@ -325,11 +335,10 @@ def date_keys(table, args):
         else:
             continue
         dates.append(key)
-        # ISO dates and yyyymmdd sort as text: rows in file order (of a group) go forward in time
+        # ISO dates and yyyymmdd sort as text: from row to row (of a group) they go forward in time
         same = np.diff(present) == 1
-        if args.group:
-            group = table.cols[args.group]
-            group = np.where(group.code == NUM, group.x, group.code)[present]
+        if table.group:
+            group = np.where(table.group.code == NUM, table.group.x, table.group.code)[present]
             same &= group[1:] == group[:-1]
         after = present[1:][(np.diff(rank) < 0) & same] if sortable else []
         back = ""

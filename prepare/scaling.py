@@ -1,8 +1,4 @@
-"""
-The scaling of prepare/text.py, undone by eval.py and sample.py from meta.json's "scales": --scale
-auto makes each number (x - center) / spread, the mean and standard deviation of its key's numbers
-in train (spread 1 for a constant key); --scale none keeps them (center 0, spread 1).
-"""
+"""The scaling of prepare/text.py, undone by eval.py and sample.py from meta.json's "scales"."""
 
 import math
 from collections import defaultdict
@@ -70,8 +66,8 @@ def scale_of(table, train, key, mode, say=print):
 
 def decimals_of(q, spread, mode, largest):
     """The decimals d of a key's written numbers: scaled, the least d with 10^-d * spread <= 10^q /
-    10 (10^q its inputs' finest digit), so that the input comes back; as they are, the input's
-    own; at most what a float64 holds of the largest |x| written."""
+    10, so that the input comes back; as they are, the input's own; at most what a float64 holds
+    of the largest |x| written."""
     d = -int(q) if mode == "none" else math.ceil(math.log10(spread) - int(q) + 1 - 1e-9)
     return max(0, min(d, 17 - math.floor(math.log10(largest or 1))))
 

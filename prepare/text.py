@@ -68,7 +68,6 @@ def main(argv=None):
         "keys": keys,
         "text_keys": [k for k in keys if "text" in kind[k]],
         "scales": scales,
-        # each number key's least and largest number in train, in the file's units
         "ranges": ranges,
         "decimals": digits,
         "scale": args.scale,
@@ -137,13 +136,15 @@ def parse_args(argv):
             " (train,val,test: 0.8,0.1,0.1)"
         )
     args.columns = [c.strip() for c in args.columns.split(",")] if args.columns else None
+    if args.columns and args.group:
+        args.columns.append(args.group)
     args.text = {c.strip() for c in args.text.split(",") if c.strip()}
     args.delimiter = {"tab": "\t", "\\t": "\t"}.get(args.delimiter, args.delimiter)
     args.stride = args.stride or args.window
     args.order = args.order or ("time" if args.window > 1 else "random")
     if args.context_before and (args.order != "time" or args.window < 2 or args.val):
         fail("--context-before goes with --window N (N > 1) split in time order (--order time)")
-    if args.order == "random" and args.stride < args.window and not args.val:
+    if args.order == "random" and args.stride < args.window and not (args.val or args.group):
         fail(
             f"--stride {args.stride} < --window {args.window} with --order random: overlapping"
             " windows would share rows between train and test; use --order time"
@@ -200,12 +201,12 @@ def clean_keys(table, args):
         for name in names:
             if name not in keys:
                 fail(f"{flag} names {name!r}, not a column or key of the files: {', '.join(keys)}")
-    dates = date_keys(table, args)
     if args.group:
         print(f"note: key {args.group!r} names each row's group (--group): not in the records")
     table.group = table.cols.pop(args.group) if args.group else None
+    dates = date_keys(table, args.text)
     for key in dates:
-        table.cols.pop(key, None)
+        table.cols.pop(key)
     renamed = words_for_tokenizer(table)
     keys = list(table.cols)
     if not keys:
@@ -305,7 +306,6 @@ def check_tokens(table, parts, keys):
                 where = table.where(part.rows[lo + i][0])
                 n_read, _, tokens = seen[line] = tokens_of(line, where)
                 if n_read != n_numbers[i]:
-                    # a nested key the tokenizer reads a number in
                     for name in map(json.loads, re.findall(r'"(?:[^"\\]|\\.)*"', line)):
                         if as_word(name) != name:
                             fail(
@@ -398,7 +398,7 @@ def report(args, meta, table, parts, largest, vocab, counts, n_windowed, repeate
     n_rows, kept = meta["rows"]["read"], meta["rows"]["in_records"]
     print(
         f"rows: {n_rows} read = {kept} in records written + {n_windowed - kept} left out for a"
-        f" missing value + {n_rows - n_windowed} in no window (a file's or a split's last rows)"
+        f" missing value + {n_rows - n_windowed} in no window"
     )
     missing = meta["missing"]["records"]
     what = "records left out" if args.missing == "drop" else "values left out of their records"

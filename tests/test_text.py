@@ -550,6 +550,21 @@ def test_groups_keep_their_rows_and_the_split_is_said(prepare, capsys):
     assert meta["splits"]["test"] == 4 * 6
 
 
+def test_groups_too_short_to_split_go_to_train_and_columns_keep_the_group(prepare, capsys):
+    sizes = {"a": 30, "b": 30, "c": 5, "d": 2}
+    content = "animal,day,w\n" + "".join(
+        f"{a},{d},{3 * d + n}\n" for a, n in sizes.items() for d in range(n))
+    flags = ("--group", "animal", "--window", "4", "--stride", "1", "--split", "0.6,0.2,0.2")
+    _, meta = prepare(content, *flags, "--columns", "day,w")
+    said(capsys, "note: 2 group(s) too short to split in time (7 rows): whole in train (left out"
+                 " if shorter than --window)")
+    # c's 5 rows make 2 training windows, d's 2 none
+    assert meta["splits"] == {"train": 32, "val": 6, "test": 6} and meta["keys"] == ["day", "w"]
+    # whole groups per split: overlapping windows cannot leak
+    _, meta = prepare(content, *flags, "--window", "2", "--order", "random")
+    assert meta["source"]["order"] == "random" and "--context-before" not in said(capsys)
+
+
 def test_mask_key_names_a_top_level_key_or_a_dotted_path():
     line = '{"t":[1,2],"meta":{"t":3,"u":4},"a.b":5}'
     masked = lambda key, line=line: masked_numbers(line, split_text(line), "x", [key])
