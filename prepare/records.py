@@ -335,12 +335,13 @@ def date_keys(table, text_keys):
         else:
             continue
         dates.append(key)
-        # ISO dates and yyyymmdd sort as text: from row to row (of a group) they go forward in time
-        same = np.diff(present) == 1
+        # ISO dates and yyyymmdd sort as text, in file order within each group
+        by_group, same = slice(None), np.diff(present) == 1
         if table.group:
             group = np.where(table.group.code == NUM, table.group.x, table.group.code)[present]
-            same &= group[1:] == group[:-1]
-        after = present[1:][(np.diff(rank) < 0) & same] if sortable else []
+            by_group = np.lexsort((present, group))
+            same = np.diff(group[by_group]) == 0
+        after = present[by_group][1:][(np.diff(rank[by_group]) < 0) & same] if sortable else []
         back = ""
         if len(after):
             back = f" (they go back in time at {table.where(after[0])}: sort the file)"

@@ -8,7 +8,6 @@ from common import fail
 from reading import NUM, numbers
 from records import print_some, rows_in
 
-# scaled numbers beyond this are far from order 1: warned of
 FAR = 10
 
 
