@@ -80,7 +80,7 @@ class Column:
         self.texts, self.index, self.nested, self.n = [], {}, {}, 0
         self.paths = [f"{files}.code", f"{files}.x"]
         # the first row holding a number, a text, a leading zero
-        self.first, self.n_numbers, self.n_present, self.clash = {}, 0, 0, None
+        self.first, self.clash = {}, None
         self.q = 999
 
     def text_code(self, value):
@@ -113,8 +113,6 @@ class Column:
             if mask.any() and kind not in self.first:
                 i = int(np.argmax(mask))
                 self.first[kind] = (row0 + i, distinct[codes[i]])
-        self.n_numbers += int((rows == NUM).sum())
-        self.n_present += int((rows != GAP).sum())
         self.write(rows, x[codes])
 
     def pad(self, n):
@@ -150,7 +148,7 @@ class Column:
         hint = f"--text {self.name} reads it as text"
         if "code" in self.first:
             fail(f"{at('code')} has a leading zero, a code rather than a quantity; {hint}")
-        if "text" in self.first and self.n_numbers * 2 >= self.n_present:
+        if "text" in self.first and (self.code == NUM).sum() * 2 >= (self.code != GAP).sum():
             fix = f"write a number or a missing value ({', '.join(MISSING[1:])})"
             fail(f"{at('text')} is not a number, but most of the column's values are; {fix}")
         if "text" in self.first:

@@ -148,8 +148,7 @@ def counting_keys(table, keys):
         counting.append(key)
         lines.append(
             f"note: key {key!r} goes up by {' or '.join(sorted(steps))} from row to row (a row"
-            " number, a year, an hour of the day, a timestamp?): kept as a number; --columns"
-            " leaves it out"
+            " number, a year, a timestamp?): kept as a number; --columns leaves it out"
         )
     print_some(lines)
     return counting
@@ -190,15 +189,16 @@ def split_counts(n, fractions):
 
 
 def time_parts(name, rows, args):
-    """Train, val and test windows of one series in time order (--context-before: a val or test
-    window may start before its part)."""
+    """Train, val and test windows of one series in time order; None for a group too short."""
     a, b, c = split_counts(len(rows), args.fractions)
     need = 1 if args.context_before else args.window
     if min(a, b, c) < need:
+        if args.group:
+            return None
+        fix = "--context-before" if min(a, b, c) and need > 1 else "more rows or other fractions"
         fail(
             f"{name}: --split {','.join(map(str, args.fractions))} in time order cuts its"
-            f" {len(rows)} rows into {a}/{b}/{c}; each part needs {need} row(s): more rows, other"
-            " fractions, or a smaller --window"
+            f" {len(rows)} rows into {a}/{b}/{c}; each part needs {need} row(s): {fix}"
         )
     parts = []
     for lo, hi in ((0, a), (a, a + b), (a + b, len(rows))):
@@ -222,10 +222,19 @@ def split_records(table, args):
     if args.group:
         source["group"] = args.group
     if args.order == "time":
-        parts = [[empty], [empty], [empty]]
+        parts, short = [[empty], [empty], [empty]], []
         for name, rows in series:
-            for k, part in enumerate(time_parts(name, rows, args)):
+            split = time_parts(name, rows, args)
+            if split is None:
+                short.append(len(rows))
+                split = [windows(rows, window, stride), empty, empty]
+            for k, part in enumerate(split):
                 parts[k].append(part)
+        if short:
+            print(
+                f"note: {len(short)} group(s) too short to split in time ({sum(short)} rows): whole"
+                " in train (left out if shorter than --window)"
+            )
         return [Part(np.concatenate(p)) for p in parts], {**source, "order": "time"}
     for name, rows in series:
         if len(rows) < window:
@@ -291,7 +300,8 @@ def warn_short(parts, args):
     """A split of fewer than 30 records warned of, with what to change."""
     for split, part in zip(SPLITS, parts):
         if len(part) < 30:
-            more = "--context-before, " if args.window > 1 and not args.context_before else ""
+            helps = args.order == "time" and args.window > 1
+            more = "--context-before, " if helps and not (args.context_before or args.val) else ""
             print(
                 f"warning: the {split} split holds {len(part)} record(s): a score over fewer than"
                 f" 30 says little; more data, other --split fractions, {more}a smaller --window or"
@@ -325,14 +335,19 @@ def date_keys(table, text_keys):
         else:
             continue
         dates.append(key)
-        # ISO dates and yyyymmdd sort as text: rows in file order should not go back in time
-        after = present[1:][(np.diff(rank) < 0) & (np.diff(present) == 1)] if sortable else []
+        # ISO dates and yyyymmdd sort as text, in file order within each group
+        by_group, same = slice(None), np.diff(present) == 1
+        if table.group:
+            group = np.where(table.group.code == NUM, table.group.x, table.group.code)[present]
+            by_group = np.lexsort((present, group))
+            same = np.diff(group[by_group]) == 0
+        after = present[by_group][1:][(np.diff(rank[by_group]) < 0) & same] if sortable else []
         back = ""
         if len(after):
             back = f" (they go back in time at {table.where(after[0])}: sort the file)"
         lines.append(
-            f"note: key {key!r} holds dates or times ({value[0]} ... {value[-1]}): left out;"
-            f" the rows are taken in file order{back}"
+            f"note: key {key!r} holds dates or times ({value[0]} ... {value[-1]}): left out"
+            f" (write it as a number, a year, to keep it); rows taken in file order{back}"
         )
     print_some(lines)
     return dates

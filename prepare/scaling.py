@@ -1,8 +1,4 @@
-"""
-The scaling of prepare/text.py, undone by eval.py and sample.py from meta.json's "scales": --scale
-auto makes each number (x - center) / spread, the mean and standard deviation of its key's numbers
-in train (spread 1 for a constant key); --scale none keeps them (center 0, spread 1).
-"""
+"""The scaling of prepare/text.py, undone by eval.py and sample.py from meta.json's "scales"."""
 
 import math
 from collections import defaultdict
@@ -12,7 +8,6 @@ from common import fail
 from reading import NUM, numbers
 from records import print_some, rows_in
 
-# scaled numbers beyond this are far from order 1: warned of
 FAR = 10
 
 
@@ -50,7 +45,7 @@ def scale_of(table, train, key, mode, say=print):
     if not count:
         fail(
             f"key {key!r} holds no number in the training split"
-            f" ({table.where(train.rows[0][0])} ...), so it has no scale"
+            f" ({table.where(train.rows[0][0])} ...)"
         )
     mean = total / count
     squares = sum((((x - mean) ** 2) * n).sum() for x, n in number_pieces(col, w))
@@ -70,8 +65,8 @@ def scale_of(table, train, key, mode, say=print):
 
 def decimals_of(q, spread, mode, largest):
     """The decimals d of a key's written numbers: scaled, the least d with 10^-d * spread <= 10^q /
-    10 (10^q its inputs' finest digit), so that the input comes back; as they are, the input's
-    own; at most what a float64 holds of the largest |x| written."""
+    10, so that the input comes back; as they are, the input's own; at most what a float64 holds
+    of the largest |x| written."""
     d = -int(q) if mode == "none" else math.ceil(math.log10(spread) - int(q) + 1 - 1e-9)
     return max(0, min(d, 17 - math.floor(math.log10(largest or 1))))
 
@@ -131,20 +126,19 @@ def scale(table, parts, keys, mode):
             y = np.float32(written([float(a)], s, digits[key])[0])
             said["clash"].append(
                 f"warning: {where}: key {key!r}: {a} and {b} ({seen}) reach the model as one value"
-                f" ({y:g} scaled); write log10 of the key as a column, --scale none, or leave an"
-                " ID out (--columns)"
+                f" ({y:g} scaled); write log10 of the key, --scale none, or leave an ID"
+                " out (--columns)"
             )
         if least < np.inf and most / least > 1e6:
             said["decades"].append(
                 f"warning: key {key!r}: |x| from {least:.3g} to {most:.3g},"
                 f" {math.log10(most / least):.0f} decades: scaled, the small ones are near 0;"
-                " write log10 of the key as a column, or --scale none"
+                " write log10 of the key, or --scale none"
             )
         if mode == "auto" and largest[key] > FAR:
             said["far"].append(
-                f"warning: key {key!r}: scaled, its numbers reach |x| = {largest[key]:.3g}; xVal"
-                " learns best with numbers of order 1: write log10 of the key, or leave outliers"
-                " out"
+                f"warning: key {key!r}: scaled, its numbers reach |x| = {largest[key]:.3g}; far"
+                " from order 1: write log10 of the key, or leave outliers out"
             )
     for lines in said.values():
         print_some(lines)

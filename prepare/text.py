@@ -41,28 +41,22 @@ def main(argv=None):
     inputs = args.files + ([args.val, args.test] if args.val else [])
     check_inputs(inputs, args.out)
 
-    # read: a Table of every file's rows, a Column per key in a scratch folder
     with scratch_space():
         table = read_files(inputs, args)
 
-    # clean keys: dates left out, number-like words renamed, values checked
     keys, kind, dates, renamed = clean_keys(table, args)
     check_values(table, keys, args.missing)
     index_like = counting_keys(table, keys)
 
-    # records, split into train, val and test
     parts, source = split_records(table, args)
     n_windowed = rows_in(table, parts).sum()
 
-    # missing values left out (omit: of their records; drop: with them)
     parts, missing = leave_out_missing(table, parts, keys, args.missing)
     warn_short(parts, args)
 
-    # scale each key's numbers
     number_keys = [k for k in keys if "number" in kind[k]]
     scales, digits, largest, ranges = scale(table, parts, number_keys, args.scale)
 
-    # the tokens of every record, checked; then a line of JSON per record, and meta.json
     writers = {k: lambda x, k=k: written(x, scales[k], digits[k]) for k in number_keys}
     vocab, counts = check_tokens(table, parts, keys)
     meta = {
@@ -74,7 +68,6 @@ def main(argv=None):
         "keys": keys,
         "text_keys": [k for k in keys if "text" in kind[k]],
         "scales": scales,
-        # each number key's least and largest number in train, in the file's units
         "ranges": ranges,
         "decimals": digits,
         "scale": args.scale,
@@ -143,13 +136,15 @@ def parse_args(argv):
             " (train,val,test: 0.8,0.1,0.1)"
         )
     args.columns = [c.strip() for c in args.columns.split(",")] if args.columns else None
+    if args.columns and args.group:
+        args.columns.append(args.group)
     args.text = {c.strip() for c in args.text.split(",") if c.strip()}
     args.delimiter = {"tab": "\t", "\\t": "\t"}.get(args.delimiter, args.delimiter)
     args.stride = args.stride or args.window
     args.order = args.order or ("time" if args.window > 1 else "random")
     if args.context_before and (args.order != "time" or args.window < 2 or args.val):
         fail("--context-before goes with --window N (N > 1) split in time order (--order time)")
-    if args.order == "random" and args.stride < args.window and not args.val:
+    if args.order == "random" and args.stride < args.window and not (args.val or args.group):
         fail(
             f"--stride {args.stride} < --window {args.window} with --order random: overlapping"
             " windows would share rows between train and test; use --order time"
@@ -206,12 +201,12 @@ def clean_keys(table, args):
         for name in names:
             if name not in keys:
                 fail(f"{flag} names {name!r}, not a column or key of the files: {', '.join(keys)}")
-    dates = date_keys(table, args.text)
     if args.group:
         print(f"note: key {args.group!r} names each row's group (--group): not in the records")
     table.group = table.cols.pop(args.group) if args.group else None
+    dates = date_keys(table, args.text)
     for key in dates:
-        table.cols.pop(key, None)
+        table.cols.pop(key)
     renamed = words_for_tokenizer(table)
     keys = list(table.cols)
     if not keys:
@@ -311,7 +306,6 @@ def check_tokens(table, parts, keys):
                 where = table.where(part.rows[lo + i][0])
                 n_read, _, tokens = seen[line] = tokens_of(line, where)
                 if n_read != n_numbers[i]:
-                    # a nested key the tokenizer reads a number in
                     for name in map(json.loads, re.findall(r'"(?:[^"\\]|\\.)*"', line)):
                         if as_word(name) != name:
                             fail(
@@ -324,10 +318,14 @@ def check_tokens(table, parts, keys):
                     )
                 unseen = [t for t in tokens if t not in vocab]
                 if split != "train" and unseen:
+                    record = json.loads(line).items()
+                    key = [k for k, v in record if unseen[0] in tokens_of(dump({k: v}, 0), "")[2]]
                     fail(
                         f"{where}: the {split} record holds the text token {excerpt(unseen[0])},"
-                        " which no training record has; add such records to train, or write it as"
-                        " a number or a category train has"
+                        " which no training record has; "
+                        + "".join(f"leave out its key {k!r} (--columns), " for k in key[:1])
+                        + "add such records to train, or write it as a number or a category"
+                        " train has"
                     )
                 vocab.update(dict.fromkeys(unseen))
     counts = np.array([(n_read, n_pieces) for n_read, n_pieces, _ in seen.values()])
@@ -400,7 +398,7 @@ def report(args, meta, table, parts, largest, vocab, counts, n_windowed, repeate
     n_rows, kept = meta["rows"]["read"], meta["rows"]["in_records"]
     print(
         f"rows: {n_rows} read = {kept} in records written + {n_windowed - kept} left out for a"
-        f" missing value + {n_rows - n_windowed} in no window (a file's or a split's last rows)"
+        f" missing value + {n_rows - n_windowed} in no window"
     )
     missing = meta["missing"]["records"]
     what = "records left out" if args.missing == "drop" else "values left out of their records"
@@ -419,14 +417,11 @@ def report(args, meta, table, parts, largest, vocab, counts, n_windowed, repeate
     print(f"text tokens ({len(vocab)}): {' '.join(sorted(vocab)[:200])}{more}")
     for s, n in repeated.items():
         if n:
-            print(
-                f"note: {n} of the {meta['splits'][s]} {s} records are also, exactly, in train"
-                " (duplicate records)"
-            )
+            print(f"note: {n} of the {meta['splits'][s]} {s} records are also, exactly, in train")
     print_some(
         [
-            f"warning: key {k!r}: numbers up to |x| = {largest[k]:.4g}; xVal learns best with"
-            " values of order 1 (--scale auto scales them)"
+            f"warning: key {k!r}: numbers up to |x| = {largest[k]:.4g}, far from order 1"
+            " (--scale auto scales them)"
             for k in meta["scales"]
             if args.scale == "none" and not 0.1 <= largest[k] <= 10
         ]

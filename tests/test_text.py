@@ -204,12 +204,28 @@ def test_dates_as_spreadsheets_write_them_are_left_out(prepare, capsys):
     said(capsys, "note: key 'named' holds dates or times (01-Jan-2021 ... 05-Feb-2023)")
 
 
+STACKED = [(a, d) for a in range(2) for d in range(1, 21)]
+# interleaved, days 3 and 4 swapped
+SWAPPED = [(a, d) for d in (1, 2, 4, 3, *range(5, 21)) for a in range(2)]
+
+
+@pytest.mark.parametrize("rows,flags,back", [
+    (STACKED, (), "data.csv:22: sort the file"), (STACKED, ("--group", "animal"), None),
+    (SWAPPED, ("--group", "animal"), "data.csv:8: sort the file")])
+def test_dates_going_back_are_noted_within_each_group(prepare, capsys, rows, flags, back):
+    content = "animal,date,w\n" + "".join(f"{a},2021-03-{d:02d},{d + a}\n" for a, d in rows)
+    prepare(content, "--window", "2", *flags)
+    printed = said(capsys, "left out (write it as a number, a year, to keep it)")
+    assert re.findall(r"[^/]*: sort the file", printed) == ([back] if back else [])
+
+
 def test_val_and_test_files_an_unseen_text_value_and_force(tmp_path):
     for name, content in (("val", "b,1.5"), ("test", "z,1.5"), ("train", "a,1.0\nb,2.0")):
         (tmp_path / f"{name}.csv").write_text(f"station,t\n{content}\n")
     flags = [str(tmp_path / "train.csv"), "--val", str(tmp_path / "val.csv"),
              "--test", str(tmp_path / "test.csv"), "--out", str(tmp_path / "o")]
-    with pytest.raises(SystemExit, match=r"test.csv:2: .*'\"z\"', which no training record has"):
+    unseen = r"test.csv:2: .*'\"z\"', which no training record has; leave out its key 'station'"
+    with pytest.raises(SystemExit, match=unseen):
         text.main(flags)
     (tmp_path / "test.csv").write_text("station,t\na,1.25\n")
     text.main(flags)
@@ -268,7 +284,9 @@ HEADLESS = "".join(f"{i / 10},{3 + i % 4},{'ab'[i % 2]}\n" for i in range(1, 40)
     (TWO_ROWS, "--window 3 --order random",
      "bad.csv:3: the file ends after 2 rows, before a window of 3"),
     (TWO_ROWS, "--window 3",
-     r"bad.csv: --split 0.8,0.1,0.1 in time order cuts its 2 rows into 2/0/0"),
+     r"bad.csv: --split 0.8,0.1,0.1 in time order cuts its 2 rows into 2/0/0.*: more rows or"),
+    ("a\n" + "0\n" * 10, "--window 3 --split 0.6,0.2,0.2",
+     r"cuts its 10 rows into 6/2/2; each part needs 3 row\(s\): --context-before$"),
     (TWO_ROWS, "", r"--split 0.8,0.1,0.1: 2 records give train/val/test"),
     ("a,a\n1,2\n", "", "bad.csv:1: column 2 of the header is 'a' again"),
     ('{"a":1,"a":2}\n', "", "bad.jsonl:1: key 'a' is repeated in one object"),
@@ -536,6 +554,21 @@ def test_groups_keep_their_rows_and_the_split_is_said(prepare, capsys):
     # every test day ends a window, its context the days before
     _, meta = prepare(content, *flags, "--stride", "1", "--context-before")
     assert meta["splits"]["test"] == 4 * 6
+
+
+def test_groups_too_short_to_split_go_to_train_and_columns_keep_the_group(prepare, capsys):
+    sizes = {"a": 30, "b": 30, "c": 5, "d": 2}
+    content = "animal,day,w\n" + "".join(
+        f"{a},{d},{3 * d + n}\n" for a, n in sizes.items() for d in range(n))
+    flags = ("--group", "animal", "--window", "4", "--stride", "1", "--split", "0.6,0.2,0.2")
+    _, meta = prepare(content, *flags, "--columns", "day,w")
+    said(capsys, "note: 2 group(s) too short to split in time (7 rows): whole in train (left out"
+                 " if shorter than --window)")
+    # c's 5 rows make 2 training windows, d's 2 none
+    assert meta["splits"] == {"train": 32, "val": 6, "test": 6} and meta["keys"] == ["day", "w"]
+    # whole groups per split: overlapping windows cannot leak
+    _, meta = prepare(content, *flags, "--window", "2", "--order", "random")
+    assert meta["source"]["order"] == "random" and "--context-before" not in said(capsys)
 
 
 def test_mask_key_names_a_top_level_key_or_a_dotted_path():
