@@ -209,16 +209,18 @@ def time_parts(name, rows, args):
 
 def split_records(table, args):
     """Train, val and test Parts and their source: the --val and --test files, each series in
-    time order, or the records or groups at random."""
+    time order, or records or groups at random."""
     window, stride, fractions = args.window, args.stride, args.fractions
     source = {"files": args.files, "fractions": fractions}
     series = series_of(table, args.group)
     empty = np.empty((0, window), np.int32)
     if args.val:
-        n = len(args.files)
-        by_file = [windows(rows, window, stride) for _, rows in series]
-        parts = [np.concatenate(by_file[:n]), by_file[n], by_file[n + 1]]
-        return [Part(p) for p in parts], {"train": args.files, "val": args.val, "test": args.test}
+        parts = [[empty], [empty], [empty]]
+        for _, rows in series:
+            f = np.searchsorted(table.starts, rows[0], "right") - len(args.files)
+            parts[max(0, f)].append(windows(rows, window, stride))
+        parts = [Part(np.concatenate(p)) for p in parts]
+        return parts, {"train": args.files, "val": args.val, "test": args.test}
     if args.group:
         source["group"] = args.group
     if args.order == "time":

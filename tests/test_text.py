@@ -239,6 +239,8 @@ def test_val_and_test_files_an_unseen_text_value_and_force(tmp_path):
     text.main([*flags, "--force"])
     assert splits()["test"] == 2
     assert (tmp_path / "o" / "lab_notes.txt").read_text() == "mine\n"
+    text.main([*flags, "--force", "--group", "station"])  # each group in its own file's split
+    assert splits() == {"train": 2, "val": 1, "test": 2}
 
 
 def test_the_same_data_in_two_splits_is_refused_or_reported(tmp_path, prepare, capsys):
