@@ -232,9 +232,14 @@ def fingerprint(data_dir, encoding):
     return digests | {"arrays": arrays.hexdigest()[:16]}
 
 
-def another_dataset(recorded, now):
-    """Whether a fingerprint records another kind of dataset than `now`'s."""
-    return recorded.get("dataset", now["dataset"]) != now["dataset"]
+def data_changed(recorded, data_dir, path, encoding):
+    """How data_dir differs from the dataset whose fingerprint `path` recorded, or None."""
+    now = fingerprint(data_dir, encoding)
+    if now["meta"] == recorded["meta"]:
+        return None
+    if recorded.get("dataset", now["dataset"]) != now["dataset"]:
+        return f"{data_dir} holds another dataset than the one {path} was trained on"
+    return f"{data_dir} has been prepared again since {path} was trained on it"
 
 
 def check_trained_on(checkpoint, path, data_dir, changed_data=False):
@@ -248,11 +253,7 @@ def check_trained_on(checkpoint, path, data_dir, changed_data=False):
     if recorded is None:
         print(f"note: {path} records no data fingerprint; {data_dir} is not checked")
         return
-    now = fingerprint(data_dir, checkpoint["model_args"]["encoding"])
-    if now["meta"] != recorded["meta"]:
-        what = f"{data_dir} has been prepared again since {path} was trained on it"
-        if another_dataset(recorded, now):
-            what = f"{data_dir} holds another dataset than the one {path} was trained on"
+    if what := data_changed(recorded, data_dir, path, checkpoint["model_args"]["encoding"]):
         if not changed_data:
             raise ValueError(f"{what}; evaluate anyway with --changed_data=True, or train again")
         print(f"warning: {what}; evaluating anyway (--changed_data=True)")

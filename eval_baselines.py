@@ -231,11 +231,11 @@ def verdict(r, predicted, lines):
             paired[name] = ratio_interval(model[ok], error, records)
     # the least MSE: the highest ratio
     best = max(paired, key=lambda name: paired[name][0])
-    ratio, low, high = paired[best]
+    _, low, high = paired[best]
     says = "loses to" if low > 1 else "beats" if high < 1 else "no clear difference"
     n = int(records.max()) + 1
     says = "too few" if n < FEWEST else says
-    return dict(best=best, ratio=ratio, beats=says == "beats", says=says, records=n, paired=paired)
+    return dict(best=best, says=says, records=n, paired=paired)
 
 
 def verdict_text(v):

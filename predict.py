@@ -11,16 +11,7 @@ import torch
 
 from batching import collate, fill_in_example, to_device
 from checkpoint import load_checkpoint
-from dataset import (
-    ASK,
-    EOS_ID,
-    MAX_VALUE,
-    TOKENS_PER_NUMBER,
-    Vocab,
-    another_dataset,
-    fingerprint,
-    read_meta,
-)
+from dataset import ASK, EOS_ID, MAX_VALUE, TOKENS_PER_NUMBER, Vocab, data_changed, read_meta
 from mixture import mixture_mean, mixture_quantile, mixture_sample, mixture_std
 from model import GPT, GPTConfig
 from tokenize_line import encode_pieces, number_spans, split_text, split_text_spans
@@ -377,12 +368,8 @@ def units_of(path, data_dir, scaled=False, input="-", mask_key=""):
         return dict(meta, split=input)
     print(f"units: the file's own, scaled by {data_dir}/meta.json (--scaled: not)", file=sys.stderr)
     recorded = load_checkpoint(path, mmap=True).get("data_fingerprint") or {}
-    now = fingerprint(data_dir, "xval")
-    if recorded.get("meta") and now["meta"] != recorded["meta"]:
-        changed = f"has been prepared again since {path}"
-        if another_dataset(recorded, now):
-            changed = f"holds another dataset than {path}'s"
-        print(f"warning: {data_dir} {changed}", file=sys.stderr)
+    if recorded.get("meta") and (changed := data_changed(recorded, data_dir, path, "xval")):
+        print(f"warning: {changed}", file=sys.stderr)
     return meta
 
 
