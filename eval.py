@@ -44,7 +44,6 @@ period = 0  # own series: seasonal persistence's period in steps; 0: detected in
 changed_data = False  # evaluate on the checkpoint's data_dir although it was prepared again since
 device = "auto"
 # -- end config
-# setting_checks.py; a number not named: [0, inf)
 RANGES = dict(batch_size="[1, inf)", device="auto | cpu | mps | cuda | cuda:N")
 
 DENSITY_SAMPLES = 4  # GMM heads: densities drawn per quantity
@@ -54,13 +53,11 @@ NOT_THE_SETTING |= {"micro_batch_size", "log_interval", "keep_every", "threads"}
 
 
 def mse(y, yhat):
-    y, yhat = np.asarray(y, float), np.asarray(yhat, float)
     ok = ~np.isnan(yhat)
     return float(np.mean((y[ok] - yhat[ok]) ** 2)) if ok.any() else math.nan
 
 
 def r_squared(y, yhat):
-    y, yhat = np.asarray(y, float), np.asarray(yhat, float)
     ok = ~np.isnan(yhat)
     return float(1 - mse(y, yhat) / np.var(y[ok])) if ok.sum() > 1 else math.nan
 
@@ -186,8 +183,6 @@ def check_seeds(checkpoints):
     """The first checkpoint's settings; all must agree but in NOT_THE_SETTING."""
     first, seeds = None, {}
     for path in checkpoints:
-        if os.path.realpath(path) in map(os.path.realpath, seeds.values()):
-            raise SystemExit(f"error: {path} is given twice in --ckpt")
         # its settings only: load_model reads the weights
         c = load_checkpoint(path, mmap=True)
         settings = ("config", "data_dir", "model_args", "data_fingerprint", "text_tokens")

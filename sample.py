@@ -37,7 +37,6 @@ gmm_generate = "sample"  # GMM models, generation: feed back a draw (sample) or 
 scaled = False  # your own data: numbers in and out as its text files write them, not in its units
 data_dir = ""  # your own data: the dataset whose meta.json scales the numbers; default: the model's
 # -- end config
-# setting_checks.py; a number not named: [0, inf)
 RANGES = dict(
     batch_size="[1, inf)",
     max_new_tokens="[1, inf)",

@@ -142,7 +142,6 @@ def _split_lines(lines):
     n_tokens, offsets = lengths[segment], np.cumsum(lengths) - lengths
     flat = np.array([t for ts in tokens for t in ts], np.int64)
     within = np.arange(n_tokens.sum()) - np.repeat(np.cumsum(n_tokens) - n_tokens, n_tokens)
-    # of each text
     items_before = np.r_[0, np.cumsum(per_run + np.bincount(run, minlength=len(runs)))]
     pieces = np.insert(
         pieces,

@@ -454,7 +454,6 @@ def main(argv=None):
     starts, step_seconds, gaps = window_starts(field.seconds, args.stride, args.steps)
     check_windows_fit(args, field, starts, gaps)
     hours = step_seconds / 3600
-    interval = args.stride * step_seconds / 3600
     counts = dict(zip(SPLITS, SIZES[args.size]))
     ctx = SimpleNamespace(args=args, field=field, starts=starts, land_sea_mask=lsm)
     with staged_dataset(args.out, args.force, WRITES) as stage:
@@ -471,7 +470,7 @@ def main(argv=None):
             "normalisation": {"mean": mean, "std": std, "units": field.units, "from": "train"},
             "stride": args.stride,
             "time_step_hours": hours,
-            "sample_interval_hours": interval,
+            "sample_interval_hours": args.stride * hours,
             "files": [
                 {"path": s.path, "first": s.first, "last": s.last, "steps": s.steps}
                 for s in field.sources

@@ -16,14 +16,15 @@ import model
 
 
 def test_metrics_by_hand():
-    assert ev.mse([1, 2, 3], [1, 4, math.nan]) == pytest.approx(2.0)
-    assert math.isnan(ev.mse([1, 2], [math.nan, math.nan]))
+    a = lambda *x: np.array(x, float)
+    assert ev.mse(a(1, 2, 3), a(1, 4, math.nan)) == pytest.approx(2.0)
+    assert math.isnan(ev.mse(a(1, 2), a(math.nan, math.nan)))
     # SS_res 1, SS_tot 2: R² 0.5; adjusted (n 3, p 1): 1 − 0.5·2/1 = 0
-    assert ev.r_squared([1, 2, 3], [1, 2, 4]) == pytest.approx(0.5)
+    assert ev.r_squared(a(1, 2, 3), a(1, 2, 4)) == pytest.approx(0.5)
     assert ev.adjusted_r_squared(0.5, 3) == pytest.approx(0.0)
     assert ev.adjusted_r_squared(0.9, 5) == pytest.approx(1 - 0.1 * 4 / 3)
     assert math.isnan(ev.adjusted_r_squared(0.9, 2))
-    assert ev.r_squared([1, 2, 3, 10], [1, 2, 4, math.nan]) == pytest.approx(0.5)
+    assert ev.r_squared(a(1, 2, 3, 10), a(1, 2, 4, math.nan)) == pytest.approx(0.5)
     y, p = [1.234, 0.5, -2.0, 1234.0], [1.2341, 0.5049, math.nan, 1236.0]
     assert ev.accuracy(y, p, 3) == pytest.approx(1 / 4)  # 5.00e-01 ≠ 5.05e-01; 1.23e+03 ≠ 1.24e+03
     assert ev.accuracy(y, p, 2) == pytest.approx(3 / 4) and ev.accuracy([-0.31], [0.31], 2) == 0.0
@@ -246,7 +247,7 @@ def test_only_seeds_of_one_setting_are_averaged(own_run, tmp_path):
     data, ckpt = own_run
     other = edited(ckpt, tmp_path / "lr.pt", seed=2, learning_rate=1e-3)
     for ckpts, error in ((f"{ckpt} {other}", "differ in learning_rate (0.0002 vs 0.001): seeds must agree"),
-                         (f"{ckpt} {ckpt}", "is given twice"),
+                         (f"{ckpt} {ckpt}", f"{ckpt} and {ckpt} are the same run"),
                          (f"{ckpt} {shutil.copy(ckpt, tmp_path / 'copy.pt')}", "are the same run (seed 1337)"),
                          (tmp_path / "nope.pt", "nope.pt not found")):
         r = run("eval.py", f"--ckpt={ckpts}", check=False)
