@@ -178,7 +178,7 @@ def baseline_predictions(task, lines, masked, where, learned, window):
     lags, fits = learned["lags"], learned["fits"]
     earlier = {q: {lag: [] for lag in q_lags} for q, q_lags in lags.items()}
     strict = task == "era5" or window
-    for number, (line, groups) in enumerate(zip(lines, masked) if lags else [], 1):
+    for number, (line, groups) in enumerate(zip(lines, masked), 1):
         at = f"{where}:{number}"
         for quantity, indices in groups.items():
             what = ("a station" if task == "era5" else f"key {quantity!r}") if strict else None
