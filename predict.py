@@ -301,7 +301,7 @@ def masked_samples(task, lines, vocab, where, block_size, keys=(), every=False):
             samples, truths = jobs.setdefault(quantity, ([], []))
             samples.append(encoded(asked, vocab, at, block_size))
             truths.extend(values)
-    if lines and (missing := [k for k in keys if k not in jobs]):
+    if missing := [k for k in keys if k not in jobs]:
         raise TextError(f"{where}: no record has a number under key {missing[0]!r}")
     absent = [f"{q} {len(lines) - len(s)}" for q, (s, _) in jobs.items() if len(s) < len(lines)]
     if absent and not every:

@@ -239,6 +239,7 @@ nonfinite = torch.zeros(1, dtype=torch.int64, device=device)
 sigterm = distributed.note_sigterm()
 steps = prefetched(micro_batches, iter_num, max_iters)
 while True:
+    # determine and set the learning rate
     lr = get_lr(iter_num, config)
     for group in optimizer.param_groups:
         group["lr"] = lr
@@ -296,6 +297,7 @@ while True:
         # timing and logging
         if logging:
             progress.log_step(done, lr, losses[:3], num_loss_name)
+    # step the optimizer, and flush the gradients
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
     iter_num += 1
