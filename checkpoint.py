@@ -192,8 +192,6 @@ def resume_from(resume, path, model, optimizer, model_args, config, data_fingerp
     """(step, best validation loss, changed settings); loads model and optimizer."""
     if not resume:
         return 0, float("inf"), {}
-    if not os.path.exists(path):
-        raise SystemExit(f"error: --resume but no checkpoint at {path}")
     checkpoint = load_checkpoint(path)
     if missing := [k for k in ("optimizer", "iter_num", "best_val_loss") if k not in checkpoint]:
         raise SystemExit(f"error: {path} has no {', '.join(missing)}")

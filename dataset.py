@@ -13,8 +13,8 @@ import numpy as np
 
 from util import TextError, check_regular
 
-ENCODINGS = ("xval", "p10", "p1000", "b1999", "fp15")
 TOKENS_PER_NUMBER = {"xval": 1, "p10": 5, "p1000": 3, "b1999": 2, "fp15": 1}
+ENCODINGS = tuple(TOKENS_PER_NUMBER)
 CONTROL_TOKENS = ("[PAD]", "[MASK]", "[EOS]")
 PAD_ID, MASK_ID, EOS_ID = 0, 1, 2
 # ASK: a number for sample.py to predict
@@ -206,7 +206,7 @@ def load_text_vocab(data_dir):
     tokens = read_json_object(path, ("text_tokens",), again)["text_tokens"]
     if not (isinstance(tokens, list) and all(isinstance(t, str) for t in tokens)):
         raise TextError(f"{path}: text_tokens is not a list of strings{again}")
-    named = [t for t in tokens if t[:1] == "[" and re.fullmatch(r"\[\w+\]", t)]
+    named = [t for t in tokens if re.fullmatch(r"\[\w+\]", t)]
     if len(set(tokens)) < len(tokens) or "" in tokens or named:
         raise TextError(f"{path}: text_tokens holds a token twice, an empty one or a [NAME]{again}")
     return tokens

@@ -449,8 +449,6 @@ def main():
     checkpoints = [ckpt] if os.path.isfile(ckpt) else ckpt.replace(",", " ").split()
     if not checkpoints:
         raise SystemExit("error: --ckpt is required")
-    if missing := [p for p in checkpoints if not os.path.exists(p)]:
-        raise SystemExit(f"error: checkpoint {missing[0]} not found")
     if mask_all and not mask_key:
         raise SystemExit("error: --mask_all=True needs --mask_key=KEY")
     trained = check_seeds(checkpoints)

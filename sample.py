@@ -106,7 +106,6 @@ def main():
     name = "stdin" if input == "-" else input
     lines = read_input(input, name)
     dev = pick_device(device)
-    torch.manual_seed(seed)
     model, vocab, config = load_model(ckpt, dev)
     units = units_of(ckpt, data_dir or str(config.get("data_dir")), scaled, input, mask_key)
     # None: predict the [?] of each line; "": mask its last number; a key: the last under it

@@ -18,12 +18,11 @@ from util import TextError
 
 def parse_args(argv):
     """The command line's settings, and the encodings to write."""
-    known = ", ".join(ENCODINGS)
     p = argparse.ArgumentParser(
         description="Tokenize a prepared dataset into arrays, or print its token statistics."
     )
     p.add_argument("data_dir", help="a folder written by a prepare/ script")
-    p.add_argument("--encoding", default="xval", help=f"one of {known}, or 'all'")
+    p.add_argument("--encoding", default="xval", choices=[*ENCODINGS, "all"])
     p.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     p.add_argument("--stats", action="store_true", help="print tokens/sample of every encoding")
     p.add_argument("--rebuild-vocab", action="store_true", help="rebuild vocab.json from train.txt")
@@ -31,9 +30,6 @@ def parse_args(argv):
     p.add_argument("--plain-text", action="store_true", help=plain)
     args = p.parse_args(argv)
     encodings = list(ENCODINGS) if args.encoding == "all" or args.stats else [args.encoding]
-    for e in encodings:
-        if e not in ENCODINGS:
-            p.error(f"unknown encoding {e!r}; expected one of {known} or 'all'")
     return args, encodings
 
 

@@ -249,7 +249,7 @@ def test_only_seeds_of_one_setting_are_averaged(own_run, tmp_path):
     for ckpts, error in ((f"{ckpt} {other}", "differ in learning_rate (0.0002 vs 0.001): seeds must agree"),
                          (f"{ckpt} {ckpt}", f"{ckpt} and {ckpt} are the same run"),
                          (f"{ckpt} {shutil.copy(ckpt, tmp_path / 'copy.pt')}", "are the same run (seed 1337)"),
-                         (tmp_path / "nope.pt", "nope.pt not found")):
+                         (tmp_path / "nope.pt", "nope.pt is not a readable checkpoint")):
         r = run("eval.py", f"--ckpt={ckpts}", check=False)
         assert r.returncode != 0 and error in r.stderr and "evaluated in" not in r.stdout
     # the same dataset, named relative to the repository
