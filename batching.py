@@ -17,7 +17,6 @@ VAL_STEP = 2**40
 # a step spans at most two epochs
 @functools.lru_cache(maxsize=2)
 def epoch_order(n, seed, epoch):
-    """The order of the n training samples in an epoch."""
     order = np.random.default_rng([seed, epoch]).permutation(n)
     order.flags.writeable = False
     return order

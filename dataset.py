@@ -89,7 +89,7 @@ class Vocab:
         self.first_text_id = self.first_number_id + len(self.number_tokens)
         self.num_id = self.first_number_id if encoding == "xval" else None
         self._text_ids = {t: i for i, t in enumerate(self.text_tokens, self.first_text_id)}
-        # the fix for an unknown token; sample.py sets a trained model's own
+        # the fix for an unknown token; load_model sets a trained model's own
         self.unknown = "add a sample with it to train.txt and tokenize with --rebuild-vocab"
         # a number's first token, with its sign: how spans are found in arrays
         starts = enumerate(self.number_tokens, self.first_number_id)

@@ -52,7 +52,7 @@ def read_input(path, name):
     try:
         with open(path, "rb") if path != "-" else nullcontext(sys.stdin.buffer) as f:
             lines = [(i, line) for i, line in enumerate(decoded_lines(f, name), 1) if line.strip()]
-    except (TextError, IsADirectoryError) as e:
+    except (TextError, OSError) as e:
         raise SystemExit(f"error: {e}")
     if not lines:
         raise SystemExit(f"error: {name}: no lines to predict; expected one sample per line")
@@ -76,7 +76,7 @@ def encode_lines(lines, name, vocab, block_size, causal, mask, units):
 
 
 def print_filled(model, vocab, done, dev, mask):
-    """Each line with its [?] filled in; the count of numbers predicted."""
+    """Print each line with its [?] filled in, and how many numbers were predicted."""
     samples = [sample for sample, *_ in done]
     predictions, counts, mixtures = fill_in(model, vocab, samples, dev, batch_size)
     for i, (_, truths, text, scales) in enumerate(done[:show]):
@@ -98,9 +98,8 @@ def print_filled(model, vocab, done, dev, mask):
 
 def main():
     configure(globals(), __file__)
-    for path in (ckpt, input):
-        if path != "-" and not os.path.exists(path):
-            raise SystemExit(f"error: {path} not found")
+    if not os.path.exists(ckpt):
+        raise SystemExit(f"error: {ckpt} not found")
     if mask_all and not mask_key:
         raise SystemExit("error: --mask_all=True needs --mask_key=KEY")
     name = "stdin" if input == "-" else input

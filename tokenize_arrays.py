@@ -297,7 +297,6 @@ def _encode_chunks(path, split, files, text_tokens, vocabs, workers, chunk):
 
 
 def _summary(split, enc, parts, vocab_size, text_tokens, text_bytes):
-    """A split's JSON summary in one encoding."""
     lengths, numbers = (np.concatenate([p[i] for p in parts]) for i in (0, 1))
     counts = {k: sum(p[2][k] for p in parts) for k in ("clipped", "zero")}
     s = {
@@ -348,7 +347,6 @@ def encode_split(folder, split, text_tokens, vocabs, workers=1, chunk=1000):
         for name, dtype in (("ids", parts[enc][0][4]), ("values", np.float32)):
             descr = np.lib.format.dtype_to_descr(np.dtype(dtype))
             header = {"descr": descr, "fortran_order": False, "shape": (s["tokens"],)}
-            # an .npy header, then the bytes
             part = f"{base}.{name}.{tmp}"
             with open_new(part + ".npy") as out, open(part, "rb") as f:
                 np.lib.format.write_array_header_1_0(out, header)
@@ -465,7 +463,6 @@ def write_arrays(data_dir, encodings, workers=1, rebuild_vocab=False, plain_text
         why = f"{why_not_written(e, data_dir)}; nothing was changed"
         raise OSError(e.errno, f"writing the arrays of {data_dir} failed: {why}") from None
     finally:
-        # a run that failed leaves nothing behind
         for f in temporaries(data_dir, os.getpid()):
             os.remove(f)
         for new_dir in new_dirs:
