@@ -24,7 +24,6 @@ PEAK_FLOPS = {
 
 
 def peak_flops(device_name):
-    """A GPU's bf16 peak from its name, else None."""
     return next((value for key, value in PEAK_FLOPS.items() if key in device_name), None)
 
 
