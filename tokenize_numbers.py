@@ -34,7 +34,6 @@ def parse_args(argv):
 
 
 def main(argv=None):
-    """Write a dataset's arrays, or print its statistics."""
     (args, encodings), t0 = parse_args(argv), time.time()
     try:
         table = write_arrays(
