@@ -10,13 +10,13 @@ import subprocess
 from conftest import ROOT, read
 
 # The files a learner reads, and their budgets in characters (nanoGPT's train.py is 14,500).
-BUDGET = {"train.py": 16_000, "model.py": 13_959, "sample.py": 7_207, "tokenize_numbers.py": 15_000,
-          "configurator.py": 5_000, "batching.py": 10_000}
+BUDGET = {"train.py": 13_834, "model.py": 12_231, "sample.py": 6_296, "tokenize_numbers.py": 2_551,
+          "configurator.py": 4_310, "batching.py": 8_343}
 # Ceilings: lower them as code is cut, never raise them. The aim is a reference of 270,000
 # characters, own-data reading of 40,000 and tests no larger than the reference.
-REFERENCE_BUDGET = 315_000  # every top-level .py and prepare/*.py
-TEXT_BUDGET = 68_000  # prepare/text.py and the modules only it uses
-TESTS_BUDGET = 378_000  # tests/*.py
+REFERENCE_BUDGET = 314_265  # every top-level .py and prepare/*.py
+TEXT_BUDGET = 67_990  # prepare/text.py and the modules only it uses
+TESTS_BUDGET = 370_584  # tests/*.py
 FILE_BUDGET = 25_000
 FUNCTION_LINES = 60
 TRAIN_BUDGET = 110_000  # what train.py imports from the project, transitively
