@@ -242,13 +242,13 @@ def verdict_text(v):
     """The verdict in words: beats or loses to where its 95% interval excludes 1."""
     ratio, low, high = (format_number(x, 3) for x in v["paired"][v["best"]])
     best, n = f"the best baseline ({BASELINES[v['best']]})", v["records"]
-    said = {
-        "too few": f"{n} test records are too few to tell the model from {best}",
-        "no clear difference": f"no clear difference between the model and {best}",
-    }.get(v["says"], f"the model {v['says']} {best}")
     if v["says"] == "too few":
-        return said + f": its MSE is {ratio}× the baseline's; {FEWEST - n} more would do"
-    return said + f": its MSE is {ratio}× the baseline's (95% interval {low}–{high}, {n} records)"
+        said = f"{n} test records are too few to tell the model from {best}"
+        return f"{said}: its MSE is {ratio}× the baseline's; {FEWEST - n} more would do"
+    said = f"the model {v['says']} {best}"
+    if v["says"] == "no clear difference":
+        said = f"no clear difference between the model and {best}"
+    return f"{said}: its MSE is {ratio}× the baseline's (95% interval {low}–{high}, {n} records)"
 
 
 def outside_training(quantity, truths, meta, scale):

@@ -318,14 +318,15 @@ def check_tokens(table, parts, keys):
                     )
                 unseen = [t for t in tokens if t not in vocab]
                 if split != "train" and unseen:
-                    record = json.loads(line).items()
-                    key = [k for k, v in record if unseen[0] in tokens_of(dump({k: v}, 0), "")[2]]
+                    fix = ""
+                    for k, v in json.loads(line).items():
+                        if unseen[0] in tokens_of(dump({k: v}, zeros), "")[2]:
+                            fix = f"leave out its key {k!r} (--columns), "
+                            break
                     fail(
                         f"{where}: the {split} record holds the text token {excerpt(unseen[0])},"
-                        " which no training record has; "
-                        + "".join(f"leave out its key {k!r} (--columns), " for k in key[:1])
-                        + "add such records to train, or write it as a number or a category"
-                        " train has"
+                        f" which no training record has; {fix}add such records to train, or write"
+                        " it as a number or a category train has"
                     )
                 vocab.update(dict.fromkeys(unseen))
     counts = np.array([(n_read, n_pieces) for n_read, n_pieces, _ in seen.values()])
@@ -404,11 +405,10 @@ def report(args, meta, table, parts, largest, vocab, counts, n_windowed, repeate
     what = "records left out" if args.missing == "drop" else "values left out of their records"
     if args.missing == "omit" and args.window > 1:
         what = "windows that leave the key out"
+    counted = ", ".join(f"{k} {n}" for k, n in missing.items()) + f" {what} ({args.missing})"
     print(
         f"missing values ({', '.join(map(repr, MISSING))} in any case; JSON null, NaN; a key a"
-        " record lacks): "
-        + (", ".join(f"{k} {n}" for k, n in missing.items()) if missing else "none")
-        + (f" {what} ({args.missing})" if missing else "")
+        f" record lacks): {counted if missing else 'none'}"
     )
     print_keys(args, meta, table, rows_in(table, parts), largest)
     (low_n, low_t), (high_n, high_t) = counts

@@ -14,8 +14,8 @@ BUDGET = {"train.py": 13_834, "model.py": 12_231, "sample.py": 6_296, "tokenize_
           "configurator.py": 4_310, "batching.py": 8_343}
 # Ceilings: lower them as code is cut, never raise them. The aim is a reference of 270,000
 # characters, own-data reading of 40,000 and tests no larger than the reference.
-REFERENCE_BUDGET = 314_265  # every top-level .py and prepare/*.py
-TEXT_BUDGET = 67_990  # prepare/text.py and the modules only it uses
+REFERENCE_BUDGET = 314_249  # every top-level .py and prepare/*.py
+TEXT_BUDGET = 67_979  # prepare/text.py and the modules only it uses
 TESTS_BUDGET = 370_584  # tests/*.py
 FILE_BUDGET = 25_000
 FUNCTION_LINES = 60
