@@ -25,7 +25,7 @@ from dataset import check_name, check_trained_on, read_meta, read_samples
 from eval_baselines import BASELINES, baseline_predictions, baseline_text, learn_baselines
 from eval_baselines import NEXT, outside_training, verdict, verdict_text
 from mixture import mixture_cdf, mixture_crps, mixture_nll, mixture_quantile
-from predict import check_meta, fill_in, load_model, masked_samples
+from predict import check_meta, fill_in, load_model, masked_samples, read_levels
 from util import TextError, atomic_file, atomic_write_text, format_number, pick_device, run_main
 
 # -- config: python eval.py --help
@@ -92,13 +92,29 @@ def metrics(task, y, yhat, scale=None):
     return m
 
 
-def scale_of(task, meta, quantity):
-    """(center, spread) of a quantity's numbers (meta.t: meta's), or None."""
+def scale_of(task, meta, quantity, levels=None):
+    """(center, spread) of a quantity's numbers (meta.t: meta's), or None; --scale record: center
+    0, spread each value's record's level (levels)."""
     if task == "era5":
         return meta["normalisation"]["mean"], meta["normalisation"]["std"]
     scales = (meta.get("scales") or {}) if task == "text" else {}
     s = scales.get(quantity) or scales.get(quantity.split(".")[0])
+    if s and levels is not None:
+        return 0.0, np.array(levels)
     return (s["center"], s["spread"]) if s else None
+
+
+def levels_of(task, meta, data, split, masked):
+    """{quantity: the level of each value scored} of a split written with --scale record."""
+    if task != "text" or meta.get("scale") != "record":
+        return {}
+    path = os.path.join(data, f"{split}.levels.txt")
+    levels = read_levels(path, meta["splits"][split])
+    found = {}
+    for record, groups in zip(levels, masked):
+        for quantity, indices in groups.items():
+            found.setdefault(quantity, []).extend([record[quantity.split(".")[0]]] * len(indices))
+    return found
 
 
 def distribution_metrics(y, mixture):
@@ -224,7 +240,7 @@ def score_setting(checkpoints, data, split_names, dev):
     if task == "text":
         report["masked"] = {"keys": keys, "every": mask_all}
     # encoded once: every seed has the same vocabulary
-    jobs, baselines, masks, per_seed = {}, {}, {}, []
+    jobs, baselines, masks, levels, per_seed = {}, {}, {}, {}, []
     for path in checkpoints:
         t0 = time.time()
         model, vocab, config = load_model(path, dev)
@@ -238,14 +254,16 @@ def score_setting(checkpoints, data, split_names, dev):
                 raise TextError(f"{where}: no sample holds a number the {task} task predicts")
             window = meta.get("window")
             baselines[split] = baseline_predictions(task, lines, masked, where, learned, window)
-            masks[split] = masked
+            masks[split], levels[split] = masked, levels_of(task, meta, data, split, masked)
         per_seed.append({split: run_model(model, vocab, jobs[split], dev) for split in split_names})
         print(f"{path}: evaluated in {time.time() - t0:.1f} s")
     for split in split_names:
         report["splits"][split] = {}
         for quantity, (_, truths) in jobs[split].items():
-            scale = scale_of(task, meta, quantity)
+            scale = scale_of(task, meta, quantity, levels[split].get(quantity))
             r = combine(task, [s[split][quantity] for s in per_seed], scale)
+            if quantity in levels[split]:
+                r["levels"] = levels[split][quantity]
             if invalid := sum(s["n"] - s["valid"] for s in r["per_seed"]):
                 said = f"{invalid} of {r['n'] * len(per_seed)} predictions are NaN or infinite"
                 report["warnings"].append(f"{split} · {quantity}: {said}: counted as invalid")
@@ -293,10 +311,11 @@ def write_predictions(report, meta, path):
         writer = csv.writer(f, lineterminator="\n")
         writer.writerow(["split", "quantity", "line", "truth", "prediction", *names])
         for split, quantity, r in rows:
-            center, spread = scale_of(report["task"], meta, quantity) or (0.0, 1.0)
+            center, spread = scale_of(report["task"], meta, quantity, r.get("levels")) or (0, 1)
             none = [None] * r["n"]
             columns = [r["truth"], r["median"], *(r["predicted"].get(n, none) for n in names)]
-            for line, *values in zip(r["line"], *columns):
+            spreads = np.broadcast_to(spread, r["n"])
+            for line, spread, *values in zip(r["line"], spreads, *columns):
                 own = np.array(values, float) * spread + center
                 own = ["" if math.isnan(v) else format_number(v, 8) for v in own]
                 writer.writerow([split, quantity, line, *own])
@@ -376,10 +395,10 @@ def write_plots(report, meta, prefix):
     import matplotlib.pyplot as plt
 
     task = report["task"]
-    scales = {q: scale_of(task, meta, q) for split in report["splits"].values() for q in split}
     # planets: values seen in training
     seen = {("dt", "test_ood_stepsize"): meta.get("train_stepsizes"), ("a0", "test_ood_a0"): [1]}
     for split, quantities in report["splits"].items():
+        scales = {q: scale_of(task, meta, q, r.get("levels")) for q, r in quantities.items()}
         n = len(quantities)
         fig, axes = plt.subplots(1, n, figsize=(3.6 * n, 3.4), squeeze=False)
         for ax, (quantity, r) in zip(axes[0], quantities.items()):
@@ -387,7 +406,7 @@ def write_plots(report, meta, prefix):
             y, p = np.array(r["truth"], float), np.array(r["median"], float)
             m, unit = r["median_prediction"], ""
             mse = m.get("mse_kelvin2", m.get("mse_original", m["mse"]))
-            if scale := scales[quantity]:
+            if (scale := scales[quantity]) is not None:
                 y, p = y * scale[1] + scale[0], p * scale[1] + scale[0]
                 unit = " (K)" if task == "era5" else " (original units)"
             lo, hi = np.nanmin([y, p]), np.nanmax([y, p])
@@ -429,7 +448,9 @@ def write_distribution_plots(task, split, quantities, prefix, plt, scales):
     fig, axes = plt.subplots(n, k, figsize=(2.8 * k, 2.2 * n), squeeze=False)
     for row, (quantity, r) in zip(axes, quantities.items()):
         center, spread = scales[quantity] or (0.0, 1.0)
+        spreads = np.broadcast_to(spread, r["n"])
         for i, ax in enumerate(row):
+            spread = spreads[i]
             num, truth = torch.tensor(r["mixture"][i], dtype=torch.float64), r["truth"][i]
             lo, hi = (float(mixture_quantile(num, q)) for q in (0.002, 0.998))
             lo, hi = min(lo, truth), max(hi, truth)
@@ -440,7 +461,7 @@ def write_distribution_plots(task, split, quantities, prefix, plt, scales):
             ax.set_title(f"{quantity}, sample {i + 1}", fontsize=9)
             ax.set_yticks([])
     title = f"{task} · {split} · predicted densities (red: truth)"
-    title += ", original units" * any(scales[q] for q in quantities)
+    title += ", original units" * any(scales[q] is not None for q in quantities)
     save_figure(plt, fig, title, f"{prefix}_density.png")
 
 

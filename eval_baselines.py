@@ -259,10 +259,12 @@ def outside_training(quantity, truths, meta, scale):
     y = np.asarray(truths, float) * scale[1] + scale[0]
     low, high = (y < known[0]).sum(), (y > known[1]).sum()
     if low + high:
+        out = y[(y < known[0]) | (y > known[1])]
         return (
             f"{low + high} of {len(y)} true values lie outside the training"
-            f" range [{known[0]:g}, {known[1]:g}] ({low} below, {high} above, from {y.min():g} to"
-            f" {y.max():g})"
+            f" range [{known[0]:g}, {known[1]:g}] ({low} below, {high} above, from {out.min():g} to"
+            f" {out.max():g})"
+            + "; a level that moves: prepare/text.py --scale record" * (meta.get("scale") != "record")
         )
     return None
 

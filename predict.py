@@ -365,12 +365,39 @@ def units_of(path, data_dir, scaled=False, input="-", mask_key=""):
     if split:
         said = f"{input} is written scaled: read as written, printed"
         print(f"units: {said} in the file's own (--scaled: not)", file=sys.stderr)
+        if meta.get("scale") == "record":
+            meta["levels"] = read_levels(input[:-4] + ".levels.txt", meta["splits"][name[:-4]])
         return dict(meta, split=input)
     print(f"units: the file's own, scaled by {data_dir}/meta.json (--scaled: not)", file=sys.stderr)
     recorded = load_checkpoint(path, mmap=True).get("data_fingerprint") or {}
     if recorded.get("meta") and (changed := data_changed(recorded, data_dir, path, "xval")):
         print(f"warning: {changed}", file=sys.stderr)
     return meta
+
+
+def read_levels(path, count):
+    """Each record's {key: level} of a split written with --scale record, count of them."""
+    try:
+        with open(path) as f:
+            levels = [json.loads(line) for line in f]
+    except (OSError, ValueError) as e:
+        raise TextError(f"{path}: {e}; prepare the dataset again")
+    if len(levels) != count:
+        raise TextError(f"{path}: {len(levels)} lines, meta.json counts {count} records")
+    return levels
+
+
+def record_levels(pieces, keys):
+    """{key: level} of a record in the file's units (--scale record): the mean |x| of each key's
+    numbers but its last and those asked, as prepare/text.py takes it (1 where 0 or none)."""
+    found = {}
+    for (kind, x), key in zip([p for p in pieces if p[0] != "text"], keys):
+        found.setdefault(key, []).append(abs(x) if kind == "num" else None)
+    levels = {}
+    for key, xs in found.items():
+        read = [x for x in xs[:-1] if x is not None]
+        levels[key] = float(np.mean(read)) if read and np.mean(read) > 0 else 1.0
+    return levels
 
 
 def written_names(line, units):
@@ -382,21 +409,26 @@ def written_names(line, units):
     return line
 
 
-def number_keys(line, pieces, where, scales):
-    """The (center, spread) of each number and [?] of a record by its top-level key; the keys."""
+def number_keys(line, pieces, where, units):
+    """The (center, spread) of each number and [?] of a record by its top-level key (--scale
+    record: center 0, spread the record's level); the keys."""
     paths = number_paths(line.replace(ASK, "0"), pieces, where)
     keys = [p[0] if p and isinstance(p[0], str) else None for p in paths]
+    scales = units["scales"]
     if missing := [k for k in keys if k not in scales]:
         what = f"key {missing[0]!r}" if missing[0] else "no key"
         what += f", which the training data has no scale for (its number keys: {', '.join(scales)})"
         raise TextError(f"{where}: a number under {what}")
+    if units.get("scale") == "record":
+        levels = units.get("level") or record_levels(pieces, keys)
+        return [(0.0, levels[k]) for k in keys], keys
     return [(scales[k]["center"], scales[k]["spread"]) for k in keys], keys
 
 
 def to_model_units(line, pieces, where, units):
     """A record's pieces as the model reads them, (x - center) / spread; each asked number's
     (center, spread). A number far outside its training range is warned of."""
-    scales, keys = number_keys(line, pieces, where, units["scales"])
+    scales, keys = number_keys(line, pieces, where, units)
     # a split's records are written scaled: neither checked nor scaled
     split = "split" in units
     ranges = {} if split else units.get("ranges") or {}
@@ -419,9 +451,11 @@ def to_model_units(line, pieces, where, units):
 
 def in_own_units(text, where, units):
     """A record (its [?] kept) in the file's units (said where it is no complete record)."""
+    if units.get("scale") == "record" and "level" not in units:
+        return text + "  (each key divided by the record's level: --scale record)"
     pieces, spans = split_text_spans(text, where, allow_ask=True)
     try:
-        scales, _ = number_keys(text, pieces, where, units["scales"])
+        scales, _ = number_keys(text, pieces, where, units)
     except TextError:
         return text + "  (scaled: not a complete record)"
     numbers = [(span, x) for (kind, x), span in zip(pieces, spans) if kind != "text"]

@@ -64,8 +64,12 @@ def encode_lines(lines, name, vocab, block_size, causal, mask, units):
     done, absent, failed = [], [], 0
     for number, line in lines:
         where = f"{name}:{number}"
+        # a split written with --scale record: its levels file's
+        line_units = units
+        if units and "levels" in units:
+            line_units = dict(units, level=units["levels"][number - 1])
         try:
-            done.append(encode_line(line, where, vocab, block_size, causal, mask, mask_all, units))
+            done.append(encode_line(line, where, vocab, block_size, causal, mask, mask_all, line_units))
         except KeyAbsent as e:
             absent.append(str(e))
         # the other lines are still predicted

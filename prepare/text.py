@@ -28,7 +28,7 @@ from common import write_meta
 from reading import MISSING, NESTED, NUM, excerpt, numbers, read_files
 from records import SPLITS, check_keys, check_values, counting_keys, date_keys, leave_out_missing
 from records import as_word, print_some, rows_in, split_records, warn_short, words_for_tokenizer
-from scaling import scale, written
+from scaling import levels, scale, written
 from tokenize_line import split_text
 from util import TextError, check_regular, open_new, shell_line
 
@@ -79,8 +79,9 @@ def main(argv=None):
         "command": command("prepare/text.py", argv),
     }
     names = [f"{s}.txt" for s in SPLITS] + ["meta.json"]
+    names += [f"{s}.levels.txt" for s in SPLITS] if args.scale == "record" else []
     with staged_dataset(args.out, args.force, names) as stage:
-        repeated = write_lines(stage, table, parts, keys, writers)
+        repeated = write_lines(stage, table, parts, keys, writers, args.scale == "record")
         write_meta(stage, meta)
 
     report(args, meta, table, parts, largest, vocab, counts, n_windowed, repeated)
@@ -107,8 +108,9 @@ def parser():
     add("--text", default="", help="columns to read as text, not numbers or dates, comma-separated")
     add("--delimiter", help="the CSV delimiter (default: the header's most frequent of , ; tab |)")
     add("--decimal-comma", action="store_true", help="CSV numbers are written 12,5")
-    add("--scale", choices=("auto", "none"), default="auto", help="auto: (x - mean) / std of each"
-        " key on train; none: as they are")
+    add("--scale", choices=("auto", "none", "record"), default="auto", help="auto: (x - mean) / std"
+        " of each key on train; none: as they are; record: each window's numbers of a key divided"
+        " by its level, the mean |x| of all but the last (a level that moves)")
     add("--group", metavar="COL", help="rows with the same COL are one series (a station), split"
         " in time within it or (--order random) by group")
     add("--context-before", action="store_true", help="with --order time: a val or test window may"
@@ -142,6 +144,8 @@ def parse_args(argv):
     args.delimiter = {"tab": "\t", "\\t": "\t"}.get(args.delimiter, args.delimiter)
     args.stride = args.stride or args.window
     args.order = args.order or ("time" if args.window > 1 else "random")
+    if args.scale == "record" and args.window < 2:
+        fail("--scale record goes with --window N (N > 1): it scales each window by its level")
     if args.context_before and (args.order != "time" or args.window < 2 or args.val):
         fail("--context-before goes with --window N (N > 1) split in time order (--order time)")
     if args.order == "random" and args.stride < args.window and not (args.val or args.group):
@@ -247,8 +251,9 @@ def zeros(x):
     return np.full(len(x), "0", dtype=object)
 
 
-def lines_of(table, part, keys, writers, lo, hi):
-    """The lines of records lo..hi of a part, without the keys a record leaves out."""
+def lines_of(table, part, keys, writers, lo, hi, record=False):
+    """The lines of records lo..hi of a part, without the keys a record leaves out (record: each
+    window's numbers divided by its level)."""
     rows = part.rows[lo:hi]
     values = {}
     for key in keys:
@@ -256,7 +261,10 @@ def lines_of(table, part, keys, writers, lo, hi):
         text = np.empty(len(flat), dtype=object)
         code = col.code[flat]
         write = writers.get(key, zeros)
-        text[code == NUM] = write(col.x[flat[code == NUM]])
+        x = col.x[flat]
+        if record and key in writers:
+            x = x / np.repeat(levels(col, rows), rows.shape[1])
+        text[code == NUM] = write(x[code == NUM])
         text[code >= 0] = col.words[code[code >= 0]]
         for i in np.flatnonzero(code == NESTED):
             text[i] = dump(col.nested[flat[i]], write)
@@ -343,14 +351,18 @@ def tokens_of(line, where):
     return len(pieces) - len(tokens), len(pieces), tokens
 
 
-def write_lines(stage, table, parts, keys, writers):
-    """<split>.txt of every split in stage; {split: how many of its lines are also in train}."""
+def write_lines(stage, table, parts, keys, writers, record):
+    """<split>.txt of every split in stage (record: and <split>.levels.txt, each record's level of
+    each key); {split: how many of its lines are also in train}."""
     repeated, train = {}, np.empty(len(parts[0]), np.int64)
     for split, part in zip(SPLITS, parts):
-        with open_new(os.path.join(stage, f"{split}.txt")) as f:
+        levels_file = open_new(os.path.join(stage, f"{split}.levels.txt")) if record else None
+        with open_new(os.path.join(stage, f"{split}.txt")) as f, levels_file or contextlib.nullcontext():
             for lo in range(0, len(part), BLOCK):
-                lines = lines_of(table, part, keys, writers, lo, lo + BLOCK)
+                lines = lines_of(table, part, keys, writers, lo, lo + BLOCK, record)
                 f.write(("\n".join(lines) + "\n").encode())
+                if record:
+                    levels_file.write(levels_of(table, part, writers, lo, lo + BLOCK).encode())
                 hashes = np.fromiter(map(hash, lines), np.int64, len(lines))
                 if split == "train":
                     train[lo : lo + len(lines)] = hashes
@@ -362,6 +374,15 @@ def write_lines(stage, table, parts, keys, writers):
     return repeated
 
 
+def levels_of(table, part, keys, lo, hi):
+    """The lines of <split>.levels.txt for records lo..hi: each record's {key: level}."""
+    rows = part.rows[lo:hi]
+    found = {k: levels(table.cols[k], rows).tolist() for k in keys}
+    held = {k: part.has(k)[lo:hi] for k in keys}
+    records = [{k: found[k][i] for k in keys if held[k][i]} for i in range(len(rows))]
+    return "".join(json.dumps(record) + "\n" for record in records)
+
+
 def print_keys(args, meta, table, written_rows, largest):
     """Each key's scale, or its text values (in the records written)."""
     lines = []
@@ -371,6 +392,11 @@ def print_keys(args, meta, table, written_rows, largest):
             lines.append(
                 f"  {k:>12}: numbers, scaled (x - {s['center']:g}) / {s['spread']:g},"
                 f" {meta['decimals'][k]} decimals, largest |x| written {largest[k]:.3g}"
+            )
+        elif s and args.scale == "record":
+            lines.append(
+                f"  {k:>12}: numbers, each window's divided by its level ({meta['decimals'][k]}"
+                f" decimals, largest |x| written {largest[k]:.3g})"
             )
         elif s:
             lines.append(f"  {k:>12}: numbers, as they are, largest |x| {largest[k]:.3g}")

@@ -124,6 +124,6 @@ def test_true_values_outside_the_training_range_are_noted():
     meta, scale = {"ranges": {"co2": [310.0, 360.0]}}, (330.0, 10.0)
     note = eb.outside_training("co2", [3.5, 4.0, -1.0], meta, scale)
     assert note.startswith("2 of 3 true values lie outside the training range [310, 360]")
-    assert "(0 below, 2 above, from 320 to 370)" in note
+    assert "(0 below, 2 above, from 365 to 370); a level that moves: prepare/text.py --scale record" in note
     assert eb.outside_training("co2", [0.5, -1.0], meta, scale) is None
     assert eb.outside_training("co2", [9.0], {}, scale) is None

@@ -1,4 +1,5 @@
 """sample.py: careless input is one line, the rest predicted; your own data in its units."""
+import csv
 import json
 import math
 import re
@@ -188,3 +189,29 @@ def test_a_dataset_changed_since_training_is_named_truthfully(own_run, tmp_path,
     (copy / "meta.json").write_text(json.dumps(meta | edit))
     assert units_of(ckpt, str(copy)) is not None
     assert said in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_scale_record_is_undone_by_eval_and_sample(tmp_path):
+    y = [100 * 1.03 ** i + 8 * (i % 3) for i in range(90)]
+    data, ckpt = own_model(tmp_path, "g.csv", "y\n" + "".join(f"{v:.1f}\n" for v in y), "--window=5",
+                           "--stride=1", "--scale=record", "--context-before", train=("--block_size=32",))
+    levels = [json.loads(line)["y"] for line in open(f"{data}/test.levels.txt")]
+    truth = [round(v, 1) for v in y[-len(levels):]]
+    r = run("eval.py", f"--ckpt={ckpt}", "--mask_key=y", f"--predictions={tmp_path / 'p.csv'}")
+    rows = list(csv.DictReader(open(tmp_path / "p.csv")))
+    assert [float(row["truth"]) for row in rows] == pytest.approx(truth, abs=0.01)
+    assert float(rows[-1]["persistence"]) == pytest.approx(truth[-2], abs=0.01)
+    scores = json.load(open(f"{tmp_path / 'run'}/eval_y.json"))["splits"]["test"]["y"]
+    predicted = np.array([float(row["prediction"]) for row in rows])
+    assert scores["mean"]["mse_original"] == pytest.approx(np.mean((predicted - truth) ** 2), rel=1e-4)
+    assert "outside the training range" in r.stdout and "--scale record" not in r.stdout
+    # a split: printed in the file's units; a record typed in them: scaled by its own level
+    first = [round(v, 1) for v in y[86 - len(levels) : 91 - len(levels)]]
+    split = sample(ckpt, None, f"--input={data}/test.txt", "--mask_key=y", "--show=1")
+    shown = json.loads(split.stdout.split("  (true")[0])["y"]
+    assert shown[:4] == pytest.approx(first[:4], abs=0.01) and f"(true: {first[4]:g})" in split.stdout
+    assert shown[4] == pytest.approx(predicted[0], rel=1e-4)
+    typed = sample(ckpt, '{"y":' + json.dumps(first[:4])[:-1] + ",[?]]}\n")
+    assert json.loads(typed.stdout.splitlines()[0])["y"][4] == pytest.approx(predicted[0], rel=1e-3)
+
