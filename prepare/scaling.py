@@ -56,7 +56,7 @@ def scale_of(table, train, key, mode, say=print):
             f"note: key {key!r} is constant in train ({mean:g}): nothing to learn from it;"
             " --columns leaves it out"
         )
-    if mode == "none":
+    if mode != "auto":
         return {"center": 0.0, "spread": 1.0}
     # 6 significant digits (the center's to a millionth of the spread), exactly as applied
     spread = float(f"{std:.6g}") or 1.0
@@ -92,17 +92,6 @@ def levels(col, rows):
     return np.where(level > 0, level, 1.0)
 
 
-def largest_in_records(col, parts, key):
-    """The largest |x| / level written (--scale record)."""
-    most = 0.0
-    for part in parts:
-        rows = part.rows[part.has(key)]
-        if len(rows):
-            scaled = np.abs(col.x[rows]) / levels(col, rows)[:, None]
-            most = max(most, np.max(scaled, where=col.code[rows] == NUM, initial=0))
-    return float(most)
-
-
 def row_of(col, value, rows):
     """The first of rows (a mask) that holds the number value."""
     found = (col.x == value) & (col.code == NUM) & rows
@@ -136,27 +125,25 @@ def scale(table, parts, keys, mode):
         # squared, such a number overflows a float64
         if most > 1e150:
             fail(f"key {key!r}: |x| up to {most:g}, too large to scale; write log10 of it as a key")
-        record = mode == "record"
-        s = scale_of(table, parts[0], key, "none" if record else mode, said["constant"].append)
-        scales[key] = s
+        s = scales[key] = scale_of(table, parts[0], key, mode, said["constant"].append)
         largest[key] = max(abs(high - s["center"]), abs(low - s["center"])) / s["spread"]
-        if record and col.nested:
-            fail(f"key {key!r} holds lists or objects: --scale record scales plain numbers")
         digits[key] = decimals_of(col.q, s["spread"], mode, largest[key])
         low, high, _, _ = extremes(col, rows_in(table, parts[:1], key))
-        if record:
-            # from train alone: nothing written depends on the value a record predicts
-            digits[key] = decimals_of(col.q, max(high, -low) or 1, mode, max(high, -low))
-            largest[key] = largest_in_records(col, parts, key)
         ranges[key] = [float(low), float(high)]
+        if mode == "record":
+            if col.nested:
+                fail(f"key {key!r} holds lists or objects: --scale record scales plain numbers")
+            # from train alone: nothing written hangs on the value a record predicts
+            digits[key] = decimals_of(col.q, max(high, -low) or 1, mode, 1)
+            continue
         # by a tenth of train's range: more than a random split's edge
         lowest, highest, _, _ = extremes(col, rows_in(table, parts[1:], key))
-        if not record and max(low - lowest, highest - high) > (high - low) / 10:
+        if max(low - lowest, highest - high) > (high - low) / 10:
             said["beyond"].append(
                 f"note: key {key!r}: val/test values reach [{lowest:g}, {highest:g}], beyond"
                 f" train's [{low:g}, {high:g}]; a level that moves: --window N --scale record"
             )
-        clash = not record and float32_clash(table, col, held, s, digits[key])
+        clash = float32_clash(table, col, held, s, digits[key])
         if clash:
             a, where, b, seen = clash
             y = np.float32(written([float(a)], s, digits[key])[0])

@@ -352,17 +352,19 @@ def tokens_of(line, where):
 
 
 def write_lines(stage, table, parts, keys, writers, record):
-    """<split>.txt of every split in stage (record: and <split>.levels.txt, each record's level of
-    each key); {split: how many of its lines are also in train}."""
+    """<split>.txt (record: and <split>.levels.txt) of every split in stage; {split: how many of
+    its lines are also in train}."""
     repeated, train = {}, np.empty(len(parts[0]), np.int64)
     for split, part in zip(SPLITS, parts):
-        levels_file = open_new(os.path.join(stage, f"{split}.levels.txt")) if record else None
-        with open_new(os.path.join(stage, f"{split}.txt")) as f, levels_file or contextlib.nullcontext():
+        path = os.path.join(stage, f"{split}.levels.txt")
+        levels_file = open_new(path, "w") if record else contextlib.nullcontext()
+        with open_new(os.path.join(stage, f"{split}.txt")) as f, levels_file:
             for lo in range(0, len(part), BLOCK):
                 lines = lines_of(table, part, keys, writers, lo, lo + BLOCK, record)
                 f.write(("\n".join(lines) + "\n").encode())
                 if record:
-                    levels_file.write(levels_of(table, part, writers, lo, lo + BLOCK).encode())
+                    rows = part.rows[lo : lo + BLOCK]
+                    levels_file.write(levels_of(table, rows, list(writers)))
                 hashes = np.fromiter(map(hash, lines), np.int64, len(lines))
                 if split == "train":
                     train[lo : lo + len(lines)] = hashes
@@ -374,13 +376,10 @@ def write_lines(stage, table, parts, keys, writers, record):
     return repeated
 
 
-def levels_of(table, part, keys, lo, hi):
-    """The lines of <split>.levels.txt for records lo..hi: each record's {key: level}."""
-    rows = part.rows[lo:hi]
-    found = {k: levels(table.cols[k], rows).tolist() for k in keys}
-    held = {k: part.has(k)[lo:hi] for k in keys}
-    records = [{k: found[k][i] for k in keys if held[k][i]} for i in range(len(rows))]
-    return "".join(json.dumps(record) + "\n" for record in records)
+def levels_of(table, rows, keys):
+    """The lines of <split>.levels.txt for records of rows: each record's {key: level}."""
+    found = [levels(table.cols[k], rows).tolist() for k in keys]
+    return "".join(json.dumps(dict(zip(keys, record))) + "\n" for record in zip(*found))
 
 
 def print_keys(args, meta, table, written_rows, largest):
@@ -394,10 +393,7 @@ def print_keys(args, meta, table, written_rows, largest):
                 f" {meta['decimals'][k]} decimals, largest |x| written {largest[k]:.3g}"
             )
         elif s and args.scale == "record":
-            lines.append(
-                f"  {k:>12}: numbers, each window's divided by its level ({meta['decimals'][k]}"
-                f" decimals, largest |x| written {largest[k]:.3g})"
-            )
+            lines.append(f"  {k:>12}: numbers, each window's divided by its level")
         elif s:
             lines.append(f"  {k:>12}: numbers, as they are, largest |x| {largest[k]:.3g}")
         if k in meta["text_keys"]:
