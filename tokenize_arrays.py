@@ -20,6 +20,7 @@ from tokenize_line import (
     _MANTISSA,
     _UNARY_AFTER,
     _WORD_CHAR,
+    FLOAT32_OVERFLOW,
     encode_pieces,
     lay_out,
     number_ids,
@@ -175,8 +176,7 @@ def encode_lines(lines, text_tokens, encodings, path="text", first_line=0):
         used, where = np.unique(pieces[~is_num], return_inverse=True)
         text_index = np.array([position.get(table.names[i], -1) for i in used], np.int64)[where]
         # beyond float32: xVal's error
-        with np.errstate(over="ignore"):
-            too_large = "xval" in vocabs and np.isinf(values.astype(np.float32)).any()
+        too_large = "xval" in vocabs and (np.abs(values) >= FLOAT32_OVERFLOW).any()
     if split is None or (text_index < 0).any() or too_large:
         return _line_at_a_time(lines, vocabs, path, first_line)
     rounded = round_numbers(values) if set(vocabs) - {"xval"} else None
