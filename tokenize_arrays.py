@@ -1,6 +1,7 @@
 """Many lines at once into a dataset's arrays, as tokenize_line.py encodes each: a regex finds runs
 of numbers, each distinct text between is split once; a chunk with a rare case goes line by line."""
 
+import functools
 import itertools
 import json
 import os
@@ -59,7 +60,6 @@ class _Segments(dict):
     def __init__(self):
         super().__init__()
         self.tokens, self.unsure = [], []
-        # token -> index, and the tokens in order
         self.token_index, self.names = {"\n": -1}, []
 
     def __missing__(self, segment):
@@ -155,19 +155,20 @@ def _split_lines(lines):
 
 
 _TABLE, _TABLE_MAX = _Segments(), 100_000
-# the last chunk's vocabularies: built again only for other text tokens or encodings
-_LAST = {}
+
+
+@functools.lru_cache(maxsize=1)
+def _vocabs(text_tokens, encodings):
+    """The last chunk's vocabularies, and each text token's position."""
+    vocabs = {enc: Vocab(text_tokens, enc) for enc in encodings}
+    return vocabs, {t: i for i, t in enumerate(text_tokens)}
 
 
 def encode_lines(lines, text_tokens, encodings, path="text", first_line=0):
     """{encoding: (ids, values, lengths, numbers, counts)}: uint16 (or int32) ids and float32
     values of the lines end to end, tokens and numbers per line, numbers clipped or zeroed. Errors
     name path:line, from first_line + 1."""
-    if _LAST.get("key") != (text_tokens, list(encodings)):
-        _LAST["key"] = (text_tokens, list(encodings))
-        _LAST["vocabs"] = {enc: Vocab(text_tokens, enc) for enc in encodings}
-        _LAST["position"] = {t: i for i, t in enumerate(text_tokens)}
-    vocabs, position = _LAST["vocabs"], _LAST["position"]
+    vocabs, position = _vocabs(tuple(text_tokens), tuple(encodings))
     table, split = _split_lines(lines)
     if split is not None:
         pieces, values, text, numbers = split
@@ -175,7 +176,6 @@ def encode_lines(lines, text_tokens, encodings, path="text", first_line=0):
         # the vocabulary's index of each distinct text token in the chunk (-1: unknown)
         used, where = np.unique(pieces[~is_num], return_inverse=True)
         text_index = np.array([position.get(table.names[i], -1) for i in used], np.int64)[where]
-        # beyond float32: xVal's error
         too_large = "xval" in vocabs and (np.abs(values) >= FLOAT32_OVERFLOW).any()
     if split is None or (text_index < 0).any() or too_large:
         return _line_at_a_time(lines, vocabs, path, first_line)

@@ -176,7 +176,6 @@ def lay_out(is_num, text_ids, spelled, values, vocab_size):
     vals = np.ones(len(is_num), np.float32)
     ids[~is_num], vals[is_num] = text_ids, values
     reps, numeric = 1, is_num
-    # a number's k tokens
     if (k := spelled.shape[1]) > 1:
         reps = np.where(is_num, k, 1)
         ids, vals, numeric = (np.repeat(a, reps) for a in (ids, vals, is_num))

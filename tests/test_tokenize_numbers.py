@@ -31,7 +31,6 @@ def temporaries(d):
 
 @pytest.fixture
 def tokenized(tmp_path):
-    """A plain-text dataset tokenized in xVal."""
     write(tmp_path)
     tokenize(tmp_path, "--plain-text")
     return tmp_path
@@ -151,7 +150,7 @@ def test_sigterm_keeps_the_old_arrays(tokenized):
     p = popen("tokenize_numbers.py", str(tokenized), "--plain-text", "--workers=1", "--encoding=all")
     deadline = time.time() + 60
     while not temporaries(tokenized):
-        assert time.time() < deadline and p.poll() is None, f"tokenizing never began writing: {p.poll() and p.communicate()}"
+        assert time.time() < deadline and p.poll() is None, p.poll() and p.communicate()
         time.sleep(0.02)
     p.send_signal(signal.SIGTERM)
     assert p.wait(timeout=60) == 143 and arrays(tokenized) == before
