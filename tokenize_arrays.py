@@ -178,7 +178,8 @@ def encode_lines(lines, text_tokens, encodings, path="text", first_line=0):
         text_index = np.array([position.get(table.names[i], -1) for i in used], np.int64)[where]
         too_large = "xval" in vocabs and (np.abs(values) >= FLOAT32_OVERFLOW).any()
     if split is None or (text_index < 0).any() or too_large:
-        return _line_at_a_time(lines, vocabs, path, first_line)
+        laid = _line_at_a_time(lines, vocabs, position, path, first_line)
+        is_num, text_index, values, text, numbers = laid
     rounded = round_numbers(values) if set(vocabs) - {"xval"} else None
     out = {}
     for enc, vocab in vocabs.items():
@@ -189,24 +190,21 @@ def encode_lines(lines, text_tokens, encodings, path="text", first_line=0):
     return out
 
 
-def _line_at_a_time(lines, vocabs, path, first_line):
-    """encode_lines a line at a time: an error names its line."""
-    out = {enc: ([], [], [], [], {"clipped": 0, "zero": 0}) for enc in vocabs}
+def _line_at_a_time(lines, vocabs, position, path, first_line):
+    """encode_lines' pieces, split a line at a time: an error names its line."""
+    pieces, text, numbers = [], [], []
     for j, line in enumerate(lines, first_line + 1):
-        pieces = split_text(line, where := f"{path}:{j}")
-        line_numbers = np.array([v for kind, v in pieces if kind == "num"], np.float64)
-        for enc, (ids, values, lengths, numbers, counts) in out.items():
-            i, v, _ = encode_pieces(pieces, vocabs[enc], where)
-            for key, n in number_ids(line_numbers, vocabs[enc])[2].items():
-                counts[key] += n
-            ids.append(i.astype(np.uint16 if len(vocabs[enc]) < 2**16 else np.int32))
-            values.append(v)
-            lengths.append(len(i))
-            numbers.append(len(line_numbers))
-    return {
-        enc: (np.concatenate(o[0]), np.concatenate(o[1]), np.array(o[2]), np.array(o[3]), o[4])
-        for enc, o in out.items()
-    }
+        line_pieces = split_text(line, where := f"{path}:{j}")
+        # the first error of the encodings in order
+        for vocab in vocabs.values():
+            encode_pieces(line_pieces, vocab, where)
+        pieces += line_pieces
+        numbers.append(sum(kind == "num" for kind, _ in line_pieces))
+        text.append(len(line_pieces) - numbers[-1])
+    is_num = np.array([kind == "num" for kind, _ in pieces], bool)
+    values = np.array([v for kind, v in pieces if kind == "num"], np.float64)
+    text_index = np.array([position[t] for kind, t in pieces if kind == "text"], np.int64)
+    return is_num, text_index, values, np.array(text), np.array(numbers)
 
 
 def build_text_vocab(lines, where="train", first_line=0):
