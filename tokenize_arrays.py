@@ -412,7 +412,8 @@ def _write_all(data_dir, encodings, workers, rebuild_vocab, plain_text):
     held = lock(data_dir)
     try:
         text_tokens, vocab = _text_tokens(data_dir, rebuild_vocab)
-        if "val" not in splits and (meta or {}).get("dataset") == "plain text":
+        # a plain-text dataset written now
+        if meta and "val" not in splits:
             raise FileNotFoundError(f"{data_dir}: no val.txt; put samples not in train.txt there")
         print(f"{data_dir}: {len(text_tokens)} text tokens in vocab.json")
         vocabs = {enc: Vocab(text_tokens, enc) for enc in encodings}

@@ -50,8 +50,7 @@ def test_tampered_arrays_are_refused_naming_the_fault(tokenized, name, edit, say
     ({"dataset": "arithmetic"}, True, "holds another dataset than the one ckpt.pt was trained on"),
     ({"dataset": "arithmetic"}, False, "prepared again since"),  # a fingerprint that records no kind
 ])
-def test_a_checkpoint_on_its_folder_prepared_again_or_holding_another_dataset_says_which(
-        tokenized, capsys, meta, kind, says):
+def test_a_checkpoint_says_if_its_data_was_prepared_again_or_replaced(tokenized, capsys, meta, kind, says):
     checkpoint = {"data_fingerprint": fingerprint(str(tokenized), "xval"), "model_args": {"encoding": "xval"}}
     if not kind:
         del checkpoint["data_fingerprint"]["dataset"]

@@ -98,7 +98,7 @@ def test_truths_drawn_from_the_mixture_are_calibrated():
     assert wide["cover50"] > 0.9 and wide["nll"] > m["nll"]  # too wide: over-covers, scores worse
 
 
-def test_the_gmm_head_has_3k_outputs_the_nll_loss_stays_float32_and_needs_xval():
+def test_the_gmm_heads_outputs_loss_dtype_and_settings():
     model = tiny(num_head="gmm", n_components=3)
     ids, values = sample(9)
     targets = torch.full((9,), IGNORE)

@@ -137,7 +137,7 @@ def test_errors_name_file_and_line(bad, expected):
     assert str(vocab_error.value) == error
 
 
-def test_an_unknown_token_names_its_line_and_beyond_float32_xval_refuses_text_clips():
+def test_unknown_tokens_and_numbers_beyond_float32():
     text_tokens = build_text_vocab(["{a:1,a:2}"])
     error = assert_same_as_reference(["{a:1}", "{a:-2,b:3}"], text_tokens, path="val.txt")
     assert isinstance(error, str) and error.startswith("val.txt:2: 'b' is not in the vocabulary")

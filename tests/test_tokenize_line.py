@@ -28,7 +28,7 @@ def number_to_tokens(x, encoding):
     ("fp15", ["-602E-1"], ["+000E0"], 28800 + 1),
     ("xval", ["[NUM]"], ["[NUM]"], 1),
 ])
-def test_paper_table_1_its_vocabulary_sizes_plus_one_zero_token_and_round_trips(encoding, minus_60_2, zero, n_tokens):
+def test_paper_table_1_vocabulary_sizes_and_round_trips(encoding, minus_60_2, zero, n_tokens):
     assert number_to_tokens(-60.2, encoding) == minus_60_2 and number_to_tokens(0.0, encoding) == zero
     assert len(number_to_tokens(-3.7e-4, encoding)) == len(zero) == TOKENS_PER_NUMBER[encoding]
     assert len(number_vocab(encoding)) == n_tokens
@@ -92,7 +92,7 @@ def test_a_sign_is_no_operator():
 
 
 @pytest.mark.parametrize("encoding", ENCODINGS)
-def test_a_number_costs_its_tokens_a_comma_between_numbers_none_and_spans_and_xval_values_sit_at_numbers(encoding):
+def test_numbers_cost_their_tokens_commas_between_none_and_are_found_from_ids(encoding):
     vocab = vocab_of(encoding, "[1,2]")
     ids, values, _ = encode("[0,-4.5,1e-3,0.123456789]", vocab)
     spans = number_spans(ids, vocab)
