@@ -37,9 +37,9 @@ def outcome(encoder, lines, text_tokens, encodings=ENCODINGS, path="data.txt", f
     return {enc: [(a.dtype.str, a.shape, a.tobytes()) for a in out[enc][:4]] + [out[enc][4]] for enc in out}
 
 
-def assert_same_as_reference(lines, text_tokens, encodings=ENCODINGS, path="data.txt", first_line=0):
-    fast = outcome(encode_lines, lines, text_tokens, encodings, path, first_line)
-    assert fast == outcome(oracle.encode_lines, lines, text_tokens, encodings, path, first_line)
+def assert_same_as_reference(*args, **kw):
+    fast = outcome(encode_lines, *args, **kw)
+    assert fast == outcome(oracle.encode_lines, *args, **kw)
     return fast
 
 

@@ -20,9 +20,8 @@ def arrays(d, enc="xval"):
     return {f: (d / enc / f).read_bytes() for f in os.listdir(d / enc)}
 
 
-def popen(*args, **kw):
-    return subprocess.Popen([sys.executable, *args], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, **kw)
+def popen(*args):
+    return subprocess.Popen([sys.executable, *args], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def temporaries(d):
