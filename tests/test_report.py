@@ -1,6 +1,5 @@
 """report.py: what a run prints and logs."""
 
-import pytest
 import torch
 from helpers import diverging_after, train
 
