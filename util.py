@@ -154,7 +154,7 @@ def why_not_written(error, folder):
 
 def shell_line(*words):
     """A command to copy and paste, quoted for the shell."""
-    return " ".join(map(shlex.quote, words))
+    return shlex.join(words)
 
 
 def exit_on_ctrl_c(where):
