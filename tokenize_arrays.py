@@ -1,6 +1,7 @@
 """Many lines at once into a dataset's arrays, as tokenize_line.py encodes each: a regex finds runs
 of numbers, each distinct text between is split once; a chunk with a rare case goes line by line."""
 
+import functools
 import itertools
 import json
 import os
@@ -20,6 +21,7 @@ from tokenize_line import (
     _MANTISSA,
     _UNARY_AFTER,
     _WORD_CHAR,
+    FLOAT32_OVERFLOW,
     encode_pieces,
     lay_out,
     number_ids,
@@ -58,7 +60,6 @@ class _Segments(dict):
     def __init__(self):
         super().__init__()
         self.tokens, self.unsure = [], []
-        # token -> index, and the tokens in order
         self.token_index, self.names = {"\n": -1}, []
 
     def __missing__(self, segment):
@@ -154,19 +155,20 @@ def _split_lines(lines):
 
 
 _TABLE, _TABLE_MAX = _Segments(), 100_000
-# the last chunk's vocabularies: built again only for other text tokens or encodings
-_LAST = {}
+
+
+@functools.lru_cache(maxsize=1)
+def _vocabs(text_tokens, encodings):
+    """The last chunk's vocabularies, and each text token's position."""
+    vocabs = {enc: Vocab(text_tokens, enc) for enc in encodings}
+    return vocabs, {t: i for i, t in enumerate(text_tokens)}
 
 
 def encode_lines(lines, text_tokens, encodings, path="text", first_line=0):
     """{encoding: (ids, values, lengths, numbers, counts)}: uint16 (or int32) ids and float32
     values of the lines end to end, tokens and numbers per line, numbers clipped or zeroed. Errors
     name path:line, from first_line + 1."""
-    if _LAST.get("key") != (text_tokens, list(encodings)):
-        _LAST["key"] = (text_tokens, list(encodings))
-        _LAST["vocabs"] = {enc: Vocab(text_tokens, enc) for enc in encodings}
-        _LAST["position"] = {t: i for i, t in enumerate(text_tokens)}
-    vocabs, position = _LAST["vocabs"], _LAST["position"]
+    vocabs, position = _vocabs(tuple(text_tokens), tuple(encodings))
     table, split = _split_lines(lines)
     if split is not None:
         pieces, values, text, numbers = split
@@ -174,11 +176,10 @@ def encode_lines(lines, text_tokens, encodings, path="text", first_line=0):
         # the vocabulary's index of each distinct text token in the chunk (-1: unknown)
         used, where = np.unique(pieces[~is_num], return_inverse=True)
         text_index = np.array([position.get(table.names[i], -1) for i in used], np.int64)[where]
-        # beyond float32: xVal's error
-        with np.errstate(over="ignore"):
-            too_large = "xval" in vocabs and np.isinf(values.astype(np.float32)).any()
+        too_large = "xval" in vocabs and (np.abs(values) >= FLOAT32_OVERFLOW).any()
     if split is None or (text_index < 0).any() or too_large:
-        return _line_at_a_time(lines, vocabs, path, first_line)
+        laid = _line_at_a_time(lines, vocabs, position, path, first_line)
+        is_num, text_index, values, text, numbers = laid
     rounded = round_numbers(values) if set(vocabs) - {"xval"} else None
     out = {}
     for enc, vocab in vocabs.items():
@@ -189,24 +190,21 @@ def encode_lines(lines, text_tokens, encodings, path="text", first_line=0):
     return out
 
 
-def _line_at_a_time(lines, vocabs, path, first_line):
-    """encode_lines a line at a time: an error names its line."""
-    out = {enc: ([], [], [], [], {"clipped": 0, "zero": 0}) for enc in vocabs}
+def _line_at_a_time(lines, vocabs, position, path, first_line):
+    """encode_lines' pieces, split a line at a time: an error names its line."""
+    pieces, text, numbers = [], [], []
     for j, line in enumerate(lines, first_line + 1):
-        pieces = split_text(line, where := f"{path}:{j}")
-        line_numbers = np.array([v for kind, v in pieces if kind == "num"], np.float64)
-        for enc, (ids, values, lengths, numbers, counts) in out.items():
-            i, v, _ = encode_pieces(pieces, vocabs[enc], where)
-            for key, n in number_ids(line_numbers, vocabs[enc])[2].items():
-                counts[key] += n
-            ids.append(i.astype(np.uint16 if len(vocabs[enc]) < 2**16 else np.int32))
-            values.append(v)
-            lengths.append(len(i))
-            numbers.append(len(line_numbers))
-    return {
-        enc: (np.concatenate(o[0]), np.concatenate(o[1]), np.array(o[2]), np.array(o[3]), o[4])
-        for enc, o in out.items()
-    }
+        line_pieces = split_text(line, where := f"{path}:{j}")
+        # the first error of the encodings in order
+        for vocab in vocabs.values():
+            encode_pieces(line_pieces, vocab, where)
+        pieces += line_pieces
+        numbers.append(sum(kind == "num" for kind, _ in line_pieces))
+        text.append(len(line_pieces) - numbers[-1])
+    is_num = np.array([kind == "num" for kind, _ in pieces], bool)
+    values = np.array([v for kind, v in pieces if kind == "num"], np.float64)
+    text_index = np.array([position[t] for kind, t in pieces if kind == "text"], np.int64)
+    return is_num, text_index, values, np.array(text), np.array(numbers)
 
 
 def build_text_vocab(lines, where="train", first_line=0):
@@ -414,7 +412,8 @@ def _write_all(data_dir, encodings, workers, rebuild_vocab, plain_text):
     held = lock(data_dir)
     try:
         text_tokens, vocab = _text_tokens(data_dir, rebuild_vocab)
-        if "val" not in splits and (meta or {}).get("dataset") == "plain text":
+        # a plain-text dataset written now
+        if meta and "val" not in splits:
             raise FileNotFoundError(f"{data_dir}: no val.txt; put samples not in train.txt there")
         print(f"{data_dir}: {len(text_tokens)} text tokens in vocab.json")
         vocabs = {enc: Vocab(text_tokens, enc) for enc in encodings}

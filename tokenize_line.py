@@ -146,9 +146,6 @@ _POW10 = np.array([float(f"1e{k}") for k in range(-16, 13)])
 def round_numbers(x):
     """Numbers rounded as '%.2e' rounds them: (negative, mantissa, exponent, status) arrays,
     x ≈ ±mantissa·10^exponent; status 0 ok, 1 zero (|x| < 1e-8) or 2 clipped (|x| > 9.99e7)."""
-    x = np.asarray(x, np.float64)
-    if not np.isfinite(x).all():
-        raise ValueError(f"cannot encode the non-finite number {x[~np.isfinite(x)][0]!r}")
     # beyond these, zero or clipped anyway
     a = np.clip(np.abs(x), 1e-12, 1e10)
     # scaled into [100, 1000): log10 can miss a decade
@@ -179,11 +176,10 @@ def lay_out(is_num, text_ids, spelled, values, vocab_size):
     vals = np.ones(len(is_num), np.float32)
     ids[~is_num], vals[is_num] = text_ids, values
     reps, numeric = 1, is_num
-    # a number's k tokens
     if (k := spelled.shape[1]) > 1:
         reps = np.where(is_num, k, 1)
         ids, vals, numeric = (np.repeat(a, reps) for a in (ids, vals, is_num))
-    ids[numeric] = spelled.ravel() if k > 1 else spelled[:, 0]
+    ids[numeric] = spelled.ravel()
     return ids, vals, reps
 
 
@@ -224,9 +220,7 @@ def number_ids(values, vocab, rounded=None):
         negative, mantissa, exponent, status = round_numbers(values) if rounded is None else rounded
         table = number_table(vocab.encoding)[0]
         ids = table[negative.astype(np.int64), mantissa, exponent - MIN_EXP]
-    counts = {"clipped": int(np.count_nonzero(status == 2))}
-    counts["zero"] = int(np.count_nonzero(status == 1))
-    return ids, values32, counts
+    return ids, values32, {"clipped": int((status == 2).sum()), "zero": int((status == 1).sum())}
 
 
 def number_spans(ids, vocab):

@@ -34,15 +34,9 @@ os.umask(_UMASK)
 
 def open_new(path, mode="wb"):
     """Open a new file at `path`, never through a symbolic link."""
-
-    def create(name, flags):
-        return os.open(name, flags | os.O_EXCL, 0o666)
-
-    try:
-        return open(path, mode, opener=create)
-    except FileExistsError:
+    with suppress(FileNotFoundError):
         os.remove(path)
-        return open(path, mode, opener=create)
+    return open(path, mode, opener=lambda name, flags: os.open(name, flags | os.O_EXCL, 0o666))
 
 
 @contextmanager
@@ -160,7 +154,7 @@ def why_not_written(error, folder):
 
 def shell_line(*words):
     """A command to copy and paste, quoted for the shell."""
-    return " ".join(map(shlex.quote, words))
+    return shlex.join(words)
 
 
 def exit_on_ctrl_c(where):

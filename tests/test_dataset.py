@@ -3,7 +3,6 @@ import json
 
 import numpy as np
 import pytest
-from conftest import run
 from helpers import tokenize, write
 
 from dataset import Split, check_trained_on, fingerprint
@@ -11,7 +10,6 @@ from dataset import Split, check_trained_on, fingerprint
 
 @pytest.fixture
 def tokenized(tmp_path):
-    """A plain-text dataset tokenized in xVal."""
     write(tmp_path)
     tokenize(tmp_path, "--plain-text")
     return tmp_path
@@ -20,7 +18,7 @@ def tokenized(tmp_path):
 def test_arrays_of_another_vocabulary_are_refused(tmp_path):
     write(tmp_path)
     for enc in ("xval", "p1000"):
-        run("tokenize_numbers.py", str(tmp_path), "--encoding", enc, "--workers", "1", "--plain-text")
+        tokenize(tmp_path, "--encoding", enc, "--plain-text")
     assert json.loads((tmp_path / "vocab.json").read_text())["text_tokens"] == [",", ":", "a", "b", "{", "}"]
     split = Split(str(tmp_path), "train", "xval")
     assert len(split) == 2 and split[1][1].tolist() == [1, 1, 1, 3, 1, 1, 1, np.float32(4e-2), 1]
@@ -28,7 +26,7 @@ def test_arrays_of_another_vocabulary_are_refused(tmp_path):
     assert summary["samples"] == 1 and summary["tokens_per_sample_max"] == 4 + 3  # { b : + 500 E-3 }
     assert Split(str(tmp_path), "val", "p1000").lengths.tolist() == [7]
     write(tmp_path, "{a:1.5}\n[b:2]\n", "{a:2}\n")
-    run("tokenize_numbers.py", str(tmp_path), "--rebuild-vocab", "--encoding", "p10", "--workers", "1")
+    tokenize(tmp_path, "--rebuild-vocab", "--encoding", "p10")
     with pytest.raises(ValueError, match="another vocab.json"):
         Split(str(tmp_path), "train", "xval")
     assert len(Split(str(tmp_path), "train", "p10")) == 2
@@ -52,8 +50,7 @@ def test_tampered_arrays_are_refused_naming_the_fault(tokenized, name, edit, say
     ({"dataset": "arithmetic"}, True, "holds another dataset than the one ckpt.pt was trained on"),
     ({"dataset": "arithmetic"}, False, "prepared again since"),  # a fingerprint that records no kind
 ])
-def test_a_checkpoint_on_its_folder_prepared_again_or_holding_another_dataset_says_which(
-        tokenized, capsys, meta, kind, says):
+def test_a_checkpoint_says_if_its_data_was_prepared_again_or_replaced(tokenized, capsys, meta, kind, says):
     checkpoint = {"data_fingerprint": fingerprint(str(tokenized), "xval"), "model_args": {"encoding": "xval"}}
     if not kind:
         del checkpoint["data_fingerprint"]["dataset"]

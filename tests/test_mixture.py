@@ -98,7 +98,7 @@ def test_truths_drawn_from_the_mixture_are_calibrated():
     assert wide["cover50"] > 0.9 and wide["nll"] > m["nll"]  # too wide: over-covers, scores worse
 
 
-def test_the_gmm_head_has_3k_outputs_and_the_nll_loss():
+def test_the_gmm_heads_outputs_loss_dtype_and_settings():
     model = tiny(num_head="gmm", n_components=3)
     ids, values = sample(9)
     targets = torch.full((9,), IGNORE)
@@ -108,6 +108,16 @@ def test_the_gmm_head_has_3k_outputs_and_the_nll_loss():
     sums = model(ids[None], values[None], targets[None], values[None])
     assert int(sums["n_numbers"]) == 2
     torch.testing.assert_close(sums["num_sum"], mixture_nll(num[0, [0, 3]], values[[0, 3]]).sum())
+    h = model.trunk(ids[None], values[None] * 1.2345678)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        _, num = model.heads(h)
+        nll = mixture_nll(num, torch.full(num.shape[:-1], 1.557))
+    assert num.dtype == nll.dtype == torch.float32
+    torch.testing.assert_close(num, model.heads(h)[1], rtol=1e-6, atol=1e-6)
+    with pytest.raises(ValueError, match="needs the xval encoding"):
+        GPTConfig(vocab_size=V, num_head="gmm", encoding="p10")
+    with pytest.raises(ValueError, match="num_head must be one of mse, gmm"):
+        GPTConfig(vocab_size=V, num_id=NUM, num_head="gauss")
     model = tiny(num_head="gmm", k=2)  # multiscale: the NLL of y/s, that of y minus log s
     values = values * 7
     targets = torch.where(ids == NUM, ids, torch.full((9,), IGNORE))
@@ -130,21 +140,6 @@ def test_the_multiscale_gmm_loss_is_the_same_at_every_scale(eps):
         assert loss(1e-2) == pytest.approx(loss(1.0), abs=1e-9)
     closed_form = float(mixture_nll(mixture(3.0), scalar(3.0))) - 0.5 * math.log(9 + eps)
     assert loss(3.0) == pytest.approx(closed_form, rel=1e-12)  # NLL(y) − ½ log(y² + ε)
-
-
-def test_the_gmm_head_stays_float32_and_needs_xval():
-    model = tiny(num_head="gmm")
-    ids, values = sample(9)
-    h = model.trunk(ids[None], values[None] * 1.2345678)
-    with torch.autocast("cpu", dtype=torch.bfloat16):
-        _, num = model.heads(h)
-        nll = mixture_nll(num, torch.full(num.shape[:-1], 1.557))
-    assert num.dtype == nll.dtype == torch.float32
-    torch.testing.assert_close(num, model.heads(h)[1], rtol=1e-6, atol=1e-6)
-    with pytest.raises(ValueError, match="needs the xval encoding"):
-        GPTConfig(vocab_size=V, num_head="gmm", encoding="p10")
-    with pytest.raises(ValueError, match="num_head must be one of mse, gmm"):
-        GPTConfig(vocab_size=V, num_id=NUM, num_head="gauss")
 
 
 @pytest.mark.slow

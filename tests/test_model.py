@@ -134,13 +134,11 @@ def test_flops_estimate_matches_6n_plus_attention_for_the_paper_model():
 
 
 def masked_examples(seed):
-    """Six MLM-masked samples of different lengths."""
     rng = np.random.default_rng(seed)
     return [mlm_mask(*(t.numpy() for t in sample(n, seed=n)), 0.4, rng) for n in (9, 5, 3, 4, 12, 2)]
 
 
 def packed_with_the_sums_of_padded(model, examples, row_length=None, pred=False):
-    """The examples packed in rows, checked to give the loss sums of padded rows."""
     padded, packed = collate(examples), pack(examples, row_length)
     sums = [model(*(b[k] for k in ("ids", "values", "targets", "target_values", "pos", "doc")),
                   b["pred"] if pred else None) for b in (padded, packed)]

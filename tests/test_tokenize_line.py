@@ -17,7 +17,6 @@ def vocab_of(encoding, *texts):
 
 
 def number_to_tokens(x, encoding):
-    """The tokens of one number, as the tokenizer spells its literal."""
     vocab = vocab_of(encoding)
     return [vocab.itos[i] for i in encode(repr(float(x)), vocab)[0]]
 
@@ -29,14 +28,13 @@ def number_to_tokens(x, encoding):
     ("fp15", ["-602E-1"], ["+000E0"], 28800 + 1),
     ("xval", ["[NUM]"], ["[NUM]"], 1),
 ])
-def test_paper_table_1_and_its_vocabulary_sizes_plus_one_zero_token(encoding, minus_60_2, zero, n_tokens):
+def test_paper_table_1_vocabulary_sizes_and_round_trips(encoding, minus_60_2, zero, n_tokens):
     assert number_to_tokens(-60.2, encoding) == minus_60_2 and number_to_tokens(0.0, encoding) == zero
     assert len(number_to_tokens(-3.7e-4, encoding)) == len(zero) == TOKENS_PER_NUMBER[encoding]
     assert len(number_vocab(encoding)) == n_tokens
-
-
-@pytest.mark.parametrize("encoding", ENCODINGS[1:])
-def test_every_number_round_trips_at_three_significant_digits(encoding):
+    if encoding == "xval":
+        return
+    # at three significant digits
     for x in [-60.2, 60.2, 1.0, -1.0, 0.0, 1e-8, -9.99e7, 0.000123, 5.5, 123456.0, 0.0232]:
         assert tokens_to_number(number_to_tokens(x, encoding), encoding) == float(f"{x:.2e}")
     rng = np.random.default_rng(0)
@@ -55,14 +53,15 @@ def test_rounding_is_python_percent_2e_and_clipped_and_flushed_numbers_are_count
     assert counts == {"clipped": 2, "zero": 1}
 
 
-@pytest.mark.parametrize("encoding,tokens", [
-    ("p10", ["+", "6", "0", "2"]), ("p10", ["6", "+", "0", "2", "E-1"]), ("p10", ["+", "0", "6", "2", "E-1"]),
-    ("p10", ["-", "0", "0", "0", "E0"]), ("p10", ["+", "0", "0", "0", "E-3"]), ("p10", ["+", "6", "0", "2", "E9"]),
-    ("p1000", ["+", "E-1", "602"]), ("p1000", ["+", "62", "E-1"]), ("b1999", ["602", "E-1"]),
-    ("b1999", ["-602", "-602"]), ("fp15", ["-602E-11"]), ("fp15", ["-602", "E-1"]), ("fp15", ["+06E2"]),
-])  # too short, a sign misplaced, a leading zero, zero's other spellings, an exponent out of range
-def test_strict_decoding_rejects_malformed_token_runs(encoding, tokens):
-    assert math.isnan(tokens_to_number(tokens, encoding))
+# too short, a sign misplaced, a leading zero, zero's other spellings, an exponent out of range
+@pytest.mark.parametrize("encoding,runs", [
+    ("p10", [["+", "6", "0", "2"], ["6", "+", "0", "2", "E-1"], ["+", "0", "6", "2", "E-1"], ["-", "0", "0", "0", "E0"],
+             ["+", "0", "0", "0", "E-3"], ["+", "6", "0", "2", "E9"]]),
+    ("p1000", [["+", "E-1", "602"], ["+", "62", "E-1"]]), ("b1999", [["602", "E-1"], ["-602", "-602"]]),
+    ("fp15", [["-602E-11"], ["-602", "E-1"], ["+06E2"]]),
+])
+def test_strict_decoding_rejects_malformed_token_runs(encoding, runs):
+    assert all(math.isnan(tokens_to_number(tokens, encoding)) for tokens in runs)
 
 
 @pytest.mark.parametrize("text,pieces", [
@@ -79,15 +78,12 @@ def test_strict_decoding_rejects_malformed_token_runs(encoding, tokens):
     ("[1,-2]", ["[", 1.0, -2.0, "]"]), ("{a:1,b:2}", ["{", "a", ":", 1.0, ",", "b", ":", 2.0, "}"]),
 ])
 def test_numbers_signs_quoted_keys_punctuation_runs_and_commas_between_numbers(text, pieces):
-    """pieces: each piece (a number a float, text a str), or the numbers alone where none is text."""
+    # pieces: every piece, or the numbers alone where none is text
     numbers_only = not any(isinstance(p, str) for p in pieces)
     assert [v for kind, v in split_text(text) if kind == "num" or not numbers_only] == pieces
 
 
-def test_a_number_costs_its_tokens_a_comma_between_numbers_none_and_a_sign_is_no_operator():
-    vocab = vocab_of("p1000", "[1,2]")
-    ids, _, _ = encode("[1,-2,0]", vocab)
-    assert len(ids) == 2 + 3 * 3 and len(number_spans(ids, vocab)) == 3
+def test_a_sign_is_no_operator():
     vocab = vocab_of("p10", "(1-2)")
     minus_operator = encode("(1-2)", vocab)[0][6]  # ( + 1 0 0 E-2 - ...
     assert vocab.itos[minus_operator] == "-" and not vocab.is_number([minus_operator])[0]
@@ -96,10 +92,11 @@ def test_a_number_costs_its_tokens_a_comma_between_numbers_none_and_a_sign_is_no
 
 
 @pytest.mark.parametrize("encoding", ENCODINGS)
-def test_number_spans_are_found_again_from_ids_and_xval_values_sit_at_number_tokens(encoding):
+def test_numbers_cost_their_tokens_commas_between_none_and_are_found_from_ids(encoding):
     vocab = vocab_of(encoding, "[1,2]")
     ids, values, _ = encode("[0,-4.5,1e-3,0.123456789]", vocab)
     spans = number_spans(ids, vocab)
+    assert len(ids) == 2 + 4 * TOKENS_PER_NUMBER[encoding]
     assert len(spans) == 4 and all(b - a == TOKENS_PER_NUMBER[encoding] for a, b in spans)
     if encoding != "xval":
         assert [vocab.decode_number(ids[a:b]) for a, b in spans] == [0.0, -4.5, 1e-3, 0.123]

@@ -20,9 +20,8 @@ def arrays(d, enc="xval"):
     return {f: (d / enc / f).read_bytes() for f in os.listdir(d / enc)}
 
 
-def popen(*args, **kw):
-    return subprocess.Popen([sys.executable, *args], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, **kw)
+def popen(*args):
+    return subprocess.Popen([sys.executable, *args], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def temporaries(d):
@@ -31,7 +30,6 @@ def temporaries(d):
 
 @pytest.fixture
 def tokenized(tmp_path):
-    """A plain-text dataset tokenized in xVal."""
     write(tmp_path)
     tokenize(tmp_path, "--plain-text")
     return tmp_path
@@ -151,7 +149,7 @@ def test_sigterm_keeps_the_old_arrays(tokenized):
     p = popen("tokenize_numbers.py", str(tokenized), "--plain-text", "--workers=1", "--encoding=all")
     deadline = time.time() + 60
     while not temporaries(tokenized):
-        assert time.time() < deadline and p.poll() is None, f"tokenizing never began writing: {p.poll() and p.communicate()}"
+        assert time.time() < deadline and p.poll() is None, p.poll() and p.communicate()
         time.sleep(0.02)
     p.send_signal(signal.SIGTERM)
     assert p.wait(timeout=60) == 143 and arrays(tokenized) == before

@@ -6,7 +6,7 @@ import re
 
 import numpy as np
 
-from dataset import ASK, MAX_EXP, MIN_EXP, Vocab, number_tokens
+from dataset import MAX_EXP, MIN_EXP, Vocab, number_tokens
 from tokenize_line import FLOAT32_OVERFLOW
 from util import TextError
 
@@ -18,7 +18,7 @@ _UNARY_AFTER = set("([{,:=+-*/^<>")
 DIGITS = "0123456789"
 
 
-def split_text(text, where="text", allow_ask=False):
+def split_text(text, where="text"):
     """The pieces of one sample, as tokenize_line.split_text gives them."""
     pieces, i, n = [], 0, len(text)
     prev, last_number = None, (-9, -9)  # the last non-space piece; the last number's span
@@ -26,10 +26,6 @@ def split_text(text, where="text", allow_ask=False):
         c = text[i]
         if c.isspace():
             i += 1
-            continue
-        if allow_ask and text.startswith(ASK, i):
-            pieces.append(("ask", None))
-            prev, i = ("num", None), i + len(ASK)
             continue
         # a sign belongs to the number only where it cannot be an operator
         unary = prev is None or (prev[0] == "text" and prev[1][-1] in _UNARY_AFTER)
@@ -61,7 +57,7 @@ def split_text(text, where="text", allow_ask=False):
             raise TextError(f"{where}: number {text[start:m.end()]!r} runs into the word at column {m.end()}; separate them")
         q = _QUOTED_KEY.match(text, i)
         w = q or _WORD.match(text, i)
-        token = w.group() if w else _punctuation_run(text, i, allow_ask)
+        token = w.group() if w else _punctuation_run(text, i)
         if not q and token.lower() in ("nan", "inf", "infinity"):
             raise TextError(f"{where}: {token!r} is not a finite number")
         pieces.append(("text", token))
@@ -73,14 +69,14 @@ def split_text(text, where="text", allow_ask=False):
     return [piece for piece, k in zip(pieces, keep) if k]
 
 
-def _punctuation_run(text, i, allow_ask):
-    """The punctuation from i as one token ('],['), up to a quote, space, word, number or [?]."""
+def _punctuation_run(text, i):
+    """The punctuation from i as one token ('],['), up to a quote, space, word or number."""
     j, n = i + 1, len(text)
     if text[i] in "\"'":
         return text[i]
     while j < n:
         c = text[j]
-        if c.isalnum() or c == "_" or c.isspace() or c in "\"'" or (allow_ask and text.startswith(ASK, j)):
+        if c.isalnum() or c == "_" or c.isspace() or c in "\"'":
             break
         follows = text[j + 1] if j + 1 < n else ""
         if c == "." and follows != "" and follows in DIGITS:
@@ -94,8 +90,6 @@ def _punctuation_run(text, i, allow_ask):
 def round_number(x):
     """(sign, mantissa, exponent, 'ok'|'zero'|'clipped'): x ≈ sign·mantissa·10^exponent as '%.2e'
     rounds; below 1e-8 zero, beyond 9.99e7 clipped."""
-    if not math.isfinite(x):
-        raise ValueError(f"cannot encode the non-finite number {x!r}")
     sign = "-" if x < 0 else "+"
     digits, exp10 = f"{abs(x):.2e}".split("e")  # '6.02', '+01'
     mantissa, exponent = int(digits.replace(".", "")), int(exp10) - 2
@@ -119,12 +113,11 @@ def number_counts(numbers, encoding):
 
 
 def encode_pieces(pieces, vocab, where="text"):
-    """(ids, values, ask) of pieces, a piece at a time."""
-    ids, values, ask = [], [], []
-    for kind, v in pieces:
-        value = 1.0 if kind == "ask" else v
+    """(ids, values) of pieces, a piece at a time."""
+    ids, values = [], []
+    for kind, value in pieces:
         if kind == "text":
-            toks, value = [vocab.text_id(v, where)], 1.0
+            toks, value = [vocab.text_id(value, where)], 1.0
         elif vocab.encoding == "xval" and abs(value) >= FLOAT32_OVERFLOW:
             raise TextError(f"{where}: the number {value!r} overflows float32, xVal's values")
         elif vocab.encoding == "xval":
@@ -134,10 +127,8 @@ def encode_pieces(pieces, vocab, where="text"):
             toks = [number_ids(vocab.encoding)[t] for t in number_tokens(sign == "-", m, e, vocab.encoding)]
         ids += toks
         values += [value] * len(toks)
-        ask += [kind == "ask"] * len(toks)
     with np.errstate(over="ignore"):
-        values = np.array(values, np.float32)
-    return np.array(ids, np.int64), values, np.array(ask, bool)
+        return np.array(ids, np.int64), np.array(values, np.float32)
 
 
 def encode_lines(lines, text_tokens, encodings, path="text", first_line=0, split=split_text, encode=encode_pieces):
