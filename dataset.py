@@ -8,6 +8,7 @@ import json
 import math
 import os
 import re
+import warnings
 
 import numpy as np
 
@@ -190,6 +191,14 @@ def read_json_object(path, keys=(), again=""):
     if missing := [k for k in keys if k not in obj]:
         raise TextError(f"{path}: no {', '.join(map(repr, missing))} key{again}")
     return obj
+
+
+def record_level(x):
+    """--scale record: the level of each row of x (a window's numbers of a key, NaN where none), the
+    mean |x| of all but the last, the values read before it is predicted (1 where 0 or none)."""
+    with np.errstate(invalid="ignore"), warnings.catch_warnings(action="ignore"):
+        level = np.nanmean(np.abs(x[:, :-1]), axis=1)
+    return np.where(level > 0, level, 1.0)
 
 
 def read_meta(data_dir):

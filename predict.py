@@ -12,6 +12,7 @@ import torch
 from batching import collate, fill_in_example, to_device
 from checkpoint import load_checkpoint
 from dataset import ASK, EOS_ID, MAX_VALUE, TOKENS_PER_NUMBER, Vocab, data_changed, read_meta
+from dataset import record_level
 from mixture import mixture_mean, mixture_quantile, mixture_sample, mixture_std
 from model import GPT, GPTConfig
 from tokenize_line import encode_pieces, number_spans, split_text, split_text_spans
@@ -388,16 +389,11 @@ def read_levels(path, count):
 
 
 def record_levels(pieces, keys):
-    """{key: level} of a record in the file's units (--scale record): the mean |x| of each key's
-    numbers but its last and those asked, as prepare/text.py takes it (1 where 0 or none)."""
+    """{key: level} of a record in the file's units (--scale record), those asked left out."""
     found = {}
     for (kind, x), key in zip([p for p in pieces if p[0] != "text"], keys):
-        found.setdefault(key, []).append(abs(x) if kind == "num" else None)
-    levels = {}
-    for key, xs in found.items():
-        read = [x for x in xs[:-1] if x is not None]
-        levels[key] = float(np.mean(read)) if read and np.mean(read) > 0 else 1.0
-    return levels
+        found.setdefault(key, []).append(x if kind == "num" else math.nan)
+    return {key: float(record_level(np.array([xs]))[0]) for key, xs in found.items()}
 
 
 def written_names(line, units):

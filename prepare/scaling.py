@@ -1,7 +1,6 @@
 """The scaling of prepare/text.py, undone by eval.py and sample.py from meta.json's "scales"."""
 
 import math
-import warnings
 from collections import defaultdict
 
 import numpy as np
@@ -81,15 +80,6 @@ def written(x, scale, digits):
         text = [t.rstrip("0").rstrip(".") for t in text]
     text = ["0" if t == "-0" else t for t in text]
     return np.array(text, dtype=object)[inverse.ravel()]
-
-
-def levels(col, rows):
-    """Each window's level (--scale record): the mean |x| of a key's numbers but the last, the
-    values read before it is predicted (1 where that is 0 or there are none)."""
-    x = np.where(col.code[rows] == NUM, np.abs(col.x[rows]), np.nan)[:, :-1]
-    with np.errstate(invalid="ignore"), warnings.catch_warnings(action="ignore"):
-        level = np.nanmean(x, axis=1)
-    return np.where(level > 0, level, 1.0)
 
 
 def row_of(col, value, rows):

@@ -25,10 +25,11 @@ import numpy as np
 # common puts the repository's root on the path
 from common import at_least, command, dataset_files, fail, one_line_errors, staged_dataset
 from common import write_meta
+from dataset import record_level
 from reading import MISSING, NESTED, NUM, excerpt, numbers, read_files
 from records import SPLITS, check_keys, check_values, counting_keys, date_keys, leave_out_missing
 from records import as_word, print_some, rows_in, split_records, warn_short, words_for_tokenizer
-from scaling import levels, scale, written
+from scaling import scale, written
 from tokenize_line import split_text
 from util import TextError, check_regular, open_new, shell_line
 
@@ -374,6 +375,11 @@ def write_lines(stage, table, parts, keys, writers, record):
         if split == "train":
             train.sort()
     return repeated
+
+
+def levels(col, rows):
+    """Each window's level of a column (dataset.record_level)."""
+    return record_level(np.where(col.code[rows] == NUM, col.x[rows], np.nan))
 
 
 def levels_of(table, rows, keys):
