@@ -324,4 +324,3 @@ def write_dataset(args, make_sample, extra_splits=(), meta=None):
     print(
         f"wrote {total} samples to {args.out} in {seconds:.1f} s ({total / seconds:.0f} samples/s)"
     )
-    return meta

@@ -75,8 +75,8 @@ class Column:
     """One key's value in every row, on disk: `code` (NUM, GAP, NESTED or an index in `texts`),
     `x` (a number); `q`: the place 10^q of its numbers' finest digit."""
 
-    def __init__(self, name, noun, files, as_text, decimal_comma):
-        self.name, self.noun, self.as_text, self.decimal_comma = name, noun, as_text, decimal_comma
+    def __init__(self, name, files, as_text, decimal_comma):
+        self.name, self.as_text, self.decimal_comma = name, as_text, decimal_comma
         self.texts, self.index, self.nested, self.n = [], {}, {}, 0
         self.paths = [f"{files}.code", f"{files}.x"]
         # the first row holding a number, a text, a leading zero
@@ -243,7 +243,7 @@ class Table:
         """Key name's Column, made on its first file."""
         if name not in self.cols:
             files = os.path.join(self.scratch.name, str(len(self.cols)))
-            self.cols[name] = Column(name, noun, files, name in args.text, args.decimal_comma)
+            self.cols[name] = Column(name, files, name in args.text, args.decimal_comma)
         self.cols[name].noun = noun
         return self.cols[name]
 

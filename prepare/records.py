@@ -214,17 +214,17 @@ def split_records(table, args):
     source = {"files": args.files, "fractions": fractions}
     series = series_of(table, args.group)
     empty = np.empty((0, window), np.int32)
+    parts = [[empty], [empty], [empty]]
     if args.val:
-        parts = [[empty], [empty], [empty]]
         for _, rows in series:
             f = np.searchsorted(table.starts, rows[0], "right") - len(args.files)
             parts[max(0, f)].append(windows(rows, window, stride))
-        parts = [Part(np.concatenate(p)) for p in parts]
-        return parts, {"train": args.files, "val": args.val, "test": args.test}
+        splits = {"train": args.files, "val": args.val, "test": args.test}
+        return [Part(np.concatenate(p)) for p in parts], splits
     if args.group:
         source["group"] = args.group
     if args.order == "time":
-        parts, short = [[empty], [empty], [empty]], []
+        short = []
         for name, rows in series:
             split = time_parts(name, rows, args)
             if split is None:
