@@ -152,7 +152,7 @@ def test_a_full_disk_names_the_fuller_of_out_and_tmpdir(monkeypatch, capsys, ful
 
 
 @pytest.mark.slow
-def test_scripts_set_one_line_errors():
+def test_scripts_set_one_line_errors(tmp_path):
     r = subprocess.run([sys.executable, "-c", "import sys; hook = sys.excepthook; sys.path.insert(0, 'prepare'); "
                         "import common, arithmetic, era5, lookup, planets, text; print(sys.excepthook is hook)"],
                        cwd=ROOT, capture_output=True, text=True)
@@ -160,6 +160,10 @@ def test_scripts_set_one_line_errors():
     for script in ("arithmetic", "lookup", "planets", "era5", "era5_synthetic", "text"):
         source = open(f"{ROOT}/prepare/{script}.py").read()
         assert 'if __name__ == "__main__":\n    one_line_errors()' in source, script
+    (tmp_path / "x.zip").write_bytes(b"PK\x03\x04rest of a zip")
+    r = subprocess.run([sys.executable, "prepare/era5.py", str(tmp_path / "x.zip"), "--out", str(tmp_path / "o")],
+                       cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode != 0 and "x.zip" in r.stderr and "unzip it first" in r.stderr
 
 
 @pytest.mark.slow
