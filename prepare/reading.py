@@ -138,7 +138,7 @@ class Column:
 
     def finish(self, where):
         """Refused where a CSV column mixes numbers and text."""
-        if self.noun != "column" or "number" not in self.first:
+        if "number" not in self.first:
             return
 
         def at(kind):
@@ -158,21 +158,23 @@ class Column:
         """parse() of a CSV cell for add()."""
         refuse = lambda fact: fail(f"{at()}: column {self.name!r}: {fact}, or --text {self.name}")
         c = cell.strip()
-        if self.decimal_comma and not self.as_text:
+        if c.lower() in _MISSING:
+            return GAP, None
+        if self.as_text:
+            return self.text_code(c), None
+        if self.decimal_comma:
             if "." in c and NUMBER.fullmatch(c):
                 refuse(f"{cell!r} holds a point, but --decimal-comma says numbers are written 12,5")
             c = re.sub(r"^([+-]?\d*),(\d+(?:[eE][+-]?\d+)?)$", r"\1.\2", c)
-        if c.lower() in _MISSING:
-            return GAP, None
-        if not self.as_text and SEPARATED.fullmatch(c):
+        if SEPARATED.fullmatch(c):
             refuse(
                 f"{c!r} holds a thousands separator or a decimal comma; write"
                 f" {c.replace(',', '')} or {c.replace(',', '.')}, or --decimal-comma"
             )
-        if not self.as_text and (plain := plain_number(c)):
+        if plain := plain_number(c):
             how = "a currency or percent sign, digit groups or in hex"
             refuse(f"{c!r} is a number written with {how}; write {plain}")
-        if self.as_text or not NUMBER.fullmatch(c):
+        if not NUMBER.fullmatch(c):
             return self.text_code(c), None
         return NUM, Decimal(c)
 

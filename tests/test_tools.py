@@ -20,10 +20,10 @@ from tokenize_arrays import build_text_vocab
 from tokenize_line import encode
 
 sys.path.insert(0, os.path.join(ROOT, "tools"))
-import baselines  # noqa: E402
-import bench  # noqa: E402
-import gpu_check  # noqa: E402
-import probe  # noqa: E402
+import baselines
+import bench
+import gpu_check
+import probe
 
 NUMBER = r"[\d,]+\.\d"
 RUN = ["--batch_size=8", "--micro_batch_size=8"]
