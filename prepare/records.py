@@ -72,7 +72,7 @@ def check_keys(table):
     kind = {}
     for key, col in table.cols.items():
         code = col.code
-        bits = np.where(code == NUM, np.int8(1), np.where(code >= 0, np.int8(2), np.int8(0)))
+        bits = (code == NUM) + np.int8(2) * (code >= 0)
         for row, value in col.nested.items():
             bits[row] = sum(KINDS.get(k, 0) for k in kinds(value))
         if not bits.any():
