@@ -183,7 +183,7 @@ def _check_out(out, force, writes):
     ours, others, prepared = dataset_files(out)
     if not ours and not others:
         return
-    clash = [n for n in others if n in writes or n.rstrip("/") in writes]
+    clash = [n for n in others if n.rstrip("/") in writes]
     if clash and not prepared:
         fix = "move it away or choose another --out"
         fail(f"{out} holds {_some(clash)}, which this run would overwrite; {fix}")
