@@ -183,7 +183,7 @@ def _check_out(out, force, writes):
     ours, others, prepared = dataset_files(out)
     if not ours and not others:
         return
-    clash = [n for n in others if n in writes or n.rstrip("/") in writes]
+    clash = [n for n in others if n.rstrip("/") in writes]
     if clash and not prepared:
         fix = "move it away or choose another --out"
         fail(f"{out} holds {_some(clash)}, which this run would overwrite; {fix}")
@@ -324,4 +324,3 @@ def write_dataset(args, make_sample, extra_splits=(), meta=None):
     print(
         f"wrote {total} samples to {args.out} in {seconds:.1f} s ({total / seconds:.0f} samples/s)"
     )
-    return meta

@@ -29,9 +29,8 @@ CTX = None
 
 def open_netcdf(path):
     with open(path, "rb") as f:
-        magic = f.read(8)
-    if magic.startswith(b"PK\x03\x04"):
-        fail(f"{path} is a zip archive: unzip it first")
+        if f.read(4) == b"PK\x03\x04":
+            fail(f"{path} is a zip archive: unzip it first")
     try:
         ds = netCDF4.Dataset(path, "r")
     except OSError as e:
@@ -108,7 +107,7 @@ def same_grid(a, b):
 def read_source(ds, src, t0, t1):
     """Steps [t0, t1) of a file on the ascending grid, NaN where missing."""
     var = ds.variables[src.variable]
-    axes = {src.dims[k]: k for k in ("time", "lat", "lon", "expver") if src.dims[k]}
+    axes = {d: k for k, d in src.dims.items() if d}
     index = tuple(
         slice(t0, t1) if d == src.dims["time"] else slice(None) if d in axes else 0
         for d in var.dimensions
@@ -336,12 +335,11 @@ def extract_windows(pmap, splits):
         todo = np.flatnonzero(bad)
         skipped += np.bincount(CTX.codes[todo], minlength=len(splits))
         attempts[todo] += 1
-        if len(todo) and attempts.max() > MAX_ATTEMPTS:
+        if attempts.max() > MAX_ATTEMPTS:
             worst = int(np.argmax(attempts))
             where = f"{splits[CTX.codes[worst]]} sample {CTX.indices[worst]}"
             fail(f"{where}: {MAX_ATTEMPTS} windows hold missing '{CTX.field.variable}' values")
-        if len(todo):
-            starts[todo] = draw_plan((todo, attempts[todo]))[1][:, 2]
+        starts[todo] = draw_plan((todo, attempts[todo]))[1][:, 2]
     raw.flush()
     skipped = dict(zip(splits, skipped.tolist()))
     return SimpleNamespace(offsets=offsets, attempts=attempts, skipped=skipped)

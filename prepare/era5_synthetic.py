@@ -146,7 +146,6 @@ def main(argv=None):
         f" {paths['lsm']} (land fraction {lsm.mean():.2f} of grid points); synthetic, not data for"
         " science"
     )
-    return paths
 
 
 if __name__ == "__main__":

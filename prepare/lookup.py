@@ -19,16 +19,12 @@ KEYS = string.ascii_lowercase
 SPLITS = ("train", "val", "test", "test_ood")
 
 
-def in_gap(text):
-    return GAP[0] < float(text) < GAP[1]
-
-
 def draw_value(rng, inside_gap):
     """A value as written, inside or outside the gap: rounding never carries it across."""
     lo, hi = GAP if inside_gap else VALUE_RANGE
     while True:
         text = format_number(rng.uniform(lo, hi), DIGITS)
-        if in_gap(text) == inside_gap:
+        if (GAP[0] < float(text) < GAP[1]) == inside_gap:
             return text
 
 

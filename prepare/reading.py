@@ -75,8 +75,8 @@ class Column:
     """One key's value in every row, on disk: `code` (NUM, GAP, NESTED or an index in `texts`),
     `x` (a number); `q`: the place 10^q of its numbers' finest digit."""
 
-    def __init__(self, name, noun, files, as_text, decimal_comma):
-        self.name, self.noun, self.as_text, self.decimal_comma = name, noun, as_text, decimal_comma
+    def __init__(self, name, files, as_text, decimal_comma):
+        self.name, self.as_text, self.decimal_comma = name, as_text, decimal_comma
         self.texts, self.index, self.nested, self.n = [], {}, {}, 0
         self.paths = [f"{files}.code", f"{files}.x"]
         # the first row holding a number, a text, a leading zero
@@ -138,7 +138,7 @@ class Column:
 
     def finish(self, where):
         """Refused where a CSV column mixes numbers and text."""
-        if self.noun != "column" or "number" not in self.first:
+        if "number" not in self.first:
             return
 
         def at(kind):
@@ -158,21 +158,23 @@ class Column:
         """parse() of a CSV cell for add()."""
         refuse = lambda fact: fail(f"{at()}: column {self.name!r}: {fact}, or --text {self.name}")
         c = cell.strip()
-        if self.decimal_comma and not self.as_text:
+        if c.lower() in _MISSING:
+            return GAP, None
+        if self.as_text:
+            return self.text_code(c), None
+        if self.decimal_comma:
             if "." in c and NUMBER.fullmatch(c):
                 refuse(f"{cell!r} holds a point, but --decimal-comma says numbers are written 12,5")
             c = re.sub(r"^([+-]?\d*),(\d+(?:[eE][+-]?\d+)?)$", r"\1.\2", c)
-        if c.lower() in _MISSING:
-            return GAP, None
-        if not self.as_text and SEPARATED.fullmatch(c):
+        if SEPARATED.fullmatch(c):
             refuse(
                 f"{c!r} holds a thousands separator or a decimal comma; write"
                 f" {c.replace(',', '')} or {c.replace(',', '.')}, or --decimal-comma"
             )
-        if not self.as_text and (plain := plain_number(c)):
+        if plain := plain_number(c):
             how = "a currency or percent sign, digit groups or in hex"
             refuse(f"{c!r} is a number written with {how}; write {plain}")
-        if self.as_text or not NUMBER.fullmatch(c):
+        if not NUMBER.fullmatch(c):
             return self.text_code(c), None
         return NUM, Decimal(c)
 
@@ -243,7 +245,7 @@ class Table:
         """Key name's Column, made on its first file."""
         if name not in self.cols:
             files = os.path.join(self.scratch.name, str(len(self.cols)))
-            self.cols[name] = Column(name, noun, files, name in args.text, args.decimal_comma)
+            self.cols[name] = Column(name, files, name in args.text, args.decimal_comma)
         self.cols[name].noun = noun
         return self.cols[name]
 

@@ -72,7 +72,7 @@ def check_keys(table):
     kind = {}
     for key, col in table.cols.items():
         code = col.code
-        bits = np.where(code == NUM, np.int8(1), np.where(code >= 0, np.int8(2), np.int8(0)))
+        bits = (code == NUM) + np.int8(2) * (code >= 0)
         for row, value in col.nested.items():
             bits[row] = sum(KINDS.get(k, 0) for k in kinds(value))
         if not bits.any():
@@ -214,17 +214,17 @@ def split_records(table, args):
     source = {"files": args.files, "fractions": fractions}
     series = series_of(table, args.group)
     empty = np.empty((0, window), np.int32)
+    parts = [[empty], [empty], [empty]]
     if args.val:
-        parts = [[empty], [empty], [empty]]
         for _, rows in series:
             f = np.searchsorted(table.starts, rows[0], "right") - len(args.files)
             parts[max(0, f)].append(windows(rows, window, stride))
-        parts = [Part(np.concatenate(p)) for p in parts]
-        return parts, {"train": args.files, "val": args.val, "test": args.test}
+        splits = {"train": args.files, "val": args.val, "test": args.test}
+        return [Part(np.concatenate(p)) for p in parts], splits
     if args.group:
         source["group"] = args.group
     if args.order == "time":
-        parts, short = [[empty], [empty], [empty]], []
+        short = []
         for name, rows in series:
             split = time_parts(name, rows, args)
             if split is None:

@@ -14,12 +14,12 @@ import pytest
 from conftest import ROOT
 
 sys.path.insert(0, os.path.join(ROOT, "dev"))
-import era5_persistence  # noqa: E402
-import gmm_table  # noqa: E402
-import lookup_plateau  # noqa: E402
-import planets_a0  # noqa: E402
-import planets_dt_ood  # noqa: E402
-import train_time  # noqa: E402
+import era5_persistence
+import gmm_table
+import lookup_plateau
+import planets_a0
+import planets_dt_ood
+import train_time
 
 STEPS = [0.2, 0.3, 0.5, 0.8]  # the planets' training step sizes
 

@@ -24,21 +24,22 @@ def tokenize(data):
     return run("tokenize_numbers.py", str(data), "--encoding=xval", "--workers=1", check=False)
 
 
-def test_a_split_named_outside_the_folder_in_meta_json_is_refused_and_nothing_is_written(
-        tmp_path, own_data):
+@pytest.mark.parametrize("splits, error", [([], "none, or one named twice"),
+                                           (["train", "train"], "none, or one named twice"),
+                                           (["train", "../victim/settings"], "'../victim/settings' is not a plain name")])
+def test_meta_json_naming_no_split_one_twice_or_one_outside_is_refused(tmp_path, data, splits, error):
     data, victim = tmp_path / "data", tmp_path / "victim"
     data.mkdir(), victim.mkdir()
     (data / "train.txt").write_text("(1+2)=3\n")
     (victim / "settings.txt").write_text("(1+2)=3\n")
     (victim / "settings.json").write_text("precious")
-    splits = ["train", "../victim/settings"]
     (data / "meta.json").write_text(json.dumps({"dataset": "arithmetic", "splits": splits}))
-    assert failed(tokenize(data), "'../victim/settings' is not a plain name", "meta.json")
+    assert failed(tokenize(data), error, "meta.json")
     assert sorted(os.listdir(victim)) == ["settings.json", "settings.txt"]
     assert (victim / "settings.json").read_text() == "precious"
     for split, encoding in (("../ops2/train", "xval"), ("train", "../xval")):
         with pytest.raises(ValueError, match="not a plain name"):
-            Split(own_data, split, encoding)
+            Split(data, split, encoding)
 
 
 def test_a_link_planted_at_a_temporary_name_is_never_written_through(tmp_path):
@@ -115,19 +116,18 @@ def test_arrays_the_tokenizer_could_not_have_written_are_refused_at_open(own_dat
         assert failed(r, "outside the vocabulary") and "Traceback" not in r.stderr
 
 
-@pytest.mark.parametrize("name", ["meta.json", "vocab.json", "xval/train.json"])
-@pytest.mark.parametrize("content", ["{\"spl", "[1, 2]", "{}"])
-def test_a_broken_json_file_of_a_dataset_is_one_line_naming_it(own_data, name, content):
-    open(os.path.join(own_data, name), "w").write(content)
-    assert name in one_line_error(train(own_data, os.path.join(own_data, "out"), check=False))
-
-
-@pytest.mark.parametrize("name", ["meta.json", "vocab.json", "xval/train.values.npy"])
-def test_a_fifo_in_place_of_a_file_is_refused_not_waited_on(own_data, name):
-    os.remove(os.path.join(own_data, name))
-    os.mkfifo(os.path.join(own_data, name))
+@pytest.mark.parametrize("name, content", [
+    *[(n, c) for n in ("meta.json", "vocab.json", "xval/train.json") for c in ('{"spl', "[1, 2]", "{}")],
+    *[(n, None) for n in ("meta.json", "vocab.json", "xval/train.values.npy")]])
+def test_a_broken_json_file_or_a_fifo_of_a_dataset_is_refused_naming_it(own_data, name, content):
+    path = os.path.join(own_data, name)
+    if content is None:  # a FIFO, refused, not waited on
+        os.remove(path)
+        os.mkfifo(path)
+    else:
+        open(path, "w").write(content)
     r = train(own_data, os.path.join(own_data, "out"), check=False)
-    assert failed(r, "FIFO, device or socket; expected a file")
+    assert name in one_line_error(r) if content else failed(r, "FIFO, device or socket; expected a file")
 
 
 def test_an_empty_data_dir_says_so():
@@ -226,13 +226,6 @@ def test_a_vocabulary_the_tokenizer_could_not_have_written_is_refused(own_data, 
     json.dump({"text_tokens": tokens}, open(os.path.join(own_data, "vocab.json"), "w"))
     with pytest.raises(ValueError, match="text_tokens holds a token twice, an empty one or a"):
         load_text_vocab(own_data)
-
-
-@pytest.mark.parametrize("splits", [[], ["train", "train"]])
-def test_meta_json_with_no_split_or_one_twice_is_refused(tmp_path, splits):
-    (tmp_path / "train.txt").write_text("(1+2)=3\n")
-    (tmp_path / "meta.json").write_text(json.dumps({"dataset": "arithmetic", "splits": splits}))
-    assert failed(tokenize(tmp_path), "none, or one named twice")
 
 
 def test_eval_refuses_a_split_that_names_a_path(checkpoint):

@@ -3,15 +3,12 @@ packing, latitude order or workers; bad inputs are refused."""
 import datetime
 import json
 import os
-import subprocess
-import sys
 import zipfile
 from types import SimpleNamespace
 
 import netCDF4
 import numpy as np
 import pytest
-from conftest import ROOT
 from helpers import LAT, LON, START, era5_layout, truth_field, write_old_layout
 
 import common
@@ -30,7 +27,7 @@ def fewer_samples():
 
 
 def write_nc(path, **variables):
-    """variables: name=(dimensions, values, attributes); each dimension sized by the first values on it."""
+    """variables: name=(dimensions, values, attributes)."""
     with netCDF4.Dataset(path, "w") as ds:
         for name, (dims, values, attrs) in variables.items():
             values = np.asarray(values)
@@ -81,7 +78,7 @@ def split_files(out):
 
 
 def assert_source_values(out, meta, values, lat=LAT, lon=LON, splits=SPLITS):
-    """Each sample's values, un-normalised, are the source's at its stations and start (returned)."""
+    """Each sample's values, un-normalised, are the source's at its stations and start."""
     hours = np.arange(len(values))
     doy = (START - datetime.datetime(START.year, 1, 1)).days + hours / 24
     day, year = 2 * np.pi * hours / 24, 2 * np.pi * doy / 365.25
@@ -103,7 +100,7 @@ def assert_source_values(out, meta, values, lat=LAT, lon=LON, splits=SPLITS):
 
 @pytest.fixture(scope="module")
 def old_layout(tmp_path_factory):
-    """A dataset of the pre-2024 layout (packed int16, descending latitude)."""
+    """The pre-2024 layout: packed int16, descending latitude."""
     tmp = tmp_path_factory.mktemp("era5_old")
     field = truth_field()
     path = write_old_layout(tmp / "era5_old.nc", field)
@@ -126,8 +123,7 @@ def test_samples_hold_the_standardised_source(old_layout):
 
 
 def test_layouts_orders_and_workers_agree(old_layout, tmp_path, monkeypatch):
-    """The 2024 layout with ascending latitude; ERA5 and ERA5T rows of one file and a later file passed first;
-    two workers with many small jobs, finishing in any order."""
+    """The 2024 layout, ascending latitude; ERA5 and ERA5T rows, a later file first; two workers."""
     path = write_2024_layout(tmp_path / "era5_2024.nc", old_layout.values[:, ::-1], lat=LAT[::-1], number_dim=True)
     values, (packed, scale, offset) = truth_field()
     first = write_old_layout(tmp_path / "a.nc", (values[:120], (packed[:120], scale, offset)), expver_from=70)
@@ -212,11 +208,3 @@ def test_bad_inputs_are_refused(old_layout, tmp_path):
     (tmp_path / "a_file").write_text("")
     assert "cannot write to output directory" in error_of(old_layout.path, "--out", tmp_path / "a_file" / "sub")
     assert "--force" in error_of(old_layout.path, "--out", old_layout.out)
-
-
-@pytest.mark.slow
-def test_the_command_names_the_file(tmp_path):
-    (tmp_path / "x.zip").write_bytes(b"PK\x03\x04rest of a zip")
-    r = subprocess.run([sys.executable, f"{ROOT}/prepare/era5.py", str(tmp_path / "x.zip"), "--out", str(tmp_path / "o")],
-                       capture_output=True, text=True)
-    assert r.returncode != 0 and "x.zip" in r.stderr and "unzip it first" in r.stderr

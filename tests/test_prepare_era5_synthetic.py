@@ -78,7 +78,6 @@ def test_the_seed_fixes_the_bytes(synthetic, tmp_path):
     assert (a / "t2m.nc").read_bytes() == (b / "t2m.nc").read_bytes()
 
 
-# a range the grid or the steps cannot hold: tests/test_prepare_era5.py
 @pytest.mark.parametrize("flag, value, expected", [("--stations", "10", "expected MIN,MAX"),
                                                    ("--stations", "19,10", "expected 1 <= MIN <= MAX"),
                                                    ("--steps", "0,3", "expected 1 <= MIN <= MAX")])
