@@ -366,6 +366,13 @@ def as_word(text):
     return "_" + word if not word or word[0].isdigit() else word
 
 
+def keys_within(value):
+    """The keys of the JSON objects within a value."""
+    if isinstance(value, dict):
+        return [*value, *keys_within(list(value.values()))]
+    return [k for v in value for k in keys_within(v)] if isinstance(value, list) else []
+
+
 def words_for_tokenizer(table):
     """Key names and text values made words (as_word), noted; {old: new} of the keys."""
     renamed = {key: as_word(key) for key in table.cols}
@@ -385,6 +392,18 @@ def words_for_tokenizer(table):
                 f"note: {len(changed)} {what}(s) the tokenizer would read as numbers written as one"
                 f" word each: {excerpt(a)} as {excerpt(b)}"
                 + (" (--mask_key takes the new name)" if what == "key" else "")
+            )
+    # not renamed: the keys within a JSON value
+    first = {}
+    for col in table.cols.values():
+        for row, value in col.nested.items():
+            for key in keys_within(value):
+                first[key] = min(first.get(key, row), row)
+    for key, row in sorted(first.items(), key=lambda item: item[1]):
+        if as_word(key) != key:
+            fail(
+                f"{table.where(row)}: the tokenizer reads a number in the key {excerpt(key)};"
+                f" rename it {excerpt(as_word(key))}"
             )
     word = lambda x: values.get(x, x)
     for col in table.cols.values():

@@ -15,7 +15,6 @@ import glob
 import hashlib
 import json
 import os
-import re
 import shutil
 import tempfile
 from decimal import Decimal
@@ -26,9 +25,9 @@ import numpy as np
 from common import at_least, command, dataset_files, fail, one_line_errors, staged_dataset
 from common import write_meta
 from dataset import record_level
-from reading import MISSING, NESTED, NUM, excerpt, numbers, read_files
+from reading import MISSING, NESTED, NUM, excerpt, read_files
 from records import SPLITS, check_keys, check_values, counting_keys, date_keys, leave_out_missing
-from records import as_word, print_some, rows_in, split_records, warn_short, words_for_tokenizer
+from records import print_some, rows_in, split_records, warn_short, words_for_tokenizer
 from scaling import scale, written
 from tokenize_line import split_text
 from util import TextError, check_regular, open_new, shell_line
@@ -276,55 +275,29 @@ def lines_of(table, part, keys, writers, lo, hi, record=False):
         values[key] = text
     # records alike in the keys they hold are written with one template
     held = np.column_stack([part.has(k)[lo:hi] for k in keys])
-    # any number of keys: ranks of each record's bits so far, 8 keys at a time
-    pattern = np.zeros(len(rows), np.int64)
-    for byte in np.packbits(held, axis=1).T:
-        pattern = np.unique(pattern * 256 + byte, return_inverse=True)[1].ravel()
+    patterns, pattern = np.unique(held, axis=0, return_inverse=True)
     lines = np.empty(len(rows), dtype=object)
     name = lambda k: json.dumps(k, ensure_ascii=False).replace("{", "{{").replace("}", "}}")
-    for p in np.unique(pattern):
-        at = np.flatnonzero(pattern == p)
-        present = [k for k, h in zip(keys, held[at[0]]) if h]
+    for p, holds in enumerate(patterns):
+        at = np.flatnonzero(pattern.ravel() == p)
+        present = [k for k, h in zip(keys, holds) if h]
         form = "{{" + ",".join(f"{name(k)}:{{}}" for k in present) + "}}"
         lines[at] = list(map(form.format, *(values[k][at] for k in present)))
     return lines
 
 
 def check_tokens(table, parts, keys):
-    """Train's text tokens, and (numbers, tokens) per record at least and most; refused: a record
-    the tokenizer misreads, a val or test token train lacks."""
+    """Train's text tokens, and (numbers, tokens) per record at least and most; refused: a val or
+    test token train lacks."""
     vocab, seen = {}, {}
-    # the numbers under each JSON list or object
-    deep = {k: {r: len(numbers(v)) for r, v in table.cols[k].nested.items()} for k in keys}
-
-    def held(k, rows):
-        code = table.cols[k].code[rows]
-        count = (code == NUM).astype(np.int64)
-        for i in np.flatnonzero(code == NESTED):
-            count.flat[i] = deep[k][rows.flat[i]]
-        return count.sum(axis=1)
-
     for split, part in zip(SPLITS, parts):
         for lo in range(0, len(part), BLOCK):
-            hi = lo + BLOCK
-            lines = lines_of(table, part, keys, {}, lo, hi)
-            n_numbers = sum(held(k, part.rows[lo:hi]) * part.has(k)[lo:hi] for k in keys)
+            lines = lines_of(table, part, keys, {}, lo, lo + BLOCK)
             for i, line in enumerate(lines):
                 if line in seen:
                     continue
                 where = table.where(part.rows[lo + i][0])
-                n_read, _, tokens = seen[line] = tokens_of(line, where)
-                if n_read != n_numbers[i]:
-                    for name in map(json.loads, re.findall(r'"(?:[^"\\]|\\.)*"', line)):
-                        if as_word(name) != name:
-                            fail(
-                                f"{where}: the tokenizer reads a number in the key"
-                                f" {excerpt(name)}; rename it {excerpt(as_word(name))}"
-                            )
-                    fail(
-                        f"{where}: the tokenizer reads {n_read} numbers in the record written as"
-                        f" {line[:60]!r}, which holds {n_numbers[i]}"
-                    )
+                _, _, tokens = seen[line] = tokens_of(line, where)
                 unseen = [t for t in tokens if t not in vocab]
                 if split != "train" and unseen:
                     fix = ""
