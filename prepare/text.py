@@ -251,9 +251,9 @@ def zeros(x):
     return np.full(len(x), "0", dtype=object)
 
 
-def lines_of(table, part, keys, writers, lo, hi, record=False):
-    """The lines of records lo..hi of a part, without the keys a record leaves out (record: each
-    window's numbers divided by its level)."""
+def lines_of(table, part, keys, writers, lo, hi, levels=None):
+    """The lines of records lo..hi of a part, without the keys a record leaves out; levels: {key:
+    each record's level}, its numbers divided by."""
     rows = part.rows[lo:hi]
     values = {}
     for key in keys:
@@ -262,8 +262,8 @@ def lines_of(table, part, keys, writers, lo, hi, record=False):
         code = col.code[flat]
         write = writers.get(key, zeros)
         x = col.x[flat]
-        if record and key in writers:
-            x = x / np.repeat(levels(col, rows), rows.shape[1])
+        if key in (levels or {}):
+            x = x / np.repeat(levels[key], rows.shape[1])
         text[code == NUM] = write(x[code == NUM])
         text[code >= 0] = col.words[code[code >= 0]]
         for i in np.flatnonzero(code == NESTED):
@@ -334,11 +334,13 @@ def write_lines(stage, table, parts, keys, writers, record):
         levels_file = open_new(path, "w") if record else contextlib.nullcontext()
         with open_new(os.path.join(stage, f"{split}.txt")) as f, levels_file:
             for lo in range(0, len(part), BLOCK):
-                lines = lines_of(table, part, keys, writers, lo, lo + BLOCK, record)
+                rows = part.rows[lo : lo + BLOCK]
+                found = {k: levels_in(table.cols[k], rows).tolist() for k in writers} if record else {}
+                lines = lines_of(table, part, keys, writers, lo, lo + BLOCK, found)
                 f.write(("\n".join(lines) + "\n").encode())
                 if record:
-                    rows = part.rows[lo : lo + BLOCK]
-                    levels_file.write(levels_of(table, rows, list(writers)))
+                    each = zip(*found.values())
+                    levels_file.write("".join(json.dumps(dict(zip(found, v))) + "\n" for v in each))
                 hashes = np.fromiter(map(hash, lines), np.int64, len(lines))
                 if split == "train":
                     train[lo : lo + len(lines)] = hashes
@@ -350,15 +352,9 @@ def write_lines(stage, table, parts, keys, writers, record):
     return repeated
 
 
-def levels(col, rows):
+def levels_in(col, rows):
     """Each window's level of a column (dataset.record_level)."""
     return record_level(np.where(col.code[rows] == NUM, col.x[rows], np.nan))
-
-
-def levels_of(table, rows, keys):
-    """The lines of <split>.levels.txt for records of rows: each record's {key: level}."""
-    found = [levels(table.cols[k], rows).tolist() for k in keys]
-    return "".join(json.dumps(dict(zip(keys, record))) + "\n" for record in zip(*found))
 
 
 def print_keys(args, meta, table, written_rows, largest):
