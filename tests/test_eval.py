@@ -10,6 +10,7 @@ import pytest
 import torch
 from conftest import run
 from helpers import diverged, eval_model, evaluated, one_line_error, own_run, prepared  # noqa: F401
+from helpers import truth_field, write_old_layout
 
 import eval as ev
 import model
@@ -84,33 +85,28 @@ def edited(checkpoint, path, **config):
     return str(path)
 
 
-@pytest.fixture(scope="module")
-def mult3(tmp_path_factory):
-    return prepared(tmp_path_factory, "mult3", "prepare/arithmetic.py", "--variant=mult3", encodings=("p10", "xval"))
-
-
-def test_arithmetic_end_to_end_text_encoding(mult3, tmp_path):
-    report, stdout, _ = evaluated(eval_model(mult3, tmp_path / "p10", "--encoding=p10", "--block_size=32"))
+def test_arithmetic_end_to_end_text_encoding(data, tmp_path):
+    report, stdout, _ = evaluated(eval_model(data, tmp_path / "p10", "--encoding=p10", "--block_size=64"))
     assert report["task"] == "arithmetic" and report["encoding"] == "p10" and list(report["splits"]) == ["test"]
     r = report["splits"]["test"]["answer"]
     m = r["per_seed"][0]
-    assert r["n"] == lines(mult3, "test") and 0 <= r["mean"]["invalid_rate"] <= 1
+    assert r["n"] == lines(data, "test") and 0 <= r["mean"]["invalid_rate"] <= 1
     assert m["valid"] == round(r["n"] * (1 - r["mean"]["invalid_rate"]))
     assert m["valid"] <= 2 or (math.isfinite(m["r2"]) and m["adj_r2"] <= m["r2"])
     assert report["config"]["encoding"] == "p10" and "| test | answer |" in stdout
     # text the vocabulary never saw: an error naming the line
-    bad = shutil.copytree(mult3, str(tmp_path / "bad"))
+    bad = shutil.copytree(data, str(tmp_path / "bad"))
     rows = open(f"{bad}/test.txt").read().splitlines()
     open(f"{bad}/test.txt", "w").write("\n".join(rows[:2] + ["zz" + rows[2]] + rows[3:]) + "\n")
     r, _ = evaluate(tmp_path / "p10" / "ckpt_best.pt", bad, tmp_path)
     assert r.returncode != 0 and "test.txt:3" in r.stderr
 
 
-def test_a_causal_checkpoint_is_scored_by_generation_and_says_so(mult3, tmp_path):
-    causal = eval_model(mult3, tmp_path / "causal", "--block_size=32", "--causal=True")
+def test_a_causal_checkpoint_is_scored_by_generation_and_says_so(data, tmp_path):
+    causal = eval_model(data, tmp_path / "causal", "--block_size=32", "--causal=True")
     report, _, prefix = evaluated(causal)
     assert report["causal"] is True and "each number generated from the text before it" in open(prefix + ".md").read()
-    assert report["splits"]["test"]["answer"]["n"] == lines(mult3, "test")
+    assert report["splits"]["test"]["answer"]["n"] == lines(data, "test")
     mlm = edited(causal, tmp_path / "mlm.pt", causal=False, seed=2)
     r = run("eval.py", f"--ckpt={causal} {mlm}", f"--out={tmp_path / 'mixed'}", check=False)
     assert r.returncode != 0 and "differ in causal (True vs False): seeds must agree" in r.stderr
@@ -148,7 +144,6 @@ def test_planets_end_to_end_on_both_ood_sets(tmp_path_factory, tmp_path):
 
 @pytest.mark.slow
 def test_temperature_end_to_end_in_kelvin(tmp_path_factory, tmp_path):
-    from helpers import truth_field, write_old_layout
     tmp = tmp_path_factory.mktemp("era5")
     data = str(tmp / "data")
     nc = str(write_old_layout(tmp / "t2m.nc", truth_field()))
@@ -287,8 +282,9 @@ def test_a_sample_past_the_block_size_is_one_line_naming_it(checkpoint, own_data
 
 def test_nan_or_inf_predictions_are_counted_and_warned_of(checkpoint, data, tmp_path, monkeypatch):
     r, prefix = evaluate(checkpoint, data, tmp_path, "--plots=True", check=True)
-    assert os.path.getsize(prefix + "_test.png") > 1000 and json.load(open(prefix + ".json"))["causal"] is False  # an MLM checkpoint
-    rate = json.load(open(prefix + ".json"))["splits"]["test"]["answer"]["mean"]["not_num_rate"]
+    report = json.load(open(prefix + ".json"))
+    assert os.path.getsize(prefix + "_test.png") > 1000 and report["causal"] is False  # an MLM checkpoint
+    rate = report["splits"]["test"]["answer"]["mean"]["not_num_rate"]
     assert "| not [NUM] |" in r.stdout and "| invalid |" not in r.stdout and r.stdout.count("warning") == (rate > 0)
     assert rate == 0 or f"warning: test · answer: the token head did not say [NUM] at {rate:.2%} (docs" in r.stdout
     # a diverged checkpoint: every prediction invalid

@@ -11,6 +11,8 @@ import pytest
 from conftest import run
 from helpers import diverged, one_line_error, own_model, own_run  # noqa: F401
 
+from predict import units_of
+
 
 def sample(ckpt, text=None, *args, check=True):
     return run("sample.py", f"--ckpt={ckpt}", *args, input=text, check=check)
@@ -23,7 +25,6 @@ def from_file(ckpt, path, text, *args, check=True):
 
 
 def refused(r, *said):
-    """r failed, and its stderr says each of said."""
     assert r.returncode != 0 and all(s in r.stderr for s in said), r.stderr
     return r
 
@@ -92,7 +93,7 @@ def test_mask_key_shows_the_masked_numbers_beside_their_truth(own_run, tmp_path)
 
 @pytest.fixture(scope="module")
 def quakes(tmp_path_factory):
-    """(dataset, meta, checkpoint) of a CSV prepared by prepare/text.py, its key 'pm2.5' renamed 'pm2_5'."""
+    """A CSV prepared by prepare/text.py, its key 'pm2.5' renamed 'pm2_5'."""
     rng = np.random.default_rng(0)
     rows = "".join(f"{d:.0f},{x:.2f},{4 + d / 200:.2f}\n" for d, x in rng.uniform((40, 10), (680, 20), (200, 2)))
     data, ckpt = own_model(tmp_path_factory.mktemp("quakes"), "q.csv", "depth,pm2.5,mag\n" + rows,
@@ -107,7 +108,7 @@ def predicted(r):
     return list(json.loads(r.stdout.splitlines()[0].split("  (true")[0]).values())
 
 
-def test_a_record_in_the_files_units_is_scaled_as_by_hand(quakes):
+def test_a_record_in_the_files_units_is_scaled_as_by_hand_and_range_checked(quakes):
     data, meta, ckpt = quakes
     s = meta["scales"]
     own = sample(ckpt, '{"depth":562,"pm2.5":12.5,"mag":[?]}\n')
@@ -124,6 +125,16 @@ def test_a_record_in_the_files_units_is_scaled_as_by_hand(quakes):
         assert predicted(sample(ckpt, text)) == [depth, pm25, mag]
     r = sample(ckpt, '{"depth":562,"y":12.5,"mag":[?]}\n', check=False)
     refused(r, "stdin:1: a number under key 'y'", "its number keys: depth, pm2_5, mag")
+    least, largest = meta["ranges"]["depth"]
+    inside = largest + 0.9 * (largest - least)
+    assert "warning" not in sample(ckpt, f'{{"depth":{inside:.1f},"pm2_5":12.5,"mag":[?]}}\n').stderr
+    far = largest + 1.1 * (largest - least)
+    r = sample(ckpt, f'{{"depth":{far:.1f},"pm2_5":12.5,"mag":[?]}}\n')
+    assert r.returncode == 0 and len(predicted(r)) == 3 and "1 numbers predicted" in r.stdout
+    assert f"stdin:1: key 'depth': {float(f'{far:.1f}'):g} is far outside its training range" in r.stderr
+    assert f"[{least:g}, {largest:g}]" in r.stderr
+    # as written in the dataset's text, not checked against the file's range
+    assert "warning" not in sample(ckpt, '{"depth":900,"pm2_5":0,"mag":[?]}\n', "--scaled").stderr
 
 
 def test_a_split_prints_in_the_files_units_and_with_scaled_as_written(quakes, tmp_path):
@@ -142,20 +153,6 @@ def test_a_split_prints_in_the_files_units_and_with_scaled_as_written(quakes, tm
         prediction, in_file, printed = (json.loads(x.split("  (true")[0]) for x in (line, shown, in_units))
         assert prediction["mag"] == pytest.approx(in_file["mag"] * s["mag"]["spread"] + s["mag"]["center"], rel=1e-4)
         assert printed == pytest.approx(prediction, rel=1e-4)
-
-
-def test_a_number_far_outside_its_training_range_is_warned_of(quakes):
-    data, meta, ckpt = quakes
-    least, largest = meta["ranges"]["depth"]
-    inside = largest + 0.9 * (largest - least)
-    assert "warning" not in sample(ckpt, f'{{"depth":{inside:.1f},"pm2_5":12.5,"mag":[?]}}\n').stderr
-    far = largest + 1.1 * (largest - least)
-    r = sample(ckpt, f'{{"depth":{far:.1f},"pm2_5":12.5,"mag":[?]}}\n')
-    assert r.returncode == 0 and len(predicted(r)) == 3 and "1 numbers predicted" in r.stdout
-    assert f"stdin:1: key 'depth': {float(f'{far:.1f}'):g} is far outside its training range" in r.stderr
-    assert f"[{least:g}, {largest:g}]" in r.stderr
-    # as written in the dataset's text, not checked against the file's range
-    assert "warning" not in sample(ckpt, '{"depth":900,"pm2_5":0,"mag":[?]}\n', "--scaled").stderr
 
 
 @pytest.mark.parametrize("script", ["sample.py", "eval.py"])
@@ -182,7 +179,6 @@ def test_tampered_ranges_and_a_renamed_mask_key_are_one_line_without_warnings(qu
 @pytest.mark.parametrize("edit, said", [({"seed": 7}, "has been prepared again since"),
                                         ({"keys": ["other"]}, "holds another dataset than")])
 def test_a_dataset_changed_since_training_is_named_truthfully(own_run, tmp_path, capsys, edit, said):
-    from predict import units_of
     data, ckpt = own_run
     copy = shutil.copytree(data, tmp_path / "data")
     meta = json.loads((copy / "meta.json").read_text())
