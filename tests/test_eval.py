@@ -85,7 +85,7 @@ def edited(checkpoint, path, **config):
     return str(path)
 
 
-def test_arithmetic_end_to_end_text_encoding(data, tmp_path):
+def test_arithmetic_end_to_end_text_encoding(data, own_data, tmp_path):
     report, stdout, _ = evaluated(eval_model(data, tmp_path / "p10", "--encoding=p10", "--block_size=64"))
     assert report["task"] == "arithmetic" and report["encoding"] == "p10" and list(report["splits"]) == ["test"]
     r = report["splits"]["test"]["answer"]
@@ -95,10 +95,9 @@ def test_arithmetic_end_to_end_text_encoding(data, tmp_path):
     assert m["valid"] <= 2 or (math.isfinite(m["r2"]) and m["adj_r2"] <= m["r2"])
     assert report["config"]["encoding"] == "p10" and "| test | answer |" in stdout
     # text the vocabulary never saw: an error naming the line
-    bad = shutil.copytree(data, str(tmp_path / "bad"))
-    rows = open(f"{bad}/test.txt").read().splitlines()
-    open(f"{bad}/test.txt", "w").write("\n".join(rows[:2] + ["zz" + rows[2]] + rows[3:]) + "\n")
-    r, _ = evaluate(tmp_path / "p10" / "ckpt_best.pt", bad, tmp_path)
+    rows = open(f"{own_data}/test.txt").read().splitlines()
+    open(f"{own_data}/test.txt", "w").write("\n".join(rows[:2] + ["zz" + rows[2]] + rows[3:]) + "\n")
+    r, _ = evaluate(tmp_path / "p10" / "ckpt_best.pt", own_data, tmp_path)
     assert r.returncode != 0 and "test.txt:3" in r.stderr
 
 
@@ -177,9 +176,10 @@ def test_summary_puts_encodings_side_by_side(tmp_path_factory, tmp_path):
 @pytest.mark.slow
 def test_own_data_in_original_units_with_baselines_and_plots(own_run, monkeypatch):
     data, ckpt = own_run
-    table = os.path.join(os.path.dirname(ckpt), "predictions.csv")
+    folder = os.path.dirname(ckpt)
+    table = f"{folder}/predictions.csv"
     r = run("eval.py", f"--ckpt={ckpt}", "--mask_key=t", "--save_predictions=True", f"--predictions={table}")
-    prefix = os.path.join(os.path.dirname(ckpt), "eval_t")  # named after the key: replaces no other report
+    prefix = f"{folder}/eval_t"  # named after the key: replaces no other report
     assert f"report: {prefix}.json and {prefix}.md; predictions: {table}" in r.stdout
     report = json.load(open(prefix + ".json"))
     t = report["splits"]["test"]["t"]
@@ -222,7 +222,7 @@ def test_own_data_in_original_units_with_baselines_and_plots(own_run, monkeypatc
     report = evaluated(ckpt)[0]
     assert report["task"] == "text" and set(report["splits"]["test"]) == {"t", "p"}  # every scaled key
     run("eval.py", f"--ckpt={ckpt}", "--mask_key=t", "--mask_all=True")
-    every = json.load(open(os.path.join(os.path.dirname(ckpt), "eval_t_all.json")))["splits"]["test"]["t"]
+    every = json.load(open(f"{folder}/eval_t_all.json"))["splits"]["test"]["t"]
     assert every["n"] == 3 * len(test) and "persistence" not in every and "train_mean" in every
 
 
@@ -271,13 +271,10 @@ def test_the_report_goes_where_it_can_be_written_and_replaces_no_other(checkpoin
 
 
 def test_a_sample_past_the_block_size_is_one_line_naming_it(checkpoint, own_data, tmp_path):
-    with open(f"{own_data}/test.txt", "a") as f:
-        f.write("(" + "+".join(["0.5"] * 40) + ")=20\n")
-    meta = json.load(open(f"{own_data}/meta.json"))
-    n = meta["splits"]["test"] = lines(own_data, "test")  # as a prepare run counts it
-    json.dump(meta, open(f"{own_data}/meta.json", "w"))
+    rows = open(f"{own_data}/test.txt").read().splitlines()
+    open(f"{own_data}/test.txt", "w").write("\n".join(rows[:-1] + ["(" + "+".join(["0.5"] * 40) + ")=20"]) + "\n")
     error = one_line_error(evaluate(checkpoint, own_data, tmp_path)[0])
-    assert f"test.txt:{n}:" in error and "more than the model's block_size" in error
+    assert f"test.txt:{len(rows)}:" in error and "more than the model's block_size" in error
 
 
 def test_nan_or_inf_predictions_are_counted_and_warned_of(checkpoint, data, tmp_path, monkeypatch):

@@ -36,28 +36,23 @@ def test_empty_input_is_an_error(checkpoint, tmp_path, text):
     assert f"{tmp_path / 'in.txt'}: no lines to predict" in one_line_error(r) and r.stdout == ""
 
 
-def test_a_missing_or_spaced_marker_is_an_error_and_glued_ones_print_apart(checkpoint):
-    r = refused(sample(checkpoint, "(0.5+0.25)=[?]\n(0.5+0.25)=0.75\n", check=False),
-                "stdin:2: no [?] in the line", "--mask_last")
-    assert "(0.5+0.25)=0.75" not in r.stdout
-    refused(sample(checkpoint, "(0.5+0.25)=[ ? ]\n", check=False), "stdin:1: '[ ? ]' looks like the marker [?]")
-    shown = sample(checkpoint, "([?][?][?])=0.5\n").stdout
-    assert "3 numbers predicted" in shown and "[?]" not in shown
-    assert re.fullmatch(r"\(-?[\d.e+-]+,-?[\d.e+-]+,-?[\d.e+-]+\)=0\.5", shown.splitlines()[0]), shown
-
-
 def test_each_bad_line_is_reported_and_the_rest_predicted(checkpoint, tmp_path):
     long_line = "(" + "+".join(["0.5"] * 40) + ")=[?]"
-    r = sample(checkpoint, f"(0.5+0.25)=[?]\n(a+0.25)=[?]\n{long_line}\n(1e300+0.25)=[?]\n\n(0.1*0.2)=[?]\n", check=False)
+    text = f"(0.5+0.25)=[?]\n(a+0.25)=[?]\n{long_line}\n(1e300+0.25)=[?]\n\n(0.1*0.2)=[?]\n(0.5+0.25)=0.75\n"
+    r = sample(checkpoint, text + "(0.5+0.25)=[ ? ]\n([?][?][?])=0.5\n", check=False)
     errors = r.stderr.strip().splitlines()
-    assert r.returncode != 0 and len(errors) == 4 and "Traceback" not in r.stderr
+    assert r.returncode != 0 and len(errors) == 6 and "Traceback" not in r.stderr
     assert errors[0].startswith("error: stdin:2: 'a' is not in the vocabulary") and "the model knows only" in errors[0]
     assert "--rebuild-vocab" not in errors[0]  # a trained model's vocabulary is fixed
     assert errors[1].startswith("error: stdin:3: 82 tokens, more than the model's block_size 32")
     assert errors[2].startswith("error: stdin:4: the number 1e+300 overflows float32")
-    assert errors[3] == "error: 3 of 5 lines could not be predicted (above)" and "2 numbers predicted" in r.stdout
+    assert errors[3].startswith("error: stdin:7: no [?] in the line") and "--mask_last" in errors[3]
+    assert errors[4].startswith("error: stdin:8: '[ ? ]' looks like the marker [?]")
+    assert errors[5] == "error: 5 of 8 lines could not be predicted (above)" and "5 numbers predicted" in r.stdout
     out = r.stdout.splitlines()
-    assert out[0].startswith("(0.5+0.25)=") and out[1].startswith("(0.1*0.2)=") and "[?]" not in r.stdout
+    assert len(out) == 4 and out[0].startswith("(0.5+0.25)=") and out[1].startswith("(0.1*0.2)=") and "[?]" not in r.stdout
+    # glued markers print apart
+    assert re.fullmatch(r"\(-?[\d.e+-]+,-?[\d.e+-]+,-?[\d.e+-]+\)=0\.5", out[2]), r.stdout
     r = from_file(checkpoint, tmp_path / "in.txt", b"(0.5+0.25)=[?]\n(0.\xe9+1)=[?]\n", check=False)
     assert f"{tmp_path / 'in.txt'}:2: not UTF-8 text" in one_line_error(r)
     r = sample(diverged(checkpoint, tmp_path / "diverged.pt"), "(0.5+0.25)=[?]\n(0.1+0.2)=[?]\n")
