@@ -96,7 +96,8 @@ def test_arithmetic_end_to_end_text_encoding(data, own_data, tmp_path):
     assert report["config"]["encoding"] == "p10" and "| test | answer |" in stdout
     # text the vocabulary never saw: an error naming the line
     rows = open(f"{own_data}/test.txt").read().splitlines()
-    open(f"{own_data}/test.txt", "w").write("\n".join(rows[:2] + ["zz" + rows[2]] + rows[3:]) + "\n")
+    rows[2] = "zz" + rows[2]
+    open(f"{own_data}/test.txt", "w").write("\n".join(rows) + "\n")
     r, _ = evaluate(tmp_path / "p10" / "ckpt_best.pt", own_data, tmp_path)
     assert r.returncode != 0 and "test.txt:3" in r.stderr
 
@@ -178,7 +179,8 @@ def test_own_data_in_original_units_with_baselines_and_plots(own_run, monkeypatc
     data, ckpt = own_run
     folder = os.path.dirname(ckpt)
     table = f"{folder}/predictions.csv"
-    r = run("eval.py", f"--ckpt={ckpt}", "--mask_key=t", "--save_predictions=True", f"--predictions={table}")
+    r = run("eval.py", f"--ckpt={ckpt}", "--mask_key=t", "--save_predictions=True", f"--predictions={table}",
+            "--splits=test,val")
     prefix = f"{folder}/eval_t"  # named after the key: replaces no other report
     assert f"report: {prefix}.json and {prefix}.md; predictions: {table}" in r.stdout
     report = json.load(open(prefix + ".json"))
@@ -191,6 +193,9 @@ def test_own_data_in_original_units_with_baselines_and_plots(own_run, monkeypatc
     assert t["persistence"]["mse"] == pytest.approx(by_hand)
     assert t["persistence"]["mse_original"] == pytest.approx(by_hand * 25)
     assert t["train_mean"]["mse"] == pytest.approx(np.mean([(row[-1] - mean) ** 2 for row in test]))
+    # windows of 3 steps of a random walk: no period, said once; least squares on p's and t's first two
+    assert r.stdout.count("t: no period found in the training lists") == 1 and t["least_squares"]["predictors"] == ["t", "p"]
+    assert all("seasonal_persistence" not in s["t"] and "persistence" in s["t"] for s in report["splits"].values())
     for said in ("persistence (the previous value of the same key)", "the key's training mean",
                  "MSE (original units)", "MSE of median (original units)"):
         assert said in r.stdout
@@ -198,7 +203,7 @@ def test_own_data_in_original_units_with_baselines_and_plots(own_run, monkeypatc
     assert row.endswith(f"| {ev.fmt(t['median_prediction']['mse_original'])} |")
     # the figures and predictions, in the file's units
     figures, s = [], json.load(open(f"{data}/meta.json"))["scales"]["t"]
-    rows = list(csv.DictReader(open(table)))
+    rows = [row for row in csv.DictReader(open(table)) if row["split"] == "test"]
     assert [int(row["line"]) for row in rows] == list(range(1, len(test) + 1))
     for row, window, p in zip(rows, test, t["median"]):
         own = [float(row[k]) for k in ("truth", "prediction", "persistence")]
@@ -206,7 +211,7 @@ def test_own_data_in_original_units_with_baselines_and_plots(own_run, monkeypatc
     monkeypatch.setattr(ev, "save_figure", lambda plt, fig, title, path: figures.append((fig, title)))
     n = len(t["truth"])
     t.update(pit=[0.5] * n, mixture=[[0.0, 0.0, 0.0, 0.0, -1.0, -1.0]] * n, per_seed=[{"cover50": 0.5, "cover90": 0.9}])
-    report["splits"]["test"] = {"t": t}
+    report["splits"] = {"test": {"t": t}}
     ev.write_plots(report, {"scales": {"t": s}}, "unused")
     (scatter, _), _, (densities, title) = figures
     ax, truth = scatter.axes[0], np.array(t["truth"])
@@ -272,7 +277,8 @@ def test_the_report_goes_where_it_can_be_written_and_replaces_no_other(checkpoin
 
 def test_a_sample_past_the_block_size_is_one_line_naming_it(checkpoint, own_data, tmp_path):
     rows = open(f"{own_data}/test.txt").read().splitlines()
-    open(f"{own_data}/test.txt", "w").write("\n".join(rows[:-1] + ["(" + "+".join(["0.5"] * 40) + ")=20"]) + "\n")
+    rows[-1] = "(" + "+".join(["0.5"] * 40) + ")=20"
+    open(f"{own_data}/test.txt", "w").write("\n".join(rows) + "\n")
     error = one_line_error(evaluate(checkpoint, own_data, tmp_path)[0])
     assert f"test.txt:{len(rows)}:" in error and "more than the model's block_size" in error
 

@@ -3,7 +3,7 @@ import json
 
 import numpy as np
 import pytest
-from helpers import evaluated, own_model, own_run  # noqa: F401
+from helpers import evaluated, own_model
 
 import eval_baselines as eb
 
@@ -80,16 +80,6 @@ def test_seasonal_persistence_finds_a_sines_period(tmp_path):
     given, stdout, _ = evaluated(ckpt, extra=["--mask_key=t", "--period=3"])
     g = given["splits"]["test"]["t"]["seasonal_persistence"]
     assert g["period"] == 3 and "--period=3" in stdout and g["mse"] > r["seasonal_persistence"]["mse"]
-
-
-@pytest.mark.slow
-def test_no_period_is_said_once_and_gives_no_seasonal_row(own_run):
-    # windows of 3 steps of a random walk
-    report, stdout, _ = evaluated(own_run[1], extra=["--mask_key=t", "--splits=test,val"])
-    assert stdout.count("t: no period found in the training lists") == 1
-    assert all("seasonal_persistence" not in s["t"] and "persistence" in s["t"] for s in report["splits"].values())
-    # the window's other numbers: p's and t's first two
-    assert report["splits"]["test"]["t"]["least_squares"]["predictors"] == ["t", "p"]
 
 
 @pytest.mark.parametrize("noise, n, says", [(1.0, 200, "no clear difference"), (0.3, 60, "beats"),
