@@ -86,7 +86,8 @@ def edited(checkpoint, path, **config):
 
 
 def test_arithmetic_end_to_end_text_encoding(data, own_data, tmp_path):
-    report, stdout, _ = evaluated(eval_model(data, tmp_path / "p10", "--encoding=p10", "--block_size=64"))
+    p10 = eval_model(data, tmp_path / "p10", "--encoding=p10", "--block_size=64")
+    report, stdout, _ = evaluated(p10)
     assert report["task"] == "arithmetic" and report["encoding"] == "p10" and list(report["splits"]) == ["test"]
     r = report["splits"]["test"]["answer"]
     m = r["per_seed"][0]
@@ -94,11 +95,15 @@ def test_arithmetic_end_to_end_text_encoding(data, own_data, tmp_path):
     assert m["valid"] == round(r["n"] * (1 - r["mean"]["invalid_rate"]))
     assert m["valid"] <= 2 or (math.isfinite(m["r2"]) and m["adj_r2"] <= m["r2"])
     assert report["config"]["encoding"] == "p10" and "| test | answer |" in stdout
-    # text the vocabulary never saw: an error naming the line
+    # a sample past the block size, then text the vocabulary never saw: an error naming the line
     rows = open(f"{own_data}/test.txt").read().splitlines()
+    rows[-1] = "(" + "+".join(["0.5"] * 40) + ")=20"
+    open(f"{own_data}/test.txt", "w").write("\n".join(rows) + "\n")
+    error = one_line_error(evaluate(p10, own_data, tmp_path)[0])
+    assert f"test.txt:{len(rows)}:" in error and "more than the model's block_size" in error
     rows[2] = "zz" + rows[2]
     open(f"{own_data}/test.txt", "w").write("\n".join(rows) + "\n")
-    r, _ = evaluate(tmp_path / "p10" / "ckpt_best.pt", own_data, tmp_path)
+    r, _ = evaluate(p10, own_data, tmp_path)
     assert r.returncode != 0 and "test.txt:3" in r.stderr
 
 
@@ -273,14 +278,6 @@ def test_the_report_goes_where_it_can_be_written_and_replaces_no_other(checkpoin
     r = run("eval.py", f"--ckpt={checkpoint}", f"--data_dir={shutil.copytree(data, str(tmp_path / 'copy_of_data'))}")
     assert f"{folder}/eval_copy_of_data.json" in r.stdout
     assert open(f"{folder}/eval.json").read() == full and json.loads(full)["data_dir"] == data
-
-
-def test_a_sample_past_the_block_size_is_one_line_naming_it(checkpoint, own_data, tmp_path):
-    rows = open(f"{own_data}/test.txt").read().splitlines()
-    rows[-1] = "(" + "+".join(["0.5"] * 40) + ")=20"
-    open(f"{own_data}/test.txt", "w").write("\n".join(rows) + "\n")
-    error = one_line_error(evaluate(checkpoint, own_data, tmp_path)[0])
-    assert f"test.txt:{len(rows)}:" in error and "more than the model's block_size" in error
 
 
 def test_nan_or_inf_predictions_are_counted_and_warned_of(checkpoint, data, tmp_path, monkeypatch):
