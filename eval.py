@@ -197,7 +197,7 @@ def check_seeds(checkpoints):
     """The first checkpoint's settings; all must agree but in NOT_THE_SETTING."""
     first, seeds = None, {}
     for path in checkpoints:
-        # its settings only: load_model reads the weights
+        # weights mapped, not read: load_model reads them
         c = load_checkpoint(path, mmap=True)
         data = (c.get("data_fingerprint") or {}).get("meta")
         vocab = (c["model_args"]["encoding"], c["text_tokens"])
