@@ -197,11 +197,9 @@ def check_seeds(checkpoints):
     """The first checkpoint's settings; all must agree but in NOT_THE_SETTING."""
     first, seeds = None, {}
     for path in checkpoints:
-        # its settings only: load_model reads the weights
+        # weights mapped, not read: load_model reads them
         c = load_checkpoint(path, mmap=True)
-        settings = ("config", "data_dir", "model_args", "data_fingerprint", "text_tokens")
-        c = {k: c.get(k) for k in settings}
-        data = (c["data_fingerprint"] or {}).get("meta")
+        data = (c.get("data_fingerprint") or {}).get("meta")
         vocab = (c["model_args"]["encoding"], c["text_tokens"])
         first = first or dict(c, data=data, vocab=vocab)
         if data != first["data"]:

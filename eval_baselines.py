@@ -256,17 +256,18 @@ def outside_training(quantity, truths, meta, scale):
     known = (meta.get("ranges") or {}).get(quantity.split(".")[0])
     if not known or not scale:
         return None
+    least, largest = known
     y = np.asarray(truths, float) * scale[1] + scale[0]
-    low, high = (y < known[0]).sum(), (y > known[1]).sum()
-    if low + high:
-        out = y[(y < known[0]) | (y > known[1])]
-        return (
-            f"{low + high} of {len(y)} true values lie outside the training"
-            f" range [{known[0]:g}, {known[1]:g}] ({low} below, {high} above, from {out.min():g} to"
-            f" {out.max():g})"
-            + "; a level that moves: prepare/text.py --scale record" * (meta.get("scale") != "record")
-        )
-    return None
+    out = y[(y < least) | (y > largest)]
+    if not len(out):
+        return None
+    below = int((out < least).sum())
+    said = f"{len(out)} of {len(y)} true values lie outside the training range"
+    said += f" [{least:g}, {largest:g}] ({below} below, {len(out) - below} above,"
+    said += f" from {out.min():g} to {out.max():g})"
+    if meta.get("scale") != "record":
+        said += "; a level that moves: prepare/text.py --scale record"
+    return said
 
 
 def baseline_text(name, scores, task):

@@ -7,7 +7,6 @@ prediction beside the truth. Your own data is in its file's units (prepare/READM
     python sample.py --ckpt=out/own/ckpt_best.pt --input=data/own/test.txt --mask_key=t
 """
 
-import os
 import sys
 from contextlib import nullcontext
 
@@ -64,15 +63,13 @@ def encode_lines(lines, name, vocab, block_size, causal, mask, units):
     done, absent, failed = [], [], 0
     for number, line in lines:
         where = f"{name}:{number}"
-        # a split written with --scale record: its levels file's
-        line_units = units
+        # --scale record: a split's line has its level in the levels file
         if units and "levels" in units:
-            line_units = dict(units, level=units["levels"][number - 1])
+            units = dict(units, level=units["levels"][number - 1])
         try:
-            done.append(encode_line(line, where, vocab, block_size, causal, mask, mask_all, line_units))
+            done.append(encode_line(line, where, vocab, block_size, causal, mask, mask_all, units))
         except KeyAbsent as e:
             absent.append(str(e))
-        # the other lines are still predicted
         except TextError as e:
             print(f"error: {e}", file=sys.stderr)
             failed += 1
@@ -90,7 +87,6 @@ def print_filled(model, vocab, done, dev, mask):
     invalid, not_num = counts["invalid"], counts["not_num"]
     what = f"{invalid} invalid"
     if vocab.encoding == "xval":
-        # a diverged model's NaN or inf is said
         what = f"token head not [NUM] at {not_num}" + f", {invalid} not finite" * bool(invalid)
     share = (invalid + not_num) / max(1, counts["numbers"])
     print(f"{counts['numbers']} numbers predicted, {what} ({share:.2%})")
@@ -102,14 +98,12 @@ def print_filled(model, vocab, done, dev, mask):
 
 def main():
     configure(globals(), __file__)
-    if not os.path.exists(ckpt):
-        raise SystemExit(f"error: {ckpt} not found")
     if mask_all and not mask_key:
         raise SystemExit("error: --mask_all=True needs --mask_key=KEY")
-    name = "stdin" if input == "-" else input
-    lines = read_input(input, name)
     dev = pick_device(device)
     model, vocab, config = load_model(ckpt, dev)
+    name = "stdin" if input == "-" else input
+    lines = read_input(input, name)
     units = units_of(ckpt, data_dir or str(config.get("data_dir")), scaled, input, mask_key)
     # None: predict the [?] of each line; "": mask its last number; a key: the last under it
     mask = mask_key or ("" if mask_last else None)

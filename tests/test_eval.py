@@ -10,6 +10,7 @@ import pytest
 import torch
 from conftest import run
 from helpers import diverged, eval_model, evaluated, one_line_error, own_run, prepared  # noqa: F401
+from helpers import truth_field, write_old_layout
 
 import eval as ev
 import model
@@ -47,6 +48,7 @@ def test_seeds_combine_into_mean_std_and_the_median_prediction():
     ("loses to", 40, "the model loses to the best baseline (persistence): its MSE is 2.5× the baseline's (95% interval "
                      "1.5–4, 40 records)\n\ntest · t: next to try: longer training (--max_iters)"),
     ("no clear difference", 40, "no clear difference between the model and the best baseline (persistence): its"),
+    ("beats", 40, "the model beats the best baseline (persistence): its MSE is 2.5×"),
     ("too few", 3, "3 test records are too few to tell the model from the best baseline (persistence): its MSE is "
                    "2.5× the baseline's; 17 more would do")])
 def test_the_report_says_the_verdict_its_interval_and_writes_predictions_in_file_units(says, records, said, tmp_path):
@@ -84,33 +86,33 @@ def edited(checkpoint, path, **config):
     return str(path)
 
 
-@pytest.fixture(scope="module")
-def mult3(tmp_path_factory):
-    return prepared(tmp_path_factory, "mult3", "prepare/arithmetic.py", "--variant=mult3", encodings=("p10", "xval"))
-
-
-def test_arithmetic_end_to_end_text_encoding(mult3, tmp_path):
-    report, stdout, _ = evaluated(eval_model(mult3, tmp_path / "p10", "--encoding=p10", "--block_size=32"))
+def test_arithmetic_end_to_end_text_encoding(data, own_data, tmp_path):
+    p10 = eval_model(data, tmp_path / "p10", "--encoding=p10", "--block_size=64")
+    report, stdout, _ = evaluated(p10)
     assert report["task"] == "arithmetic" and report["encoding"] == "p10" and list(report["splits"]) == ["test"]
     r = report["splits"]["test"]["answer"]
     m = r["per_seed"][0]
-    assert r["n"] == lines(mult3, "test") and 0 <= r["mean"]["invalid_rate"] <= 1
+    assert r["n"] == lines(data, "test") and 0 <= r["mean"]["invalid_rate"] <= 1
     assert m["valid"] == round(r["n"] * (1 - r["mean"]["invalid_rate"]))
     assert m["valid"] <= 2 or (math.isfinite(m["r2"]) and m["adj_r2"] <= m["r2"])
     assert report["config"]["encoding"] == "p10" and "| test | answer |" in stdout
-    # text the vocabulary never saw: an error naming the line
-    bad = shutil.copytree(mult3, str(tmp_path / "bad"))
-    rows = open(f"{bad}/test.txt").read().splitlines()
-    open(f"{bad}/test.txt", "w").write("\n".join(rows[:2] + ["zz" + rows[2]] + rows[3:]) + "\n")
-    r, _ = evaluate(tmp_path / "p10" / "ckpt_best.pt", bad, tmp_path)
+    # a sample past the block size, then text the vocabulary never saw: an error naming the line
+    rows = open(f"{own_data}/test.txt").read().splitlines()
+    rows[-1] = "(" + "+".join(["0.5"] * 40) + ")=20"
+    open(f"{own_data}/test.txt", "w").write("\n".join(rows) + "\n")
+    error = one_line_error(evaluate(p10, own_data, tmp_path)[0])
+    assert f"test.txt:{len(rows)}:" in error and "more than the model's block_size" in error
+    rows[2] = "zz" + rows[2]
+    open(f"{own_data}/test.txt", "w").write("\n".join(rows) + "\n")
+    r, _ = evaluate(p10, own_data, tmp_path)
     assert r.returncode != 0 and "test.txt:3" in r.stderr
 
 
-def test_a_causal_checkpoint_is_scored_by_generation_and_says_so(mult3, tmp_path):
-    causal = eval_model(mult3, tmp_path / "causal", "--block_size=32", "--causal=True")
+def test_a_causal_checkpoint_is_scored_by_generation_and_says_so(data, tmp_path):
+    causal = eval_model(data, tmp_path / "causal", "--block_size=32", "--causal=True")
     report, _, prefix = evaluated(causal)
     assert report["causal"] is True and "each number generated from the text before it" in open(prefix + ".md").read()
-    assert report["splits"]["test"]["answer"]["n"] == lines(mult3, "test")
+    assert report["splits"]["test"]["answer"]["n"] == lines(data, "test")
     mlm = edited(causal, tmp_path / "mlm.pt", causal=False, seed=2)
     r = run("eval.py", f"--ckpt={causal} {mlm}", f"--out={tmp_path / 'mixed'}", check=False)
     assert r.returncode != 0 and "differ in causal (True vs False): seeds must agree" in r.stderr
@@ -148,7 +150,6 @@ def test_planets_end_to_end_on_both_ood_sets(tmp_path_factory, tmp_path):
 
 @pytest.mark.slow
 def test_temperature_end_to_end_in_kelvin(tmp_path_factory, tmp_path):
-    from helpers import truth_field, write_old_layout
     tmp = tmp_path_factory.mktemp("era5")
     data = str(tmp / "data")
     nc = str(write_old_layout(tmp / "t2m.nc", truth_field()))
@@ -182,9 +183,11 @@ def test_summary_puts_encodings_side_by_side(tmp_path_factory, tmp_path):
 @pytest.mark.slow
 def test_own_data_in_original_units_with_baselines_and_plots(own_run, monkeypatch):
     data, ckpt = own_run
-    table = os.path.join(os.path.dirname(ckpt), "predictions.csv")
-    r = run("eval.py", f"--ckpt={ckpt}", "--mask_key=t", "--save_predictions=True", f"--predictions={table}")
-    prefix = os.path.join(os.path.dirname(ckpt), "eval_t")  # named after the key: replaces no other report
+    folder = os.path.dirname(ckpt)
+    table = f"{folder}/predictions.csv"
+    r = run("eval.py", f"--ckpt={ckpt}", "--mask_key=t", "--save_predictions=True", f"--predictions={table}",
+            "--splits=test,val")
+    prefix = f"{folder}/eval_t"  # named after the key: replaces no other report
     assert f"report: {prefix}.json and {prefix}.md; predictions: {table}" in r.stdout
     report = json.load(open(prefix + ".json"))
     t = report["splits"]["test"]["t"]
@@ -196,6 +199,9 @@ def test_own_data_in_original_units_with_baselines_and_plots(own_run, monkeypatc
     assert t["persistence"]["mse"] == pytest.approx(by_hand)
     assert t["persistence"]["mse_original"] == pytest.approx(by_hand * 25)
     assert t["train_mean"]["mse"] == pytest.approx(np.mean([(row[-1] - mean) ** 2 for row in test]))
+    # windows of 3 steps of a random walk: no period, said once; least squares on p's and t's first two
+    assert r.stdout.count("t: no period found in the training lists") == 1 and t["least_squares"]["predictors"] == ["t", "p"]
+    assert all("seasonal_persistence" not in s["t"] and "persistence" in s["t"] for s in report["splits"].values())
     for said in ("persistence (the previous value of the same key)", "the key's training mean",
                  "MSE (original units)", "MSE of median (original units)"):
         assert said in r.stdout
@@ -203,7 +209,7 @@ def test_own_data_in_original_units_with_baselines_and_plots(own_run, monkeypatc
     assert row.endswith(f"| {ev.fmt(t['median_prediction']['mse_original'])} |")
     # the figures and predictions, in the file's units
     figures, s = [], json.load(open(f"{data}/meta.json"))["scales"]["t"]
-    rows = list(csv.DictReader(open(table)))
+    rows = [row for row in csv.DictReader(open(table)) if row["split"] == "test"]
     assert [int(row["line"]) for row in rows] == list(range(1, len(test) + 1))
     for row, window, p in zip(rows, test, t["median"]):
         own = [float(row[k]) for k in ("truth", "prediction", "persistence")]
@@ -211,7 +217,7 @@ def test_own_data_in_original_units_with_baselines_and_plots(own_run, monkeypatc
     monkeypatch.setattr(ev, "save_figure", lambda plt, fig, title, path: figures.append((fig, title)))
     n = len(t["truth"])
     t.update(pit=[0.5] * n, mixture=[[0.0, 0.0, 0.0, 0.0, -1.0, -1.0]] * n, per_seed=[{"cover50": 0.5, "cover90": 0.9}])
-    report["splits"]["test"] = {"t": t}
+    report["splits"] = {"test": {"t": t}}
     ev.write_plots(report, {"scales": {"t": s}}, "unused")
     (scatter, _), _, (densities, title) = figures
     ax, truth = scatter.axes[0], np.array(t["truth"])
@@ -227,7 +233,7 @@ def test_own_data_in_original_units_with_baselines_and_plots(own_run, monkeypatc
     report = evaluated(ckpt)[0]
     assert report["task"] == "text" and set(report["splits"]["test"]) == {"t", "p"}  # every scaled key
     run("eval.py", f"--ckpt={ckpt}", "--mask_key=t", "--mask_all=True")
-    every = json.load(open(os.path.join(os.path.dirname(ckpt), "eval_t_all.json")))["splits"]["test"]["t"]
+    every = json.load(open(f"{folder}/eval_t_all.json"))["splits"]["test"]["t"]
     assert every["n"] == 3 * len(test) and "persistence" not in every and "train_mean" in every
 
 
@@ -275,20 +281,11 @@ def test_the_report_goes_where_it_can_be_written_and_replaces_no_other(checkpoin
     assert open(f"{folder}/eval.json").read() == full and json.loads(full)["data_dir"] == data
 
 
-def test_a_sample_past_the_block_size_is_one_line_naming_it(checkpoint, own_data, tmp_path):
-    with open(f"{own_data}/test.txt", "a") as f:
-        f.write("(" + "+".join(["0.5"] * 40) + ")=20\n")
-    meta = json.load(open(f"{own_data}/meta.json"))
-    n = meta["splits"]["test"] = lines(own_data, "test")  # as a prepare run counts it
-    json.dump(meta, open(f"{own_data}/meta.json", "w"))
-    error = one_line_error(evaluate(checkpoint, own_data, tmp_path)[0])
-    assert f"test.txt:{n}:" in error and "more than the model's block_size" in error
-
-
 def test_nan_or_inf_predictions_are_counted_and_warned_of(checkpoint, data, tmp_path, monkeypatch):
     r, prefix = evaluate(checkpoint, data, tmp_path, "--plots=True", check=True)
-    assert os.path.getsize(prefix + "_test.png") > 1000 and json.load(open(prefix + ".json"))["causal"] is False  # an MLM checkpoint
-    rate = json.load(open(prefix + ".json"))["splits"]["test"]["answer"]["mean"]["not_num_rate"]
+    report = json.load(open(prefix + ".json"))
+    assert os.path.getsize(prefix + "_test.png") > 1000 and report["causal"] is False  # an MLM checkpoint
+    rate = report["splits"]["test"]["answer"]["mean"]["not_num_rate"]
     assert "| not [NUM] |" in r.stdout and "| invalid |" not in r.stdout and r.stdout.count("warning") == (rate > 0)
     assert rate == 0 or f"warning: test · answer: the token head did not say [NUM] at {rate:.2%} (docs" in r.stdout
     # a diverged checkpoint: every prediction invalid

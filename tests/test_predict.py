@@ -10,8 +10,9 @@ from dataset import Vocab
 from eval_baselines import previous_values
 from model import GPT, GPTConfig
 from predict import KeyAbsent, detokenize, encode_line, fill_in, filled, generate, in_own_units, load_model
-from predict import masked_groups, masked_samples
+from predict import masked_groups, masked_numbers, masked_samples
 from tokenize_arrays import build_text_vocab
+from tokenize_line import split_text
 from util import TextError
 
 LINES = ["(0.5+0.25)=[?]", "([?]+0.125)=0.75", "([?][?]+1)=[?]"]
@@ -121,7 +122,5 @@ def test_what_each_task_masks():
 
 @pytest.mark.parametrize("line, text", [('{"12": 3, "b": 1}', "'12'"), ('{"a": "12.5", "b": 1}', "'12.5'")])
 def test_a_number_the_tokenizer_reads_in_a_json_string_is_named(line, text):
-    from predict import masked_numbers
-    from tokenize_line import split_text
     with pytest.raises(TextError, match=f"reads a number in the JSON string {text}; write a number as"):
         masked_numbers(line, split_text(line, "f:1"), "f:1", keys=["b"])

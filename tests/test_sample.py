@@ -11,6 +11,8 @@ import pytest
 from conftest import run
 from helpers import diverged, one_line_error, own_model, own_run  # noqa: F401
 
+from predict import units_of
+
 
 def sample(ckpt, text=None, *args, check=True):
     return run("sample.py", f"--ckpt={ckpt}", *args, input=text, check=check)
@@ -23,7 +25,6 @@ def from_file(ckpt, path, text, *args, check=True):
 
 
 def refused(r, *said):
-    """r failed, and its stderr says each of said."""
     assert r.returncode != 0 and all(s in r.stderr for s in said), r.stderr
     return r
 
@@ -35,28 +36,23 @@ def test_empty_input_is_an_error(checkpoint, tmp_path, text):
     assert f"{tmp_path / 'in.txt'}: no lines to predict" in one_line_error(r) and r.stdout == ""
 
 
-def test_a_missing_or_spaced_marker_is_an_error_and_glued_ones_print_apart(checkpoint):
-    r = refused(sample(checkpoint, "(0.5+0.25)=[?]\n(0.5+0.25)=0.75\n", check=False),
-                "stdin:2: no [?] in the line", "--mask_last")
-    assert "(0.5+0.25)=0.75" not in r.stdout
-    refused(sample(checkpoint, "(0.5+0.25)=[ ? ]\n", check=False), "stdin:1: '[ ? ]' looks like the marker [?]")
-    shown = sample(checkpoint, "([?][?][?])=0.5\n").stdout
-    assert "3 numbers predicted" in shown and "[?]" not in shown
-    assert re.fullmatch(r"\(-?[\d.e+-]+,-?[\d.e+-]+,-?[\d.e+-]+\)=0\.5", shown.splitlines()[0]), shown
-
-
 def test_each_bad_line_is_reported_and_the_rest_predicted(checkpoint, tmp_path):
     long_line = "(" + "+".join(["0.5"] * 40) + ")=[?]"
-    r = sample(checkpoint, f"(0.5+0.25)=[?]\n(a+0.25)=[?]\n{long_line}\n(1e300+0.25)=[?]\n\n(0.1*0.2)=[?]\n", check=False)
+    text = f"(0.5+0.25)=[?]\n(a+0.25)=[?]\n{long_line}\n(1e300+0.25)=[?]\n\n(0.1*0.2)=[?]\n(0.5+0.25)=0.75\n"
+    r = sample(checkpoint, text + "(0.5+0.25)=[ ? ]\n([?][?][?])=0.5\n", check=False)
     errors = r.stderr.strip().splitlines()
-    assert r.returncode != 0 and len(errors) == 4 and "Traceback" not in r.stderr
+    assert r.returncode != 0 and len(errors) == 6 and "Traceback" not in r.stderr
     assert errors[0].startswith("error: stdin:2: 'a' is not in the vocabulary") and "the model knows only" in errors[0]
     assert "--rebuild-vocab" not in errors[0]  # a trained model's vocabulary is fixed
     assert errors[1].startswith("error: stdin:3: 82 tokens, more than the model's block_size 32")
     assert errors[2].startswith("error: stdin:4: the number 1e+300 overflows float32")
-    assert errors[3] == "error: 3 of 5 lines could not be predicted (above)" and "2 numbers predicted" in r.stdout
+    assert errors[3].startswith("error: stdin:7: no [?] in the line") and "--mask_last" in errors[3]
+    assert errors[4].startswith("error: stdin:8: '[ ? ]' looks like the marker [?]")
+    assert errors[5] == "error: 5 of 8 lines could not be predicted (above)" and "5 numbers predicted" in r.stdout
     out = r.stdout.splitlines()
-    assert out[0].startswith("(0.5+0.25)=") and out[1].startswith("(0.1*0.2)=") and "[?]" not in r.stdout
+    assert len(out) == 4 and out[0].startswith("(0.5+0.25)=") and out[1].startswith("(0.1*0.2)=") and "[?]" not in r.stdout
+    # glued markers print apart
+    assert re.fullmatch(r"\(-?[\d.e+-]+,-?[\d.e+-]+,-?[\d.e+-]+\)=0\.5", out[2]), r.stdout
     r = from_file(checkpoint, tmp_path / "in.txt", b"(0.5+0.25)=[?]\n(0.\xe9+1)=[?]\n", check=False)
     assert f"{tmp_path / 'in.txt'}:2: not UTF-8 text" in one_line_error(r)
     r = sample(diverged(checkpoint, tmp_path / "diverged.pt"), "(0.5+0.25)=[?]\n(0.1+0.2)=[?]\n")
@@ -92,7 +88,7 @@ def test_mask_key_shows_the_masked_numbers_beside_their_truth(own_run, tmp_path)
 
 @pytest.fixture(scope="module")
 def quakes(tmp_path_factory):
-    """(dataset, meta, checkpoint) of a CSV prepared by prepare/text.py, its key 'pm2.5' renamed 'pm2_5'."""
+    """A CSV prepared by prepare/text.py, its key 'pm2.5' renamed 'pm2_5'."""
     rng = np.random.default_rng(0)
     rows = "".join(f"{d:.0f},{x:.2f},{4 + d / 200:.2f}\n" for d, x in rng.uniform((40, 10), (680, 20), (200, 2)))
     data, ckpt = own_model(tmp_path_factory.mktemp("quakes"), "q.csv", "depth,pm2.5,mag\n" + rows,
@@ -107,7 +103,7 @@ def predicted(r):
     return list(json.loads(r.stdout.splitlines()[0].split("  (true")[0]).values())
 
 
-def test_a_record_in_the_files_units_is_scaled_as_by_hand(quakes):
+def test_a_record_in_the_files_units_is_scaled_as_by_hand_and_range_checked(quakes):
     data, meta, ckpt = quakes
     s = meta["scales"]
     own = sample(ckpt, '{"depth":562,"pm2.5":12.5,"mag":[?]}\n')
@@ -124,6 +120,16 @@ def test_a_record_in_the_files_units_is_scaled_as_by_hand(quakes):
         assert predicted(sample(ckpt, text)) == [depth, pm25, mag]
     r = sample(ckpt, '{"depth":562,"y":12.5,"mag":[?]}\n', check=False)
     refused(r, "stdin:1: a number under key 'y'", "its number keys: depth, pm2_5, mag")
+    least, largest = meta["ranges"]["depth"]
+    inside = largest + 0.9 * (largest - least)
+    assert "warning" not in sample(ckpt, f'{{"depth":{inside:.1f},"pm2_5":12.5,"mag":[?]}}\n').stderr
+    far = largest + 1.1 * (largest - least)
+    r = sample(ckpt, f'{{"depth":{far:.1f},"pm2_5":12.5,"mag":[?]}}\n')
+    assert r.returncode == 0 and len(predicted(r)) == 3 and "1 numbers predicted" in r.stdout
+    assert f"stdin:1: key 'depth': {float(f'{far:.1f}'):g} is far outside its training range" in r.stderr
+    assert f"[{least:g}, {largest:g}]" in r.stderr
+    # as written in the dataset's text, not checked against the file's range
+    assert "warning" not in sample(ckpt, '{"depth":900,"pm2_5":0,"mag":[?]}\n', "--scaled").stderr
 
 
 def test_a_split_prints_in_the_files_units_and_with_scaled_as_written(quakes, tmp_path):
@@ -142,20 +148,6 @@ def test_a_split_prints_in_the_files_units_and_with_scaled_as_written(quakes, tm
         prediction, in_file, printed = (json.loads(x.split("  (true")[0]) for x in (line, shown, in_units))
         assert prediction["mag"] == pytest.approx(in_file["mag"] * s["mag"]["spread"] + s["mag"]["center"], rel=1e-4)
         assert printed == pytest.approx(prediction, rel=1e-4)
-
-
-def test_a_number_far_outside_its_training_range_is_warned_of(quakes):
-    data, meta, ckpt = quakes
-    least, largest = meta["ranges"]["depth"]
-    inside = largest + 0.9 * (largest - least)
-    assert "warning" not in sample(ckpt, f'{{"depth":{inside:.1f},"pm2_5":12.5,"mag":[?]}}\n').stderr
-    far = largest + 1.1 * (largest - least)
-    r = sample(ckpt, f'{{"depth":{far:.1f},"pm2_5":12.5,"mag":[?]}}\n')
-    assert r.returncode == 0 and len(predicted(r)) == 3 and "1 numbers predicted" in r.stdout
-    assert f"stdin:1: key 'depth': {float(f'{far:.1f}'):g} is far outside its training range" in r.stderr
-    assert f"[{least:g}, {largest:g}]" in r.stderr
-    # as written in the dataset's text, not checked against the file's range
-    assert "warning" not in sample(ckpt, '{"depth":900,"pm2_5":0,"mag":[?]}\n', "--scaled").stderr
 
 
 @pytest.mark.parametrize("script", ["sample.py", "eval.py"])
@@ -182,7 +174,6 @@ def test_tampered_ranges_and_a_renamed_mask_key_are_one_line_without_warnings(qu
 @pytest.mark.parametrize("edit, said", [({"seed": 7}, "has been prepared again since"),
                                         ({"keys": ["other"]}, "holds another dataset than")])
 def test_a_dataset_changed_since_training_is_named_truthfully(own_run, tmp_path, capsys, edit, said):
-    from predict import units_of
     data, ckpt = own_run
     copy = shutil.copytree(data, tmp_path / "data")
     meta = json.loads((copy / "meta.json").read_text())
