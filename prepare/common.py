@@ -151,7 +151,8 @@ def dataset_files(out):
     prepared = meta is not None and meta.get("dataset") != "plain text"
     names = {"vocab.json"} | ({"meta.json"} if meta is not None else set())
     if prepared:
-        names |= {f"{s}{ext}" for s in meta["splits"] for ext in (".txt", ".ocean.txt", ".levels.txt")}
+        extensions = (".txt", ".ocean.txt", ".levels.txt")
+        names |= {f"{s}{ext}" for s in meta["splits"] for ext in extensions}
     # atomic_file's leftovers
     temporaries = [
         rf"{re.escape(r)}\.(?:\w+\.)?tmp{re.escape(e)}" for r, e in map(os.path.splitext, names)
