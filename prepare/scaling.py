@@ -82,27 +82,6 @@ def written(x, scale, digits):
     return np.array(text, dtype=object)[inverse.ravel()]
 
 
-def row_of(col, value, rows):
-    """The first of rows (a mask) that holds the number value."""
-    found = (col.x == value) & (col.code == NUM) & rows
-    if found.any():
-        return int(np.argmax(found))
-    return min(r for r, v in col.nested.items() if value in map(float, numbers(v)))
-
-
-def float32_clash(table, col, held, scale, digits):
-    """(a, its place, b, its place): two inputs that reach the model as one float32 (in a piece of
-    the column, or one float64 as read), else None."""
-    for x, _ in number_pieces(col, held) if not col.clash else ():
-        distinct = np.unique(x)
-        as_read = np.array(written(distinct, scale, digits), dtype=float).astype(np.float32)
-        same = np.flatnonzero(as_read[1:] == as_read[:-1])
-        if len(same):
-            a, b = sorted((row_of(col, v, held), v) for v in distinct[same[0] : same[0] + 2])
-            return repr(float(b[1])), table.where(b[0]), repr(float(a[1])), table.where(a[0])
-    return col.clash
-
-
 def scale(table, parts, keys, mode):
     """({key: scale}, {key: decimals}, {key: largest |x| written}, {key: [least, largest] in
     train}), from train; what the model cannot tell apart warned of."""
@@ -132,9 +111,9 @@ def scale(table, parts, keys, mode):
                 f"note: key {key!r}: its values span [{low:g}, {high:g}], beyond train's"
                 f" [{train_low:g}, {train_high:g}]; a level that moves: --window N --scale record"
             )
-        clash = float32_clash(table, col, held, s, digits[key])
-        if clash:
-            a, where, b, seen = clash
+        # two numbers one float64 as read (20-digit IDs)
+        if col.clash:
+            a, where, b, seen = col.clash
             y = np.float32(written([float(a)], s, digits[key])[0])
             said["clash"].append(
                 f"warning: {where}: key {key!r}: {a} and {b} ({seen}) reach the model as one value"
@@ -151,6 +130,11 @@ def scale(table, parts, keys, mode):
             said["far"].append(
                 f"warning: key {key!r}: scaled, its numbers reach |x| = {largest[key]:.3g}; far"
                 " from order 1: write log10 of the key, or leave outliers out"
+            )
+        if mode == "none" and not 0.1 <= largest[key] <= 10:
+            said["far"].append(
+                f"warning: key {key!r}: numbers up to |x| = {largest[key]:.4g}, far from order 1"
+                " (--scale auto scales them)"
             )
     for lines in said.values():
         print_some(lines)

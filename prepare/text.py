@@ -110,7 +110,7 @@ def parser():
     add("--decimal-comma", action="store_true", help="CSV numbers are written 12,5")
     add("--scale", choices=("auto", "none", "record"), default="auto", help="auto: (x - mean) / std"
         " of each key on train; none: as they are; record: each window's numbers of a key divided"
-        " by its level, the mean |x| of all but the last (a level that moves)")
+        " by the mean |x| of all but its last")
     add("--group", metavar="COL", help="rows with the same COL are one series (a station), split"
         " in time within it or (--order random) by group")
     add("--context-before", action="store_true", help="with --order time: a val or test window may"
@@ -145,7 +145,7 @@ def parse_args(argv):
     args.stride = args.stride or args.window
     args.order = args.order or ("time" if args.window > 1 else "random")
     if args.scale == "record" and args.window < 2:
-        fail("--scale record goes with --window N (N > 1): it scales each window by its level")
+        fail("--scale record goes with --window N (N > 1)")
     if args.context_before and (args.order != "time" or args.window < 2 or args.val):
         fail("--context-before goes with --window N (N > 1) split in time order (--order time)")
     if args.order == "random" and args.stride < args.window and not (args.val or args.group):
@@ -415,14 +415,6 @@ def report(args, meta, table, parts, largest, vocab, counts, n_windowed, repeate
     for s, n in repeated.items():
         if n:
             print(f"note: {n} of the {meta['splits'][s]} {s} records are also, exactly, in train")
-    print_some(
-        [
-            f"warning: key {k!r}: numbers up to |x| = {largest[k]:.4g}, far from order 1"
-            " (--scale auto scales them)"
-            for k in meta["scales"]
-            if args.scale == "none" and not 0.1 <= largest[k] <= 10
-        ]
-    )
     print(f"next: {shell_line('python', 'tokenize_numbers.py', args.out, '--encoding', 'xval')}")
 
 
