@@ -1,6 +1,7 @@
 """Records for prepare/text.py: keys checked, windows of rows, split into train, val and test (a
 Part each), missing values left out."""
 
+import functools
 import json
 import re
 from decimal import Decimal
@@ -355,6 +356,7 @@ def date_keys(table, text_keys):
     return dates
 
 
+@functools.cache
 def as_word(text):
     """text, or if the tokenizer would read a number in it, one word ("room_12", "_01234")."""
     try:
@@ -394,17 +396,14 @@ def words_for_tokenizer(table):
                 + (" (--mask_key takes the new name)" if what == "key" else "")
             )
     # not renamed: the keys within a JSON value
-    first = {}
     for col in table.cols.values():
         for row, value in col.nested.items():
             for key in keys_within(value):
-                first[key] = min(first.get(key, row), row)
-    for key, row in sorted(first.items(), key=lambda item: item[1]):
-        if as_word(key) != key:
-            fail(
-                f"{table.where(row)}: the tokenizer reads a number in the key {excerpt(key)};"
-                f" rename it {excerpt(as_word(key))}"
-            )
+                if as_word(key) != key:
+                    fail(
+                        f"{table.where(row)}: the tokenizer reads a number in the key"
+                        f" {excerpt(key)}; rename it {excerpt(as_word(key))}"
+                    )
     word = lambda x: values.get(x, x)
     for col in table.cols.values():
         col.texts = [word(t) for t in col.texts]

@@ -64,9 +64,7 @@ def scale_of(table, train, key, mode, say=print):
 
 
 def decimals_of(q, spread, mode, largest):
-    """The decimals d of a key's written numbers: scaled, the least d with 10^-d * spread <= 10^q /
-    10, so that the input comes back; as they are, the input's own; at most what a float64 holds
-    of the largest |x| written."""
+    """The decimals of a key's written numbers (prepare/README.md, Digits)."""
     d = -int(q) if mode == "none" else math.ceil(math.log10(spread) - int(q) + 1 - 1e-9)
     return max(0, min(d, 17 - math.floor(math.log10(largest or 1))))
 
@@ -89,8 +87,7 @@ def scale(table, parts, keys, mode):
     said = defaultdict(list)
     for key in keys:
         col = table.cols[key]
-        held = rows_in(table, parts, key)
-        low, high, least, most = extremes(col, held)
+        low, high, least, most = extremes(col, rows_in(table, parts, key))
         # squared, such a number overflows a float64
         if most > 1e150:
             fail(f"key {key!r}: |x| up to {most:g}, too large to scale; write log10 of it as a key")
@@ -111,7 +108,6 @@ def scale(table, parts, keys, mode):
                 f"note: key {key!r}: its values span [{low:g}, {high:g}], beyond train's"
                 f" [{train_low:g}, {train_high:g}]; a level that moves: --window N --scale record"
             )
-        # two numbers one float64 as read (20-digit IDs)
         if col.clash:
             a, where, b, seen = col.clash
             y = np.float32(written([float(a)], s, digits[key])[0])

@@ -169,7 +169,7 @@ def check_inputs(paths, out):
         except TextError as e:
             fail(e)
         if digest in seen:
-            fail(f"{path} holds the same bytes as {seen[digest]}: a file given twice; give it once")
+            fail(f"{path} holds the same bytes as {seen[digest]}: a file given twice")
         seen[digest] = path
     # --force would delete an input before it is read back
     if os.path.isdir(out):
@@ -253,7 +253,7 @@ def zeros(x):
 
 def lines_of(table, part, keys, writers, lo, hi, levels=None):
     """The lines of records lo..hi of a part, without the keys a record leaves out; levels: {key:
-    each record's level}, its numbers divided by."""
+    each record's level} to divide by."""
     rows = part.rows[lo:hi]
     values = {}
     for key in keys:
@@ -303,12 +303,11 @@ def check_tokens(table, parts, keys):
                     fix = ""
                     for k, v in json.loads(line).items():
                         if unseen[0] in tokens_of(dump({k: v}, zeros), "")[2]:
-                            fix = f"leave out its key {k!r} (--columns), "
+                            fix = f"leave out its key {k!r} (--columns) or "
                             break
                     fail(
                         f"{where}: the {split} record holds the text token {excerpt(unseen[0])},"
-                        f" which no training record has; {fix}add such records to train, or write"
-                        " it as a number or a category train has"
+                        f" which no training record has; {fix}add such records to train"
                     )
                 vocab.update(dict.fromkeys(unseen))
     counts = np.array([(n_read, n_pieces) for n_read, n_pieces, _ in seen.values()])
@@ -330,17 +329,19 @@ def write_lines(stage, table, parts, keys, writers, record):
     its lines are also in train}."""
     repeated, train = {}, np.empty(len(parts[0]), np.int64)
     for split, part in zip(SPLITS, parts):
-        path = os.path.join(stage, f"{split}.levels.txt")
-        levels_file = open_new(path, "w") if record else contextlib.nullcontext()
+        levels_file = contextlib.nullcontext()
+        if record:
+            levels_file = open_new(os.path.join(stage, f"{split}.levels.txt"), "w")
         with open_new(os.path.join(stage, f"{split}.txt")) as f, levels_file:
             for lo in range(0, len(part), BLOCK):
-                rows = part.rows[lo : lo + BLOCK]
-                found = {k: levels_in(table.cols[k], rows).tolist() for k in writers} if record else {}
-                lines = lines_of(table, part, keys, writers, lo, lo + BLOCK, found)
-                f.write(("\n".join(lines) + "\n").encode())
+                found = {}
                 if record:
+                    rows = part.rows[lo : lo + BLOCK]
+                    found = {k: levels_in(table.cols[k], rows).tolist() for k in writers}
                     each = zip(*found.values())
                     levels_file.write("".join(json.dumps(dict(zip(found, v))) + "\n" for v in each))
+                lines = lines_of(table, part, keys, writers, lo, lo + BLOCK, found)
+                f.write(("\n".join(lines) + "\n").encode())
                 hashes = np.fromiter(map(hash, lines), np.int64, len(lines))
                 if split == "train":
                     train[lo : lo + len(lines)] = hashes
@@ -367,10 +368,9 @@ def print_keys(args, meta, table, written_rows, largest):
                 f"  {k:>12}: numbers, scaled (x - {s['center']:g}) / {s['spread']:g},"
                 f" {meta['decimals'][k]} decimals, largest |x| written {largest[k]:.3g}"
             )
-        elif s and args.scale == "record":
-            lines.append(f"  {k:>12}: numbers, each window's divided by its level")
         elif s:
-            lines.append(f"  {k:>12}: numbers, as they are, largest |x| {largest[k]:.3g}")
+            how = "each window's divided by its level" if args.scale == "record" else "as they are"
+            lines.append(f"  {k:>12}: numbers, {how}, largest |x| read {largest[k]:.3g}")
         if k in meta["text_keys"]:
             col = table.cols[k]
             codes = np.unique(col.code[written_rows])
