@@ -487,7 +487,7 @@ def main():
     except (ValueError, OSError) as e:
         raise SystemExit(f"error: {e}")
     per_point = ["line", "predicted"]
-    per_point += [] if save_predictions else ["truth", "median", "pit", "mixture"]
+    per_point += [] if save_predictions else ["truth", "median", "levels", "pit", "mixture"]
     saved = {**report, "splits": {}}
     for split, quantities in report["splits"].items():
         saved["splits"][split] = {

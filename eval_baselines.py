@@ -219,7 +219,9 @@ def verdict(r, predicted, lines):
     """The model's median against each baseline on the values it predicted (lines: their records),
     and the verdict against the best; None without baselines or a valid prediction."""
     y = np.asarray(r["truth"], float)
-    model = (np.array(r["median"], float) - y) ** 2
+    # --scale record: squared errors in the file's units, times each record's level squared
+    w = np.broadcast_to(np.asarray(r.get("levels", 1.0)) ** 2, y.shape)
+    model = w * (np.array(r["median"], float) - y) ** 2
     ok = ~np.isnan(model)
     if not predicted or not ok.any():
         return None
@@ -227,7 +229,7 @@ def verdict(r, predicted, lines):
     paired = {}
     with np.errstate(divide="ignore", invalid="ignore"):
         for name, p in predicted.items():
-            error = (np.asarray(p, float)[ok] - y[ok]) ** 2
+            error = w[ok] * (np.asarray(p, float)[ok] - y[ok]) ** 2
             paired[name] = ratio_interval(model[ok], error, records)
     # the least MSE: the highest ratio
     best = max(paired, key=lambda name: paired[name][0])

@@ -196,6 +196,8 @@ def test_scale_record_is_undone_by_eval_and_sample(tmp_path):
     scores = json.load(open(f"{tmp_path / 'run'}/eval_y.json"))["splits"]["test"]["y"]
     predicted = np.array([float(row["prediction"]) for row in rows])
     assert scores["mean"]["mse_original"] == pytest.approx(np.mean((predicted - truth) ** 2), rel=1e-4)
+    ratio = scores["mean"]["mse_original"] / scores["persistence"]["mse_original"]
+    assert scores["verdict"]["paired"]["persistence"][0] == pytest.approx(ratio) and "levels" not in scores
     assert "outside the training range" in r.stdout and "--scale record" not in r.stdout
     # a split: printed in the file's units; a record typed in them: scaled by its own level
     first = [round(v, 1) for v in y[86 - len(levels) : 91 - len(levels)]]
