@@ -19,17 +19,15 @@ import numpy as np
 import pytest
 import torch
 from conftest import ROOT, read, run
-from helpers import diverging_after, losses, one_line_error, resumed_losses_match, tiny, train, train_args
+from helpers import diverging_after, losses, one_line_error, prepared, resumed_losses_match, tiny, train, train_args
 
 from dataset import Split
 
 
-@pytest.fixture(scope="module")
-def two_steps(data, tmp_path_factory):
-    """A tiny run of two steps, for tests to copy."""
-    out = tmp_path_factory.mktemp("two_steps")
-    train(data, out)
-    return out
+@pytest.fixture
+def two_steps(checkpoint):
+    """The session's tiny run of two steps, for tests to copy."""
+    return pathlib.Path(checkpoint).parent
 
 
 def refused(data_dir, out, *args):
@@ -74,10 +72,8 @@ def test_resume_continues_exactly(data, tmp_path):
     resumed_losses_match(data, tmp_path)
 
 
-def test_packing_gives_the_losses_of_padding(tmp_path):
-    data = str(tmp_path / "lookup")
-    run("prepare/lookup.py", "--size=tiny", "--out", data, "--workers=1")
-    run("tokenize_numbers.py", data, "--encoding=p10", "--workers=1")
+def test_packing_gives_the_losses_of_padding(tmp_path, tmp_path_factory):
+    data = prepared(tmp_path_factory, "lookup", "prepare/lookup.py", encodings=("p10",))
     flags = ["--block_size=64", "--batch_size=16", "--micro_batch_size=16", "--max_iters=3", "--eval_interval=100",
              "--encoding=p10"]
     train(data, tmp_path / "padded", *flags)
