@@ -6,7 +6,7 @@ import re
 
 import numpy as np
 import pytest
-from conftest import ROOT, run
+from conftest import ROOT, read, run
 from helpers import losses, truth_field, write_old_layout
 
 from configurator import configure, defaults
@@ -73,7 +73,7 @@ def test_each_small_config_trains_from_a_prepared_tiny_set(tmp_path, dataset, en
 
 @pytest.mark.parametrize("task", ["arithmetic", "lookup", "planets", "era5"])
 def test_each_prepare_script_writes_by_default_where_the_tasks_configs_read(task):
-    source = open(os.path.join(ROOT, "prepare", f"{task}.py")).read()
+    source = read(f"prepare/{task}.py")
     call = source[source.index("base_parser(", source.index("__main__") if task != "era5" else 0):][:400]
     out = re.search(r"""["'](data/[^"']+)["']""", call)[1].replace("<variant>", "ops2")
     for encoding in ("xval", "p10"):
