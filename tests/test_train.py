@@ -85,15 +85,9 @@ def test_packing_gives_the_losses_of_padding(tmp_path, tmp_path_factory):
 
 
 def test_sample_fills_in_and_a_causal_model_generates(data, two_steps, tmp_path):
-    ckpt = f"--ckpt={two_steps}/ckpt_best.pt"
-    lines = run("sample.py", ckpt, input="(0.5+0.25)=[?]\n([?]*0.1)=0.05\n").stdout.splitlines()
-    assert lines[0].startswith("(0.5+0.25)=") and "[?]" not in lines[0]
-    assert lines[1].endswith("*0.1)=0.05") and "[?]" not in lines[1] and "2 numbers predicted" in lines[-1]
-    r = run("sample.py", ckpt, f"--input={data}/test.txt", "--mask_last", "--show=2")
+    r = run("sample.py", f"--ckpt={two_steps}/ckpt_best.pt", f"--input={data}/test.txt", "--mask_last", "--show=2")
     assert "50 numbers predicted" in r.stdout and r.stdout.count("(true: ") == 2
     assert "python eval.py --ckpt=" in r.stdout
-    r = run("sample.py", ckpt, input="(0.5+0.25)=[?]\n\n(a+0.25)=[?]\n", check=False)
-    assert r.returncode != 0 and "stdin:3" in r.stderr and "'a'" in r.stderr
     train(data, tmp_path, "--max_iters=3", "--eval_interval=3", "--causal=True")
     r = run("sample.py", f"--ckpt={tmp_path}/ckpt_best.pt", "--max_new_tokens=5", input="(0.5+0.25)=\n")
     assert r.stdout.startswith("(0.5+0.25)=")
