@@ -14,12 +14,10 @@ def in_process(calls):
     """gpu_claims.run, noting each script and running it as the suite does."""
     def fake_run(cmd, log_path, deadline):
         calls.append(cmd[1])
-        r = run(*cmd[1:], check=False)
+        r = run(*cmd[1:])
         os.makedirs(os.path.dirname(log_path), exist_ok=True)
         with open(log_path, "a") as log:
             log.write(r.stdout + r.stderr)
-        if r.returncode != 0:
-            raise SystemExit(f"error: {' '.join(cmd[1:])} failed:\n{r.stdout}\n{r.stderr}")
         return True
     return fake_run
 
