@@ -29,9 +29,6 @@ def test_every_range_is_one_some_script_has_and_the_encodings_are_the_tokenizers
     ("--dtype=fp16", "dtype = 'fp16' (from --dtype) is not one of auto | bfloat16 | float32"),
     ("--encoding=p11", "encoding = 'p11' (from --encoding) is not one of xval | p10 | p1000 | b1999 | fp15"),
     ("--max_iters=None", "max_iters expects int (default 500000), got None"),
-    ("sample.py --batch_size=0", "batch_size = 0 (from --batch_size) is out of its range [1, inf)"),
-    ("sample.py --max_lines=-1", "max_lines = -1 (from --max_lines) is out of its range [0, inf)"),
-    ("eval.py --max_samples=-1", "max_samples = -1"),
 ])
 def test_a_setting_out_of_range_is_one_line_naming_key_value_and_range(args, message):
     args = args.split()
@@ -41,21 +38,25 @@ def test_a_setting_out_of_range_is_one_line_naming_key_value_and_range(args, mes
     assert message in str(e.value) and "\n" not in str(e.value)
 
 
-SETTINGS = defaults(TRAIN)
-# train.py's numbers and their ranges ([0, inf) where RANGES names none)
-RANGES = {k: "[0, inf)" for k, v in SETTINGS.items() if type(v) in (int, float)} | read_ranges(TRAIN)
+def numbers(script):
+    """A script's settings, and its numbers' ranges ([0, inf) where RANGES names none)."""
+    settings = defaults(os.path.join(ROOT, script))
+    ranges = {k: "[0, inf)" for k, v in settings.items() if type(v) in (int, float)}
+    return settings, ranges | read_ranges(os.path.join(ROOT, script))
 
 
-@pytest.mark.parametrize("key", [k for k, spec in RANGES.items() if INTERVAL.match(spec)])
-def test_a_number_just_outside_its_interval_is_one_line(key):
-    left, low, high, right = INTERVAL.match(RANGES[key]).groups()[:4]
-    outside = [float(low) - (left == "[")]
-    if high not in SETTINGS and high != "inf":
-        outside.append(float(high) + (right == "]"))
-    for value in map(type(SETTINGS[key]), outside):
+@pytest.mark.parametrize("script,key", [(s, k) for s in RANGED for k, spec in numbers(s)[1].items()
+                                        if INTERVAL.match(spec)])
+def test_a_number_just_outside_its_interval_is_one_line(script, key):
+    settings, ranges = numbers(script)
+    left, low, high, right = INTERVAL.match(ranges[key]).groups()[:4]
+    outside = [float(settings.get(low, low)) - (left == "[")]
+    if high != "inf":
+        outside.append(float(settings.get(high, high)) + (right == "]"))
+    for value in map(type(settings[key]), outside):
         with pytest.raises(SystemExit) as e:
-            configure(dict(SETTINGS), TRAIN, [f"--{key}={value}"])
-        interval = RANGES[key].partition(" multiple")[0]
+            configure(dict(settings), os.path.join(ROOT, script), [f"--{key}={value}"])
+        interval = ranges[key].partition(" multiple")[0]
         assert str(e.value).startswith(f"error: {key} = {value!r} (from --{key}) is out of its range {interval}")
 
 

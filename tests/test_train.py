@@ -143,31 +143,28 @@ def test_matmuls_stay_float32(data, tmp_path, device):
     assert ((num.double().cpu() - exact).norm() / exact.norm()).item() < 2e-6
 
 
-def host_reads(data, out, steps, log_interval):
+def host_reads(monkeypatch, data, out, steps, log_interval):
     """How often train.py's main thread reads a device value on the host."""
-    names = ("tolist", "item", "__bool__", "__int__", "__float__", "numpy")
-    reads, originals = [], {name: getattr(torch.Tensor, name) for name in names}
+    reads = []
 
-    def counted(name):
+    def counted(original):
         def read(self, *args):
             if threading.current_thread() is threading.main_thread() and \
                     os.path.dirname(sys._getframe(1).f_code.co_filename) == ROOT:
-                reads.append(name)
-            return originals[name](self, *args)
+                reads.append(original)
+            return original(self, *args)
         return read
-    try:
-        for name in originals:
-            setattr(torch.Tensor, name, counted(name))
-        train(data, out, f"--max_iters={steps}", "--eval_interval=100", f"--log_interval={log_interval}")
-    finally:
-        for name, original in originals.items():
-            setattr(torch.Tensor, name, original)
+    for name in ("tolist", "item", "__bool__", "__int__", "__float__", "numpy"):
+        monkeypatch.setattr(torch.Tensor, name, counted(getattr(torch.Tensor, name)))
+    train(data, out, f"--max_iters={steps}", "--eval_interval=100", f"--log_interval={log_interval}")
+    monkeypatch.undo()
     return len(reads)
 
 
-def test_the_host_waits_once_a_logged_step(data, tmp_path):
-    quiet = [host_reads(data, tmp_path / f"q{steps}", steps, 100) for steps in (4, 8)]  # logs the last step
-    logged = [host_reads(data, tmp_path / f"l{steps}", steps, 2) for steps in (4, 8)]
+def test_the_host_waits_once_a_logged_step(data, tmp_path, monkeypatch):
+    # log_interval 100: only the last step is logged
+    quiet = [host_reads(monkeypatch, data, tmp_path / f"q{steps}", steps, 100) for steps in (4, 8)]
+    logged = [host_reads(monkeypatch, data, tmp_path / f"l{steps}", steps, 2) for steps in (4, 8)]
     assert quiet[1] - quiet[0] == 0 and logged[1] - logged[0] == 2, (quiet, logged)
 
 
