@@ -183,14 +183,11 @@ def test_a_run_is_replaced_only_with_overwrite_and_unlocked(data, two_steps, tmp
     before, log = (out / "ckpt_best.pt").read_bytes(), (out / "log.jsonl").read_text()
     error = refused(data, out)
     assert "--resume" in error and "--overwrite=True" in error and "ckpt_best.pt" in error
-    other = subprocess.Popen(["sleep", "60"])
-    try:
-        (out / "train.lock").write_text(str(other.pid))
-        error = refused(data, out, "--overwrite=True")
-        assert f"in use by another train.py run (pid {other.pid}); wait for it to end" in error
-    finally:
-        other.kill()
-        other.wait()
+    # a live process holds the lock, then a dead one
+    (out / "train.lock").write_text(str(os.getpid()))
+    error = refused(data, out, "--overwrite=True")
+    assert f"in use by another train.py run (pid {os.getpid()}); wait for it to end" in error
+    (out / "train.lock").write_text("999999999")
     assert (out / "ckpt_best.pt").read_bytes() == before and (out / "log.jsonl").read_text() == log
     train(data, out, "--max_iters=1", "--overwrite=True")
     assert sorted(losses(out)) == [1] and iter_num(out / "ckpt_best.pt") == 1
