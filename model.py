@@ -129,11 +129,6 @@ class NumberHead(nn.Sequential):
         return err if nmse_eps is None else err / (y.float() ** 2 + nmse_eps)
 
 
-def float32(t):
-    """Autocast off on t's device: the number path stays float32."""
-    return torch.autocast(t.device.type, enabled=False)
-
-
 class GPT(nn.Module):
     def __init__(self, cfg: GPTConfig):
         super().__init__()
@@ -207,7 +202,8 @@ class GPT(nn.Module):
         logits = self.token_head(h)
         if not self.xval:
             return logits, None
-        with float32(h):
+        # the number path stays float32
+        with torch.autocast(h.device.type, enabled=False):
             return logits, self.num_head(h.float())
 
     def forward(
@@ -229,8 +225,7 @@ class GPT(nn.Module):
             return {**sums, "num_sum": zero, "n_numbers": zero.long()}
         is_num = t == self.cfg.num_id
         y = target_values.flatten()[pred].float()
-        with float32(y):
-            err = self.num_head.loss(num, y, self.cfg.nmse_eps if self.cfg.k > 0 else None)
+        err = self.num_head.loss(num, y, self.cfg.nmse_eps if self.cfg.k > 0 else None)
         return {**sums, "num_sum": torch.where(is_num, err, 0.0).sum(), "n_numbers": is_num.sum()}
 
 
@@ -247,7 +242,7 @@ def loss_from(sums, num_loss_weight, n_tokens=None, n_numbers=None):
 
 def configure_optimizer(model, weight_decay, learning_rate, betas, device_type):
     """AdamW, weight decay on matrices and embeddings only."""
-    params = [p for p in model.parameters() if p.requires_grad]
+    params = list(model.parameters())
     groups = [
         {"params": [p for p in params if p.dim() >= 2], "weight_decay": weight_decay},
         {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0},

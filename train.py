@@ -196,7 +196,7 @@ def step_counts(counts):
         return counts
     counts = torch.tensor(counts, device=device)
     dist.all_reduce(counts)
-    return counts[0], counts[1]
+    return counts
 
 
 SUMS = ("ce_sum", "n_tokens", "num_sum", "n_numbers")

@@ -53,10 +53,13 @@ def test_packing_fills_rows_of_the_longest_sample():
     assert ((batch["doc"] >= 0).sum(1) == 10).all()  # no padding left
 
 
-def temperature_like(n=256, seed=0):
-    """Samples of 800-1800 tokens, as ERA5's 60-89 stations × 8-15 steps in xVal (block_size 1798)."""
-    rng = np.random.default_rng(seed)
-    return Samples((np.full(n, 5), np.ones(n, np.float32)) for n in rng.integers(800, 1799, n))
+# samples of 800-1800 tokens, as ERA5's 60-89 stations × 8-15 steps in xVal (block_size 1798)
+ERA5_LIKE = Samples((np.full(n, 5), np.ones(n, np.float32)) for n in np.random.default_rng(0).integers(800, 1799, 256))
+
+
+def era5_step(step, micro_batch_size=16, **layout):
+    """A step of 64 ERA5_LIKE samples (seed 1)."""
+    return step_batches(ERA5_LIKE, step, 1, 64, micro_batch_size, **layout)
 
 
 def predicted(batches):
@@ -69,14 +72,12 @@ def padded_fraction(batches):
 
 
 def test_packed_steps_have_one_shape_and_little_padding():
-    split = temperature_like()
     for world_size in (1, 4):
         shapes, every = set(), []
         for step in range(8):
             counts = set()
             for rank in range(world_size):
-                batches = step_batches(split, step, seed=1, batch_size=64, micro_batch_size=8, rank=rank,
-                                       world_size=world_size, packing=True, pack_length=4 * 1798)
+                batches = era5_step(step, 8, rank=rank, world_size=world_size, packing=True, pack_length=4 * 1798)
                 shapes |= {tuple(b["ids"].shape) for b in batches}
                 counts.add(len(batches))
                 every += batches
@@ -88,13 +89,12 @@ def test_packed_steps_have_one_shape_and_little_padding():
 
 
 def test_the_step_is_sorted_before_it_is_cut_and_shared():
-    split = temperature_like()
-    one = step_batches(split, 3, seed=1, batch_size=64, micro_batch_size=16)
+    one = era5_step(3)
     assert padded_fraction(one) < 0.10  # micro-batches of the shortest 16, the next 16, ...
     longest = [int((b["doc"] >= 0).sum(1).max()) if b["doc"] is not None else b["ids"].shape[1] for b in one]
     assert longest == sorted(longest)
     # four processes: each gets every fourth sample by length, so as much work
-    four = [step_batches(split, 3, seed=1, batch_size=64, micro_batch_size=16, rank=r, world_size=4)[0] for r in range(4)]
+    four = [era5_step(3, rank=r, world_size=4)[0] for r in range(4)]
     work = [b["n_real"] for b in four]
     assert max(work) < 1.1 * min(work)
 
@@ -122,13 +122,12 @@ def test_prefetched_builds_each_step_once_and_none_past_the_last():
 @pytest.mark.slow
 def test_packing_chooses_the_shape_that_pads_least():
     """era5_xval's batch: the shape chosen on steps 0-19 pads steps 20-59 under 5%, less than 4 × block_size."""
-    split = temperature_like()
-    n, r = choose_packing(split, 64, 16, 1, seed=1, shortest=1798, longest=4 * 1798)
+    n, r = choose_packing(ERA5_LIKE, 64, 16, 1, seed=1, shortest=1798, longest=4 * 1798)
 
     def padding(pack_length, pack_rows):
-        batches = [b for step in range(20, 60) for b in step_batches(split, step, seed=1, batch_size=64, micro_batch_size=16,
-                                                                         packing=True, pack_length=pack_length, pack_rows=pack_rows)]
+        layout = dict(packing=True, pack_length=pack_length, pack_rows=pack_rows)
+        batches = [b for step in range(20, 60) for b in era5_step(step, **layout)]
         assert {tuple(b["ids"].shape) for b in batches} == {(pack_rows or 3, pack_length)}  # one shape
         return padded_fraction(batches)
-    assert n % 64 == 0 and r * n <= 16 * split.lengths.mean()  # no more tokens a micro-batch than 16 samples
+    assert n % 64 == 0 and r * n <= 16 * ERA5_LIKE.lengths.mean()  # no more tokens a micro-batch than 16 samples
     assert padding(n, r) < 0.05 and padding(n, r) < padding(4 * 1798, 0) - 0.01, (n, r, padding(n, r), padding(4 * 1798, 0))

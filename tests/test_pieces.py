@@ -4,17 +4,18 @@ import functools
 import inspect
 import json
 import math
-import os
 import random
 import re
-import sys
 import time
 
+import arithmetic
+import era5
+import era5_synthetic
 import helpers
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import ROOT
+from conftest import read, run
 from helpers import generated, number_lines, sample, tiny
 from torch import nn
 
@@ -43,7 +44,7 @@ COPY = copied(BLOCK, "import re")["xval_encode"]
 
 
 def test_the_readme_names_each_piece_and_its_imports():
-    readme = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read().split("## Pieces to copy")[1]
+    readme = read("README.md").split("## Pieces to copy")[1]
     for name, imports in IMPORTS.items():
         assert f"`model.{name}`" in readme and all(f"`{i}`" in readme for i in imports.split("\n"))
     assert "`# -- xVal's tokenizer, to copy`" in readme and "`import re`" in readme
@@ -188,11 +189,6 @@ def test_json_as_json_dumps_writes_it_and_arithmetic_with_spaces():
 @pytest.mark.parametrize("dataset", ["arithmetic", "lookup", "planets", pytest.param("era5", marks=pytest.mark.slow),
                                      pytest.param("text", marks=pytest.mark.slow)])
 def test_every_prepare_scripts_output(dataset, tmp_path):
-    sys.path.insert(0, os.path.join(ROOT, "prepare"))
-    import arithmetic
-    import era5
-    import era5_synthetic
-    from conftest import run
     if dataset == "arithmetic":
         make = [functools.partial(arithmetic.make_sample, variant=v) for v in sorted(arithmetic.VARIANTS)]
         lines = [line for m in make for lines in generated(m, ("train", "test"), 50).values() for line in lines]

@@ -70,5 +70,4 @@ def test_a_context_too_long_for_the_machine_is_refused_first(data, tmp_path):
 def test_compile_on_the_cpu_gives_the_eager_losses(data, tmp_path):
     train(data, tmp_path / "eager", "--n_layer=1")
     assert "compile=True" in train(data, tmp_path / "compiled", "--n_layer=1", "--compile=True").stdout
-    a, b = losses(tmp_path / "eager"), losses(tmp_path / "compiled")
-    assert all(b[i] == pytest.approx(a[i], rel=1e-4) for i in (1, 2))
+    assert losses(tmp_path / "compiled") == pytest.approx(losses(tmp_path / "eager"), rel=1e-4)
