@@ -104,19 +104,6 @@ def scale_of(task, meta, quantity, levels=None):
     return (s["center"], s["spread"]) if s else None
 
 
-def levels_of(task, meta, data, split, masked):
-    """{quantity: the level of each value scored} of a split written with --scale record."""
-    if task != "text" or meta.get("scale") != "record":
-        return {}
-    path = os.path.join(data, f"{split}.levels.txt")
-    levels = read_levels(path, meta["splits"][split])
-    found = {}
-    for record, groups in zip(levels, masked):
-        for quantity, indices in groups.items():
-            found.setdefault(quantity, []).extend([record[quantity.split(".")[0]]] * len(indices))
-    return found
-
-
 def distribution_metrics(y, mixture):
     """NLL, CRPS and central 50% and 90% coverage of mixtures (n, 3K) at truths y (n,)."""
     y, num = torch.as_tensor(np.asarray(y, float)), torch.as_tensor(np.asarray(mixture, float))
@@ -252,16 +239,23 @@ def score_setting(checkpoints, data, split_names, dev):
                 raise TextError(f"{where}: no sample holds a number the {task} task predicts")
             window = meta.get("window")
             baselines[split] = baseline_predictions(task, lines, masked, where, learned, window)
-            masks[split], levels[split] = masked, levels_of(task, meta, data, split, masked)
+            masks[split] = masked
+            if meta.get("scale") == "record":
+                levels_file = os.path.join(data, f"{split}.levels.txt")
+                levels[split] = read_levels(levels_file, meta["splits"][split])
         per_seed.append({split: run_model(model, vocab, jobs[split], dev) for split in split_names})
         print(f"{path}: evaluated in {time.time() - t0:.1f} s")
     for split in split_names:
         report["splits"][split] = {}
         for quantity, (_, truths) in jobs[split].items():
-            scale = scale_of(task, meta, quantity, levels[split].get(quantity))
+            lines = [i for i, g in enumerate(masks[split], 1) for _ in g.get(quantity, ())]
+            # --scale record: each value's record's level
+            key = quantity.split(".")[0]
+            found = [levels[split][i - 1][key] for i in lines] if split in levels else None
+            scale = scale_of(task, meta, quantity, found)
             r = combine(task, [s[split][quantity] for s in per_seed], scale)
-            if quantity in levels[split]:
-                r["levels"] = levels[split][quantity]
+            if found:
+                r["levels"] = found
             if invalid := sum(s["n"] - s["valid"] for s in r["per_seed"]):
                 said = f"{invalid} of {r['n'] * len(per_seed)} predictions are NaN or infinite"
                 report["warnings"].append(f"{split} · {quantity}: {said}: counted as invalid")
@@ -269,7 +263,7 @@ def score_setting(checkpoints, data, split_names, dev):
             predicted = {}
             for name, (predicted[name], extra) in found.get(quantity, {}).items():
                 r[name] = {**metrics(task, truths, predicted[name], scale), **extra}
-            r["line"] = [i for i, g in enumerate(masks[split], 1) for _ in g.get(quantity, ())]
+            r["line"] = lines
             r["predicted"] = predicted
             r["verdict"] = verdict(r, predicted, r["line"])
             if not_num := r["mean"].get("not_num_rate"):
