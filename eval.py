@@ -104,6 +104,13 @@ def scale_of(task, meta, quantity, levels=None):
     return (s["center"], s["spread"]) if s else None
 
 
+def levels_of(data, split, meta, lines, quantity):
+    """--scale record: the level of each scored value's record (lines: their records), or None."""
+    if meta.get("scale") == "record":
+        levels = read_levels(os.path.join(data, f"{split}.levels.txt"), meta["splits"][split])
+        return [levels[i - 1][quantity.split(".")[0]] for i in lines]
+
+
 def distribution_metrics(y, mixture):
     """NLL, CRPS and central 50% and 90% coverage of mixtures (n, 3K) at truths y (n,)."""
     y, num = torch.as_tensor(np.asarray(y, float)), torch.as_tensor(np.asarray(mixture, float))
@@ -225,7 +232,7 @@ def score_setting(checkpoints, data, split_names, dev):
     if task == "text":
         report["masked"] = {"keys": keys, "every": mask_all}
     # encoded once: every seed has the same vocabulary
-    jobs, baselines, masks, levels, per_seed = {}, {}, {}, {}, []
+    jobs, baselines, masks, per_seed = {}, {}, {}, []
     for path in checkpoints:
         t0 = time.time()
         model, vocab, config = load_model(path, dev)
@@ -240,18 +247,13 @@ def score_setting(checkpoints, data, split_names, dev):
             window = meta.get("window")
             baselines[split] = baseline_predictions(task, lines, masked, where, learned, window)
             masks[split] = masked
-            if meta.get("scale") == "record":
-                levels_file = os.path.join(data, f"{split}.levels.txt")
-                levels[split] = read_levels(levels_file, meta["splits"][split])
         per_seed.append({split: run_model(model, vocab, jobs[split], dev) for split in split_names})
         print(f"{path}: evaluated in {time.time() - t0:.1f} s")
     for split in split_names:
         report["splits"][split] = {}
         for quantity, (_, truths) in jobs[split].items():
             lines = [i for i, g in enumerate(masks[split], 1) for _ in g.get(quantity, ())]
-            # --scale record: each value's record's level
-            key = quantity.split(".")[0]
-            found = [levels[split][i - 1][key] for i in lines] if split in levels else None
+            found = levels_of(data, split, meta, lines, quantity)
             scale = scale_of(task, meta, quantity, found)
             r = combine(task, [s[split][quantity] for s in per_seed], scale)
             if found:
