@@ -293,7 +293,8 @@ class Split:
                 setattr(self, name, np.load(f"{base}.{name}.npy", mmap_mode=mmap))
         except (OSError, ValueError, EOFError) as e:
             raise ValueError(f"{base}: unreadable arrays ({e}); {again}")
-        if summary["vocab_digest"] != vocab_digest(load_text_vocab(data_dir)):
+        vocab = vocab or Vocab(load_text_vocab(data_dir), encoding)
+        if summary["vocab_digest"] != vocab_digest(vocab.text_tokens):
             raise ValueError(f"{base}.ids.npy was tokenized with another vocab.json; {again}")
         if (summary["split"], summary["encoding"]) != (split, encoding):
             raise ValueError(f"{base}.json describes another split or encoding; {again}")
@@ -315,8 +316,7 @@ class Split:
                 f" then); {again}"
             )
         self.lengths = np.diff(self.offsets)
-        vocab_size = len(vocab) if vocab else summary.get("vocab_size")
-        self.check_arrays(vocab_size, vocab and vocab.num_id, again)
+        self.check_arrays(len(vocab), vocab.num_id, again)
 
     def at(self, position):
         """The sample holding token `position`."""
@@ -328,8 +328,6 @@ class Split:
         ids, values, where = self.ids, self.values, self.base
         if ids.ndim != 1 or ids.dtype.kind not in "iu" or values.ndim != 1 or values.dtype != "f4":
             raise ValueError(f"{where}: expected integer ids and float32 values, 1-D; {again}")
-        if not isinstance(vocab_size, int) or vocab_size < 1:
-            raise ValueError(f"{where}.json: vocab_size {vocab_size!r}, expected a count; {again}")
         bad = first_index(len(ids), lambda s: (ids[s] < 0) | (ids[s] >= vocab_size))
         if bad is not None:
             raise ValueError(
