@@ -5,6 +5,7 @@ import json
 import math
 import os
 import re
+import shlex
 import tempfile
 import warnings
 
@@ -15,9 +16,8 @@ from dataset import read_meta, vocab_digest
 from distributed import print0, stop, torchrun_launch
 from model import GPTConfig
 from util import atomic_file, atomic_write_text, check_regular, format_duration, release_lock
-from util import shell_line, take_lock, why_not_written
+from util import take_lock, why_not_written
 
-# what --resume cannot change
 SHAPE = "vocab_size block_size n_layer n_head n_embd encoding k causal num_head n_components"
 RESUME_REFUSES = {"model_args": SHAPE.split(), "config": ["batch_size", "seed", "mlm_probability"]}
 
@@ -164,7 +164,6 @@ def trained_on(path):
 
 
 def save_checkpoint(path, model, optimizer, iter_num, best_val_loss, meta):
-    """Write the checkpoint atomically, or stop."""
     checkpoint = dict(model=model.state_dict(), optimizer=optimizer.state_dict(), **meta)
     checkpoint.update(iter_num=iter_num, best_val_loss=best_val_loss)
     checkpoint["vocab_digest"] = vocab_digest(meta["text_tokens"])
@@ -268,7 +267,7 @@ def finish(out_dir, data_dir, seconds):
     mask = "--mask_last"
     if meta.get("dataset") == "text" and meta.get("scales"):
         mask = f"--mask_key={meta.get('mask_key') or next(iter(meta['scales']))}"
-    predict = shell_line("python", "sample.py", f"--ckpt={best}", f"--input={found[0]}", mask)
+    predict = shlex.join(["python", "sample.py", f"--ckpt={best}", f"--input={found[0]}", mask])
     print(
         f"done in {format_duration(seconds)}: checkpoints in {out_dir}/ ({which}{last} the last"
         f" step); predict with:\n  {predict}"

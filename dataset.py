@@ -154,12 +154,9 @@ def read_samples(path, required=True):
     return lines
 
 
-_NAME = re.compile(r"\w[\w.-]*")
-
-
 def check_name(name, what):
     """A name that becomes part of a path stays inside its folder."""
-    if not (isinstance(name, str) and _NAME.fullmatch(name) and ".." not in name):
+    if not (isinstance(name, str) and re.fullmatch(r"\w[\w.-]*", name) and ".." not in name):
         raise TextError(f"{what} {name!r} is not a plain name (letters, digits, _ . - and no '..')")
 
 
@@ -196,13 +193,12 @@ def read_json_object(path, keys=(), again=""):
 def record_level(x):
     """--scale record: the level of each row of x (a window's numbers of a key, NaN where none), the
     mean |x| of all but the last, the values read before it is predicted (1 where 0 or none)."""
-    with np.errstate(invalid="ignore"), warnings.catch_warnings(action="ignore"):
+    with warnings.catch_warnings(action="ignore"):
         level = np.nanmean(np.abs(x[:, :-1]), axis=1)
     return np.where(level > 0, level, 1.0)
 
 
 def read_meta(data_dir):
-    """A complete dataset's meta.json."""
     return read_json_object(require_dataset(data_dir), ("splits",), "; prepare the dataset again")
 
 
