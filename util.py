@@ -20,7 +20,7 @@ class TextError(ValueError):
 
 def check_regular(path):
     """Refuse a path that is no plain file (a FIFO would block)."""
-    if os.path.exists(path) and not stat.S_ISREG(os.stat(path).st_mode):
+    if os.path.exists(path) and not os.path.isfile(path):
         kind = "folder" if os.path.isdir(path) else "FIFO, device or socket"
         raise TextError(f"{path} is a {kind}; expected a file")
 
