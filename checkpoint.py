@@ -5,6 +5,7 @@ import json
 import math
 import os
 import re
+import shlex
 import tempfile
 import warnings
 
@@ -15,9 +16,8 @@ from dataset import read_meta, vocab_digest
 from distributed import print0, stop, torchrun_launch
 from model import GPTConfig
 from util import atomic_file, atomic_write_text, check_regular, format_duration, release_lock
-from util import shell_line, take_lock, why_not_written
+from util import take_lock, why_not_written
 
-# what --resume cannot change
 SHAPE = "vocab_size block_size n_layer n_head n_embd encoding k causal num_head n_components"
 RESUME_REFUSES = {"model_args": SHAPE.split(), "config": ["batch_size", "seed", "mlm_probability"]}
 
@@ -50,7 +50,7 @@ def claim_out_dir(out_dir, resume, overwrite, master):
         raise SystemExit(f"error: cannot write to out_dir {out_dir}: {why}")
     earlier_run = run_files(out_dir)
     if earlier_run and not (resume or overwrite):
-        names = ", ".join(map(os.path.basename, earlier_run))
+        names = ", ".join(earlier_run)
         again = "continue it with --resume, replace it with --overwrite=True"
         again += " or choose another --out_dir"
         raise SystemExit(f"error: {out_dir} holds a run ({names}); {again}")
@@ -66,7 +66,7 @@ def claim_out_dir(out_dir, resume, overwrite, master):
 
 
 def run_files(out_dir):
-    """What train.py and eval.py wrote in out_dir."""
+    """The names of what train.py and eval.py wrote in out_dir."""
     names = set(os.listdir(out_dir))
     ours = {n for n in names if re.fullmatch(r"log\.jsonl|ckpt_(latest|best|\d+)\.pt", n)}
     for name in [n for n in names if re.fullmatch(r"eval[\w.-]*\.json", n)]:
@@ -80,7 +80,7 @@ def run_files(out_dir):
             prefix = name[:-5]
             plots = [f"{prefix}_{s}{kind}.png" for s in splits for kind in ("", "_pit", "_density")]
             ours |= {name, f"{prefix}.md", *plots} & names
-    return [os.path.join(out_dir, name) for name in sorted(ours)]
+    return sorted(ours)
 
 
 def tidy_out_dir(out_dir, resume, iter_num, earlier_run):
@@ -102,9 +102,9 @@ def tidy_out_dir(out_dir, resume, iter_num, earlier_run):
             print(note + (f" and {broken} broken rows" if broken else "") + " removed")
             atomic_write_text(log_path, "".join(kept))
     if not resume and earlier_run:
-        for path in earlier_run:
-            os.remove(path)
-        print(f"note: --overwrite=True removed {', '.join(map(os.path.basename, earlier_run))}")
+        for name in earlier_run:
+            os.remove(os.path.join(out_dir, name))
+        print(f"note: --overwrite=True removed {', '.join(earlier_run)}")
     return log_path
 
 
@@ -164,7 +164,6 @@ def trained_on(path):
 
 
 def save_checkpoint(path, model, optimizer, iter_num, best_val_loss, meta):
-    """Write the checkpoint atomically, or stop."""
     checkpoint = dict(model=model.state_dict(), optimizer=optimizer.state_dict(), **meta)
     checkpoint.update(iter_num=iter_num, best_val_loss=best_val_loss)
     checkpoint["vocab_digest"] = vocab_digest(meta["text_tokens"])
@@ -193,9 +192,9 @@ def resume_from(resume, path, model, optimizer, model_args, config, data_fingerp
     if not resume:
         return 0, float("inf"), {}
     checkpoint = load_checkpoint(path)
-    if missing := [k for k in ("optimizer", "iter_num", "best_val_loss") if k not in checkpoint]:
-        raise SystemExit(f"error: {path} has no {', '.join(missing)}")
-    step, best = checkpoint["iter_num"], checkpoint["best_val_loss"]
+    if "optimizer" not in checkpoint:
+        raise SystemExit(f"error: {path} has no optimizer")
+    step, best = checkpoint.get("iter_num"), checkpoint.get("best_val_loss")
     if not (type(step) is int and step >= 0 and isinstance(best, float) and best == best):
         values = f"iter_num {step!r} or best_val_loss {best!r}"
         raise SystemExit(f"error: {path}: {values} is no step or loss")
@@ -268,7 +267,7 @@ def finish(out_dir, data_dir, seconds):
     mask = "--mask_last"
     if meta.get("dataset") == "text" and meta.get("scales"):
         mask = f"--mask_key={meta.get('mask_key') or next(iter(meta['scales']))}"
-    predict = shell_line("python", "sample.py", f"--ckpt={best}", f"--input={found[0]}", mask)
+    predict = shlex.join(["python", "sample.py", f"--ckpt={best}", f"--input={found[0]}", mask])
     print(
         f"done in {format_duration(seconds)}: checkpoints in {out_dir}/ ({which}{last} the last"
         f" step); predict with:\n  {predict}"

@@ -19,7 +19,6 @@ def defaults(source_file, comments=False):
 
 
 def run_config_file(path):
-    """The settings a config file defines."""
     try:
         with open(path, encoding="utf-8") as f:
             exec(compile(f.read(), path, "exec"), namespace := {})

@@ -154,12 +154,9 @@ def read_samples(path, required=True):
     return lines
 
 
-_NAME = re.compile(r"\w[\w.-]*")
-
-
 def check_name(name, what):
     """A name that becomes part of a path stays inside its folder."""
-    if not (isinstance(name, str) and _NAME.fullmatch(name) and ".." not in name):
+    if not (isinstance(name, str) and re.fullmatch(r"\w[\w.-]*", name) and ".." not in name):
         raise TextError(f"{what} {name!r} is not a plain name (letters, digits, _ . - and no '..')")
 
 
@@ -196,13 +193,12 @@ def read_json_object(path, keys=(), again=""):
 def record_level(x):
     """--scale record: the level of each row of x (a window's numbers of a key, NaN where none), the
     mean |x| of all but the last, the values read before it is predicted (1 where 0 or none)."""
-    with np.errstate(invalid="ignore"), warnings.catch_warnings(action="ignore"):
+    with warnings.catch_warnings(action="ignore"):
         level = np.nanmean(np.abs(x[:, :-1]), axis=1)
     return np.where(level > 0, level, 1.0)
 
 
 def read_meta(data_dir):
-    """A complete dataset's meta.json."""
     return read_json_object(require_dataset(data_dir), ("splits",), "; prepare the dataset again")
 
 
@@ -293,7 +289,8 @@ class Split:
                 setattr(self, name, np.load(f"{base}.{name}.npy", mmap_mode=mmap))
         except (OSError, ValueError, EOFError) as e:
             raise ValueError(f"{base}: unreadable arrays ({e}); {again}")
-        if summary["vocab_digest"] != vocab_digest(load_text_vocab(data_dir)):
+        vocab = vocab or Vocab(load_text_vocab(data_dir), encoding)
+        if summary["vocab_digest"] != vocab_digest(vocab.text_tokens):
             raise ValueError(f"{base}.ids.npy was tokenized with another vocab.json; {again}")
         if (summary["split"], summary["encoding"]) != (split, encoding):
             raise ValueError(f"{base}.json describes another split or encoding; {again}")
@@ -315,8 +312,7 @@ class Split:
                 f" then); {again}"
             )
         self.lengths = np.diff(self.offsets)
-        vocab_size = len(vocab) if vocab else summary.get("vocab_size")
-        self.check_arrays(vocab_size, vocab and vocab.num_id, again)
+        self.check_arrays(len(vocab), vocab.num_id, again)
 
     def at(self, position):
         """The sample holding token `position`."""
@@ -328,8 +324,6 @@ class Split:
         ids, values, where = self.ids, self.values, self.base
         if ids.ndim != 1 or ids.dtype.kind not in "iu" or values.ndim != 1 or values.dtype != "f4":
             raise ValueError(f"{where}: expected integer ids and float32 values, 1-D; {again}")
-        if not isinstance(vocab_size, int) or vocab_size < 1:
-            raise ValueError(f"{where}.json: vocab_size {vocab_size!r}, expected a count; {again}")
         bad = first_index(len(ids), lambda s: (ids[s] < 0) | (ids[s] >= vocab_size))
         if bad is not None:
             raise ValueError(

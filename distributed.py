@@ -12,7 +12,6 @@ from util import pick_device
 
 
 def init_processes(device, threads):
-    """(ddp, rank, local_rank, world_size, device)."""
     ddp = "RANK" in os.environ
     rank = int(os.environ.get("RANK", 0))
     local_rank = int(os.environ.get("LOCAL_RANK", 0))

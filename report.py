@@ -37,7 +37,7 @@ def describe(config, used, resumed_at, train_data, val_data, vocab, model):
     )
     cfg = model.cfg
     heads = f", number head {cfg.num_head}" if cfg.encoding == "xval" else ""
-    heads += f" (K={cfg.n_components})" if heads and cfg.num_head == "gmm" else ""
+    heads += f" (K={cfg.n_components})" if cfg.num_head == "gmm" else ""
     objective = "causal" if cfg.causal else f"bidirectional (MLM p={config['mlm_probability']:g})"
     from_data = "" if config["block_size"] else " (the longest sample)"
     print(

@@ -7,6 +7,7 @@ prediction beside the truth. Your own data is in its file's units (prepare/READM
     python sample.py --ckpt=out/own/ckpt_best.pt --input=data/own/test.txt --mask_key=t
 """
 
+import shlex
 import sys
 from contextlib import nullcontext
 
@@ -16,7 +17,7 @@ from configurator import configure
 from dataset import decoded_lines
 from predict import detokenize, encode_line, fill_in, filled, generate, in_own_units, load_model
 from predict import KeyAbsent, units_of
-from util import TextError, format_number, pick_device, run_main, shell_line
+from util import TextError, format_number, pick_device, run_main
 
 # -- config: python sample.py --help
 ckpt = "out/quickstart/ckpt_best.pt"  # checkpoint written by train.py
@@ -92,7 +93,7 @@ def print_filled(model, vocab, done, dev, mask):
     print(f"{counts['numbers']} numbers predicted, {what} ({share:.2%})")
     if mask is not None:
         keyed = [f"--mask_key={mask_key}"] if mask_key else []
-        hint = shell_line("python", "eval.py", f"--ckpt={ckpt}", *keyed)
+        hint = shlex.join(["python", "eval.py", f"--ckpt={ckpt}", *keyed])
         print(f"score a dataset's test split: {hint}")
 
 

@@ -3,7 +3,6 @@
 import errno
 import os
 import re
-import shlex
 import shutil
 import signal
 import stat
@@ -12,8 +11,7 @@ import tempfile
 from contextlib import contextmanager, suppress
 
 if sys.version_info < (3, 11):
-    version = ".".join(map(str, sys.version_info[:3]))
-    sys.exit(f"error: Python {version} is too old: this code needs Python 3.11 or newer")
+    sys.exit(f"error: Python {sys.version.split()[0]} is too old: needs Python 3.11 or newer")
 
 
 class TextError(ValueError):
@@ -22,7 +20,7 @@ class TextError(ValueError):
 
 def check_regular(path):
     """Refuse a path that is no plain file (a FIFO would block)."""
-    if os.path.exists(path) and not stat.S_ISREG(os.stat(path).st_mode):
+    if os.path.exists(path) and not os.path.isfile(path):
         kind = "folder" if os.path.isdir(path) else "FIFO, device or socket"
         raise TextError(f"{path} is a {kind}; expected a file")
 
@@ -50,11 +48,11 @@ def atomic_file(path):
         yield tmp
         with open(tmp, "rb") as f:
             os.fsync(f.fileno())
-        try:
+        mode = 0o666 & ~_UMASK
+        with suppress(FileNotFoundError):
             old = os.stat(path, follow_symlinks=False)
-            mode = old.st_mode & 0o7777 if stat.S_ISREG(old.st_mode) else 0o666 & ~_UMASK
-        except FileNotFoundError:
-            mode = 0o666 & ~_UMASK
+            if stat.S_ISREG(old.st_mode):
+                mode = old.st_mode & 0o7777
         os.chmod(tmp, mode)
         os.replace(tmp, path)
     finally:
@@ -137,8 +135,6 @@ def format_duration(s):
 
 
 def why_not_written(error, folder):
-    """Why a write failed, in a line."""
-
     def left():
         return f"{shutil.disk_usage(folder).free / 2**20:,.0f} MiB of disk space left in {folder}"
 
@@ -150,11 +146,6 @@ def why_not_written(error, folder):
     detail = re.sub(r"^\[enforce fail at [^]]*\][ .]*", "", str(error).strip().split("\n")[0])
     detail = detail.split("strerror: ")[-1]
     return detail + (f"; {left()}" if "write" in detail.lower() else "")
-
-
-def shell_line(*words):
-    """A command to copy and paste, quoted for the shell."""
-    return shlex.join(words)
 
 
 def exit_on_ctrl_c(where):

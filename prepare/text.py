@@ -15,6 +15,7 @@ import glob
 import hashlib
 import json
 import os
+import shlex
 import shutil
 import tempfile
 from decimal import Decimal
@@ -30,7 +31,7 @@ from records import SPLITS, check_keys, check_values, counting_keys, date_keys, 
 from records import print_some, rows_in, split_records, warn_short, words_for_tokenizer
 from scaling import scale, written
 from tokenize_line import split_text
-from util import TextError, check_regular, open_new, shell_line
+from util import TextError, check_regular, open_new
 
 # records written at a time
 BLOCK = 50_000
@@ -415,7 +416,7 @@ def report(args, meta, table, parts, largest, vocab, counts, n_windowed, repeate
     for s, n in repeated.items():
         if n:
             print(f"note: {n} of the {meta['splits'][s]} {s} records are also, exactly, in train")
-    print(f"next: {shell_line('python', 'tokenize_numbers.py', args.out, '--encoding', 'xval')}")
+    print(f"next: {shlex.join(['python', 'tokenize_numbers.py', args.out, '--encoding', 'xval'])}")
 
 
 if __name__ == "__main__":

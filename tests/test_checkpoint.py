@@ -1,6 +1,5 @@
 """checkpoint.py: a run's folder, its log and checkpoints; damage is one line or a note."""
 import json
-import os
 import pathlib
 import pickle
 import shutil
@@ -29,7 +28,7 @@ def test_the_run_files_are_what_train_and_eval_wrote(tmp_path):
     mine = ["evaluation_notes.md", "eval_notes.md", "eval_ideas.json", "notes.png", "eval.txt", "ckpt.pt"]
     for name in mine + ["log.jsonl", "ckpt_latest.pt", "ckpt_best.pt", "ckpt_4.pt"]:
         (tmp_path / name).write_text('{"ideas": []}')
-    assert {os.path.basename(p) for p in run_files(str(tmp_path))} == {
+    assert set(run_files(str(tmp_path))) == {
         "log.jsonl", "ckpt_latest.pt", "ckpt_best.pt", "ckpt_4.pt", "eval.json", "eval.md", "eval_test.png",
         "eval_first5.json", "eval_first5.md", "eval_first5_test.png", "eval_first5_test_ood.png"}
 
