@@ -23,7 +23,7 @@ from checkpoint import load_checkpoint
 from configurator import configure
 from dataset import check_name, check_trained_on, read_meta, read_samples
 from eval_baselines import BASELINES, baseline_predictions, baseline_text, learn_baselines
-from eval_baselines import NEXT, outside_training, verdict, verdict_text
+from eval_baselines import NEXT, in_file_units, outside_training, verdict, verdict_text
 from mixture import mixture_cdf, mixture_crps, mixture_nll, mixture_quantile
 from predict import check_meta, fill_in, load_model, masked_samples, read_levels
 from util import TextError, atomic_file, atomic_write_text, format_number, pick_device, run_main
@@ -85,7 +85,7 @@ def metrics(task, y, yhat, scale=None):
     if task == "lookup":
         m["acc3"], m["acc2"] = accuracy(y, yhat, 3), accuracy(y, yhat, 2)
     if scale is not None:
-        y, yhat = y * scale[1] + scale[0], yhat * scale[1] + scale[0]
+        y, yhat = in_file_units(y, scale), in_file_units(yhat, scale)
         m["mse_kelvin2" if task == "era5" else "mse_original"] = mse(y, yhat)
         if task == "text":
             m["r2_original"] = r_squared(y, yhat)
@@ -241,8 +241,7 @@ def score_setting(checkpoints, data, split_names, dev):
             baselines[split] = baseline_predictions(task, lines, masked, where, learned, window)
             masks[split] = masked
             if meta.get("scale") == "record":
-                levels_file = os.path.join(data, f"{split}.levels.txt")
-                levels[split] = read_levels(levels_file, meta["splits"][split])
+                levels[split] = read_levels(where[:-4] + ".levels.txt", meta["splits"][split])
         per_seed.append({split: run_model(model, vocab, jobs[split], dev) for split in split_names})
         print(f"{path}: evaluated in {time.time() - t0:.1f} s")
     for split in split_names:
@@ -263,9 +262,7 @@ def score_setting(checkpoints, data, split_names, dev):
             predicted = {}
             for name, (predicted[name], extra) in found.get(quantity, {}).items():
                 r[name] = {**metrics(task, truths, predicted[name], scale), **extra}
-            r["line"] = lines
-            r["predicted"] = predicted
-            r["verdict"] = verdict(r, predicted, r["line"])
+            r.update(line=lines, predicted=predicted, verdict=verdict(r, predicted, lines))
             if not_num := r["mean"].get("not_num_rate"):
                 said = f"the token head did not say [NUM] at {not_num:.2%} (docs/training.md)"
                 report["warnings"].append(f"{split} · {quantity}: {said}")
@@ -303,13 +300,11 @@ def write_predictions(report, meta, path):
         writer = csv.writer(f, lineterminator="\n")
         writer.writerow(["split", "quantity", "line", "truth", "prediction", *names])
         for split, quantity, r in rows:
-            center, spread = scale_of(report["task"], meta, quantity, r.get("levels")) or (0, 1)
+            scale = scale_of(report["task"], meta, quantity, r.get("levels")) or (0, 1)
             none = [None] * r["n"]
             columns = [r["truth"], r["median"], *(r["predicted"].get(n, none) for n in names)]
-            spreads = np.broadcast_to(spread, r["n"])
-            for line, spread, *values in zip(r["line"], spreads, *columns):
-                own = np.array(values, float) * spread + center
-                own = ["" if math.isnan(v) else format_number(v, 8) for v in own]
+            for line, *values in zip(r["line"], *(in_file_units(c, scale) for c in columns)):
+                own = ["" if math.isnan(v) else format_number(v, 8) for v in values]
                 writer.writerow([split, quantity, line, *own])
 
 
@@ -399,7 +394,7 @@ def write_plots(report, meta, prefix):
             m, unit = r["median_prediction"], ""
             mse = m.get("mse_kelvin2", m.get("mse_original", m["mse"]))
             if (scale := scales[quantity]) is not None:
-                y, p = y * scale[1] + scale[0], p * scale[1] + scale[0]
+                y, p = in_file_units(y, scale), in_file_units(p, scale)
                 unit = " (K)" if task == "era5" else " (original units)"
             lo, hi = np.nanmin([y, p]), np.nanmax([y, p])
             ax.plot([lo, hi], [lo, hi], color="0.6", lw=1)

@@ -253,13 +253,18 @@ def verdict_text(v):
     return f"{said}: its MSE is {ratio}× the baseline's (95% interval {low}–{high}, {n} records)"
 
 
+def in_file_units(x, scale):
+    """Scaled values in the file's units: x · spread + center (spread: one, or each value's)."""
+    return np.asarray(x, float) * scale[1] + scale[0]
+
+
 def outside_training(quantity, truths, meta, scale):
     """A note where true values lie outside their key's training range (meta.json's)."""
     known = (meta.get("ranges") or {}).get(quantity.split(".")[0])
     if not known or not scale:
         return None
     least, largest = known
-    y = np.asarray(truths, float) * scale[1] + scale[0]
+    y = in_file_units(truths, scale)
     out = y[(y < least) | (y > largest)]
     if not len(out):
         return None
