@@ -434,10 +434,9 @@ def write_distribution_plots(task, split, quantities, prefix, plt, scales):
     k = min(len(r["mixture"]) for r in quantities.values())
     fig, axes = plt.subplots(n, k, figsize=(2.8 * k, 2.2 * n), squeeze=False)
     for row, (quantity, r) in zip(axes, quantities.items()):
-        center, spread = scales[quantity] or (0.0, 1.0)
-        spreads = np.broadcast_to(spread, r["n"])
+        center, spreads = scales[quantity] or (0.0, 1.0)
         for i, ax in enumerate(row):
-            spread = spreads[i]
+            spread = np.broadcast_to(spreads, r["n"])[i]
             num, truth = torch.tensor(r["mixture"][i], dtype=torch.float64), r["truth"][i]
             lo, hi = (float(mixture_quantile(num, q)) for q in (0.002, 0.998))
             lo, hi = min(lo, truth), max(hi, truth)

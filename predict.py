@@ -89,7 +89,7 @@ def masked_groups(task, line, where, keys=(), every=False):
     """(pieces, {quantity: indices masked together}) of a sample of the task."""
     pieces = split_text(line, where)
     if task in ("arithmetic", "lookup", "text"):
-        groups = masked_numbers(line, pieces, where, keys if task == "text" else (), every)
+        groups = masked_numbers(line, pieces, where, keys, every)
         return pieces, groups if task == "text" else {"answer": groups["last"]}
     paths = number_paths(line, pieces, where)
     if task == "era5":
@@ -270,9 +270,9 @@ def encode_line(
             line = line[: spans[j][0]] + ASK + line[spans[j][1] :]
     if units:
         pieces, scales = to_model_units(line, pieces, where, units)
-    if units and "split" in units:
-        truths = [t * s + c for t, (c, s) in zip(truths, scales)]
-        line = in_own_units(line, where, units)
+        if "split" in units:
+            truths = [t * s + c for t, (c, s) in zip(truths, scales)]
+            line = in_own_units(line, where, units)
     ids, values, ask = encoded(pieces, vocab, where, block_size)
     if not causal and not ask.any():
         raise TextError(f"{where}: no {ASK} in the line (or use --mask_last or --mask_key)")
@@ -285,8 +285,9 @@ def encoded(pieces, vocab, where, block_size):
     if vocab.encoding == "xval" and (far := np.abs(values).max(initial=0)) > MAX_VALUE:
         raise TextError(f"{where}: the number {far:g} is beyond ±{MAX_VALUE:g}: scale it")
     if len(ids) > block_size:
-        more = f"more than the model's block_size {block_size}"
-        raise TextError(f"{where}: {len(ids)} tokens, {more}")
+        raise TextError(
+            f"{where}: {len(ids)} tokens, more than the model's block_size {block_size}"
+        )
     return ids, values, ask
 
 
