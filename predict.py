@@ -400,9 +400,9 @@ def record_levels(pieces, keys):
 
 def written_names(line, units):
     """A record as prepare/text.py writes it: no spaces outside strings, renamed keys renamed."""
-    line = re.sub(r'("(?:\\.|[^"\\])*")|\s+', lambda m: m.group(1) or "", line)
+    line = re.sub(rf"({JSON_STRING.pattern})|\s+", lambda m: m.group(1) or "", line)
     for old, new in (units.get("renamed") or {}).items():
-        key = re.escape(json.dumps(old, ensure_ascii=False)) + r"(?=\s*:)"
+        key = re.escape(json.dumps(old, ensure_ascii=False)) + "(?=:)"
         line = re.sub(key, lambda _, new=new: json.dumps(new, ensure_ascii=False), line)
     return line
 
