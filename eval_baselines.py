@@ -253,7 +253,7 @@ def verdict_text(v):
 
 
 def in_file_units(x, scale):
-    """Scaled values in the file's units: x · spread + center (spread: one, or each value's)."""
+    """Scaled values x in the file's units; spread: one, or each value's."""
     return np.asarray(x, float) * scale[1] + scale[0]
 
 

@@ -253,12 +253,14 @@ def encode_line(
     if units:
         line = written_names(line, units)
     if spaced := re.search(r"\[\s*\?\s*\]", line.replace(ASK, "")):
-        said = f"looks like the marker {ASK}; write {ASK} without spaces"
-        raise TextError(f"{where}: {spaced.group()!r} {said}")
+        raise TextError(
+            f"{where}: {spaced.group()!r} looks like the marker {ASK}; write {ASK} without spaces"
+        )
     # refused before the tokenizer reads megabytes
     if len(line) > 1000 * block_size:
-        too_long = f"{len(line):,} characters, more than the block_size {block_size} can hold"
-        raise TextError(f"{where}: {too_long}")
+        raise TextError(
+            f"{where}: {len(line):,} characters, more than the block_size {block_size} can hold"
+        )
     truths, scales = [], []
     pieces, spans = split_text_spans(line, where, mask is None and not causal)
     if mask is not None:
