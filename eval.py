@@ -248,13 +248,12 @@ def score_setting(checkpoints, data, split_names, dev):
         report["splits"][split] = {}
         for quantity, (_, truths) in jobs[split].items():
             lines = [i for i, g in enumerate(masks[split], 1) for _ in g.get(quantity, ())]
-            # --scale record: each value's record's level
             key = quantity.split(".")[0]
-            found = [levels[split][i - 1][key] for i in lines] if split in levels else None
-            scale = scale_of(task, meta, quantity, found)
+            value_levels = [levels[split][i - 1][key] for i in lines] if split in levels else None
+            scale = scale_of(task, meta, quantity, value_levels)
             r = combine(task, [s[split][quantity] for s in per_seed], scale)
-            if found:
-                r["levels"] = found
+            if value_levels:
+                r["levels"] = value_levels
             if invalid := sum(s["n"] - s["valid"] for s in r["per_seed"]):
                 said = f"{invalid} of {r['n'] * len(per_seed)} predictions are NaN or infinite"
                 report["warnings"].append(f"{split} · {quantity}: {said}: counted as invalid")
