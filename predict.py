@@ -315,15 +315,15 @@ def masked_samples(task, lines, vocab, where, block_size, keys=(), every=False):
 
 
 def filled(text, values, mixture=None, spread="none", scales=()):
-    """text with each [?] replaced by its value, a GMM's (mixture (n, 3K)) as mean±std or
-    [5%|50%|95%] (spread); scales: each value's (center, spread)."""
+    """text with each [?] replaced by its value (GMM: its mixture's mean), as mean±std or
+    [5%|50%|95%] (spread) of mixture (n, 3K); scales: each value's (center, spread)."""
     scales = scales or [(0.0, 1.0)] * len(values)
     # a std is only stretched, not shifted
     own = lambda xs, shift=1: [x * s + c * shift for x, (c, s) in zip(xs, scales)]
     shown = list(map(format_number, own(values)))
     if mixture is not None and spread == "std":
-        means, stds = own(mixture_mean(mixture).tolist()), own(mixture_std(mixture).tolist(), 0)
-        shown = [f"{format_number(m)}±{format_number(s)}" for m, s in zip(means, stds)]
+        stds = own(mixture_std(mixture).tolist(), 0)
+        shown = [f"{mean}±{format_number(s)}" for mean, s in zip(shown, stds)]
     if mixture is not None and spread == "quantiles":
         quantiles = [own(mixture_quantile(mixture, p).tolist()) for p in (0.05, 0.5, 0.95)]
         shown = ["[" + "|".join(map(format_number, qs)) + "]" for qs in zip(*quantiles)]
