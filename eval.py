@@ -69,7 +69,7 @@ def adjusted_r_squared(r2, n, p=1):
 def accuracy(y, yhat, figures):
     """The share of predictions right to `figures` significant figures."""
     fmt = f"{{:.{figures - 1}e}}"
-    same = [not math.isnan(p) and fmt.format(p) == fmt.format(t) for t, p in zip(y, yhat)]
+    same = [fmt.format(p) == fmt.format(t) for t, p in zip(y, yhat)]
     return float(np.mean(same))
 
 
