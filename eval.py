@@ -23,7 +23,7 @@ from checkpoint import load_checkpoint
 from configurator import configure
 from dataset import check_name, check_trained_on, read_meta, read_samples
 from eval_baselines import BASELINES, baseline_predictions, baseline_text, learn_baselines
-from eval_baselines import NEXT, outside_training, verdict, verdict_text
+from eval_baselines import NEXT, in_file_units, outside_training, verdict, verdict_text
 from mixture import mixture_cdf, mixture_crps, mixture_nll, mixture_quantile
 from predict import check_meta, fill_in, load_model, masked_samples, read_levels
 from util import TextError, atomic_file, atomic_write_text, format_number, pick_device, run_main
@@ -69,7 +69,7 @@ def adjusted_r_squared(r2, n, p=1):
 def accuracy(y, yhat, figures):
     """The share of predictions right to `figures` significant figures."""
     fmt = f"{{:.{figures - 1}e}}"
-    same = [not math.isnan(p) and fmt.format(p) == fmt.format(t) for t, p in zip(y, yhat)]
+    same = [fmt.format(p) == fmt.format(t) for t, p in zip(y, yhat)]
     return float(np.mean(same))
 
 
@@ -85,7 +85,7 @@ def metrics(task, y, yhat, scale=None):
     if task == "lookup":
         m["acc3"], m["acc2"] = accuracy(y, yhat, 3), accuracy(y, yhat, 2)
     if scale is not None:
-        y, yhat = y * scale[1] + scale[0], yhat * scale[1] + scale[0]
+        y, yhat = in_file_units(y, scale), in_file_units(yhat, scale)
         m["mse_kelvin2" if task == "era5" else "mse_original"] = mse(y, yhat)
         if task == "text":
             m["r2_original"] = r_squared(y, yhat)
@@ -102,13 +102,6 @@ def scale_of(task, meta, quantity, levels=None):
     if s and levels is not None:
         return 0.0, np.array(levels)
     return (s["center"], s["spread"]) if s else None
-
-
-def levels_of(data, split, meta, lines, quantity):
-    """--scale record: the level of each scored value's record (lines: their records), or None."""
-    if meta.get("scale") == "record":
-        levels = read_levels(os.path.join(data, f"{split}.levels.txt"), meta["splits"][split])
-        return [levels[i - 1][quantity.split(".")[0]] for i in lines]
 
 
 def distribution_metrics(y, mixture):
@@ -133,7 +126,8 @@ def task_of(meta, path):
 
 
 def split_lines(data, split, meta):
-    """A split's first max_samples samples, its path; refused if fewer than meta.json counts."""
+    """A split's first max_samples samples, its path and (--scale record) its records' levels;
+    refused if fewer than meta.json counts."""
     path = os.path.join(data, f"{split}.txt")
     lines = [line for _, line in read_samples(path)]
     counted = meta["splits"].get(split) if isinstance(meta["splits"], dict) else None
@@ -141,7 +135,10 @@ def split_lines(data, split, meta):
         raise TextError(
             f"{path} has {len(lines):,} samples, meta.json {counted:,}: a copy cut short?"
         )
-    return lines[: max_samples or None], path
+    levels = None
+    if meta.get("scale") == "record":
+        levels = read_levels(os.path.join(data, f"{split}.levels.txt"), counted)
+    return lines[: max_samples or None], path, levels
 
 
 def run_model(model, vocab, jobs, dev):
@@ -232,14 +229,14 @@ def score_setting(checkpoints, data, split_names, dev):
     if task == "text":
         report["masked"] = {"keys": keys, "every": mask_all}
     # encoded once: every seed has the same vocabulary
-    jobs, baselines, masks, per_seed = {}, {}, {}, []
+    jobs, baselines, masks, levels, per_seed = {}, {}, {}, {}, []
     for path in checkpoints:
         t0 = time.time()
         model, vocab, config = load_model(path, dev)
         report.update(encoding=vocab.encoding, causal=model.cfg.causal)
         report.setdefault("config", config)
         for split in (s for s in split_names if s not in jobs):
-            lines, where = split_lines(data, split, meta)
+            lines, where, levels[split] = split_lines(data, split, meta)
             size = model.cfg.block_size
             jobs[split], masked = masked_samples(task, lines, vocab, where, size, keys, mask_all)
             if not jobs[split]:
@@ -253,11 +250,13 @@ def score_setting(checkpoints, data, split_names, dev):
         report["splits"][split] = {}
         for quantity, (_, truths) in jobs[split].items():
             lines = [i for i, g in enumerate(masks[split], 1) for _ in g.get(quantity, ())]
-            found = levels_of(data, split, meta, lines, quantity)
-            scale = scale_of(task, meta, quantity, found)
+            value_levels = None
+            if levels[split]:
+                value_levels = [levels[split][i - 1][quantity] for i in lines]
+            scale = scale_of(task, meta, quantity, value_levels)
             r = combine(task, [s[split][quantity] for s in per_seed], scale)
-            if found:
-                r["levels"] = found
+            if value_levels:
+                r["levels"] = value_levels
             if invalid := sum(s["n"] - s["valid"] for s in r["per_seed"]):
                 said = f"{invalid} of {r['n'] * len(per_seed)} predictions are NaN or infinite"
                 report["warnings"].append(f"{split} · {quantity}: {said}: counted as invalid")
@@ -265,9 +264,7 @@ def score_setting(checkpoints, data, split_names, dev):
             predicted = {}
             for name, (predicted[name], extra) in found.get(quantity, {}).items():
                 r[name] = {**metrics(task, truths, predicted[name], scale), **extra}
-            r["line"] = lines
-            r["predicted"] = predicted
-            r["verdict"] = verdict(r, predicted, r["line"])
+            r.update(line=lines, predicted=predicted, verdict=verdict(r, predicted, lines))
             if not_num := r["mean"].get("not_num_rate"):
                 said = f"the token head did not say [NUM] at {not_num:.2%} (docs/training.md)"
                 report["warnings"].append(f"{split} · {quantity}: {said}")
@@ -305,13 +302,11 @@ def write_predictions(report, meta, path):
         writer = csv.writer(f, lineterminator="\n")
         writer.writerow(["split", "quantity", "line", "truth", "prediction", *names])
         for split, quantity, r in rows:
-            center, spread = scale_of(report["task"], meta, quantity, r.get("levels")) or (0, 1)
+            scale = scale_of(report["task"], meta, quantity, r.get("levels")) or (0, 1)
             none = [None] * r["n"]
             columns = [r["truth"], r["median"], *(r["predicted"].get(n, none) for n in names)]
-            spreads = np.broadcast_to(spread, r["n"])
-            for line, spread, *values in zip(r["line"], spreads, *columns):
-                own = np.array(values, float) * spread + center
-                own = ["" if math.isnan(v) else format_number(v, 8) for v in own]
+            for line, *values in zip(r["line"], *(in_file_units(c, scale) for c in columns)):
+                own = ["" if math.isnan(v) else format_number(v, 8) for v in values]
                 writer.writerow([split, quantity, line, *own])
 
 
@@ -401,7 +396,7 @@ def write_plots(report, meta, prefix):
             m, unit = r["median_prediction"], ""
             mse = m.get("mse_kelvin2", m.get("mse_original", m["mse"]))
             if (scale := scales[quantity]) is not None:
-                y, p = y * scale[1] + scale[0], p * scale[1] + scale[0]
+                y, p = in_file_units(y, scale), in_file_units(p, scale)
                 unit = " (K)" if task == "era5" else " (original units)"
             lo, hi = np.nanmin([y, p]), np.nanmax([y, p])
             ax.plot([lo, hi], [lo, hi], color="0.6", lw=1)
@@ -441,10 +436,9 @@ def write_distribution_plots(task, split, quantities, prefix, plt, scales):
     k = min(len(r["mixture"]) for r in quantities.values())
     fig, axes = plt.subplots(n, k, figsize=(2.8 * k, 2.2 * n), squeeze=False)
     for row, (quantity, r) in zip(axes, quantities.items()):
-        center, spread = scales[quantity] or (0.0, 1.0)
-        spreads = np.broadcast_to(spread, r["n"])
+        center, spreads = scales[quantity] or (0.0, 1.0)
         for i, ax in enumerate(row):
-            spread = spreads[i]
+            spread = np.broadcast_to(spreads, r["n"])[i]
             num, truth = torch.tensor(r["mixture"][i], dtype=torch.float64), r["truth"][i]
             lo, hi = (float(mixture_quantile(num, q)) for q in (0.002, 0.998))
             lo, hi = min(lo, truth), max(hi, truth)

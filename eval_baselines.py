@@ -78,7 +78,7 @@ class LeastSquares:
         z = np.array(self.rows, float).reshape(-1, len(self.columns) + 1)
         x, y = z[:, :-1], z[:, -1]
         seen = ~np.isnan(x).all(0)
-        if not len(y) or not seen.any():
+        if not seen.any():
             return None
         self.columns = [c for c, s in zip(self.columns, seen) if s]
         self.predictors = list(dict.fromkeys(k for k, _ in self.columns))
@@ -138,9 +138,8 @@ def learn_baselines(task, data, meta, keys, every, period):
     columns = [(k, i) for k in meta.get("scales") or {} for i in steps]
     # own data: each key's lists and least-squares fit
     lists = {key: [] for key in keys} if own else {}
-    fits = {}
-    for key in lists if not (window and every) else ():
-        fits[key] = LeastSquares(columns, (key, window - 1 if window else None))
+    target = window - 1 if window else None
+    fits = {} if window and every else {k: LeastSquares(columns, (k, target)) for k in lists}
     path, numbers = os.path.join(data, "train.txt"), {}
     for number, line in read_samples(path, required=False):
         pieces, groups = masked_groups(task, line, f"{path}:{number}", keys, every)
@@ -253,13 +252,18 @@ def verdict_text(v):
     return f"{said}: its MSE is {ratio}× the baseline's (95% interval {low}–{high}, {n} records)"
 
 
+def in_file_units(x, scale):
+    """Scaled values x in the file's units; spread: one, or each value's."""
+    return np.asarray(x, float) * scale[1] + scale[0]
+
+
 def outside_training(quantity, truths, meta, scale):
     """A note where true values lie outside their key's training range (meta.json's)."""
     known = (meta.get("ranges") or {}).get(quantity.split(".")[0])
     if not known or not scale:
         return None
     least, largest = known
-    y = np.asarray(truths, float) * scale[1] + scale[0]
+    y = in_file_units(truths, scale)
     out = y[(y < least) | (y > largest)]
     if not len(out):
         return None

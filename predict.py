@@ -89,7 +89,7 @@ def masked_groups(task, line, where, keys=(), every=False):
     """(pieces, {quantity: indices masked together}) of a sample of the task."""
     pieces = split_text(line, where)
     if task in ("arithmetic", "lookup", "text"):
-        groups = masked_numbers(line, pieces, where, keys if task == "text" else (), every)
+        groups = masked_numbers(line, pieces, where, keys, every)
         return pieces, groups if task == "text" else {"answer": groups["last"]}
     paths = number_paths(line, pieces, where)
     if task == "era5":
@@ -253,12 +253,14 @@ def encode_line(
     if units:
         line = written_names(line, units)
     if spaced := re.search(r"\[\s*\?\s*\]", line.replace(ASK, "")):
-        said = f"looks like the marker {ASK}; write {ASK} without spaces"
-        raise TextError(f"{where}: {spaced.group()!r} {said}")
+        raise TextError(
+            f"{where}: {spaced.group()!r} looks like the marker {ASK}; write {ASK} without spaces"
+        )
     # refused before the tokenizer reads megabytes
     if len(line) > 1000 * block_size:
-        too_long = f"{len(line):,} characters, more than the block_size {block_size} can hold"
-        raise TextError(f"{where}: {too_long}")
+        raise TextError(
+            f"{where}: {len(line):,} characters, more than the block_size {block_size} can hold"
+        )
     truths, scales = [], []
     pieces, spans = split_text_spans(line, where, mask is None and not causal)
     if mask is not None:
@@ -270,9 +272,9 @@ def encode_line(
             line = line[: spans[j][0]] + ASK + line[spans[j][1] :]
     if units:
         pieces, scales = to_model_units(line, pieces, where, units)
-    if units and "split" in units:
-        truths = [t * s + c for t, (c, s) in zip(truths, scales)]
-        line = in_own_units(line, where, units)
+        if "split" in units:
+            truths = [t * s + c for t, (c, s) in zip(truths, scales)]
+            line = in_own_units(line, where, units)
     ids, values, ask = encoded(pieces, vocab, where, block_size)
     if not causal and not ask.any():
         raise TextError(f"{where}: no {ASK} in the line (or use --mask_last or --mask_key)")
@@ -285,8 +287,9 @@ def encoded(pieces, vocab, where, block_size):
     if vocab.encoding == "xval" and (far := np.abs(values).max(initial=0)) > MAX_VALUE:
         raise TextError(f"{where}: the number {far:g} is beyond ±{MAX_VALUE:g}: scale it")
     if len(ids) > block_size:
-        more = f"more than the model's block_size {block_size}"
-        raise TextError(f"{where}: {len(ids)} tokens, {more}")
+        raise TextError(
+            f"{where}: {len(ids)} tokens, more than the model's block_size {block_size}"
+        )
     return ids, values, ask
 
 
@@ -312,15 +315,15 @@ def masked_samples(task, lines, vocab, where, block_size, keys=(), every=False):
 
 
 def filled(text, values, mixture=None, spread="none", scales=()):
-    """text with each [?] replaced by its value, a GMM's (mixture (n, 3K)) as mean±std or
-    [5%|50%|95%] (spread); scales: each value's (center, spread)."""
+    """text with each [?] replaced by its value (GMM: its mixture's mean), as mean±std or
+    [5%|50%|95%] (spread) of mixture (n, 3K); scales: each value's (center, spread)."""
     scales = scales or [(0.0, 1.0)] * len(values)
     # a std is only stretched, not shifted
     own = lambda xs, shift=1: [x * s + c * shift for x, (c, s) in zip(xs, scales)]
     shown = list(map(format_number, own(values)))
     if mixture is not None and spread == "std":
-        means, stds = own(mixture_mean(mixture).tolist()), own(mixture_std(mixture).tolist(), 0)
-        shown = [f"{format_number(m)}±{format_number(s)}" for m, s in zip(means, stds)]
+        stds = own(mixture_std(mixture).tolist(), 0)
+        shown = [f"{mean}±{format_number(s)}" for mean, s in zip(shown, stds)]
     if mixture is not None and spread == "quantiles":
         quantiles = [own(mixture_quantile(mixture, p).tolist()) for p in (0.05, 0.5, 0.95)]
         shown = ["[" + "|".join(map(format_number, qs)) + "]" for qs in zip(*quantiles)]
@@ -399,9 +402,9 @@ def record_levels(pieces, keys):
 
 def written_names(line, units):
     """A record as prepare/text.py writes it: no spaces outside strings, renamed keys renamed."""
-    line = re.sub(r'("(?:\\.|[^"\\])*")|\s+', lambda m: m.group(1) or "", line)
+    line = re.sub(rf"({JSON_STRING.pattern})|\s+", lambda m: m.group(1) or "", line)
     for old, new in (units.get("renamed") or {}).items():
-        key = re.escape(json.dumps(old, ensure_ascii=False)) + r"(?=\s*:)"
+        key = re.escape(json.dumps(old, ensure_ascii=False)) + "(?=:)"
         line = re.sub(key, lambda _, new=new: json.dumps(new, ensure_ascii=False), line)
     return line
 

@@ -118,8 +118,7 @@ def _split_lines(lines):
     joined = ";".join(runs)
     # a malformed literal (--5) stops the parse: numpy < 2.3 warns, later ones raise
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", DeprecationWarning)
+        with warnings.catch_warnings(action="error", category=DeprecationWarning):
             values = np.fromstring(joined.translate(_LITERALS_ONLY), sep=",")
     except (ValueError, DeprecationWarning):
         return table, None

@@ -40,7 +40,7 @@ def main(argv=None):
             args.data_dir, encodings, args.workers, args.rebuild_vocab, args.plain_text
         )
     except (TextError, OSError) as e:
-        sys.exit(f"error: {e.strerror if isinstance(e, OSError) and e.strerror else e}")
+        sys.exit(f"error: {getattr(e, 'strerror', None) or e}")
     # Ctrl-C: one line, and the exit code shells expect
     except KeyboardInterrupt:
         print(f"interrupted: {args.data_dir} is as it was before this run", file=sys.stderr)
