@@ -191,8 +191,8 @@ def read_json_object(path, keys=(), again=""):
 
 
 def record_level(x):
-    """--scale record: the level of each row of x (a window's numbers of a key, NaN where none), the
-    mean |x| of all but the last, the values read before it is predicted (1 where 0 or none)."""
+    """--scale record: each row's level, the mean |x| of its numbers (NaN: none) but the last, the
+    one predicted; 1 where that is 0 or there are none."""
     with warnings.catch_warnings(action="ignore"):
         level = np.nanmean(np.abs(x[:, :-1]), axis=1)
     return np.where(level > 0, level, 1.0)

@@ -218,7 +218,7 @@ def verdict(r, predicted, lines):
     """The model's median against each baseline on the values it predicted (lines: their records),
     and the verdict against the best; None without baselines or a valid prediction."""
     y = np.asarray(r["truth"], float)
-    # --scale record: squared errors in the file's units, times each record's level squared
+    # --scale record: squared errors in the file's units
     w = np.broadcast_to(np.asarray(r.get("levels", 1.0)) ** 2, y.shape)
     model = w * (np.array(r["median"], float) - y) ** 2
     ok = ~np.isnan(model)

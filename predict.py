@@ -431,7 +431,8 @@ def to_model_units(line, pieces, where, units):
     scales, keys = number_keys(line, pieces, where, units)
     # a split's records are written scaled: neither checked nor scaled
     split = "split" in units
-    ranges = {} if split else units.get("ranges") or {}
+    # --scale record: ratios to the record's level, whatever its range
+    ranges = {} if split or units.get("scale") == "record" else units.get("ranges") or {}
     out, asked, i = [], [], 0
     for kind, x in pieces:
         if kind == "ask":

@@ -94,20 +94,14 @@ def scale(table, parts, keys, mode):
         s = scales[key] = scale_of(table, parts[0], key, mode, said["constant"].append)
         largest[key] = max(abs(high - s["center"]), abs(low - s["center"])) / s["spread"]
         digits[key] = decimals_of(col.q, s["spread"], mode, largest[key])
-        train_low, train_high, _, train_most = extremes(col, rows_in(table, parts[:1], key))
-        ranges[key] = [float(train_low), float(train_high)]
+        low, high, _, _ = extremes(col, rows_in(table, parts[:1], key))
+        ranges[key] = [float(low), float(high)]
         if mode == "record":
             if col.nested:
                 fail(f"key {key!r} holds lists or objects: --scale record scales plain numbers")
             # from train alone: nothing written hangs on the value a record predicts
-            digits[key] = decimals_of(col.q, train_most or 1, mode, 1)
+            digits[key] = decimals_of(col.q, max(high, -low) or 1, mode, 1)
             continue
-        # by a tenth of train's range: more than a random split's edge
-        if max(train_low - low, high - train_high) > (train_high - train_low) / 10:
-            said["beyond"].append(
-                f"note: key {key!r}: its values span [{low:g}, {high:g}], beyond train's"
-                f" [{train_low:g}, {train_high:g}]; a level that moves: --window N --scale record"
-            )
         if col.clash:
             a, where, b, seen = col.clash
             y = np.float32(written([float(a)], s, digits[key])[0])
