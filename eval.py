@@ -93,8 +93,8 @@ def metrics(task, y, yhat, scale=None):
 
 
 def scale_of(task, meta, quantity, levels=None):
-    """(center, spread) of a quantity's numbers (meta.t: meta's), or None; --scale record: center
-    0, spread each value's record's level (levels)."""
+    """(center, spread) of a quantity's numbers (meta.t: meta's), or None; with levels (--scale
+    record), center 0 and each value's level."""
     if task == "era5":
         return meta["normalisation"]["mean"], meta["normalisation"]["std"]
     scales = (meta.get("scales") or {}) if task == "text" else {}
@@ -126,8 +126,8 @@ def task_of(meta, path):
 
 
 def split_lines(data, split, meta):
-    """A split's first max_samples samples, its path and (--scale record) its records' levels;
-    refused if fewer than meta.json counts."""
+    """A split's first max_samples samples, its path and (--scale record) its levels; refused if
+    fewer than meta.json counts."""
     path = os.path.join(data, f"{split}.txt")
     lines = [line for _, line in read_samples(path)]
     counted = meta["splits"].get(split) if isinstance(meta["splits"], dict) else None
@@ -408,7 +408,7 @@ def write_plots(report, meta, prefix):
             ax.set(title=f"{quantity} (MSE {fmt(mse)})", xlabel=f"true{unit}")
             ax.set(ylabel=f"predicted{unit}")
         save_figure(plt, fig, f"{task} · {report['encoding']} · {split}", f"{prefix}_{split}.png")
-        if "pit" in next(iter(quantities.values())):
+        if "mixture" in next(iter(quantities.values())):
             write_distribution_plots(task, split, quantities, f"{prefix}_{split}", plt, scales)
 
 
@@ -421,19 +421,8 @@ def save_figure(plt, fig, title, path):
 
 
 def write_distribution_plots(task, split, quantities, prefix, plt, scales):
-    """GMM heads: PIT histograms, and the first densities with their truths."""
-    n = len(quantities)
-    fig, axes = plt.subplots(1, n, figsize=(3.2 * n, 2.8), squeeze=False)
-    for ax, (quantity, r) in zip(axes[0], quantities.items()):
-        ax.hist(r["pit"], bins=20, range=(0, 1), density=True, color="C0", alpha=0.7)
-        # calibrated where flat at 1
-        ax.axhline(1.0, color="0.4", lw=1, ls="--")
-        m = r["per_seed"][0]
-        title = f"{quantity} (50%: {m['cover50']:.2f}, 90%: {m['cover90']:.2f})"
-        ax.set(title=title, xlabel="PIT", ylim=(0, None))
-    what = "PIT (predicted CDF at the truth; coverage of central intervals)"
-    save_figure(plt, fig, f"{task} · {split} · {what}", f"{prefix}_pit.png")
-    k = min(len(r["mixture"]) for r in quantities.values())
+    """GMM heads: the first densities with their truths."""
+    n, k = len(quantities), min(len(r["mixture"]) for r in quantities.values())
     fig, axes = plt.subplots(n, k, figsize=(2.8 * k, 2.2 * n), squeeze=False)
     for row, (quantity, r) in zip(axes, quantities.items()):
         center, spreads = scales[quantity] or (0.0, 1.0)

@@ -219,7 +219,7 @@ def test_own_data_in_original_units_with_baselines_and_plots(own_run, monkeypatc
     t.update(pit=[0.5] * n, mixture=[[0.0, 0.0, 0.0, 0.0, -1.0, -1.0]] * n, per_seed=[{"cover50": 0.5, "cover90": 0.9}])
     report["splits"] = {"test": {"t": t}}
     ev.write_plots(report, {"scales": {"t": s}}, "unused")
-    (scatter, _), _, (densities, title) = figures
+    (scatter, _), (densities, title) = figures
     ax, truth = scatter.axes[0], np.array(t["truth"])
     assert ax.get_xlabel() == "true (original units)" and ax.get_ylabel() == "predicted (original units)"
     shown = np.stack([truth, np.array(t["median"])], 1) * s["spread"] + s["center"]

@@ -168,7 +168,7 @@ def test_a_tiny_gmm_model_trains_resumes_samples_and_evaluates(data, tmp_path):
     m = report["splits"]["test"]["answer"]["per_seed"][0]
     assert {"nll", "crps", "cover50", "cover90"} <= set(m) and "CRPS" in stdout
     assert 0 <= m["cover50"] <= m["cover90"] <= 1 and math.isfinite(m["nll"]) and m["crps"] > 0
-    assert os.path.getsize(f"{prefix}_test_pit.png") > 1000
+    assert os.path.getsize(f"{prefix}_test_density.png") > 1000
 
 
 def test_an_older_checkpoint_without_head_settings_loads_as_mse(data, checkpoint, tmp_path):
