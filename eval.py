@@ -137,6 +137,8 @@ def split_lines(data, split, meta):
         )
     levels = None
     if meta.get("scale") == "record":
+        if mask_all:
+            raise TextError(f"{data}: --mask_all would mask what its levels are taken from")
         levels = read_levels(os.path.join(data, f"{split}.levels.txt"), counted)
     return lines[: max_samples or None], path, levels
 

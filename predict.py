@@ -256,7 +256,6 @@ def encode_line(
         raise TextError(
             f"{where}: {spaced.group()!r} looks like the marker {ASK}; write {ASK} without spaces"
         )
-    # refused before the tokenizer reads megabytes
     if len(line) > 1000 * block_size:
         raise TextError(
             f"{where}: {len(line):,} characters, more than the block_size {block_size} can hold"
@@ -431,7 +430,6 @@ def to_model_units(line, pieces, where, units):
     scales, keys = number_keys(line, pieces, where, units)
     # a split's records are written scaled: neither checked nor scaled
     split = "split" in units
-    # --scale record: ratios to the record's level, whatever its range
     ranges = {} if split or units.get("scale") == "record" else units.get("ranges") or {}
     out, asked, i = [], [], 0
     for kind, x in pieces:
@@ -453,7 +451,7 @@ def to_model_units(line, pieces, where, units):
 def in_own_units(text, where, units):
     """A record (its [?] kept) in the file's units (said where it is no complete record)."""
     if units.get("scale") == "record" and "level" not in units:
-        return text + "  (each key divided by the record's level: --scale record)"
+        return text + "  (scaled by the record's level)"
     pieces, spans = split_text_spans(text, where, allow_ask=True)
     try:
         scales, _ = number_keys(text, pieces, where, units)

@@ -16,9 +16,8 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the repository
 for path in (ROOT, os.path.join(ROOT, "tests"), os.path.join(ROOT, "prepare")):
-    if path not in sys.path:
-        sys.path.insert(0, path)
-from setting_checks import read_ranges  # noqa: E402
+    sys.path.insert(0, path)
+from setting_checks import read_ranges
 
 
 @functools.cache

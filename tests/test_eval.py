@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 from conftest import run
-from helpers import diverged, eval_model, evaluated, one_line_error, own_run, prepared  # noqa: F401
+from helpers import diverged, eval_model, evaluated, one_line_error, own_run, prepared
 from helpers import truth_field, write_old_layout
 
 import eval as ev

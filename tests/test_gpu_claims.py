@@ -7,7 +7,7 @@ import pytest
 from conftest import ROOT, run
 
 sys.path.insert(0, os.path.join(ROOT, "dev"))
-import gpu_claims  # noqa: E402
+import gpu_claims
 
 
 def in_process(calls):

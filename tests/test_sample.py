@@ -9,7 +9,7 @@ import warnings
 import numpy as np
 import pytest
 from conftest import run
-from helpers import diverged, one_line_error, own_model, own_run  # noqa: F401
+from helpers import diverged, one_line_error, own_model, own_run
 
 from predict import units_of
 
@@ -199,6 +199,7 @@ def test_scale_record_is_undone_by_eval_and_sample(tmp_path):
     ratio = scores["mean"]["mse_original"] / scores["persistence"]["mse_original"]
     assert scores["verdict"]["paired"]["persistence"][0] == pytest.approx(ratio) and "levels" not in scores
     assert "outside the training range" in r.stdout and "--scale record" not in r.stdout
+    assert "--mask_all would mask" in run("eval.py", f"--ckpt={ckpt}", "--mask_key=y", "--mask_all=True", check=False).stderr
     # a split: printed in the file's units; a record typed in them: scaled by its own level
     first = [round(v, 1) for v in y[86 - len(levels) : 91 - len(levels)]]
     split = sample(ckpt, None, f"--input={data}/test.txt", "--mask_key=y", "--show=1")
