@@ -34,6 +34,7 @@ data_dir = ""  # a prepared dataset; default: the one the checkpoint was trained
 splits = ""  # comma-separated; default: test and every test_ood* split present
 mask_key = ""  # own data: score the last number under this JSON key; default: every scaled key
 mask_all = False  # with mask_key: score every number under the key, masked at once
+horizon = 0  # windows, with mask_key: score the last H, masked at once, per step ahead
 max_samples = 0  # evaluate at most this many samples per split; 0 = all
 batch_size = 64
 out = ""  # output path without extension; default: eval... beside the first checkpoint
@@ -62,8 +63,8 @@ def r_squared(y, yhat):
     return float(1 - mse(y, yhat) / np.var(y[ok])) if ok.sum() > 1 else math.nan
 
 
-def adjusted_r_squared(r2, n, p=1):
-    return 1 - (1 - r2) * (n - 1) / (n - p - 1) if n > p + 1 else math.nan
+def adjusted_r_squared(r2, n):
+    return 1 - (1 - r2) * (n - 1) / (n - 2) if n > 2 else math.nan
 
 
 def accuracy(y, yhat, figures):
@@ -93,8 +94,7 @@ def metrics(task, y, yhat, scale=None):
 
 
 def scale_of(task, meta, quantity, levels=None):
-    """(center, spread) of a quantity's numbers (meta.t: meta's), or None; with levels (--scale
-    record), center 0 and each value's level."""
+    """(center, spread) of a quantity's numbers, or None; --scale record: (0, levels)."""
     if task == "era5":
         return meta["normalisation"]["mean"], meta["normalisation"]["std"]
     scales = (meta.get("scales") or {}) if task == "text" else {}
@@ -126,8 +126,7 @@ def task_of(meta, path):
 
 
 def split_lines(data, split, meta):
-    """A split's first max_samples samples, its path and (--scale record) its levels; refused if
-    fewer than meta.json counts."""
+    """A split's first max_samples samples, its path and (--scale record) its levels."""
     path = os.path.join(data, f"{split}.txt")
     lines = [line for _, line in read_samples(path)]
     counted = meta["splits"].get(split) if isinstance(meta["splits"], dict) else None
@@ -137,8 +136,8 @@ def split_lines(data, split, meta):
         )
     levels = None
     if meta.get("scale") == "record":
-        if mask_all:
-            raise TextError(f"{data}: --mask_all would mask what its levels are taken from")
+        if mask_all or horizon:
+            raise TextError(f"{data}: --horizon or --mask_all would mask what its levels are from")
         levels = read_levels(os.path.join(data, f"{split}.levels.txt"), counted)
     return lines[: max_samples or None], path, levels
 
@@ -151,13 +150,20 @@ def run_model(model, vocab, jobs, dev):
         preds = np.array([p for values in predicted for p in values], float)
         preds[~np.isfinite(preds)] = math.nan
         mixture = torch.cat(mixtures).double().numpy() if mixtures else None
-        results[quantity] = (np.array(truths, float), preds, counts, mixture)
+        for h, name in enumerate(steps_ahead() if horizon else [quantity]):
+            step = slice(h, None, horizon or 1)
+            mixed = None if mixture is None else mixture[step]
+            results[name] = (np.array(truths, float)[step], preds[step], counts, mixed)
     return results
+
+
+def steps_ahead():
+    return [f"{mask_key}.t+{h}" for h in range(1, horizon + 1)]
 
 
 def combine(task, runs, scale=None):
     """One quantity over seeds' runs: metrics' mean and std, the median prediction's; GMM: the
-    first seed's PIT and mixtures."""
+    first seed's first mixtures."""
     truths, seeds = runs[0][0], []
     for _, preds, counts, mixture in runs:
         m = metrics(task, truths, preds, scale)
@@ -181,7 +187,6 @@ def combine(task, runs, scale=None):
         "median": [None if math.isnan(v) else v for v in median.tolist()],
     }
     if (mixture := runs[0][3]) is not None:
-        r["pit"] = mixture_cdf(torch.as_tensor(mixture), torch.as_tensor(truths)).tolist()
         r["mixture"] = mixture[:DENSITY_SAMPLES].tolist()
     return r
 
@@ -215,6 +220,19 @@ def check_seeds(checkpoints):
     return first
 
 
+def encode_split(task, data, split, meta, model, vocab, keys, learned):
+    """A split's model jobs, baselines' predictions, masked indices and (--scale record) levels."""
+    lines, where, levels = split_lines(data, split, meta)
+    size = model.cfg.block_size
+    jobs, masked = masked_samples(task, lines, vocab, where, size, keys, horizon or mask_all)
+    if not jobs:
+        raise TextError(f"{where}: no sample holds a number the {task} task predicts")
+    if horizon:
+        masked = [dict(zip(steps_ahead(), ([i] for i in g.get(mask_key, ())))) for g in masked]
+    found = baseline_predictions(task, lines, masked, where, learned, meta.get("window"))
+    return {"jobs": jobs, "baselines": found, "masked": masked, "levels": levels}
+
+
 def score_setting(checkpoints, data, split_names, dev):
     """One setting's report: each split × quantity, per seed and combined, with baselines."""
     meta, path = read_meta(data), os.path.join(data, "meta.json")
@@ -223,7 +241,13 @@ def score_setting(checkpoints, data, split_names, dev):
     if mask_key and task != "text":
         raise SystemExit(f"error: --mask_key is for your own data; {data} is a {task} dataset")
     keys = [mask_key] if mask_key else list(meta.get("scales") or {}) if task == "text" else []
-    learned, notes = learn_baselines(task, data, meta, keys, mask_all, period)
+    if horizon and not 0 < horizon < (meta.get("window") or 0):
+        raise SystemExit(f"error: --horizon needs a dataset of windows longer than {horizon}")
+    learned, notes = learn_baselines(task, data, meta, keys, horizon or mask_all, period)
+    # --horizon: the mask key's baselines for each step ahead
+    for found in learned.values() if horizon else ():
+        if mask_key in found:
+            found.update(dict.fromkeys(steps_ahead(), found.pop(mask_key)))
     ood = glob.glob(os.path.join(data, "test_ood*.txt"))
     split_names = split_names or ["test"] + sorted(os.path.basename(p)[:-4] for p in ood)
     report = dict(task=task, data_dir=data, checkpoints=checkpoints, max_samples=max_samples)
@@ -231,30 +255,24 @@ def score_setting(checkpoints, data, split_names, dev):
     if task == "text":
         report["masked"] = {"keys": keys, "every": mask_all}
     # encoded once: every seed has the same vocabulary
-    jobs, baselines, masks, levels, per_seed = {}, {}, {}, {}, []
+    encoded, per_seed = {}, []
     for path in checkpoints:
         t0 = time.time()
         model, vocab, config = load_model(path, dev)
         report.update(encoding=vocab.encoding, causal=model.cfg.causal)
         report.setdefault("config", config)
-        for split in (s for s in split_names if s not in jobs):
-            lines, where, levels[split] = split_lines(data, split, meta)
-            size = model.cfg.block_size
-            jobs[split], masked = masked_samples(task, lines, vocab, where, size, keys, mask_all)
-            if not jobs[split]:
-                raise TextError(f"{where}: no sample holds a number the {task} task predicts")
-            window = meta.get("window")
-            baselines[split] = baseline_predictions(task, lines, masked, where, learned, window)
-            masks[split] = masked
-        per_seed.append({split: run_model(model, vocab, jobs[split], dev) for split in split_names})
+        for split in (s for s in split_names if s not in encoded):
+            encoded[split] = encode_split(task, data, split, meta, model, vocab, keys, learned)
+        per_seed.append({s: run_model(model, vocab, encoded[s]["jobs"], dev) for s in split_names})
         print(f"{path}: evaluated in {time.time() - t0:.1f} s")
     for split in split_names:
         report["splits"][split] = {}
-        for quantity, (_, truths) in jobs[split].items():
-            lines = [i for i, g in enumerate(masks[split], 1) for _ in g.get(quantity, ())]
+        masks, levels = encoded[split]["masked"], encoded[split]["levels"]
+        for quantity, (truths, *_) in per_seed[0][split].items():
+            lines = [i for i, g in enumerate(masks, 1) for _ in g.get(quantity, ())]
             value_levels = None
-            if levels[split]:
-                value_levels = [levels[split][i - 1][quantity] for i in lines]
+            if levels:
+                value_levels = [levels[i - 1][quantity] for i in lines]
             scale = scale_of(task, meta, quantity, value_levels)
             r = combine(task, [s[split][quantity] for s in per_seed], scale)
             if value_levels:
@@ -262,7 +280,7 @@ def score_setting(checkpoints, data, split_names, dev):
             if invalid := sum(s["n"] - s["valid"] for s in r["per_seed"]):
                 said = f"{invalid} of {r['n'] * len(per_seed)} predictions are NaN or infinite"
                 report["warnings"].append(f"{split} · {quantity}: {said}: counted as invalid")
-            found, note = baselines[split]
+            found, note = encoded[split]["baselines"]
             predicted = {}
             for name, (predicted[name], extra) in found.get(quantity, {}).items():
                 r[name] = {**metrics(task, truths, predicted[name], scale), **extra}
@@ -282,7 +300,8 @@ def report_prefix(checkpoints, data, trained_on):
     if os.path.realpath(data) != os.path.realpath(trained_on):
         name += "_" + os.path.basename(os.path.normpath(data))
     if mask_key:
-        name += re.sub(r"[^\w.-]", "_", f"_{mask_key}" + ("_all" if mask_all else ""))
+        suffix = "_all" if mask_all else f"_h{horizon}" if horizon else ""
+        name += re.sub(r"[^\w.-]", "_", f"_{mask_key}{suffix}")
     name += f"_first{max_samples}" if max_samples else ""
     prefix = out or os.path.join(os.path.dirname(checkpoints[0]) or ".", name)
     # the report's folder and the CSV's, checked before the evaluation
@@ -403,7 +422,7 @@ def write_plots(report, meta, prefix):
             lo, hi = np.nanmin([y, p]), np.nanmax([y, p])
             ax.plot([lo, hi], [lo, hi], color="0.6", lw=1)
             ax.scatter(y, p, s=4, alpha=0.4)
-            for x in (seen.get((quantity, split)) or []) if task == "planets" else []:
+            for x in seen.get((quantity, split)) or []:
                 ax.axvline(x, color="C3", ls="--", lw=1)
             if task == "lookup" and split == "test_ood":
                 ax.axvspan(*meta["gap"], color="C3", alpha=0.1)
@@ -449,8 +468,10 @@ def main():
     checkpoints = [ckpt] if os.path.isfile(ckpt) else ckpt.replace(",", " ").split()
     if not checkpoints:
         raise SystemExit("error: --ckpt is required")
-    if mask_all and not mask_key:
-        raise SystemExit("error: --mask_all=True needs --mask_key=KEY")
+    if (mask_all or horizon) and not mask_key:
+        raise SystemExit("error: --mask_all and --horizon need --mask_key=KEY")
+    if mask_all and horizon:
+        raise SystemExit("error: --mask_all or --horizon, not both")
     trained = check_seeds(checkpoints)
     if not isinstance(trained.get("data_dir"), str):
         raise SystemExit(f"error: {checkpoints[0]}: its config names no data_dir")
@@ -468,7 +489,7 @@ def main():
     except (ValueError, OSError) as e:
         raise SystemExit(f"error: {e}")
     per_point = ["line", "predicted"]
-    per_point += [] if save_predictions else ["truth", "median", "levels", "pit", "mixture"]
+    per_point += [] if save_predictions else ["truth", "median", "levels", "mixture"]
     saved = {**report, "splits": {}}
     for split, quantities in report["splits"].items():
         saved["splits"][split] = {

@@ -26,11 +26,12 @@ BASELINES = dict(
 )
 
 
-def previous_values(line, indices, where, what, lag=1):
-    """Each masked number's value lag steps earlier in its list, or None; what: names a number
-    first in its list as an error."""
+def previous_values(line, indices, where, what, lag=1, hidden=()):
+    """Each masked number's value lag steps earlier in its list (lag 1: the last not hidden), or
+    None where that is hidden; what: names a number first in its list as an error."""
     record = json.loads(line)
     paths, out = list(json_paths(record)), []
+    hidden = {paths[i] for i in hidden}
     for i in indices:
         *parent, step = paths[i]
         if what and isinstance(step, int) and step < 1:
@@ -38,7 +39,10 @@ def previous_values(line, indices, where, what, lag=1):
         value = record
         for k in parent:
             value = value[k]
-        out.append(value[step - lag] if isinstance(step, int) and step >= lag else None)
+        k = step - lag if isinstance(step, int) else -1
+        while lag == 1 and (*parent, k) in hidden:
+            k -= 1
+        out.append(value[k] if k >= 0 and (*parent, k) not in hidden else None)
     return out
 
 
@@ -128,7 +132,7 @@ def period_of(lists):
 def learn_baselines(task, data, meta, keys, every, period):
     """From the training split: each quantity's mean, each key's least-squares fit, each series'
     lags [1, period]; notes."""
-    series = task == "era5" or (task == "text" and bool(keys) and not every)
+    series = task == "era5" or (task == "text" and bool(keys) and every is not True)
     lags = {q: [1] for q in (keys or ["t+1"])} if series else {}
     if task != "text":
         return {"means": {}, "fits": {}, "lags": lags}, []
@@ -151,7 +155,7 @@ def learn_baselines(task, data, meta, keys, every, period):
             if key in fits:
                 fits[key].add(record)
             v = value_at(record, key)
-            if isinstance(v, list) and all(map(is_json_number, v)) and not every:
+            if isinstance(v, list) and all(map(is_json_number, v)) and every is not True:
                 found.append(v)
     notes = []
     for key in lists if series else ():
@@ -179,10 +183,11 @@ def baseline_predictions(task, lines, masked, where, learned, window):
     strict = task == "era5" or window
     for number, (line, groups) in enumerate(zip(lines, masked), 1):
         at = f"{where}:{number}"
+        hidden = [i for indices in groups.values() for i in indices]
         for quantity, indices in groups.items():
             what = ("a station" if task == "era5" else f"key {quantity!r}") if strict else None
             for lag, values in earlier.get(quantity, {}).items():
-                values += previous_values(line, indices, at, what, lag)
+                values += previous_values(line, indices, at, what, lag, hidden)
     out, notes = defaultdict(dict), {}
     counts = Counter(q for groups in masked for q, indices in groups.items() for _ in indices)
     for quantity, mean in learned["means"].items():

@@ -57,7 +57,8 @@ def number_paths(line, pieces, where):
 
 
 def masked_numbers(line, pieces, where, keys=(), every=False):
-    """{quantity: indices masked together}: the last under each key (every: all), or the last."""
+    """{quantity: indices masked together}: the last under each key (every: True all, H the
+    last H), or the last."""
     n_numbers = sum(kind == "num" for kind, _ in pieces)
     if not keys:
         if not n_numbers:
@@ -66,7 +67,9 @@ def masked_numbers(line, pieces, where, keys=(), every=False):
     paths = number_paths(line, pieces, where)
     names = [[k for k in p if isinstance(k, str)] for p in paths]
     groups = {key: under_key(names, key, where) for key in keys}
-    return {key: found if every else found[-1:] for key, found in groups.items()}
+    return {
+        key: found if every is True else found[-(every or 1) :] for key, found in groups.items()
+    }
 
 
 def under_key(names, key, where):

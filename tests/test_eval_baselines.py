@@ -3,7 +3,8 @@ import json
 
 import numpy as np
 import pytest
-from helpers import evaluated, own_model
+from conftest import run
+from helpers import evaluated, own_model, own_run  # noqa: F401
 
 import eval_baselines as eb
 
@@ -80,6 +81,24 @@ def test_seasonal_persistence_finds_a_sines_period(tmp_path):
     given, stdout, _ = evaluated(ckpt, extra=["--mask_key=t", "--period=3"])
     g = given["splits"]["test"]["t"]["seasonal_persistence"]
     assert g["period"] == 3 and "--period=3" in stdout and g["mse"] > r["seasonal_persistence"]["mse"]
+    # --horizon: seasonal persistence where the value a period earlier is not masked
+    ahead = evaluated(ckpt, extra=["--mask_key=t", "--horizon=8"])[0]["splits"]["test"]
+    assert ["seasonal_persistence" in ahead[f"t.t+{h}"] for h in range(1, 9)] == [True] * 6 + [False] * 2
+    w = np.array(test)
+    assert ahead["t.t+6"]["seasonal_persistence"]["mse"] == pytest.approx(np.mean((w[:, -3] - w[:, -9]) ** 2))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("flags, error", [("--mask_key=t", ""), ("--mask_key=t --horizon=3", "windows longer than 3"),
+                                          ("--mask_key=", "--horizon need --mask_key")])
+def test_horizon_scores_each_step_against_the_last_value_not_masked(own_run, flags, error):
+    data, ckpt = own_run
+    r = run("eval.py", f"--ckpt={ckpt}", "--horizon=2", *flags.split(), check=False)
+    assert (r.returncode != 0) == bool(error) and error in r.stderr
+    w = np.array([json.loads(line)["t"] for line in open(f"{data}/test.txt")])
+    for h in (1, 2) if not error else ():
+        step = json.load(open(ckpt.replace("ckpt_best.pt", "eval_t_h2.json")))["splits"]["test"][f"t.t+{h}"]
+        assert step["n"] == len(w) and step["persistence"]["mse"] == pytest.approx(np.mean((w[:, h] - w[:, 0]) ** 2))
 
 
 @pytest.mark.parametrize("noise, n, says", [(1.0, 200, "no clear difference"), (0.3, 60, "beats"),
