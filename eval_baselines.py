@@ -16,7 +16,7 @@ PERIOD_R = 0.3
 RESAMPLES = 2000  # the verdict's bootstrap
 FEWEST = 20  # test records a verdict needs
 # when the model loses to its best baseline
-NEXT = "longer training (--max_iters), a --window covering a period, several seeds (--seed)"
+NEXT = "longer training (--max_iters), --scale record, a --window covering a period, several seeds"
 # baseline -> its name in the verdict
 BASELINES = dict(
     train_mean="training mean",

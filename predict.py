@@ -311,7 +311,7 @@ def masked_samples(task, lines, vocab, where, block_size, keys=(), every=False):
     if missing := [k for k in keys if k not in jobs]:
         raise TextError(f"{where}: no record has a number under key {missing[0]!r}")
     absent = [f"{q} {len(lines) - len(s)}" for q, (s, _) in jobs.items() if len(s) < len(lines)]
-    if absent and not every:
+    if absent and every is not True:
         print(f"note: {where}: records without the key are not scored: " + ", ".join(absent))
     return jobs, masked
 
