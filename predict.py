@@ -352,7 +352,7 @@ def check_meta(meta, path, mask_key=""):
             raise SystemExit(f'error: {path}: "ranges" holds {found}; expected {expected}')
 
 
-def units_of(path, data_dir, scaled=False, input="-", mask_key=""):
+def units_of(path, data_dir, scaled=False, input="-", mask_key="", mask_all=False):
     """meta.json, whose scales take the file's units to the model's ("split": an input that is a
     split, written scaled); None where numbers stay as the text files write them."""
     try:
@@ -373,6 +373,8 @@ def units_of(path, data_dir, scaled=False, input="-", mask_key=""):
         said = f"{input} is written scaled: read as written, printed"
         print(f"units: {said} in the file's own (--scaled: not)", file=sys.stderr)
         if meta.get("scale") == "record":
+            if mask_all:
+                raise SystemExit(f"error: {input}: --mask_all would mask what its levels are from")
             meta["levels"] = read_levels(input[:-4] + ".levels.txt", meta["splits"][name[:-4]])
         return dict(meta, split=input)
     print(f"units: the file's own, scaled by {data_dir}/meta.json (--scaled: not)", file=sys.stderr)
@@ -388,9 +390,9 @@ def read_levels(path, count):
         with open(path) as f:
             levels = [json.loads(line) for line in f]
     except (OSError, ValueError) as e:
-        raise TextError(f"{path}: {e}; prepare the dataset again")
+        raise SystemExit(f"error: {path}: {e}; prepare the dataset again")
     if len(levels) != count:
-        raise TextError(f"{path}: {len(levels)} lines, meta.json counts {count} records")
+        raise SystemExit(f"error: {path}: {len(levels)} lines, meta.json counts {count} records")
     return levels
 
 

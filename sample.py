@@ -64,7 +64,6 @@ def encode_lines(lines, name, vocab, block_size, causal, mask, units):
     done, absent, failed = [], [], 0
     for number, line in lines:
         where = f"{name}:{number}"
-        # --scale record: a split's line has its level in the levels file
         if units and "levels" in units:
             units = dict(units, level=units["levels"][number - 1])
         try:
@@ -105,7 +104,8 @@ def main():
     model, vocab, config = load_model(ckpt, dev)
     name = "stdin" if input == "-" else input
     lines = read_input(input, name)
-    units = units_of(ckpt, data_dir or str(config.get("data_dir")), scaled, input, mask_key)
+    trained_on = data_dir or str(config.get("data_dir"))
+    units = units_of(ckpt, trained_on, scaled, input, mask_key, mask_all)
     # None: predict the [?] of each line; "": mask its last number; a key: the last under it
     mask = mask_key or ("" if mask_last else None)
     causal = model.cfg.causal and mask is None
