@@ -115,19 +115,13 @@ def counts_up(x, q, size=1 << 18):
     if len(x) <= 2 or len(x) > 1000 and not counts_up(x[:1000], q):
         return None
     unit = 10.0 ** int(q)
-
-    def pieces():
-        for lo in range(0, len(x) - 1, size):
-            yield np.rint(x[lo : lo + size + 1] / unit)
-
-    low, high = np.inf, -np.inf
-    for m in pieces():
-        if np.isnan(m).any() or np.abs(m).max() > 2**53:
-            return None
-        low, high = min(low, m.min()), max(high, m.max())
+    low, high = np.rint(x.min() / unit), np.rint(x.max() / unit)
+    if max(-low, high) > 2**53:
+        return None
     # each piece's steps (a piece ends where the next begins), but where it wraps to its least
     least, most = np.inf, 0
-    for m in pieces():
+    for lo in range(0, len(x) - 1, size):
+        m = np.rint(x[lo : lo + size + 1] / unit)
         d = np.diff(m)[(m[:-1] != high) | (m[1:] != low)]
         least, most = min(least, d.min(initial=np.inf)), max(most, d.max(initial=0))
     # the same step, but for a rounding of the last digit of a long one (1/12 as 0.0833333333)
