@@ -316,21 +316,19 @@ def date_keys(table, text_keys):
         present = np.flatnonzero(col.code != GAP)
         if not len(present):
             continue
-        if (col.code[present] >= 0).all():
-            words = np.array(col.texts, dtype=object)
-            order = np.argsort(np.argsort(words, kind="stable"))
-            rank, value = order[col.code[present]], words[col.code[present]]
+        code = col.code[present]
+        if (code >= 0).all():
+            rank = np.argsort(np.argsort(np.array(col.texts, dtype=object), kind="stable"))[code]
+            value = [col.texts[code[0]], col.texts[code[-1]]]
             sortable = all(re.match(r"\d{4}", t) for t in col.texts)
-        elif (col.code[present] == NUM).all():
-            # a column of numbers: yyyymmdd, from 1800 to 2099
-            x = col.x[present]
-            if col.q != 0 or not ((x > 18e6) & (x < 21e6)).all():
-                continue
-            if not all(YYYYMMDD.fullmatch(f"{v:.0f}") for v in np.unique(x)):
-                continue
-            rank, value, sortable = x, [f"{x[0]:.0f}", f"{x[-1]:.0f}"], True
         else:
-            continue
+            # a column of numbers (a text's x is NaN): yyyymmdd, from 1800 to 2099
+            rank = col.x[present]
+            if col.q != 0 or not ((rank > 18e6) & (rank < 21e6)).all():
+                continue
+            if not all(YYYYMMDD.fullmatch(f"{x:.0f}") for x in np.unique(rank)):
+                continue
+            value, sortable = [f"{rank[0]:.0f}", f"{rank[-1]:.0f}"], True
         dates.append(key)
         # ISO dates and yyyymmdd sort as text, in file order within each group
         by_group, same = slice(None), np.diff(present) == 1
