@@ -38,14 +38,13 @@ BLOCK = 1 << 20
 
 
 def rewrite(value, f):
-    """A value with f applied to each of its leaves."""
     if isinstance(value, dict):
         return {k: rewrite(v, f) for k, v in value.items()}
     return [rewrite(v, f) for v in value] if isinstance(value, list) else f(value)
 
 
 def leaves(value):
-    """The numbers, strings, booleans and nulls under a JSON value."""
+    """The scalars under a JSON value."""
     if isinstance(value, dict):
         value = list(value.values())
     return [x for v in value for x in leaves(v)] if isinstance(value, list) else [value]
@@ -56,7 +55,6 @@ def numbers(value):
 
 
 def excerpt(value, n=60):
-    """repr(value) for a message, cut to n characters."""
     text = repr(value)
     return text if len(text) <= n else text[: n - 3] + "..."
 
@@ -136,7 +134,7 @@ class Column:
         return x
 
     def finish(self, where):
-        """Refused where a CSV column mixes numbers and text."""
+        """Refused: a CSV column of numbers and text."""
         if "number" not in self.first:
             return
 

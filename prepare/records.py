@@ -40,7 +40,6 @@ def print_some(lines, most=5):
 
 
 def kinds(value):
-    """The kinds of a value's leaves: 'number', 'text', 'null'."""
     return {
         "number" if isinstance(x, Decimal) else "null" if x is None else "text"
         for x in leaves(value)
@@ -173,7 +172,7 @@ def file_rows(table):
 
 
 def windows(rows, window, stride):
-    """Each window's rows (a row of the result), one starting every stride."""
+    """Each window's rows, one starting every stride."""
     starts = np.arange(0, len(rows) - window + 1, stride)
     return rows[starts[:, None] + np.arange(window)]
 
@@ -262,7 +261,7 @@ def split_records(table, args):
 
 
 def rows_in(table, parts, key=None):
-    """Which rows the records of the splits hold (those that hold key)."""
+    """Which rows the splits' records (that hold key) hold."""
     held = np.zeros(table.n, bool)
     for part in parts:
         held[part.rows[part.has(key)].ravel()] = True
@@ -361,7 +360,6 @@ def as_word(text):
 
 
 def keys_within(value):
-    """The keys of the JSON objects within a value."""
     if isinstance(value, dict):
         return [*value, *keys_within(list(value.values()))]
     return [k for v in value for k in keys_within(v)] if isinstance(value, list) else []

@@ -120,7 +120,6 @@ def parser():
 
 
 def parse_args(argv):
-    """The command line, checked; args.fractions, .stride and .order set."""
     args = parser().parse_args(argv)
     if bool(args.val) != bool(args.test):
         fail("--val and --test go together (or neither, for a --split)")
@@ -198,7 +197,7 @@ def scratch_space():
 
 
 def clean_keys(table, args):
-    """(keys, {key: kinds}, dates, {old: new}); dates left out, misread words renamed."""
+    """(keys, {key: kinds}, dates, {old: new}): dates left out, misread words renamed."""
     keys = list(table.cols)
     for flag, names in (("--text", args.text), ("--group", [args.group] if args.group else [])):
         for name in names:
@@ -353,7 +352,6 @@ def write_lines(stage, table, parts, keys, writers, record):
 
 
 def print_keys(args, meta, table, written_rows, largest):
-    """Each key's scale, or its text values (in the records written)."""
     lines = []
     for k in meta["keys"]:
         s = meta["scales"].get(k)
@@ -377,7 +375,6 @@ def print_keys(args, meta, table, written_rows, largest):
 
 
 def report(args, meta, table, parts, largest, vocab, counts, n_windowed, repeated, in_records):
-    """Records per split, every row read accounted for, missing values, keys, tokens."""
     unit = f" of {args.window} rows each (a window every {args.stride})" if args.window > 1 else ""
     how = "in time order (per file)" if args.order == "time" else "at random"
     if args.group:
