@@ -38,14 +38,13 @@ BLOCK = 1 << 20
 
 
 def rewrite(value, f):
-    """A value with f applied to each of its leaves."""
     if isinstance(value, dict):
         return {k: rewrite(v, f) for k, v in value.items()}
     return [rewrite(v, f) for v in value] if isinstance(value, list) else f(value)
 
 
 def leaves(value):
-    """The numbers, strings, booleans and nulls under a JSON value."""
+    """The scalars under a JSON value."""
     if isinstance(value, dict):
         value = list(value.values())
     return [x for v in value for x in leaves(v)] if isinstance(value, list) else [value]
@@ -56,7 +55,6 @@ def numbers(value):
 
 
 def excerpt(value, n=60):
-    """repr(value) for a message, cut to n characters."""
     text = repr(value)
     return text if len(text) <= n else text[: n - 3] + "..."
 
@@ -90,8 +88,7 @@ class Column:
         return self.index[value]
 
     def add(self, distinct, codes, row0, where, parse):
-        """Rows row0... holding distinct[codes], each parsed once (-> code, Decimal); rows before
-        row0 not written are missing."""
+        """Rows row0... holding distinct[codes], each parsed once (-> code, Decimal)."""
         self.pad(row0)
         first_row = np.unique(codes, return_index=True)[1]
         code, x = np.empty(len(distinct), np.int32), np.full(len(distinct), np.nan)
@@ -126,7 +123,7 @@ class Column:
         self.n += len(code)
 
     def check_float(self, d, at):
-        """d as a float64, refused if one cannot hold it; q lowered to its finest digit."""
+        """d as a float64 (refused if one cannot hold its square); q lowered to its finest digit."""
         x = float(d)
         self.q = min(self.q, d.as_tuple().exponent)
         if not math.isfinite(x) or (d and abs(x) < 1e-150):
@@ -137,7 +134,7 @@ class Column:
         return x
 
     def finish(self, where):
-        """Refused where a CSV column mixes numbers and text."""
+        """Refused: a CSV column of numbers and text."""
         if "number" not in self.first:
             return
 
@@ -155,7 +152,6 @@ class Column:
             fail(f"{at('number')} is a number, but most of the column's values are text; {hint}")
 
     def parse_cell(self, cell, at):
-        """parse() of a CSV cell for add()."""
         refuse = lambda fact: fail(f"{at()}: column {self.name!r}: {fact}, or --text {self.name}")
         c = cell.strip()
         if c.lower() in _MISSING:
@@ -179,7 +175,6 @@ class Column:
         return NUM, Decimal(c)
 
     def parse_json(self, value, at):
-        """parse() of a JSON value for add()."""
         if value is None:
             return GAP, None
         if isinstance(value, Decimal):
@@ -213,7 +208,6 @@ class Column:
 
     @functools.cached_property
     def words(self):
-        """Each text value as the lines write it."""
         return np.array([json.dumps(t, ensure_ascii=False) for t in self.texts], object)
 
 
@@ -223,7 +217,6 @@ class Table:
     def __init__(self):
         self.paths, self.arrays, self.starts = [], [], [0]
         self.cols, self.line = {}, np.empty(0, np.int32)
-        # removed with the Table; TMPDIR chooses the place
         self.scratch = tempfile.TemporaryDirectory(prefix=f"prepare-text-{os.getpid()}-")
 
     @property
@@ -236,13 +229,11 @@ class Table:
         return f"{self.paths[f]}:{self.line[row]}{record}"
 
     def start(self, path, array=False):
-        """The rows of file path follow."""
         self.paths.append(path)
         self.arrays.append(array)
         self.starts.append(self.n)
 
     def column(self, name, noun, args):
-        """Key name's Column, made on its first file."""
         if name not in self.cols:
             files = os.path.join(self.scratch.name, str(len(self.cols)))
             self.cols[name] = Column(name, files, name in args.text, args.decimal_comma)
@@ -395,7 +386,6 @@ def read_csv(table, path, args, head, cr_only, blank):
 
 
 def arrow_batches(path, header, delimiter, trailing):
-    """pyarrow's blocks of rows, every cell a string."""
     names = [f"c{j}" for j in range(len(header) + (trailing and bool(header[-1])))]
     # read by pyarrow itself: no thread of its reader calls back into Python
     with opened(path) as f:
@@ -531,7 +521,6 @@ def json_records(path, args):
 
 
 def read_json(table, path, args):
-    """A JSON file's objects into table, a row each."""
     records, lines, array = json_records(path, args)
     if not records:
         fail(f"{path}: an empty JSON array; expected a record per object")

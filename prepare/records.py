@@ -40,7 +40,6 @@ def print_some(lines, most=5):
 
 
 def kinds(value):
-    """The kinds of a value's leaves: 'number', 'text', 'null'."""
     return {
         "number" if isinstance(x, Decimal) else "null" if x is None else "text"
         for x in leaves(value)
@@ -115,19 +114,13 @@ def counts_up(x, q, size=1 << 18):
     if len(x) <= 2 or len(x) > 1000 and not counts_up(x[:1000], q):
         return None
     unit = 10.0 ** int(q)
-
-    def pieces():
-        for lo in range(0, len(x) - 1, size):
-            yield np.rint(x[lo : lo + size + 1] / unit)
-
-    low, high = np.inf, -np.inf
-    for m in pieces():
-        if np.isnan(m).any() or np.abs(m).max() > 2**53:
-            return None
-        low, high = min(low, m.min()), max(high, m.max())
+    low, high = np.rint(x.min() / unit), np.rint(x.max() / unit)
+    if max(-low, high) > 2**53:
+        return None
     # each piece's steps (a piece ends where the next begins), but where it wraps to its least
     least, most = np.inf, 0
-    for m in pieces():
+    for lo in range(0, len(x) - 1, size):
+        m = np.rint(x[lo : lo + size + 1] / unit)
         d = np.diff(m)[(m[:-1] != high) | (m[1:] != low)]
         least, most = min(least, d.min(initial=np.inf)), max(most, d.max(initial=0))
     # the same step, but for a rounding of the last digit of a long one (1/12 as 0.0833333333)
@@ -179,7 +172,7 @@ def file_rows(table):
 
 
 def windows(rows, window, stride):
-    """Each window's rows (a row of the result), one starting every stride."""
+    """Each window's rows, one starting every stride."""
     starts = np.arange(0, len(rows) - window + 1, stride)
     return rows[starts[:, None] + np.arange(window)]
 
@@ -268,7 +261,7 @@ def split_records(table, args):
 
 
 def rows_in(table, parts, key=None):
-    """Which rows the records of the splits hold (those that hold key)."""
+    """Which rows the splits' records (that hold key) hold."""
     held = np.zeros(table.n, bool)
     for part in parts:
         held[part.rows[part.has(key)].ravel()] = True
@@ -322,21 +315,19 @@ def date_keys(table, text_keys):
         present = np.flatnonzero(col.code != GAP)
         if not len(present):
             continue
-        if (col.code[present] >= 0).all():
-            words = np.array(col.texts, dtype=object)
-            order = np.argsort(np.argsort(words, kind="stable"))
-            rank, value = order[col.code[present]], words[col.code[present]]
+        code = col.code[present]
+        if (code >= 0).all():
+            rank = np.argsort(np.argsort(np.array(col.texts, dtype=object), kind="stable"))[code]
+            value = [col.texts[code[0]], col.texts[code[-1]]]
             sortable = all(re.match(r"\d{4}", t) for t in col.texts)
-        elif (col.code[present] == NUM).all():
-            # a column of numbers: yyyymmdd, from 1800 to 2099
-            x = col.x[present]
-            if col.q != 0 or not ((x > 18e6) & (x < 21e6)).all():
-                continue
-            if not all(YYYYMMDD.fullmatch(f"{v:.0f}") for v in np.unique(x)):
-                continue
-            rank, value, sortable = x, [f"{x[0]:.0f}", f"{x[-1]:.0f}"], True
         else:
-            continue
+            # a column of numbers (a text's x is NaN): yyyymmdd, from 1800 to 2099
+            rank = col.x[present]
+            if col.q != 0 or not ((rank > 18e6) & (rank < 21e6)).all():
+                continue
+            if not all(YYYYMMDD.fullmatch(f"{x:.0f}") for x in np.unique(rank)):
+                continue
+            value, sortable = [f"{rank[0]:.0f}", f"{rank[-1]:.0f}"], True
         dates.append(key)
         # ISO dates and yyyymmdd sort as text, in file order within each group
         by_group, same = slice(None), np.diff(present) == 1
@@ -369,7 +360,6 @@ def as_word(text):
 
 
 def keys_within(value):
-    """The keys of the JSON objects within a value."""
     if isinstance(value, dict):
         return [*value, *keys_within(list(value.values()))]
     return [k for v in value for k in keys_within(v)] if isinstance(value, list) else []

@@ -64,7 +64,7 @@ def scale_of(table, train, key, mode, say=print):
 
 
 def decimals_of(q, spread, mode, largest):
-    """The decimals of a key's written numbers (prepare/README.md, Digits)."""
+    # prepare/README.md, Digits
     d = -int(q) if mode == "none" else math.ceil(math.log10(spread) - int(q) + 1 - 1e-9)
     return max(0, min(d, 17 - math.floor(math.log10(largest or 1))))
 

@@ -2,9 +2,6 @@
 Your own data as a dataset like the others: CSV or JSON-lines files in; train.txt, val.txt,
 test.txt and meta.json out, every number scaled per key to order 1 (xVal multiplies an embedding
 by each value, docs/decisions.md#scaling). prepare/README.md#your-own-data-textpy has the details.
-
-    python prepare/text.py stations.csv --out data/stations
-    python prepare/text.py co2.csv --window 16 --stride 4 --missing drop --out data/co2
 """
 
 import argparse
@@ -54,6 +51,7 @@ def main(argv=None):
 
     parts, missing = leave_out_missing(table, parts, keys, args.missing)
     warn_short(parts, args)
+    in_records = rows_in(table, parts)
 
     number_keys = [k for k in keys if "number" in kind[k]]
     scales, digits, largest, ranges = scale(table, parts, number_keys, args.scale)
@@ -76,7 +74,7 @@ def main(argv=None):
         "dates_left_out": dates,
         "renamed": {a: b for a, b in renamed.items() if a != b},
         "mask_key": mask_key_of(args.target, number_keys, ranges, index_like),
-        "rows": {"read": table.n, "in_records": int(rows_in(table, parts).sum())},
+        "rows": {"read": table.n, "in_records": int(in_records.sum())},
         "command": command("prepare/text.py", argv),
     }
     names = [f"{s}.txt" for s in SPLITS] + ["meta.json"]
@@ -85,7 +83,7 @@ def main(argv=None):
         repeated = write_lines(stage, table, parts, keys, writers, args.scale == "record")
         write_meta(stage, meta)
 
-    report(args, meta, table, parts, largest, vocab, counts, n_windowed, repeated)
+    report(args, meta, table, parts, largest, vocab, counts, n_windowed, repeated, in_records)
 
 
 def parser():
@@ -122,7 +120,6 @@ def parser():
 
 
 def parse_args(argv):
-    """The command line, checked; args.fractions, .stride and .order set."""
     args = parser().parse_args(argv)
     if bool(args.val) != bool(args.test):
         fail("--val and --test go together (or neither, for a --split)")
@@ -200,7 +197,7 @@ def scratch_space():
 
 
 def clean_keys(table, args):
-    """(keys, {key: kinds}, dates, {old: new}); dates left out, misread words renamed."""
+    """(keys, {key: kinds}, dates, {old: new}): dates left out, misread words renamed."""
     keys = list(table.cols)
     for flag, names in (("--text", args.text), ("--group", [args.group] if args.group else [])):
         for name in names:
@@ -269,7 +266,6 @@ def lines_of(table, part, keys, writers, lo, hi, levels=None):
         text[code >= 0] = col.words[code[code >= 0]]
         for i in np.flatnonzero(code == NESTED):
             text[i] = dump(col.nested[flat[i]], write)
-        text[code == -2] = "null"
         if rows.shape[1] > 1:
             form = "[" + ",".join(["{}"] * rows.shape[1]) + "]"
             text = np.array(list(map(form.format, *text.reshape(rows.shape).T)), dtype=object)
@@ -336,10 +332,11 @@ def write_lines(stage, table, parts, keys, writers, record):
         with open_new(os.path.join(stage, f"{split}.txt")) as f, levels_file:
             for lo in range(0, len(part), BLOCK):
                 found = {}
+                for key in writers if record else []:
+                    col, rows = table.cols[key], part.rows[lo : lo + BLOCK]
+                    found[key] = record_level(np.where(col.code[rows] == NUM, col.x[rows], np.nan))
                 if record:
-                    rows = part.rows[lo : lo + BLOCK]
-                    found = {k: levels_in(table.cols[k], rows).tolist() for k in writers}
-                    each = zip(*found.values())
+                    each = zip(*[v.tolist() for v in found.values()])
                     levels_file.write("".join(json.dumps(dict(zip(found, v))) + "\n" for v in each))
                 lines = lines_of(table, part, keys, writers, lo, lo + BLOCK, found)
                 f.write(("\n".join(lines) + "\n").encode())
@@ -354,13 +351,7 @@ def write_lines(stage, table, parts, keys, writers, record):
     return repeated
 
 
-def levels_in(col, rows):
-    """Each window's level of a column (dataset.record_level)."""
-    return record_level(np.where(col.code[rows] == NUM, col.x[rows], np.nan))
-
-
 def print_keys(args, meta, table, written_rows, largest):
-    """Each key's scale, or its text values (in the records written)."""
     lines = []
     for k in meta["keys"]:
         s = meta["scales"].get(k)
@@ -383,8 +374,7 @@ def print_keys(args, meta, table, written_rows, largest):
     print_some(lines, 20)
 
 
-def report(args, meta, table, parts, largest, vocab, counts, n_windowed, repeated):
-    """Records per split, every row read accounted for, missing values, keys, tokens."""
+def report(args, meta, table, parts, largest, vocab, counts, n_windowed, repeated, in_records):
     unit = f" of {args.window} rows each (a window every {args.stride})" if args.window > 1 else ""
     how = "in time order (per file)" if args.order == "time" else "at random"
     if args.group:
@@ -408,7 +398,7 @@ def report(args, meta, table, parts, largest, vocab, counts, n_windowed, repeate
         f"missing values ({', '.join(map(repr, MISSING))} in any case; JSON null, NaN; a key a"
         f" record lacks): {counted if missing else 'none'}"
     )
-    print_keys(args, meta, table, rows_in(table, parts), largest)
+    print_keys(args, meta, table, in_records, largest)
     (low_n, low_t), (high_n, high_t) = counts
     print(f"numbers per record: {low_n}-{high_n}; tokens per record (xval): {low_t}-{high_t}")
     more = f" ... and {len(vocab) - 200} more" if len(vocab) > 200 else ""
