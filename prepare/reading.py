@@ -350,7 +350,7 @@ def read_csv(table, path, args, head, cr_only, blank):
     header, row, delimiter = csv_head(path, head, args.delimiter)
     names = header[:-1] if len(header) > 1 and not header[-1] else header
     trailing = len(row) == len(names) + 1 and not row[-1].strip()
-    wanted = csv_columns(path, names if trailing else header, args.columns)
+    wanted = csv_columns(path, names if trailing else header, args)
     table.start(path)
     columns = [table.column(header[j], "column", args) for j in wanted]
     lines = []
@@ -431,9 +431,9 @@ def csv_batches(path, header, delimiter, trailing, cr_only, blank):
         bad_row(path, header, delimiter, trailing)
 
 
-def csv_columns(path, header, wanted):
+def csv_columns(path, header, args):
     """The indices of the columns to read: named, and in --columns; a header of numbers refused."""
-    keep = []
+    keep, wanted = [], args.columns
     for j, name in enumerate(header):
         if not name and j == 0 and "" not in header[1:]:
             print(f"note: {path}: column 1 has no name (row names, as R writes them): left out")
@@ -445,7 +445,8 @@ def csv_columns(path, header, wanted):
             keep.append(j)
     for name in wanted or []:
         if name not in header:
-            fail(f"{path}:1: --columns names {name!r}, not a column here: {', '.join(header)}")
+            flag = "--group" if name == args.group else "--columns"
+            fail(f"{path}:1: {flag} names {name!r}, not a column here: {', '.join(header)}")
     numeric = [header[j] for j in keep if NUMBER.fullmatch(header[j])]
     if numeric and len(numeric) * 2 >= len(keep):
         fail(

@@ -232,12 +232,18 @@ def split_records(table, args):
                 " in train (left out if shorter than --window)"
             )
         return [Part(np.concatenate(p)) for p in parts], {**source, "order": "time"}
-    for name, rows in series:
+    if args.group:
+        short = [len(rows) for _, rows in series if len(rows) < window]
+        if short:
+            print(
+                f"note: {len(short)} group(s) shorter than --window ({sum(short)} rows): left out"
+            )
+        series = [(name, rows) for name, rows in series if len(rows) >= window]
+    for _, rows in series:
         if len(rows) < window:
-            what = f"group {name}" if args.group else "file"
             fail(
-                f"{table.where(rows[-1])}: the {what} ends after {len(rows)} rows, before a"
-                f" window of {window} is full; lower --window"
+                f"{table.where(rows[-1])}: the file ends after {len(rows)} rows, before a window of"
+                f" {window} is full; lower --window"
             )
     units = [windows(rows, window, stride) for _, rows in series]
     if not args.group:
@@ -285,24 +291,24 @@ def leave_out_missing(table, parts, keys, how):
         kept.append(Part(part.rows[keep], lacks))
     if emptied:
         print(f"note: {emptied} record(s) left out: every key of theirs missing")
-    for split, part in zip(SPLITS, kept):
-        if not len(part):
-            how = "missing values are dropped" if missing else "split"
-            fail(f"the {split} split holds no record once {how}; more data or a smaller --window")
+    for split, part, before in zip(SPLITS, kept, parts):
+        if len(before) and not len(part):
+            fail(f"the {split} split holds no record once missing values are dropped; more data")
     return kept, missing
 
 
 def warn_short(parts, args):
-    """A split of fewer than 30 records warned of, with what to change."""
+    """A split of fewer than 30 records warned of (of none refused), with what to change."""
     for split, part in zip(SPLITS, parts):
         if len(part) < 30:
-            helps = args.order == "time" and args.window > 1
-            more = "--context-before, " if helps and not (args.context_before or args.val) else ""
-            print(
-                f"warning: the {split} split holds {len(part)} record(s): a score over fewer than"
-                f" 30 says little; more data, other --split fractions, {more}a smaller --window or"
-                " --stride"
-            )
+            helps = args.order == "time" and args.window > 1 and not args.val
+            more = "--context-before, " if helps and not args.context_before else ""
+            more += "--order random, " if helps and args.group else ""
+            fixes = f"more data, other --split fractions, {more}a smaller --window or --stride"
+            if not len(part):
+                fail(f"the {split} split holds no record; {fixes}")
+            said = f"a score over fewer than 30 says little; {fixes}"
+            print(f"warning: the {split} split holds {len(part)} record(s): {said}")
 
 
 def date_keys(table, text_keys):
