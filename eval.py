@@ -241,7 +241,7 @@ def score_setting(checkpoints, data, split_names, dev):
     if mask_key and task != "text":
         raise SystemExit(f"error: --mask_key is for your own data; {data} is a {task} dataset")
     keys = [mask_key] if mask_key else list(meta.get("scales") or {}) if task == "text" else []
-    if horizon and not 0 < horizon < (meta.get("window") or 0):
+    if horizon and not horizon < (meta.get("window") or 0):
         raise SystemExit(f"error: --horizon needs a dataset of windows longer than {horizon}")
     learned, notes = learn_baselines(task, data, meta, keys, horizon or mask_all, period)
     # --horizon: the mask key's baselines for each step ahead
@@ -316,19 +316,22 @@ def report_prefix(checkpoints, data, trained_on):
 
 
 def write_predictions(report, meta, path):
-    """Each scored value's split, quantity, line, truth and predictions in the file's units."""
+    """Each scored value's split, quantity, line, source (its record's first row), truth and
+    predictions in the file's units."""
     rows = [(s, q, r) for s, quantities in report["splits"].items() for q, r in quantities.items()]
     names = [name for name in BASELINES if any(name in r["predicted"] for *_, r in rows)]
     with atomic_file(path) as tmp, open(tmp, "w", newline="") as f:
         writer = csv.writer(f, lineterminator="\n")
-        writer.writerow(["split", "quantity", "line", "truth", "prediction", *names])
+        writer.writerow(["split", "quantity", "line", "source", "truth", "prediction", *names])
         for split, quantity, r in rows:
+            source = os.path.join(report["data_dir"], f"{split}.source.txt")
+            sources = dict(read_samples(source, False)) if os.path.exists(source) else {}
             scale = scale_of(report["task"], meta, quantity, r.get("levels")) or (0, 1)
             none = [None] * r["n"]
             columns = [r["truth"], r["median"], *(r["predicted"].get(n, none) for n in names)]
             for line, *values in zip(r["line"], *(in_file_units(c, scale) for c in columns)):
                 own = ["" if math.isnan(v) else format_number(v, 8) for v in values]
-                writer.writerow([split, quantity, line, *own])
+                writer.writerow([split, quantity, line, sources.get(line, ""), *own])
 
 
 # metric -> header

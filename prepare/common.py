@@ -151,7 +151,7 @@ def dataset_files(out):
     prepared = meta is not None and meta.get("dataset") != "plain text"
     names = {"vocab.json"} | ({"meta.json"} if meta is not None else set())
     if prepared:
-        extensions = (".txt", ".ocean.txt", ".levels.txt")
+        extensions = (".txt", ".ocean.txt", ".levels.txt", ".source.txt")
         names |= {f"{s}{ext}" for s in meta["splits"] for ext in extensions}
     # atomic_file's leftovers
     temporaries = [

@@ -224,9 +224,16 @@ class Table:
         return self.starts[-1]
 
     def where(self, row):
-        f = np.searchsorted(self.starts, row, "right") - 1
-        record = f" (record {row - self.starts[f] + 1})" if self.arrays[f] else ""
-        return f"{self.paths[f]}:{self.line[row]}{record}"
+        return self.places([row])[0]
+
+    def places(self, rows):
+        """Each row's file and line (and record, in a JSON array)."""
+        files = np.searchsorted(self.starts, rows, "right") - 1
+        out = []
+        for f, row, line in zip(files.tolist(), rows, self.line[rows].tolist()):
+            record = f" (record {row - self.starts[f] + 1})" if self.arrays[f] else ""
+            out.append(f"{self.paths[f]}:{line}{record}")
+        return out
 
     def start(self, path, array=False):
         self.paths.append(path)

@@ -77,7 +77,7 @@ def main(argv=None):
         "rows": {"read": table.n, "in_records": int(in_records.sum())},
         "command": command("prepare/text.py", argv),
     }
-    names = [f"{s}.txt" for s in SPLITS] + ["meta.json"]
+    names = [f"{s}{ext}" for s in SPLITS for ext in (".txt", ".source.txt")] + ["meta.json"]
     names += [f"{s}.levels.txt" for s in SPLITS] if args.scale == "record" else []
     with staged_dataset(args.out, args.force, names) as stage:
         repeated = write_lines(stage, table, parts, keys, writers, args.scale == "record")
@@ -94,26 +94,45 @@ def parser():
     add("--out", required=True, help="output directory")
     add("--window", type=at_least(1), default=1, help="N consecutive rows of a file per record")
     add("--stride", type=at_least(1), help="with --window: a window every S rows (default N)")
-    add("--order", choices=("time", "random"), help="split in time order (default with --window)"
-        " or at random")
+    add(
+        "--order",
+        choices=("time", "random"),
+        help="split in time order (default with --window) or at random",
+    )
     add("--split", default="0.8,0.1,0.1", help="train,val,test fractions")
     add("--seed", type=at_least(0), default=1337, help="seed of the random split (default 1337)")
     add("--val", metavar="FILE", help="validation records from FILE instead of a split")
     add("--test", metavar="FILE", help="test records from FILE (with --val)")
-    add("--missing", choices=("refuse", "omit", "drop"), default="refuse",
+    add(
+        "--missing",
+        choices=("refuse", "omit", "drop"),
+        default="refuse",
         help=f"a missing value ({', '.join(map(repr, MISSING))}, null): refuse (default), omit its"
-        " key or drop the record")
+        " key or drop the record",
+    )
     add("--columns", help="the CSV columns or top-level JSON keys to keep, comma-separated")
     add("--text", default="", help="columns to read as text, not numbers or dates, comma-separated")
     add("--delimiter", help="the CSV delimiter (default: the header's most frequent of , ; tab |)")
     add("--decimal-comma", action="store_true", help="CSV numbers are written 12,5")
-    add("--scale", choices=("auto", "none", "record"), default="auto", help="auto: (x - mean) / std"
+    add(
+        "--scale",
+        choices=("auto", "none", "record"),
+        default="auto",
+        help="auto: (x - mean) / std"
         " of each key on train; none: as they are; record: each window's numbers of a key divided"
-        " by the mean |x| of all but its last")
-    add("--group", metavar="COL", help="rows with the same COL are one series (a station), split"
-        " in time within it or (--order random) by group")
-    add("--context-before", action="store_true", help="with --order time: a val or test window may"
-        " start before its part")
+        " by the mean |x| of all but its last",
+    )
+    add(
+        "--group",
+        metavar="COL",
+        help="rows with the same COL are one series (a station), split"
+        " in time within it or (--order random) by group",
+    )
+    add(
+        "--context-before",
+        action="store_true",
+        help="with --order time: a val or test window may start before its part",
+    )
     add("--target", metavar="KEY", help="the key of numbers to predict (what eval.py masks)")
     add("--force", action="store_true", help="replace a dataset in --out (other files stay)")
     return p
@@ -322,15 +341,18 @@ def tokens_of(line, where):
 
 
 def write_lines(stage, table, parts, keys, writers, record):
-    """<split>.txt (record: and <split>.levels.txt) of every split in stage; {split: how many of
-    its lines are also in train}."""
+    """<split>.txt, <split>.source.txt (each record's first row) and (record) <split>.levels.txt
+    of every split in stage; {split: how many of its lines are also in train}."""
     repeated, train = {}, np.empty(len(parts[0]), np.int64)
     for split, part in zip(SPLITS, parts):
         levels_file = contextlib.nullcontext()
         if record:
             levels_file = open_new(os.path.join(stage, f"{split}.levels.txt"), "w")
-        with open_new(os.path.join(stage, f"{split}.txt")) as f, levels_file:
+        source = open_new(os.path.join(stage, f"{split}.source.txt"), "w")
+        with open_new(os.path.join(stage, f"{split}.txt")) as f, levels_file, source:
             for lo in range(0, len(part), BLOCK):
+                first = part.rows[lo : lo + BLOCK, 0]
+                source.write("".join(place + "\n" for place in table.places(first)))
                 found = {}
                 for key in writers if record else []:
                     col, rows = table.cols[key], part.rows[lo : lo + BLOCK]
