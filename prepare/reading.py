@@ -227,13 +227,17 @@ class Table:
         return self.places([row])[0]
 
     def places(self, rows):
-        """Each row's file and line (and record, in a JSON array)."""
+        """Each row's file and line (and record, in a JSON array), file by file."""
+        rows = np.asarray(rows)
         files = np.searchsorted(self.starts, rows, "right") - 1
-        out = []
-        for f, row, line in zip(files.tolist(), rows, self.line[rows].tolist()):
-            record = f" (record {row - self.starts[f] + 1})" if self.arrays[f] else ""
-            out.append(f"{self.paths[f]}:{line}{record}")
-        return out
+        out = np.empty(len(rows), dtype=object)
+        for f in np.unique(files):
+            at = files == f
+            # format() leaves out the record where the form has no place for it
+            form = f"{self.paths[f]}:{{}}" + " (record {})" * self.arrays[f]
+            records = rows[at] - self.starts[f] + 1
+            out[at] = list(map(form.format, self.line[rows[at]].tolist(), records.tolist()))
+        return out.tolist()
 
     def start(self, path, array=False):
         self.paths.append(path)
