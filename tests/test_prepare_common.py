@@ -55,8 +55,7 @@ def test_force_keeps_your_files(tmp_path):
     assert seed_of(tmp_path) == 2 and (tmp_path / "train.txt").exists()
 
 
-def test_your_file_it_would_overwrite_is_refused(tmp_path):
-    """A train.txt of a plain-text dataset, or beside no meta.json, is never overwritten."""
+def test_a_train_txt_of_a_plain_text_dataset_or_beside_no_meta_json_is_never_overwritten(tmp_path):
     (tmp_path / "train.txt").write_text("{a:1}\n")
     (tmp_path / "val.txt").write_text("{a:2}\n")
     run("tokenize_numbers.py", str(tmp_path), "--plain-text", "--encoding=xval", "--workers=1")
@@ -80,7 +79,7 @@ def test_a_held_folder_then_its_leftovers(tmp_path, lock, who):
         (tmp_path / lock).write_text(str(other.pid))
         error = one_line_error(prepare(tmp_path, "--force", "--seed=2", check=False))
         assert f"{who} process {other.pid}" in error and f"delete {tmp_path / lock}" in error
-        assert dataset_bytes(tmp_path) == {**before, lock: str(other.pid).encode()}  # its lock stays
+        assert dataset_bytes(tmp_path) == {**before, lock: str(other.pid).encode()}
     finally:
         other.kill()
         other.wait()
