@@ -11,6 +11,7 @@ import resource
 import shlex
 import subprocess
 import sys
+import tempfile
 import warnings
 import zipfile
 from decimal import Decimal
@@ -21,6 +22,7 @@ from conftest import ROOT, run
 from helpers import tokenize
 
 sys.path.insert(0, os.path.join(ROOT, "prepare"))
+import reading
 import text
 
 from dataset import Split
@@ -113,6 +115,10 @@ def undone(content, out, meta):
         written = sorted(Decimal(repr(x)) for x in values)
         assert len(written) == len(inputs)
         assert sorted(w.quantize(x) for w, x in zip(written, inputs)) == inputs, key
+
+
+def column_x(cell):
+    return "t,x\n" + "".join(f"{i},{cell}\n" for i in range(20))
 
 
 def xlsx():
@@ -352,7 +358,7 @@ NESTED_KEY = "".join(f'{{"x": {i}, "y": {{"12": {i % 5}}}}}\n' for i in range(40
     ('{"a":1}\n{"a":\n', "", r"bad.json:2: not a JSON record \(Expecting value at column 6\)"),
 ] + [(f"t,p\n1.5,2\n2.5,{m}\n3,4\n", "", "bad.csv:3: column 'p' is missing .*" + OMIT_OR_DROP)
      for m in ("", "NA", "NaN", "null", "?", "-", "n/a")
-] + [("t,x\n" + "".join(f"{i},{cell}\n" for i in range(20)), "",
+] + [(column_x(cell), "",
       rf"bad.csv:2: column 'x': '{re.escape(cell)}' {SIGN} {re.escape(plain)}, or --text x")
      for cell, plain in SIGNS
 ] + [("".join(json.dumps({"t": i, "x": [1.5, cell]}) + "\n" for i in range(20)), "", (
@@ -367,8 +373,7 @@ def test_what_would_be_misread_is_a_one_line_error_naming_file_and_line(error, c
 
 def test_text_makes_numbers_and_numbers_with_signs_words(prepare):
     for cell, _ in SIGNS:
-        content = "t,x\n" + "".join(f"{i},{cell}\n" for i in range(20))
-        assert sum(prepare(content, "--text", "x")[1]["splits"].values()) == 20
+        assert sum(prepare(column_x(cell), "--text", "x")[1]["splits"].values()) == 20
     content = "".join(json.dumps({"diet": i % 4 + 1, "w": 40 + i}) + "\n" for i in range(40))
     out, meta = prepare(content, "--text", "diet", name="d.jsonl")
     assert meta["text_keys"] == ["diet"] and "diet" not in meta["scales"]
@@ -540,7 +545,7 @@ def test_the_key_to_predict_is_said_and_target_names_it(prepare, capsys):
     assert "note: eval.py" not in said(capsys)
 
 
-def test_groups_keep_their_rows_and_the_split_is_said(prepare, capsys):
+def test_groups_keep_their_rows_too_short_ones_go_to_train_and_the_split_is_said(prepare, capsys):
     # animals interleaved by day
     rows = [(a, day, 40 + 3 * day + a) for day in range(30) for a in range(4)]
     content = "animal,day,weight\n" + "".join(f"a{a},{d},{w}\n" for a, d, w in rows)
@@ -558,9 +563,7 @@ def test_groups_keep_their_rows_and_the_split_is_said(prepare, capsys):
     # every test day ends a window, its context the days before
     _, meta = prepare(content, *flags, "--stride", "1", "--context-before")
     assert meta["splits"]["test"] == 4 * 6
-
-
-def test_groups_too_short_to_split_go_to_train_and_columns_keep_the_group(prepare, capsys):
+    # groups too short to split go to train, and --columns keeps the group
     sizes = {"a": 30, "b": 30, "c": 5, "d": 2}
     content = "animal,day,w\n" + "".join(
         f"{a},{d},{3 * d + n}\n" for a, n in sizes.items() for d in range(n))
@@ -634,9 +637,8 @@ def test_many_keys_print_a_few_lines(prepare, capsys):
     assert any(line.startswith("text tokens (254)") and line.endswith("... and 54 more") for line in printed)
 
 
-def test_scratch_of_a_killed_run_is_removed_and_a_full_tmpdir_named(tmp_path, monkeypatch, prepare, error):
-    import tempfile
-    import reading
+def test_scratch_of_a_killed_run_is_removed_and_a_full_tmpdir_named(tmp_path, monkeypatch, prepare,
+                                                                    error):
     dead = subprocess.Popen(["true"])
     dead.wait()
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
