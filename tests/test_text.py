@@ -21,7 +21,6 @@ import pytest
 from conftest import ROOT, run
 from helpers import tokenize
 
-sys.path.insert(0, os.path.join(ROOT, "prepare"))
 import reading
 import text
 
@@ -247,8 +246,8 @@ def test_val_and_test_files_an_unseen_text_value_and_force(tmp_path):
 
 def test_the_same_data_in_two_splits_is_refused_or_reported(tmp_path, prepare, capsys):
     a, b = tmp_path / "a.csv", tmp_path / "b.csv"
-    write(a, CSV)
-    write(b, CSV)
+    for path in (a, b):
+        write(path, CSV)
     given_twice = r"holds the same bytes as .*a.csv: a file given twice"
     for files in ([a, a], [a, b], [a, "--val", b, "--test", tmp_path / "t.csv"]):
         with pytest.raises(SystemExit, match=given_twice):
