@@ -91,7 +91,8 @@ class _Segments(dict):
 def _numbers_and_brackets(table, chars, commas, ends, n_numbers):
     """The numbers (-2 - i) with bracket tokens ('],[') in their places; each bracket's run."""
     at = commas[chars[commas - 1] == ord("]")]
-    closing, opening = (_bracket_count(chars, at, step, byte) for step, byte in ((-1, 93), (1, 91)))
+    closing = _bracket_count(chars, at, -1, ord("]"))
+    opening = _bracket_count(chars, at, 1, ord("["))
     shapes, which = np.unique(closing * 1024 + opening, return_inverse=True)
     brackets = [table.index("]" * (s // 1024) + "," + "[" * (s % 1024)) for s in shapes]
     brackets = np.array(brackets, np.int64)[which]
