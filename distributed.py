@@ -67,9 +67,19 @@ def sum_over_processes(tensor):
     return tensor.tolist()
 
 
-def print0(*args):
+def print0(*args, **kwargs):
     if int(os.environ.get("RANK", 0)) == 0:
-        print(*args)
+        print(*args, **kwargs)
+
+
+def exit_on_ctrl_c(where):
+    """Ctrl-C ends the process with one line and exit code 130."""
+
+    def interrupted(*_):
+        print0(f"interrupted (Ctrl-C){where()}", file=sys.stderr)
+        sys.exit(130)
+
+    signal.signal(signal.SIGINT, interrupted)
 
 
 def stop(message, barrier=False):

@@ -91,7 +91,8 @@ class _Segments(dict):
 def _numbers_and_brackets(table, chars, commas, ends, n_numbers):
     """The numbers (-2 - i) with bracket tokens ('],[') in their places; each bracket's run."""
     at = commas[chars[commas - 1] == ord("]")]
-    closing, opening = (_bracket_count(chars, at, step, byte) for step, byte in ((-1, 93), (1, 91)))
+    closing = _bracket_count(chars, at, -1, ord("]"))
+    opening = _bracket_count(chars, at, 1, ord("["))
     shapes, which = np.unique(closing * 1024 + opening, return_inverse=True)
     brackets = [table.index("]" * (s // 1024) + "," + "[" * (s % 1024)) for s in shapes]
     brackets = np.array(brackets, np.int64)[which]
@@ -368,23 +369,6 @@ def temporaries(data_dir, pid):
     return [os.path.join(d, f) for d in folders for f in os.listdir(d) if f".{pid}.tmp" in f]
 
 
-def lock(data_dir):
-    """Take <data_dir>/tokenize.lock, removing a killed run's lock and temporary files."""
-
-    def clean(pid):
-        stale = temporaries(data_dir, pid)
-        print(f"note: removing {path} of process {pid} (ended) and {len(stale)} temporary files")
-        for f in stale:
-            os.remove(f)
-
-    path = os.path.join(data_dir, "tokenize.lock")
-    if (pid := take_lock(path, clean)) is not None:
-        raise TextError(
-            f"{path}: another tokenize_numbers.py run (pid {pid}) holds it; wait for it to end"
-        )
-    return path
-
-
 def _text_tokens(data_dir, rebuild_vocab):
     """vocab.json's text tokens, and the vocab.json to write (None: it stands)."""
     vocab_path = os.path.join(data_dir, "vocab.json")
@@ -397,7 +381,14 @@ def _text_tokens(data_dir, rebuild_vocab):
 
 
 def _write_all(data_dir, encodings, workers, rebuild_vocab, plain_text):
-    """write_arrays under the dataset's lock."""
+    """write_arrays under the dataset's lock; a killed run's lock and temporary files go."""
+
+    def clean(pid):
+        stale = temporaries(data_dir, pid)
+        print(f"note: removing {held} of process {pid} (ended) and {len(stale)} temporary files")
+        for f in stale:
+            os.remove(f)
+
     splits, meta = dataset_splits(data_dir, plain_text)
     names = [*encodings, "tokenize.lock", *(["meta.json"] if meta else [])]
     if rebuild_vocab or not os.path.exists(os.path.join(data_dir, "vocab.json")):
@@ -408,7 +399,11 @@ def _write_all(data_dir, encodings, workers, rebuild_vocab, plain_text):
     for path in [os.path.join(data_dir, n) for n in names]:
         if os.path.islink(path):
             raise TextError(f"{path} is a symbolic link, which this run writes; remove it")
-    held = lock(data_dir)
+    held = os.path.join(data_dir, "tokenize.lock")
+    if (pid := take_lock(held, clean)) is not None:
+        raise TextError(
+            f"{held}: another tokenize_numbers.py run (pid {pid}) holds it; wait for it to end"
+        )
     try:
         text_tokens, vocab = _text_tokens(data_dir, rebuild_vocab)
         # a plain-text dataset written now

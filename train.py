@@ -31,9 +31,8 @@ from batching import (
 )
 from configurator import configure
 from dataset import Split, Vocab, fingerprint, load_text_vocab
-from distributed import print0
+from distributed import exit_on_ctrl_c, print0
 from model import GPT, GPTConfig, configure_optimizer, flops_per_token, loss_from
-from util import exit_on_ctrl_c
 
 # -- config
 out_dir = "out"  # checkpoints (ckpt_latest.pt, ckpt_best.pt) and log.jsonl

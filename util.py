@@ -148,17 +148,6 @@ def why_not_written(error, folder):
     return detail + (f"; {left()}" if "write" in detail.lower() else "")
 
 
-def exit_on_ctrl_c(where):
-    """Ctrl-C ends the process with one line and exit code 130."""
-
-    def interrupted(*_):
-        if int(os.environ.get("RANK", 0)) == 0:
-            print(f"interrupted (Ctrl-C){where()}", file=sys.stderr)
-        sys.exit(130)
-
-    signal.signal(signal.SIGINT, interrupted)
-
-
 def run_main(main):
     """Run main(): Ctrl-C is one line; | head ends it quietly."""
     try:

@@ -1,6 +1,6 @@
-"""Files from someone else (a downloaded dataset, a shared folder, a hand-edited meta.json or
-checkpoint) never make a run write outside their folder, write through a planted link, or train on
-arrays the tokenizer could not have written: each is refused in one line naming it."""
+"""Files from someone else (a downloaded dataset, a hand-edited meta.json or checkpoint) never
+make a run write outside their folder or through a planted link, or train on arrays the tokenizer
+could not have written: each is refused in one line naming it."""
 import json
 import os
 import shutil
@@ -24,19 +24,20 @@ def tokenize(data):
     return run("tokenize_numbers.py", str(data), "--encoding=xval", "--workers=1", check=False)
 
 
-@pytest.mark.parametrize("splits, error", [([], "none, or one named twice"),
-                                           (["train", "train"], "none, or one named twice"),
-                                           (["train", "../victim/settings"], "'../victim/settings' is not a plain name")])
-def test_meta_json_naming_no_split_one_twice_or_one_outside_is_refused(tmp_path, data, splits, error):
+def test_meta_json_naming_no_split_one_twice_or_one_outside_is_refused(tmp_path):
     data, victim = tmp_path / "data", tmp_path / "victim"
     data.mkdir(), victim.mkdir()
     (data / "train.txt").write_text("(1+2)=3\n")
     (victim / "settings.txt").write_text("(1+2)=3\n")
     (victim / "settings.json").write_text("precious")
-    (data / "meta.json").write_text(json.dumps({"dataset": "arithmetic", "splits": splits}))
-    assert failed(tokenize(data), error, "meta.json")
-    assert sorted(os.listdir(victim)) == ["settings.json", "settings.txt"]
-    assert (victim / "settings.json").read_text() == "precious"
+    outside = ["train", "../victim/settings"]
+    twice = "none, or one named twice"
+    for splits, error in (([], twice), (["train"] * 2, twice),
+                          (outside, "'../victim/settings' is not a plain name")):
+        (data / "meta.json").write_text(json.dumps({"dataset": "arithmetic", "splits": splits}))
+        assert failed(tokenize(data), error, "meta.json")
+        assert sorted(os.listdir(victim)) == ["settings.json", "settings.txt"]
+        assert (victim / "settings.json").read_text() == "precious"
     for split, encoding in (("../ops2/train", "xval"), ("train", "../xval")):
         with pytest.raises(ValueError, match="not a plain name"):
             Split(data, split, encoding)
@@ -45,7 +46,6 @@ def test_meta_json_naming_no_split_one_twice_or_one_outside_is_refused(tmp_path,
 def test_a_link_planted_at_a_temporary_name_is_never_written_through(tmp_path):
     target = tmp_path / "victim.txt"
     target.write_text("precious")
-    # a link at a temporary name one can guess
     os.symlink(target, tmp_path / "eval_first5.tmp.json")
     atomic_write_text(str(tmp_path / "eval_first5.json"), "{}")
     lock = tmp_path / "train.lock"
@@ -130,9 +130,11 @@ def test_a_broken_json_file_or_a_fifo_of_a_dataset_is_refused_naming_it(own_data
     assert name in one_line_error(r) if content else failed(r, "FIFO, device or socket; expected a file")
 
 
-def test_an_empty_data_dir_says_so():
-    r = run("train.py", "--data_dir=", "--out_dir=out/never", check=False)
-    assert failed(r, "data_dir is empty")
+def test_an_empty_data_dir_or_a_split_to_evaluate_that_names_a_path_is_refused(checkpoint):
+    assert failed(run("train.py", "--data_dir=", "--out_dir=out/never", check=False),
+                  "data_dir is empty")
+    r = run("eval.py", f"--ckpt={checkpoint}", "--splits=../x/test", check=False)
+    assert failed(r, "not a plain name")
 
 
 def edited(checkpoint, tmp_path, change):
@@ -226,11 +228,6 @@ def test_a_vocabulary_the_tokenizer_could_not_have_written_is_refused(own_data, 
     json.dump({"text_tokens": tokens}, open(os.path.join(own_data, "vocab.json"), "w"))
     with pytest.raises(ValueError, match="text_tokens holds a token twice, an empty one or a"):
         load_text_vocab(own_data)
-
-
-def test_eval_refuses_a_split_that_names_a_path(checkpoint):
-    r = run("eval.py", f"--ckpt={checkpoint}", "--splits=../x/test", check=False)
-    assert failed(r, "not a plain name")
 
 
 # ---------------------------------------------------------------- a link at each name written

@@ -24,6 +24,13 @@ def prepare(out, *flags, check=True, tokenize=False):
     return r
 
 
+def python(*args):
+    """`python *args` in a new process from the repository root, with prepare/ on its path."""
+    env = {**os.environ, "PYTHONPATH": "prepare"}
+    return subprocess.run([sys.executable, *args], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=120, check=False)
+
+
 def listing(folder):
     return sorted(os.listdir(folder))
 
@@ -55,8 +62,7 @@ def test_force_keeps_your_files(tmp_path):
     assert seed_of(tmp_path) == 2 and (tmp_path / "train.txt").exists()
 
 
-def test_your_file_it_would_overwrite_is_refused(tmp_path):
-    """A train.txt of a plain-text dataset, or beside no meta.json, is never overwritten."""
+def test_a_train_txt_of_a_plain_text_dataset_or_beside_no_meta_json_is_never_overwritten(tmp_path):
     (tmp_path / "train.txt").write_text("{a:1}\n")
     (tmp_path / "val.txt").write_text("{a:2}\n")
     run("tokenize_numbers.py", str(tmp_path), "--plain-text", "--encoding=xval", "--workers=1")
@@ -80,7 +86,7 @@ def test_a_held_folder_then_its_leftovers(tmp_path, lock, who):
         (tmp_path / lock).write_text(str(other.pid))
         error = one_line_error(prepare(tmp_path, "--force", "--seed=2", check=False))
         assert f"{who} process {other.pid}" in error and f"delete {tmp_path / lock}" in error
-        assert dataset_bytes(tmp_path) == {**before, lock: str(other.pid).encode()}  # its lock stays
+        assert dataset_bytes(tmp_path) == {**before, lock: str(other.pid).encode()}
     finally:
         other.kill()
         other.wait()
@@ -127,8 +133,8 @@ FAILED = "; nothing partly written was kept"
      "common.generate_split(make_sample, 'train', 0, 200_000, 1, 1)\nprint('went on')", (143,), None),
 ])
 def test_a_stop_or_failed_write_is_one_line(code, exits, last):
-    code = "import sys; sys.path.insert(0, 'prepare'); import common; common.one_line_errors()\n" + code
-    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    code = "import common; common.one_line_errors()\n" + code
+    r = python("-c", code)
     assert r.returncode in exits and "went on" not in r.stdout, r.stderr
     if last:
         traceback = "1 / 0" in code  # any other error keeps its traceback
@@ -149,16 +155,14 @@ def test_a_full_disk_names_the_fuller_of_out_and_tmpdir(monkeypatch, capsys, ful
 
 @pytest.mark.slow
 def test_scripts_set_one_line_errors(tmp_path):
-    r = subprocess.run([sys.executable, "-c", "import sys; hook = sys.excepthook; sys.path.insert(0, 'prepare'); "
-                        "import common, arithmetic, era5, lookup, planets, text; print(sys.excepthook is hook)"],
-                       cwd=ROOT, capture_output=True, text=True)
+    r = python("-c", "import sys; hook = sys.excepthook; "
+               "import common, arithmetic, era5, lookup, planets, text; print(sys.excepthook is hook)")
     assert r.stdout.strip() == "True", r.stderr
     for script in ("arithmetic", "lookup", "planets", "era5", "era5_synthetic", "text"):
         source = open(f"{ROOT}/prepare/{script}.py").read()
         assert 'if __name__ == "__main__":\n    one_line_errors()' in source, script
     (tmp_path / "x.zip").write_bytes(b"PK\x03\x04rest of a zip")
-    r = subprocess.run([sys.executable, "prepare/era5.py", str(tmp_path / "x.zip"), "--out", str(tmp_path / "o")],
-                       cwd=ROOT, capture_output=True, text=True)
+    r = python("prepare/era5.py", str(tmp_path / "x.zip"), "--out", str(tmp_path / "o"))
     assert r.returncode != 0 and "x.zip" in r.stderr and "unzip it first" in r.stderr
 
 

@@ -122,19 +122,31 @@ def test_samples_hold_the_standardised_source(old_layout):
     assert meta["windows_skipped"] == {"train": 0, "val": 0, "test": 0}
 
 
-def test_layouts_orders_and_workers_agree(old_layout, tmp_path, monkeypatch):
+def test_layouts_orders_workers_and_a_land_sea_mask_agree(old_layout, tmp_path, monkeypatch):
     """The 2024 layout, ascending latitude; ERA5 and ERA5T rows, a later file first; two workers."""
     path = write_2024_layout(tmp_path / "era5_2024.nc", old_layout.values[:, ::-1], lat=LAT[::-1], number_dim=True)
     values, (packed, scale, offset) = truth_field()
     first = write_old_layout(tmp_path / "a.nc", (values[:120], (packed[:120], scale, offset)), expver_from=70)
     later = write_2024_layout(tmp_path / "b.nc", values[120:], hour0=120)
+    # a land-sea mask labels each sample's first station: the west half ocean (< 0.5)
+    lsm = np.where(LON[None, :] < 180, 0.3, 0.7) * np.ones((len(LAT), 1))
+    write_nc(tmp_path / "lsm.nc", valid_time=(("valid_time",), [0], {"units": "seconds since 1970-01-01"}),
+             **grid(), lsm=(("valid_time", "latitude", "longitude"), lsm[None].astype(np.float32), {}))
     monkeypatch.setattr(era5, "PLAN_CHUNK", 37)
-    for name, files, workers in (("2024", [path], 1), ("two", [later, first], 1), ("workers", [old_layout.path], 2)):
-        meta = prepare(tmp_path / name, *files, workers=workers)
+    old, mask, metas = [old_layout.path], ["--land-sea-mask", tmp_path / "lsm.nc"], {}
+    for name, args, workers in (("2024", [path], 1), ("two", [later, first], 1),
+                                ("workers", old, 2), ("mask", [*old, *mask], 1)):
+        metas[name] = prepare(tmp_path / name, *args, workers=workers)
         assert split_files(tmp_path / name) == split_files(old_layout.out), name
-        assert meta["normalisation"] == old_layout.meta["normalisation"]
-        if name == "two":
-            assert [f["steps"] for f in meta["files"]] == [120, 80] and meta["time_gaps"] == 0
+        assert metas[name]["normalisation"] == old_layout.meta["normalisation"]
+    assert [f["steps"] for f in metas["two"]["files"]] == [120, 80]
+    assert metas["two"]["time_gaps"] == 0
+    for split in SPLITS:
+        labels = list(map(int, open(tmp_path / "mask" / f"{split}.ocean.txt")))
+        first = [r["description"]["coords"][0] for r in read_split(tmp_path / "mask", split)]
+        first_lon = [np.degrees(np.arctan2(*c[1:])) % 360 for c in first]
+        assert labels == [int(x < 171) for x in first_lon]  # ocean: 0..162°, land: 180..342°
+        assert metas["mask"]["ocean_fraction"][split] == pytest.approx(np.mean(labels), abs=1e-4)
 
 
 def test_cmip_tas_found_by_standard_name(tmp_path):
@@ -164,20 +176,6 @@ def test_windows_with_gaps_are_redrawn(tmp_path):
     values = field[0].copy()
     values[missing] = np.nan
     assert_source_values(tmp_path / "out", meta, values)
-
-
-def test_land_sea_mask_labels_the_first_station(old_layout, tmp_path):
-    lsm = np.where(LON[None, :] < 180, 0.3, 0.7) * np.ones((len(LAT), 1))  # west half ocean (< 0.5)
-    write_nc(tmp_path / "lsm.nc", valid_time=(("valid_time",), [0], {"units": "seconds since 1970-01-01"}),
-             **grid(), lsm=(("valid_time", "latitude", "longitude"), lsm[None].astype(np.float32), {}))
-    meta = prepare(tmp_path / "out", old_layout.path, extra=["--land-sea-mask", str(tmp_path / "lsm.nc")])
-    assert split_files(tmp_path / "out") == split_files(old_layout.out)
-    for split in SPLITS:
-        labels = list(map(int, open(tmp_path / "out" / f"{split}.ocean.txt")))
-        first = [r["description"]["coords"][0] for r in read_split(tmp_path / "out", split)]
-        first_lon = [np.degrees(np.arctan2(*c[1:])) % 360 for c in first]
-        assert labels == [int(x < 171) for x in first_lon]  # ocean: 0..162°, land: 180..342°
-        assert meta["ocean_fraction"][split] == pytest.approx(np.mean(labels), abs=1e-4)
 
 
 def test_bad_inputs_are_refused(old_layout, tmp_path):

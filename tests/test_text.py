@@ -11,6 +11,7 @@ import resource
 import shlex
 import subprocess
 import sys
+import tempfile
 import warnings
 import zipfile
 from decimal import Decimal
@@ -20,7 +21,7 @@ import pytest
 from conftest import ROOT, run
 from helpers import tokenize
 
-sys.path.insert(0, os.path.join(ROOT, "prepare"))
+import reading
 import text
 
 from dataset import Split
@@ -56,7 +57,7 @@ def write(path, content):
 
 @pytest.fixture
 def prepare(tmp_path):
-    """text.py on `content` written in a folder whose name holds a space: out and meta."""
+    """text.py on `content` in a folder whose name holds a space: (out, meta)."""
     def prepare(content, *flags, name="data.csv"):
         folder = tmp_path / "my data"
         folder.mkdir(exist_ok=True)
@@ -80,7 +81,7 @@ def error(tmp_path):
 
 
 def said(capsys, *phrases):
-    """What was printed since the last look, holding every phrase."""
+    """What was printed since the last look; it holds every phrase."""
     printed = capsys.readouterr().out
     for phrase in phrases:
         assert phrase in printed
@@ -101,7 +102,7 @@ def original(meta, key, values):
 
 
 def undone(content, out, meta):
-    """Every number written, unscaled, gives back each digit of the input's (per key)."""
+    """Every number written, unscaled, gives back each digit of the input's."""
     if content.startswith("{"):
         rows = [json.loads(line, parse_float=Decimal, parse_int=Decimal)
                 for line in content.splitlines()]
@@ -113,6 +114,10 @@ def undone(content, out, meta):
         written = sorted(Decimal(repr(x)) for x in values)
         assert len(written) == len(inputs)
         assert sorted(w.quantize(x) for w, x in zip(written, inputs)) == inputs, key
+
+
+def column_x(cell):
+    return "t,x\n" + "".join(f"{i},{cell}\n" for i in range(20))
 
 
 def xlsx():
@@ -132,7 +137,6 @@ def test_a_csv_becomes_a_dataset_that_tokenizes(prepare, capsys):
     assert set(meta["scales"]) == {"t", "p"} and abs(meta["scales"]["p"]["center"] - 1013) < 2
     records = read(out)
     assert len(records) == 60 and {r["station"] for r in records} == {"a", "b", "c"}
-    # order 1: centred, unit spread
     train_p = np.array([r["p"] for r in read(out, "train")])
     assert abs(train_p.mean()) < 1e-3 and abs(train_p.std() - 1) < 1e-3
     undone(CSV, out, meta)
@@ -149,19 +153,7 @@ def test_a_csv_becomes_a_dataset_that_tokenizes(prepare, capsys):
     said(capsys, "warning: key 'p': numbers up to |x| = 10")
 
 
-def test_json_lines_in_windows_tokenize_and_keep_their_layout(prepare):
-    flags = ("--window", "3", "--split", "0.6,0.2,0.2", "--seed", "3", "--order", "random")
-    out, meta = prepare(JSONL, *flags, name="series.jsonl")
-    # 40 records: 13 windows, 1 left out
-    assert meta["window"] == 3 and sum(meta["splits"].values()) == 13
-    record = read(out, "train")[0]
-    assert list(record) == ["site", "t", "h"] and len(record["site"]) == 3
-    assert np.shape(record["t"]) == (3, 3)
-    tokenize(out)
-    assert len(Split(str(out), "train", "xval")) == meta["splits"]["train"]
-
-
-def test_a_json_array_or_objects_spread_over_lines_are_records(prepare):
+def test_json_lines_arrays_and_objects_over_lines_are_records_windows_keep_their_layout(prepare):
     out, meta = prepare(JSONL, name="data.jsonl")
     undone(JSONL, out, meta)
     train = lines(out, "train")
@@ -170,6 +162,15 @@ def test_a_json_array_or_objects_spread_over_lines_are_records(prepare):
                     "\n".join(json.dumps(r, indent=2) for r in records)):
         out, meta = prepare(content, name="data.json")
         assert lines(out, "train") == train and meta["splits"]["train"] == 32
+    flags = ("--window", "3", "--split", "0.6,0.2,0.2", "--seed", "3", "--order", "random")
+    out, meta = prepare(JSONL, *flags, name="data.jsonl")
+    # 40 records: 13 windows, 1 left out
+    assert meta["window"] == 3 and sum(meta["splits"].values()) == 13
+    record = read(out, "train")[0]
+    assert list(record) == ["site", "t", "h"] and len(record["site"]) == 3
+    assert np.shape(record["t"]) == (3, 3)
+    tokenize(out)
+    assert len(Split(str(out), "train", "xval")) == meta["splits"]["train"]
 
 
 def test_dates_are_left_out_and_text_with_digits_is_one_word_everywhere(prepare, error, capsys):
@@ -183,7 +184,6 @@ def test_dates_are_left_out_and_text_with_digits_is_one_word_everywhere(prepare,
     assert meta["renamed"] == {"pm2.5": "pm2_5"}
     assert {r["room"] for r in read(out)} == {"room_0", "room_1", "room_2"}
     assert {r["zip"] for r in read(out)} == {"_01000", "_01001"}
-    # the one number is pm2.5's
     for line in lines(out).splitlines():
         assert masked_numbers(line, split_text(line), "x", ["pm2_5"]) == {"pm2_5": [0]}
     tokenize(out)
@@ -220,33 +220,34 @@ def test_dates_going_back_are_noted_within_each_group(prepare, capsys, rows, fla
 
 
 def test_val_and_test_files_an_unseen_text_value_and_force(tmp_path):
-    for name, content in (("val", "b,1.5"), ("test", "z,1.5"), ("train", "a,1.0\nb,2.0")):
+    for name, content in (("val", "b,1.5"), ("train", "a,1.0\nb,2.0")):
         (tmp_path / f"{name}.csv").write_text(f"station,t\n{content}\n")
     flags = [str(tmp_path / "train.csv"), "--val", str(tmp_path / "val.csv"),
              "--test", str(tmp_path / "test.csv"), "--out", str(tmp_path / "o")]
+
+    def splits(test, *more):
+        (tmp_path / "test.csv").write_text(f"station,t\n{test}\n")
+        text.main([*flags, *more])
+        return json.loads((tmp_path / "o" / "meta.json").read_text())["splits"]
     unseen = r"test.csv:2: .*'\"z\"', which no training record has; leave out its key 'station'"
     with pytest.raises(SystemExit, match=unseen):
-        text.main(flags)
-    (tmp_path / "test.csv").write_text("station,t\na,1.25\n")
-    text.main(flags)
-    splits = lambda: json.loads((tmp_path / "o" / "meta.json").read_text())["splits"]
-    assert splits() == {"train": 2, "val": 1, "test": 1}
+        splits("z,1.5")
+    assert splits("a,1.25") == {"train": 2, "val": 1, "test": 1}
     (tmp_path / "o" / "lab_notes.txt").write_text("mine\n")
     with pytest.raises(SystemExit, match="--force"):
-        text.main(flags)
+        splits("a,1.25")
     # the dataset replaced, other files kept
-    (tmp_path / "test.csv").write_text("station,t\na,1.25\nb,1.5\n")
-    text.main([*flags, "--force"])
-    assert splits()["test"] == 2
+    assert splits("a,1.25\nb,1.5", "--force")["test"] == 2
     assert (tmp_path / "o" / "lab_notes.txt").read_text() == "mine\n"
-    text.main([*flags, "--force", "--group", "station"])  # each group in its own file's split
-    assert splits() == {"train": 2, "val": 1, "test": 2}
+    # each group in its own file's split
+    grouped = splits("a,1.25\nb,1.5", "--force", "--group", "station")
+    assert grouped == {"train": 2, "val": 1, "test": 2}
 
 
 def test_the_same_data_in_two_splits_is_refused_or_reported(tmp_path, prepare, capsys):
     a, b = tmp_path / "a.csv", tmp_path / "b.csv"
-    write(a, CSV)
-    write(b, CSV)
+    for path in (a, b):
+        write(path, CSV)
     given_twice = r"holds the same bytes as .*a.csv: a file given twice"
     for files in ([a, a], [a, b], [a, "--val", b, "--test", tmp_path / "t.csv"]):
         with pytest.raises(SystemExit, match=given_twice):
@@ -266,6 +267,7 @@ def test_a_fifo_is_refused_and_a_header_may_start_with_a_bracket(tmp_path, prepa
 COLUMNS = json.dumps({"t": {str(i): i for i in range(20)}, "x": {str(i): i / 2 for i in range(20)}})
 TWO_ROWS = "a,b\n1,2\n3,4\n"
 HEADLESS = "".join(f"{i / 10},{3 + i % 4},{'ab'[i % 2]}\n" for i in range(1, 40))
+NESTED_KEY = "".join(f'{{"x": {i}, "y": {{"12": {i % 5}}}}}\n' for i in range(40))
 
 
 @pytest.mark.parametrize("content,flags,expected", [
@@ -316,6 +318,12 @@ HEADLESS = "".join(f"{i / 10},{3 + i % 4},{'ab'[i % 2]}\n" for i in range(1, 40)
         r"expected the column names on line 1: delete the lines")),
     ("t,x\n1,2\n2,1e400\n3,4\n", "",
      r"bad.csv:3: column 'x': 1E\+400 is beyond what a float64 holds"),
+    ("t,x\n1,2\n2,1e-320\n3,4\n", "",
+     r"bad.csv:3: column 'x': 1E-320 is beyond what a float64 holds, squared"),
+    (CSV, "--stride 0", r"^error: argument --stride: expected an integer ≥ 1, got 0 \(--help lists"),
+    (CSV, "--window nan", r"^error: argument --window: invalid integer value: 'nan'"),
+    (CSV, "--seed -1", r"^error: argument --seed: expected an integer ≥ 0, got -1"),
+    (NESTED_KEY, "", r"bad.jsonl:1: the tokenizer reads a number in the key '12'; rename it '_12'$"),
     ('{"t":1,"x":[2,-1e-400]}\n', "",
      r"bad.jsonl:1: key 'x': -1E-400 is beyond what a float64 holds"),
     ('t,x\n0,"$1,000.50"\n', "", rf"bad.csv:2: column 'x': '\$1,000.50' {SIGN} 1000.50"),
@@ -349,7 +357,7 @@ HEADLESS = "".join(f"{i / 10},{3 + i % 4},{'ab'[i % 2]}\n" for i in range(1, 40)
     ('{"a":1}\n{"a":\n', "", r"bad.json:2: not a JSON record \(Expecting value at column 6\)"),
 ] + [(f"t,p\n1.5,2\n2.5,{m}\n3,4\n", "", "bad.csv:3: column 'p' is missing .*" + OMIT_OR_DROP)
      for m in ("", "NA", "NaN", "null", "?", "-", "n/a")
-] + [("t,x\n" + "".join(f"{i},{cell}\n" for i in range(20)), "",
+] + [(column_x(cell), "",
       rf"bad.csv:2: column 'x': '{re.escape(cell)}' {SIGN} {re.escape(plain)}, or --text x")
      for cell, plain in SIGNS
 ] + [("".join(json.dumps({"t": i, "x": [1.5, cell]}) + "\n" for i in range(20)), "", (
@@ -364,8 +372,7 @@ def test_what_would_be_misread_is_a_one_line_error_naming_file_and_line(error, c
 
 def test_text_makes_numbers_and_numbers_with_signs_words(prepare):
     for cell, _ in SIGNS:
-        content = "t,x\n" + "".join(f"{i},{cell}\n" for i in range(20))
-        assert sum(prepare(content, "--text", "x")[1]["splits"].values()) == 20
+        assert sum(prepare(column_x(cell), "--text", "x")[1]["splits"].values()) == 20
     content = "".join(json.dumps({"diet": i % 4 + 1, "w": 40 + i}) + "\n" for i in range(40))
     out, meta = prepare(content, "--text", "diet", name="d.jsonl")
     assert meta["text_keys"] == ["diet"] and "diet" not in meta["scales"]
@@ -415,8 +422,9 @@ def test_missing_values_omitted_or_dropped_and_every_row_accounted_for(prepare, 
     out, meta = prepare(SERIES, "--missing", "omit", "--order", "random")
     said(capsys, "'', 'NA', 'N/A', 'NaN', 'null'", "rain 3 values left out",
          "rows: 80 read = 80 in records written + 0 left out")
-    assert len(read(out)) == 80 and sum("rain" not in r for r in read(out)) == 3
-    assert all("co2" in r for r in read(out)) and meta["missing"]["records"] == {"rain": 3}
+    records = read(out)
+    assert len(records) == 80 and sum("rain" not in r for r in records) == 3
+    assert all("co2" in r for r in records) and meta["missing"]["records"] == {"rain": 3}
     out, meta = prepare(SERIES, "--missing", "drop")
     said(capsys, "rows: 80 read = 77 in records written + 3 left out for a missing value")
     assert sum(meta["splits"].values()) == 77 and meta["rows"] == {"read": 80, "in_records": 77}
@@ -438,9 +446,7 @@ def test_missing_values_omitted_or_dropped_and_every_row_accounted_for(prepare, 
     said(capsys, "note: 10 record(s) left out: every key of theirs missing",
          "co2 10 windows that leave the key out (omit)")
     assert sum(meta["splits"].values()) == 30 - 10
-
-
-def test_a_record_leaves_out_its_missing_keys_whatever_the_number_of_keys(prepare):
+    # any number of keys
     rows = [",".join("" if j == 64 and i % 2 else f"{i * j % 13}.5" for j in range(70))
             for i in range(100)]
     header = ",".join(f"c{j}" for j in range(70))
@@ -538,7 +544,7 @@ def test_the_key_to_predict_is_said_and_target_names_it(prepare, capsys):
     assert "note: eval.py" not in said(capsys)
 
 
-def test_groups_keep_their_rows_and_the_split_is_said(prepare, capsys):
+def test_groups_keep_their_rows_too_short_ones_go_to_train_and_the_split_is_said(prepare, capsys):
     # animals interleaved by day
     rows = [(a, day, 40 + 3 * day + a) for day in range(30) for a in range(4)]
     content = "animal,day,weight\n" + "".join(f"a{a},{d},{w}\n" for a, d, w in rows)
@@ -556,9 +562,7 @@ def test_groups_keep_their_rows_and_the_split_is_said(prepare, capsys):
     # every test day ends a window, its context the days before
     _, meta = prepare(content, *flags, "--stride", "1", "--context-before")
     assert meta["splits"]["test"] == 4 * 6
-
-
-def test_groups_too_short_to_split_go_to_train_and_columns_keep_the_group(prepare, capsys):
+    # groups too short to split go to train, and --columns keeps the group
     sizes = {"a": 30, "b": 30, "c": 5, "d": 2}
     content = "animal,day,w\n" + "".join(
         f"{a},{d},{3 * d + n}\n" for a, n in sizes.items() for d in range(n))
@@ -614,22 +618,6 @@ def test_main_reads_as_its_steps():
     assert [f for f in called if f in steps] == steps
 
 
-# ---------------------------------------------------------------- edge numbers, flags, volume, leftovers
-NESTED_KEY = "".join(f'{{"x": {i}, "y": {{"12": {i % 5}}}}}\n' for i in range(40))
-
-
-@pytest.mark.parametrize("content,flags,expected", [
-    ("t,x\n1,2\n2,1e-320\n3,4\n", [], r"bad.csv:3: column 'x': 1E-320 is beyond what a float64 holds, squared"),
-    (CSV, ["--stride", "0"], r"^error: argument --stride: expected an integer ≥ 1, got 0 \(--help lists"),
-    (CSV, ["--window", "nan"], r"^error: argument --window: invalid integer value: 'nan'"),
-    (CSV, ["--seed", "-1"], r"^error: argument --seed: expected an integer ≥ 0, got -1"),
-    (NESTED_KEY, [], r"bad.jsonl:1: the tokenizer reads a number in the key '12'; rename it '_12'$"),
-])
-def test_edge_numbers_flags_and_misread_nested_keys_are_one_line(error, content, flags, expected):
-    name = "bad.jsonl" if content.startswith("{") else "bad.csv"
-    assert re.search(expected, error(content, *flags, name=name))
-
-
 def test_a_tiny_number_beside_large_ones_is_written_with_at_most_17_digits(prepare):
     content = "x,y\n" + "".join(f"{i}.5,{'1e-60' if i % 2 else 1}\n" for i in range(40))
     with warnings.catch_warnings():
@@ -648,9 +636,8 @@ def test_many_keys_print_a_few_lines(prepare, capsys):
     assert any(line.startswith("text tokens (254)") and line.endswith("... and 54 more") for line in printed)
 
 
-def test_scratch_of_a_killed_run_is_removed_and_a_full_tmpdir_named(tmp_path, monkeypatch, prepare, error):
-    import tempfile
-    import reading
+def test_scratch_of_a_killed_run_is_removed_and_a_full_tmpdir_named(tmp_path, monkeypatch, prepare,
+                                                                    error):
     dead = subprocess.Popen(["true"])
     dead.wait()
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
