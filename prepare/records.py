@@ -232,6 +232,13 @@ def split_records(table, args):
                 " in train (left out if shorter than --window)"
             )
         return [Part(np.concatenate(p)) for p in parts], {**source, "order": "time"}
+    parts = random_parts(table, series, args)
+    return [Part(p) for p in parts], {**source, "seed": args.seed, "order": "random"}
+
+
+def random_parts(table, series, args):
+    """Train, val and test windows: records at random, or (--group) whole groups."""
+    window, fractions = args.window, args.fractions
     if args.group:
         short = [len(rows) for _, rows in series if len(rows) < window]
         if short:
@@ -245,7 +252,7 @@ def split_records(table, args):
                 f"{table.where(rows[-1])}: the file ends after {len(rows)} rows, before a window of"
                 f" {window} is full; lower --window"
             )
-    units = [windows(rows, window, stride) for _, rows in series]
+    units = [windows(rows, window, args.stride) for _, rows in series]
     if not args.group:
         units = np.concatenate(units)
     what = "groups" if args.group else "records"
@@ -259,11 +266,10 @@ def split_records(table, args):
         )
     order = np.random.default_rng(args.seed).permutation(n)
     chosen = [np.sort(p) for p in np.split(order, np.cumsum(counts)[:-1])]
-    if args.group:
-        parts = [np.concatenate([empty] + [units[i] for i in p]) for p in chosen]
-    else:
-        parts = [units[p] for p in chosen]
-    return [Part(p) for p in parts], {**source, "seed": args.seed, "order": "random"}
+    if not args.group:
+        return [units[p] for p in chosen]
+    empty = np.empty((0, window), np.int32)
+    return [np.concatenate([empty] + [units[i] for i in p]) for p in chosen]
 
 
 def rows_in(table, parts, key=None):
