@@ -148,8 +148,9 @@ def counting_keys(table, keys):
     return counting
 
 
-def series_of(table, group):
-    """[(name, rows)]: each file's rows, or with --group each group's rows in a file."""
+def series_of(table, group, window):
+    """[(name, rows)]: each file's rows, or with --group each group's rows in a file (a group
+    shorter than window left out, noted)."""
     if not group:
         return list(zip(table.paths, file_rows(table)))
     col = table.group
@@ -164,7 +165,9 @@ def series_of(table, group):
         for i in np.argsort(first):
             label = col.texts[int(ids[i])] if col.code[rows[first[i]]] >= 0 else f"{ids[i]:g}"
             out.append((f"{path} ({group} {label})", rows[value[rows] == ids[i]]))
-    return out
+    if short := [len(rows) for _, rows in out if len(rows) < window]:
+        print(f"note: {len(short)} group(s) shorter than --window ({sum(short)} rows): left out")
+    return [(name, rows) for name, rows in out if len(rows) >= window]
 
 
 def file_rows(table):
@@ -206,7 +209,7 @@ def split_records(table, args):
     time order, or records or groups at random."""
     window, stride, fractions = args.window, args.stride, args.fractions
     source = {"files": args.files, "fractions": fractions}
-    series = series_of(table, args.group)
+    series = series_of(table, args.group, window)
     empty = np.empty((0, window), np.int32)
     parts = [[empty], [empty], [empty]]
     if args.val:
@@ -229,30 +232,16 @@ def split_records(table, args):
         if short:
             print(
                 f"note: {len(short)} group(s) too short to split in time ({sum(short)} rows): whole"
-                " in train (left out if shorter than --window)"
+                " in train"
             )
         return [Part(np.concatenate(p)) for p in parts], {**source, "order": "time"}
-    parts = random_parts(table, series, args)
-    return [Part(p) for p in parts], {**source, "seed": args.seed, "order": "random"}
-
-
-def random_parts(table, series, args):
-    """Train, val and test windows: records at random, or (--group) whole groups."""
-    window, fractions = args.window, args.fractions
-    if args.group:
-        short = [len(rows) for _, rows in series if len(rows) < window]
-        if short:
-            print(
-                f"note: {len(short)} group(s) shorter than --window ({sum(short)} rows): left out"
-            )
-        series = [(name, rows) for name, rows in series if len(rows) >= window]
     for _, rows in series:
         if len(rows) < window:
             fail(
                 f"{table.where(rows[-1])}: the file ends after {len(rows)} rows, before a window of"
                 f" {window} is full; lower --window"
             )
-    units = [windows(rows, window, args.stride) for _, rows in series]
+    units = [windows(rows, window, stride) for _, rows in series]
     if not args.group:
         units = np.concatenate(units)
     what = "groups" if args.group else "records"
@@ -266,10 +255,11 @@ def random_parts(table, series, args):
         )
     order = np.random.default_rng(args.seed).permutation(n)
     chosen = [np.sort(p) for p in np.split(order, np.cumsum(counts)[:-1])]
-    if not args.group:
-        return [units[p] for p in chosen]
-    empty = np.empty((0, window), np.int32)
-    return [np.concatenate([empty] + [units[i] for i in p]) for p in chosen]
+    if args.group:
+        parts = [np.concatenate([empty] + [units[i] for i in p]) for p in chosen]
+    else:
+        parts = [units[p] for p in chosen]
+    return [Part(p) for p in parts], {**source, "seed": args.seed, "order": "random"}
 
 
 def rows_in(table, parts, key=None):

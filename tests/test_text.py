@@ -572,8 +572,8 @@ def test_groups_keep_their_rows_too_short_ones_go_to_train_and_the_split_is_said
         f"{a},{d},{3 * d + n}\n" for a, n in sizes.items() for d in range(n))
     flags = ("--group", "animal", "--window", "4", "--stride", "1", "--split", "0.6,0.2,0.2")
     _, meta = prepare(content, *flags, "--columns", "day,w")
-    said(capsys, "note: 2 group(s) too short to split in time (7 rows): whole in train (left out"
-                 " if shorter than --window)")
+    said(capsys, "note: 1 group(s) shorter than --window (2 rows): left out",
+         "note: 1 group(s) too short to split in time (5 rows): whole in train")
     # c's 5 rows make 2 training windows, d's 2 none
     assert meta["splits"] == {"train": 32, "val": 6, "test": 6} and meta["keys"] == ["day", "w"]
     # whole groups per split: overlapping windows cannot leak; d is shorter than a window
