@@ -89,6 +89,7 @@ def test_a_stopped_training_resumes_a_finished_one_is_skipped(tmp_path, monkeypa
     assert not gpu_claims.trained(plan, "lookup", "p10") and len(calls) == 2
 
 
+@pytest.mark.slow  # sh ignores the SIGINT: 10 s to the SIGKILL
 def test_a_command_past_its_deadline_is_stopped_a_failing_one_an_error(tmp_path):
     log = tmp_path / "x.log"
     t0 = time.time()
