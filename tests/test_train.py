@@ -39,10 +39,8 @@ def iter_num(path):
 
 
 def test_the_loop_reads_as_nanogpts():
-    lines = read("train.py").splitlines()
-    start = lines.index("while True:")
-    end = next(i for i in range(start + 1, len(lines)) if lines[i] and not lines[i].startswith(" "))
-    loop = "\n".join(lines[start:end]).rstrip()
+    # the loop: its first line and the indented or blank ones after it
+    loop = re.search(r"^while True:\n((?: .*)?\n)*", read("train.py"), re.M).group().rstrip()
     assert len(loop.splitlines()) <= 80
     phases = [loop.index("# " + h) for h in ("determine and set the learning rate", "evaluate", "forward and backward",
                                             "clip the gradient", "timing and logging", "step the optimizer")]
@@ -247,18 +245,19 @@ def test_resume_cuts_the_log_back_and_no_file_is_left_open(data, two_steps, tmp_
 def test_resume_writes_through_no_symlink(data, two_steps, tmp_path):
     out, elsewhere = shutil.copytree(two_steps, tmp_path / "out"), tmp_path / "elsewhere"
     elsewhere.mkdir()
-    shutil.move(out / "log.jsonl", elsewhere / "log.jsonl")
-    os.symlink(elsewhere / "log.jsonl", out / "log.jsonl")
-    log = (elsewhere / "log.jsonl").read_text()
+
+    def linked(name):
+        shutil.move(out / name, elsewhere / name)
+        os.symlink(elsewhere / name, out / name)
+        return (elsewhere / name).read_bytes()
+    log = linked("log.jsonl")
     error = refused(data, out, "--max_iters=4", "--resume")
-    assert "log.jsonl is a symbolic link" in error and (elsewhere / "log.jsonl").read_text() == log
+    assert "log.jsonl is a symbolic link" in error and (elsewhere / "log.jsonl").read_bytes() == log
     os.remove(out / "log.jsonl")
-    shutil.move(out / "ckpt_latest.pt", elsewhere / "ckpt_latest.pt")
-    os.symlink(elsewhere / "ckpt_latest.pt", out / "ckpt_latest.pt")
+    before = linked("ckpt_latest.pt")
     (elsewhere / "user.pt").write_text("a user's file")
     for name in ("ckpt_4.pt", "train.lock"):
         os.symlink(elsewhere / "user.pt", out / name)
-    before = (elsewhere / "ckpt_latest.pt").read_bytes()
     train(data, out, "--max_iters=4", "--resume", "--keep_every=2")
     assert not any(os.path.islink(out / name) for name in ("ckpt_latest.pt", "ckpt_4.pt", "log.jsonl", "train.lock"))
     assert (elsewhere / "ckpt_latest.pt").read_bytes() == before and (elsewhere / "user.pt").read_text() == "a user's file"
