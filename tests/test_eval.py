@@ -164,7 +164,7 @@ def test_temperature_end_to_end_in_kelvin(tmp_path_factory, tmp_path):
 def test_summary_puts_encodings_side_by_side(tmp_path_factory, tmp_path):
     data = prepared(tmp_path_factory, "ops2", "prepare/arithmetic.py", "--variant=ops2", encodings=("xval", "fp15"))
     runs = tmp_path / "runs"
-    for enc in ("fp15", "xval"):  # one table per setting, the folders' <setting>_
+    for enc in ("fp15", "xval"):  # folders <setting>_<encoding>: one table per setting
         ckpt = eval_model(data, runs / f"ops2_{enc}", f"--encoding={enc}", "--block_size=32")
         run("eval.py", f"--ckpt={ckpt}", f"--out={runs / f'ops2_{enc}' / 'eval'}")
     out = run("dev/summarize.py", str(runs)).stdout

@@ -63,7 +63,7 @@ def test_a_dry_run_writes_a_row_per_encoding_and_a_second_skips_all(tmp_path, mo
     gpu_claims.main(["--dry-run", "--out", str(out)])
     assert calls == []
     assert os.path.getmtime(out / "lookup_xval" / "eval.json") == before
-    assert readme.read_text().endswith("Verdict: written by hand.\n")  # never replaced
+    assert readme.read_text().endswith("Verdict: written by hand.\n")
     assert table_rows(out / "lookup.md") == lookup
 
 
