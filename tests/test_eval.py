@@ -58,14 +58,16 @@ def test_the_report_says_the_verdict_its_interval_and_writes_predictions_in_file
     r = {"n": 2, "mean": {"mse": 1.0, "invalid_rate": 0}, "std": {}, "median_prediction": scores, "truth": [0.0, 1.0],
          "median": [0.5, None], "line": [2, 5], "predicted": {"persistence": [1.0, 2.0]}, "persistence": scores,
          "train_mean": scores, "verdict": dict(best="persistence", says=says, records=records, paired=paired)}
-    report = dict(task="text", encoding="xval", checkpoints=["c.pt"], causal=False, data_dir="d", notes=[],
+    report = dict(task="text", encoding="xval", checkpoints=["c.pt"], causal=False, data_dir=str(tmp_path), notes=[],
                   warnings=[], config={}, splits={"test": {"t": r}})
     md = ev.markdown(report)
     assert "the key's training mean on the same values: MSE 1; the model's MSE 0.5× its (95% interval 0.4–0.6)" in md
     assert f"test · t: verdict: {said}" in md and ("next to try" in md) == (says == "loses to")
+    # each record's first row in the file, as prepare/text.py writes it
+    (tmp_path / "test.source.txt").write_text("".join(f"f.csv:{row}\n" for row in range(2, 8)))
     ev.write_predictions(report, {"scales": {"t": {"center": 10.0, "spread": 2.0}}}, str(tmp_path / "p.csv"))
-    assert (tmp_path / "p.csv").read_text() == ("split,quantity,line,truth,prediction,persistence\n"
-                                                "test,t,2,10,11,12\ntest,t,5,12,,14\n")
+    assert (tmp_path / "p.csv").read_text() == ("split,quantity,line,source,truth,prediction,persistence\n"
+                                                "test,t,2,f.csv:3,10,11,12\ntest,t,5,f.csv:6,12,,14\n")
 
 
 def lines(data, split):

@@ -197,7 +197,11 @@ def test_scale_record_is_undone_by_eval_and_sample(tmp_path):
     ratio = scores["mean"]["mse_original"] / scores["persistence"]["mse_original"]
     assert scores["verdict"]["paired"]["persistence"][0] == pytest.approx(ratio) and "levels" not in scores
     assert "outside the training range" in r.stdout and "--scale record" not in r.stdout
-    assert "--mask_all would mask" in run("eval.py", f"--ckpt={ckpt}", "--mask_key=y", "--mask_all=True", check=False).stderr
+    # the levels come from the numbers these would mask
+    for script, flag in (("eval.py", "--mask_all=True"), ("eval.py", "--horizon=2"),
+                         ("sample.py", f"--input={data}/test.txt --mask_all=True")):
+        r = run(script, f"--ckpt={ckpt}", "--mask_key=y", *flag.split(), check=False)
+        assert "would mask what its levels are from" in r.stderr
     # a split: printed in the file's units; a record typed in them: scaled by its own level
     first = [round(v, 1) for v in y[86 - len(levels) : 91 - len(levels)]]
     split = sample(ckpt, None, f"--input={data}/test.txt", "--mask_key=y", "--show=1")
