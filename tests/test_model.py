@@ -22,17 +22,6 @@ def outputs(model, b):
     return model(b["ids"], b["values"], pos=b["pos"], doc=b["doc"])
 
 
-@pytest.mark.parametrize("encoding,causal", [("xval", False), ("xval", True), ("p10", False)])
-def test_padding_does_not_change_the_outputs_at_real_positions(encoding, causal):
-    model = tiny(encoding, causal=causal)
-    a, b = sample(9, 1), sample(5, 2)
-    logits, num = outputs(model, collate([example(*a), example(*b)]))
-    alone_logits, alone_num = model(b[0][None], b[1][None])
-    assert_close(logits[1, :5], alone_logits[0], **CLOSE)
-    if encoding == "xval":
-        assert_close(num[1, :5], alone_num[0], **CLOSE)
-
-
 @pytest.mark.parametrize("causal", [True, False])
 def test_only_a_bidirectional_model_looks_ahead(causal):
     model = tiny(causal=causal)
@@ -147,21 +136,23 @@ def packed_with_the_sums_of_padded(model, examples, row_length=None, pred=False)
     return packed
 
 
-@pytest.mark.parametrize("causal", [False, True])
-def test_packed_rows_give_each_sample_the_outputs_and_loss_it_has_alone(causal):
-    model = tiny(causal=causal)
+@pytest.mark.parametrize("encoding,causal", [("xval", False), ("xval", True), ("p10", False)])
+def test_padded_and_packed_rows_give_each_sample_the_outputs_and_loss_it_has_alone(encoding, causal):
+    model = tiny(encoding, causal=causal)
     examples = masked_examples(seed=0)
     packed = packed_with_the_sums_of_padded(model, examples)
     assert packed["ids"].shape[0] < len(examples)  # several samples share a row
-    logits, num = outputs(model, packed)
-    rows = packed["ids"].shape
-    for ids, values, _, _ in examples:  # found by its ids in its packed row
-        alone_logits, alone_num = model(torch.from_numpy(ids)[None], torch.from_numpy(values)[None])
-        n = len(ids)
-        b, s = next((b, s) for b in range(rows[0]) for s in range(rows[1] - n + 1) if packed["pos"][b, s] == 0
-                    and torch.equal(packed["ids"][b, s:s + n], torch.from_numpy(ids)))
-        assert_close(logits[b, s:s + n], alone_logits[0], **CLOSE)
-        assert_close(num[b, s:s + n], alone_num[0], **CLOSE)
+    for batch in (collate(examples), packed):
+        logits, num = outputs(model, batch)
+        rows = batch["ids"].shape
+        for ids, values, _, _ in examples:  # found by its ids in its row
+            alone_logits, alone_num = model(torch.from_numpy(ids)[None], torch.from_numpy(values)[None])
+            n = len(ids)
+            b, s = next((b, s) for b in range(rows[0]) for s in range(rows[1] - n + 1) if batch["pos"][b, s] == 0
+                        and torch.equal(batch["ids"][b, s:s + n], torch.from_numpy(ids)))
+            assert_close(logits[b, s:s + n], alone_logits[0], **CLOSE)
+            if encoding == "xval":
+                assert_close(num[b, s:s + n], alone_num[0], **CLOSE)
     # 35 tokens, block_size 32: one row longer than block_size
     packed = packed_with_the_sums_of_padded(model, masked_examples(seed=2), row_length=48, pred=True)
     assert packed["ids"].shape == (1, 35)
