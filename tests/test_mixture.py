@@ -87,7 +87,7 @@ def test_crps_matches_the_closed_form_and_monte_carlo():
 
 def test_truths_drawn_from_the_mixture_are_calibrated():
     num = outputs(*TWO).expand(20_000, -1)
-    y = mixture_sample(num, torch.Generator().manual_seed(3))
+    y = draws(outputs(*TWO), 20_000, seed=3)
     m = ev.distribution_metrics(y.numpy(), num.numpy())
     assert m["cover50"] == pytest.approx(0.5, abs=0.01)
     assert m["cover90"] == pytest.approx(0.9, abs=0.01)
@@ -155,14 +155,9 @@ def test_a_tiny_gmm_model_trains_resumes_samples_and_evaluates(data, tmp_path):
     r = train(data, resumed, *gmm, "--max_iters=7", "--resume", "--n_components=8", check=False)
     assert r.returncode != 0 and "n_components=4" in r.stderr
     ckpt = f"--ckpt={straight}/ckpt_latest.pt"
-    question = "(0.5+0.25)=[?]\n"
-    r = run("sample.py", ckpt, input=question)
-    assert r.stdout.startswith("(0.5+0.25)=") and "±" in r.stdout
-    r = run("sample.py", ckpt, "--spread=quantiles", input=question)
-    assert r.stdout.count("|") == 2 and "[?]" not in r.stdout
     r = run("sample.py", ckpt, f"--input={data}/test.txt", "--mask_last")
     assert "50 numbers predicted" in r.stdout and "(true: " in r.stdout
-    r = run("sample.py", ckpt, "--spread=box", input=question, check=False)
+    r = run("sample.py", ckpt, "--spread=box", input="(0.5+0.25)=[?]\n", check=False)
     assert r.returncode != 0 and "spread = 'box' (from --spread) is not one of std | quantiles | none" in r.stderr
     report, stdout, prefix = evaluated(str(straight / "ckpt_latest.pt"), extra=["--plots"])
     m = report["splits"]["test"]["answer"]["per_seed"][0]
@@ -189,11 +184,3 @@ def test_planets_gmm_evaluation_draws_m0_densities(tmp_path_factory, tmp_path):
     report, _, prefix = evaluated(str(tmp_path / "ckpt_best.pt"), extra=["--plots", "--splits=test"])
     assert set(report["splits"]["test"]["m0"]["mean"]) >= {"mse", "nll", "crps", "cover50", "cover90"}
     assert os.path.getsize(f"{prefix}_test_density.png") > 1000
-
-
-def test_a_causal_gmm_model_generates_reproducibly(data, tmp_path):
-    train(data, tmp_path, "--max_iters=3", "--eval_interval=3", "--causal=True", "--num_head=gmm")
-    generate = ["sample.py", f"--ckpt={tmp_path}/ckpt_best.pt", "--max_new_tokens=6", "--temperature=1.0"]
-    a, b = (run(*generate, input="(0.5+0.25)=\n").stdout for _ in range(2))
-    assert a == b and a.startswith("(0.5+0.25)=")
-    assert run(*generate, "--gmm_generate=mean", input="(0.5+0.25)=\n").stdout.startswith("(0.5+0.25)=")

@@ -47,14 +47,14 @@ def test_sample_prints_the_numbers_fill_in_predicts(tmp_path, encoding, head, sp
     assert (shown[0].count("|") == 2) == (spread == "quantiles")
 
 
-@pytest.mark.parametrize("head", ["mse", "gmm"])
-def test_a_causal_model_prints_what_generate_writes(tmp_path, head):
+@pytest.mark.parametrize("head,feed", [("mse", "sample"), ("gmm", "sample"), ("gmm", "mean")])
+def test_a_causal_model_prints_what_generate_writes(tmp_path, head, feed):
     path = checkpoint(tmp_path / "ckpt.pt", causal=True, num_head=head, n_components=3)
     r = run("sample.py", f"--ckpt={path}", "--device=cpu", "--max_new_tokens=6", "--temperature=1.0",
-            input="(0.5+0.25)=\n")
+            f"--gmm_generate={feed}", input="(0.5+0.25)=\n")
     model, vocab, _ = load_model(path)
     (ids, values, _), *_ = encode_line("(0.5+0.25)=", "stdin:1", vocab, 64, causal=True)
-    out = generate(model, ids, values, 6, 1.0, torch.Generator().manual_seed(1337))
+    out = generate(model, ids, values, 6, 1.0, torch.Generator().manual_seed(1337), feed)
     assert len(out[0]) > len(ids) and r.stdout == detokenize(out[0], out[1], vocab) + "\n"
 
 

@@ -1,4 +1,4 @@
-"""tokenize_arrays.py and round_numbers against the oracle (tests/tokenize_oracle.py): bytes and errors."""
+"""tokenize_arrays.py and round_numbers give the oracle's bytes and errors (tests/tokenize_oracle.py)."""
 import functools
 import os
 import random
@@ -25,7 +25,6 @@ import planets
 
 # encode_lines a line at a time through tokenize_line.py
 line_at_a_time = functools.partial(oracle.encode_lines, split=split_text, encode=encode_pieces)
-line_vocab = functools.partial(text_vocab, split=split_text)
 
 
 def outcome(encoder, lines, text_tokens, encodings=ENCODINGS, path="data.txt", first_line=0):
@@ -52,7 +51,7 @@ def accepted(line, encode=lambda line: oracle.encode_lines([line], text_vocab([l
 
 def assert_agrees(lines, alone):
     """The oracle's bytes and vocabulary for the lines it reads, together and (`alone`) one by one;
-    its error for each line it refuses. The count read."""
+    its error for each it refuses. The count read."""
     good = [line for line in lines if accepted(line)]
     text_tokens = build_text_vocab(good)
     assert text_tokens == text_vocab(good)
@@ -75,7 +74,6 @@ def temperatures(tmp_path, monkeypatch):
                                            for v in sorted(arithmetic.VARIANTS)]
                          + [(lookup.make_sample, lookup.SPLITS, 50), (planets.make_sample, planets.SPLITS, 4), (None, None, 0)])
 def test_prepared_datasets_give_the_reference_bytes(make, splits, n, tmp_path, monkeypatch):
-    # None: era5's temperatures
     splits = temperatures(tmp_path, monkeypatch) if make is None else generated(make, splits, n)
     text_tokens = build_text_vocab(splits["train"])
     assert text_tokens == text_vocab(splits["train"])
@@ -177,14 +175,14 @@ def test_the_split_cache_stays_bounded(monkeypatch):
 def test_vectorised_equals_tokenize_line(seed):
     lines = number_lines(1000, seed)
     good = [line for line in lines if accepted(line, split_text)]
-    tokens = line_vocab(good)
+    tokens = text_vocab(good, split_text)
     assert build_text_vocab(good) == tokens
     # the lines the vectorised path takes, in chunks it takes whole
     vectorised = [line for line in good if tokenize_arrays._split_lines([line])[1]]
     assert len(vectorised) > 500
     for start in range(0, len(vectorised), 200):
         chunk = vectorised[start:start + 200]
-        assert tokenize_arrays._split_lines(chunk)[1] is not None and build_text_vocab(chunk) == line_vocab(chunk)
+        assert tokenize_arrays._split_lines(chunk)[1] is not None and build_text_vocab(chunk) == text_vocab(chunk, split_text)
         assert outcome(encode_lines, chunk, tokens) == outcome(line_at_a_time, chunk, tokens)
     # every line: the same arrays or the same first error
     for start in range(0, len(lines), 100):
