@@ -187,35 +187,3 @@ def test_flex_attention_path_equals_the_dense_mask_path(causal):
         real = batch["doc"] >= 0  # padding attends only to padding: not compared
         for a, b in zip(flex_out, dense_out):
             assert_close(a[real], b[real], **CLOSE)
-
-
-@pytest.mark.parametrize("encoding", ["xval", "p10"])
-def test_a_causal_model_fills_in_by_generating_each_number_from_the_text_before_it(encoding):
-    from dataset import Vocab
-    from predict import fill_in
-    from tokenize_line import encode
-    vocab = Vocab(["(", "+", ")="], encoding)
-    num_id = -1 if vocab.num_id is None else vocab.num_id
-    model = tiny(encoding, vocab_size=len(vocab), num_id=num_id, block_size=64, n_layer=1, n_embd=16, causal=True)
-    ids, values, _ = encode("(0.5+0.25)=0.75", vocab)
-    ask = np.arange(len(ids)) >= len(ids) - len(encode("0.75", vocab)[0])  # the answer's tokens
-    (predicted,), counts, _ = fill_in(model, vocab, [(ids, values, ask)])
-    # by hand: greedy tokens from the prompt, the number head at the prompt's last position
-    prompt = int(np.flatnonzero(ask)[0])
-    x, v = torch.tensor(ids[None, :prompt]), torch.tensor(values[None, :prompt])
-    with torch.no_grad():
-        if encoding == "xval":
-            logits, num = model(x, v)
-            expected = float(num[0, -1])
-            assert counts["not_num"] == int(logits[0, -1].argmax() != vocab.num_id)
-        else:
-            for _ in ask[prompt:]:
-                x = torch.cat([x, model(x, v)[0][:, -1:].argmax(-1)], 1)
-                v = torch.cat([v, torch.ones(1, 1)], 1)
-            expected = vocab.decode_number(x[0, prompt:].numpy())
-    assert counts["numbers"] == 1
-    assert predicted == [pytest.approx(expected, rel=1e-5, nan_ok=True)]
-    assert counts["invalid"] == (encoding != "xval" and math.isnan(expected))
-    # the true answer is never seen
-    other_ids, other_values, _ = encode("(0.5+0.25)=9.99", vocab)
-    assert fill_in(model, vocab, [(other_ids, other_values, ask)])[0] == [predicted] or math.isnan(predicted[0])

@@ -1,7 +1,9 @@
 """predict.py: what sample.py prints is what its functions give, and what each task masks."""
 import dataclasses
 import json
+import math
 
+import numpy as np
 import pytest
 import torch
 from conftest import run
@@ -12,7 +14,7 @@ from model import GPT, GPTConfig
 from predict import KeyAbsent, detokenize, encode_line, fill_in, filled, generate, in_own_units, load_model
 from predict import masked_groups, masked_numbers, masked_samples
 from tokenize_arrays import build_text_vocab
-from tokenize_line import split_text
+from tokenize_line import encode, split_text
 from util import TextError
 
 LINES = ["(0.5+0.25)=[?]", "([?]+0.125)=0.75", "([?][?]+1)=[?]"]
@@ -124,3 +126,30 @@ def test_what_each_task_masks():
 def test_a_number_the_tokenizer_reads_in_a_json_string_is_named(line, text):
     with pytest.raises(TextError, match=f"reads a number in the JSON string {text}; write a number as"):
         masked_numbers(line, split_text(line, "f:1"), "f:1", keys=["b"])
+
+
+@pytest.mark.parametrize("encoding", ["xval", "p10"])
+def test_a_causal_model_fills_in_by_generating_each_number_from_the_text_before_it(tmp_path, encoding):
+    model, vocab, _ = load_model(checkpoint(tmp_path / "ckpt.pt", encoding, causal=True))
+    ids, values, _ = encode("(0.5+0.25)=0.75", vocab)
+    ask = np.arange(len(ids)) >= len(ids) - len(encode("0.75", vocab)[0])  # the answer's tokens
+    (predicted,), counts, _ = fill_in(model, vocab, [(ids, values, ask)])
+    # by hand: greedy tokens from the prompt, the number head at the prompt's last position
+    prompt = int(np.flatnonzero(ask)[0])
+    x, v = torch.tensor(ids[None, :prompt]), torch.tensor(values[None, :prompt])
+    with torch.no_grad():
+        if encoding == "xval":
+            logits, num = model(x, v)
+            expected = float(num[0, -1])
+            assert counts["not_num"] == int(logits[0, -1].argmax() != vocab.num_id)
+        else:
+            for _ in ask[prompt:]:
+                x = torch.cat([x, model(x, v)[0][:, -1:].argmax(-1)], 1)
+                v = torch.cat([v, torch.ones(1, 1)], 1)
+            expected = vocab.decode_number(x[0, prompt:].numpy())
+    assert counts["numbers"] == 1
+    assert predicted == [pytest.approx(expected, rel=1e-5, nan_ok=True)]
+    assert counts["invalid"] == (encoding != "xval" and math.isnan(expected))
+    # the true answer is never seen
+    other_ids, other_values, _ = encode("(0.5+0.25)=9.99", vocab)
+    assert fill_in(model, vocab, [(other_ids, other_values, ask)])[0] == [predicted] or math.isnan(predicted[0])
