@@ -73,8 +73,6 @@ def test_a_masked_number_is_encoded_as_a_marker_written_in_its_place():
     assert text == '{"t":[[?],[?],[?]],"p":4}' and truths == [1, 2, 3]
     with pytest.raises(KeyAbsent, match="x: no number under key 'q'"):
         encode_line('{"t":[1,2,3]}', "x", vocab, 64, mask="q")
-    with pytest.raises(TextError, match="more than the model's block_size 4"):
-        encode_line("(0.5+0.25)=[?]", "x", vocab, 4)
 
 
 def test_a_generated_record_is_printed_in_the_files_units():
