@@ -60,8 +60,8 @@ def test_each_small_config_trains_from_a_prepared_tiny_set(tmp_path, dataset, en
         run(f"prepare/{dataset}.py", "--size=tiny", "--out", str(data), "--workers=1")
     run("tokenize_numbers.py", str(data), *plain, f"--encoding={encoding}", "--workers=1")
     run("train.py", f"config/{dataset}_small.py", f"--data_dir={data}", f"--encoding={encoding}",
-            f"--out_dir={out}", "--max_iters=2", "--log_interval=1", "--eval_interval=2", "--eval_batches=1",
-            "--batch_size=4", "--micro_batch_size=4")
+        f"--out_dir={out}", "--max_iters=2", "--log_interval=1", "--eval_interval=2", "--eval_batches=1",
+        "--batch_size=4", "--micro_batch_size=4")
     assert sorted(losses(out)) == [1, 2] and all(np.isfinite(list(losses(out).values())))
 
 
