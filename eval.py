@@ -162,8 +162,7 @@ def steps_ahead():
 
 
 def combine(task, runs, scale=None):
-    """One quantity over seeds' runs: metrics' mean and std, the median prediction's; GMM: the
-    first seed's first mixtures."""
+    """One quantity over seeds' runs: each metric's mean and std, and the median prediction's."""
     truths, seeds = runs[0][0], []
     for _, preds, counts, mixture in runs:
         m = metrics(task, truths, preds, scale)
@@ -316,8 +315,7 @@ def report_prefix(checkpoints, data, trained_on):
 
 
 def write_predictions(report, meta, path):
-    """Each scored value's split, quantity, line, source (its record's first row), truth and
-    predictions in the file's units."""
+    """--predictions: a CSV row a scored value, in the file's units."""
     rows = [(s, q, r) for s, quantities in report["splits"].items() for q, r in quantities.items()]
     names = [name for name in BASELINES if any(name in r["predicted"] for *_, r in rows)]
     with atomic_file(path) as tmp, open(tmp, "w", newline="") as f:
@@ -416,11 +414,10 @@ def write_plots(report, meta, prefix):
         fig, axes = plt.subplots(1, n, figsize=(3.6 * n, 3.4), squeeze=False)
         for ax, (quantity, r) in zip(axes[0], quantities.items()):
             # None: no valid prediction
-            y, p = np.array(r["truth"], float), np.array(r["median"], float)
+            y, p = (in_file_units(r[k], scales[quantity] or (0, 1)) for k in ("truth", "median"))
             m, unit = r["median_prediction"], ""
             mse = m.get("mse_kelvin2", m.get("mse_original", m["mse"]))
-            if (scale := scales[quantity]) is not None:
-                y, p = in_file_units(y, scale), in_file_units(p, scale)
+            if scales[quantity] is not None:
                 unit = " (K)" if task == "era5" else " (original units)"
             lo, hi = np.nanmin([y, p]), np.nanmax([y, p])
             ax.plot([lo, hi], [lo, hi], color="0.6", lw=1)
