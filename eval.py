@@ -24,7 +24,7 @@ from configurator import configure
 from dataset import check_name, check_trained_on, read_meta, read_samples
 from eval_baselines import BASELINES, baseline_predictions, baseline_text, learn_baselines
 from eval_baselines import NEXT, in_file_units, outside_training, verdict, verdict_text
-from mixture import mixture_cdf, mixture_crps, mixture_nll, mixture_quantile
+from mixture import distribution_metrics, mixture_nll, mixture_quantile
 from predict import check_meta, fill_in, load_model, masked_samples, read_levels
 from util import TextError, atomic_file, atomic_write_text, format_number, pick_device, run_main
 
@@ -102,18 +102,6 @@ def scale_of(task, meta, quantity, levels=None):
     if s and levels is not None:
         return 0.0, np.array(levels)
     return (s["center"], s["spread"]) if s else None
-
-
-def distribution_metrics(y, mixture):
-    """NLL, CRPS and central 50% and 90% coverage of mixtures (n, 3K) at truths y (n,)."""
-    y, num = torch.as_tensor(np.asarray(y, float)), torch.as_tensor(np.asarray(mixture, float))
-    pit = mixture_cdf(num, y)
-    return {
-        "nll": float(mixture_nll(num, y).mean()),
-        "crps": float(mixture_crps(num, y).mean()),
-        "cover50": float(((pit >= 0.25) & (pit <= 0.75)).double().mean()),
-        "cover90": float(((pit >= 0.05) & (pit <= 0.95)).double().mean()),
-    }
 
 
 def task_of(meta, path):
