@@ -257,9 +257,7 @@ def score_setting(checkpoints, data, split_names, dev):
         masks, levels = encoded[split]["masked"], encoded[split]["levels"]
         for quantity, (truths, *_) in per_seed[0][split].items():
             lines = [i for i, g in enumerate(masks, 1) for _ in g.get(quantity, ())]
-            value_levels = None
-            if levels:
-                value_levels = [levels[i - 1][quantity] for i in lines]
+            value_levels = [levels[i - 1][quantity] for i in lines] if levels else None
             scale = scale_of(task, meta, quantity, value_levels)
             r = combine(task, [s[split][quantity] for s in per_seed], scale)
             if value_levels:

@@ -46,13 +46,6 @@ def previous_values(line, indices, where, what, lag=1, hidden=()):
     return out
 
 
-def value_at(record, key):
-    """The value under a key or a path to a nested one (meta.t), or None."""
-    for k in key.split("."):
-        record = record.get(k) if isinstance(record, dict) else None
-    return record
-
-
 def column(record, key, step):
     """The number under key (step: in its list), or NaN."""
     v = record.get(key)
@@ -154,8 +147,11 @@ def learn_baselines(task, data, meta, keys, every, period):
         for key, found in lists.items():
             if key in fits:
                 fits[key].add(record)
-            v = value_at(record, key)
-            if isinstance(v, list) and all(map(is_json_number, v)) and every is not True:
+            # the list under the key, or a path to a nested one (meta.t)
+            v = record
+            for k in key.split("."):
+                v = v.get(k) if isinstance(v, dict) else None
+            if isinstance(v, list) and all(map(is_json_number, v)):
                 found.append(v)
     notes = []
     for key in lists if series else ():
@@ -178,21 +174,21 @@ def learn_baselines(task, data, meta, keys, every, period):
 def baseline_predictions(task, lines, masked, where, learned, window):
     """{quantity: {baseline: (predictions, report extras)}} of a split's lines (masked: each line's
     groups); {quantity: note} where seasonal persistence lacks values."""
-    lags, fits = learned["lags"], learned["fits"]
-    earlier = {q: {lag: [] for lag in q_lags} for q, q_lags in lags.items()}
+    earlier = {q: {lag: [] for lag in q_lags} for q, q_lags in learned["lags"].items()}
     strict = task == "era5" or window
+    counts = Counter()
     for number, (line, groups) in enumerate(zip(lines, masked), 1):
         at = f"{where}:{number}"
         hidden = [i for indices in groups.values() for i in indices]
         for quantity, indices in groups.items():
+            counts[quantity] += len(indices)
             what = ("a station" if task == "era5" else f"key {quantity!r}") if strict else None
             for lag, values in earlier.get(quantity, {}).items():
                 values += previous_values(line, indices, at, what, lag, hidden)
     out, notes = defaultdict(dict), {}
-    counts = Counter(q for groups in masked for q, indices in groups.items() for _ in indices)
     for quantity, mean in learned["means"].items():
         out[quantity]["train_mean"] = ([mean] * counts[quantity], {})
-    for quantity, fit in ((q, f) for q, f in fits.items() if f):
+    for quantity, fit in ((q, f) for q, f in learned["fits"].items() if f):
         predicted, filled = fit.predict(list(map(json.loads, lines)))
         if len(predicted) == counts[quantity]:
             extra = {"predictors": fit.predictors, "filled": filled}

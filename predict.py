@@ -132,8 +132,8 @@ def load_model(path, device="cpu"):
 def generate(
     model, ids, values, max_new_tokens, temperature=0.0, generator=None, gmm="sample", stop=EOS_ID
 ):
-    """ids, values, head values and GMM outputs (1, 3K), tokens appended until stop (greedy, or
-    sampled at temperature); a [NUM] takes the head's value (GMM: a draw or the mean)."""
+    """ids and values with tokens appended until stop (greedy, or sampled at temperature), the
+    head's values and GMM outputs (1, 3K); a [NUM] takes the head's value (GMM: draw or mean)."""
     ids, values, nums, mixtures = list(ids), list(values), [], []
     dev = next(model.parameters()).device
     for _ in range(max_new_tokens):
@@ -353,8 +353,8 @@ def check_meta(meta, path, mask_key=""):
 
 
 def units_of(path, data_dir, scaled=False, input="-", mask_key="", mask_all=False):
-    """meta.json, whose scales take the file's units to the model's ("split": an input that is a
-    split, written scaled); None where numbers stay as the text files write them."""
+    """meta.json, whose scales take the file's units to the model's ("split": the input is a split,
+    written scaled), or None."""
     try:
         meta = read_meta(data_dir)
     except (OSError, ValueError) as e:
@@ -430,8 +430,8 @@ def number_keys(line, pieces, where, units):
 
 
 def to_model_units(line, pieces, where, units):
-    """A record's pieces as the model reads them, (x - center) / spread; each asked number's
-    (center, spread). A number far outside its training range is warned of."""
+    """A record's pieces as the model reads them, each asked number's (center, spread); a number
+    far outside its training range is warned of."""
     scales, keys = number_keys(line, pieces, where, units)
     # a split's records are written scaled: neither checked nor scaled
     split = "split" in units
