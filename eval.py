@@ -74,7 +74,7 @@ def accuracy(y, yhat, figures):
     return float(np.mean(same))
 
 
-def metrics(task, y, yhat, scale=None):
+def metrics(task, y, yhat, scale):
     """Every metric of one quantity; with scale (center, spread) also in the data's units."""
     y, yhat = np.asarray(y, float), np.asarray(yhat, float)
     valid = int((~np.isnan(yhat)).sum())
@@ -93,7 +93,7 @@ def metrics(task, y, yhat, scale=None):
     return m
 
 
-def scale_of(task, meta, quantity, levels=None):
+def scale_of(task, meta, quantity, levels):
     """(center, spread) of a quantity's numbers, or None; --scale record: (0, levels)."""
     if task == "era5":
         return meta["normalisation"]["mean"], meta["normalisation"]["std"]

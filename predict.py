@@ -191,8 +191,7 @@ def predict_causal(model, vocab, chunk):
 
 @torch.no_grad()
 def fill_in(model, vocab, samples, device="cpu", batch_size=64):
-    """The numbers asked in each sample (ids, values, ask); counts of 'numbers', 'invalid' (not
-    finite), 'not_num' (token head not [NUM]); GMM: each sample's mixtures."""
+    """The numbers asked in each sample (ids, values, ask), their counts and (GMM) mixtures."""
     predictions, mixtures, counts = [], [], {"numbers": 0, "invalid": 0, "not_num": 0}
     width = TOKENS_PER_NUMBER[vocab.encoding]
     # similar lengths share a batch
@@ -260,9 +259,7 @@ def encode_line(
             f"{where}: {spaced.group()!r} looks like the marker {ASK}; write {ASK} without spaces"
         )
     if len(line) > 1000 * block_size:
-        raise TextError(
-            f"{where}: {len(line):,} characters, more than the block_size {block_size} can hold"
-        )
+        raise TextError(f"{where}: {len(line):,} characters, too many for block_size {block_size}")
     truths, scales = [], []
     pieces, spans = split_text_spans(line, where, mask is None and not causal)
     if mask is not None:
@@ -337,7 +334,7 @@ def filled(text, values, mixture=None, spread="none", scales=()):
 
 
 # your own data in its units
-def check_meta(meta, path, mask_key=""):
+def check_meta(meta, path, mask_key):
     """Refuse a mask_key that prepare/text.py renamed, and "ranges" not {key: [least, largest]}."""
     renamed, ranges = meta.get("renamed") or {}, meta.get("ranges") or {}
     if isinstance(renamed, dict) and (new := renamed.get(mask_key)):
