@@ -113,23 +113,6 @@ def task_of(meta, path):
     raise SystemExit(f"error: {path}: not a dataset of prepare/ or tokenize_numbers.py")
 
 
-def split_lines(data, split, meta):
-    """A split's first max_samples samples, its path and (--scale record) its levels."""
-    path = os.path.join(data, f"{split}.txt")
-    lines = [line for _, line in read_samples(path)]
-    counted = meta["splits"].get(split) if isinstance(meta["splits"], dict) else None
-    if counted not in (None, len(lines)):
-        raise TextError(
-            f"{path} has {len(lines):,} samples, meta.json {counted:,}: a copy cut short?"
-        )
-    levels = None
-    if meta.get("scale") == "record":
-        if mask_all or horizon:
-            raise TextError(f"{data}: --horizon or --mask_all would mask what its levels are from")
-        levels = read_levels(os.path.join(data, f"{split}.levels.txt"), counted)
-    return lines[: max_samples or None], path, levels
-
-
 def run_model(model, vocab, jobs, dev):
     """{quantity: (truths, predictions (NaN: invalid), counts, mixtures (n, 3K) or None)}."""
     results = {}
@@ -207,9 +190,22 @@ def check_seeds(checkpoints):
     return first
 
 
-def encode_split(task, data, split, meta, model, vocab, keys, learned):
-    """A split's model jobs, baselines' predictions, masked indices and (--scale record) levels."""
-    lines, where, levels = split_lines(data, split, meta)
+def split_jobs(task, data, split, meta, model, vocab, keys, learned):
+    """A split's model jobs (of its first max_samples samples), baselines' predictions, masked
+    indices and (--scale record) levels."""
+    where = os.path.join(data, f"{split}.txt")
+    lines = [line for _, line in read_samples(where)]
+    counted = meta["splits"].get(split) if isinstance(meta["splits"], dict) else None
+    if counted not in (None, len(lines)):
+        raise TextError(
+            f"{where} has {len(lines):,} samples, meta.json {counted:,}: a copy cut short?"
+        )
+    levels = None
+    if meta.get("scale") == "record":
+        if mask_all or horizon:
+            raise TextError(f"{data}: --horizon or --mask_all would mask what its levels are from")
+        levels = read_levels(os.path.join(data, f"{split}.levels.txt"), counted)
+    lines = lines[: max_samples or None]
     size = model.cfg.block_size
     jobs, masked = masked_samples(task, lines, vocab, where, size, keys, horizon or mask_all)
     if not jobs:
@@ -249,7 +245,7 @@ def score_setting(checkpoints, data, split_names, dev):
         report.update(encoding=vocab.encoding, causal=model.cfg.causal)
         report.setdefault("config", config)
         for split in (s for s in split_names if s not in encoded):
-            encoded[split] = encode_split(task, data, split, meta, model, vocab, keys, learned)
+            encoded[split] = split_jobs(task, data, split, meta, model, vocab, keys, learned)
         per_seed.append({s: run_model(model, vocab, encoded[s]["jobs"], dev) for s in split_names})
         print(f"{path}: evaluated in {time.time() - t0:.1f} s")
     for split in split_names:

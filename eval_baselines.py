@@ -57,8 +57,8 @@ def column(record, key, step):
 
 
 class LeastSquares:
-    """Least squares (with intercept) of the target column on the others, a column (key, step or
-    None); a missing predictor is filled with its training mean."""
+    """Least squares (with intercept) of the target column (key, step or None) on the others; a
+    missing predictor is filled with its training mean."""
 
     def __init__(self, columns, target):
         self.columns, self.target, self.rows = [c for c in columns if c != target], target, []
@@ -71,7 +71,7 @@ class LeastSquares:
             self.rows.append([*self.row(record), y])
 
     def fit(self):
-        """Self, with means and weights (the intercept last); None without rows or predictors."""
+        """Self, or None without a predictor."""
         z = np.array(self.rows, float).reshape(-1, len(self.columns) + 1)
         x, y = z[:, :-1], z[:, -1]
         seen = ~np.isnan(x).all(0)
@@ -204,7 +204,7 @@ def baseline_predictions(task, lines, masked, where, learned, window):
 
 
 def ratio_interval(model, baseline, records):
-    """Two predictors' ratio of MSEs from their squared errors, and its 95% bootstrap interval."""
+    """The ratio of two squared errors' sums, and its 95% bootstrap interval over records."""
     model, baseline = np.bincount(records, model), np.bincount(records, baseline)
     rng, ratios = np.random.default_rng(0), []
     # 100 resamples of the records at a time: (100, records)
@@ -254,7 +254,7 @@ def verdict_text(v):
 
 
 def in_file_units(x, scale):
-    """Scaled values x in the file's units; spread: one, or each value's."""
+    """Scaled values x in the file's units (spread: one, or each value's)."""
     return np.asarray(x, float) * scale[1] + scale[0]
 
 
