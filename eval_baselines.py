@@ -123,8 +123,7 @@ def period_of(lists):
 
 
 def learn_baselines(task, data, meta, keys, every, period):
-    """From the training split: each quantity's mean, each key's least-squares fit, each series'
-    lags [1, period]; notes."""
+    """From the training split: each quantity's mean, each key's least-squares fit and lags."""
     series = task == "era5" or (task == "text" and bool(keys) and every is not True)
     lags = {q: [1] for q in (keys or ["t+1"])} if series else {}
     if task != "text":
@@ -217,7 +216,7 @@ def ratio_interval(model, baseline, records):
 
 def verdict(r, predicted, lines):
     """The model's median against each baseline on the values it predicted (lines: their records),
-    and the verdict against the best; None without baselines or a valid prediction."""
+    and the verdict against the best, or None."""
     y = np.asarray(r["truth"], float)
     # --scale record: squared errors in the file's units
     w = np.broadcast_to(np.asarray(r.get("levels", 1.0)) ** 2, y.shape)

@@ -133,7 +133,7 @@ def generate(
     model, ids, values, max_new_tokens, temperature=0.0, generator=None, gmm="sample", stop=EOS_ID
 ):
     """ids and values with tokens appended until stop (greedy, or sampled at temperature), the
-    head's values and GMM outputs (1, 3K); a [NUM] takes the head's value (GMM: draw or mean)."""
+    head's values and GMM outputs (1, 3K)."""
     ids, values, nums, mixtures = list(ids), list(values), [], []
     dev = next(model.parameters()).device
     for _ in range(max_new_tokens):
@@ -382,7 +382,7 @@ def units_of(path, data_dir, scaled=False, input="-", mask_key="", mask_all=Fals
 
 
 def read_levels(path, count):
-    """Each record's {key: level} of a split written with --scale record, count of them."""
+    """Each record's {key: level} of a split written with --scale record."""
     try:
         with open(path) as f:
             levels = [json.loads(line) for line in f]
@@ -394,7 +394,7 @@ def read_levels(path, count):
 
 
 def record_levels(pieces, keys):
-    """{key: level} of a record in the file's units (--scale record), those asked left out."""
+    """{key: level} of a record in the file's units, those asked left out."""
     found = {}
     for (kind, x), key in zip([p for p in pieces if p[0] != "text"], keys):
         found.setdefault(key, []).append(x if kind == "num" else math.nan)
