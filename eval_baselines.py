@@ -132,10 +132,9 @@ def learn_baselines(task, data, meta, keys, every, period):
     window = meta.get("window")
     steps = range(window) if window else [None]
     columns = [(k, i) for k in meta.get("scales") or {} for i in steps]
-    # own data: each key's lists and least-squares fit
+    # own data: each key's lists and least-squares fit of its last step
     lists = {key: [] for key in keys} if own else {}
-    target = window - 1 if window else None
-    fits = {} if window and every else {k: LeastSquares(columns, (k, target)) for k in lists}
+    fits = {} if window and every else {k: LeastSquares(columns, (k, steps[-1])) for k in lists}
     path, numbers = os.path.join(data, "train.txt"), {}
     for number, line in read_samples(path, required=False):
         pieces, groups = masked_groups(task, line, f"{path}:{number}", keys, every)

@@ -427,8 +427,7 @@ def number_keys(line, pieces, where, units):
 
 
 def to_model_units(line, pieces, where, units):
-    """A record's pieces as the model reads them, each asked number's (center, spread); a number
-    far outside its training range is warned of."""
+    """A record's pieces as the model reads them, and each asked number's (center, spread)."""
     scales, keys = number_keys(line, pieces, where, units)
     # a split's records are written scaled: neither checked nor scaled
     split = "split" in units
