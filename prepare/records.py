@@ -148,8 +148,9 @@ def counting_keys(table, keys):
     return counting
 
 
-def series_of(table, group):
-    """[(name, rows)]: each file's rows, or with --group each group's rows in a file."""
+def series_of(table, group, window):
+    """[(name, rows)]: each file's rows, or with --group each group's rows in a file (a group
+    shorter than window left out, noted)."""
     if not group:
         return list(zip(table.paths, file_rows(table)))
     col = table.group
@@ -164,7 +165,9 @@ def series_of(table, group):
         for i in np.argsort(first):
             label = col.texts[int(ids[i])] if col.code[rows[first[i]]] >= 0 else f"{ids[i]:g}"
             out.append((f"{path} ({group} {label})", rows[value[rows] == ids[i]]))
-    return out
+    if short := [len(rows) for _, rows in out if len(rows) < window]:
+        print(f"note: {len(short)} group(s) shorter than --window ({sum(short)} rows): left out")
+    return [(name, rows) for name, rows in out if len(rows) >= window]
 
 
 def file_rows(table):
@@ -206,7 +209,7 @@ def split_records(table, args):
     time order, or records or groups at random."""
     window, stride, fractions = args.window, args.stride, args.fractions
     source = {"files": args.files, "fractions": fractions}
-    series = series_of(table, args.group)
+    series = series_of(table, args.group, window)
     empty = np.empty((0, window), np.int32)
     parts = [[empty], [empty], [empty]]
     if args.val:
@@ -229,16 +232,9 @@ def split_records(table, args):
         if short:
             print(
                 f"note: {len(short)} group(s) too short to split in time ({sum(short)} rows): whole"
-                " in train (left out if shorter than --window)"
+                " in train"
             )
         return [Part(np.concatenate(p)) for p in parts], {**source, "order": "time"}
-    if args.group:
-        short = [len(rows) for _, rows in series if len(rows) < window]
-        if short:
-            print(
-                f"note: {len(short)} group(s) shorter than --window ({sum(short)} rows): left out"
-            )
-        series = [(name, rows) for name, rows in series if len(rows) >= window]
     for _, rows in series:
         if len(rows) < window:
             fail(

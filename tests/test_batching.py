@@ -71,21 +71,21 @@ def padded_fraction(batches):
     return 1 - sum(b["n_real"] for b in batches) / sum(b["ids"].numel() for b in batches)
 
 
-def test_packed_steps_have_one_shape_and_little_padding():
-    for world_size in (1, 4):
-        shapes, every = set(), []
-        for step in range(8):
-            counts = set()
-            for rank in range(world_size):
-                batches = era5_step(step, 8, rank=rank, world_size=world_size, packing=True, pack_length=4 * 1798)
-                shapes |= {tuple(b["ids"].shape) for b in batches}
-                counts.add(len(batches))
-                every += batches
-                # one process: padding rows are spread, so no micro-batch is padding only
-                assert world_size > 1 or all(b["n_real"] > 0 for b in batches)
-            assert len(counts) == 1  # every process runs as many micro-batches
-        assert shapes == {(1, 4 * 1798)}  # the rows 8 samples of mean length (~1300 tokens) fill
-        assert padded_fraction(every) < (0.05 if world_size == 1 else 0.10)
+@pytest.mark.parametrize("world_size", [1, 4])
+def test_packed_steps_have_one_shape_and_little_padding(world_size):
+    shapes, every = set(), []
+    for step in range(8):
+        counts = set()
+        for rank in range(world_size):
+            batches = era5_step(step, 8, rank=rank, world_size=world_size, packing=True, pack_length=4 * 1798)
+            shapes |= {tuple(b["ids"].shape) for b in batches}
+            counts.add(len(batches))
+            every += batches
+            # one process: padding rows are spread, so no micro-batch is padding only
+            assert world_size > 1 or all(b["n_real"] > 0 for b in batches)
+        assert len(counts) == 1  # every process runs as many micro-batches
+    assert shapes == {(1, 4 * 1798)}  # the rows 8 samples of mean length (~1300 tokens) fill
+    assert padded_fraction(every) < (0.05 if world_size == 1 else 0.10)
 
 
 def test_the_step_is_sorted_before_it_is_cut_and_shared():

@@ -2,7 +2,6 @@
 import numpy as np
 import pytest
 import torch
-from conftest import run
 from helpers import forward, loss_and_grads, random_examples, resumed_losses_match, tiny
 
 from batching import collate, pack, to_device
@@ -45,8 +44,5 @@ def test_bf16_loss_is_near_fp32_and_the_number_path_stays_fp32(k):
     assert abs(bf16.item() - fp32.item()) < 0.02 * fp32.item()
 
 
-def test_resume_on_cuda_gives_the_same_next_losses(tmp_path):
-    data = str(tmp_path / "ops2")
-    run("prepare/arithmetic.py", "--variant=ops2", "--size=tiny", "--out", data, "--workers=1")
-    run("tokenize_numbers.py", data, "--encoding=xval", "--workers=1")
+def test_resume_on_cuda_gives_the_same_next_losses(data, tmp_path):
     resumed_losses_match(data, tmp_path, device="cuda", rel=1e-4, abs=1e-6)

@@ -83,7 +83,6 @@ def era5_report(tmp_path, model):
         truth += [row[-1] for row in data]
         previous += [row[-2] for row in data]
     pred = model(np.array(previous), np.array(truth))
-    # more lines than scored
     return write_report(tmp_path / "eval.json", "era5", "test", "t+1", truth, pred, lines + lines[:3])
 
 
@@ -109,7 +108,6 @@ def test_each_decade_has_its_count_relative_error_and_share_of_the_squared_error
     out = tmp_path / "mag"
     printed = magnitudes(f"{small} {large}", f"--out={out}")
     rows = [r for r in out.with_suffix(".md").read_text().splitlines() if r.startswith("| ")]
-    # p1000's invalid answer is left out
     assert rows[1].startswith("| 1 to 10 | 3 | 0.1 | 1.1 | 0.0% | 1 | 2 | 0.0% |")
     assert rows[2].startswith("| 10 to 100 | 1 | 0.1 | 1.1 | 0.0% | 1 | 2 | 0.3% |")
     assert rows[3].startswith("| 1000 to 10000 | 2 | 0.9 | 0.1 | 100.0% | 0.1 | 1.1 | 99.7% |")

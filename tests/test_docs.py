@@ -1,5 +1,5 @@
-"""What the docs give a user holds: links resolve, cited decisions exist, every command names a
-script and flags it takes, the figures match their source and the arithmetic is exact."""
+"""The docs' links and cited decisions resolve, their commands name scripts and flags that exist,
+their arithmetic and figures hold."""
 import ast
 import functools
 import json
@@ -103,15 +103,10 @@ def commands(doc):
     return found
 
 
-@functools.cache
-def parse(path):
-    return ast.parse(read(path))
-
-
 def local_modules(path):
-    """The repository's files that a script imports (its own folder, then the top level)."""
+    """The repository's files a script imports (its own folder, then the top level)."""
     names = set()
-    for node in ast.walk(parse(path)):
+    for node in ast.walk(ast.parse(read(path))):
         if isinstance(node, ast.Import):
             names |= {a.name for a in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module:
@@ -122,7 +117,7 @@ def local_modules(path):
 
 def options(path):
     """The --options a file's parser declares (add_argument, or a helper named add)."""
-    return {a.value[2:] for n in ast.walk(parse(path)) if isinstance(n, ast.Call)
+    return {a.value[2:] for n in ast.walk(ast.parse(read(path))) if isinstance(n, ast.Call)
             and (getattr(n.func, "attr", "") == "add_argument" or getattr(n.func, "id", "") == "add")
             for a in n.args if isinstance(a, ast.Constant) and str(a.value).startswith("--")}
 
@@ -142,7 +137,7 @@ def flags(script):
 
 
 def mistakes(script, args):
-    """What of a command names no script, no flag or no config file the script takes."""
+    """The script, flags and config files of a command that do not exist."""
     if not os.path.isfile(os.path.join(ROOT, script)):
         return [f"{script}: no such script"]
     # a shell script's words (stages, lanes) are the labels of its `case`
@@ -169,9 +164,9 @@ def test_every_command_of_the_docs_names_a_script_and_flags_it_takes():
 
 # ---------------------------------------------------------------- the README's figures
 def cases(path):
-    """How many tests a test file's functions make, each parametrize multiplying its count."""
+    """How many tests a test file makes, each parametrize multiplying."""
     count = 0
-    for node in parse(path).body:
+    for node in ast.parse(read(path)).body:
         if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
             n = 1
             for d in node.decorator_list:

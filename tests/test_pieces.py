@@ -1,5 +1,5 @@
-"""README's "Pieces to copy", copied with only the imports it names: the number path stays float32,
-the tokenizer reads and refuses what tokenize_line does, a causal GPT wired as docs/pieces.md learns."""
+"""README's "Pieces to copy" with only the imports it names: float32 numbers, the tokenizer's
+readings and refusals, a causal GPT wired as docs/pieces.md learns."""
 import functools
 import inspect
 import json
@@ -221,8 +221,10 @@ def test_xval_encode_gives_the_tokenizers_ids_and_values():
     assert COPY("2-3", lambda s: [ord(c) for c in s], 0) == ([0, 45, 0], [2.0, 1.0, 3.0])
 
 
-# a causal GPT, as docs/pieces.md wires it
+# a causal GPT wired as docs/pieces.md says; its loss and generation are the doc's own blocks
 NUM, PLUS, EQ, END = range(4)  # [NUM] + = .
+LOSS, GENERATE = (compile(block, "docs/pieces.md", "exec")
+                  for block in re.findall(r"```python\n(.*?)```", read("docs/pieces.md"), re.S)[1:])
 
 
 class GPT(nn.Module):
@@ -248,25 +250,20 @@ def get_batch(n, generator):
     return torch.tensor([NUM, PLUS, NUM, EQ, NUM, END]).repeat(n, 1), torch.cat([a, one, b, one, a + b, one], 1)
 
 
-def loss_of(gpt, idx, values, num_loss_weight=1.0):
-    """Next tokens' cross-entropy + λ·the squared error's mean where the next token is [NUM]."""
+def loss_of(gpt, idx, values):
     logits, num = gpt(idx[:, :-1], values[:, :-1])
-    targets, target_values = idx[:, 1:], values[:, 1:]
-    before_num = targets == NUM
-    err = NumberHead.loss(num, target_values) * before_num
-    ce = F.cross_entropy(logits.flatten(0, 1), targets.flatten())
-    return ce + num_loss_weight * err.sum() / before_num.sum().clamp(min=1)
+    scope = {"logits": logits, "num": num, "targets": idx[:, 1:].contiguous(), "target_values": values[:, 1:],
+             "num_id": NUM, "num_loss_weight": 1.0, "NumberHead": NumberHead, "F": F}
+    exec(LOSS, scope)
+    return scope["loss"]
 
 
 @torch.no_grad()
 def generate(gpt, idx, values, steps):
-    """Greedy tokens; a [NUM] enters with the value the number head predicted."""
+    scope = {"model": gpt, "idx": idx, "values": values, "num_id": NUM, "torch": torch}
     for _ in range(steps):
-        logits, num = gpt(idx, values)
-        token = logits[:, -1:].argmax(-1)
-        values = torch.cat([values, torch.where(token == NUM, num[:, -1:], 1.0)], 1)
-        idx = torch.cat([idx, token], 1)
-    return idx, values
+        exec(GENERATE, scope)
+    return scope["idx"], scope["values"]
 
 
 def test_a_small_causal_gpt_with_the_pieces_learns_a_sum_in_seconds():

@@ -1,7 +1,9 @@
 """predict.py: what sample.py prints is what its functions give, and what each task masks."""
 import dataclasses
 import json
+import math
 
+import numpy as np
 import pytest
 import torch
 from conftest import run
@@ -12,7 +14,7 @@ from model import GPT, GPTConfig
 from predict import KeyAbsent, detokenize, encode_line, fill_in, filled, generate, in_own_units, load_model
 from predict import masked_groups, masked_numbers, masked_samples
 from tokenize_arrays import build_text_vocab
-from tokenize_line import split_text
+from tokenize_line import encode, split_text
 from util import TextError
 
 LINES = ["(0.5+0.25)=[?]", "([?]+0.125)=0.75", "([?][?]+1)=[?]"]
@@ -47,14 +49,14 @@ def test_sample_prints_the_numbers_fill_in_predicts(tmp_path, encoding, head, sp
     assert (shown[0].count("|") == 2) == (spread == "quantiles")
 
 
-@pytest.mark.parametrize("head", ["mse", "gmm"])
-def test_a_causal_model_prints_what_generate_writes(tmp_path, head):
+@pytest.mark.parametrize("head,feed", [("mse", "sample"), ("gmm", "sample"), ("gmm", "mean")])
+def test_a_causal_model_prints_what_generate_writes(tmp_path, head, feed):
     path = checkpoint(tmp_path / "ckpt.pt", causal=True, num_head=head, n_components=3)
     r = run("sample.py", f"--ckpt={path}", "--device=cpu", "--max_new_tokens=6", "--temperature=1.0",
-            input="(0.5+0.25)=\n")
+            f"--gmm_generate={feed}", input="(0.5+0.25)=\n")
     model, vocab, _ = load_model(path)
     (ids, values, _), *_ = encode_line("(0.5+0.25)=", "stdin:1", vocab, 64, causal=True)
-    out = generate(model, ids, values, 6, 1.0, torch.Generator().manual_seed(1337))
+    out = generate(model, ids, values, 6, 1.0, torch.Generator().manual_seed(1337), feed)
     assert len(out[0]) > len(ids) and r.stdout == detokenize(out[0], out[1], vocab) + "\n"
 
 
@@ -71,8 +73,6 @@ def test_a_masked_number_is_encoded_as_a_marker_written_in_its_place():
     assert text == '{"t":[[?],[?],[?]],"p":4}' and truths == [1, 2, 3]
     with pytest.raises(KeyAbsent, match="x: no number under key 'q'"):
         encode_line('{"t":[1,2,3]}', "x", vocab, 64, mask="q")
-    with pytest.raises(TextError, match="more than the model's block_size 4"):
-        encode_line("(0.5+0.25)=[?]", "x", vocab, 4)
 
 
 def test_a_generated_record_is_printed_in_the_files_units():
@@ -124,3 +124,30 @@ def test_what_each_task_masks():
 def test_a_number_the_tokenizer_reads_in_a_json_string_is_named(line, text):
     with pytest.raises(TextError, match=f"reads a number in the JSON string {text}; write a number as"):
         masked_numbers(line, split_text(line, "f:1"), "f:1", keys=["b"])
+
+
+@pytest.mark.parametrize("encoding", ["xval", "p10"])
+def test_a_causal_model_fills_in_by_generating_each_number_from_the_text_before_it(tmp_path, encoding):
+    model, vocab, _ = load_model(checkpoint(tmp_path / "ckpt.pt", encoding, causal=True))
+    ids, values, _ = encode("(0.5+0.25)=0.75", vocab)
+    ask = np.arange(len(ids)) >= len(ids) - len(encode("0.75", vocab)[0])  # the answer's tokens
+    (predicted,), counts, _ = fill_in(model, vocab, [(ids, values, ask)])
+    # by hand: greedy tokens from the prompt, the number head at the prompt's last position
+    prompt = int(np.flatnonzero(ask)[0])
+    x, v = torch.tensor(ids[None, :prompt]), torch.tensor(values[None, :prompt])
+    with torch.no_grad():
+        if encoding == "xval":
+            logits, num = model(x, v)
+            expected = float(num[0, -1])
+            assert counts["not_num"] == int(logits[0, -1].argmax() != vocab.num_id)
+        else:
+            for _ in ask[prompt:]:
+                x = torch.cat([x, model(x, v)[0][:, -1:].argmax(-1)], 1)
+                v = torch.cat([v, torch.ones(1, 1)], 1)
+            expected = vocab.decode_number(x[0, prompt:].numpy())
+    assert counts["numbers"] == 1
+    assert predicted == [pytest.approx(expected, rel=1e-5, nan_ok=True)]
+    assert counts["invalid"] == (encoding != "xval" and math.isnan(expected))
+    # the true answer is never seen
+    other_ids, other_values, _ = encode("(0.5+0.25)=9.99", vocab)
+    assert fill_in(model, vocab, [(other_ids, other_values, ask)])[0] == [predicted] or math.isnan(predicted[0])

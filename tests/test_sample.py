@@ -19,7 +19,6 @@ def sample(ckpt, text=None, *args, check=True):
 
 
 def from_file(ckpt, path, text, *args, check=True):
-    """sample.py reading text (str or bytes) written to path."""
     path.write_bytes(text if isinstance(text, bytes) else text.encode())
     return sample(ckpt, None, f"--input={path}", *args, check=check)
 
@@ -76,7 +75,7 @@ def test_mask_key_shows_the_masked_numbers_beside_their_truth(own_run, tmp_path)
     assert f"{3 * len(test)} numbers predicted" in r.stdout
     assert r.stdout.splitlines()[0].count(",", r.stdout.index("(true: ")) == 2
     refused(masked("--mask_all=True", check=False), "--mask_all=True needs --mask_key")
-    # a record without the key (a value left out as missing) is named by its line
+    # a record without the key is named by its line
     first, second = open(f"{data}/test.txt").read().splitlines()[:2]
     second = second.replace('"p"', '"q"') + "\n"
     r = from_file(ckpt, tmp_path / "in.txt", f"{first}\n{second}", "--mask_key=p")
@@ -88,7 +87,6 @@ def test_mask_key_shows_the_masked_numbers_beside_their_truth(own_run, tmp_path)
 
 @pytest.fixture(scope="module")
 def quakes(tmp_path_factory):
-    """A CSV prepared by prepare/text.py, its key 'pm2.5' renamed 'pm2_5'."""
     rng = np.random.default_rng(0)
     rows = "".join(f"{d:.0f},{x:.2f},{4 + d / 200:.2f}\n" for d, x in rng.uniform((40, 10), (680, 20), (200, 2)))
     data, ckpt = own_model(tmp_path_factory.mktemp("quakes"), "q.csv", "depth,pm2.5,mag\n" + rows,
@@ -199,7 +197,11 @@ def test_scale_record_is_undone_by_eval_and_sample(tmp_path):
     ratio = scores["mean"]["mse_original"] / scores["persistence"]["mse_original"]
     assert scores["verdict"]["paired"]["persistence"][0] == pytest.approx(ratio) and "levels" not in scores
     assert "outside the training range" in r.stdout and "--scale record" not in r.stdout
-    assert "--mask_all would mask" in run("eval.py", f"--ckpt={ckpt}", "--mask_key=y", "--mask_all=True", check=False).stderr
+    # the levels come from the numbers these would mask
+    for script, flag in (("eval.py", "--mask_all=True"), ("eval.py", "--horizon=2"),
+                         ("sample.py", f"--input={data}/test.txt --mask_all=True")):
+        r = run(script, f"--ckpt={ckpt}", "--mask_key=y", *flag.split(), check=False)
+        assert "would mask what its levels are from" in r.stderr
     # a split: printed in the file's units; a record typed in them: scaled by its own level
     first = [round(v, 1) for v in y[86 - len(levels) : 91 - len(levels)]]
     split = sample(ckpt, None, f"--input={data}/test.txt", "--mask_key=y", "--show=1")

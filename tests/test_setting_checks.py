@@ -13,7 +13,7 @@ TRAIN = os.path.join(ROOT, "train.py")
 
 @pytest.mark.parametrize("script", RANGED)
 def test_every_numeric_setting_has_a_range_and_the_defaults_lie_in_it(script):
-    configure(defaults(os.path.join(ROOT, script)), os.path.join(ROOT, script), [])  # no error
+    configure(defaults(os.path.join(ROOT, script)), os.path.join(ROOT, script), [])
 
 
 def test_every_range_is_one_some_script_has_and_the_encodings_are_the_tokenizers():

@@ -305,6 +305,7 @@ NESTED_KEY = "".join(f'{{"x": {i}, "y": {{"12": {i % 5}}}}}\n' for i in range(40
         r"write 1000 or 10.00, or --decimal-comma")),
     ("t p q\n1 2 3\n", "", "bad.csv:1: the header holds no , ; tab or | but spaces"),
     ("a,b\n1,2\n", "--columns a,c", "bad.csv:1: --columns names 'c', not a column here: a, b"),
+    ("a,b\n1,2\n", "--columns a --group c", "bad.csv:1: --group names 'c', not a column here: a, b"),
     ('{"a":[1,2],"b":1}\n', "--text z", "--text names 'z', not a column or key"),
     (QUAKES, "--target site",
      "--target site: not a key of numbers; expected one of year, lat, mag"),
@@ -555,10 +556,13 @@ def test_groups_keep_their_rows_too_short_ones_go_to_train_and_the_split_is_said
          "warning: the test split holds 4 record(s): a score over fewer than 30 says little")
     assert meta["keys"] == ["day", "weight"] and meta["source"]["group"] == "animal"
     assert meta["splits"] == {"train": 12, "val": 4, "test": 4}
-    # one animal's consecutive days, never two animals
-    for r in read(out):
+    # one animal's consecutive days, never two animals; source.txt names each record's first row
+    rows = content.splitlines()
+    for r, place in zip(read(out), open(out / "train.source.txt")):
         days = [round(d) for d in original(meta, "day", r["day"])]
         assert days == list(range(days[0], days[0] + 5))
+        path, line = place.rstrip("\n").rsplit(":", 1)
+        assert path.endswith("data.csv") and rows[int(line) - 1].split(",")[1] == str(days[0])
     # every test day ends a window, its context the days before
     _, meta = prepare(content, *flags, "--stride", "1", "--context-before")
     assert meta["splits"]["test"] == 4 * 6
@@ -568,13 +572,20 @@ def test_groups_keep_their_rows_too_short_ones_go_to_train_and_the_split_is_said
         f"{a},{d},{3 * d + n}\n" for a, n in sizes.items() for d in range(n))
     flags = ("--group", "animal", "--window", "4", "--stride", "1", "--split", "0.6,0.2,0.2")
     _, meta = prepare(content, *flags, "--columns", "day,w")
-    said(capsys, "note: 2 group(s) too short to split in time (7 rows): whole in train (left out"
-                 " if shorter than --window)")
+    said(capsys, "note: 1 group(s) shorter than --window (2 rows): left out",
+         "note: 1 group(s) too short to split in time (5 rows): whole in train")
     # c's 5 rows make 2 training windows, d's 2 none
     assert meta["splits"] == {"train": 32, "val": 6, "test": 6} and meta["keys"] == ["day", "w"]
-    # whole groups per split: overlapping windows cannot leak
-    _, meta = prepare(content, *flags, "--window", "2", "--order", "random")
-    assert meta["source"]["order"] == "random" and "--context-before" not in said(capsys)
+    # whole groups per split: overlapping windows cannot leak; d is shorter than a window
+    _, meta = prepare(content, *flags, "--window", "3", "--order", "random")
+    printed = said(capsys, "note: 1 group(s) shorter than --window (2 rows): left out")
+    assert meta["source"]["order"] == "random" and "--context-before" not in printed
+    assert sum(meta["splits"].values()) == 28 + 28 + 3
+    # too short to split in time, and none to split at random: the fixes that work are named
+    content = "animal,day,w\n" + "".join(f"{a},{d},{d}\n" for a in "abc" for d in range(12))
+    with pytest.raises(SystemExit, match="the val split holds no record; more data, other --split "
+                       "fractions, --context-before, --order random, a smaller --window or --stride"):
+        prepare(content, "--group", "animal", "--window", "4")
 
 
 def test_mask_key_names_a_top_level_key_or_a_dotted_path():

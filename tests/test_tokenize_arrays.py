@@ -1,4 +1,4 @@
-"""tokenize_arrays.py and round_numbers against the oracle (tests/tokenize_oracle.py): bytes and errors."""
+"""tokenize_arrays.py and round_numbers give the oracle's bytes and errors (tests/tokenize_oracle.py)."""
 import functools
 import os
 import random
@@ -13,7 +13,7 @@ from tokenize_oracle import round_number, text_vocab
 import tokenize_arrays
 from dataset import ENCODINGS, Vocab
 from tokenize_arrays import build_text_vocab, encode_lines, encode_split
-from tokenize_line import FLOAT32_OVERFLOW, encode, encode_pieces, round_numbers, split_text
+from tokenize_line import FLOAT32_OVERFLOW, encode_pieces, round_numbers, split_text
 from util import TextError
 
 import arithmetic
@@ -25,7 +25,6 @@ import planets
 
 # encode_lines a line at a time through tokenize_line.py
 line_at_a_time = functools.partial(oracle.encode_lines, split=split_text, encode=encode_pieces)
-line_vocab = functools.partial(text_vocab, split=split_text)
 
 
 def outcome(encoder, lines, text_tokens, encodings=ENCODINGS, path="data.txt", first_line=0):
@@ -52,7 +51,7 @@ def accepted(line, encode=lambda line: oracle.encode_lines([line], text_vocab([l
 
 def assert_agrees(lines, alone):
     """The oracle's bytes and vocabulary for the lines it reads, together and (`alone`) one by one;
-    its error for each line it refuses. The count read."""
+    its error for each it refuses. The count read."""
     good = [line for line in lines if accepted(line)]
     text_tokens = build_text_vocab(good)
     assert text_tokens == text_vocab(good)
@@ -75,7 +74,6 @@ def temperatures(tmp_path, monkeypatch):
                                            for v in sorted(arithmetic.VARIANTS)]
                          + [(lookup.make_sample, lookup.SPLITS, 50), (planets.make_sample, planets.SPLITS, 4), (None, None, 0)])
 def test_prepared_datasets_give_the_reference_bytes(make, splits, n, tmp_path, monkeypatch):
-    # None: era5's temperatures
     splits = temperatures(tmp_path, monkeypatch) if make is None else generated(make, splits, n)
     text_tokens = build_text_vocab(splits["train"])
     assert text_tokens == text_vocab(splits["train"])
@@ -146,8 +144,6 @@ def test_unknown_tokens_and_numbers_beyond_float32():
     assert isinstance(error, str) and error.startswith("test.txt:2: the number -3.5e+38 overflows float32")
     lines += ["{a:1e300}", "{a:-1.7976931348623157e308}"]
     assert assert_same_as_reference(lines, text_tokens, ["p10", "fp15"])["p10"][4] == {"clipped": 4, "zero": 0}
-    with pytest.raises(TextError, match="stdin:1: .*overflows float32"):  # sample.py's input path
-        encode("{a:[?],b:1e39}", Vocab(text_tokens + [",", "b"], "xval"), "stdin:1", allow_ask=True)
     with np.errstate(over="ignore"):
         assert np.float32(FLOAT32_OVERFLOW) == np.inf and np.float32(np.nextafter(FLOAT32_OVERFLOW, 0)) < np.inf
 
@@ -177,14 +173,14 @@ def test_the_split_cache_stays_bounded(monkeypatch):
 def test_vectorised_equals_tokenize_line(seed):
     lines = number_lines(1000, seed)
     good = [line for line in lines if accepted(line, split_text)]
-    tokens = line_vocab(good)
+    tokens = text_vocab(good, split_text)
     assert build_text_vocab(good) == tokens
     # the lines the vectorised path takes, in chunks it takes whole
     vectorised = [line for line in good if tokenize_arrays._split_lines([line])[1]]
     assert len(vectorised) > 500
     for start in range(0, len(vectorised), 200):
         chunk = vectorised[start:start + 200]
-        assert tokenize_arrays._split_lines(chunk)[1] is not None and build_text_vocab(chunk) == line_vocab(chunk)
+        assert tokenize_arrays._split_lines(chunk)[1] is not None and build_text_vocab(chunk) == text_vocab(chunk, split_text)
         assert outcome(encode_lines, chunk, tokens) == outcome(line_at_a_time, chunk, tokens)
     # every line: the same arrays or the same first error
     for start in range(0, len(lines), 100):

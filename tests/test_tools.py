@@ -14,7 +14,7 @@ import torch
 
 import conftest
 from conftest import ROOT
-from helpers import TINY, prepared, tiny
+from helpers import TINY, prepared, tiny, train
 from dataset import Vocab
 from tokenize_arrays import build_text_vocab
 from tokenize_line import encode
@@ -26,12 +26,10 @@ import gpu_check
 import probe
 
 NUMBER = r"[\d,]+\.\d"
-RUN = ["--batch_size=8", "--micro_batch_size=8"]
-STD = 2.0  # the std in meta.json: MSE in K² = standardised MSE × 4
+STD = 2.0  # meta.json's: MSE in K² = standardised MSE × 4
 
 
-def run(*args, check=True):
-    """A command in a new process of one thread."""
+def run(*args, check=True):  # in a new process of one thread
     return conftest.run(*args, check=check, env={**os.environ, "OMP_NUM_THREADS": "1"})
 
 
@@ -74,7 +72,6 @@ def write_temperatures(d, sizes, short=None):
 # tools/baselines.py
 @pytest.mark.slow
 def test_every_baseline_mlp_beats_the_mean_the_same_seed_again(tmp_path):
-    # a linear trend: the last step follows from the earlier ones
     sizes = {"train": 200, "val": 40, "test": 40}
     short = {"train": (5, 4), "val": (0, 1), "test": (1, 0)}  # too few stations, too few steps
     data = write_temperatures(tmp_path / "temperature", sizes, short)
@@ -92,7 +89,7 @@ def test_every_baseline_mlp_beats_the_mean_the_same_seed_again(tmp_path):
     for variant in baselines.INPUTS:
         assert rows[variant]["test_mse"] < 0.3 * rows["mean"]["test_mse"], (variant, rows)
         assert rows[variant]["test_mse_K2"] == pytest.approx(rows[variant]["test_mse"] * STD ** 2)
-    # coordinates, start and 3 earlier steps per station
+    # coordinates, start and 3 earlier steps
     assert rows["all_stations"]["inputs"] == 3 * 3 + 4 + 3 * 3
     assert rows["temp_only"]["inputs"] == 3 and rows["single"]["inputs"] == 3 + 3 + 4
     assert rows["temp_coord"]["inputs"] == 3 + 3 and rows["temp_toy"]["inputs"] == 3 + 2
@@ -150,8 +147,7 @@ def test_bench_refuses_bad_flags(args, message):
 @pytest.mark.slow
 def test_curves_score_every_kept_checkpoint_at_its_step_and_flops(data, tmp_path):
     out_dir, prefix = tmp_path / "run", str(tmp_path / "curves")
-    conftest.run("train.py", *TINY, "--k=4", f"--data_dir={data}", f"--out_dir={out_dir}", *RUN,
-                 "--max_iters=6", "--eval_interval=6", "--keep_every=3")
+    train(data, out_dir, "--k=4", "--max_iters=6", "--eval_interval=6", "--keep_every=3")
 
     def curves(*args, runs=out_dir, check=True):
         return conftest.run("tools/curves.py", f"--runs={runs}", f"--out={prefix}", *args,
@@ -163,7 +159,7 @@ def test_curves_score_every_kept_checkpoint_at_its_step_and_flops(data, tmp_path
     assert steps == [3, 6] and flops[1] == 2 * flops[0] > 0
     assert all(p["nmse"] > 0 and p["invalid_rate"] == 0 for p in curve["points"])
     assert os.path.exists(prefix + ".png") and (out_dir / "eval_6.json").exists()
-    curves("--max_samples=5")  # another sample count: scored again
+    curves("--max_samples=5")  # scored again
     kept = json.loads((out_dir / "eval_6.json").read_text())
     assert kept["max_samples"] == 5 and kept["splits"]["test"]["answer"]["n"] == 5
     curves("--split=val")  # another split: its own report
@@ -175,14 +171,13 @@ def test_curves_score_every_kept_checkpoint_at_its_step_and_flops(data, tmp_path
 # tools/gpu_check.py
 @pytest.mark.slow
 def test_the_gpu_check_dry_run_passes_and_writes_its_table(tmp_path):
-    """Every stage (data, tests, ddp, bench) on the CPU at tiny sizes, two processes."""
     table = tmp_path / "gpu_check.md"
     out = run("tools/gpu_check.py", "--device=cpu", "--tiny=True", f"--record={table}",
               f"--data_dir={tmp_path / 'data'}", "--encodings=xval p10", "--steps=4",
               "--warmup=2").stdout
-    assert "== GPU check passed" in out and "resuming at step 10" in out
-    assert "== 2 processes (gloo)" in out
-    assert "2 processes give the losses of one process at steps 1-10" in out
+    for said in ("== GPU check passed", "resuming at step 10", "== 2 processes (gloo)",
+                 "2 processes give the losses of one process at steps 1-10"):
+        assert said in out
     rows = [line for line in table.read_text().splitlines() if line.startswith(("| xval", "| p10"))]
     # the configs' batches (64 in micro-batches of 16) over two processes, a projected wall time
     assert len(rows) == 2 and all("| 64 = 16 × 2 × 2 |" in row and "h |" in row for row in rows)
@@ -274,11 +269,9 @@ def test_probe_features_are_the_last_block_output_averaged_over_real_tokens():
 
 @pytest.mark.slow
 def test_probe_end_to_end_and_without_labels(tmp_path):
-    """A tiny xVal model trained 3 steps on a tiny temperature set with ocean labels."""
     data = write_temperatures(tmp_path / "temperature", {"train": 60, "val": 10, "test": 20})
     run("tokenize_numbers.py", data, "--encoding=xval", "--workers=1")
-    run("train.py", *TINY, f"--data_dir={data}", f"--out_dir={tmp_path / 'run'}", "--block_size=64",
-        "--max_iters=3", "--eval_interval=3", *RUN)
+    train(data, tmp_path / "run", "--block_size=64", "--max_iters=3", "--eval_interval=3")
     probing = ["tools/probe.py", f"--ckpt={tmp_path / 'run/ckpt_best.pt'}",
                f"--out={tmp_path / 'p'}", "--n_train=40"]
     r = run(*probing, f"--data_dir={data}", "--l2_grid=[0.01, 1.0]", "--folds=2")
@@ -291,15 +284,14 @@ def test_probe_end_to_end_and_without_labels(tmp_path):
     assert json.loads((tmp_path / "p.json").read_text())["n_test"] == 10 and "note:" not in r.stdout
     bare = shutil.copytree(data, tmp_path / "bare", ignore=shutil.ignore_patterns("*.ocean.txt"))
     r = run(*probing, f"--data_dir={bare}", check=False)
-    assert r.returncode != 0 and "train.ocean.txt not found" in r.stderr
-    assert "--land-sea-mask" in r.stderr
+    assert r.returncode != 0 and "train.ocean.txt not found" in r.stderr and "--land-sea-mask" in r.stderr
 
 
 # tools/slurm.sh
 @pytest.mark.slow
 def test_the_slurm_script_starts_one_torchrun_agent_per_node_with_the_job_as_launch(tmp_path):
-    """Run elsewhere (as sbatch runs a copy) under stand-ins for srun (runs the command once),
-    scontrol and torchrun (prints its line), 50 times: a race fails some runs, not all."""
+    """Run elsewhere, as sbatch runs a copy, 50 times (a race fails some runs), under stand-ins
+    for srun, scontrol and torchrun (prints its line)."""
     assert subprocess.run(["bash", "-n", "tools/slurm.sh"], cwd=ROOT).returncode == 0
     for name, body in (("srun", 'while [[ $1 == --* ]]; do shift; done; exec "$@"'),
                        ("scontrol", 'printf "gpu07\\ngpu08\\n"'), ("torchrun", 'echo "torchrun $*"')):

@@ -23,10 +23,10 @@ from helpers import diverging_after, losses, one_line_error, prepared, resumed_l
 
 from dataset import Split
 
+CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 
 @pytest.fixture
 def two_steps(checkpoint):
-    """The session's tiny run of two steps, for tests to copy."""
     return pathlib.Path(checkpoint).parent
 
 
@@ -39,10 +39,8 @@ def iter_num(path):
 
 
 def test_the_loop_reads_as_nanogpts():
-    lines = read("train.py").splitlines()
-    start = lines.index("while True:")
-    end = next(i for i in range(start + 1, len(lines)) if lines[i] and not lines[i].startswith(" "))
-    loop = "\n".join(lines[start:end]).rstrip()
+    # the loop: its first line and the indented or blank ones after it
+    loop = re.search(r"^while True:\n((?: .*)?\n)*", read("train.py"), re.M).group().rstrip()
     assert len(loop.splitlines()) <= 80
     phases = [loop.index("# " + h) for h in ("determine and set the learning rate", "evaluate", "forward and backward",
                                             "clip the gradient", "timing and logging", "step the optimizer")]
@@ -125,12 +123,9 @@ def test_each_script_starts_as_its_own_process(script):
     assert r.returncode == 0 and "--" in r.stdout and not r.stderr.strip()
 
 
-@pytest.mark.parametrize("device", ["cpu", "cuda"])
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=CUDA)])
 def test_matmuls_stay_float32(data, tmp_path, device):
-    """TF32 would round the number path's matmuls to ~1e-3."""
-    if device == "cuda" and not torch.cuda.is_available():
-        pytest.skip("needs a CUDA device")
-    torch.set_float32_matmul_precision("high")  # TF32 on: train.py must undo it
+    torch.set_float32_matmul_precision("high")  # TF32 would round the number path to ~1e-3
     train(data, tmp_path, f"--device={device}", "--max_iters=1")
     assert torch.get_float32_matmul_precision() == "highest" and not torch.backends.cuda.matmul.allow_tf32
     net = tiny(block_size=16, n_layer=1, n_embd=256).to(device)
@@ -161,7 +156,6 @@ def host_reads(monkeypatch, data, out, steps, log_interval):
 
 
 def test_the_host_waits_once_a_logged_step(data, tmp_path, monkeypatch):
-    # log_interval 100: only the last step is logged
     quiet = [host_reads(monkeypatch, data, tmp_path / f"q{steps}", steps, 100) for steps in (4, 8)]
     logged = [host_reads(monkeypatch, data, tmp_path / f"l{steps}", steps, 2) for steps in (4, 8)]
     assert quiet[1] - quiet[0] == 0 and logged[1] - logged[0] == 2, (quiet, logged)
@@ -251,18 +245,19 @@ def test_resume_cuts_the_log_back_and_no_file_is_left_open(data, two_steps, tmp_
 def test_resume_writes_through_no_symlink(data, two_steps, tmp_path):
     out, elsewhere = shutil.copytree(two_steps, tmp_path / "out"), tmp_path / "elsewhere"
     elsewhere.mkdir()
-    shutil.move(out / "log.jsonl", elsewhere / "log.jsonl")
-    os.symlink(elsewhere / "log.jsonl", out / "log.jsonl")
-    log = (elsewhere / "log.jsonl").read_text()
+
+    def linked(name):
+        shutil.move(out / name, elsewhere / name)
+        os.symlink(elsewhere / name, out / name)
+        return (elsewhere / name).read_bytes()
+    log = linked("log.jsonl")
     error = refused(data, out, "--max_iters=4", "--resume")
-    assert "log.jsonl is a symbolic link" in error and (elsewhere / "log.jsonl").read_text() == log
+    assert "log.jsonl is a symbolic link" in error and (elsewhere / "log.jsonl").read_bytes() == log
     os.remove(out / "log.jsonl")
-    shutil.move(out / "ckpt_latest.pt", elsewhere / "ckpt_latest.pt")
-    os.symlink(elsewhere / "ckpt_latest.pt", out / "ckpt_latest.pt")
+    before = linked("ckpt_latest.pt")
     (elsewhere / "user.pt").write_text("a user's file")
     for name in ("ckpt_4.pt", "train.lock"):
         os.symlink(elsewhere / "user.pt", out / name)
-    before = (elsewhere / "ckpt_latest.pt").read_bytes()
     train(data, out, "--max_iters=4", "--resume", "--keep_every=2")
     assert not any(os.path.islink(out / name) for name in ("ckpt_latest.pt", "ckpt_4.pt", "log.jsonl", "train.lock"))
     assert (elsewhere / "ckpt_latest.pt").read_bytes() == before and (elsewhere / "user.pt").read_text() == "a user's file"
@@ -346,12 +341,11 @@ def test_ctrl_c_is_one_line_and_exit_code_130(data, tmp_path):
     assert p.returncode == 130 and err.startswith("interrupted (Ctrl-C) at step") and len(err.splitlines()) == 1, err
 
 
-def prepare_ops2(out, seed):
-    run("prepare/arithmetic.py", "--variant=ops2", "--size=tiny", f"--seed={seed}", "--out", out, "--workers=1")
-    run("tokenize_numbers.py", out, "--encoding=xval", "--workers=1")
+def ops2(tmp_path_factory, seed):
+    return prepared(tmp_path_factory, f"seed{seed}", "prepare/arithmetic.py", "--variant=ops2", f"--seed={seed}")
 
 
-def test_a_checkpoint_knows_its_data_by_content(own_data, tmp_path):
+def test_a_checkpoint_knows_its_data_by_content(own_data, tmp_path, tmp_path_factory):
     out = tmp_path / "out"
     train(own_data, out)
     ckpt = out / "ckpt_latest.pt"
@@ -363,16 +357,14 @@ def test_a_checkpoint_knows_its_data_by_content(own_data, tmp_path):
     assert "resuming at step 2" in train(moved, elsewhere, "--max_iters=3", "--resume").stdout
     error = refused(tmp_path / "gone", out, "--max_iters=3", "--resume")
     assert "gone is not a directory" in error and f"was trained on {own_data}" in error
-    other = str(tmp_path / "other")
-    prepare_ops2(other, 6)
-    error = refused(other, out, "--max_iters=3", "--resume")
+    error = refused(ops2(tmp_path_factory, 6), out, "--max_iters=3", "--resume")
     assert f"trained on ({own_data})" in error and f"--data_dir={own_data}" in error and "changed_data" not in error
     r = evaluated(f"--out={tmp_path / 'e1'}", "--max_samples=4", check=True)
-    assert r.returncode == 0 and "prepared again" not in r.stdout
+    assert "prepared again" not in r.stdout
     shutil.rmtree(own_data)
     error = one_line_error(evaluated())
     assert f"{own_data}/meta.json not found" in error and "the folder it names" in error and "--data_dir" in error
-    prepare_ops2(own_data, 5)
+    shutil.copytree(ops2(tmp_path_factory, 5), own_data)
     error = refused(own_data, out, "--max_iters=4", "--resume")
     assert "is not the data" in error and "--overwrite=True" in error
     error = one_line_error(evaluated(f"--out={tmp_path / 'e2'}"))
@@ -382,7 +374,6 @@ def test_a_checkpoint_knows_its_data_by_content(own_data, tmp_path):
 
 
 def test_validation_does_not_depend_on_micro_batches(data, tmp_path):
-    """ckpt_best.pt compares validation losses: of the same samples whatever the micro-batch."""
     for micro in (8, 2):
         train(data, tmp_path / f"m{micro}", "--max_iters=1", "--eval_interval=1", "--eval_batches=2",
               f"--micro_batch_size={micro}")

@@ -1,4 +1,4 @@
-"""The oracle tokenize_line.py and tokenize_arrays.py must match exactly (pieces, tokens, errors,
+"""The oracle tokenize_line.py and tokenize_arrays.py match exactly (pieces, tokens, errors,
 arrays): docs/decisions.md#numbers-in-text a character at a time, and scalar rounding."""
 import functools
 import math
