@@ -90,7 +90,6 @@ def main():
         raise SystemExit("error: --mask_all=True needs --mask_key=KEY")
     dev = pick_device(device)
     model, vocab, config = load_model(ckpt, dev)
-    # the lines not blank, with their numbers
     name = "stdin" if input == "-" else input
     try:
         with open(input, "rb") if input != "-" else nullcontext(sys.stdin.buffer) as f:
