@@ -50,7 +50,9 @@ def number_paths(line, pieces, where):
                     f"{where}: the tokenizer reads a number in the JSON string {text[:60]!r};"
                     " write a number as a JSON number, and text without one"
                 )
-        raise TextError(f"{where}: JSON has {len(paths)} numbers, the tokenizer reads {n_numbers}")
+        raise TextError(
+            f"{where}: JSON holds {len(paths)} numbers but the tokenizer reads {n_numbers}"
+        )
     return paths
 
 
