@@ -24,7 +24,7 @@ from configurator import configure
 from dataset import check_name, check_trained_on, read_meta, read_samples
 from eval_baselines import BASELINES, baseline_predictions, baseline_text, learn_baselines
 from eval_baselines import NEXT, in_file_units, outside_training, verdict, verdict_text
-from mixture import mixture_cdf, mixture_crps, mixture_nll, mixture_quantile
+from mixture import distribution_metrics, mixture_nll, mixture_quantile
 from predict import check_meta, fill_in, load_model, masked_samples, read_levels
 from util import TextError, atomic_file, atomic_write_text, format_number, pick_device, run_main
 
@@ -74,7 +74,7 @@ def accuracy(y, yhat, figures):
     return float(np.mean(same))
 
 
-def metrics(task, y, yhat, scale=None):
+def metrics(task, y, yhat, scale):
     """Every metric of one quantity; with scale (center, spread) also in the data's units."""
     y, yhat = np.asarray(y, float), np.asarray(yhat, float)
     valid = int((~np.isnan(yhat)).sum())
@@ -93,7 +93,7 @@ def metrics(task, y, yhat, scale=None):
     return m
 
 
-def scale_of(task, meta, quantity, levels=None):
+def scale_of(task, meta, quantity, levels):
     """(center, spread) of a quantity's numbers, or None; --scale record: (0, levels)."""
     if task == "era5":
         return meta["normalisation"]["mean"], meta["normalisation"]["std"]
@@ -104,18 +104,6 @@ def scale_of(task, meta, quantity, levels=None):
     return (s["center"], s["spread"]) if s else None
 
 
-def distribution_metrics(y, mixture):
-    """NLL, CRPS and central 50% and 90% coverage of mixtures (n, 3K) at truths y (n,)."""
-    y, num = torch.as_tensor(np.asarray(y, float)), torch.as_tensor(np.asarray(mixture, float))
-    pit = mixture_cdf(num, y)
-    return {
-        "nll": float(mixture_nll(num, y).mean()),
-        "crps": float(mixture_crps(num, y).mean()),
-        "cover50": float(((pit >= 0.25) & (pit <= 0.75)).double().mean()),
-        "cover90": float(((pit >= 0.05) & (pit <= 0.95)).double().mean()),
-    }
-
-
 def task_of(meta, path):
     if "normalisation" in meta and "variable" in meta:
         return "era5"
@@ -123,23 +111,6 @@ def task_of(meta, path):
     if task in ("planets", "arithmetic", "lookup", "text", "plain text"):
         return "text" if task == "plain text" else task
     raise SystemExit(f"error: {path}: not a dataset of prepare/ or tokenize_numbers.py")
-
-
-def split_lines(data, split, meta):
-    """A split's first max_samples samples, its path and (--scale record) its levels."""
-    path = os.path.join(data, f"{split}.txt")
-    lines = [line for _, line in read_samples(path)]
-    counted = meta["splits"].get(split) if isinstance(meta["splits"], dict) else None
-    if counted not in (None, len(lines)):
-        raise TextError(
-            f"{path} has {len(lines):,} samples, meta.json {counted:,}: a copy cut short?"
-        )
-    levels = None
-    if meta.get("scale") == "record":
-        if mask_all or horizon:
-            raise TextError(f"{data}: --horizon or --mask_all would mask what its levels are from")
-        levels = read_levels(os.path.join(data, f"{split}.levels.txt"), counted)
-    return lines[: max_samples or None], path, levels
 
 
 def run_model(model, vocab, jobs, dev):
@@ -162,8 +133,7 @@ def steps_ahead():
 
 
 def combine(task, runs, scale=None):
-    """One quantity over seeds' runs: metrics' mean and std, the median prediction's; GMM: the
-    first seed's first mixtures."""
+    """One quantity over seeds' runs: each metric's mean and std, and the median prediction's."""
     truths, seeds = runs[0][0], []
     for _, preds, counts, mixture in runs:
         m = metrics(task, truths, preds, scale)
@@ -220,9 +190,22 @@ def check_seeds(checkpoints):
     return first
 
 
-def encode_split(task, data, split, meta, model, vocab, keys, learned):
-    """A split's model jobs, baselines' predictions, masked indices and (--scale record) levels."""
-    lines, where, levels = split_lines(data, split, meta)
+def split_jobs(task, data, split, meta, model, vocab, keys, learned):
+    """A split's model jobs (of its first max_samples samples), baselines' predictions, masked
+    indices and (--scale record) levels."""
+    where = os.path.join(data, f"{split}.txt")
+    lines = [line for _, line in read_samples(where)]
+    counted = meta["splits"].get(split) if isinstance(meta["splits"], dict) else None
+    if counted not in (None, len(lines)):
+        raise TextError(
+            f"{where} has {len(lines):,} samples, meta.json {counted:,}: a copy cut short?"
+        )
+    levels = None
+    if meta.get("scale") == "record":
+        if mask_all or horizon:
+            raise TextError(f"{data}: --horizon or --mask_all would mask what its levels are from")
+        levels = read_levels(os.path.join(data, f"{split}.levels.txt"), counted)
+    lines = lines[: max_samples or None]
     size = model.cfg.block_size
     jobs, masked = masked_samples(task, lines, vocab, where, size, keys, horizon or mask_all)
     if not jobs:
@@ -262,7 +245,7 @@ def score_setting(checkpoints, data, split_names, dev):
         report.update(encoding=vocab.encoding, causal=model.cfg.causal)
         report.setdefault("config", config)
         for split in (s for s in split_names if s not in encoded):
-            encoded[split] = encode_split(task, data, split, meta, model, vocab, keys, learned)
+            encoded[split] = split_jobs(task, data, split, meta, model, vocab, keys, learned)
         per_seed.append({s: run_model(model, vocab, encoded[s]["jobs"], dev) for s in split_names})
         print(f"{path}: evaluated in {time.time() - t0:.1f} s")
     for split in split_names:
@@ -270,9 +253,7 @@ def score_setting(checkpoints, data, split_names, dev):
         masks, levels = encoded[split]["masked"], encoded[split]["levels"]
         for quantity, (truths, *_) in per_seed[0][split].items():
             lines = [i for i, g in enumerate(masks, 1) for _ in g.get(quantity, ())]
-            value_levels = None
-            if levels:
-                value_levels = [levels[i - 1][quantity] for i in lines]
+            value_levels = [levels[i - 1][quantity] for i in lines] if levels else None
             scale = scale_of(task, meta, quantity, value_levels)
             r = combine(task, [s[split][quantity] for s in per_seed], scale)
             if value_levels:
@@ -316,8 +297,7 @@ def report_prefix(checkpoints, data, trained_on):
 
 
 def write_predictions(report, meta, path):
-    """Each scored value's split, quantity, line, source (its record's first row), truth and
-    predictions in the file's units."""
+    """--predictions: a CSV row a scored value, in the file's units."""
     rows = [(s, q, r) for s, quantities in report["splits"].items() for q, r in quantities.items()]
     names = [name for name in BASELINES if any(name in r["predicted"] for *_, r in rows)]
     with atomic_file(path) as tmp, open(tmp, "w", newline="") as f:
@@ -416,11 +396,10 @@ def write_plots(report, meta, prefix):
         fig, axes = plt.subplots(1, n, figsize=(3.6 * n, 3.4), squeeze=False)
         for ax, (quantity, r) in zip(axes[0], quantities.items()):
             # None: no valid prediction
-            y, p = np.array(r["truth"], float), np.array(r["median"], float)
+            y, p = (in_file_units(r[k], scales[quantity] or (0, 1)) for k in ("truth", "median"))
             m, unit = r["median_prediction"], ""
             mse = m.get("mse_kelvin2", m.get("mse_original", m["mse"]))
-            if (scale := scales[quantity]) is not None:
-                y, p = in_file_units(y, scale), in_file_units(p, scale)
+            if scales[quantity] is not None:
                 unit = " (K)" if task == "era5" else " (original units)"
             lo, hi = np.nanmin([y, p]), np.nanmax([y, p])
             ax.plot([lo, hi], [lo, hi], color="0.6", lw=1)

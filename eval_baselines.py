@@ -46,13 +46,6 @@ def previous_values(line, indices, where, what, lag=1, hidden=()):
     return out
 
 
-def value_at(record, key):
-    """The value under a key or a path to a nested one (meta.t), or None."""
-    for k in key.split("."):
-        record = record.get(k) if isinstance(record, dict) else None
-    return record
-
-
 def column(record, key, step):
     """The number under key (step: in its list), or NaN."""
     v = record.get(key)
@@ -64,8 +57,8 @@ def column(record, key, step):
 
 
 class LeastSquares:
-    """Least squares (with intercept) of the target column on the others, a column (key, step or
-    None); a missing predictor is filled with its training mean."""
+    """Least squares (with intercept) of the target column (key, step or None) on the others; a
+    missing predictor is filled with its training mean."""
 
     def __init__(self, columns, target):
         self.columns, self.target, self.rows = [c for c in columns if c != target], target, []
@@ -78,7 +71,7 @@ class LeastSquares:
             self.rows.append([*self.row(record), y])
 
     def fit(self):
-        """Self, with means and weights (the intercept last); None without rows or predictors."""
+        """Self, or None without a predictor."""
         z = np.array(self.rows, float).reshape(-1, len(self.columns) + 1)
         x, y = z[:, :-1], z[:, -1]
         seen = ~np.isnan(x).all(0)
@@ -130,8 +123,7 @@ def period_of(lists):
 
 
 def learn_baselines(task, data, meta, keys, every, period):
-    """From the training split: each quantity's mean, each key's least-squares fit, each series'
-    lags [1, period]; notes."""
+    """From the training split: each quantity's mean, each key's least-squares fit and lags."""
     series = task == "era5" or (task == "text" and bool(keys) and every is not True)
     lags = {q: [1] for q in (keys or ["t+1"])} if series else {}
     if task != "text":
@@ -140,10 +132,9 @@ def learn_baselines(task, data, meta, keys, every, period):
     window = meta.get("window")
     steps = range(window) if window else [None]
     columns = [(k, i) for k in meta.get("scales") or {} for i in steps]
-    # own data: each key's lists and least-squares fit
+    # own data: each key's lists and least-squares fit of its last step
     lists = {key: [] for key in keys} if own else {}
-    target = window - 1 if window else None
-    fits = {} if window and every else {k: LeastSquares(columns, (k, target)) for k in lists}
+    fits = {} if window and every else {k: LeastSquares(columns, (k, steps[-1])) for k in lists}
     path, numbers = os.path.join(data, "train.txt"), {}
     for number, line in read_samples(path, required=False):
         pieces, groups = masked_groups(task, line, f"{path}:{number}", keys, every)
@@ -154,8 +145,11 @@ def learn_baselines(task, data, meta, keys, every, period):
         for key, found in lists.items():
             if key in fits:
                 fits[key].add(record)
-            v = value_at(record, key)
-            if isinstance(v, list) and all(map(is_json_number, v)) and every is not True:
+            # the list under the key, or a path to a nested one (meta.t)
+            v = record
+            for k in key.split("."):
+                v = v.get(k) if isinstance(v, dict) else None
+            if isinstance(v, list) and all(map(is_json_number, v)):
                 found.append(v)
     notes = []
     for key in lists if series else ():
@@ -178,21 +172,21 @@ def learn_baselines(task, data, meta, keys, every, period):
 def baseline_predictions(task, lines, masked, where, learned, window):
     """{quantity: {baseline: (predictions, report extras)}} of a split's lines (masked: each line's
     groups); {quantity: note} where seasonal persistence lacks values."""
-    lags, fits = learned["lags"], learned["fits"]
-    earlier = {q: {lag: [] for lag in q_lags} for q, q_lags in lags.items()}
+    earlier = {q: {lag: [] for lag in q_lags} for q, q_lags in learned["lags"].items()}
     strict = task == "era5" or window
+    counts = Counter()
     for number, (line, groups) in enumerate(zip(lines, masked), 1):
         at = f"{where}:{number}"
         hidden = [i for indices in groups.values() for i in indices]
         for quantity, indices in groups.items():
+            counts[quantity] += len(indices)
             what = ("a station" if task == "era5" else f"key {quantity!r}") if strict else None
             for lag, values in earlier.get(quantity, {}).items():
                 values += previous_values(line, indices, at, what, lag, hidden)
     out, notes = defaultdict(dict), {}
-    counts = Counter(q for groups in masked for q, indices in groups.items() for _ in indices)
     for quantity, mean in learned["means"].items():
         out[quantity]["train_mean"] = ([mean] * counts[quantity], {})
-    for quantity, fit in ((q, f) for q, f in fits.items() if f):
+    for quantity, fit in ((q, f) for q, f in learned["fits"].items() if f):
         predicted, filled = fit.predict(list(map(json.loads, lines)))
         if len(predicted) == counts[quantity]:
             extra = {"predictors": fit.predictors, "filled": filled}
@@ -208,7 +202,7 @@ def baseline_predictions(task, lines, masked, where, learned, window):
 
 
 def ratio_interval(model, baseline, records):
-    """Two predictors' ratio of MSEs from their squared errors, and its 95% bootstrap interval."""
+    """The ratio of two squared errors' sums, and its 95% bootstrap interval over records."""
     model, baseline = np.bincount(records, model), np.bincount(records, baseline)
     rng, ratios = np.random.default_rng(0), []
     # 100 resamples of the records at a time: (100, records)
@@ -221,7 +215,7 @@ def ratio_interval(model, baseline, records):
 
 def verdict(r, predicted, lines):
     """The model's median against each baseline on the values it predicted (lines: their records),
-    and the verdict against the best; None without baselines or a valid prediction."""
+    and the verdict against the best, or None."""
     y = np.asarray(r["truth"], float)
     # --scale record: squared errors in the file's units
     w = np.broadcast_to(np.asarray(r.get("levels", 1.0)) ** 2, y.shape)
@@ -258,7 +252,7 @@ def verdict_text(v):
 
 
 def in_file_units(x, scale):
-    """Scaled values x in the file's units; spread: one, or each value's."""
+    """Scaled values x in the file's units (spread: one, or each value's)."""
     return np.asarray(x, float) * scale[1] + scale[0]
 
 

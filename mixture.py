@@ -90,3 +90,15 @@ def mixture_crps(num, y):
     # every pair of components i, j: (..., K, K)
     (wi, wj), (mi, mj), (vi, vj) = ((t.unsqueeze(-1), t.unsqueeze(-2)) for t in (w, mu, var))
     return to_truth - 0.5 * (wi * wj * abs_mean(mi - mj, vi + vj)).sum((-2, -1))
+
+
+def distribution_metrics(y, num):
+    """NLL, CRPS and central 50% and 90% coverage of mixtures num (n, 3K) at truths y (n,)."""
+    y, num = torch.as_tensor(y, dtype=torch.float64), torch.as_tensor(num, dtype=torch.float64)
+    pit = mixture_cdf(num, y)
+    return {
+        "nll": float(mixture_nll(num, y).mean()),
+        "crps": float(mixture_crps(num, y).mean()),
+        "cover50": float(((pit >= 0.25) & (pit <= 0.75)).double().mean()),
+        "cover90": float(((pit >= 0.05) & (pit <= 0.95)).double().mean()),
+    }

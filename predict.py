@@ -132,8 +132,8 @@ def load_model(path, device="cpu"):
 def generate(
     model, ids, values, max_new_tokens, temperature=0.0, generator=None, gmm="sample", stop=EOS_ID
 ):
-    """ids, values, head values and GMM outputs (1, 3K), tokens appended until stop (greedy, or
-    sampled at temperature); a [NUM] takes the head's value (GMM: a draw or the mean)."""
+    """ids and values with tokens appended until stop (greedy, or sampled at temperature), the
+    head's values and GMM outputs (1, 3K)."""
     ids, values, nums, mixtures = list(ids), list(values), [], []
     dev = next(model.parameters()).device
     for _ in range(max_new_tokens):
@@ -191,8 +191,7 @@ def predict_causal(model, vocab, chunk):
 
 @torch.no_grad()
 def fill_in(model, vocab, samples, device="cpu", batch_size=64):
-    """The numbers asked in each sample (ids, values, ask); counts of 'numbers', 'invalid' (not
-    finite), 'not_num' (token head not [NUM]); GMM: each sample's mixtures."""
+    """The numbers asked in each sample (ids, values, ask), their counts and (GMM) mixtures."""
     predictions, mixtures, counts = [], [], {"numbers": 0, "invalid": 0, "not_num": 0}
     width = TOKENS_PER_NUMBER[vocab.encoding]
     # similar lengths share a batch
@@ -260,9 +259,7 @@ def encode_line(
             f"{where}: {spaced.group()!r} looks like the marker {ASK}; write {ASK} without spaces"
         )
     if len(line) > 1000 * block_size:
-        raise TextError(
-            f"{where}: {len(line):,} characters, more than the block_size {block_size} can hold"
-        )
+        raise TextError(f"{where}: {len(line):,} characters, too many for block_size {block_size}")
     truths, scales = [], []
     pieces, spans = split_text_spans(line, where, mask is None and not causal)
     if mask is not None:
@@ -337,7 +334,7 @@ def filled(text, values, mixture=None, spread="none", scales=()):
 
 
 # your own data in its units
-def check_meta(meta, path, mask_key=""):
+def check_meta(meta, path, mask_key):
     """Refuse a mask_key that prepare/text.py renamed, and "ranges" not {key: [least, largest]}."""
     renamed, ranges = meta.get("renamed") or {}, meta.get("ranges") or {}
     if isinstance(renamed, dict) and (new := renamed.get(mask_key)):
@@ -353,8 +350,8 @@ def check_meta(meta, path, mask_key=""):
 
 
 def units_of(path, data_dir, scaled=False, input="-", mask_key="", mask_all=False):
-    """meta.json, whose scales take the file's units to the model's ("split": an input that is a
-    split, written scaled); None where numbers stay as the text files write them."""
+    """meta.json, whose scales take the file's units to the model's ("split": the input is a split,
+    written scaled), or None."""
     try:
         meta = read_meta(data_dir)
     except (OSError, ValueError) as e:
@@ -385,7 +382,7 @@ def units_of(path, data_dir, scaled=False, input="-", mask_key="", mask_all=Fals
 
 
 def read_levels(path, count):
-    """Each record's {key: level} of a split written with --scale record, count of them."""
+    """Each record's {key: level} of a split written with --scale record."""
     try:
         with open(path) as f:
             levels = [json.loads(line) for line in f]
@@ -397,7 +394,7 @@ def read_levels(path, count):
 
 
 def record_levels(pieces, keys):
-    """{key: level} of a record in the file's units (--scale record), those asked left out."""
+    """{key: level} of a record in the file's units, those asked left out."""
     found = {}
     for (kind, x), key in zip([p for p in pieces if p[0] != "text"], keys):
         found.setdefault(key, []).append(x if kind == "num" else math.nan)
@@ -430,8 +427,7 @@ def number_keys(line, pieces, where, units):
 
 
 def to_model_units(line, pieces, where, units):
-    """A record's pieces as the model reads them, (x - center) / spread; each asked number's
-    (center, spread). A number far outside its training range is warned of."""
+    """A record's pieces as the model reads them, and each asked number's (center, spread)."""
     scales, keys = number_keys(line, pieces, where, units)
     # a split's records are written scaled: neither checked nor scaled
     split = "split" in units

@@ -47,18 +47,6 @@ RANGES = dict(
 )
 
 
-def read_input(path, name):
-    """The first max_lines lines not blank of a file (-: stdin), with their numbers."""
-    try:
-        with open(path, "rb") if path != "-" else nullcontext(sys.stdin.buffer) as f:
-            lines = [(i, line) for i, line in enumerate(decoded_lines(f, name), 1) if line.strip()]
-    except (TextError, OSError) as e:
-        raise SystemExit(f"error: {e}")
-    if not lines:
-        raise SystemExit(f"error: {name}: no lines to predict; expected one sample per line")
-    return lines[: max_lines or None]
-
-
 def encode_lines(lines, name, vocab, block_size, causal, mask, units):
     """encode_line's answer for each line; the lines without the key; how many failed."""
     done, absent, failed = [], [], 0
@@ -103,7 +91,14 @@ def main():
     dev = pick_device(device)
     model, vocab, config = load_model(ckpt, dev)
     name = "stdin" if input == "-" else input
-    lines = read_input(input, name)
+    try:
+        with open(input, "rb") if input != "-" else nullcontext(sys.stdin.buffer) as f:
+            lines = [(i, line) for i, line in enumerate(decoded_lines(f, name), 1) if line.strip()]
+    except (TextError, OSError) as e:
+        raise SystemExit(f"error: {e}")
+    if not lines:
+        raise SystemExit(f"error: {name}: no lines to predict; expected one sample per line")
+    lines = lines[: max_lines or None]
     trained_on = data_dir or str(config.get("data_dir"))
     units = units_of(ckpt, trained_on, scaled, input, mask_key, mask_all)
     # None: predict the [?] of each line; "": mask its last number; a key: the last under it

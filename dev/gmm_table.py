@@ -17,8 +17,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from mixture import MIN_STD  # noqa: E402
-from eval import distribution_metrics  # noqa: E402
+from mixture import MIN_STD, distribution_metrics  # noqa: E402
 
 
 def constant_gaussian(truth, prediction, std):
