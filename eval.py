@@ -203,7 +203,8 @@ def split_jobs(task, data, split, meta, model, vocab, keys, learned):
     levels = None
     if meta.get("scale") == "record":
         if mask_all or horizon:
-            raise TextError(f"{data}: --horizon or --mask_all would mask what its levels are from")
+            said = "--horizon or --mask_all would mask what its levels are from"
+            raise TextError(f"{data}: --scale record: {said}")
         levels = read_levels(os.path.join(data, f"{split}.levels.txt"), counted)
     lines = lines[: max_samples or None]
     size = model.cfg.block_size
@@ -236,7 +237,7 @@ def score_setting(checkpoints, data, split_names, dev):
     report = dict(task=task, data_dir=data, checkpoints=checkpoints, max_samples=max_samples)
     report.update(splits={}, warnings=[], notes=notes)
     if task == "text":
-        report["masked"] = {"keys": keys, "every": mask_all}
+        report["masked"] = {"keys": keys, "every": mask_all, "horizon": horizon}
     # encoded once: every seed has the same vocabulary
     encoded, per_seed = {}, []
     for path in checkpoints:

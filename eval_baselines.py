@@ -196,7 +196,7 @@ def baseline_predictions(task, lines, masked, where, learned, window):
             if None not in values:
                 out[quantity][name] = (values, {"period": lag} if lag > 1 else {})
             elif lag > 1:
-                few = f"a masked number has fewer than {lag} values before it"
+                few = f"a masked number has no value {lag} steps before it that is not masked"
                 notes[quantity] = f"no seasonal persistence: {few}"
     return out, notes
 
@@ -258,12 +258,15 @@ def in_file_units(x, scale):
 
 def outside_training(quantity, truths, meta, scale):
     """A note where true values lie outside their key's training range (meta.json's)."""
-    known = (meta.get("ranges") or {}).get(quantity.split(".")[0])
+    key = quantity.split(".")[0]
+    known = (meta.get("ranges") or {}).get(key)
     if not known or not scale:
         return None
     least, largest = known
     y = in_file_units(truths, scale)
-    out = y[(y < least) | (y > largest)]
+    # what rounding to the written decimals may move a value by
+    off = 10.0 ** -(meta.get("decimals") or {}).get(key, 99) * np.asarray(scale[1])
+    out = y[(y < least - off) | (y > largest + off)]
     if not len(out):
         return None
     below = int((out < least).sum())
@@ -288,5 +291,5 @@ def baseline_text(name, scores, task):
     if name == "persistence" and task == "era5":
         return "persistence (each station's previous step)"
     if name == "persistence":
-        return "persistence (the previous value of the same key)"
+        return "persistence (the last value of the same key that the model reads)"
     return "the key's training mean"

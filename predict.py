@@ -67,9 +67,15 @@ def masked_numbers(line, pieces, where, keys=(), every=False):
     paths = number_paths(line, pieces, where)
     names = [[k for k in p if isinstance(k, str)] for p in paths]
     groups = {key: under_key(names, key, where) for key in keys}
-    return {
-        key: found if every is True else found[-(every or 1) :] for key, found in groups.items()
-    }
+    if every is True:
+        return groups
+    groups = {key: found[-(every or 1) :] for key, found in groups.items()}
+    for key, found in groups.items():
+        # --horizon: the last steps of one list of numbers, each path (..., list, step)
+        lists = {paths[i][:-1] if isinstance(paths[i][-1], int) else None for i in found}
+        if len(found) > 1 and (len(lists) > 1 or None in lists):
+            raise TextError(f"{where}: --horizon needs {key!r} to hold one list of numbers")
+    return groups
 
 
 def under_key(names, key, where):
@@ -360,6 +366,10 @@ def units_of(path, data_dir, scaled=False, input="-", mask_key="", mask_all=Fals
     check_meta(meta, os.path.join(data_dir, "meta.json"), mask_key)
     if meta.get("dataset") != "text" or not meta.get("scales"):
         return None
+    if meta.get("scale") == "record" and mask_all:
+        raise SystemExit(
+            f"error: {data_dir}: --scale record: --mask_all would mask what its levels are from"
+        )
     name = os.path.basename(input)
     split = name.endswith(".txt") and name[:-4] in meta["splits"]
     split = split and os.path.samefile(os.path.dirname(os.path.abspath(input)), data_dir)
@@ -370,8 +380,6 @@ def units_of(path, data_dir, scaled=False, input="-", mask_key="", mask_all=Fals
         said = f"{input} is written scaled: read as written, printed"
         print(f"units: {said} in the file's own (--scaled: not)", file=sys.stderr)
         if meta.get("scale") == "record":
-            if mask_all:
-                raise SystemExit(f"error: {input}: --mask_all would mask what its levels are from")
             meta["levels"] = read_levels(input[:-4] + ".levels.txt", meta["splits"][name[:-4]])
         return dict(meta, split=input)
     print(f"units: the file's own, scaled by {data_dir}/meta.json (--scaled: not)", file=sys.stderr)

@@ -7,6 +7,8 @@ from conftest import run
 from helpers import evaluated, own_model, own_run  # noqa: F401
 
 import eval_baselines as eb
+from predict import masked_numbers
+from tokenize_line import split_text
 
 
 def test_least_squares_fills_missing_predictors_with_training_means():
@@ -47,7 +49,7 @@ def test_least_squares_recovers_a_linear_relation_and_a_list_valued_key_gets_per
     r = report["splits"]["test"]["t"]
     test = [json.loads(line)["t"] for line in open(f"{data}/test.txt")]
     assert r["persistence"]["mse"] == pytest.approx(np.mean([(w[-1] - w[-2]) ** 2 for w in test]))
-    assert "least_squares" not in r and "persistence (the previous value of the same key)" in stdout
+    assert "least_squares" not in r and "persistence (the last value of the same key that the model reads)" in stdout
 
 
 def test_the_period_of_a_sine_is_found_and_a_random_walk_or_a_trend_has_none():
@@ -101,6 +103,14 @@ def test_horizon_scores_each_step_against_the_last_value_not_masked(own_run, fla
         assert step["n"] == len(w) and step["persistence"]["mse"] == pytest.approx(np.mean((w[:, h] - w[:, 0]) ** 2))
 
 
+def test_horizon_masks_the_last_steps_of_one_list_of_numbers():
+    line = '{"m":[{"t":1,"k":1},{"t":2,"k":1}],"s":[1,2,3]}'
+    assert masked_numbers(line, split_text(line), "x", ["s"], 2) == {"s": [5, 6]}
+    for key in ("m", "m.t"):
+        with pytest.raises(ValueError, match=f"--horizon needs '{key}' to hold one list of numbers"):
+            masked_numbers(line, split_text(line), "x", [key], 2)
+
+
 @pytest.mark.parametrize("noise, n, says", [(1.0, 200, "no clear difference"), (0.3, 60, "beats"),
                                              (3.0, 60, "loses to"), (0.3, 19, "too few")])
 def test_the_verdict_is_paired_and_says_beats_only_where_its_interval_excludes_1(noise, n, says):
@@ -127,3 +137,7 @@ def test_true_values_outside_the_training_range_are_noted():
     assert "(0 below, 2 above, from 365 to 370); a level that moves: prepare/text.py --scale record" in note
     assert eb.outside_training("co2", [0.5, -1.0], meta, scale) is None
     assert eb.outside_training("co2", [9.0], {}, scale) is None
+    # 309.99 written with 3 decimals, scaled (-2.001), is the least value rounded: not outside
+    rounded = {**meta, "decimals": {"co2": 3}}
+    assert eb.outside_training("co2", [-2.0009], rounded, scale) is None
+    assert eb.outside_training("co2", [-2.003], rounded, scale).startswith("1 of 1")

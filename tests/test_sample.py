@@ -198,10 +198,11 @@ def test_scale_record_is_undone_by_eval_and_sample(tmp_path):
     assert scores["verdict"]["paired"]["persistence"][0] == pytest.approx(ratio) and "levels" not in scores
     assert "outside the training range" in r.stdout and "--scale record" not in r.stdout
     # the levels come from the numbers these would mask
-    for script, flag in (("eval.py", "--mask_all=True"), ("eval.py", "--horizon=2"),
-                         ("sample.py", f"--input={data}/test.txt --mask_all=True")):
-        r = run(script, f"--ckpt={ckpt}", "--mask_key=y", *flag.split(), check=False)
-        assert "would mask what its levels are from" in r.stderr
+    for script, flag, typed in (("eval.py", "--mask_all=True", None), ("eval.py", "--horizon=2", None),
+                                ("sample.py", f"--input={data}/test.txt --mask_all=True", None),
+                                ("sample.py", "--mask_all=True", '{"y":[1,2,3,4,5]}\n')):
+        r = run(script, f"--ckpt={ckpt}", "--mask_key=y", *flag.split(), input=typed, check=False)
+        assert "--scale record: " in r.stderr and "would mask what its levels are from" in r.stderr
     # a split: printed in the file's units; a record typed in them: scaled by its own level
     first = [round(v, 1) for v in y[86 - len(levels) : 91 - len(levels)]]
     split = sample(ckpt, None, f"--input={data}/test.txt", "--mask_key=y", "--show=1")
