@@ -34,7 +34,7 @@ data_dir = ""  # a prepared dataset; default: the one the checkpoint was trained
 splits = ""  # comma-separated; default: test and every test_ood* split present
 mask_key = ""  # own data: score the last number under this JSON key; default: every scaled key
 mask_all = False  # with mask_key: score every number under the key, masked at once
-horizon = 0  # windows, with mask_key: score the last H, masked at once, per step ahead
+horizon = 0  # windows, with mask_key: score the last H, masked at once, step by step
 max_samples = 0  # evaluate at most this many samples per split; 0 = all
 batch_size = 64
 out = ""  # output path without extension; default: eval... beside the first checkpoint
@@ -47,7 +47,7 @@ device = "auto"
 # -- end config
 RANGES = dict(batch_size="[1, inf)", device="auto | cpu | mps | cuda | cuda:N")
 
-DENSITY_SAMPLES = 4  # GMM heads: densities drawn per quantity
+DENSITY_SAMPLES = 4
 # seeds of one setting may differ in these
 NOT_THE_SETTING = {"seed", "out_dir", "resume", "overwrite", "device", "compile", "flex_attention"}
 NOT_THE_SETTING |= {"micro_batch_size", "log_interval", "keep_every", "threads"}
@@ -191,8 +191,7 @@ def check_seeds(checkpoints):
 
 
 def split_jobs(task, data, split, meta, model, vocab, keys, learned):
-    """A split's model jobs (of its first max_samples samples), baselines' predictions, masked
-    indices and (--scale record) levels."""
+    """A split's model jobs, baselines' predictions, masked indices and (--scale record) levels."""
     where = os.path.join(data, f"{split}.txt")
     lines = [line for _, line in read_samples(where)]
     counted = meta["splits"].get(split) if isinstance(meta["splits"], dict) else None
@@ -228,7 +227,7 @@ def score_setting(checkpoints, data, split_names, dev):
     if horizon and not horizon < (meta.get("window") or 0):
         raise SystemExit(f"error: --horizon needs a dataset of windows longer than {horizon}")
     learned, notes = learn_baselines(task, data, meta, keys, horizon or mask_all, period)
-    # --horizon: the mask key's baselines for each step ahead
+    # --horizon: the baselines per step ahead
     for found in learned.values() if horizon else ():
         if mask_key in found:
             found.update(dict.fromkeys(steps_ahead(), found.pop(mask_key)))
@@ -236,8 +235,6 @@ def score_setting(checkpoints, data, split_names, dev):
     split_names = split_names or ["test"] + sorted(os.path.basename(p)[:-4] for p in ood)
     report = dict(task=task, data_dir=data, checkpoints=checkpoints, max_samples=max_samples)
     report.update(splits={}, warnings=[], notes=notes)
-    if task == "text":
-        report["masked"] = {"keys": keys, "every": mask_all, "horizon": horizon}
     # encoded once: every seed has the same vocabulary
     encoded, per_seed = {}, []
     for path in checkpoints:
@@ -389,8 +386,6 @@ def write_plots(report, meta, prefix):
     import matplotlib.pyplot as plt
 
     task = report["task"]
-    # planets: values seen in training
-    seen = {("dt", "test_ood_stepsize"): meta.get("train_stepsizes"), ("a0", "test_ood_a0"): [1]}
     for split, quantities in report["splits"].items():
         scales = {q: scale_of(task, meta, q, r.get("levels")) for q, r in quantities.items()}
         n = len(quantities)
@@ -405,10 +400,6 @@ def write_plots(report, meta, prefix):
             lo, hi = np.nanmin([y, p]), np.nanmax([y, p])
             ax.plot([lo, hi], [lo, hi], color="0.6", lw=1)
             ax.scatter(y, p, s=4, alpha=0.4)
-            for x in seen.get((quantity, split)) or []:
-                ax.axvline(x, color="C3", ls="--", lw=1)
-            if task == "lookup" and split == "test_ood":
-                ax.axvspan(*meta["gap"], color="C3", alpha=0.1)
             ax.set(title=f"{quantity} (MSE {fmt(mse)})", xlabel=f"true{unit}")
             ax.set(ylabel=f"predicted{unit}")
         save_figure(plt, fig, f"{task} · {report['encoding']} · {split}", f"{prefix}_{split}.png")

@@ -264,9 +264,8 @@ def outside_training(quantity, truths, meta, scale):
         return None
     least, largest = known
     y = in_file_units(truths, scale)
-    # what rounding to the written decimals may move a value by
-    off = 10.0 ** -(meta.get("decimals") or {}).get(key, 99) * np.asarray(scale[1])
-    out = y[(y < least - off) | (y > largest + off)]
+    rounding = 10.0 ** -(meta.get("decimals") or {}).get(key, 99) * np.asarray(scale[1])
+    out = y[(y < least - rounding) | (y > largest + rounding)]
     if not len(out):
         return None
     below = int((out < least).sum())
@@ -291,5 +290,5 @@ def baseline_text(name, scores, task):
     if name == "persistence" and task == "era5":
         return "persistence (each station's previous step)"
     if name == "persistence":
-        return "persistence (the last value of the same key that the model reads)"
+        return "persistence (the key's last value that the model reads)"
     return "the key's training mean"

@@ -57,8 +57,8 @@ def number_paths(line, pieces, where):
 
 
 def masked_numbers(line, pieces, where, keys=(), every=False):
-    """{quantity: indices masked together}: the last under each key (every: True all, H the
-    last H), or the last."""
+    """{quantity: indices masked together}: the last under each key (every: True all, H the last
+    H), or the last."""
     n_numbers = sum(kind == "num" for kind, _ in pieces)
     if not keys:
         if not n_numbers:
@@ -71,9 +71,8 @@ def masked_numbers(line, pieces, where, keys=(), every=False):
         return groups
     groups = {key: found[-(every or 1) :] for key, found in groups.items()}
     for key, found in groups.items():
-        # --horizon: the last steps of one list of numbers, each path (..., list, step)
-        lists = {paths[i][:-1] if isinstance(paths[i][-1], int) else None for i in found}
-        if len(found) > 1 and (len(lists) > 1 or None in lists):
+        # --horizon: the last items of the key's own list
+        if len(found) > 1 and {paths[i][:-1] for i in found} - {(key,), tuple(key.split("."))}:
             raise TextError(f"{where}: --horizon needs {key!r} to hold one list of numbers")
     return groups
 

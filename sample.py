@@ -99,8 +99,9 @@ def main():
     if not lines:
         raise SystemExit(f"error: {name}: no lines to predict; expected one sample per line")
     lines = lines[: max_lines or None]
-    trained_on = data_dir or str(config.get("data_dir"))
-    units = units_of(ckpt, trained_on, scaled, input, mask_key, mask_all)
+    units = units_of(
+        ckpt, data_dir or str(config.get("data_dir")), scaled, input, mask_key, mask_all
+    )
     # None: predict the [?] of each line; "": mask its last number; a key: the last under it
     mask = mask_key or ("" if mask_last else None)
     causal = model.cfg.causal and mask is None

@@ -227,17 +227,13 @@ class Table:
         return self.places([row])[0]
 
     def places(self, rows):
-        """Each row's file and line (and record, in a JSON array), file by file."""
-        rows = np.asarray(rows)
+        """Each row's file and line (and record, in a JSON array)."""
         files = np.searchsorted(self.starts, rows, "right") - 1
-        out = np.empty(len(rows), dtype=object)
-        for f in np.unique(files):
-            at = files == f
-            # format() leaves out the record where the form has no place for it
-            form = f"{self.paths[f]}:{{}}" + " (record {})" * self.arrays[f]
-            records = rows[at] - self.starts[f] + 1
-            out[at] = list(map(form.format, self.line[rows[at]].tolist(), records.tolist()))
-        return out.tolist()
+        lines, out = self.line[rows].tolist(), []
+        for f, row, line in zip(files.tolist(), np.asarray(rows).tolist(), lines):
+            record = f" (record {row - self.starts[f] + 1})" if self.arrays[f] else ""
+            out.append(f"{self.paths[f]}:{line}{record}")
+        return out
 
     def start(self, path, array=False):
         self.paths.append(path)
@@ -361,7 +357,7 @@ def read_csv(table, path, args, head, cr_only, blank):
     header, row, delimiter = csv_head(path, head, args.delimiter)
     names = header[:-1] if len(header) > 1 and not header[-1] else header
     trailing = len(row) == len(names) + 1 and not row[-1].strip()
-    wanted = csv_columns(path, names if trailing else header, args)
+    wanted = csv_columns(path, names if trailing else header, args.columns)
     table.start(path)
     columns = [table.column(header[j], "column", args) for j in wanted]
     lines = []
@@ -442,9 +438,9 @@ def csv_batches(path, header, delimiter, trailing, cr_only, blank):
         bad_row(path, header, delimiter, trailing)
 
 
-def csv_columns(path, header, args):
+def csv_columns(path, header, wanted):
     """The indices of the columns to read: named, and in --columns; a header of numbers refused."""
-    keep, wanted = [], args.columns
+    keep = []
     for j, name in enumerate(header):
         if not name and j == 0 and "" not in header[1:]:
             print(f"note: {path}: column 1 has no name (row names, as R writes them): left out")
@@ -456,8 +452,7 @@ def csv_columns(path, header, args):
             keep.append(j)
     for name in wanted or []:
         if name not in header:
-            flag = "--group" if name == args.group else "--columns"
-            fail(f"{path}:1: {flag} names {name!r}, not a column here: {', '.join(header)}")
+            fail(f"{path}:1: --columns names {name!r}, not a column here: {', '.join(header)}")
     numeric = [header[j] for j in keep if NUMBER.fullmatch(header[j])]
     if numeric and len(numeric) * 2 >= len(keep):
         fail(

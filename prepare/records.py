@@ -149,8 +149,7 @@ def counting_keys(table, keys):
 
 
 def series_of(table, group, window):
-    """[(name, rows)]: each file's rows, or with --group each group's rows in a file (a group
-    shorter than window left out, noted)."""
+    """[(name, rows)]: each file's rows, or with --group each group's rows in a file."""
     if not group:
         return list(zip(table.paths, file_rows(table)))
     col = table.group

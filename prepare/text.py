@@ -341,8 +341,7 @@ def tokens_of(line, where):
 
 
 def write_lines(stage, table, parts, keys, writers, record):
-    """<split>.txt, <split>.source.txt (each record's first row) and (record) <split>.levels.txt
-    of every split in stage; {split: how many of its lines are also in train}."""
+    """Each split's files in stage; {split: how many of its lines are also in train}."""
     repeated, train = {}, np.empty(len(parts[0]), np.int64)
     for split, part in zip(SPLITS, parts):
         levels_file = contextlib.nullcontext()
@@ -352,7 +351,7 @@ def write_lines(stage, table, parts, keys, writers, record):
         with open_new(os.path.join(stage, f"{split}.txt")) as f, levels_file, source:
             for lo in range(0, len(part), BLOCK):
                 first = part.rows[lo : lo + BLOCK, 0]
-                source.write("".join(place + "\n" for place in table.places(first)))
+                source.write("\n".join(table.places(first)) + "\n")
                 found = {}
                 for key in writers if record else []:
                     col, rows = table.cols[key], part.rows[lo : lo + BLOCK]

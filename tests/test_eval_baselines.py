@@ -49,7 +49,7 @@ def test_least_squares_recovers_a_linear_relation_and_a_list_valued_key_gets_per
     r = report["splits"]["test"]["t"]
     test = [json.loads(line)["t"] for line in open(f"{data}/test.txt")]
     assert r["persistence"]["mse"] == pytest.approx(np.mean([(w[-1] - w[-2]) ** 2 for w in test]))
-    assert "least_squares" not in r and "persistence (the last value of the same key that the model reads)" in stdout
+    assert "least_squares" not in r and "persistence (the key's last value that the model reads)" in stdout
 
 
 def test_the_period_of_a_sine_is_found_and_a_random_walk_or_a_trend_has_none():

@@ -305,7 +305,6 @@ NESTED_KEY = "".join(f'{{"x": {i}, "y": {{"12": {i % 5}}}}}\n' for i in range(40
         r"write 1000 or 10.00, or --decimal-comma")),
     ("t p q\n1 2 3\n", "", "bad.csv:1: the header holds no , ; tab or | but spaces"),
     ("a,b\n1,2\n", "--columns a,c", "bad.csv:1: --columns names 'c', not a column here: a, b"),
-    ("a,b\n1,2\n", "--columns a --group c", "bad.csv:1: --group names 'c', not a column here: a, b"),
     ('{"a":[1,2],"b":1}\n', "--text z", "--text names 'z', not a column or key"),
     (QUAKES, "--target site",
      "--target site: not a key of numbers; expected one of year, lat, mag"),
