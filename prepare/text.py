@@ -350,13 +350,14 @@ def write_lines(stage, table, parts, keys, writers, record):
         source = open_new(os.path.join(stage, f"{split}.source.txt"), "w")
         with open_new(os.path.join(stage, f"{split}.txt")) as f, levels_file, source:
             for lo in range(0, len(part), BLOCK):
-                first = part.rows[lo : lo + BLOCK, 0]
-                source.write("\n".join(table.places(first)) + "\n")
+                rows = part.rows[lo : lo + BLOCK]
+                source.write("\n".join(table.places(rows[:, 0])) + "\n")
                 found = {}
-                for key in writers if record else []:
-                    col, rows = table.cols[key], part.rows[lo : lo + BLOCK]
-                    found[key] = record_level(np.where(col.code[rows] == NUM, col.x[rows], np.nan))
                 if record:
+                    for key in writers:
+                        col = table.cols[key]
+                        x = np.where(col.code[rows] == NUM, col.x[rows], np.nan)
+                        found[key] = record_level(x)
                     each = zip(*[v.tolist() for v in found.values()])
                     levels_file.write("".join(json.dumps(dict(zip(found, v))) + "\n" for v in each))
                 lines = lines_of(table, part, keys, writers, lo, lo + BLOCK, found)

@@ -14,8 +14,8 @@ BUDGET = {"train.py": 13_792, "model.py": 12_087, "sample.py": 6_088, "tokenize_
           "configurator.py": 4_264, "batching.py": 8_342}
 # Ceilings: lower them as code is cut, never raise them. The aim is a reference of 270,000
 # characters, own-data reading of 40,000 and tests no larger than the reference.
-REFERENCE_BUDGET = 314_212  # every top-level .py and prepare/*.py
-TEXT_BUDGET = 67_020  # prepare/text.py and the modules only it uses
+REFERENCE_BUDGET = 314_203  # every top-level .py and prepare/*.py
+TEXT_BUDGET = 67_011  # prepare/text.py and the modules only it uses
 TESTS_BUDGET = 364_264  # tests/*.py
 FILE_BUDGET = 25_000
 FUNCTION_LINES = 60
