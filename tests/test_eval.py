@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 from conftest import ROOT, run
-from helpers import diverged, eval_model, evaluated, one_line_error, own_run, prepared
+from helpers import diverged, eval_model, evaluated, one_line_error, prepared
 from helpers import truth_field, write_old_layout
 
 import eval as ev

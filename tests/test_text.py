@@ -123,7 +123,7 @@ def column_x(cell):
 def xlsx():
     book = io.BytesIO()
     with zipfile.ZipFile(book, "w") as z:
-        z.writestr("xl/workbook.xml", "<workbook/>")
+        z.writestr(zipfile.ZipInfo("xl/workbook.xml"), "<workbook/>")
     return book.getvalue()
 
 
