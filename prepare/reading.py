@@ -193,10 +193,10 @@ class Column:
             self.check_float(d, at)
         return NESTED, None
 
-    def mapped(self, i, dtype):
+    def mapped(self, i, dtype, mode="r"):
         if not self.n:
             return np.empty(0, dtype)
-        return np.memmap(self.paths[i], dtype, "r", shape=(self.n,))
+        return np.memmap(self.paths[i], dtype, mode, shape=(self.n,))
 
     @property
     def code(self):
@@ -450,9 +450,7 @@ def csv_columns(path, header, wanted):
             fail(f"{path}:1: column {j + 1} of the header is {what}")
         if not wanted or name in wanted:
             keep.append(j)
-    for name in wanted or []:
-        if name not in header:
-            fail(f"{path}:1: --columns names {name!r}, not a column here: {', '.join(header)}")
+    check_named(f"{path}:1", header, wanted)
     numeric = [header[j] for j in keep if NUMBER.fullmatch(header[j])]
     if numeric and len(numeric) * 2 >= len(keep):
         fail(
@@ -460,6 +458,13 @@ def csv_columns(path, header, wanted):
             " header row? add a line of names"
         )
     return keep
+
+
+def check_named(place, names, wanted):
+    """Refused: a column --columns or --group (wanted) names that the file lacks."""
+    for name in wanted or []:
+        if name not in names:
+            fail(f"{place}: {wanted[name]} names {name!r}, not a column here: {', '.join(names)}")
 
 
 def _constant(name):
@@ -482,7 +487,7 @@ class Nested:
         self.value = value
 
 
-def json_records(path, args):
+def json_records(path):
     """(a JSON file's records, the line of each, whether an array); missing values None."""
     text = opened(path).read().decode("utf-8-sig").replace("\r\n", "\n").rstrip("\n")
     decoder = json.JSONDecoder(
@@ -511,9 +516,7 @@ def json_records(path, args):
             fail(f"{where}: a record nested too deep for Python's JSON reader; flatten it")
         if not isinstance(record, dict) or not record:
             fail(f"{where}: expected a JSON object, found {text[at:i][:40]!r}")
-        keep = args.columns or record
-        record = {k: rewrite(v, to_none) for k, v in record.items() if k in keep}
-        records.append(record)
+        records.append({k: rewrite(v, to_none) for k, v in record.items()})
         lines.append(line)
         i = space.match(text, i).end()
         if array and text.startswith(",", i):
@@ -528,7 +531,7 @@ def json_records(path, args):
 
 
 def read_json(table, path, args):
-    records, lines, array = json_records(path, args)
+    records, lines, array = json_records(path)
     if not records:
         fail(f"{path}: an empty JSON array; expected a record per object")
     values = list(records[0].values()) if len(records) == 1 else []
@@ -542,7 +545,9 @@ def read_json(table, path, args):
     row0 = table.n
     table.line = np.concatenate([table.line, lines])
     table.starts[-1] += len(records)
-    for key in dict.fromkeys(k for r in records for k in r):
+    keys = list(dict.fromkeys(k for r in records for k in r))
+    check_named(path, keys, args.columns)
+    for key in [k for k in keys if k in (args.columns or keys)]:
         column = table.column(key, "key", args)
         values = [r.get(key) for r in records]
         if column.as_text:

@@ -4,6 +4,7 @@ Part each), missing values left out."""
 import functools
 import json
 import re
+import warnings
 from decimal import Decimal
 from itertools import pairwise
 
@@ -306,8 +307,51 @@ def warn_short(parts, args):
             print(f"warning: the {split} split holds {len(part)} record(s): {said}")
 
 
-def date_keys(table, text_keys):
-    """The keys (not --text) whose every value is a date or time, noted."""
+def as_number(text, hours):
+    """An ISO date or time as the decimal year (prepare/README.md, Dates and times), or with hours
+    a time of day in hours; None if numpy's ISO 8601 reader refuses it."""
+    iso = re.sub(r"^(\d{4})(\d\d)(\d\d)$", r"\1-\2-\3", text.replace("/", "-"))
+    iso = re.sub(r"(?<![\d.])(\d)(?!\d)", r"0\1", iso.replace(" ", "T", 1))
+    iso = re.sub(r"[T ]?(?:UTC|GMT)$", "Z", ("1970-01-01T" if hours else "") + iso)
+    try:
+        with warnings.catch_warnings(action="ignore"):
+            t = np.datetime64(iso, "ms")
+    except ValueError:
+        return None
+    if hours:
+        return float((t - np.datetime64(0, "ms")) / np.timedelta64(1, "h"))
+    year = t.astype("datetime64[Y]")
+    start, end = (year + [0, 1]).astype("datetime64[ms]")
+    return 1970 + int(year.astype(int)) + float((t - start) / (end - start))
+
+
+def dates_as_numbers(table, key):
+    """A key of dates as decimal years (of yyyymmdd numbers too), or of times alone as hours."""
+    col = table.cols[key]
+    code, x = col.mapped(0, np.int32, "r+"), col.mapped(1, np.float64, "r+")
+    at = code != GAP
+    index, texts = code[at], col.texts
+    if not texts:
+        days, index = np.unique(x[at], return_inverse=True)
+        texts = [f"{d:.0f}" for d in days]
+    hours = all(re.fullmatch(TIME, t) for t in texts)
+    values = [as_number(t, hours) for t in texts]
+    if None in values:
+        row = np.flatnonzero(at)[np.argmax(index == values.index(None))]
+        fail(
+            f"{table.where(row)}: key {key!r}: {excerpt(texts[values.index(None)])} is a date"
+            " --dates=number does not read; expected ISO 8601 (2021-03-04T12:30:00+02:00, 12:30)"
+            " or yyyymmdd: write it so, or leave the key out (--columns)"
+        )
+    x[at] = np.array(values)[index]
+    code[at] = NUM
+    # decimals for an hour of a year, or a second where a date holds a time of day
+    col.texts, col.index, col.q = [], {}, -4 if hours or ":" not in "".join(texts) else -8
+
+
+def date_keys(table, text_keys, how):
+    """The keys (not --text) whose every value is a date or time, noted; with how "number" made
+    numbers, else left out (returned)."""
     dates, lines = [], []
     for key, col in table.cols.items():
         texts = all(isinstance(t, str) and DATE.fullmatch(t) for t in col.texts)
@@ -329,7 +373,6 @@ def date_keys(table, text_keys):
             if not all(YYYYMMDD.fullmatch(f"{x:.0f}") for x in np.unique(rank)):
                 continue
             value, sortable = [f"{rank[0]:.0f}", f"{rank[-1]:.0f}"], True
-        dates.append(key)
         # ISO dates and yyyymmdd sort as text, in file order within each group
         by_group, same = slice(None), np.diff(present) == 1
         if table.group:
@@ -340,9 +383,15 @@ def date_keys(table, text_keys):
         back = ""
         if len(after):
             back = f" (they go back in time at {table.where(after[0])}: sort the file)"
+        kept = "left out (--dates=number keeps it as a number)"
+        if how == "number":
+            dates_as_numbers(table, key)
+            kept = "kept as a number (--dates=number)"
+        else:
+            dates.append(key)
         lines.append(
-            f"note: key {key!r} holds dates or times ({value[0]} ... {value[-1]}): left out"
-            f" (write it as a number, a year, to keep it); rows taken in file order{back}"
+            f"note: key {key!r} holds dates or times ({value[0]} ... {value[-1]}): {kept};"
+            f" rows taken in file order{back}"
         )
     print_some(lines)
     return dates

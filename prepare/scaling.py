@@ -129,3 +129,28 @@ def scale(table, parts, keys, mode):
     for lines in said.values():
         print_some(lines)
     return scales, digits, largest, ranges
+
+
+def beyond_train(table, parts, keys, ranges, scales, digits, window):
+    """Noted: a key of which more than 1 in 20 val/test numbers lie beyond train's range (by more
+    than the last decimal written), and what helps."""
+    lines = []
+    for key in keys:
+        low, high = ranges[key]
+        slack = scales[key]["spread"] * 10.0 ** -digits[key]
+        n = count = far = 0
+        for x, _ in number_pieces(table.cols[key], rows_in(table, parts[1:], key)):
+            out = np.maximum(x - high, low - x)
+            n += len(x)
+            count += int((out > slack).sum())
+            far = max(far, out.max(initial=0))
+        if count * 20 > n:
+            helps = "--scale record divides each window by its own level"
+            if window < 2:
+                helps = f"it is extrapolation; in a series, --window N with {helps}"
+            lines.append(
+                f"note: key {key!r}: {count} of {n} val/test numbers lie beyond train's range"
+                f" [{low:g}, {high:g}], by up to {far:.3g}: the model predicts within the range"
+                f" it learnt; {helps}"
+            )
+    print_some(lines)

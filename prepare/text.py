@@ -26,7 +26,7 @@ from dataset import record_level
 from reading import MISSING, NESTED, NUM, excerpt, read_files
 from records import SPLITS, check_keys, check_values, counting_keys, date_keys, leave_out_missing
 from records import print_some, rows_in, split_records, warn_short, words_for_tokenizer
-from scaling import scale, written
+from scaling import beyond_train, scale, written
 from tokenize_line import split_text
 from util import TextError, check_regular, open_new
 
@@ -55,6 +55,9 @@ def main(argv=None):
 
     number_keys = [k for k in keys if "number" in kind[k]]
     scales, digits, largest, ranges = scale(table, parts, number_keys, args.scale)
+    if args.scale != "record":
+        varying = [k for k in number_keys if k not in index_like]
+        beyond_train(table, parts, varying, ranges, scales, digits, args.window)
 
     writers = {k: lambda x, k=k: written(x, scales[k], digits[k]) for k in number_keys}
     vocab, counts = check_tokens(table, parts, keys)
@@ -133,6 +136,12 @@ def parser():
         action="store_true",
         help="with --order time: a val or test window may start before its part",
     )
+    add(
+        "--dates",
+        choices=("leave-out", "number"),
+        default="leave-out",
+        help="a key of dates or times: left out (default) or a number, the decimal year",
+    )
     add("--target", metavar="KEY", help="the key of numbers to predict (what eval.py masks)")
     add("--force", action="store_true", help="replace a dataset in --out (other files stay)")
     return p
@@ -154,9 +163,11 @@ def parse_args(argv):
             f"--split {args.split}: expected three positive fractions that add up to 1"
             " (train,val,test: 0.8,0.1,0.1)"
         )
-    args.columns = [c.strip() for c in args.columns.split(",")] if args.columns else None
+    if args.columns:
+        # each column to keep, and the flag that names it
+        args.columns = dict.fromkeys([c.strip() for c in args.columns.split(",")], "--columns")
     if args.columns and args.group:
-        args.columns.append(args.group)
+        args.columns.setdefault(args.group, "--group")
     args.text = {c.strip() for c in args.text.split(",") if c.strip()}
     args.delimiter = {"tab": "\t", "\\t": "\t"}.get(args.delimiter, args.delimiter)
     args.stride = args.stride or args.window
@@ -225,7 +236,7 @@ def clean_keys(table, args):
     if args.group:
         print(f"note: key {args.group!r} names each row's group (--group): not in the records")
     table.group = table.cols.pop(args.group) if args.group else None
-    dates = date_keys(table, args.text)
+    dates = date_keys(table, args.text, args.dates)
     for key in dates:
         table.cols.pop(key)
     renamed = words_for_tokenizer(table)
