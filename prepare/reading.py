@@ -7,7 +7,6 @@ import functools
 import gzip
 import io
 import json
-import math
 import os
 import re
 import tempfile
@@ -126,7 +125,7 @@ class Column:
         """d as a float64 (refused if one cannot hold its square); q lowered to its finest digit."""
         x = float(d)
         self.q = min(self.q, d.as_tuple().exponent)
-        if not math.isfinite(x) or (d and abs(x) < 1e-150):
+        if d and not 1e-150 <= abs(x) < 1e150:
             fail(
                 f"{at()}: {self.noun} {self.name!r}: {d} is beyond what a float64 holds, squared;"
                 " write the key in other units"
@@ -193,10 +192,10 @@ class Column:
             self.check_float(d, at)
         return NESTED, None
 
-    def mapped(self, i, dtype, mode="r"):
+    def mapped(self, i, dtype):
         if not self.n:
             return np.empty(0, dtype)
-        return np.memmap(self.paths[i], dtype, mode, shape=(self.n,))
+        return np.memmap(self.paths[i], dtype, "r", shape=(self.n,))
 
     @property
     def code(self):

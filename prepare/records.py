@@ -308,8 +308,8 @@ def warn_short(parts, args):
 
 
 def as_number(text, hours):
-    """An ISO date or time as the decimal year (prepare/README.md, Dates and times), or with hours
-    a time of day in hours; None if numpy's ISO 8601 reader refuses it."""
+    """An ISO date or time as the decimal year, with hours a time of day in hours; None where numpy
+    does not read it."""
     iso = re.sub(r"^(\d{4})(\d\d)(\d\d)$", r"\1-\2-\3", text.replace("/", "-"))
     iso = re.sub(r"(?<![\d.])(\d)(?!\d)", r"0\1", iso.replace(" ", "T", 1))
     iso = re.sub(r"[T ]?(?:UTC|GMT)$", "Z", ("1970-01-01T" if hours else "") + iso)
@@ -319,16 +319,16 @@ def as_number(text, hours):
     except ValueError:
         return None
     if hours:
-        return float((t - np.datetime64(0, "ms")) / np.timedelta64(1, "h"))
+        return (t - np.datetime64(0, "ms")) / np.timedelta64(1, "h")
     year = t.astype("datetime64[Y]")
     start, end = (year + [0, 1]).astype("datetime64[ms]")
-    return 1970 + int(year.astype(int)) + float((t - start) / (end - start))
+    return 1970 + year.astype(int) + (t - start) / (end - start)
 
 
 def dates_as_numbers(table, key):
-    """A key of dates as decimal years (of yyyymmdd numbers too), or of times alone as hours."""
+    """A key of dates (yyyymmdd numbers too) as decimal years, of times alone as hours."""
     col = table.cols[key]
-    code, x = col.mapped(0, np.int32, "r+"), col.mapped(1, np.float64, "r+")
+    code, x = np.memmap(col.paths[0], np.int32, "r+"), np.memmap(col.paths[1], float, "r+")
     at = code != GAP
     index, texts = code[at], col.texts
     if not texts:
@@ -339,9 +339,9 @@ def dates_as_numbers(table, key):
     if None in values:
         row = np.flatnonzero(at)[np.argmax(index == values.index(None))]
         fail(
-            f"{table.where(row)}: key {key!r}: {excerpt(texts[values.index(None)])} is a date"
-            " --dates=number does not read; expected ISO 8601 (2021-03-04T12:30:00+02:00, 12:30)"
-            " or yyyymmdd: write it so, or leave the key out (--columns)"
+            f"{table.where(row)}: key {key!r}: --dates=number reads ISO dates, times and yyyymmdd"
+            f" (2021-03-04T12:30, 12:30, 20210304), not {excerpt(texts[values.index(None)])};"
+            " write it so, or leave the key out (--columns)"
         )
     x[at] = np.array(values)[index]
     code[at] = NUM

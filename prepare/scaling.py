@@ -8,9 +8,6 @@ from common import fail
 from reading import NUM, numbers
 from records import print_some, rows_in
 
-FAR = 10
-
-
 def number_pieces(col, weights, size=1 << 18):
     """A column's numbers in the rows of weight > 0 (a mask or a count per row), nested ones too,
     a piece at a time, each with its weight."""
@@ -88,9 +85,6 @@ def scale(table, parts, keys, mode):
     for key in keys:
         col = table.cols[key]
         low, high, least, most = extremes(col, rows_in(table, parts, key))
-        # squared, such a number overflows a float64
-        if most > 1e150:
-            fail(f"key {key!r}: |x| up to {most:g}, too large to scale; write log10 of it as a key")
         s = scales[key] = scale_of(table, parts[0], key, mode, said["constant"].append)
         largest[key] = max(abs(high - s["center"]), abs(low - s["center"])) / s["spread"]
         digits[key] = decimals_of(col.q, s["spread"], mode, largest[key])
@@ -116,7 +110,7 @@ def scale(table, parts, keys, mode):
                 f" {math.log10(most / least):.0f} decades: scaled, the small ones are near 0;"
                 " write log10 of the key, or --scale none"
             )
-        if mode == "auto" and largest[key] > FAR:
+        if mode == "auto" and largest[key] > 10:
             said["far"].append(
                 f"warning: key {key!r}: scaled, its numbers reach |x| = {largest[key]:.3g}; far"
                 " from order 1: write log10 of the key, or leave outliers out"
@@ -133,7 +127,7 @@ def scale(table, parts, keys, mode):
 
 def beyond_train(table, parts, keys, ranges, scales, digits, window):
     """Noted: a key of which more than 1 in 20 val/test numbers lie beyond train's range (by more
-    than the last decimal written), and what helps."""
+    than the last decimal written)."""
     lines = []
     for key in keys:
         low, high = ranges[key]
@@ -144,13 +138,12 @@ def beyond_train(table, parts, keys, ranges, scales, digits, window):
             n += len(x)
             count += int((out > slack).sum())
             far = max(far, out.max(initial=0))
+        helps = "--scale record divides each window by its level"
+        if window < 2:
+            helps = "the model extrapolates; with --window N, " + helps
         if count * 20 > n:
-            helps = "--scale record divides each window by its own level"
-            if window < 2:
-                helps = f"it is extrapolation; in a series, --window N with {helps}"
             lines.append(
                 f"note: key {key!r}: {count} of {n} val/test numbers lie beyond train's range"
-                f" [{low:g}, {high:g}], by up to {far:.3g}: the model predicts within the range"
-                f" it learnt; {helps}"
+                f" [{low:g}, {high:g}], by up to {far:.3g}; {helps}"
             )
     print_some(lines)

@@ -6,7 +6,6 @@ by each value, docs/decisions.md#scaling). prepare/README.md#your-own-data-textp
 
 import argparse
 import contextlib
-import errno
 import gc
 import glob
 import hashlib
@@ -39,8 +38,8 @@ def main(argv=None):
     inputs = args.files + ([args.val, args.test] if args.val else [])
     check_inputs(inputs, args.out)
 
-    with scratch_space():
-        table = read_files(inputs, args)
+    remove_old_scratch()
+    table = read_files(inputs, args)
 
     keys, kind, dates, renamed = clean_keys(table, args)
     check_values(table, keys, args.missing)
@@ -97,11 +96,7 @@ def parser():
     add("--out", required=True, help="output directory")
     add("--window", type=at_least(1), default=1, help="N consecutive rows of a file per record")
     add("--stride", type=at_least(1), help="with --window: a window every S rows (default N)")
-    add(
-        "--order",
-        choices=("time", "random"),
-        help="split in time order (default with --window) or at random",
-    )
+    add("--order", choices=("time", "random"), help="time order (default with --window) or random")
     add("--split", default="0.8,0.1,0.1", help="train,val,test fractions")
     add("--seed", type=at_least(0), default=1337, help="seed of the random split (default 1337)")
     add("--val", metavar="FILE", help="validation records from FILE instead of a split")
@@ -125,22 +120,13 @@ def parser():
         " of each key on train; none: as they are; record: each window's numbers of a key divided"
         " by the mean |x| of all but its last",
     )
-    add(
-        "--group",
-        metavar="COL",
-        help="rows with the same COL are one series (a station), split"
-        " in time within it or (--order random) by group",
-    )
-    add(
-        "--context-before",
-        action="store_true",
-        help="with --order time: a val or test window may start before its part",
-    )
+    add("--group", metavar="COL", help="rows with the same COL are one series (a station)")
+    add("--context-before", action="store_true", help="windows may start before their part")
     add(
         "--dates",
         choices=("leave-out", "number"),
         default="leave-out",
-        help="a key of dates or times: left out (default) or a number, the decimal year",
+        help="a key of dates or times: left out, or a number (the decimal year)",
     )
     add("--target", metavar="KEY", help="the key of numbers to predict (what eval.py masks)")
     add("--force", action="store_true", help="replace a dataset in --out (other files stay)")
@@ -208,9 +194,8 @@ def check_inputs(paths, out):
                 fail(f"{path}: writing a dataset to {out} replaces it; choose another --out")
 
 
-@contextlib.contextmanager
-def scratch_space():
-    """Scratch folders prepare-text-<pid>-* of ended runs removed; a full TMPDIR named."""
+def remove_old_scratch():
+    """Scratch folders prepare-text-<pid>-* of ended runs removed."""
     for path in glob.glob(os.path.join(tempfile.gettempdir(), "prepare-text-*-*")):
         try:
             os.kill(int(os.path.basename(path).split("-")[2]), 0)
@@ -218,12 +203,6 @@ def scratch_space():
             shutil.rmtree(path, ignore_errors=True)
         except (OSError, ValueError, OverflowError):
             pass
-    try:
-        yield
-    except OSError as e:
-        if e.errno not in (errno.ENOSPC, errno.EDQUOT):
-            raise
-        fail(f"{tempfile.gettempdir()} (TMPDIR): {e.strerror}; set TMPDIR to a folder with room")
 
 
 def clean_keys(table, args):

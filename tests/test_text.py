@@ -204,6 +204,29 @@ def test_dates_as_spreadsheets_write_them_are_left_out(prepare, capsys):
     said(capsys, "note: key 'named' holds dates or times (01-Jan-2021 ... 05-Feb-2023)")
 
 
+def test_dates_as_numbers_are_decimal_years_or_hours_of_the_day(prepare, capsys):
+    content = "date,day,at,hour,t\n" + "".join(
+        f"1982-07-{d:02d},198207{d:02d},1970-01-{d:02d} 00:00:01,{d % 24}:30,{d}\n" for d in range(1, 31))
+    out, meta = prepare(content, "--dates=number")
+    said(capsys, "key 'day' holds dates or times (19820701 ... 19820730): kept as a number")
+    assert meta["dates_left_out"] == [] and list(meta["scales"]) == ["date", "day", "at", "hour", "t"]
+    rows = read(out)
+    d = np.rint(original(meta, "t", [r["t"] for r in rows]))
+    year = 1982 + (180 + d) / 365
+    hand = {"date": year, "day": year, "at": 1970 + (d - 1 + 1 / 86400) / 365, "hour": d % 24 + 0.5}
+    for (key, values), most in zip(hand.items(), (1e-5, 1e-5, 1e-9, 1e-5)):
+        assert original(meta, key, [r[key] for r in rows]) == pytest.approx(values, abs=most), key
+
+
+@pytest.mark.parametrize("growth", [1, 0])
+def test_values_beyond_train_in_val_or_test_suggest_scale_record(prepare, capsys, growth):
+    content = "y\n" + "".join(f"{100 + growth * i + 5 * np.sin(i * np.pi / 6):.2f}\n" for i in range(120))
+    prepare(content, "--window", "12", "--stride", "1")
+    printed = capsys.readouterr().out
+    assert ("val/test numbers lie beyond train's range" in printed) == bool(growth)
+    assert ("--scale record divides each window by its level" in printed) == bool(growth)
+
+
 STACKED = [(a, d) for a in range(2) for d in range(1, 21)]
 # interleaved, days 3 and 4 swapped
 SWAPPED = [(a, d) for d in (1, 2, 4, 3, *range(5, 21)) for a in range(2)]
@@ -215,7 +238,7 @@ SWAPPED = [(a, d) for d in (1, 2, 4, 3, *range(5, 21)) for a in range(2)]
 def test_dates_going_back_are_noted_within_each_group(prepare, capsys, rows, flags, back):
     content = "animal,date,w\n" + "".join(f"{a},2021-03-{d:02d},{d + a}\n" for a, d in rows)
     prepare(content, "--window", "2", *flags)
-    printed = said(capsys, "left out (write it as a number, a year, to keep it)")
+    printed = said(capsys, "left out (--dates=number keeps it as a number)")
     assert re.findall(r"[^/]*: sort the file", printed) == ([back] if back else [])
 
 
@@ -337,8 +360,10 @@ NESTED_KEY = "".join(f'{{"x": {i}, "y": {{"12": {i % 5}}}}}\n' for i in range(40
         r"bad.csv:1: the header holds numbers \(0.1, 4\): a file without a header row\? "
         r".*add a line of names")),
     ("a,b\n1,2\n", "--split nan,0.5,0.5", "--split nan,0.5,0.5: expected three positive fractions"),
-    ("x\n" + "1\n" * 20 + "1e308\n", "",
-     r"key 'x': \|x\| up to 1e\+308, too large to scale; write log10"),
+    ("x\n" + "1\n" * 20 + "1e308\n", "", r"bad.csv:22: column 'x': 1E\+308 is beyond what a float64"),
+    ("d,t\n04/03/2021,1\n", "--dates=number", r"bad.csv:2: key 'd': --dates=number reads ISO .*'04/03"),
+    (CSV, "--dates=year", r"--dates: invalid choice: 'year' \(choose from 'leave-out', 'number'\)"),
+    ("a,b,c\n1,2,3\n", "--columns a,b --group x", "bad.csv:1: --group names 'x', not a column here: a, b, c"),
     ('{"a":' + "[" * 5000 + "]" * 5000 + "}\n", "", "bad.jsonl:1: a record nested too deep"),
     ("t,x\n1," + "y" * (3 << 20) + "\n", "",
      "bad.csv:2: a line of more than 1 MiB, over the limit"),
@@ -659,4 +684,6 @@ def test_scratch_of_a_killed_run_is_removed_and_a_full_tmpdir_named(tmp_path, mo
     def full(*_):
         raise OSError(28, "No space left on device")
     monkeypatch.setattr(reading.Column, "write", full)
-    assert error(CSV).startswith(f"error: {tmp_path} (TMPDIR): No space left")
+    # common's one-line hook names the full TMPDIR (test_prepare_common)
+    with pytest.raises(OSError, match="No space left"):
+        prepare(CSV)
