@@ -307,46 +307,35 @@ def warn_short(parts, args):
             print(f"warning: the {split} split holds {len(part)} record(s): {said}")
 
 
-def as_number(text, hours):
-    """An ISO date or time as the decimal year, with hours a time of day in hours; None where numpy
-    does not read it."""
-    iso = re.sub(r"^(\d{4})(\d\d)(\d\d)$", r"\1-\2-\3", text.replace("/", "-"))
-    iso = re.sub(r"(?<![\d.])(\d)(?!\d)", r"0\1", iso.replace(" ", "T", 1))
-    iso = re.sub(r"[T ]?(?:UTC|GMT)$", "Z", ("1970-01-01T" if hours else "") + iso)
+def read_iso(text, hours):
+    """text as ISO 8601 (2021/3/4 5:06 UTC as 2021-03-04T05:06Z; with hours, a time of day), else
+    NaT."""
+    text = re.sub(r"(?<![\d.])(\d)(?!\d)", r"0\1", text.replace("/", "-").replace(" ", "T", 1))
+    text = re.sub(r"[T ]?(?:UTC|GMT)$", "Z", ("1970-01-01T" if hours else "") + text)
     try:
-        with warnings.catch_warnings(action="ignore"):
-            t = np.datetime64(iso, "ms")
+        return np.datetime64(text, "ms")
     except ValueError:
-        return None
+        return np.datetime64("NaT", "ms")
+
+
+def decimal_years(texts, hours):
+    """ISO dates and times (yyyymmdd too) as decimal years (prepare/README.md, Dates and times),
+    with hours times of day in hours; NaN where numpy does not read one."""
+    if texts[0].isdigit():
+        texts = [f"{t[:4]}-{t[4:6]}-{t[6:]}" for t in texts]
+    if not re.match(r"\d{4}|\d\d?:", texts[0]):
+        return np.full(len(texts), np.nan)
+    with warnings.catch_warnings(action="ignore"):
+        try:
+            # as most files write them, read at once
+            t = np.array([t.replace(" ", "T", 1) for t in texts], "datetime64[ms]")
+        except ValueError:
+            t = np.array([read_iso(text, hours) for text in texts])
     if hours:
         return (t - np.datetime64(0, "ms")) / np.timedelta64(1, "h")
     year = t.astype("datetime64[Y]")
-    start, end = (year + [0, 1]).astype("datetime64[ms]")
+    start, end = year.astype(t.dtype), (year + 1).astype(t.dtype)
     return 1970 + year.astype(int) + (t - start) / (end - start)
-
-
-def dates_as_numbers(table, key):
-    """A key of dates (yyyymmdd numbers too) as decimal years, of times alone as hours."""
-    col = table.cols[key]
-    code, x = np.memmap(col.paths[0], np.int32, "r+"), np.memmap(col.paths[1], float, "r+")
-    at = code != GAP
-    index, texts = code[at], col.texts
-    if not texts:
-        days, index = np.unique(x[at], return_inverse=True)
-        texts = [f"{d:.0f}" for d in days]
-    hours = all(re.fullmatch(TIME, t) for t in texts)
-    values = [as_number(t, hours) for t in texts]
-    if None in values:
-        row = np.flatnonzero(at)[np.argmax(index == values.index(None))]
-        fail(
-            f"{table.where(row)}: key {key!r}: --dates=number reads ISO dates, times and yyyymmdd"
-            f" (2021-03-04T12:30, 12:30, 20210304), not {excerpt(texts[values.index(None)])};"
-            " write it so, or leave the key out (--columns)"
-        )
-    x[at] = np.array(values)[index]
-    code[at] = NUM
-    # decimals for an hour of a year, or a second where a date holds a time of day
-    col.texts, col.index, col.q = [], {}, -4 if hours or ":" not in "".join(texts) else -8
 
 
 def date_keys(table, text_keys, how):
@@ -360,38 +349,46 @@ def date_keys(table, text_keys, how):
         present = np.flatnonzero(col.code != GAP)
         if not len(present):
             continue
-        code = col.code[present]
-        if (code >= 0).all():
-            rank = np.argsort(np.argsort(np.array(col.texts, dtype=object), kind="stable"))[code]
-            value = [col.texts[code[0]], col.texts[code[-1]]]
-            sortable = all(re.match(r"\d{4}", t) for t in col.texts)
-        else:
+        index, texts, x = col.code[present], col.texts, col.x[present]
+        if not (index >= 0).all():
             # a column of numbers (a text's x is NaN): yyyymmdd, from 1800 to 2099
-            rank = col.x[present]
-            if col.q != 0 or not ((rank > 18e6) & (rank < 21e6)).all():
+            if col.q != 0 or not ((x > 18e6) & (x < 21e6)).all():
                 continue
-            if not all(YYYYMMDD.fullmatch(f"{x:.0f}") for x in np.unique(rank)):
+            days, index = np.unique(x, return_inverse=True)
+            texts = [f"{d:.0f}" for d in days]
+            if not all(YYYYMMDD.fullmatch(t) for t in texts):
                 continue
-            value, sortable = [f"{rank[0]:.0f}", f"{rank[-1]:.0f}"], True
-        # ISO dates and yyyymmdd sort as text, in file order within each group
+        hours = all(re.fullmatch(TIME, t) for t in texts)
+        years = decimal_years(texts, hours)[index]
+        # in file order within each group; times of day alone go round the clock
         by_group, same = slice(None), np.diff(present) == 1
         if table.group:
             group = np.where(table.group.code == NUM, table.group.x, table.group.code)[present]
             by_group = np.lexsort((present, group))
             same = np.diff(group[by_group]) == 0
-        after = present[by_group][1:][(np.diff(rank[by_group]) < 0) & same] if sortable else []
+        after = present[by_group][1:][(np.diff(years[by_group]) < 0) & same & (not hours)]
         back = ""
         if len(after):
             back = f" (they go back in time at {table.where(after[0])}: sort the file)"
         kept = "left out (--dates=number keeps it as a number)"
-        if how == "number":
-            dates_as_numbers(table, key)
-            kept = "kept as a number (--dates=number)"
-        else:
+        if how != "number":
             dates.append(key)
+        elif np.isnan(years).any():
+            i = np.argmax(np.isnan(years))
+            fail(
+                f"{table.where(present[i])}: key {key!r}: --dates=number reads ISO dates, times and"
+                f" yyyymmdd (2021-03-04T12:30, 12:30, 20210304), not {excerpt(texts[index[i]])};"
+                " write it so, or leave the key out (--columns)"
+            )
+        else:
+            np.memmap(col.paths[0], np.int32, "r+")[present] = NUM
+            np.memmap(col.paths[1], float, "r+")[present] = years
+            # decimals for an hour of a year, or a second where a date holds a time of day
+            col.texts, col.index, col.q = [], {}, -4 if hours or ":" not in "".join(texts) else -8
+            kept = "kept as a number (--dates=number)"
         lines.append(
-            f"note: key {key!r} holds dates or times ({value[0]} ... {value[-1]}): {kept};"
-            f" rows taken in file order{back}"
+            f"note: key {key!r} holds dates or times ({texts[index[0]]} ... {texts[index[-1]]}):"
+            f" {kept}; rows taken in file order{back}"
         )
     print_some(lines)
     return dates

@@ -8,6 +8,7 @@ from common import fail
 from reading import NUM, numbers
 from records import print_some, rows_in
 
+
 def number_pieces(col, weights, size=1 << 18):
     """A column's numbers in the rows of weight > 0 (a mask or a count per row), nested ones too,
     a piece at a time, each with its weight."""
