@@ -307,11 +307,7 @@ def warn_short(parts, args):
             print(f"warning: the {split} split holds {len(part)} record(s): {said}")
 
 
-def read_iso(text, hours):
-    """text as ISO 8601 (2021/3/4 5:06 UTC as 2021-03-04T05:06Z; with hours, a time of day), else
-    NaT."""
-    text = re.sub(r"(?<![\d.])(\d)(?!\d)", r"0\1", text.replace("/", "-").replace(" ", "T", 1))
-    text = re.sub(r"[T ]?(?:UTC|GMT)$", "Z", ("1970-01-01T" if hours else "") + text)
+def read_iso(text):
     try:
         return np.datetime64(text, "ms")
     except ValueError:
@@ -319,18 +315,13 @@ def read_iso(text, hours):
 
 
 def decimal_years(texts, hours):
-    """ISO dates and times (yyyymmdd too) as decimal years (prepare/README.md, Dates and times),
-    with hours times of day in hours; NaN where numpy does not read one."""
+    """ISO 8601 dates and times (yyyymmdd too) as decimal years (prepare/README.md, Dates and
+    times), with hours times of day in hours; NaN where numpy reads none."""
     if texts[0].isdigit():
         texts = [f"{t[:4]}-{t[4:6]}-{t[6:]}" for t in texts]
-    if not re.match(r"\d{4}|\d\d?:", texts[0]):
-        return np.full(len(texts), np.nan)
+    day = "1970-01-01T" if hours else ""
     with warnings.catch_warnings(action="ignore"):
-        try:
-            # as most files write them, read at once
-            t = np.array([t.replace(" ", "T", 1) for t in texts], "datetime64[ms]")
-        except ValueError:
-            t = np.array([read_iso(text, hours) for text in texts])
+        t = np.array([read_iso(day + text.replace(" ", "T", 1)) for text in texts])
     if hours:
         return (t - np.datetime64(0, "ms")) / np.timedelta64(1, "h")
     year = t.astype("datetime64[Y]")
@@ -376,9 +367,9 @@ def date_keys(table, text_keys, how):
         elif np.isnan(years).any():
             i = np.argmax(np.isnan(years))
             fail(
-                f"{table.where(present[i])}: key {key!r}: --dates=number reads ISO dates, times and"
-                f" yyyymmdd (2021-03-04T12:30, 12:30, 20210304), not {excerpt(texts[index[i]])};"
-                " write it so, or leave the key out (--columns)"
+                f"{table.where(present[i])}: key {key!r}: --dates=number reads ISO 8601 and yyyymmdd"
+                f" (2021-03-04T12:30, 12:30, 20210304), not {excerpt(texts[index[i]])}; write it"
+                " so, or leave the key out (--columns)"
             )
         else:
             np.memmap(col.paths[0], np.int32, "r+")[present] = NUM

@@ -174,7 +174,7 @@ def test_json_lines_arrays_and_objects_over_lines_are_records_windows_keep_their
 
 def test_dates_are_left_out_and_text_with_digits_is_one_word_everywhere(prepare, error, capsys):
     content = "\ufeffdate,day,at,hour,site,room,zip,pm2.5\n" + "".join(
-        f"2021-03-{d:02d},202103{d:02d},2021-03-{d:02d} {d}:00:01,{d:02d}:00,b7,room {d % 3},"
+        f"2021-03-{d:02d},202103{d:02d},2021-03-{d:02d} {d:02d}:00:01,{d:02d}:00,b7,room {d % 3},"
         f"0{1000 + d % 2},{d / 4}\n" for d in range(1, 21))
     out, meta = prepare(content, "--text", "zip", "--dates=number")
     said(capsys, "note: key 'day' holds dates or times (20210301 ... 20210320): kept as a number")
