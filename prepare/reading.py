@@ -193,8 +193,6 @@ class Column:
         return NESTED, None
 
     def mapped(self, i, dtype):
-        if not self.n:
-            return np.empty(0, dtype)
         return np.memmap(self.paths[i], dtype, "r", shape=(self.n,))
 
     @property

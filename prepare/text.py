@@ -19,8 +19,7 @@ from decimal import Decimal
 import numpy as np
 
 # common puts the repository's root on the path
-from common import at_least, command, dataset_files, fail, one_line_errors, staged_dataset
-from common import write_meta
+from common import at_least, command, fail, one_line_errors, staged_dataset, write_meta
 from dataset import record_level
 from reading import MISSING, NESTED, NUM, excerpt, read_files
 from records import SPLITS, check_keys, check_values, counting_keys, date_keys, leave_out_missing
@@ -36,7 +35,7 @@ BLOCK = 50_000
 def main(argv=None):
     args = parse_args(argv)
     inputs = args.files + ([args.val, args.test] if args.val else [])
-    check_inputs(inputs, args.out)
+    check_inputs(inputs)
 
     remove_old_scratch()
     table = read_files(inputs, args)
@@ -170,8 +169,8 @@ def parse_args(argv):
     return args
 
 
-def check_inputs(paths, out):
-    """No file given twice (under any name), nor one that writing to out replaces."""
+def check_inputs(paths):
+    """No file given twice, under any name."""
     seen = {}
     for path in paths:
         try:
@@ -185,13 +184,6 @@ def check_inputs(paths, out):
         if digest in seen:
             fail(f"{path} holds the same bytes as {seen[digest]}: a file given twice")
         seen[digest] = path
-    # --force would delete an input before it is read back
-    if os.path.isdir(out):
-        names = dataset_files(out)[0] + [f"{s}.txt" for s in SPLITS]
-        replaced = {os.path.realpath(os.path.join(out, name)) for name in names}
-        for path in paths:
-            if os.path.realpath(path) in replaced:
-                fail(f"{path}: writing a dataset to {out} replaces it; choose another --out")
 
 
 def remove_old_scratch():
