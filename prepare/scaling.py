@@ -127,24 +127,20 @@ def scale(table, parts, keys, mode):
 
 
 def beyond_train(table, parts, keys, ranges, scales, digits, window):
-    """Noted: a key of which more than 1 in 20 val/test numbers lie beyond train's range (by more
-    than the last decimal written)."""
+    """A note on each key of which more than 1 in 20 val/test numbers lie beyond train's range,
+    past its last written decimal."""
+    helps = "--scale record divides each window by its level"
+    if window < 2:
+        helps = "the model extrapolates; with --window N, " + helps
     lines = []
     for key in keys:
         low, high = ranges[key]
-        slack = scales[key]["spread"] * 10.0 ** -digits[key]
-        n = count = far = 0
-        for x, _ in number_pieces(table.cols[key], rows_in(table, parts[1:], key)):
-            out = np.maximum(x - high, low - x)
-            n += len(x)
-            count += int((out > slack).sum())
-            far = max(far, out.max(initial=0))
-        helps = "--scale record divides each window by its level"
-        if window < 2:
-            helps = "the model extrapolates; with --window N, " + helps
-        if count * 20 > n:
+        pieces = number_pieces(table.cols[key], rows_in(table, parts[1:], key))
+        out = np.concatenate([np.maximum(x - high, low - x) for x, _ in pieces])
+        beyond = out[out > scales[key]["spread"] * 10.0 ** -digits[key]]
+        if len(beyond) * 20 > len(out):
             lines.append(
-                f"note: key {key!r}: {count} of {n} val/test numbers lie beyond train's range"
-                f" [{low:g}, {high:g}], by up to {far:.3g}; {helps}"
+                f"note: key {key!r}: {len(beyond)} of {len(out)} val/test numbers lie beyond train's"
+                f" range [{low:g}, {high:g}], by up to {beyond.max():.3g}; {helps}"
             )
     print_some(lines)
