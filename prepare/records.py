@@ -374,8 +374,8 @@ def date_keys(table, text_keys, how):
         else:
             np.memmap(col.paths[0], np.int32, "r+")[present] = NUM
             np.memmap(col.paths[1], float, "r+")[present] = years
-            # decimals for an hour of a year, or a second where a date holds a time of day
-            col.texts, col.index, col.q = [], {}, -4 if hours or ":" not in "".join(texts) else -8
+            # written to 10^-8 of a year (a third of a second), or of an hour
+            col.texts, col.q = [], -8
             kept = "kept as a number (--dates=number)"
         lines.append(
             f"note: key {key!r} holds dates or times ({texts[index[0]]} ... {texts[index[-1]]}):"
