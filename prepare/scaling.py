@@ -78,11 +78,15 @@ def written(x, scale, digits):
     return np.array(text, dtype=object)[inverse.ravel()]
 
 
-def scale(table, parts, keys, mode):
+def scale(table, parts, keys, mode, window=1, counting=()):
     """({key: scale}, {key: decimals}, {key: largest |x| written}, {key: [least, largest] in
-    train}), from train; what the model cannot tell apart warned of."""
+    train}), from train; what the model cannot tell apart warned of, and val/test numbers beyond
+    train's range noted (of keys not counting rows)."""
     scales, digits, largest, ranges = {}, {}, {}, {}
     said = defaultdict(list)
+    helps = "--scale record divides each window by its level"
+    if window < 2:
+        helps = "the model extrapolates; with --window N, " + helps
     for key in keys:
         col = table.cols[key]
         low, high, least, most = extremes(col, rows_in(table, parts, key))
@@ -97,6 +101,15 @@ def scale(table, parts, keys, mode):
             # from train alone: nothing written hangs on the value a record predicts
             digits[key] = decimals_of(col.q, max(high, -low) or 1, mode, 1)
             continue
+        # more than 1 in 20 val/test numbers beyond train's range, past the last decimal written
+        pieces = number_pieces(col, rows_in(table, parts[1:], key))
+        out = np.concatenate([np.maximum(x - high, low - x) for x, _ in pieces])
+        beyond = out[out > s["spread"] * 10.0 ** -digits[key]]
+        if key not in counting and len(beyond) * 20 > len(out):
+            said["beyond"].append(
+                f"note: key {key!r}: {len(beyond)} of {len(out)} val/test numbers lie beyond train's"
+                f" range [{low:g}, {high:g}], by up to {beyond.max():.3g}; {helps}"
+            )
         if col.clash:
             a, where, b, seen = col.clash
             y = np.float32(written([float(a)], s, digits[key])[0])
@@ -124,23 +137,3 @@ def scale(table, parts, keys, mode):
     for lines in said.values():
         print_some(lines)
     return scales, digits, largest, ranges
-
-
-def beyond_train(table, parts, keys, ranges, scales, digits, window):
-    """A note on each key of which more than 1 in 20 val/test numbers lie beyond train's range,
-    past its last written decimal."""
-    helps = "--scale record divides each window by its level"
-    if window < 2:
-        helps = "the model extrapolates; with --window N, " + helps
-    lines = []
-    for key in keys:
-        low, high = ranges[key]
-        pieces = number_pieces(table.cols[key], rows_in(table, parts[1:], key))
-        out = np.concatenate([np.maximum(x - high, low - x) for x, _ in pieces])
-        beyond = out[out > scales[key]["spread"] * 10.0 ** -digits[key]]
-        if len(beyond) * 20 > len(out):
-            lines.append(
-                f"note: key {key!r}: {len(beyond)} of {len(out)} val/test numbers lie beyond train's"
-                f" range [{low:g}, {high:g}], by up to {beyond.max():.3g}; {helps}"
-            )
-    print_some(lines)

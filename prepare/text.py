@@ -24,7 +24,7 @@ from dataset import record_level
 from reading import MISSING, NESTED, NUM, excerpt, read_files
 from records import SPLITS, check_keys, check_values, counting_keys, date_keys, leave_out_missing
 from records import print_some, rows_in, split_records, warn_short, words_for_tokenizer
-from scaling import beyond_train, scale, written
+from scaling import scale, written
 from tokenize_line import split_text
 from util import TextError, check_regular, open_new
 
@@ -52,10 +52,9 @@ def main(argv=None):
     in_records = rows_in(table, parts)
 
     number_keys = [k for k in keys if "number" in kind[k]]
-    scales, digits, largest, ranges = scale(table, parts, number_keys, args.scale)
-    if args.scale != "record":
-        varying = [k for k in number_keys if k not in index_like]
-        beyond_train(table, parts, varying, ranges, scales, digits, args.window)
+    scales, digits, largest, ranges = scale(
+        table, parts, number_keys, args.scale, args.window, index_like
+    )
 
     writers = {k: lambda x, k=k: written(x, scales[k], digits[k]) for k in number_keys}
     vocab, counts = check_tokens(table, parts, keys)
