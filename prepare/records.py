@@ -27,7 +27,6 @@ DATE = re.compile(
     rf"(?:[T ]{TIME}(?:Z| ?UTC| ?GMT|[+-]\d{{2}}:?\d{{2}})?)?|{TIME}",
     re.IGNORECASE,
 )
-YYYYMMDD = re.compile(r"(?:1[89]|20)\d\d(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])")
 # the kinds a key's values may hold (a bit each)
 KINDS = {"number": 1, "text": 2}
 
@@ -341,16 +340,17 @@ def date_keys(table, text_keys, how):
         if not len(present):
             continue
         index, texts, x = col.code[present], col.texts, col.x[present]
-        if not (index >= 0).all():
+        numbers = not (index >= 0).all()
+        if numbers:
             # a column of numbers (a text's x is NaN): yyyymmdd, from 1800 to 2099
             if col.q != 0 or not ((x > 18e6) & (x < 21e6)).all():
                 continue
             days, index = np.unique(x, return_inverse=True)
             texts = [f"{d:.0f}" for d in days]
-            if not all(YYYYMMDD.fullmatch(t) for t in texts):
-                continue
         hours = all(re.fullmatch(TIME, t) for t in texts)
         years = decimal_years(texts, hours)[index]
+        if numbers and np.isnan(years).any():
+            continue
         # in file order within each group; times of day alone go round the clock
         by_group, same = slice(None), np.diff(present) == 1
         if table.group:
