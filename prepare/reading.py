@@ -447,7 +447,9 @@ def csv_columns(path, header, wanted):
             fail(f"{path}:1: column {j + 1} of the header is {what}")
         if not wanted or name in wanted:
             keep.append(j)
-    check_named(f"{path}:1", header, wanted)
+    for name in wanted or []:
+        if name not in header:
+            fail(f"{path}:1: {wanted[name]} names {name!r}, not a column here: {', '.join(header)}")
     numeric = [header[j] for j in keep if NUMBER.fullmatch(header[j])]
     if numeric and len(numeric) * 2 >= len(keep):
         fail(
@@ -455,13 +457,6 @@ def csv_columns(path, header, wanted):
             " header row? add a line of names"
         )
     return keep
-
-
-def check_named(place, names, wanted):
-    """Refused: a column --columns or --group (wanted) names that the file lacks."""
-    for name in wanted or []:
-        if name not in names:
-            fail(f"{place}: {wanted[name]} names {name!r}, not a column here: {', '.join(names)}")
 
 
 def _constant(name):
@@ -484,7 +479,7 @@ class Nested:
         self.value = value
 
 
-def json_records(path):
+def json_records(path, args):
     """(a JSON file's records, the line of each, whether an array); missing values None."""
     text = opened(path).read().decode("utf-8-sig").replace("\r\n", "\n").rstrip("\n")
     decoder = json.JSONDecoder(
@@ -513,7 +508,8 @@ def json_records(path):
             fail(f"{where}: a record nested too deep for Python's JSON reader; flatten it")
         if not isinstance(record, dict) or not record:
             fail(f"{where}: expected a JSON object, found {text[at:i][:40]!r}")
-        records.append({k: rewrite(v, to_none) for k, v in record.items()})
+        keep = args.columns or record
+        records.append({k: rewrite(v, to_none) for k, v in record.items() if k in keep})
         lines.append(line)
         i = space.match(text, i).end()
         if array and text.startswith(",", i):
@@ -528,7 +524,7 @@ def json_records(path):
 
 
 def read_json(table, path, args):
-    records, lines, array = json_records(path)
+    records, lines, array = json_records(path, args)
     if not records:
         fail(f"{path}: an empty JSON array; expected a record per object")
     values = list(records[0].values()) if len(records) == 1 else []
@@ -542,9 +538,7 @@ def read_json(table, path, args):
     row0 = table.n
     table.line = np.concatenate([table.line, lines])
     table.starts[-1] += len(records)
-    keys = list(dict.fromkeys(k for r in records for k in r))
-    check_named(path, keys, args.columns)
-    for key in [k for k in keys if k in (args.columns or keys)]:
+    for key in dict.fromkeys(k for r in records for k in r):
         column = table.column(key, "key", args)
         values = [r.get(key) for r in records]
         if column.as_text:
