@@ -367,9 +367,9 @@ def date_keys(table, text_keys, how):
         elif np.isnan(years).any():
             i = np.argmax(np.isnan(years))
             fail(
-                f"{table.where(present[i])}: key {key!r}: --dates=number reads ISO 8601 and yyyymmdd"
-                f" (2021-03-04T12:30, 12:30, 20210304), not {excerpt(texts[index[i]])}; write it"
-                " so, or leave the key out (--columns)"
+                f"{table.where(present[i])}: key {key!r}: --dates=number reads ISO 8601 and"
+                f" yyyymmdd (2021-03-04T12:30, 12:30, 20210304), not {excerpt(texts[index[i]])};"
+                " write it so, or leave the key out (--columns)"
             )
         else:
             np.memmap(col.paths[0], np.int32, "r+")[present] = NUM

@@ -80,8 +80,7 @@ def written(x, scale, digits):
 
 def scale(table, parts, keys, mode, window=1, counting=()):
     """({key: scale}, {key: decimals}, {key: largest |x| written}, {key: [least, largest] in
-    train}), from train; what the model cannot tell apart warned of, and val/test numbers beyond
-    train's range noted (of keys not counting rows)."""
+    train}), from train; what the model cannot tell apart warned of, and what lies beyond train."""
     scales, digits, largest, ranges = {}, {}, {}, {}
     said = defaultdict(list)
     helps = "--scale record divides each window by its level"
@@ -107,8 +106,8 @@ def scale(table, parts, keys, mode, window=1, counting=()):
         beyond = out[out > s["spread"] * 10.0 ** -digits[key]]
         if key not in counting and len(beyond) * 20 > len(out):
             said["beyond"].append(
-                f"note: key {key!r}: {len(beyond)} of {len(out)} val/test numbers lie beyond train's"
-                f" range [{low:g}, {high:g}], by up to {beyond.max():.3g}; {helps}"
+                f"note: key {key!r}: {len(beyond)} of {len(out)} val/test numbers lie beyond"
+                f" train's range [{low:g}, {high:g}], by up to {beyond.max():.3g}; {helps}"
             )
         if col.clash:
             a, where, b, seen = col.clash

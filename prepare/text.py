@@ -120,12 +120,7 @@ def parser():
     )
     add("--group", metavar="COL", help="rows with the same COL are one series (a station)")
     add("--context-before", action="store_true", help="windows may start before their part")
-    add(
-        "--dates",
-        choices=("leave-out", "number"),
-        default="leave-out",
-        help="a key of dates or times: left out, or a number (the decimal year)",
-    )
+    add("--dates", choices=("leave-out", "number"), help="default leave-out; number: decimal years")
     add("--target", metavar="KEY", help="the key of numbers to predict (what eval.py masks)")
     add("--force", action="store_true", help="replace a dataset in --out (other files stay)")
     return p
