@@ -61,14 +61,9 @@ def test_a_random_split_is_fixed_by_the_seed_and_keeps_file_order(tmp_path):
     assert all(p == sorted(p) for p in rows[0])
 
 
-def test_missing_values_are_omitted_or_dropped_and_counted(tmp_path):
+def test_a_split_emptied_by_missing_values_is_refused(tmp_path):
     table = own_table(tmp_path, "a,b\n1,\n2,3\n")
     part = records.Part(np.arange(2)[:, None])
-    kept, missing = records.leave_out_missing(table, [part] * 3, ["a", "b"], "omit")
-    assert kept[0].has("b").tolist() == [False, True] and kept[0].has("a").all()
-    assert missing == {"b": 3}
-    kept, missing = records.leave_out_missing(table, [part] * 3, ["a", "b"], "drop")
-    assert [len(p) for p in kept] == [1, 1, 1] and kept[0].rows.tolist() == [[1]]
     one = records.Part(np.array([[0]]))
     with pytest.raises(SystemExit, match="the train split holds no record once missing values are "
                                          "dropped"):
