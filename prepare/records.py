@@ -313,16 +313,13 @@ def read_iso(text):
         return np.datetime64("NaT", "ms")
 
 
-def decimal_years(texts, hours):
+def decimal_years(texts):
     """ISO 8601 dates and times (yyyymmdd too) as decimal years (prepare/README.md, Dates and
-    times), with hours times of day in hours; NaN where numpy reads none."""
+    times); NaN where numpy reads none."""
     if texts[0].isdigit():
         texts = [f"{t[:4]}-{t[4:6]}-{t[6:]}" for t in texts]
-    day = "1970-01-01T" if hours else ""
     with warnings.catch_warnings(action="ignore"):
-        t = np.array([read_iso(day + text.replace(" ", "T", 1)) for text in texts])
-    if hours:
-        return (t - np.datetime64(0, "ms")) / np.timedelta64(1, "h")
+        t = np.array([read_iso(text.replace(" ", "T", 1)) for text in texts])
     year = t.astype("datetime64[Y]")
     start, end = year.astype(t.dtype), (year + 1).astype(t.dtype)
     return 1970 + year.astype(int) + (t - start) / (end - start)
@@ -347,17 +344,16 @@ def date_keys(table, text_keys, how):
                 continue
             days, index = np.unique(x, return_inverse=True)
             texts = [f"{d:.0f}" for d in days]
-        hours = all(re.fullmatch(TIME, t) for t in texts)
-        years = decimal_years(texts, hours)[index]
+        years = decimal_years(texts)[index]
         if numbers and np.isnan(years).any():
             continue
-        # in file order within each group; times of day alone go round the clock
+        # in file order within each group
         by_group, same = slice(None), np.diff(present) == 1
         if table.group:
             group = np.where(table.group.code == NUM, table.group.x, table.group.code)[present]
             by_group = np.lexsort((present, group))
             same = np.diff(group[by_group]) == 0
-        after = present[by_group][1:][(np.diff(years[by_group]) < 0) & same & (not hours)]
+        after = present[by_group][1:][(np.diff(years[by_group]) < 0) & same]
         back = ""
         if len(after):
             back = f" (they go back in time at {table.where(after[0])}: sort the file)"
@@ -367,14 +363,14 @@ def date_keys(table, text_keys, how):
         elif np.isnan(years).any():
             i = np.argmax(np.isnan(years))
             fail(
-                f"{table.where(present[i])}: key {key!r}: --dates=number reads ISO 8601 and"
-                f" yyyymmdd (2021-03-04T12:30, 12:30, 20210304), not {excerpt(texts[index[i]])};"
-                " write it so, or leave the key out (--columns)"
+                f"{table.where(present[i])}: key {key!r}: --dates=number reads ISO 8601 dates and"
+                f" yyyymmdd (2021-03-04T12:30, 20210304), not {excerpt(texts[index[i]])}; write it"
+                " so, or leave the key out (--columns)"
             )
         else:
             np.memmap(col.paths[0], np.int32, "r+")[present] = NUM
             np.memmap(col.paths[1], float, "r+")[present] = years
-            # written to 10^-8 of a year (a third of a second), or of an hour
+            # written to 10^-8 of a year, a third of a second
             col.texts, col.q = [], -8
             kept = "kept as a number (--dates=number)"
         lines.append(

@@ -179,20 +179,20 @@ def test_json_lines_arrays_and_objects_over_lines_are_records_windows_keep_their
 
 
 def test_dates_are_left_out_and_text_with_digits_is_one_word_everywhere(prepare, error, capsys):
-    content = "\ufeffdate,day,at,hour,site,room,zip,pm2.5\n" + "".join(
-        f"2021-03-{d:02d},202103{d:02d},2021-03-{d:02d} {d:02d}:00:01,{d:02d}:00,b7,room {d % 3},"
+    content = "\ufeffdate,day,at,site,room,zip,pm2.5\n" + "".join(
+        f"2021-03-{d:02d},202103{d:02d},2021-03-{d:02d} {d:02d}:00:01,b7,room {d % 3},"
         f"0{1000 + d % 2},{d / 4}\n" for d in range(1, 21))
     out, meta = prepare(content, "--text", "zip", "--dates=number")
     said(capsys, "key 'day' holds dates or times (20210301 ... 20210320): kept as a number")
-    # ISO dates and yyyymmdd as decimal years, date-times to the second, times of day as hours
+    # ISO dates and yyyymmdd as decimal years, date-times to the second
     d = np.rint(4 * np.array(original(meta, "pm2_5", [r["pm2_5"] for r in read(out)])))
     year = 2021 + (58 + d) / 365
-    hand = {"date": year, "day": year, "at": year + (d + 1 / 3600) / 24 / 365, "hour": d}
+    hand = {"date": year, "day": year, "at": year + (d + 1 / 3600) / 24 / 365}
     for key, values in hand.items():
         assert original(meta, key, [r[key] for r in read(out)]) == pytest.approx(values, abs=1e-9)
     out, meta = prepare(content, "--text", "zip")
     said(capsys, "note: key 'date' holds dates or times")
-    assert meta["dates_left_out"] == ["date", "day", "at", "hour"]
+    assert meta["dates_left_out"] == ["date", "day", "at"]
     assert meta["keys"] == ["site", "room", "zip", "pm2_5"]
     assert meta["renamed"] == {"pm2.5": "pm2_5"}
     assert {r["room"] for r in read(out)} == {"room_0", "room_1", "room_2"}
@@ -349,7 +349,7 @@ NESTED_KEY = "".join(f'{{"x": {i}, "y": {{"12": {i % 5}}}}}\n' for i in range(40
         r".*add a line of names")),
     ("a,b\n1,2\n", "--split nan,0.5,0.5", "--split nan,0.5,0.5: expected three positive fractions"),
     ("x\n" + "1\n" * 20 + "1e308\n", "", r"bad.csv:22: column 'x': 1E\+308 is beyond what a float64"),
-    ("d,t\n04/03/2021,1\n", "--dates=number", r"bad.csv:2: key 'd': --dates=number reads ISO .*'04/03"),
+    ("d,t\n12:30,1\n", "--dates=number", r"bad.csv:2: key 'd': --dates=number reads ISO .*'12:30'"),
     ("a,b,c\n1,2,3\n", "--columns a,b --group x", "bad.csv:1: --group names 'x', not a column here: a, b, c"),
     ('{"a":' + "[" * 5000 + "]" * 5000 + "}\n", "", "bad.jsonl:1: a record nested too deep"),
     ("t,x\n1," + "y" * (3 << 20) + "\n", "",
