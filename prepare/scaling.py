@@ -78,14 +78,11 @@ def written(x, scale, digits):
     return np.array(text, dtype=object)[inverse.ravel()]
 
 
-def scale(table, parts, keys, mode, window=1, counting=()):
+def scale(table, parts, keys, mode, counting=()):
     """({key: scale}, {key: decimals}, {key: largest |x| written}, {key: [least, largest] in
     train}), from train; what the model cannot tell apart warned of, and what lies beyond train."""
     scales, digits, largest, ranges = {}, {}, {}, {}
     said = defaultdict(list)
-    helps = "--scale record divides each window by its level"
-    if window < 2:
-        helps = "the model extrapolates; with --window N, " + helps
     for key in keys:
         col = table.cols[key]
         low, high, least, most = extremes(col, rows_in(table, parts, key))
@@ -107,7 +104,8 @@ def scale(table, parts, keys, mode, window=1, counting=()):
         if key not in counting and len(beyond) * 20 > len(out):
             said["beyond"].append(
                 f"note: key {key!r}: {len(beyond)} of {len(out)} val/test numbers lie beyond"
-                f" train's range [{low:g}, {high:g}], by up to {beyond.max():.3g}; {helps}"
+                f" train's range [{low:g}, {high:g}], by up to {beyond.max():.3g}: the model"
+                " extrapolates; --scale record (with --window N) divides each window by its level"
             )
         if col.clash:
             a, where, b, seen = col.clash

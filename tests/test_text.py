@@ -472,7 +472,7 @@ def test_windows_are_split_in_time_order_with_a_stride(prepare, capsys):
     out, meta = prepare(content, "--window", "4", "--stride", "2", "--split", "0.6,0.2,0.2")
     # a growing series: val/test values beyond train's (day counts rows)
     said(capsys, "note: key 'day' goes up by 1 from row to row", "note: key 'x': 38 of 40 val/test",
-         "beyond train's range [0, 30.137], by up to 18.8; --scale record divides each window")
+         "beyond train's range [0, 30.137], by up to 18.8: the model extrapolates; --scale record")
     assert meta["window"] == 4 and meta["stride"] == 2 and meta["source"]["order"] == "time"
     days = {s: [[round(d) for d in original(meta, "day", r["day"])] for r in read(out, s)]
             for s in SPLITS}
