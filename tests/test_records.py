@@ -65,9 +65,9 @@ def test_a_split_emptied_by_missing_values_is_refused(tmp_path):
     table = own_table(tmp_path, "a,b\n1,\n2,3\n")
     part = records.Part(np.arange(2)[:, None])
     one = records.Part(np.array([[0]]))
-    with pytest.raises(SystemExit, match="the train split holds no record once missing values are "
-                                         "dropped"):
-        records.leave_out_missing(table, [one, part, part], ["a", "b"], "drop")
+    kept, _ = records.leave_out_missing(table, [one, part, part], ["a", "b"], "drop")
+    with pytest.raises(SystemExit, match="the train split holds no record; more data"):
+        records.warn_short(kept, args())
     # a JSON list holding a null holds a missing value
     table = own_table(tmp_path, '[{"b": ["x", null]}, {"b": ["NA", "y"]}]', name="d.json")
     assert list(records.missing_rows(table.cols["b"])) == [True, True]
