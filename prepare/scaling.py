@@ -78,9 +78,9 @@ def written(x, scale, digits):
     return np.array(text, dtype=object)[inverse.ravel()]
 
 
-def scale(table, parts, keys, mode, counting=()):
+def scale(table, parts, keys, mode):
     """({key: scale}, {key: decimals}, {key: largest |x| written}, {key: [least, largest] in
-    train}), from train; what the model cannot tell apart warned of, and what lies beyond train."""
+    train}), from train; what the model cannot tell apart warned of."""
     scales, digits, largest, ranges = {}, {}, {}, {}
     said = defaultdict(list)
     for key in keys:
@@ -97,16 +97,6 @@ def scale(table, parts, keys, mode, counting=()):
             # from train alone: nothing written hangs on the value a record predicts
             digits[key] = decimals_of(col.q, max(high, -low) or 1, mode, 1)
             continue
-        # more than 1 in 20 val/test numbers beyond train's range, past the last decimal written
-        pieces = number_pieces(col, rows_in(table, parts[1:], key))
-        out = np.concatenate([np.maximum(x - high, low - x) for x, _ in pieces])
-        beyond = out[out > s["spread"] * 10.0 ** -digits[key]]
-        if key not in counting and len(beyond) * 20 > len(out):
-            said["beyond"].append(
-                f"note: key {key!r}: {len(beyond)} of {len(out)} val/test numbers lie beyond"
-                f" train's range [{low:g}, {high:g}], by up to {beyond.max():.3g}: the model"
-                " extrapolates; --scale record (with --window N) divides each window by its level"
-            )
         if col.clash:
             a, where, b, seen = col.clash
             y = np.float32(written([float(a)], s, digits[key])[0])

@@ -52,7 +52,7 @@ def main(argv=None):
     in_records = rows_in(table, parts)
 
     number_keys = [k for k in keys if "number" in kind[k]]
-    scales, digits, largest, ranges = scale(table, parts, number_keys, args.scale, index_like)
+    scales, digits, largest, ranges = scale(table, parts, number_keys, args.scale)
 
     writers = {k: lambda x, k=k: written(x, scales[k], digits[k]) for k in number_keys}
     vocab, counts = check_tokens(table, parts, keys)
