@@ -23,7 +23,7 @@ from checkpoint import load_checkpoint
 from configurator import configure
 from dataset import check_name, check_trained_on, read_meta, read_samples
 from eval_baselines import BASELINES, baseline_predictions, baseline_text, learn_baselines
-from eval_baselines import NEXT, in_file_units, outside_training, verdict, verdict_text
+from eval_baselines import NEXT, in_file_units, outside_training, value_under, verdict, verdict_text
 from mixture import distribution_metrics, mixture_nll, mixture_quantile
 from predict import check_meta, fill_in, load_model, masked_samples, read_levels
 from util import TextError, atomic_file, atomic_write_text, format_number, pick_device, run_main
@@ -385,7 +385,7 @@ def write_plots(report, meta, prefix):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    task = report["task"]
+    task, drawn = report["task"], False
     for split, quantities in report["splits"].items():
         scales = {q: scale_of(task, meta, q, r.get("levels")) for q, r in quantities.items()}
         n = len(quantities)
@@ -405,6 +405,43 @@ def write_plots(report, meta, prefix):
         save_figure(plt, fig, f"{task} · {report['encoding']} · {split}", f"{prefix}_{split}.png")
         if "mixture" in next(iter(quantities.values())):
             write_distribution_plots(task, split, quantities, f"{prefix}_{split}", plt, scales)
+        if mask_key and not mask_all and (shown := series(report, meta, split)):
+            write_series(shown, f"{split} · {mask_key}, in the file's units", f"{prefix}_{split}_series.png", plt)
+            drawn = True
+    return drawn
+
+
+def series(report, meta, split):
+    """The first 4 records of a key holding lists, in the file's units: {line: (the values the
+    model reads, truths, forecasts (median over seeds), best baseline's)}; {} for single numbers."""
+    lines = [line for _, line in read_samples(os.path.join(report["data_dir"], f"{split}.txt"))]
+    quantities = report["splits"][split].values()
+    shown = {}
+    for line in list(dict.fromkeys(next(iter(quantities))["line"]))[:4]:
+        values = value_under(json.loads(lines[line - 1]), mask_key)
+        if not isinstance(values, list):
+            return {}
+        masked = []
+        for r in quantities:
+            i = r["line"].index(line)
+            center, spread = scale_of(report["task"], meta, mask_key, r.get("levels")) or (0, 1)
+            scale = center, np.broadcast_to(spread, r["n"])[i]
+            best = r["predicted"].get((r["verdict"] or {}).get("best"), [None] * r["n"])
+            masked.append(in_file_units([r["truth"][i], r["median"][i], best[i]], scale))
+        shown[line] = (in_file_units(values[: -len(masked)], scale), *np.transpose(masked))
+    return shown
+
+
+def write_series(shown, title, path, plt):
+    """Each record's values read (a line), then its truths, forecasts and best baseline's."""
+    fig, axes = plt.subplots(1, len(shown), figsize=(3.2 * len(shown), 3), squeeze=False)
+    for ax, (line, (read, *masked)) in zip(axes[0], shown.items()):
+        ax.plot(read, ".-", color="0.5", label="read")
+        for values, style, label in zip(masked, "ox+", ("true", "model", "best baseline")):
+            ax.plot(range(len(read), len(read) + len(values)), values, style, label=label)
+        ax.set_title(f"line {line}", fontsize=9)
+    axes[0][0].legend(fontsize=8)
+    save_figure(plt, fig, title, path)
 
 
 def save_figure(plt, fig, title, path):
@@ -473,9 +510,9 @@ def main():
     text = markdown(report)
     atomic_write_text(prefix + ".md", text)
     print(text)
-    if plots:
-        write_plots(report, meta, prefix)
+    drawn = plots and write_plots(report, meta, prefix)
     written = f"; figures: {prefix}_<split>.png" if plots else ""
+    written += f", {prefix}_<split>_series.png" * bool(drawn)
     written += f"; predictions: {predictions}" * bool(predictions)
     print(f"report: {prefix}.json and {prefix}.md{written}")
 

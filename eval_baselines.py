@@ -134,6 +134,7 @@ def learn_baselines(task, data, meta, keys, every, period):
     columns = [(k, i) for k in meta.get("scales") or {} for i in steps]
     # own data: each key's lists and least-squares fit of its last step
     lists = {key: [] for key in keys} if own else {}
+    single = set()
     fits = {} if window and every else {k: LeastSquares(columns, (k, steps[-1])) for k in lists}
     path, numbers = os.path.join(data, "train.txt"), {}
     for number, line in read_samples(path, required=False):
@@ -145,18 +146,19 @@ def learn_baselines(task, data, meta, keys, every, period):
         for key, found in lists.items():
             if key in fits:
                 fits[key].add(record)
-            # the list under the key, or a path to a nested one (meta.t)
-            v = record
-            for k in key.split("."):
-                v = v.get(k) if isinstance(v, dict) else None
+            v = value_under(record, key)
             if isinstance(v, list) and all(map(is_json_number, v)):
                 found.append(v)
+            elif is_json_number(v):
+                single.add(key)
     notes = []
     for key in lists if series else ():
         found, r = period_of(lists[key])
         if lag := period or found:
             lags[key].append(lag)
         if not any(lists[key]):
+            why = "one number per record" if key in single else "not one list of numbers per record"
+            notes.append(f"{key}: {why}, no series: no persistence or seasonal baseline")
             continue
         if period:
             notes.append(f"{key}: seasonal persistence with the period given, --period={period}")
@@ -167,6 +169,13 @@ def learn_baselines(task, data, meta, keys, every, period):
     means = {quantity: float(np.mean(v)) for quantity, v in numbers.items() if v}
     fitted = {key: fit.fit() for key, fit in fits.items()}
     return {"means": means, "fits": fitted, "lags": lags}, notes
+
+
+def value_under(record, key):
+    """The value under a key or a path to a nested one (meta.t), or None."""
+    for k in key.split("."):
+        record = record.get(k) if isinstance(record, dict) else None
+    return record
 
 
 def baseline_predictions(task, lines, masked, where, learned, window):

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 from conftest import ROOT, run
-from helpers import diverged, eval_model, evaluated, one_line_error, prepared
+from helpers import diverged, eval_model, evaluated, one_line_error, own_run, prepared  # noqa: F401
 from helpers import truth_field, write_old_layout
 
 import eval as ev
@@ -231,6 +231,26 @@ def test_own_data_in_original_units_with_baselines_and_plots(own_run, monkeypatc
     run("eval.py", f"--ckpt={ckpt}", "--mask_key=t", "--mask_all=True")
     every = json.load(open(f"{folder}/eval_t_all.json"))["splits"]["test"]["t"]
     assert every["n"] == 3 * len(test) and "persistence" not in every and "train_mean" in every
+
+
+def test_plots_of_a_key_holding_lists_show_the_first_series_its_forecast_and_best_baseline(own_run, monkeypatch):
+    data, ckpt = own_run
+    figures, split = [], lambda name: np.array([json.loads(line)["t"] for line in open(f"{data}/{name}.txt")])
+    monkeypatch.setattr(ev, "save_figure", lambda plt, fig, title, path: figures.append(path))
+    for key, horizon in (("p", 0), ("t", 2)):  # p: one number a record
+        monkeypatch.setattr(ev, "mask_key", key)
+        monkeypatch.setattr(ev, "horizon", horizon)
+        report, meta = ev.score_setting([ckpt], data, ["test"], "cpu")
+        ev.write_plots(report, meta, "e")
+    assert figures == ["e_test.png", "e_test.png", "e_test_series.png"]
+    w, steps = split("test") * 5 + 280, report["splits"]["test"].values()
+    shown = ev.series(report, meta, "test")
+    assert list(shown) == [1, 2, 3, 4]
+    for line, (read, truth, forecast, baseline) in shown.items():
+        by_hand = {"persistence": w[line - 1, 0], "train_mean": split("train")[:, 1:].mean() * 5 + 280}
+        assert read == pytest.approx(w[line - 1, :1]) and truth == pytest.approx(w[line - 1, 1:])
+        assert forecast == pytest.approx([r["median"][line - 1] * 5 + 280 for r in steps])
+        assert baseline == pytest.approx([by_hand[r["verdict"]["best"]] for r in steps])
 
 
 def test_a_plain_text_folder_is_scored_on_its_last_number(tmp_path):
