@@ -406,7 +406,7 @@ def write_plots(report, meta, prefix):
         if "mixture" in next(iter(quantities.values())):
             write_distribution_plots(task, split, quantities, f"{prefix}_{split}", plt, scales)
         if mask_key and not mask_all and (shown := series(report, meta, split)):
-            write_series(shown, f"{split} · {mask_key}, in the file's units", f"{prefix}_{split}_series.png", plt)
+            write_series(shown, f"{prefix}_{split}", plt)
             drawn = True
     return drawn
 
@@ -432,7 +432,7 @@ def series(report, meta, split):
     return shown
 
 
-def write_series(shown, title, path, plt):
+def write_series(shown, prefix, plt):
     """Each record's values read (a line), then its truths, forecasts and best baseline's."""
     fig, axes = plt.subplots(1, len(shown), figsize=(3.2 * len(shown), 3), squeeze=False)
     for ax, (line, (read, *masked)) in zip(axes[0], shown.items()):
@@ -441,7 +441,7 @@ def write_series(shown, title, path, plt):
             ax.plot(range(len(read), len(read) + len(values)), values, style, label=label)
         ax.set_title(f"line {line}", fontsize=9)
     axes[0][0].legend(fontsize=8)
-    save_figure(plt, fig, title, path)
+    save_figure(plt, fig, f"{mask_key}, in the file's units", f"{prefix}_series.png")
 
 
 def save_figure(plt, fig, title, path):

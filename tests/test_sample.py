@@ -2,6 +2,7 @@
 import csv
 import json
 import math
+import os
 import re
 import shutil
 import warnings
@@ -11,6 +12,7 @@ import pytest
 from conftest import run
 from helpers import diverged, one_line_error, own_model, own_run  # noqa: F401
 
+import eval as ev
 from predict import units_of
 
 
@@ -181,13 +183,13 @@ def test_a_dataset_changed_since_training_is_named_truthfully(own_run, tmp_path,
 
 
 @pytest.mark.slow
-def test_scale_record_is_undone_by_eval_and_sample(tmp_path):
+def test_scale_record_is_undone_by_eval_and_sample(tmp_path, monkeypatch):
     y = [100 * 1.03 ** i + 8 * (i % 3) for i in range(90)]
     data, ckpt = own_model(tmp_path, "g.csv", "y\n" + "".join(f"{v:.1f}\n" for v in y), "--window=5",
                            "--stride=1", "--scale=record", "--context-before", train=("--block_size=32",))
     levels = [json.loads(line)["y"] for line in open(f"{data}/test.levels.txt")]
     truth = [round(v, 1) for v in y[-len(levels):]]
-    r = run("eval.py", f"--ckpt={ckpt}", "--mask_key=y", f"--predictions={tmp_path / 'p.csv'}")
+    r = run("eval.py", f"--ckpt={ckpt}", "--mask_key=y", f"--predictions={tmp_path / 'p.csv'}", "--plots=True")
     rows = list(csv.DictReader(open(tmp_path / "p.csv")))
     assert [float(row["truth"]) for row in rows] == pytest.approx(truth, abs=0.01)
     assert float(rows[-1]["persistence"]) == pytest.approx(truth[-2], abs=0.01)
@@ -196,7 +198,7 @@ def test_scale_record_is_undone_by_eval_and_sample(tmp_path):
     assert scores["mean"]["mse_original"] == pytest.approx(np.mean((predicted - truth) ** 2), rel=1e-4)
     ratio = scores["mean"]["mse_original"] / scores["persistence"]["mse_original"]
     assert scores["verdict"]["paired"]["persistence"][0] == pytest.approx(ratio) and "levels" not in scores
-    assert "outside the training range" in r.stdout and "--scale record" not in r.stdout
+    assert "outside the training range" in r.stdout and "--scale record" not in r.stdout and "y_<split>_series" in r.stdout
     # the levels come from the numbers these would mask
     for script, flag, typed in (("eval.py", "--mask_all=True", None), ("eval.py", "--horizon=2", None),
                                 ("sample.py", f"--input={data}/test.txt --mask_all=True", None),
@@ -205,6 +207,11 @@ def test_scale_record_is_undone_by_eval_and_sample(tmp_path):
         assert "--scale record: " in r.stderr and "would mask what its levels are from" in r.stderr
     # a split: printed in the file's units; a record typed in them: scaled by its own level
     first = [round(v, 1) for v in y[86 - len(levels) : 91 - len(levels)]]
+    monkeypatch.setattr(ev, "mask_key", "y")  # --plots: the first series in the file's units
+    read, *masked = ev.series(*ev.score_setting([ckpt], data, ["test"], "cpu"), "test")[1]
+    best = float(rows[0][scores["verdict"]["best"]])
+    assert [*read, *masked[0]] == pytest.approx(first, abs=0.01) and os.path.exists(tmp_path / "run/eval_y_test_series.png")
+    assert [*masked[1], *masked[2]] == pytest.approx([predicted[0], best], rel=1e-4)
     split = sample(ckpt, None, f"--input={data}/test.txt", "--mask_key=y", "--show=1")
     shown = json.loads(split.stdout.split("  (true")[0])["y"]
     assert shown[:4] == pytest.approx(first[:4], abs=0.01) and f"(true: {first[4]:g})" in split.stdout
