@@ -56,7 +56,7 @@ def test_the_report_says_the_verdict_its_interval_and_writes_predictions_in_file
     paired = {"persistence": [2.5, 1.5, 4.0], "train_mean": [0.5, 0.4, 0.6]}
     scores = {"mse": 1.0, "n": 2, "valid": 2}
     r = {"n": 2, "mean": {"mse": 1.0, "invalid_rate": 0}, "std": {}, "median_prediction": scores, "truth": [0.0, 1.0],
-         "median": [0.5, None], "line": [2, 5], "predicted": {"persistence": [1.0, 2.0]}, "persistence": scores,
+         "median": [0.5, None], "line": [2, 5], "scale": (10.0, 2.0), "predicted": {"persistence": [1.0, 2.0]}, "persistence": scores,
          "train_mean": scores, "verdict": dict(best="persistence", says=says, records=records, paired=paired)}
     report = dict(task="text", encoding="xval", checkpoints=["c.pt"], causal=False, data_dir=str(tmp_path), notes=[],
                   warnings=[], config={}, splits={"test": {"t": r}})
@@ -65,7 +65,7 @@ def test_the_report_says_the_verdict_its_interval_and_writes_predictions_in_file
     assert f"test · t: verdict: {said}" in md and ("next to try" in md) == (says == "loses to")
     # each record's first row in the file, as prepare/text.py writes it
     (tmp_path / "test.source.txt").write_text("".join(f"f.csv:{row}\n" for row in range(2, 8)))
-    ev.write_predictions(report, {"scales": {"t": {"center": 10.0, "spread": 2.0}}}, str(tmp_path / "p.csv"))
+    ev.write_predictions(report, str(tmp_path / "p.csv"))
     assert (tmp_path / "p.csv").read_text() == ("split,quantity,line,source,truth,prediction,persistence\n"
                                                 "test,t,2,f.csv:3,10,11,12\ntest,t,5,f.csv:6,12,,14\n")
 
@@ -214,7 +214,8 @@ def test_own_data_in_original_units_with_baselines_and_plots(own_run, monkeypatc
     n = len(t["truth"])
     t.update(pit=[0.5] * n, mixture=[[0.0, 0.0, 0.0, 0.0, -1.0, -1.0]] * n, per_seed=[{"cover50": 0.5, "cover90": 0.9}])
     report["splits"] = {"test": {"t": t}}
-    ev.write_plots(report, {"scales": {"t": s}}, "unused")
+    t["scale"] = s["center"], s["spread"]
+    ev.write_plots(report, "unused")
     (scatter, _), (densities, title) = figures
     ax, truth = scatter.axes[0], np.array(t["truth"])
     assert ax.get_xlabel() == "true (original units)" and ax.get_ylabel() == "predicted (original units)"
@@ -240,11 +241,11 @@ def test_plots_of_a_key_holding_lists_show_the_first_series_its_forecast_and_bes
     for key, horizon in (("p", 0), ("t", 2)):  # p: one number a record
         monkeypatch.setattr(ev, "mask_key", key)
         monkeypatch.setattr(ev, "horizon", horizon)
-        report, meta = ev.score_setting([ckpt], data, ["test"], "cpu")
-        ev.write_plots(report, meta, "e")
+        report = ev.score_setting([ckpt], data, ["test"], "cpu")
+        ev.write_plots(report, "e")
     assert figures == ["e_test.png", "e_test.png", "e_test_series.png"]
     w, steps = split("test") * 5 + 280, report["splits"]["test"].values()
-    shown = ev.series(report, meta, "test")
+    shown = ev.series(report, "test")
     assert list(shown) == [1, 2, 3, 4]
     for line, (read, truth, forecast, baseline) in shown.items():
         by_hand = {"persistence": w[line - 1, 0], "train_mean": split("train")[:, 1:].mean() * 5 + 280}

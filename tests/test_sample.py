@@ -208,7 +208,7 @@ def test_scale_record_is_undone_by_eval_and_sample(tmp_path, monkeypatch):
     # a split: printed in the file's units; a record typed in them: scaled by its own level
     first = [round(v, 1) for v in y[86 - len(levels) : 91 - len(levels)]]
     monkeypatch.setattr(ev, "mask_key", "y")  # --plots: the first series in the file's units
-    read, *masked = ev.series(*ev.score_setting([ckpt], data, ["test"], "cpu"), "test")[1]
+    read, *masked = ev.series(ev.score_setting([ckpt], data, ["test"], "cpu"), "test")[1]
     best = float(rows[0][scores["verdict"]["best"]])
     assert [*read, *masked[0]] == pytest.approx(first, abs=0.01) and os.path.exists(tmp_path / "run/eval_y_test_series.png")
     assert [*masked[1], *masked[2]] == pytest.approx([predicted[0], best], rel=1e-4)
