@@ -210,13 +210,13 @@ def test_own_data_in_original_units_with_baselines_and_plots(own_run, monkeypatc
     for row, window, p in zip(rows, test, t["median"]):
         own = [float(row[k]) for k in ("truth", "prediction", "persistence")]
         assert own == pytest.approx([v * s["spread"] + s["center"] for v in (window[-1], p, window[-2])])
-    monkeypatch.setattr(ev, "save_figure", lambda plt, fig, title, path: figures.append((fig, title)))
+    monkeypatch.setattr(ev, "save_figure", lambda plt, fig, title, path: figures.append((fig, title, path)))
     n = len(t["truth"])
     t.update(pit=[0.5] * n, mixture=[[0.0, 0.0, 0.0, 0.0, -1.0, -1.0]] * n, per_seed=[{"cover50": 0.5, "cover90": 0.9}])
     report["splits"] = {"test": {"t": t}}
     t["scale"] = s["center"], s["spread"]
     ev.write_plots(report, "unused")
-    (scatter, _), (densities, title) = figures
+    (scatter, *_), (densities, title, _) = figures
     ax, truth = scatter.axes[0], np.array(t["truth"])
     assert ax.get_xlabel() == "true (original units)" and ax.get_ylabel() == "predicted (original units)"
     shown = np.stack([truth, np.array(t["median"])], 1) * s["spread"] + s["center"]
@@ -229,28 +229,26 @@ def test_own_data_in_original_units_with_baselines_and_plots(own_run, monkeypatc
     assert densities.axes[0].lines[1].get_xdata()[0] == pytest.approx(truth[0] * s["spread"] + s["center"])
     report = evaluated(ckpt)[0]
     assert report["task"] == "text" and set(report["splits"]["test"]) == {"t", "p"}  # every scaled key
+    assert "p: one number per record, no series: no persistence or seasonal baseline" in report["notes"]
     run("eval.py", f"--ckpt={ckpt}", "--mask_key=t", "--mask_all=True")
     every = json.load(open(f"{folder}/eval_t_all.json"))["splits"]["test"]["t"]
     assert every["n"] == 3 * len(test) and "persistence" not in every and "train_mean" in every
-
-
-def test_plots_of_a_key_holding_lists_show_the_first_series_its_forecast_and_best_baseline(own_run, monkeypatch):
-    data, ckpt = own_run
-    figures, split = [], lambda name: np.array([json.loads(line)["t"] for line in open(f"{data}/{name}.txt")])
-    monkeypatch.setattr(ev, "save_figure", lambda plt, fig, title, path: figures.append(path))
-    for key, horizon in (("p", 0), ("t", 2)):  # p: one number a record
+    # --plots of a key holding lists: the first series, each with its forecast and best baseline
+    figures.clear()
+    for key, horizon in (("p", 0), ("t", 2)):
         monkeypatch.setattr(ev, "mask_key", key)
         monkeypatch.setattr(ev, "horizon", horizon)
         report = ev.score_setting([ckpt], data, ["test"], "cpu")
         ev.write_plots(report, "e")
-    assert figures == ["e_test.png", "e_test.png", "e_test_series.png"]
-    w, steps = split("test") * 5 + 280, report["splits"]["test"].values()
+    assert [path for *_, path in figures] == ["e_test.png", "e_test.png", "e_test_series.png"]
+    w, steps = np.array(test) * 5 + 280, report["splits"]["test"].values()
+    train = np.mean([json.loads(line)["t"][1:] for line in open(f"{data}/train.txt")]) * 5 + 280
     shown = ev.series(report, "test")
     assert list(shown) == [1, 2, 3, 4]
     for line, (read, truth, forecast, baseline) in shown.items():
-        by_hand = {"persistence": w[line - 1, 0], "train_mean": split("train")[:, 1:].mean() * 5 + 280}
         assert read == pytest.approx(w[line - 1, :1]) and truth == pytest.approx(w[line - 1, 1:])
         assert forecast == pytest.approx([r["median"][line - 1] * 5 + 280 for r in steps])
+        by_hand = {"persistence": w[line - 1, 0], "train_mean": train}
         assert baseline == pytest.approx([by_hand[r["verdict"]["best"]] for r in steps])
 
 

@@ -2,7 +2,6 @@
 import csv
 import json
 import math
-import os
 import re
 import shutil
 import warnings
@@ -208,10 +207,9 @@ def test_scale_record_is_undone_by_eval_and_sample(tmp_path, monkeypatch):
     # a split: printed in the file's units; a record typed in them: scaled by its own level
     first = [round(v, 1) for v in y[86 - len(levels) : 91 - len(levels)]]
     monkeypatch.setattr(ev, "mask_key", "y")  # --plots: the first series in the file's units
-    read, *masked = ev.series(ev.score_setting([ckpt], data, ["test"], "cpu"), "test")[1]
-    best = float(rows[0][scores["verdict"]["best"]])
-    assert [*read, *masked[0]] == pytest.approx(first, abs=0.01) and os.path.exists(tmp_path / "run/eval_y_test_series.png")
-    assert [*masked[1], *masked[2]] == pytest.approx([predicted[0], best], rel=1e-4)
+    read, true, forecast, baseline = ev.series(ev.score_setting([ckpt], data, ["test"], "cpu"), "test")[1]
+    assert [*read, *true] == pytest.approx(first, abs=0.01) and (tmp_path / "run/eval_y_test_series.png").exists()
+    assert [*forecast, *baseline] == pytest.approx([predicted[0], float(rows[0][scores["verdict"]["best"]])], rel=1e-4)
     split = sample(ckpt, None, f"--input={data}/test.txt", "--mask_key=y", "--show=1")
     shown = json.loads(split.stdout.split("  (true")[0])["y"]
     assert shown[:4] == pytest.approx(first[:4], abs=0.01) and f"(true: {first[4]:g})" in split.stdout
