@@ -377,15 +377,16 @@ def markdown(report):
 
 
 def write_plots(report, prefix):
-    """Predicted (median over seeds) vs true, in the data's units."""
+    """Predicted (median over seeds) vs true, in the data's units; beside, series()'s."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    task, drawn = report["task"], False
+    task = report["task"]
     for split, quantities in report["splits"].items():
-        n = len(quantities)
+        shown = series(report, split) if mask_key and not mask_all else {}
+        n = len(quantities) + len(shown)
         fig, axes = plt.subplots(1, n, figsize=(3.6 * n, 3.4), squeeze=False)
         for ax, (quantity, r) in zip(axes[0], quantities.items()):
             # None: no valid prediction
@@ -399,46 +400,37 @@ def write_plots(report, prefix):
             ax.scatter(y, p, s=4, alpha=0.4)
             ax.set(title=f"{quantity} (MSE {fmt(mse)})", xlabel=f"true{unit}")
             ax.set(ylabel=f"predicted{unit}")
+        # the values read (a line), then truths, forecasts and best baseline's
+        for ax, (line, (read, *masked)) in zip(axes[0][len(quantities) :], shown.items()):
+            ax.plot(read, ".-", color="0.5", label="read")
+            for values, style, label in zip(masked, "ox+", ("true", "model", "best baseline")):
+                ax.plot(range(len(read), len(read) + len(values)), values, style, label=label)
+            ax.set_title(f"{mask_key}, line {line}")
+            ax.legend(fontsize=7)
         save_figure(plt, fig, f"{task} · {report['encoding']} · {split}", f"{prefix}_{split}.png")
         if "mixture" in next(iter(quantities.values())):
             write_distribution_plots(task, split, quantities, f"{prefix}_{split}", plt)
-        if mask_key and not mask_all and (shown := series(report, split)):
-            write_series(shown, f"{prefix}_{split}", plt)
-            drawn = True
-    return drawn
 
 
 def series(report, split):
-    """The first 4 records of a key holding lists, in the file's units: {line: (the values the
-    model reads, truths, forecasts (median over seeds), best baseline's)}; {} for single numbers."""
+    """The first 4 records of a key of lists in the file's units: {line: (values read, truths,
+    forecasts (median over seeds), best baseline's)}; {} where the key holds one number."""
     lines = [line for _, line in read_samples(os.path.join(report["data_dir"], f"{split}.txt"))]
-    quantities = report["splits"][split].values()
+    steps = report["splits"][split].values()
     shown = {}
-    for line in list(dict.fromkeys(next(iter(quantities))["line"]))[:4]:
+    # one value a record in each step
+    for i, line in enumerate(next(iter(steps))["line"][:4]):
         values = value_under(json.loads(lines[line - 1]), mask_key)
         if not isinstance(values, list):
             return {}
         masked = []
-        for r in quantities:
-            i = r["line"].index(line)
+        for r in steps:
             center, spread = r["scale"] or (0, 1)
             scale = center, np.broadcast_to(spread, r["n"])[i]
             best = r["predicted"].get((r["verdict"] or {}).get("best"), [None] * r["n"])
             masked.append(in_file_units([r["truth"][i], r["median"][i], best[i]], scale))
         shown[line] = (in_file_units(values[: -len(masked)], scale), *np.transpose(masked))
     return shown
-
-
-def write_series(shown, prefix, plt):
-    """Each record's values read (a line), then its truths, forecasts and best baseline's."""
-    fig, axes = plt.subplots(1, len(shown), figsize=(3.2 * len(shown), 3), squeeze=False)
-    for ax, (line, (read, *masked)) in zip(axes[0], shown.items()):
-        ax.plot(read, ".-", color="0.5", label="read")
-        for values, style, label in zip(masked, "ox+", ("true", "model", "best baseline")):
-            ax.plot(range(len(read), len(read) + len(values)), values, style, label=label)
-        ax.set_title(f"line {line}", fontsize=9)
-    axes[0][0].legend(fontsize=8)
-    save_figure(plt, fig, f"{mask_key}, in the file's units", f"{prefix}_series.png")
 
 
 def save_figure(plt, fig, title, path):
@@ -507,9 +499,9 @@ def main():
     text = markdown(report)
     atomic_write_text(prefix + ".md", text)
     print(text)
-    drawn = plots and write_plots(report, prefix)
+    if plots:
+        write_plots(report, prefix)
     written = f"; figures: {prefix}_<split>.png" if plots else ""
-    written += f", {prefix}_<split>_series.png" * bool(drawn)
     written += f"; predictions: {predictions}" * bool(predictions)
     print(f"report: {prefix}.json and {prefix}.md{written}")
 
