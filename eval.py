@@ -391,10 +391,9 @@ def write_plots(report, prefix):
         for ax, (quantity, r) in zip(axes[0], quantities.items()):
             # None: no valid prediction
             y, p = (in_file_units(r[k], r["scale"] or (0, 1)) for k in ("truth", "median"))
-            m, unit = r["median_prediction"], ""
+            m = r["median_prediction"]
             mse = m.get("mse_kelvin2", m.get("mse_original", m["mse"]))
-            if r["scale"]:
-                unit = " (K)" if task == "era5" else " (original units)"
+            unit = (" (K)" if task == "era5" else " (original units)") if r["scale"] else ""
             lo, hi = np.nanmin([y, p]), np.nanmax([y, p])
             ax.plot([lo, hi], [lo, hi], color="0.6", lw=1)
             ax.scatter(y, p, s=4, alpha=0.4)

@@ -134,7 +134,6 @@ def learn_baselines(task, data, meta, keys, every, period):
     columns = [(k, i) for k in meta.get("scales") or {} for i in steps]
     # own data: each key's lists and least-squares fit of its last step
     lists = {key: [] for key in keys} if own else {}
-    single = set()
     fits = {} if window and every else {k: LeastSquares(columns, (k, steps[-1])) for k in lists}
     path, numbers = os.path.join(data, "train.txt"), {}
     for number, line in read_samples(path, required=False):
@@ -149,16 +148,13 @@ def learn_baselines(task, data, meta, keys, every, period):
             v = value_under(record, key)
             if isinstance(v, list) and all(map(is_json_number, v)):
                 found.append(v)
-            elif is_json_number(v):
-                single.add(key)
     notes = []
     for key in lists if series else ():
         found, r = period_of(lists[key])
         if lag := period or found:
             lags[key].append(lag)
         if not any(lists[key]):
-            why = "one number per record" if key in single else "not one list of numbers per record"
-            notes.append(f"{key}: {why}, no series: no persistence or seasonal baseline")
+            notes.append(f"{key}: no list of numbers under it: no persistence or seasonal baseline")
             continue
         if period:
             notes.append(f"{key}: seasonal persistence with the period given, --period={period}")

@@ -229,7 +229,7 @@ def test_own_data_in_original_units_with_baselines_and_plots(own_run, monkeypatc
     assert densities.axes[0].lines[1].get_xdata()[0] == pytest.approx(truth[0] * s["spread"] + s["center"])
     report = evaluated(ckpt)[0]
     assert report["task"] == "text" and set(report["splits"]["test"]) == {"t", "p"}  # every scaled key
-    assert "p: one number per record, no series: no persistence or seasonal baseline" in report["notes"]
+    assert "p: no list of numbers under it: no persistence or seasonal baseline" in report["notes"]
     run("eval.py", f"--ckpt={ckpt}", "--mask_key=t", "--mask_all=True")
     every = json.load(open(f"{folder}/eval_t_all.json"))["splits"]["test"]["t"]
     assert every["n"] == 3 * len(test) and "persistence" not in every and "train_mean" in every

@@ -111,7 +111,7 @@ def test_horizon_masks_the_last_steps_of_one_list_of_numbers_and_a_path_into_a_l
             masked_numbers(line, split_text(line), "x", [key], 2)
     (tmp_path / "train.txt").write_text(line + "\n")
     notes = eb.learn_baselines("text", str(tmp_path), {"dataset": "text"}, ["m.t"], False, 0)[1]
-    assert notes == ["m.t: not one list of numbers per record, no series: no persistence or seasonal baseline"]
+    assert notes == ["m.t: no list of numbers under it: no persistence or seasonal baseline"]
 
 
 @pytest.mark.parametrize("noise, n, says", [(1.0, 200, "no clear difference"), (0.3, 60, "beats"),
