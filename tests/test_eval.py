@@ -210,13 +210,13 @@ def test_own_data_in_original_units_with_baselines_and_plots(own_run, monkeypatc
     for row, window, p in zip(rows, test, t["median"]):
         own = [float(row[k]) for k in ("truth", "prediction", "persistence")]
         assert own == pytest.approx([v * s["spread"] + s["center"] for v in (window[-1], p, window[-2])])
-    monkeypatch.setattr(ev, "save_figure", lambda plt, fig, title, path: figures.append((fig, title, path)))
+    monkeypatch.setattr(ev, "save_figure", lambda plt, fig, title, path: figures.append((fig, title)))
     n = len(t["truth"])
     t.update(pit=[0.5] * n, mixture=[[0.0, 0.0, 0.0, 0.0, -1.0, -1.0]] * n, per_seed=[{"cover50": 0.5, "cover90": 0.9}])
     report["splits"] = {"test": {"t": t}}
     t["scale"] = s["center"], s["spread"]
     ev.write_plots(report, "unused")
-    (scatter, *_), (densities, title, _) = figures
+    (scatter, _), (densities, title) = figures
     ax, truth = scatter.axes[0], np.array(t["truth"])
     assert ax.get_xlabel() == "true (original units)" and ax.get_ylabel() == "predicted (original units)"
     shown = np.stack([truth, np.array(t["median"])], 1) * s["spread"] + s["center"]
@@ -233,23 +233,18 @@ def test_own_data_in_original_units_with_baselines_and_plots(own_run, monkeypatc
     run("eval.py", f"--ckpt={ckpt}", "--mask_key=t", "--mask_all=True")
     every = json.load(open(f"{folder}/eval_t_all.json"))["splits"]["test"]["t"]
     assert every["n"] == 3 * len(test) and "persistence" not in every and "train_mean" in every
-    # --plots of a key holding lists: the first series, each with its forecast and best baseline
+    # beside the scatters, the first 4 series: read, true, forecast and best baseline, in file units
     figures.clear()
-    for key, horizon in (("p", 0), ("t", 2)):
+    for key, horizon in (("p", 0), ("t", 2), ("t", 0)):  # p: one number a record
         monkeypatch.setattr(ev, "mask_key", key)
         monkeypatch.setattr(ev, "horizon", horizon)
         report = ev.score_setting([ckpt], data, ["test"], "cpu")
         ev.write_plots(report, "e")
-    assert [len(fig.axes) for fig, *_ in figures] == [1, 2 + 4]  # beside the scatters, 4 series
-    w, steps = np.array(test) * 5 + 280, report["splits"]["test"].values()
-    train = np.mean([json.loads(line)["t"][1:] for line in open(f"{data}/train.txt")]) * 5 + 280
-    shown = ev.series(report, "test")
-    assert list(shown) == [1, 2, 3, 4]
-    for line, (read, truth, forecast, baseline) in shown.items():
-        assert read == pytest.approx(w[line - 1, :1]) and truth == pytest.approx(w[line - 1, 1:])
-        assert forecast == pytest.approx([r["median"][line - 1] * 5 + 280 for r in steps])
-        by_hand = {"persistence": w[line - 1, 0], "train_mean": train}
-        assert baseline == pytest.approx([by_hand[r["verdict"]["best"]] for r in steps])
+    assert [len(fig.axes) for fig, _ in figures] == [1, 2 + 4, 1 + 4]
+    best = report["splits"]["test"]["t"]["verdict"]["best"]
+    for (line, (read, *masked)), row in zip(ev.series(report, "test").items(), rows):
+        assert read == pytest.approx(np.array(test[line - 1][:2]) * 5 + 280)
+        assert np.concatenate(masked) == pytest.approx([float(row[k]) for k in ("truth", "prediction", best)])
 
 
 def test_a_plain_text_folder_is_scored_on_its_last_number(tmp_path):
