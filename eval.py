@@ -377,7 +377,7 @@ def markdown(report):
 
 
 def write_plots(report, prefix):
-    """Predicted (median over seeds) vs true, in the data's units; beside, series()'s."""
+    """Predicted (median over seeds) vs true, in the data's units; with --mask_key, series()."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -399,7 +399,6 @@ def write_plots(report, prefix):
             ax.scatter(y, p, s=4, alpha=0.4)
             ax.set(title=f"{quantity} (MSE {fmt(mse)})", xlabel=f"true{unit}")
             ax.set(ylabel=f"predicted{unit}")
-        # the values read (a line), then truths, forecasts and best baseline's
         for ax, (line, (read, *masked)) in zip(axes[0][len(quantities) :], shown.items()):
             ax.plot(read, ".-", color="0.5", label="read")
             for values, style, label in zip(masked, "ox+", ("true", "model", "best baseline")):
@@ -412,8 +411,7 @@ def write_plots(report, prefix):
 
 
 def series(report, split):
-    """The first 4 records of a key of lists in the file's units: {line: (values read, truths,
-    forecasts (median over seeds), best baseline's)}; {} where the key holds one number."""
+    """The first 4 series in the file's units: {line: (read, truths, medians, best baseline's)}."""
     lines = [line for _, line in read_samples(os.path.join(report["data_dir"], f"{split}.txt"))]
     steps = report["splits"][split].values()
     shown = {}
