@@ -254,8 +254,7 @@ def score_setting(checkpoints, data, split_names, dev):
             value_levels = [levels[i - 1][quantity] for i in lines] if levels else None
             scale = scale_of(task, meta, quantity, value_levels)
             r = combine(task, [s[split][quantity] for s in per_seed], scale)
-            if value_levels:
-                r["levels"] = value_levels
+            r["scale"] = scale
             if invalid := sum(s["n"] - s["valid"] for s in r["per_seed"]):
                 said = f"{invalid} of {r['n'] * len(per_seed)} predictions are NaN or infinite"
                 report["warnings"].append(f"{split} · {quantity}: {said}: counted as invalid")
@@ -270,7 +269,7 @@ def score_setting(checkpoints, data, split_names, dev):
             report["splits"][split][quantity] = r
             notes = [note.get(quantity), outside_training(quantity, truths, meta, scale)]
             report["notes"] += [f"{split} · {quantity}: {n}" for n in notes if n]
-    return report, meta
+    return report
 
 
 def report_prefix(checkpoints, data, trained_on):
@@ -294,7 +293,7 @@ def report_prefix(checkpoints, data, trained_on):
     return prefix
 
 
-def write_predictions(report, meta, path):
+def write_predictions(report, path):
     """--predictions: a CSV row a scored value, in the file's units."""
     rows = [(s, q, r) for s, quantities in report["splits"].items() for q, r in quantities.items()]
     names = [name for name in BASELINES if any(name in r["predicted"] for *_, r in rows)]
@@ -304,10 +303,9 @@ def write_predictions(report, meta, path):
         for split, quantity, r in rows:
             source = os.path.join(report["data_dir"], f"{split}.source.txt")
             sources = dict(read_samples(source, False)) if os.path.exists(source) else {}
-            scale = scale_of(report["task"], meta, quantity, r.get("levels")) or (0, 1)
             none = [None] * r["n"]
             columns = [r["truth"], r["median"], *(r["predicted"].get(n, none) for n in names)]
-            for line, *values in zip(r["line"], *(in_file_units(c, scale) for c in columns)):
+            for line, *values in zip(r["line"], *(in_file_units(c, r["scale"]) for c in columns)):
                 own = ["" if math.isnan(v) else format_number(v, 8) for v in values]
                 writer.writerow([split, quantity, line, sources.get(line, ""), *own])
 
@@ -378,7 +376,7 @@ def markdown(report):
     return "\n".join(lines)
 
 
-def write_plots(report, meta, prefix):
+def write_plots(report, prefix):
     """Predicted (median over seeds) vs true, in the data's units."""
     import matplotlib
 
@@ -387,16 +385,14 @@ def write_plots(report, meta, prefix):
 
     task = report["task"]
     for split, quantities in report["splits"].items():
-        scales = {q: scale_of(task, meta, q, r.get("levels")) for q, r in quantities.items()}
         n = len(quantities)
         fig, axes = plt.subplots(1, n, figsize=(3.6 * n, 3.4), squeeze=False)
         for ax, (quantity, r) in zip(axes[0], quantities.items()):
             # None: no valid prediction
-            y, p = (in_file_units(r[k], scales[quantity] or (0, 1)) for k in ("truth", "median"))
-            m, unit = r["median_prediction"], ""
+            y, p = (in_file_units(r[k], r["scale"] or (0, 1)) for k in ("truth", "median"))
+            m = r["median_prediction"]
             mse = m.get("mse_kelvin2", m.get("mse_original", m["mse"]))
-            if scales[quantity] is not None:
-                unit = " (K)" if task == "era5" else " (original units)"
+            unit = (" (K)" if task == "era5" else " (original units)") if r["scale"] else ""
             lo, hi = np.nanmin([y, p]), np.nanmax([y, p])
             ax.plot([lo, hi], [lo, hi], color="0.6", lw=1)
             ax.scatter(y, p, s=4, alpha=0.4)
@@ -404,7 +400,7 @@ def write_plots(report, meta, prefix):
             ax.set(ylabel=f"predicted{unit}")
         save_figure(plt, fig, f"{task} · {report['encoding']} · {split}", f"{prefix}_{split}.png")
         if "mixture" in next(iter(quantities.values())):
-            write_distribution_plots(task, split, quantities, f"{prefix}_{split}", plt, scales)
+            write_distribution_plots(task, split, quantities, f"{prefix}_{split}", plt)
 
 
 def save_figure(plt, fig, title, path):
@@ -415,12 +411,12 @@ def save_figure(plt, fig, title, path):
     plt.close(fig)
 
 
-def write_distribution_plots(task, split, quantities, prefix, plt, scales):
+def write_distribution_plots(task, split, quantities, prefix, plt):
     """GMM heads: the first densities with their truths."""
     n, k = len(quantities), min(len(r["mixture"]) for r in quantities.values())
     fig, axes = plt.subplots(n, k, figsize=(2.8 * k, 2.2 * n), squeeze=False)
     for row, (quantity, r) in zip(axes, quantities.items()):
-        center, spreads = scales[quantity] or (0.0, 1.0)
+        center, spreads = r["scale"] or (0.0, 1.0)
         for i, ax in enumerate(row):
             spread = np.broadcast_to(spreads, r["n"])[i]
             num, truth = torch.tensor(r["mixture"][i], dtype=torch.float64), r["truth"][i]
@@ -433,7 +429,7 @@ def write_distribution_plots(task, split, quantities, prefix, plt, scales):
             ax.set_title(f"{quantity}, sample {i + 1}", fontsize=9)
             ax.set_yticks([])
     title = f"{task} · {split} · predicted densities (red: truth)"
-    title += ", original units" * any(scales[q] is not None for q in quantities)
+    title += ", original units" * any(r["scale"] for r in quantities.values())
     save_figure(plt, fig, title, f"{prefix}_density.png")
 
 
@@ -457,13 +453,13 @@ def main():
         names = [s for s in splits.split(",") if s]
         for split in names:
             check_name(split, "--splits:")
-        report, meta = score_setting(checkpoints, data, names, pick_device(device))
+        report = score_setting(checkpoints, data, names, pick_device(device))
         if predictions:
-            write_predictions(report, meta, predictions)
+            write_predictions(report, predictions)
     except (ValueError, OSError) as e:
         raise SystemExit(f"error: {e}")
-    per_point = ["line", "predicted"]
-    per_point += [] if save_predictions else ["truth", "median", "levels", "mixture"]
+    per_point = ["line", "predicted", "scale"]
+    per_point += [] if save_predictions else ["truth", "median", "mixture"]
     saved = {**report, "splits": {}}
     for split, quantities in report["splits"].items():
         saved["splits"][split] = {
@@ -474,7 +470,7 @@ def main():
     atomic_write_text(prefix + ".md", text)
     print(text)
     if plots:
-        write_plots(report, meta, prefix)
+        write_plots(report, prefix)
     written = f"; figures: {prefix}_<split>.png" if plots else ""
     written += f"; predictions: {predictions}" * bool(predictions)
     print(f"report: {prefix}.json and {prefix}.md{written}")

@@ -157,6 +157,7 @@ def learn_baselines(task, data, meta, keys, every, period):
         if lag := period or found:
             lags[key].append(lag)
         if not any(lists[key]):
+            notes.append(f"{key}: no list of numbers under it: no persistence or seasonal baseline")
             continue
         if period:
             notes.append(f"{key}: seasonal persistence with the period given, --period={period}")
@@ -217,8 +218,8 @@ def verdict(r, predicted, lines):
     """The model's median against each baseline on the values it predicted (lines: their records),
     and the verdict against the best, or None."""
     y = np.asarray(r["truth"], float)
-    # --scale record: squared errors in the file's units
-    w = np.broadcast_to(np.asarray(r.get("levels", 1.0)) ** 2, y.shape)
+    # squared errors in the file's units (--scale record: each record's)
+    w = np.broadcast_to(np.asarray((r.get("scale") or (0, 1))[1]) ** 2, y.shape)
     model = w * (np.array(r["median"], float) - y) ** 2
     ok = ~np.isnan(model)
     if not predicted or not ok.any():

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 from conftest import ROOT, run
-from helpers import diverged, eval_model, evaluated, one_line_error, prepared
+from helpers import diverged, eval_model, evaluated, one_line_error, own_run, prepared  # noqa: F401
 from helpers import truth_field, write_old_layout
 
 import eval as ev
@@ -56,7 +56,7 @@ def test_the_report_says_the_verdict_its_interval_and_writes_predictions_in_file
     paired = {"persistence": [2.5, 1.5, 4.0], "train_mean": [0.5, 0.4, 0.6]}
     scores = {"mse": 1.0, "n": 2, "valid": 2}
     r = {"n": 2, "mean": {"mse": 1.0, "invalid_rate": 0}, "std": {}, "median_prediction": scores, "truth": [0.0, 1.0],
-         "median": [0.5, None], "line": [2, 5], "predicted": {"persistence": [1.0, 2.0]}, "persistence": scores,
+         "median": [0.5, None], "line": [2, 5], "scale": (10.0, 2.0), "predicted": {"persistence": [1.0, 2.0]}, "persistence": scores,
          "train_mean": scores, "verdict": dict(best="persistence", says=says, records=records, paired=paired)}
     report = dict(task="text", encoding="xval", checkpoints=["c.pt"], causal=False, data_dir=str(tmp_path), notes=[],
                   warnings=[], config={}, splits={"test": {"t": r}})
@@ -65,7 +65,7 @@ def test_the_report_says_the_verdict_its_interval_and_writes_predictions_in_file
     assert f"test · t: verdict: {said}" in md and ("next to try" in md) == (says == "loses to")
     # each record's first row in the file, as prepare/text.py writes it
     (tmp_path / "test.source.txt").write_text("".join(f"f.csv:{row}\n" for row in range(2, 8)))
-    ev.write_predictions(report, {"scales": {"t": {"center": 10.0, "spread": 2.0}}}, str(tmp_path / "p.csv"))
+    ev.write_predictions(report, str(tmp_path / "p.csv"))
     assert (tmp_path / "p.csv").read_text() == ("split,quantity,line,source,truth,prediction,persistence\n"
                                                 "test,t,2,f.csv:3,10,11,12\ntest,t,5,f.csv:6,12,,14\n")
 
@@ -193,14 +193,12 @@ def test_own_data_in_original_units_with_baselines_and_plots(own_run, monkeypatc
     mean = np.mean([json.loads(line)["t"][-1] for line in open(f"{data}/train.txt")])
     assert t["truth"] == [row[-1] for row in test] and t["mean"]["mse_original"] == pytest.approx(t["mean"]["mse"] * 25)
     assert t["mean"]["r2_original"] == pytest.approx(t["mean"]["r2"], abs=1e-9)
-    assert t["persistence"]["mse"] == pytest.approx(by_hand)
-    assert t["persistence"]["mse_original"] == pytest.approx(by_hand * 25)
+    assert [t["persistence"][k] for k in ("mse", "mse_original")] == pytest.approx([by_hand, by_hand * 25])
     assert t["train_mean"]["mse"] == pytest.approx(np.mean([(row[-1] - mean) ** 2 for row in test]))
     # a random walk has no period
     assert r.stdout.count("t: no period found in the training lists") == 1 and t["least_squares"]["predictors"] == ["t", "p"]
     assert all("seasonal_persistence" not in s["t"] and "persistence" in s["t"] for s in report["splits"].values())
-    for said in ("persistence (the key's last value that the model reads)", "the key's training mean",
-                 "MSE (original units)", "MSE of median (original units)"):
+    for said in ("the key's training mean", "MSE (original units)", "MSE of median (original units)"):
         assert said in r.stdout
     row = next(line for line in r.stdout.splitlines() if line.startswith("| test | t"))
     assert row.endswith(f"| {ev.fmt(t['median_prediction']['mse_original'])} |")
@@ -212,9 +210,9 @@ def test_own_data_in_original_units_with_baselines_and_plots(own_run, monkeypatc
         assert own == pytest.approx([v * s["spread"] + s["center"] for v in (window[-1], p, window[-2])])
     monkeypatch.setattr(ev, "save_figure", lambda plt, fig, title, path: figures.append((fig, title)))
     n = len(t["truth"])
-    t.update(pit=[0.5] * n, mixture=[[0.0, 0.0, 0.0, 0.0, -1.0, -1.0]] * n, per_seed=[{"cover50": 0.5, "cover90": 0.9}])
+    t.update(scale=(s["center"], s["spread"]), mixture=[[0, 0, 0, 0, -1, -1]] * n)  # as a GMM head has
     report["splits"] = {"test": {"t": t}}
-    ev.write_plots(report, {"scales": {"t": s}}, "unused")
+    ev.write_plots(report, "unused")
     (scatter, _), (densities, title) = figures
     ax, truth = scatter.axes[0], np.array(t["truth"])
     assert ax.get_xlabel() == "true (original units)" and ax.get_ylabel() == "predicted (original units)"
@@ -228,6 +226,7 @@ def test_own_data_in_original_units_with_baselines_and_plots(own_run, monkeypatc
     assert densities.axes[0].lines[1].get_xdata()[0] == pytest.approx(truth[0] * s["spread"] + s["center"])
     report = evaluated(ckpt)[0]
     assert report["task"] == "text" and set(report["splits"]["test"]) == {"t", "p"}  # every scaled key
+    assert "p: no list of numbers under it: no persistence or seasonal baseline" in report["notes"]
     run("eval.py", f"--ckpt={ckpt}", "--mask_key=t", "--mask_all=True")
     every = json.load(open(f"{folder}/eval_t_all.json"))["splits"]["test"]["t"]
     assert every["n"] == 3 * len(test) and "persistence" not in every and "train_mean" in every
