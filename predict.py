@@ -263,6 +263,8 @@ def encode_line(
         raise TextError(
             f"{where}: {spaced.group()!r} looks like the marker {ASK}; write {ASK} without spaces"
         )
+    if len(line) > 1000 * block_size:
+        raise TextError(f"{where}: {len(line):,} characters, too many for block_size {block_size}")
     truths, scales = [], []
     pieces, spans = split_text_spans(line, where, mask is None and not causal)
     if mask is not None:
