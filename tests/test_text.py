@@ -19,7 +19,7 @@ from decimal import Decimal
 import numpy as np
 import pytest
 from conftest import ROOT, run
-from helpers import tokenize
+from helpers import EVAL_TINY, tokenize
 
 import text
 
@@ -42,9 +42,8 @@ SERIES = "date,co2,rain\n" + "".join(
 QUAKES = "year,lat,mag,site\n" + "".join(
     f"{2000 + i // 10},{(i * 7) % 11 - 20.5},{4 + (i * 5) % 9 / 10},{'ab'[i % 2]}\n"
     for i in range(60))
-TRAIN = ("train.py", "config/own_small.py", "--n_layer=1", "--n_head=2", "--n_embd=16",
-         "--device=cpu", "--compile=False", "--eval_interval=2", "--eval_batches=1",
-         "--batch_size=8", "--micro_batch_size=8", "--warmup_iters=0")
+TRAIN = ("train.py", "config/own_small.py", *EVAL_TINY, "--eval_interval=2", "--eval_batches=1", "--batch_size=8",
+         "--micro_batch_size=8")
 OMIT_OR_DROP = "--missing=omit leaves it out of the record, --missing=drop drops the record"
 SIGN = "is a number written with a currency or percent sign, digit groups or in hex; write"
 SIGNS = [("45%", "45"), ("$12.50", "12.50"), ("-€3", "-3"), ("1_000", "1000"), ("0x1F", "31")]

@@ -14,7 +14,7 @@ import torch
 
 import conftest
 from conftest import ROOT
-from helpers import TINY, prepared, tiny, train
+from helpers import TINY, prepared, tiny, tokenize, train
 from dataset import Vocab
 from tokenize_arrays import build_text_vocab
 from tokenize_line import encode
@@ -270,7 +270,7 @@ def test_probe_features_are_the_last_block_output_averaged_over_real_tokens():
 @pytest.mark.slow
 def test_probe_end_to_end_and_without_labels(tmp_path):
     data = write_temperatures(tmp_path / "temperature", {"train": 60, "val": 10, "test": 20})
-    run("tokenize_numbers.py", data, "--encoding=xval", "--workers=1")
+    tokenize(data)
     train(data, tmp_path / "run", "--block_size=64", "--max_iters=3", "--eval_interval=3")
     probing = ["tools/probe.py", f"--ckpt={tmp_path / 'run/ckpt_best.pt'}",
                f"--out={tmp_path / 'p'}", "--n_train=40"]

@@ -19,7 +19,8 @@ import numpy as np
 import pytest
 import torch
 from conftest import ROOT, read, run
-from helpers import diverging_after, losses, one_line_error, prepared, resumed_losses_match, tiny, train, train_args
+from helpers import (diverging_after, losses, one_line_error, prepared, resumed_losses_match, tiny, tokenize, train,
+                     train_args)
 
 from dataset import Split
 
@@ -322,7 +323,7 @@ def test_the_end_names_checkpoints_that_exist(own_data, tmp_path):
     counts = json.loads(meta.read_text())
     counts["splits"]["val"] = 1
     meta.write_text(json.dumps(counts))
-    run("tokenize_numbers.py", own_data, "--encoding=xval", "--workers=1")
+    tokenize(own_data)
     r = train(own_data, tmp_path, "--learning_rate=30", "--min_lr=30")  # step 2 is worse than step 0
     assert "val.txt has 1 sample(s)" in r.stdout and not os.path.exists(tmp_path / "ckpt_best.pt")
     assert "no validation beat step 0" in r.stdout and f"--ckpt={tmp_path}/ckpt_latest.pt" in r.stdout
