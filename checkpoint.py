@@ -78,7 +78,7 @@ def run_files(out_dir):
             continue
         if splits is not None:
             prefix = name[:-5]
-            plots = [f"{prefix}_{s}{kind}.png" for s in splits for kind in ("", "_pit", "_density")]
+            plots = [f"{prefix}_{s}{kind}.png" for s in splits for kind in ("", "_density")]
             ours |= {name, f"{prefix}.md", *plots} & names
     return sorted(ours)
 
