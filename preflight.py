@@ -70,8 +70,6 @@ def pick_precision(dtype, device_type):
 
 def pick_compile(compile, device_type):
     """'auto' is on for CUDA, off elsewhere; True on the CPU needs a C++ compiler."""
-    if compile not in ("auto", True, False):
-        raise SystemExit(f"error: compile expects 'auto', True or False, got {compile!r}")
     if compile == "auto":
         compile = device_type == "cuda" and os.name != "nt"
         if not compile:

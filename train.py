@@ -91,7 +91,7 @@ RANGES = dict(
     max_iters="[1, inf)", learning_rate="(0, inf)", min_lr="[0, learning_rate]", beta1="[0, 1)",
     beta2="[0, 1)", eval_interval="[1, inf)", eval_batches="[1, inf)", log_interval="[1, inf)",
     seed="[0, 4294967295]", device="auto | cpu | mps | cuda | cuda:N",
-    dtype="auto | bfloat16 | float32",
+    dtype="auto | bfloat16 | float32", compile="auto | True | False",
 )
 # fmt: on
 config = configure(globals(), __file__)
@@ -247,10 +247,10 @@ while True:
         val = evaluate()
         if master:
             report.say_validation(log, iter_num, val, num_loss_name)
-            improved = val["val_loss"] < best_val_loss
-            best_val_loss = min(best_val_loss, val["val_loss"])
-            if iter_num > 0 and improved:
-                save("ckpt_best.pt")
+            if val["val_loss"] < best_val_loss:
+                best_val_loss = val["val_loss"]
+                if iter_num > 0:
+                    save("ckpt_best.pt")
             if iter_num > 0:
                 save("ckpt_latest.pt")
         progress.restart(iter_num)
@@ -258,7 +258,7 @@ while True:
         save(f"ckpt_{iter_num}.pt")
     if iter_num >= max_iters:
         break
-    # after a SIGTERM: save and stop
+    # after a SIGTERM
     if stopping:
         if master and iter_num % eval_interval:
             save("ckpt_latest.pt")
