@@ -196,7 +196,7 @@ def open_field(paths, wanted):
         if b.seconds[0] <= a.seconds[-1]:
             times = f"{a.first} .. {a.last} and {b.first} .. {b.last}"
             fail(f"{a.path} and {b.path} overlap in time ({times})")
-    field = SimpleNamespace(sources=sources, lat=first.grid[0], lon=first.grid[1])
+    field = SimpleNamespace(sources=sources, grid=first.grid, lat=first.grid[0], lon=first.grid[1])
     field.units, field.variable = first.units, first.variable
     field.points = len(field.lat) * len(field.lon)
     field.first_step = np.cumsum([0] + [s.steps for s in sources[:-1]]).tolist()
@@ -208,8 +208,8 @@ def open_field(paths, wanted):
 def read_land_sea_mask(path, field):
     """ERA5 `lsm`, the land fraction, on the field's grid."""
     src = open_source(path, "lsm", need_time=False)
-    if not same_grid(src.grid, (field.lat, field.lon)):
-        grids = f"{describe_grid(src.grid)}, not {describe_grid((field.lat, field.lon))}"
+    if not same_grid(src.grid, field.grid):
+        grids = f"{describe_grid(src.grid)}, not {describe_grid(field.grid)}"
         fail(f"land-sea mask {path} has grid {grids}; expected the same grid")
     with open_netcdf(path) as ds:
         x = read_source(ds, src, 0, 1).reshape(len(field.lat), len(field.lon))
@@ -431,11 +431,10 @@ def check_windows_fit(args, field, starts, gaps):
 
 
 def print_plan(args, field, hours, gaps):
-    grid = describe_grid((field.lat, field.lon))
     print(
         f"{field.variable} [{field.units}]: {len(field.sources)} file(s),"
         f" {len(field.seconds)} steps of {hours:g} h from {field.sources[0].first} to"
-        f" {field.sources[-1].last} ({gaps} gap(s)), grid {grid}"
+        f" {field.sources[-1].last} ({gaps} gap(s)), grid {describe_grid(field.grid)}"
     )
     print(
         f"sample steps every {args.stride * hours:g} h; {args.workers} worker(s), each holding"

@@ -107,13 +107,6 @@ def write_t2m(path, lat, lon, lsm, days, seed):
             t2m[24 * day : 24 * day + 24] = pack_int16(field, 0.0025, 260.0)
 
 
-def write_lsm(path, lat, lon, lsm):
-    with create(path, lat, lon) as ds:
-        ds["time"][0:1] = [HOUR0]
-        v = packed_variable(ds, "lsm", 1 / 65000, 0.5, "Land-sea mask", "(0 - 1)")
-        v[0:1] = pack_int16(lsm, 1 / 65000, 0.5)[None]
-
-
 def main(argv=None):
     p = argparse.ArgumentParser(
         description="A synthetic ERA5-like t2m.nc and lsm.nc for prepare/era5.py (not data)"
@@ -139,8 +132,10 @@ def main(argv=None):
     lsm = land_fraction(lat, lon)
     with atomic_file(paths["t2m"]) as tmp:
         write_t2m(tmp, lat, lon, lsm, args.days, args.seed)
-    with atomic_file(paths["lsm"]) as tmp:
-        write_lsm(tmp, lat, lon, lsm)
+    with atomic_file(paths["lsm"]) as tmp, create(tmp, lat, lon) as ds:
+        ds["time"][0:1] = [HOUR0]
+        v = packed_variable(ds, "lsm", 1 / 65000, 0.5, "Land-sea mask", "(0 - 1)")
+        v[0:1] = pack_int16(lsm, 1 / 65000, 0.5)[None]
     print(
         f"wrote {paths['t2m']} ({args.days * 24} hourly steps, grid {len(lat)}x{len(lon)}) and"
         f" {paths['lsm']} (land fraction {lsm.mean():.2f} of grid points); synthetic, not data for"
