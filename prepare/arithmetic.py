@@ -64,4 +64,4 @@ if __name__ == "__main__":
     if args.variant.startswith("mult"):
         scales = {"operands": f"1e-{n}", "result": f"1e-{2 * n}"}
     meta = {"dataset": "arithmetic", "variant": args.variant, "scales": scales}
-    write_dataset(args, functools.partial(make_sample, variant=args.variant), meta=meta)
+    write_dataset(args, functools.partial(make_sample, variant=args.variant), meta)

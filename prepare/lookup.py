@@ -59,9 +59,5 @@ if __name__ == "__main__":
         "entries": args.entries,
         "ood": {"test_ood": f"the queried value lies in the open interval {GAP}"},
     }
-    write_dataset(
-        args,
-        functools.partial(make_sample, entries=args.entries),
-        extra_splits=SPLITS[3:],
-        meta=meta,
-    )
+    sample = functools.partial(make_sample, entries=args.entries)
+    write_dataset(args, sample, meta, extra_splits=SPLITS[3:])

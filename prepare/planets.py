@@ -109,4 +109,4 @@ if __name__ == "__main__":
             ),
         },
     }
-    write_dataset(args, make_sample, extra_splits=SPLITS[3:], meta=meta)
+    write_dataset(args, make_sample, meta, extra_splits=SPLITS[3:])
