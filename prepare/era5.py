@@ -266,9 +266,11 @@ def draw_plan(job):
 def extract_block(job):
     """Worker: each sample's part of steps [b0, b1)."""
     b0, b1, ids, attempts = job
-    stride, n_lon = CTX.args.stride, len(CTX.field.lon)
-    block = np.empty((b1 - b0, len(CTX.field.lat), n_lon), np.float32)
+    stride = CTX.args.stride
+    block = np.empty((b1 - b0, len(CTX.field.lat), len(CTX.field.lon)), np.float32)
     read_steps(b0, b1, block)
+    # (steps, grid points)
+    block = block.reshape(b1 - b0, -1)
     out = []
     for sample, attempt in zip(ids, attempts):
         n_steps, start, stations = draw_window(sample, int(attempt))
@@ -276,8 +278,7 @@ def extract_block(job):
         k0 = max(0, -(-(b0 - start) // stride))
         k1 = min(n_steps, -(-(b1 - start) // stride))
         steps = start + stride * np.arange(k0, k1) - b0
-        ilat, ilon = np.divmod(stations, n_lon)
-        values = block[steps[:, None], ilat[None, :], ilon[None, :]]
+        values = block[steps[:, None], stations]
         out.append((int(sample), k0, values.T.copy()))
     return out
 
