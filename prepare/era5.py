@@ -135,7 +135,7 @@ def read_steps(t0, t1, out):
         if src.path not in CTX.open_files:
             CTX.open_files[src.path] = open_netcdf(src.path)
         ds = CTX.open_files[src.path]
-        piece = max(1, (16 << 20) // (8 * src.expvers * len(f.lat) * len(f.lon)))
+        piece = max(1, (16 << 20) // (8 * src.expvers * f.points))
         for a in range(max(t0, first), min(t1, first + src.steps), piece):
             b = min(a + piece, t1, first + src.steps)
             out[a - t0 : b - t0] = read_source(ds, src, a - first, b - first)
@@ -298,11 +298,11 @@ def format_samples(job):
         phases = np.round([np.sin(tod), np.cos(tod), np.sin(toy), np.cos(toy)], 4)
         data = (values.astype(np.float64) - mean) / std
         description = {"coords": coords.tolist(), "start": phases.tolist()}
-        lines.append(dumps({"description": description, "data": data.tolist()}, digits=4))
+        lines.append(dumps({"description": description, "data": data.tolist()}, digits=4) + "\n")
         # the probe's label (App. C): the first station is over ocean
         if CTX.land_sea_mask is not None:
             labels.append(int(CTX.land_sea_mask[ilat[0], ilon[0]] < 0.5))
-    return "".join(line + "\n" for line in lines), labels
+    return "".join(lines), labels
 
 
 def extract_windows(pmap, splits):
