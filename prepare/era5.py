@@ -127,20 +127,6 @@ def read_source(ds, src, t0, t1):
     return x[..., :: -1 if src.lat_descending else 1, :: -1 if src.lon_descending else 1]
 
 
-def read_steps(t0, t1, out):
-    """Global steps [t0, t1) of the files into out, in pieces of ~16 MB."""
-    f = CTX.field
-    for src, first in zip(f.sources, f.first_step):
-        # each process opens its own: netCDF handles do not survive a fork
-        if src.path not in CTX.open_files:
-            CTX.open_files[src.path] = open_netcdf(src.path)
-        ds = CTX.open_files[src.path]
-        piece = max(1, (16 << 20) // (8 * src.expvers * f.points))
-        for a in range(max(t0, first), min(t1, first + src.steps), piece):
-            b = min(a + piece, t1, first + src.steps)
-            out[a - t0 : b - t0] = read_source(ds, src, a - first, b - first)
-
-
 def read_times(ds, path, dim):
     """A file's dates, seconds since 1970 and calendar."""
     tvar = ds.variables.get(dim)
@@ -264,11 +250,19 @@ def draw_plan(job):
 
 
 def extract_block(job):
-    """Worker: each sample's part of steps [b0, b1)."""
+    """Worker: each sample's part of steps [b0, b1), read from the files in pieces of ~16 MB."""
     b0, b1, ids, attempts = job
-    stride = CTX.args.stride
-    block = np.empty((b1 - b0, len(CTX.field.lat), len(CTX.field.lon)), np.float32)
-    read_steps(b0, b1, block)
+    f, stride = CTX.field, CTX.args.stride
+    block = np.empty((b1 - b0, len(f.lat), len(f.lon)), np.float32)
+    for src, first in zip(f.sources, f.first_step):
+        # each process opens its own: netCDF handles do not survive a fork
+        if src.path not in CTX.open_files:
+            CTX.open_files[src.path] = open_netcdf(src.path)
+        ds = CTX.open_files[src.path]
+        piece = max(1, (16 << 20) // (8 * src.expvers * f.points))
+        for a in range(max(b0, first), min(b1, first + src.steps), piece):
+            b = min(a + piece, b1, first + src.steps)
+            block[a - b0 : b - b0] = read_source(ds, src, a - first, b - first)
     # (steps, grid points)
     block = block.reshape(b1 - b0, -1)
     out = []
