@@ -43,12 +43,9 @@ def make_sample(rng, split, entries=ENTRIES):
 if __name__ == "__main__":
     one_line_errors()
     parser = base_parser("Number look-up: {key:value,...}key=value.", "data/lookup")
+    entries = f"entries per dictionary, inclusive (default {ENTRIES[0]},{ENTRIES[1]})"
     parser.add_argument(
-        "--entries",
-        type=int_range(len(KEYS)),
-        default=ENTRIES,
-        metavar="MIN,MAX",
-        help=f"entries per dictionary, inclusive (default {ENTRIES[0]},{ENTRIES[1]})",
+        "--entries", type=int_range(len(KEYS)), default=ENTRIES, metavar="MIN,MAX", help=entries
     )
     args = parser.parse_args()
     meta = {
