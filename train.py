@@ -125,7 +125,7 @@ except (FileNotFoundError, ValueError) as e:
     distributed.stop(f"error: {e}" + (checkpoint.trained_on(ckpt_path) if lost else ""))
 longest = max(int(split.lengths.max()) for split in (train_data, val_data))
 block_size = block_size or longest
-preflight.check_lengths(data_dir, encoding, train_data, val_data, block_size, packing, pack_length)
+preflight.check_splits(data_dir, encoding, train_data, val_data, block_size, packing, pack_length)
 pack_rows = 0
 if packing:
     args = (train_data, batch_size, micro_batch_size, world_size, seed, longest, 4 * block_size)
@@ -135,7 +135,6 @@ if not flex:
     shapes = [(micro_batch_size, block_size), (pack_rows, pack_length)]
     preflight.check_attention_memory(shapes, n_head, device)
 n_val = min(len(val_data), eval_batches * batch_size)
-preflight.check_val(val_data, data_dir)
 num_loss_name = "NLL" if num_head == "gmm" else "NMSE" if k > 0 else "MSE"
 
 # -- model and optimizer
