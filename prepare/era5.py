@@ -16,9 +16,6 @@ from common import SIZES, at_least, base_parser, command, dumps, fail, int_range
 from common import one_line_errors, sample_rng, staged_dataset, write_meta
 from util import atomic_file, atomic_write_text, worker_signals
 
-# grid points and time steps per sample, inclusive
-STATIONS = (60, 89)
-STEPS = (8, 15)
 MAX_ATTEMPTS = 100
 SPLITS = ("train", "val", "test")
 WRITES = [f"{s}{ext}" for s in SPLITS for ext in (".txt", ".ocean.txt")] + ["meta.json"]
@@ -403,9 +400,9 @@ def parse_args(argv):
     p.add_argument("--land-sea-mask", metavar="FILE", help=mask)
     min_max = {"type": int_range(), "metavar": "MIN,MAX"}
     stations = "grid points per sample, inclusive (default 60,89)"
-    p.add_argument("--stations", default=STATIONS, help=stations, **min_max)
+    p.add_argument("--stations", default=(60, 89), help=stations, **min_max)
     steps = "steps per sample, inclusive (default 8,15)"
-    p.add_argument("--steps", default=STEPS, help=steps, **min_max)
+    p.add_argument("--steps", default=(8, 15), help=steps, **min_max)
     return p.parse_args(argv)
 
 
