@@ -126,8 +126,7 @@ def main(argv=None):
     if existing and not args.force:
         fail(f"{', '.join(existing)} already exist(s); pass --force to overwrite")
     os.makedirs(args.out, exist_ok=True)
-    n_lat = round(180 / args.resolution) + 1
-    lat = 90 - args.resolution * np.arange(n_lat)
+    lat = 90 - args.resolution * np.arange(round(180 / args.resolution) + 1)
     lon = args.resolution * np.arange(round(360 / args.resolution))
     lsm = land_fraction(lat, lon)
     with atomic_file(paths["t2m"]) as tmp:
