@@ -189,13 +189,13 @@ def open_field(paths, wanted):
 
 
 def read_land_sea_mask(path, field):
-    """ERA5 `lsm`, the land fraction, on the field's grid."""
+    """ERA5 `lsm`, the land fraction, at each grid point."""
     src = open_source(path, "lsm", need_time=False)
     if not same_grid(src.grid, field.grid):
         grids = f"{describe_grid(src.grid)}, not {describe_grid(field.grid)}"
         fail(f"land-sea mask {path} has grid {grids}; expected the same grid")
     with open_netcdf(path) as ds:
-        x = read_source(ds, src, 0, 1).reshape(len(field.lat), len(field.lon))
+        x = read_source(ds, src, 0, 1).ravel()
     if np.nanmax(x) > 1 + 1e-6 or np.nanmin(x) < -1e-6:
         fail(f"land-sea mask {path}: '{src.variable}' is not a fraction 0..1")
     return x
@@ -292,7 +292,7 @@ def format_samples(job):
         lines.append(dumps({"description": description, "data": data.tolist()}, digits=4) + "\n")
         # the probe's label (App. C): the first station is over ocean
         if CTX.land_sea_mask is not None:
-            labels.append(int(CTX.land_sea_mask[ilat[0], ilon[0]] < 0.5))
+            labels.append(int(CTX.land_sea_mask[stations[0]] < 0.5))
     return "".join(lines), labels
 
 
