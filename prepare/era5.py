@@ -158,7 +158,7 @@ def open_source(path, wanted, need_time=True):
         dates, src.seconds, src.calendar = read_times(ds, path, dims["time"])
         hours = np.array([d.hour + d.minute / 60 + d.second / 3600 for d in dates])
         src.tod = hours / 24
-        src.toy = (np.array([d.dayofyr - 1 for d in dates]) + hours / 24) / 365.25
+        src.toy = (np.array([d.dayofyr - 1 for d in dates]) + src.tod) / 365.25
         src.steps, src.first, src.last = len(dates), str(dates[0]), str(dates[-1])
     ds.close()
     return src
