@@ -12,10 +12,9 @@ import numpy as np
 from common import at_least, fail, one_line_errors
 from util import atomic_file
 
-START = datetime.datetime(2021, 1, 1)
 TIME_UNITS = "hours since 1900-01-01 00:00:00.0"
 FILL = -32767
-HOUR0 = int(netCDF4.date2num(START, TIME_UNITS, "gregorian"))
+HOUR0 = int(netCDF4.date2num(datetime.datetime(2021, 1, 1), TIME_UNITS, "gregorian"))
 # (lat, lon, radius) in degrees: caps of land
 CONTINENTS = [(50, 80, 35), (45, 20, 18), (5, 20, 25), (45, 260, 25), (-15, 300, 18)]
 CONTINENTS += [(-25, 135, 14), (-90, 0, 25), (72, 318, 10)]
