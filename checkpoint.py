@@ -78,7 +78,7 @@ def run_files(out_dir):
             continue
         if splits is not None:
             prefix = name[:-5]
-            plots = [f"{prefix}_{s}{kind}.png" for s in splits for kind in ("", "_pit", "_density")]
+            plots = [f"{prefix}_{s}{kind}.png" for s in splits for kind in ("", "_density")]
             ours |= {name, f"{prefix}.md", *plots} & names
     return sorted(ours)
 
@@ -150,7 +150,7 @@ def load_checkpoint(path, device="cpu", mmap=False):
     if unknown := sorted(set(checkpoint["model_args"]) - set(defaults)):
         why = f"settings this version does not know ({', '.join(unknown)})"
         raise SystemExit(f"error: {path}: {why}; use the version that wrote it")
-    checkpoint["model_args"] = {**defaults, **checkpoint["model_args"]}
+    checkpoint["model_args"] = defaults | checkpoint["model_args"]
     # a compiled or DDP-wrapped model's weights carry a prefix
     checkpoint["model"] = {
         re.sub(r"^(?:_orig_mod\.|module\.)+", "", k): v for k, v in checkpoint["model"].items()
@@ -218,7 +218,7 @@ def say_changes(changed, config, iter_num, get_lr):
         pairs = ", ".join(f"{name} {a!r} → {b!r}" for name, (a, b) in changed.items())
         print(f"resume: changed settings applied: {pairs}")
     if changed.keys() & {"max_iters", "learning_rate", "min_lr", "warmup_iters"}:
-        saved = {**config, **{name: a for name, (a, b) in changed.items()}}
+        saved = config | {name: a for name, (a, b) in changed.items()}
         was, now = get_lr(iter_num, saved), get_lr(iter_num, config)
         print(f"resume: the learning rate at step {iter_num} was {was:.2e}, now {now:.2e}")
 

@@ -8,8 +8,8 @@ import torch
 from distributed import print0
 
 
-def check_lengths(data_dir, encoding, train, val, block_size, packing, pack_length):
-    """Refuse a sample longer than block_size (or pack_length)."""
+def check_splits(data_dir, encoding, train, val, block_size, packing, pack_length):
+    """Refuse a sample longer than block_size (or pack_length); warn of a small val split."""
     if packing and pack_length > 4 * block_size:
         raise SystemExit(f"error: pack_length {pack_length} > 4 × block_size {block_size}")
     for name, split in (("train", train), ("val", val)):
@@ -20,6 +20,8 @@ def check_lengths(data_dir, encoding, train, val, block_size, packing, pack_leng
                 f"(index {int(split.lengths.argmax())}) but block_size is {block_size}"
                 + (f" and pack_length {pack_length}" if packing and pack_length else "")
             )
+    if len(val) < 16:
+        print0(f"warning: {data_dir}/val.txt has {len(val)} sample(s): few for ckpt_best.pt")
 
 
 def fit_micro_batch(batch_size, micro_batch_size, world_size, say=None):
@@ -53,11 +55,6 @@ def check_attention_memory(shapes, n_head, device):
             raise SystemExit(f"error: a context of {context:,} tokens needs {gib}: {shorter}")
 
 
-def check_val(val_data, data_dir):
-    if len(val_data) < 16:
-        print0(f"warning: {data_dir}/val.txt has {len(val_data)} sample(s): few for ckpt_best.pt")
-
-
 def pick_precision(dtype, device_type):
     """(dtype, autocast context): auto is bf16 on CUDA, else float32."""
     if dtype == "auto":
@@ -70,8 +67,6 @@ def pick_precision(dtype, device_type):
 
 def pick_compile(compile, device_type):
     """'auto' is on for CUDA, off elsewhere; True on the CPU needs a C++ compiler."""
-    if compile not in ("auto", True, False):
-        raise SystemExit(f"error: compile expects 'auto', True or False, got {compile!r}")
     if compile == "auto":
         compile = device_type == "cuda" and os.name != "nt"
         if not compile:

@@ -16,8 +16,7 @@ from tokenize_arrays import write_arrays
 from util import TextError
 
 
-def parse_args(argv):
-    """The command line's settings, and the encodings to write."""
+def main(argv=None):
     p = argparse.ArgumentParser(
         description="Tokenize a prepared dataset into arrays, or print its token statistics."
     )
@@ -30,11 +29,7 @@ def parse_args(argv):
     p.add_argument("--plain-text", action="store_true", help=plain)
     args = p.parse_args(argv)
     encodings = list(ENCODINGS) if args.encoding == "all" or args.stats else [args.encoding]
-    return args, encodings
-
-
-def main(argv=None):
-    (args, encodings), t0 = parse_args(argv), time.time()
+    t0 = time.time()
     try:
         table = write_arrays(
             args.data_dir, encodings, args.workers, args.rebuild_vocab, args.plain_text

@@ -91,7 +91,7 @@ RANGES = dict(
     max_iters="[1, inf)", learning_rate="(0, inf)", min_lr="[0, learning_rate]", beta1="[0, 1)",
     beta2="[0, 1)", eval_interval="[1, inf)", eval_batches="[1, inf)", log_interval="[1, inf)",
     seed="[0, 4294967295]", device="auto | cpu | mps | cuda | cuda:N",
-    dtype="auto | bfloat16 | float32",
+    dtype="auto | bfloat16 | float32", compile="auto | True | False",
 )
 # fmt: on
 config = configure(globals(), __file__)
@@ -125,7 +125,7 @@ except (FileNotFoundError, ValueError) as e:
     distributed.stop(f"error: {e}" + (checkpoint.trained_on(ckpt_path) if lost else ""))
 longest = max(int(split.lengths.max()) for split in (train_data, val_data))
 block_size = block_size or longest
-preflight.check_lengths(data_dir, encoding, train_data, val_data, block_size, packing, pack_length)
+preflight.check_splits(data_dir, encoding, train_data, val_data, block_size, packing, pack_length)
 pack_rows = 0
 if packing:
     args = (train_data, batch_size, micro_batch_size, world_size, seed, longest, 4 * block_size)
@@ -135,7 +135,6 @@ if not flex:
     shapes = [(micro_batch_size, block_size), (pack_rows, pack_length)]
     preflight.check_attention_memory(shapes, n_head, device)
 n_val = min(len(val_data), eval_batches * batch_size)
-preflight.check_val(val_data, data_dir)
 num_loss_name = "NLL" if num_head == "gmm" else "NMSE" if k > 0 else "MSE"
 
 # -- model and optimizer
@@ -247,10 +246,10 @@ while True:
         val = evaluate()
         if master:
             report.say_validation(log, iter_num, val, num_loss_name)
-            improved = val["val_loss"] < best_val_loss
-            best_val_loss = min(best_val_loss, val["val_loss"])
-            if iter_num > 0 and improved:
-                save("ckpt_best.pt")
+            if val["val_loss"] < best_val_loss:
+                best_val_loss = val["val_loss"]
+                if iter_num > 0:
+                    save("ckpt_best.pt")
             if iter_num > 0:
                 save("ckpt_latest.pt")
         progress.restart(iter_num)
@@ -258,7 +257,7 @@ while True:
         save(f"ckpt_{iter_num}.pt")
     if iter_num >= max_iters:
         break
-    # after a SIGTERM: save and stop
+    # after a SIGTERM
     if stopping:
         if master and iter_num % eval_interval:
             save("ckpt_latest.pt")

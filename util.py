@@ -34,7 +34,7 @@ def open_new(path, mode="wb"):
     """Open a new file at `path`, never through a symbolic link."""
     with suppress(FileNotFoundError):
         os.remove(path)
-    return open(path, mode, opener=lambda name, flags: os.open(name, flags | os.O_EXCL, 0o666))
+    return open(path, mode.replace("w", "x"))
 
 
 @contextmanager

@@ -50,12 +50,8 @@ def make_sample(rng, split, variant):
 if __name__ == "__main__":
     one_line_errors()
     p = base_parser("Arithmetic datasets of the paper (App. A).", "data/arithmetic_<variant>")
-    p.add_argument(
-        "--variant",
-        default="ops2",
-        choices=list(VARIANTS),
-        help="mult3|mult4|mult5: n-digit multiplication; ops2|ops3|ops4: n-operand expressions",
-    )
+    variant = "mult3|mult4|mult5: n-digit multiplication; ops2|ops3|ops4: n-operand expressions"
+    p.add_argument("--variant", default="ops2", choices=list(VARIANTS), help=variant)
     args = p.parse_args()
     args.out = args.out.replace("<variant>", args.variant)
     n = VARIANTS[args.variant]
@@ -64,4 +60,4 @@ if __name__ == "__main__":
     if args.variant.startswith("mult"):
         scales = {"operands": f"1e-{n}", "result": f"1e-{2 * n}"}
     meta = {"dataset": "arithmetic", "variant": args.variant, "scales": scales}
-    write_dataset(args, functools.partial(make_sample, variant=args.variant), meta=meta)
+    write_dataset(args, functools.partial(make_sample, variant=args.variant), meta)

@@ -307,11 +307,11 @@ def write_meta(out, meta):
     atomic_write_text(os.path.join(out, "meta.json"), json.dumps(meta, indent=2) + "\n")
 
 
-def write_dataset(args, make_sample, extra_splits=(), meta=None):
+def write_dataset(args, make_sample, meta, extra_splits=()):
     """<out>/<split>.txt, a line a make_sample(rng, split), then <out>/meta.json."""
     counts = dict(zip(("train", "val", "test"), SIZES[args.size]))
     counts.update(dict.fromkeys(extra_splits, counts["test"]))
-    meta = {**(meta or {}), "seed": args.seed, "size": args.size, "splits": counts}
+    meta = {**meta, "seed": args.seed, "size": args.size, "splits": counts}
     meta["command"] = command()
     t0 = time.time()
     writes = [f"{split}.txt" for split in counts] + ["meta.json"]

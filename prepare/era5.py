@@ -16,9 +16,6 @@ from common import SIZES, at_least, base_parser, command, dumps, fail, int_range
 from common import one_line_errors, sample_rng, staged_dataset, write_meta
 from util import atomic_file, atomic_write_text, worker_signals
 
-# grid points and time steps per sample, inclusive
-STATIONS = (60, 89)
-STEPS = (8, 15)
 MAX_ATTEMPTS = 100
 SPLITS = ("train", "val", "test")
 WRITES = [f"{s}{ext}" for s in SPLITS for ext in (".txt", ".ocean.txt")] + ["meta.json"]
@@ -127,20 +124,6 @@ def read_source(ds, src, t0, t1):
     return x[..., :: -1 if src.lat_descending else 1, :: -1 if src.lon_descending else 1]
 
 
-def read_steps(t0, t1, out):
-    """Global steps [t0, t1) of the files into out, in pieces of ~16 MB."""
-    f = CTX.field
-    for src, first in zip(f.sources, f.first_step):
-        # each process opens its own: netCDF handles do not survive a fork
-        if src.path not in CTX.open_files:
-            CTX.open_files[src.path] = open_netcdf(src.path)
-        ds = CTX.open_files[src.path]
-        piece = max(1, (16 << 20) // (8 * src.expvers * len(f.lat) * len(f.lon)))
-        for a in range(max(t0, first), min(t1, first + src.steps), piece):
-            b = min(a + piece, t1, first + src.steps)
-            out[a - t0 : b - t0] = read_source(ds, src, a - first, b - first)
-
-
 def read_times(ds, path, dim):
     """A file's dates, seconds since 1970 and calendar."""
     tvar = ds.variables.get(dim)
@@ -175,7 +158,7 @@ def open_source(path, wanted, need_time=True):
         dates, src.seconds, src.calendar = read_times(ds, path, dims["time"])
         hours = np.array([d.hour + d.minute / 60 + d.second / 3600 for d in dates])
         src.tod = hours / 24
-        src.toy = (np.array([d.dayofyr - 1 for d in dates]) + hours / 24) / 365.25
+        src.toy = (np.array([d.dayofyr - 1 for d in dates]) + src.tod) / 365.25
         src.steps, src.first, src.last = len(dates), str(dates[0]), str(dates[-1])
     ds.close()
     return src
@@ -196,7 +179,7 @@ def open_field(paths, wanted):
         if b.seconds[0] <= a.seconds[-1]:
             times = f"{a.first} .. {a.last} and {b.first} .. {b.last}"
             fail(f"{a.path} and {b.path} overlap in time ({times})")
-    field = SimpleNamespace(sources=sources, lat=first.grid[0], lon=first.grid[1])
+    field = SimpleNamespace(sources=sources, grid=first.grid, lat=first.grid[0], lon=first.grid[1])
     field.units, field.variable = first.units, first.variable
     field.points = len(field.lat) * len(field.lon)
     field.first_step = np.cumsum([0] + [s.steps for s in sources[:-1]]).tolist()
@@ -206,13 +189,13 @@ def open_field(paths, wanted):
 
 
 def read_land_sea_mask(path, field):
-    """ERA5 `lsm`, the land fraction, on the field's grid."""
+    """ERA5 `lsm`, the land fraction, at each grid point."""
     src = open_source(path, "lsm", need_time=False)
-    if not same_grid(src.grid, (field.lat, field.lon)):
-        grids = f"{describe_grid(src.grid)}, not {describe_grid((field.lat, field.lon))}"
+    if not same_grid(src.grid, field.grid):
+        grids = f"{describe_grid(src.grid)}, not {describe_grid(field.grid)}"
         fail(f"land-sea mask {path} has grid {grids}; expected the same grid")
     with open_netcdf(path) as ds:
-        x = read_source(ds, src, 0, 1).reshape(len(field.lat), len(field.lon))
+        x = read_source(ds, src, 0, 1).ravel()
     if np.nanmax(x) > 1 + 1e-6 or np.nanmin(x) < -1e-6:
         fail(f"land-sea mask {path}: '{src.variable}' is not a fraction 0..1")
     return x
@@ -264,11 +247,21 @@ def draw_plan(job):
 
 
 def extract_block(job):
-    """Worker: each sample's part of steps [b0, b1)."""
+    """Worker: each sample's part of steps [b0, b1), read from the files in pieces of ~16 MB."""
     b0, b1, ids, attempts = job
-    stride, n_lon = CTX.args.stride, len(CTX.field.lon)
-    block = np.empty((b1 - b0, len(CTX.field.lat), n_lon), np.float32)
-    read_steps(b0, b1, block)
+    f, stride = CTX.field, CTX.args.stride
+    block = np.empty((b1 - b0, len(f.lat), len(f.lon)), np.float32)
+    for src, first in zip(f.sources, f.first_step):
+        # each process opens its own: netCDF handles do not survive a fork
+        if src.path not in CTX.open_files:
+            CTX.open_files[src.path] = open_netcdf(src.path)
+        ds = CTX.open_files[src.path]
+        piece = max(1, (16 << 20) // (8 * src.expvers * f.points))
+        for a in range(max(b0, first), min(b1, first + src.steps), piece):
+            b = min(a + piece, b1, first + src.steps)
+            block[a - b0 : b - b0] = read_source(ds, src, a - first, b - first)
+    # (steps, grid points)
+    block = block.reshape(b1 - b0, -1)
     out = []
     for sample, attempt in zip(ids, attempts):
         n_steps, start, stations = draw_window(sample, int(attempt))
@@ -276,8 +269,7 @@ def extract_block(job):
         k0 = max(0, -(-(b0 - start) // stride))
         k1 = min(n_steps, -(-(b1 - start) // stride))
         steps = start + stride * np.arange(k0, k1) - b0
-        ilat, ilon = np.divmod(stations, n_lon)
-        values = block[steps[:, None], ilat[None, :], ilon[None, :]]
+        values = block[steps[:, None], stations]
         out.append((int(sample), k0, values.T.copy()))
     return out
 
@@ -297,11 +289,11 @@ def format_samples(job):
         phases = np.round([np.sin(tod), np.cos(tod), np.sin(toy), np.cos(toy)], 4)
         data = (values.astype(np.float64) - mean) / std
         description = {"coords": coords.tolist(), "start": phases.tolist()}
-        lines.append(dumps({"description": description, "data": data.tolist()}, digits=4))
+        lines.append(dumps({"description": description, "data": data.tolist()}, digits=4) + "\n")
         # the probe's label (App. C): the first station is over ocean
         if CTX.land_sea_mask is not None:
-            labels.append(int(CTX.land_sea_mask[ilat[0], ilon[0]] < 0.5))
-    return "".join(line + "\n" for line in lines), labels
+            labels.append(int(CTX.land_sea_mask[stations[0]] < 0.5))
+    return "".join(lines), labels
 
 
 def extract_windows(pmap, splits):
@@ -408,9 +400,9 @@ def parse_args(argv):
     p.add_argument("--land-sea-mask", metavar="FILE", help=mask)
     min_max = {"type": int_range(), "metavar": "MIN,MAX"}
     stations = "grid points per sample, inclusive (default 60,89)"
-    p.add_argument("--stations", default=STATIONS, help=stations, **min_max)
+    p.add_argument("--stations", default=(60, 89), help=stations, **min_max)
     steps = "steps per sample, inclusive (default 8,15)"
-    p.add_argument("--steps", default=STEPS, help=steps, **min_max)
+    p.add_argument("--steps", default=(8, 15), help=steps, **min_max)
     return p.parse_args(argv)
 
 
@@ -431,11 +423,10 @@ def check_windows_fit(args, field, starts, gaps):
 
 
 def print_plan(args, field, hours, gaps):
-    grid = describe_grid((field.lat, field.lon))
     print(
         f"{field.variable} [{field.units}]: {len(field.sources)} file(s),"
         f" {len(field.seconds)} steps of {hours:g} h from {field.sources[0].first} to"
-        f" {field.sources[-1].last} ({gaps} gap(s)), grid {grid}"
+        f" {field.sources[-1].last} ({gaps} gap(s)), grid {describe_grid(field.grid)}"
     )
     print(
         f"sample steps every {args.stride * hours:g} h; {args.workers} worker(s), each holding"

@@ -12,10 +12,9 @@ import numpy as np
 from common import at_least, fail, one_line_errors
 from util import atomic_file
 
-START = datetime.datetime(2021, 1, 1)
 TIME_UNITS = "hours since 1900-01-01 00:00:00.0"
 FILL = -32767
-HOUR0 = int(netCDF4.date2num(START, TIME_UNITS, "gregorian"))
+HOUR0 = int(netCDF4.date2num(datetime.datetime(2021, 1, 1), TIME_UNITS, "gregorian"))
 # (lat, lon, radius) in degrees: caps of land
 CONTINENTS = [(50, 80, 35), (45, 20, 18), (5, 20, 25), (45, 260, 25), (-15, 300, 18)]
 CONTINENTS += [(-25, 135, 14), (-90, 0, 25), (72, 318, 10)]
@@ -107,13 +106,6 @@ def write_t2m(path, lat, lon, lsm, days, seed):
             t2m[24 * day : 24 * day + 24] = pack_int16(field, 0.0025, 260.0)
 
 
-def write_lsm(path, lat, lon, lsm):
-    with create(path, lat, lon) as ds:
-        ds["time"][0:1] = [HOUR0]
-        v = packed_variable(ds, "lsm", 1 / 65000, 0.5, "Land-sea mask", "(0 - 1)")
-        v[0:1] = pack_int16(lsm, 1 / 65000, 0.5)[None]
-
-
 def main(argv=None):
     p = argparse.ArgumentParser(
         description="A synthetic ERA5-like t2m.nc and lsm.nc for prepare/era5.py (not data)"
@@ -133,14 +125,15 @@ def main(argv=None):
     if existing and not args.force:
         fail(f"{', '.join(existing)} already exist(s); pass --force to overwrite")
     os.makedirs(args.out, exist_ok=True)
-    n_lat = round(180 / args.resolution) + 1
-    lat = 90 - args.resolution * np.arange(n_lat)
+    lat = 90 - args.resolution * np.arange(round(180 / args.resolution) + 1)
     lon = args.resolution * np.arange(round(360 / args.resolution))
     lsm = land_fraction(lat, lon)
     with atomic_file(paths["t2m"]) as tmp:
         write_t2m(tmp, lat, lon, lsm, args.days, args.seed)
-    with atomic_file(paths["lsm"]) as tmp:
-        write_lsm(tmp, lat, lon, lsm)
+    with atomic_file(paths["lsm"]) as tmp, create(tmp, lat, lon) as ds:
+        ds["time"][0:1] = [HOUR0]
+        v = packed_variable(ds, "lsm", 1 / 65000, 0.5, "Land-sea mask", "(0 - 1)")
+        v[0:1] = pack_int16(lsm, 1 / 65000, 0.5)[None]
     print(
         f"wrote {paths['t2m']} ({args.days * 24} hourly steps, grid {len(lat)}x{len(lon)}) and"
         f" {paths['lsm']} (land fraction {lsm.mean():.2f} of grid points); synthetic, not data for"

@@ -43,12 +43,9 @@ def make_sample(rng, split, entries=ENTRIES):
 if __name__ == "__main__":
     one_line_errors()
     parser = base_parser("Number look-up: {key:value,...}key=value.", "data/lookup")
+    entries = f"entries per dictionary, inclusive (default {ENTRIES[0]},{ENTRIES[1]})"
     parser.add_argument(
-        "--entries",
-        type=int_range(len(KEYS)),
-        default=ENTRIES,
-        metavar="MIN,MAX",
-        help=f"entries per dictionary, inclusive (default {ENTRIES[0]},{ENTRIES[1]})",
+        "--entries", type=int_range(len(KEYS)), default=ENTRIES, metavar="MIN,MAX", help=entries
     )
     args = parser.parse_args()
     meta = {
@@ -59,9 +56,5 @@ if __name__ == "__main__":
         "entries": args.entries,
         "ood": {"test_ood": f"the queried value lies in the open interval {GAP}"},
     }
-    write_dataset(
-        args,
-        functools.partial(make_sample, entries=args.entries),
-        extra_splits=SPLITS[3:],
-        meta=meta,
-    )
+    sample = functools.partial(make_sample, entries=args.entries)
+    write_dataset(args, sample, meta, extra_splits=SPLITS[3:])

@@ -20,8 +20,8 @@ OOD_A0_RANGE = (1.0, 1.16)
 SPLITS = ("train", "val", "test", "test_ood_stepsize", "test_ood_a0")
 
 
-def round_sig(x, digits=DIGITS):
-    return float(f"{x:.{digits}g}")
+def round_sig(x):
+    return float(f"{x:.{DIGITS}g}")
 
 
 def simulate(masses, semimajor_axes, eccentricities, angles, stepsize, n_steps):
@@ -109,4 +109,4 @@ if __name__ == "__main__":
             ),
         },
     }
-    write_dataset(args, make_sample, extra_splits=SPLITS[3:], meta=meta)
+    write_dataset(args, make_sample, meta, extra_splits=SPLITS[3:])

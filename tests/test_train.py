@@ -92,7 +92,7 @@ def test_sample_fills_in_and_a_causal_model_generates(data, two_steps, tmp_path)
 
 
 @pytest.mark.parametrize("args,message", [
-    ("--compile=1", "compile expects 'auto', True or False"),
+    ("--compile=1", "'1' (from --compile) is not one of"),
     ("--packing=1", "packing expects bool"),
     ("--n_layer", "--n_layer needs a value"),
     ("--max_iters 5", "error: '5' after --max_iters: write --max_iters=5"),
