@@ -126,6 +126,15 @@ def own_data(data, tmp_path):
     return shutil.copytree(data, str(tmp_path / "ops2"))
 
 
+@pytest.fixture
+def tokenized(tmp_path):
+    """helpers.write's dataset, tokenized as plain text."""
+    from helpers import tokenize, write
+    write(tmp_path)
+    tokenize(tmp_path, "--plain-text")
+    return tmp_path
+
+
 @pytest.fixture(scope="session")
 def checkpoint(data, tmp_path_factory):
     """The best checkpoint of a tiny xVal model trained two steps on `data`."""

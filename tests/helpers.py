@@ -17,6 +17,8 @@ import torch
 from conftest import run
 
 import common
+import era5
+import era5_synthetic
 import tokenize_numbers
 from batching import ar_example, mlm_mask
 from model import GPT, GPTConfig, loss_from
@@ -193,6 +195,14 @@ def write_old_layout(path, field, lat=LAT, lon=LON, missing=None, expver_from=No
         v.set_auto_maskandscale(False)
         v[:] = packed
     return path
+
+
+def temperatures(tmp_path, monkeypatch):
+    """Two samples a split of prepare/era5.py's temperatures."""
+    monkeypatch.setitem(common.SIZES, "tiny", (2, 2, 2))
+    era5_synthetic.main(["--out", str(tmp_path), "--days", "6", "--resolution", "10"])
+    era5.main([str(tmp_path / "t2m.nc"), "--out", str(tmp_path / "out"), "--size", "tiny", "--workers", "1"])
+    return {s: (tmp_path / "out" / f"{s}.txt").read_text().splitlines() for s in ("train", "val", "test")}
 
 
 # ---------------------------------------------------------------- the tokenizer's hardest lines

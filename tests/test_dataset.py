@@ -8,13 +8,6 @@ from helpers import tokenize, write
 from dataset import Split, check_trained_on, fingerprint
 
 
-@pytest.fixture
-def tokenized(tmp_path):
-    write(tmp_path)
-    tokenize(tmp_path, "--plain-text")
-    return tmp_path
-
-
 def test_arrays_of_another_vocabulary_are_refused(tmp_path):
     write(tmp_path)
     for enc in ("xval", "p1000"):

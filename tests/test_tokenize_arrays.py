@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import tokenize_oracle as oracle
 from helpers import (BRACKETS, DECIMALS, EDGES, EXPONENTS, MALFORMED, NEAR_LIMITS, SIGNS, SPACES, TIES,
-                     UNICODE, WORDS, generated, number_lines)
+                     UNICODE, WORDS, generated, number_lines, temperatures)
 from tokenize_oracle import round_number, text_vocab
 
 import tokenize_arrays
@@ -17,9 +17,6 @@ from tokenize_line import FLOAT32_OVERFLOW, encode_pieces, round_numbers, split_
 from util import TextError
 
 import arithmetic
-import common
-import era5
-import era5_synthetic
 import lookup
 import planets
 
@@ -61,13 +58,6 @@ def assert_agrees(lines, alone):
     for line in set(lines) - set(good):
         assert_same_as_reference([line], [], ["xval"])
     return len(good)
-
-
-def temperatures(tmp_path, monkeypatch):
-    monkeypatch.setitem(common.SIZES, "tiny", (2, 2, 2))
-    era5_synthetic.main(["--out", str(tmp_path), "--days", "6", "--resolution", "10"])
-    era5.main([str(tmp_path / "t2m.nc"), "--out", str(tmp_path / "out"), "--size", "tiny", "--workers", "1"])
-    return {s: (tmp_path / "out" / f"{s}.txt").read_text().splitlines() for s in ("train", "val", "test")}
 
 
 @pytest.mark.parametrize("make,splits,n", [(functools.partial(arithmetic.make_sample, variant=v), ("train", "val", "test"), 50)

@@ -28,13 +28,6 @@ def temporaries(d):
     return [f for _, _, files in os.walk(d) for f in files if ".tmp" in f]
 
 
-@pytest.fixture
-def tokenized(tmp_path):
-    write(tmp_path)
-    tokenize(tmp_path, "--plain-text")
-    return tmp_path
-
-
 def test_plain_text_must_be_declared_and_its_splits_are_the_split_files(tmp_path, capsys):
     (tmp_path / "train.txt").write_text("{a:1}\n{a:2}\n")
     (tmp_path / "README.txt").write_text("my notes\n")
