@@ -164,7 +164,6 @@ class GPT(nn.Module):
                 nn.init.normal_(p, mean=0.0, std=0.02)
 
     def num_params(self, trunk_only=False):
-        """Parameters; trunk_only: the blocks and final norm."""
         modules = [self.blocks, self.ln_f] if trunk_only else [self]
         return sum(p.numel() for m in modules for p in m.parameters())
 
