@@ -7,7 +7,7 @@ import re
 import sys
 import traceback
 
-from setting_checks import check_type, error, out_of_range, read_ranges, say
+from setting_checks import check_type, error, out_of_range, read_ranges
 
 
 def defaults(source_file, comments=False):
@@ -41,24 +41,25 @@ def configure(scope, source_file, argv=None):
     argv = sys.argv[1:] if argv is None else argv
     comments = defaults(source_file, True)
     known = {k: scope[k] for k in comments}
-    # a number whose range the script does not give is at least 0
     numbers = [k for k, v in known.items() if type(v) in (int, float)]
     ranges = {**dict.fromkeys(numbers, "[0, inf)"), **read_ranges(source_file)}
     if "-h" in argv or "--help" in argv:
-        lines = [
-            f"usage: python {os.path.basename(source_file)} [config.py ...] [--key=value ...]\n"
-        ]
+        script = os.path.basename(source_file)
+        lines = [f"usage: python {script} [config.py ...] [--key=value ...]\n"]
         width, range_width = max(map(len, known)), max(map(len, ranges.values()), default=0)
         for k, v in known.items():
             line = f"  --{k:<{width}} = {v!r:<24} {ranges.get(k, ''):<{range_width}}"
             lines.append(f"{line} {comments[k][1]}".rstrip())
-        say("\n".join(lines))
+        # --help | head: no error
+        try:
+            print("\n".join(lines), flush=True)
+        except BrokenPipeError:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         raise SystemExit(0)
     for flag, value in zip(argv, argv[1:]):
         if flag[:2] == "--" and value[:2] != "--" and not os.path.isfile(value):
             if type(known.get(flag[2:], True)) is not bool:
                 raise error(f"{value!r} after {flag}: write {flag}={value}")
-    # config files in order, then flags: a flag beats any file
     config, set_by = dict(known), {}
     for path in (a for a in argv if a[:2] != "--"):
         for key, value in run_config_file(path).items():
@@ -68,7 +69,6 @@ def configure(scope, source_file, argv=None):
     for key, sep, text in (a[2:].partition("=") for a in argv if a[:2] == "--"):
         if key not in known:
             raise error(f"unknown flag --{key}; see --help for the keys")
-        # a bare --flag: True for a boolean
         if not sep and type(known[key]) is not bool:
             raise error(f"--{key} needs a value: --{key}=...")
         try:

@@ -65,11 +65,11 @@ def mixture_cdf(num, y):
     return (log_w.exp() * torch.special.ndtr((y.unsqueeze(-1) - mu) * torch.exp(-log_std))).sum(-1)
 
 
-def mixture_quantile(num, q, steps=60):
-    """The q-quantile of each mixture, (...), by bisection of the CDF (q a float in (0, 1))."""
+def mixture_quantile(num, q):
+    """The q-quantile of each mixture, (...), by 60 bisections of the CDF (q a float in (0, 1))."""
     _, mu, log_std = mixture_of(num)
     lo, hi = (mu - 10 * log_std.exp()).amin(-1), (mu + 10 * log_std.exp()).amax(-1)
-    for _ in range(steps):
+    for _ in range(60):
         mid = (lo + hi) / 2
         below = mixture_cdf(num, mid) < q
         lo, hi = torch.where(below, mid, lo), torch.where(below, hi, mid)

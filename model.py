@@ -81,7 +81,6 @@ class Block(nn.Module):
         return x + self.drop(self.mlp(self.ln_2(x)))
 
 
-# built outside the model's graph
 @torch.compiler.disable
 def sample_block_mask(doc, causal):
     """FlexAttention's mask: each token attends within its sample."""
@@ -165,7 +164,6 @@ class GPT(nn.Module):
                 nn.init.normal_(p, mean=0.0, std=0.02)
 
     def num_params(self, trunk_only=False):
-        """Parameters; trunk_only: the blocks and final norm."""
         modules = [self.blocks, self.ln_f] if trunk_only else [self]
         return sum(p.numel() for m in modules for p in m.parameters())
 
@@ -202,7 +200,6 @@ class GPT(nn.Module):
         logits = self.token_head(h)
         if not self.xval:
             return logits, None
-        # the number path stays float32
         with torch.autocast(h.device.type, enabled=False):
             return logits, self.num_head(h.float())
 

@@ -4,17 +4,8 @@
 import ast
 import os
 import re
-import sys
 
 INTERVAL = re.compile(r"([\[(])([^,]+), ([^\])]+)([\])])(?: unless (\w+))?(?: multiple of (\w+))?")
-
-
-def say(text):
-    """Print text; a reader that stops early (| head) is no error."""
-    try:
-        print(text, flush=True)
-    except BrokenPipeError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def error(text):

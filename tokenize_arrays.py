@@ -257,7 +257,6 @@ def dataset_splits(data_dir, plain_text=False):
         if meta is None or meta["splits"] != splits:
             command = " ".join(["python", *sys.argv])
             new_meta = {"dataset": "plain text", "splits": splits, "command": command}
-    # no split is an empty file
     for split in splits:
         path = os.path.join(data_dir, f"{split}.txt")
         if not os.path.exists(path):
@@ -350,7 +349,6 @@ def encode_split(folder, split, text_tokens, vocabs, workers=1, chunk=1000):
                 np.lib.format.write_array_header_1_0(out, header)
                 shutil.copyfileobj(f, out, 1 << 24)
             os.remove(part)
-        # sample i: [o[i], o[i+1])
         with open_new(f"{base}.offsets.{tmp}.npy") as out:
             np.save(out, np.r_[0, np.cumsum(lengths)].astype(np.int64))
         summaries.append(s)
