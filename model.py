@@ -81,6 +81,7 @@ class Block(nn.Module):
         return x + self.drop(self.mlp(self.ln_2(x)))
 
 
+# built outside the model's graph
 @torch.compiler.disable
 def sample_block_mask(doc, causal):
     """FlexAttention's mask: each token attends within its sample."""
@@ -200,6 +201,7 @@ class GPT(nn.Module):
         logits = self.token_head(h)
         if not self.xval:
             return logits, None
+        # the number path stays float32
         with torch.autocast(h.device.type, enabled=False):
             return logits, self.num_head(h.float())
 
