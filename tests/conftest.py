@@ -4,6 +4,7 @@ import functools
 import glob
 import io
 import os
+import pathlib
 import runpy
 import shutil
 import signal
@@ -127,8 +128,12 @@ def own_data(data, tmp_path):
 
 
 @pytest.fixture
+def two_steps(checkpoint):
+    return pathlib.Path(checkpoint).parent
+
+
+@pytest.fixture
 def tokenized(tmp_path):
-    """helpers.write's dataset, tokenized as plain text."""
     from helpers import tokenize, write
     write(tmp_path)
     tokenize(tmp_path, "--plain-text")

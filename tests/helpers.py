@@ -198,7 +198,6 @@ def write_old_layout(path, field, lat=LAT, lon=LON, missing=None, expver_from=No
 
 
 def temperatures(tmp_path, monkeypatch):
-    """Two samples a split of prepare/era5.py's temperatures."""
     monkeypatch.setitem(common.SIZES, "tiny", (2, 2, 2))
     era5_synthetic.main(["--out", str(tmp_path), "--days", "6", "--resolution", "10"])
     era5.main([str(tmp_path / "t2m.nc"), "--out", str(tmp_path / "out"), "--size", "tiny", "--workers", "1"])

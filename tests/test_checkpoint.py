@@ -13,11 +13,6 @@ from helpers import losses, one_line_error, train
 from checkpoint import RESUME_REFUSES, check_resume, load_checkpoint, run_files
 
 
-@pytest.fixture
-def two_steps(checkpoint):
-    return pathlib.Path(checkpoint).parent
-
-
 def test_the_run_files_are_what_train_and_eval_wrote(tmp_path):
     for prefix, splits in (("eval", ["test"]), ("eval_first5", ["test", "test_ood"])):
         (tmp_path / f"{prefix}.json").write_text(json.dumps({"task": "a", "splits": dict.fromkeys(splits, {})}))

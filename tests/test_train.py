@@ -26,10 +26,6 @@ from dataset import Split
 
 CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 
-@pytest.fixture
-def two_steps(checkpoint):
-    return pathlib.Path(checkpoint).parent
-
 
 def refused(data_dir, out, *args):
     return one_line_error(train(data_dir, out, *args, check=False))
