@@ -23,7 +23,7 @@ from checkpoint import load_checkpoint
 from configurator import configure
 from dataset import check_name, check_trained_on, read_meta, read_samples
 from eval_baselines import BASELINES, baseline_predictions, baseline_text, learn_baselines
-from eval_baselines import NEXT, in_file_units, outside_training, verdict, verdict_text
+from eval_baselines import NEXT, in_file_units, outside_training, value_under, verdict, verdict_text
 from mixture import distribution_metrics, mixture_nll, mixture_quantile
 from predict import check_meta, fill_in, load_model, masked_samples, read_levels
 from util import TextError, atomic_file, atomic_write_text, format_number, pick_device, run_main
@@ -377,7 +377,7 @@ def markdown(report):
 
 
 def write_plots(report, prefix):
-    """Predicted (median over seeds) vs true, in the data's units."""
+    """Predicted (median over seeds) vs true, in the data's units; with --mask_key, series()."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -385,7 +385,8 @@ def write_plots(report, prefix):
 
     task = report["task"]
     for split, quantities in report["splits"].items():
-        n = len(quantities)
+        shown = series(report, split) if mask_key and not mask_all else {}
+        n = len(quantities) + len(shown)
         fig, axes = plt.subplots(1, n, figsize=(3.6 * n, 3.4), squeeze=False)
         for ax, (quantity, r) in zip(axes[0], quantities.items()):
             # None: no valid prediction
@@ -398,9 +399,35 @@ def write_plots(report, prefix):
             ax.scatter(y, p, s=4, alpha=0.4)
             ax.set(title=f"{quantity} (MSE {fmt(mse)})", xlabel=f"true{unit}")
             ax.set(ylabel=f"predicted{unit}")
+        for ax, (line, (read, *masked)) in zip(axes[0][len(quantities) :], shown.items()):
+            ax.plot(read, ".-", color="0.5", label="read")
+            for values, style, label in zip(masked, "ox+", ("true", "model", "best baseline")):
+                ax.plot(range(len(read), len(read) + len(values)), values, style, label=label)
+            ax.set_title(f"{mask_key}, line {line}")
+            ax.legend(fontsize=7)
         save_figure(plt, fig, f"{task} · {report['encoding']} · {split}", f"{prefix}_{split}.png")
         if "mixture" in next(iter(quantities.values())):
             write_distribution_plots(task, split, quantities, f"{prefix}_{split}", plt)
+
+
+def series(report, split):
+    """The first 4 series in the file's units: {line: (read, truths, medians, best baseline's)}."""
+    lines = [line for _, line in read_samples(os.path.join(report["data_dir"], f"{split}.txt"))]
+    steps = report["splits"][split].values()
+    shown = {}
+    # one value a record in each step
+    for i, line in enumerate(next(iter(steps))["line"][:4]):
+        values = value_under(json.loads(lines[line - 1]), mask_key)
+        if not isinstance(values, list):
+            return {}
+        masked = []
+        for r in steps:
+            center, spread = r["scale"] or (0, 1)
+            scale = center, np.broadcast_to(spread, r["n"])[i]
+            best = r["predicted"].get((r["verdict"] or {}).get("best"), [None] * r["n"])
+            masked.append(in_file_units([r["truth"][i], r["median"][i], best[i]], scale))
+        shown[line] = (in_file_units(values[: -len(masked)], scale), *np.transpose(masked))
+    return shown
 
 
 def save_figure(plt, fig, title, path):

@@ -145,10 +145,7 @@ def learn_baselines(task, data, meta, keys, every, period):
         for key, found in lists.items():
             if key in fits:
                 fits[key].add(record)
-            # the list under the key, or a path to a nested one (meta.t)
-            v = record
-            for k in key.split("."):
-                v = v.get(k) if isinstance(v, dict) else None
+            v = value_under(record, key)
             if isinstance(v, list) and all(map(is_json_number, v)):
                 found.append(v)
     notes = []
@@ -168,6 +165,13 @@ def learn_baselines(task, data, meta, keys, every, period):
     means = {quantity: float(np.mean(v)) for quantity, v in numbers.items() if v}
     fitted = {key: fit.fit() for key, fit in fits.items()}
     return {"means": means, "fits": fitted, "lags": lags}, notes
+
+
+def value_under(record, key):
+    """The value under a key or a path to a nested one (meta.t), or None."""
+    for k in key.split("."):
+        record = record.get(k) if isinstance(record, dict) else None
+    return record
 
 
 def baseline_predictions(task, lines, masked, where, learned, window):

@@ -209,11 +209,19 @@ def test_own_data_in_original_units_with_baselines_and_plots(own_run, monkeypatc
         own = [float(row[k]) for k in ("truth", "prediction", "persistence")]
         assert own == pytest.approx([v * s["spread"] + s["center"] for v in (window[-1], p, window[-2])])
     monkeypatch.setattr(ev, "save_figure", lambda plt, fig, title, path: figures.append((fig, title)))
-    n = len(t["truth"])
-    t.update(scale=(s["center"], s["spread"]), mixture=[[0, 0, 0, 0, -1, -1]] * n)  # as a GMM head has
-    report["splits"] = {"test": {"t": t}}
-    ev.write_plots(report, "unused")
+    monkeypatch.setattr(ev, "mask_key", "t")
+    report = ev.score_setting([ckpt], data, ["test"], "cpu")
+    t = report["splits"]["test"]["t"]
+    t.update(mixture=[[0, 0, 0, 0, -1, -1]] * t["n"])  # as a GMM head has
+    ev.write_plots(report, "e")
     (scatter, _), (densities, title) = figures
+    assert len(scatter.axes) == 1 + 4  # beside the scatter, the first 4 series
+    for (line, (read, *masked)), row in zip(ev.series(report, "test").items(), rows):
+        assert read == pytest.approx(np.array(test[line - 1][:2]) * 5 + 280)
+        own = [float(row[k]) for k in ("truth", "prediction", t["verdict"]["best"])]
+        assert np.concatenate(masked) == pytest.approx(own)
+    monkeypatch.setattr(ev, "mask_key", "p")
+    assert ev.series(report, "test") == {}  # one number a record
     ax, truth = scatter.axes[0], np.array(t["truth"])
     assert ax.get_xlabel() == "true (original units)" and ax.get_ylabel() == "predicted (original units)"
     shown = np.stack([truth, np.array(t["median"])], 1) * s["spread"] + s["center"]
