@@ -30,7 +30,6 @@ CODE = re.compile(r"[+-]?0\d+")
 DELIMITERS = {",": "a comma", ";": "a semicolon", "\t": "a tab", "|": "a bar"}
 # the start of a JSON file: an object, or an array of objects
 JSON = re.compile(r"\s*(\{|\[\s*[{\]])")
-# a Column's codes (else a text's index)
 NUM, GAP, NESTED = -1, -2, -3
 # bytes of CSV read at a time
 BLOCK = 1 << 20
@@ -500,16 +499,16 @@ def json_records(path, args):
         where = f"{path}:{line}" + (f" (record {len(records) + 1})" if array else "")
         try:
             record, i = decoder.raw_decode(text, i)
+            if not isinstance(record, dict) or not record:
+                fail(f"{where}: expected a JSON object, found {text[at:i][:40]!r}")
+            keep = args.columns or record
+            records.append({k: rewrite(v, to_none) for k, v in record.items() if k in keep})
         except json.JSONDecodeError as e:
             fail(f"{path}:{e.lineno}: not a JSON record ({e.msg} at column {e.colno})")
         except ValueError as e:
             fail(f"{where}: {e}")
         except RecursionError:
             fail(f"{where}: a record nested too deep for Python's JSON reader; flatten it")
-        if not isinstance(record, dict) or not record:
-            fail(f"{where}: expected a JSON object, found {text[at:i][:40]!r}")
-        keep = args.columns or record
-        records.append({k: rewrite(v, to_none) for k, v in record.items() if k in keep})
         lines.append(line)
         i = space.match(text, i).end()
         if array and text.startswith(",", i):

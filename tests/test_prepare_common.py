@@ -25,10 +25,9 @@ def prepare(out, *flags, check=True, tokenize=False):
 
 
 def python(*args):
-    """`python *args` in a new process from the repository root, with prepare/ on its path."""
-    env = {**os.environ, "PYTHONPATH": "prepare"}
-    return subprocess.run([sys.executable, *args], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=120, check=False)
+    """`python *args` in a new process from the repository root, prepare/ first on its path."""
+    path = os.pathsep.join(["prepare", os.environ.get("PYTHONPATH", "")])
+    return run(*args, check=False, env={**os.environ, "PYTHONPATH": path})
 
 
 def listing(folder):
