@@ -201,9 +201,6 @@ def split_jobs(task, data, split, meta, model, vocab, keys, learned):
         )
     levels = None
     if meta.get("scale") == "record":
-        if mask_all or horizon:
-            said = "--horizon or --mask_all would mask what its levels are from"
-            raise TextError(f"{data}: --scale record: {said}")
         levels = read_levels(os.path.join(data, f"{split}.levels.txt"), counted)
     lines = lines[: max_samples or None]
     size = model.cfg.block_size
@@ -226,6 +223,9 @@ def score_setting(checkpoints, data, split_names, dev):
     keys = [mask_key] if mask_key else list(meta.get("scales") or {}) if task == "text" else []
     if horizon and not horizon < (meta.get("window") or 0):
         raise SystemExit(f"error: --horizon needs a dataset of windows longer than {horizon}")
+    if meta.get("scale") == "record" and (mask_all or horizon):
+        said = "--horizon or --mask_all would mask what its levels are from"
+        raise SystemExit(f"error: {data}: --scale record: {said}")
     learned, notes = learn_baselines(task, data, meta, keys, horizon or mask_all, period)
     # --horizon: the baselines per step ahead
     for found in learned.values() if horizon else ():
@@ -300,14 +300,16 @@ def write_predictions(report, path):
     with atomic_file(path) as tmp, open(tmp, "w", newline="") as f:
         writer = csv.writer(f, lineterminator="\n")
         writer.writerow(["split", "quantity", "line", "source", "truth", "prediction", *names])
+        sources = {}
+        for split in report["splits"]:
+            path = os.path.join(report["data_dir"], f"{split}.source.txt")
+            sources[split] = dict(read_samples(path, False)) if os.path.exists(path) else {}
         for split, quantity, r in rows:
-            source = os.path.join(report["data_dir"], f"{split}.source.txt")
-            sources = dict(read_samples(source, False)) if os.path.exists(source) else {}
             none = [None] * r["n"]
             columns = [r["truth"], r["median"], *(r["predicted"].get(n, none) for n in names)]
             for line, *values in zip(r["line"], *(in_file_units(c, r["scale"]) for c in columns)):
                 own = ["" if math.isnan(v) else format_number(v, 8) for v in values]
-                writer.writerow([split, quantity, line, sources.get(line, ""), *own])
+                writer.writerow([split, quantity, line, sources[split].get(line, ""), *own])
 
 
 # metric -> header
