@@ -93,14 +93,12 @@ def metrics(task, y, yhat, scale):
     return m
 
 
-def scale_of(task, meta, quantity, levels):
-    """(center, spread) of a quantity's numbers, or None; --scale record: (0, levels)."""
+def quantity_scale(task, meta, quantity):
+    """(center, spread) of a quantity's numbers, or None."""
     if task == "era5":
         return meta["normalisation"]["mean"], meta["normalisation"]["std"]
     scales = (meta.get("scales") or {}) if task == "text" else {}
     s = scales.get(quantity) or scales.get(quantity.split(".")[0])
-    if s and levels is not None:
-        return 0.0, np.array(levels)
     return (s["center"], s["spread"]) if s else None
 
 
@@ -118,7 +116,7 @@ def run_model(model, vocab, jobs, dev):
     results = {}
     for quantity, (samples, truths) in jobs.items():
         predicted, counts, mixtures = fill_in(model, vocab, samples, dev, batch_size)
-        preds = np.array([p for values in predicted for p in values], float)
+        preds = np.concatenate(predicted)
         preds[~np.isfinite(preds)] = math.nan
         mixture = torch.cat(mixtures).double().numpy() if mixtures else None
         for h, name in enumerate(steps_ahead() if horizon else [quantity]):
@@ -251,8 +249,9 @@ def score_setting(checkpoints, data, split_names, dev):
         masks, levels = encoded[split]["masked"], encoded[split]["levels"]
         for quantity, (truths, *_) in per_seed[0][split].items():
             lines = [i for i, g in enumerate(masks, 1) for _ in g.get(quantity, ())]
-            value_levels = [levels[i - 1][quantity] for i in lines] if levels else None
-            scale = scale_of(task, meta, quantity, value_levels)
+            scale = quantity_scale(task, meta, quantity)
+            if scale and levels:
+                scale = 0.0, np.array([levels[i - 1][quantity] for i in lines])
             r = combine(task, [s[split][quantity] for s in per_seed], scale)
             r["scale"] = scale
             if invalid := sum(s["n"] - s["valid"] for s in r["per_seed"]):

@@ -46,7 +46,7 @@ def previous_values(line, indices, where, what, lag=1, hidden=()):
     return out
 
 
-def column(record, key, step):
+def number_at(record, key, step):
     """The number under key (step: in its list), or NaN."""
     v = record.get(key)
     if isinstance(v, list):
@@ -64,10 +64,10 @@ class LeastSquares:
         self.columns, self.target, self.rows = [c for c in columns if c != target], target, []
 
     def row(self, record):
-        return [column(record, *c) for c in self.columns]
+        return [number_at(record, *c) for c in self.columns]
 
     def add(self, record):
-        if not math.isnan(y := column(record, *self.target)):
+        if not math.isnan(y := number_at(record, *self.target)):
             self.rows.append([*self.row(record), y])
 
     def fit(self):
@@ -86,7 +86,7 @@ class LeastSquares:
 
     def predict(self, records):
         """The prediction for each record with the target; how many lacked a predictor."""
-        records = [r for r in records if not math.isnan(column(r, *self.target))]
+        records = [r for r in records if not math.isnan(number_at(r, *self.target))]
         x = np.array([self.row(r) for r in records], float).reshape(len(records), -1)
         filled = int(np.isnan(x).any(1).sum())
         x = np.where(np.isnan(x), self.means, x)

@@ -47,7 +47,7 @@ RANGES = dict(
 )
 
 
-def encode_lines(lines, name, vocab, block_size, causal, mask, units):
+def encode_input(lines, name, vocab, block_size, causal, mask, units):
     """encode_line's answer for each line; the lines without the key; how many failed."""
     done, absent, failed = [], [], 0
     for number, line in lines:
@@ -108,7 +108,7 @@ def main():
     # generation: only the lines shown
     lines = lines[:show] if causal else lines
     size = model.cfg.block_size
-    done, absent, failed = encode_lines(lines, name, vocab, size, causal, mask, units)
+    done, absent, failed = encode_input(lines, name, vocab, size, causal, mask, units)
     generator = torch.Generator(device=dev).manual_seed(seed)
     for (ids, values, _), *_ in done if causal else []:
         out = generate(model, ids, values, max_new_tokens, temperature, generator, gmm_generate)
