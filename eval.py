@@ -214,16 +214,13 @@ def split_jobs(task, data, split, meta, model, vocab, keys, learned):
 def score_setting(checkpoints, data, split_names, dev):
     """One setting's report: each split × quantity, per seed and combined, with baselines."""
     meta, path = read_meta(data), os.path.join(data, "meta.json")
-    check_meta(meta, path, mask_key)
+    check_meta(meta, path, mask_key, "--horizon or --mask_all" * bool(mask_all or horizon))
     task = task_of(meta, path)
     if mask_key and task != "text":
         raise SystemExit(f"error: --mask_key is for your own data; {data} is a {task} dataset")
     keys = [mask_key] if mask_key else list(meta.get("scales") or {}) if task == "text" else []
     if horizon and not horizon < (meta.get("window") or 0):
         raise SystemExit(f"error: --horizon needs a dataset of windows longer than {horizon}")
-    if meta.get("scale") == "record" and (mask_all or horizon):
-        said = "--horizon or --mask_all would mask what its levels are from"
-        raise SystemExit(f"error: {data}: --scale record: {said}")
     learned, notes = learn_baselines(task, data, meta, keys, horizon or mask_all, period)
     # --horizon: the baselines per step ahead
     for found in learned.values() if horizon else ():
@@ -395,8 +392,7 @@ def write_plots(report, prefix):
             m = r["median_prediction"]
             mse = m.get("mse_kelvin2", m.get("mse_original", m["mse"]))
             unit = (" (K)" if task == "era5" else " (original units)") if r["scale"] else ""
-            lo, hi = np.nanmin([y, p]), np.nanmax([y, p])
-            ax.plot([lo, hi], [lo, hi], color="0.6", lw=1)
+            ax.axline((0, 0), slope=1, color="0.6", lw=1)
             ax.scatter(y, p, s=4, alpha=0.4)
             ax.set(title=f"{quantity} (MSE {fmt(mse)})", xlabel=f"true{unit}")
             ax.set(ylabel=f"predicted{unit}")

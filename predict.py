@@ -339,8 +339,12 @@ def filled(text, values, mixture=None, spread="none", scales=()):
 
 
 # your own data in its units
-def check_meta(meta, path, mask_key):
-    """Refuse a mask_key that prepare/text.py renamed, and "ranges" not {key: [least, largest]}."""
+def check_meta(meta, path, mask_key, masks=""):
+    """Refuse a mask_key that prepare/text.py renamed, "ranges" not {key: [least, largest]}, and
+    masks (flags) that would mask numbers --scale record takes a record's levels from."""
+    if meta.get("scale") == "record" and masks:
+        said = f"{masks} would mask what its levels are from"
+        raise SystemExit(f"error: {path}: --scale record: {said}")
     renamed, ranges = meta.get("renamed") or {}, meta.get("ranges") or {}
     if isinstance(renamed, dict) and (new := renamed.get(mask_key)):
         said = f'prepare/text.py renamed this key {new!r} ({path} "renamed")'
@@ -362,13 +366,9 @@ def units_of(path, data_dir, scaled=False, input="-", mask_key="", mask_all=Fals
     except (OSError, ValueError) as e:
         print(f"note: numbers as the model was trained on them: {e} (--data_dir)", file=sys.stderr)
         return None
-    check_meta(meta, os.path.join(data_dir, "meta.json"), mask_key)
+    check_meta(meta, os.path.join(data_dir, "meta.json"), mask_key, "--mask_all" * mask_all)
     if meta.get("dataset") != "text" or not meta.get("scales"):
         return None
-    if meta.get("scale") == "record" and mask_all:
-        raise SystemExit(
-            f"error: {data_dir}: --scale record: --mask_all would mask what its levels are from"
-        )
     name = os.path.basename(input)
     split = name.endswith(".txt") and name[:-4] in meta["splits"]
     split = split and os.path.samefile(os.path.dirname(os.path.abspath(input)), data_dir)
