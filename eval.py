@@ -69,8 +69,7 @@ def adjusted_r_squared(r2, n):
 
 def accuracy(y, yhat, figures):
     """The share of predictions right to `figures` significant figures."""
-    fmt = f"{{:.{figures - 1}e}}"
-    same = [fmt.format(p) == fmt.format(t) for t, p in zip(y, yhat)]
+    same = [f"{p:.{figures - 1}e}" == f"{t:.{figures - 1}e}" for t, p in zip(y, yhat)]
     return float(np.mean(same))
 
 
