@@ -292,13 +292,13 @@ def write_predictions(report, path):
     """--predictions: a CSV row a scored value, in the file's units."""
     rows = [(s, q, r) for s, quantities in report["splits"].items() for q, r in quantities.items()]
     names = [name for name in BASELINES if any(name in r["predicted"] for *_, r in rows)]
+    sources = {}
+    for split in report["splits"]:
+        source = os.path.join(report["data_dir"], f"{split}.source.txt")
+        sources[split] = dict(read_samples(source, False)) if os.path.exists(source) else {}
     with atomic_file(path) as tmp, open(tmp, "w", newline="") as f:
         writer = csv.writer(f, lineterminator="\n")
         writer.writerow(["split", "quantity", "line", "source", "truth", "prediction", *names])
-        sources = {}
-        for split in report["splits"]:
-            path = os.path.join(report["data_dir"], f"{split}.source.txt")
-            sources[split] = dict(read_samples(path, False)) if os.path.exists(path) else {}
         for split, quantity, r in rows:
             none = [None] * r["n"]
             columns = [r["truth"], r["median"], *(r["predicted"].get(n, none) for n in names)]
