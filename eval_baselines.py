@@ -168,7 +168,9 @@ def learn_baselines(task, data, meta, keys, every, period):
 
 
 def value_under(record, key):
-    """The value under a key or a path to a nested one (meta.t), or None."""
+    """The value under a top-level key, else under a path to a nested one (meta.t), or None."""
+    if key in record:
+        return record[key]
     for k in key.split("."):
         record = record.get(k) if isinstance(record, dict) else None
     return record

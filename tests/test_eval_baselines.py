@@ -11,6 +11,10 @@ from predict import masked_numbers
 from tokenize_line import split_text
 
 
+def test_a_key_with_a_dot_is_a_top_level_key_before_a_path():
+    assert eb.value_under({"a.b": [1], "a": {"b": 2}}, "a.b") == [1] and eb.value_under({"a": {"b": 2}}, "a.b") == 2
+
+
 def test_least_squares_fills_missing_predictors_with_training_means():
     rng = np.random.default_rng(0)
     x = rng.normal(size=(300, 3))
