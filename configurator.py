@@ -8,6 +8,7 @@ import sys
 import traceback
 
 from setting_checks import check_type, error, out_of_range, read_ranges
+from util import run_main
 
 
 def defaults(source_file, comments=False):
@@ -50,11 +51,7 @@ def configure(scope, source_file, argv=None):
         for k, v in known.items():
             line = f"  --{k:<{width}} = {v!r:<24} {ranges.get(k, ''):<{range_width}}"
             lines.append(f"{line} {comments[k][1]}".rstrip())
-        # --help | head: no error
-        try:
-            print("\n".join(lines), flush=True)
-        except BrokenPipeError:
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        run_main(lambda: print("\n".join(lines), flush=True))
         raise SystemExit(0)
     for flag, value in zip(argv, argv[1:]):
         if flag[:2] == "--" and value[:2] != "--" and not os.path.isfile(value):

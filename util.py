@@ -67,16 +67,15 @@ def lock_holder(path):
             pid = int((f.read().split() or [0])[0])
     except (OSError, ValueError):
         return None, False
-    if not 0 <= pid < 2**31:
+    if not 0 < pid < 2**31:
         return None, False
     try:
-        if pid > 0:
-            os.kill(pid, 0)
-        return pid, pid > 0
-    except PermissionError:
-        return pid, True
-    except OSError:
+        os.kill(pid, 0)
+    except ProcessLookupError:
         return pid, False
+    except PermissionError:
+        pass
+    return pid, True
 
 
 def take_lock(path, on_stale=None, text=None):

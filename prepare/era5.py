@@ -14,7 +14,7 @@ import numpy as np
 
 from common import SIZES, at_least, base_parser, command, dumps, fail, int_range, progress
 from common import one_line_errors, sample_rng, staged_dataset, write_meta
-from util import atomic_file, atomic_write_text, worker_signals
+from util import atomic_write_text, worker_signals
 
 MAX_ATTEMPTS = 100
 SPLITS = ("train", "val", "test")
@@ -156,8 +156,8 @@ def open_source(path, wanted, need_time=True):
     src.expvers = len(ds.dimensions[dims["expver"]]) if dims["expver"] else 1
     if need_time:
         dates, src.seconds, src.calendar = read_times(ds, path, dims["time"])
-        hours = np.array([d.hour + d.minute / 60 + d.second / 3600 for d in dates])
-        src.tod = hours / 24
+        # 86,400 s a day in every calendar
+        src.tod = src.seconds % 86400 / 86400
         src.toy = (np.array([d.dayofyr - 1 for d in dates]) + src.tod) / 365.25
         src.steps, src.first, src.last = len(dates), str(dates[0]), str(dates[-1])
     ds.close()
@@ -355,7 +355,7 @@ def write_era5_split(pmap, stage, split, samples, windows):
         jobs.append((s0, s1, attempts, offsets, windows.mean, windows.std))
     path, labels = os.path.join(stage, f"{split}.txt"), []
     bar = {"total": len(jobs), "desc": f"write {split}", "unit": "job", "leave": False}
-    with atomic_file(path) as tmp, open(tmp, "w", encoding="utf-8") as f:
+    with open(path, "w", encoding="utf-8") as f:
         for text, chunk_labels in progress(pmap(format_samples, jobs), **bar):
             f.write(text)
             labels.extend(chunk_labels)

@@ -1,4 +1,4 @@
-"""util.py: failed writes, threads, the Python version, Ctrl-C and | head: one line or none."""
+"""util.py: failed writes, threads, the Python version, Ctrl-C and | head (--help too): one line or none."""
 import os
 import subprocess
 import sys
@@ -60,3 +60,9 @@ def test_ctrl_c_and_head_end_a_command_in_one_line_or_none(checkpoint):
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     out, err = p.communicate(lines, timeout=120)
     assert out.count("\n") == 1 and "Traceback" not in err and "BrokenPipe" not in err, err
+    # configurator.py's --help
+    for script in ("train.py", "tools/curves.py"):
+        p = subprocess.Popen([sys.executable, script, "--help"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        p.stdout.close()  # | head -0
+        err = p.stderr.read().decode()
+        assert p.wait() == 141 and "Traceback" not in err and "BrokenPipe" not in err, err
