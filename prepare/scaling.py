@@ -78,9 +78,9 @@ def written(x, scale, digits):
     return np.array(text, dtype=object)[inverse.ravel()]
 
 
-def scale(table, parts, keys, mode):
+def scale(table, parts, keys, mode, counting=()):
     """({key: scale}, {key: decimals}, {key: largest |x| written}, {key: [least, largest] in
-    train}), from train; what the model cannot tell apart warned of."""
+    train}), from train; what the model cannot tell apart warned of, numbers beyond train noted."""
     scales, digits, largest, ranges = {}, {}, {}, {}
     said = defaultdict(list)
     for key in keys:
@@ -97,6 +97,12 @@ def scale(table, parts, keys, mode):
             # from train alone: nothing written hangs on the value a record predicts
             digits[key] = decimals_of(col.q, max(high, -low) or 1, mode, 1)
             continue
+        out_low, out_high, _, _ = extremes(col, rows_in(table, parts[1:], key))
+        if key not in counting and max(low - out_low, out_high - high) > (high - low) / 10:
+            said["beyond"].append(
+                f"note: key {key!r}: val/test numbers reach [{out_low:g}, {out_high:g}], beyond"
+                f" train's [{low:g}, {high:g}]; for a level that moves, --scale record --window N"
+            )
         if col.clash:
             a, where, b, seen = col.clash
             y = np.float32(written([float(a)], s, digits[key])[0])

@@ -52,7 +52,7 @@ def main(argv=None):
     in_records = rows_in(table, parts)
 
     number_keys = [k for k in keys if "number" in kind[k]]
-    scales, digits, largest, ranges = scale(table, parts, number_keys, args.scale)
+    scales, digits, largest, ranges = scale(table, parts, number_keys, args.scale, index_like)
 
     writers = {k: lambda x, k=k: written(x, scales[k], digits[k]) for k in number_keys}
     vocab, counts = check_tokens(table, parts, keys)
@@ -192,10 +192,12 @@ def remove_old_scratch():
 def clean_keys(table, args):
     """(keys, {key: kinds}, dates, {old: new}): dates left out, misread words renamed."""
     keys = list(table.cols)
-    for flag, names in (("--text", args.text), ("--group", [args.group] if args.group else [])):
-        for name in names:
-            if name not in keys:
-                fail(f"{flag} names {name!r}, not a column or key of the files: {', '.join(keys)}")
+    named = dict.fromkeys(args.text, "--text") | (args.columns or {})
+    if args.group:
+        named.setdefault(args.group, "--group")
+    for name, flag in named.items():
+        if name not in keys:
+            fail(f"{flag} names {name!r}, not a column or key of the files: {', '.join(keys)}")
     if args.group:
         print(f"note: key {args.group!r} names each row's group (--group): not in the records")
     table.group = table.cols.pop(args.group) if args.group else None

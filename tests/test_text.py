@@ -350,6 +350,7 @@ NESTED_KEY = "".join(f'{{"x": {i}, "y": {{"12": {i % 5}}}}}\n' for i in range(40
     ("x\n" + "1\n" * 20 + "1e308\n", "", r"bad.csv:22: column 'x': 1E\+308 is beyond what a float64"),
     ("d,t\n12:30,1\n", "--dates=number", r"bad.csv:2: key 'd': --dates=number reads ISO .*'12:30'"),
     ("a,b,c\n1,2,3\n", "--columns a,b --group x", "bad.csv:1: --group names 'x', not a column here: a, b, c"),
+    ('{"a":1}\n', "--columns a,b", "--columns names 'b', not a column or key of the files: a$"),
     ('{"a":' + "[" * 5000 + "]" * 5000 + "}\n", "", "bad.jsonl:1: a record nested too deep"),
     ("t,x\n1," + "y" * (3 << 20) + "\n", "",
      "bad.csv:2: a line of more than 1 MiB, over the limit"),
@@ -446,7 +447,7 @@ def test_missing_values_omitted_or_dropped_and_every_row_accounted_for(prepare, 
     # a gap drops its window
     out, meta = prepare(SERIES, "--window", "8", "--missing", "drop")
     said(capsys, "rows: 80 read = 56 in records written + 24 left out for a missing value + 0 in "
-                 "no window")
+                 "no window", "note: key 'co2': val/test numbers reach [")
     assert meta["splits"] == {"train": 5, "val": 1, "test": 1}
     assert meta["missing"]["records"] == {"rain": 3}
     # one key, a gap in 10 windows of 3 rows
