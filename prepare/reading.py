@@ -73,17 +73,14 @@ class Column:
 
     def __init__(self, name, files, as_text, decimal_comma):
         self.name, self.as_text, self.decimal_comma = name, as_text, decimal_comma
-        self.texts, self.index, self.nested, self.n = [], {}, {}, 0
+        self.index, self.nested, self.n = {}, {}, 0
         self.paths = [f"{files}.code", f"{files}.x"]
         # the first row holding a number, a text, a leading zero
         self.first, self.clash = {}, None
         self.q = 999
 
     def text_code(self, value):
-        if value not in self.index:
-            self.index[value] = len(self.texts)
-            self.texts.append(value)
-        return self.index[value]
+        return self.index.setdefault(value, len(self.index))
 
     def add(self, distinct, codes, row0, where, parse):
         """Rows row0... holding distinct[codes], each parsed once (-> code, Decimal)."""
@@ -191,16 +188,13 @@ class Column:
             self.check_float(d, at)
         return NESTED, None
 
-    def mapped(self, i, dtype):
-        return np.memmap(self.paths[i], dtype, "r", shape=(self.n,))
-
     @property
     def code(self):
-        return self.mapped(0, np.int32)
+        return np.memmap(self.paths[0], np.int32, "r", shape=(self.n,))
 
     @property
     def x(self):
-        return self.mapped(1, np.float64)
+        return np.memmap(self.paths[1], float, "r", shape=(self.n,))
 
     @functools.cached_property
     def words(self):
@@ -266,7 +260,7 @@ def scan(path):
     f = opened(path)
     decoder = codecs.getincrementaldecoder("utf-8-sig")()
     head = ""
-    cr_only = None
+    cr_only = False
     blank = 0
     lines = 1
     longest = 0
@@ -276,8 +270,7 @@ def scan(path):
         except UnicodeDecodeError as e:
             line = lines + block[: e.start].count(b"\n")
             fail(f"{path}:{line}: not UTF-8; save the file as UTF-8")
-        if cr_only is None:
-            cr_only = "\r" in head and "\n" not in head
+        cr_only = "\r" in head and "\n" not in head
         ends = b"\r" if cr_only else b"\n"
         lone = None if cr_only else re.search(rb"\r(?!\n)", block)
         if lone and (lone.end() < len(block) or not f.peek(1).startswith(b"\n")):
@@ -564,4 +557,5 @@ def read_files(paths, args):
             read_csv(table, path, args, head, cr_only, blank)
     for column in table.cols.values():
         column.pad(table.n)
+        column.texts = list(column.index)
     return table

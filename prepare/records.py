@@ -193,7 +193,7 @@ def time_parts(name, rows, args):
             return None
         fix = "--context-before" if min(a, b, c) and need > 1 else "more rows or other fractions"
         fail(
-            f"{name}: --split {','.join(map(str, args.fractions))} in time order cuts its"
+            f"{name}: --split {args.split} in time order cuts its"
             f" {len(rows)} rows into {a}/{b}/{c}; each part needs {need} row(s): {fix}"
         )
     parts = []
@@ -248,7 +248,7 @@ def split_records(table, args):
     counts = split_counts(n, fractions)
     if min(counts) < 1:
         fail(
-            f"--split {','.join(map(str, fractions))}: {n} {what} give train/val/test"
+            f"--split {args.split}: {n} {what} give train/val/test"
             f" {'/'.join(map(str, counts))}; every split needs one (more data, other"
             " fractions" + (", or --order time to split each group in time)" if args.group else ")")
         )
