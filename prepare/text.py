@@ -253,10 +253,11 @@ def lines_of(table, part, keys, writers, lo, hi, levels=()):
         col, flat = table.cols[key], rows.ravel()
         text = np.empty(len(flat), dtype=object)
         code = col.code[flat]
+        write = writers.get(key, zeros)
         x = col.x[flat]
         if key in levels:
             x = x / np.repeat(levels[key], rows.shape[1])
-        text[code == NUM] = writers.get(key, zeros)(x[code == NUM])
+        text[code == NUM] = write(x[code == NUM])
         text[code >= 0] = col.words[code[code >= 0]]
         for i in np.flatnonzero(code == NESTED):
             text[i] = dump(col.nested[flat[i]], write)
