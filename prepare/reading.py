@@ -174,17 +174,16 @@ class Column:
             return GAP, None
         if isinstance(value, Decimal):
             return NUM, value
-        leaf = getattr(value, "value", value)
-        for x in leaves(leaf) if not self.as_text else []:
+        for x in leaves(value) if not self.as_text else []:
             if isinstance(x, str) and (NUMBER.fullmatch(x.strip()) or plain_number(x)):
                 number = plain_number(x) or x.strip()
                 fail(
                     f"{at()}: key {self.name!r}: {x!r} is a number written as a string; write"
                     f" it as a JSON number ({number}), or --text {self.name}"
                 )
-        if isinstance(value, str) or isinstance(leaf, bool):
-            return self.text_code(leaf), None
-        for d in numbers(leaf):
+        if isinstance(value, (str, bool)):
+            return self.text_code(value), None
+        for d in numbers(value):
             self.check_float(d, at)
         return NESTED, None
 
@@ -464,13 +463,6 @@ def _object(pairs):
     return dict(pairs)
 
 
-class Nested:
-    """A JSON list, object or boolean, distinct from every other value."""
-
-    def __init__(self, value):
-        self.value = value
-
-
 def json_records(path, args):
     """(a JSON file's records, the line of each, whether an array); missing values None."""
     text = opened(path).read().decode("utf-8-sig").replace("\r\n", "\n").rstrip("\n")
@@ -535,12 +527,14 @@ def read_json(table, path, args):
         values = [r.get(key) for r in records]
         if column.as_text:
             values = [rewrite(v, lambda x: str(x) if isinstance(x, Decimal) else x) for v in values]
-        values = [Nested(v) if isinstance(v, (list, dict, bool)) else v for v in values]
+        # a list, object or boolean (True == 1) distinct from every other value
+        same = [(i,) if isinstance(v, (list, dict, bool)) else v for i, v in enumerate(values)]
         position = {}
-        codes = np.array([position.setdefault(v, len(position)) for v in values])
-        column.add(list(position), codes, row0, table.where, column.parse_json)
+        codes = np.array([position.setdefault(v, len(position)) for v in same])
+        distinct = [values[i] for i in np.unique(codes, return_index=True)[1]]
+        column.add(distinct, codes, row0, table.where, column.parse_json)
         nested = np.flatnonzero(column.code[row0:] == NESTED)
-        column.nested.update({row0 + int(r): values[r].value for r in nested})
+        column.nested.update({row0 + int(r): values[r] for r in nested})
 
 
 def read_files(paths, args):

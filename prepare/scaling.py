@@ -26,9 +26,8 @@ def extremes(col, rows):
     """(least, largest, least |x| but 0, largest |x|) of a column's numbers in rows (a mask)."""
     low, high, small = np.inf, -np.inf, np.inf
     for x, _ in number_pieces(col, rows):
-        if len(x):
-            low, high = min(low, x.min()), max(high, x.max())
-            small = min(small, np.abs(x[x != 0]).min(initial=np.inf))
+        low, high = x.min(initial=low), x.max(initial=high)
+        small = np.abs(x[x != 0]).min(initial=small)
     return low, high, small, max(high, -low)
 
 

@@ -315,7 +315,7 @@ def tokens_of(line):
 
 def write_lines(stage, table, parts, keys, writers, record):
     """Each split's files in stage; {split: how many of its lines are also in train}."""
-    repeated, train = {}, np.empty(len(parts[0]), np.int64)
+    repeated, train = dict.fromkeys(SPLITS[1:], 0), np.empty(len(parts[0]), np.int64)
     for split, part in zip(SPLITS, parts):
         path = os.path.join(stage, split)
         levels_file = open_new(f"{path}.levels.txt", "w") if record else contextlib.nullcontext()
@@ -339,7 +339,7 @@ def write_lines(stage, table, parts, keys, writers, record):
                     train[lo : lo + len(lines)] = hashes
                     continue
                 at = np.minimum(np.searchsorted(train, hashes), len(train) - 1)
-                repeated[split] = repeated.get(split, 0) + int((train[at] == hashes).sum())
+                repeated[split] += int((train[at] == hashes).sum())
         if split == "train":
             train.sort()
     return repeated

@@ -326,9 +326,9 @@ NESTED_KEY = "".join(f'{{"x": {i}, "y": {{"12": {i % 5}}}}}\n' for i in range(40
     ("# logger 7\n# units: C, hPa\nt,p\n1,2\n", "", (
         r"bad.csv:1: '# logger 7' is a comment, not a header \(2 line\(s\) start with #\); "
         r"expected the column names on line 1: delete the lines")),
-    ("t,x\n1,2\n2,1e400\n3,4\n", "",
+    ("x\n2\n1e400\n", "",
      r"bad.csv:3: column 'x': 1E\+400 is beyond what a float64 holds"),
-    ("t,x\n1,2\n2,1e-320\n3,4\n", "",
+    ("x\n2\n1e-320\n", "",
      r"bad.csv:3: column 'x': 1E-320 is beyond what a float64 holds, squared"),
     (CSV, "--stride 0", r"^error: argument --stride: expected an integer ≥ 1, got 0 \(--help lists"),
     (CSV, "--window nan", r"^error: argument --window: invalid integer value: 'nan'"),
