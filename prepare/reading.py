@@ -52,9 +52,9 @@ def numbers(value):
     return [x for x in leaves(value) if isinstance(x, Decimal)]
 
 
-def excerpt(value, n=60):
+def excerpt(value):
     text = repr(value)
-    return text if len(text) <= n else text[: n - 3] + "..."
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def plain_number(cell):
