@@ -68,7 +68,7 @@ class Part:
 
 
 def check_keys(table):
-    """{key: the kinds of its values}, the same for every present value of a key."""
+    """{key: the kinds of its values}, the same for every present value; a key of none refused."""
     kind = {}
     for key, col in table.cols.items():
         code = col.code
@@ -76,7 +76,7 @@ def check_keys(table):
         for row, value in col.nested.items():
             bits[row] = sum(KINDS.get(k, 0) for k in kinds(value))
         if not bits.any():
-            continue
+            fail(f"key {key!r} holds no value in any record; leave it out with --columns")
         names = lambda b: [k for k, bit in KINDS.items() if b & bit]
         first = int(np.argmax(bits != 0))
         other = (bits != 0) & (bits != bits[first])

@@ -208,10 +208,7 @@ def clean_keys(table, args):
     keys = list(table.cols)
     if not keys:
         fail(f"{table.paths[0]}: no key left once the dates are left out")
-    kind = check_keys(table)
-    for key in [k for k in keys if k not in kind]:
-        fail(f"key {key!r} holds no value in any record; leave it out with --columns")
-    return keys, kind, dates, renamed
+    return keys, check_keys(table), dates, renamed
 
 
 def mask_key_of(target, number_keys, ranges, index_like):
