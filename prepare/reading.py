@@ -114,7 +114,7 @@ class Column:
         # per block: 1,000 columns hold no file open
         for path, values in zip(self.paths, (code, x)):
             with open(path, "ab") as f:
-                f.write(values.tobytes())
+                values.tofile(f)
         self.n += len(code)
 
     def check_float(self, d, at):
@@ -307,7 +307,7 @@ def csv_head(path, head, delimiter):
         if delimiter != ",":
             print(f"note: {path}: columns separated by {DELIMITERS[delimiter]}")
     reader = csv.reader(io.StringIO(head, newline=""), delimiter=delimiter)
-    header = [name.strip() for name in next(reader, [])]
+    header = [name.strip() for name in next(reader)]
     return header, next(reader, []), delimiter
 
 

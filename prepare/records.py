@@ -98,11 +98,10 @@ def check_values(table, keys, missing):
     gaps = {key: rows[0] for key, rows in gaps.items() if len(rows)}
     if gaps:
         key = min(gaps, key=gaps.get)
-        row = gaps[key]
         fail(
-            f"{table.where(row)}: {table.cols[key].noun} {key!r} is missing (no value, or one of"
-            f" {', '.join(map(repr, MISSING))}, null); --missing=omit leaves it out of the record,"
-            " --missing=drop drops the record"
+            f"{table.where(gaps[key])}: {table.cols[key].noun} {key!r} is missing (no value, or"
+            f" one of {', '.join(map(repr, MISSING))}, null); --missing=omit leaves it out of the"
+            " record, --missing=drop drops the record"
         )
 
 

@@ -45,8 +45,7 @@ def scale_of(table, train, key, mode, say=print):
             f" ({table.where(train.rows[0][0])} ...)"
         )
     mean = total / count
-    squares = sum((((x - mean) ** 2) * n).sum() for x, n in number_pieces(col, w))
-    std = math.sqrt(squares / count)
+    std = math.sqrt(sum((((x - mean) ** 2) * n).sum() for x, n in number_pieces(col, w)) / count)
     if std == 0:
         say(
             f"note: key {key!r} is constant in train ({mean:g}): nothing to learn from it;"

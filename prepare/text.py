@@ -372,8 +372,7 @@ def report(args, meta, table, largest, vocab, counts, n_windowed, repeated, in_r
         how = f"{'in time order within each' if args.order == 'time' else 'at random, by'} group"
         how += f" ({args.group})"
     sizes = ", ".join(f"{s} {n}" for s, n in meta["splits"].items())
-    split = "from the files" if args.val else how
-    print(f"wrote {args.out}: {sizes} records{unit}, split {split}")
+    print(f"wrote {args.out}: {sizes} records{unit}, split {'from the files' if args.val else how}")
     n_rows, kept = meta["rows"]["read"], meta["rows"]["in_records"]
     print(
         f"rows: {n_rows} read = {kept} in records written + {n_windowed - kept} left out for a"
