@@ -531,7 +531,7 @@ def read_json(table, path, args):
         same = [(i,) if isinstance(v, (list, dict, bool)) else v for i, v in enumerate(values)]
         position = {}
         codes = np.array([position.setdefault(v, len(position)) for v in same])
-        distinct = [values[i] for i in np.unique(codes, return_index=True)[1]]
+        distinct = [values[k[0]] if isinstance(k, tuple) else k for k in position]
         column.add(distinct, codes, row0, table.where, column.parse_json)
         nested = np.flatnonzero(column.code[row0:] == NESTED)
         column.nested.update({row0 + int(r): values[r] for r in nested})
