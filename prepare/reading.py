@@ -52,9 +52,9 @@ def numbers(value):
     return [x for x in leaves(value) if isinstance(x, Decimal)]
 
 
-def excerpt(value, n=60):
+def excerpt(value):
     text = repr(value)
-    return text if len(text) <= n else text[: n - 3] + "..."
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def plain_number(cell):
@@ -73,17 +73,14 @@ class Column:
 
     def __init__(self, name, files, as_text, decimal_comma):
         self.name, self.as_text, self.decimal_comma = name, as_text, decimal_comma
-        self.texts, self.index, self.nested, self.n = [], {}, {}, 0
+        self.index, self.nested, self.n = {}, {}, 0
         self.paths = [f"{files}.code", f"{files}.x"]
         # the first row holding a number, a text, a leading zero
         self.first, self.clash = {}, None
         self.q = 999
 
     def text_code(self, value):
-        if value not in self.index:
-            self.index[value] = len(self.texts)
-            self.texts.append(value)
-        return self.index[value]
+        return self.index.setdefault(value, len(self.index))
 
     def add(self, distinct, codes, row0, where, parse):
         """Rows row0... holding distinct[codes], each parsed once (-> code, Decimal)."""
@@ -117,7 +114,7 @@ class Column:
         # per block: 1,000 columns hold no file open
         for path, values in zip(self.paths, (code, x)):
             with open(path, "ab") as f:
-                f.write(values.tobytes())
+                values.tofile(f)
         self.n += len(code)
 
     def check_float(self, d, at):
@@ -177,30 +174,26 @@ class Column:
             return GAP, None
         if isinstance(value, Decimal):
             return NUM, value
-        leaf = getattr(value, "value", value)
-        for x in leaves(leaf) if not self.as_text else []:
+        for x in leaves(value) if not self.as_text else []:
             if isinstance(x, str) and (NUMBER.fullmatch(x.strip()) or plain_number(x)):
                 number = plain_number(x) or x.strip()
                 fail(
                     f"{at()}: key {self.name!r}: {x!r} is a number written as a string; write"
                     f" it as a JSON number ({number}), or --text {self.name}"
                 )
-        if isinstance(value, str) or isinstance(leaf, bool):
-            return self.text_code(leaf), None
-        for d in numbers(leaf):
+        if isinstance(value, (str, bool)):
+            return self.text_code(value), None
+        for d in numbers(value):
             self.check_float(d, at)
         return NESTED, None
 
-    def mapped(self, i, dtype):
-        return np.memmap(self.paths[i], dtype, "r", shape=(self.n,))
-
     @property
     def code(self):
-        return self.mapped(0, np.int32)
+        return np.memmap(self.paths[0], np.int32, "r", shape=(self.n,))
 
     @property
     def x(self):
-        return self.mapped(1, np.float64)
+        return np.memmap(self.paths[1], float, "r", shape=(self.n,))
 
     @functools.cached_property
     def words(self):
@@ -266,7 +259,7 @@ def scan(path):
     f = opened(path)
     decoder = codecs.getincrementaldecoder("utf-8-sig")()
     head = ""
-    cr_only = None
+    cr_only = False
     blank = 0
     lines = 1
     longest = 0
@@ -276,8 +269,7 @@ def scan(path):
         except UnicodeDecodeError as e:
             line = lines + block[: e.start].count(b"\n")
             fail(f"{path}:{line}: not UTF-8; save the file as UTF-8")
-        if cr_only is None:
-            cr_only = "\r" in head and "\n" not in head
+        cr_only = "\r" in head and "\n" not in head
         ends = b"\r" if cr_only else b"\n"
         lone = None if cr_only else re.search(rb"\r(?!\n)", block)
         if lone and (lone.end() < len(block) or not f.peek(1).startswith(b"\n")):
@@ -315,7 +307,7 @@ def csv_head(path, head, delimiter):
         if delimiter != ",":
             print(f"note: {path}: columns separated by {DELIMITERS[delimiter]}")
     reader = csv.reader(io.StringIO(head, newline=""), delimiter=delimiter)
-    header = [name.strip() for name in next(reader, [])]
+    header = [name.strip() for name in next(reader)]
     return header, next(reader, []), delimiter
 
 
@@ -471,13 +463,6 @@ def _object(pairs):
     return dict(pairs)
 
 
-class Nested:
-    """A JSON list, object or boolean, distinct from every other value."""
-
-    def __init__(self, value):
-        self.value = value
-
-
 def json_records(path, args):
     """(a JSON file's records, the line of each, whether an array); missing values None."""
     text = opened(path).read().decode("utf-8-sig").replace("\r\n", "\n").rstrip("\n")
@@ -542,12 +527,14 @@ def read_json(table, path, args):
         values = [r.get(key) for r in records]
         if column.as_text:
             values = [rewrite(v, lambda x: str(x) if isinstance(x, Decimal) else x) for v in values]
-        values = [Nested(v) if isinstance(v, (list, dict, bool)) else v for v in values]
+        # a list, object or boolean (True == 1) distinct from every other value
+        same = [(i,) if isinstance(v, (list, dict, bool)) else v for i, v in enumerate(values)]
         position = {}
-        codes = np.array([position.setdefault(v, len(position)) for v in values])
-        column.add(list(position), codes, row0, table.where, column.parse_json)
+        codes = np.array([position.setdefault(v, len(position)) for v in same])
+        distinct = [values[k[0]] if isinstance(k, tuple) else k for k in position]
+        column.add(distinct, codes, row0, table.where, column.parse_json)
         nested = np.flatnonzero(column.code[row0:] == NESTED)
-        column.nested.update({row0 + int(r): values[r].value for r in nested})
+        column.nested.update({row0 + int(r): values[r] for r in nested})
 
 
 def read_files(paths, args):
@@ -564,4 +551,5 @@ def read_files(paths, args):
             read_csv(table, path, args, head, cr_only, blank)
     for column in table.cols.values():
         column.pad(table.n)
+        column.texts = list(column.index)
     return table

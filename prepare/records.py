@@ -68,7 +68,7 @@ class Part:
 
 
 def check_keys(table):
-    """{key: the kinds of its values}, the same for every present value of a key."""
+    """{key: the kinds of its values}, the same for every present value; a key of none refused."""
     kind = {}
     for key, col in table.cols.items():
         code = col.code
@@ -76,7 +76,7 @@ def check_keys(table):
         for row, value in col.nested.items():
             bits[row] = sum(KINDS.get(k, 0) for k in kinds(value))
         if not bits.any():
-            continue
+            fail(f"key {key!r} holds no value in any record; leave it out with --columns")
         names = lambda b: [k for k, bit in KINDS.items() if b & bit]
         first = int(np.argmax(bits != 0))
         other = (bits != 0) & (bits != bits[first])
@@ -98,11 +98,10 @@ def check_values(table, keys, missing):
     gaps = {key: rows[0] for key, rows in gaps.items() if len(rows)}
     if gaps:
         key = min(gaps, key=gaps.get)
-        row = gaps[key]
         fail(
-            f"{table.where(row)}: {table.cols[key].noun} {key!r} is missing (no value, or one of"
-            f" {', '.join(map(repr, MISSING))}, null); --missing=omit leaves it out of the record,"
-            " --missing=drop drops the record"
+            f"{table.where(gaps[key])}: {table.cols[key].noun} {key!r} is missing (no value, or"
+            f" one of {', '.join(map(repr, MISSING))}, null); --missing=omit leaves it out of the"
+            " record, --missing=drop drops the record"
         )
 
 
@@ -193,7 +192,7 @@ def time_parts(name, rows, args):
             return None
         fix = "--context-before" if min(a, b, c) and need > 1 else "more rows or other fractions"
         fail(
-            f"{name}: --split {','.join(map(str, args.fractions))} in time order cuts its"
+            f"{name}: --split {args.split} in time order cuts its"
             f" {len(rows)} rows into {a}/{b}/{c}; each part needs {need} row(s): {fix}"
         )
     parts = []
@@ -248,7 +247,7 @@ def split_records(table, args):
     counts = split_counts(n, fractions)
     if min(counts) < 1:
         fail(
-            f"--split {','.join(map(str, fractions))}: {n} {what} give train/val/test"
+            f"--split {args.split}: {n} {what} give train/val/test"
             f" {'/'.join(map(str, counts))}; every split needs one (more data, other"
             " fractions" + (", or --order time to split each group in time)" if args.group else ")")
         )

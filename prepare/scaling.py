@@ -26,9 +26,8 @@ def extremes(col, rows):
     """(least, largest, least |x| but 0, largest |x|) of a column's numbers in rows (a mask)."""
     low, high, small = np.inf, -np.inf, np.inf
     for x, _ in number_pieces(col, rows):
-        if len(x):
-            low, high = min(low, x.min()), max(high, x.max())
-            small = min(small, np.abs(x[x != 0]).min(initial=np.inf))
+        low, high = x.min(initial=low), x.max(initial=high)
+        small = np.abs(x[x != 0]).min(initial=small)
     return low, high, small, max(high, -low)
 
 
@@ -46,8 +45,7 @@ def scale_of(table, train, key, mode, say=print):
             f" ({table.where(train.rows[0][0])} ...)"
         )
     mean = total / count
-    squares = sum((((x - mean) ** 2) * n).sum() for x, n in number_pieces(col, w))
-    std = math.sqrt(squares / count)
+    std = math.sqrt(sum((((x - mean) ** 2) * n).sum() for x, n in number_pieces(col, w)) / count)
     if std == 0:
         say(
             f"note: key {key!r} is constant in train ({mean:g}): nothing to learn from it;"
@@ -78,9 +76,9 @@ def written(x, scale, digits):
     return np.array(text, dtype=object)[inverse.ravel()]
 
 
-def scale(table, parts, keys, mode):
+def scale(table, parts, keys, mode, counting=()):
     """({key: scale}, {key: decimals}, {key: largest |x| written}, {key: [least, largest] in
-    train}), from train; what the model cannot tell apart warned of."""
+    train}), from train; what the model cannot tell apart warned of, numbers beyond train noted."""
     scales, digits, largest, ranges = {}, {}, {}, {}
     said = defaultdict(list)
     for key in keys:
@@ -97,19 +95,22 @@ def scale(table, parts, keys, mode):
             # from train alone: nothing written hangs on the value a record predicts
             digits[key] = decimals_of(col.q, max(high, -low) or 1, mode, 1)
             continue
+        out_low, out_high, _, _ = extremes(col, rows_in(table, parts[1:], key))
+        if key not in counting and max(low - out_low, out_high - high) > (high - low) / 10:
+            said["beyond"].append(
+                f"note: key {key!r}: val/test numbers reach [{out_low:g}, {out_high:g}], beyond"
+                f" train's [{low:g}, {high:g}]; for a level that moves, --scale record --window N"
+            )
         if col.clash:
             a, where, b, seen = col.clash
-            y = np.float32(written([float(a)], s, digits[key])[0])
             said["clash"].append(
-                f"warning: {where}: key {key!r}: {a} and {b} ({seen}) reach the model as one value"
-                f" ({y:g} scaled); write log10 of the key, --scale none, or leave an ID"
-                " out (--columns)"
+                f"warning: {where}: key {key!r}: {a} and {b} ({seen}) reach the model as one value;"
+                " write log10 of the key, --scale none, or leave an ID out (--columns)"
             )
-        if least < np.inf and most / least > 1e6:
+        if most / least > 1e6:
             said["decades"].append(
-                f"warning: key {key!r}: |x| from {least:.3g} to {most:.3g},"
-                f" {math.log10(most / least):.0f} decades: scaled, the small ones are near 0;"
-                " write log10 of the key, or --scale none"
+                f"warning: key {key!r}: |x| from {least:.3g} to {most:.3g}: scaled, the small ones"
+                " are near 0; write log10 of the key, or --scale none"
             )
         if mode == "auto" and largest[key] > 10:
             said["far"].append(

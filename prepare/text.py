@@ -52,7 +52,7 @@ def main(argv=None):
     in_records = rows_in(table, parts)
 
     number_keys = [k for k in keys if "number" in kind[k]]
-    scales, digits, largest, ranges = scale(table, parts, number_keys, args.scale)
+    scales, digits, largest, ranges = scale(table, parts, number_keys, args.scale, index_like)
 
     writers = {k: lambda x, k=k: written(x, scales[k], digits[k]) for k in number_keys}
     vocab, counts = check_tokens(table, parts, keys)
@@ -81,7 +81,7 @@ def main(argv=None):
         repeated = write_lines(stage, table, parts, keys, writers, args.scale == "record")
         write_meta(stage, meta)
 
-    report(args, meta, table, parts, largest, vocab, counts, n_windowed, repeated, in_records)
+    report(args, meta, table, largest, vocab, counts, n_windowed, repeated, in_records)
 
 
 def parser():
@@ -143,8 +143,8 @@ def parse_args(argv):
     if args.columns:
         # each column to keep, and the flag that names it
         args.columns = dict.fromkeys([c.strip() for c in args.columns.split(",")], "--columns")
-    if args.columns and args.group:
-        args.columns.setdefault(args.group, "--group")
+        if args.group:
+            args.columns.setdefault(args.group, "--group")
     args.text = {c.strip() for c in args.text.split(",") if c.strip()}
     args.delimiter = {"tab": "\t", "\\t": "\t"}.get(args.delimiter, args.delimiter)
     args.stride = args.stride or args.window
@@ -192,10 +192,12 @@ def remove_old_scratch():
 def clean_keys(table, args):
     """(keys, {key: kinds}, dates, {old: new}): dates left out, misread words renamed."""
     keys = list(table.cols)
-    for flag, names in (("--text", args.text), ("--group", [args.group] if args.group else [])):
-        for name in names:
-            if name not in keys:
-                fail(f"{flag} names {name!r}, not a column or key of the files: {', '.join(keys)}")
+    named = dict.fromkeys(args.text, "--text") | (args.columns or {})
+    if args.group:
+        named.setdefault(args.group, "--group")
+    for name, flag in named.items():
+        if name not in keys:
+            fail(f"{flag} names {name!r}, not a column or key of the files: {', '.join(keys)}")
     if args.group:
         print(f"note: key {args.group!r} names each row's group (--group): not in the records")
     table.group = table.cols.pop(args.group) if args.group else None
@@ -206,10 +208,7 @@ def clean_keys(table, args):
     keys = list(table.cols)
     if not keys:
         fail(f"{table.paths[0]}: no key left once the dates are left out")
-    kind = check_keys(table)
-    for key in [k for k in keys if k not in kind]:
-        fail(f"key {key!r} holds no value in any record; leave it out with --columns")
-    return keys, kind, dates, renamed
+    return keys, check_keys(table), dates, renamed
 
 
 def mask_key_of(target, number_keys, ranges, index_like):
@@ -234,7 +233,7 @@ def dump(value, write):
     if isinstance(value, list):
         return "[" + ",".join(dump(v, write) for v in value) + "]"
     if isinstance(value, Decimal):
-        return write(np.array([float(value)]))[0]
+        return write([float(value)])[0]
     return json.dumps(value, ensure_ascii=False)
 
 
@@ -242,7 +241,7 @@ def zeros(x):
     return np.full(len(x), "0", dtype=object)
 
 
-def lines_of(table, part, keys, writers, lo, hi, levels=None):
+def lines_of(table, part, keys, writers, lo, hi, levels=()):
     """The lines of records lo..hi of a part, without the keys a record leaves out; levels: {key:
     each record's level} to divide by."""
     rows = part.rows[lo:hi]
@@ -253,7 +252,7 @@ def lines_of(table, part, keys, writers, lo, hi, levels=None):
         code = col.code[flat]
         write = writers.get(key, zeros)
         x = col.x[flat]
-        if key in (levels or {}):
+        if key in levels:
             x = x / np.repeat(levels[key], rows.shape[1])
         text[code == NUM] = write(x[code == NUM])
         text[code >= 0] = col.words[code[code >= 0]]
@@ -286,13 +285,13 @@ def check_tokens(table, parts, keys):
             for i, line in enumerate(lines):
                 if line in seen:
                     continue
-                where = table.where(part.rows[lo + i][0])
-                _, _, tokens = seen[line] = tokens_of(line, where)
+                _, _, tokens = seen[line] = tokens_of(line)
                 unseen = [t for t in tokens if t not in vocab]
                 if split != "train" and unseen:
+                    where = table.where(part.rows[lo + i][0])
                     fix = ""
                     for k, v in json.loads(line).items():
-                        if unseen[0] in tokens_of(dump({k: v}, zeros), "")[2]:
+                        if unseen[0] in tokens_of(dump({k: v}, zeros))[2]:
                             fix = f"leave out its key {k!r} (--columns) or "
                             break
                     fail(
@@ -304,25 +303,21 @@ def check_tokens(table, parts, keys):
     return vocab, (counts.min(axis=0), counts.max(axis=0))
 
 
-def tokens_of(line, where):
+def tokens_of(line):
     """(numbers, pieces, text tokens) of a line as the tokenizer splits it."""
-    try:
-        pieces = split_text(line, where)
-    except TextError as e:
-        fail(f"{e} (written as {line[:60]!r})")
+    pieces = split_text(line)
     tokens = [t for kind, t in pieces if kind == "text"]
     return len(pieces) - len(tokens), len(pieces), tokens
 
 
 def write_lines(stage, table, parts, keys, writers, record):
     """Each split's files in stage; {split: how many of its lines are also in train}."""
-    repeated, train = {}, np.empty(len(parts[0]), np.int64)
+    repeated, train = dict.fromkeys(SPLITS[1:], 0), np.empty(len(parts[0]), np.int64)
     for split, part in zip(SPLITS, parts):
-        levels_file = contextlib.nullcontext()
-        if record:
-            levels_file = open_new(os.path.join(stage, f"{split}.levels.txt"), "w")
-        source = open_new(os.path.join(stage, f"{split}.source.txt"), "w")
-        with open_new(os.path.join(stage, f"{split}.txt")) as f, levels_file, source:
+        path = os.path.join(stage, split)
+        levels_file = open_new(f"{path}.levels.txt", "w") if record else contextlib.nullcontext()
+        source = open_new(f"{path}.source.txt", "w")
+        with open_new(f"{path}.txt") as f, levels_file, source:
             for lo in range(0, len(part), BLOCK):
                 rows = part.rows[lo : lo + BLOCK]
                 source.write("\n".join(table.places(rows[:, 0])) + "\n")
@@ -341,7 +336,7 @@ def write_lines(stage, table, parts, keys, writers, record):
                     train[lo : lo + len(lines)] = hashes
                     continue
                 at = np.minimum(np.searchsorted(train, hashes), len(train) - 1)
-                repeated[split] = repeated.get(split, 0) + int((train[at] == hashes).sum())
+                repeated[split] += int((train[at] == hashes).sum())
         if split == "train":
             train.sort()
     return repeated
@@ -370,16 +365,14 @@ def print_keys(args, meta, table, written_rows, largest):
     print_some(lines, 20)
 
 
-def report(args, meta, table, parts, largest, vocab, counts, n_windowed, repeated, in_records):
+def report(args, meta, table, largest, vocab, counts, n_windowed, repeated, in_records):
     unit = f" of {args.window} rows each (a window every {args.stride})" if args.window > 1 else ""
     how = "in time order (per file)" if args.order == "time" else "at random"
     if args.group:
         how = f"{'in time order within each' if args.order == 'time' else 'at random, by'} group"
         how += f" ({args.group})"
-    print(
-        f"wrote {args.out}: train {len(parts[0])}, val {len(parts[1])}, test {len(parts[2])}"
-        f" records{unit}, split {'from the files' if args.val else how}"
-    )
+    sizes = ", ".join(f"{s} {n}" for s, n in meta["splits"].items())
+    print(f"wrote {args.out}: {sizes} records{unit}, split {'from the files' if args.val else how}")
     n_rows, kept = meta["rows"]["read"], meta["rows"]["in_records"]
     print(
         f"rows: {n_rows} read = {kept} in records written + {n_windowed - kept} left out for a"

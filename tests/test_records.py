@@ -22,12 +22,12 @@ def test_windows_take_consecutive_rows():
 
 
 def test_a_split_in_time_order_puts_every_test_window_after_every_training_window(tmp_path):
-    flags = args("--window", "4", "--stride", "2", "--order", "time")
+    flags = args("--window", "4", "--stride", "2")
     parts, source = records.split_records(counting(tmp_path, 40), flags)
     assert source == {"files": ["a.csv"], "fractions": [0.6, 0.2, 0.2], "order": "time"}
     assert parts[0].rows.max() < parts[1].rows.min() and parts[1].rows.max() < parts[2].rows.min()
     assert parts[0].rows.min() == 0 and parts[2].rows.max() < 40
-    flags = args("--window", "4", "--stride", "1", "--order", "time", "--context-before")
+    flags = args("--window", "4", "--stride", "1", "--context-before")
     parts, _ = records.split_records(counting(tmp_path, 40), flags)
     # every test row ends a window
     ends = [set(p.rows[:, -1].tolist()) for p in parts]
@@ -40,8 +40,7 @@ def test_groups_keep_their_rows_together_in_time_or_by_group(tmp_path):
     table.group = table.cols["animal"]
     animal = table.cols["animal"].code
     split = lambda *flags: records.split_records(table, args("--group", "animal", *flags))
-    parts, source = split("--split", "0.5,0.25,0.25", "--window", "4", "--stride", "1",
-                          "--order", "time")
+    parts, source = split("--split", "0.5,0.25,0.25", "--window", "4", "--stride", "1")
     # no window mixes two animals
     assert all((animal[p.rows] == animal[p.rows[:, :1]]).all() for p in parts)
     assert source["group"] == "animal"
