@@ -433,6 +433,8 @@ def csv_columns(path, header, wanted):
         if not name and j == 0 and "" not in header[1:]:
             print(f"note: {path}: column 1 has no name (row names, as R writes them): left out")
             continue
+        if "\n" in name or "\r" in name:
+            fail(f"{path}:1: column {j + 1} of the header holds a line break; write it on one line")
         if not name or name in header[:j]:
             what = f"{name!r} again" if name else "empty"
             fail(f"{path}:1: column {j + 1} of the header is {what}")

@@ -294,6 +294,7 @@ NESTED_KEY = "".join(f'{{"x": {i}, "y": {{"12": {i % 5}}}}}\n' for i in range(40
      r"cuts its 10 rows into 6/2/2; each part needs 3 row\(s\): --context-before$"),
     (TWO_ROWS, "", r"--split 0.8,0.1,0.1: 2 records give train/val/test"),
     ("a,a\n1,2\n", "", "bad.csv:1: column 2 of the header is 'a' again"),
+    ('t,"x\ny",g\n1,2,3\n', "", "bad.csv:1: column 2 of the header holds a line break"),
     ('{"a":1,"a":2}\n', "", "bad.jsonl:1: key 'a' is repeated in one object"),
     ('t,note\n1,"ok"\n2,"open\n3,x\n4,y\n', "",
      r"bad.csv:3: unexpected end of data \(an unterminated"),
