@@ -43,8 +43,6 @@ def number_vocab(encoding):
         "b1999": [s + m for s in signs for m in mantissas] + EXPONENTS + ["+000"],
         "fp15": [s + m + e for s in signs for m in mantissas for e in EXPONENTS] + ["+000E0"],
     }
-    if encoding not in tokens:
-        raise ValueError(f"unknown encoding {encoding!r}; expected one of {', '.join(ENCODINGS)}")
     return tokens[encoding]
 
 
