@@ -27,9 +27,9 @@ EXPONENTS = [f"E{e}" for e in range(MIN_EXP, MAX_EXP + 1)]
 MAX_VALUE = 1e18
 
 
-def shown(text, most=60):
+def shown(text):
     """Text for an error message: quoted, cut short if long."""
-    return repr(text) if len(text) <= most else f"{text[:most]!r}… ({len(text):,} characters)"
+    return repr(text) if len(text) <= 60 else f"{text[:60]!r}… ({len(text):,} characters)"
 
 
 @functools.cache
@@ -43,8 +43,6 @@ def number_vocab(encoding):
         "b1999": [s + m for s in signs for m in mantissas] + EXPONENTS + ["+000"],
         "fp15": [s + m + e for s in signs for m in mantissas for e in EXPONENTS] + ["+000E0"],
     }
-    if encoding not in tokens:
-        raise ValueError(f"unknown encoding {encoding!r}; expected one of {', '.join(ENCODINGS)}")
     return tokens[encoding]
 
 
@@ -280,7 +278,7 @@ class Split:
         if not os.path.exists(base + ".ids.npy"):
             raise FileNotFoundError(f"{base}.ids.npy not found; run: {command}")
         again = f"run again: {command}"
-        keys = ("split", "encoding", "samples", "vocab_digest")
+        keys = ("split", "encoding", "samples", "vocab_digest", "text_bytes")
         summary = read_json_object(base + ".json", keys, f"; {again}")
         try:
             for name in ("ids", "values", "offsets"):
@@ -305,8 +303,8 @@ class Split:
             sizes += f", .ids.npy and .values.npy {len(self.ids)} and {len(self.values)} tokens"
             raise ValueError(f"{base}: {sizes}: files of different runs; {again}")
         text = os.path.join(data_dir, f"{split}.txt")
-        size = os.path.getsize(text) if os.path.exists(text) else None
-        if size is not None and summary.get("text_bytes", size) != size:
+        size = os.path.getsize(text) if os.path.exists(text) else summary["text_bytes"]
+        if summary["text_bytes"] != size:
             raise ValueError(
                 f"{text} has changed since it was tokenized ({size} bytes, {summary['text_bytes']}"
                 f" then); {again}"

@@ -6,7 +6,6 @@ import itertools
 import json
 import os
 import re
-import shutil
 import signal
 import sys
 import warnings
@@ -254,6 +253,8 @@ def dataset_splits(data_dir, plain_text=False):
             print(f"note: {', '.join(others)} not taken as splits (train, val, test, test_ood*)")
         if "train" not in splits:
             raise FileNotFoundError(f"{data_dir}: no train.txt for --plain-text")
+        if "val" not in splits:
+            raise FileNotFoundError(f"{data_dir}: no val.txt; put samples not in train.txt there")
         if meta is None or meta["splits"] != splits:
             command = " ".join(["python", *sys.argv])
             new_meta = {"dataset": "plain text", "splits": splits, "command": command}
@@ -330,9 +331,12 @@ def encode_split(folder, split, text_tokens, vocabs, workers=1, chunk=1000):
     for base in bases.values():
         os.makedirs(os.path.dirname(base), exist_ok=True)
     names = itertools.product(bases.items(), ("ids", "values"))
-    files = {(enc, n): open_new(f"{base}.{n}.{tmp}") for (enc, base), n in names}
+    files = {(enc, n): open_new(f"{base}.{n}.{tmp}.npy") for (enc, base), n in names}
     # on a failure, write_arrays removes the temporary files
     try:
+        # room for a 1-D array's .npy header (128 bytes), written once the length is known
+        for f in files.values():
+            f.write(bytes(128))
         parts = _encode_chunks(path, split, files, text_tokens, vocabs, workers, chunk)
     finally:
         for f in files.values():
@@ -344,11 +348,8 @@ def encode_split(folder, split, text_tokens, vocabs, workers=1, chunk=1000):
         for name, dtype in (("ids", parts[enc][0][4]), ("values", np.float32)):
             descr = np.lib.format.dtype_to_descr(np.dtype(dtype))
             header = {"descr": descr, "fortran_order": False, "shape": (s["tokens"],)}
-            part = f"{base}.{name}.{tmp}"
-            with open_new(part + ".npy") as out, open(part, "rb") as f:
+            with open(f"{base}.{name}.{tmp}.npy", "r+b") as out:
                 np.lib.format.write_array_header_1_0(out, header)
-                shutil.copyfileobj(f, out, 1 << 24)
-            os.remove(part)
         with open_new(f"{base}.offsets.{tmp}.npy") as out:
             np.save(out, np.r_[0, np.cumsum(lengths)].astype(np.int64))
         summaries.append(s)
@@ -404,9 +405,6 @@ def _write_all(data_dir, encodings, workers, rebuild_vocab, plain_text):
         )
     try:
         text_tokens, vocab = _text_tokens(data_dir, rebuild_vocab)
-        # a plain-text dataset written now
-        if meta and "val" not in splits:
-            raise FileNotFoundError(f"{data_dir}: no val.txt; put samples not in train.txt there")
         print(f"{data_dir}: {len(text_tokens)} text tokens in vocab.json")
         vocabs = {enc: Vocab(text_tokens, enc) for enc in encodings}
         # a text cut short is not tokenized

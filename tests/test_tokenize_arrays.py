@@ -155,7 +155,7 @@ def test_the_split_cache_stays_bounded(monkeypatch):
     lines = [f'{{"key{i}":1.5}}' for i in range(400)]
     for chunk in (lines[start:start + 20] for start in range(0, 400, 20)):
         assert build_text_vocab(chunk) == text_vocab(chunk) and len(tokenize_arrays._TABLE) <= 70
-        encode_lines(chunk, build_text_vocab(chunk), ["xval"])
+        encode_lines(chunk, text_vocab(chunk), ["xval"])
         assert len(tokenize_arrays._TABLE) <= 70
 
 
