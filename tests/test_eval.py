@@ -11,7 +11,7 @@ import pytest
 import torch
 from conftest import ROOT, run
 from helpers import diverged, eval_model, evaluated, one_line_error, own_run, prepared  # noqa: F401
-from helpers import truth_field, write_old_layout
+from helpers import tokenize, truth_field, write_old_layout
 
 import eval as ev
 import model
@@ -147,12 +147,11 @@ def test_planets_end_to_end_on_both_ood_sets(tmp_path_factory, tmp_path):
 
 
 @pytest.mark.slow
-def test_temperature_end_to_end_in_kelvin(tmp_path_factory, tmp_path):
-    tmp = tmp_path_factory.mktemp("era5")
-    data = str(tmp / "data")
-    nc = str(write_old_layout(tmp / "t2m.nc", truth_field()))
+def test_temperature_end_to_end_in_kelvin(tmp_path):
+    data = str(tmp_path / "data")
+    nc = str(write_old_layout(tmp_path / "t2m.nc", truth_field()))
     run("prepare/era5.py", nc, "--size=tiny", "--out", data, "--workers=1")
-    run("tokenize_numbers.py", data, "--encoding", "xval", "--workers=1")
+    tokenize(data)
     report, _, prefix = evaluated(eval_model(data, tmp_path / "xval", "--block_size=2048"), extra=["--max_samples=20"])
     r = report["splits"]["test"]["t+1"]
     rows = [row for line in list(open(f"{data}/test.txt"))[:20] for row in json.loads(line)["data"]]
@@ -245,7 +244,7 @@ def test_a_plain_text_folder_is_scored_on_its_last_number(tmp_path):
     for split, n in (("train", 40), ("val", 8), ("test", 8)):
         sums = "".join(f"{a}+{b}={round(a + b, 2)}\n" for a, b in rng.uniform(0, 1, (n, 2)).round(2))
         (tmp_path / f"{split}.txt").write_text(sums)
-    run("tokenize_numbers.py", str(tmp_path), "--encoding", "xval", "--workers=1", "--plain-text")
+    tokenize(tmp_path, "--plain-text")
     report, _, _ = evaluated(eval_model(str(tmp_path), tmp_path / "run", "--block_size=32"))
     r = report["splits"]["test"]["last"]
     assert report["task"] == "text" and r["n"] == 8 and "r2" in r["mean"] and "mse_original" not in r["mean"]
