@@ -10,17 +10,17 @@ import time
 
 import pytest
 from conftest import ROOT, run
-from helpers import one_line_error, train
+from helpers import one_line_error, tokenize, train
 
 import common
 
 SPLITS = ["meta.json", "test.txt", "train.txt", "val.txt"]
 
 
-def prepare(out, *flags, check=True, tokenize=False):
+def prepare(out, *flags, check=True, tokenized=False):
     r = run("prepare/arithmetic.py", "--size=tiny", "--workers=1", "--out", str(out), *flags, check=check)
-    if tokenize:
-        run("tokenize_numbers.py", str(out), "--encoding=xval", "--workers=1")
+    if tokenized:
+        tokenize(out)
     return r
 
 
@@ -52,7 +52,7 @@ def test_force_keeps_your_files(tmp_path):
     error = one_line_error(prepare(tmp_path, check=False))
     assert "not a dataset" in error and listed in error
     assert listing(tmp_path) == [*mine[:4], "sub"]
-    assert f"left alone, not written by a prepare run: {listed}" in prepare(tmp_path, "--force", tokenize=True).stdout
+    assert f"left alone, not written by a prepare run: {listed}" in prepare(tmp_path, "--force", tokenized=True).stdout
     (tmp_path / "xval" / "mine.md").write_text("a note among the arrays\n")
     (tmp_path / "p10").symlink_to(tmp_path / "sub")  # a linked folder is never emptied
     prepare(tmp_path, "--force", "--seed=2")
@@ -64,7 +64,7 @@ def test_force_keeps_your_files(tmp_path):
 def test_a_train_txt_of_a_plain_text_dataset_or_beside_no_meta_json_is_never_overwritten(tmp_path):
     (tmp_path / "train.txt").write_text("{a:1}\n")
     (tmp_path / "val.txt").write_text("{a:2}\n")
-    run("tokenize_numbers.py", str(tmp_path), "--plain-text", "--encoding=xval", "--workers=1")
+    tokenize(tmp_path, "--plain-text")
     (tmp_path / "no_meta").mkdir()
     (tmp_path / "no_meta" / "train.txt").write_text("{a:1}\n")
     for folder in (tmp_path, tmp_path / "no_meta"):
@@ -193,7 +193,7 @@ def test_sigterm_at_any_move_of_the_swap(tmp_path, monkeypatch):
     monkeypatch.setitem(common.SIZES, "tiny", (20, 5, 5))
     prepare(tmp_path / "new", "--seed=2")
     new = {k: v for k, v in dataset_bytes(tmp_path / "new").items() if k != "meta.json"}
-    prepare(tmp_path / "old", tokenize=True)
+    prepare(tmp_path / "old", tokenized=True)
     real, k, moves = os.renames, 0, [None]
 
     def stopped_at_move_k(old, new):
@@ -221,7 +221,7 @@ def test_sigterm_at_any_move_of_the_swap(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("fails", ["the second split's write", "an old array's move", "the new meta.json's move"])
 def test_a_failed_force_keeps_the_old_dataset(tmp_path, monkeypatch, fails):
-    prepare(tmp_path, tokenize=True)
+    prepare(tmp_path, tokenized=True)
     before, written = dataset_bytes(tmp_path), []
     real_write, real_move = common.atomic_write_text, os.renames
 

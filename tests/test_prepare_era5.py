@@ -150,7 +150,6 @@ def test_layouts_orders_workers_and_a_land_sea_mask_agree(old_layout, tmp_path, 
 
 
 def test_cmip_tas_found_by_standard_name(tmp_path):
-    lat, lon = np.linspace(-81, 81, 10), np.arange(20) * 18.0
     values = truth_field()[0][:, ::-1].astype(np.float32)  # ascending latitude
     day0 = netCDF4.date2num(netCDF4.num2date(0, "days since 2021-03-01", "noleap"), "days since 1850-01-01", "noleap")
     t = day0 + np.arange(len(values)) / 24
@@ -158,12 +157,12 @@ def test_cmip_tas_found_by_standard_name(tmp_path):
     path = write_nc(tmp_path / "tas.nc",
                     time=(("time",), t, {"units": "days since 1850-01-01", "calendar": "noleap", "axis": "T"}),
                     time_bnds=(("time", "bnds"), np.stack([t, t + 1 / 24], 1), {}),
-                    lat=(("lat",), lat, {"axis": "Y", "standard_name": "latitude"}),
-                    lon=(("lon",), lon, {"axis": "X", "standard_name": "longitude"}),
+                    lat=(("lat",), LAT[::-1], {"axis": "Y", "standard_name": "latitude"}),
+                    lon=(("lon",), LON, {"axis": "X", "standard_name": "longitude"}),
                     height=((), 2.0, {}), tas=(("time", "lat", "lon"), values, tas))
     meta = prepare(tmp_path / "out", path, extra=["--variable", "air_temperature"])
     assert meta["variable"] == "tas"
-    assert_source_values(tmp_path / "out", meta, values, lat=lat, lon=lon, splits=["val"])
+    assert_source_values(tmp_path / "out", meta, values, lat=LAT[::-1], splits=["val"])
 
 
 def test_windows_with_gaps_are_redrawn(tmp_path):
