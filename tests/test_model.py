@@ -89,7 +89,7 @@ def test_loss_is_ce_plus_weighted_mse_over_masked_numbers_and_finite_without_the
     ids, values = sample(12)
     targets = torch.full((1, 12), IGNORE)
     loss, _, _ = loss_from(model(ids[None], values[None], targets, values[None]), 1.0)
-    assert torch.isfinite(loss) and loss.item() == 0.0
+    assert loss.item() == 0.0
     targets[0, 4] = ids[4]  # a text token only
     loss, _, mse = loss_from(model(ids[None], values[None], targets, values[None]), 1.0)
     assert torch.isfinite(loss) and mse.item() == 0.0
