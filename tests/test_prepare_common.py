@@ -61,17 +61,15 @@ def test_force_keeps_your_files(tmp_path):
     assert seed_of(tmp_path) == 2 and (tmp_path / "train.txt").exists()
 
 
-def test_a_train_txt_of_a_plain_text_dataset_or_beside_no_meta_json_is_never_overwritten(tmp_path):
-    (tmp_path / "train.txt").write_text("{a:1}\n")
-    (tmp_path / "val.txt").write_text("{a:2}\n")
-    tokenize(tmp_path, "--plain-text")
-    (tmp_path / "no_meta").mkdir()
-    (tmp_path / "no_meta" / "train.txt").write_text("{a:1}\n")
-    for folder in (tmp_path, tmp_path / "no_meta"):
+def test_a_train_txt_of_a_plain_text_dataset_or_beside_no_meta_json_is_never_overwritten(tokenized):
+    train_txt = (tokenized / "train.txt").read_text()
+    (tokenized / "no_meta").mkdir()
+    (tokenized / "no_meta" / "train.txt").write_text(train_txt)
+    for folder in (tokenized, tokenized / "no_meta"):
         before = listing(folder)
         r = prepare(folder, "--force", check=False)
         assert r.returncode != 0 and "train.txt" in r.stderr and "would overwrite" in r.stderr
-        assert listing(folder) == before and (folder / "train.txt").read_text() == "{a:1}\n"
+        assert listing(folder) == before and (folder / "train.txt").read_text() == train_txt
 
 
 @pytest.mark.parametrize("lock, who", [("prepare.lock", "being written by another prepare run,"),
@@ -107,7 +105,7 @@ def test_tokenizing_waits_for_prepare(tmp_path, monkeypatch):
     tried, real = [], common.write_meta
 
     def meta_and_a_tokenizer(out, meta):
-        tried.append(run("tokenize_numbers.py", str(tmp_path), "--encoding=xval", "--workers=1", check=False))
+        tried.append(run("tokenize_numbers.py", str(tmp_path), "--workers=1", check=False))
         return real(out, meta)
     monkeypatch.setattr(common, "write_meta", meta_and_a_tokenizer)
     prepare(tmp_path, "--force", "--seed=2")
