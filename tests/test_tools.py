@@ -90,9 +90,9 @@ def test_every_baseline_mlp_beats_the_mean_the_same_seed_again(tmp_path):
         assert rows[variant]["test_mse"] < 0.3 * rows["mean"]["test_mse"], (variant, rows)
         assert rows[variant]["test_mse_K2"] == pytest.approx(rows[variant]["test_mse"] * STD ** 2)
     # coordinates, start and 3 earlier steps
-    assert rows["all_stations"]["inputs"] == 3 * 3 + 4 + 3 * 3
-    assert rows["temp_only"]["inputs"] == 3 and rows["single"]["inputs"] == 3 + 3 + 4
-    assert rows["temp_coord"]["inputs"] == 3 + 3 and rows["temp_toy"]["inputs"] == 3 + 2
+    inputs = dict(all_stations=3 * 3 + 4 + 3 * 3, single=3 + 3 + 4, temp_only=3, temp_coord=3 + 3,
+                  temp_toy=3 + 2)
+    assert {variant: rows[variant]["inputs"] for variant in inputs} == inputs
     for split, few in short.items():
         assert result["samples"][split] == {"used": sizes[split] - sum(few), "excluded": sum(few)}
     again = results("again")
