@@ -148,7 +148,7 @@ def test_padded_and_packed_rows_give_each_sample_the_outputs_and_loss_it_has_alo
     model = tiny(encoding, causal=causal)
     examples = masked_examples(seed=0)
     packed = packed_with_the_sums_of_padded(model, examples)
-    assert packed["ids"].shape[0] < len(examples)  # several samples share a row
+    assert packed["ids"].shape[0] < len(examples)
     for batch in (collate(examples), packed):
         logits, num = outputs(model, batch)
         rows = batch["ids"].shape

@@ -159,10 +159,10 @@ def test_curves_score_every_kept_checkpoint_at_its_step_and_flops(data, tmp_path
     assert steps == [3, 6] and flops[1] == 2 * flops[0] > 0
     assert all(p["nmse"] > 0 and p["invalid_rate"] == 0 for p in curve["points"])
     assert os.path.exists(prefix + ".png") and (out_dir / "eval_6.json").exists()
-    curves("--max_samples=5")  # scored again
+    curves("--max_samples=5")
     kept = json.loads((out_dir / "eval_6.json").read_text())
     assert kept["max_samples"] == 5 and kept["splits"]["test"]["answer"]["n"] == 5
-    curves("--split=val")  # another split: its own report
+    curves("--split=val")
     assert (out_dir / "eval_6_val.json").exists()
     r = curves(runs=tmp_path, check=False)
     assert r.returncode != 0 and "holds no ckpt_<step>.pt" in r.stderr
