@@ -77,7 +77,7 @@ def split_files(out):
     return {split: (out / f"{split}.txt").read_bytes() for split in SPLITS}
 
 
-def assert_source_values(out, meta, values, lat=LAT, lon=LON, splits=SPLITS):
+def assert_source_values(out, meta, values, lat=LAT, splits=SPLITS):
     """Each sample's values, un-normalised, are the source's at its stations and start."""
     hours = np.arange(len(values))
     doy = (START - datetime.datetime(START.year, 1, 1)).days + hours / 24
@@ -89,7 +89,7 @@ def assert_source_values(out, meta, values, lat=LAT, lon=LON, splits=SPLITS):
         coords = np.array(r["description"]["coords"])
         ilat = [np.argmin(np.abs(lat - np.degrees(np.arcsin(s)))) for s in coords[:, 0]]
         lon_deg = np.degrees(np.arctan2(coords[:, 1], coords[:, 2])) % 360
-        ilon = [np.argmin(np.abs((lon - x + 180) % 360 - 180)) for x in lon_deg]
+        ilon = [np.argmin(np.abs((LON - x + 180) % 360 - 180)) for x in lon_deg]
         start = np.argmin(np.abs(phases - r["description"]["start"]).sum(1))
         source = values[start + 8 * np.arange(len(r["data"][0]))][:, ilat, ilon].T
         assert np.isfinite(source).all()
