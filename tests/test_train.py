@@ -342,11 +342,8 @@ def test_ctrl_c_is_one_line_and_exit_code_130(data, tmp_path):
     assert p.returncode == 130 and err.startswith("interrupted (Ctrl-C) at step") and len(err.splitlines()) == 1, err
 
 
-def ops2(tmp_path_factory, seed):
-    return prepared(tmp_path_factory, f"seed{seed}", "prepare/arithmetic.py", "--variant=ops2", f"--seed={seed}")
-
-
 def test_a_checkpoint_knows_its_data_by_content(own_data, tmp_path, tmp_path_factory):
+    other = prepared(tmp_path_factory, "seed5", "prepare/arithmetic.py", "--variant=ops2", "--seed=5")
     out = tmp_path / "out"
     train(own_data, out)
     ckpt = out / "ckpt_latest.pt"
@@ -358,14 +355,14 @@ def test_a_checkpoint_knows_its_data_by_content(own_data, tmp_path, tmp_path_fac
     assert "resuming at step 2" in train(moved, elsewhere, "--max_iters=3", "--resume").stdout
     error = refused(tmp_path / "gone", out, "--max_iters=3", "--resume")
     assert "gone is not a directory" in error and f"was trained on {own_data}" in error
-    error = refused(ops2(tmp_path_factory, 6), out, "--max_iters=3", "--resume")
+    error = refused(other, out, "--max_iters=3", "--resume")
     assert f"trained on ({own_data})" in error and f"--data_dir={own_data}" in error and "changed_data" not in error
     r = evaluated(f"--out={tmp_path / 'e1'}", "--max_samples=4", check=True)
     assert "prepared again" not in r.stdout
     shutil.rmtree(own_data)
     error = one_line_error(evaluated())
     assert f"{own_data}/meta.json not found" in error and "the folder it names" in error and "--data_dir" in error
-    shutil.copytree(ops2(tmp_path_factory, 5), own_data)
+    shutil.copytree(other, own_data)
     error = refused(own_data, out, "--max_iters=4", "--resume")
     assert "is not the data" in error and "--overwrite=True" in error
     error = one_line_error(evaluated(f"--out={tmp_path / 'e2'}"))
