@@ -9,7 +9,7 @@ import sys
 import time
 
 import pytest
-from conftest import ROOT, run
+from conftest import ROOT, read, run
 from helpers import one_line_error, tokenize, train
 
 import common
@@ -139,13 +139,12 @@ def test_a_stop_or_failed_write_is_one_line(code, exits, last):
         assert r.stderr.count("\n") == 1 or traceback or exits != (1,)  # a failed write: one line alone
 
 
-@pytest.mark.parametrize("full", ["out", "tmp"])
-def test_a_full_disk_names_the_fuller_of_out_and_tmpdir(monkeypatch, capsys, full):
+@pytest.mark.parametrize("full, says", [("out", "out"), ("tmp", "TMPDIR tmp")])
+def test_a_full_disk_names_the_fuller_of_out_and_tmpdir(monkeypatch, capsys, full, says):
     monkeypatch.setattr(common, "OUT", ["out"])
     monkeypatch.setattr(common.tempfile, "gettempdir", lambda: "tmp")
     monkeypatch.setattr(shutil, "disk_usage", lambda folder: shutil._ntuple_diskusage(9, 9, int(folder != full)))
     common._one_line(OSError, OSError(errno.ENOSPC, "No space left on device"), None)
-    says = {"out": "out", "tmp": "TMPDIR tmp"}[full]
     assert capsys.readouterr().err.startswith(f"error: the disk of {says} is full (No space left on device); free "
                                               "some space there;")
 
@@ -156,8 +155,7 @@ def test_scripts_set_one_line_errors(tmp_path):
                "import common, arithmetic, era5, lookup, planets, text; print(sys.excepthook is hook)")
     assert r.stdout.strip() == "True", r.stderr
     for script in ("arithmetic", "lookup", "planets", "era5", "era5_synthetic", "text"):
-        source = open(f"{ROOT}/prepare/{script}.py").read()
-        assert 'if __name__ == "__main__":\n    one_line_errors()' in source, script
+        assert 'if __name__ == "__main__":\n    one_line_errors()' in read(f"prepare/{script}.py"), script
     (tmp_path / "x.zip").write_bytes(b"PK\x03\x04rest of a zip")
     r = python("prepare/era5.py", str(tmp_path / "x.zip"), "--out", str(tmp_path / "o"))
     assert r.returncode != 0 and "x.zip" in r.stderr and "unzip it first" in r.stderr
