@@ -229,7 +229,8 @@ def test_recalling_and_interpolating_models_are_told_apart(tmp_path):
     encoding, n, mse, corr, share, *_ = planets_dt_ood.rows(
         dt_report(tmp_path, "b1999", truth, recalled), 0.01)
     assert (encoding, n, share) == ("b1999", len(truth), 1.0) and mse > 1e-4
-    _, _, mse, corr, share, *_ = planets_dt_ood.rows(dt_report(tmp_path, "xval", truth, truth + 0.001), 0.01)
+    _, _, mse, corr, share, *_ = planets_dt_ood.rows(
+        dt_report(tmp_path, "xval", truth, truth + 0.001), 0.01)
     assert share == 0.0 and mse == pytest.approx(1e-6) and corr == pytest.approx(1.0)
 
 

@@ -180,7 +180,8 @@ def test_the_readme_counts_the_tests_skipped_without_a_gpu():
     phrase = r"(\d+) skipped for want of a GPU \(the (\d+) of\s+`tests/test_cuda.py`"
     skipped, in_cuda = map(int, re.search(phrase, read("README.md")).groups())
     # a test elsewhere whose CUDA case is marked to skip
-    elsewhere = sum(len(re.findall(r"marks=CUDA\)", read(t))) for t in in_root("tests/*.py") if "test_cuda" not in t)
+    skip = r"marks=CUDA\)"
+    elsewhere = sum(len(re.findall(skip, read(t))) for t in in_root("tests/*.py") if "test_cuda" not in t)
     assert in_cuda == cases("tests/test_cuda.py") and skipped == in_cuda + elsewhere
 
 

@@ -52,7 +52,8 @@ def test_force_keeps_your_files(tmp_path):
     error = one_line_error(prepare(tmp_path, check=False))
     assert "not a dataset" in error and listed in error
     assert listing(tmp_path) == [*mine[:4], "sub"]
-    assert f"left alone, not written by a prepare run: {listed}" in prepare(tmp_path, "--force", tokenized=True).stdout
+    r = prepare(tmp_path, "--force", tokenized=True)
+    assert f"left alone, not written by a prepare run: {listed}" in r.stdout
     (tmp_path / "xval" / "mine.md").write_text("a note among the arrays\n")
     (tmp_path / "p10").symlink_to(tmp_path / "sub")  # a linked folder is never emptied
     prepare(tmp_path, "--force", "--seed=2")
@@ -155,7 +156,8 @@ def test_scripts_set_one_line_errors(tmp_path):
                "import common, arithmetic, era5, lookup, planets, text; print(sys.excepthook is hook)")
     assert r.stdout.strip() == "True", r.stderr
     for script in ("arithmetic", "lookup", "planets", "era5", "era5_synthetic", "text"):
-        assert 'if __name__ == "__main__":\n    one_line_errors()' in read(f"prepare/{script}.py"), script
+        source = read(f"prepare/{script}.py")
+        assert 'if __name__ == "__main__":\n    one_line_errors()' in source, script
     (tmp_path / "x.zip").write_bytes(b"PK\x03\x04rest of a zip")
     r = python("prepare/era5.py", str(tmp_path / "x.zip"), "--out", str(tmp_path / "o"))
     assert r.returncode != 0 and "x.zip" in r.stderr and "unzip it first" in r.stderr

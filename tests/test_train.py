@@ -213,8 +213,8 @@ def test_huge_grad_norms_are_finite_validation_ignores_micro_batches(data, tmp_p
     # four norms of 3e38 sum past float32's largest
     monkeypatch.setattr(torch.nn.utils, "clip_grad_norm_", lambda *args: torch.tensor(3e38))
     for micro in (8, 2):
-        train(data, tmp_path / f"m{micro}", "--max_iters=4", "--log_interval=4", "--eval_interval=4",
-              "--eval_batches=2", f"--micro_batch_size={micro}")
+        train(data, tmp_path / f"m{micro}", "--max_iters=4", "--log_interval=4",
+              "--eval_interval=4", "--eval_batches=2", f"--micro_batch_size={micro}")
         assert sorted(losses(tmp_path / f"m{micro}")) == [4]
     val = [losses(tmp_path / f"m{micro}", "val_loss")[0] for micro in (8, 2)]
     assert val[0] == pytest.approx(val[1], rel=1e-6)
@@ -343,7 +343,8 @@ def test_ctrl_c_is_one_line_and_exit_code_130(data, tmp_path):
 
 
 def test_a_checkpoint_knows_its_data_by_content(own_data, tmp_path, tmp_path_factory):
-    other = prepared(tmp_path_factory, "seed5", "prepare/arithmetic.py", "--variant=ops2", "--seed=5")
+    other = prepared(tmp_path_factory, "seed5", "prepare/arithmetic.py", "--variant=ops2",
+                     "--seed=5")
     out = tmp_path / "out"
     train(own_data, out)
     ckpt = out / "ckpt_latest.pt"
