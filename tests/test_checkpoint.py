@@ -19,11 +19,12 @@ def test_the_run_files_are_what_train_and_eval_wrote(tmp_path):
         for name in [f"{prefix}.md"] + [f"{prefix}_{s}.png" for s in splits]:
             (tmp_path / name).write_text("")
     mine = ["evaluation_notes.md", "eval_notes.md", "eval_ideas.json", "notes.png", "eval.txt", "ckpt.pt"]
-    for name in mine + ["log.jsonl", "ckpt_latest.pt", "ckpt_best.pt", "ckpt_4.pt"]:
+    ours = ["log.jsonl", "ckpt_latest.pt", "ckpt_best.pt", "ckpt_4.pt"]
+    for name in mine + ours:
         (tmp_path / name).write_text('{"ideas": []}')
-    assert set(run_files(str(tmp_path))) == {
-        "log.jsonl", "ckpt_latest.pt", "ckpt_best.pt", "ckpt_4.pt", "eval.json", "eval.md", "eval_test.png",
-        "eval_first5.json", "eval_first5.md", "eval_first5_test.png", "eval_first5_test_ood.png"}
+    reports = [prefix + end for prefix in ("eval", "eval_first5")
+               for end in (".json", ".md", "_test.png")]
+    assert set(run_files(str(tmp_path))) == {*ours, *reports, "eval_first5_test_ood.png"}
 
 
 def test_broken_log_rows_do_not_block_resume(data, two_steps, tmp_path):

@@ -17,8 +17,8 @@ def model(encoding="xval", **kw):
     return tiny(encoding, block_size=64, n_layer=1, **kw).train()
 
 
-def batch(rng, packed, causal, n=4):
-    examples = random_examples(rng, rng.integers(5, 40, n), causal, spread=2.0)
+def batch(rng, packed, causal):
+    examples = random_examples(rng, rng.integers(5, 40, 4), causal, spread=2.0)
     return pack(examples) if packed else collate(examples)
 
 

@@ -7,7 +7,7 @@ import re
 import numpy as np
 import pytest
 from conftest import ROOT, read, run
-from helpers import losses, truth_field, write_old_layout
+from helpers import losses, tokenize, truth_field, write_old_layout
 
 from configurator import configure, defaults
 
@@ -30,8 +30,9 @@ def test_every_config_sets_known_keys_of_the_right_type_and_only_what_differs_fr
 
 
 def test_paper_configs_follow_the_papers_tables():
-    assert load("era5_p10.py")["learning_rate"] == 2.5e-5 and load("era5_xval.py")["learning_rate"] == 2e-4
-    assert load("planets_xval.py")["learning_rate"] == 2.5e-5 and load("planets_fp15.py")["learning_rate"] == 1e-4
+    rates = {"era5_p10.py": 2.5e-5, "era5_xval.py": 2e-4,
+             "planets_xval.py": 2.5e-5, "planets_fp15.py": 1e-4}
+    assert {name: load(name)["learning_rate"] for name in rates} == rates
     assert load("era5_b1999.py")["block_size"] == 3404 and load("era5_p10.py")["block_size"] == 8222
     assert load("lookup_xval.py")["mlm_probability"] == 0.3
     for name in ("era5_xval.py", "planets_p1000.py"):
@@ -46,8 +47,7 @@ def test_paper_configs_follow_the_papers_tables():
 def test_each_small_config_trains_from_a_prepared_tiny_set(tmp_path, dataset, encoding):
     data, out, plain = tmp_path / dataset, str(tmp_path / "out"), []
     if dataset == "era5":
-        lat, lon = np.linspace(80, -80, 10), np.linspace(0, 342, 20)
-        write_old_layout(str(tmp_path / "t2m.nc"), truth_field(), lat=lat, lon=lon)
+        write_old_layout(str(tmp_path / "t2m.nc"), truth_field())
         run("prepare/era5.py", str(tmp_path / "t2m.nc"), "--size=tiny", "--out", str(data), "--workers=1")
     elif dataset == "own":
         data.mkdir()
@@ -58,7 +58,7 @@ def test_each_small_config_trains_from_a_prepared_tiny_set(tmp_path, dataset, en
         plain = ["--plain-text"]
     else:
         run(f"prepare/{dataset}.py", "--size=tiny", "--out", str(data), "--workers=1")
-    run("tokenize_numbers.py", str(data), *plain, f"--encoding={encoding}", "--workers=1")
+    tokenize(data, *plain, f"--encoding={encoding}")
     run("train.py", f"config/{dataset}_small.py", f"--data_dir={data}", f"--encoding={encoding}",
         f"--out_dir={out}", "--max_iters=2", "--log_interval=1", "--eval_interval=2", "--eval_batches=1",
         "--batch_size=4", "--micro_batch_size=4")

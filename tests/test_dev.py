@@ -224,12 +224,12 @@ def dt_report(tmp_path, encoding, truth, pred):
 def test_recalling_and_interpolating_models_are_told_apart(tmp_path):
     truth = np.random.default_rng(0).uniform(0.22, 0.78, 200)
     distance = np.abs(truth[:, None] - np.array(STEPS))
-    truth, distance = truth[distance.min(1) >= 0.02], distance[distance.min(1) >= 0.02]
-    recalled = np.array(STEPS)[distance.argmin(1)]
+    far = distance.min(1) >= 0.02
+    truth, recalled = truth[far], np.array(STEPS)[distance[far].argmin(1)]
     encoding, n, mse, corr, share, *_ = planets_dt_ood.rows(
         dt_report(tmp_path, "b1999", truth, recalled), 0.01)
     assert (encoding, n, share) == ("b1999", len(truth), 1.0) and mse > 1e-4
-    encoding, n, mse, corr, share, *_ = planets_dt_ood.rows(
+    _, _, mse, corr, share, *_ = planets_dt_ood.rows(
         dt_report(tmp_path, "xval", truth, truth + 0.001), 0.01)
     assert share == 0.0 and mse == pytest.approx(1e-6) and corr == pytest.approx(1.0)
 

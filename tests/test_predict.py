@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 import torch
 from conftest import run
+from helpers import tiny
 
 from dataset import Vocab
 from eval_baselines import previous_values
-from model import GPT, GPTConfig
 from predict import KeyAbsent, detokenize, encode_line, fill_in, filled, generate, in_own_units, load_model
 from predict import masked_groups, masked_numbers, masked_samples
 from tokenize_arrays import build_text_vocab
@@ -23,10 +23,10 @@ LINES = ["(0.5+0.25)=[?]", "([?]+0.125)=0.75", "([?][?]+1)=[?]"]
 def checkpoint(path, encoding="xval", **kw):
     """A tiny untrained model saved as train.py saves one."""
     vocab = Vocab(["(", "+", ")="], encoding)
-    torch.manual_seed(0)
-    cfg = GPTConfig(vocab_size=len(vocab), num_id=vocab.num_id if vocab.num_id is not None else -1,
-                    block_size=64, n_layer=1, n_head=2, n_embd=16, encoding=encoding, **kw)
-    torch.save({"model": GPT(cfg).state_dict(), "model_args": dataclasses.asdict(cfg),
+    num_id = vocab.num_id if vocab.num_id is not None else -1
+    model = tiny(encoding, vocab_size=len(vocab), num_id=num_id, block_size=64, n_layer=1,
+                 n_embd=16, **kw)
+    torch.save({"model": model.state_dict(), "model_args": dataclasses.asdict(model.cfg),
                 "text_tokens": vocab.text_tokens, "config": {}}, path)
     return str(path)
 

@@ -9,18 +9,18 @@ import sys
 import time
 
 import pytest
-from conftest import ROOT, run
-from helpers import one_line_error, train
+from conftest import ROOT, read, run
+from helpers import one_line_error, tokenize, train
 
 import common
 
 SPLITS = ["meta.json", "test.txt", "train.txt", "val.txt"]
 
 
-def prepare(out, *flags, check=True, tokenize=False):
+def prepare(out, *flags, check=True, tokenized=False):
     r = run("prepare/arithmetic.py", "--size=tiny", "--workers=1", "--out", str(out), *flags, check=check)
-    if tokenize:
-        run("tokenize_numbers.py", str(out), "--encoding=xval", "--workers=1")
+    if tokenized:
+        tokenize(out)
     return r
 
 
@@ -52,7 +52,8 @@ def test_force_keeps_your_files(tmp_path):
     error = one_line_error(prepare(tmp_path, check=False))
     assert "not a dataset" in error and listed in error
     assert listing(tmp_path) == [*mine[:4], "sub"]
-    assert f"left alone, not written by a prepare run: {listed}" in prepare(tmp_path, "--force", tokenize=True).stdout
+    r = prepare(tmp_path, "--force", tokenized=True)
+    assert f"left alone, not written by a prepare run: {listed}" in r.stdout
     (tmp_path / "xval" / "mine.md").write_text("a note among the arrays\n")
     (tmp_path / "p10").symlink_to(tmp_path / "sub")  # a linked folder is never emptied
     prepare(tmp_path, "--force", "--seed=2")
@@ -61,17 +62,15 @@ def test_force_keeps_your_files(tmp_path):
     assert seed_of(tmp_path) == 2 and (tmp_path / "train.txt").exists()
 
 
-def test_a_train_txt_of_a_plain_text_dataset_or_beside_no_meta_json_is_never_overwritten(tmp_path):
-    (tmp_path / "train.txt").write_text("{a:1}\n")
-    (tmp_path / "val.txt").write_text("{a:2}\n")
-    run("tokenize_numbers.py", str(tmp_path), "--plain-text", "--encoding=xval", "--workers=1")
-    (tmp_path / "no_meta").mkdir()
-    (tmp_path / "no_meta" / "train.txt").write_text("{a:1}\n")
-    for folder in (tmp_path, tmp_path / "no_meta"):
+def test_a_train_txt_of_a_plain_text_dataset_or_beside_no_meta_json_is_never_overwritten(tokenized):
+    train_txt = (tokenized / "train.txt").read_text()
+    (tokenized / "no_meta").mkdir()
+    (tokenized / "no_meta" / "train.txt").write_text(train_txt)
+    for folder in (tokenized, tokenized / "no_meta"):
         before = listing(folder)
         r = prepare(folder, "--force", check=False)
         assert r.returncode != 0 and "train.txt" in r.stderr and "would overwrite" in r.stderr
-        assert listing(folder) == before and (folder / "train.txt").read_text() == "{a:1}\n"
+        assert listing(folder) == before and (folder / "train.txt").read_text() == train_txt
 
 
 @pytest.mark.parametrize("lock, who", [("prepare.lock", "being written by another prepare run,"),
@@ -107,7 +106,7 @@ def test_tokenizing_waits_for_prepare(tmp_path, monkeypatch):
     tried, real = [], common.write_meta
 
     def meta_and_a_tokenizer(out, meta):
-        tried.append(run("tokenize_numbers.py", str(tmp_path), "--encoding=xval", "--workers=1", check=False))
+        tried.append(run("tokenize_numbers.py", str(tmp_path), "--workers=1", check=False))
         return real(out, meta)
     monkeypatch.setattr(common, "write_meta", meta_and_a_tokenizer)
     prepare(tmp_path, "--force", "--seed=2")
@@ -141,13 +140,12 @@ def test_a_stop_or_failed_write_is_one_line(code, exits, last):
         assert r.stderr.count("\n") == 1 or traceback or exits != (1,)  # a failed write: one line alone
 
 
-@pytest.mark.parametrize("full", ["out", "tmp"])
-def test_a_full_disk_names_the_fuller_of_out_and_tmpdir(monkeypatch, capsys, full):
+@pytest.mark.parametrize("full, says", [("out", "out"), ("tmp", "TMPDIR tmp")])
+def test_a_full_disk_names_the_fuller_of_out_and_tmpdir(monkeypatch, capsys, full, says):
     monkeypatch.setattr(common, "OUT", ["out"])
     monkeypatch.setattr(common.tempfile, "gettempdir", lambda: "tmp")
     monkeypatch.setattr(shutil, "disk_usage", lambda folder: shutil._ntuple_diskusage(9, 9, int(folder != full)))
     common._one_line(OSError, OSError(errno.ENOSPC, "No space left on device"), None)
-    says = {"out": "out", "tmp": "TMPDIR tmp"}[full]
     assert capsys.readouterr().err.startswith(f"error: the disk of {says} is full (No space left on device); free "
                                               "some space there;")
 
@@ -158,7 +156,7 @@ def test_scripts_set_one_line_errors(tmp_path):
                "import common, arithmetic, era5, lookup, planets, text; print(sys.excepthook is hook)")
     assert r.stdout.strip() == "True", r.stderr
     for script in ("arithmetic", "lookup", "planets", "era5", "era5_synthetic", "text"):
-        source = open(f"{ROOT}/prepare/{script}.py").read()
+        source = read(f"prepare/{script}.py")
         assert 'if __name__ == "__main__":\n    one_line_errors()' in source, script
     (tmp_path / "x.zip").write_bytes(b"PK\x03\x04rest of a zip")
     r = python("prepare/era5.py", str(tmp_path / "x.zip"), "--out", str(tmp_path / "o"))
@@ -193,7 +191,7 @@ def test_sigterm_at_any_move_of_the_swap(tmp_path, monkeypatch):
     monkeypatch.setitem(common.SIZES, "tiny", (20, 5, 5))
     prepare(tmp_path / "new", "--seed=2")
     new = {k: v for k, v in dataset_bytes(tmp_path / "new").items() if k != "meta.json"}
-    prepare(tmp_path / "old", tokenize=True)
+    prepare(tmp_path / "old", tokenized=True)
     real, k, moves = os.renames, 0, [None]
 
     def stopped_at_move_k(old, new):
@@ -221,7 +219,7 @@ def test_sigterm_at_any_move_of_the_swap(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("fails", ["the second split's write", "an old array's move", "the new meta.json's move"])
 def test_a_failed_force_keeps_the_old_dataset(tmp_path, monkeypatch, fails):
-    prepare(tmp_path, tokenize=True)
+    prepare(tmp_path, tokenized=True)
     before, written = dataset_bytes(tmp_path), []
     real_write, real_move = common.atomic_write_text, os.renames
 

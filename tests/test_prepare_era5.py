@@ -77,7 +77,7 @@ def split_files(out):
     return {split: (out / f"{split}.txt").read_bytes() for split in SPLITS}
 
 
-def assert_source_values(out, meta, values, lat=LAT, lon=LON, splits=SPLITS):
+def assert_source_values(out, meta, values, lat=LAT, splits=SPLITS):
     """Each sample's values, un-normalised, are the source's at its stations and start."""
     hours = np.arange(len(values))
     doy = (START - datetime.datetime(START.year, 1, 1)).days + hours / 24
@@ -89,7 +89,7 @@ def assert_source_values(out, meta, values, lat=LAT, lon=LON, splits=SPLITS):
         coords = np.array(r["description"]["coords"])
         ilat = [np.argmin(np.abs(lat - np.degrees(np.arcsin(s)))) for s in coords[:, 0]]
         lon_deg = np.degrees(np.arctan2(coords[:, 1], coords[:, 2])) % 360
-        ilon = [np.argmin(np.abs((lon - x + 180) % 360 - 180)) for x in lon_deg]
+        ilon = [np.argmin(np.abs((LON - x + 180) % 360 - 180)) for x in lon_deg]
         start = np.argmin(np.abs(phases - r["description"]["start"]).sum(1))
         source = values[start + 8 * np.arange(len(r["data"][0]))][:, ilat, ilon].T
         assert np.isfinite(source).all()
@@ -150,7 +150,6 @@ def test_layouts_orders_workers_and_a_land_sea_mask_agree(old_layout, tmp_path, 
 
 
 def test_cmip_tas_found_by_standard_name(tmp_path):
-    lat, lon = np.linspace(-81, 81, 10), np.arange(20) * 18.0
     values = truth_field()[0][:, ::-1].astype(np.float32)  # ascending latitude
     day0 = netCDF4.date2num(netCDF4.num2date(0, "days since 2021-03-01", "noleap"), "days since 1850-01-01", "noleap")
     t = day0 + np.arange(len(values)) / 24
@@ -158,12 +157,12 @@ def test_cmip_tas_found_by_standard_name(tmp_path):
     path = write_nc(tmp_path / "tas.nc",
                     time=(("time",), t, {"units": "days since 1850-01-01", "calendar": "noleap", "axis": "T"}),
                     time_bnds=(("time", "bnds"), np.stack([t, t + 1 / 24], 1), {}),
-                    lat=(("lat",), lat, {"axis": "Y", "standard_name": "latitude"}),
-                    lon=(("lon",), lon, {"axis": "X", "standard_name": "longitude"}),
+                    lat=(("lat",), LAT[::-1], {"axis": "Y", "standard_name": "latitude"}),
+                    lon=(("lon",), LON, {"axis": "X", "standard_name": "longitude"}),
                     height=((), 2.0, {}), tas=(("time", "lat", "lon"), values, tas))
     meta = prepare(tmp_path / "out", path, extra=["--variable", "air_temperature"])
     assert meta["variable"] == "tas"
-    assert_source_values(tmp_path / "out", meta, values, lat=lat, lon=lon, splits=["val"])
+    assert_source_values(tmp_path / "out", meta, values, lat=LAT[::-1], splits=["val"])
 
 
 def test_windows_with_gaps_are_redrawn(tmp_path):

@@ -31,10 +31,8 @@ def test_every_range_is_one_some_script_has_and_the_encodings_are_the_tokenizers
     ("--max_iters=None", "max_iters expects int (default 500000), got None"),
 ])
 def test_a_setting_out_of_range_is_one_line_naming_key_value_and_range(args, message):
-    args = args.split()
-    path = os.path.join(ROOT, args.pop(0) if args[0].endswith(".py") else "train.py")
     with pytest.raises(SystemExit, match="^error: .*") as e:
-        configure(defaults(path), path, args)
+        configure(defaults(TRAIN), TRAIN, args.split())
     assert message in str(e.value) and "\n" not in str(e.value)
 
 

@@ -90,9 +90,9 @@ def test_every_baseline_mlp_beats_the_mean_the_same_seed_again(tmp_path):
         assert rows[variant]["test_mse"] < 0.3 * rows["mean"]["test_mse"], (variant, rows)
         assert rows[variant]["test_mse_K2"] == pytest.approx(rows[variant]["test_mse"] * STD ** 2)
     # coordinates, start and 3 earlier steps
-    assert rows["all_stations"]["inputs"] == 3 * 3 + 4 + 3 * 3
-    assert rows["temp_only"]["inputs"] == 3 and rows["single"]["inputs"] == 3 + 3 + 4
-    assert rows["temp_coord"]["inputs"] == 3 + 3 and rows["temp_toy"]["inputs"] == 3 + 2
+    inputs = dict(all_stations=3 * 3 + 4 + 3 * 3, single=3 + 3 + 4, temp_only=3, temp_coord=3 + 3,
+                  temp_toy=3 + 2)
+    assert {variant: rows[variant]["inputs"] for variant in inputs} == inputs
     for split, few in short.items():
         assert result["samples"][split] == {"used": sizes[split] - sum(few), "excluded": sum(few)}
     again = results("again")
@@ -159,10 +159,10 @@ def test_curves_score_every_kept_checkpoint_at_its_step_and_flops(data, tmp_path
     assert steps == [3, 6] and flops[1] == 2 * flops[0] > 0
     assert all(p["nmse"] > 0 and p["invalid_rate"] == 0 for p in curve["points"])
     assert os.path.exists(prefix + ".png") and (out_dir / "eval_6.json").exists()
-    curves("--max_samples=5")  # scored again
+    curves("--max_samples=5")
     kept = json.loads((out_dir / "eval_6.json").read_text())
     assert kept["max_samples"] == 5 and kept["splits"]["test"]["answer"]["n"] == 5
-    curves("--split=val")  # another split: its own report
+    curves("--split=val")
     assert (out_dir / "eval_6_val.json").exists()
     r = curves(runs=tmp_path, check=False)
     assert r.returncode != 0 and "holds no ckpt_<step>.pt" in r.stderr
