@@ -68,6 +68,10 @@ def test_the_report_says_the_verdict_its_interval_and_writes_predictions_in_file
     ev.write_predictions(report, str(tmp_path / "p.csv"))
     assert (tmp_path / "p.csv").read_text() == ("split,quantity,line,source,truth,prediction,persistence\n"
                                                 "test,t,2,f.csv:3,10,11,12\ntest,t,5,f.csv:6,12,,14\n")
+    # a source.txt of another run, shorter than test.txt
+    (tmp_path / "test.source.txt").write_text("f.csv:2\n")
+    with pytest.raises(SystemExit, match="test.source.txt lacks lines of test.txt"):
+        ev.write_predictions(report, str(tmp_path / "p.csv"))
 
 
 def lines(data, split):
