@@ -385,7 +385,7 @@ def write_plots(report, prefix):
 
     task = report["task"]
     for split, quantities in report["splits"].items():
-        shown = series(report, split) if mask_key and not mask_all else {}
+        shown = series(report, split, mask_key) if mask_key and not mask_all else {}
         n = len(quantities) + len(shown)
         fig, axes = plt.subplots(1, n, figsize=(3.6 * n, 3.4), squeeze=False)
         for ax, (quantity, r) in zip(axes[0], quantities.items()):
@@ -409,14 +409,14 @@ def write_plots(report, prefix):
             write_distribution_plots(task, split, quantities, f"{prefix}_{split}", plt)
 
 
-def series(report, split):
+def series(report, split, key):
     """The first 4 series in the file's units: {line: (read, truths, medians, best baseline's)}."""
-    lines = [line for _, line in read_samples(os.path.join(report["data_dir"], f"{split}.txt"))]
+    lines = dict(read_samples(os.path.join(report["data_dir"], f"{split}.txt")))
     steps = report["splits"][split].values()
     shown = {}
     # one value a record in each step
     for i, line in enumerate(next(iter(steps))["line"][:4]):
-        values = value_under(json.loads(lines[line - 1]), mask_key)
+        values = value_under(json.loads(lines[line]), key)
         if not isinstance(values, list):
             return {}
         masked = []

@@ -41,7 +41,6 @@ IN_PROCESS = {"train.py", "sample.py", "eval.py", "tools/curves.py", "tokenize_n
 
 # The scripts whose settings have RANGES, and all their ranges
 RANGED = ("train.py", "sample.py", "eval.py", "tools/curves.py", "tools/probe.py", "tools/baselines.py")
-CHECKED = tuple(os.path.basename(p) for p in RANGED)
 RANGE = {k: v for p in RANGED for k, v in read_ranges(os.path.join(ROOT, p)).items()}
 
 

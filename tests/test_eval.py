@@ -63,15 +63,16 @@ def test_the_report_says_the_verdict_its_interval_and_writes_predictions_in_file
     md = ev.markdown(report)
     assert "the key's training mean on the same values: MSE 1; the model's MSE 0.5× its (95% interval 0.4–0.6)" in md
     assert f"test · t: verdict: {said}" in md and ("next to try" in md) == (says == "loses to")
-    # each record's first row in the file, as prepare/text.py writes it
     (tmp_path / "test.source.txt").write_text("".join(f"f.csv:{row}\n" for row in range(2, 8)))
     ev.write_predictions(report, str(tmp_path / "p.csv"))
     assert (tmp_path / "p.csv").read_text() == ("split,quantity,line,source,truth,prediction,persistence\n"
                                                 "test,t,2,f.csv:3,10,11,12\ntest,t,5,f.csv:6,12,,14\n")
-    # a source.txt of another run, shorter than test.txt
     (tmp_path / "test.source.txt").write_text("f.csv:2\n")
     with pytest.raises(SystemExit, match="test.source.txt lacks lines of test.txt"):
         ev.write_predictions(report, str(tmp_path / "p.csv"))
+    # series: line numbers count blank lines
+    (tmp_path / "test.txt").write_text('\n{"t":[0,1]}\n\n\n{"t":[1,0]}\n')
+    assert list(ev.series(report, "test", "t")[5][0]) == [12]
 
 
 def lines(data, split):
@@ -218,12 +219,11 @@ def test_own_data_in_original_units_with_baselines_and_plots(own_run, monkeypatc
     ev.write_plots(report, "e")
     (scatter, _), (densities, title) = figures
     assert len(scatter.axes) == 1 + 4  # beside the scatter, the first 4 series
-    for (line, (read, *masked)), row in zip(ev.series(report, "test").items(), rows):
+    for (line, (read, *masked)), row in zip(ev.series(report, "test", "t").items(), rows):
         assert read == pytest.approx(np.array(test[line - 1][:2]) * 5 + 280)
         own = [float(row[k]) for k in ("truth", "prediction", t["verdict"]["best"])]
         assert np.concatenate(masked) == pytest.approx(own)
-    monkeypatch.setattr(ev, "mask_key", "p")
-    assert ev.series(report, "test") == {}  # one number a record
+    assert ev.series(report, "test", "p") == {}  # one number a record
     ax, truth = scatter.axes[0], np.array(t["truth"])
     assert ax.get_xlabel() == "true (original units)" and ax.get_ylabel() == "predicted (original units)"
     shown = np.stack([truth, np.array(t["median"])], 1) * s["spread"] + s["center"]
