@@ -297,7 +297,7 @@ def write_predictions(report, path):
         source = os.path.join(report["data_dir"], f"{split}.source.txt")
         sources[split] = dict(read_samples(source, False)) if os.path.exists(source) else {}
         lines = [n for r in report["splits"][split].values() for n in r["line"]]
-        if sources[split] and not sources[split].keys() >= set(lines):
+        if os.path.exists(source) and not sources[split].keys() >= set(lines):
             raise SystemExit(f"error: {source} lacks lines of {split}.txt; prepare the data again")
     with atomic_file(path) as tmp, open(tmp, "w", newline="") as f:
         writer = csv.writer(f, lineterminator="\n")
