@@ -115,14 +115,14 @@ def sample_rng(seed, split_code, index):
     return np.random.default_rng(np.random.SeedSequence([seed, split_code, index]))
 
 
-def dumps(obj, digits=4):
-    """Compact JSON, floats to `digits` significant digits."""
+def dumps(obj):
+    """Compact JSON, floats to 4 significant digits."""
     if isinstance(obj, dict):
-        return "{" + ",".join(f'"{k}":{dumps(v, digits)}' for k, v in obj.items()) + "}"
+        return "{" + ",".join(f'"{k}":{dumps(v)}' for k, v in obj.items()) + "}"
     if isinstance(obj, (list, tuple)):
-        return "[" + ",".join(dumps(v, digits) for v in obj) + "]"
+        return "[" + ",".join(map(dumps, obj)) + "]"
     if isinstance(obj, float):
-        return format_number(obj, digits)
+        return format_number(obj, 4)
     return json.dumps(obj)
 
 
@@ -145,11 +145,10 @@ def dataset_files(out):
     try:
         meta = read_meta(out)
     except (OSError, ValueError):
-        meta = None
-    if not (meta and isinstance(meta["splits"], (dict, list))):
-        meta = None
-    prepared = meta is not None and meta.get("dataset") != "plain text"
-    names = {"vocab.json"} | ({"meta.json"} if meta is not None else set())
+        meta = {}
+    known = isinstance(meta.get("splits"), (dict, list))
+    prepared = known and meta.get("dataset") != "plain text"
+    names = {"vocab.json"} | ({"meta.json"} if known else set())
     if prepared:
         extensions = (".txt", ".ocean.txt", ".levels.txt", ".source.txt")
         names |= {f"{s}{ext}" for s in meta["splits"] for ext in extensions}
@@ -168,8 +167,6 @@ def dataset_files(out):
                 (ours if is_ours else others).append(f"{name}/{f}")
         elif (name in names or temporaries.fullmatch(name)) and os.path.isfile(path):
             ours.append(name)
-        elif STAGE.fullmatch(name) and os.path.isdir(path):
-            ours.append(name + "/")
         else:
             others.append(name + "/" if os.path.isdir(path) else name)
     return ours, others, prepared
@@ -211,7 +208,7 @@ def staged_dataset(out, force, writes):
             ended = f"note: removed {path}, left by a run that ended"
             try:
                 os.makedirs(out, exist_ok=True)
-                pid = take_lock(path, lambda _, note=ended: print(note))
+                pid = take_lock(path, lambda _: print(ended))
             except OSError as e:
                 fail(f"cannot write to output directory {out}: {e.strerror}")
             if pid is not None:
@@ -219,14 +216,13 @@ def staged_dataset(out, force, writes):
                 fail(f"{out} is being {who}, process {pid}; {why}")
             held.append(path)
         OUT[:] = [out]
-        # a killed run's stage, unless it holds the old dataset's files
+        # a killed run's stage
         for name in filter(STAGE.fullmatch, os.listdir(out)):
             left = os.path.join(out, name)
             if os.path.islink(left):
                 fail(f"{left} is a symbolic link where this run stages its files; remove it")
-            if not os.path.exists(os.path.join(left, ".old")):
-                shutil.rmtree(left)
-                print(f"note: removed {left}, left by a run that ended")
+            shutil.rmtree(left)
+            print(f"note: removed {left}, left by a run that ended")
         _check_out(out, force, writes)
         os.makedirs(stage)
         yield stage
@@ -252,8 +248,7 @@ def staged_dataset(out, force, writes):
 def swap_in(out, stage):
     """Replace what a prepare run wrote in `out` by `stage`; a failed move puts every file back."""
     aside = os.path.join(stage, ".old")
-    old = [n.rstrip("/") for n in dataset_files(out)[0]]
-    old = sorted([n for n in old if n != os.path.basename(stage)], key=lambda n: n != "meta.json")
+    old = sorted(dataset_files(out)[0], key=lambda n: n != "meta.json")
     new = sorted(set(os.listdir(stage)) - {".old"}, key=lambda n: n == "meta.json")
     moves = [(os.path.join(out, n), os.path.join(aside, n)) for n in old]
     moves += [(os.path.join(stage, n), os.path.join(out, n)) for n in new]

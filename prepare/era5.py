@@ -1,6 +1,7 @@
 """The temperature dataset of the xVal paper (§3.1, App. C) from ERA5 netCDF files: pass 1 cuts
 the windows into a scratch file, pass 2 writes them as text standardised by train's statistics."""
 
+import functools
 import itertools
 import math
 import os
@@ -37,6 +38,10 @@ def open_netcdf(path):
     return ds
 
 
+# a worker's files, opened in the worker: netCDF handles do not survive a fork
+opened = functools.cache(open_netcdf)
+
+
 def find_variable(ds, path, wanted):
     """The variable named `wanted`, or the only one of that CF standard_name."""
     if wanted in ds.variables:
@@ -54,12 +59,12 @@ def axis_of(ds, dim):
     standard, axis, units = (
         str(getattr(coord, k, "")).lower() for k in ("standard_name", "axis", "units")
     )
-    for kind, names, name, letter, known_units in (
-        ("time", ("time", "valid_time"), "time", "t", " since " in units),
-        ("lat", ("latitude", "lat"), "latitude", "y", re.fullmatch("degrees?_n(orth)?", units)),
-        ("lon", ("longitude", "lon"), "longitude", "x", re.fullmatch("degrees?_e(ast)?", units)),
+    for kind, names, letter, known_units in (
+        ("time", ("time", "valid_time"), "t", " since " in units),
+        ("lat", ("latitude", "lat"), "y", re.fullmatch("degrees?_n(orth)?", units)),
+        ("lon", ("longitude", "lon"), "x", re.fullmatch("degrees?_e(ast)?", units)),
     ):
-        if dim in names or standard == name or (not standard and (axis == letter or known_units)):
+        if dim in names or standard == names[0] or (not standard and (axis == letter or known_units)):
             return kind
     return None
 
@@ -97,8 +102,11 @@ def describe_grid(grid):
     return f"{len(lat)}x{len(lon)} (lat {lat[0]:g}..{lat[-1]:g}, lon {lon[0]:g}..{lon[-1]:g})"
 
 
-def same_grid(a, b):
-    return all(len(x) == len(y) and np.allclose(x, y, atol=1e-4) for x, y in zip(a, b))
+def check_grid(src, first):
+    pairs = zip(src.grid, first.grid)
+    if not all(len(a) == len(b) and np.allclose(a, b, atol=1e-4) for a, b in pairs):
+        grids = f"{describe_grid(src.grid)}; {first.path} has {describe_grid(first.grid)}"
+        fail(f"{src.path} has grid {grids}; expected the same grid")
 
 
 def read_source(ds, src, t0, t1):
@@ -110,8 +118,7 @@ def read_source(ds, src, t0, t1):
         for d in var.dimensions
     )
     x = var[index]
-    if np.ma.isMaskedArray(x):
-        x = np.ma.filled(x.astype(np.result_type(x.dtype, np.float32)), np.nan)
+    x = np.ma.filled(x.astype(np.result_type(x.dtype, np.float32)), np.nan)
     kept = [axes[d] for d in var.dimensions if d in axes]
     # ERA5 and ERA5T rows each fill part of the time: keep the first non-missing
     if "expver" in kept:
@@ -121,14 +128,14 @@ def read_source(ds, src, t0, t1):
             x = np.where(np.isnan(x), row, x)
         kept.remove("expver")
     x = np.transpose(x, [kept.index(k) for k in ("time", "lat", "lon") if k in kept])
-    return x[..., :: -1 if src.lat_descending else 1, :: -1 if src.lon_descending else 1]
+    return x[..., :: src.lat_step, :: src.lon_step]
 
 
 def read_times(ds, path, dim):
     """A file's dates, seconds since 1970 and calendar."""
     tvar = ds.variables.get(dim)
     units = getattr(tvar, "units", "")
-    if tvar is None or " since " not in units:
+    if " since " not in units:
         fail(f"{path}: time '{dim}' has units '{units}'; expected 'hours since <date>'")
     calendar = getattr(tvar, "calendar", "standard").lower()
     if calendar in ("gregorian", "proleptic_gregorian"):
@@ -151,7 +158,8 @@ def open_source(path, wanted, need_time=True):
     dims = locate_dims(ds, path, name, need_time)
     lat, lon = coordinate(ds, path, dims["lat"]), coordinate(ds, path, dims["lon"])
     src = SimpleNamespace(path=path, variable=name, dims=dims, grid=(np.sort(lat), np.sort(lon)))
-    src.lat_descending, src.lon_descending = bool(lat[0] > lat[-1]), bool(lon[0] > lon[-1])
+    # read_source's step along each axis: the grid ascending
+    src.lat_step, src.lon_step = (1 if x[0] <= x[-1] else -1 for x in (lat, lon))
     src.units = getattr(ds.variables[name], "units", "?")
     src.expvers = len(ds.dimensions[dims["expver"]]) if dims["expver"] else 1
     if need_time:
@@ -169,9 +177,7 @@ def open_field(paths, wanted):
     sources = [open_source(path, wanted) for path in paths]
     first = sources[0]
     for src in sources[1:]:
-        if not same_grid(src.grid, first.grid):
-            grids = f"{describe_grid(src.grid)} and {describe_grid(first.grid)}"
-            fail(f"{src.path} and {first.path} do not share one grid: {grids}")
+        check_grid(src, first)
         if src.calendar != first.calendar:
             fail(f"{src.path} and {first.path} use calendars {src.calendar} and {first.calendar}")
     sources.sort(key=lambda s: s.seconds[0])
@@ -191,9 +197,7 @@ def open_field(paths, wanted):
 def read_land_sea_mask(path, field):
     """ERA5 `lsm`, the land fraction, at each grid point."""
     src = open_source(path, "lsm", need_time=False)
-    if not same_grid(src.grid, field.grid):
-        grids = f"{describe_grid(src.grid)}, not {describe_grid(field.grid)}"
-        fail(f"land-sea mask {path} has grid {grids}; expected the same grid")
+    check_grid(src, field.sources[0])
     with open_netcdf(path) as ds:
         x = read_source(ds, src, 0, 1).ravel()
     if np.nanmax(x) > 1 + 1e-6 or np.nanmin(x) < -1e-6:
@@ -219,7 +223,6 @@ def window_starts(seconds, stride, steps):
 def init_worker(ctx, pool=False):
     global CTX
     CTX = ctx
-    CTX.open_files = {}
     if pool:
         worker_signals()
 
@@ -252,10 +255,7 @@ def extract_block(job):
     f, stride = CTX.field, CTX.args.stride
     block = np.empty((b1 - b0, len(f.lat), len(f.lon)), np.float32)
     for src, first in zip(f.sources, f.first_step):
-        # each process opens its own: netCDF handles do not survive a fork
-        if src.path not in CTX.open_files:
-            CTX.open_files[src.path] = open_netcdf(src.path)
-        ds = CTX.open_files[src.path]
+        ds = opened(src.path)
         piece = max(1, (16 << 20) // (8 * src.expvers * f.points))
         for a in range(max(b0, first), min(b1, first + src.steps), piece):
             b = min(a + piece, b1, first + src.steps)
@@ -289,7 +289,7 @@ def format_samples(job):
         phases = np.round([np.sin(tod), np.cos(tod), np.sin(toy), np.cos(toy)], 4)
         data = (values.astype(np.float64) - mean) / std
         description = {"coords": coords.tolist(), "start": phases.tolist()}
-        lines.append(dumps({"description": description, "data": data.tolist()}, digits=4) + "\n")
+        lines.append(dumps({"description": description, "data": data.tolist()}) + "\n")
         # the probe's label (App. C): the first station is over ocean
         if CTX.land_sea_mask is not None:
             labels.append(int(CTX.land_sea_mask[stations[0]] < 0.5))

@@ -196,7 +196,7 @@ def test_bad_inputs_are_refused(old_layout, tmp_path):
         ([stations], ["stations.nc", "dimension 'station' of size 100"]),
         ([old_layout.path, "--stations", "10,201"], ["--stations 10,201", "up to 201 distinct grid points"]),
         ([old_layout.path, "--steps", "8,30"], ["--steps 8,30", "needs 233 evenly spaced time steps"]),
-        ([old_layout.path, shifted], ["shifted.nc", "share one grid"]),
+        ([old_layout.path, shifted], ["shifted.nc", "expected the same grid"]),
         ([old_layout.path, "--land-sea-mask", coarse], ["lsm_coarse.nc", "expected the same grid"]),
     ]:
         message = error_of(*argv, "--out", out)
