@@ -96,14 +96,14 @@ def int_range(most=None):
 
 def base_parser(description, default_out):
     p = argparse.ArgumentParser(description=description)
-    p.add_argument("--out", default=default_out, help=f"output directory (default {default_out})")
+    add = p.add_argument
+    add("--out", default=default_out, help=f"output directory (default {default_out})")
     size = "tiny: seconds, for tests; small: minutes on a laptop; paper: 1M/125k/125k"
-    p.add_argument("--size", default="small", choices=list(SIZES), help=size)
-    seed = "fixes every sample (default 1337)"
-    p.add_argument("--seed", type=at_least(0), default=1337, help=seed)
+    add("--size", default="small", choices=list(SIZES), help=size)
+    add("--seed", type=at_least(0), default=1337, help="fixes every sample (default 1337)")
     workers = "processes to use (default: all cores); does not change the output"
-    p.add_argument("--workers", type=at_least(1), default=os.cpu_count() or 1, help=workers)
-    p.add_argument("--force", action="store_true", help="overwrite an existing dataset in --out")
+    add("--workers", type=at_least(1), default=os.cpu_count() or 1, help=workers)
+    add("--force", action="store_true", help="overwrite an existing dataset in --out")
     return p
 
 
@@ -201,14 +201,14 @@ def staged_dataset(out, force, writes):
     """Yield a stage folder, swapped into `out` when the block ends without error, under locks."""
     if os.path.islink(out):
         fail(f"--out {out} is a symbolic link; give the folder itself ({os.path.realpath(out)})")
-    held, swapped, stage = [], False, os.path.join(out, f".prepare-{os.getpid()}.tmp")
+    held, stage = [], os.path.join(out, f".prepare-{os.getpid()}.tmp")
     try:
         for name, who in LOCKS.items():
             path = os.path.join(out, name)
             ended = f"note: removed {path}, left by a run that ended"
             try:
                 os.makedirs(out, exist_ok=True)
-                pid = take_lock(path, lambda _: print(ended))
+                pid = take_lock(path, lambda _, note=ended: print(note))
             except OSError as e:
                 fail(f"cannot write to output directory {out}: {e.strerror}")
             if pid is not None:
@@ -234,13 +234,10 @@ def staged_dataset(out, force, writes):
         signal.pthread_sigmask(signal.SIG_BLOCK, stops)
         try:
             swap_in(out, stage)
-            swapped = True
         finally:
             signal.pthread_sigmask(signal.SIG_UNBLOCK, stops)
     finally:
-        # not the old dataset, where putting it back failed
-        if swapped or not os.path.exists(os.path.join(stage, ".old")):
-            shutil.rmtree(stage, ignore_errors=True)
+        shutil.rmtree(stage, ignore_errors=True)
         for path in held:
             release_lock(path)
 
@@ -249,7 +246,7 @@ def swap_in(out, stage):
     """Replace what a prepare run wrote in `out` by `stage`; a failed move puts every file back."""
     aside = os.path.join(stage, ".old")
     old = sorted(dataset_files(out)[0], key=lambda n: n != "meta.json")
-    new = sorted(set(os.listdir(stage)) - {".old"}, key=lambda n: n == "meta.json")
+    new = sorted(os.listdir(stage), key=lambda n: n == "meta.json")
     moves = [(os.path.join(out, n), os.path.join(aside, n)) for n in old]
     moves += [(os.path.join(stage, n), os.path.join(out, n)) for n in new]
     done = []
@@ -260,7 +257,6 @@ def swap_in(out, stage):
     except OSError as e:
         for a, b in reversed(done):
             os.renames(b, a)
-        shutil.rmtree(aside, ignore_errors=True)
         fail(f"cannot replace {e.filename} ({e.strerror}); {out} is as it was")
 
 

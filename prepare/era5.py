@@ -26,13 +26,11 @@ CTX = None
 
 
 def open_netcdf(path):
+    """The netCDF file `path`; netCDF4 refuses another kind with an OSError naming it."""
     with open(path, "rb") as f:
         if f.read(4) == b"PK\x03\x04":
             fail(f"{path} is a zip archive: unzip it first")
-    try:
-        ds = netCDF4.Dataset(path, "r")
-    except OSError as e:
-        fail(f"{path} is not a netCDF file ({e})")
+    ds = netCDF4.Dataset(path, "r")
     # masked arithmetic is slow
     ds.set_always_mask(False)
     return ds
@@ -64,7 +62,7 @@ def axis_of(ds, dim):
         ("lat", ("latitude", "lat"), "y", re.fullmatch("degrees?_n(orth)?", units)),
         ("lon", ("longitude", "lon"), "x", re.fullmatch("degrees?_e(ast)?", units)),
     ):
-        if dim in names or standard == names[0] or (not standard and (axis == letter or known_units)):
+        if dim in names or standard == names[0] or not standard and (axis == letter or known_units):
             return kind
     return None
 
@@ -347,7 +345,8 @@ def train_statistics(raw_path, n_values):
 
 
 def write_era5_split(pmap, stage, split, samples, windows):
-    """Pass 2: a split's samples to <split>.txt (and <split>.ocean.txt); their ocean labels."""
+    """Pass 2: a split's samples to <split>.txt (and <split>.ocean.txt); the fraction labelled
+    ocean."""
     jobs = []
     for s0 in samples[::256]:
         s1 = min(s0 + 256, samples[-1] + 1)
@@ -362,7 +361,7 @@ def write_era5_split(pmap, stage, split, samples, windows):
     if CTX.land_sea_mask is not None:
         text = "".join(f"{v}\n" for v in labels)
         atomic_write_text(os.path.join(stage, f"{split}.ocean.txt"), text)
-    return labels
+        return round(float(np.mean(labels)), 4) if labels else None
 
 
 def both_passes(ctx, counts, stage):
@@ -381,28 +380,26 @@ def both_passes(ctx, counts, stage):
         windows.ocean = {}
         for code, split in enumerate(counts):
             samples = np.flatnonzero(ctx.codes == code)
-            labels = write_era5_split(pool.imap, stage, split, samples, windows)
-            windows.ocean[split] = round(float(np.mean(labels)), 4) if labels else None
+            windows.ocean[split] = write_era5_split(pool.imap, stage, split, samples, windows)
     os.remove(ctx.raw_path)
     return windows
 
 
 def parse_args(argv):
     p = base_parser("The temperature dataset from ERA5 netCDF files.", default_out="data/era5")
-    p.add_argument("files", nargs="+", help="ERA5 netCDF files, concatenated along time")
-    variable = "variable name or CF standard_name (default t2m)"
-    p.add_argument("--variable", default="t2m", help=variable)
+    add = p.add_argument
+    add("files", nargs="+", help="ERA5 netCDF files, concatenated along time")
+    add("--variable", default="t2m", help="variable name or CF standard_name (default t2m)")
     stride = "file time steps between sample steps (default 8)"
-    p.add_argument("--stride", type=at_least(1), default=8, help=stride)
+    add("--stride", type=at_least(1), default=8, help=stride)
     block = "time steps a worker holds at once (default 32)"
-    p.add_argument("--block-steps", type=at_least(1), default=32, help=block)
+    add("--block-steps", type=at_least(1), default=32, help=block)
     mask = "ERA5 lsm file: also write <split>.ocean.txt labels"
-    p.add_argument("--land-sea-mask", metavar="FILE", help=mask)
+    add("--land-sea-mask", metavar="FILE", help=mask)
     min_max = {"type": int_range(), "metavar": "MIN,MAX"}
     stations = "grid points per sample, inclusive (default 60,89)"
-    p.add_argument("--stations", default=(60, 89), help=stations, **min_max)
-    steps = "steps per sample, inclusive (default 8,15)"
-    p.add_argument("--steps", default=(8, 15), help=steps, **min_max)
+    add("--stations", default=(60, 89), help=stations, **min_max)
+    add("--steps", default=(8, 15), help="steps per sample, inclusive (default 8,15)", **min_max)
     return p.parse_args(argv)
 
 
