@@ -152,11 +152,6 @@ def dataset_files(out):
     if prepared:
         extensions = (".txt", ".ocean.txt", ".levels.txt", ".source.txt")
         names |= {f"{s}{ext}" for s in meta["splits"] for ext in extensions}
-    # atomic_file's leftovers
-    temporaries = [
-        rf"{re.escape(r)}\.(?:\w+\.)?tmp{re.escape(e)}" for r, e in map(os.path.splitext, names)
-    ]
-    temporaries = re.compile("|".join(temporaries))
     ours, others = [], []
     for name in sorted(set(os.listdir(out)) - set(LOCKS)):
         path = os.path.join(out, name)
@@ -165,7 +160,8 @@ def dataset_files(out):
             for f in sorted(os.listdir(path)):
                 is_ours = TOKENIZED.fullmatch(f) and os.path.isfile(os.path.join(path, f))
                 (ours if is_ours else others).append(f"{name}/{f}")
-        elif (name in names or temporaries.fullmatch(name)) and os.path.isfile(path):
+        # atomic_file's leftovers, <root>.<random>.tmp<ext>, are ours too
+        elif re.sub(r"\.\w+\.tmp(?=\.\w+$)", "", name) in names and os.path.isfile(path):
             ours.append(name)
         else:
             others.append(name + "/" if os.path.isdir(path) else name)
@@ -189,9 +185,6 @@ def _check_out(out, force, writes):
         what = f"files that are not a dataset ({_some(others or ours)})"
         what = "a dataset (meta.json)" if prepared else what
         fail(f"{out} already holds {what}; pass --force to replace it")
-    stuck = sorted({os.path.dirname(os.path.join(out, n)) for n in ours} - {out})
-    for folder in [f for f in stuck if not os.access(f, os.W_OK | os.X_OK)]:
-        fail(f"{folder} is not writable, so --force cannot replace the files in it")
     if others:
         print(f"note: {out}: left alone, not written by a prepare run: {_some(others)}")
 

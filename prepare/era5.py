@@ -21,12 +21,12 @@ MAX_ATTEMPTS = 100
 SPLITS = ("train", "val", "test")
 WRITES = [f"{s}{ext}" for s in SPLITS for ext in (".txt", ".ocean.txt")] + ["meta.json"]
 PLAN_CHUNK = 4096
-# a worker's field, settings and open files
+# a worker's field and settings
 CTX = None
 
 
 def open_netcdf(path):
-    """The netCDF file `path`; netCDF4 refuses another kind with an OSError naming it."""
+    """A netCDF file; netCDF4's OSError names a file of another kind."""
     with open(path, "rb") as f:
         if f.read(4) == b"PK\x03\x04":
             fail(f"{path} is a zip archive: unzip it first")
@@ -118,14 +118,12 @@ def read_source(ds, src, t0, t1):
     x = var[index]
     x = np.ma.filled(x.astype(np.result_type(x.dtype, np.float32)), np.nan)
     kept = [axes[d] for d in var.dimensions if d in axes]
+    x = np.transpose(x, [kept.index(k) for k in ("expver", "time", "lat", "lon") if k in kept])
     # ERA5 and ERA5T rows each fill part of the time: keep the first non-missing
-    if "expver" in kept:
-        rows = np.moveaxis(x, kept.index("expver"), 0)
-        x = rows[0]
-        for row in rows[1:]:
-            x = np.where(np.isnan(x), row, x)
-        kept.remove("expver")
-    x = np.transpose(x, [kept.index(k) for k in ("time", "lat", "lon") if k in kept])
+    rows = x.reshape(src.expvers, -1, *x.shape[-2:])
+    x = rows[0]
+    for row in rows[1:]:
+        x = np.where(np.isnan(x), row, x)
     return x[..., :: src.lat_step, :: src.lon_step]
 
 
