@@ -107,12 +107,8 @@ def base_parser(description, default_out):
     return p
 
 
-def command(script=None, argv=None):
-    return shlex.join(["python", script or sys.argv[0], *(sys.argv[1:] if argv is None else argv)])
-
-
-def sample_rng(seed, split_code, index):
-    return np.random.default_rng(np.random.SeedSequence([seed, split_code, index]))
+def command(script, argv=None):
+    return shlex.join(["python", script, *(sys.argv[1:] if argv is None else argv)])
 
 
 def dumps(obj):
@@ -260,7 +256,8 @@ class _Interrupted(Exception):
 def _make_one(args):
     make_sample, seed, code, index, split = args
     try:
-        return make_sample(sample_rng(seed, code, index), split)
+        # a generator per sample: the same lines for any --workers
+        return make_sample(np.random.default_rng([seed, code, index]), split)
     except KeyboardInterrupt:
         raise _Interrupted from None
 
@@ -296,7 +293,7 @@ def write_dataset(args, make_sample, meta, extra_splits=()):
     counts = dict(zip(("train", "val", "test"), SIZES[args.size]))
     counts.update(dict.fromkeys(extra_splits, counts["test"]))
     meta = {**meta, "seed": args.seed, "size": args.size, "splits": counts}
-    meta["command"] = command()
+    meta["command"] = command(sys.argv[0])
     t0 = time.time()
     writes = [f"{split}.txt" for split in counts] + ["meta.json"]
     with staged_dataset(args.out, args.force, writes) as stage:

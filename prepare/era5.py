@@ -14,7 +14,7 @@ import netCDF4
 import numpy as np
 
 from common import SIZES, at_least, base_parser, command, dumps, fail, int_range, progress
-from common import one_line_errors, sample_rng, staged_dataset, write_meta
+from common import one_line_errors, staged_dataset, write_meta
 from util import atomic_write_text, worker_signals
 
 MAX_ATTEMPTS = 100
@@ -226,7 +226,7 @@ def init_worker(ctx, pool=False):
 def draw_window(sample, attempt):
     """(steps, start, stations) of a sample's attempt: a redraw needs nothing stored."""
     args, starts = CTX.args, CTX.starts
-    rng = sample_rng(args.seed, int(CTX.codes[sample]), int(CTX.indices[sample]))
+    rng = np.random.default_rng([args.seed, int(CTX.codes[sample]), int(CTX.indices[sample])])
     n_stations = int(rng.integers(args.stations[0], args.stations[1] + 1))
     n_steps = int(rng.integers(args.steps[0], args.steps[1] + 1))
     for _ in range(attempt + 1):
@@ -235,14 +235,10 @@ def draw_window(sample, attempt):
     return n_steps, start, stations
 
 
-def draw_plan(job):
-    """Worker: (sample ids, their (stations, steps, start))."""
-    ids, attempts = job
-    plan = np.zeros((len(ids), 3), np.int64)
-    for row, (sample, attempt) in enumerate(zip(ids, attempts)):
-        n_steps, start, stations = draw_window(sample, int(attempt))
-        plan[row] = len(stations), n_steps, start
-    return ids, plan
+def draw_plan(sample):
+    """Worker: (stations, steps, start) of a sample's first window."""
+    n_steps, start, stations = draw_window(sample, 0)
+    return len(stations), n_steps, start
 
 
 def extract_block(job):
@@ -292,16 +288,13 @@ def format_samples(job):
     return "".join(lines), labels
 
 
-def extract_windows(pmap, splits):
+def extract_windows(pool, splits):
     """Pass 1, every split at once: the windows into a float32 file, redrawing those with a gap."""
     n_times, stride, block = len(CTX.field.seconds), CTX.args.stride, CTX.args.block_steps
     samples = np.arange(len(CTX.codes))
     attempts = np.zeros(len(samples), np.int64)
-    plan = np.zeros((len(samples), 3), np.int64)
-    chunks = [samples[i : i + PLAN_CHUNK] for i in range(0, len(samples), PLAN_CHUNK)]
-    # results may come back in any order
-    for ids, rows in pmap(draw_plan, [(c, attempts[c]) for c in chunks]):
-        plan[ids] = rows
+    rows = pool.imap(draw_plan, range(len(samples)), PLAN_CHUNK)
+    plan = np.fromiter(itertools.chain.from_iterable(rows), np.int64).reshape(-1, 3)
     n_stations, n_steps, starts = plan.T
     offsets = np.concatenate([[0], np.cumsum(n_stations * n_steps)])
     raw = np.lib.format.open_memmap(CTX.raw_path, "w+", np.float32, (int(offsets[-1]),))
@@ -315,7 +308,8 @@ def extract_windows(pmap, splits):
                 jobs.append((b0, min(b0 + block, n_times), hit, attempts[hit]))
         bad = np.zeros(len(samples), bool)
         bar = {"total": len(jobs), "desc": "read", "unit": "job", "leave": False}
-        for cuts in progress(pmap(extract_block, jobs), **bar):
+        # results may come back in any order
+        for cuts in progress(pool.imap_unordered(extract_block, jobs), **bar):
             for sample, k0, values in cuts:
                 window = raw[offsets[sample] : offsets[sample + 1]].reshape(n_stations[sample], -1)
                 window[:, k0 : k0 + values.shape[1]] = values
@@ -327,7 +321,7 @@ def extract_windows(pmap, splits):
             worst = int(np.argmax(attempts))
             where = f"{splits[CTX.codes[worst]]} sample {CTX.indices[worst]}"
             fail(f"{where}: {MAX_ATTEMPTS} windows hold missing '{CTX.field.variable}' values")
-        starts[todo] = draw_plan((todo, attempts[todo]))[1][:, 2]
+        starts[todo] = [draw_window(s, int(attempts[s]))[1] for s in todo]
     raw.flush()
     skipped = dict(zip(splits, skipped.tolist()))
     return SimpleNamespace(offsets=offsets, attempts=attempts, skipped=skipped)
@@ -369,7 +363,7 @@ def both_passes(ctx, counts, stage):
     ctx.raw_path = os.path.join(stage, ".raw.npy.tmp")
     init_worker(ctx)
     with Pool(ctx.args.workers, init_worker, (ctx, True)) as pool:
-        windows = extract_windows(pool.imap_unordered, list(counts))
+        windows = extract_windows(pool, list(counts))
         windows.t_read = time.time()
         train = int(windows.offsets[counts["train"]])
         windows.mean, windows.std = train_statistics(ctx.raw_path, train)
@@ -404,17 +398,13 @@ def parse_args(argv):
 def check_windows_fit(args, field, starts, gaps):
     lo, hi = args.stations
     if hi > field.points:
-        fail(
-            f"{args.files[0]}: --stations {lo},{hi} needs up to {hi} distinct grid points;"
-            f" found {field.points}"
-        )
+        need = f"--stations {lo},{hi} needs up to {hi} distinct grid points"
+        fail(f"{args.files[0]}: {need}; found {field.points}")
     lo, hi = args.steps
     if len(starts[hi]) == 0:
-        fail(
-            f"{args.files[0]}: --steps {lo},{hi} at --stride {args.stride} needs"
-            f" {(hi - 1) * args.stride + 1} evenly spaced time steps;"
-            f" found {len(field.seconds)} with {gaps} gap(s)"
-        )
+        need = f"--steps {lo},{hi} at --stride {args.stride} needs {(hi - 1) * args.stride + 1}"
+        found = f"found {len(field.seconds)} with {gaps} gap(s)"
+        fail(f"{args.files[0]}: {need} evenly spaced time steps; {found}")
 
 
 def print_plan(args, field, hours, gaps):
