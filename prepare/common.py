@@ -122,8 +122,6 @@ def dumps(obj):
     return json.dumps(obj)
 
 
-# a prepare run's dataset before its swap
-STAGE = re.compile(r"\.prepare-\d+\.tmp")
 # what tokenize_numbers.py writes in <encoding>/
 TOKENIZED = re.compile(r"\w+\.(ids|values|offsets|json|tmp)\b.*")
 # held by a prepare run (both) or a tokenize_numbers.py run (the second): who holds it
@@ -206,7 +204,7 @@ def staged_dataset(out, force, writes):
             held.append(path)
         OUT[:] = [out]
         # a killed run's stage
-        for name in filter(STAGE.fullmatch, os.listdir(out)):
+        for name in [n for n in os.listdir(out) if re.fullmatch(r"\.prepare-\d+\.tmp", n)]:
             left = os.path.join(out, name)
             if os.path.islink(left):
                 fail(f"{left} is a symbolic link where this run stages its files; remove it")

@@ -63,7 +63,7 @@ def prepare(out, *files, extra=(), workers=1):
 
 
 def error_of(*argv):
-    with pytest.raises((SystemExit, OSError)) as e:  # netCDF4's OSError names the file
+    with pytest.raises((SystemExit, OSError)) as e:
         era5.main([str(a) for a in argv])
     return str(e.value)
 
