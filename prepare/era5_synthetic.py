@@ -102,8 +102,8 @@ def write_t2m(path, lat, lon, lsm, days, seed):
                 + weather_amp * weather
                 + NOISE_K * rng.standard_normal(weather.shape)
             )
-            ds["time"][24 * day : 24 * day + 24] = HOUR0 + hours
-            t2m[24 * day : 24 * day + 24] = pack_int16(field, 0.0025, 260.0)
+            ds["time"][hours] = HOUR0 + hours
+            t2m[hours] = pack_int16(field, 0.0025, 260.0)
 
 
 def main(argv=None):
@@ -130,9 +130,9 @@ def main(argv=None):
     with atomic_file(paths["t2m"]) as tmp:
         write_t2m(tmp, lat, lon, lsm, args.days, args.seed)
     with atomic_file(paths["lsm"]) as tmp, create(tmp, lat, lon) as ds:
-        ds["time"][0:1] = [HOUR0]
+        ds["time"][0] = HOUR0
         v = packed_variable(ds, "lsm", 1 / 65000, 0.5, "Land-sea mask", "(0 - 1)")
-        v[0:1] = pack_int16(lsm, 1 / 65000, 0.5)[None]
+        v[0] = pack_int16(lsm, 1 / 65000, 0.5)
     print(
         f"wrote {paths['t2m']} ({args.days * 24} hourly steps, grid {len(lat)}x{len(lon)}) and"
         f" {paths['lsm']} (land fraction {lsm.mean():.2f} of grid points); synthetic, not data for"
