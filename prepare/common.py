@@ -169,13 +169,11 @@ def _some(names, n=6):
 def _check_out(out, force, writes):
     """Refuse a full `out` without --force, and a user's file in `writes`."""
     ours, others, prepared = dataset_files(out)
-    if not ours and not others:
-        return
     clash = [n for n in others if n.rstrip("/") in writes]
     if clash and not prepared:
         fix = "move it away or choose another --out"
         fail(f"{out} holds {_some(clash)}, which this run would overwrite; {fix}")
-    if not force:
+    if (ours or others) and not force:
         what = f"files that are not a dataset ({_some(others or ours)})"
         what = "a dataset (meta.json)" if prepared else what
         fail(f"{out} already holds {what}; pass --force to replace it")

@@ -353,7 +353,7 @@ def write_era5_split(pmap, stage, split, samples, windows):
     if CTX.land_sea_mask is not None:
         text = "".join(f"{v}\n" for v in labels)
         atomic_write_text(os.path.join(stage, f"{split}.ocean.txt"), text)
-        return round(float(np.mean(labels)), 4) if labels else None
+        return round(float(np.mean(labels)), 4)
 
 
 def both_passes(ctx, counts, stage):
