@@ -202,7 +202,7 @@ def read_land_sea_mask(path, field):
 
 
 def window_starts(seconds, stride, steps):
-    """For each step count n: the starts whose n steps span no gap."""
+    """For each step count n, the starts whose n steps span no gap; the step in hours; the gaps."""
     diffs = np.diff(seconds)
     values, counts = np.unique(diffs, return_counts=True)
     step = values[np.argmax(counts)] if len(diffs) else 0
@@ -213,7 +213,7 @@ def window_starts(seconds, stride, steps):
         span = (n - 1) * stride
         s = np.arange(max(len(seconds) - span, 0), dtype=np.int32)
         starts[n] = s[gaps_before[s + span] == gaps_before[s]]
-    return starts, int(step), int(gaps_before[-1])
+    return starts, int(step) / 3600, int(gaps_before[-1])
 
 
 def init_worker(ctx, pool=False):
@@ -425,9 +425,8 @@ def main(argv=None):
     t_start = time.time()
     field = open_field(args.files, args.variable)
     lsm = read_land_sea_mask(args.land_sea_mask, field) if args.land_sea_mask else None
-    starts, step_seconds, gaps = window_starts(field.seconds, args.stride, args.steps)
+    starts, hours, gaps = window_starts(field.seconds, args.stride, args.steps)
     check_windows_fit(args, field, starts, gaps)
-    hours = step_seconds / 3600
     counts = dict(zip(SPLITS, SIZES[args.size]))
     ctx = SimpleNamespace(args=args, field=field, starts=starts, land_sea_mask=lsm)
     with staged_dataset(args.out, args.force, WRITES) as stage:
