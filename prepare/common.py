@@ -122,6 +122,8 @@ def dumps(obj):
     return json.dumps(obj)
 
 
+# a prepare run's dataset before its swap
+STAGE = re.compile(r"\.prepare-\d+\.tmp")
 # what tokenize_numbers.py writes in <encoding>/
 TOKENIZED = re.compile(r"\w+\.(ids|values|offsets|json|tmp)\b.*")
 # held by a prepare run (both) or a tokenize_numbers.py run (the second): who holds it
@@ -157,6 +159,8 @@ def dataset_files(out):
         # atomic_file's leftovers, <root>.<random>.tmp<ext>, are ours too
         elif re.sub(r"\.\w+\.tmp(?=\.\w+$)", "", name) in names and os.path.isfile(path):
             ours.append(name)
+        elif STAGE.fullmatch(name) and os.path.isdir(path):
+            ours.append(name + "/")
         else:
             others.append(name + "/" if os.path.isdir(path) else name)
     return ours, others, prepared
@@ -177,6 +181,9 @@ def _check_out(out, force, writes):
         what = f"files that are not a dataset ({_some(others or ours)})"
         what = "a dataset (meta.json)" if prepared else what
         fail(f"{out} already holds {what}; pass --force to replace it")
+    stuck = sorted({os.path.dirname(os.path.join(out, n)) for n in ours} - {out})
+    for folder in [f for f in stuck if not os.access(f, os.W_OK | os.X_OK)]:
+        fail(f"{folder} is not writable, so --force cannot replace the files in it")
     if others:
         print(f"note: {out}: left alone, not written by a prepare run: {_some(others)}")
 
@@ -186,7 +193,7 @@ def staged_dataset(out, force, writes):
     """Yield a stage folder, swapped into `out` when the block ends without error, under locks."""
     if os.path.islink(out):
         fail(f"--out {out} is a symbolic link; give the folder itself ({os.path.realpath(out)})")
-    held, stage = [], os.path.join(out, f".prepare-{os.getpid()}.tmp")
+    held, swapped, stage = [], False, os.path.join(out, f".prepare-{os.getpid()}.tmp")
     try:
         for name, who in LOCKS.items():
             path = os.path.join(out, name)
@@ -201,13 +208,14 @@ def staged_dataset(out, force, writes):
                 fail(f"{out} is being {who}, process {pid}; {why}")
             held.append(path)
         OUT[:] = [out]
-        # a killed run's stage
-        for name in [n for n in os.listdir(out) if re.fullmatch(r"\.prepare-\d+\.tmp", n)]:
+        # a killed run's stage, unless it holds the old dataset's files
+        for name in filter(STAGE.fullmatch, os.listdir(out)):
             left = os.path.join(out, name)
             if os.path.islink(left):
                 fail(f"{left} is a symbolic link where this run stages its files; remove it")
-            shutil.rmtree(left)
-            print(f"note: removed {left}, left by a run that ended")
+            if not os.path.exists(os.path.join(left, ".old")):
+                shutil.rmtree(left)
+                print(f"note: removed {left}, left by a run that ended")
         _check_out(out, force, writes)
         os.makedirs(stage)
         yield stage
@@ -219,10 +227,13 @@ def staged_dataset(out, force, writes):
         signal.pthread_sigmask(signal.SIG_BLOCK, stops)
         try:
             swap_in(out, stage)
+            swapped = True
         finally:
             signal.pthread_sigmask(signal.SIG_UNBLOCK, stops)
     finally:
-        shutil.rmtree(stage, ignore_errors=True)
+        # not the old dataset, where putting it back failed
+        if swapped or not os.path.exists(os.path.join(stage, ".old")):
+            shutil.rmtree(stage, ignore_errors=True)
         for path in held:
             release_lock(path)
 
@@ -230,8 +241,9 @@ def staged_dataset(out, force, writes):
 def swap_in(out, stage):
     """Replace what a prepare run wrote in `out` by `stage`; a failed move puts every file back."""
     aside = os.path.join(stage, ".old")
-    old = sorted(dataset_files(out)[0], key=lambda n: n != "meta.json")
-    new = sorted(os.listdir(stage), key=lambda n: n == "meta.json")
+    old = [n.rstrip("/") for n in dataset_files(out)[0]]
+    old = sorted([n for n in old if n != os.path.basename(stage)], key=lambda n: n != "meta.json")
+    new = sorted(set(os.listdir(stage)) - {".old"}, key=lambda n: n == "meta.json")
     moves = [(os.path.join(out, n), os.path.join(aside, n)) for n in old]
     moves += [(os.path.join(stage, n), os.path.join(out, n)) for n in new]
     done = []
@@ -242,6 +254,7 @@ def swap_in(out, stage):
     except OSError as e:
         for a, b in reversed(done):
             os.renames(b, a)
+        shutil.rmtree(aside, ignore_errors=True)
         fail(f"cannot replace {e.filename} ({e.strerror}); {out} is as it was")
 
 
