@@ -96,33 +96,29 @@ def int_range(most=None):
 
 def base_parser(description, default_out):
     p = argparse.ArgumentParser(description=description)
-    p.add_argument("--out", default=default_out, help=f"output directory (default {default_out})")
+    add = p.add_argument
+    add("--out", default=default_out, help=f"output directory (default {default_out})")
     size = "tiny: seconds, for tests; small: minutes on a laptop; paper: 1M/125k/125k"
-    p.add_argument("--size", default="small", choices=list(SIZES), help=size)
-    seed = "fixes every sample (default 1337)"
-    p.add_argument("--seed", type=at_least(0), default=1337, help=seed)
+    add("--size", default="small", choices=list(SIZES), help=size)
+    add("--seed", type=at_least(0), default=1337, help="fixes every sample (default 1337)")
     workers = "processes to use (default: all cores); does not change the output"
-    p.add_argument("--workers", type=at_least(1), default=os.cpu_count() or 1, help=workers)
-    p.add_argument("--force", action="store_true", help="overwrite an existing dataset in --out")
+    add("--workers", type=at_least(1), default=os.cpu_count() or 1, help=workers)
+    add("--force", action="store_true", help="overwrite an existing dataset in --out")
     return p
 
 
-def command(script=None, argv=None):
-    return shlex.join(["python", script or sys.argv[0], *(sys.argv[1:] if argv is None else argv)])
+def command(script, argv=None):
+    return shlex.join(["python", script, *(sys.argv[1:] if argv is None else argv)])
 
 
-def sample_rng(seed, split_code, index):
-    return np.random.default_rng(np.random.SeedSequence([seed, split_code, index]))
-
-
-def dumps(obj, digits=4):
-    """Compact JSON, floats to `digits` significant digits."""
+def dumps(obj):
+    """Compact JSON, floats to 4 significant digits."""
     if isinstance(obj, dict):
-        return "{" + ",".join(f'"{k}":{dumps(v, digits)}' for k, v in obj.items()) + "}"
+        return "{" + ",".join(f'"{k}":{dumps(v)}' for k, v in obj.items()) + "}"
     if isinstance(obj, (list, tuple)):
-        return "[" + ",".join(dumps(v, digits) for v in obj) + "]"
+        return "[" + ",".join(map(dumps, obj)) + "]"
     if isinstance(obj, float):
-        return format_number(obj, digits)
+        return format_number(obj, 4)
     return json.dumps(obj)
 
 
@@ -145,19 +141,13 @@ def dataset_files(out):
     try:
         meta = read_meta(out)
     except (OSError, ValueError):
-        meta = None
-    if not (meta and isinstance(meta["splits"], (dict, list))):
-        meta = None
-    prepared = meta is not None and meta.get("dataset") != "plain text"
-    names = {"vocab.json"} | ({"meta.json"} if meta is not None else set())
+        meta = {}
+    known = isinstance(meta.get("splits"), (dict, list))
+    prepared = known and meta.get("dataset") != "plain text"
+    names = {"vocab.json"} | ({"meta.json"} if known else set())
     if prepared:
         extensions = (".txt", ".ocean.txt", ".levels.txt", ".source.txt")
         names |= {f"{s}{ext}" for s in meta["splits"] for ext in extensions}
-    # atomic_file's leftovers
-    temporaries = [
-        rf"{re.escape(r)}\.(?:\w+\.)?tmp{re.escape(e)}" for r, e in map(os.path.splitext, names)
-    ]
-    temporaries = re.compile("|".join(temporaries))
     ours, others = [], []
     for name in sorted(set(os.listdir(out)) - set(LOCKS)):
         path = os.path.join(out, name)
@@ -166,7 +156,8 @@ def dataset_files(out):
             for f in sorted(os.listdir(path)):
                 is_ours = TOKENIZED.fullmatch(f) and os.path.isfile(os.path.join(path, f))
                 (ours if is_ours else others).append(f"{name}/{f}")
-        elif (name in names or temporaries.fullmatch(name)) and os.path.isfile(path):
+        # atomic_file's leftovers, <root>.<random>.tmp<ext>, are ours too
+        elif re.sub(r"\.\w+\.tmp(?=\.\w+$)", "", name) in names and os.path.isfile(path):
             ours.append(name)
         elif STAGE.fullmatch(name) and os.path.isdir(path):
             ours.append(name + "/")
@@ -182,13 +173,11 @@ def _some(names, n=6):
 def _check_out(out, force, writes):
     """Refuse a full `out` without --force, and a user's file in `writes`."""
     ours, others, prepared = dataset_files(out)
-    if not ours and not others:
-        return
     clash = [n for n in others if n.rstrip("/") in writes]
     if clash and not prepared:
         fix = "move it away or choose another --out"
         fail(f"{out} holds {_some(clash)}, which this run would overwrite; {fix}")
-    if not force:
+    if (ours or others) and not force:
         what = f"files that are not a dataset ({_some(others or ours)})"
         what = "a dataset (meta.json)" if prepared else what
         fail(f"{out} already holds {what}; pass --force to replace it")
@@ -276,7 +265,8 @@ class _Interrupted(Exception):
 def _make_one(args):
     make_sample, seed, code, index, split = args
     try:
-        return make_sample(sample_rng(seed, code, index), split)
+        # a generator per sample: the same lines for any --workers
+        return make_sample(np.random.default_rng([seed, code, index]), split)
     except KeyboardInterrupt:
         raise _Interrupted from None
 
@@ -312,7 +302,7 @@ def write_dataset(args, make_sample, meta, extra_splits=()):
     counts = dict(zip(("train", "val", "test"), SIZES[args.size]))
     counts.update(dict.fromkeys(extra_splits, counts["test"]))
     meta = {**meta, "seed": args.seed, "size": args.size, "splits": counts}
-    meta["command"] = command()
+    meta["command"] = command(sys.argv[0])
     t0 = time.time()
     writes = [f"{split}.txt" for split in counts] + ["meta.json"]
     with staged_dataset(args.out, args.force, writes) as stage:

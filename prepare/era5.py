@@ -1,6 +1,7 @@
 """The temperature dataset of the xVal paper (§3.1, App. C) from ERA5 netCDF files: pass 1 cuts
 the windows into a scratch file, pass 2 writes them as text standardised by train's statistics."""
 
+import functools
 import itertools
 import math
 import os
@@ -13,28 +14,30 @@ import netCDF4
 import numpy as np
 
 from common import SIZES, at_least, base_parser, command, dumps, fail, int_range, progress
-from common import one_line_errors, sample_rng, staged_dataset, write_meta
+from common import one_line_errors, staged_dataset, write_meta
 from util import atomic_write_text, worker_signals
 
 MAX_ATTEMPTS = 100
 SPLITS = ("train", "val", "test")
 WRITES = [f"{s}{ext}" for s in SPLITS for ext in (".txt", ".ocean.txt")] + ["meta.json"]
 PLAN_CHUNK = 4096
-# a worker's field, settings and open files
+# a worker's field and settings
 CTX = None
 
 
 def open_netcdf(path):
+    """A netCDF file; netCDF4's OSError names a file of another kind."""
     with open(path, "rb") as f:
         if f.read(4) == b"PK\x03\x04":
             fail(f"{path} is a zip archive: unzip it first")
-    try:
-        ds = netCDF4.Dataset(path, "r")
-    except OSError as e:
-        fail(f"{path} is not a netCDF file ({e})")
+    ds = netCDF4.Dataset(path, "r")
     # masked arithmetic is slow
     ds.set_always_mask(False)
     return ds
+
+
+# a worker's files, opened in the worker: netCDF handles do not survive a fork
+opened = functools.cache(open_netcdf)
 
 
 def find_variable(ds, path, wanted):
@@ -54,12 +57,12 @@ def axis_of(ds, dim):
     standard, axis, units = (
         str(getattr(coord, k, "")).lower() for k in ("standard_name", "axis", "units")
     )
-    for kind, names, name, letter, known_units in (
-        ("time", ("time", "valid_time"), "time", "t", " since " in units),
-        ("lat", ("latitude", "lat"), "latitude", "y", re.fullmatch("degrees?_n(orth)?", units)),
-        ("lon", ("longitude", "lon"), "longitude", "x", re.fullmatch("degrees?_e(ast)?", units)),
+    for kind, names, letter, known_units in (
+        ("time", ("time", "valid_time"), "t", " since " in units),
+        ("lat", ("latitude", "lat"), "y", re.fullmatch("degrees?_n(orth)?", units)),
+        ("lon", ("longitude", "lon"), "x", re.fullmatch("degrees?_e(ast)?", units)),
     ):
-        if dim in names or standard == name or (not standard and (axis == letter or known_units)):
+        if dim in names or standard == names[0] or not standard and (axis == letter or known_units):
             return kind
     return None
 
@@ -97,8 +100,11 @@ def describe_grid(grid):
     return f"{len(lat)}x{len(lon)} (lat {lat[0]:g}..{lat[-1]:g}, lon {lon[0]:g}..{lon[-1]:g})"
 
 
-def same_grid(a, b):
-    return all(len(x) == len(y) and np.allclose(x, y, atol=1e-4) for x, y in zip(a, b))
+def check_grid(src, first):
+    pairs = zip(src.grid, first.grid)
+    if not all(len(a) == len(b) and np.allclose(a, b, atol=1e-4) for a, b in pairs):
+        grids = f"{describe_grid(src.grid)}; {first.path} has {describe_grid(first.grid)}"
+        fail(f"{src.path} has grid {grids}; expected the same grid")
 
 
 def read_source(ds, src, t0, t1):
@@ -110,25 +116,22 @@ def read_source(ds, src, t0, t1):
         for d in var.dimensions
     )
     x = var[index]
-    if np.ma.isMaskedArray(x):
-        x = np.ma.filled(x.astype(np.result_type(x.dtype, np.float32)), np.nan)
+    x = np.ma.filled(x.astype(np.result_type(x.dtype, np.float32)), np.nan)
     kept = [axes[d] for d in var.dimensions if d in axes]
+    x = np.transpose(x, [kept.index(k) for k in ("expver", "time", "lat", "lon") if k in kept])
     # ERA5 and ERA5T rows each fill part of the time: keep the first non-missing
-    if "expver" in kept:
-        rows = np.moveaxis(x, kept.index("expver"), 0)
-        x = rows[0]
-        for row in rows[1:]:
-            x = np.where(np.isnan(x), row, x)
-        kept.remove("expver")
-    x = np.transpose(x, [kept.index(k) for k in ("time", "lat", "lon") if k in kept])
-    return x[..., :: -1 if src.lat_descending else 1, :: -1 if src.lon_descending else 1]
+    rows = x.reshape(src.expvers, -1, *x.shape[-2:])
+    x = rows[0]
+    for row in rows[1:]:
+        x = np.where(np.isnan(x), row, x)
+    return x[..., :: src.lat_step, :: src.lon_step]
 
 
 def read_times(ds, path, dim):
     """A file's dates, seconds since 1970 and calendar."""
     tvar = ds.variables.get(dim)
     units = getattr(tvar, "units", "")
-    if tvar is None or " since " not in units:
+    if " since " not in units:
         fail(f"{path}: time '{dim}' has units '{units}'; expected 'hours since <date>'")
     calendar = getattr(tvar, "calendar", "standard").lower()
     if calendar in ("gregorian", "proleptic_gregorian"):
@@ -151,7 +154,8 @@ def open_source(path, wanted, need_time=True):
     dims = locate_dims(ds, path, name, need_time)
     lat, lon = coordinate(ds, path, dims["lat"]), coordinate(ds, path, dims["lon"])
     src = SimpleNamespace(path=path, variable=name, dims=dims, grid=(np.sort(lat), np.sort(lon)))
-    src.lat_descending, src.lon_descending = bool(lat[0] > lat[-1]), bool(lon[0] > lon[-1])
+    # read_source's step along each axis: the grid ascending
+    src.lat_step, src.lon_step = (1 if x[0] <= x[-1] else -1 for x in (lat, lon))
     src.units = getattr(ds.variables[name], "units", "?")
     src.expvers = len(ds.dimensions[dims["expver"]]) if dims["expver"] else 1
     if need_time:
@@ -169,9 +173,7 @@ def open_field(paths, wanted):
     sources = [open_source(path, wanted) for path in paths]
     first = sources[0]
     for src in sources[1:]:
-        if not same_grid(src.grid, first.grid):
-            grids = f"{describe_grid(src.grid)} and {describe_grid(first.grid)}"
-            fail(f"{src.path} and {first.path} do not share one grid: {grids}")
+        check_grid(src, first)
         if src.calendar != first.calendar:
             fail(f"{src.path} and {first.path} use calendars {src.calendar} and {first.calendar}")
     sources.sort(key=lambda s: s.seconds[0])
@@ -191,9 +193,7 @@ def open_field(paths, wanted):
 def read_land_sea_mask(path, field):
     """ERA5 `lsm`, the land fraction, at each grid point."""
     src = open_source(path, "lsm", need_time=False)
-    if not same_grid(src.grid, field.grid):
-        grids = f"{describe_grid(src.grid)}, not {describe_grid(field.grid)}"
-        fail(f"land-sea mask {path} has grid {grids}; expected the same grid")
+    check_grid(src, field.sources[0])
     with open_netcdf(path) as ds:
         x = read_source(ds, src, 0, 1).ravel()
     if np.nanmax(x) > 1 + 1e-6 or np.nanmin(x) < -1e-6:
@@ -202,7 +202,7 @@ def read_land_sea_mask(path, field):
 
 
 def window_starts(seconds, stride, steps):
-    """For each step count n: the starts whose n steps span no gap."""
+    """For each step count n, the starts whose n steps span no gap; the step in hours; the gaps."""
     diffs = np.diff(seconds)
     values, counts = np.unique(diffs, return_counts=True)
     step = values[np.argmax(counts)] if len(diffs) else 0
@@ -213,13 +213,12 @@ def window_starts(seconds, stride, steps):
         span = (n - 1) * stride
         s = np.arange(max(len(seconds) - span, 0), dtype=np.int32)
         starts[n] = s[gaps_before[s + span] == gaps_before[s]]
-    return starts, int(step), int(gaps_before[-1])
+    return starts, int(step) / 3600, int(gaps_before[-1])
 
 
 def init_worker(ctx, pool=False):
     global CTX
     CTX = ctx
-    CTX.open_files = {}
     if pool:
         worker_signals()
 
@@ -227,7 +226,7 @@ def init_worker(ctx, pool=False):
 def draw_window(sample, attempt):
     """(steps, start, stations) of a sample's attempt: a redraw needs nothing stored."""
     args, starts = CTX.args, CTX.starts
-    rng = sample_rng(args.seed, int(CTX.codes[sample]), int(CTX.indices[sample]))
+    rng = np.random.default_rng([args.seed, int(CTX.codes[sample]), int(CTX.indices[sample])])
     n_stations = int(rng.integers(args.stations[0], args.stations[1] + 1))
     n_steps = int(rng.integers(args.steps[0], args.steps[1] + 1))
     for _ in range(attempt + 1):
@@ -236,14 +235,10 @@ def draw_window(sample, attempt):
     return n_steps, start, stations
 
 
-def draw_plan(job):
-    """Worker: (sample ids, their (stations, steps, start))."""
-    ids, attempts = job
-    plan = np.zeros((len(ids), 3), np.int64)
-    for row, (sample, attempt) in enumerate(zip(ids, attempts)):
-        n_steps, start, stations = draw_window(sample, int(attempt))
-        plan[row] = len(stations), n_steps, start
-    return ids, plan
+def draw_plan(sample):
+    """Worker: (stations, steps, start) of a sample's first window."""
+    n_steps, start, stations = draw_window(sample, 0)
+    return len(stations), n_steps, start
 
 
 def extract_block(job):
@@ -252,10 +247,7 @@ def extract_block(job):
     f, stride = CTX.field, CTX.args.stride
     block = np.empty((b1 - b0, len(f.lat), len(f.lon)), np.float32)
     for src, first in zip(f.sources, f.first_step):
-        # each process opens its own: netCDF handles do not survive a fork
-        if src.path not in CTX.open_files:
-            CTX.open_files[src.path] = open_netcdf(src.path)
-        ds = CTX.open_files[src.path]
+        ds = opened(src.path)
         piece = max(1, (16 << 20) // (8 * src.expvers * f.points))
         for a in range(max(b0, first), min(b1, first + src.steps), piece):
             b = min(a + piece, b1, first + src.steps)
@@ -289,23 +281,20 @@ def format_samples(job):
         phases = np.round([np.sin(tod), np.cos(tod), np.sin(toy), np.cos(toy)], 4)
         data = (values.astype(np.float64) - mean) / std
         description = {"coords": coords.tolist(), "start": phases.tolist()}
-        lines.append(dumps({"description": description, "data": data.tolist()}, digits=4) + "\n")
+        lines.append(dumps({"description": description, "data": data.tolist()}) + "\n")
         # the probe's label (App. C): the first station is over ocean
         if CTX.land_sea_mask is not None:
             labels.append(int(CTX.land_sea_mask[stations[0]] < 0.5))
     return "".join(lines), labels
 
 
-def extract_windows(pmap, splits):
+def extract_windows(pool, splits):
     """Pass 1, every split at once: the windows into a float32 file, redrawing those with a gap."""
     n_times, stride, block = len(CTX.field.seconds), CTX.args.stride, CTX.args.block_steps
     samples = np.arange(len(CTX.codes))
     attempts = np.zeros(len(samples), np.int64)
-    plan = np.zeros((len(samples), 3), np.int64)
-    chunks = [samples[i : i + PLAN_CHUNK] for i in range(0, len(samples), PLAN_CHUNK)]
-    # results may come back in any order
-    for ids, rows in pmap(draw_plan, [(c, attempts[c]) for c in chunks]):
-        plan[ids] = rows
+    rows = pool.imap(draw_plan, range(len(samples)), PLAN_CHUNK)
+    plan = np.fromiter(itertools.chain.from_iterable(rows), np.int64).reshape(-1, 3)
     n_stations, n_steps, starts = plan.T
     offsets = np.concatenate([[0], np.cumsum(n_stations * n_steps)])
     raw = np.lib.format.open_memmap(CTX.raw_path, "w+", np.float32, (int(offsets[-1]),))
@@ -319,7 +308,8 @@ def extract_windows(pmap, splits):
                 jobs.append((b0, min(b0 + block, n_times), hit, attempts[hit]))
         bad = np.zeros(len(samples), bool)
         bar = {"total": len(jobs), "desc": "read", "unit": "job", "leave": False}
-        for cuts in progress(pmap(extract_block, jobs), **bar):
+        # results may come back in any order
+        for cuts in progress(pool.imap_unordered(extract_block, jobs), **bar):
             for sample, k0, values in cuts:
                 window = raw[offsets[sample] : offsets[sample + 1]].reshape(n_stations[sample], -1)
                 window[:, k0 : k0 + values.shape[1]] = values
@@ -331,7 +321,7 @@ def extract_windows(pmap, splits):
             worst = int(np.argmax(attempts))
             where = f"{splits[CTX.codes[worst]]} sample {CTX.indices[worst]}"
             fail(f"{where}: {MAX_ATTEMPTS} windows hold missing '{CTX.field.variable}' values")
-        starts[todo] = draw_plan((todo, attempts[todo]))[1][:, 2]
+        starts[todo] = [draw_window(s, int(attempts[s]))[1] for s in todo]
     raw.flush()
     skipped = dict(zip(splits, skipped.tolist()))
     return SimpleNamespace(offsets=offsets, attempts=attempts, skipped=skipped)
@@ -347,7 +337,8 @@ def train_statistics(raw_path, n_values):
 
 
 def write_era5_split(pmap, stage, split, samples, windows):
-    """Pass 2: a split's samples to <split>.txt (and <split>.ocean.txt); their ocean labels."""
+    """Pass 2: a split's samples to <split>.txt (and <split>.ocean.txt); the fraction labelled
+    ocean."""
     jobs = []
     for s0 in samples[::256]:
         s1 = min(s0 + 256, samples[-1] + 1)
@@ -362,7 +353,7 @@ def write_era5_split(pmap, stage, split, samples, windows):
     if CTX.land_sea_mask is not None:
         text = "".join(f"{v}\n" for v in labels)
         atomic_write_text(os.path.join(stage, f"{split}.ocean.txt"), text)
-    return labels
+        return round(float(np.mean(labels)), 4)
 
 
 def both_passes(ctx, counts, stage):
@@ -372,7 +363,7 @@ def both_passes(ctx, counts, stage):
     ctx.raw_path = os.path.join(stage, ".raw.npy.tmp")
     init_worker(ctx)
     with Pool(ctx.args.workers, init_worker, (ctx, True)) as pool:
-        windows = extract_windows(pool.imap_unordered, list(counts))
+        windows = extract_windows(pool, list(counts))
         windows.t_read = time.time()
         train = int(windows.offsets[counts["train"]])
         windows.mean, windows.std = train_statistics(ctx.raw_path, train)
@@ -381,45 +372,39 @@ def both_passes(ctx, counts, stage):
         windows.ocean = {}
         for code, split in enumerate(counts):
             samples = np.flatnonzero(ctx.codes == code)
-            labels = write_era5_split(pool.imap, stage, split, samples, windows)
-            windows.ocean[split] = round(float(np.mean(labels)), 4) if labels else None
+            windows.ocean[split] = write_era5_split(pool.imap, stage, split, samples, windows)
     os.remove(ctx.raw_path)
     return windows
 
 
 def parse_args(argv):
     p = base_parser("The temperature dataset from ERA5 netCDF files.", default_out="data/era5")
-    p.add_argument("files", nargs="+", help="ERA5 netCDF files, concatenated along time")
-    variable = "variable name or CF standard_name (default t2m)"
-    p.add_argument("--variable", default="t2m", help=variable)
+    add = p.add_argument
+    add("files", nargs="+", help="ERA5 netCDF files, concatenated along time")
+    add("--variable", default="t2m", help="variable name or CF standard_name (default t2m)")
     stride = "file time steps between sample steps (default 8)"
-    p.add_argument("--stride", type=at_least(1), default=8, help=stride)
+    add("--stride", type=at_least(1), default=8, help=stride)
     block = "time steps a worker holds at once (default 32)"
-    p.add_argument("--block-steps", type=at_least(1), default=32, help=block)
+    add("--block-steps", type=at_least(1), default=32, help=block)
     mask = "ERA5 lsm file: also write <split>.ocean.txt labels"
-    p.add_argument("--land-sea-mask", metavar="FILE", help=mask)
+    add("--land-sea-mask", metavar="FILE", help=mask)
     min_max = {"type": int_range(), "metavar": "MIN,MAX"}
     stations = "grid points per sample, inclusive (default 60,89)"
-    p.add_argument("--stations", default=(60, 89), help=stations, **min_max)
-    steps = "steps per sample, inclusive (default 8,15)"
-    p.add_argument("--steps", default=(8, 15), help=steps, **min_max)
+    add("--stations", default=(60, 89), help=stations, **min_max)
+    add("--steps", default=(8, 15), help="steps per sample, inclusive (default 8,15)", **min_max)
     return p.parse_args(argv)
 
 
 def check_windows_fit(args, field, starts, gaps):
     lo, hi = args.stations
     if hi > field.points:
-        fail(
-            f"{args.files[0]}: --stations {lo},{hi} needs up to {hi} distinct grid points;"
-            f" found {field.points}"
-        )
+        need = f"--stations {lo},{hi} needs up to {hi} distinct grid points"
+        fail(f"{args.files[0]}: {need}; found {field.points}")
     lo, hi = args.steps
     if len(starts[hi]) == 0:
-        fail(
-            f"{args.files[0]}: --steps {lo},{hi} at --stride {args.stride} needs"
-            f" {(hi - 1) * args.stride + 1} evenly spaced time steps;"
-            f" found {len(field.seconds)} with {gaps} gap(s)"
-        )
+        need = f"--steps {lo},{hi} at --stride {args.stride} needs {(hi - 1) * args.stride + 1}"
+        found = f"found {len(field.seconds)} with {gaps} gap(s)"
+        fail(f"{args.files[0]}: {need} evenly spaced time steps; {found}")
 
 
 def print_plan(args, field, hours, gaps):
@@ -440,9 +425,8 @@ def main(argv=None):
     t_start = time.time()
     field = open_field(args.files, args.variable)
     lsm = read_land_sea_mask(args.land_sea_mask, field) if args.land_sea_mask else None
-    starts, step_seconds, gaps = window_starts(field.seconds, args.stride, args.steps)
+    starts, hours, gaps = window_starts(field.seconds, args.stride, args.steps)
     check_windows_fit(args, field, starts, gaps)
-    hours = step_seconds / 3600
     counts = dict(zip(SPLITS, SIZES[args.size]))
     ctx = SimpleNamespace(args=args, field=field, starts=starts, land_sea_mask=lsm)
     with staged_dataset(args.out, args.force, WRITES) as stage:

@@ -87,11 +87,11 @@ def write_t2m(path, lat, lon, lsm, days, seed):
         for day in range(days):  # one day in memory at a time
             hours = 24 * day + np.arange(24)
             shocks = WEATHER_K * np.sqrt(1 - rho**2) * gauss(24, len(MODES))
-            z_day = np.empty((24, len(MODES)), complex)
-            for i in range(24):
-                z = turn * z + shocks[i]
-                z_day[i] = z
-            weather = np.real(np.einsum("tm,mab->tab", z_day, modes))  # (24, lat, lon)
+            z_day = []
+            for shock in shocks:
+                z = turn * z + shock
+                z_day.append(z)
+            weather = np.real(np.einsum("tm,mab->tab", np.array(z_day), modes))  # (24, lat, lon)
             local_hour = (hours[:, None, None] + lon[None, None, :] / 15) % 24  # (24, 1, lon)
             # warmest NH on day 196
             season = np.cos(2 * np.pi * (hours[:, None, None] / 24 - 196) / 365.25)
@@ -102,21 +102,20 @@ def write_t2m(path, lat, lon, lsm, days, seed):
                 + weather_amp * weather
                 + NOISE_K * rng.standard_normal(weather.shape)
             )
-            ds["time"][24 * day : 24 * day + 24] = HOUR0 + hours
-            t2m[24 * day : 24 * day + 24] = pack_int16(field, 0.0025, 260.0)
+            ds["time"][hours] = HOUR0 + hours
+            t2m[hours] = pack_int16(field, 0.0025, 260.0)
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(
         description="A synthetic ERA5-like t2m.nc and lsm.nc for prepare/era5.py (not data)"
     )
-    p.add_argument("--out", required=True, help="directory for t2m.nc and lsm.nc")
-    p.add_argument("--days", type=at_least(1), default=60, help="days of hourly data (default 60)")
-    resolution = "grid spacing in degrees (default 2.5)"
-    p.add_argument("--resolution", type=float, default=2.5, help=resolution)
-    seed = "fixes the weather and noise (default 1337)"
-    p.add_argument("--seed", type=at_least(0), default=1337, help=seed)
-    p.add_argument("--force", action="store_true", help="overwrite existing t2m.nc/lsm.nc in --out")
+    add = p.add_argument
+    add("--out", required=True, help="directory for t2m.nc and lsm.nc")
+    add("--days", type=at_least(1), default=60, help="days of hourly data (default 60)")
+    add("--resolution", type=float, default=2.5, help="grid spacing in degrees (default 2.5)")
+    add("--seed", type=at_least(0), default=1337, help="fixes the weather and noise (default 1337)")
+    add("--force", action="store_true", help="overwrite existing t2m.nc/lsm.nc in --out")
     args = p.parse_args(argv)
     if not (0 < args.resolution <= 90 and (180 / args.resolution) % 1 < 1e-9):
         p.error(f"--resolution must divide 180 degrees; found {args.resolution:g}")
@@ -131,9 +130,9 @@ def main(argv=None):
     with atomic_file(paths["t2m"]) as tmp:
         write_t2m(tmp, lat, lon, lsm, args.days, args.seed)
     with atomic_file(paths["lsm"]) as tmp, create(tmp, lat, lon) as ds:
-        ds["time"][0:1] = [HOUR0]
+        ds["time"][0] = HOUR0
         v = packed_variable(ds, "lsm", 1 / 65000, 0.5, "Land-sea mask", "(0 - 1)")
-        v[0:1] = pack_int16(lsm, 1 / 65000, 0.5)[None]
+        v[0] = pack_int16(lsm, 1 / 65000, 0.5)
     print(
         f"wrote {paths['t2m']} ({args.days * 24} hourly steps, grid {len(lat)}x{len(lon)}) and"
         f" {paths['lsm']} (land fraction {lsm.mean():.2f} of grid points); synthetic, not data for"

@@ -86,7 +86,7 @@ def make_sample(rng, split):
         f"planet{j}": {"m": m_text[i], "a": a[i], "e": e_text[i]} for j, i in enumerate(order)
     }
     description["stepsize"] = stepsize
-    return dumps({"description": description, "data": positions[:, order].tolist()}, DIGITS)
+    return dumps({"description": description, "data": positions[:, order].tolist()})
 
 
 if __name__ == "__main__":
