@@ -117,7 +117,6 @@ class Progress:
         loss, ce, num = losses
         row = dict(iter=step, loss=loss, ce=ce, mse=num, lr=lr, ms_per_step=step_s * 1000)
         row.update(tokens_per_s=tokens_per_s, mfu=mfu, padding=1 - self.tokens / self.positions)
-        row.update(peak_memory_gib=memory)
         left = step_s * (self.max_iters - step)
         if self.log:
             mfu_text = "" if mfu is None else f", MFU {mfu * 100:.1f}%"
@@ -131,6 +130,6 @@ class Progress:
                     f"warning: this run of {self.max_iters:,} steps takes ~{format_duration(left)}"
                     " on the CPU; try config/own_small.py (or config/*_small.py)"
                 )
-            append_row(self.log, row)
+            append_row(self.log, {**row, "peak_memory_gib": memory})
         self.first = False
         self.restart(step)
