@@ -50,10 +50,10 @@ def claim_out_dir(out_dir, resume, overwrite, master):
         raise SystemExit(f"error: cannot write to out_dir {out_dir}: {why}")
     earlier_run = run_files(out_dir)
     if earlier_run and not (resume or overwrite):
-        names = ", ".join(earlier_run)
-        again = "continue it with --resume, replace it with --overwrite=True"
-        again += " or choose another --out_dir"
-        raise SystemExit(f"error: {out_dir} holds a run ({names}); {again}")
+        raise SystemExit(
+            f"error: {out_dir} holds a run ({', '.join(earlier_run)}); continue it with --resume,"
+            " replace it with --overwrite=True or choose another --out_dir"
+        )
     if master:
         holder = take_lock(lock_path, text=f"{os.getpid()} {launch}")
         if holder is not None:
@@ -96,7 +96,7 @@ def tidy_out_dir(out_dir, resume, iter_num, earlier_run):
             lines = f.readlines()
         rows = [log_row(line) for line in lines]
         kept = [line for line, row in zip(lines, rows) if row and row["iter"] <= iter_num]
-        broken = sum(row is None for row in rows)
+        broken = rows.count(None)
         if len(kept) < len(lines):
             note = f"note: {log_path}: {len(lines) - len(kept) - broken} rows after step {iter_num}"
             print(note + (f" and {broken} broken rows" if broken else "") + " removed")
@@ -164,9 +164,9 @@ def trained_on(path):
 
 
 def save_checkpoint(path, model, optimizer, iter_num, best_val_loss, meta):
+    digest = vocab_digest(meta["text_tokens"])
     checkpoint = dict(model=model.state_dict(), optimizer=optimizer.state_dict(), **meta)
-    checkpoint.update(iter_num=iter_num, best_val_loss=best_val_loss)
-    checkpoint["vocab_digest"] = vocab_digest(meta["text_tokens"])
+    checkpoint.update(iter_num=iter_num, best_val_loss=best_val_loss, vocab_digest=digest)
     try:
         with atomic_file(path) as tmp:
             torch.save(checkpoint, tmp)

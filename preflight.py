@@ -8,15 +8,15 @@ import torch
 from distributed import print0
 
 
-def check_splits(data_dir, encoding, train, val, block_size, packing, pack_length):
+def check_splits(data_dir, train, val, block_size, packing, pack_length):
     """Refuse a sample longer than block_size (or pack_length); warn of a small val split."""
     if packing and pack_length > 4 * block_size:
         raise SystemExit(f"error: pack_length {pack_length} > 4 × block_size {block_size}")
-    for name, split in (("train", train), ("val", val)):
+    for split in (train, val):
         n = int(split.lengths.max())
         if n > block_size or (packing and pack_length and n > pack_length):
             raise SystemExit(
-                f"error: {data_dir}/{encoding}/{name} has a sample of {n} tokens "
+                f"error: {split.base} has a sample of {n} tokens "
                 f"(index {int(split.lengths.argmax())}) but block_size is {block_size}"
                 + (f" and pack_length {pack_length}" if packing and pack_length else "")
             )

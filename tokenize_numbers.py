@@ -1,4 +1,4 @@
-"""A dataset's text to token arrays in the paper's five number encodings, or its token statistics:
+"""Tokenize a prepared dataset into arrays of the paper's five number encodings, or its statistics.
 
     python tokenize_numbers.py data/arithmetic_ops2 --encoding xval   # a dataset's arrays
     python tokenize_numbers.py data/planets --stats                   # token statistics table
@@ -17,9 +17,7 @@ from util import TextError
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(
-        description="Tokenize a prepared dataset into arrays, or print its token statistics."
-    )
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("data_dir", help="a folder written by a prepare/ script")
     p.add_argument("--encoding", default="xval", choices=[*ENCODINGS, "all"])
     p.add_argument("--workers", type=int, default=os.cpu_count() or 1)

@@ -125,7 +125,7 @@ except (FileNotFoundError, ValueError) as e:
     distributed.stop(f"error: {e}" + (checkpoint.trained_on(ckpt_path) if lost else ""))
 longest = max(int(split.lengths.max()) for split in (train_data, val_data))
 block_size = block_size or longest
-preflight.check_splits(data_dir, encoding, train_data, val_data, block_size, packing, pack_length)
+preflight.check_splits(data_dir, train_data, val_data, block_size, packing, pack_length)
 pack_rows = 0
 if packing:
     args = (train_data, batch_size, micro_batch_size, world_size, seed, longest, 4 * block_size)
