@@ -32,6 +32,7 @@ from util import TextError, check_regular, open_new
 
 # records written at a time
 BLOCK = 50_000
+# join(a, b, ..., separator): the strings of each row joined
 join = pc.binary_join_element_wise
 
 
