@@ -400,10 +400,11 @@ def csv_batches(path, header, delimiter, trailing, cr_only, blank):
                 if not all(pc.all(pc.equal(c, "")).as_py() in (True, None) for c in rest):
                     fail(f"{path}:{blank}: empty line; expected one row per record")
                 ended, cells, first = True, [c.slice(0, cut[0]) for c in cells], first[: cut[0] + 1]
-            filled = trailing and pc.not_equal(pc.utf8_trim_whitespace(cells[-1]), "")
-            if filled and pc.any(filled).as_py():
-                at = first[pc.index(filled, True).as_py()]
-                ragged(path, header, delimiter, width, at, width, False)
+            if trailing:
+                filled = pc.not_equal(pc.utf8_trim_whitespace(cells[-1]), "")
+                if pc.any(filled).as_py():
+                    at = first[pc.index(filled, True).as_py()]
+                    ragged(path, header, delimiter, width, at, width, False)
             if len(first) > 1:
                 yield cells, first
     except pa.ArrowInvalid as e:
