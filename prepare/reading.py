@@ -255,19 +255,18 @@ def opened(path):
 
 def scan(path):
     """(the first 64 KiB of text, whether lines end in \\r alone, the first empty line or 0);
-    refused: a byte not UTF-8, a lone \\r, a CSV line over BLOCK bytes."""
+    refused: a byte not UTF-8, a lone \\r."""
     f = opened(path)
     decoder = codecs.getincrementaldecoder("utf-8-sig")()
     head = ""
     cr_only = False
     blank = 0
     lines = 1
-    longest = 0
     while block := f.read(1 << 22):
         try:
             head += decoder.decode(block)[: (1 << 16) - len(head)]
         except UnicodeDecodeError as e:
-            line = lines + block[: e.start].count(b"\n")
+            line = lines + block.count(b"\n", 0, e.start)
             fail(f"{path}:{line}: not UTF-8; save the file as UTF-8")
         cr_only = "\r" in head and "\n" not in head
         ends = b"\r" if cr_only else b"\n"
@@ -276,13 +275,6 @@ def scan(path):
             at = lines + block.count(b"\n", 0, lone.start())
             column = lone.start() - block.rfind(b"\n", 0, lone.start())
             fail(f"{path}:{at}: a lone carriage return (\\r) at column {column}; remove it")
-        # a CSV line over the limit, refused having read at most 4 MiB past it
-        lengths = [len(line) for line in block.split(ends)]
-        lengths[0] += longest
-        if max(lengths) > BLOCK and not JSON.match(head):
-            at = lines + int(np.argmax(np.array(lengths) > BLOCK))
-            fail(f"{path}:{at}: a line of more than {BLOCK >> 20} MiB, over the limit; split it")
-        longest = lengths[-1]
         empty = re.search(ends + rb"\r?" + ends, block)
         if empty and not blank:
             blank = lines + block.count(ends, 0, empty.start()) + 1
@@ -311,31 +303,25 @@ def csv_head(path, head, delimiter):
     return header, next(reader, []), delimiter
 
 
-def bad_row(path, header, delimiter, trailing, error=None):
-    """Fail naming the first row the csv module refuses, or of another width than the header."""
-    width = len(header) + (trailing and bool(header[-1]))
-    lines = io.TextIOWrapper(opened(path), "utf-8-sig", newline="")
-    reader = csv.reader(lines, delimiter=delimiter, strict=True)
-    at = 1
-    end = 0
-    second = []
-    try:
-        for row in reader:
-            at, end = end + 1, reader.line_num
-            second = row if at == 2 else second
-            if at > 1 and row and (len(row) != width or trailing and row[-1].strip()):
-                break
-        else:
-            fail(f"{path}: {error}")
-    except csv.Error as e:
-        fail(f"{path}:{end + 1}: {e} (an unterminated quote?)")
-    if trailing and width != len(header):
-        at, row = 2, second
+def ragged(path, header, delimiter, width, line, cells, last_empty):
+    """Fail: the row at line holds `cells` cells (the last one empty or not), not `width`."""
+    # rows end in a delimiter the header lacks: the first row is named
+    if width != len(header):
+        line, cells, last_empty = 2, width, True
     hint = " (another delimiter? --delimiter)" if delimiter == "," else ""
-    if len(row) == len(header) + 1 and not row[-1].strip():
+    if cells == len(header) + 1 and last_empty:
         hint = " (the last one empty: a delimiter at the end of some rows but not all? remove it)"
     names = f"the header ({path}:1) names {len(header)} columns"
-    fail(f"{path}:{at}: {len(row)} cells, but {names}{hint}")
+    fail(f"{path}:{line}: {cells} cells, but {names}{hint}")
+
+
+def line_of(path, text, start):
+    """The first line from start on where a row of this text starts (start if none)."""
+    with io.TextIOWrapper(opened(path), "utf-8-sig", newline=None) as f:
+        for line, row in enumerate(f, 1):
+            if line >= start and row.rstrip("\n") == (text.splitlines() or [""])[0]:
+                return line
+    return start
 
 
 def read_csv(table, path, args, head, cr_only, blank):
@@ -351,8 +337,6 @@ def read_csv(table, path, args, head, cr_only, blank):
     lines = []
     multi = []
     for cells, first in csv_batches(path, header, delimiter, trailing, cr_only, blank):
-        if trailing and pc.any(pc.not_equal(pc.utf8_trim_whitespace(cells[-1]), "")).as_py():
-            bad_row(path, header, delimiter, trailing)
         row0 = table.n
         lines.append(first[:-1].astype(np.int32))
         table.starts[-1] += len(first) - 1
@@ -380,50 +364,61 @@ def read_csv(table, path, args, head, cr_only, blank):
         column.finish(table.where)
 
 
-def arrow_batches(path, header, delimiter, trailing):
-    names = [f"c{j}" for j in range(len(header) + (trailing and bool(header[-1])))]
-    # read by pyarrow itself: no thread of its reader calls back into Python
-    with opened(path) as f:
-        source = pa.input_stream(path, "gzip" if isinstance(f, gzip.GzipFile) else None)
-    try:
-        yield from pa_csv.open_csv(
-            source,
-            pa_csv.ReadOptions(column_names=names, skip_rows=1, block_size=BLOCK),
-            pa_csv.ParseOptions(
-                delimiter=delimiter, newlines_in_values=True, ignore_empty_lines=False
-            ),
-            pa_csv.ConvertOptions(column_types=dict.fromkeys(names, pa.string())),
-        )
-    except pa.ArrowInvalid as e:
-        if "straddl" in str(e):
-            fail(f"{path}: a row of more than {BLOCK >> 20} MiB, over the limit; split its cells")
-        bad_row(path, header, delimiter, trailing, e)
-
-
 def csv_batches(path, header, delimiter, trailing, cr_only, blank):
     """Blocks of rows: their columns, and the line each row starts on then the line after;
-    empty lines refused but at the end."""
+    refused: a row of another width, an empty line but at the end, an unterminated quote."""
+    width = len(header) + (trailing and bool(header[-1]))
+    names = [f"c{j}" for j in range(width)]
+    invalid = []
+    with opened(path) as f:
+        source = pa.input_stream(path, "gzip" if isinstance(f, gzip.GzipFile) else None)
     line = 2
     ended = False
     cells = []
-    for batch in arrow_batches(path, header, delimiter, trailing):
-        cells = batch.columns
-        if cr_only:
-            cells = [pc.replace_substring(c, "\r", "\n") for c in cells]
-        breaks = sum(pc.count_substring(c, "\n").to_numpy(zero_copy_only=False) for c in cells)
-        first = line + np.concatenate([[0], np.cumsum(1 + breaks)])
-        line = first[-1]
-        cut = np.flatnonzero(first[:-1] == blank)[:1] if not ended else [0]
-        if len(cut):
-            rest = [c.slice(cut[0]) for c in cells]
-            if not all(pc.all(pc.equal(c, "")).as_py() in (True, None) for c in rest):
-                fail(f"{path}:{blank}: empty line; expected one row per record")
-            ended, cells, first = True, [c.slice(0, cut[0]) for c in cells], first[: cut[0] + 1]
-        if len(first) > 1:
-            yield cells, first
+    try:
+        # read by pyarrow itself: only a ragged row calls back into Python, from its threads
+        for batch in pa_csv.open_csv(
+            source,
+            pa_csv.ReadOptions(column_names=names, skip_rows=1, block_size=BLOCK),
+            pa_csv.ParseOptions(
+                delimiter=delimiter,
+                newlines_in_values=True,
+                ignore_empty_lines=False,
+                invalid_row_handler=lambda row: invalid.append(row) or "error",
+            ),
+            pa_csv.ConvertOptions(column_types=dict.fromkeys(names, pa.string())),
+        ):
+            cells = batch.columns
+            if cr_only:
+                cells = [pc.replace_substring(c, "\r", "\n") for c in cells]
+            breaks = sum(pc.count_substring(c, "\n").to_numpy(zero_copy_only=False) for c in cells)
+            first = line + np.concatenate([[0], np.cumsum(1 + breaks)])
+            line = first[-1]
+            cut = np.flatnonzero(first[:-1] == blank)[:1] if not ended else [0]
+            if len(cut):
+                rest = [c.slice(cut[0]) for c in cells]
+                if not all(pc.all(pc.equal(c, "")).as_py() in (True, None) for c in rest):
+                    fail(f"{path}:{blank}: empty line; expected one row per record")
+                ended, cells, first = True, [c.slice(0, cut[0]) for c in cells], first[: cut[0] + 1]
+            if trailing:
+                filled = pc.not_equal(pc.utf8_trim_whitespace(cells[-1]), "")
+                if pc.any(filled).as_py():
+                    at = first[pc.index(filled, True).as_py()]
+                    ragged(path, header, delimiter, width, at, width, False)
+            if len(first) > 1:
+                yield cells, first
+    except pa.ArrowInvalid as e:
+        if "straddl" in str(e):
+            fail(f"{path}:{line}: a row of more than {BLOCK >> 20} MiB, over the limit; split it")
+        if not invalid:
+            fail(f"{path}: {e}")
+        row = invalid[0]
+        at = line_of(path, row.text, line)
+        last_empty = row.text.rstrip().endswith(delimiter)
+        ragged(path, header, delimiter, width, at, row.actual_columns, last_empty)
     # an unterminated quote takes the rest of the file into its cell
     if cells and len(cells[0]) and any(pc.ends_with(c[-1:], "\n")[0].as_py() for c in cells):
-        bad_row(path, header, delimiter, trailing)
+        fail(f"{path}:{first[-2]}: unexpected end of data (an unterminated quote?)")
 
 
 def csv_columns(path, header, wanted):

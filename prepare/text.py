@@ -17,6 +17,8 @@ import tempfile
 from decimal import Decimal
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 # common puts the repository's root on the path
 from common import at_least, command, fail, one_line_errors, staged_dataset, write_meta
@@ -30,6 +32,8 @@ from util import TextError, check_regular, open_new
 
 # records written at a time
 BLOCK = 50_000
+# join(a, b, ..., separator): the strings of each row joined
+join = pc.binary_join_element_wise
 
 
 def main(argv=None):
@@ -245,7 +249,7 @@ def lines_of(table, part, keys, writers, lo, hi, levels=()):
     """The lines of records lo..hi of a part, without the keys a record leaves out; levels: {key:
     each record's level} to divide by."""
     rows = part.rows[lo:hi]
-    values = {}
+    fields = []
     for key in keys:
         col, flat = table.cols[key], rows.ravel()
         text = np.empty(len(flat), dtype=object)
@@ -258,21 +262,13 @@ def lines_of(table, part, keys, writers, lo, hi, levels=()):
         text[code >= 0] = col.words[code[code >= 0]]
         for i in np.flatnonzero(code == NESTED):
             text[i] = dump(col.nested[flat[i]], write)
-        if rows.shape[1] > 1:
-            form = "[" + ",".join(["{}"] * rows.shape[1]) + "]"
-            text = np.array(list(map(form.format, *text.reshape(rows.shape).T)), dtype=object)
-        values[key] = text
-    # records alike in the keys they hold are written with one template
-    held = np.column_stack([part.has(k)[lo:hi] for k in keys])
-    patterns, pattern = np.unique(held, axis=0, return_inverse=True)
-    lines = np.empty(len(rows), dtype=object)
-    name = lambda k: json.dumps(k, ensure_ascii=False).replace("{", "{{").replace("}", "}}")
-    for p, holds in enumerate(patterns):
-        at = np.flatnonzero(pattern.ravel() == p)
-        present = [k for k, h in zip(keys, holds) if h]
-        form = "{{" + ",".join(f"{name(k)}:{{}}" for k in present) + "}}"
-        lines[at] = list(map(form.format, *(values[k][at] for k in present)))
-    return lines
+        # a window's values as a list: [v1,...,vN]
+        steps = [pa.array(text[j :: rows.shape[1]], pa.string()) for j in range(rows.shape[1])]
+        value = steps[0] if len(steps) == 1 else join("[", join(*steps, ","), "]", "")
+        field = join(json.dumps(key, ensure_ascii=False) + ":", value, "")
+        fields.append(pc.if_else(part.has(key)[lo:hi], field, None))
+    # a key a record leaves out is null, skipped
+    return join("{", join(*fields, ",", null_handling="skip"), "}", "").to_pylist()
 
 
 def check_tokens(table, parts, keys):

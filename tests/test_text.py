@@ -345,9 +345,9 @@ NESTED_KEY = "".join(f'{{"x": {i}, "y": {{"12": {i % 5}}}}}\n' for i in range(40
     ('{"a":1}\n', "--columns a,b", "--columns names 'b', not a column or key of the files: a$"),
     ('{"a":' + "[" * 5000 + "]" * 5000 + "}\n", "", "bad.jsonl:1: a record nested too deep"),
     ("t,x\n1," + "y" * (3 << 20) + "\n", "",
-     "bad.csv:2: a line of more than 1 MiB, over the limit"),
+     "bad.csv:2: a row of more than 1 MiB"),
     ('t,x\n1,"' + "y\n" * (1 << 20) + '"\n', "",
-     "bad.csv: a row of more than 1 MiB, over the limit"),
+     "bad.csv:2: a row of more than 1 MiB"),
     ("x\n1\n" + "y" * 99 + "\n3\n", "", r"bad.csv:3: column 'x': 'y{56}\.\.\. is not a number"),
     # an .xlsx is a zip archive
     (b"PK\x03\x04\x14\x00\x06\x00", "", r"bad.xlsx: a zip archive or an Excel workbook .*CSV UTF-8"),
