@@ -27,8 +27,8 @@ DATE = re.compile(
     rf"(?:[T ]{TIME}(?:Z| ?UTC| ?GMT|[+-]\d{{2}}:?\d{{2}})?)?|{TIME}",
     re.IGNORECASE,
 )
-# the kinds a key's values may hold (a bit each)
-KINDS = {"number": 1, "text": 2}
+# what a key's values hold, by bits: 1 numbers, 2 text, 3 both (in a JSON list)
+HOLDS = ("nothing", "number", "text", "number and text")
 
 
 def print_some(lines, most=5):
@@ -71,22 +71,20 @@ def check_keys(table):
     """{key: the kinds of its values}, the same for every present value; a key of none refused."""
     kind = {}
     for key, col in table.cols.items():
-        code = col.code
-        bits = (code == NUM) + np.int8(2) * (code >= 0)
+        bits = (col.code == NUM) + np.int8(2) * (col.code >= 0)
         for row, value in col.nested.items():
-            bits[row] = sum(KINDS.get(k, 0) for k in kinds(value))
-        if not bits.any():
+            held = kinds(value)
+            bits[row] = ("number" in held) + 2 * ("text" in held)
+        present = np.flatnonzero(bits)
+        if not len(present):
             fail(f"key {key!r} holds no value in any record; leave it out with --columns")
-        names = lambda b: [k for k, bit in KINDS.items() if b & bit]
-        first = int(np.argmax(bits != 0))
-        other = (bits != 0) & (bits != bits[first])
-        if other.any():
-            row = int(np.argmax(other))
+        first, other = present[0], present[bits[present] != bits[present[0]]]
+        if len(other):
             fail(
-                f"{table.where(row)}: key {key!r} holds {' and '.join(names(bits[row]))},"
-                f" but {' and '.join(names(bits[first]))} at {table.where(first)}"
+                f"{table.where(other[0])}: key {key!r} holds {HOLDS[bits[other[0]]]},"
+                f" but {HOLDS[bits[first]]} at {table.where(first)}"
             )
-        kind[key] = set(names(bits[first]))
+        kind[key] = set(HOLDS[bits[first]].split(" and "))
     return kind
 
 
@@ -94,8 +92,7 @@ def check_values(table, keys, missing):
     """Refused unless --missing: a missing value (the first row holding one, its first key)."""
     if missing != "refuse":
         return
-    gaps = {key: np.flatnonzero(missing_rows(table.cols[key])) for key in keys}
-    gaps = {key: rows[0] for key, rows in gaps.items() if len(rows)}
+    gaps = {key: np.argmax(gap) for key in keys if (gap := missing_rows(table.cols[key])).any()}
     if gaps:
         key = min(gaps, key=gaps.get)
         fail(
@@ -149,8 +146,9 @@ def counting_keys(table, keys):
 
 def series_of(table, group, window):
     """[(name, rows)]: each file's rows, or with --group each group's rows in a file."""
+    files = np.split(np.arange(table.n, dtype=np.int32), table.starts[1:-1])
     if not group:
-        return list(zip(table.paths, file_rows(table)))
+        return list(zip(table.paths, files))
     col = table.group
     # missing, or a JSON list or object
     gap = np.flatnonzero(col.code < NUM)
@@ -158,7 +156,7 @@ def series_of(table, group, window):
         fail(f"{table.where(gap[0])}: --group {group}: no value here; every row needs its group")
     value = np.where(col.code == NUM, col.x, col.code)
     out = []
-    for path, rows in zip(table.paths, file_rows(table)):
+    for path, rows in zip(table.paths, files):
         ids, first = np.unique(value[rows], return_index=True)
         for i in np.argsort(first):
             label = col.texts[int(ids[i])] if col.code[rows[first[i]]] >= 0 else f"{ids[i]:g}"
@@ -166,10 +164,6 @@ def series_of(table, group, window):
     if short := [len(rows) for _, rows in out if len(rows) < window]:
         print(f"note: {len(short)} group(s) shorter than --window ({sum(short)} rows): left out")
     return [(name, rows) for name, rows in out if len(rows) >= window]
-
-
-def file_rows(table):
-    return [np.arange(a, b, dtype=np.int32) for a, b in pairwise(table.starts)]
 
 
 def windows(rows, window, stride):
@@ -184,80 +178,72 @@ def split_counts(n, fractions):
 
 
 def time_parts(name, rows, args):
-    """Train, val and test windows of one series in time order; None for a group too short."""
+    """One series' rows cut in time order into train, val and test (with --context-before, each
+    with the window - 1 rows before it); [rows] for a group too short."""
     a, b, c = split_counts(len(rows), args.fractions)
     need = 1 if args.context_before else args.window
     if min(a, b, c) < need:
         if args.group:
-            return None
+            return [rows]
         fix = "--context-before" if min(a, b, c) and need > 1 else "more rows or other fractions"
         fail(
             f"{name}: --split {args.split} in time order cuts its"
             f" {len(rows)} rows into {a}/{b}/{c}; each part needs {need} row(s): {fix}"
         )
-    parts = []
-    for lo, hi in ((0, a), (a, a + b), (a + b, len(rows))):
-        back = min(lo, args.window - 1) if args.context_before else 0
-        parts.append(windows(rows[lo - back : hi], args.window, args.stride))
-    return parts
+    back = args.window - 1 if args.context_before else 0
+    return [rows[max(0, lo - back) : hi] for lo, hi in ((0, a), (a, a + b), (a + b, len(rows)))]
 
 
 def split_records(table, args):
     """Train, val and test Parts and their source: the --val and --test files, each series in
     time order, or records or groups at random."""
-    window, stride, fractions = args.window, args.stride, args.fractions
-    source = {"files": args.files, "fractions": fractions}
-    series = series_of(table, args.group, window)
-    empty = np.empty((0, window), np.int32)
-    parts = [[empty], [empty], [empty]]
-    if args.val:
-        for _, rows in series:
-            f = np.searchsorted(table.starts, rows[0], "right") - len(args.files)
-            parts[max(0, f)].append(windows(rows, window, stride))
-        splits = {"train": args.files, "val": args.val, "test": args.test}
-        return [Part(np.concatenate(p)) for p in parts], splits
+    series = series_of(table, args.group, args.window)
+    pieces = [rows for _, rows in series]
+    source = {"files": args.files, "fractions": args.fractions}
     if args.group:
         source["group"] = args.group
-    if args.order == "time":
-        short = []
-        for name, rows in series:
-            split = time_parts(name, rows, args)
-            if split is None:
-                short.append(len(rows))
-                split = [windows(rows, window, stride), empty, empty]
-            for k, part in enumerate(split):
-                parts[k].append(part)
-        if short:
+    if args.val:
+        # each series in its file's split: train, --val or --test
+        file = np.searchsorted(table.starts, [rows[0] for rows in pieces], "right")
+        labels = np.maximum(file - len(args.files), 0)
+        source = {"train": args.files, "val": args.val, "test": args.test}
+    elif args.order == "time":
+        cut = [time_parts(name, rows, args) for name, rows in series]
+        if short := [len(p[0]) for p in cut if len(p) == 1]:
             print(
                 f"note: {len(short)} group(s) too short to split in time ({sum(short)} rows): whole"
                 " in train"
             )
-        return [Part(np.concatenate(p)) for p in parts], {**source, "order": "time"}
-    for _, rows in series:
-        if len(rows) < window:
+        pieces = [rows for p in cut for rows in p]
+        labels = np.array([k for p in cut for k in range(len(p))], int)
+        source["order"] = "time"
+    blocks = [windows(rows, args.window, args.stride) for rows in pieces]
+    records = np.concatenate([np.empty((0, args.window), np.int32), *blocks])
+    # each record's piece of rows, its split's
+    unit = np.repeat(np.arange(len(blocks)), [len(b) for b in blocks])
+    if args.order == "random" and not args.val:
+        for rows in pieces:
+            if len(rows) < args.window:
+                fail(
+                    f"{table.where(rows[-1])}: the file ends after {len(rows)} rows, before a"
+                    f" window of {args.window} is full; lower --window"
+                )
+        # each group whole, or each record
+        unit = unit if args.group else np.arange(len(records))
+        n = len(blocks) if args.group else len(records)
+        counts = split_counts(n, args.fractions)
+        if min(counts) < 1:
+            what = "groups" if args.group else "records"
+            fix = ", or --order time to split each group in time" if args.group else ""
             fail(
-                f"{table.where(rows[-1])}: the file ends after {len(rows)} rows, before a window of"
-                f" {window} is full; lower --window"
+                f"--split {args.split}: {n} {what} give train/val/test"
+                f" {'/'.join(map(str, counts))}; every split needs one (more data, other"
+                f" fractions{fix})"
             )
-    units = [windows(rows, window, stride) for _, rows in series]
-    if not args.group:
-        units = np.concatenate(units)
-    what = "groups" if args.group else "records"
-    n = len(units)
-    counts = split_counts(n, fractions)
-    if min(counts) < 1:
-        fail(
-            f"--split {args.split}: {n} {what} give train/val/test"
-            f" {'/'.join(map(str, counts))}; every split needs one (more data, other"
-            " fractions" + (", or --order time to split each group in time)" if args.group else ")")
-        )
-    order = np.random.default_rng(args.seed).permutation(n)
-    chosen = [np.sort(p) for p in np.split(order, np.cumsum(counts)[:-1])]
-    if args.group:
-        parts = [np.concatenate([empty] + [units[i] for i in p]) for p in chosen]
-    else:
-        parts = [units[p] for p in chosen]
-    return [Part(p) for p in parts], {**source, "seed": args.seed, "order": "random"}
+        labels = np.empty(n, int)
+        labels[np.random.default_rng(args.seed).permutation(n)] = np.repeat([0, 1, 2], counts)
+        source |= {"seed": args.seed, "order": "random"}
+    return [Part(records[labels[unit] == k]) for k in range(3)], source
 
 
 def rows_in(table, parts, key=None):
@@ -273,16 +259,15 @@ def leave_out_missing(table, parts, keys, how):
     missing, kept, emptied = {}, [], 0
     gaps = {key: gap for key in keys if (gap := missing_rows(table.cols[key])).any()}
     for part in parts:
-        none = np.zeros(len(part), bool)
-        lacks = {key: gaps[key][part.rows].any(axis=1) if key in gaps else none for key in keys}
-        for key in keys:
-            if lacks[key].any():
-                missing[key] = missing.get(key, 0) + int(lacks[key].sum())
-        lacking = np.column_stack([lacks[k] for k in keys])
-        keep = ~lacking.any(axis=1) if how == "drop" else ~lacking.all(axis=1)
-        emptied += int(lacking.all(axis=1).sum()) if how == "omit" else 0
-        lacks = {k: v[keep] for k, v in lacks.items() if how == "omit" and v.any()}
-        kept.append(Part(part.rows[keep], lacks))
+        lacks = {key: gap[part.rows].any(axis=1) for key, gap in gaps.items()}
+        # how many keys each record lacks
+        lacking = sum(lacks.values(), np.zeros(len(part), int))
+        for key, lack in lacks.items():
+            if lack.any():
+                missing[key] = missing.get(key, 0) + int(lack.sum())
+        keep = lacking == 0 if how == "drop" else lacking < len(keys)
+        emptied += int((lacking == len(keys)).sum()) if how == "omit" else 0
+        kept.append(Part(part.rows[keep], {k: v[keep] for k, v in lacks.items()}))
     if emptied:
         print(f"note: {emptied} record(s) left out: every key of theirs missing")
     return kept, missing
@@ -290,14 +275,14 @@ def leave_out_missing(table, parts, keys, how):
 
 def warn_short(parts, args):
     """A split of fewer than 30 records warned of (of none refused), with what to change."""
+    helps = args.order == "time" and args.window > 1 and not args.val
+    more = "--context-before, " if helps and not args.context_before else ""
+    more += "--order random, " if helps and args.group else ""
+    fixes = f"more data, other --split fractions, {more}a smaller --window or --stride"
     for split, part in zip(SPLITS, parts):
+        if not len(part):
+            fail(f"the {split} split holds no record; {fixes}")
         if len(part) < 30:
-            helps = args.order == "time" and args.window > 1 and not args.val
-            more = "--context-before, " if helps and not args.context_before else ""
-            more += "--order random, " if helps and args.group else ""
-            fixes = f"more data, other --split fractions, {more}a smaller --window or --stride"
-            if not len(part):
-                fail(f"the {split} split holds no record; {fixes}")
             said = f"a score over fewer than 30 says little; {fixes}"
             print(f"warning: the {split} split holds {len(part)} record(s): {said}")
 
@@ -326,16 +311,16 @@ def date_keys(table, text_keys, how):
     numbers, else left out (returned)."""
     dates, lines = [], []
     for key, col in table.cols.items():
-        texts = all(isinstance(t, str) and DATE.fullmatch(t) for t in col.texts)
-        if key in text_keys or not texts or col.nested:
-            continue
+        texts = col.texts
+        dated = all(isinstance(t, str) and DATE.fullmatch(t) for t in texts)
         present = np.flatnonzero(col.code != GAP)
-        if not len(present):
+        if key in text_keys or not dated or col.nested or not len(present):
             continue
-        index, texts, x = col.code[present], col.texts, col.x[present]
-        numbers = not (index >= 0).all()
+        index = col.code[present]
+        numbers = (index == NUM).any()
         if numbers:
-            # a column of numbers (a text's x is NaN): yyyymmdd, from 1800 to 2099
+            # yyyymmdd, from 1800 to 2099 (a text's x is NaN)
+            x = col.x[present]
             if col.q != 0 or not ((x > 18e6) & (x < 21e6)).all():
                 continue
             days, index = np.unique(x, return_inverse=True)
@@ -343,16 +328,15 @@ def date_keys(table, text_keys, how):
         years = decimal_years(texts)[index]
         if numbers and np.isnan(years).any():
             continue
-        # in file order within each group
-        by_group, same = slice(None), np.diff(present) == 1
+        # rows in file order, within each group
+        group = np.zeros(len(present))
         if table.group:
             group = np.where(table.group.code == NUM, table.group.x, table.group.code)[present]
-            by_group = np.lexsort((present, group))
-            same = np.diff(group[by_group]) == 0
-        after = present[by_group][1:][(np.diff(years[by_group]) < 0) & same]
-        back = ""
-        if len(after):
-            back = f" (they go back in time at {table.where(after[0])}: sort the file)"
+        order = np.lexsort((present, group))
+        back = present[order][1:][(np.diff(years[order]) < 0) & (np.diff(group[order]) == 0)]
+        after = ""
+        if len(back):
+            after = f" (they go back in time at {table.where(back[0])}: sort the file)"
         kept = "left out (--dates=number keeps it as a number)"
         if how != "number":
             dates.append(key)
@@ -371,7 +355,7 @@ def date_keys(table, text_keys, how):
             kept = "kept as a number (--dates=number)"
         lines.append(
             f"note: key {key!r} holds dates or times ({texts[index[0]]} ... {texts[index[-1]]}):"
-            f" {kept}; rows taken in file order{back}"
+            f" {kept}; rows taken in file order{after}"
         )
     print_some(lines)
     return dates
