@@ -39,18 +39,11 @@ def print_some(lines, most=5):
         print(f"  ... and {len(lines) - most} more such lines")
 
 
-def kinds(value):
-    return {
-        "number" if isinstance(x, Decimal) else "null" if x is None else "text"
-        for x in leaves(value)
-    }
-
-
 def missing_rows(col):
     """A column's rows whose value is missing, or holds one (a JSON list with a null)."""
     gap = col.code == GAP
     for row, value in col.nested.items():
-        gap[row] = "null" in kinds(value)
+        gap[row] = None in leaves(value)
     return gap
 
 
@@ -73,12 +66,13 @@ def check_keys(table):
     for key, col in table.cols.items():
         bits = (col.code == NUM) + np.int8(2) * (col.code >= 0)
         for row, value in col.nested.items():
-            held = kinds(value)
-            bits[row] = ("number" in held) + 2 * ("text" in held)
+            number = [isinstance(x, Decimal) for x in leaves(value) if x is not None]
+            bits[row] = any(number) + 2 * (not all(number))
         present = np.flatnonzero(bits)
         if not len(present):
             fail(f"key {key!r} holds no value in any record; leave it out with --columns")
-        first, other = present[0], present[bits[present] != bits[present[0]]]
+        first = present[0]
+        other = present[bits[present] != bits[first]]
         if len(other):
             fail(
                 f"{table.where(other[0])}: key {key!r} holds {HOLDS[bits[other[0]]]},"
@@ -381,36 +375,34 @@ def keys_within(value):
 
 def words_for_tokenizer(table):
     """Key names and text values made words (as_word), noted; {old: new} of the keys."""
+    cols = table.cols.values()
     renamed = {key: as_word(key) for key in table.cols}
-    strings = [t for c in table.cols.values() for t in c.texts]
-    strings += [x for c in table.cols.values() for v in c.nested.values() for x in leaves(v)]
+    strings = [x for c in cols for v in [*c.texts, *c.nested.values()] for x in leaves(v)]
     values = {x: as_word(x) for x in strings if isinstance(x, str)}
     for mapping, what in ((renamed, "key"), (values, "text value")):
-        changed = {a: b for a, b in mapping.items() if a != b}
-        clash = {}
+        written = {}
         for a, b in mapping.items():
-            if clash.setdefault(b, a) != a:
-                both = f"{excerpt(clash[b])} and {excerpt(a)}"
+            if written.setdefault(b, a) != a:
+                both = f"{excerpt(written[b])} and {excerpt(a)}"
                 fail(f"the {what}s {both} would both be written {excerpt(b)}; rename one")
-        if changed:
-            a, b = next(iter(changed.items()))
+        if changed := [(a, b) for a, b in mapping.items() if a != b]:
+            a, b = changed[0]
             print(
                 f"note: {len(changed)} {what}(s) the tokenizer would read as numbers written as one"
                 f" word each: {excerpt(a)} as {excerpt(b)}"
                 + (" (--mask_key takes the new name)" if what == "key" else "")
             )
-    # not renamed: the keys within a JSON value
-    for col in table.cols.values():
+    word = lambda x: values.get(x, x)
+    for col in cols:
+        col.texts = [word(t) for t in col.texts]
         for row, value in col.nested.items():
+            # the keys within a JSON value are not renamed
             for key in keys_within(value):
                 if as_word(key) != key:
                     fail(
                         f"{table.where(row)}: the tokenizer reads a number in the key"
                         f" {excerpt(key)}; rename it {excerpt(as_word(key))}"
                     )
-    word = lambda x: values.get(x, x)
-    for col in table.cols.values():
-        col.texts = [word(t) for t in col.texts]
-        col.nested = {r: rewrite(v, word) for r, v in col.nested.items()}
+            col.nested[row] = rewrite(value, word)
     table.cols = {renamed[k]: c for k, c in table.cols.items()}
     return renamed

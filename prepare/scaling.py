@@ -23,7 +23,7 @@ def number_pieces(col, weights, size=1 << 18):
 
 
 def extremes(col, rows):
-    """(least, largest, least |x| but 0) of a column's numbers in rows (a mask)."""
+    """(least, largest, least |x| but 0) of a column's numbers in rows (a mask or counts)."""
     low, high, small = np.inf, -np.inf, np.inf
     for x, _ in number_pieces(col, rows):
         low, high = x.min(initial=low), x.max(initial=high)
@@ -31,23 +31,15 @@ def extremes(col, rows):
     return low, high, small
 
 
-def scale_of(table, train, key, mode):
-    """{"center", "spread"} of a key, from the training records (each number counted as often as
-    records hold it)."""
-    col = table.cols[key]
-    w = np.bincount(train.rows[train.has(key)].ravel(), minlength=table.n)
-    total = count = 0.0
-    for x, n in number_pieces(col, w):
-        total, count = total + (x * n).sum(), count + n.sum()
-    if not count:
-        fail(
-            f"key {key!r} holds no number in the training split"
-            f" ({table.where(train.rows[0][0])} ...)"
-        )
+def scale_of(col, weights, mode):
+    """{"center", "spread"} of a column's numbers, each counted weights[row] times."""
     if mode != "auto":
         return {"center": 0.0, "spread": 1.0}
+    total = count = 0.0
+    for x, n in number_pieces(col, weights):
+        total, count = total + (x * n).sum(), count + n.sum()
     mean, squares = total / count, 0.0
-    for x, n in number_pieces(col, w):
+    for x, n in number_pieces(col, weights):
         squares += ((x - mean) ** 2 * n).sum()
     # 6 significant digits (the center's to a millionth of the spread), exactly as applied
     spread = float(f"{math.sqrt(squares / count):.6g}") or 1.0
@@ -77,10 +69,15 @@ def scale(table, parts, keys, mode, counting=()):
     train}), from train; what the model cannot tell apart warned of, numbers beyond train noted."""
     scales, digits, largest, ranges = {}, {}, {}, {}
     said = defaultdict(list)
+    train = parts[0]
     for key in keys:
         col = table.cols[key]
-        s = scales[key] = scale_of(table, parts[0], key, mode)
-        low, high, small = extremes(col, rows_in(table, parts[:1], key))
+        # each number counted as often as training records hold it
+        weights = np.bincount(train.rows[train.has(key)].ravel(), minlength=table.n)
+        low, high, small = extremes(col, weights)
+        if low > high:
+            fail(f"key {key!r} holds no number in train ({table.where(train.rows[0][0])} ...)")
+        s = scales[key] = scale_of(col, weights, mode)
         out_low, out_high, out_small = extremes(col, rows_in(table, parts[1:], key))
         ranges[key] = [float(low), float(high)]
         if low == high:

@@ -36,10 +36,11 @@ def test_scale_none_writes_the_numbers_as_they_are(tmp_path):
 
 
 def test_a_constant_key_gets_spread_1_and_a_note(tmp_path, capsys):
-    scale = scaling.scale_of(column(tmp_path, ["5", "5"]), Part(np.arange(2)[:, None]), "x", "auto")
-    assert scale == {"center": 5.0, "spread": 1.0}
+    parts = [Part(np.arange(2)[:, None])] * 3
+    scales, _, _, _ = scaling.scale(column(tmp_path, ["5", "5"]), parts, ["x"], "auto")
+    assert scales["x"] == {"center": 5.0, "spread": 1.0}
     assert "is constant in train" in capsys.readouterr().out
-    assert list(scaling.written([5.0], scale, 0)) == ["0"]
+    assert list(scaling.written([5.0], scales["x"], 0)) == ["0"]
 
 
 def test_scale_record_divides_each_window_by_the_mean_of_all_but_its_last(tmp_path):
