@@ -20,8 +20,7 @@ SPLITS = ("train", "val", "test")
 TIME = r"\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?: ?[ap]\.?m\.?)?"
 MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"
 DATE = re.compile(
-    rf"(?:\d{{4}}-\d{{1,2}}(?:-\d{{1,2}})?|\d{{4}}/\d{{1,2}}/\d{{1,2}}"
-    rf"|\d{{1,2}}[/.]\d{{1,2}}[/.](?:\d{{4}}|\d\d)"
+    r"(?:\d{4}-\d{1,2}(?:-\d{1,2})?|\d{4}/\d{1,2}/\d{1,2}|\d{1,2}[/.]\d{1,2}[/.](?:\d{4}|\d\d)"
     # 4-Mar-2021, Mar 4, 2021, Mar-2021
     rf"|\d{{1,2}}[- ]{MONTH}[- ](?:\d{{4}}|\d\d)|{MONTH} \d{{1,2}},? \d{{4}}|{MONTH}[- ]\d{{4}})"
     rf"(?:[T ]{TIME}(?:Z| ?UTC| ?GMT|[+-]\d{{2}}:?\d{{2}})?)?|{TIME}",
@@ -101,7 +100,7 @@ def check_values(table, keys, missing):
 def counts_up(x, q, size=1 << 18):
     """The step by which a file's numbers go up from row to row, perhaps wrapping to their least
     (an hour of the day), else None."""
-    if len(x) <= 2 or len(x) > 1000 and not counts_up(x[:1000], q):
+    if len(x) <= 2:
         return None
     unit = 10.0 ** int(q)
     low, high = np.rint(x.min() / unit), np.rint(x.max() / unit)
@@ -139,7 +138,7 @@ def counting_keys(table, keys):
 
 
 def series_of(table, group, window):
-    """[(name, rows)]: each file's rows, or with --group each group's rows in a file."""
+    """[(path, rows)]: each file's rows, or with --group each group's rows in a file."""
     files = np.split(np.arange(table.n, dtype=np.int32), table.starts[1:-1])
     if not group:
         return list(zip(table.paths, files))
@@ -152,12 +151,10 @@ def series_of(table, group, window):
     out = []
     for path, rows in zip(table.paths, files):
         ids, first = np.unique(value[rows], return_index=True)
-        for i in np.argsort(first):
-            label = col.texts[int(ids[i])] if col.code[rows[first[i]]] >= 0 else f"{ids[i]:g}"
-            out.append((f"{path} ({group} {label})", rows[value[rows] == ids[i]]))
+        out += [(path, rows[value[rows] == v]) for v in ids[np.argsort(first)]]
     if short := [len(rows) for _, rows in out if len(rows) < window]:
         print(f"note: {len(short)} group(s) shorter than --window ({sum(short)} rows): left out")
-    return [(name, rows) for name, rows in out if len(rows) >= window]
+    return [(path, rows) for path, rows in out if len(rows) >= window]
 
 
 def windows(rows, window, stride):
@@ -171,7 +168,7 @@ def split_counts(n, fractions):
     return n - n_val - n_test, n_val, n_test
 
 
-def time_parts(name, rows, args):
+def time_parts(path, rows, args):
     """One series' rows cut in time order into train, val and test (with --context-before, each
     with the window - 1 rows before it); [rows] for a group too short."""
     a, b, c = split_counts(len(rows), args.fractions)
@@ -181,7 +178,7 @@ def time_parts(name, rows, args):
             return [rows]
         fix = "--context-before" if min(a, b, c) and need > 1 else "more rows or other fractions"
         fail(
-            f"{name}: --split {args.split} in time order cuts its"
+            f"{path}: --split {args.split} in time order cuts its"
             f" {len(rows)} rows into {a}/{b}/{c}; each part needs {need} row(s): {fix}"
         )
     back = args.window - 1 if args.context_before else 0
@@ -202,7 +199,7 @@ def split_records(table, args):
         labels = np.maximum(file - len(args.files), 0)
         source = {"train": args.files, "val": args.val, "test": args.test}
     elif args.order == "time":
-        cut = [time_parts(name, rows, args) for name, rows in series]
+        cut = [time_parts(path, rows, args) for path, rows in series]
         if short := [len(p[0]) for p in cut if len(p) == 1]:
             print(
                 f"note: {len(short)} group(s) too short to split in time ({sum(short)} rows): whole"
@@ -306,7 +303,7 @@ def date_keys(table, text_keys, how):
     dates, lines = [], []
     for key, col in table.cols.items():
         texts = col.texts
-        dated = all(isinstance(t, str) and DATE.fullmatch(t) for t in texts)
+        dated = all(DATE.fullmatch(str(t)) for t in texts)
         present = np.flatnonzero(col.code != GAP)
         if key in text_keys or not dated or col.nested or not len(present):
             continue
@@ -326,7 +323,7 @@ def date_keys(table, text_keys, how):
         group = np.zeros(len(present))
         if table.group:
             group = np.where(table.group.code == NUM, table.group.x, table.group.code)[present]
-        order = np.lexsort((present, group))
+        order = np.argsort(group, kind="stable")
         back = present[order][1:][(np.diff(years[order]) < 0) & (np.diff(group[order]) == 0)]
         after = ""
         if len(back):
