@@ -303,9 +303,9 @@ def date_keys(table, text_keys, how):
     dates, lines = [], []
     for key, col in table.cols.items():
         texts = col.texts
-        dated = all(DATE.fullmatch(str(t)) for t in texts)
         present = np.flatnonzero(col.code != GAP)
-        if key in text_keys or not dated or col.nested or not len(present):
+        dated = all(DATE.fullmatch(str(t)) for t in texts) and len(present)
+        if key in text_keys or not dated or col.nested:
             continue
         index = col.code[present]
         numbers = (index == NUM).any()

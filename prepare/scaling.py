@@ -69,14 +69,13 @@ def scale(table, parts, keys, mode, counting=()):
     train}), from train; what the model cannot tell apart warned of, numbers beyond train noted."""
     scales, digits, largest, ranges = {}, {}, {}, {}
     said = defaultdict(list)
-    train = parts[0]
     for key in keys:
         col = table.cols[key]
         # each number counted as often as training records hold it
-        weights = np.bincount(train.rows[train.has(key)].ravel(), minlength=table.n)
+        weights = np.bincount(parts[0].rows[parts[0].has(key)].ravel(), minlength=table.n)
         low, high, small = extremes(col, weights)
         if low > high:
-            fail(f"key {key!r} holds no number in train ({table.where(train.rows[0][0])} ...)")
+            fail(f"key {key!r} holds no number in train ({table.where(parts[0].rows[0][0])} ...)")
         s = scales[key] = scale_of(col, weights, mode)
         out_low, out_high, out_small = extremes(col, rows_in(table, parts[1:], key))
         ranges[key] = [float(low), float(high)]
