@@ -359,7 +359,7 @@ def as_word(text):
     except TextError:
         pass
     word = re.sub(r"\W", "_", text)
-    return "_" + word if not word or word[0].isdigit() else word
+    return "_" + word if word[0].isdigit() else word
 
 
 def keys_within(value):
