@@ -208,7 +208,7 @@ def split_records(table, args):
         source["order"] = "time"
     blocks = [windows(rows, args.window, args.stride) for rows in pieces]
     records = np.concatenate([np.empty((0, args.window), np.int32), *blocks])
-    # each record's piece of rows, its split's
+    # the piece each record is taken from: a piece goes whole to one split
     unit = np.repeat(np.arange(len(blocks)), [len(b) for b in blocks])
     if args.order == "random" and not args.val:
         for rows in pieces:
