@@ -97,19 +97,21 @@ def check_values(table, keys, missing):
 
 # |x| / 10^q beyond a float64 counts no rows (None), without a warning
 @np.errstate(over="ignore")
-def counts_up(x, q):
+def counts_up(x, q, size=1 << 18):
     """The step by which a file's numbers go up from row to row, perhaps wrapping to their least
     (an hour of the day), else None."""
-    if len(x) <= 2:
+    if len(x) <= 2 or len(x) > 1000 and not counts_up(x[:1000], q):
         return None
     unit = 10.0 ** int(q)
-    m = np.rint(x / unit)
-    low, high = m.min(), m.max()
+    low, high = np.rint(x.min() / unit), np.rint(x.max() / unit)
     if max(-low, high) > 2**53:
         return None
-    # the steps, but where it wraps to its least
-    d = np.diff(m)[(m[:-1] != high) | (m[1:] != low)]
-    least, most = d.min(initial=np.inf), d.max(initial=0)
+    # each piece's steps (a piece ends where the next begins), but where it wraps to its least
+    least, most = np.inf, 0
+    for lo in range(0, len(x) - 1, size):
+        m = np.rint(x[lo : lo + size + 1] / unit)
+        d = np.diff(m)[(m[:-1] != high) | (m[1:] != low)]
+        least, most = min(least, d.min(initial=np.inf)), max(most, d.max(initial=0))
     # the same step, but for a rounding of the last digit of a long one (1/12 as 0.0833333333)
     if least <= 0 or most - least > (least >= 1000) or high - low < 2 * least:
         return None
