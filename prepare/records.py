@@ -20,15 +20,14 @@ SPLITS = ("train", "val", "test")
 TIME = r"\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?: ?[ap]\.?m\.?)?"
 MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"
 DATE = re.compile(
-    rf"(?:\d{{4}}-\d{{1,2}}(?:-\d{{1,2}})?|\d{{4}}/\d{{1,2}}/\d{{1,2}}"
-    rf"|\d{{1,2}}[/.]\d{{1,2}}[/.](?:\d{{4}}|\d\d)"
+    r"(?:\d{4}-\d{1,2}(?:-\d{1,2})?|\d{4}/\d{1,2}/\d{1,2}|\d{1,2}[/.]\d{1,2}[/.](?:\d{4}|\d\d)"
     # 4-Mar-2021, Mar 4, 2021, Mar-2021
     rf"|\d{{1,2}}[- ]{MONTH}[- ](?:\d{{4}}|\d\d)|{MONTH} \d{{1,2}},? \d{{4}}|{MONTH}[- ]\d{{4}})"
     rf"(?:[T ]{TIME}(?:Z| ?UTC| ?GMT|[+-]\d{{2}}:?\d{{2}})?)?|{TIME}",
     re.IGNORECASE,
 )
-# the kinds a key's values may hold (a bit each)
-KINDS = {"number": 1, "text": 2}
+# what a key's values hold, by bits: 1 numbers, 2 text, 3 both (in a JSON list)
+HOLDS = ("nothing", "number", "text", "number and text")
 
 
 def print_some(lines, most=5):
@@ -39,18 +38,11 @@ def print_some(lines, most=5):
         print(f"  ... and {len(lines) - most} more such lines")
 
 
-def kinds(value):
-    return {
-        "number" if isinstance(x, Decimal) else "null" if x is None else "text"
-        for x in leaves(value)
-    }
-
-
 def missing_rows(col):
     """A column's rows whose value is missing, or holds one (a JSON list with a null)."""
     gap = col.code == GAP
     for row, value in col.nested.items():
-        gap[row] = "null" in kinds(value)
+        gap[row] = None in leaves(value)
     return gap
 
 
@@ -71,22 +63,21 @@ def check_keys(table):
     """{key: the kinds of its values}, the same for every present value; a key of none refused."""
     kind = {}
     for key, col in table.cols.items():
-        code = col.code
-        bits = (code == NUM) + np.int8(2) * (code >= 0)
+        bits = (col.code == NUM) + np.int8(2) * (col.code >= 0)
         for row, value in col.nested.items():
-            bits[row] = sum(KINDS.get(k, 0) for k in kinds(value))
-        if not bits.any():
+            number = [isinstance(x, Decimal) for x in leaves(value) if x is not None]
+            bits[row] = any(number) + 2 * (not all(number))
+        present = np.flatnonzero(bits)
+        if not len(present):
             fail(f"key {key!r} holds no value in any record; leave it out with --columns")
-        names = lambda b: [k for k, bit in KINDS.items() if b & bit]
-        first = int(np.argmax(bits != 0))
-        other = (bits != 0) & (bits != bits[first])
-        if other.any():
-            row = int(np.argmax(other))
+        first = present[0]
+        other = present[bits[present] != bits[first]]
+        if len(other):
             fail(
-                f"{table.where(row)}: key {key!r} holds {' and '.join(names(bits[row]))},"
-                f" but {' and '.join(names(bits[first]))} at {table.where(first)}"
+                f"{table.where(other[0])}: key {key!r} holds {HOLDS[bits[other[0]]]},"
+                f" but {HOLDS[bits[first]]} at {table.where(first)}"
             )
-        kind[key] = set(names(bits[first]))
+        kind[key] = set(HOLDS[bits[first]].split(" and "))
     return kind
 
 
@@ -94,8 +85,7 @@ def check_values(table, keys, missing):
     """Refused unless --missing: a missing value (the first row holding one, its first key)."""
     if missing != "refuse":
         return
-    gaps = {key: np.flatnonzero(missing_rows(table.cols[key])) for key in keys}
-    gaps = {key: rows[0] for key, rows in gaps.items() if len(rows)}
+    gaps = {key: np.argmax(gap) for key in keys if (gap := missing_rows(table.cols[key])).any()}
     if gaps:
         key = min(gaps, key=gaps.get)
         fail(
@@ -148,9 +138,10 @@ def counting_keys(table, keys):
 
 
 def series_of(table, group, window):
-    """[(name, rows)]: each file's rows, or with --group each group's rows in a file."""
+    """[(path, rows)]: each file's rows, or with --group each group's rows in a file."""
+    files = np.split(np.arange(table.n, dtype=np.int32), table.starts[1:-1])
     if not group:
-        return list(zip(table.paths, file_rows(table)))
+        return list(zip(table.paths, files))
     col = table.group
     # missing, or a JSON list or object
     gap = np.flatnonzero(col.code < NUM)
@@ -158,18 +149,12 @@ def series_of(table, group, window):
         fail(f"{table.where(gap[0])}: --group {group}: no value here; every row needs its group")
     value = np.where(col.code == NUM, col.x, col.code)
     out = []
-    for path, rows in zip(table.paths, file_rows(table)):
+    for path, rows in zip(table.paths, files):
         ids, first = np.unique(value[rows], return_index=True)
-        for i in np.argsort(first):
-            label = col.texts[int(ids[i])] if col.code[rows[first[i]]] >= 0 else f"{ids[i]:g}"
-            out.append((f"{path} ({group} {label})", rows[value[rows] == ids[i]]))
+        out += [(path, rows[value[rows] == v]) for v in ids[np.argsort(first)]]
     if short := [len(rows) for _, rows in out if len(rows) < window]:
         print(f"note: {len(short)} group(s) shorter than --window ({sum(short)} rows): left out")
-    return [(name, rows) for name, rows in out if len(rows) >= window]
-
-
-def file_rows(table):
-    return [np.arange(a, b, dtype=np.int32) for a, b in pairwise(table.starts)]
+    return [(path, rows) for path, rows in out if len(rows) >= window]
 
 
 def windows(rows, window, stride):
@@ -183,81 +168,73 @@ def split_counts(n, fractions):
     return n - n_val - n_test, n_val, n_test
 
 
-def time_parts(name, rows, args):
-    """Train, val and test windows of one series in time order; None for a group too short."""
+def time_parts(path, rows, args):
+    """One series' rows cut in time order into train, val and test (with --context-before, each
+    with the window - 1 rows before it); [rows] for a group too short."""
     a, b, c = split_counts(len(rows), args.fractions)
     need = 1 if args.context_before else args.window
     if min(a, b, c) < need:
         if args.group:
-            return None
+            return [rows]
         fix = "--context-before" if min(a, b, c) and need > 1 else "more rows or other fractions"
         fail(
-            f"{name}: --split {args.split} in time order cuts its"
+            f"{path}: --split {args.split} in time order cuts its"
             f" {len(rows)} rows into {a}/{b}/{c}; each part needs {need} row(s): {fix}"
         )
-    parts = []
-    for lo, hi in ((0, a), (a, a + b), (a + b, len(rows))):
-        back = min(lo, args.window - 1) if args.context_before else 0
-        parts.append(windows(rows[lo - back : hi], args.window, args.stride))
-    return parts
+    back = args.window - 1 if args.context_before else 0
+    return [rows[max(0, lo - back) : hi] for lo, hi in ((0, a), (a, a + b), (a + b, len(rows)))]
 
 
 def split_records(table, args):
     """Train, val and test Parts and their source: the --val and --test files, each series in
     time order, or records or groups at random."""
-    window, stride, fractions = args.window, args.stride, args.fractions
-    source = {"files": args.files, "fractions": fractions}
-    series = series_of(table, args.group, window)
-    empty = np.empty((0, window), np.int32)
-    parts = [[empty], [empty], [empty]]
-    if args.val:
-        for _, rows in series:
-            f = np.searchsorted(table.starts, rows[0], "right") - len(args.files)
-            parts[max(0, f)].append(windows(rows, window, stride))
-        splits = {"train": args.files, "val": args.val, "test": args.test}
-        return [Part(np.concatenate(p)) for p in parts], splits
+    series = series_of(table, args.group, args.window)
+    pieces = [rows for _, rows in series]
+    source = {"files": args.files, "fractions": args.fractions}
     if args.group:
         source["group"] = args.group
-    if args.order == "time":
-        short = []
-        for name, rows in series:
-            split = time_parts(name, rows, args)
-            if split is None:
-                short.append(len(rows))
-                split = [windows(rows, window, stride), empty, empty]
-            for k, part in enumerate(split):
-                parts[k].append(part)
-        if short:
+    if args.val:
+        # each series in its file's split: train, --val or --test
+        file = np.searchsorted(table.starts, [rows[0] for rows in pieces], "right")
+        labels = np.maximum(file - len(args.files), 0)
+        source = {"train": args.files, "val": args.val, "test": args.test}
+    elif args.order == "time":
+        cut = [time_parts(path, rows, args) for path, rows in series]
+        if short := [len(p[0]) for p in cut if len(p) == 1]:
             print(
                 f"note: {len(short)} group(s) too short to split in time ({sum(short)} rows): whole"
                 " in train"
             )
-        return [Part(np.concatenate(p)) for p in parts], {**source, "order": "time"}
-    for _, rows in series:
-        if len(rows) < window:
+        pieces = [rows for p in cut for rows in p]
+        labels = np.array([k for p in cut for k in range(len(p))], int)
+        source["order"] = "time"
+    blocks = [windows(rows, args.window, args.stride) for rows in pieces]
+    records = np.concatenate([np.empty((0, args.window), np.int32), *blocks])
+    # the piece each record is taken from: a piece goes whole to one split
+    unit = np.repeat(np.arange(len(blocks)), [len(b) for b in blocks])
+    if args.order == "random" and not args.val:
+        for rows in pieces:
+            if len(rows) < args.window:
+                fail(
+                    f"{table.where(rows[-1])}: the file ends after {len(rows)} rows, before a"
+                    f" window of {args.window} is full; lower --window"
+                )
+        # each group whole, or each record
+        unit = unit if args.group else np.arange(len(records))
+        n = len(blocks) if args.group else len(records)
+        counts = split_counts(n, args.fractions)
+        if min(counts) < 1:
+            what = "groups" if args.group else "records"
+            fix = ", or --order time to split each group in time" if args.group else ""
             fail(
-                f"{table.where(rows[-1])}: the file ends after {len(rows)} rows, before a window of"
-                f" {window} is full; lower --window"
+                f"--split {args.split}: {n} {what} give train/val/test"
+                f" {'/'.join(map(str, counts))}; every split needs one (more data, other"
+                f" fractions{fix})"
             )
-    units = [windows(rows, window, stride) for _, rows in series]
-    if not args.group:
-        units = np.concatenate(units)
-    what = "groups" if args.group else "records"
-    n = len(units)
-    counts = split_counts(n, fractions)
-    if min(counts) < 1:
-        fail(
-            f"--split {args.split}: {n} {what} give train/val/test"
-            f" {'/'.join(map(str, counts))}; every split needs one (more data, other"
-            " fractions" + (", or --order time to split each group in time)" if args.group else ")")
-        )
-    order = np.random.default_rng(args.seed).permutation(n)
-    chosen = [np.sort(p) for p in np.split(order, np.cumsum(counts)[:-1])]
-    if args.group:
-        parts = [np.concatenate([empty] + [units[i] for i in p]) for p in chosen]
-    else:
-        parts = [units[p] for p in chosen]
-    return [Part(p) for p in parts], {**source, "seed": args.seed, "order": "random"}
+        labels = np.empty(n, int)
+        labels[np.random.default_rng(args.seed).permutation(n)] = np.repeat([0, 1, 2], counts)
+        source |= {"seed": args.seed, "order": "random"}
+    return [Part(records[labels[unit] == k]) for k in range(3)], source
 
 
 def rows_in(table, parts, key=None):
@@ -273,16 +250,15 @@ def leave_out_missing(table, parts, keys, how):
     missing, kept, emptied = {}, [], 0
     gaps = {key: gap for key in keys if (gap := missing_rows(table.cols[key])).any()}
     for part in parts:
-        none = np.zeros(len(part), bool)
-        lacks = {key: gaps[key][part.rows].any(axis=1) if key in gaps else none for key in keys}
-        for key in keys:
-            if lacks[key].any():
-                missing[key] = missing.get(key, 0) + int(lacks[key].sum())
-        lacking = np.column_stack([lacks[k] for k in keys])
-        keep = ~lacking.any(axis=1) if how == "drop" else ~lacking.all(axis=1)
-        emptied += int(lacking.all(axis=1).sum()) if how == "omit" else 0
-        lacks = {k: v[keep] for k, v in lacks.items() if how == "omit" and v.any()}
-        kept.append(Part(part.rows[keep], lacks))
+        lacks = {key: gap[part.rows].any(axis=1) for key, gap in gaps.items()}
+        # how many keys each record lacks
+        lacking = sum(lacks.values(), np.zeros(len(part), int))
+        for key, lack in lacks.items():
+            if lack.any():
+                missing[key] = missing.get(key, 0) + int(lack.sum())
+        keep = lacking == 0 if how == "drop" else lacking < len(keys)
+        emptied += int((lacking == len(keys)).sum()) if how == "omit" else 0
+        kept.append(Part(part.rows[keep], {k: v[keep] for k, v in lacks.items()}))
     if emptied:
         print(f"note: {emptied} record(s) left out: every key of theirs missing")
     return kept, missing
@@ -290,14 +266,14 @@ def leave_out_missing(table, parts, keys, how):
 
 def warn_short(parts, args):
     """A split of fewer than 30 records warned of (of none refused), with what to change."""
+    helps = args.order == "time" and args.window > 1 and not args.val
+    more = "--context-before, " if helps and not args.context_before else ""
+    more += "--order random, " if helps and args.group else ""
+    fixes = f"more data, other --split fractions, {more}a smaller --window or --stride"
     for split, part in zip(SPLITS, parts):
+        if not len(part):
+            fail(f"the {split} split holds no record; {fixes}")
         if len(part) < 30:
-            helps = args.order == "time" and args.window > 1 and not args.val
-            more = "--context-before, " if helps and not args.context_before else ""
-            more += "--order random, " if helps and args.group else ""
-            fixes = f"more data, other --split fractions, {more}a smaller --window or --stride"
-            if not len(part):
-                fail(f"the {split} split holds no record; {fixes}")
             said = f"a score over fewer than 30 says little; {fixes}"
             print(f"warning: the {split} split holds {len(part)} record(s): {said}")
 
@@ -326,16 +302,16 @@ def date_keys(table, text_keys, how):
     numbers, else left out (returned)."""
     dates, lines = [], []
     for key, col in table.cols.items():
-        texts = all(isinstance(t, str) and DATE.fullmatch(t) for t in col.texts)
-        if key in text_keys or not texts or col.nested:
-            continue
+        texts = col.texts
         present = np.flatnonzero(col.code != GAP)
-        if not len(present):
+        dated = all(DATE.fullmatch(str(t)) for t in texts) and len(present)
+        if key in text_keys or not dated or col.nested:
             continue
-        index, texts, x = col.code[present], col.texts, col.x[present]
-        numbers = not (index >= 0).all()
+        index = col.code[present]
+        numbers = (index == NUM).any()
         if numbers:
-            # a column of numbers (a text's x is NaN): yyyymmdd, from 1800 to 2099
+            # yyyymmdd, from 1800 to 2099 (a text's x is NaN)
+            x = col.x[present]
             if col.q != 0 or not ((x > 18e6) & (x < 21e6)).all():
                 continue
             days, index = np.unique(x, return_inverse=True)
@@ -343,16 +319,15 @@ def date_keys(table, text_keys, how):
         years = decimal_years(texts)[index]
         if numbers and np.isnan(years).any():
             continue
-        # in file order within each group
-        by_group, same = slice(None), np.diff(present) == 1
+        # rows in file order, within each group
+        group = np.zeros(len(present))
         if table.group:
             group = np.where(table.group.code == NUM, table.group.x, table.group.code)[present]
-            by_group = np.lexsort((present, group))
-            same = np.diff(group[by_group]) == 0
-        after = present[by_group][1:][(np.diff(years[by_group]) < 0) & same]
-        back = ""
-        if len(after):
-            back = f" (they go back in time at {table.where(after[0])}: sort the file)"
+        order = np.argsort(group, kind="stable")
+        back = present[order][1:][(np.diff(years[order]) < 0) & (np.diff(group[order]) == 0)]
+        after = ""
+        if len(back):
+            after = f" (they go back in time at {table.where(back[0])}: sort the file)"
         kept = "left out (--dates=number keeps it as a number)"
         if how != "number":
             dates.append(key)
@@ -371,7 +346,7 @@ def date_keys(table, text_keys, how):
             kept = "kept as a number (--dates=number)"
         lines.append(
             f"note: key {key!r} holds dates or times ({texts[index[0]]} ... {texts[index[-1]]}):"
-            f" {kept}; rows taken in file order{back}"
+            f" {kept}; rows taken in file order{after}"
         )
     print_some(lines)
     return dates
@@ -386,7 +361,7 @@ def as_word(text):
     except TextError:
         pass
     word = re.sub(r"\W", "_", text)
-    return "_" + word if not word or word[0].isdigit() else word
+    return "_" + word if word[0].isdigit() else word
 
 
 def keys_within(value):
@@ -397,36 +372,34 @@ def keys_within(value):
 
 def words_for_tokenizer(table):
     """Key names and text values made words (as_word), noted; {old: new} of the keys."""
+    cols = table.cols.values()
     renamed = {key: as_word(key) for key in table.cols}
-    strings = [t for c in table.cols.values() for t in c.texts]
-    strings += [x for c in table.cols.values() for v in c.nested.values() for x in leaves(v)]
+    strings = [x for c in cols for v in [*c.texts, *c.nested.values()] for x in leaves(v)]
     values = {x: as_word(x) for x in strings if isinstance(x, str)}
     for mapping, what in ((renamed, "key"), (values, "text value")):
-        changed = {a: b for a, b in mapping.items() if a != b}
-        clash = {}
+        written = {}
         for a, b in mapping.items():
-            if clash.setdefault(b, a) != a:
-                both = f"{excerpt(clash[b])} and {excerpt(a)}"
+            if written.setdefault(b, a) != a:
+                both = f"{excerpt(written[b])} and {excerpt(a)}"
                 fail(f"the {what}s {both} would both be written {excerpt(b)}; rename one")
-        if changed:
-            a, b = next(iter(changed.items()))
+        if changed := [(a, b) for a, b in mapping.items() if a != b]:
+            a, b = changed[0]
             print(
                 f"note: {len(changed)} {what}(s) the tokenizer would read as numbers written as one"
                 f" word each: {excerpt(a)} as {excerpt(b)}"
                 + (" (--mask_key takes the new name)" if what == "key" else "")
             )
-    # not renamed: the keys within a JSON value
-    for col in table.cols.values():
+    word = lambda x: values.get(x, x)
+    for col in cols:
+        col.texts = [word(t) for t in col.texts]
         for row, value in col.nested.items():
+            # the keys within a JSON value are not renamed
             for key in keys_within(value):
                 if as_word(key) != key:
                     fail(
                         f"{table.where(row)}: the tokenizer reads a number in the key"
                         f" {excerpt(key)}; rename it {excerpt(as_word(key))}"
                     )
-    word = lambda x: values.get(x, x)
-    for col in table.cols.values():
-        col.texts = [word(t) for t in col.texts]
-        col.nested = {r: rewrite(v, word) for r, v in col.nested.items()}
+            col.nested[row] = rewrite(value, word)
     table.cols = {renamed[k]: c for k, c in table.cols.items()}
     return renamed

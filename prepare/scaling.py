@@ -23,38 +23,26 @@ def number_pieces(col, weights, size=1 << 18):
 
 
 def extremes(col, rows):
-    """(least, largest, least |x| but 0, largest |x|) of a column's numbers in rows (a mask)."""
+    """(least, largest, least |x| but 0) of a column's numbers in rows (a mask or counts)."""
     low, high, small = np.inf, -np.inf, np.inf
     for x, _ in number_pieces(col, rows):
         low, high = x.min(initial=low), x.max(initial=high)
         small = np.abs(x[x != 0]).min(initial=small)
-    return low, high, small, max(high, -low)
+    return low, high, small
 
 
-def scale_of(table, train, key, mode, say=print):
-    """{"center", "spread"} of a key, from the training records (each number counted as often as
-    records hold it); a constant key said."""
-    col = table.cols[key]
-    w = np.bincount(train.rows[train.has(key)].ravel(), minlength=table.n)
-    total = count = 0.0
-    for x, n in number_pieces(col, w):
-        total, count = total + (x * n).sum(), count + n.sum()
-    if not count:
-        fail(
-            f"key {key!r} holds no number in the training split"
-            f" ({table.where(train.rows[0][0])} ...)"
-        )
-    mean = total / count
-    std = math.sqrt(sum((((x - mean) ** 2) * n).sum() for x, n in number_pieces(col, w)) / count)
-    if std == 0:
-        say(
-            f"note: key {key!r} is constant in train ({mean:g}): nothing to learn from it;"
-            " --columns leaves it out"
-        )
+def scale_of(col, weights, mode):
+    """{"center", "spread"} of a column's numbers, each counted weights[row] times."""
     if mode != "auto":
         return {"center": 0.0, "spread": 1.0}
+    total = count = 0.0
+    for x, n in number_pieces(col, weights):
+        total, count = total + (x * n).sum(), count + n.sum()
+    mean, squares = total / count, 0.0
+    for x, n in number_pieces(col, weights):
+        squares += ((x - mean) ** 2 * n).sum()
     # 6 significant digits (the center's to a millionth of the spread), exactly as applied
-    spread = float(f"{std:.6g}") or 1.0
+    spread = float(f"{math.sqrt(squares / count):.6g}") or 1.0
     digits = 6 + max(0, math.ceil(math.log10(abs(mean) / spread))) if mean else 6
     return {"center": float(f"{mean:.{digits}g}"), "spread": spread}
 
@@ -69,7 +57,7 @@ def written(x, scale, digits):
     """Numbers as the text writes them: (x - center) / spread, `digits` decimals at most."""
     z = (np.asarray(x, float) - scale["center"]) / scale["spread"]
     distinct, inverse = np.unique(z, return_inverse=True)
-    text = ("{:.%df}\0" % digits * len(distinct)).format(*distinct.tolist()).split("\0")[:-1]
+    text = [f"{v:.{digits}f}" for v in distinct.tolist()]
     if digits:
         text = [t.rstrip("0").rstrip(".") for t in text]
     text = ["0" if t == "-0" else t for t in text]
@@ -83,19 +71,29 @@ def scale(table, parts, keys, mode, counting=()):
     said = defaultdict(list)
     for key in keys:
         col = table.cols[key]
-        low, high, least, most = extremes(col, rows_in(table, parts, key))
-        s = scales[key] = scale_of(table, parts[0], key, mode, said["constant"].append)
-        largest[key] = max(abs(high - s["center"]), abs(low - s["center"])) / s["spread"]
-        digits[key] = decimals_of(col.q, s["spread"], mode, largest[key])
-        low, high, _, _ = extremes(col, rows_in(table, parts[:1], key))
+        # each number counted as often as training records hold it
+        weights = np.bincount(parts[0].rows[parts[0].has(key)].ravel(), minlength=table.n)
+        low, high, small = extremes(col, weights)
+        if low > high:
+            fail(f"key {key!r} holds no number in train ({table.where(parts[0].rows[0][0])} ...)")
+        s = scales[key] = scale_of(col, weights, mode)
+        out_low, out_high, out_small = extremes(col, rows_in(table, parts[1:], key))
         ranges[key] = [float(low), float(high)]
+        if low == high:
+            said["constant"].append(
+                f"note: key {key!r} is constant in train ({low:g}): nothing to learn from it;"
+                " --columns leaves it out"
+            )
+        # the numbers of every split
+        bottom, top = min(low, out_low), max(high, out_high)
+        largest[key] = max(abs(top - s["center"]), abs(bottom - s["center"])) / s["spread"]
+        digits[key] = decimals_of(col.q, s["spread"], mode, largest[key])
         if mode == "record":
             if col.nested:
                 fail(f"key {key!r} holds lists or objects: --scale record scales plain numbers")
             # from train alone: nothing written hangs on the value a record predicts
             digits[key] = decimals_of(col.q, max(high, -low) or 1, mode, 1)
             continue
-        out_low, out_high, _, _ = extremes(col, rows_in(table, parts[1:], key))
         if key not in counting and max(low - out_low, out_high - high) > (high - low) / 10:
             said["beyond"].append(
                 f"note: key {key!r}: val/test numbers reach [{out_low:g}, {out_high:g}], beyond"
@@ -107,10 +105,11 @@ def scale(table, parts, keys, mode, counting=()):
                 f"warning: {where}: key {key!r}: {a} and {b} ({seen}) reach the model as one value;"
                 " write log10 of the key, --scale none, or leave an ID out (--columns)"
             )
-        if most / least > 1e6:
+        small = min(small, out_small)
+        if max(top, -bottom) / small > 1e6:
             said["decades"].append(
-                f"warning: key {key!r}: |x| from {least:.3g} to {most:.3g}: scaled, the small ones"
-                " are near 0; write log10 of the key, or --scale none"
+                f"warning: key {key!r}: |x| from {small:.3g} to {max(top, -bottom):.3g}: scaled,"
+                " the small ones are near 0; write log10 of the key, or --scale none"
             )
         if mode == "auto" and largest[key] > 10:
             said["far"].append(
