@@ -267,6 +267,13 @@ def main():
             )
     if nproc < 0:
         raise SystemExit(f"error: --nproc must be 0 (one per visible GPU) or more, got {nproc}")
+    samples = os.path.join(data_dir, "era5")
+    trains = [s for s in stages.split() if s in ("ddp", "bench")]
+    if trains and "data" not in stages.split() and not os.path.isdir(samples):
+        raise SystemExit(
+            f"error: {samples} is not prepared, and the {trains[0]} stage trains on it;"
+            f' --stages="data {stages}" makes it first'
+        )
     n = nproc
     if device.startswith("cuda"):
         import torch
@@ -285,7 +292,6 @@ def main():
         f" ({'NCCL' if device.startswith('cuda') else 'gloo'})",
         flush=True,
     )
-    samples = os.path.join(data_dir, "era5")
     t0 = time.time()
     for stage in stages.split():
         t = time.time()
