@@ -109,7 +109,7 @@ def run_in_process(args, input):
     return subprocess.CompletedProcess(args, code, *(s.buffer.getvalue().decode() for s in (out, err)))
 
 
-# ---------------------------------------------------------------- fixtures the test files share
+# -- fixtures the test files share
 @pytest.fixture(scope="session")
 def data(tmp_path_factory):
     """The tiny arithmetic set (ops2), tokenized in xVal and p10."""

@@ -71,7 +71,7 @@ def test_every_arithmetic_example_of_the_docs_is_exact():
     assert not wrong
 
 
-# ---------------------------------------------------------------- the docs' commands
+# -- the docs' commands
 def code_lines(doc):
     """A markdown file's fenced and indented code blocks, by line, and its inline code."""
     text = read(doc).replace("\\\n", " ")
@@ -162,7 +162,7 @@ def test_every_command_of_the_docs_names_a_script_and_flags_it_takes():
     assert len(ci) == 1 and ci[0] in read("README.md").splitlines()
 
 
-# ---------------------------------------------------------------- the README's figures
+# -- the README's figures
 def cases(path):
     """How many tests a test file makes, each parametrize multiplying."""
     count = 0
