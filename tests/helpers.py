@@ -58,19 +58,20 @@ def torchrun(n, *args, check=True):
                env={**os.environ, "OMP_NUM_THREADS": "1"}, check=check)
 
 
-def resumed_losses_match(data, tmp_path, device="cpu", rel=1e-6, abs=1e-7):
-    """Steps 4-6 resumed from step 3's checkpoint log an uninterrupted run's losses."""
+def resumed_losses_match(data, tmp_path, *flags, device="cpu", rel=1e-6, abs=1e-7):
+    """Steps 4-6 resumed from step 3's checkpoint log an uninterrupted run's losses; that run."""
     flags = [f"--device={device}", "--micro_batch_size=4", "--eval_interval=3", "--min_lr=1e-4", "--dropout=0.1",
-             "--max_iters=6", "--keep_every=3"]
+             "--max_iters=6", "--keep_every=3", *flags]
     straight, resumed = tmp_path / "straight", tmp_path / "resumed"
-    train(data, straight, *flags)
+    r = train(data, straight, *flags)
     os.makedirs(resumed)
     shutil.copy(straight / "ckpt_3.pt", resumed / "ckpt_latest.pt")
-    r = train(data, resumed, *flags, "--resume")
-    assert "resuming at step 3" in r.stdout and "changed" not in r.stdout
+    out = train(data, resumed, *flags, "--resume").stdout
+    assert "resuming at step 3" in out and "changed" not in out
     a, b = losses(straight), losses(resumed)
     for i in (4, 5, 6):
         assert b[i] == pytest.approx(a[i], rel=rel, abs=abs)
+    return r
 
 
 # -- eval.py's runs

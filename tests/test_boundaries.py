@@ -1,5 +1,4 @@
-"""Each module knows only its own: the configurator no script, a script's ranges its settings,
-the reference no function only dev/ or tests/ use, the tools their outputs under out/."""
+"""Each module knows only its own: the configurator no script, the reference nothing of tests/."""
 import ast
 import os
 import re

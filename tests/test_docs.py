@@ -1,5 +1,4 @@
-"""The docs' links and cited decisions resolve, their commands name scripts and flags that exist,
-their arithmetic and figures hold."""
+"""The docs' links and commands resolve; their arithmetic and figures hold."""
 import ast
 import functools
 import json
@@ -176,16 +175,12 @@ def cases(path):
     return count
 
 
-def test_the_readme_counts_the_tests_skipped_without_a_gpu():
+def test_the_readme_counts_the_gpu_tests_and_names_the_cpu_kernels_and_every_report():
     phrase = r"(\d+) skipped for want of a GPU \(the (\d+) of\s+`tests/test_cuda.py`"
     skipped, in_cuda = map(int, re.search(phrase, read("README.md")).groups())
-    # a test elsewhere whose CUDA case is marked to skip
-    skip = r"marks=CUDA\)"
-    elsewhere = sum(len(re.findall(skip, read(t))) for t in in_root("tests/*.py") if "test_cuda" not in t)
+    # and the tests elsewhere whose CUDA case is marked to skip
+    elsewhere = sum(len(re.findall(r"marks=CUDA\)", read(t))) for t in in_root("tests/*.py") if "cuda" not in t)
     assert in_cuda == cases("tests/test_cuda.py") and skipped == in_cuda + elsewhere
-
-
-def test_the_readme_and_the_study_name_the_same_cpu_kernels_and_every_report():
     readme, study = (re.sub(r"\s+", " ", read(d)) for d in ("README.md", "dev/README.md"))
     phrase = r"digits were measured with torch's (\w+) kernels"
     said = re.findall(phrase, readme)
