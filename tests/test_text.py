@@ -618,6 +618,7 @@ def test_a_tiny_number_beside_large_ones_is_written_with_at_most_17_digits(prepa
     assert meta["decimals"]["y"] <= 17 and all(len(str(r["y"])) <= 20 for r in read(out))
 
 
+@pytest.mark.slow
 def test_many_keys_print_a_few_lines_and_need_no_file_per_column_open(tmp_path):
     content = ",".join(f"k{j}" for j in range(250)) + "\n" + "".join(
         ",".join(f"{(i * j) % 7 if j % 2 else 3}" for j in range(250)) + "\n" for i in range(40))
