@@ -35,9 +35,11 @@ def in_root(*patterns):
 
 
 # Scripts run in the test process (a new one spends seconds importing torch), unless they set their
-# own environment, compile or start workers.
-IN_PROCESS = {"train.py", "sample.py", "eval.py", "tools/curves.py", "tokenize_numbers.py", "prepare/arithmetic.py",
-              "prepare/lookup.py", "prepare/planets.py", "prepare/era5.py"}
+# own environment or compile (compiled code caches by process); these with one worker only (their
+# default is every core).
+IN_PROCESS = ("train.py", "sample.py", "eval.py", "tools/curves.py")
+WITH_WORKERS = ("tokenize_numbers.py", "prepare/arithmetic.py", "prepare/lookup.py", "prepare/planets.py",
+                "prepare/era5.py")
 
 # The scripts whose settings have RANGES, and all their ranges
 RANGED = ("train.py", "sample.py", "eval.py", "tools/curves.py", "tools/probe.py", "tools/baselines.py")
@@ -47,23 +49,15 @@ RANGE = {k: v for p in RANGED for k, v in read_ranges(os.path.join(ROOT, p)).ite
 def run(*args, check=True, input=None, env=None, process=False):
     """`python *args` from the repository root: a CompletedProcess. check: a failure raises, with both
     streams. process: always a new process."""
-    if args[0] in IN_PROCESS and env is None and not process and one_process(args):
+    one_worker = "--workers=1" in args or ("--workers", "1") in zip(args, args[1:])
+    if env is None and not process and "--compile=True" not in args and (
+            args[0] in IN_PROCESS or args[0] in WITH_WORKERS and one_worker):
         r = run_in_process(args, input)
     else:
         r = subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True, input=input, env=env)
     if check and r.returncode != 0:
         raise AssertionError(f"{' '.join(args)} failed:\n{r.stdout}\n{r.stderr}")
     return r
-
-
-def one_process(args):
-    """True if the command starts no workers (their default is every core) and does not compile
-    (compiled code caches by process)."""
-    if "--compile=True" in args:
-        return False
-    if args[0] in ("train.py", "sample.py", "eval.py", "tools/curves.py"):
-        return True
-    return "--workers=1" in args or ("--workers", "1") in zip(args, args[1:])
 
 
 def run_in_process(args, input):
@@ -109,7 +103,7 @@ def run_in_process(args, input):
     return subprocess.CompletedProcess(args, code, *(s.buffer.getvalue().decode() for s in (out, err)))
 
 
-# ---------------------------------------------------------------- fixtures the test files share
+# -- fixtures the test files share
 @pytest.fixture(scope="session")
 def data(tmp_path_factory):
     """The tiny arithmetic set (ops2), tokenized in xVal and p10."""

@@ -2,7 +2,6 @@
 tokenizer's hardest lines."""
 import argparse
 import datetime
-import functools
 import json
 import math
 import os
@@ -20,11 +19,11 @@ import common
 import era5
 import era5_synthetic
 import tokenize_numbers
-from batching import ar_example, mlm_mask
+from batching import ar_example, collate, mlm_mask, pack
 from model import GPT, GPTConfig, loss_from
 
 
-# ---------------------------------------------------------------- train.py's runs
+# -- train.py's runs
 TINY = ["--n_layer=2", "--n_head=2", "--n_embd=32", "--block_size=32", "--device=cpu", "--compile=False",
         "--warmup_iters=0", "--log_interval=1"]
 
@@ -59,22 +58,23 @@ def torchrun(n, *args, check=True):
                env={**os.environ, "OMP_NUM_THREADS": "1"}, check=check)
 
 
-def resumed_losses_match(data, tmp_path, device="cpu", rel=1e-6, abs=1e-7):
-    """Steps 4-6 resumed from step 3's checkpoint log an uninterrupted run's losses."""
+def resumed_losses_match(data, tmp_path, *flags, device="cpu", rel=1e-6, abs=1e-7):
+    """Steps 4-6 resumed from step 3's checkpoint log an uninterrupted run's losses; that run."""
     flags = [f"--device={device}", "--micro_batch_size=4", "--eval_interval=3", "--min_lr=1e-4", "--dropout=0.1",
-             "--max_iters=6", "--keep_every=3"]
+             "--max_iters=6", "--keep_every=3", *flags]
     straight, resumed = tmp_path / "straight", tmp_path / "resumed"
-    train(data, straight, *flags)
+    r = train(data, straight, *flags)
     os.makedirs(resumed)
     shutil.copy(straight / "ckpt_3.pt", resumed / "ckpt_latest.pt")
-    r = train(data, resumed, *flags, "--resume")
-    assert "resuming at step 3" in r.stdout and "changed" not in r.stdout
+    out = train(data, resumed, *flags, "--resume").stdout
+    assert "resuming at step 3" in out and "changed" not in out
     a, b = losses(straight), losses(resumed)
     for i in (4, 5, 6):
         assert b[i] == pytest.approx(a[i], rel=rel, abs=abs)
+    return r
 
 
-# ---------------------------------------------------------------- eval.py's runs
+# -- eval.py's runs
 EVAL_TINY = ["--n_layer=1", "--n_head=2", "--n_embd=16", "--device=cpu", "--compile=False", "--warmup_iters=0",
              "--log_interval=1", "--max_iters=3", "--eval_interval=3", "--batch_size=4", "--micro_batch_size=4"]
 
@@ -94,7 +94,7 @@ def evaluated(*ckpts, extra=()):
         return json.load(f), r.stdout, prefix
 
 
-# ---------------------------------------------------------------- a tiny model
+# -- a tiny model
 V, NUM = 12, 3  # a tiny vocabulary: specials 0..2, [NUM] 3, text tokens 4..11
 
 
@@ -106,15 +106,16 @@ def tiny(encoding="xval", **kw):
     return GPT(GPTConfig(**{**settings, **kw})).eval()
 
 
-def random_examples(rng, lengths, causal=False, mlm_probability=0.3, spread=1.0):
-    """AR or MLM examples of random tokens, every third a [NUM] of value ~ N(0, spread²)."""
+def random_batch(rng, lengths, packed, causal, row_length=None, mlm_probability=0.3, spread=1.0):
+    """A packed or padded batch of AR or MLM examples of random tokens, every third a [NUM] of
+    value ~ N(0, spread²)."""
     examples = []
     for n in lengths:
         ids = rng.integers(4, V, int(n))
         ids[::3] = NUM
         values = np.where(ids == NUM, rng.standard_normal(len(ids)) * spread, 1.0).astype(np.float32)
         examples.append(ar_example(ids, values) if causal else mlm_mask(ids, values, mlm_probability, rng))
-    return examples
+    return pack(examples, row_length) if packed else collate(examples)
 
 
 def forward(net, b):
@@ -135,7 +136,7 @@ def sample(T, seed=0):
     return ids, values
 
 
-# ---------------------------------------------------------------- samples in memory
+# -- samples in memory
 class Samples(list):
     """A split in memory: (ids, values) samples, with a Split's lengths."""
     @property
@@ -143,21 +144,19 @@ class Samples(list):
         return np.array([len(s[0]) for s in self])
 
 
-# ---------------------------------------------------------------- datasets written by hand
+# -- datasets written by hand
 # ERA5's grid: latitudes descending, 18° apart so that sin(lat) decodes unambiguously
 LAT = np.linspace(81.0, -81.0, 10)
 LON = np.arange(20) * 18.0
-N_STEPS = 200  # hourly
 START = datetime.datetime(2021, 3, 1)
 
 
-def truth_field(n_steps=N_STEPS, n_lat=len(LAT), n_lon=len(LON), seed=0):
-    """(steps, lat, lon) kelvin: a latitude gradient, a daily cycle and noise, as CDS's int16
-    packing leaves it; and that packing."""
-    rng = np.random.default_rng(seed)
-    hours = np.arange(n_steps)[:, None, None]
-    lat = np.linspace(81, -81, n_lat)[None, :, None]
-    lon = np.linspace(0, 342, n_lon)[None, None, :]
+def truth_field():
+    """(200 hourly steps, lat, lon) kelvin: a latitude gradient, a daily cycle and noise, as CDS's
+    int16 packing leaves it; and that packing."""
+    rng = np.random.default_rng(0)
+    hours = np.arange(200)[:, None, None]
+    lat, lon = LAT[None, :, None], LON[None, None, :]
     t = 250 + 40 * np.cos(np.radians(lat)) + 6 * np.sin(2 * np.pi * hours / 24 + np.radians(lon))
     t = t + rng.normal(0, 2, t.shape)
     scale, offset = (t.max() - t.min()) / 65000, (t.max() + t.min()) / 2
@@ -165,7 +164,7 @@ def truth_field(n_steps=N_STEPS, n_lat=len(LAT), n_lon=len(LON), seed=0):
     return packed.astype(np.float64) * scale + offset, (packed, scale, offset)
 
 
-def write_old_layout(path, field, lat=LAT, lon=LON, missing=None, expver_from=None, hour0=0):
+def write_old_layout(path, field, missing=None, expver_from=None):
     """CDS before 2024: netCDF3, int16 t2m(time[, expver], latitude, longitude); `missing` slices
     are fill values; expver_from=k: ERA5 holds steps < k, ERA5T the rest."""
     values, (packed, scale, offset) = field
@@ -173,14 +172,14 @@ def write_old_layout(path, field, lat=LAT, lon=LON, missing=None, expver_from=No
     if missing is not None:
         packed[missing] = -32767
     with netCDF4.Dataset(path, "w", format="NETCDF3_64BIT_OFFSET") as ds:
-        for name, axis, units in (("longitude", lon, "degrees_east"), ("latitude", lat, "degrees_north")):
+        for name, axis, units in (("longitude", LON, "degrees_east"), ("latitude", LAT, "degrees_north")):
             ds.createDimension(name, len(axis))
             ds.createVariable(name, "f4", (name,))[:] = axis
             ds[name].units = units
         ds.createDimension("time", None)
         t = ds.createVariable("time", "i4", ("time",))
         t.units, t.calendar = "hours since 1900-01-01 00:00:00.0", "gregorian"
-        t[:] = netCDF4.date2num(START, t.units, t.calendar) + hour0 + np.arange(len(packed))
+        t[:] = netCDF4.date2num(START, t.units, t.calendar) + np.arange(len(packed))
         dims = ("time", "latitude", "longitude")
         if expver_from is not None:
             ds.createDimension("expver", 2)
@@ -204,7 +203,7 @@ def temperatures(tmp_path, monkeypatch):
     return {s: (tmp_path / "out" / f"{s}.txt").read_text().splitlines() for s in ("train", "val", "test")}
 
 
-# ---------------------------------------------------------------- the tokenizer's hardest lines
+# -- the tokenizer's hardest lines
 def generated(make_sample, splits, n):
     """The first n lines of each split as the prepare script writes them."""
     return {split: common.generate_split(make_sample, split, code, n, 1337, 1) for code, split in enumerate(splits)}
@@ -269,7 +268,7 @@ def number_lines(n, seed):
     return ["".join(rng.choice(NUMBERS if k % 2 else GLUE) for k in range(rng.randint(1, 14))) for _ in range(n)]
 
 
-# ---------------------------------------------------------------- prepare/text.py's steps
+# -- prepare/text.py's steps
 def own_table(tmp_path, content, name="d.csv", **flags):
     """prepare/reading.py's Table of `content`, read with text.py's defaults or `flags`."""
     import reading
@@ -303,7 +302,7 @@ def era5_layout(records, stations=(60, 89), steps=(8, 15)):
     return sizes, lengths
 
 
-# ---------------------------------------------------------------- tiny models for eval.py and sample.py
+# -- tiny models for eval.py and sample.py
 def eval_model(data, out, *flags):
     """The best checkpoint of a tiny model (EVAL_TINY, flags override) trained on data."""
     run("train.py", *EVAL_TINY, f"--data_dir={data}", f"--out_dir={out}", *flags)
@@ -321,12 +320,13 @@ def own_model(folder, name, content, *flags, train=("--block_size=128",)):
     return data, eval_model(data, str(folder / "run"), *train)
 
 
-@functools.cache
-def own_trained(base):
+@pytest.fixture(scope="session")
+def own_run(tmp_path_factory):
     """(dataset, checkpoint): scaled JSON records and meta.json as prepare/text.py writes them, and
-    a tiny model trained on them; made once in the session's temporary folder `base`."""
+    a tiny model trained on them."""
+    base = tmp_path_factory.mktemp("own")
     rng = np.random.default_rng(0)
-    data = os.path.join(base, "own", "data")
+    data = os.path.join(base, "data")
     os.makedirs(data)
     for split, count in (("train", 40), ("val", 12), ("test", 12)):
         records = []
@@ -340,13 +340,7 @@ def own_trained(base):
         json.dump({"dataset": "text", "splits": ["train", "val", "test"], "scales": scales, "window": 3,
                    "text_keys": ["station"]}, f)
     run("tokenize_numbers.py", data, "--encoding", "xval", "--workers=1")
-    return data, eval_model(data, os.path.join(base, "own", "run"), "--block_size=64")
-
-
-@pytest.fixture(scope="module")
-def own_run(tmp_path_factory):
-    """own_trained's dataset and checkpoint."""
-    return own_trained(str(tmp_path_factory.getbasetemp()))
+    return data, eval_model(data, os.path.join(base, "run"), "--block_size=64")
 
 
 def diverged(checkpoint, path):

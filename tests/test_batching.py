@@ -121,7 +121,7 @@ def test_prefetched_builds_each_step_once_and_none_past_the_last():
 
 @pytest.mark.slow
 def test_packing_chooses_the_shape_that_pads_least():
-    """era5_xval's batch: the shape chosen on steps 0-19 pads steps 20-59 under 5%, less than 4 × block_size."""
+    # era5_xval's batch: the shape chosen on steps 0-19 pads steps 20-59 less than 4 × block_size
     n, r = choose_packing(ERA5_LIKE, 64, 16, 1, seed=1, shortest=1798, longest=4 * 1798)
 
     def padding(pack_length, pack_rows):

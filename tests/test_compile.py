@@ -3,9 +3,9 @@ import numpy as np
 import pytest
 import torch
 import torch._dynamo.utils
-from helpers import V, Samples, forward, loss_and_grads, random_examples, tiny
+from helpers import V, Samples, forward, loss_and_grads, random_batch, tiny
 
-from batching import collate, pack, step_batches
+from batching import step_batches
 from model import loss_from
 
 pytestmark = pytest.mark.slow
@@ -18,8 +18,7 @@ def model(encoding="xval", **kw):
 
 
 def batch(rng, packed, causal):
-    examples = random_examples(rng, rng.integers(5, 40, 4), causal, spread=2.0)
-    return pack(examples) if packed else collate(examples)
+    return random_batch(rng, rng.integers(5, 40, 4), packed, causal, spread=2.0)
 
 
 def assert_same(eager, compiled, b):

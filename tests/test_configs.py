@@ -1,6 +1,5 @@
 """Every config file is valid, and each dataset's small config trains from a freshly prepared set."""
 import glob
-import json
 import os
 import re
 
@@ -9,6 +8,7 @@ import pytest
 from conftest import ROOT, read, run
 from helpers import losses, tokenize, truth_field, write_old_layout
 
+import text
 from configurator import configure, defaults
 
 TRAIN = os.path.join(ROOT, "train.py")
@@ -45,20 +45,16 @@ def test_paper_configs_follow_the_papers_tables():
                                               pytest.param("planets", "p10", marks=pytest.mark.slow),
                                               pytest.param("era5", "xval", marks=pytest.mark.slow)])
 def test_each_small_config_trains_from_a_prepared_tiny_set(tmp_path, dataset, encoding):
-    data, out, plain = tmp_path / dataset, str(tmp_path / "out"), []
+    data, out = tmp_path / dataset, str(tmp_path / "out")
     if dataset == "era5":
         write_old_layout(str(tmp_path / "t2m.nc"), truth_field())
         run("prepare/era5.py", str(tmp_path / "t2m.nc"), "--size=tiny", "--out", str(data), "--workers=1")
     elif dataset == "own":
-        data.mkdir()
-        rows = [json.dumps({"station": "ab"[i % 2], "t": [round(0.1 * i + 0.01 * j, 2) for j in range(3 + i % 3)]})
-                for i in range(40)]
-        for split, lines in (("train", rows[:30]), ("val", rows[30:35]), ("test", rows[35:])):
-            (data / f"{split}.txt").write_text("\n".join(lines) + "\n")
-        plain = ["--plain-text"]
+        (tmp_path / "d.csv").write_text("station,t\n" + "".join(f"{'ab'[i % 2]},{i / 10}\n" for i in range(40)))
+        text.main([str(tmp_path / "d.csv"), "--out", str(data)])
     else:
         run(f"prepare/{dataset}.py", "--size=tiny", "--out", str(data), "--workers=1")
-    tokenize(data, *plain, f"--encoding={encoding}")
+    tokenize(data, f"--encoding={encoding}")
     run("train.py", f"config/{dataset}_small.py", f"--data_dir={data}", f"--encoding={encoding}",
         f"--out_dir={out}", "--max_iters=2", "--log_interval=1", "--eval_interval=2", "--eval_batches=1",
         "--batch_size=4", "--micro_batch_size=4")

@@ -2,9 +2,9 @@
 import numpy as np
 import pytest
 import torch
-from helpers import forward, loss_and_grads, random_examples, resumed_losses_match, tiny
+from helpers import forward, loss_and_grads, random_batch, resumed_losses_match, tiny
 
-from batching import collate, pack, to_device
+from batching import to_device
 from model import loss_from
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
@@ -14,10 +14,9 @@ def model(causal=False, k=0):
     return tiny(block_size=512, n_head=4, n_embd=128, causal=causal, k=k).train().cuda()
 
 
-def batch(seed, packed, causal, n=6):
+def batch(seed, packed, causal):
     rng = np.random.default_rng(seed)
-    examples = random_examples(rng, rng.integers(20, 300, n), causal, mlm_probability=0.2)
-    return to_device(pack(examples, 512) if packed else collate(examples), "cuda")
+    return to_device(random_batch(rng, rng.integers(20, 300, 6), packed, causal, 512, 0.2), "cuda")
 
 
 @pytest.mark.parametrize("causal", [False, True])

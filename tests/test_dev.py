@@ -1,5 +1,4 @@
-"""dev/'s scripts on eval.py reports written here tell apart the models they are meant to, give
-their tables' numbers as computed by hand, and refuse in one line what they cannot read."""
+"""dev/'s scripts on hand-written eval.py reports: models told apart, tables' numbers by hand."""
 import contextlib
 import io
 import json
@@ -42,13 +41,6 @@ def write_report(path, task, split, quantity, truth, pred, lines=(), **fields):
     return str(path)
 
 
-@pytest.mark.parametrize("name", ["era5_persistence.py", "error_by_magnitude.py", "planets_a0.py",
-                                  "planets_dt_ood.py"])
-def test_no_reports_is_an_error_that_says_what_is_needed(name):
-    with pytest.raises(SystemExit, match="^error: --reports is required"):
-        script(name)
-
-
 def magnitudes(path, *args):
     return script("error_by_magnitude.py", f"--reports={path}", *args)
 
@@ -65,8 +57,9 @@ def magnitudes(path, *args):
     (lambda path: magnitudes(path, "--quantity=dt"),
      '{"task": "arithmetic", "splits": {"test": {"answer": {"truth": [1.0], "median": [1.0]}}}}',
      "eval.json.*'dt'"),
-])
-def test_a_report_it_cannot_read_is_refused_naming_it(tmp_path, read, content, message):
+] + [(lambda path, name=name: script(name), None, "^error: --reports is required") for name in
+     ("era5_persistence.py", "error_by_magnitude.py", "planets_a0.py", "planets_dt_ood.py")])
+def test_a_report_it_cannot_read_or_none_is_refused_naming_it(tmp_path, read, content, message):
     if content is not None:
         (tmp_path / "eval.json").write_text(content)
     with pytest.raises(SystemExit, match=message):

@@ -1,5 +1,4 @@
-"""The docs' links and cited decisions resolve, their commands name scripts and flags that exist,
-their arithmetic and figures hold."""
+"""The docs' links and commands resolve; their arithmetic and figures hold."""
 import ast
 import functools
 import json
@@ -71,7 +70,7 @@ def test_every_arithmetic_example_of_the_docs_is_exact():
     assert not wrong
 
 
-# ---------------------------------------------------------------- the docs' commands
+# -- the docs' commands
 def code_lines(doc):
     """A markdown file's fenced and indented code blocks, by line, and its inline code."""
     text = read(doc).replace("\\\n", " ")
@@ -162,7 +161,7 @@ def test_every_command_of_the_docs_names_a_script_and_flags_it_takes():
     assert len(ci) == 1 and ci[0] in read("README.md").splitlines()
 
 
-# ---------------------------------------------------------------- the README's figures
+# -- the README's figures
 def cases(path):
     """How many tests a test file makes, each parametrize multiplying."""
     count = 0
@@ -176,16 +175,12 @@ def cases(path):
     return count
 
 
-def test_the_readme_counts_the_tests_skipped_without_a_gpu():
+def test_the_readme_counts_the_gpu_tests_and_names_the_cpu_kernels_and_every_report():
     phrase = r"(\d+) skipped for want of a GPU \(the (\d+) of\s+`tests/test_cuda.py`"
     skipped, in_cuda = map(int, re.search(phrase, read("README.md")).groups())
-    # a test elsewhere whose CUDA case is marked to skip
-    skip = r"marks=CUDA\)"
-    elsewhere = sum(len(re.findall(skip, read(t))) for t in in_root("tests/*.py") if "test_cuda" not in t)
+    # and the tests elsewhere whose CUDA case is marked to skip
+    elsewhere = sum(len(re.findall(r"marks=CUDA\)", read(t))) for t in in_root("tests/*.py") if "cuda" not in t)
     assert in_cuda == cases("tests/test_cuda.py") and skipped == in_cuda + elsewhere
-
-
-def test_the_readme_and_the_study_name_the_same_cpu_kernels_and_every_report():
     readme, study = (re.sub(r"\s+", " ", read(d)) for d in ("README.md", "dev/README.md"))
     phrase = r"digits were measured with torch's (\w+) kernels"
     said = re.findall(phrase, readme)

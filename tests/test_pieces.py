@@ -1,5 +1,4 @@
-"""README's "Pieces to copy" with only the imports it names: float32 numbers, the tokenizer's
-readings and refusals, a causal GPT wired as docs/pieces.md learns."""
+"""README's "Pieces to copy", run with only the imports it names, against the pipeline's code."""
 import functools
 import inspect
 import json

@@ -1,5 +1,4 @@
-"""tools/ on tiny data: each reports the numbers it promises and refuses a bad flag or file in one
-line naming it."""
+"""tools/ on tiny data: the numbers each promises; a bad flag or file, one line naming it."""
 import json
 import math
 import os
@@ -290,8 +289,7 @@ def test_probe_end_to_end_and_without_labels(tmp_path):
 # tools/slurm.sh
 @pytest.mark.slow
 def test_the_slurm_script_starts_one_torchrun_agent_per_node_with_the_job_as_launch(tmp_path):
-    """Run elsewhere, as sbatch runs a copy, 50 times (a race fails some runs), under stand-ins
-    for srun, scontrol and torchrun (prints its line)."""
+    # 50 runs from elsewhere, as sbatch runs a copy (a race fails some), under stand-ins
     assert subprocess.run(["bash", "-n", "tools/slurm.sh"], cwd=ROOT).returncode == 0
     for name, body in (("srun", 'while [[ $1 == --* ]]; do shift; done; exec "$@"'),
                        ("scontrol", 'printf "gpu07\\ngpu08\\n"'), ("torchrun", 'echo "torchrun $*"')):
