@@ -182,6 +182,8 @@ def test_the_gpu_check_dry_run_passes_and_writes_its_table(tmp_path):
     assert len(rows) == 2 and all("| 64 = 16 × 2 × 2 |" in row and "h |" in row for row in rows)
     r = run("tools/gpu_check.py", "--device=cpu", "--stages=data bnech", check=False)
     assert r.returncode != 0 and "unknown stage 'bnech'" in r.stderr
+    r = run("tools/gpu_check.py", "--device=cpu", "--stages=ddp", f"--data_dir={tmp_path}", check=False)
+    assert r.returncode != 0 and '--stages="data ddp" makes it first' in r.stderr
 
 
 def test_n_processes_must_log_the_losses_of_one():
