@@ -305,7 +305,7 @@ def write_predictions(report, path):
         for split, quantity, r in rows:
             none = [None] * r["n"]
             columns = [r["truth"], r["median"], *(r["predicted"].get(n, none) for n in names)]
-            for line, *values in zip(r["line"], *(in_file_units(c, r["scale"]) for c in columns)):
+            for line, *values in zip(r["line"], *(in_file_units(c, r["scale"] or (0, 1)) for c in columns)):
                 own = ["" if math.isnan(v) else format_number(v, 8) for v in values]
                 writer.writerow([split, quantity, line, sources[split].get(line, ""), *own])
 
