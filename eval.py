@@ -305,7 +305,7 @@ def write_predictions(report, path):
         for split, quantity, r in rows:
             none = [None] * r["n"]
             columns = [r["truth"], r["median"], *(r["predicted"].get(n, none) for n in names)]
-            for line, *values in zip(r["line"], *(in_file_units(c, r["scale"] or (0, 1)) for c in columns)):
+            for line, *values in zip(r["line"], *(in_file_units(c, r["scale"]) for c in columns)):
                 own = ["" if math.isnan(v) else format_number(v, 8) for v in values]
                 writer.writerow([split, quantity, line, sources[split].get(line, ""), *own])
 
@@ -378,16 +378,14 @@ def markdown(report):
 
 def write_plots(report, prefix):
     """Predicted (median over seeds) vs true, in the data's units; with --mask_key, series()."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
 
     task = report["task"]
     for split, quantities in report["splits"].items():
         shown = series(report, split, mask_key) if mask_key and not mask_all else {}
         n = len(quantities) + len(shown)
-        fig, axes = plt.subplots(1, n, figsize=(3.6 * n, 3.4), squeeze=False)
+        fig = Figure(figsize=(3.6 * n, 3.4))
+        axes = fig.subplots(1, n, squeeze=False)
         for ax, (quantity, r) in zip(axes[0], quantities.items()):
             # None: no valid prediction
             y, p = (in_file_units(r[k], r["scale"] or (0, 1)) for k in ("truth", "median"))
@@ -404,9 +402,9 @@ def write_plots(report, prefix):
                 ax.plot(range(len(read), len(read) + len(values)), values, style, label=label)
             ax.set_title(f"{mask_key}, line {line}")
             ax.legend(fontsize=7)
-        save_figure(plt, fig, f"{task} · {report['encoding']} · {split}", f"{prefix}_{split}.png")
+        save_figure(fig, f"{task} · {report['encoding']} · {split}", f"{prefix}_{split}.png")
         if "mixture" in next(iter(quantities.values())):
-            write_distribution_plots(task, split, quantities, f"{prefix}_{split}", plt)
+            write_distribution_plots(task, split, quantities, f"{prefix}_{split}")
 
 
 def series(report, split, key):
@@ -429,18 +427,20 @@ def series(report, split, key):
     return shown
 
 
-def save_figure(plt, fig, title, path):
+def save_figure(fig, title, path):
     fig.suptitle(title)
     fig.tight_layout()
     with atomic_file(path) as tmp:
         fig.savefig(tmp, dpi=110)
-    plt.close(fig)
 
 
-def write_distribution_plots(task, split, quantities, prefix, plt):
+def write_distribution_plots(task, split, quantities, prefix):
     """GMM heads: the first densities with their truths."""
+    from matplotlib.figure import Figure
+
     n, k = len(quantities), min(len(r["mixture"]) for r in quantities.values())
-    fig, axes = plt.subplots(n, k, figsize=(2.8 * k, 2.2 * n), squeeze=False)
+    fig = Figure(figsize=(2.8 * k, 2.2 * n))
+    axes = fig.subplots(n, k, squeeze=False)
     for row, (quantity, r) in zip(axes, quantities.items()):
         center, spreads = r["scale"] or (0.0, 1.0)
         for i, ax in enumerate(row):
@@ -456,7 +456,7 @@ def write_distribution_plots(task, split, quantities, prefix, plt):
             ax.set_yticks([])
     title = f"{task} · {split} · predicted densities (red: truth)"
     title += ", original units" * any(r["scale"] for r in quantities.values())
-    save_figure(plt, fig, title, f"{prefix}_density.png")
+    save_figure(fig, title, f"{prefix}_density.png")
 
 
 def main():

@@ -211,7 +211,7 @@ def test_own_data_in_original_units_with_baselines_and_plots(own_run, monkeypatc
     for row, window, p in zip(rows, test, t["median"]):
         own = [float(row[k]) for k in ("truth", "prediction", "persistence")]
         assert own == pytest.approx([v * s["spread"] + s["center"] for v in (window[-1], p, window[-2])])
-    monkeypatch.setattr(ev, "save_figure", lambda plt, fig, title, path: figures.append((fig, title)))
+    monkeypatch.setattr(ev, "save_figure", lambda fig, title, path: figures.append((fig, title)))
     monkeypatch.setattr(ev, "mask_key", "t")
     report = ev.score_setting([ckpt], data, ["test"], "cpu")
     t = report["splits"]["test"]["t"]
