@@ -164,13 +164,7 @@ def check_seeds(checkpoints):
     for path in checkpoints:
         # weights mapped, not read: load_model reads them
         c = load_checkpoint(path, mmap=True)
-        data = (c.get("data_fingerprint") or {}).get("meta")
-        vocab = (c["model_args"]["encoding"], c["text_tokens"])
-        first = first or dict(c, data=data, vocab=vocab)
-        if data != first["data"]:
-            raise SystemExit(f"error: {path} was trained on other data than {checkpoints[0]}")
-        if vocab != first["vocab"]:
-            raise SystemExit(f"error: {path}: another encoding or vocabulary than {checkpoints[0]}")
+        first = first or c
         a, b = first["config"], c["config"]
         for key in sorted((set(a) | set(b)) - NOT_THE_SETTING):
             x, y = a.get(key), b.get(key)
@@ -181,6 +175,9 @@ def check_seeds(checkpoints):
                     f"error: {checkpoints[0]} and {path} differ in {key} ({a.get(key)!r} vs"
                     f" {b.get(key)!r}): seeds must agree"
                 )
+        # the data's fingerprint covers its vocabulary and the encoding's arrays
+        if c.get("data_fingerprint") != first.get("data_fingerprint"):
+            raise SystemExit(f"error: {path} was trained on other data than {checkpoints[0]}")
         if (seed := b.get("seed")) in seeds:
             raise SystemExit(f"error: {seeds[seed]} and {path} are the same run (seed {seed})")
         seeds[seed] = path

@@ -177,7 +177,7 @@ def test_summary_puts_encodings_side_by_side(data, tmp_path):
     assert "tokens/sample mean (max) | 6 (6) | 18 (18) |" in out
     assert os.path.exists(runs / "summary.md")
     r = run("eval.py", f"--ckpt={' '.join(ckpts)}", f"--out={tmp_path / 'mixed'}", check=False)
-    assert "another encoding or vocabulary" in one_line_error(r)
+    assert "differ in encoding ('p10' vs 'xval'): seeds must agree" in one_line_error(r)
 
 
 @pytest.mark.slow
