@@ -193,9 +193,7 @@ def split_jobs(task, data, split, meta, model, vocab, keys, learned):
         raise TextError(
             f"{where} has {len(lines):,} samples, meta.json {counted:,}: a copy cut short?"
         )
-    levels = None
-    if meta.get("scale") == "record":
-        levels = read_levels(os.path.join(data, f"{split}.levels.txt"), counted)
+    levels = read_levels(where, meta)
     lines = lines[: max_samples or None]
     size = model.cfg.block_size
     jobs, masked = masked_samples(task, lines, vocab, where, size, keys, horizon or mask_all)

@@ -379,9 +379,7 @@ def units_of(path, data_dir, scaled=False, input="-", mask_key="", mask_all=Fals
     if name.endswith(".txt") and split in meta["splits"] and os.path.samefile(folder, data_dir):
         said = f"{input} is written scaled: read as written, printed"
         print(f"units: {said} in the file's own (--scaled: not)", file=sys.stderr)
-        if meta.get("scale") == "record":
-            meta["levels"] = read_levels(input[:-4] + ".levels.txt", meta["splits"][split])
-        return dict(meta, split=input)
+        return dict(meta, split=input, levels=read_levels(input, meta))
     print(f"units: the file's own, scaled by {data_dir}/meta.json (--scaled: not)", file=sys.stderr)
     recorded = load_checkpoint(path, mmap=True).get("data_fingerprint") or {}
     if recorded.get("meta") and (changed := data_changed(recorded, data_dir, path, "xval")):
@@ -389,8 +387,12 @@ def units_of(path, data_dir, scaled=False, input="-", mask_key="", mask_all=Fals
     return meta
 
 
-def read_levels(path, count):
-    """Each record's {key: level} of a split written with --scale record."""
+def read_levels(split, meta):
+    """Each record's {key: level} of a split (its path) written with --scale record, or None."""
+    if meta.get("scale") != "record":
+        return None
+    path = split[:-4] + ".levels.txt"
+    count = meta["splits"][os.path.basename(split)[:-4]]
     try:
         with open(path) as f:
             levels = [json.loads(line) for line in f]

@@ -95,7 +95,7 @@ def main():
     done, absent, failed = [], [], 0
     for number, line in lines:
         where = f"{name}:{number}"
-        if units and "levels" in units:
+        if units and units.get("levels"):
             units = dict(units, level=units["levels"][number - 1])
         try:
             done.append(encode_line(line, where, vocab, size, causal, mask, mask_all, units))
