@@ -252,7 +252,7 @@ def verdict_text(v):
 
 
 def in_file_units(x, scale):
-    """Scaled values x in the file's units (spread: one, or each value's; scale None: as they are)."""
+    """Scaled values x in the file's units (spread: one, or each value's; None: as they are)."""
     center, spread = scale or (0, 1)
     return np.asarray(x, float) * spread + center
 
