@@ -223,15 +223,15 @@ def fill_in(model, vocab, samples, device="cpu", batch_size=64):
 
 def detokenize(ids, values, vocab):
     """Token ids back to text, numbers to 6 significant digits."""
-    out, i, width = [], 0, TOKENS_PER_NUMBER[vocab.encoding]
-    starts = {s for s, _ in number_spans(ids, vocab)}
+    ends = dict(number_spans(ids, vocab))
+    out, i, end = [], 0, None
     while i < len(ids):
-        if i in starts:
+        if i in ends:
             xval = vocab.encoding == "xval"
-            value = values[i] if xval else vocab.decode_number(ids[i : i + width])
+            value = values[i] if xval else vocab.decode_number(ids[i : ends[i]])
             # the implied comma
-            out.append(("," if i - width in starts else "") + format_number(value))
-            i += width
+            out.append(("," if i == end else "") + format_number(value))
+            i = end = ends[i]
         else:
             token = vocab.itos[ids[i]]
             # a stray number token
