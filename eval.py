@@ -262,11 +262,9 @@ def score_setting(checkpoints, data, split_names, dev):
     return report
 
 
-def report_prefix(checkpoints, data, trained_on):
+def report_prefix(checkpoints, data, same_data):
     """Where the report goes (--out, or beside the first checkpoint), writable."""
-    name = "eval"
-    if os.path.realpath(data) != os.path.realpath(trained_on):
-        name += "_" + os.path.basename(os.path.normpath(data))
+    name = "eval" if same_data else "eval_" + os.path.basename(os.path.normpath(data))
     if mask_key:
         suffix = "_all" if mask_all else f"_h{horizon}" if horizon else ""
         name += re.sub(r"[^\w.-]", "_", f"_{mask_key}{suffix}")
@@ -466,11 +464,12 @@ def main():
     trained = check_seeds(checkpoints)
     if not isinstance(trained.get("data_dir"), str):
         raise SystemExit(f"error: {checkpoints[0]}: its config names no data_dir")
-    data, trained_on = data_dir or trained["data_dir"], trained["data_dir"]
+    data = data_dir or trained["data_dir"]
+    same_data = os.path.realpath(data) == os.path.realpath(trained["data_dir"])
     try:
-        if os.path.realpath(data) == os.path.realpath(trained_on):
-            check_trained_on(trained, checkpoints[0], trained_on, changed_data)
-        prefix = report_prefix(checkpoints, data, trained_on)
+        if same_data:
+            check_trained_on(trained, checkpoints[0], trained["data_dir"], changed_data)
+        prefix = report_prefix(checkpoints, data, same_data)
         names = [s for s in splits.split(",") if s]
         for split in names:
             check_name(split, "--splits:")
