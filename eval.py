@@ -381,7 +381,7 @@ def write_plots(report, prefix):
         axes = fig.subplots(1, n, squeeze=False)
         for ax, (quantity, r) in zip(axes[0], quantities.items()):
             # None: no valid prediction
-            y, p = (in_file_units(r[k], r["scale"] or (0, 1)) for k in ("truth", "median"))
+            y, p = (in_file_units(r[k], r["scale"]) for k in ("truth", "median"))
             m = r["median_prediction"]
             mse = m.get("mse_kelvin2", m.get("mse_original", m["mse"]))
             unit = (" (K)" if task == "era5" else " (original units)") if r["scale"] else ""

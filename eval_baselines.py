@@ -36,13 +36,13 @@ def previous_values(line, indices, where, what, lag=1, hidden=()):
         *parent, step = paths[i]
         if what and isinstance(step, int) and step < 1:
             raise TextError(f"{where}: {what} with 1 time step(s); a forecast needs at least 2")
-        values = record
+        value = record
         for k in parent:
-            values = values[k]
+            value = value[k]
         k = step - lag if isinstance(step, int) else -1
         while lag == 1 and (*parent, k) in hidden:
             k -= 1
-        out.append(values[k] if k >= 0 and (*parent, k) not in hidden else None)
+        out.append(value[k] if k >= 0 and (*parent, k) not in hidden else None)
     return out
 
 

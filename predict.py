@@ -375,8 +375,8 @@ def units_of(path, data_dir, scaled=False, input="-", mask_key="", mask_all=Fals
         print(f"units: as written in {data_dir}'s text files, scaled (--scaled)", file=sys.stderr)
         return None
     name = os.path.basename(input)
-    split, folder = name[:-4], os.path.dirname(input) or "."
-    if name.endswith(".txt") and split in meta["splits"] and os.path.samefile(folder, data_dir):
+    split = name.endswith(".txt") and name[:-4] in meta["splits"]
+    if split and os.path.samefile(os.path.dirname(os.path.abspath(input)), data_dir):
         said = f"{input} is written scaled: read as written, printed"
         print(f"units: {said} in the file's own (--scaled: not)", file=sys.stderr)
         return dict(meta, split=input, levels=read_levels(input, meta))
