@@ -164,13 +164,7 @@ def check_seeds(checkpoints):
     for path in checkpoints:
         # weights mapped, not read: load_model reads them
         c = load_checkpoint(path, mmap=True)
-        data = (c.get("data_fingerprint") or {}).get("meta")
-        vocab = (c["model_args"]["encoding"], c["text_tokens"])
-        first = first or dict(c, data=data, vocab=vocab)
-        if data != first["data"]:
-            raise SystemExit(f"error: {path} was trained on other data than {checkpoints[0]}")
-        if vocab != first["vocab"]:
-            raise SystemExit(f"error: {path}: another encoding or vocabulary than {checkpoints[0]}")
+        first = first or c
         a, b = first["config"], c["config"]
         for key in sorted((set(a) | set(b)) - NOT_THE_SETTING):
             x, y = a.get(key), b.get(key)
@@ -181,6 +175,9 @@ def check_seeds(checkpoints):
                     f"error: {checkpoints[0]} and {path} differ in {key} ({a.get(key)!r} vs"
                     f" {b.get(key)!r}): seeds must agree"
                 )
+        # the data's fingerprint covers its vocabulary and the encoding's arrays
+        if c.get("data_fingerprint") != first.get("data_fingerprint"):
+            raise SystemExit(f"error: {path} was trained on other data than {checkpoints[0]}")
         if (seed := b.get("seed")) in seeds:
             raise SystemExit(f"error: {seeds[seed]} and {path} are the same run (seed {seed})")
         seeds[seed] = path
@@ -196,9 +193,7 @@ def split_jobs(task, data, split, meta, model, vocab, keys, learned):
         raise TextError(
             f"{where} has {len(lines):,} samples, meta.json {counted:,}: a copy cut short?"
         )
-    levels = None
-    if meta.get("scale") == "record":
-        levels = read_levels(os.path.join(data, f"{split}.levels.txt"), counted)
+    levels = read_levels(where, meta)
     lines = lines[: max_samples or None]
     size = model.cfg.block_size
     jobs, masked = masked_samples(task, lines, vocab, where, size, keys, horizon or mask_all)
@@ -267,11 +262,9 @@ def score_setting(checkpoints, data, split_names, dev):
     return report
 
 
-def report_prefix(checkpoints, data, trained_on):
+def report_prefix(checkpoints, data, same_data):
     """Where the report goes (--out, or beside the first checkpoint), writable."""
-    name = "eval"
-    if os.path.realpath(data) != os.path.realpath(trained_on):
-        name += "_" + os.path.basename(os.path.normpath(data))
+    name = "eval" if same_data else "eval_" + os.path.basename(os.path.normpath(data))
     if mask_key:
         suffix = "_all" if mask_all else f"_h{horizon}" if horizon else ""
         name += re.sub(r"[^\w.-]", "_", f"_{mask_key}{suffix}")
@@ -378,19 +371,17 @@ def markdown(report):
 
 def write_plots(report, prefix):
     """Predicted (median over seeds) vs true, in the data's units; with --mask_key, series()."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
 
     task = report["task"]
     for split, quantities in report["splits"].items():
         shown = series(report, split, mask_key) if mask_key and not mask_all else {}
         n = len(quantities) + len(shown)
-        fig, axes = plt.subplots(1, n, figsize=(3.6 * n, 3.4), squeeze=False)
+        fig = Figure(figsize=(3.6 * n, 3.4))
+        axes = fig.subplots(1, n, squeeze=False)
         for ax, (quantity, r) in zip(axes[0], quantities.items()):
             # None: no valid prediction
-            y, p = (in_file_units(r[k], r["scale"] or (0, 1)) for k in ("truth", "median"))
+            y, p = (in_file_units(r[k], r["scale"]) for k in ("truth", "median"))
             m = r["median_prediction"]
             mse = m.get("mse_kelvin2", m.get("mse_original", m["mse"]))
             unit = (" (K)" if task == "era5" else " (original units)") if r["scale"] else ""
@@ -404,9 +395,9 @@ def write_plots(report, prefix):
                 ax.plot(range(len(read), len(read) + len(values)), values, style, label=label)
             ax.set_title(f"{mask_key}, line {line}")
             ax.legend(fontsize=7)
-        save_figure(plt, fig, f"{task} · {report['encoding']} · {split}", f"{prefix}_{split}.png")
+        save_figure(fig, f"{task} · {report['encoding']} · {split}", f"{prefix}_{split}.png")
         if "mixture" in next(iter(quantities.values())):
-            write_distribution_plots(task, split, quantities, f"{prefix}_{split}", plt)
+            write_distribution_plots(task, split, quantities, f"{prefix}_{split}")
 
 
 def series(report, split, key):
@@ -429,18 +420,20 @@ def series(report, split, key):
     return shown
 
 
-def save_figure(plt, fig, title, path):
+def save_figure(fig, title, path):
     fig.suptitle(title)
     fig.tight_layout()
     with atomic_file(path) as tmp:
         fig.savefig(tmp, dpi=110)
-    plt.close(fig)
 
 
-def write_distribution_plots(task, split, quantities, prefix, plt):
+def write_distribution_plots(task, split, quantities, prefix):
     """GMM heads: the first densities with their truths."""
+    from matplotlib.figure import Figure
+
     n, k = len(quantities), min(len(r["mixture"]) for r in quantities.values())
-    fig, axes = plt.subplots(n, k, figsize=(2.8 * k, 2.2 * n), squeeze=False)
+    fig = Figure(figsize=(2.8 * k, 2.2 * n))
+    axes = fig.subplots(n, k, squeeze=False)
     for row, (quantity, r) in zip(axes, quantities.items()):
         center, spreads = r["scale"] or (0.0, 1.0)
         for i, ax in enumerate(row):
@@ -456,7 +449,7 @@ def write_distribution_plots(task, split, quantities, prefix, plt):
             ax.set_yticks([])
     title = f"{task} · {split} · predicted densities (red: truth)"
     title += ", original units" * any(r["scale"] for r in quantities.values())
-    save_figure(plt, fig, title, f"{prefix}_density.png")
+    save_figure(fig, title, f"{prefix}_density.png")
 
 
 def main():
@@ -471,11 +464,12 @@ def main():
     trained = check_seeds(checkpoints)
     if not isinstance(trained.get("data_dir"), str):
         raise SystemExit(f"error: {checkpoints[0]}: its config names no data_dir")
-    data, trained_on = data_dir or trained["data_dir"], trained["data_dir"]
+    data = data_dir or trained["data_dir"]
+    same_data = os.path.realpath(data) == os.path.realpath(trained["data_dir"])
     try:
-        if os.path.realpath(data) == os.path.realpath(trained_on):
-            check_trained_on(trained, checkpoints[0], trained_on, changed_data)
-        prefix = report_prefix(checkpoints, data, trained_on)
+        if same_data:
+            check_trained_on(trained, checkpoints[0], trained["data_dir"], changed_data)
+        prefix = report_prefix(checkpoints, data, same_data)
         names = [s for s in splits.split(",") if s]
         for split in names:
             check_name(split, "--splits:")

@@ -208,18 +208,6 @@ def baseline_predictions(task, lines, masked, where, learned, window):
     return out, notes
 
 
-def ratio_interval(model, baseline, records):
-    """The ratio of two squared errors' sums, and its 95% bootstrap interval over records."""
-    model, baseline = np.bincount(records, model), np.bincount(records, baseline)
-    rng, ratios = np.random.default_rng(0), []
-    # 100 resamples of the records at a time: (100, records)
-    for _ in range(RESAMPLES // 100):
-        pick = rng.integers(0, len(model), (100, len(model)))
-        ratios.append(model[pick].sum(1) / baseline[pick].sum(1))
-    low, high = np.percentile(np.concatenate(ratios), [2.5, 97.5])
-    return [float(model.sum() / baseline.sum()), float(low), float(high)]
-
-
 def verdict(r, predicted, lines):
     """The model's median against each baseline on the values it predicted (lines: their records),
     and the verdict against the best, or None."""
@@ -231,16 +219,21 @@ def verdict(r, predicted, lines):
     if not predicted or not ok.any():
         return None
     records = np.unique(np.asarray(lines)[ok], return_inverse=True)[1]
-    paired = {}
+    n = int(records.max()) + 1
+    # the bootstrap: the same resamples of the records for each baseline, 100 at a time
+    rng = np.random.default_rng(0)
+    picks = [rng.integers(0, n, (100, n)) for _ in range(RESAMPLES // 100)]
+    ours, paired = np.bincount(records, model[ok]), {}
     with np.errstate(divide="ignore", invalid="ignore"):
         for name, p in predicted.items():
-            error = w[ok] * (np.asarray(p, float)[ok] - y[ok]) ** 2
-            paired[name] = ratio_interval(model[ok], error, records)
+            theirs = np.bincount(records, w[ok] * (np.asarray(p, float)[ok] - y[ok]) ** 2)
+            ratios = np.concatenate([ours[pick].sum(1) / theirs[pick].sum(1) for pick in picks])
+            low, high = np.percentile(ratios, [2.5, 97.5])
+            paired[name] = [float(ours.sum() / theirs.sum()), float(low), float(high)]
     # the least MSE: the highest ratio
     best = max(paired, key=lambda name: paired[name][0])
     _, low, high = paired[best]
     says = "loses to" if low > 1 else "beats" if high < 1 else "no clear difference"
-    n = int(records.max()) + 1
     says = "too few" if n < FEWEST else says
     return dict(best=best, says=says, records=n, paired=paired)
 
@@ -259,8 +252,9 @@ def verdict_text(v):
 
 
 def in_file_units(x, scale):
-    """Scaled values x in the file's units (spread: one, or each value's)."""
-    return np.asarray(x, float) * scale[1] + scale[0]
+    """Scaled values x in the file's units (spread: one, or each value's; None: as they are)."""
+    center, spread = scale or (0, 1)
+    return np.asarray(x, float) * spread + center
 
 
 def outside_training(quantity, truths, meta, scale):

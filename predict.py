@@ -57,16 +57,30 @@ def number_paths(line, pieces, where):
 
 
 def masked_numbers(line, pieces, where, keys=(), every=False):
-    """{quantity: indices masked together}: the last under each key (every: True all, H the last
-    H), or the last."""
+    """{quantity: indices masked together}: the last number under each key (a top-level key, or a
+    path: meta.t; every: True all, H the last H), or the line's last number."""
     n_numbers = sum(kind == "num" for kind, _ in pieces)
     if not keys:
         if not n_numbers:
             raise TextError(f"{where}: the line has no number to predict")
         return {"last": [n_numbers - 1]}
     paths = number_paths(line, pieces, where)
+    # each number's keys
     names = [[k for k in p if isinstance(k, str)] for p in paths]
-    groups = {key: under_key(names, key, where) for key in keys}
+    groups = {}
+    for key in keys:
+        top = [i for i, n in enumerate(names) if n[:1] == [key]]
+        path = key.split(".")
+        nested = [i for i, n in enumerate(names) if len(path) > 1 and n[: len(path)] == path]
+        if top and nested:
+            raise TextError(f"{where}: {key!r} names a top-level key and a path to a nested one")
+        found = sorted({".".join(n[: n.index(key) + 1]) for n in names if key in n})
+        if not top + nested and found:
+            raise TextError(
+                f"{where}: no number under key {key!r} (--mask_key names a top-level key); a nested"
+                f" key is named by its path: {', '.join(found)}"
+            )
+        groups[key] = top + nested
     if every is True:
         return groups
     groups = {key: found[-(every or 1) :] for key, found in groups.items()}
@@ -75,22 +89,6 @@ def masked_numbers(line, pieces, where, keys=(), every=False):
         if len(found) > 1 and {paths[i][:-1] for i in found} - {(key,), tuple(key.split("."))}:
             raise TextError(f"{where}: --horizon needs {key!r} to hold one list of numbers")
     return groups
-
-
-def under_key(names, key, where):
-    """The indices of the numbers under key (or a path: meta.t); names: each number's keys."""
-    top = [i for i, n in enumerate(names) if n[:1] == [key]]
-    path = key.split(".")
-    nested = [i for i, n in enumerate(names) if len(path) > 1 and n[: len(path)] == path]
-    if top and nested:
-        raise TextError(f"{where}: {key!r} names a top-level key and a path to a nested one")
-    paths = sorted({".".join(n[: n.index(key) + 1]) for n in names if key in n})
-    if not top + nested and paths:
-        raise TextError(
-            f"{where}: no number under key {key!r} (--mask_key names a top-level key); a nested key"
-            f" is named by its path: {', '.join(paths)}"
-        )
-    return top + nested
 
 
 def masked_groups(task, line, where, keys=(), every=False):
@@ -225,15 +223,15 @@ def fill_in(model, vocab, samples, device="cpu", batch_size=64):
 
 def detokenize(ids, values, vocab):
     """Token ids back to text, numbers to 6 significant digits."""
-    out, i, width = [], 0, TOKENS_PER_NUMBER[vocab.encoding]
-    starts = {s for s, _ in number_spans(ids, vocab)}
+    ends = dict(number_spans(ids, vocab))
+    out, i, end = [], 0, None
     while i < len(ids):
-        if i in starts:
+        if i in ends:
             xval = vocab.encoding == "xval"
-            value = values[i] if xval else vocab.decode_number(ids[i : i + width])
+            value = values[i] if xval else vocab.decode_number(ids[i : ends[i]])
             # the implied comma
-            out.append(("," if i - width in starts else "") + format_number(value))
-            i += width
+            out.append(("," if i == end else "") + format_number(value))
+            i = end = ends[i]
         else:
             token = vocab.itos[ids[i]]
             # a stray number token
@@ -257,8 +255,12 @@ def encode_line(
 ):
     """((ids, values, ask), truths, text with [?], scales) of a line. mask: None predicts its [?],
     "" masks its last number, a key the last under it (mask_all: all); units: units_of's."""
+    # a record as prepare/text.py writes it: no spaces outside strings, renamed keys renamed
     if units:
-        line = written_names(line, units)
+        line = re.sub(rf"({JSON_STRING.pattern})|\s+", lambda m: m.group(1) or "", line)
+        for old, new in (units.get("renamed") or {}).items():
+            key = re.escape(json.dumps(old, ensure_ascii=False)) + "(?=:)"
+            line = re.sub(key, lambda _, new=new: json.dumps(new, ensure_ascii=False), line)
     if spaced := re.search(r"\[\s*\?\s*\]", line.replace(ASK, "")):
         raise TextError(
             f"{where}: {spaced.group()!r} looks like the marker {ASK}; write {ASK} without spaces"
@@ -369,18 +371,15 @@ def units_of(path, data_dir, scaled=False, input="-", mask_key="", mask_all=Fals
     check_meta(meta, os.path.join(data_dir, "meta.json"), mask_key, "--mask_all" * mask_all)
     if meta.get("dataset") != "text" or not meta.get("scales"):
         return None
-    name = os.path.basename(input)
-    split = name.endswith(".txt") and name[:-4] in meta["splits"]
-    split = split and os.path.samefile(os.path.dirname(os.path.abspath(input)), data_dir)
     if scaled:
         print(f"units: as written in {data_dir}'s text files, scaled (--scaled)", file=sys.stderr)
         return None
-    if split:
+    name = os.path.basename(input)
+    split = name.endswith(".txt") and name[:-4] in meta["splits"]
+    if split and os.path.samefile(os.path.dirname(os.path.abspath(input)), data_dir):
         said = f"{input} is written scaled: read as written, printed"
         print(f"units: {said} in the file's own (--scaled: not)", file=sys.stderr)
-        if meta.get("scale") == "record":
-            meta["levels"] = read_levels(input[:-4] + ".levels.txt", meta["splits"][name[:-4]])
-        return dict(meta, split=input)
+        return dict(meta, split=input, levels=read_levels(input, meta))
     print(f"units: the file's own, scaled by {data_dir}/meta.json (--scaled: not)", file=sys.stderr)
     recorded = load_checkpoint(path, mmap=True).get("data_fingerprint") or {}
     if recorded.get("meta") and (changed := data_changed(recorded, data_dir, path, "xval")):
@@ -388,8 +387,12 @@ def units_of(path, data_dir, scaled=False, input="-", mask_key="", mask_all=Fals
     return meta
 
 
-def read_levels(path, count):
-    """Each record's {key: level} of a split written with --scale record."""
+def read_levels(split, meta):
+    """Each record's {key: level} of a split (its path) written with --scale record, or None."""
+    if meta.get("scale") != "record":
+        return None
+    path = split[:-4] + ".levels.txt"
+    count = meta["splits"][os.path.basename(split)[:-4]]
     try:
         with open(path) as f:
             levels = [json.loads(line) for line in f]
@@ -398,23 +401,6 @@ def read_levels(path, count):
     if len(levels) != count:
         raise SystemExit(f"error: {path}: {len(levels)} lines, meta.json counts {count} records")
     return levels
-
-
-def record_levels(pieces, keys):
-    """{key: level} of a record in the file's units, those asked left out."""
-    found = {}
-    for (kind, x), key in zip([p for p in pieces if p[0] != "text"], keys):
-        found.setdefault(key, []).append(x if kind == "num" else math.nan)
-    return {key: float(record_level(np.array([xs]))[0]) for key, xs in found.items()}
-
-
-def written_names(line, units):
-    """A record as prepare/text.py writes it: no spaces outside strings, renamed keys renamed."""
-    line = re.sub(rf"({JSON_STRING.pattern})|\s+", lambda m: m.group(1) or "", line)
-    for old, new in (units.get("renamed") or {}).items():
-        key = re.escape(json.dumps(old, ensure_ascii=False)) + "(?=:)"
-        line = re.sub(key, lambda _, new=new: json.dumps(new, ensure_ascii=False), line)
-    return line
 
 
 def number_keys(line, pieces, where, units):
@@ -427,8 +413,13 @@ def number_keys(line, pieces, where, units):
         what = f"key {missing[0]!r}" if missing[0] else "no key"
         what += f", which the training data has no scale for (its number keys: {', '.join(scales)})"
         raise TextError(f"{where}: a number under {what}")
+    if units.get("scale") == "record" and not (levels := units.get("level")):
+        # a record typed in the file's units: its own levels, those asked left out
+        found = {}
+        for (kind, x), key in zip([p for p in pieces if p[0] != "text"], keys):
+            found.setdefault(key, []).append(x if kind == "num" else math.nan)
+        levels = {key: float(record_level(np.array([xs]))[0]) for key, xs in found.items()}
     if units.get("scale") == "record":
-        levels = units.get("level") or record_levels(pieces, keys)
         return [(0.0, levels[k]) for k in keys], keys
     return [(scales[k]["center"], scales[k]["spread"]) for k in keys], keys
 

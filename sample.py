@@ -47,23 +47,6 @@ RANGES = dict(
 )
 
 
-def encode_input(lines, name, vocab, block_size, causal, mask, units):
-    """encode_line's answer for each line; the lines without the key; how many failed."""
-    done, absent, failed = [], [], 0
-    for number, line in lines:
-        where = f"{name}:{number}"
-        if units and "levels" in units:
-            units = dict(units, level=units["levels"][number - 1])
-        try:
-            done.append(encode_line(line, where, vocab, block_size, causal, mask, mask_all, units))
-        except KeyAbsent as e:
-            absent.append(str(e))
-        except TextError as e:
-            print(f"error: {e}", file=sys.stderr)
-            failed += 1
-    return done, absent, failed
-
-
 def print_filled(model, vocab, done, dev, mask):
     """Print each line with its [?] filled in, and how many numbers were predicted."""
     samples = [sample for sample, *_ in done]
@@ -108,7 +91,19 @@ def main():
     # generation: only the lines shown
     lines = lines[:show] if causal else lines
     size = model.cfg.block_size
-    done, absent, failed = encode_input(lines, name, vocab, size, causal, mask, units)
+    # encode_line's answer for each line; the lines without the key; how many failed
+    done, absent, failed = [], [], 0
+    for number, line in lines:
+        where = f"{name}:{number}"
+        if units and units.get("levels"):
+            units = dict(units, level=units["levels"][number - 1])
+        try:
+            done.append(encode_line(line, where, vocab, size, causal, mask, mask_all, units))
+        except KeyAbsent as e:
+            absent.append(str(e))
+        except TextError as e:
+            print(f"error: {e}", file=sys.stderr)
+            failed += 1
     generator = torch.Generator(device=dev).manual_seed(seed)
     for (ids, values, _), *_ in done if causal else []:
         out = generate(model, ids, values, max_new_tokens, temperature, generator, gmm_generate)

@@ -4,7 +4,7 @@ import json
 import numpy as np
 import pytest
 from conftest import run
-from helpers import evaluated, own_model, own_run  # noqa: F401
+from helpers import evaluated, own_model, own_run
 
 import eval_baselines as eb
 from predict import masked_numbers

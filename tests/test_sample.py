@@ -9,7 +9,7 @@ import warnings
 import numpy as np
 import pytest
 from conftest import run
-from helpers import diverged, one_line_error, own_model, own_run  # noqa: F401
+from helpers import diverged, one_line_error, own_model, own_run
 
 from predict import units_of
 
