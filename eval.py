@@ -187,22 +187,23 @@ def check_seeds(checkpoints):
 def split_jobs(task, data, split, meta, model, vocab, keys, learned):
     """A split's model jobs, baselines' predictions, masked indices and (--scale record) levels."""
     where = os.path.join(data, f"{split}.txt")
-    lines = [line for _, line in read_samples(where)]
+    numbered = read_samples(where)
     counted = meta["splits"].get(split) if isinstance(meta["splits"], dict) else None
-    if counted not in (None, len(lines)):
+    if counted not in (None, len(numbered)):
         raise TextError(
-            f"{where} has {len(lines):,} samples, meta.json {counted:,}: a copy cut short?"
+            f"{where} has {len(numbered):,} samples, meta.json {counted:,}: a copy cut short?"
         )
     levels = read_levels(where, meta)
-    lines = lines[: max_samples or None]
+    numbered = numbered[: max_samples or None]
     size = model.cfg.block_size
-    jobs, masked = masked_samples(task, lines, vocab, where, size, keys, horizon or mask_all)
+    jobs, masked = masked_samples(task, numbered, vocab, where, size, keys, horizon or mask_all)
     if not jobs:
         raise TextError(f"{where}: no sample holds a number the {task} task predicts")
     if horizon:
         masked = [dict(zip(steps_ahead(), ([i] for i in g.get(mask_key, ())))) for g in masked]
-    found = baseline_predictions(task, lines, masked, where, learned, meta.get("window"))
-    return {"jobs": jobs, "baselines": found, "masked": masked, "levels": levels}
+    found = baseline_predictions(task, numbered, masked, where, learned, meta.get("window"))
+    numbers = [number for number, _ in numbered]
+    return {"jobs": jobs, "baselines": found, "masked": masked, "levels": levels, "numbers": numbers}
 
 
 def score_setting(checkpoints, data, split_names, dev):
@@ -239,10 +240,12 @@ def score_setting(checkpoints, data, split_names, dev):
         report["splits"][split] = {}
         masks, levels = encoded[split]["masked"], encoded[split]["levels"]
         for quantity, (truths, *_) in per_seed[0][split].items():
-            lines = [i for i, g in enumerate(masks, 1) for _ in g.get(quantity, ())]
+            # each scored value's record, and its line in the file
+            records = [i for i, g in enumerate(masks) for _ in g.get(quantity, ())]
+            lines = [encoded[split]["numbers"][i] for i in records]
             scale = quantity_scale(task, meta, quantity)
             if scale and levels:
-                scale = 0.0, np.array([levels[i - 1][quantity] for i in lines])
+                scale = 0.0, np.array([levels[i][quantity] for i in records])
             r = combine(task, [s[split][quantity] for s in per_seed], scale)
             r["scale"] = scale
             if invalid := sum(s["n"] - s["valid"] for s in r["per_seed"]):

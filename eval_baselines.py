@@ -176,13 +176,13 @@ def value_under(record, key):
     return record
 
 
-def baseline_predictions(task, lines, masked, where, learned, window):
-    """{quantity: {baseline: (predictions, report extras)}} of a split's lines (masked: each line's
-    groups); {quantity: note} where seasonal persistence lacks values."""
+def baseline_predictions(task, numbered, masked, where, learned, window):
+    """{quantity: {baseline: (predictions, report extras)}} of a split's (line number, line) pairs
+    (masked: each line's groups); {quantity: note} where seasonal persistence lacks values."""
     earlier = {q: {lag: [] for lag in q_lags} for q, q_lags in learned["lags"].items()}
     strict = task == "era5" or window
     counts = Counter()
-    for number, (line, groups) in enumerate(zip(lines, masked), 1):
+    for (number, line), groups in zip(numbered, masked):
         at = f"{where}:{number}"
         hidden = [i for indices in groups.values() for i in indices]
         for quantity, indices in groups.items():
@@ -194,7 +194,7 @@ def baseline_predictions(task, lines, masked, where, learned, window):
     for quantity, mean in learned["means"].items():
         out[quantity]["train_mean"] = ([mean] * counts[quantity], {})
     for quantity, fit in ((q, f) for q, f in learned["fits"].items() if f):
-        predicted, filled = fit.predict(list(map(json.loads, lines)))
+        predicted, filled = fit.predict([json.loads(line) for _, line in numbered])
         if len(predicted) == counts[quantity]:
             extra = {"predictors": fit.predictors, "filled": filled}
             out[quantity]["least_squares"] = (predicted, extra)

@@ -299,10 +299,11 @@ def encoded(pieces, vocab, where, block_size):
     return ids, values, ask
 
 
-def masked_samples(task, lines, vocab, where, block_size, keys=(), every=False):
-    """{quantity: (fill_in's samples, truths)} of the lines, and each line's groups."""
+def masked_samples(task, numbered, vocab, where, block_size, keys=(), every=False):
+    """{quantity: (fill_in's samples, truths)} of the (line number, line) pairs, and each line's
+    groups."""
     jobs, masked = {}, []
-    for number, line in enumerate(lines, 1):
+    for number, line in numbered:
         at = f"{where}:{number}"
         pieces, groups = masked_groups(task, line, at, keys, every)
         masked.append(groups)
@@ -314,7 +315,8 @@ def masked_samples(task, lines, vocab, where, block_size, keys=(), every=False):
             truths.extend(values)
     if missing := [k for k in keys if k not in jobs]:
         raise TextError(f"{where}: no record has a number under key {missing[0]!r}")
-    absent = [f"{q} {len(lines) - len(s)}" for q, (s, _) in jobs.items() if len(s) < len(lines)]
+    n = len(numbered)
+    absent = [f"{q} {n - len(s)}" for q, (s, _) in jobs.items() if len(s) < n]
     if absent and every is not True:
         print(f"note: {where}: records without the key are not scored: " + ", ".join(absent))
     return jobs, masked

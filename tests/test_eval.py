@@ -75,6 +75,15 @@ def test_the_report_says_the_verdict_its_interval_and_writes_predictions_in_file
     assert list(ev.series(report, "test", "t")[5][0]) == [12]
 
 
+def test_a_line_is_the_files_own_blank_lines_counted(own_run, tmp_path):
+    data, ckpt = own_run
+    test = shutil.copytree(data, tmp_path / "data") / "test.txt"
+    test.write_text("\n" + test.read_text().replace("\n", "\n\n", 2))  # blank lines 1, 3 and 5
+    run("eval.py", f"--ckpt={ckpt}", f"--data_dir={test.parent}", "--mask_key=t", f"--out={tmp_path}/e",
+        "--plots=True", f"--predictions={tmp_path}/p.csv")
+    assert [row["line"] for row in csv.DictReader(open(tmp_path / "p.csv"))][:4] == ["2", "4", "6", "7"]
+
+
 def lines(data, split):
     return sum(1 for _ in open(f"{data}/{split}.txt"))
 

@@ -117,7 +117,9 @@ def test_what_each_task_masks():
     assert masked_groups("text", "1+2=3", "x:1")[1] == {"last": [2]}  # plain text: the last number
     assert masked_groups("text", line, "x:1", ["q"])[1] == {"q": []}
     with pytest.raises(TextError, match="x: no record has a number under key 'q'"):
-        masked_samples("text", [line], None, "x", 64, ["q"])
+        masked_samples("text", [(1, line)], None, "x", 64, ["q"])
+    with pytest.raises(TextError, match="x:7: expected a JSON record"):  # its line in the file
+        masked_samples("text", [(7, line[:-1])], None, "x", 64, ["t"])
 
 
 @pytest.mark.parametrize("line, text", [('{"12": 3, "b": 1}', "'12'"), ('{"a": "12.5", "b": 1}', "'12.5'")])
