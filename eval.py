@@ -202,8 +202,8 @@ def split_jobs(task, data, split, meta, model, vocab, keys, learned):
     if horizon:
         masked = [dict(zip(steps_ahead(), ([i] for i in g.get(mask_key, ())))) for g in masked]
     found = baseline_predictions(task, numbered, masked, where, learned, meta.get("window"))
-    numbers = [number for number, _ in numbered]
-    return {"jobs": jobs, "baselines": found, "masked": masked, "levels": levels, "numbers": numbers}
+    lines = [number for number, _ in numbered]
+    return {"jobs": jobs, "baselines": found, "masked": masked, "levels": levels, "lines": lines}
 
 
 def score_setting(checkpoints, data, split_names, dev):
@@ -242,7 +242,7 @@ def score_setting(checkpoints, data, split_names, dev):
         for quantity, (truths, *_) in per_seed[0][split].items():
             # each scored value's record, and its line in the file
             records = [i for i, g in enumerate(masks) for _ in g.get(quantity, ())]
-            lines = [encoded[split]["numbers"][i] for i in records]
+            lines = [encoded[split]["lines"][i] for i in records]
             scale = quantity_scale(task, meta, quantity)
             if scale and levels:
                 scale = 0.0, np.array([levels[i][quantity] for i in records])
