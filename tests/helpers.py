@@ -145,6 +145,15 @@ class Samples(list):
 
 
 # -- datasets written by hand
+def read_split(folder, split="test"):
+    return [json.loads(line) for line in open(f"{folder}/{split}.txt")]
+
+
+def dataset_bytes(folder):
+    return {os.path.relpath(os.path.join(d, f), folder): open(os.path.join(d, f), "rb").read()
+            for d, _, files in os.walk(folder) for f in files}
+
+
 # ERA5's grid: latitudes descending, 18° apart so that sin(lat) decodes unambiguously
 LAT = np.linspace(81.0, -81.0, 10)
 LON = np.arange(20) * 18.0

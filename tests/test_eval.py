@@ -11,7 +11,7 @@ import pytest
 import torch
 from conftest import ROOT, run
 from helpers import diverged, eval_model, evaluated, one_line_error, own_run, prepared
-from helpers import tokenize, truth_field, write_old_layout
+from helpers import read_split, tokenize, truth_field, write_old_layout
 
 import eval as ev
 import model
@@ -155,7 +155,7 @@ def test_planets_end_to_end_on_both_ood_sets(tmp_path_factory, tmp_path):
     assert list(report["splits"]) == ["test", "test_ood_a0", "test_ood_stepsize"]
     test = report["splits"]["test"]
     assert [test[q]["n"] for q in ("dt", "a0", "e0", "m0")] == [lines(data, "test")] * 4
-    planets = [sum(k.startswith("planet") for k in json.loads(line)["description"]) for line in open(f"{data}/test.txt")]
+    planets = [sum(k.startswith("planet") for k in r["description"]) for r in read_split(data)]
     assert test["steps"]["n"] == 10 * 2 * sum(planets)  # 10 steps × (x, y) × every planet
     assert set(report["splits"]["test_ood_stepsize"]["dt"]["truth"]).isdisjoint({0.2, 0.3, 0.5, 0.8})
     assert all(1.0 < a < 1.16 for a in report["splits"]["test_ood_a0"]["a0"]["truth"])
@@ -201,9 +201,9 @@ def test_own_data_in_original_units_with_baselines_and_plots(own_run, monkeypatc
     assert f"report: {prefix}.json and {prefix}.md; predictions: {table}" in r.stdout
     report = json.load(open(prefix + ".json"))
     t = report["splits"]["test"]["t"]
-    test = [json.loads(line)["t"] for line in open(f"{data}/test.txt")]
+    test = [r["t"] for r in read_split(data)]
     by_hand = np.mean([(row[-1] - row[-2]) ** 2 for row in test])
-    mean = np.mean([json.loads(line)["t"][-1] for line in open(f"{data}/train.txt")])
+    mean = np.mean([r["t"][-1] for r in read_split(data, "train")])
     assert t["truth"] == [row[-1] for row in test] and t["mean"]["mse_original"] == pytest.approx(t["mean"]["mse"] * 25)
     assert t["mean"]["r2_original"] == pytest.approx(t["mean"]["r2"], abs=1e-9)
     assert [t["persistence"][k] for k in ("mse", "mse_original")] == pytest.approx([by_hand, by_hand * 25])

@@ -12,7 +12,7 @@ import torch
 
 from conftest import run, run_in_process
 from dataset import Split, Vocab, load_text_vocab, read_samples
-from helpers import EVAL_TINY, eval_model, one_line_error, own_model, train, train_args
+from helpers import EVAL_TINY, dataset_bytes, eval_model, one_line_error, own_model, train, train_args
 from util import atomic_file, atomic_write_text, open_new, take_lock
 
 
@@ -311,11 +311,6 @@ COMMANDS = {
 }
 
 
-def files(folder):
-    return {os.path.relpath(os.path.join(d, f), folder): open(os.path.join(d, f), "rb").read()
-            for d, _, names in os.walk(folder) for f in names}
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("command, name", [(c, n) for c, (names, _) in COMMANDS.items()
                                            for n in names])
@@ -328,7 +323,7 @@ def test_a_link_at_a_name_a_command_writes_is_refused_or_replaced_never_written_
     (outside / "folder" / "val.ids.npy").write_bytes(b"mine")
     (outside / "empty").mkdir()
     name, empty, _ = name.partition(" (empty)")
-    before = files(outside)
+    before = dataset_bytes(outside)
     args = [str(a) for a in COMMANDS[command][1](made, tmp_path)]
     link = str(tmp_path / name.format(pid=os.getpid())).rstrip("/")
     if os.path.isdir(link):
@@ -338,7 +333,7 @@ def test_a_link_at_a_name_a_command_writes_is_refused_or_replaced_never_written_
     os.makedirs(os.path.dirname(link), exist_ok=True)
     os.symlink(outside / ("empty" if empty else "folder" if name.endswith("/") else "file"), link)
     r = run_in_process(args, None)
-    assert files(outside) == before, r.stderr
+    assert dataset_bytes(outside) == before, r.stderr
     if r.returncode:
         assert os.path.basename(link) in one_line_error(r)
     elif os.path.islink(link):  # a folder of the user's, left alone with a note

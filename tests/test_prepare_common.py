@@ -10,7 +10,7 @@ import time
 
 import pytest
 from conftest import ROOT, read, run
-from helpers import one_line_error, tokenize, train
+from helpers import dataset_bytes, one_line_error, tokenize, train
 
 import common
 
@@ -32,11 +32,6 @@ def python(*args):
 
 def listing(folder):
     return sorted(os.listdir(folder))
-
-
-def dataset_bytes(folder):
-    return {os.path.relpath(os.path.join(d, f), folder): open(os.path.join(d, f), "rb").read()
-            for d, _, files in os.walk(folder) for f in files}
 
 
 def seed_of(folder):

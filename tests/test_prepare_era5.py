@@ -1,7 +1,6 @@
 """prepare/era5.py: samples hold the source values whatever the layout (CDS old and 2024, CMIP `tas`),
 packing, latitude order or workers; bad inputs are refused."""
 import datetime
-import json
 import os
 import zipfile
 from types import SimpleNamespace
@@ -9,7 +8,7 @@ from types import SimpleNamespace
 import netCDF4
 import numpy as np
 import pytest
-from helpers import LAT, LON, START, era5_layout, truth_field, write_old_layout
+from helpers import LAT, LON, START, era5_layout, read_split, truth_field, write_old_layout
 
 import common
 import era5
@@ -66,10 +65,6 @@ def error_of(*argv):
     with pytest.raises((SystemExit, OSError)) as e:
         era5.main([str(a) for a in argv])
     return str(e.value)
-
-
-def read_split(out, split):
-    return [json.loads(line) for line in open(out / f"{split}.txt")]
 
 
 def split_files(out):

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 from conftest import run
-from helpers import common
+from helpers import common, read_split
 
 import planets
 
@@ -33,7 +33,7 @@ def planets_of(record):
 
 @pytest.mark.slow
 def test_records_follow_the_priors_the_ood_gaps_and_their_orbits(dataset):
-    records = {split: [json.loads(line) for line in open(dataset / f"{split}.txt")] for split in planets.SPLITS}
+    records = {split: read_split(dataset, split) for split in planets.SPLITS}
     sizes = dict(zip(planets.SPLITS, common.SIZES["tiny"] + common.SIZES["tiny"][-1:] * 2))
     assert {split: len(recs) for split, recs in records.items()} == sizes
     meta = json.load(open(dataset / "meta.json"))

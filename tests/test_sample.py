@@ -9,7 +9,7 @@ import warnings
 import numpy as np
 import pytest
 from conftest import run
-from helpers import diverged, one_line_error, own_model, own_run
+from helpers import diverged, one_line_error, own_model, own_run, read_split
 
 from predict import units_of
 
@@ -60,7 +60,7 @@ def test_each_bad_line_is_reported_and_the_rest_predicted(checkpoint, tmp_path):
 
 def test_mask_key_shows_the_masked_numbers_beside_their_truth(own_run, tmp_path):
     data, ckpt = own_run
-    test = [json.loads(line) for line in open(f"{data}/test.txt")]
+    test = read_split(data)
 
     def masked(*args, check=True):
         return sample(ckpt, None, f"--input={data}/test.txt", "--scaled", *args, check=check)
@@ -96,6 +96,10 @@ def quakes(tmp_path_factory):
     return data, meta, ckpt
 
 
+def quake(depth=562, pm25=12.5, key="pm2_5"):
+    return f'{{"depth":{depth},"{key}":{pm25},"mag":[?]}}\n'
+
+
 def predicted(r):
     """The numbers of sample.py's first printed record."""
     return list(json.loads(r.stdout.splitlines()[0].split("  (true")[0]).values())
@@ -104,43 +108,42 @@ def predicted(r):
 def test_a_record_and_a_split_in_the_files_units_as_by_hand_and_range_checked(quakes, tmp_path):
     data, meta, ckpt = quakes
     s = meta["scales"]
-    own = sample(ckpt, '{"depth":562,"pm2.5":12.5,"mag":[?]}\n')
+    original = lambda key, v: v * s[key]["spread"] + s[key]["center"]
+    own = sample(ckpt, quake(key="pm2.5"))
     assert "units: the file's own" in own.stderr and "warning" not in own.stderr
     depth, pm25, mag = predicted(own)
     assert (depth, pm25) == (562, 12.5)
     scaled = {k: (v - s[k]["center"]) / s[k]["spread"] for k, v in (("depth", 562), ("pm2_5", 12.5))}
-    written = sample(ckpt, f'{{"depth":{scaled["depth"]!r},"pm2_5":{scaled["pm2_5"]!r},"mag":[?]}}\n', "--scaled")
+    written = sample(ckpt, quake(scaled["depth"], scaled["pm2_5"]), "--scaled")
     assert "units: as written in" in written.stderr and "(--scaled)" in written.stderr
-    back = predicted(written)[2] * s["mag"]["spread"] + s["mag"]["center"]
-    assert mag == pytest.approx(back, rel=1e-5) and mag != pytest.approx(predicted(written)[2], abs=0.1)
+    assert mag == pytest.approx(original("mag", predicted(written)[2]), rel=1e-5) and mag != pytest.approx(predicted(written)[2], abs=0.1)
     # the written name of a renamed key, and json.dumps' spaces, read the same record
-    for text in ('{"depth":562,"pm2_5":12.5,"mag":[?]}\n', '{"depth": 562, "pm2.5": 12.5, "mag": [?]}\n'):
+    for text in (quake(), '{"depth": 562, "pm2.5": 12.5, "mag": [?]}\n'):
         assert predicted(sample(ckpt, text)) == [depth, pm25, mag]
-    r = sample(ckpt, '{"depth":562,"y":12.5,"mag":[?]}\n', check=False)
+    r = sample(ckpt, quake(key="y"), check=False)
     refused(r, "stdin:1: a number under key 'y'", "its number keys: depth, pm2_5, mag")
     least, largest = meta["ranges"]["depth"]
-    inside = largest + 0.9 * (largest - least)
-    assert "warning" not in sample(ckpt, f'{{"depth":{inside:.1f},"pm2_5":12.5,"mag":[?]}}\n').stderr
-    far = largest + 1.1 * (largest - least)
-    r = sample(ckpt, f'{{"depth":{far:.1f},"pm2_5":12.5,"mag":[?]}}\n')
+    assert "warning" not in sample(ckpt, quake(f"{largest + 0.9 * (largest - least):.1f}")).stderr
+    far = f"{largest + 1.1 * (largest - least):.1f}"
+    r = sample(ckpt, quake(far))
     assert len(predicted(r)) == 3 and "1 numbers predicted" in r.stdout
-    assert f"stdin:1: key 'depth': {float(f'{far:.1f}'):g} is far outside its training range" in r.stderr
+    assert f"stdin:1: key 'depth': {float(far):g} is far outside its training range" in r.stderr
     assert f"[{least:g}, {largest:g}]" in r.stderr
     # as written in the dataset's text, not checked against the file's range
-    assert "warning" not in sample(ckpt, '{"depth":900,"pm2_5":0,"mag":[?]}\n', "--scaled").stderr
+    assert "warning" not in sample(ckpt, quake(900, 0), "--scaled").stderr
     # a split: printed in the file's units, or with --scaled as written
     args = (f"--input={data}/test.txt", "--mask_key=mag", "--show=3")
     written, split = (sample(ckpt, None, *args, *scaled) for scaled in (["--scaled"], []))
     assert "(--scaled)" in written.stderr and f"{data}/test.txt is written scaled" in split.stderr
-    records = [json.loads(line) for line in open(f"{data}/test.txt")][:3]
-    own = [{k: round(v * s[k]["spread"] + s[k]["center"], 6) for k, v in r.items()} for r in records]
+    records = read_split(data)[:3]
+    own = [{k: round(original(k, v), 6) for k, v in r.items()} for r in records]
     (tmp_path / "own.jsonl").write_text("".join(json.dumps(r) + "\n" for r in own))
     r = sample(ckpt, None, f"--input={tmp_path / 'own.jsonl'}", "--mask_key=mag")
     for line, record, shown, in_units in zip(r.stdout.splitlines(), own, written.stdout.splitlines(),
                                              split.stdout.splitlines()):
         assert line.endswith(f"(true: {record['mag']:g})") and in_units.endswith(f"(true: {record['mag']:g})")
         prediction, in_file, printed = (json.loads(x.split("  (true")[0]) for x in (line, shown, in_units))
-        assert prediction["mag"] == pytest.approx(in_file["mag"] * s["mag"]["spread"] + s["mag"]["center"], rel=1e-4)
+        assert prediction["mag"] == pytest.approx(original("mag", in_file["mag"]), rel=1e-4)
         assert printed == pytest.approx(prediction, rel=1e-4)
 
 
@@ -153,7 +156,7 @@ def test_tampered_ranges_and_a_renamed_mask_key_are_one_line_without_warnings(qu
     def error(*args):
         with warnings.catch_warnings():
             warnings.simplefilter("error")
-            r = run(script, *flags, *args, input='{"depth":562,"pm2.5":1,"mag":[?]}\n', check=False)
+            r = run(script, *flags, *args, input=quake(key="pm2.5"), check=False)
             return one_line_error(r)
     for ranges in ("abc", [1, 2], {"depth": 5}, {"depth": [1]}, {"depth": [math.nan] * 2}, {"depth": [0, math.inf]}):
         json.dump({**meta, "ranges": ranges}, open(f"{copy}/meta.json", "w"))
@@ -181,7 +184,7 @@ def test_scale_record_is_undone_by_eval_and_sample(tmp_path):
     y = [100 * 1.03 ** i + 8 * (i % 3) for i in range(90)]
     data, ckpt = own_model(tmp_path, "g.csv", "y\n" + "".join(f"{v:.1f}\n" for v in y), "--window=5",
                            "--stride=1", "--scale=record", "--context-before", train=("--block_size=32",))
-    levels = [json.loads(line)["y"] for line in open(f"{data}/test.levels.txt")]
+    levels = [r["y"] for r in read_split(data, "test.levels")]
     truth = [round(v, 1) for v in y[-len(levels):]]
     r = run("eval.py", f"--ckpt={ckpt}", "--mask_key=y", f"--predictions={tmp_path / 'p.csv'}")
     rows = list(csv.DictReader(open(tmp_path / "p.csv")))

@@ -1,11 +1,10 @@
 """prepare/scaling.py: numbers scaled to order 1, written with the digits that give them back."""
-import json
 from decimal import Decimal
 
 import numpy as np
 import pytest
 import scaling
-from helpers import own_table
+from helpers import own_table, read_split
 from records import Part
 
 
@@ -48,8 +47,8 @@ def test_scale_record_divides_each_window_by_the_mean_of_all_but_its_last(tmp_pa
         (tmp_path / "g.csv").write_text("y\n" + "".join(f"{v}\n" for v in y))
         text.main([str(tmp_path / "g.csv"), "--out", str(tmp_path / "d"), "--force", "--window=6",
                    "--stride=1", "--scale=record", "--context-before"])
-        test = [json.loads(line)["y"] for line in open(tmp_path / "d" / "test.txt")]
-        levels = [json.loads(line)["y"] for line in open(tmp_path / "d" / "test.levels.txt")]
+        test = [r["y"] for r in read_split(tmp_path / "d")]
+        levels = [r["y"] for r in read_split(tmp_path / "d", "test.levels")]
         windows = [y[i - 5 : i + 1] for i in range(60 - len(test), 60)]
         assert levels == pytest.approx([np.mean(w[:-1]) for w in windows], rel=1e-12)
         assert [v * level for w, level in zip(test, levels) for v in w] == pytest.approx(
