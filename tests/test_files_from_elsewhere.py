@@ -32,8 +32,7 @@ def test_meta_json_naming_no_split_one_twice_or_one_outside_is_refused(tmp_path)
     (victim / "settings.json").write_text("precious")
     outside = ["train", "../victim/settings"]
     twice = "none, or one named twice"
-    for splits, error in (([], twice), (["train"] * 2, twice),
-                          (outside, "'../victim/settings' is not a plain name")):
+    for splits, error in (([], twice), (["train"] * 2, twice), (outside, "'../victim/settings' is not a plain name")):
         (data / "meta.json").write_text(json.dumps({"dataset": "arithmetic", "splits": splits}))
         assert failed(tokenize(data), error, "meta.json")
         assert sorted(os.listdir(victim)) == ["settings.json", "settings.txt"]
@@ -131,8 +130,7 @@ def test_a_broken_json_file_or_a_fifo_of_a_dataset_is_refused_naming_it(own_data
 
 
 def test_an_empty_data_dir_or_a_split_to_evaluate_that_names_a_path_is_refused(checkpoint):
-    assert failed(run("train.py", "--data_dir=", "--out_dir=out/never", check=False),
-                  "data_dir is empty")
+    assert failed(run("train.py", "--data_dir=", "--out_dir=out/never", check=False), "data_dir is empty")
     r = run("eval.py", f"--ckpt={checkpoint}", "--splits=../x/test", check=False)
     assert failed(r, "not a plain name")
 
@@ -150,8 +148,7 @@ def sample(ckpt, text="(0.5+0.25)=[?]\n", check=True):
 
 @pytest.mark.parametrize("prefix", ["_orig_mod.", "module.", "module._orig_mod."])
 def test_the_weights_of_a_compiled_or_ddp_model_load(checkpoint, tmp_path, prefix):
-    path = edited(checkpoint, tmp_path,
-                  lambda c: c.update(model={prefix + k: v for k, v in c["model"].items()}))
+    path = edited(checkpoint, tmp_path, lambda c: c.update(model={prefix + k: v for k, v in c["model"].items()}))
     assert sample(path).stdout == sample(checkpoint).stdout
 
 
@@ -240,8 +237,7 @@ def made(tmp_path_factory):
     folder = tmp_path_factory.mktemp("made")
     data, ckpt = own_model(folder, "d.csv", CSV)
     gmm = eval_model(data, str(folder / "gmm"), "--block_size=128", "--num_head=gmm")
-    return {"csv": str(folder / "d.csv"), "data": data, "run": os.path.dirname(ckpt),
-            "gmm": os.path.dirname(gmm)}
+    return {"csv": str(folder / "d.csv"), "data": data, "run": os.path.dirname(ckpt), "gmm": os.path.dirname(gmm)}
 
 
 def copy(source, to):
@@ -269,8 +265,7 @@ def evaluate(run, tmp, *flags):
 PREPARED = ["out/", "out/train.txt", "out/val.txt", "out/test.txt", "out/meta.json",
             "out/prepare.lock", "out/tokenize.lock", "out/prepare.lock.{pid}.tmp",
             "out/.prepare-{pid}.tmp/", "out/ (empty)"]
-WRITTEN = [f"xval/{s}.{k}" for s in ("train", "val") for k in ("ids.npy", "values.npy",
-                                                               "offsets.npy", "json")]
+WRITTEN = [f"xval/{s}.{k}" for s in ("train", "val") for k in ("ids.npy", "values.npy", "offsets.npy", "json")]
 # command: (names it writes, in tmp; its arguments from the fixture `made` and tmp). A name
 # ending in / is a folder (" (empty)": an empty one); {pid} is the command's process, this one
 # (run_in_process)
@@ -312,10 +307,8 @@ COMMANDS = {
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("command, name", [(c, n) for c, (names, _) in COMMANDS.items()
-                                           for n in names])
-def test_a_link_at_a_name_a_command_writes_is_refused_or_replaced_never_written_through(
-        made, tmp_path, command, name):
+@pytest.mark.parametrize("command, name", [(c, n) for c, (names, _) in COMMANDS.items() for n in names])
+def test_a_link_at_a_name_a_command_writes_is_refused_or_replaced_never_written_through(made, tmp_path, command, name):
     outside = tmp_path / "outside"
     (outside / "folder").mkdir(parents=True)
     (outside / "file").write_bytes(b'{"iter": 0}\n')  # a row log.jsonl would keep

@@ -24,8 +24,7 @@ def checkpoint(path, encoding="xval", **kw):
     """A tiny untrained model saved as train.py saves one."""
     vocab = Vocab(["(", "+", ")="], encoding)
     num_id = vocab.num_id if vocab.num_id is not None else -1
-    model = tiny(encoding, vocab_size=len(vocab), num_id=num_id, block_size=64, n_layer=1,
-                 n_embd=16, **kw)
+    model = tiny(encoding, vocab_size=len(vocab), num_id=num_id, block_size=64, n_layer=1, n_embd=16, **kw)
     torch.save({"model": model.state_dict(), "model_args": dataclasses.asdict(model.cfg),
                 "text_tokens": vocab.text_tokens, "config": {}}, path)
     return str(path)

@@ -116,7 +116,8 @@ def test_a_record_and_a_split_in_the_files_units_as_by_hand_and_range_checked(qu
     scaled = {k: (v - s[k]["center"]) / s[k]["spread"] for k, v in (("depth", 562), ("pm2_5", 12.5))}
     written = sample(ckpt, quake(scaled["depth"], scaled["pm2_5"]), "--scaled")
     assert "units: as written in" in written.stderr and "(--scaled)" in written.stderr
-    assert mag == pytest.approx(original("mag", predicted(written)[2]), rel=1e-5) and mag != pytest.approx(predicted(written)[2], abs=0.1)
+    scaled_mag = predicted(written)[2]
+    assert mag == pytest.approx(original("mag", scaled_mag), rel=1e-5) and mag != pytest.approx(scaled_mag, abs=0.1)
     # the written name of a renamed key, and json.dumps' spaces, read the same record
     for text in (quake(), '{"depth": 562, "pm2.5": 12.5, "mag": [?]}\n'):
         assert predicted(sample(ckpt, text)) == [depth, pm25, mag]

@@ -100,8 +100,7 @@ def original(meta, key, values):
 def undone(content, out, meta):
     """Every number written, unscaled, gives back each digit of the input's."""
     if content.startswith("{"):
-        rows = [json.loads(line, parse_float=Decimal, parse_int=Decimal)
-                for line in content.splitlines()]
+        rows = [json.loads(line, parse_float=Decimal, parse_int=Decimal) for line in content.splitlines()]
     else:
         rows = list(csv.DictReader(content.splitlines()))
     for key in meta["scales"]:
@@ -190,16 +189,14 @@ def test_dates_are_left_out_and_text_with_digits_is_one_word_everywhere(prepare,
     for line in lines(out).splitlines():
         assert masked_numbers(line, split_text(line), "x", ["pm2_5"]) == {"pm2_5": [0]}
     tokenize(out)
-    assert re.search(r"bad.csv:2: column 'zip': '0100[01]' has a leading zero.*--text zip",
-                     error(content))
+    assert re.search(r"bad.csv:2: column 'zip': '0100[01]' has a leading zero.*--text zip", error(content))
     # as spreadsheets write them
     formats = {"us": "%m/%d/%Y %I:%M %p", "named": "%d-%b-%Y", "long": "%B %d, %Y",
                "de": "%d.%m.%y %H:%M", "short": "%m/%d/%y", "utc": "%Y-%m-%d %H:%M:%S UTC",
                "month": "%b-%Y", "clock": "%I:%M %p"}
     start = datetime.datetime(2021, 1, 1, 5, 6)
     days = [start + datetime.timedelta(days=40 * i, hours=7 * i) for i in range(20)]
-    rows = [",".join(f'"{d.strftime(f)}"' for f in formats.values()) + f",{i / 4}\n"
-            for i, d in enumerate(days)]
+    rows = [",".join(f'"{d.strftime(f)}"' for f in formats.values()) + f",{i / 4}\n" for i, d in enumerate(days)]
     _, meta = prepare(",".join(formats) + ",t\n" + "".join(rows))
     assert meta["dates_left_out"] == list(formats) and meta["keys"] == ["t"]
     said(capsys, "note: key 'named' holds dates or times (01-Jan-2021 ... 05-Feb-2023)")
@@ -368,8 +365,7 @@ NESTED_KEY = "".join(f'{{"x": {i}, "y": {{"12": {i % 5}}}}}\n' for i in range(40
 ] + [("".join(json.dumps({"t": i, "x": [1.5, cell]}) + "\n" for i in range(20)), "", (
         rf"bad.jsonl:1: key 'x': '{re.escape(cell)}' is a number written as a string; write it as "
         rf"a JSON number \({re.escape(plain)}\), or --text x")) for cell, plain in SIGNS])
-def test_what_would_be_misread_is_a_one_line_error_naming_file_and_line(error, content, flags,
-                                                                         expected):
+def test_what_would_be_misread_is_a_one_line_error_naming_file_and_line(error, content, flags, expected):
     name = re.match(r"bad\.\w+|", expected)[0] or "bad.csv"
     assert re.search(expected, error(content, *flags.split(), name=name))
 
@@ -432,8 +428,7 @@ def test_missing_values_omitted_or_dropped_and_every_row_accounted_for(prepare, 
     out, meta = prepare(SERIES, "--missing", "drop")
     said(capsys, "rows: 80 read = 77 in records written + 3 left out for a missing value")
     assert sum(meta["splits"].values()) == 77 and meta["rows"] == {"read": 80, "in_records": 77}
-    jsonl = "".join(json.dumps({"t": i / 2, "h": None if i == 3 else i % 5}) + "\n"
-                    for i in range(30))
+    jsonl = "".join(json.dumps({"t": i / 2, "h": None if i == 3 else i % 5}) + "\n" for i in range(30))
     out, meta = prepare(jsonl, "--missing", "omit", name="d.jsonl")
     assert meta["missing"]["records"] == {"h": 1} and len(read(out)) == 30
     # a gap drops its window
@@ -451,8 +446,7 @@ def test_missing_values_omitted_or_dropped_and_every_row_accounted_for(prepare, 
          "co2 10 windows that leave the key out (omit)")
     assert sum(meta["splits"].values()) == 30 - 10
     # any number of keys
-    rows = [",".join("" if j == 64 and i % 2 else f"{i * j % 13}.5" for j in range(70))
-            for i in range(100)]
+    rows = [",".join("" if j == 64 and i % 2 else f"{i * j % 13}.5" for j in range(70)) for i in range(100)]
     header = ",".join(f"c{j}" for j in range(70))
     out, meta = prepare("\n".join([header, *rows]) + "\n", "--missing", "omit")
     assert meta["missing"]["records"] == {"c64": 50} and "null" not in lines(out)
@@ -464,8 +458,7 @@ def test_windows_are_split_in_time_order_with_a_stride(prepare, capsys):
     out, meta = prepare(content, "--window", "4", "--stride", "2", "--split", "0.6,0.2,0.2")
     said(capsys, "note: key 'day' goes up by 1 from row to row")
     assert meta["window"] == 4 and meta["stride"] == 2 and meta["source"]["order"] == "time"
-    days = {s: [[round(d) for d in original(meta, "day", r["day"])] for r in read(out, s)]
-            for s in SPLITS}
+    days = {s: [[round(d) for d in original(meta, "day", r["day"])] for r in read(out, s)] for s in SPLITS}
     # 60/20/20 rows: windows every 2 rows inside each part
     assert [len(days[s]) for s in SPLITS] == [29, 9, 9]
     assert max(map(max, days["train"])) < 60 <= min(map(min, days["val"]))
@@ -501,8 +494,7 @@ def test_messy_csv_reads_right_and_says_how(prepare, error, capsys):
     assert lines(prepare("\r\n".join(rows) + "\r\n")[0], "train") == unix
     # a stray carriage return far in
     rows[6900] = "3\r,4"
-    assert re.search(r"bad.csv:6901: a lone carriage return \(\\r\) at column 2",
-                     error("\n".join(rows)))
+    assert re.search(r"bad.csv:6901: a lone carriage return \(\\r\) at column 2", error("\n".join(rows)))
 
 
 @pytest.mark.parametrize("header", ["t,p,site,", "t,p,site"])
@@ -522,8 +514,7 @@ def test_a_delimiter_ending_every_row_is_an_empty_column_left_out(prepare, error
 
 
 def test_what_the_model_cannot_use_well_is_named(prepare, capsys):
-    ids = "".join(f"{12345678901234567890 + i},{10.0 ** (i % 40 - 20):.3g},7,{i % 5}\n"
-                  for i in range(40))
+    ids = "".join(f"{12345678901234567890 + i},{10.0 ** (i % 40 - 20):.3g},7,{i % 5}\n" for i in range(40))
     prepare("id,wide,c,y\n" + ids)
     printed = said(capsys, "note: key 'c' is constant in train (7)")
     assert re.search(r"warning: \S*/my data/data.csv:\d+: key 'id': 1234567890123456789\d and "
@@ -534,8 +525,7 @@ def test_what_the_model_cannot_use_well_is_named(prepare, capsys):
         days = [1] * n + [40]
         prepare("day,t\n" + "".join(f"{d},{np.sin(i):.3f}\n" for i, d in enumerate(days)))
         printed = said(capsys)
-        far_off = re.search(r"warning: key 'day': scaled, its numbers reach \|x\| = 1\d\.\d; "
-                            r".*order 1", printed)
+        far_off = re.search(r"warning: key 'day': scaled, its numbers reach \|x\| = 1\d\.\d; .*order 1", printed)
         assert bool(far_off) == far
         assert far or "warning: key 'day'" not in printed
 
@@ -571,8 +561,7 @@ def test_groups_keep_their_rows_too_short_ones_go_to_train_and_the_split_is_said
     assert meta["splits"]["test"] == 4 * 6
     # groups too short to split go to train, and --columns keeps the group
     sizes = {"a": 30, "b": 30, "c": 5, "d": 2}
-    content = "animal,day,w\n" + "".join(
-        f"{a},{d},{3 * d + n}\n" for a, n in sizes.items() for d in range(n))
+    content = "animal,day,w\n" + "".join(f"{a},{d},{3 * d + n}\n" for a, n in sizes.items() for d in range(n))
     flags = ("--group", "animal", "--window", "4", "--stride", "1", "--split", "0.6,0.2,0.2")
     _, meta = prepare(content, *flags, "--columns", "day,w")
     said(capsys, "note: 1 group(s) shorter than --window (2 rows): left out",
