@@ -54,8 +54,7 @@ def test_every_function_of_the_reference_has_a_user_in_it():
     assert "saved_predictions" not in read("eval.py")
 
 
-@pytest.mark.parametrize("script", [s for s in in_root("tools/*.py")
-                                    if "configure(globals(), __file__)" in read(s)])
+@pytest.mark.parametrize("script", [s for s in in_root("tools/*.py") if "configure(globals(), __file__)" in read(s)])
 def test_each_tools_default_output_is_under_out(script):
     settings = defaults(os.path.join(ROOT, script))
     paths = {k: v for k, v in settings.items() if k in ("out", "record", "out_dir")}

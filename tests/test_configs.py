@@ -30,8 +30,7 @@ def test_every_config_sets_known_keys_of_the_right_type_and_only_what_differs_fr
 
 
 def test_paper_configs_follow_the_papers_tables():
-    rates = {"era5_p10.py": 2.5e-5, "era5_xval.py": 2e-4,
-             "planets_xval.py": 2.5e-5, "planets_fp15.py": 1e-4}
+    rates = {"era5_p10.py": 2.5e-5, "era5_xval.py": 2e-4, "planets_xval.py": 2.5e-5, "planets_fp15.py": 1e-4}
     assert {name: load(name)["learning_rate"] for name in rates} == rates
     assert load("era5_b1999.py")["block_size"] == 3404 and load("era5_p10.py")["block_size"] == 8222
     assert load("lookup_xval.py")["mlm_probability"] == 0.3

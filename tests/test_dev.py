@@ -104,8 +104,7 @@ def test_each_decade_has_its_count_relative_error_and_share_of_the_squared_error
     assert rows[1].startswith("| 1 to 10 | 3 | 0.1 | 1.1 | 0.0% | 1 | 2 | 0.0% |")
     assert rows[2].startswith("| 10 to 100 | 1 | 0.1 | 1.1 | 0.0% | 1 | 2 | 0.3% |")
     assert rows[3].startswith("| 1000 to 10000 | 2 | 0.9 | 0.1 | 100.0% | 0.1 | 1.1 | 99.7% |")
-    assert ("Largest |truth| 3000; xval: largest |prediction| 300, 0 of 6 predictions invalid"
-            in printed)
+    assert "Largest |truth| 3000; xval: largest |prediction| 300, 0 of 6 predictions invalid" in printed
     assert "p1000: largest |prediction| 3300, 1 of 6 predictions invalid" in printed
     assert f"wrote {out}.md" in printed
 
@@ -219,11 +218,9 @@ def test_recalling_and_interpolating_models_are_told_apart(tmp_path):
     distance = np.abs(truth[:, None] - np.array(STEPS))
     far = distance.min(1) >= 0.02
     truth, recalled = truth[far], np.array(STEPS)[distance[far].argmin(1)]
-    encoding, n, mse, corr, share, *_ = planets_dt_ood.rows(
-        dt_report(tmp_path, "b1999", truth, recalled), 0.01)
+    encoding, n, mse, corr, share, *_ = planets_dt_ood.rows(dt_report(tmp_path, "b1999", truth, recalled), 0.01)
     assert (encoding, n, share) == ("b1999", len(truth), 1.0) and mse > 1e-4
-    _, _, mse, corr, share, *_ = planets_dt_ood.rows(
-        dt_report(tmp_path, "xval", truth, truth + 0.001), 0.01)
+    _, _, mse, corr, share, *_ = planets_dt_ood.rows(dt_report(tmp_path, "xval", truth, truth + 0.001), 0.01)
     assert share == 0.0 and mse == pytest.approx(1e-6) and corr == pytest.approx(1.0)
 
 
@@ -231,8 +228,7 @@ def test_recalling_and_interpolating_models_are_told_apart(tmp_path):
 def test_planets_dt_ood_writes_the_table_and_figure(tmp_path):
     truth = np.linspace(0.33, 0.47, 20)  # 0.03 or more from every training step size
     paths = [dt_report(tmp_path, encoding, truth, truth) for encoding in ("xval", "p10")]
-    printed = script("planets_dt_ood.py", f"--reports={' '.join(paths)}",
-                     f"--out={tmp_path / 'dt'}")
+    printed = script("planets_dt_ood.py", f"--reports={' '.join(paths)}", f"--out={tmp_path / 'dt'}")
     table = (tmp_path / "dt.md").read_text()
     assert table.count("| `") == 2 and "| xval | 20 | 0 | 1.000 | 0% |" in table
     assert (tmp_path / "dt.png").stat().st_size > 0 and "wrote" in printed

@@ -53,8 +53,7 @@ def test_every_relative_link_and_cited_decision_resolves():
 
 
 # an arithmetic example: numbers joined by + - * and brackets, "=", the written answer
-EXPRESSION = re.compile(r"(?<![\w.=-])([-(]*\d[-+*().0-9]*[-+*]\(?\d[-+*().0-9]*)"
-                        r"=(-?\d[0-9.]*\d|-?\d)(?![\w.])")
+EXPRESSION = re.compile(r"(?<![\w.=-])([-(]*\d[-+*().0-9]*[-+*]\(?\d[-+*().0-9]*)=(-?\d[0-9.]*\d|-?\d)(?![\w.])")
 
 
 def test_every_arithmetic_example_of_the_docs_is_exact():
@@ -143,8 +142,7 @@ def mistakes(script, args):
     if script.endswith(".sh"):
         return [f"{script} {a}" for a in args if re.fullmatch(r"\w+", a)
                 and not re.search(rf"[(|\s]{a}[|)]", read(script))]
-    wrong = [f"{script} {a}" for a in args
-             if a.startswith("--") and a[2:].partition("=")[0] not in flags(script)]
+    wrong = [f"{script} {a}" for a in args if a.startswith("--") and a[2:].partition("=")[0] not in flags(script)]
     return wrong + [f"{script} {a}: no such file" for a in args
                     if re.fullmatch(r"[\w/]+\.py", a) and not os.path.isfile(os.path.join(ROOT, a))]
 
@@ -154,8 +152,7 @@ def test_every_command_of_the_docs_names_a_script_and_flags_it_takes():
     assert {"train.py", "sample.py", "eval.py"} <= found["README.md"]
     assert {"dev/summarize.py", "dev/claims_cpu.sh", "dev/reproduce.sh"} <= found["dev/README.md"]
     assert {"tools/curves.py", "tools/slurm.sh"} <= set().union(*found.values())
-    wrong = [f"{doc}: {m}" for doc in DOCS for script, args in commands(doc)
-             for m in mistakes(script, args)]
+    wrong = [f"{doc}: {m}" for doc in DOCS for script, args in commands(doc) for m in mistakes(script, args)]
     assert not wrong
     ci = [line for line in read(".ci/run").splitlines() if line.startswith("python3 -m venv")]
     assert len(ci) == 1 and ci[0] in read("README.md").splitlines()

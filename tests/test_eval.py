@@ -201,9 +201,9 @@ def test_own_data_in_original_units_with_baselines_and_plots(own_run, monkeypatc
     assert f"report: {prefix}.json and {prefix}.md; predictions: {table}" in r.stdout
     report = json.load(open(prefix + ".json"))
     t = report["splits"]["test"]["t"]
-    test = [r["t"] for r in read_split(data)]
+    test = [record["t"] for record in read_split(data)]
     by_hand = np.mean([(row[-1] - row[-2]) ** 2 for row in test])
-    mean = np.mean([r["t"][-1] for r in read_split(data, "train")])
+    mean = np.mean([record["t"][-1] for record in read_split(data, "train")])
     assert t["truth"] == [row[-1] for row in test] and t["mean"]["mse_original"] == pytest.approx(t["mean"]["mse"] * 25)
     assert t["mean"]["r2_original"] == pytest.approx(t["mean"]["r2"], abs=1e-9)
     assert [t["persistence"][k] for k in ("mse", "mse_original")] == pytest.approx([by_hand, by_hand * 25])

@@ -51,7 +51,7 @@ def test_least_squares_recovers_a_linear_relation_and_a_list_valued_key_gets_per
     assert "test · y: next to try: longer training (--max_iters)" in stdout
     report, stdout, _ = evaluated(ckpt, extra=["--mask_key=t"])
     r = report["splits"]["test"]["t"]
-    test = [r["t"] for r in read_split(data)]
+    test = [record["t"] for record in read_split(data)]
     assert r["persistence"]["mse"] == pytest.approx(np.mean([(w[-1] - w[-2]) ** 2 for w in test]))
     assert "least_squares" not in r and "persistence (the key's last value that the model reads)" in stdout
 
@@ -81,7 +81,7 @@ def test_seasonal_persistence_finds_a_sines_period(tmp_path):
     assert r["seasonal_persistence"]["mse"] < r["persistence"]["mse"] / 5
     assert "seasonal persistence (the value 6 steps earlier) on the same values" in stdout
     assert r["verdict"]["best"] == "seasonal_persistence" and "(seasonal persistence)" in stdout
-    test = [r["t"] for r in read_split(data)]
+    test = [record["t"] for record in read_split(data)]
     assert r["seasonal_persistence"]["mse"] == pytest.approx(np.mean([(w[-1] - w[-7]) ** 2 for w in test]))
     # a period given is used (here half the true one: worse)
     given, stdout, _ = evaluated(ckpt, extra=["--mask_key=t", "--period=3"])
@@ -101,7 +101,7 @@ def test_horizon_scores_each_step_against_the_last_value_not_masked(own_run, fla
     data, ckpt = own_run
     r = run("eval.py", f"--ckpt={ckpt}", "--horizon=2", *flags.split(), check=False)
     assert (r.returncode != 0) == bool(error) and error in r.stderr
-    w = np.array([r["t"] for r in read_split(data)])
+    w = np.array([record["t"] for record in read_split(data)])
     for h in (1, 2) if not error else ():
         step = json.load(open(ckpt.replace("ckpt_best.pt", "eval_t_h2.json")))["splits"]["test"][f"t.t+{h}"]
         assert step["n"] == len(w) and step["persistence"]["mse"] == pytest.approx(np.mean((w[:, h] - w[:, 0]) ** 2))

@@ -272,26 +272,21 @@ WRITTEN = [f"xval/{s}.{k}" for s in ("train", "val") for k in ("ids.npy", "value
 COMMANDS = {
     "prepare/arithmetic.py": (PREPARED, lambda made, tmp: [
         "prepare/arithmetic.py", "--size=tiny", "--workers=1", "--out", tmp / "out"]),
-    "prepare/text.py": (PREPARED, lambda made, tmp: [
-        "prepare/text.py", made["csv"], "--out", tmp / "out"]),
+    "prepare/text.py": (PREPARED, lambda made, tmp: ["prepare/text.py", made["csv"], "--out", tmp / "out"]),
     "prepare/text.py --force": (
-        [f"data/{n}" for n in ("train.txt", "meta.json", "vocab.json", "xval/", "p10/",
-                               "xval/train.json", "xval/val.ids.npy", "prepare.lock",
-                               ".prepare-{pid}.tmp/")],
-        lambda made, tmp: ["prepare/text.py", made["csv"], "--force", "--out",
-                           copy(made["data"], tmp / "data")]),
+        [f"data/{n}" for n in ("train.txt", "meta.json", "vocab.json", "xval/", "p10/", "xval/train.json",
+                               "xval/val.ids.npy", "prepare.lock", ".prepare-{pid}.tmp/")],
+        lambda made, tmp: ["prepare/text.py", made["csv"], "--force", "--out", copy(made["data"], tmp / "data")]),
     "tokenize_numbers.py": (
         [f"data/{n}" for n in ("vocab.json", "xval/", "tokenize.lock", "tokenize.lock.{pid}.tmp",
                                "xval/train.ids.{pid}.tmp", *WRITTEN)],
-        lambda made, tmp: ["tokenize_numbers.py", fresh_data(made, tmp), "--encoding=xval",
-                           "--workers=1"]),
+        lambda made, tmp: ["tokenize_numbers.py", fresh_data(made, tmp), "--encoding=xval", "--workers=1"]),
     "train.py": (
         [f"run/{n}" for n in ("", " (empty)", "ckpt_latest.pt", "ckpt_best.pt", "log.jsonl",
                               "train.lock", "train.lock.{pid}.tmp")],
         lambda made, tmp: ["train.py", *train_args(made["data"], tmp / "run", "--block_size=128")]),
     "train.py --resume": (
-        ["run/ckpt_latest.pt", "run/ckpt_best.pt", "run/ckpt_4.pt", "run/log.jsonl",
-         "run/train.lock"],
+        ["run/ckpt_latest.pt", "run/ckpt_best.pt", "run/ckpt_4.pt", "run/log.jsonl", "run/train.lock"],
         lambda made, tmp: resumed(made, tmp, "--resume")),
     "train.py --overwrite=True": (["run/ckpt_best.pt", "run/log.jsonl"],
                                   lambda made, tmp: resumed(made, tmp, "--overwrite=True")),
@@ -300,9 +295,8 @@ COMMANDS = {
     "eval.py --plots=True --mask_key=b": (
         ["run/eval_b.json", "run/eval_b.md", "run/eval_b_test.png"],
         lambda made, tmp: evaluate(made["run"], tmp, "--mask_key=b")),
-    "eval.py --plots=True, a GMM head": (
-        ["run/eval_test.png", "run/eval_test_density.png"],
-        lambda made, tmp: evaluate(made["gmm"], tmp)),
+    "eval.py --plots=True, a GMM head": (["run/eval_test.png", "run/eval_test_density.png"],
+                                         lambda made, tmp: evaluate(made["gmm"], tmp)),
 }
 
 

@@ -22,7 +22,6 @@ def test_rows_read_8_bytes_at_a_time_keep_their_lines_a_line_break_too(tmp_path,
 
 
 def test_a_json_array_keeps_the_digits_and_names_each_record(tmp_path):
-    table = own_table(tmp_path, '[{"a": 1.50, "b": ["x", null]},\n {"a": 2, "b": ["NA", "y"]}]',
-                      name="d.json")
+    table = own_table(tmp_path, '[{"a": 1.50, "b": ["x", null]},\n {"a": 2, "b": ["NA", "y"]}]', name="d.json")
     assert table.where(1).endswith("d.json:2 (record 2)") and table.cols["a"].q == -2
     assert table.cols["b"].nested == {0: ["x", None], 1: [None, "y"]}

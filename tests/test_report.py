@@ -26,8 +26,7 @@ def test_block_size_from_the_data_progress_the_batch_line_and_what_next(data, tm
     assert f"checkpoints in {tmp_path}/" in r.stdout
     assert f"python sample.py --ckpt={tmp_path}/ckpt_best.pt --input={data}/test.txt --mask_last" in r.stdout
     line = next(line for line in r.stdout.splitlines() if line.startswith("batch:"))
-    first = step_batches(Split(data, "train", "xval"), 0, 1337, 64, 16, packing=True,
-                         pack_length=16)
+    first = step_batches(Split(data, "train", "xval"), 0, 1337, 64, 16, packing=True, pack_length=16)
     assert "accumulation steps" not in line and "least padding" not in line and len(first) != 64 // 16
     rows = f"{len(first[0]['ids'])} a micro-batch; {len(first)} micro-batches"
     assert f"packed in rows of 16 tokens, {rows}" in line

@@ -89,8 +89,7 @@ def test_every_baseline_mlp_beats_the_mean_the_same_seed_again(tmp_path):
         assert rows[variant]["test_mse"] < 0.3 * rows["mean"]["test_mse"], (variant, rows)
         assert rows[variant]["test_mse_K2"] == pytest.approx(rows[variant]["test_mse"] * STD ** 2)
     # coordinates, start and 3 earlier steps
-    inputs = dict(all_stations=3 * 3 + 4 + 3 * 3, single=3 + 3 + 4, temp_only=3, temp_coord=3 + 3,
-                  temp_toy=3 + 2)
+    inputs = dict(all_stations=3 * 3 + 4 + 3 * 3, single=3 + 3 + 4, temp_only=3, temp_coord=3 + 3, temp_toy=3 + 2)
     assert {variant: rows[variant]["inputs"] for variant in inputs} == inputs
     for split, few in short.items():
         assert result["samples"][split] == {"used": sizes[split] - sum(few), "excluded": sum(few)}
@@ -149,8 +148,7 @@ def test_curves_score_every_kept_checkpoint_at_its_step_and_flops(data, tmp_path
     train(data, out_dir, "--k=4", "--max_iters=6", "--eval_interval=6", "--keep_every=3")
 
     def curves(*args, runs=out_dir, check=True):
-        return conftest.run("tools/curves.py", f"--runs={runs}", f"--out={prefix}", *args,
-                            check=check)
+        return conftest.run("tools/curves.py", f"--runs={runs}", f"--out={prefix}", *args, check=check)
     curves()
     with open(prefix + ".json") as f:
         (curve,) = json.load(f)["curves"]
@@ -273,8 +271,7 @@ def test_probe_end_to_end_and_without_labels(tmp_path):
     data = write_temperatures(tmp_path / "temperature", {"train": 60, "val": 10, "test": 20})
     tokenize(data)
     train(data, tmp_path / "run", "--block_size=64", "--max_iters=3", "--eval_interval=3")
-    probing = ["tools/probe.py", f"--ckpt={tmp_path / 'run/ckpt_best.pt'}",
-               f"--out={tmp_path / 'p'}", "--n_train=40"]
+    probing = ["tools/probe.py", f"--ckpt={tmp_path / 'run/ckpt_best.pt'}", f"--out={tmp_path / 'p'}", "--n_train=40"]
     r = run(*probing, f"--data_dir={data}", "--l2_grid=[0.01, 1.0]", "--folds=2")
     assert "note: the test split has only 20 samples (n_test = 5000)" in r.stdout
     result = json.loads((tmp_path / "p.json").read_text())
