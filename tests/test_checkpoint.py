@@ -22,8 +22,7 @@ def test_the_run_files_are_what_train_and_eval_wrote(tmp_path):
     ours = ["log.jsonl", "ckpt_latest.pt", "ckpt_best.pt", "ckpt_4.pt"]
     for name in mine + ours:
         (tmp_path / name).write_text('{"ideas": []}')
-    reports = [prefix + end for prefix in ("eval", "eval_first5")
-               for end in (".json", ".md", "_test.png")]
+    reports = [prefix + end for prefix in ("eval", "eval_first5") for end in (".json", ".md", "_test.png")]
     assert set(run_files(str(tmp_path))) == {*ours, *reports, "eval_first5_test_ood.png"}
 
 

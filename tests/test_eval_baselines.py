@@ -42,9 +42,9 @@ def test_least_squares_recovers_a_linear_relation_and_a_list_valued_key_gets_per
     data, ckpt = own_model(tmp_path, "records.jsonl", "".join(json.dumps(r) + "\n" for r in records))
     report, stdout, _ = evaluated(ckpt, extra=["--mask_key=y"])
     r = report["splits"]["test"]["y"]
-    assert r["least_squares"]["predictors"] == ["a", "b", "c"] and r["least_squares"]["filled"] == 0
-    assert r["least_squares"]["mse"] < 1e-6 < r["train_mean"]["mse"]
-    assert r["least_squares"]["mse_original"] < 1e-4
+    fit = r["least_squares"]
+    assert fit["predictors"] == ["a", "b", "c"] and fit["filled"] == 0
+    assert fit["mse"] < 1e-6 < r["train_mean"]["mse"] and fit["mse_original"] < 1e-4
     assert "least squares on the record's other numbers (a, b, c; a missing one filled with its training" in stdout
     assert r["verdict"]["best"] == "least_squares" and r["verdict"]["says"] == "loses to" and r["verdict"]["paired"]["least_squares"][0] > 1e3
     assert "test · y: verdict: the model loses to the best baseline (least squares): its MSE is" in stdout
@@ -77,20 +77,20 @@ def test_seasonal_persistence_finds_a_sines_period(tmp_path):
     data, ckpt = own_model(tmp_path, "sine.csv", csv, "--window", "16")
     report, stdout, _ = evaluated(ckpt, extra=["--mask_key=t"])
     r = report["splits"]["test"]["t"]
-    assert r["seasonal_persistence"]["period"] == 6 and "t: period 6 detected in the training lists" in stdout
-    assert r["seasonal_persistence"]["mse"] < r["persistence"]["mse"] / 5
+    seasonal = r["seasonal_persistence"]
+    assert seasonal["period"] == 6 and "t: period 6 detected in the training lists" in stdout
+    assert seasonal["mse"] < r["persistence"]["mse"] / 5
     assert "seasonal persistence (the value 6 steps earlier) on the same values" in stdout
     assert r["verdict"]["best"] == "seasonal_persistence" and "(seasonal persistence)" in stdout
-    test = [record["t"] for record in read_split(data)]
-    assert r["seasonal_persistence"]["mse"] == pytest.approx(np.mean([(w[-1] - w[-7]) ** 2 for w in test]))
+    w = np.array([record["t"] for record in read_split(data)])
+    assert seasonal["mse"] == pytest.approx(np.mean((w[:, -1] - w[:, -7]) ** 2))
     # a period given is used (here half the true one: worse)
     given, stdout, _ = evaluated(ckpt, extra=["--mask_key=t", "--period=3"])
     g = given["splits"]["test"]["t"]["seasonal_persistence"]
-    assert g["period"] == 3 and "--period=3" in stdout and g["mse"] > r["seasonal_persistence"]["mse"]
+    assert g["period"] == 3 and "--period=3" in stdout and g["mse"] > seasonal["mse"]
     # --horizon: seasonal persistence where the value a period earlier is not masked
     ahead = evaluated(ckpt, extra=["--mask_key=t", "--horizon=8"])[0]["splits"]["test"]
     assert ["seasonal_persistence" in ahead[f"t.t+{h}"] for h in range(1, 9)] == [True] * 6 + [False] * 2
-    w = np.array(test)
     assert ahead["t.t+6"]["seasonal_persistence"]["mse"] == pytest.approx(np.mean((w[:, -3] - w[:, -9]) ** 2))
 
 

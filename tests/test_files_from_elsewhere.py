@@ -93,8 +93,7 @@ ARRAYS = {
     "nan": ("val", "values", lambda a, o, t: put(a, o[3], np.nan), at("val", 4)),
     "float64 values": ("train", "values", lambda a, o, t: a.astype(np.float64),
                        "expected integer ids and float32 values"),
-    "an empty sample": ("train", "offsets", lambda a, o, t: put(a, 5, a[4]),
-                        "offsets.npy: not increasing at index 5"),
+    "an empty sample": ("train", "offsets", lambda a, o, t: put(a, 5, a[4]), "offsets.npy: not increasing at index 5"),
     "a value at a text token": ("train", "values", lambda a, o, t: put(a, t[3], 1e6),
                                 r"holds 1e\+06 at a token that is no number"),
 }

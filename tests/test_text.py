@@ -342,6 +342,10 @@ NESTED_KEY = "".join(f'{{"x": {i}, "y": {{"12": {i % 5}}}}}\n' for i in range(40
     ('[{"a":1}] x', "", r"bad.json:1: expected nothing after the JSON array's \]"),
     ('[{"a":1},{"b":2}]', "", r"bad.json:1 \(record 1\): key 'b' is missing"),
     ("[]", "", r"bad.json: an empty JSON array"),
+    # groups too short to split in time, none to split at random: the fixes that work are named
+    ("animal,day,w\n" + "".join(f"{a},{d},{d}\n" for a in "abc" for d in range(12)), "--group animal --window 4",
+     "the val split holds no record; more data, other --split fractions, --context-before, --order random, "
+     "a smaller --window or --stride"),
     ('{"a":1}\n{"a":\n', "", r"bad.json:2: not a JSON record \(Expecting value at column 6\)"),
 ] + [(f"t,p\n1.5,2\n2.5,{m}\n3,4\n", "", "bad.csv:3: column 'p' is missing .*" + OMIT_OR_DROP)
      for m in ("", "NA", "NaN", "null", "?", "-", "n/a")
@@ -559,11 +563,6 @@ def test_groups_keep_their_rows_too_short_ones_go_to_train_and_the_split_is_said
     printed = said(capsys, "note: 1 group(s) shorter than --window (2 rows): left out")
     assert meta["source"]["order"] == "random" and "--context-before" not in printed
     assert sum(meta["splits"].values()) == 28 + 28 + 3
-    # too short to split in time, and none to split at random: the fixes that work are named
-    content = "animal,day,w\n" + "".join(f"{a},{d},{d}\n" for a in "abc" for d in range(12))
-    with pytest.raises(SystemExit, match="the val split holds no record; more data, other --split "
-                       "fractions, --context-before, --order random, a smaller --window or --stride"):
-        prepare(content, "--group", "animal", "--window", "4")
 
 
 def test_mask_key_names_a_top_level_key_or_a_dotted_path():

@@ -343,8 +343,7 @@ def test_ctrl_c_is_one_line_and_exit_code_130(data, tmp_path):
 
 
 def test_a_checkpoint_knows_its_data_by_content(own_data, tmp_path, tmp_path_factory):
-    other = prepared(tmp_path_factory, "seed5", "prepare/arithmetic.py", "--variant=ops2",
-                     "--seed=5")
+    other = prepared(tmp_path_factory, "seed5", "prepare/arithmetic.py", "--variant=ops2", "--seed=5")
     out = tmp_path / "out"
     train(own_data, out)
     ckpt = out / "ckpt_latest.pt"
