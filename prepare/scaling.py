@@ -67,15 +67,15 @@ def written(x, scale, digits):
 def scale(table, parts, keys, mode, counting=()):
     """({key: scale}, {key: decimals}, {key: largest |x| written}, {key: [least, largest] in
     train}), from train; what the model cannot tell apart warned of, numbers beyond train noted."""
-    scales, digits, largest, ranges = {}, {}, {}, {}
-    said = defaultdict(list)
+    scales, digits, largest, ranges, said = {}, {}, {}, {}, defaultdict(list)
     for key in keys:
         col = table.cols[key]
         # each number counted as often as training records hold it
         weights = np.bincount(parts[0].rows[parts[0].has(key)].ravel(), minlength=table.n)
         low, high, small = extremes(col, weights)
         if low > high:
-            fail(f"key {key!r} holds no number in train ({table.where(parts[0].rows[0][0])} ...)")
+            where = table.where(parts[0].rows[0][0])
+            fail(f"key {key!r} holds no number in the training split ({where} ...)")
         s = scales[key] = scale_of(col, weights, mode)
         out_low, out_high, out_small = extremes(col, rows_in(table, parts[1:], key))
         ranges[key] = [float(low), float(high)]
