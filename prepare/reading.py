@@ -375,7 +375,8 @@ def read_csv(table, path, args, head, cr_only, blank):
 
 def csv_batches(path, header, delimiter, trailing, cr_only, blank):
     """Blocks of rows: their columns, and the line each row starts on then the line after;
-    refused: a row of another width, an empty line but at the end, an unterminated quote."""
+    refused: a row of another width or over 1 MiB, an empty line but at the end, an unterminated
+    quote."""
     width = len(header) + (trailing and bool(header[-1]))
     names = [f"c{j}" for j in range(width)]
     invalid = []
