@@ -318,6 +318,8 @@ def ragged(path, header, delimiter, width, line, cells, last_empty):
 def line_of(path, delimiter, width, start):
     """The line of the first row of another width from line start (a row's first) on, read by the
     csv module (start if none); refused: a row it cannot read (an unterminated quote)."""
+    # cells of a block: more than the csv module's 128 KiB
+    csv.field_size_limit(4 * BLOCK)
     with io.TextIOWrapper(opened(path), "utf-8-sig", newline="") as f:
         for _ in range(start - 1):
             f.readline()

@@ -308,6 +308,7 @@ NESTED_KEY = "".join(f'{{"x": {i}, "y": {{"12": {i % 5}}}}}\n' for i in range(40
     ('t,note\n1,"ok"\n2,"open\n3,x\n4,y\n', "",
      r"bad.csv:3: unexpected end of data \(an unterminated"),
     ('t,n,m\n1,2,3\n4,"x\n5,6,7\n', "", r"bad.csv:3: unexpected end of data \(an unterminated"),
+    ("t,x\na," + "z" * (200 << 10) + "\n5\n", "", "bad.csv:3: 1 cells"),
     # its text in a cell above
     ('a,b,c\n1,2,"x\n5,6\nz"\n5,6\n', "", "bad.csv:5: 2 cells, but the header"),
     ("t,x\n" + "".join(f"{i},{'' if i < 16 else 1}\n" for i in range(20)),
