@@ -319,7 +319,7 @@ def date_keys(table, text_keys, how):
         years = decimal_years(texts)[index]
         if numbers and np.isnan(years).any():
             continue
-        # rows in file order, within each group (without --group: each run of rows in a row)
+        # rows in file order, within each group (without --group: each run of consecutive rows)
         group = present - np.arange(len(present))
         if table.group:
             group = np.where(table.group.code == NUM, table.group.x, table.group.code)[present]
