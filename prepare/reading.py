@@ -315,12 +315,23 @@ def ragged(path, header, delimiter, width, line, cells, last_empty):
     fail(f"{path}:{line}: {cells} cells, but {names}{hint}")
 
 
-def line_of(path, text, start):
-    """The first line from start on where a row of this text starts (start if none)."""
-    with io.TextIOWrapper(opened(path), "utf-8-sig", newline=None) as f:
-        for line, row in enumerate(f, 1):
-            if line >= start and row.rstrip("\n") == (text.splitlines() or [""])[0]:
-                return line
+def line_of(path, delimiter, width, start):
+    """The line of the first row of another width from line start (a row's first) on, read by the
+    csv module (start if none); refused: a row it cannot read (an unterminated quote)."""
+    # cells of a block: more than the csv module's 128 KiB
+    csv.field_size_limit(4 * BLOCK)
+    with io.TextIOWrapper(opened(path), "utf-8-sig", newline="") as f:
+        for _ in range(start - 1):
+            f.readline()
+        reader = csv.reader(f, delimiter=delimiter, strict=True)
+        at = start
+        try:
+            for row in reader:
+                if row and len(row) != width:
+                    return at
+                at = start + reader.line_num
+        except csv.Error as e:
+            fail(f"{path}:{at}: {e} (an unterminated quote?)")
     return start
 
 
@@ -366,7 +377,8 @@ def read_csv(table, path, args, head, cr_only, blank):
 
 def csv_batches(path, header, delimiter, trailing, cr_only, blank):
     """Blocks of rows: their columns, and the line each row starts on then the line after;
-    refused: a row of another width, an empty line but at the end, an unterminated quote."""
+    refused: a row of another width or over 1 MiB, an empty line but at the end, an unterminated
+    quote."""
     width = len(header) + (trailing and bool(header[-1]))
     names = [f"c{j}" for j in range(width)]
     invalid = []
@@ -394,6 +406,10 @@ def csv_batches(path, header, delimiter, trailing, cr_only, blank):
             breaks = sum(pc.count_substring(c, "\n").to_numpy(zero_copy_only=False) for c in cells)
             first = line + np.concatenate([[0], np.cumsum(1 + breaks)])
             line = first[-1]
+            size = sum(pc.binary_length(c).to_numpy(zero_copy_only=False) for c in cells)
+            if (size + width - 1 > BLOCK).any():
+                at = first[np.argmax(size + width - 1 > BLOCK)]
+                fail(f"{path}:{at}: a row of more than {BLOCK >> 20} MiB, over the limit; split it")
             cut = np.flatnonzero(first[:-1] == blank)[:1] if not ended else [0]
             if len(cut):
                 rest = [c.slice(cut[0]) for c in cells]
@@ -413,7 +429,7 @@ def csv_batches(path, header, delimiter, trailing, cr_only, blank):
         if not invalid:
             fail(f"{path}: {e}")
         row = invalid[0]
-        at = line_of(path, row.text, line)
+        at = line_of(path, delimiter, width, line)
         last_empty = row.text.rstrip().endswith(delimiter)
         ragged(path, header, delimiter, width, at, row.actual_columns, last_empty)
     # an unterminated quote takes the rest of the file into its cell

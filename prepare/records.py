@@ -319,8 +319,8 @@ def date_keys(table, text_keys, how):
         years = decimal_years(texts)[index]
         if numbers and np.isnan(years).any():
             continue
-        # rows in file order, within each group
-        group = np.zeros(len(present))
+        # rows in file order, within each group (without --group: each run of consecutive rows)
+        group = present - np.arange(len(present))
         if table.group:
             group = np.where(table.group.code == NUM, table.group.x, table.group.code)[present]
         order = np.argsort(group, kind="stable")
@@ -374,7 +374,8 @@ def words_for_tokenizer(table):
     """Key names and text values made words (as_word), noted; {old: new} of the keys."""
     cols = table.cols.values()
     renamed = {key: as_word(key) for key in table.cols}
-    strings = [x for c in cols for v in [*c.texts, *c.nested.values()] for x in leaves(v)]
+    strings = [t for c in cols for t in c.texts]
+    strings += [x for c in cols for v in c.nested.values() for x in leaves(v)]
     values = {x: as_word(x) for x in strings if isinstance(x, str)}
     for mapping, what in ((renamed, "key"), (values, "text value")):
         written = {}

@@ -75,7 +75,8 @@ def scale(table, parts, keys, mode, counting=()):
         weights = np.bincount(parts[0].rows[parts[0].has(key)].ravel(), minlength=table.n)
         low, high, small = extremes(col, weights)
         if low > high:
-            fail(f"key {key!r} holds no number in train ({table.where(parts[0].rows[0][0])} ...)")
+            where = table.where(parts[0].rows[0][0])
+            fail(f"key {key!r} holds no number in the training split ({where} ...)")
         s = scales[key] = scale_of(col, weights, mode)
         out_low, out_high, out_small = extremes(col, rows_in(table, parts[1:], key))
         ranges[key] = [float(low), float(high)]
@@ -84,8 +85,7 @@ def scale(table, parts, keys, mode, counting=()):
                 f"note: key {key!r} is constant in train ({low:g}): nothing to learn from it;"
                 " --columns leaves it out"
             )
-        # the numbers of every split
-        bottom, top = min(low, out_low), max(high, out_high)
+        bottom, top = min(low, out_low), max(high, out_high)  # of every split
         largest[key] = max(abs(top - s["center"]), abs(bottom - s["center"])) / s["spread"]
         digits[key] = decimals_of(col.q, s["spread"], mode, largest[key])
         if mode == "record":

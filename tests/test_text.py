@@ -202,16 +202,25 @@ def test_dates_are_left_out_and_text_with_digits_is_one_word_everywhere(prepare,
 STACKED = [(a, d) for a in range(2) for d in range(1, 21)]
 # interleaved, days 3 and 4 swapped
 SWAPPED = [(a, d) for d in (1, 2, 4, 3, *range(5, 21)) for a in range(2)]
+# days 10, missing, 9: rows apart not compared
+GAPPED = [(0, d) for d in (*range(1, 11), 0, 9, *range(11, 21))]
 
 
 @pytest.mark.parametrize("rows,flags,back", [
     (STACKED, (), "data.csv:22: sort the file"), (STACKED, ("--group", "animal"), None),
-    (SWAPPED, ("--group", "animal"), "data.csv:8: sort the file")])
+    (SWAPPED, ("--group", "animal"), "data.csv:8: sort the file"),
+    (GAPPED, ("--missing", "omit"), None)])
 def test_dates_going_back_are_noted_within_each_group(prepare, capsys, rows, flags, back):
-    content = "animal,date,w\n" + "".join(f"{a},2021-03-{d:02d},{d + a}\n" for a, d in rows)
+    content = "animal,date,w\n" + "".join(
+        f"{a},{f'2021-03-{d:02d}' if d else 'NA'},{d + a}\n" for a, d in rows)
     prepare(content, "--window", "2", *flags)
     printed = said(capsys, "left out (--dates=number keeps it as a number)")
     assert re.findall(r"[^/]*: sort the file", printed) == ([back] if back else [])
+
+
+def test_the_words_note_names_a_text_value_first(prepare, capsys):
+    prepare("".join(f'{{"a":["pm2.5"],"b":"r 1","x":{i}}}\n' for i in range(20)), name="d.jsonl")
+    said(capsys, "word each: 'r 1' as 'r_1'")
 
 
 def test_val_and_test_files_an_unseen_text_value_and_force(tmp_path):
@@ -289,6 +298,12 @@ NESTED_KEY = "".join(f'{{"x": {i}, "y": {{"12": {i % 5}}}}}\n' for i in range(40
     ('t,"x\ny",g\n1,2,3\n', "", "bad.csv:1: column 2 of the header holds a line break"),
     ('{"a":1,"a":2}\n', "", "bad.jsonl:1: key 'a' is repeated in one object"),
     ('t,note\n1,"ok"\n2,"open\n3,x\n4,y\n', "", r"bad.csv:3: unexpected end of data \(an unterminated"),
+    ('t,n,m\n1,2,3\n4,"x\n5,6,7\n', "", r"bad.csv:3: unexpected end of data \(an unterminated"),
+    ("t,x\na," + "z" * (200 << 10) + "\n5\n", "", "bad.csv:3: 1 cells"),
+    # its text in a cell above
+    ('a,b,c\n1,2,"x\n5,6\nz"\n5,6\n', "", "bad.csv:5: 2 cells, but the header"),
+    ("t,x\n" + "".join(f"{i},{'' if i < 16 else 1}\n" for i in range(20)),
+     "--order time --missing omit", "key 'x' holds no number in the training split"),
     ("t,p\r\n1,2\r\n3\r,4\r\n", "", r"bad.csv:3: a lone carriage return \(\\r\) at column 2"),
     ('t,n\n1,"33,231"\n2,"1,000"\n', "", (
         r"bad.csv:2: column 'n': '33,231' holds a thousands separator or a decimal comma; "
@@ -332,6 +347,7 @@ NESTED_KEY = "".join(f'{{"x": {i}, "y": {{"12": {i % 5}}}}}\n' for i in range(40
     ('{"a":' + "[" * 5000 + "]" * 5000 + "}\n", "", "bad.jsonl:1: a record nested too deep"),
     ("t,x\n1," + "y" * (3 << 20) + "\n", "", "bad.csv:2: a row of more than 1 MiB"),
     ('t,x\n1,"' + "y\n" * (1 << 20) + '"\n', "", "bad.csv:2: a row of more than 1 MiB"),
+    ("t,x\n" + "y" * (3 << 19) + ",1\n", "", "bad.csv:2: a row of more than 1 MiB"),
     ("x\n1\n" + "y" * 99 + "\n3\n", "", r"bad.csv:3: column 'x': 'y{56}\.\.\. is not a number"),
     # an .xlsx is a zip archive
     (b"PK\x03\x04\x14\x00\x06\x00", "", r"bad.xlsx: a zip archive or an Excel workbook .*CSV UTF-8"),
