@@ -358,7 +358,7 @@ NESTED_KEY = "".join(f'{{"x": {i}, "y": {{"12": {i % 5}}}}}\n' for i in range(40
     ('[{"a":1}] x', "", r"bad.json:1: expected nothing after the JSON array's \]"),
     ('[{"a":1},{"b":2}]', "", r"bad.json:1 \(record 1\): key 'b' is missing"),
     ("[]", "", r"bad.json: an empty JSON array"),
-    # groups too short to split in time, none to split at random: the fixes that work are named
+    # too short to split in time or at random: the fixes that work
     ("animal,day,w\n" + "".join(f"{a},{d},{d}\n" for a in "abc" for d in range(12)), "--group animal --window 4",
      "the val split holds no record; more data, other --split fractions, --context-before, --order random, "
      "a smaller --window or --stride"),
@@ -399,7 +399,7 @@ def test_own_data_from_file_to_scores_in_original_units(prepare, content, name, 
     # the hint names a key of numbers, not an index
     assert f"--mask_key={meta['mask_key']}" in r.stdout
     if key.startswith("Temp"):
-        # the hints pasted into a shell as printed
+        # the hints, pasted into a shell
         assert meta["mask_key"] == key
         words = shlex.split(r.stdout.split("predict with:")[1])
         assert words[:2] == ["python", "sample.py"] and f"--mask_key={key}" in words
