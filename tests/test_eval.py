@@ -63,15 +63,15 @@ def test_the_report_says_the_verdict_its_interval_and_writes_predictions_in_file
     md = ev.markdown(report)
     assert "the key's training mean on the same values: MSE 1; the model's MSE 0.5× its (95% interval 0.4–0.6)" in md
     assert f"test · t: verdict: {said}" in md and ("next to try" in md) == (says == "loses to")
-    (tmp_path / "test.source.txt").write_text("".join(f"f.csv:{row}\n" for row in range(2, 8)))
+    # line numbers count blank lines; source line k names record k
+    (tmp_path / "test.txt").write_text('\n{"t":[0,1]}\n\n\n{"t":[1,0]}\n')
+    (tmp_path / "test.source.txt").write_text("f.csv:2\nf.csv:3\n")
     ev.write_predictions(report, str(tmp_path / "p.csv"))
     assert (tmp_path / "p.csv").read_text() == ("split,quantity,line,source,truth,prediction,persistence\n"
-                                                "test,t,2,f.csv:3,10,11,12\ntest,t,5,f.csv:6,12,,14\n")
+                                                "test,t,2,f.csv:2,10,11,12\ntest,t,5,f.csv:3,12,,14\n")
     (tmp_path / "test.source.txt").write_text("f.csv:2\n")
     with pytest.raises(SystemExit, match="test.source.txt lacks lines of test.txt"):
         ev.write_predictions(report, str(tmp_path / "p.csv"))
-    # series: line numbers count blank lines
-    (tmp_path / "test.txt").write_text('\n{"t":[0,1]}\n\n\n{"t":[1,0]}\n')
     assert list(ev.series(report, "test", "t")[5][0]) == [12]
 
 
