@@ -96,7 +96,7 @@ def quantity_scale(task, meta, quantity):
     if task == "era5":
         return meta["normalisation"]["mean"], meta["normalisation"]["std"]
     scales = (meta.get("scales") or {}) if task == "text" else {}
-    s = scales.get(quantity) or scales.get(quantity.split(".")[0])
+    s = scales.get(k := quantity.split(".t+")[0]) or scales.get(k.split(".")[0])
     return (s["center"], s["spread"]) if s else None
 
 
@@ -306,7 +306,6 @@ def write_predictions(report, path):
                 writer.writerow([split, quantity, line, sources[split].get(line, ""), *own])
 
 
-# metric -> header
 COLUMNS = dict(
     mse="MSE",
     mse_kelvin2="MSE (K²)",

@@ -32,6 +32,9 @@ def test_metrics_by_hand():
     assert ev.accuracy(y, p, 2) == pytest.approx(3 / 4) and ev.accuracy([-0.31], [0.31], 2) == 0.0
     m = ev.metrics("text", [0.0, 1.0, 2.0], [0.0, 1.0, 3.0], scale=(280.0, 5.0))
     assert m["mse_original"] == pytest.approx(m["mse"] * 25) and m["r2_original"] == pytest.approx(m["r2"])
+    meta = {"scales": {"t.c": {"center": 280.0, "spread": 5.0}, "m": {"center": 1.0, "spread": 2.0}}}
+    for quantity, scale in (("t.c", (280, 5)), ("t.c.t+2", (280, 5)), ("m.t", (1, 2)), ("m.t.t+1", (1, 2))):
+        assert ev.quantity_scale("text", meta, quantity) == scale  # --horizon's t.t+1 scaled as t
 
 
 def test_seeds_combine_into_mean_std_and_the_median_prediction():
