@@ -241,7 +241,7 @@ def verdict_text(v):
     ratio, low, high = (format_number(x, 3) for x in v["paired"][v["best"]])
     best, n = f"the best baseline ({BASELINES[v['best']]})", v["records"]
     if v["says"] == "too few":
-        said = f"{n} test records are too few to tell the model from {best}"
+        said = f"{n} records are too few to tell the model from {best}"
         return f"{said}: its MSE is {ratio}× the baseline's; {FEWEST - n} more would do"
     said = f"the model {v['says']} {best}"
     if v["says"] == "no clear difference":

@@ -53,7 +53,7 @@ def test_seeds_combine_into_mean_std_and_the_median_prediction():
                      "1.5–4, 40 records)\n\ntest · t: next to try: longer training (--max_iters)"),
     ("no clear difference", 40, "no clear difference between the model and the best baseline (persistence): its"),
     ("beats", 40, "the model beats the best baseline (persistence): its MSE is 2.5×"),
-    ("too few", 3, "3 test records are too few to tell the model from the best baseline (persistence): its MSE is "
+    ("too few", 3, "3 records are too few to tell the model from the best baseline (persistence): its MSE is "
                    "2.5× the baseline's; 17 more would do")])
 def test_the_report_says_the_verdict_its_interval_and_writes_predictions_in_file_units(says, records, said, tmp_path):
     paired = {"persistence": [2.5, 1.5, 4.0], "train_mean": [0.5, 0.4, 0.6]}
