@@ -47,7 +47,6 @@ device = "auto"
 # -- end config
 RANGES = dict(batch_size="[1, inf)", device="auto | cpu | mps | cuda | cuda:N")
 
-DENSITY_SAMPLES = 4
 # seeds of one setting may differ in these
 NOT_THE_SETTING = {"seed", "out_dir", "resume", "overwrite", "device", "compile", "flex_attention"}
 NOT_THE_SETTING |= {"micro_batch_size", "log_interval", "keep_every", "threads"}
@@ -97,7 +96,7 @@ def quantity_scale(task, meta, quantity):
     if task == "era5":
         return meta["normalisation"]["mean"], meta["normalisation"]["std"]
     scales = (meta.get("scales") or {}) if task == "text" else {}
-    s = scales.get(quantity) or scales.get(quantity.split(".")[0])
+    s = scales.get(k := quantity.split(".t+")[0]) or scales.get(k.split(".")[0])
     return (s["center"], s["spread"]) if s else None
 
 
@@ -154,7 +153,7 @@ def combine(task, runs, scale=None):
         "median": [None if math.isnan(v) else v for v in median.tolist()],
     }
     if (mixture := runs[0][3]) is not None:
-        r["mixture"] = mixture[:DENSITY_SAMPLES].tolist()
+        r["mixture"] = mixture[:4].tolist()
     return r
 
 
@@ -291,9 +290,10 @@ def write_predictions(report, path):
     sources = {}
     for split in report["splits"]:
         source = os.path.join(report["data_dir"], f"{split}.source.txt")
-        sources[split] = dict(read_samples(source, False)) if os.path.exists(source) else {}
-        lines = [n for r in report["splits"][split].values() for n in r["line"]]
-        if os.path.exists(source) and not sources[split].keys() >= set(lines):
+        named = os.path.exists(source) and read_samples(source, False) or []
+        numbered = read_samples(source[:-10] + "txt") if os.path.exists(source) else []
+        sources[split] = {n: s for (n, _), (_, s) in zip(numbered, named)}
+        if len(named) < len(numbered):
             raise SystemExit(f"error: {source} lacks lines of {split}.txt; prepare the data again")
     with atomic_file(path) as tmp, open(tmp, "w", newline="") as f:
         writer = csv.writer(f, lineterminator="\n")
@@ -306,7 +306,6 @@ def write_predictions(report, path):
                 writer.writerow([split, quantity, line, sources[split].get(line, ""), *own])
 
 
-# metric -> header
 COLUMNS = dict(
     mse="MSE",
     mse_kelvin2="MSE (K²)",

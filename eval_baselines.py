@@ -17,7 +17,6 @@ RESAMPLES = 2000  # the verdict's bootstrap
 FEWEST = 20  # test records a verdict needs
 # when the model loses to its best baseline
 NEXT = "longer training (--max_iters), --scale record, a --window covering a period, several seeds"
-# baseline -> its name in the verdict
 BASELINES = dict(
     train_mean="training mean",
     least_squares="least squares",
@@ -163,8 +162,7 @@ def learn_baselines(task, data, meta, keys, every, period):
         else:
             notes.append(f"{key}: no period found in the training lists: no seasonal persistence")
     means = {quantity: float(np.mean(v)) for quantity, v in numbers.items() if v}
-    fitted = {key: fit.fit() for key, fit in fits.items()}
-    return {"means": means, "fits": fitted, "lags": lags}, notes
+    return {"means": means, "fits": {k: f.fit() for k, f in fits.items()}, "lags": lags}, notes
 
 
 def value_under(record, key):
@@ -243,7 +241,7 @@ def verdict_text(v):
     ratio, low, high = (format_number(x, 3) for x in v["paired"][v["best"]])
     best, n = f"the best baseline ({BASELINES[v['best']]})", v["records"]
     if v["says"] == "too few":
-        said = f"{n} test records are too few to tell the model from {best}"
+        said = f"{n} records are too few to tell the model from {best}"
         return f"{said}: its MSE is {ratio}× the baseline's; {FEWEST - n} more would do"
     said = f"the model {v['says']} {best}"
     if v["says"] == "no clear difference":
@@ -259,11 +257,11 @@ def in_file_units(x, scale):
 
 def outside_training(quantity, truths, meta, scale):
     """A note where true values lie outside their key's training range (meta.json's)."""
-    key = quantity.split(".")[0]
-    known = (meta.get("ranges") or {}).get(key)
-    if not known or not scale:
+    ranges, key = meta.get("ranges") or {}, quantity.split(".t+")[0]
+    key = key if key in ranges else key.split(".")[0]
+    if key not in ranges or not scale:
         return None
-    least, largest = known
+    least, largest = ranges[key]
     y = in_file_units(truths, scale)
     rounding = 10.0 ** -(meta.get("decimals") or {}).get(key, 99) * np.asarray(scale[1])
     out = y[(y < least - rounding) | (y > largest + rounding)]

@@ -91,12 +91,12 @@ def main():
     # generation: only the lines shown
     lines = lines[:show] if causal else lines
     size = model.cfg.block_size
-    # encode_line's answer for each line; the lines without the key; how many failed
+    # encode_line's answer per line; the lines without the key; how many failed
     done, absent, failed = [], [], 0
-    for number, line in lines:
+    for k, (number, line) in enumerate(lines):
         where = f"{name}:{number}"
         if units and units.get("levels"):
-            units = dict(units, level=units["levels"][number - 1])
+            units = dict(units, level=units["levels"][k])
         try:
             done.append(encode_line(line, where, vocab, size, causal, mask, mask_all, units))
         except KeyAbsent as e:
@@ -113,7 +113,7 @@ def main():
         print_filled(model, vocab, done, dev, mask)
     if absent:
         print(
-            f"{'error' if not done else 'note'}: {len(absent)} of {len(lines)} lines have no"
+            f"{'note' if done else 'error'}: {len(absent)} of {len(lines)} lines have no"
             f" number under key {mask_key!r}, left out (the first: {absent[0]})",
             file=sys.stderr,
         )

@@ -32,6 +32,9 @@ def test_metrics_by_hand():
     assert ev.accuracy(y, p, 2) == pytest.approx(3 / 4) and ev.accuracy([-0.31], [0.31], 2) == 0.0
     m = ev.metrics("text", [0.0, 1.0, 2.0], [0.0, 1.0, 3.0], scale=(280.0, 5.0))
     assert m["mse_original"] == pytest.approx(m["mse"] * 25) and m["r2_original"] == pytest.approx(m["r2"])
+    meta = {"scales": {"t.c": {"center": 280.0, "spread": 5.0}, "m": {"center": 1.0, "spread": 2.0}}}
+    for quantity, scale in (("t.c", (280, 5)), ("t.c.t+2", (280, 5)), ("m.t", (1, 2)), ("m.t.t+1", (1, 2))):
+        assert ev.quantity_scale("text", meta, quantity) == scale  # --horizon's t.t+1 scaled as t
 
 
 def test_seeds_combine_into_mean_std_and_the_median_prediction():
@@ -50,7 +53,7 @@ def test_seeds_combine_into_mean_std_and_the_median_prediction():
                      "1.5–4, 40 records)\n\ntest · t: next to try: longer training (--max_iters)"),
     ("no clear difference", 40, "no clear difference between the model and the best baseline (persistence): its"),
     ("beats", 40, "the model beats the best baseline (persistence): its MSE is 2.5×"),
-    ("too few", 3, "3 test records are too few to tell the model from the best baseline (persistence): its MSE is "
+    ("too few", 3, "3 records are too few to tell the model from the best baseline (persistence): its MSE is "
                    "2.5× the baseline's; 17 more would do")])
 def test_the_report_says_the_verdict_its_interval_and_writes_predictions_in_file_units(says, records, said, tmp_path):
     paired = {"persistence": [2.5, 1.5, 4.0], "train_mean": [0.5, 0.4, 0.6]}
@@ -63,15 +66,15 @@ def test_the_report_says_the_verdict_its_interval_and_writes_predictions_in_file
     md = ev.markdown(report)
     assert "the key's training mean on the same values: MSE 1; the model's MSE 0.5× its (95% interval 0.4–0.6)" in md
     assert f"test · t: verdict: {said}" in md and ("next to try" in md) == (says == "loses to")
-    (tmp_path / "test.source.txt").write_text("".join(f"f.csv:{row}\n" for row in range(2, 8)))
+    # line numbers count blank lines; source line k names record k
+    (tmp_path / "test.txt").write_text('\n{"t":[0,1]}\n\n\n{"t":[1,0]}\n')
+    (tmp_path / "test.source.txt").write_text("f.csv:2\nf.csv:3\n")
     ev.write_predictions(report, str(tmp_path / "p.csv"))
     assert (tmp_path / "p.csv").read_text() == ("split,quantity,line,source,truth,prediction,persistence\n"
-                                                "test,t,2,f.csv:3,10,11,12\ntest,t,5,f.csv:6,12,,14\n")
+                                                "test,t,2,f.csv:2,10,11,12\ntest,t,5,f.csv:3,12,,14\n")
     (tmp_path / "test.source.txt").write_text("f.csv:2\n")
     with pytest.raises(SystemExit, match="test.source.txt lacks lines of test.txt"):
         ev.write_predictions(report, str(tmp_path / "p.csv"))
-    # series: line numbers count blank lines
-    (tmp_path / "test.txt").write_text('\n{"t":[0,1]}\n\n\n{"t":[1,0]}\n')
     assert list(ev.series(report, "test", "t")[5][0]) == [12]
 
 

@@ -141,6 +141,8 @@ def test_true_values_outside_the_training_range_are_noted():
     assert "(0 below, 2 above, from 365 to 370); a level that moves: prepare/text.py --scale record" in note
     assert eb.outside_training("co2", [0.5, -1.0], meta, scale) is None
     assert eb.outside_training("co2", [9.0], {}, scale) is None
+    for quantity in ("co2.ppm", "co2.ppm.t+2"):  # a key with a dot, --horizon's step
+        assert eb.outside_training(quantity, [9.0], {"ranges": {"co2.ppm": [310, 360]}}, scale).startswith("1 of 1")
     # 309.99 written with 3 decimals, scaled (-2.001), is the least value rounded: not outside
     rounded = {**meta, "decimals": {"co2": 3}}
     assert eb.outside_training("co2", [-2.0009], rounded, scale) is None

@@ -209,6 +209,9 @@ def test_scale_record_is_undone_by_eval_and_sample(tmp_path):
     shown = json.loads(split.stdout.split("  (true")[0])["y"]
     assert shown[:4] == pytest.approx(first[:4], abs=0.01) and f"(true: {first[4]:g})" in split.stdout
     assert shown[4] == pytest.approx(predicted[0], rel=1e-4)
+    text = open(f"{data}/test.txt").read()
+    open(f"{data}/test.txt", "w").write("\n" + text)  # a blank line: each record's level all the same
+    assert sample(ckpt, None, f"--input={data}/test.txt", "--mask_key=y", "--show=1").stdout == split.stdout
     typed = sample(ckpt, '{"y":' + json.dumps(first[:4])[:-1] + ",[?]]}\n")
     assert json.loads(typed.stdout.splitlines()[0])["y"][4] == pytest.approx(predicted[0], rel=1e-3)
 
