@@ -78,15 +78,6 @@ def test_the_report_says_the_verdict_its_interval_and_writes_predictions_in_file
     assert list(ev.series(report, "test", "t")[5][0]) == [12]
 
 
-def test_a_line_is_the_files_own_blank_lines_counted(own_run, tmp_path):
-    data, ckpt = own_run
-    test = shutil.copytree(data, tmp_path / "data") / "test.txt"
-    test.write_text("\n" + test.read_text().replace("\n", "\n\n", 2))  # blank lines 1, 3 and 5
-    run("eval.py", f"--ckpt={ckpt}", f"--data_dir={test.parent}", "--mask_key=t", f"--out={tmp_path}/e",
-        "--plots=True", f"--predictions={tmp_path}/p.csv")
-    assert [row["line"] for row in csv.DictReader(open(tmp_path / "p.csv"))][:4] == ["2", "4", "6", "7"]
-
-
 def lines(data, split):
     return sum(1 for _ in open(f"{data}/{split}.txt"))
 
@@ -194,7 +185,7 @@ def test_summary_puts_encodings_side_by_side(data, tmp_path):
 
 
 @pytest.mark.slow
-def test_own_data_in_original_units_with_baselines_and_plots(own_run, monkeypatch):
+def test_own_data_in_original_units_with_baselines_and_plots(own_run, monkeypatch, tmp_path):
     data, ckpt = own_run
     folder = os.path.dirname(ckpt)
     table = f"{folder}/predictions.csv"
@@ -227,14 +218,17 @@ def test_own_data_in_original_units_with_baselines_and_plots(own_run, monkeypatc
         assert own == pytest.approx([v * 5 + 280 for v in (window[-1], p, window[-2])])
     monkeypatch.setattr(ev, "save_figure", lambda fig, title, path: figures.append((fig, title)))
     monkeypatch.setattr(ev, "mask_key", "t")
-    report = ev.score_setting([ckpt], data, ["test"], "cpu")
+    edited = shutil.copytree(data, tmp_path / "data") / "test.txt"
+    edited.write_text("\n" + edited.read_text().replace("\n", "\n\n", 2))  # blank lines 1, 3 and 5
+    report = ev.score_setting([ckpt], str(edited.parent), ["test"], "cpu")
     t = report["splits"]["test"]["t"]
+    assert t["line"] == [2, 4, *range(6, len(test) + 4)]  # lines of the file, blank ones counted
     t.update(mixture=[[0, 0, 0, 0, -1, -1]] * t["n"])  # as a GMM head has
     ev.write_plots(report, "e")
     (scatter, _), (densities, title) = figures
     assert len(scatter.axes) == 1 + 4  # beside the scatter, the first 4 series
-    for (line, (read, *masked)), row in zip(ev.series(report, "test", "t").items(), rows):
-        assert read == pytest.approx(np.array(test[line - 1][:2]) * 5 + 280)
+    for (read, *masked), window, row in zip(ev.series(report, "test", "t").values(), test, rows):
+        assert read == pytest.approx(np.array(window[:2]) * 5 + 280)
         own = [float(row[k]) for k in ("truth", "prediction", t["verdict"]["best"])]
         assert np.concatenate(masked) == pytest.approx(own)
     assert ev.series(report, "test", "p") == {}  # one number a record
