@@ -96,7 +96,8 @@ def quantity_scale(task, meta, quantity):
     if task == "era5":
         return meta["normalisation"]["mean"], meta["normalisation"]["std"]
     scales = (meta.get("scales") or {}) if task == "text" else {}
-    s = scales.get(k := quantity.split(".t+")[0]) or scales.get(k.split(".")[0])
+    key = quantity.split(".t+")[0]  # --horizon's t.t+1 takes t's scale
+    s = scales.get(key) or scales.get(key.split(".")[0])
     return (s["center"], s["spread"]) if s else None
 
 
@@ -153,7 +154,7 @@ def combine(task, runs, scale=None):
         "median": [None if math.isnan(v) else v for v in median.tolist()],
     }
     if (mixture := runs[0][3]) is not None:
-        r["mixture"] = mixture[:4].tolist()
+        r["mixture"] = mixture[:4].tolist()  # the first 4 densities drawn
     return r
 
 
@@ -290,11 +291,15 @@ def write_predictions(report, path):
     sources = {}
     for split in report["splits"]:
         source = os.path.join(report["data_dir"], f"{split}.source.txt")
-        named = os.path.exists(source) and read_samples(source, False) or []
-        numbered = read_samples(source[:-10] + "txt") if os.path.exists(source) else []
-        sources[split] = {n: s for (n, _), (_, s) in zip(numbered, named)}
+        sources[split] = {}
+        if not os.path.exists(source):
+            continue
+        named = read_samples(source, False)
+        numbered = read_samples(os.path.join(report["data_dir"], f"{split}.txt"))
         if len(named) < len(numbered):
             raise SystemExit(f"error: {source} lacks lines of {split}.txt; prepare the data again")
+        # line k names record k
+        sources[split] = {n: s for (n, _), (_, s) in zip(numbered, named)}
     with atomic_file(path) as tmp, open(tmp, "w", newline="") as f:
         writer = csv.writer(f, lineterminator="\n")
         writer.writerow(["split", "quantity", "line", "source", "truth", "prediction", *names])

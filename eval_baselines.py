@@ -257,7 +257,8 @@ def in_file_units(x, scale):
 
 def outside_training(quantity, truths, meta, scale):
     """A note where true values lie outside their key's training range (meta.json's)."""
-    ranges, key = meta.get("ranges") or {}, quantity.split(".t+")[0]
+    ranges = meta.get("ranges") or {}
+    key = quantity.split(".t+")[0]
     key = key if key in ranges else key.split(".")[0]
     if key not in ranges or not scale:
         return None
