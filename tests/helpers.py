@@ -34,6 +34,12 @@ def losses(out_dir, key="loss"):
         return {r["iter"]: r[key] for r in map(json.loads, f) if key in r}
 
 
+def refused(r, *said):
+    """r, a command that failed saying each of `said` on stderr."""
+    assert r.returncode != 0 and all(s in r.stderr for s in said), r.stderr
+    return r
+
+
 def one_line_error(r):
     """The one `error: ` line on stderr of a command that failed."""
     lines = r.stderr.strip().splitlines()
@@ -352,9 +358,15 @@ def own_run(tmp_path_factory):
     return data, eval_model(data, os.path.join(base, "run"), "--block_size=64")
 
 
-def diverged(checkpoint, path):
-    """checkpoint saved at path with NaN in every weight of its number head."""
+def edited(checkpoint, path, change):
+    """checkpoint saved at path after change(c) edited it in place."""
     c = torch.load(checkpoint, weights_only=True)
-    c["model"] = {k: v.fill_(math.nan) if k.startswith("num_head.") else v for k, v in c["model"].items()}
+    change(c)
     torch.save(c, path)
     return str(path)
+
+
+def diverged(checkpoint, path):
+    """checkpoint saved at path with NaN in every weight of its number head."""
+    return edited(checkpoint, path, lambda c: c["model"].update(
+        {k: v.fill_(math.nan) for k, v in c["model"].items() if k.startswith("num_head.")}))

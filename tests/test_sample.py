@@ -9,7 +9,7 @@ import warnings
 import numpy as np
 import pytest
 from conftest import run
-from helpers import diverged, one_line_error, own_model, own_run, read_split
+from helpers import diverged, one_line_error, own_model, own_run, read_split, refused
 
 from predict import units_of
 
@@ -21,11 +21,6 @@ def sample(ckpt, text=None, *args, check=True):
 def from_file(ckpt, path, text, *args, check=True):
     path.write_bytes(text if isinstance(text, bytes) else text.encode())
     return sample(ckpt, None, f"--input={path}", *args, check=check)
-
-
-def refused(r, *said):
-    assert r.returncode != 0 and all(s in r.stderr for s in said), r.stderr
-    return r
 
 
 @pytest.mark.parametrize("text", ["", "\n\n  \n"])
