@@ -34,7 +34,7 @@ def losses(out_dir, key="loss"):
         return {r["iter"]: r[key] for r in map(json.loads, f) if key in r}
 
 
-def refused(r, *said):
+def failed(r, *said):
     """r, a command that failed saying each of `said` on stderr."""
     assert r.returncode != 0 and all(s in r.stderr for s in said), r.stderr
     return r
