@@ -65,13 +65,15 @@ def torchrun(n, *args, check=True):
 
 
 def resumed_losses_match(data, tmp_path, *flags, device="cpu", rel=1e-6, abs=1e-7):
-    """Steps 4-6 resumed from step 3's checkpoint log an uninterrupted run's losses; that run."""
+    """Steps 4-6 resumed from step 3's checkpoint and the whole log (rows past step 3 to cut) log
+    an uninterrupted run's losses; that run."""
     flags = [f"--device={device}", "--micro_batch_size=4", "--eval_interval=3", "--min_lr=1e-4", "--dropout=0.1",
              "--max_iters=6", "--keep_every=3", *flags]
     straight, resumed = tmp_path / "straight", tmp_path / "resumed"
     r = train(data, straight, *flags)
     os.makedirs(resumed)
     shutil.copy(straight / "ckpt_3.pt", resumed / "ckpt_latest.pt")
+    shutil.copy(straight / "log.jsonl", resumed / "log.jsonl")
     out = train(data, resumed, *flags, "--resume").stdout
     assert "resuming at step 3" in out and "changed" not in out
     a, b = losses(straight), losses(resumed)
