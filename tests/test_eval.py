@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 from conftest import ROOT, run
-from helpers import diverged, edited, eval_model, evaluated, one_line_error, own_run, prepared
+from helpers import diverged, edited, eval_model, evaluated, failed, one_line_error, own_run, prepared
 from helpers import read_split, tokenize, truth_field, write_old_layout
 
 import eval as ev
@@ -268,8 +268,8 @@ def test_only_seeds_of_one_setting_are_averaged(own_run, tmp_path):
                          (f"{ckpt} {ckpt}", f"{ckpt} and {ckpt} are the same run"),
                          (f"{ckpt} {shutil.copy(ckpt, tmp_path / 'copy.pt')}", "are the same run (seed 1337)"),
                          (tmp_path / "nope.pt", "nope.pt is not a readable checkpoint")):
-        r = run("eval.py", f"--ckpt={ckpts}", check=False)
-        assert r.returncode != 0 and error in r.stderr and "evaluated in" not in r.stdout
+        r = failed(run("eval.py", f"--ckpt={ckpts}", check=False), error)
+        assert "evaluated in" not in r.stdout
     relative = reconfigured(ckpt, tmp_path / "relative.pt", seed=3, data_dir=os.path.relpath(data, ROOT))
     assert len(evaluated(ckpt, relative)[0]["checkpoints"]) == 2
 

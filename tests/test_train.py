@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 import torch
 from conftest import ROOT, read, run
-from helpers import (diverging_after, losses, one_line_error, prepared, resumed_losses_match, tiny, tokenize, train,
-                     train_args)
+from helpers import (diverging_after, failed, losses, one_line_error, prepared, resumed_losses_match, tiny, tokenize,
+                     train, train_args)
 
 from dataset import Split
 
@@ -156,7 +156,7 @@ def test_an_error_releases_the_lock_but_a_worker_keeps_it(tmp_path):
     for env in (None, {**os.environ, "TORCHELASTIC_RUN_ID": "launch-a"}):  # a worker torchrun may restart
         r = run("train.py", f"--data_dir={tmp_path / 'missing'}", f"--out_dir={tmp_path}", env=env, check=False,
                 process=True)
-        assert r.returncode != 0 and "missing is not a directory" in r.stderr
+        failed(r, "missing is not a directory")
         assert os.path.exists(tmp_path / "train.lock") == (env is not None)
 
 
