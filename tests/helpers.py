@@ -34,6 +34,12 @@ def losses(out_dir, key="loss"):
         return {r["iter"]: r[key] for r in map(json.loads, f) if key in r}
 
 
+def failed(r, *said):
+    """r, a command that failed saying each of `said` on stderr."""
+    assert r.returncode != 0 and all(s in r.stderr for s in said), r.stderr
+    return r
+
+
 def one_line_error(r):
     """The one `error: ` line on stderr of a command that failed."""
     lines = r.stderr.strip().splitlines()
@@ -59,13 +65,15 @@ def torchrun(n, *args, check=True):
 
 
 def resumed_losses_match(data, tmp_path, *flags, device="cpu", rel=1e-6, abs=1e-7):
-    """Steps 4-6 resumed from step 3's checkpoint log an uninterrupted run's losses; that run."""
+    """Steps 4-6 resumed from step 3's checkpoint and the whole log (rows past step 3 to cut) log
+    an uninterrupted run's losses; that run."""
     flags = [f"--device={device}", "--micro_batch_size=4", "--eval_interval=3", "--min_lr=1e-4", "--dropout=0.1",
              "--max_iters=6", "--keep_every=3", *flags]
     straight, resumed = tmp_path / "straight", tmp_path / "resumed"
     r = train(data, straight, *flags)
     os.makedirs(resumed)
     shutil.copy(straight / "ckpt_3.pt", resumed / "ckpt_latest.pt")
+    shutil.copy(straight / "log.jsonl", resumed / "log.jsonl")
     out = train(data, resumed, *flags, "--resume").stdout
     assert "resuming at step 3" in out and "changed" not in out
     a, b = losses(straight), losses(resumed)
@@ -352,9 +360,15 @@ def own_run(tmp_path_factory):
     return data, eval_model(data, os.path.join(base, "run"), "--block_size=64")
 
 
-def diverged(checkpoint, path):
-    """checkpoint saved at path with NaN in every weight of its number head."""
+def edited(checkpoint, path, change):
+    """checkpoint saved at path after change(c) edited it in place."""
     c = torch.load(checkpoint, weights_only=True)
-    c["model"] = {k: v.fill_(math.nan) if k.startswith("num_head.") else v for k, v in c["model"].items()}
+    change(c)
     torch.save(c, path)
     return str(path)
+
+
+def diverged(checkpoint, path):
+    """checkpoint saved at path with NaN in every weight of its number head."""
+    return edited(checkpoint, path, lambda c: c["model"].update(
+        {k: v.fill_(math.nan) for k, v in c["model"].items() if k.startswith("num_head.")}))

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 from conftest import run
-from helpers import losses, one_line_error, train
+from helpers import edited, losses, one_line_error, train
 
 from checkpoint import RESUME_REFUSES, check_resume, load_checkpoint, run_files
 
@@ -48,9 +48,7 @@ def test_a_reused_pids_lock_says_what_to_do(data, tmp_path):
 ])
 def test_an_edited_checkpoint_is_refused(data, two_steps, tmp_path, edit, says):
     out = shutil.copytree(two_steps, tmp_path / "run")
-    c = torch.load(out / "ckpt_latest.pt", weights_only=True)
-    edit(c)
-    torch.save(c, out / "ckpt_latest.pt")
+    edited(out / "ckpt_latest.pt", out / "ckpt_latest.pt", edit)
     error = one_line_error(train(data, out, "--max_iters=4", "--resume", check=False))
     assert error.startswith(f"error: {out}/ckpt_latest.pt") and says in error, error
 

@@ -10,7 +10,7 @@ import time
 
 import pytest
 from conftest import ROOT, read, run
-from helpers import dataset_bytes, one_line_error, tokenize, train
+from helpers import dataset_bytes, failed, one_line_error, tokenize, train
 
 import common
 
@@ -64,7 +64,7 @@ def test_a_train_txt_of_a_plain_text_dataset_or_beside_no_meta_json_is_never_ove
     for folder in (tokenized, tokenized / "no_meta"):
         before = listing(folder)
         r = prepare(folder, "--force", check=False)
-        assert r.returncode != 0 and "train.txt" in r.stderr and "would overwrite" in r.stderr
+        failed(r, "train.txt", "would overwrite")
         assert listing(folder) == before and (folder / "train.txt").read_text() == train_txt
 
 
@@ -155,7 +155,7 @@ def test_scripts_set_one_line_errors(tmp_path):
         assert 'if __name__ == "__main__":\n    one_line_errors()' in source, script
     (tmp_path / "x.zip").write_bytes(b"PK\x03\x04rest of a zip")
     r = python("prepare/era5.py", str(tmp_path / "x.zip"), "--out", str(tmp_path / "o"))
-    assert r.returncode != 0 and "x.zip" in r.stderr and "unzip it first" in r.stderr
+    failed(r, "x.zip", "unzip it first")
 
 
 @pytest.mark.slow

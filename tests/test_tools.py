@@ -13,7 +13,7 @@ import torch
 
 import conftest
 from conftest import ROOT
-from helpers import TINY, prepared, tiny, tokenize, train
+from helpers import TINY, failed, one_line_error, prepared, tiny, tokenize, train
 from dataset import Vocab
 from tokenize_arrays import build_text_vocab
 from tokenize_line import encode
@@ -162,7 +162,7 @@ def test_curves_score_every_kept_checkpoint_at_its_step_and_flops(data, tmp_path
     curves("--split=val")
     assert (out_dir / "eval_6_val.json").exists()
     r = curves(runs=tmp_path, check=False)
-    assert r.returncode != 0 and "holds no ckpt_<step>.pt" in r.stderr
+    failed(r, "holds no ckpt_<step>.pt")
 
 
 # tools/gpu_check.py
@@ -179,9 +179,9 @@ def test_the_gpu_check_dry_run_passes_and_writes_its_table(tmp_path):
     # the configs' batches (64 in micro-batches of 16) over two processes, a projected wall time
     assert len(rows) == 2 and all("| 64 = 16 × 2 × 2 |" in row and "h |" in row for row in rows)
     r = run("tools/gpu_check.py", "--device=cpu", "--stages=data bnech", check=False)
-    assert r.returncode != 0 and "unknown stage 'bnech'" in r.stderr
+    failed(r, "unknown stage 'bnech'")
     r = run("tools/gpu_check.py", "--device=cpu", "--stages=ddp", f"--data_dir={tmp_path}", check=False)
-    assert r.returncode != 0 and '--stages="data ddp" makes it first' in r.stderr
+    failed(r, '--stages="data ddp" makes it first')
 
 
 def test_n_processes_must_log_the_losses_of_one():
@@ -217,7 +217,7 @@ def test_a_log_becomes_a_png_and_a_broken_one_a_one_line_error(tmp_path, log, me
         assert png.read_bytes().startswith(b"\x89PNG") and png.stat().st_size > 5000
         assert sorted(p.name for p in tmp_path.iterdir()) == ["log.jsonl", "loss.png"]
     else:
-        assert r.returncode == 1 and message in r.stderr and len(r.stderr.strip().splitlines()) == 1
+        assert r.returncode == 1 and message in one_line_error(r)
         assert not png.exists()
 
 
@@ -282,7 +282,7 @@ def test_probe_end_to_end_and_without_labels(tmp_path):
     assert json.loads((tmp_path / "p.json").read_text())["n_test"] == 10 and "note:" not in r.stdout
     bare = shutil.copytree(data, tmp_path / "bare", ignore=shutil.ignore_patterns("*.ocean.txt"))
     r = run(*probing, f"--data_dir={bare}", check=False)
-    assert r.returncode != 0 and "train.ocean.txt not found" in r.stderr and "--land-sea-mask" in r.stderr
+    failed(r, "train.ocean.txt not found", "--land-sea-mask")
 
 
 # tools/slurm.sh
