@@ -210,8 +210,7 @@ def split_records(table, args):
         source["order"] = "time"
     blocks = [windows(rows, args.window, args.stride) for rows in pieces]
     records = np.concatenate([np.empty((0, args.window), np.int32), *blocks])
-    # the piece each record is taken from: a piece goes whole to one split
-    unit = np.repeat(np.arange(len(blocks)), [len(b) for b in blocks])
+    each_record = args.order == "random" and not (args.val or args.group)
     if args.order == "random" and not args.val:
         for rows in pieces:
             if len(rows) < args.window:
@@ -219,9 +218,7 @@ def split_records(table, args):
                     f"{table.where(rows[-1])}: the file ends after {len(rows)} rows, before a"
                     f" window of {args.window} is full; lower --window"
                 )
-        # each group whole, or each record
-        unit = unit if args.group else np.arange(len(records))
-        n = len(blocks) if args.group else len(records)
+        n = len(records) if each_record else len(blocks)
         counts = split_counts(n, args.fractions)
         if min(counts) < 1:
             what = "groups" if args.group else "records"
@@ -231,10 +228,13 @@ def split_records(table, args):
                 f" {'/'.join(map(str, counts))}; every split needs one (more data, other"
                 f" fractions{fix})"
             )
-        labels = np.empty(n, int)
+        labels = np.empty(n, np.int8)
         labels[np.random.default_rng(args.seed).permutation(n)] = np.repeat([0, 1, 2], counts)
         source |= {"seed": args.seed, "order": "random"}
-    return [Part(records[labels[unit] == k]) for k in range(3)], source
+    if not each_record:
+        # a piece goes whole to one split
+        labels = np.repeat(labels, [len(b) for b in blocks])
+    return [Part(records[labels == k]) for k in range(3)], source
 
 
 def rows_in(table, parts, key=None):
