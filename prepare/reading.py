@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 from common import fail
 
+from dataset import shown
 from tokenize_line import NUMBER
 
 # a missing value, in any case
@@ -50,11 +51,6 @@ def leaves(value):
 
 def numbers(value):
     return [x for x in leaves(value) if isinstance(x, Decimal)]
-
-
-def excerpt(value):
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def plain_number(cell):
@@ -135,7 +131,7 @@ class Column:
 
         def at(kind):
             row, value = self.first[kind]
-            return f"{where(row)}: column {self.name!r}: {excerpt(value)}"
+            return f"{where(row)}: column {self.name!r}: {shown(value)}"
 
         hint = f"--text {self.name} reads it as text"
         if "code" in self.first:
@@ -469,11 +465,12 @@ def _constant(name):
 
 
 def _object(pairs):
-    keys = [k for k, _ in pairs]
-    for k in keys:
-        if keys.count(k) > 1:
-            raise ValueError(f"key {k!r} is repeated in one object")
-    return dict(pairs)
+    record = dict(pairs)
+    if len(record) < len(pairs):
+        keys = [k for k, _ in pairs]
+        repeated = next(k for k in keys if keys.count(k) > 1)
+        raise ValueError(f"key {repeated!r} is repeated in one object")
+    return record
 
 
 def json_records(path, args):

@@ -10,8 +10,9 @@ from itertools import pairwise
 
 import numpy as np
 from common import fail
-from reading import GAP, MISSING, NUM, excerpt, leaves, rewrite
+from reading import GAP, MISSING, NUM, leaves, rewrite
 
+from dataset import shown
 from tokenize_line import split_text
 from util import TextError
 
@@ -335,7 +336,7 @@ def date_keys(table, text_keys, how):
             i = np.argmax(np.isnan(years))
             fail(
                 f"{table.where(present[i])}: key {key!r}: --dates=number reads ISO 8601 dates and"
-                f" yyyymmdd (2021-03-04T12:30, 20210304), not {excerpt(texts[index[i]])}; write it"
+                f" yyyymmdd (2021-03-04T12:30, 20210304), not {shown(texts[index[i]])}; write it"
                 " so, or leave the key out (--columns)"
             )
         else:
@@ -381,17 +382,17 @@ def words_for_tokenizer(table):
         written = {}
         for a, b in mapping.items():
             if written.setdefault(b, a) != a:
-                both = f"{excerpt(written[b])} and {excerpt(a)}"
-                fail(f"the {what}s {both} would both be written {excerpt(b)}; rename one")
+                both = f"{shown(written[b])} and {shown(a)}"
+                fail(f"the {what}s {both} would both be written {shown(b)}; rename one")
         if changed := [(a, b) for a, b in mapping.items() if a != b]:
             a, b = changed[0]
             print(
                 f"note: {len(changed)} {what}(s) the tokenizer would read as numbers written as one"
-                f" word each: {excerpt(a)} as {excerpt(b)}"
+                f" word each: {shown(a)} as {shown(b)}"
                 + (" (--mask_key takes the new name)" if what == "key" else "")
             )
     word = lambda x: values.get(x, x)
-    for col in cols:
+    for name, col in table.cols.items():
         col.texts = [word(t) for t in col.texts]
         for row, value in col.nested.items():
             # the keys within a JSON value are not renamed
@@ -399,8 +400,11 @@ def words_for_tokenizer(table):
                 if as_word(key) != key:
                     fail(
                         f"{table.where(row)}: the tokenizer reads a number in the key"
-                        f" {excerpt(key)}; rename it {excerpt(as_word(key))}"
+                        f" {shown(key)}; rename it {shown(as_word(key))}"
                     )
+                if f"{name}.{key}" in table.cols:
+                    both = f"the key '{name}.{key}' and {key!r} within {name!r}"
+                    fail(f"{table.where(row)}: --mask_key names {both} alike; rename one")
             col.nested[row] = rewrite(value, word)
     table.cols = {renamed[k]: c for k, c in table.cols.items()}
     return renamed

@@ -22,8 +22,8 @@ import pyarrow.compute as pc
 
 # common puts the repository's root on the path
 from common import at_least, command, fail, one_line_errors, staged_dataset, write_meta
-from dataset import record_level
-from reading import MISSING, NESTED, NUM, excerpt, read_files
+from dataset import record_level, shown
+from reading import MISSING, NESTED, NUM, read_files
 from records import SPLITS, check_keys, check_values, counting_keys, date_keys, leave_out_missing
 from records import print_some, rows_in, split_records, warn_short, words_for_tokenizer
 from scaling import scale, written
@@ -291,7 +291,7 @@ def check_tokens(table, parts, keys):
                             fix = f"leave out its key {k!r} (--columns) or "
                             break
                     fail(
-                        f"{where}: the {split} record holds the text token {excerpt(unseen[0])},"
+                        f"{where}: the {split} record holds the text token {shown(unseen[0])},"
                         f" which no training record has; {fix}add such records to train"
                     )
                 vocab.update(dict.fromkeys(unseen))

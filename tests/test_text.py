@@ -348,7 +348,7 @@ NESTED_KEY = "".join(f'{{"x": {i}, "y": {{"12": {i % 5}}}}}\n' for i in range(40
     ("t,x\n1," + "y" * (3 << 20) + "\n", "", "bad.csv:2: a row of more than 1 MiB"),
     ('t,x\n1,"' + "y\n" * (1 << 20) + '"\n', "", "bad.csv:2: a row of more than 1 MiB"),
     ("t,x\n" + "y" * (3 << 19) + ",1\n", "", "bad.csv:2: a row of more than 1 MiB"),
-    ("x\n1\n" + "y" * 99 + "\n3\n", "", r"bad.csv:3: column 'x': 'y{56}\.\.\. is not a number"),
+    ("x\n1\n" + "y" * 99 + "\n3\n", "", r"bad.csv:3: column 'x': 'y{60}'… \(99 characters\) is not a number"),
     # an .xlsx is a zip archive
     (b"PK\x03\x04\x14\x00\x06\x00", "", r"bad.xlsx: a zip archive or an Excel workbook .*CSV UTF-8"),
     (CSV.encode("utf-16"), "", r"bad.csv: UTF-16 text \(Excel's Unicode Text\); save the file as UTF-8"),
