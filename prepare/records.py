@@ -39,14 +39,6 @@ def print_some(lines, most=5):
         print(f"  ... and {len(lines) - most} more such lines")
 
 
-def missing_rows(col):
-    """A column's rows whose value is missing, or holds one (a JSON list with a null)."""
-    gap = col.code == GAP
-    for row, value in col.nested.items():
-        gap[row] = None in leaves(value)
-    return gap
-
-
 class Part:
     """A split's records: rows[i] the rows of record i; lacks[key][i] when it leaves key out."""
 
@@ -82,18 +74,25 @@ def check_keys(table):
     return kind
 
 
-def check_values(table, keys, missing):
-    """Refused unless --missing: a missing value (the first row holding one, its first key)."""
-    if missing != "refuse":
-        return
-    gaps = {key: np.argmax(gap) for key in keys if (gap := missing_rows(table.cols[key])).any()}
-    if gaps:
-        key = min(gaps, key=gaps.get)
+def missing_rows(table, keys, how):
+    """{key: the rows missing its value, or holding one (a JSON list with a null)}; refused unless
+    --missing: the first row missing one."""
+    gaps = {}
+    for key in keys:
+        gap = table.cols[key].code == GAP
+        for row, value in table.cols[key].nested.items():
+            gap[row] = None in leaves(value)
+        if gap.any():
+            gaps[key] = gap
+    if gaps and how == "refuse":
+        first = {key: np.argmax(gap) for key, gap in gaps.items()}
+        key = min(first, key=first.get)
         fail(
-            f"{table.where(gaps[key])}: {table.cols[key].noun} {key!r} is missing (no value, or"
+            f"{table.where(first[key])}: {table.cols[key].noun} {key!r} is missing (no value, or"
             f" one of {', '.join(map(repr, MISSING))}, null); --missing=omit leaves it out of the"
             " record, --missing=drop drops the record"
         )
+    return gaps
 
 
 # |x| / 10^q beyond a float64 counts no rows (None), without a warning
@@ -246,10 +245,9 @@ def rows_in(table, parts, key=None):
     return held
 
 
-def leave_out_missing(table, parts, keys, how):
+def leave_out_missing(parts, keys, gaps, how):
     """The splits with missing values left out, and {key: records it was missing from}."""
     missing, kept, emptied = {}, [], 0
-    gaps = {key: gap for key in keys if (gap := missing_rows(table.cols[key])).any()}
     for part in parts:
         lacks = {key: gap[part.rows].any(axis=1) for key, gap in gaps.items()}
         # how many keys each record lacks
