@@ -32,7 +32,6 @@ HOLDS = ("nothing", "number", "text", "number and text")
 
 
 def print_some(lines, most=5):
-    """lines printed, those past the first `most` only counted."""
     for line in lines[:most]:
         print(line)
     if len(lines) > most:
@@ -158,7 +157,6 @@ def series_of(table, group, window):
 
 
 def windows(rows, window, stride):
-    """Each window's rows, one starting every stride."""
     starts = np.arange(0, len(rows) - window + 1, stride)
     return rows[starts[:, None] + np.arange(window)]
 
@@ -250,7 +248,6 @@ def leave_out_missing(parts, keys, gaps, how):
     missing, kept, emptied = {}, [], 0
     for part in parts:
         lacks = {key: gap[part.rows].any(axis=1) for key, gap in gaps.items()}
-        # how many keys each record lacks
         lacking = sum(lacks.values(), np.zeros(len(part), int))
         for key, lack in lacks.items():
             if lack.any():
@@ -264,7 +261,6 @@ def leave_out_missing(parts, keys, gaps, how):
 
 
 def warn_short(parts, args):
-    """A split of fewer than 30 records warned of (of none refused), with what to change."""
     helps = args.order == "time" and args.window > 1 and not args.val
     more = "--context-before, " if helps and not args.context_before else ""
     more += "--order random, " if helps and args.group else ""
