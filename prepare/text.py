@@ -274,7 +274,7 @@ def lines_of(table, part, keys, writers, lo, hi, levels=()):
 def check_tokens(table, parts, keys):
     """Train's text tokens, and (numbers, tokens) per record at least and most; refused: a val or
     test token train lacks."""
-    vocab, seen = {}, {}
+    vocab, seen = set(), {}
     for split, part in zip(SPLITS, parts):
         for lo in range(0, len(part), BLOCK):
             lines = lines_of(table, part, keys, {}, lo, lo + BLOCK)
@@ -294,7 +294,7 @@ def check_tokens(table, parts, keys):
                         f"{where}: the {split} record holds the text token {shown(unseen[0])},"
                         f" which no training record has; {fix}add such records to train"
                     )
-                vocab.update(dict.fromkeys(unseen))
+                vocab.update(unseen)
     counts = np.array([(n_read, n_pieces) for n_read, n_pieces, _ in seen.values()])
     return vocab, (counts.min(axis=0), counts.max(axis=0))
 

@@ -7,7 +7,6 @@ from helpers import own_table
 
 
 def args(*flags):
-    """text.py's settings of a command line for split_records."""
     return text.parse_args(["a.csv", "--out", "o", "--split", "0.6,0.2,0.2", "--seed", "1", *flags])
 
 
