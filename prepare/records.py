@@ -32,19 +32,10 @@ HOLDS = ("nothing", "number", "text", "number and text")
 
 
 def print_some(lines, most=5):
-    """lines printed, those past the first `most` only counted."""
     for line in lines[:most]:
         print(line)
     if len(lines) > most:
         print(f"  ... and {len(lines) - most} more such lines")
-
-
-def missing_rows(col):
-    """A column's rows whose value is missing, or holds one (a JSON list with a null)."""
-    gap = col.code == GAP
-    for row, value in col.nested.items():
-        gap[row] = None in leaves(value)
-    return gap
 
 
 class Part:
@@ -82,18 +73,25 @@ def check_keys(table):
     return kind
 
 
-def check_values(table, keys, missing):
-    """Refused unless --missing: a missing value (the first row holding one, its first key)."""
-    if missing != "refuse":
-        return
-    gaps = {key: np.argmax(gap) for key in keys if (gap := missing_rows(table.cols[key])).any()}
-    if gaps:
-        key = min(gaps, key=gaps.get)
+def missing_rows(table, keys, how):
+    """{key: the rows missing its value, or holding one (a JSON list with a null)}; refused unless
+    --missing: the first row missing one."""
+    gaps = {}
+    for key in keys:
+        gap = table.cols[key].code == GAP
+        for row, value in table.cols[key].nested.items():
+            gap[row] = None in leaves(value)
+        if gap.any():
+            gaps[key] = gap
+    if gaps and how == "refuse":
+        first = {key: np.argmax(gap) for key, gap in gaps.items()}
+        key = min(first, key=first.get)
         fail(
-            f"{table.where(gaps[key])}: {table.cols[key].noun} {key!r} is missing (no value, or"
+            f"{table.where(first[key])}: {table.cols[key].noun} {key!r} is missing (no value, or"
             f" one of {', '.join(map(repr, MISSING))}, null); --missing=omit leaves it out of the"
             " record, --missing=drop drops the record"
         )
+    return gaps
 
 
 # |x| / 10^q beyond a float64 counts no rows (None), without a warning
@@ -159,7 +157,6 @@ def series_of(table, group, window):
 
 
 def windows(rows, window, stride):
-    """Each window's rows, one starting every stride."""
     starts = np.arange(0, len(rows) - window + 1, stride)
     return rows[starts[:, None] + np.arange(window)]
 
@@ -246,13 +243,11 @@ def rows_in(table, parts, key=None):
     return held
 
 
-def leave_out_missing(table, parts, keys, how):
+def leave_out_missing(parts, keys, gaps, how):
     """The splits with missing values left out, and {key: records it was missing from}."""
     missing, kept, emptied = {}, [], 0
-    gaps = {key: gap for key in keys if (gap := missing_rows(table.cols[key])).any()}
     for part in parts:
         lacks = {key: gap[part.rows].any(axis=1) for key, gap in gaps.items()}
-        # how many keys each record lacks
         lacking = sum(lacks.values(), np.zeros(len(part), int))
         for key, lack in lacks.items():
             if lack.any():
@@ -266,7 +261,6 @@ def leave_out_missing(table, parts, keys, how):
 
 
 def warn_short(parts, args):
-    """A split of fewer than 30 records warned of (of none refused), with what to change."""
     helps = args.order == "time" and args.window > 1 and not args.val
     more = "--context-before, " if helps and not args.context_before else ""
     more += "--order random, " if helps and args.group else ""

@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 from common import at_least, command, fail, one_line_errors, staged_dataset, write_meta
 from dataset import record_level, shown
 from reading import MISSING, NESTED, NUM, read_files
-from records import SPLITS, check_keys, check_values, counting_keys, date_keys, leave_out_missing
+from records import SPLITS, check_keys, counting_keys, date_keys, leave_out_missing, missing_rows
 from records import print_some, rows_in, split_records, warn_short, words_for_tokenizer
 from scaling import scale, written
 from tokenize_line import split_text
@@ -45,13 +45,13 @@ def main(argv=None):
     table = read_files(inputs, args)
 
     keys, kind, dates, renamed = clean_keys(table, args)
-    check_values(table, keys, args.missing)
+    gaps = missing_rows(table, keys, args.missing)
     index_like = counting_keys(table, keys)
 
     parts, source = split_records(table, args)
     n_windowed = rows_in(table, parts).sum()
 
-    parts, missing = leave_out_missing(table, parts, keys, args.missing)
+    parts, missing = leave_out_missing(parts, keys, gaps, args.missing)
     warn_short(parts, args)
     in_records = rows_in(table, parts)
 
@@ -274,7 +274,7 @@ def lines_of(table, part, keys, writers, lo, hi, levels=()):
 def check_tokens(table, parts, keys):
     """Train's text tokens, and (numbers, tokens) per record at least and most; refused: a val or
     test token train lacks."""
-    vocab, seen = {}, {}
+    vocab, seen = set(), {}
     for split, part in zip(SPLITS, parts):
         for lo in range(0, len(part), BLOCK):
             lines = lines_of(table, part, keys, {}, lo, lo + BLOCK)
@@ -294,7 +294,7 @@ def check_tokens(table, parts, keys):
                         f"{where}: the {split} record holds the text token {shown(unseen[0])},"
                         f" which no training record has; {fix}add such records to train"
                     )
-                vocab.update(dict.fromkeys(unseen))
+                vocab.update(unseen)
     counts = np.array([(n_read, n_pieces) for n_read, n_pieces, _ in seen.values()])
     return vocab, (counts.min(axis=0), counts.max(axis=0))
 
@@ -338,29 +338,6 @@ def write_lines(stage, table, parts, keys, writers, record):
     return repeated
 
 
-def print_keys(args, meta, table, written_rows, largest):
-    lines = []
-    for k in meta["keys"]:
-        s = meta["scales"].get(k)
-        if s and args.scale == "auto":
-            lines.append(
-                f"  {k:>12}: numbers, scaled (x - {s['center']:g}) / {s['spread']:g},"
-                f" {meta['decimals'][k]} decimals, largest |x| written {largest[k]:.3g}"
-            )
-        elif s:
-            how = "each window's divided by its level" if args.scale == "record" else "as they are"
-            lines.append(f"  {k:>12}: numbers, {how}, largest |x| read {largest[k]:.3g}")
-        if k in meta["text_keys"]:
-            col = table.cols[k]
-            codes = np.unique(col.code[written_rows])
-            values = sorted({col.texts[c] for c in codes[codes >= 0]}, key=str)
-            lines.append(
-                f"  {k:>12}: text, {len(values)} value(s): {', '.join(map(str, values[:12]))}"
-                + (" ..." if len(values) > 12 else "")
-            )
-    print_some(lines, 20)
-
-
 def report(args, meta, table, largest, vocab, counts, n_windowed, repeated, in_records):
     unit = f" of {args.window} rows each (a window every {args.stride})" if args.window > 1 else ""
     how = "in time order (per file)" if args.order == "time" else "at random"
@@ -383,7 +360,26 @@ def report(args, meta, table, largest, vocab, counts, n_windowed, repeated, in_r
         f"missing values ({', '.join(map(repr, MISSING))} in any case; JSON null, NaN; a key a"
         f" record lacks): {counted if missing else 'none'}"
     )
-    print_keys(args, meta, table, in_records, largest)
+    lines = []
+    for k in meta["keys"]:
+        s = meta["scales"].get(k)
+        if s and args.scale == "auto":
+            lines.append(
+                f"  {k:>12}: numbers, scaled (x - {s['center']:g}) / {s['spread']:g},"
+                f" {meta['decimals'][k]} decimals, largest |x| written {largest[k]:.3g}"
+            )
+        elif s:
+            done = "each window's divided by its level" if args.scale == "record" else "as they are"
+            lines.append(f"  {k:>12}: numbers, {done}, largest |x| read {largest[k]:.3g}")
+        if k in meta["text_keys"]:
+            col = table.cols[k]
+            codes = np.unique(col.code[in_records])
+            values = sorted({col.texts[c] for c in codes[codes >= 0]}, key=str)
+            lines.append(
+                f"  {k:>12}: text, {len(values)} value(s): {', '.join(map(str, values[:12]))}"
+                + (" ..." if len(values) > 12 else "")
+            )
+    print_some(lines, 20)
     (low_n, low_t), (high_n, high_t) = counts
     print(f"numbers per record: {low_n}-{high_n}; tokens per record (xval): {low_t}-{high_t}")
     more = f" ... and {len(vocab) - 200} more" if len(vocab) > 200 else ""

@@ -58,4 +58,4 @@ def test_scale_record_divides_each_window_by_the_mean_of_all_but_its_last(tmp_pa
             assert test[-1][:-1] == before and levels[-1] == level
         before, level = test[-1][:-1], levels[-1]
     with pytest.raises(SystemExit, match="--scale record goes with --window N"):
-        text.main([str(tmp_path / "g.csv"), "--out", str(tmp_path / "e"), "--scale=record"])
+        text.parse_args(["g.csv", "--out", "e", "--scale=record"])
