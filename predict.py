@@ -127,8 +127,7 @@ def load_model(path, device="cpu"):
     except (TypeError, ValueError, RuntimeError) as e:
         raise SystemExit(f"error: {path}: an edited checkpoint? {str(e).strip().splitlines()[-1]}")
     model.to(device).eval()
-    vocab.unknown = "the model knows only its training tokens, as its training text writes them"
-    vocab.unknown += " (a space splits a token): write a number or one of those"
+    vocab.unknown = "the model knows only numbers and its training tokens (a space splits one)"
     return model, vocab, checkpoint["config"]
 
 
