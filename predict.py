@@ -227,8 +227,7 @@ def detokenize(ids, values, vocab):
     out, i, end = [], 0, None
     while i < len(ids):
         if i in ends:
-            xval = vocab.encoding == "xval"
-            value = values[i] if xval else vocab.decode_number(ids[i : ends[i]])
+            value = values[i] if vocab.encoding == "xval" else vocab.decode_number(ids[i : ends[i]])
             # the implied comma
             out.append(("," if i == end else "") + format_number(value))
             i = end = ends[i]
