@@ -91,7 +91,7 @@ def prepared(tmp_path_factory, name, script, *args, encodings=("xval",)):
     d = str(tmp_path_factory.mktemp(name) / "data")
     run(script, "--size=tiny", "--out", d, "--workers=1", *args)
     for enc in encodings:
-        run("tokenize_numbers.py", d, "--encoding", enc, "--workers=1")
+        tokenize(d, f"--encoding={enc}")
     return d
 
 
@@ -333,7 +333,7 @@ def own_model(folder, name, content, *flags, train=("--block_size=128",)):
     (folder / name).write_text(content)
     data = str(folder / "data")
     text.main([str(folder / name), "--out", data, *flags])
-    run("tokenize_numbers.py", data, "--encoding=xval", "--workers=1")
+    tokenize(data)
     return data, eval_model(data, str(folder / "run"), *train)
 
 
@@ -356,7 +356,7 @@ def own_run(tmp_path_factory):
     with open(os.path.join(data, "meta.json"), "w") as f:
         json.dump({"dataset": "text", "splits": ["train", "val", "test"], "scales": scales, "window": 3,
                    "text_keys": ["station"]}, f)
-    run("tokenize_numbers.py", data, "--encoding", "xval", "--workers=1")
+    tokenize(data)
     return data, eval_model(data, os.path.join(base, "run"), "--block_size=64")
 
 
