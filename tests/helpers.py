@@ -213,6 +213,20 @@ def write_old_layout(path, field, missing=None, expver_from=None):
     return path
 
 
+def sample_line(rng, n_stations, n_steps):
+    """One sample as prepare/era5.py writes it: each station warms or cools linearly, plus noise."""
+    lat = rng.uniform(-math.pi / 2, math.pi / 2, n_stations)
+    lon = rng.uniform(0, 2 * math.pi, n_stations)
+    coords = np.round(np.stack([np.sin(lat), np.sin(lon), np.cos(lon)], 1), 4)
+    tod, toy = rng.uniform(0, 2 * math.pi, 2)
+    start = np.round([math.sin(tod), math.cos(tod), math.sin(toy), math.cos(toy)], 4)
+    base, slope = rng.normal(0, 1, (n_stations, 1)), rng.normal(0, 0.4, (n_stations, 1))
+    data = base + slope * np.arange(n_steps) + rng.normal(0, 0.02, (n_stations, n_steps))
+    record = {"description": {"coords": coords.tolist(), "start": start.tolist()},
+              "data": [[float(f"{v:.4g}") for v in row] for row in data]}
+    return json.dumps(record, separators=(",", ":"))
+
+
 def temperatures(tmp_path, monkeypatch):
     monkeypatch.setitem(common.SIZES, "tiny", (2, 2, 2))
     era5_synthetic.main(["--out", str(tmp_path), "--days", "6", "--resolution", "10"])

@@ -1,6 +1,5 @@
 """tools/ on tiny data: the numbers each promises; a bad flag or file, one line naming it."""
 import json
-import math
 import os
 import re
 import shutil
@@ -13,7 +12,7 @@ import torch
 
 import conftest
 from conftest import ROOT
-from helpers import TINY, failed, one_line_error, prepared, tiny, tokenize, train
+from helpers import TINY, failed, one_line_error, prepared, sample_line, tiny, tokenize, train
 from dataset import Vocab
 from tokenize_arrays import build_text_vocab
 from tokenize_line import encode
@@ -34,20 +33,6 @@ def run(*args, check=True):  # in a new process of one thread
 
 def numbers_in(row):
     return len(re.findall(rf"\| {NUMBER} ", row))
-
-
-def sample_line(rng, n_stations, n_steps):
-    """One sample as prepare/era5.py writes it: each station warms or cools linearly, plus noise."""
-    lat = rng.uniform(-math.pi / 2, math.pi / 2, n_stations)
-    lon = rng.uniform(0, 2 * math.pi, n_stations)
-    coords = np.round(np.stack([np.sin(lat), np.sin(lon), np.cos(lon)], 1), 4)
-    tod, toy = rng.uniform(0, 2 * math.pi, 2)
-    start = np.round([math.sin(tod), math.cos(tod), math.sin(toy), math.cos(toy)], 4)
-    base, slope = rng.normal(0, 1, (n_stations, 1)), rng.normal(0, 0.4, (n_stations, 1))
-    data = base + slope * np.arange(n_steps) + rng.normal(0, 0.02, (n_stations, n_steps))
-    record = {"description": {"coords": coords.tolist(), "start": start.tolist()},
-              "data": [[float(f"{v:.4g}") for v in row] for row in data]}
-    return json.dumps(record, separators=(",", ":"))
 
 
 def write_temperatures(d, sizes, short=None):
