@@ -108,8 +108,8 @@ def run_in_process(args, input):
 def data(tmp_path_factory):
     """The tiny arithmetic set (ops2), tokenized in xVal and p10."""
     from helpers import prepared
-    args = ("prepare/arithmetic.py", "--variant=ops2")
-    return prepared(tmp_path_factory, "data", *args, encodings=("xval", "p10"))
+    return prepared(tmp_path_factory, "data", "prepare/arithmetic.py", "--variant=ops2",
+                    encodings=("xval", "p10"))
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from conftest import ROOT
 from helpers import sample_line
+from planets import TRAIN_STEPSIZES as STEPS
 
 sys.path.insert(0, os.path.join(ROOT, "dev"))
 import era5_persistence
@@ -20,8 +21,6 @@ import lookup_plateau
 import planets_a0
 import planets_dt_ood
 import train_time
-
-STEPS = [0.2, 0.3, 0.5, 0.8]  # the planets' training step sizes
 
 
 def script(name, *args):

@@ -16,7 +16,7 @@ BUDGET = {"train.py": 13_729, "model.py": 12_022, "sample.py": 5_885, "tokenize_
 # characters, own-data reading of 40,000 and tests no larger than the reference.
 REFERENCE_BUDGET = 311_758  # every top-level .py and prepare/*.py
 TEXT_BUDGET = 66_611  # prepare/text.py and the modules only it uses
-TESTS_BUDGET = 358_910  # tests/*.py
+TESTS_BUDGET = 358_890  # tests/*.py
 FILE_BUDGET = 25_000
 FUNCTION_LINES = 60
 TRAIN_BUDGET = 110_000  # what train.py imports from the project, transitively
