@@ -107,11 +107,9 @@ def run_in_process(args, input):
 @pytest.fixture(scope="session")
 def data(tmp_path_factory):
     """The tiny arithmetic set (ops2), tokenized in xVal and p10."""
-    d = str(tmp_path_factory.mktemp("data") / "ops2")
-    run("prepare/arithmetic.py", "--variant=ops2", "--size=tiny", "--out", d, "--workers=1")
-    for enc in ("xval", "p10"):
-        run("tokenize_numbers.py", d, "--encoding", enc, "--workers=1")
-    return d
+    from helpers import prepared
+    return prepared(tmp_path_factory, "data", "prepare/arithmetic.py", "--variant=ops2",
+                    encodings=("xval", "p10"))
 
 
 @pytest.fixture

@@ -11,6 +11,8 @@ from unittest import mock
 import numpy as np
 import pytest
 from conftest import ROOT
+from helpers import sample_line
+from planets import TRAIN_STEPSIZES as STEPS
 
 sys.path.insert(0, os.path.join(ROOT, "dev"))
 import era5_persistence
@@ -19,8 +21,6 @@ import lookup_plateau
 import planets_a0
 import planets_dt_ood
 import train_time
-
-STEPS = [0.2, 0.3, 0.5, 0.8]  # the planets' training step sizes
 
 
 def script(name, *args):
@@ -69,12 +69,9 @@ def test_a_report_it_cannot_read_or_none_is_refused_naming_it(tmp_path, read, co
 def era5_report(tmp_path, model):
     """40 samples of 2-3 stations whose predictions are model(previous step, truth)."""
     rng = np.random.default_rng(0)
-    lines, truth, previous = [], [], []
-    for i in range(40):
-        data = np.round(np.cumsum(rng.normal(0, 0.1, size=(2 + i % 2, 5)), axis=1), 3).tolist()
-        lines.append(json.dumps({"description": {"coords": [[0, 1, 0]] * len(data)}, "data": data}))
-        truth += [row[-1] for row in data]
-        previous += [row[-2] for row in data]
+    lines = [sample_line(rng, 2 + i % 2, 5) for i in range(40)]
+    rows = [row for line in lines for row in json.loads(line)["data"]]
+    truth, previous = [row[-1] for row in rows], [row[-2] for row in rows]
     pred = model(np.array(previous), np.array(truth))
     return write_report(tmp_path / "eval.json", "era5", "test", "t+1", truth, pred, lines + lines[:3])
 

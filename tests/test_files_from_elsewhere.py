@@ -215,7 +215,7 @@ def test_a_vocabulary_the_tokenizer_could_not_have_written_is_refused(own_data, 
         load_text_vocab(own_data)
 
 
-# ---------------------------------------------------------------- a link at each name written
+# a link at each name written
 CSV = "a,b\n" + "".join(f"{i % 7 * 1.5},{i % 5 - 2.25}\n" for i in range(60))
 
 

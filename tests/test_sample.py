@@ -36,7 +36,7 @@ def test_each_bad_line_is_reported_and_the_rest_predicted(checkpoint, tmp_path):
     r = sample(checkpoint, text + "(0.5+0.25)=[ ? ]\n([?][?][?])=0.5\n", check=False)
     errors = r.stderr.strip().splitlines()
     assert r.returncode != 0 and len(errors) == 6 and "Traceback" not in r.stderr
-    assert errors[0].startswith("error: stdin:2: 'a' is not in the vocabulary") and "the model knows only" in errors[0]
+    assert errors[0].startswith("error: stdin:2: 'a' is not in the vocabulary") and "(a space splits one)" in errors[0]
     assert "--rebuild-vocab" not in errors[0]  # a trained model's vocabulary is fixed
     assert errors[1].startswith("error: stdin:3: 82 tokens, more than the model's block_size 32")
     assert errors[2].startswith("error: stdin:4: the number 1e+300 overflows float32")

@@ -218,11 +218,6 @@ def test_dates_going_back_are_noted_within_each_group(prepare, capsys, rows, fla
     assert re.findall(r"[^/]*: sort the file", printed) == ([back] if back else [])
 
 
-def test_the_words_note_names_a_text_value_first(prepare, capsys):
-    prepare("".join(f'{{"a":["pm2.5"],"b":"r 1","x":{i}}}\n' for i in range(20)), name="d.jsonl")
-    said(capsys, "word each: 'r 1' as 'r_1'")
-
-
 def test_val_and_test_files_an_unseen_text_value_and_force(tmp_path):
     for name, content in (("val", "b,1.5"), ("train", "a,1.0\nb,2.0")):
         (tmp_path / f"{name}.csv").write_text(f"station,t\n{content}\n")
@@ -248,7 +243,10 @@ def test_val_and_test_files_an_unseen_text_value_and_force(tmp_path):
     assert grouped == {"train": 2, "val": 1, "test": 2}
 
 
-def test_the_same_data_in_two_splits_is_refused_or_reported(tmp_path, prepare, capsys):
+def test_a_file_given_twice_or_a_fifo_is_refused_the_same_data_in_two_splits_reported(
+        tmp_path, prepare, error, capsys):
+    os.mkfifo(tmp_path / "fifo.csv")
+    assert "fifo.csv is a FIFO, device or socket; expected a file" in error(None, name="fifo.csv")
     a, b = tmp_path / "a.csv", tmp_path / "b.csv"
     for path in (a, b):
         write(path, CSV)
@@ -261,122 +259,112 @@ def test_the_same_data_in_two_splits_is_refused_or_reported(tmp_path, prepare, c
     assert re.search(r"note: \d+ of the 12 val records are also, exactly, in train", said(capsys))
 
 
-def test_a_fifo_is_refused_and_a_header_may_start_with_a_bracket(tmp_path, prepare, error):
-    os.mkfifo(tmp_path / "fifo.csv")
-    assert "fifo.csv is a FIFO, device or socket; expected a file" in error(None, name="fifo.csv")
-    content = "[a],b\n" + "".join(f"{i},{i}\n" for i in range(20))
-    assert prepare(content)[1]["keys"] == ["[a]", "b"]
-
-
 COLUMNS = json.dumps({"t": {str(i): i for i in range(20)}, "x": {str(i): i / 2 for i in range(20)}})
 TWO_ROWS = "a,b\n1,2\n3,4\n"
 HEADLESS = "".join(f"{i / 10},{3 + i % 4},{'ab'[i % 2]}\n" for i in range(1, 40))
 NESTED_KEY = "".join(f'{{"x": {i}, "y": {{"12": {i % 5}}}}}\n' for i in range(40))
 
 
-@pytest.mark.parametrize("content,flags,expected", [
-    ("a,b\n1,2\n3\n", "", r"bad.csv:3: 1 cells, but the header \(.*bad.csv:1\) names 2 columns"),
-    ("", "", "bad.csv: empty file"),
-    ("\n\n", "", "bad.jsonl: empty file"),
-    ("a\n1\n\n2\n", "", "bad.csv:3: empty line; expected one row per record"),
-    ('{"a":1,"b":2}\n{"a":3}\n', "", "bad.jsonl:2: key 'b' is missing .*" + OMIT_OR_DROP),
-    ('{"a":1}\n{"a":3,"c":4}\n', "", "bad.jsonl:1: key 'c' is missing"),
-    ('{"a":1}\n{"a":"rain"}\n', "", "bad.jsonl:2: key 'a' holds text, but number"),
-    ("a,b\n1,2\n,4\n", "", "bad.csv:3: column 'a' is missing .*" + OMIT_OR_DROP),
-    ("a,b\n1,2\n1.2.3,4\n5,6\n", "", r"bad.csv:3: column 'a': '1.2.3' is not a number"),
-    ("a,b\n1,2\n--5,4\n5,6\n", "", r"bad.csv:3: column 'a': '--5' is not a number"),
-    ('{"a":1.2.3}\n', "", "bad.jsonl:1: not a JSON record"),
-    ('{"t":1,"x":"0.0"}\n', "", "bad.jsonl:1: key 'x': '0.0' is a number written as a string"),
-    ('{"a":1}\n{"a":NaN}\n', "", "bad.jsonl:2: key 'a' is missing"),
-    ('{"a":Infinity}\n', "", "bad.jsonl:1: Infinity is not a finite number"),
-    (TWO_ROWS, "--window 3 --order random", "bad.csv:3: the file ends after 2 rows, before a window of 3"),
-    (TWO_ROWS, "--window 3", r"bad.csv: --split 0.8,0.1,0.1 in time order cuts its 2 rows into 2/0/0.*: more rows or"),
-    ("a\n" + "0\n" * 10, "--window 3 --split 0.6,0.2,0.2",
-     r"cuts its 10 rows into 6/2/2; each part needs 3 row\(s\): --context-before$"),
-    (TWO_ROWS, "", r"--split 0.8,0.1,0.1: 2 records give train/val/test"),
-    ("a,a\n1,2\n", "", "bad.csv:1: column 2 of the header is 'a' again"),
-    ('t,"x\ny",g\n1,2,3\n', "", "bad.csv:1: column 2 of the header holds a line break"),
-    ('{"a":1,"a":2}\n', "", "bad.jsonl:1: key 'a' is repeated in one object"),
-    ('t,note\n1,"ok"\n2,"open\n3,x\n4,y\n', "", r"bad.csv:3: unexpected end of data \(an unterminated"),
-    ('t,n,m\n1,2,3\n4,"x\n5,6,7\n', "", r"bad.csv:3: unexpected end of data \(an unterminated"),
-    ("t,x\na," + "z" * (200 << 10) + "\n5\n", "", "bad.csv:3: 1 cells"),
+@pytest.mark.parametrize("case", [
+    ("a,b\n1,2\n3\n", r"bad.csv:3: 1 cells, but the header \(.*bad.csv:1\) names 2 columns"),
+    ("", "bad.csv: empty file"),
+    ("\n\n", "bad.jsonl: empty file"),
+    ("a\n1\n\n2\n", "bad.csv:3: empty line; expected one row per record"),
+    ('{"a":1,"b":2}\n{"a":3}\n', "bad.jsonl:2: key 'b' is missing .*" + OMIT_OR_DROP),
+    ('{"a":1}\n{"a":3,"c":4}\n', "bad.jsonl:1: key 'c' is missing"),
+    ('{"a":1}\n{"a":"rain"}\n', "bad.jsonl:2: key 'a' holds text, but number"),
+    ("a,b\n1,2\n,4\n", "bad.csv:3: column 'a' is missing .*" + OMIT_OR_DROP),
+    ("a,b\n1,2\n1.2.3,4\n5,6\n", r"bad.csv:3: column 'a': '1.2.3' is not a number"),
+    ("a,b\n1,2\n--5,4\n5,6\n", r"bad.csv:3: column 'a': '--5' is not a number"),
+    ('{"a":1.2.3}\n', "bad.jsonl:1: not a JSON record"),
+    ('{"t":1,"x":"0.0"}\n', "bad.jsonl:1: key 'x': '0.0' is a number written as a string"),
+    ('{"a":1}\n{"a":NaN}\n', "bad.jsonl:2: key 'a' is missing"),
+    ('{"a":Infinity}\n', "bad.jsonl:1: Infinity is not a finite number"),
+    (TWO_ROWS, "bad.csv:3: the file ends after 2 rows, before a window of 3", "--window 3 --order random"),
+    (TWO_ROWS, r"bad.csv: --split 0.8,0.1,0.1 in time order cuts its 2 rows into 2/0/0.*: more rows or",
+     "--window 3"),
+    ("a\n" + "0\n" * 10, r"cuts its 10 rows into 6/2/2; each part needs 3 row\(s\): --context-before$",
+     "--window 3 --split 0.6,0.2,0.2"),
+    (TWO_ROWS, r"--split 0.8,0.1,0.1: 2 records give train/val/test"),
+    ("a,a\n1,2\n", "bad.csv:1: column 2 of the header is 'a' again"),
+    ('t,"x\ny",g\n1,2,3\n', "bad.csv:1: column 2 of the header holds a line break"),
+    ('{"a":1,"a":2}\n', "bad.jsonl:1: key 'a' is repeated in one object"),
+    ('t,note\n1,"ok"\n2,"open\n3,x\n4,y\n', r"bad.csv:3: unexpected end of data \(an unterminated"),
+    ('t,n,m\n1,2,3\n4,"x\n5,6,7\n', r"bad.csv:3: unexpected end of data \(an unterminated"),
+    ("t,x\na," + "z" * (200 << 10) + "\n5\n", "bad.csv:3: 1 cells"),
     # its text in a cell above
-    ('a,b,c\n1,2,"x\n5,6\nz"\n5,6\n', "", "bad.csv:5: 2 cells, but the header"),
+    ('a,b,c\n1,2,"x\n5,6\nz"\n5,6\n', "bad.csv:5: 2 cells, but the header"),
     ("t,x\n" + "".join(f"{i},{'' if i < 16 else 1}\n" for i in range(20)),
-     "--order time --missing omit", "key 'x' holds no number in the training split"),
-    ("t,p\r\n1,2\r\n3\r,4\r\n", "", r"bad.csv:3: a lone carriage return \(\\r\) at column 2"),
-    ('t,n\n1,"33,231"\n2,"1,000"\n', "", (
-        r"bad.csv:2: column 'n': '33,231' holds a thousands separator or a decimal comma; "
-        r"write 33231 or 33.231")),
-    (CSV.replace(",", ";").replace(".", ","), "", (
-        r"bad.csv:2: column 't': '10,00' holds a thousands separator or a decimal comma; "
-        r"write 1000 or 10.00, or --decimal-comma")),
-    ("t p q\n1 2 3\n", "", "bad.csv:1: the header holds no , ; tab or | but spaces"),
-    ("a,b\n1,2\n", "--columns a,c", "bad.csv:1: --columns names 'c', not a column here: a, b"),
-    ('{"a":[1,2],"b":1}\n', "--text z", "--text names 'z', not a column or key"),
-    (QUAKES, "--target site", "--target site: not a key of numbers; expected one of year, lat, mag"),
-    ("a\n1\n2\n", "--window 2 --stride 1 --order random", (
-        "--stride 1 < --window 2 with --order random: overlapping windows would share rows "
-        "between train and test")),
-    ("t,e\n1,\n2,NA\n", "", r"key 'e' holds no value in any record; leave it out with --columns"),
-    ("t,e\n1,\n2,NA\n", "--missing omit", r"key 'e' holds no value in any record"),
-    ("# logger 7\n# units: C, hPa\nt,p\n1,2\n", "", (
-        r"bad.csv:1: '# logger 7' is a comment, not a header \(2 line\(s\) start with #\); "
-        r"expected the column names on line 1: delete the lines")),
-    ("x\n2\n1e400\n", "", r"bad.csv:3: column 'x': 1E\+400 is beyond what a float64 holds"),
-    ("x\n2\n1e-320\n", "", r"bad.csv:3: column 'x': 1E-320 is beyond what a float64 holds, squared"),
-    (CSV, "--stride 0", r"^error: argument --stride: expected an integer ≥ 1, got 0 \(--help lists"),
-    (CSV, "--window nan", r"^error: argument --window: invalid integer value: 'nan'"),
-    (CSV, "--seed -1", r"^error: argument --seed: expected an integer ≥ 0, got -1"),
-    (NESTED_KEY, "", r"bad.jsonl:1: the tokenizer reads a number in the key '12'; rename it '_12'$"),
-    ('{"t":1,"x":[2,-1e-400]}\n', "", r"bad.jsonl:1: key 'x': -1E-400 is beyond what a float64 holds"),
-    ('t,x\n0,"$1,000.50"\n', "", rf"bad.csv:2: column 'x': '\$1,000.50' {SIGN} 1000.50"),
-    (COLUMNS, "", "one JSON object of columns of 20 values"),
-    ("t;p\n1;1014\n2;1.013,5\n3;1012\n", "--decimal-comma", r"bad.csv:3: column 'p': '1.013,5' is not a number"),
-    ("t;p\n1;1014\n2;1.5\n3;1012\n", "--decimal-comma", (
-        r"bad.csv:3: column 'p': '1.5' holds a point, but --decimal-comma says numbers are "
-        r"written 12,5")),
-    (HEADLESS, "", (
-        r"bad.csv:1: the header holds numbers \(0.1, 4\): a file without a header row\? "
-        r".*add a line of names")),
-    ("a,b\n1,2\n", "--split nan,0.5,0.5", "--split nan,0.5,0.5: expected three positive fractions"),
-    ("x\n" + "1\n" * 20 + "1e308\n", "", r"bad.csv:22: column 'x': 1E\+308 is beyond what a float64"),
-    ("d,t\n12:30,1\n", "--dates=number", r"bad.csv:2: key 'd': --dates=number reads ISO .*'12:30'"),
-    ("a,b,c\n1,2,3\n", "--columns a,b --group x", "bad.csv:1: --group names 'x', not a column here: a, b, c"),
-    ('{"a":1}\n', "--columns a,b", "--columns names 'b', not a column or key of the files: a$"),
-    ('{"a":' + "[" * 5000 + "]" * 5000 + "}\n", "", "bad.jsonl:1: a record nested too deep"),
-    ("t,x\n1," + "y" * (3 << 20) + "\n", "", "bad.csv:2: a row of more than 1 MiB"),
-    ('t,x\n1,"' + "y\n" * (1 << 20) + '"\n', "", "bad.csv:2: a row of more than 1 MiB"),
-    ("t,x\n" + "y" * (3 << 19) + ",1\n", "", "bad.csv:2: a row of more than 1 MiB"),
-    ("x\n1\n" + "y" * 99 + "\n3\n", "", r"bad.csv:3: column 'x': 'y{60}'… \(99 characters\) is not a number"),
+     "key 'x' holds no number in the training split", "--order time --missing omit"),
+    ("t,p\r\n1,2\r\n3\r,4\r\n", r"bad.csv:3: a lone carriage return \(\\r\) at column 2"),
+    ('t,n\n1,"33,231"\n2,"1,000"\n', (r"bad.csv:2: column 'n': '33,231' holds a thousands separator or a "
+     r"decimal comma; write 33231 or 33.231")),
+    (CSV.replace(",", ";").replace(".", ","), (r"bad.csv:2: column 't': '10,00' holds a thousands separator "
+     r"or a decimal comma; write 1000 or 10.00, or --decimal-comma")),
+    ("t p q\n1 2 3\n", "bad.csv:1: the header holds no , ; tab or | but spaces"),
+    ("a,b\n1,2\n", "bad.csv:1: --columns names 'c', not a column here: a, b", "--columns a,c"),
+    ('{"a":[1,2],"b":1}\n', "--text names 'z', not a column or key", "--text z"),
+    (QUAKES, "--target site: not a key of numbers; expected one of year, lat, mag", "--target site"),
+    ("a\n1\n2\n", ("--stride 1 < --window 2 with --order random: overlapping windows would share rows "
+     "between train and test"), "--window 2 --stride 1 --order random"),
+    ("t,e\n1,\n2,NA\n", r"key 'e' holds no value in any record; leave it out with --columns"),
+    ("t,e\n1,\n2,NA\n", r"key 'e' holds no value in any record", "--missing omit"),
+    ("# logger 7\n# units: C, hPa\nt,p\n1,2\n", (r"bad.csv:1: '# logger 7' is a comment, not a header "
+     r"\(2 line\(s\) start with #\); expected the column names on line 1: delete the lines")),
+    ("x\n2\n1e400\n", r"bad.csv:3: column 'x': 1E\+400 is beyond what a float64 holds"),
+    ("x\n2\n1e-320\n", r"bad.csv:3: column 'x': 1E-320 is beyond what a float64 holds, squared"),
+    (CSV, r"^error: argument --stride: expected an integer ≥ 1, got 0 \(--help lists", "--stride 0"),
+    (CSV, r"^error: argument --window: invalid integer value: 'nan'", "--window nan"),
+    (CSV, r"^error: argument --seed: expected an integer ≥ 0, got -1", "--seed -1"),
+    (NESTED_KEY, r"bad.jsonl:1: the tokenizer reads a number in the key '12'; rename it '_12'$"),
+    ('{"t":1,"x":[2,-1e-400]}\n', r"bad.jsonl:1: key 'x': -1E-400 is beyond what a float64 holds"),
+    ('t,x\n0,"$1,000.50"\n', rf"bad.csv:2: column 'x': '\$1,000.50' {SIGN} 1000.50"),
+    (COLUMNS, "one JSON object of columns of 20 values"),
+    ("t;p\n1;1014\n2;1.013,5\n3;1012\n", r"bad.csv:3: column 'p': '1.013,5' is not a number", "--decimal-comma"),
+    ("t;p\n1;1014\n2;1.5\n3;1012\n", (r"bad.csv:3: column 'p': '1.5' holds a point, but --decimal-comma "
+     r"says numbers are written 12,5"), "--decimal-comma"),
+    (HEADLESS, (r"bad.csv:1: the header holds numbers \(0.1, 4\): a file without a header row\? "
+     r".*add a line of names")),
+    ("a,b\n1,2\n", "--split nan,0.5,0.5: expected three positive fractions", "--split nan,0.5,0.5"),
+    ("x\n" + "1\n" * 20 + "1e308\n", r"bad.csv:22: column 'x': 1E\+308 is beyond what a float64"),
+    ("d,t\n12:30,1\n", r"bad.csv:2: key 'd': --dates=number reads ISO .*'12:30'", "--dates=number"),
+    ("a,b,c\n1,2,3\n", "bad.csv:1: --group names 'x', not a column here: a, b, c", "--columns a,b --group x"),
+    ('{"a":1}\n', "--columns names 'b', not a column or key of the files: a$", "--columns a,b"),
+    ('{"a":' + "[" * 5000 + "]" * 5000 + "}\n", "bad.jsonl:1: a record nested too deep"),
+    ("t,x\n1," + "y" * (3 << 20) + "\n", "bad.csv:2: a row of more than 1 MiB"),
+    ('t,x\n1,"' + "y\n" * (1 << 20) + '"\n', "bad.csv:2: a row of more than 1 MiB"),
+    ("t,x\n" + "y" * (3 << 19) + ",1\n", "bad.csv:2: a row of more than 1 MiB"),
+    ("x\n1\n" + "y" * 99 + "\n3\n", r"bad.csv:3: column 'x': 'y{60}'… \(99 characters\) is not a number"),
     # an .xlsx is a zip archive
-    (b"PK\x03\x04\x14\x00\x06\x00", "", r"bad.xlsx: a zip archive or an Excel workbook .*CSV UTF-8"),
-    (CSV.encode("utf-16"), "", r"bad.csv: UTF-16 text \(Excel's Unicode Text\); save the file as UTF-8"),
-    ('[{"a":1},\n{"a":2}\n', "", r"bad.json:2: the file ends inside the JSON array"),
-    ('[{"a":1},\n 5]', "", r"bad.json:2 \(record 2\): expected a JSON object"),
-    ('[{"a":1} {"a":2}]', "", r"bad.json:1: expected , or \] after a record"),
-    ('[{"a":1}] x', "", r"bad.json:1: expected nothing after the JSON array's \]"),
-    ('[{"a":1},{"b":2}]', "", r"bad.json:1 \(record 1\): key 'b' is missing"),
-    ("[]", "", r"bad.json: an empty JSON array"),
+    (b"PK\x03\x04\x14\x00\x06\x00", r"bad.xlsx: a zip archive or an Excel workbook .*CSV UTF-8"),
+    (CSV.encode("utf-16"), r"bad.csv: UTF-16 text \(Excel's Unicode Text\); save the file as UTF-8"),
+    ('[{"a":1},\n{"a":2}\n', r"bad.json:2: the file ends inside the JSON array"),
+    ('[{"a":1},\n 5]', r"bad.json:2 \(record 2\): expected a JSON object"),
+    ('[{"a":1} {"a":2}]', r"bad.json:1: expected , or \] after a record"),
+    ('[{"a":1}] x', r"bad.json:1: expected nothing after the JSON array's \]"),
+    ('[{"a":1},{"b":2}]', r"bad.json:1 \(record 1\): key 'b' is missing"),
+    ("[]", r"bad.json: an empty JSON array"),
     # too short to split in time or at random: the fixes that work
-    ("animal,day,w\n" + "".join(f"{a},{d},{d}\n" for a in "abc" for d in range(12)), "--group animal --window 4",
-     "the val split holds no record; more data, other --split fractions, --context-before, --order random, "
-     "a smaller --window or --stride"),
-    ('{"a":1}\n{"a":\n', "", r"bad.json:2: not a JSON record \(Expecting value at column 6\)"),
-] + [(f"t,p\n1.5,2\n2.5,{m}\n3,4\n", "", "bad.csv:3: column 'p' is missing .*" + OMIT_OR_DROP)
+    ("animal,day,w\n" + "".join(f"{a},{d},{d}\n" for a in "abc" for d in range(12)),
+     ("the val split holds no record; more data, other --split fractions, --context-before, "
+      "--order random, a smaller --window or --stride"), "--group animal --window 4"),
+    ('{"a":1}\n{"a":\n', r"bad.json:2: not a JSON record \(Expecting value at column 6\)"),
+] + [(f"t,p\n1.5,2\n2.5,{m}\n3,4\n", "bad.csv:3: column 'p' is missing .*" + OMIT_OR_DROP)
      for m in ("", "NA", "NaN", "null", "?", "-", "n/a")
-] + [(column_x(cell), "",
-      rf"bad.csv:2: column 'x': '{re.escape(cell)}' {SIGN} {re.escape(plain)}, or --text x")
+] + [(column_x(cell), rf"bad.csv:2: column 'x': '{re.escape(cell)}' {SIGN} {re.escape(plain)}, or --text x")
      for cell, plain in SIGNS
-] + [("".join(json.dumps({"t": i, "x": [1.5, cell]}) + "\n" for i in range(20)), "", (
-        rf"bad.jsonl:1: key 'x': '{re.escape(cell)}' is a number written as a string; write it as "
-        rf"a JSON number \({re.escape(plain)}\), or --text x")) for cell, plain in SIGNS])
-def test_what_would_be_misread_is_a_one_line_error_naming_file_and_line(error, content, flags, expected):
+] + [("".join(json.dumps({"t": i, "x": [1.5, cell]}) + "\n" for i in range(20)),
+      (rf"bad.jsonl:1: key 'x': '{re.escape(cell)}' is a number written as a string; write it as "
+       rf"a JSON number \({re.escape(plain)}\), or --text x")) for cell, plain in SIGNS])
+def test_what_would_be_misread_is_a_one_line_error_naming_file_and_line(error, case):
+    content, expected, *flags = case  # flags: one string, if any
     name = re.match(r"bad\.\w+|", expected)[0] or "bad.csv"
-    assert re.search(expected, error(content, *flags.split(), name=name))
+    assert re.search(expected, error(content, *"".join(flags).split(), name=name))
 
 
-def test_text_makes_numbers_and_numbers_with_signs_words(prepare):
+def test_text_makes_numbers_and_numbers_with_signs_words_the_note_names_a_text_value(prepare, capsys):
+    prepare("".join(f'{{"a":["pm2.5"],"b":"r 1","x":{i}}}\n' for i in range(20)), name="d.jsonl")
+    said(capsys, "word each: 'r 1' as 'r_1'")
     for cell, _ in SIGNS:
         assert sum(prepare(column_x(cell), "--text", "x")[1]["splits"].values()) == 20
     content = "".join(json.dumps({"diet": i % 4 + 1, "w": 40 + i}) + "\n" for i in range(40))
@@ -494,6 +482,8 @@ def test_messy_csv_reads_right_and_says_how(prepare, error, capsys):
     assert re.search(r"data.csv:2-3: a quoted cell holds a line break \(10 such row", printed)
     assert meta["keys"] == ["t", "s", "note"] and len(read(out)) == 40
     assert {r["note"] for r in read(out)} == {"one", "two\nlines"}
+    # a header may start with a bracket
+    assert prepare("[a],b\n" + "".join(f"{i},{i}\n" for i in range(20)))[1]["keys"] == ["[a]", "b"]
     # Windows line ends read as Unix ones
     rows = ["t,p"] + [f"{i},{i % 7}" for i in range(7000)]
     unix = lines(prepare("\n".join(rows) + "\n")[0], "train")

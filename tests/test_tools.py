@@ -1,6 +1,5 @@
 """tools/ on tiny data: the numbers each promises; a bad flag or file, one line naming it."""
 import json
-import math
 import os
 import re
 import shutil
@@ -13,7 +12,7 @@ import torch
 
 import conftest
 from conftest import ROOT
-from helpers import TINY, failed, one_line_error, prepared, tiny, tokenize, train
+from helpers import TINY, failed, one_line_error, prepared, sample_line, tiny, tokenize, train
 from dataset import Vocab
 from tokenize_arrays import build_text_vocab
 from tokenize_line import encode
@@ -36,20 +35,6 @@ def numbers_in(row):
     return len(re.findall(rf"\| {NUMBER} ", row))
 
 
-def sample_line(rng, n_stations, n_steps):
-    """One sample as prepare/era5.py writes it: each station warms or cools linearly, plus noise."""
-    lat = rng.uniform(-math.pi / 2, math.pi / 2, n_stations)
-    lon = rng.uniform(0, 2 * math.pi, n_stations)
-    coords = np.round(np.stack([np.sin(lat), np.sin(lon), np.cos(lon)], 1), 4)
-    tod, toy = rng.uniform(0, 2 * math.pi, 2)
-    start = np.round([math.sin(tod), math.cos(tod), math.sin(toy), math.cos(toy)], 4)
-    base, slope = rng.normal(0, 1, (n_stations, 1)), rng.normal(0, 0.4, (n_stations, 1))
-    data = base + slope * np.arange(n_steps) + rng.normal(0, 0.02, (n_stations, n_steps))
-    record = {"description": {"coords": coords.tolist(), "start": start.tolist()},
-              "data": [[float(f"{v:.4g}") for v in row] for row in data]}
-    return json.dumps(record, separators=(",", ":"))
-
-
 def write_temperatures(d, sizes, short=None):
     """Samples of 3-4 stations × 4-5 steps, `short` ones of 2 stations or 3 steps, their ocean labels
     (1 where the first station's sin lat < 0), and meta.json."""
@@ -68,7 +53,6 @@ def write_temperatures(d, sizes, short=None):
     return str(d)
 
 
-# tools/baselines.py
 @pytest.mark.slow
 def test_every_baseline_mlp_beats_the_mean_the_same_seed_again(tmp_path):
     sizes = {"train": 200, "val": 40, "test": 40}
@@ -107,7 +91,6 @@ def test_a_bad_line_is_an_error_naming_file_and_line(tmp_path):
             baselines.read_split(str(path), 3, 4)
 
 
-# tools/bench.py
 @pytest.mark.slow
 def test_bench_compares_packing_and_whether_the_loader_keeps_up(tmp_path_factory):
     d = prepared(tmp_path_factory, "lookup", "prepare/lookup.py")  # samples of many lengths
@@ -141,7 +124,6 @@ def test_bench_refuses_bad_flags(args, message):
         bench.parse(args)
 
 
-# tools/curves.py
 @pytest.mark.slow
 def test_curves_score_every_kept_checkpoint_at_its_step_and_flops(data, tmp_path):
     out_dir, prefix = tmp_path / "run", str(tmp_path / "curves")
@@ -165,7 +147,6 @@ def test_curves_score_every_kept_checkpoint_at_its_step_and_flops(data, tmp_path
     failed(r, "holds no ckpt_<step>.pt")
 
 
-# tools/gpu_check.py
 @pytest.mark.slow
 def test_the_gpu_check_dry_run_passes_and_writes_its_table(tmp_path):
     table = tmp_path / "gpu_check.md"
@@ -194,7 +175,6 @@ def test_n_processes_must_log_the_losses_of_one():
         gpu_check.same_losses(one, {1: 2.0, 2: 1.5}, 2, 3, 1e-3)
 
 
-# tools/plot_log.py
 LOG = [{"iter": 0, "val_loss": 3.0, "val_ce": 2.0, "val_mse": 1.0},
        *({"iter": i, "loss": 3.0 / i, "ce": 2.0 / i, "mse": 1.0 / i, "lr": 1e-3} for i in range(1, 11)),
        {"iter": 10, "val_loss": 0.5, "val_ce": 0.3, "val_mse": 0.2}]
@@ -221,7 +201,6 @@ def test_a_log_becomes_a_png_and_a_broken_one_a_one_line_error(tmp_path, log, me
         assert not png.exists()
 
 
-# tools/probe.py
 @pytest.mark.parametrize("labels,scores,auc", [
     ([0, 0, 1, 1], [0.1, 0.4, 0.35, 0.8], 0.75),  # 3 of the 4 (positive, negative) pairs ordered
     ([0, 1, 0, 1], [0.5, 0.5, 0.2, 0.9], 0.875),  # the tied pair counts one half: 3.5 / 4
@@ -285,7 +264,6 @@ def test_probe_end_to_end_and_without_labels(tmp_path):
     failed(r, "train.ocean.txt not found", "--land-sea-mask")
 
 
-# tools/slurm.sh
 @pytest.mark.slow
 def test_the_slurm_script_starts_one_torchrun_agent_per_node_with_the_job_as_launch(tmp_path):
     # 50 runs from elsewhere, as sbatch runs a copy (a race fails some), under stand-ins
