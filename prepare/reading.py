@@ -9,6 +9,7 @@ import io
 import json
 import os
 import re
+import shlex
 import tempfile
 from decimal import Decimal
 
@@ -69,6 +70,8 @@ class Column:
 
     def __init__(self, name, files, as_text, decimal_comma):
         self.name, self.as_text, self.decimal_comma = name, as_text, decimal_comma
+        # the flag that reads it as text, as a shell takes it
+        self.flag = f"--text {shlex.quote(name)}"
         self.index, self.nested, self.n = {}, {}, 0
         self.paths = [f"{files}.code", f"{files}.x"]
         # the first row holding a number, a text, a leading zero
@@ -133,7 +136,7 @@ class Column:
             row, value = self.first[kind]
             return f"{where(row)}: column {self.name!r}: {shown(value)}"
 
-        hint = f"--text {self.name} reads it as text"
+        hint = f"{self.flag} reads it as text"
         if "code" in self.first:
             fail(f"{at('code')} has a leading zero, a code rather than a quantity; {hint}")
         if "text" in self.first and (self.code == NUM).sum() * 2 >= (self.code != GAP).sum():
@@ -143,7 +146,7 @@ class Column:
             fail(f"{at('number')} is a number, but most of the column's values are text; {hint}")
 
     def parse_cell(self, cell, at):
-        refuse = lambda fact: fail(f"{at()}: column {self.name!r}: {fact}, or --text {self.name}")
+        refuse = lambda fact: fail(f"{at()}: column {self.name!r}: {fact}, or {self.flag}")
         c = cell.strip()
         if c.lower() in _MISSING:
             return GAP, None
@@ -154,10 +157,11 @@ class Column:
                 refuse(f"{cell!r} holds a point, but --decimal-comma says numbers are written 12,5")
             c = re.sub(r"^([+-]?\d*),(\d+(?:[eE][+-]?\d+)?)$", r"\1.\2", c)
         if SEPARATED.fullmatch(c):
-            refuse(
-                f"{c!r} holds a thousands separator or a decimal comma; write"
-                f" {c.replace(',', '')} or {c.replace(',', '.')}, or --decimal-comma"
-            )
+            fix = c.replace(",", "")
+            # 1,013.2: a thousands separator alone
+            if "." not in c:
+                fix += f" or {c.replace(',', '.')}, or --decimal-comma"
+            refuse(f"{c!r} holds a thousands separator or a decimal comma; write {fix}")
         if plain := plain_number(c):
             how = "a currency or percent sign, digit groups or in hex"
             refuse(f"{c!r} is a number written with {how}; write {plain}")
@@ -175,7 +179,7 @@ class Column:
                 number = plain_number(x) or x.strip()
                 fail(
                     f"{at()}: key {self.name!r}: {x!r} is a number written as a string; write"
-                    f" it as a JSON number ({number}), or --text {self.name}"
+                    f" it as a JSON number ({number}), or {self.flag}"
                 )
         if isinstance(value, (str, bool)):
             return self.text_code(value), None

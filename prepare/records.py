@@ -319,7 +319,9 @@ def date_keys(table, text_keys, how):
         if table.group:
             group = np.where(table.group.code == NUM, table.group.x, table.group.code)[present]
         order = np.argsort(group, kind="stable")
-        back = present[order][1:][(np.diff(years[order]) < 0) & (np.diff(group[order]) == 0)]
+        same = np.diff(group[order]) == 0
+        same &= np.diff(np.searchsorted(table.starts, present[order], "right")) == 0  # one file
+        back = present[order][1:][(np.diff(years[order]) < 0) & same]
         after = ""
         if len(back):
             after = f" (they go back in time at {table.where(back[0])}: sort the file)"

@@ -1,6 +1,9 @@
 """prepare/records.py: keys cleaned, rows made records (windows), split; missing values left out."""
+import re
+
 import numpy as np
 import pytest
+import reading
 import records
 import text
 from helpers import own_table
@@ -83,3 +86,13 @@ def test_a_key_a_dot_b_beside_a_key_b_within_a_is_refused(tmp_path):
     lines = '{"a.b": 1, "a": {"c": 2}}\n{"a.b": 3, "a": [{"b": 4}]}\n'
     with pytest.raises(SystemExit, match=r"d.jsonl:2: --mask_key names the key 'a.b' and 'b' within"):
         records.words_for_tokenizer(own_table(tmp_path, lines, name="d.jsonl"))
+
+
+def test_dates_going_back_are_noted_within_a_file(tmp_path, capsys):
+    paths = [tmp_path / "a.csv", tmp_path / "b.csv"]
+    paths[0].write_text("d,t\n2021-03-01,1\n2021-03-02,2\n")
+    paths[1].write_text("d,t\n2021-01-01,1\n2021-01-03,2\n2021-01-02,3\n")
+    table = reading.read_files(list(map(str, paths)), args())
+    table.group = None
+    assert records.date_keys(table, set(), None) == ["d"]
+    assert re.findall(r"[^/]*: sort the file", capsys.readouterr().out) == ["b.csv:4: sort the file"]

@@ -335,6 +335,9 @@ NESTED_KEY = "".join(f'{{"x": {i}, "y": {{"12": {i % 5}}}}}\n' for i in range(40
     ('t,x\n1,"' + "y\n" * (1 << 20) + '"\n', "bad.csv:2: a row of more than 1 MiB"),
     ("t,x\n" + "y" * (3 << 19) + ",1\n", "bad.csv:2: a row of more than 1 MiB"),
     ("x\n1\n" + "y" * 99 + "\n3\n", r"bad.csv:3: column 'x': 'y{60}'… \(99 characters\) is not a number"),
+    ('t,n\n1,"1,013.2"\n', r"'1,013.2' holds a thousands separator or a decimal comma; write 1013.2, or --text n$",
+     "--decimal-comma"),
+    ("Temp (°C),n\n01,2\n", r"bad.csv:2: column 'Temp \(°C\)': '01' .*; --text 'Temp \(°C\)' reads it as text$"),
     # an .xlsx is a zip archive
     (b"PK\x03\x04\x14\x00\x06\x00", r"bad.xlsx: a zip archive or an Excel workbook .*CSV UTF-8"),
     (CSV.encode("utf-16"), r"bad.csv: UTF-16 text \(Excel's Unicode Text\); save the file as UTF-8"),
