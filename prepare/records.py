@@ -51,14 +51,19 @@ class Part:
         return ~self.lacks[key] if key in self.lacks else np.ones(len(self.rows), bool)
 
 
-def check_keys(table):
-    """{key: the kinds of its values}, the same for every present value; a key of none refused."""
-    kind = {}
+def check_keys(table, how):
+    """({key: the kinds of its values}, {key: the rows missing its value, or holding one (a JSON
+    list with a null)}); refused: a key of no value or of two kinds, a missing value unless
+    --missing."""
+    kind, gaps = {}, {}
     for key, col in table.cols.items():
         bits = (col.code == NUM) + np.int8(2) * (col.code >= 0)
+        gap = col.code == GAP
         for row, value in col.nested.items():
-            number = [isinstance(x, Decimal) for x in leaves(value) if x is not None]
+            scalars = leaves(value)
+            number = [isinstance(x, Decimal) for x in scalars if x is not None]
             bits[row] = any(number) + 2 * (not all(number))
+            gap[row] = None in scalars
         present = np.flatnonzero(bits)
         if not len(present):
             fail(f"key {key!r} holds no value in any record; leave it out with --columns")
@@ -70,17 +75,6 @@ def check_keys(table):
                 f" but {HOLDS[bits[first]]} at {table.where(first)}"
             )
         kind[key] = set(HOLDS[bits[first]].split(" and "))
-    return kind
-
-
-def missing_rows(table, keys, how):
-    """{key: the rows missing its value, or holding one (a JSON list with a null)}; refused unless
-    --missing: the first row missing one."""
-    gaps = {}
-    for key in keys:
-        gap = table.cols[key].code == GAP
-        for row, value in table.cols[key].nested.items():
-            gap[row] = None in leaves(value)
         if gap.any():
             gaps[key] = gap
     if gaps and how == "refuse":
@@ -91,7 +85,7 @@ def missing_rows(table, keys, how):
             f" one of {', '.join(map(repr, MISSING))}, null); --missing=omit leaves it out of the"
             " record, --missing=drop drops the record"
         )
-    return gaps
+    return kind, gaps
 
 
 # |x| / 10^q beyond a float64 counts no rows (None), without a warning

@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 from common import at_least, command, fail, one_line_errors, staged_dataset, write_meta
 from dataset import record_level, shown
 from reading import MISSING, NESTED, NUM, read_files
-from records import SPLITS, check_keys, counting_keys, date_keys, leave_out_missing, missing_rows
+from records import SPLITS, check_keys, counting_keys, date_keys, leave_out_missing
 from records import print_some, rows_in, split_records, warn_short, words_for_tokenizer
 from scaling import scale, written
 from tokenize_line import split_text
@@ -44,8 +44,8 @@ def main(argv=None):
     remove_old_scratch()
     table = read_files(inputs, args)
 
-    keys, kind, dates, renamed = clean_keys(table, args)
-    gaps = missing_rows(table, keys, args.missing)
+    keys, dates, renamed = clean_keys(table, args)
+    kind, gaps = check_keys(table, args.missing)
     index_like = counting_keys(table, keys)
 
     parts, source = split_records(table, args)
@@ -183,7 +183,6 @@ def check_inputs(paths):
 
 
 def remove_old_scratch():
-    """Scratch folders prepare-text-<pid>-* of ended runs removed."""
     for path in glob.glob(os.path.join(tempfile.gettempdir(), "prepare-text-*-*")):
         try:
             os.kill(int(os.path.basename(path).split("-")[2]), 0)
@@ -194,7 +193,7 @@ def remove_old_scratch():
 
 
 def clean_keys(table, args):
-    """(keys, {key: kinds}, dates, {old: new}): dates left out, misread words renamed."""
+    """(keys, dates, {old: new}): dates left out, misread words renamed."""
     keys = list(table.cols)
     named = dict.fromkeys(args.text, "--text") | (args.columns or {})
     if args.group:
@@ -212,7 +211,7 @@ def clean_keys(table, args):
     keys = list(table.cols)
     if not keys:
         fail(f"{table.paths[0]}: no key left once the dates are left out")
-    return keys, check_keys(table), dates, renamed
+    return keys, dates, renamed
 
 
 def mask_key_of(target, number_keys, ranges, index_like):

@@ -66,13 +66,13 @@ def test_a_split_emptied_by_missing_values_is_refused(tmp_path):
     table = own_table(tmp_path, "a,b\n1,\n2,3\n")
     part = records.Part(np.arange(2)[:, None])
     one = records.Part(np.array([[0]]))
-    gaps = records.missing_rows(table, ["a", "b"], "drop")
+    gaps = records.check_keys(table, "drop")[1]
     kept, _ = records.leave_out_missing([one, part, part], ["a", "b"], gaps, "drop")
     with pytest.raises(SystemExit, match="the train split holds no record; more data"):
         records.warn_short(kept, args())
     # a JSON list holding a null holds a missing value
     table = own_table(tmp_path, '[{"b": ["x", null]}, {"b": ["NA", "y"]}]', name="d.json")
-    assert list(records.missing_rows(table, ["b"], "omit")["b"]) == [True, True]
+    assert list(records.check_keys(table, "omit")[1]["b"]) == [True, True]
 
 
 def test_words_the_tokenizer_would_read_as_numbers_are_renamed_in_place(tmp_path, capsys):
