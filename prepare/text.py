@@ -11,7 +11,6 @@ import glob
 import hashlib
 import json
 import os
-import shlex
 import shutil
 import tempfile
 from decimal import Decimal
@@ -280,13 +279,14 @@ def check_tokens(table, parts, keys):
             for i, line in enumerate(lines):
                 if line in seen:
                     continue
-                _, _, tokens = seen[line] = tokens_of(line)
-                unseen = [t for t in tokens if t not in vocab]
+                pieces = split_text(line)
+                seen[line] = (sum(kind != "text" for kind, _ in pieces), len(pieces))
+                unseen = [t for kind, t in pieces if kind == "text" and t not in vocab]
                 if split != "train" and unseen:
                     where = table.where(part.rows[lo + i][0])
                     fix = ""
                     for k, v in json.loads(line).items():
-                        if unseen[0] in tokens_of(dump({k: v}, zeros))[2]:
+                        if ("text", unseen[0]) in split_text(dump({k: v}, zeros)):
                             fix = f"leave out its key {k!r} (--columns) or "
                             break
                     fail(
@@ -294,15 +294,8 @@ def check_tokens(table, parts, keys):
                         f" which no training record has; {fix}add such records to train"
                     )
                 vocab.update(unseen)
-    counts = np.array([(n_read, n_pieces) for n_read, n_pieces, _ in seen.values()])
+    counts = np.array(list(seen.values()))
     return vocab, (counts.min(axis=0), counts.max(axis=0))
-
-
-def tokens_of(line):
-    """(numbers, pieces, text tokens) of a line as the tokenizer splits it."""
-    pieces = split_text(line)
-    tokens = [t for kind, t in pieces if kind == "text"]
-    return len(pieces) - len(tokens), len(pieces), tokens
 
 
 def write_lines(stage, table, parts, keys, writers, record):
@@ -386,7 +379,7 @@ def report(args, meta, table, largest, vocab, counts, n_windowed, repeated, in_r
     for s, n in repeated.items():
         if n:
             print(f"note: {n} of the {meta['splits'][s]} {s} records are also, exactly, in train")
-    print(f"next: {shlex.join(['python', 'tokenize_numbers.py', args.out, '--encoding', 'xval'])}")
+    print(f"next: {command('tokenize_numbers.py', [args.out, '--encoding', 'xval'])}")
 
 
 if __name__ == "__main__":
