@@ -150,11 +150,6 @@ def series_of(table, group, window):
     return [(path, rows) for path, rows in out if len(rows) >= window]
 
 
-def windows(rows, window, stride):
-    starts = np.arange(0, len(rows) - window + 1, stride)
-    return rows[starts[:, None] + np.arange(window)]
-
-
 def split_counts(n, fractions):
     n_val, n_test = round(n * fractions[1]), round(n * fractions[2])
     return n - n_val - n_test, n_val, n_test
@@ -200,7 +195,10 @@ def split_records(table, args):
         pieces = [rows for p in cut for rows in p]
         labels = np.array([k for p in cut for k in range(len(p))], int)
         source["order"] = "time"
-    blocks = [windows(rows, args.window, args.stride) for rows in pieces]
+    blocks = []
+    for rows in pieces:
+        starts = np.arange(0, len(rows) - args.window + 1, args.stride)
+        blocks.append(rows[starts[:, None] + np.arange(args.window)])
     records = np.concatenate([np.empty((0, args.window), np.int32), *blocks])
     each_record = args.order == "random" and not (args.val or args.group)
     if args.order == "random" and not args.val:

@@ -17,18 +17,14 @@ def counting(tmp_path, n):
     return own_table(tmp_path, "x\n" + "".join(f"{x}\n" for x in range(n)))
 
 
-def test_windows_take_consecutive_rows():
-    windows = [[10, 11, 12], [12, 13, 14], [14, 15, 16]]
-    assert records.windows(np.arange(10, 17), 3, 2).tolist() == windows
-    assert records.windows(np.arange(3), 1, 1).tolist() == [[0], [1], [2]]
-
-
 def test_a_split_in_time_order_puts_every_test_window_after_every_training_window(tmp_path):
     flags = args("--window", "4", "--stride", "2")
     parts, source = records.split_records(counting(tmp_path, 40), flags)
     assert source == {"files": ["a.csv"], "fractions": [0.6, 0.2, 0.2], "order": "time"}
     assert parts[0].rows.max() < parts[1].rows.min() and parts[1].rows.max() < parts[2].rows.min()
     assert parts[0].rows.min() == 0 and parts[2].rows.max() < 40
+    # windows of consecutive rows
+    assert parts[0].rows[:3].tolist() == [[0, 1, 2, 3], [2, 3, 4, 5], [4, 5, 6, 7]]
     flags = args("--window", "4", "--stride", "1", "--context-before")
     parts, _ = records.split_records(counting(tmp_path, 40), flags)
     # every test row ends a window
@@ -59,7 +55,7 @@ def test_a_random_split_is_fixed_by_the_seed_and_keeps_file_order(tmp_path):
     rows = [[p.rows.ravel().tolist() for p in records.split_records(table, args("--seed", s))[0]]
             for s in ("1", "1", "2")]
     assert rows[0] == rows[1] != rows[2] and [len(p) for p in rows[0]] == [12, 4, 4]
-    assert all(p == sorted(p) for p in rows[0])
+    assert all(p == sorted(p) for p in rows[0]) and sorted(sum(rows[0], [])) == list(range(20))
 
 
 def test_a_split_emptied_by_missing_values_is_refused(tmp_path):
