@@ -76,9 +76,7 @@ def test_words_the_tokenizer_would_read_as_numbers_are_renamed_in_place(tmp_path
     assert records.words_for_tokenizer(table) == {"pm2.5": "pm2_5", "room": "room"}
     assert list(table.cols) == ["pm2_5", "room"] and table.cols["room"].texts == ["room_12"]
     assert "written as one word" in capsys.readouterr().out
-
-
-def test_a_key_a_dot_b_beside_a_key_b_within_a_is_refused(tmp_path):
+    # a key a.b beside a key b within a
     lines = '{"a.b": 1, "a": {"c": 2}}\n{"a.b": 3, "a": [{"b": 4}]}\n'
     with pytest.raises(SystemExit, match=r"d.jsonl:2: --mask_key names the key 'a.b' and 'b' within"):
         records.words_for_tokenizer(own_table(tmp_path, lines, name="d.jsonl"))

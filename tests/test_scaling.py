@@ -17,26 +17,24 @@ def scaled(tmp_path, numbers, mode):
 @pytest.mark.parametrize("numbers", [
     ["1013.25", "1009.5", "1020", "998.75"], ["0.001", "-0.0025", "0.0004"],
     ["123456789.123", "123456790.5", "123456788"], ["7", "7", "7"]])
-def test_scaled_numbers_written_and_undone_give_back_every_digit_of_the_input(tmp_path, numbers):
+def test_scaled_numbers_written_and_undone_give_back_every_digit_of_the_input(tmp_path, capsys, numbers):
     table, scales, digits, largest, ranges = scaled(tmp_path, numbers, "auto")
     s = scales["x"]
-    for x, w in zip(map(Decimal, numbers), scaling.written(table.cols["x"].x, s, digits["x"])):
+    written = list(scaling.written(table.cols["x"].x, s, digits["x"]))
+    for x, w in zip(map(Decimal, numbers), written):
         undone = Decimal(repr(float(w) * s["spread"] + s["center"]))
         assert undone.quantize(x) == x, (x, w, s, digits)
     assert largest["x"] <= 3 and ranges["x"] == [min(map(float, numbers)), max(map(float, numbers))]
+    # a constant key: spread 1, written 0, and a note
+    if numbers == ["7"] * 3:
+        assert s == {"center": 7.0, "spread": 1.0} and written == ["0"] * 3
+        assert "is constant in train" in capsys.readouterr().out
 
 
 def test_scale_none_writes_the_numbers_as_they_are(tmp_path):
     table, scales, digits, _, _ = scaled(tmp_path, ["1013.25", "2.5"], "none")
     assert scales == {"x": {"center": 0.0, "spread": 1.0}} and digits == {"x": 2}
     assert list(scaling.written(table.cols["x"].x, scales["x"], 2)) == ["1013.25", "2.5"]
-
-
-def test_a_constant_key_gets_spread_1_and_a_note(tmp_path, capsys):
-    scales = scaled(tmp_path, ["5", "5"], "auto")[1]
-    assert scales["x"] == {"center": 5.0, "spread": 1.0}
-    assert "is constant in train" in capsys.readouterr().out
-    assert list(scaling.written([5.0], scales["x"], 0)) == ["0"]
 
 
 def test_scale_record_divides_each_window_by_the_mean_of_all_but_its_last(tmp_path):

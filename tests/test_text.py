@@ -115,8 +115,10 @@ def column_x(cell):
 
 def test_a_csv_becomes_a_dataset_that_tokenizes(prepare, capsys):
     out, meta = prepare(CSV)
-    said(capsys, "station: text, 3 value(s): a, b, c", "(x - ", "numbers per record: 2-2", '"rain"')
-    assert meta["dataset"] == "text" and meta["window"] is None
+    said(capsys, "station: text, 3 value(s): a, b, c", "(x - ", "numbers per record: 2-2", '"rain"',
+         "note: eval.py and sample.py predict 't' (the first key of numbers that varies); --target KEY"
+         " names the one to predict (t, p)")
+    assert meta["dataset"] == "text" and meta["window"] is None and meta["mask_key"] == "t"
     assert meta["splits"] == {"train": 48, "val": 6, "test": 6}
     assert meta["keys"] == ["station", "t", "p", "weather"]
     assert meta["text_keys"] == ["station", "weather"]
@@ -132,10 +134,11 @@ def test_a_csv_becomes_a_dataset_that_tokenizes(prepare, capsys):
     euro = CSV.replace(",", ";").replace(".", ",")
     assert lines(prepare(euro, "--decimal-comma")[0], "train") == plain
     assert lines(prepare(gzip.compress(CSV.encode()), name="d.csv.gz")[0], "train") == plain
-    out, meta = prepare(CSV, "--scale", "none")
-    assert meta["scales"]["p"] == {"center": 0.0, "spread": 1.0}
+    said(capsys)
+    out, meta = prepare(CSV, "--scale", "none", "--target", "p")
+    assert meta["scales"]["p"] == {"center": 0.0, "spread": 1.0} and meta["mask_key"] == "p"
     assert all(1000 < r["p"] < 1020 for r in read(out))
-    said(capsys, "warning: key 'p': numbers up to |x| = 10")
+    assert "note: eval.py" not in said(capsys, "warning: key 'p': numbers up to |x| = 10")
 
 
 def test_json_lines_arrays_and_objects_over_lines_are_records_windows_keep_their_layout(prepare):
@@ -527,14 +530,6 @@ def test_what_the_model_cannot_use_well_is_named(prepare, capsys):
         far_off = re.search(r"warning: key 'day': scaled, its numbers reach \|x\| = 1\d\.\d; .*order 1", printed)
         assert bool(far_off) == far
         assert far or "warning: key 'day'" not in printed
-
-
-def test_the_key_to_predict_is_said_and_target_names_it(prepare, capsys):
-    assert prepare(QUAKES)[1]["mask_key"] == "year"
-    said(capsys, "note: eval.py and sample.py predict 'year' (the first key of numbers that "
-                 "varies); --target KEY names the one to predict (year, lat, mag)")
-    assert prepare(QUAKES, "--target", "mag")[1]["mask_key"] == "mag"
-    assert "note: eval.py" not in said(capsys)
 
 
 def test_groups_keep_their_rows_too_short_ones_go_to_train_and_the_split_is_said(prepare, capsys):
