@@ -313,10 +313,14 @@ def date_keys(table, text_keys, how):
         order = np.argsort(group, kind="stable")
         same = np.diff(group[order]) == 0
         same &= np.diff(np.searchsorted(table.starts, present[order], "right")) == 0  # one file
-        back = present[order][1:][(np.diff(years[order]) < 0) & same]
+        steps = np.diff(years[order])
+        # a time of day again: series interleaved
+        timed = any(":" in t for t in texts)
+        back = present[order][1:][((steps < 0) | (steps == 0) & timed) & same]
         after = ""
         if len(back):
-            after = f" (they go back in time at {table.where(back[0])}: sort the file)"
+            fix = "sort the file, or name each row's series with --group"
+            after = f" (they go back in time or repeat at {table.where(back[0])}: {fix})"
         kept = "left out (--dates=number keeps it as a number)"
         if how != "number":
             dates.append(key)

@@ -55,6 +55,8 @@ def main(argv=None):
     in_records = rows_in(table, parts)
 
     number_keys = [k for k in keys if "number" in kind[k]]
+    if not number_keys:
+        fail(f"{', '.join(inputs)}: no key holds numbers to predict; write digits 0-9, no unit")
     scales, digits, largest, ranges = scale(table, parts, number_keys, args.scale, index_like)
 
     writers = {k: lambda x, k=k: written(x, scales[k], digits[k]) for k in number_keys}
@@ -218,8 +220,8 @@ def mask_key_of(target, number_keys, ranges, index_like):
     if target and target not in number_keys:
         fail(f"--target {target}: not a key of numbers; expected one of {', '.join(number_keys)}")
     varies = [k for k in number_keys if k not in index_like and ranges[k][0] < ranges[k][1]]
-    key = target or (varies or number_keys or [None])[0]
-    if key and not target:
+    key = target or (varies or number_keys)[0]
+    if not target:
         print(
             f"note: eval.py and sample.py predict {key!r} (the first key of numbers that varies);"
             f" --target KEY names the one to predict ({', '.join(varies[:8])})"

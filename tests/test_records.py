@@ -82,11 +82,17 @@ def test_words_the_tokenizer_would_read_as_numbers_are_renamed_in_place(tmp_path
         records.words_for_tokenizer(own_table(tmp_path, lines, name="d.jsonl"))
 
 
-def test_dates_going_back_are_noted_within_a_file(tmp_path, capsys):
-    paths = [tmp_path / "a.csv", tmp_path / "b.csv"]
-    paths[0].write_text("d,t\n2021-03-01,1\n2021-03-02,2\n")
-    paths[1].write_text("d,t\n2021-01-01,1\n2021-01-03,2\n2021-01-02,3\n")
+@pytest.mark.parametrize("files,noted", [
+    (["2021-03-01 2021-03-02", "2021-01-01 2021-01-03 2021-01-02"], ["b.csv:4"]),
+    # a time of day again: series interleaved; a date again: rows of one day
+    (["2021-03-01T00:00 2021-03-01T00:00 2021-03-01T01:00"], ["a.csv:3"]),
+    (["2021-03-01 2021-03-01 2021-03-02"], [])])
+def test_dates_going_back_or_a_time_again_are_noted_within_a_file(tmp_path, capsys, files, noted):
+    paths = [tmp_path / f"{name}.csv" for name in "ab"[: len(files)]]
+    for path, dates in zip(paths, files):
+        path.write_text("d,t\n" + "".join(f"{d},{i}\n" for i, d in enumerate(dates.split())))
     table = reading.read_files(list(map(str, paths)), args())
     table.group = None
     assert records.date_keys(table, set(), None) == ["d"]
-    assert re.findall(r"[^/]*: sort the file", capsys.readouterr().out) == ["b.csv:4: sort the file"]
+    out = capsys.readouterr().out
+    assert re.findall(r"([^/]*): sort the file, or name each row's series with --group", out) == noted

@@ -341,6 +341,7 @@ NESTED_KEY = "".join(f'{{"x": {i}, "y": {{"12": {i % 5}}}}}\n' for i in range(40
     ('t,n\n1,"1,013.2"\n', r"'1,013.2' holds a thousands separator or a decimal comma; write 1013.2, or --text n$",
      "--decimal-comma"),
     ("Temp (°C),n\n01,2\n", r"bad.csv:2: column 'Temp \(°C\)': '01' .*; --text 'Temp \(°C\)' reads it as text$"),
+    ("t,n\n" + "１６,a\n" * 20, "bad.csv: no key holds numbers to predict; write digits 0-9, no unit"),
     # an .xlsx is a zip archive
     (b"PK\x03\x04\x14\x00\x06\x00", r"bad.xlsx: a zip archive or an Excel workbook .*CSV UTF-8"),
     (CSV.encode("utf-16"), r"bad.csv: UTF-16 text \(Excel's Unicode Text\); save the file as UTF-8"),
