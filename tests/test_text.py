@@ -200,6 +200,15 @@ def test_dates_are_left_out_and_text_with_digits_is_one_word_everywhere(prepare,
     _, meta = prepare(",".join(formats) + ",t\n" + "".join(rows))
     assert meta["dates_left_out"] == list(formats) and meta["keys"] == ["t"]
     said(capsys, "note: key 'named' holds dates or times (01-Jan-2021 ... 05-Feb-2023)")
+    # in a JSON list, and numbers read as text (--text)
+    prepare("".join(f'{{"a":["pm2.5"],"b":"r 1","x":{i}}}\n' for i in range(20)), name="d.jsonl")
+    said(capsys, "word each: 'r 1' as 'r_1'")
+    for cell, _ in SIGNS:
+        assert sum(prepare(column_x(cell), "--text", "x")[1]["splits"].values()) == 20
+    content = "".join(json.dumps({"diet": i % 4 + 1, "w": 40 + i}) + "\n" for i in range(40))
+    out, meta = prepare(content, "--text", "diet", name="d.jsonl")
+    assert meta["text_keys"] == ["diet"] and "diet" not in meta["scales"]
+    assert {r["diet"] for r in read(out)} == {"_1", "_2", "_3", "_4"}
 
 
 STACKED = [(a, d) for a in range(2) for d in range(1, 21)]
@@ -369,17 +378,6 @@ def test_what_would_be_misread_is_a_one_line_error_naming_file_and_line(error, c
     assert re.search(expected, error(content, *"".join(flags).split(), name=name))
 
 
-def test_text_makes_numbers_and_numbers_with_signs_words_the_note_names_a_text_value(prepare, capsys):
-    prepare("".join(f'{{"a":["pm2.5"],"b":"r 1","x":{i}}}\n' for i in range(20)), name="d.jsonl")
-    said(capsys, "word each: 'r 1' as 'r_1'")
-    for cell, _ in SIGNS:
-        assert sum(prepare(column_x(cell), "--text", "x")[1]["splits"].values()) == 20
-    content = "".join(json.dumps({"diet": i % 4 + 1, "w": 40 + i}) + "\n" for i in range(40))
-    out, meta = prepare(content, "--text", "diet", name="d.jsonl")
-    assert meta["text_keys"] == ["diet"] and "diet" not in meta["scales"]
-    assert {r["diet"] for r in read(out)} == {"_1", "_2", "_3", "_4"}
-
-
 @pytest.mark.parametrize("content, name, flags, key", [
     (LONG_CSV, "data.csv", "--window 4", "t"), (JSONL, "data.jsonl", "", "t"),
     # p missing where it ends in .3
@@ -531,6 +529,12 @@ def test_what_the_model_cannot_use_well_is_named(prepare, capsys):
         far_off = re.search(r"warning: key 'day': scaled, its numbers reach \|x\| = 1\d\.\d; .*order 1", printed)
         assert bool(far_off) == far
         assert far or "warning: key 'day'" not in printed
+    # a tiny number beside large ones: at most 17 digits
+    content = "x,y\n" + "".join(f"{i}.5,{'1e-60' if i % 2 else 1}\n" for i in range(40))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        out, meta = prepare(content)
+    assert meta["decimals"]["y"] <= 17 and all(len(str(r["y"])) <= 20 for r in read(out))
 
 
 def test_groups_keep_their_rows_too_short_ones_go_to_train_and_the_split_is_said(prepare, capsys):
@@ -587,14 +591,6 @@ def test_main_reads_as_its_steps():
              "check_tokens", "write_lines", "report"]
     called = re.findall(r"(\w+)\(", inspect.getsource(text.main))
     assert [f for f in called if f in steps] == steps
-
-
-def test_a_tiny_number_beside_large_ones_is_written_with_at_most_17_digits(prepare):
-    content = "x,y\n" + "".join(f"{i}.5,{'1e-60' if i % 2 else 1}\n" for i in range(40))
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", RuntimeWarning)
-        out, meta = prepare(content)
-    assert meta["decimals"]["y"] <= 17 and all(len(str(r["y"])) <= 20 for r in read(out))
 
 
 @pytest.mark.slow
