@@ -13,30 +13,25 @@ def args(*flags):
     return text.parse_args(["a.csv", "--out", "o", "--split", "0.6,0.2,0.2", "--seed", "1", *flags])
 
 
-def counting(tmp_path, n):
-    return own_table(tmp_path, "x\n" + "".join(f"{x}\n" for x in range(n)))
-
-
 def test_a_split_in_time_order_puts_test_windows_last_a_random_one_follows_the_seed(tmp_path):
-    flags = args("--window", "4", "--stride", "2")
-    parts, source = records.split_records(counting(tmp_path, 40), flags)
+    table = own_table(tmp_path, "x\n" + "".join(f"{x}\n" for x in range(40)))
+    parts, source = records.split_records(table, args("--window", "4", "--stride", "2"))
     assert source == {"files": ["a.csv"], "fractions": [0.6, 0.2, 0.2], "order": "time"}
     assert parts[0].rows.max() < parts[1].rows.min() and parts[1].rows.max() < parts[2].rows.min()
     assert parts[0].rows.min() == 0 and parts[2].rows.max() < 40
     # windows of consecutive rows
     assert parts[0].rows[:3].tolist() == [[0, 1, 2, 3], [2, 3, 4, 5], [4, 5, 6, 7]]
     flags = args("--window", "4", "--stride", "1", "--context-before")
-    parts, _ = records.split_records(counting(tmp_path, 40), flags)
+    parts, _ = records.split_records(table, flags)
     # every test row ends a window
     ends = [set(p.rows[:, -1].tolist()) for p in parts]
     assert ends[2] == set(range(32, 40)) and ends[1] == set(range(24, 32))
     assert parts[2].rows.min() == 29
     # at random: fixed by the seed, each split in file order
-    table = counting(tmp_path, 20)
     rows = [[p.rows.ravel().tolist() for p in records.split_records(table, args("--seed", s))[0]]
             for s in ("1", "1", "2")]
-    assert rows[0] == rows[1] != rows[2] and [len(p) for p in rows[0]] == [12, 4, 4]
-    assert all(p == sorted(p) for p in rows[0]) and sorted(sum(rows[0], [])) == list(range(20))
+    assert rows[0] == rows[1] != rows[2] and [len(p) for p in rows[0]] == [24, 8, 8]
+    assert all(p == sorted(p) for p in rows[0]) and sorted(sum(rows[0], [])) == list(range(40))
 
 
 def test_groups_keep_their_rows_together_in_time_or_by_group(tmp_path):
