@@ -44,7 +44,6 @@ def rewrite(value, f):
 
 
 def leaves(value):
-    """The scalars under a JSON value."""
     if isinstance(value, dict):
         value = list(value.values())
     return [x for v in value for x in leaves(v)] if isinstance(value, list) else [value]

@@ -228,7 +228,6 @@ def split_records(table, args):
 
 
 def rows_in(table, parts, key=None):
-    """Which rows the splits' records (that hold key) hold."""
     held = np.zeros(table.n, bool)
     for part in parts:
         held[part.rows[part.has(key)].ravel()] = True
@@ -284,7 +283,7 @@ def decimal_years(texts):
     return 1970 + year.astype(int) + (t - start) / (end - start)
 
 
-def date_keys(table, text_keys, how):
+def date_keys(table, how):
     """The keys (not --text) whose every value is a date or time, noted; with how "number" made
     numbers, else left out (returned)."""
     dates, lines = [], []
@@ -292,7 +291,7 @@ def date_keys(table, text_keys, how):
         texts = col.texts
         present = np.flatnonzero(col.code != GAP)
         dated = all(DATE.fullmatch(str(t)) for t in texts) and len(present)
-        if key in text_keys or not dated or col.nested:
+        if col.as_text or not dated or col.nested:
             continue
         index = col.code[present]
         numbers = (index == NUM).any()

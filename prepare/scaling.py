@@ -32,7 +32,6 @@ def extremes(col, rows):
 
 
 def scale_of(col, weights, mode):
-    """{"center", "spread"} of a column's numbers, each counted weights[row] times."""
     if mode != "auto":
         return {"center": 0.0, "spread": 1.0}
     total = count = 0.0
@@ -54,7 +53,6 @@ def decimals_of(q, spread, mode, largest):
 
 
 def written(x, scale, digits):
-    """Numbers as the text writes them: (x - center) / spread, `digits` decimals at most."""
     z = (np.asarray(x, float) - scale["center"]) / scale["spread"]
     distinct, inverse = np.unique(z, return_inverse=True)
     text = [f"{v:.{digits}f}" for v in distinct.tolist()]

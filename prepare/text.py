@@ -167,7 +167,6 @@ def parse_args(argv):
 
 
 def check_inputs(paths):
-    """No file given twice, under any name."""
     seen = {}
     for path in paths:
         try:
@@ -205,7 +204,7 @@ def clean_keys(table, args):
     if args.group:
         print(f"note: key {args.group!r} names each row's group (--group): not in the records")
     table.group = table.cols.pop(args.group) if args.group else None
-    dates = date_keys(table, args.text, args.dates)
+    dates = date_keys(table, args.dates)
     for key in dates:
         table.cols.pop(key)
     renamed = words_for_tokenizer(table)
@@ -216,7 +215,6 @@ def clean_keys(table, args):
 
 
 def mask_key_of(target, number_keys, ranges, index_like):
-    """--target, else the first key whose numbers vary in train and count no rows (said)."""
     if target and target not in number_keys:
         fail(f"--target {target}: not a key of numbers; expected one of {', '.join(number_keys)}")
     varies = [k for k in number_keys if k not in index_like and ranges[k][0] < ranges[k][1]]
@@ -230,7 +228,6 @@ def mask_key_of(target, number_keys, ranges, index_like):
 
 
 def dump(value, write):
-    """A JSON value as compact JSON, its numbers written by write."""
     if isinstance(value, dict):
         items = [f"{json.dumps(k, ensure_ascii=False)}:{dump(v, write)}" for k, v in value.items()]
         return "{" + ",".join(items) + "}"

@@ -13,24 +13,25 @@ def args(*flags):
     return text.parse_args(["a.csv", "--out", "o", "--split", "0.6,0.2,0.2", "--seed", "1", *flags])
 
 
-def counting(tmp_path, n):
-    return own_table(tmp_path, "x\n" + "".join(f"{x}\n" for x in range(n)))
-
-
-def test_a_split_in_time_order_puts_every_test_window_after_every_training_window(tmp_path):
-    flags = args("--window", "4", "--stride", "2")
-    parts, source = records.split_records(counting(tmp_path, 40), flags)
+def test_a_split_in_time_order_puts_test_windows_last_a_random_one_follows_the_seed(tmp_path):
+    table = own_table(tmp_path, "x\n" + "".join(f"{x}\n" for x in range(40)))
+    parts, source = records.split_records(table, args("--window", "4", "--stride", "2"))
     assert source == {"files": ["a.csv"], "fractions": [0.6, 0.2, 0.2], "order": "time"}
     assert parts[0].rows.max() < parts[1].rows.min() and parts[1].rows.max() < parts[2].rows.min()
     assert parts[0].rows.min() == 0 and parts[2].rows.max() < 40
     # windows of consecutive rows
     assert parts[0].rows[:3].tolist() == [[0, 1, 2, 3], [2, 3, 4, 5], [4, 5, 6, 7]]
     flags = args("--window", "4", "--stride", "1", "--context-before")
-    parts, _ = records.split_records(counting(tmp_path, 40), flags)
+    parts, _ = records.split_records(table, flags)
     # every test row ends a window
     ends = [set(p.rows[:, -1].tolist()) for p in parts]
     assert ends[2] == set(range(32, 40)) and ends[1] == set(range(24, 32))
     assert parts[2].rows.min() == 29
+    # at random: fixed by the seed, each split in file order
+    rows = [[p.rows.ravel().tolist() for p in records.split_records(table, args("--seed", s))[0]]
+            for s in ("1", "1", "2")]
+    assert rows[0] == rows[1] != rows[2] and [len(p) for p in rows[0]] == [24, 8, 8]
+    assert all(p == sorted(p) for p in rows[0]) and sorted(sum(rows[0], [])) == list(range(40))
 
 
 def test_groups_keep_their_rows_together_in_time_or_by_group(tmp_path):
@@ -50,14 +51,6 @@ def test_groups_keep_their_rows_together_in_time_or_by_group(tmp_path):
         split("--split", "0.6,0.3,0.1", "--window", "2", "--order", "random")
 
 
-def test_a_random_split_is_fixed_by_the_seed_and_keeps_file_order(tmp_path):
-    table = counting(tmp_path, 20)
-    rows = [[p.rows.ravel().tolist() for p in records.split_records(table, args("--seed", s))[0]]
-            for s in ("1", "1", "2")]
-    assert rows[0] == rows[1] != rows[2] and [len(p) for p in rows[0]] == [12, 4, 4]
-    assert all(p == sorted(p) for p in rows[0]) and sorted(sum(rows[0], [])) == list(range(20))
-
-
 def test_a_split_emptied_by_missing_values_is_refused(tmp_path):
     table = own_table(tmp_path, "a,b\n1,\n2,3\n")
     part = records.Part(np.arange(2)[:, None])
@@ -66,9 +59,6 @@ def test_a_split_emptied_by_missing_values_is_refused(tmp_path):
     kept, _ = records.leave_out_missing([one, part, part], ["a", "b"], gaps, "drop")
     with pytest.raises(SystemExit, match="the train split holds no record; more data"):
         records.warn_short(kept, args())
-    # a JSON list holding a null holds a missing value
-    table = own_table(tmp_path, '[{"b": ["x", null]}, {"b": ["NA", "y"]}]', name="d.json")
-    assert list(records.check_keys(table, "omit")[1]["b"]) == [True, True]
 
 
 def test_words_the_tokenizer_would_read_as_numbers_are_renamed_in_place(tmp_path, capsys):
@@ -93,6 +83,6 @@ def test_dates_going_back_or_a_time_again_are_noted_within_a_file(tmp_path, caps
         path.write_text("d,t\n" + "".join(f"{d},{i}\n" for i, d in enumerate(dates.split())))
     table = reading.read_files(list(map(str, paths)), args())
     table.group = None
-    assert records.date_keys(table, set(), None) == ["d"]
+    assert records.date_keys(table, None) == ["d"]
     out = capsys.readouterr().out
     assert re.findall(r"([^/]*): sort the file, or name each row's series with --group", out) == noted

@@ -14,9 +14,9 @@ BUDGET = {"train.py": 13_729, "model.py": 12_022, "sample.py": 5_885, "tokenize_
           "configurator.py": 4_146, "batching.py": 8_342}
 # Ceilings: lower them as code is cut, never raise them. The aim is a reference of 270,000
 # characters, own-data reading of 40,000 and tests no larger than the reference.
-REFERENCE_BUDGET = 311_271  # every top-level .py and prepare/*.py
-TEXT_BUDGET = 66_147  # prepare/text.py and the modules only it uses
-TESTS_BUDGET = 359_661  # tests/*.py
+REFERENCE_BUDGET = 311_070  # every top-level .py and prepare/*.py
+TEXT_BUDGET = 65_946  # prepare/text.py and the modules only it uses
+TESTS_BUDGET = 359_494  # tests/*.py
 FILE_BUDGET = 25_000
 FUNCTION_LINES = 60
 TRAIN_BUDGET = 110_000  # what train.py imports from the project, transitively

@@ -23,9 +23,9 @@ import text
 
 from dataset import Split
 from predict import masked_numbers
+from records import SPLITS
 from tokenize_line import split_text
 
-SPLITS = ("train", "val", "test")
 CSV = "station,t,p,weather\n" + "".join(
     f"{'abc'[i % 3]},{10 + 7 * np.sin(i / 9) + i % 3:.2f},{1013 + 5 * np.cos(i / 7):.1f},{'rain' if i % 4 else 'dry'}\n"
     for i in range(60))
@@ -36,8 +36,6 @@ LONG_CSV = "station,t,p\n" + "".join(
 SERIES = "date,co2,rain\n" + "".join(
     f"1990-01-{1 + i % 28:02d},{350 + i / 10 + np.sin(i / 5):.2f},"
     f"{'' if i in (7, 33) else 'NA' if i == 50 else f'{i % 7 / 10:.1f}'}\n" for i in range(80))
-QUAKES = "year,lat,mag,site\n" + "".join(
-    f"{2000 + i // 10},{(i * 7) % 11 - 20.5},{4 + (i * 5) % 9 / 10},{'ab'[i % 2]}\n" for i in range(60))
 TRAIN = ("train.py", "config/own_small.py", *EVAL_TINY, "--eval_interval=2", "--eval_batches=1", "--batch_size=8",
          "--micro_batch_size=8")
 OMIT_OR_DROP = "--missing=omit leaves it out of the record, --missing=drop drops the record"
@@ -200,6 +198,15 @@ def test_dates_are_left_out_and_text_with_digits_is_one_word_everywhere(prepare,
     _, meta = prepare(",".join(formats) + ",t\n" + "".join(rows))
     assert meta["dates_left_out"] == list(formats) and meta["keys"] == ["t"]
     said(capsys, "note: key 'named' holds dates or times (01-Jan-2021 ... 05-Feb-2023)")
+    # in a JSON list, and numbers read as text (--text)
+    prepare("".join(f'{{"a":["pm2.5"],"b":"r 1","x":{i}}}\n' for i in range(20)), name="d.jsonl")
+    said(capsys, "word each: 'r 1' as 'r_1'")
+    for cell, _ in SIGNS:
+        assert sum(prepare(column_x(cell), "--text", "x")[1]["splits"].values()) == 20
+    content = "".join(json.dumps({"diet": i % 4 + 1, "w": 40 + i}) + "\n" for i in range(40))
+    out, meta = prepare(content, "--text", "diet", name="d.jsonl")
+    assert meta["text_keys"] == ["diet"] and "diet" not in meta["scales"]
+    assert {r["diet"] for r in read(out)} == {"_1", "_2", "_3", "_4"}
 
 
 STACKED = [(a, d) for a in range(2) for d in range(1, 21)]
@@ -221,7 +228,8 @@ def test_dates_going_back_are_noted_within_each_group(prepare, capsys, rows, fla
     assert re.findall(r"[^/]*: sort the file", printed) == ([back] if back else [])
 
 
-def test_val_and_test_files_an_unseen_text_value_and_force(tmp_path):
+def test_val_and_test_files_an_unseen_text_value_force_a_file_given_twice_or_a_fifo(
+        tmp_path, prepare, error, capsys):
     for name, content in (("val", "b,1.5"), ("train", "a,1.0\nb,2.0")):
         (tmp_path / f"{name}.csv").write_text(f"station,t\n{content}\n")
     flags = [str(tmp_path / "train.csv"), "--val", str(tmp_path / "val.csv"),
@@ -244,10 +252,6 @@ def test_val_and_test_files_an_unseen_text_value_and_force(tmp_path):
     # each group in its own file's split
     grouped = splits("a,1.25\nb,1.5", "--force", "--group", "station")
     assert grouped == {"train": 2, "val": 1, "test": 2}
-
-
-def test_a_file_given_twice_or_a_fifo_is_refused_the_same_data_in_two_splits_reported(
-        tmp_path, prepare, error, capsys):
     os.mkfifo(tmp_path / "fifo.csv")
     assert "fifo.csv is a FIFO, device or socket; expected a file" in error(None, name="fifo.csv")
     a, b = tmp_path / "a.csv", tmp_path / "b.csv"
@@ -262,10 +266,7 @@ def test_a_file_given_twice_or_a_fifo_is_refused_the_same_data_in_two_splits_rep
     assert re.search(r"note: \d+ of the 12 val records are also, exactly, in train", said(capsys))
 
 
-COLUMNS = json.dumps({"t": {str(i): i for i in range(20)}, "x": {str(i): i / 2 for i in range(20)}})
 TWO_ROWS = "a,b\n1,2\n3,4\n"
-HEADLESS = "".join(f"{i / 10},{3 + i % 4},{'ab'[i % 2]}\n" for i in range(1, 40))
-NESTED_KEY = "".join(f'{{"x": {i}, "y": {{"12": {i % 5}}}}}\n' for i in range(40))
 
 
 @pytest.mark.parametrize("case", [
@@ -307,7 +308,7 @@ NESTED_KEY = "".join(f'{{"x": {i}, "y": {{"12": {i % 5}}}}}\n' for i in range(40
     ("t p q\n1 2 3\n", "bad.csv:1: the header holds no , ; tab or | but spaces"),
     ("a,b\n1,2\n", "bad.csv:1: --columns names 'c', not a column here: a, b", "--columns a,c"),
     ('{"a":[1,2],"b":1}\n', "--text names 'z', not a column or key", "--text z"),
-    (QUAKES, "--target site: not a key of numbers; expected one of year, lat, mag", "--target site"),
+    (CSV, "--target station: not a key of numbers; expected one of t, p$", "--target station"),
     ("a\n1\n2\n", ("--stride 1 < --window 2 with --order random: overlapping windows would share rows "
      "between train and test"), "--window 2 --stride 1 --order random"),
     ("t,e\n1,\n2,NA\n", r"key 'e' holds no value in any record; leave it out with --columns"),
@@ -319,15 +320,18 @@ NESTED_KEY = "".join(f'{{"x": {i}, "y": {{"12": {i % 5}}}}}\n' for i in range(40
     (CSV, r"^error: argument --stride: expected an integer ≥ 1, got 0 \(--help lists", "--stride 0"),
     (CSV, r"^error: argument --window: invalid integer value: 'nan'", "--window nan"),
     (CSV, r"^error: argument --seed: expected an integer ≥ 0, got -1", "--seed -1"),
-    (NESTED_KEY, r"bad.jsonl:1: the tokenizer reads a number in the key '12'; rename it '_12'$"),
+    ("".join(f'{{"x": {i}, "y": {{"12": {i % 5}}}}}\n' for i in range(40)),
+     r"bad.jsonl:1: the tokenizer reads a number in the key '12'; rename it '_12'$"),
     ('{"t":1,"x":[2,-1e-400]}\n', r"bad.jsonl:1: key 'x': -1E-400 is beyond what a float64 holds"),
     ('t,x\n0,"$1,000.50"\n', rf"bad.csv:2: column 'x': '\$1,000.50' {SIGN} 1000.50"),
-    (COLUMNS, "one JSON object of columns of 20 values"),
+    (json.dumps({"t": {str(i): i for i in range(20)}, "x": {str(i): i / 2 for i in range(20)}}),
+     "one JSON object of columns of 20 values"),
     ("t;p\n1;1014\n2;1.013,5\n3;1012\n", r"bad.csv:3: column 'p': '1.013,5' is not a number", "--decimal-comma"),
     ("t;p\n1;1014\n2;1.5\n3;1012\n", (r"bad.csv:3: column 'p': '1.5' holds a point, but --decimal-comma "
      r"says numbers are written 12,5"), "--decimal-comma"),
-    (HEADLESS, (r"bad.csv:1: the header holds numbers \(0.1, 4\): a file without a header row\? "
-     r".*add a line of names")),
+    ("".join(f"{i / 10},{3 + i % 4},{'ab'[i % 2]}\n" for i in range(1, 40)),
+     (r"bad.csv:1: the header holds numbers \(0.1, 4\): a file without a header row\? "
+      r".*add a line of names")),
     ("a,b\n1,2\n", "--split nan,0.5,0.5: expected three positive fractions", "--split nan,0.5,0.5"),
     ("x\n" + "1\n" * 20 + "1e308\n", r"bad.csv:22: column 'x': 1E\+308 is beyond what a float64"),
     ("d,t\n12:30,1\n", r"bad.csv:2: key 'd': --dates=number reads ISO .*'12:30'", "--dates=number"),
@@ -367,17 +371,6 @@ def test_what_would_be_misread_is_a_one_line_error_naming_file_and_line(error, c
     content, expected, *flags = case  # flags: one string, if any
     name = re.match(r"bad\.\w+|", expected)[0] or "bad.csv"
     assert re.search(expected, error(content, *"".join(flags).split(), name=name))
-
-
-def test_text_makes_numbers_and_numbers_with_signs_words_the_note_names_a_text_value(prepare, capsys):
-    prepare("".join(f'{{"a":["pm2.5"],"b":"r 1","x":{i}}}\n' for i in range(20)), name="d.jsonl")
-    said(capsys, "word each: 'r 1' as 'r_1'")
-    for cell, _ in SIGNS:
-        assert sum(prepare(column_x(cell), "--text", "x")[1]["splits"].values()) == 20
-    content = "".join(json.dumps({"diet": i % 4 + 1, "w": 40 + i}) + "\n" for i in range(40))
-    out, meta = prepare(content, "--text", "diet", name="d.jsonl")
-    assert meta["text_keys"] == ["diet"] and "diet" not in meta["scales"]
-    assert {r["diet"] for r in read(out)} == {"_1", "_2", "_3", "_4"}
 
 
 @pytest.mark.parametrize("content, name, flags, key", [
@@ -531,6 +524,12 @@ def test_what_the_model_cannot_use_well_is_named(prepare, capsys):
         far_off = re.search(r"warning: key 'day': scaled, its numbers reach \|x\| = 1\d\.\d; .*order 1", printed)
         assert bool(far_off) == far
         assert far or "warning: key 'day'" not in printed
+    # a tiny number beside large ones: at most 17 digits
+    content = "x,y\n" + "".join(f"{i}.5,{'1e-60' if i % 2 else 1}\n" for i in range(40))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        out, meta = prepare(content)
+    assert meta["decimals"]["y"] <= 17 and all(len(str(r["y"])) <= 20 for r in read(out))
 
 
 def test_groups_keep_their_rows_too_short_ones_go_to_train_and_the_split_is_said(prepare, capsys):
@@ -587,14 +586,6 @@ def test_main_reads_as_its_steps():
              "check_tokens", "write_lines", "report"]
     called = re.findall(r"(\w+)\(", inspect.getsource(text.main))
     assert [f for f in called if f in steps] == steps
-
-
-def test_a_tiny_number_beside_large_ones_is_written_with_at_most_17_digits(prepare):
-    content = "x,y\n" + "".join(f"{i}.5,{'1e-60' if i % 2 else 1}\n" for i in range(40))
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", RuntimeWarning)
-        out, meta = prepare(content)
-    assert meta["decimals"]["y"] <= 17 and all(len(str(r["y"])) <= 20 for r in read(out))
 
 
 @pytest.mark.slow
