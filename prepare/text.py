@@ -45,6 +45,9 @@ def main(argv=None):
 
     keys, dates, renamed = clean_keys(table, args)
     kind, gaps = check_keys(table, args.missing)
+    number_keys = [k for k in keys if "number" in kind[k]]
+    if not number_keys:
+        fail(f"{', '.join(inputs)}: no key holds numbers to predict; write digits 0-9, no unit")
     index_like = counting_keys(table, keys)
 
     parts, source = split_records(table, args)
@@ -54,9 +57,6 @@ def main(argv=None):
     warn_short(parts, args)
     in_records = rows_in(table, parts)
 
-    number_keys = [k for k in keys if "number" in kind[k]]
-    if not number_keys:
-        fail(f"{', '.join(inputs)}: no key holds numbers to predict; write digits 0-9, no unit")
     scales, digits, largest, ranges = scale(table, parts, number_keys, args.scale, index_like)
 
     writers = {k: lambda x, k=k: written(x, scales[k], digits[k]) for k in number_keys}
